@@ -1,0 +1,29 @@
+# Two commands: `make demo` runs the default simulation, `make test` runs the tests.
+# Each bootstraps .venv when it is missing or older than pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+# torch==2.13.0 first: it takes the CPU build that lies on the build machines instead of
+# downloading a multi-GB CUDA build; the project's range then installs nothing more.
+TORCH_PIN := torch==2.13.0
+
+.PHONY: demo test test-slow bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q "$(TORCH_PIN)"
+	$(VENV)/bin/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/neuroedge simulate
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -m slow
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""Deployment layer: run files, energy reports, exporters and the ``neuroedge`` CLI."""

@@ -1,0 +1,79 @@
+"""The model registry: a card per implemented method, and the result every simulation returns.
+
+``REGISTRY`` is a plain dict that the method modules fill by calling :func:`register`;
+registering a name twice is an error. Only what works is registered: a method that is not
+implemented yet has no card.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+from sim.ledger import Ledger
+
+Progress = Callable[[int, int, dict], None]
+"""Progress callback: ``(step, total, metrics so far)``; the CLI draws a bar with it."""
+
+
+@dataclass
+class RunResult:
+    """What one simulation produced: enough to write a run file and a report.
+
+    Attributes
+    ----------
+    model, profile, dataset : names
+    config : the model's configuration (plain values), stored in the run file
+    metrics : scalar results (accuracy, loss, ...)
+    ledger : every count the simulation recorded
+    traces : optional arrays (loss curves, spike rasters) stored compressed
+    """
+
+    model: str
+    profile: str
+    dataset: str
+    config: dict[str, Any]
+    metrics: dict[str, float]
+    ledger: Ledger
+    traces: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What a registered method is, what it checks, where it runs, and how to simulate it.
+
+    ``simulate(profile, dataset, seed, quick, progress) -> RunResult`` runs the method on a
+    device for the profile and returns its counts and metrics.
+    """
+
+    name: str
+    title: str
+    reference: str
+    claim: str
+    device_kinds: tuple[str, ...]
+    datasets: tuple[str, ...]
+    default_dataset: str
+    default_profile: str
+    simulate: Callable[..., RunResult]
+    exports: tuple[str, ...] = ()
+
+
+REGISTRY: dict[str, ModelCard] = {}
+
+
+def register(card: ModelCard) -> ModelCard:
+    if card.name in REGISTRY:
+        raise ModelError(f"model {card.name!r} is already registered")
+    REGISTRY[card.name] = card
+    return card
+
+
+def get(name: str) -> ModelCard:
+    """The card of a registered model, or an error listing the registered names."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ModelError(f"unknown model {name!r}: registered models are "
+                         f"{', '.join(sorted(REGISTRY)) or '(none)'}") from None

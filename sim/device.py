@@ -1,0 +1,90 @@
+"""The Device contract shared by every engine, and ``device(profile)`` that picks the engine.
+
+Interface apart from behaviour (as Lava's Process/ProcessModel and Brian2's Device): this
+module states what every engine offers -- ``profile``, ``ledger``, ``compile(model)``,
+``run(...)``, ``report()`` -- and each engine module registers its class for the profile
+kinds it serves. The registry is a plain dict filled by the implementing modules;
+registering a kind twice is an error.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from hw_profiles import load
+from hw_profiles.errors import HardwareLimitError, NeuroedgeError
+from hw_profiles.profile import KINDS, HardwareProfile
+from sim.ledger import Ledger
+
+ENGINES: dict[str, type["Device"]] = {}
+"""profile kind -> engine class"""
+
+PLANNED = {"neuromorphic": "NeuromorphicDevice (event-driven spiking engine)",
+           "bitwise": "BitwiseDevice (packed-word engine)"}
+"""Kinds whose engine is designed but not built yet: named in the error users see."""
+
+
+def register_engine(kind: str, cls: type["Device"]) -> None:
+    if kind not in KINDS:
+        raise NeuroedgeError(f"register_engine: unknown kind {kind!r}; kinds are {KINDS}")
+    if kind in ENGINES:
+        raise NeuroedgeError(f"register_engine: kind {kind!r} already has engine "
+                             f"{ENGINES[kind].__name__}; refusing {cls.__name__}")
+    ENGINES[kind] = cls
+
+
+class Device(ABC):
+    """A simulated hardware target: a profile, a ledger of what ran, and an engine.
+
+    Parameters
+    ----------
+    profile : str, path or HardwareProfile
+        Shipped profile name (``"a100"``), a TOML path, or a loaded profile.
+    """
+
+    def __init__(self, profile: str | HardwareProfile):
+        self.profile: HardwareProfile = load(profile)
+        self.ledger = Ledger()
+
+    @abstractmethod
+    def compile(self, model: Any) -> Any:
+        """Place ``model`` on the hardware, checking every limit; return the placed model."""
+
+    @abstractmethod
+    def run(self, *args, **kwargs) -> Any:
+        """Execute on the simulated hardware, recording counts into ``self.ledger``."""
+
+    def report(self):
+        """Price everything recorded so far on this device's profile (an EnergyReport)."""
+        return self.ledger.price(self.profile)
+
+    def reset(self) -> None:
+        """Start a fresh ledger (keeps the compiled model)."""
+        self.ledger = Ledger()
+
+    def _limit_error(self, what: str, value, limit_key: str, limit, hint: str):
+        """Raise the standard 'does not fit' error, prefixed with the engine name."""
+        raise HardwareLimitError(f"[{type(self).__name__}.compile] {what} = {value} exceeds "
+                                 f"{self.profile.name} {limit_key} = {limit}; {hint}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(profile={self.profile.name!r})"
+
+
+def device(profile: str | HardwareProfile, **kwargs) -> Device:
+    """Return the engine for the profile's kind, e.g. ``device("a100")`` -> TorchDevice."""
+    prof = load(profile)
+    _import_engines()
+    cls = ENGINES.get(prof.kind)
+    if cls is None:
+        planned = PLANNED.get(prof.kind, "no engine")
+        raise NeuroedgeError(
+            f"profile {prof.name!r} is of kind {prof.kind!r}, whose engine ({planned}) is not "
+            f"implemented yet; engines available now serve kinds "
+            f"{', '.join(sorted(ENGINES))}")
+    return cls(prof, **kwargs)
+
+
+def _import_engines() -> None:
+    """Import engine modules so they register themselves (lazily: torch is heavy)."""
+    import sim.torch_engine  # noqa: F401

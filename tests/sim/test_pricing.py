@@ -1,0 +1,80 @@
+"""Pricing arithmetic against hand-computed values on the toy profile (round numbers)."""
+import pytest
+
+from hw_profiles.errors import PricingError
+from sim.ledger import Ledger
+from sim.pricing import EnergyReport, price
+
+
+def _ledger() -> Ledger:
+    led = Ledger()
+    led.add("mac_fp32", 1000, scope="infer")
+    led.add("flop_fp32", 100, scope="infer")
+    led.add_bytes("offchip", read=4000, write=400, scope="infer")
+    led.add_samples(10, scope="infer")
+    led.add("mac_fp32", 10**9, scope="train/fc1")   # compute-bound scope
+    led.add_samples(100, scope="train")
+    return led
+
+
+def test_hand_computed_energy(toy_gpu_path):
+    rep = price(_ledger(), toy_gpu_path)
+    # infer: 1000 x 2 pJ + 100 x 1 pJ = 2.1 nJ compute; 4000 x 10 pJ + 400 x 20 pJ = 48 nJ memory
+    # latency: compute 1100 / 1e12 = 1.1 ns, memory 4400 B / 1e11 B/s = 44 ns -> 44 ns
+    # static: 1 W x 44 ns = 44 nJ
+    assert rep.latency_s["infer"] == pytest.approx(44e-9)
+    assert rep.energy_within("infer") == pytest.approx(2.1e-9 + 48e-9 + 44e-9)
+    assert rep.per_sample_j()["infer"] == pytest.approx((2.1e-9 + 48e-9 + 44e-9) / 10)
+    # train/fc1: 1e9 x 2 pJ = 2 mJ; latency 1e9 / 1e12 = 1 ms; static 1 W x 1 ms = 1 mJ
+    assert rep.latency_s["train/fc1"] == pytest.approx(1e-3)
+    assert rep.energy_within("train") == pytest.approx(3e-3)
+    assert rep.per_sample_j()["train"] == pytest.approx(3e-5)
+    cats = rep.by_category()
+    assert cats["memory"] == pytest.approx(48e-9)
+    assert cats["static"] == pytest.approx(44e-9 + 1e-3)
+    assert cats["compute"] == pytest.approx(2.1e-9 + 2e-3)
+    assert rep.total_j == pytest.approx(sum(cats.values()))
+    assert rep.total_latency_s == pytest.approx(1e-3 + 44e-9)
+    assert rep.bytes_moved() == {"offchip:read": 4000, "offchip:write": 400}
+    assert rep.by_scope(depth=1)["train"] == pytest.approx(3e-3)
+
+
+def test_report_cites_every_entry_used(toy_gpu_path):
+    rep = price(_ledger(), toy_gpu_path)
+    assert set(rep.entries) >= {"energy_pj.mac_fp32", "energy_pj.flop_fp32",
+                                "memory.offchip.read_pj_per_byte", "static.power_w"}
+    assert "derived" in rep.entries["energy_pj.mac_fp32"]
+    assert "https://example.org/toy-gpu" in rep.entries["energy_pj.mac_fp32"]
+
+
+def test_missing_op_names_op_and_profile(toy_gpu_path):
+    led = Ledger()
+    led.add("synop", 5)
+    with pytest.raises(PricingError, match=r"profile 'toy-gpu' has no energy for op\(s\) synop"):
+        price(led, toy_gpu_path)
+
+
+def test_missing_memory_level(toy_gpu_path):
+    led = Ledger()
+    led.add_bytes("local", read=8)
+    with pytest.raises(PricingError, match="no memory level local"):
+        price(led, toy_gpu_path)
+
+
+def test_report_dict_round_trip(toy_gpu_path):
+    rep = price(_ledger(), toy_gpu_path)
+    back = EnergyReport.from_dict(rep.to_dict())
+    assert back == rep
+
+
+def test_same_ledger_two_profiles_scale_with_numbers(tmp_path, toy_gpu_text, toy_gpu_path):
+    text = toy_gpu_text.replace("mac_fp32 = { value = 2.0", "mac_fp32 = { value = 6.0")
+    text = text.replace('name = "toy-gpu"', 'name = "toy-gpu-3x"')
+    path = tmp_path / "toy3.toml"
+    path.write_text(text)
+    led = Ledger()
+    led.add("mac_fp32", 10**6, scope="x")
+    a, b = price(led, path), price(led, toy_gpu_path)
+    # compute energy triples with the per-MAC energy; static is unchanged (same latency)
+    assert a.by_category()["compute"] == pytest.approx(3 * b.by_category()["compute"])
+    assert a.static_j == pytest.approx(b.static_j)

@@ -1,0 +1,146 @@
+"""TorchDevice: op counts of known modules against their formulas, scopes, bytes, limits."""
+import pytest
+import torch
+
+from hw_profiles.errors import HardwareLimitError, ModelError, NeuroedgeError
+from sim import device
+from sim.torch_engine import TorchDevice
+from sim.torch_engine.costs import op_cost
+
+B, IN, H, OUT = 8, 20, 16, 5
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(IN, H), torch.nn.ReLU(), torch.nn.Linear(H, OUT))
+
+
+def test_linear_forward_macs_and_bytes(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    lin = dev.compile(torch.nn.Linear(IN, OUT))
+    dev.run(lin, torch.zeros(B, IN))
+    # addmm: B x IN x OUT multiply-accumulates = 8 x 20 x 5 = 800
+    assert dev.ledger.total_ops() == {"mac_fp32": 800}
+    # addmm reads bias (5) + input (8x20) + weight (20x5 via a view) floats, writes 8x5 floats
+    read = 4 * (OUT + B * IN + IN * OUT)
+    assert dev.ledger.total_bytes() == {("offchip", "read"): read, ("offchip", "write"): 4 * B * OUT}
+    assert dev.ledger.samples() == {"infer": B}
+
+
+def test_mlp_training_step_counts_match_formulas(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(_mlp())
+    x, y = torch.randn(B, IN), torch.randint(0, OUT, (B,))
+    with dev.count("train", samples=B):
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+    led = dev.ledger
+    # forward: B*IN*H + B*H*OUT MACs; ReLU: B*H pointwise ops
+    assert led.total_ops("train/0/forward") == {"mac_fp32": B * IN * H}
+    assert led.total_ops("train/1/forward") == {"flop_fp32": B * H}
+    assert led.total_ops("train/2/forward") == {"mac_fp32": B * H * OUT}
+    # backward of the last layer: grad input (B*OUT*H) + grad weight (OUT*B*H) MACs,
+    # bias grad = a sum over the batch, one op per input element (B*OUT)
+    assert led.total_ops("train/2/backward")["mac_fp32"] == 2 * B * H * OUT
+    assert led.total_ops("train/2/backward")["flop_fp32"] == B * OUT
+    # first layer: the input needs no gradient, so only the weight gradient: B*IN*H
+    assert led.total_ops("train/0/backward")["mac_fp32"] == B * IN * H
+    assert led.uncounted() == {}
+
+
+def test_flop_counter_agrees_with_torch(toy_gpu_path):
+    """Our MAC count is exactly half of torch's own FlopCounterMode total."""
+    from torch.utils.flop_counter import FlopCounterMode
+    net = _mlp()
+    x = torch.randn(B, IN)
+    with FlopCounterMode(display=False) as fc:
+        net(x).sum().backward()
+    dev = TorchDevice(toy_gpu_path)
+    net2 = dev.compile(_mlp())
+    with dev.count("t"):
+        net2(x).sum().backward()
+    assert 2 * dev.ledger.total_ops()["mac_fp32"] == fc.get_total_flops()
+
+
+def test_conv2d_macs(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    conv = dev.compile(torch.nn.Conv2d(3, 4, kernel_size=3, bias=False))
+    dev.run(conv, torch.zeros(2, 3, 10, 10))
+    # output 2 x 4 x 8 x 8, each a 3 x 3 x 3 dot product: 512 x 27 = 13824 MACs
+    assert dev.ledger.total_ops() == {"mac_fp32": 2 * 4 * 8 * 8 * 27}
+
+
+def test_float64_and_integer_ops_use_their_own_names(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    with dev.count("x"):
+        a = torch.ones(3, 4, dtype=torch.float64)
+        (a @ a.T)                                  # 3 x 3 x 4 = 36 fp64 MACs
+        torch.arange(6) + 1                        # 6 integer adds
+        torch.arange(6) == 2                       # 6 integer compares
+    ops = dev.ledger.total_ops()
+    assert ops["mac_fp64"] == 36
+    assert ops["int_add"] == 6 and ops["int_cmp"] == 6
+
+
+def test_views_are_free():
+    x = torch.ones(4, 4)
+    counts, read, write, unc = op_cost(torch.ops.aten.t.default, (x,), {}, x.t())
+    assert (counts, read, write, unc) == ({}, 0, 0, "")
+
+
+def test_unknown_op_reported_uncounted(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    with dev.count("x"):
+        torch.linalg.cholesky(torch.eye(3))
+    assert any("cholesky" in k for k in dev.ledger.uncounted())
+
+
+def test_adam_step_counted(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(_mlp())
+    opt = torch.optim.Adam(net.parameters(), foreach=True)
+    net(torch.randn(B, IN)).sum().backward()
+    with dev.count("opt"):
+        opt.step()
+    n_params = sum(p.numel() for p in net.parameters())
+    # Adam touches every parameter several times (moments, bias correction, update)
+    assert dev.ledger.total_ops()["flop_fp32"] >= 5 * n_params
+    assert dev.ledger.uncounted() == {}
+
+
+def test_counting_does_not_change_results(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(_mlp())
+    x = torch.randn(B, IN)
+    plain = net(x)
+    counted = dev.run(net, x)
+    assert torch.equal(plain, counted)
+
+
+def test_nested_count_rejected(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    with dev.count("a"), pytest.raises(ModelError, match="cannot nest"):
+        with dev.count("b"):
+            pass
+
+
+def test_model_too_large_for_memory(tmp_path, toy_gpu_text):
+    small = toy_gpu_text.replace("capacity_bytes = { value = 1e9", "capacity_bytes = { value = 100")
+    path = tmp_path / "tiny.toml"
+    path.write_text(small)
+    dev = TorchDevice(path)
+    with pytest.raises(HardwareLimitError,
+                       match=r"\[TorchDevice.compile\] Linear parameters \+ buffers = 4040 B "
+                             r"exceeds toy-gpu memory.offchip.capacity_bytes = 100 B"):
+        dev.compile(torch.nn.Linear(100, 10))   # 1010 floats = 4040 B > 100 B
+
+
+def test_device_factory(toy_gpu_path):
+    dev = device(toy_gpu_path)
+    assert isinstance(dev, TorchDevice)
+    assert dev.torch_device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_device_factory_unimplemented_kind():
+    with pytest.raises(NeuroedgeError, match="kind 'neuromorphic'.*not implemented yet"):
+        device("loihi")

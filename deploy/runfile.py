@@ -156,6 +156,7 @@ def read_run(path: str | os.PathLike) -> Run:
             raise RunFileError(f"{str(path)!r} is an HDF5 file but not a neuroedge run file "
                                f"(format attribute {fmt!r}, expected {FORMAT!r})")
         version = f.attrs.get("format_version")
+        version = int(version) if isinstance(version, (int, np.integer)) else version
         if version not in SUPPORTED_VERSIONS:
             raise RunFileError(f"run file {str(path)!r} has format version {version!r}; this "
                                f"neuroedge reads versions {SUPPORTED_VERSIONS}")

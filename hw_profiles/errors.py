@@ -44,3 +44,7 @@ class RunFileError(NeuroedgeError):
 
 class ExportError(NeuroedgeError):
     """An export target is unknown or an exported model disagrees with the simulator."""
+
+
+class ReportError(NeuroedgeError):
+    """A report cannot be built from what it was given (no reports, missing directory)."""

@@ -1,0 +1,89 @@
+"""Plots for reports (matplotlib ``Figure`` objects, no global pyplot state) and their
+encoding as self-contained base64 PNG ``<img>`` tags."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from deploy.formatting import _ENERGY_UNITS, energy_breakdown, format_energy
+from hw_profiles.ops import CATEGORIES
+from sim.pricing import EnergyReport
+
+_COLORS = dict(zip(CATEGORIES, ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8C8C8C")))
+_LOG_RATIO = 100.0  # comparison plots switch to a log axis past this spread of totals
+
+
+def _scale(values, units=_ENERGY_UNITS) -> tuple[float, str]:
+    top = max((abs(v) for v in values), default=0.0)
+    return next(((s, u) for s, u in reversed(units) if top >= s), units[0])
+
+
+def plot_energy_bars(values: dict[str, float], title: str) -> Figure:
+    """Horizontal bars of joules per label (largest on top), each labelled with its value."""
+    labels, joules = list(values), list(values.values())
+    scale, unit = _scale(joules)
+    fig = Figure(figsize=(7.0, 0.9 + 0.32 * max(len(labels), 1)), layout="constrained")
+    ax = fig.add_subplot()
+    bars = ax.barh(range(len(labels)), [v / scale for v in joules], color="#4C72B0")
+    ax.bar_label(bars, labels=[format_energy(v) for v in joules], padding=3, fontsize=8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.margins(x=0.18)
+    ax.set_xlabel(f"estimated energy ({unit})")
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_comparison(reports: Sequence[EnergyReport]) -> Figure:
+    """Grouped bars: energy by category (bars) per profile (groups).
+
+    The axis is logarithmic when the largest total exceeds the smallest by more than 100x,
+    so the cheaper profiles stay visible.
+    """
+    data = [energy_breakdown(r) for r in reports]
+    cats = [c for c in CATEGORIES if any(d[c] > 0 for d in data)]
+    totals = [r.total_j for r in reports if r.total_j > 0]
+    log = bool(totals) and max(totals) / min(totals) > _LOG_RATIO
+    scale, unit = (1.0, "J") if log else _scale([v for d in data for v in d.values()])
+    fig = Figure(figsize=(max(6.0, 1.6 * len(reports)), 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / max(len(cats), 1)
+    for i, cat in enumerate(cats):
+        xs = [j - 0.4 + width * (i + 0.5) for j in range(len(reports))]
+        ax.bar(xs, [d[cat] / scale for d in data], width, label=cat, color=_COLORS[cat])
+    ax.set_xticks(range(len(reports)), [r.profile for r in reports], fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(f"estimated energy ({unit})" + (", log scale" if log else ""))
+    ax.set_title("Energy by category per profile", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_trace(name: str, values: np.ndarray) -> Figure:
+    """A 1-D trace (e.g. ``train_loss`` per epoch) as a line plot, x counted from 1."""
+    values = np.asarray(values, dtype=float)
+    fig = Figure(figsize=(6.0, 3.0), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(np.arange(1, values.size + 1), values, marker="o" if values.size <= 50 else None,
+            markersize=3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("entry (epoch for per-epoch traces)")
+    ax.set_ylabel(name)
+    ax.set_title(name, fontsize=10)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def fig_to_img(fig: Figure, alt: str) -> str:
+    """The figure as a PNG embedded in an HTML <img> tag (no external file)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'

@@ -1,0 +1,314 @@
+"""Tests of deploy/report.py: unit formatting, terminal and comparison tables, HTML report.
+
+Every figure is checked against hand arithmetic on tests/data/toy-gpu.toml:
+mac_fp32 2 pJ, flop_fp32 1 pJ, offchip read 10 pJ/B, write 20 pJ/B, static 1 W,
+throughput 1e12 op/s for both ops, offchip bandwidth 1e11 B/s.
+
+The ledger used throughout:
+
+- ``infer``: mac_fp32 1000, flop_fp32 100, offchip read 4000 B / write 400 B, 10 samples,
+  3 uncounted calls of ``aten::weird``;
+- ``train`` (5 samples) with sub-scope ``train/fc1``: mac_fp32 500.
+
+Hand arithmetic on toy-gpu:
+
+- infer dynamic = 1000 x 2 + 100 x 1 + 4000 x 10 + 400 x 20 pJ = 50 100 pJ = 50.1 nJ;
+  compute time = 1100 / 1e12 = 1.1 ns, memory time = 4400 / 1e11 = 44 ns -> latency 44 ns
+  (memory bound); static = 1 W x 44 ns = 44 nJ; infer total 94.1 nJ, 9.41 nJ/sample.
+- train/fc1 dynamic = 500 x 2 pJ = 1 nJ; latency 500 / 1e12 = 0.5 ns; static 0.5 nJ;
+  train total 1.5 nJ, 1.5 nJ / 5 samples = 300 pJ/sample.
+- run: dynamic 51.1 nJ, static 44.5 nJ, total 95.6 nJ, latency 44.5 ns;
+  compute 2.1 + 1 = 3.1 nJ (3.2%), memory 40 + 8 = 48 nJ (50.2%), static 44.5 nJ (46.5%).
+"""
+import base64
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hw_profiles
+from deploy import report as rp
+from deploy.runfile import Run
+from sim.ledger import Ledger
+from sim.pricing import price
+
+TOY = Path(__file__).resolve().parents[1] / "data" / "toy-gpu.toml"
+
+
+@pytest.fixture
+def ledger():
+    led = Ledger()
+    with led.scope("infer"):
+        led.add("mac_fp32", 1000)
+        led.add("flop_fp32", 100)
+        led.add_bytes("offchip", read=4000, write=400)
+        led.add_samples(10)
+        led.add_uncounted("aten::weird", 3)
+    with led.scope("train"):
+        led.add_samples(5)
+        with led.scope("fc1"):
+            led.add("mac_fp32", 500)
+    return led
+
+
+@pytest.fixture
+def toy():
+    return hw_profiles.load(TOY)
+
+
+@pytest.fixture
+def toy2x(tmp_path):
+    """toy-gpu with mac_fp32 at 4 pJ instead of 2 pJ."""
+    text = TOY.read_text()
+    old = 'mac_fp32 = { value = 2.0, unit = "pJ"'
+    assert text.count(old) == 1  # the fixture edit below must hit exactly one line
+    text = text.replace(old, 'mac_fp32 = { value = 4.0, unit = "pJ"')
+    text = text.replace('name = "toy-gpu"', 'name = "toy-gpu-2x"')
+    path = tmp_path / "toy-gpu-2x.toml"
+    path.write_text(text)
+    return hw_profiles.load(path)
+
+
+@pytest.fixture
+def run(ledger, toy):
+    return Run(model="mlp", profile=toy, dataset="digits",
+               config={"hidden": [32], "lr": 0.001, "note": "<script>alert(1)</script>"},
+               metrics={"test_accuracy": 0.9611, "parameters": 2410.0}, ledger=ledger,
+               traces={"train_loss": np.linspace(2.0, 0.1, 30),
+                       "spikes": np.zeros((3, 4), dtype=np.int64)},
+               versions={"python": "3.12.0", "numpy": "2.0.0"},
+               created="2024-05-06T07:08:09+00:00")
+
+
+def rows_of(text: str, title: str) -> dict[str, list[str]]:
+    """The rows of the rich table titled ``title``: first cell -> the other words."""
+    lines = text.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln.strip() == title)
+    i = next(k for k in range(i, len(lines)) if "───" in lines[k]) + 1  # below the header
+    rows = {}
+    while i < len(lines) and lines[i].strip():
+        words = lines[i].split()
+        rows[words[0]] = words[1:]
+        i += 1
+    return rows
+
+
+# -- formatting --------------------------------------------------------------------------------
+@pytest.mark.parametrize("joules, text", [
+    (50.1e-9, "50.1 nJ"), (44e-9, "44 nJ"), (2e-12, "2 pJ"), (0.5e-12, "0.5 pJ"),
+    (999.96e-12, "1 nJ"),  # rounds to 3 digits before choosing the prefix
+    (7.5e-6, "7.5 uJ"), (3.14159e-3, "3.14 mJ"), (1.2345, "1.23 J"), (12345.0, "12300 J"),
+    (0.0, "0 J"), (-2e-9, "-2 nJ")])
+def test_format_energy(joules, text):
+    assert rp.format_energy(joules) == text
+
+
+@pytest.mark.parametrize("n, text", [
+    (0, "0 B"), (400, "400 B"), (4400, "4.4 kB"), (999_999, "1 MB"), (1_500_000, "1.5 MB"),
+    (2e9, "2 GB")])
+def test_format_bytes(n, text):
+    assert rp.format_bytes(n) == text
+
+
+@pytest.mark.parametrize("s, text", [
+    (44e-9, "44 ns"), (1.1e-9, "1.1 ns"), (2.5e-5, "25 us"), (0.0123, "12.3 ms"), (3.0, "3 s"),
+    (0.0, "0 s")])
+def test_format_seconds(s, text):
+    assert rp.format_seconds(s) == text
+
+
+# -- aggregates --------------------------------------------------------------------------------
+def test_energy_breakdown_fixed_order_and_values(ledger, toy):
+    out = rp.energy_breakdown(price(ledger, toy))
+    assert list(out) == ["compute", "communication", "learning", "memory", "static"]
+    # compute 2000 + 100 + 1000 pJ; memory 40 000 + 8 000 pJ; static 1 W x (44 + 0.5) ns
+    assert out == pytest.approx({"compute": 3.1e-9, "communication": 0.0, "learning": 0.0,
+                                 "memory": 48e-9, "static": 44.5e-9}, rel=1e-12, abs=1e-21)
+
+
+def test_comparison_rows_two_profiles(ledger, toy, toy2x):
+    rows = rp.comparison_rows([price(ledger, toy), price(ledger, toy2x)])
+    assert [r["profile"] for r in rows] == ["toy-gpu", "toy-gpu-2x"]
+    a, b = rows
+    assert a["total_j"] == pytest.approx(95.6e-9)
+    assert a["dynamic_j"] == pytest.approx(51.1e-9)
+    assert a["static_j"] == pytest.approx(44.5e-9)
+    assert a["latency_s"] == pytest.approx(44.5e-9)
+    assert a["infer J/sample"] == pytest.approx(9.41e-9)   # 94.1 nJ / 10
+    assert a["train J/sample"] == pytest.approx(0.3e-9)    # 1.5 nJ / 5
+    assert a["relative_energy"] == 1.0
+    # 2x: mac_fp32 4 pJ: infer dynamic 4000 + 100 + 48 000 pJ = 52.1 nJ, train 2 nJ;
+    # static unchanged (same latency) 44.5 nJ -> total 98.6 nJ
+    assert b["dynamic_j"] == pytest.approx(54.1e-9)
+    assert b["total_j"] == pytest.approx(98.6e-9)
+    assert b["train J/sample"] == pytest.approx(0.5e-9)    # (500 x 4 pJ + 0.5 nJ) / 5
+    assert b["relative_energy"] == pytest.approx(98.6 / 95.6)
+    assert all(isinstance(v, float) for r in rows for k, v in r.items()
+               if k not in ("profile", "kind"))
+
+
+def test_comparison_rows_scope_missing_in_one_report_is_nan(toy):
+    a, b = Ledger(), Ledger()
+    with a.scope("infer"):
+        a.add("flop_fp32", 100)
+        a.add_samples(4)
+    b.add("flop_fp32", 100, scope="train")
+    ra, rb = rp.comparison_rows([price(a, toy), price(b, toy)])
+    # 100 x 1 pJ + 1 W x 100 / 1e12 s = 100 pJ + 100 pJ = 200 pJ over 4 samples
+    assert ra["infer J/sample"] == pytest.approx(50e-12)
+    assert math.isnan(rb["infer J/sample"])
+
+
+def test_comparison_rows_needs_a_report():
+    with pytest.raises(rp.ReportError, match="no energy reports"):
+        rp.comparison_rows([])
+
+
+# -- terminal ----------------------------------------------------------------------------------
+def test_terminal_report_figures(run, ledger, toy):
+    text = rp.terminal_report(run, price(ledger, toy), width=100)
+    assert "mlp" in text and "digits" in text and "2024-05-06T07:08:09+00:00" in text
+    assert "toy-gpu (gpu)" in text
+    assert "0.9611" in text
+    # by category: J and %
+    cat = rows_of(text, "Energy by category")
+    assert cat["compute"] == ["3.1", "nJ", "3.2%"]
+    assert cat["communication"] == ["0", "J", "0.0%"]
+    assert cat["memory"] == ["48", "nJ", "50.2%"]
+    assert cat["static"] == ["44.5", "nJ", "46.5%"]
+    assert cat["total"] == ["95.6", "nJ", "100.0%"]
+    # by op: count, each, J, %; largest first (static: 44.5 ns at 1 W)
+    ops = rows_of(text, "Energy by op")
+    assert list(ops) == ["static", "offchip:read", "offchip:write", "mac_fp32", "flop_fp32"]
+    assert ops["static"] == ["44.5", "ns", "1", "W", "44.5", "nJ", "46.5%"]
+    assert ops["offchip:read"] == ["4", "kB", "10", "pJ/B", "40", "nJ", "41.8%"]
+    assert ops["offchip:write"] == ["400", "B", "20", "pJ/B", "8", "nJ", "8.4%"]
+    assert ops["mac_fp32"] == ["1,500", "2", "pJ", "3", "nJ", "3.1%"]  # 1000 + 500 MACs
+    assert ops["flop_fp32"] == ["100", "1", "pJ", "100", "pJ", "0.1%"]
+    # scopes: 94.1 / 95.6 = 98.4%, 1.5 / 95.6 = 1.6%
+    assert rows_of(text, "Energy by scope (depth 1)") == {
+        "infer": ["94.1", "nJ", "98.4%"], "train": ["1.5", "nJ", "1.6%"]}
+    assert rows_of(text, "Energy by scope (full)") == {
+        "infer": ["94.1", "nJ", "98.4%"], "train/fc1": ["1.5", "nJ", "1.6%"]}
+    assert rows_of(text, "Energy per sample") == {
+        "infer": ["10", "94.1", "nJ", "9.41", "nJ"], "train": ["5", "1.5", "nJ", "300", "pJ"]}
+    assert rows_of(text, "Bytes moved") == {
+        "offchip:read": ["4", "kB", "4,000"], "offchip:write": ["400", "B", "400"],
+        "total": ["4.4", "kB", "4,400"]}
+    # train holds only samples: no latency of its own, so no row
+    assert rows_of(text, "Estimated latency (roofline)") == {
+        "infer": ["44", "ns", "memory"], "train/fc1": ["0.5", "ns", "compute"],
+        "total": ["44.5", "ns"]}
+
+
+def test_terminal_report_uncounted_and_entries(run, ledger, toy):
+    text = rp.terminal_report(run, price(ledger, toy), width=120)
+    assert "executed but not priced" in text
+    assert re.search(r"aten::weird\s+3", text)
+    assert "estimates" in text
+    for key in ("energy_pj.mac_fp32", "throughput.flop_fp32", "static.power_w",
+                "memory.offchip.read_pj_per_byte", "memory.offchip.bandwidth_bytes_per_s"):
+        assert key in text
+    flat = " ".join(text.split())  # citations may wrap inside their cell
+    assert "Test fixture: numbers chosen for hand arithmetic" in flat
+    assert "[derived: chosen: 2 pJ]" in flat  # not swallowed as rich markup
+
+
+def test_terminal_report_without_uncounted(toy):
+    led = Ledger()
+    led.add("flop_fp32", 10, scope="infer")
+    r = Run(model="m", profile=toy, dataset="d", config={}, metrics={}, ledger=led)
+    text = rp.terminal_report(r, price(led, toy))
+    assert "Uncounted ops: none" in text and "executed but not priced" not in text
+
+
+def test_comparison_table(ledger, toy, toy2x):
+    text = rp.comparison_table([price(ledger, toy), price(ledger, toy2x)], width=140)
+    for col in ("total", "dynamic", "static", "infer J/sample", "train J/sample", "latency"):
+        assert col in text
+    assert re.search(r"toy-gpu\s+95\.6 nJ\s+51\.1 nJ\s+44\.5 nJ\s+9\.41 nJ\s+300 pJ\s+"
+                     r"44\.5 ns\s+1x", text)
+    # 98.6 / 95.6 = 1.0314 -> "1.03x"; infer 96.1 nJ / 10 = 9.61 nJ; train 2.5 nJ / 5 = 500 pJ
+    assert re.search(r"toy-gpu-2x\s+98\.6 nJ\s+54\.1 nJ\s+44\.5 nJ\s+9\.61 nJ\s+500 pJ\s+"
+                     r"44\.5 ns\s+1\.03x", text)
+
+
+# -- plots -------------------------------------------------------------------------------------
+def test_comparison_plot_log_scale_past_100x(ledger, toy, tmp_path):
+    hot = tmp_path / "hot.toml"
+    hot.write_text(TOY.read_text().replace('name = "toy-gpu"', 'name = "hot"').replace(
+        'power_w = { value = 1.0', 'power_w = { value = 1000.0'))
+    base = price(ledger, toy)
+    # static 1000 W x 44.5 ns = 44.5 uJ: total ~ 44.55 uJ vs 95.6 nJ, ratio ~ 466 > 100
+    fig = rp.plot_comparison([base, price(ledger, hot)])
+    assert fig.axes[0].get_yscale() == "log"
+    assert rp.plot_comparison([base, base]).axes[0].get_yscale() == "linear"
+
+
+# -- HTML --------------------------------------------------------------------------------------
+def test_html_report_content(run, ledger, toy, toy2x, tmp_path):
+    out = rp.html_report(run, [price(ledger, toy), price(ledger, toy2x)], tmp_path / "r.html")
+    assert out == tmp_path / "r.html"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "toy-gpu-2x.toml"]
+    doc = out.read_text(encoding="utf-8")
+    # plots: category, op, scope depth 1 and 2, comparison, train_loss = 6 inline PNGs
+    imgs = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', doc)
+    assert len(imgs) == 6
+    assert base64.b64decode(imgs[0])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<link" not in doc and 'src="http' not in doc  # no external assets
+    assert rp.ESTIMATE_NOTE in doc
+    assert "provenance: measured/simulated/specified/derived" in doc
+    assert "toy-gpu-2x" in doc and "<h2>Energy on toy-gpu (gpu)</h2>" in doc
+    assert "Total 95.6 nJ: dynamic 51.1 nJ, static 44.5 nJ; estimated latency 44.5 ns" in doc
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in doc and "<script" not in doc
+    assert "aten::weird" in doc and "executed but not priced" in doc
+    assert "spikes" in doc and "shape (3, 4)" in doc  # 2-D trace skipped with a note
+    assert "Test fixture: numbers chosen for hand arithmetic" in doc
+    assert "<td>energy_pj.mac_fp32</td>" in doc
+    assert "<td>3.12.0</td>" in doc and "<td>[32]</td>" in doc  # versions, config as JSON
+    assert "1.03x" in doc and "9.61 nJ" in doc  # comparison and per-sample tables
+    assert doc.rstrip().endswith("</html>")
+
+
+def test_html_report_failure_leaves_nothing(run, ledger, toy, tmp_path, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("plot failed")
+    monkeypatch.setattr(rp, "plot_trace", boom)  # fails after earlier sections were written
+    with pytest.raises(RuntimeError, match="plot failed"):
+        rp.html_report(run, [price(ledger, toy)], tmp_path / "r.html")
+    assert list(tmp_path.iterdir()) == []
+    # an existing report survives a failed rewrite untouched
+    (tmp_path / "r.html").write_text("old")
+    with pytest.raises(RuntimeError, match="plot failed"):
+        rp.html_report(run, [price(ledger, toy)], tmp_path / "r.html")
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
+    assert (tmp_path / "r.html").read_text() == "old"
+
+
+def test_html_report_refuses_bad_input(run, ledger, toy, tmp_path):
+    with pytest.raises(rp.ReportError, match="does not exist"):
+        rp.html_report(run, [price(ledger, toy)], tmp_path / "missing" / "r.html")
+    with pytest.raises(rp.ReportError, match="no energy reports"):
+        rp.html_report(run, [], tmp_path / "r.html")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_html_report_plot_inputs(run, ledger, toy, tmp_path, monkeypatch):
+    seen = {}
+    real = rp.plot_energy_bars
+
+    def spy(values, title):
+        seen[title] = dict(values)
+        return real(values, title)
+    monkeypatch.setattr(rp, "plot_energy_bars", spy)
+    rp.html_report(run, [price(ledger, toy)], tmp_path / "r.html")
+    assert list(seen["Energy by category on toy-gpu"]) == list(rp.energy_breakdown(
+        price(ledger, toy)))
+    assert list(seen["Energy by op (top 12)"]) == [
+        "static", "offchip:read", "offchip:write", "mac_fp32", "flop_fp32"]
+    assert seen["Energy by scope, depth 1"] == pytest.approx({"infer": 94.1e-9, "train": 1.5e-9})
+    # infer has no sub-scope, so at depth 2 its charges are its own ("direct")
+    assert seen["Energy by scope, depth 2"] == pytest.approx(
+        {"infer (direct)": 94.1e-9, "train/fc1": 1.5e-9})

@@ -27,9 +27,10 @@ def cmd_profiles(args) -> int:
     if args.name:
         return _show_profile(args.name)
     table = Table(title="hardware profiles (neuroedge profiles show NAME for every number)")
-    for col in ("name", "kind", "node", "ops priced", "memory levels", "static W",
-                "description"):
+    table.add_column("name", no_wrap=True)
+    for col in ("kind", "node", "ops priced", "memory levels", "static W"):
         table.add_column(col)
+    table.add_column("description", overflow="fold")
     for name in hw_profiles.available():
         p = hw_profiles.load(name)
         node = f"{p.technology_node_nm.value:g} nm" if p.technology_node_nm else "-"
@@ -48,18 +49,18 @@ def _show_profile(name: str) -> int:
     if p.path:
         con.print(f"file: {p.path}")
     table = Table(show_lines=False)
-    for col in ("entry", "value", "unit", "provenance", "source", "derivation / note"):
-        table.add_column(col, overflow="fold")
+    for col in ("entry", "value", "unit", "provenance", "source"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("derivation / note", overflow="fold", min_width=20)
     for key, q in p.entries():
         table.add_row(key, f"{q.value:g}", q.unit, q.provenance, q.source,
                       q.derivation or q.note)
     con.print(table)
-    src = Table(title="sources")
-    for col in ("key", "kind", "title", "url"):
-        src.add_column(col, overflow="fold")
+    con.print("[bold]sources[/bold]")
     for s in p.sources.values():
-        src.add_row(s.key, s.kind, s.title, s.url)
-    con.print(src)
+        # plain lines, so URLs are never folded and stay copyable
+        con.print(f"  {s.key} ({s.kind}): {s.title}", markup=False, highlight=False)
+        con.print(f"    {s.url}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

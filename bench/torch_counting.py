@@ -1,0 +1,101 @@
+"""Cost of counting: TorchDevice's op counting against plain torch and torch's FlopCounterMode.
+
+One training epoch of an MLP (Adam, mini-batches) three ways in one run:
+plain torch (no counting), torch's own ``FlopCounterMode`` (the anchor: counts FLOPs of
+matmuls/convs only), and ``TorchDevice.count`` (every op, bytes, scopes per module).
+Prints wall time per epoch, the slowdown ratios, and checks that the MAC counts agree
+with the anchor (2 FLOPs per MAC). Last line: ``RESULT {json}``.
+
+    .venv/bin/python bench/torch_counting.py [--hidden 1000] [--batch 128] [--samples 8192]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from sim.torch_engine import TorchDevice
+
+
+def _model(n_in, hidden, n_out, seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(n_in, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, n_out))
+
+
+def _epoch(net, opt, x, y, batch):
+    for s in range(0, len(x), batch):
+        loss = torch.nn.functional.cross_entropy(net(x[s:s + batch]), y[s:s + batch])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+
+def _timed(fn, repeats):
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--inputs", type=int, default=784)
+    ap.add_argument("--hidden", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--samples", type=int, default=8192)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(args.samples, args.inputs, generator=g)
+    y = torch.randint(0, 10, (args.samples,), generator=g)
+
+    net = _model(args.inputs, args.hidden, 10)
+    opt = torch.optim.Adam(net.parameters(), foreach=True)
+    _epoch(net, opt, x[:args.batch], y[:args.batch], args.batch)  # warm-up
+    plain = _timed(lambda: _epoch(net, opt, x, y, args.batch), args.repeats)
+
+    anchor_flops = 0
+
+    def with_anchor():
+        nonlocal anchor_flops
+        with FlopCounterMode(display=False) as fc:
+            _epoch(net, opt, x, y, args.batch)
+        anchor_flops = fc.get_total_flops()
+    anchor = _timed(with_anchor, args.repeats)
+
+    dev = TorchDevice("x86-avx2")
+    net2 = dev.compile(_model(args.inputs, args.hidden, 10))
+    opt2 = torch.optim.Adam(net2.parameters(), foreach=True)
+
+    def with_device():
+        dev.reset()
+        with dev.count("train", samples=args.samples):
+            _epoch(net2, opt2, x, y, args.batch)
+    ours = _timed(with_device, args.repeats)
+    macs = dev.ledger.total_ops()["mac_fp32"]
+
+    print(f"MLP {args.inputs}-{args.hidden}-10, {args.samples} samples, batch {args.batch}, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{platform.processor() or platform.machine()}")
+    print(f"plain torch          {plain:8.3f} s/epoch")
+    print(f"FlopCounterMode      {anchor:8.3f} s/epoch  ({anchor / plain:.2f}x plain)")
+    print(f"TorchDevice.count    {ours:8.3f} s/epoch  ({ours / plain:.2f}x plain, "
+          f"{ours / anchor:.2f}x FlopCounterMode)")
+    print(f"MACs: ours {macs}, anchor FLOPs/2 {anchor_flops // 2}, "
+          f"agree: {2 * macs == anchor_flops}")
+    result = {"plain_s": plain, "flopcounter_s": anchor, "torchdevice_s": ours,
+              "overhead_vs_plain": ours / plain, "overhead_vs_flopcounter": ours / anchor,
+              "macs": macs, "macs_agree_with_flopcounter": 2 * macs == anchor_flops,
+              "uncounted": dev.ledger.uncounted()}
+    print("RESULT " + json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

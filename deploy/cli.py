@@ -153,7 +153,9 @@ def cmd_compare(args) -> int:
     if args.html:
         print(f"report: {rep.html_report(run, reports, Path(args.html))}")
     if args.json:
-        Path(args.json).write_text(json.dumps(rep.comparison_rows(reports), indent=1))
+        rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                for r in rep.comparison_rows(reports)]  # NaN (scope absent) -> null: strict JSON
+        Path(args.json).write_text(json.dumps(rows, indent=1, allow_nan=False))
     return 0
 
 

@@ -70,7 +70,8 @@ class Ledger:
         self._stack: list[str] = []
 
     # -- recording ---------------------------------------------------------------------
-    def _resolve(self, scope: str | None) -> str:
+    def resolve_scope(self, scope: str | None) -> str:
+        """Full scope path for ``scope`` inside the current ``with scope()`` blocks; checks it."""
         parts = [p for p in self._stack]
         if scope:
             parts.append(scope)
@@ -83,7 +84,7 @@ class Ledger:
     @contextmanager
     def scope(self, name: str) -> Iterator["Ledger"]:
         """Record everything inside the ``with`` block under ``current/name``."""
-        self._resolve(name)  # validate before entering
+        self.resolve_scope(name)  # validate before entering
         self._stack.append(name)
         try:
             yield self
@@ -92,7 +93,7 @@ class Ledger:
 
     @property
     def current_scope(self) -> str:
-        return self._resolve(None)
+        return self.resolve_scope(None)
 
     def add(self, op: str, count, scope: str | None = None) -> None:
         """Add ``count`` occurrences of primitive ``op``."""
@@ -101,7 +102,7 @@ class Ledger:
                               f"{', '.join(OP_NAMES)} (hw_profiles/ops.py)")
         count = _check_count(op, count)
         if count:
-            ops = self._ops[self._resolve(scope)]
+            ops = self._ops[self.resolve_scope(scope)]
             ops[op] = ops.get(op, 0) + count
 
     def add_bytes(self, level: str, read=0, write=0, scope: str | None = None) -> None:
@@ -109,7 +110,7 @@ class Ledger:
         if level not in MEMORY_LEVELS:
             raise LedgerError(f"unknown memory level {level!r}: expected one of "
                               f"{', '.join(MEMORY_LEVELS)}")
-        full = self._resolve(scope)
+        full = self.resolve_scope(scope)
         for direction, n in zip(_DIRECTIONS, (read, write)):
             n = _check_count(f"{level} {direction} bytes", n)
             if n:
@@ -119,13 +120,13 @@ class Ledger:
     def add_samples(self, n, scope: str | None = None) -> None:
         """Record that the work in this scope processed ``n`` more samples."""
         n = _check_count("samples", n)
-        full = self._resolve(scope)
+        full = self.resolve_scope(scope)
         self._samples[full] = self._samples.get(full, 0) + n
 
     def add_uncounted(self, name: str, calls=1, scope: str | None = None) -> None:
         """Record an operation an engine executed but has no cost formula for."""
         calls = _check_count(f"uncounted {name}", calls)
-        bucket = self._uncounted[self._resolve(scope)]
+        bucket = self._uncounted[self.resolve_scope(scope)]
         bucket[name] = bucket.get(name, 0) + calls
 
     def flush(self, counts: np.ndarray, scope: str | None = None) -> None:
@@ -137,7 +138,7 @@ class Ledger:
         if (counts < 0).any():
             raise LedgerError(f"flush: negative count for "
                               f"{OP_NAMES[int(np.argmin(counts))]}")
-        ops = self._ops[self._resolve(scope)]
+        ops = self._ops[self.resolve_scope(scope)]
         for code in np.flatnonzero(counts):
             op = OP_NAMES[code]
             ops[op] = ops.get(op, 0) + int(counts[code])
@@ -195,7 +196,7 @@ class Ledger:
         if not isinstance(other, Ledger):
             raise LedgerError(f"merge: expected a Ledger, got {type(other).__name__}")
         data = other.to_dict()
-        prefix = self._resolve(scope)
+        prefix = self.resolve_scope(scope)
         for entry in data["scopes"]:
             name = "/".join(p for p in (prefix, entry["scope"]) if p)
             for op, n in entry["ops"].items():

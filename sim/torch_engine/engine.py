@@ -118,7 +118,7 @@ class TorchDevice(Device):
         if self._counting:
             raise ModelError(f"[TorchDevice.count] already counting; scope {scope!r} cannot "
                              "nest inside another count() block")
-        self.ledger._resolve(scope)  # validate the name before running anything
+        self.ledger.resolve_scope(scope)  # validate the name before running anything
         tracker = ModuleTracker()
         mode = _CountingMode(scope, tracker)
         self._counting = True

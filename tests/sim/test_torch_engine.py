@@ -144,3 +144,20 @@ def test_device_factory(toy_gpu_path):
 def test_device_factory_unimplemented_kind():
     with pytest.raises(NeuroedgeError, match="kind 'neuromorphic'.*not implemented yet"):
         device("loihi")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (a GPU machine)")
+def test_cuda_counts_equal_cpu_counts(toy_gpu_path):
+    """On a GPU profile with CUDA present the engine runs on CUDA and counts the same ops."""
+    ledgers = []
+    for prefer_cuda in (True, False):
+        dev = TorchDevice(toy_gpu_path, prefer_cuda=prefer_cuda)
+        assert dev.torch_device.type == ("cuda" if prefer_cuda else "cpu")
+        net = dev.compile(_mlp())
+        x = dev.tensor(torch.randn(B, IN))
+        with dev.count("train", samples=B):
+            net(x).sum().backward()
+        ledgers.append(dev.ledger.total_ops())
+    assert ledgers[0]["mac_fp32"] == ledgers[1]["mac_fp32"] == B * IN * H + B * H * OUT + \
+        B * IN * H + 2 * B * H * OUT

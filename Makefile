@@ -23,7 +23,8 @@ test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
 
 test-slow: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -m slow
+	# exit 5 = no test carries the slow marker yet: not a failure
+	$(VENV)/bin/python -m pytest -q -m slow || test $$? -eq 5
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -81,55 +81,28 @@ def test_unknown_top_level_key(toy_gpu_text):
         loads('vendor = "x"\n' + toy_gpu_text, origin="mine.toml")
 
 
-def test_unknown_op(toy_gpu_text):
-    bad = _edit(toy_gpu_text, "int_cmp = { value = 0.5", "int_cmpp = { value = 0.5")
-    with pytest.raises(ProfileError, match=r"\[energy_pj\] int_cmpp: unknown op"):
-        loads(bad)
+_FLOP_LINE = 'flop_fp32 = { value = 1.0, unit = "pJ", provenance = "specified", source = "toy" }'
 
 
-def test_unknown_quantity_field(toy_gpu_text):
-    bad = _edit(toy_gpu_text, 'mac_fp32 = { value = 2.0, unit = "pJ",',
-                'mac_fp32 = { value = 2.0, unit = "pJ", colour = "red",')
-    with pytest.raises(ProfileError, match=r"colour: unknown key"):
-        loads(bad)
-
-
-def test_negative_energy(toy_gpu_text):
-    bad = _edit(toy_gpu_text, "mac_fp32 = { value = 2.0", "mac_fp32 = { value = -1.0")
-    with pytest.raises(ProfileError, match=r"\[energy_pj\] mac_fp32 = -1.0: energies must be "
-                                           r">= 0 pJ"):
-        loads(bad, origin="toy.toml")
-
-
-def test_wrong_unit(toy_gpu_text):
-    bad = _edit(toy_gpu_text, 'mac_fp32 = { value = 2.0, unit = "pJ"',
-                'mac_fp32 = { value = 2.0, unit = "nJ"')
-    with pytest.raises(ProfileError, match=r"mac_fp32 = '2.0 nJ': unit must be 'pJ'"):
-        loads(bad)
-
-
-def test_missing_source(toy_gpu_text):
-    bad = _edit(toy_gpu_text, 'flop_fp32 = { value = 1.0, unit = "pJ", provenance = '
-                '"specified", source = "toy" }',
-                'flop_fp32 = { value = 1.0, unit = "pJ", provenance = "specified" }')
-    with pytest.raises(ProfileError, match=r"flop_fp32: missing required key source"
-                                           r"|source: missing required key"):
-        loads(bad)
-
-
-def test_undefined_source(toy_gpu_text):
-    bad = _edit(toy_gpu_text, 'flop_fp32 = { value = 1.0, unit = "pJ", provenance = '
-                '"specified", source = "toy" }',
-                'flop_fp32 = { value = 1.0, unit = "pJ", provenance = "specified", '
-                'source = "nowhere" }')
-    with pytest.raises(ProfileError, match=r"source 'nowhere' is not defined"):
-        loads(bad)
-
-
-def test_derived_needs_derivation(toy_gpu_text):
-    bad = _edit(toy_gpu_text, ', derivation = "chosen: 2 pJ"', "")
-    with pytest.raises(ProfileError, match="derivation"):
-        loads(bad)
+@pytest.mark.parametrize("old,new,match", [
+    ("int_cmp = { value = 0.5", "int_cmpp = { value = 0.5",
+     r"\[energy_pj\] int_cmpp: unknown op"),
+    ('mac_fp32 = { value = 2.0, unit = "pJ",', 'mac_fp32 = { value = 2.0, unit = "pJ", colour = "red",',
+     r"colour: unknown key"),
+    ("mac_fp32 = { value = 2.0", "mac_fp32 = { value = -1.0",
+     r"toy.toml \[energy_pj\] mac_fp32 = -1.0: energies must be >= 0 pJ"),
+    ('mac_fp32 = { value = 2.0, unit = "pJ"', 'mac_fp32 = { value = 2.0, unit = "nJ"',
+     r"mac_fp32 = '2.0 nJ': unit must be 'pJ'"),
+    (_FLOP_LINE, _FLOP_LINE.replace(', source = "toy"', ""),
+     r"toy.toml \[energy_pj.flop_fp32\] source: missing required key"),
+    (_FLOP_LINE, _FLOP_LINE.replace('"toy"', '"nowhere"'),
+     r"source 'nowhere' is not defined"),
+    (', derivation = "chosen: 2 pJ"', "", "provenance = 'derived' needs a 'derivation'"),
+])
+def test_one_bad_line_is_a_clear_error(toy_gpu_text, old, new, match):
+    """Each edit breaks one rule; the error names the file, section and key."""
+    with pytest.raises(ProfileError, match=match):
+        loads(_edit(toy_gpu_text, old, new), origin="toy.toml")
 
 
 def test_energy_and_throughput_must_match(toy_gpu_text):

@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH_PIN)"
-	$(VENV)/bin/python -m pip install -q -e ".[dev]"
+	$(VENV)/bin/python -m pip install -q -e ".[dev,export]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,4 +1,4 @@
-"""The ``neuroedge`` command line: profiles, models, simulate, report, compare.
+"""The ``neuroedge`` command line: profiles, models, simulate, export, report, compare.
 
 Every expected failure (bad profile, unknown model, corrupt run file, ...) is a
 NeuroedgeError and prints as one line, ``neuroedge: error: ...``, with exit status 2.
@@ -136,6 +136,22 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from deploy.export import export_model
+    con = _console()
+    con.print(f"exporting [bold]{args.model}[/bold] to {args.target} "
+              f"({'quick' if not args.full else 'full'} training, seed {args.seed})")
+
+    def progress(step, total, metrics):
+        info = "  ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, float))
+        con.print(f"  {step}/{total} {info}", highlight=False)
+
+    path = export_model(args.model, args.target, args.out, seed=args.seed,
+                        quick=not args.full, progress=progress)
+    con.print(f"exported: {path}")
+    return 0
+
+
 def _profile_list(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -185,6 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true",
                    help="the full experiment instead of the quick setting")
     p.set_defaults(func=cmd_simulate)
+
+    from deploy.export import TARGETS
+    p = sub.add_parser("export", help="train a model and export it to an edge target")
+    p.add_argument("model", help="registered model")
+    p.add_argument("--target", required=True, choices=TARGETS)
+    p.add_argument("--out", help="output path (default: exports/MODEL-TARGET[.ext])")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--full", action="store_true", help="train the full setting first")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("report", help="print (and optionally write) a run file's report")
     p.add_argument("run", help="run file (.h5)")

@@ -46,6 +46,9 @@ class ModelCard:
 
     ``simulate(profile, dataset, seed, quick, progress) -> RunResult`` runs the method on a
     device for the profile and returns its counts and metrics.
+    ``export(target, out, *, seed, quick, progress) -> Path`` (when ``exports`` is not
+    empty) trains the model and writes it for one of the targets in ``exports``; see
+    ``deploy/export.py``.
     """
 
     name: str
@@ -58,6 +61,7 @@ class ModelCard:
     default_profile: str
     simulate: Callable[..., RunResult]
     exports: tuple[str, ...] = ()
+    export: Callable[..., Any] | None = None
 
 
 REGISTRY: dict[str, ModelCard] = {}

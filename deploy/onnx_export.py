@@ -1,0 +1,73 @@
+"""ONNX export of a feed-forward torch module, checked with onnxruntime.
+
+``export_onnx`` writes the file atomically; ``check_onnx`` runs it in onnxruntime and
+compares with the torch module on the same inputs, raising ``ExportError`` with the
+largest deviation when they disagree. Exporters call both: an export that is not
+checked is not an export.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from deploy.export import atomic_output
+from hw_profiles.errors import ExportError
+
+OPSET = 18
+
+
+def _as_tuple(inputs) -> tuple:
+    return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+
+
+def export_onnx(module, example_inputs, path: str | os.PathLike, *,
+                input_names: Sequence[str] | None = None,
+                output_names: Sequence[str] = ("output",),
+                dynamic_batch: bool = True) -> Path:
+    """Write ``module`` (eval mode, CPU) as ONNX at ``path``; the batch axis stays dynamic."""
+    import torch
+    try:
+        import onnx  # noqa: F401  (the exporter needs it; say so clearly)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ExportError("ONNX export needs the 'onnx' and 'onnxruntime' packages: "
+                          "pip install -e '.[export]'") from exc
+    inputs = tuple(t.detach().cpu() for t in _as_tuple(example_inputs))
+    names = list(input_names or [f"input{i}" for i in range(len(inputs))])
+    module = module.cpu().eval()
+    dynamic = ({n: {0: "batch"} for n in [*names, *output_names]} if dynamic_batch else None)
+    with atomic_output(path) as tmp:
+        with torch.no_grad():
+            torch.onnx.export(module, inputs, str(tmp), input_names=names,
+                              output_names=list(output_names), opset_version=OPSET,
+                              dynamic_axes=dynamic, dynamo=False)
+    return Path(path)
+
+
+def check_onnx(path: str | os.PathLike, module, inputs, *, atol: float = 1e-4,
+               rtol: float = 1e-4) -> float:
+    """Run ``path`` in onnxruntime on ``inputs``; return the largest |onnx - torch|.
+
+    Raises ExportError when any output differs beyond ``atol + rtol * |torch|``.
+    """
+    import onnxruntime as ort
+    import torch
+    inputs = tuple(t.detach().cpu() for t in _as_tuple(inputs))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), inputs)}
+    got = sess.run(None, feeds)
+    with torch.no_grad():
+        want = module.cpu().eval()(*inputs)
+    want = [w.numpy() for w in _as_tuple(want)]
+    worst = 0.0
+    for g, w in zip(got, want):
+        if g.shape != w.shape:
+            raise ExportError(f"{path}: onnxruntime output shape {g.shape} != torch {w.shape}")
+        err = np.abs(g - w)
+        worst = max(worst, float(err.max(initial=0.0)))
+        if not np.all(err <= atol + rtol * np.abs(w)):
+            raise ExportError(f"{path}: onnxruntime disagrees with torch by up to {worst:.3g} "
+                              f"(tolerance {atol} + {rtol}*|x|)")
+    return worst

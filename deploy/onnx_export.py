@@ -8,6 +8,7 @@ checked is not an export.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -38,7 +39,10 @@ def export_onnx(module, example_inputs, path: str | os.PathLike, *,
     names = list(input_names or [f"input{i}" for i in range(len(inputs))])
     module = module.cpu().eval()
     dynamic = ({n: {0: "batch"} for n in [*names, *output_names]} if dynamic_batch else None)
-    with atomic_output(path) as tmp:
+    # The TorchScript exporter (dynamo=False) is deprecated but exports every module we
+    # have in one deterministic pass; torch.export's exporter still rejects some of them.
+    with atomic_output(path) as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
         with torch.no_grad():
             torch.onnx.export(module, inputs, str(tmp), input_names=names,
                               output_names=list(output_names), opset_version=OPSET,

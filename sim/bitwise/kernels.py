@@ -16,7 +16,7 @@ and ``VPOPCNTQ`` when LLVM vectorises the word loop on a CPU with AVX-512 VPOPCN
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import njit, types
+from numba import config, njit, types
 from numba.extending import intrinsic
 
 from hw_profiles.ops import OP_CODES
@@ -25,7 +25,7 @@ XOR, AND, POPC, ADD = (OP_CODES[k] for k in ("xor_word", "and_word", "popcount_w
 
 
 @intrinsic
-def popc(typingctx, x):
+def _popc_llvm(typingctx, x):
     """Population count of one unsigned word (LLVM ``llvm.ctpop``) as an int64.
 
     Returning int64 (not the word's unsigned type) keeps sums integer: numba promotes
@@ -37,6 +37,14 @@ def popc(typingctx, x):
         c = builder.ctpop(args[0])
         return builder.zext(c, ir.IntType(64)) if c.type.width < 64 else c
     return sig, codegen
+
+
+def _popc_python(x):
+    """Pure-Python twin for NUMBA_DISABLE_JIT=1 runs (coverage), where intrinsics cannot run."""
+    return int(x).bit_count()
+
+
+popc = _popc_python if config.DISABLE_JIT else _popc_llvm
 
 
 @njit(cache=True, nogil=True)

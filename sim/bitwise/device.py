@@ -37,7 +37,7 @@ import numpy as np
 from hw_profiles.errors import ModelError
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.bitwise import kernels
-from sim.bitwise.packing import WORD_DTYPES, n_words
+from sim.bitwise.packing import WORD_DTYPES, n_words, pack_bool
 from sim.device import Device, register_engine
 
 _INT_BYTES = 4  # products and scores are int32
@@ -234,8 +234,7 @@ class BitwiseDevice(Device):
         if bits.shape != x.shape:
             raise ModelError(f"[BitwiseDevice] sign: threshold shape {thr.shape} would "
                              f"broadcast x_int {x.shape} to {bits.shape}")
-        from sim.bitwise.packing import _pack
-        out = _pack(bits, self.word_bits)
+        out = pack_bool(bits, self.word_bits)
         counts = _zeros_counts()
         counts[OP_CODES["int_cmp"]] = x.size
         counts[OP_CODES["or_word"]] = x.size

@@ -123,3 +123,17 @@ def pack_bits(b, word_bits: int) -> np.ndarray:
 def unpack_bits(words, k: int) -> np.ndarray:
     """Inverse of :func:`pack_bits`: uint8 0/1 array [..., k]."""
     return _unpack(words, k, "unpack_bits words").astype(np.uint8)
+
+
+def transpose_packed(words, k: int) -> np.ndarray:
+    """Transpose a packed bit matrix: words [M, ceil(k / wb)] -> [k, ceil(M / wb)].
+
+    Row ``j`` of the result holds column ``j`` of the unpacked [M, k] matrix, in the same
+    word width. Backward passes need it: ``W^T`` rows are the columns of ``W``. A layout
+    change only, so nothing is counted; a device that keeps both layouts stores both.
+    """
+    words = np.asarray(words)
+    if words.ndim != 2:
+        raise ModelError(f"transpose_packed words: expected 2-D [M, W], got shape {words.shape}")
+    bits = _unpack(words, k, "transpose_packed words")
+    return pack_bool(np.ascontiguousarray(bits.T), words.dtype.itemsize * 8)

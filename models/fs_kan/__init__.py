@@ -1,0 +1,1 @@
+"""FS-KAN: permutation-equivariant Kolmogorov-Arnold networks via function sharing."""

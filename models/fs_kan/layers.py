@@ -45,9 +45,11 @@ def bspline_basis(x: torch.Tensor, knots: torch.Tensor, order: int) -> torch.Ten
     """B-spline bases of degree ``order`` on ``knots`` by Cox-de Boor: (...,) -> (..., n_knots - order - 1)."""
     x = x.unsqueeze(-1)
     b = ((x >= knots[:-1]) & (x < knots[1:])).to(x.dtype)
-    for j in range(1, order + 1):
-        b = ((x - knots[:-(j + 1)]) / (knots[j:-1] - knots[:-(j + 1)]) * b[..., :-1]
-             + (knots[j + 1:] - x) / (knots[j + 1:] - knots[1:-j]) * b[..., 1:])
+    for j in range(1, order + 1):   # reciprocals of the (small) knot gaps: multiply, not divide
+        left = 1.0 / (knots[j:-1] - knots[:-(j + 1)])
+        right = 1.0 / (knots[j + 1:] - knots[1:-j])
+        b = ((x - knots[:-(j + 1)]) * left * b[..., :-1]
+             + (knots[j + 1:] - x) * right * b[..., 1:])
     return b
 
 
@@ -199,11 +201,23 @@ class FSLayer(torch.nn.Module):
             y = (f @ w.reshape(-1, w.shape[-1]).T).reshape(len(x), -1, self.d_out)
         else:
             y = torch.einsum("bkf,kof->bko", f, w[self.head])              # (B, K, out)
-        y = torch.cat([y, y.new_zeros(len(x), 1, self.d_out)], 1)          # row -1 = no term
-        out = y[:, self.index].sum(2)                                      # (B, N_out, out)
+        out = self._place(y)                                               # (B, N_out, out)
         if self.phi == "linear":
             out = out + self.bias[self.bias_index]
         return out
+
+    def _place(self, y: torch.Tensor) -> torch.Tensor:
+        """out[b, q] = sum_t y[b, index[q, t]] (index -1: nothing): (B, K, d) -> (B, N_out, d).
+
+        One ``embedding_bag`` over rows of length B*d: a sum of gathered rows without
+        materialising the (B, N_out, N_in, d) gather (5x faster on CPU than indexing).
+        """
+        B, K, d = y.shape
+        rows = torch.cat([y.permute(1, 0, 2).reshape(K, B * d),
+                          y.new_zeros(1, B * d)])                          # row K (= -1): 0
+        index = torch.where(self.index < 0, K, self.index)
+        out = F.embedding_bag(index, rows, mode="sum")                     # (N_out, B*d)
+        return out.reshape(-1, B, d).permute(1, 0, 2)
 
     def regularization_loss(self, activation: float = 1.0, entropy: float = 1.0) -> torch.Tensor:
         """Efficient-KAN's regulariser: L1 of mean |spline coefficient| plus its entropy."""

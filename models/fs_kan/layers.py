@@ -91,6 +91,7 @@ class FSLayer(torch.nn.Module):
         orbits = pair_orbits(out, inp)                               # (N_out, N_in)
         self.n_orbits = H = int(orbits.max()) + 1
         self.all_pairs = False
+        self.plain_gather = False  # True: place by indexing (ONNX export); else embedding_bag
         if efficient:
             rows, heads, index = self._efficient_plan(orbits, out, inp)
             self.register_buffer("aggregate", torch.as_tensor(rows, dtype=torch.float32))
@@ -198,7 +199,7 @@ class FSLayer(torch.nn.Module):
         f = self._features(z)
         w = self._weights()                                                # (H, out, F)
         if self.all_pairs:                     # (B, N_in, F) x (F, H*out): rows p*H + h
-            y = (f @ w.reshape(-1, w.shape[-1]).T).reshape(len(x), -1, self.d_out)
+            y = (f @ w.reshape(-1, w.shape[-1]).T).reshape(x.shape[0], -1, self.d_out)
         else:
             y = torch.einsum("bkf,kof->bko", f, w[self.head])              # (B, K, out)
         out = self._place(y)                                               # (B, N_out, out)
@@ -213,6 +214,9 @@ class FSLayer(torch.nn.Module):
         materialising the (B, N_out, N_in, d) gather (5x faster on CPU than indexing).
         """
         B, K, d = y.shape
+        if self.plain_gather:      # the same sum by indexing (exports to ONNX, slower)
+            y = F.pad(y, (0, 0, 0, 1))                                     # row -1 = no term
+            return y[:, self.index].sum(2)
         rows = torch.cat([y.permute(1, 0, 2).reshape(K, B * d),
                           y.new_zeros(1, B * d)])                          # row K (= -1): 0
         index = torch.where(self.index < 0, K, self.index)

@@ -56,7 +56,7 @@ _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maxim
                 aten.minimum, aten.max, aten.min, aten.amax, aten.amin, aten.argmax,
                 aten.argmin, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max,
                 aten.sort, aten.topk}
-_BAGS = {aten._embedding_bag, aten._embedding_bag_backward}
+_BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort}
 

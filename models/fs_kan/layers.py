@@ -169,8 +169,10 @@ class FSLayer(torch.nn.Module):
             # noise at the G+1 grid points, scale 0.1/G, least-squares spline coefficients
             pts = self.knots[self.order:-self.order]                  # (G+1,)
             noise = (torch.rand(H, d_out, d_in, grid + 1) - 0.5) * 0.1 / grid
-            a = bspline_basis(pts, self.knots, self.order)           # (G+1, G+k)
-            coef = torch.linalg.lstsq(a, noise.reshape(-1, grid + 1).T).solution  # (G+k, .)
+            a = bspline_basis(pts, self.knots, self.order).double()  # (G+1, G+k)
+            # minimum-norm least squares (what Efficient-KAN's lstsq returns for this
+            # under-determined system), written out: LAPACK's lstsq is not bit-reproducible
+            coef = a.T @ torch.linalg.solve(a @ a.T, noise.reshape(-1, grid + 1).T.double())
             self.spline_weight.copy_(coef.T.reshape(H, d_out, d_in, -1))
 
     def _weights(self) -> torch.Tensor:

@@ -26,17 +26,26 @@ import sys
 import time
 from pathlib import Path
 
+# run from a checkout without installing: this checkout, not an installed copy, is imported
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from models.fs_kan.model import (FSClassifier, default_config, load_task,  # noqa: E402
-                                 matched_baseline, summarize, sweep, task_action)
-from sim.torch_engine import TorchDevice  # noqa: E402
+from models.fs_kan.model import (
+    EXPERIMENT_FULL,
+    FSClassifier,
+    default_config,
+    load_task,
+    matched_baseline,
+    summarize,
+    sweep,
+    task_action,
+)
+from sim.torch_engine import TorchDevice
 
-SIZES = {"signal-sets": (30, 60, 120, 480), "fashion-points": (50, 100, 300, 1000)}
-TEST = {"signal-sets": 1000, "fashion-points": 2000}
+SIZES = {task: plan["sizes"] for task, plan in EXPERIMENT_FULL.items()}
+TEST = {task: plan["n_test"] for task, plan in EXPERIMENT_FULL.items()}
 
 
 def macs_per_sample(task: str, steps: int = 4) -> dict[str, float]:
@@ -58,7 +67,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", default="signal-sets,fashion-points")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--steps", type=int, default=EXPERIMENT_FULL["signal-sets"]["steps"])
     p.add_argument("--quick", action="store_true", help="two smallest sizes, one seed, 60 steps")
     args = p.parse_args(argv)
     torch.set_num_threads(1)   # shared machine; tiny tensors gain nothing from threads

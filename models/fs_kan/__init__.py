@@ -4,10 +4,26 @@
 ``tasks`` (procedural signal sets, Fashion-MNIST point sets), ``model`` (networks, the
 matched baseline, simulate/experiment/export and the registered card).
 """
-from models.fs_kan.groups import (Group, cyclic, fixed, generated, natural, pair_orbits,
-                                  point_orbits, symmetric, tuples)
+from models.fs_kan.groups import (
+                                  Group,
+                                  cyclic,
+                                  fixed,
+                                  generated,
+                                  natural,
+                                  pair_orbits,
+                                  point_orbits,
+                                  symmetric,
+                                  tuples,
+)
 from models.fs_kan.layers import FSLayer
-from models.fs_kan.model import CARD, FSClassifier, FSConfig, FSNet, experiment, simulate
+from models.fs_kan.model import (
+                                  CARD,
+                                  FSClassifier,
+                                  FSConfig,
+                                  FSNet,
+                                  experiment,
+                                  simulate,
+)
 
 __all__ = ["CARD", "FSClassifier", "FSConfig", "FSLayer", "FSNet", "Group", "cyclic",
            "experiment", "fixed", "generated", "natural", "pair_orbits", "point_orbits",

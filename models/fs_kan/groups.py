@@ -15,8 +15,8 @@ against: ``S_n -> 2``, ``C_n -> n``, ``S_n x S_m -> 4``, ``S_n x C_T -> 2T``, an
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -80,7 +80,7 @@ class Group:
     def sizes(self) -> tuple[int, ...]:
         return tuple(f.n for f in self.factors)
 
-    def __mul__(self, other: "Group") -> "Group":
+    def __mul__(self, other: Group) -> Group:
         if not isinstance(other, Group):
             raise ModelError(f"Group product: expected a Group, got {type(other).__name__}")
         return Group(self.factors + other.factors)

@@ -1,5 +1,4 @@
 """FS-KAN: orbit counts against the paper's formulas, exact equivariance, naive twins, counts."""
-import math
 
 import numpy as np
 import pytest
@@ -8,11 +7,26 @@ import torch
 import models
 from hw_profiles.errors import DatasetError, ModelError
 from models.fs_kan import tasks
-from models.fs_kan.groups import (cyclic, fixed, generated, natural, pair_orbits, point_orbits,
-                                  symmetric, tuples)
+from models.fs_kan.groups import (
+    cyclic,
+    fixed,
+    generated,
+    natural,
+    pair_orbits,
+    point_orbits,
+    symmetric,
+    tuples,
+)
 from models.fs_kan.layers import FSLayer, bspline_basis
-from models.fs_kan.model import (FSClassifier, FSConfig, FSNet, matched_baseline,
-                                 n_parameters, simulate, task_action)
+from models.fs_kan.model import (
+    FSClassifier,
+    FSConfig,
+    FSNet,
+    matched_baseline,
+    n_parameters,
+    simulate,
+    task_action,
+)
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"

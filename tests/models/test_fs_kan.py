@@ -387,3 +387,26 @@ def test_simulate_quick_and_cli_export(tmp_path):
     assert main(["export", "fs-kan", "--target", "onnx", "--out",
                  str(tmp_path / "fs.onnx")]) == 0
     assert (tmp_path / "fs.onnx").stat().st_size > 0
+
+
+def test_summarize_means_and_wins():
+    from models.fs_kan.model import summarize
+    rows = [{"n_train": 10, "fskan_accuracy": a, "baseline_accuracy": b}
+            for a, b in ((0.5, 0.4), (0.3, 0.4), (0.7, 0.4))]
+    rows.append({"n_train": 40, "fskan_accuracy": 0.9, "baseline_accuracy": 0.8})
+    s = summarize(rows)
+    assert list(s) == [10, 40]
+    assert s[10]["fskan_mean"] == pytest.approx(0.5) and s[10]["wins"] == 2
+    assert s[10]["gain"] == pytest.approx(0.1) and s[10]["seeds"] == 3
+    assert s[40]["wins"] == 1 and s[40]["baseline_std"] == 0.0
+
+
+def test_experiment_runs_the_sweep(monkeypatch):
+    import models.fs_kan.model as fsm
+    monkeypatch.setattr(fsm, "EXPERIMENT_QUICK",
+                        {"sizes": (20, 40), "seeds": (0,), "steps": 3, "n_test": 30})
+    run = fsm.experiment(quick=True, profile=TOY, task="signal-sets")
+    assert set(run.metrics) >= {"fskan_n20", "baseline_n40", "gain_n40", "baseline_train_macs"}
+    # 20 sets: 1 batch per epoch -> 3 epochs; 40 sets: 2 batches -> 2 epochs
+    assert run.ledger.samples() == {"train": 20 * 3 + 40 * 2, "infer": 2 * 30}
+    assert run.ledger.uncounted() == {}

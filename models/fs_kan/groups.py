@@ -106,7 +106,8 @@ def symmetric(n: int) -> Group:
     n = _size(n, "symmetric")
     cycle = np.roll(np.arange(n), -1)
     swap = np.arange(n)
-    swap[[0, 1]] = swap[[1, 0]] if n > 1 else swap[[0, 0]]
+    if n > 1:
+        swap[[0, 1]] = [1, 0]
     return Group((Factor("S", n, np.stack([swap, cycle])),))
 
 

@@ -3,7 +3,9 @@
 Paper: Elbaz, ..., Maron, "FS-KAN: Permutation Equivariant Kolmogorov-Arnold Networks via
 Function Sharing", ICLR 2026, arXiv:2509.24472. Claim checked (Sec. 6, Figs. 4-5): with
 few training examples FS-KAN beats a parameter-sharing MLP (DeepSets / DSS) of the same
-parameter count; the gap closes as data grows.
+parameter count; the gap closes as data grows. What our small-scale runs show (FS-KAN wins
+on Fashion-MNIST point sets at every size, loses on the signal-set task) is recorded with
+the commands in bench/RESULTS.md.
 
 Architecture (the paper's point-cloud setup, App. C, at small width): equivariant FS
 layers, each followed by BatchNorm over channels (shared by all points, so equivariant),

@@ -65,6 +65,10 @@ def test_orbit_counts_of_the_digest(n):
     assert n_orbits(natural(cyclic(n) * cyclic(4))) == n * 4           # images: C_H x C_W
 
 
+def test_one_point_groups():
+    assert n_orbits(natural(symmetric(1))) == 1 and n_orbits(natural(cyclic(1))) == 1
+
+
 def test_invariant_orbits_and_trivial_group():
     for g in (symmetric(6), cyclic(6), symmetric(3) * cyclic(4), symmetric(2) * symmetric(5)):
         a = natural(g)

@@ -9,7 +9,7 @@ or the action on one fixed point (what an invariant layer maps to).
 :func:`pair_orbits` computes the orbits of the diagonal action ``g.(q, p) = (g q, g p)``
 on ``[N_out] x [N_in]`` from the group's generators only: one graph edge per pair and
 generator, then connected components (scipy), so nothing is hand-coded per group. The
-closed forms of the FS-KAN paper (arXiv:2509.24472, Sec. 4) are what the tests check
+closed forms of the FS-KAN paper (arXiv:2509.24472) are what the tests check
 against: ``S_n -> 2``, ``C_n -> n``, ``S_n x S_m -> 4``, ``S_n x C_T -> 2T``, and
 ``S_n`` on ``[n]^k -> [n]^l`` gives Bell(k + l) orbits for ``n >= k + l`` (15 for 2->2).
 """

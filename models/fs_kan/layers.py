@@ -6,7 +6,7 @@ actions of one group (``groups.pair_orbits`` gives the orbits ``O_1..O_H`` of in
 - standard, eq. (12): ``Phi(x)_q = sum_h sum_p 1[(q,p) in O_h] Phi^(h)(x_p)``;
 - efficient, eq. (13): ``Phi(x)_q = sum_h Phi^(h)(alpha_h x_q + sum_p 1[(q,p) in O_h] x_p)``.
 
-Each ``Phi^(h)`` is a whole KA sub-layer R^{d_in} -> R^{d_out} ("external sharing", Sec. 4.2)
+Each ``Phi^(h)`` is a whole KA sub-layer R^{d_in} -> R^{d_out} ("external sharing")
 with Efficient-KAN's univariate functions (App. C):
 ``phi(x) = w_b SiLU(x) + s * sum_i c_i B_i(x)``, cubic B-splines on a uniform grid of
 ``grid`` intervals over [-1, 1] extended by ``order`` knots each side; parameters per

@@ -1,7 +1,7 @@
 """FS-KAN networks and their parameter-matched parameter-sharing baselines, on TorchDevice.
 
-Paper: Elbaz, ..., Maron, "FS-KAN: Permutation Equivariant Kolmogorov-Arnold Networks via
-Function Sharing", ICLR 2026, arXiv:2509.24472. Claim checked (Sec. 6, Figs. 4-5): with
+Paper: "FS-KAN: Permutation Equivariant Kolmogorov-Arnold Networks via
+Function Sharing", ICLR 2026, arXiv:2509.24472. Claim checked (Figs. 4-5): with
 few training examples FS-KAN beats a parameter-sharing MLP (DeepSets / DSS) of the same
 parameter count; the gap closes as data grows. What our small-scale runs show (FS-KAN wins
 on Fashion-MNIST point sets at every size, loses on the signal-set task) is recorded with

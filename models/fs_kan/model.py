@@ -40,7 +40,7 @@ TASKS = ("signal-sets", "fashion-points")
 
 @dataclass
 class FSConfig:
-    """Hyper-parameters; defaults are the quick signal-set setting."""
+    """Hyper-parameters (:func:`default_config` sets the widths per task; the plans set steps)."""
 
     phi: str = "kan"                  # "kan" (FS-KAN) or "linear" (parameter-sharing MLP)
     widths: tuple[int, ...] = (8, 8)  # equivariant layers (paper: 16/16/8 signals, 36/36 points)

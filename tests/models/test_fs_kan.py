@@ -414,3 +414,20 @@ def test_experiment_runs_the_sweep(monkeypatch):
     # 20 sets: 1 batch per epoch -> 3 epochs; 40 sets: 2 batches -> 2 epochs
     assert run.ledger.samples() == {"train": 20 * 3 + 40 * 2, "infer": 2 * 30}
     assert run.ledger.uncounted() == {}
+
+
+def test_cost_of_embedding_bag_and_batch_norm():
+    # the costs.py entries this module needed: exact counts on tiny inputs
+    dev = TorchDevice(TOY)
+    table = torch.randn(10, 5, requires_grad=True)
+    idx = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 9], [9, 9, 9, 9]])
+    with dev.count("bag"):
+        torch.nn.functional.embedding_bag(idx, table, mode="sum").sum().backward()
+    # forward: 3 bags x 4 indices x 5 wide = 60 adds; backward scatters the same 60;
+    # the .sum() reduction reads 3 x 5 = 15 elements
+    assert dev.ledger.total_ops("bag")["flop_fp32"] == 60 + 60 + 15
+    bn, x = torch.nn.BatchNorm1d(3), torch.randn(4, 3)
+    with dev.count("bn"), torch.no_grad():
+        bn(x)
+    assert dev.ledger.total_ops("bn")["flop_fp32"] == 7 * 12    # 7 per element of (4, 3)
+    assert dev.ledger.uncounted() == {}

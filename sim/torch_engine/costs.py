@@ -45,6 +45,8 @@ _PER_ELEMENT = {
     aten.native_dropout: 2, aten.native_dropout_backward: 1,
     aten.native_layer_norm: 7, aten.native_layer_norm_backward: 14,
     aten.nll_loss_forward: 1, aten.nll_loss_backward: 1,
+    # batch norm counted like layer norm (same steps over the batch instead of features)
+    aten.native_batch_norm: 7, aten.native_batch_norm_backward: 14,
     aten.mse_loss: 3, aten.mse_loss_backward: 3,
     aten.bernoulli_: 1, aten.bernoulli: 1, aten.normal_: 1, aten.uniform_: 1,
     aten.randn: 1, aten.rand: 1, aten.randint: 1, aten.randperm: 1,
@@ -54,6 +56,7 @@ _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maxim
                 aten.minimum, aten.max, aten.min, aten.amax, aten.amin, aten.argmax,
                 aten.argmin, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max,
                 aten.sort, aten.topk}
+_BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort}
 
@@ -70,7 +73,8 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.full_like, aten.new_zeros, aten.new_ones, aten.new_full, aten.scalar_tensor,
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
                aten.roll, aten.masked_scatter, aten.slice_scatter, aten.select_scatter,
-               aten.diagonal_scatter, aten.tril, aten.triu, aten.one_hot}
+               aten.diagonal_scatter, aten.tril, aten.triu, aten.one_hot,
+               aten.slice_backward, aten.select_backward}
 """Ops that move bytes but do no arithmetic."""
 
 
@@ -137,6 +141,11 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             counts["int_add"] = macs
         else:
             return {}, 0, 0, name
+    elif packet in _BAGS:
+        # sum-mode embedding bag and its backward: one add per gathered (or scattered)
+        # element = number of indices x row width (args: table or grad, indices, ...)
+        op = _elementwise_op(packet, first.dtype)
+        counts[op] = inputs[1].numel() * first.shape[1]
     elif packet in MEMORY_ONLY:
         pass
     elif packet in _SORTS:

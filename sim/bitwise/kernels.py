@@ -1,0 +1,103 @@
+"""numba kernels of the bitwise engine: XOR-popcount products of packed +/-1 matrices.
+
+Following stumpy/pynndescent: functions of arrays and scalars only, no checks (the owning
+:class:`~sim.bitwise.device.BitwiseDevice` validates), counts added into an int64 array
+indexed by ``hw_profiles.ops.OP_CODES`` and flushed to the ledger by the caller.
+
+The +/-1 product of two K-bit rows is ``K - 2 popcount(a XOR b)`` (= ``2 popcount(XNOR) - K``
+with XNOR over the K real bits): bits that agree contribute +1, bits that differ -1. The
+XOR form needs no mask for the zero padding bits and is one instruction per word on
+Thumb-2 and x86 (XNOR is two there), so that is what runs and what is counted
+(``xor_word``), as the Cortex-M and x86 profiles ask.
+
+Popcount is LLVM's ``ctpop``, which numba compiles for the host CPU: ``POPCNT`` on x86-64,
+and ``VPOPCNTQ`` when LLVM vectorises the word loop on a CPU with AVX-512 VPOPCNTDQ.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from hw_profiles.ops import OP_CODES
+
+XOR, AND, POPC, ADD = (OP_CODES[k] for k in ("xor_word", "and_word", "popcount_word", "int_add"))
+
+
+@intrinsic
+def popc(typingctx, x):
+    """Population count of one unsigned word (LLVM ``llvm.ctpop``) as an int64.
+
+    Returning int64 (not the word's unsigned type) keeps sums integer: numba promotes
+    int64 + uint64 to float64.
+    """
+    sig = types.int64(x)
+
+    def codegen(context, builder, signature, args):
+        c = builder.ctpop(args[0])
+        return builder.zext(c, ir.IntType(64)) if c.type.width < 64 else c
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def xor_popcount_matmul(a, b, k, out, counts):
+    """out[i, j] = k - 2 * sum_w popcount(a[i, w] ^ b[j, w]).
+
+    a [N, W], b [M, W] packed words of one dtype; out [N, M] int32.
+    Per output: W xor_word, W popcount_word, W int_add (accumulate) + 1 int_add (k - 2s).
+    """
+    n, w = a.shape
+    m = b.shape[0]
+    tile = 64  # rows of b per tile: 64 x W words stay in L1 while every row of a passes
+    for j0 in range(0, m, tile):
+        j1 = min(j0 + tile, m)
+        for i in range(n):
+            for j in range(j0, j1):
+                s = 0
+                for v in range(w):
+                    s += popc(a[i, v] ^ b[j, v])
+                out[i, j] = k - 2 * s
+    nm = n * m
+    counts[XOR] += nm * w
+    counts[POPC] += nm * w
+    counts[ADD] += nm * (w + 1)
+
+
+@njit(cache=True, nogil=True)
+def mask_popcount(mask, keff, counts):
+    """keff[r] = sum_w popcount(mask[r, w]): the number of bits a masked product uses."""
+    r, w = mask.shape
+    for i in range(r):
+        s = 0
+        for v in range(w):
+            s += popc(mask[i, v])
+        keff[i] = s
+    counts[POPC] += r * w
+    counts[ADD] += r * w
+
+
+@njit(cache=True, nogil=True)
+def masked_xor_popcount_matmul(a, b, mask, keff, mask_of_a, out, counts):
+    """out[i, j] = keff[r] - 2 * sum_w popcount((a[i, w] ^ b[j, w]) & mask[r, w]).
+
+    ``r = i`` when ``mask_of_a`` (one mask per row of a), else ``r = j`` (one per row of b);
+    keff [R] int64 holds popcount(mask[r]). Only bits with mask 1 contribute.
+    Per output: W xor_word, W and_word, W popcount_word, W + 1 int_add.
+    """
+    n, w = a.shape
+    m = b.shape[0]
+    tile = 64
+    for j0 in range(0, m, tile):
+        j1 = min(j0 + tile, m)
+        for i in range(n):
+            for j in range(j0, j1):
+                r = i if mask_of_a else j
+                s = 0
+                for v in range(w):
+                    s += popc((a[i, v] ^ b[j, v]) & mask[r, v])
+                out[i, j] = keff[r] - 2 * s
+    nm = n * m
+    counts[XOR] += nm * w
+    counts[AND] += nm * w
+    counts[POPC] += nm * w
+    counts[ADD] += nm * (w + 1)

@@ -1,0 +1,162 @@
+"""Packed feed-forward networks: the layer kinds BitwiseDevice runs and the C exporter writes.
+
+A network is a list of layers; every layer but the last is a :class:`SignLayer`, the last
+is a :class:`ScoresLayer` (integer scores and their argmax) or another SignLayer (the
+network then returns packed bits). Models (BEP, Tsetlin machines, ...) build these from
+their trained state; ``BitwiseDevice.run`` and ``deploy.c_export`` both consume them, so
+the simulator and the exported C compute the same thing by construction and the tests
+check that they do, bit for bit.
+
+Semantics (K input bits, M outputs, x the packed input row, w_m a packed weight row):
+
+- ``SignLayer``: ``z_m = K - 2 popcount(x XOR w_m)`` (the +/-1 dot product), output bit
+  ``m`` = 1 (+1) iff ``z_m >= thresholds[m]``. Thresholds are integers (a folded bias or
+  batch-norm); a neuron that should fire on ``z <= t`` is written with its row inverted
+  and threshold ``-t``.
+- ``ScoresLayer``: ``scores_c = K - 2 popcount(x XOR w_c) + bias[c]`` (int32), label =
+  argmax with the lowest index on ties.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+from sim.bitwise.packing import WORD_DTYPES, n_words
+
+
+def _check_rows(weights, k, what: str) -> tuple[np.ndarray, int]:
+    w = np.asarray(weights)
+    if w.dtype not in (np.uint32, np.uint64) or w.ndim != 2 or w.shape[0] < 1:
+        raise ModelError(f"{what}: weights must be packed uint32/uint64 [M >= 1, W], got "
+                         f"{w.dtype} {w.shape}")
+    wb = w.dtype.itemsize * 8
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1 \
+            or n_words(k, wb) != w.shape[1]:
+        raise ModelError(f"{what}: k = {k!r} input bits do not match {w.shape[1]} words of "
+                         f"{wb} bits per weight row")
+    return np.ascontiguousarray(w), int(k)
+
+
+def _check_int_vector(v, n: int, what: str) -> np.ndarray:
+    v = np.asarray(v)
+    if v.dtype.kind not in "iu" or v.shape != (n,):
+        raise ModelError(f"{what}: expected an integer vector of shape ({n},), got "
+                         f"{v.dtype} {v.shape}")
+    if v.size and (v.min() < np.iinfo(np.int32).min or v.max() > np.iinfo(np.int32).max):
+        raise ModelError(f"{what}: values must fit int32")
+    return v.astype(np.int32)
+
+
+@dataclass(frozen=True)
+class SignLayer:
+    """Binary layer: packed +/-1 weights [M, W] over K input bits, integer thresholds [M]."""
+
+    weights: np.ndarray
+    k: int
+    thresholds: np.ndarray
+    name: str = "sign"
+
+    def __post_init__(self):
+        w, k = _check_rows(self.weights, self.k, f"SignLayer {self.name!r}")
+        object.__setattr__(self, "weights", w)
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "thresholds", _check_int_vector(
+            self.thresholds, w.shape[0], f"SignLayer {self.name!r} thresholds"))
+
+    @property
+    def n_out(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def word_bits(self) -> int:
+        return self.weights.dtype.itemsize * 8
+
+
+@dataclass(frozen=True)
+class ScoresLayer:
+    """Final layer: integer scores ``dot + bias`` per class [C] and their argmax."""
+
+    weights: np.ndarray
+    k: int
+    bias: np.ndarray = field(default=None)
+    name: str = "scores"
+
+    def __post_init__(self):
+        w, k = _check_rows(self.weights, self.k, f"ScoresLayer {self.name!r}")
+        object.__setattr__(self, "weights", w)
+        object.__setattr__(self, "k", k)
+        bias = np.zeros(w.shape[0], np.int32) if self.bias is None else self.bias
+        object.__setattr__(self, "bias", _check_int_vector(
+            bias, w.shape[0], f"ScoresLayer {self.name!r} bias"))
+
+    @property
+    def n_out(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def word_bits(self) -> int:
+        return self.weights.dtype.itemsize * 8
+
+
+LAYER_KINDS = (SignLayer, ScoresLayer)
+
+
+@dataclass(frozen=True)
+class NetworkOutput:
+    """What a network computes: int32 scores [N, C] and labels [N] (ScoresLayer last), or
+    packed output bits [N, W] and their count (SignLayer last; scores/labels are None)."""
+
+    scores: np.ndarray | None
+    labels: np.ndarray | None
+    bits: np.ndarray | None = None
+    n_bits: int = 0
+
+
+def check_network(layers: Sequence, word_bits: int) -> list:
+    """Validate a layer list: known kinds, one word width, chained sizes, scores only last."""
+    layers = list(layers)
+    if not layers:
+        raise ModelError("network: no layers; expected SignLayer ... [ScoresLayer]")
+    if word_bits not in WORD_DTYPES:
+        raise ModelError(f"network: word_bits = {word_bits}; expected 32 or 64")
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, LAYER_KINDS):
+            raise ModelError(f"network layer {i}: {type(layer).__name__} is not a layer kind "
+                             f"({', '.join(c.__name__ for c in LAYER_KINDS)})")
+        if layer.word_bits != word_bits:
+            raise ModelError(f"network layer {i} ({layer.name!r}): packed in {layer.word_bits}-"
+                             f"bit words; this target uses {word_bits}-bit words (repack)")
+        if isinstance(layer, ScoresLayer) and i != len(layers) - 1:
+            raise ModelError(f"network layer {i} ({layer.name!r}): a ScoresLayer must be last")
+        if i and layer.k != layers[i - 1].n_out:
+            raise ModelError(f"network layer {i} ({layer.name!r}): expects k = {layer.k} input "
+                             f"bits but layer {i - 1} gives {layers[i - 1].n_out}")
+    return layers
+
+
+def network_bytes(layers: Sequence) -> int:
+    """Bytes of packed weights + int32 thresholds/biases: the model's footprint."""
+    total = 0
+    for layer in layers:
+        total += layer.weights.nbytes
+        total += (layer.thresholds if isinstance(layer, SignLayer) else layer.bias).nbytes
+    return total
+
+
+def forward(device, layers: Sequence, x: np.ndarray) -> NetworkOutput:
+    """Run ``layers`` on packed inputs ``x`` [N, W] on ``device``, counting every op."""
+    if n_words(layers[0].k, device.word_bits) != x.shape[1]:
+        raise ModelError(f"network input: {x.shape[1]} words per row, but layer 0 "
+                         f"({layers[0].name!r}) takes k = {layers[0].k} bits")
+    for i, layer in enumerate(layers):
+        with device.count(f"L{i}_{layer.name}"):
+            z = device.sign_matmul(x, layer.weights, layer.k)            # (N, M)
+            if isinstance(layer, SignLayer):
+                x = device.sign(z, layer.thresholds)                    # (N, ceil(M/wb))
+            else:
+                scores = device.add_int(z, layer.bias)                  # (N, C)
+                return NetworkOutput(scores=scores, labels=device.argmax(scores))
+    return NetworkOutput(scores=None, labels=None, bits=x, n_bits=layers[-1].n_out)

@@ -264,7 +264,7 @@ class BEP:
             g = np.empty(z.shape, np.uint8)
             K.gate(z, int(nu * lay.k_in), g, self.counts)            # Eq. 5
             u = dev.masked_sign_matmul(pack_signs(target, self.wb), lay.wt,
-                                       pack_bits(g, self.wb), lay.k_out)  # (T, K_in)
+                                       pack_bits(g, self.wb), k=lay.k_out)  # (T, K_in)
             nxt = np.empty(u.shape, np.int8)
             K.desired(u, acts[l][idx], nxt, self.counts)            # Eq. 7
             target = nxt
@@ -289,9 +289,7 @@ class BEP:
                 delta, touched = d
                 rows = np.flatnonzero(touched)
                 if len(rows):
-                    h = lay.h[rows]
-                    self.dev.counter_add(h, delta[rows], H_LO, H_HI)
-                    lay.h[rows] = h
+                    self.dev.counter_add(lay.h, delta[rows], H_LO, H_HI, rows=rows)
                     # refresh the sign bits of the touched rows in W and W^T
                     self.counts[OP_NAMES.index("int_cmp")] += 2 * len(rows) * lay.k_in
                     lay.repack()

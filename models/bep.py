@@ -139,6 +139,7 @@ class Layer:
 
     def __init__(self, k_in: int, k_out: int, word_bits: int, rng: np.random.Generator):
         self.k_in, self.k_out, self.word_bits = k_in, k_out, word_bits
+        self.fan_in = k_in  # the K_in of the reinforcement probability (BEP-TT: K_x + K_s)
         self.h = rng.integers(-INIT_HALF_WIDTH, INIT_HALF_WIDTH + 1, size=(k_out, k_in),
                               dtype=np.int16)  # (K_out, K_in)
         self.repack()
@@ -162,20 +163,27 @@ class BEP:
     device : BitwiseDevice
     """
 
+    x_ndim = 2  # inputs (N, K_0)
+
     def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig, device):
+        rng = np.random.default_rng(config.seed)
+        sizes = (n_inputs, *config.hidden)
+        layers = [Layer(a, b, device.word_bits, rng) for a, b in zip(sizes[:-1], sizes[1:])]
+        # local rule: each hidden layer below the last gets its own frozen random head
+        heads = [(2 * rng.integers(0, 2, size=(n_classes, k)) - 1).astype(np.int8)
+                 for k in config.hidden[:-1]]
+        self._init_state(n_inputs, n_classes, config, device, layers, heads)
+
+    def _init_state(self, n_inputs, n_classes, config, device, layers, heads):
+        """State shared with BEP-TT: layers, the frame P (C, K_last), counters of the run."""
         self.config, self.dev = config, device
         self.n_inputs, self.n_classes = n_inputs, n_classes
         self.wb = device.word_bits
-        rng = np.random.default_rng(config.seed)
-        sizes = (n_inputs, *config.hidden)
-        self.layers = [Layer(a, b, self.wb, rng) for a, b in zip(sizes[:-1], sizes[1:])]
-        self.frame = output_frame(n_classes, sizes[-1], config.seed)  # (C, K_L)
-        # local rule: each hidden layer below the last gets its own frozen random head
-        self.heads = [(2 * rng.integers(0, 2, size=(n_classes, k)) - 1).astype(np.int8)
-                      for k in config.hidden[:-1]] + [self.frame]
+        self.layers = layers
+        self.frame = output_frame(n_classes, layers[-1].k_out, config.seed)  # (C, K_L)
+        self.heads = heads + [self.frame]
         self.head_words = [pack_signs(p, self.wb) for p in self.heads]
         self.gamma = [min(config.gamma0, k) for k in config.hidden]
-        self.rein_thr = [0] * len(self.layers)
         self.counts = np.zeros(len(OP_NAMES), dtype=np.int64)
         self.history: list[dict] = []
         self.rng_state = np.array([np.uint32(config.seed * 2654435761 % 2 ** 32 or 1)],
@@ -188,17 +196,18 @@ class BEP:
         self.counts[:] = 0
 
     def _check(self, x, y, what):
-        if x.ndim != 2 or x.shape[1] != self.n_inputs or x.dtype != np.uint8:
-            raise ModelError(f"BEP.{what}: x is {x.dtype} {x.shape}; expected uint8 bits "
-                             f"(N, {self.n_inputs})")
+        name = type(self).__name__
+        if x.ndim != self.x_ndim or x.shape[-1] != self.n_inputs or x.dtype != np.uint8:
+            raise ModelError(f"{name}.{what}: x is {x.dtype} {x.shape}; expected uint8 bits "
+                             f"({'N, T' if self.x_ndim == 3 else 'N'}, {self.n_inputs})")
         if y is not None and (y.shape != (len(x),) or (y.size and not 0 <= y.min() <= y.max()
                                                           < self.n_classes)):
-            raise ModelError(f"BEP.{what}: y must be ({len(x)},) labels in 0..{self.n_classes - 1}")
+            raise ModelError(f"{name}.{what}: y must be ({len(x)},) labels in 0..{self.n_classes - 1}")
 
     def set_error(self, err: Fraction) -> None:
         """Rescale the reinforcement probability by sqrt(last epoch's train error)."""
         p_r = frac(self.config.p_r)
-        self.rein_thr = [reinforce_threshold(p_r, lay.k_in, err) for lay in self.layers]
+        self.rein_thr = [reinforce_threshold(p_r, lay.fan_in, err) for lay in self.layers]
 
     # -- forward -----------------------------------------------------------------------
     def forward(self, x_bits: np.ndarray):
@@ -236,13 +245,14 @@ class BEP:
         self._flush()
         return errors
 
-    def _layer_delta(self, l: int, z, target, inputs):
+    def _layer_delta(self, l: int, z, target, inputs, gamma: int | None = None):
         """Mask (Eq. 9) and summed Hebbian step (Eq. 8) of layer l for the given samples."""
         lay = self.layers[l]
+        gamma = self.gamma[l] if gamma is None else gamma
         wrong = np.empty(z.shape, np.uint8)
         K.wrong_bits(z, target, wrong, self.counts)
-        sel = np.empty((len(z), -(-lay.k_out // self.gamma[l])), np.int32)
-        K.select(z, wrong, self.gamma[l], sel, self.counts)
+        sel = np.empty((len(z), -(-lay.k_out // gamma)), np.int32)
+        K.select(z, wrong, gamma, sel, self.counts)
         delta = np.zeros((lay.k_out, lay.k_in), np.int32)
         touched = np.zeros(lay.k_out, np.uint8)
         K.accumulate(sel, target, inputs, delta, touched, self.counts)
@@ -336,8 +346,7 @@ class BEP:
         preds = []
         with self.dev.count(scope, samples=len(x)):
             for s in range(0, len(x), batch):
-                _, _, words = self.forward(x[s:s + batch])
-                out = self.logits(words[-1])
+                out = self.logits(self.forward(x[s:s + batch])[2][-1])
                 trig, pred = np.zeros(len(out), np.bool_), np.zeros(len(out), np.int64)
                 K.trigger(out, np.zeros(len(out), np.int64), 0, trig, pred, self.counts)
                 preds.append(pred)

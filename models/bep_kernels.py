@@ -129,7 +129,7 @@ def accumulate(sel, target, inputs, delta, touched, counts):
 
 
 @njit(cache=True, nogil=True)
-def accumulate_time(sel, target, inputs, delta, touched, counts):
+def accumulate_time(sel, target, inputs, wrong, delta, touched, counts):
     """BEP-TT's Eq. 8 summed over time: ``delta[j] += 2 sum_t target[t, b, j] inputs[t, b]``.
 
     ``target`` int8 (T, B, K), ``inputs`` int8 (T, B, K_in); the mask ``sel`` (B, G) is
@@ -143,6 +143,8 @@ def accumulate_time(sel, target, inputs, delta, touched, counts):
             if j >= 0:
                 touched[j] = 1
                 for t in range(steps):
+                    if not wrong[t, b, j]:
+                        continue
                     s = 2 * target[t, b, j]
                     for i in range(k_in):
                         delta[j, i] += s * inputs[t, b, i]

@@ -1,0 +1,307 @@
+"""C99 export of packed-binary feed-forward networks, with golden vectors and a test harness.
+
+``write_c_project(layers, golden_inputs, golden_outputs, out_dir, word_bits)`` writes a
+self-contained directory:
+
+- ``model_weights.h``: every layer's packed weights (``ne_word_t``, the target's word width,
+  LSB-first as :mod:`sim.bitwise.packing`) and int32 thresholds / biases, ``static const``
+  (Flash on a microcontroller);
+- ``model.h`` / ``model.c``: ``model_predict(x, scores) -> label`` (ScoresLayer last) or
+  ``model_forward(x, y)`` (packed bits out), chaining the kernels over static buffers;
+- ``ne_kernels.[ch]``: the generic kernels (XOR-popcount dot product, sign layer, scores
+  layer, argmax): C99 + ``<stdint.h>``, no malloc, no float;
+- ``golden.h`` + ``main.c``: golden inputs and the outputs neuroedge's BitwiseDevice gave;
+  the harness prints every output and exits 0 only if all match;
+- ``Makefile``: ``make host`` (system compiler) and ``make cortex-m`` (``arm-none-eabi-gcc``,
+  bare metal, run on QEMU's ``mps2-an385`` Cortex-M3 board, or ``MCPU=cortex-m4
+  MACHINE=mps2-an386``, printing over Arm semihosting).
+
+The layer kinds are those of :mod:`sim.bitwise.network`; each has one emitter in
+``EMITTERS`` that declares its arrays and writes its call. A new kind (a Tsetlin machine's
+clause layer: include masks in words, AND + compare, votes) adds a layer class there, a
+kernel in ``templates/ne_kernels.c`` and an emitter here; arrays, golden vectors,
+Makefile and harness stay as they are.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from deploy.export import atomic_output
+from hw_profiles.errors import ExportError, NeuroedgeError
+from sim.bitwise.network import NetworkOutput, ScoresLayer, SignLayer, check_network
+from sim.bitwise.packing import n_words
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC_FILES = ("ne_kernels.h", "ne_kernels.c", "ne_platform.h", "ne_platform_host.c",
+                "ne_platform_cm.c", "cm.ld", "main.c", "Makefile")
+CORTEX_M_BOARDS = {"cortex-m3": "mps2-an385", "cortex-m4": "mps2-an386"}
+"""-mcpu -> the QEMU board that emulates it"""
+
+
+# -- emitting C arrays -----------------------------------------------------------------
+def _c_words(words: np.ndarray, word_bits: int) -> str:
+    digits = word_bits // 4
+    suffix = "UINT64_C" if word_bits == 64 else "UINT32_C"
+    items = [f"{suffix}(0x{int(v):0{digits}x})" for v in np.asarray(words).reshape(-1)]
+    return _wrap(items)
+
+
+def _c_int32(values) -> str:
+    # INT32_MIN has no literal in C: -2147483648 is the negation of an out-of-range int
+    items = ["(-INT32_C(2147483647) - 1)" if int(v) == -2**31 else f"INT32_C({int(v)})"
+             for v in np.asarray(values).reshape(-1)]
+    return _wrap(items)
+
+
+def _wrap(items: list[str], per_line: int = 6) -> str:
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return "{\n    " + ",\n    ".join(lines) + "\n}"
+
+
+def _array(ctype: str, name: str, body: str, n: int) -> str:
+    return f"static const {ctype} {name}[{n}] = {body};\n"
+
+
+# -- one emitter per layer kind -----------------------------------------------------------
+@dataclass
+class Emitted:
+    """What a layer contributes: constant arrays (model_weights.h) and its call (model.c)."""
+
+    arrays: str
+    call: str
+
+
+def _emit_sign(i: int, layer: SignLayer, src: str, dst: str, word_bits: int) -> Emitted:
+    p = f"NE_L{i}"
+    arrays = (f"/* layer {i} '{layer.name}': SignLayer, k = {layer.k} -> m = {layer.n_out} */\n"
+              + _array("ne_word_t", f"{p}_W", _c_words(layer.weights, word_bits),
+                       layer.weights.size)
+              + _array("int32_t", f"{p}_THR", _c_int32(layer.thresholds), layer.n_out))
+    call = (f"    ne_sign_layer({src}, {p}_W, {p}_THR, {layer.k}, {layer.n_out}, {dst});\n")
+    return Emitted(arrays, call)
+
+
+def _emit_scores(i: int, layer: ScoresLayer, src: str, dst: str, word_bits: int) -> Emitted:
+    p = f"NE_L{i}"
+    arrays = (f"/* layer {i} '{layer.name}': ScoresLayer, k = {layer.k} -> "
+              f"{layer.n_out} scores */\n"
+              + _array("ne_word_t", f"{p}_W", _c_words(layer.weights, word_bits),
+                       layer.weights.size)
+              + _array("int32_t", f"{p}_BIAS", _c_int32(layer.bias), layer.n_out))
+    call = (f"    ne_scores_layer({src}, {p}_W, {p}_BIAS, {layer.k}, {layer.n_out}, {dst});\n")
+    return Emitted(arrays, call)
+
+
+EMITTERS: dict[type, Callable[..., Emitted]] = {SignLayer: _emit_sign, ScoresLayer: _emit_scores}
+"""layer class -> emitter(index, layer, src buffer, dst buffer, word_bits) -> Emitted"""
+
+
+# -- the project ------------------------------------------------------------------------
+def _check_golden(layers, golden_inputs, golden_outputs: NetworkOutput, word_bits: int):
+    x = np.asarray(golden_inputs)
+    w_in = n_words(layers[0].k, word_bits)
+    if x.dtype.kind != "u" or x.dtype.itemsize * 8 != word_bits or x.ndim != 2 \
+            or x.shape[1] != w_in or x.shape[0] < 1:
+        raise ExportError(f"write_c_project: golden_inputs must be packed uint{word_bits} "
+                          f"[N >= 1, {w_in}] (k = {layers[0].k} bits), got {x.dtype} {x.shape}")
+    if not isinstance(golden_outputs, NetworkOutput):
+        raise ExportError(f"write_c_project: golden_outputs must be the NetworkOutput of "
+                          f"BitwiseDevice.run, got {type(golden_outputs).__name__}")
+    last = layers[-1]
+    n = x.shape[0]
+    if isinstance(last, ScoresLayer):
+        s, lab = golden_outputs.scores, golden_outputs.labels
+        if s is None or np.shape(s) != (n, last.n_out) or np.shape(lab) != (n,):
+            raise ExportError(f"write_c_project: golden_outputs need scores [{n}, "
+                              f"{last.n_out}] and labels [{n}] for a ScoresLayer network")
+    else:
+        y = golden_outputs.bits
+        if y is None or np.shape(y) != (n, n_words(last.n_out, word_bits)):
+            raise ExportError(f"write_c_project: golden_outputs need packed bits [{n}, "
+                              f"{n_words(last.n_out, word_bits)}] for a SignLayer-last network")
+    return x
+
+
+def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutput,
+                    out_dir: str | os.PathLike, word_bits: int) -> Path:
+    """Write the C99 project for ``layers`` into ``out_dir`` (atomically; replaced if present).
+
+    Parameters
+    ----------
+    layers : SignLayer ... [ScoresLayer] of :mod:`sim.bitwise.network`, packed in
+        ``word_bits`` words
+    golden_inputs : packed inputs [N, W0]
+    golden_outputs : NetworkOutput that BitwiseDevice.run gave on ``golden_inputs``
+    word_bits : 32 (Cortex-M) or 64
+
+    Returns the path of the directory.
+    """
+    try:
+        layers = check_network(layers, word_bits)
+    except NeuroedgeError as exc:
+        raise ExportError(f"write_c_project: {exc}") from None
+    for i, layer in enumerate(layers):
+        if type(layer) not in EMITTERS:
+            raise ExportError(f"write_c_project: layer {i} kind {type(layer).__name__} has no "
+                              f"C emitter (known: {', '.join(c.__name__ for c in EMITTERS)})")
+    x = _check_golden(layers, golden_inputs, golden_outputs, word_bits)
+    has_scores = isinstance(layers[-1], ScoresLayer)
+    w_in = x.shape[1]
+
+    # buffers: layer i reads buf(i) and writes buf(i + 1); the input is the caller's x
+    bufs, decls = ["x"], []
+    for i, layer in enumerate(layers):
+        if i == len(layers) - 1:
+            bufs.append("scores" if has_scores else "y")
+        else:
+            decls.append(f"static ne_word_t ne_act{i}[NE_WORDS({layer.n_out})];\n")
+            bufs.append(f"ne_act{i}")
+    emitted = [EMITTERS[type(layer)](i, layer, bufs[i], bufs[i + 1], word_bits)
+               for i, layer in enumerate(layers)]
+    n_out = layers[-1].n_out
+    sizes = " -> ".join([str(layers[0].k)] + [str(layer.n_out) for layer in layers])
+
+    config_h = (f"/* written by neuroedge deploy.c_export */\n#ifndef NE_CONFIG_H\n"
+                f"#define NE_CONFIG_H\n#define NE_WORD_BITS {word_bits}\n#endif\n")
+    proto = ("int32_t model_predict(const ne_word_t *x, int32_t *scores);"
+             if has_scores else "void model_forward(const ne_word_t *x, ne_word_t *y);")
+    model_h = (f"/* neuroedge packed-binary network {sizes}, {word_bits}-bit words */\n"
+               "#ifndef NE_MODEL_H\n#define NE_MODEL_H\n\n#include \"ne_kernels.h\"\n\n"
+               f"#define NE_MODEL_IN_BITS {layers[0].k}\n#define NE_MODEL_IN_WORDS {w_in}\n"
+               f"#define NE_MODEL_N_OUT {n_out}\n#define NE_MODEL_HAS_SCORES {int(has_scores)}\n"
+               f"#define NE_MODEL_N_LAYERS {len(layers)}\n\n"
+               f"/* x: NE_MODEL_IN_WORDS packed input words; "
+               f"{'scores: NE_MODEL_N_OUT int32, returns the argmax' if has_scores else 'y: NE_WORDS(NE_MODEL_N_OUT) packed output words'} */\n"
+               f"{proto}\n\n#endif\n")
+    weights_h = ("/* packed weights and integer thresholds/biases: static const (Flash on an MCU) */\n"
+                 "#ifndef NE_MODEL_WEIGHTS_H\n#define NE_MODEL_WEIGHTS_H\n\n"
+                 "#include \"ne_kernels.h\"\n\n" + "\n".join(e.arrays for e in emitted)
+                 + "\n#endif\n")
+    body = "".join(e.call for e in emitted)
+    if has_scores:
+        fn = (f"int32_t model_predict(const ne_word_t *x, int32_t *scores)\n{{\n{body}"
+              f"    return ne_argmax(scores, {n_out});\n}}\n")
+    else:
+        fn = f"void model_forward(const ne_word_t *x, ne_word_t *y)\n{{\n{body}}}\n"
+    model_c = ("/* written by neuroedge deploy.c_export: static buffers, no malloc, no float */\n"
+               "#include \"model.h\"\n#include \"model_weights.h\"\n\n" + "".join(decls)
+               + "\n" + fn)
+    n = x.shape[0]
+    golden = (f"/* golden vectors: inputs and the outputs of neuroedge's BitwiseDevice */\n"
+              f"#ifndef NE_GOLDEN_H\n#define NE_GOLDEN_H\n\n#include \"model.h\"\n\n"
+              f"#define NE_GOLDEN_N {n}\n"
+              + _array("ne_word_t", "NE_GOLDEN_X", _c_words(x, word_bits), x.size))
+    if has_scores:
+        golden += (_array("int32_t", "NE_GOLDEN_SCORES", _c_int32(golden_outputs.scores),
+                          n * n_out)
+                   + _array("int32_t", "NE_GOLDEN_LABELS", _c_int32(golden_outputs.labels), n))
+    else:
+        y = np.asarray(golden_outputs.bits)
+        golden += _array("ne_word_t", "NE_GOLDEN_Y", _c_words(y, word_bits), y.size)
+    golden += "\n#endif\n"
+
+    generated = {"ne_config.h": config_h, "model.h": model_h, "model_weights.h": weights_h,
+                 "model.c": model_c, "golden.h": golden}
+    with atomic_output(out_dir, directory=True) as tmp:
+        for name in STATIC_FILES:
+            shutil.copyfile(TEMPLATES / name, tmp / name)
+        for name, text in generated.items():
+            (tmp / name).write_text(text)
+    return Path(out_dir)
+
+
+def export_c(layers: Sequence, inputs, out_dir: str | os.PathLike,
+             profile="cortex-m4") -> Path:
+    """Run ``layers`` on ``inputs`` on a BitwiseDevice of ``profile`` and write the C project
+    with those outputs as golden vectors (word width = the profile's)."""
+    from sim.bitwise import BitwiseDevice
+    dev = BitwiseDevice(profile)
+    out = dev.run(layers, inputs, scope="golden")
+    return write_c_project(layers, inputs, out, out_dir, dev.word_bits)
+
+
+# -- building and running ------------------------------------------------------------------
+@dataclass(frozen=True)
+class CRun:
+    """Outputs the compiled harness printed, parsed: labels + scores, or output bits."""
+
+    target: str
+    labels: np.ndarray | None
+    scores: np.ndarray | None
+    bits: np.ndarray | None
+    all_match: bool
+    stdout: str
+
+
+def missing_tools(target: str) -> str | None:
+    """Why ``target`` ('host' or a -mcpu such as 'cortex-m3') cannot be built here, or None."""
+    tools = ["make", os.environ.get("CC", "cc")] if target == "host" else \
+        ["make", "arm-none-eabi-gcc", "qemu-system-arm"]
+    absent = [t for t in tools if shutil.which(t) is None]
+    return f"not installed: {', '.join(absent)}" if absent else None
+
+
+_LINE = re.compile(r"^y (\d+) (?:label (-?\d+) scores((?: -?\d+)+)|bits ([01]+)) (ok|MISMATCH)$")
+
+
+def run_c_project(out_dir: str | os.PathLike, target: str = "host",
+                  timeout_s: float = 120.0) -> CRun:
+    """Build and run the golden test of an exported project: ``target`` is ``"host"`` or a
+    Cortex-M ``-mcpu`` in ``CORTEX_M_BOARDS`` (run on its QEMU board). Raises ExportError
+    with the build/run output when it fails to build or run."""
+    out_dir = Path(out_dir)
+    reason = missing_tools(target)
+    if reason:
+        raise ExportError(f"cannot build the C export for {target!r}: {reason}")
+    if target == "host":
+        cmd = ["make", "-s", "host"]
+    elif target in CORTEX_M_BOARDS:
+        cmd = ["make", "-s", "cortex-m", f"MCPU={target}", f"MACHINE={CORTEX_M_BOARDS[target]}"]
+    else:
+        raise ExportError(f"unknown C target {target!r}: 'host' or one of "
+                          f"{', '.join(CORTEX_M_BOARDS)}")
+    try:
+        proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ExportError(f"{out_dir}: '{' '.join(cmd)}' did not finish in {timeout_s} s") from None
+    text = proc.stdout + proc.stderr  # QEMU prints semihosting SYS_WRITE0 on stderr
+    rows = [m for m in map(_LINE.match, text.splitlines()) if m]
+    summary = re.search(r"neuroedge-c: (\d+)/(\d+) golden outputs match", text)
+    if summary is None or not rows:
+        raise ExportError(f"{out_dir}: '{' '.join(cmd)}' exited {proc.returncode} without the "
+                          f"harness summary\n--- output\n{text[-3000:]}")
+    if rows[0].group(2) is not None:
+        labels = np.array([int(m.group(2)) for m in rows], dtype=np.int64)
+        scores = np.array([[int(v) for v in m.group(3).split()] for m in rows], dtype=np.int32)
+        bits = None
+    else:
+        labels = scores = None
+        bits = np.array([[int(c) for c in m.group(4)] for m in rows], dtype=np.uint8)
+    ok = summary.group(1) == summary.group(2) and proc.returncode == 0
+    return CRun(target, labels, scores, bits, ok, text)
+
+
+def check_c_project(out_dir: str | os.PathLike, expected: NetworkOutput, n_bits: int = 0,
+                    target: str = "host") -> CRun:
+    """Run the project on ``target`` and require its outputs to equal ``expected`` exactly."""
+    from sim.bitwise.packing import unpack_bits
+    run = run_c_project(out_dir, target)
+    if expected.scores is not None:
+        same = (run.scores is not None and np.array_equal(run.scores, expected.scores)
+                and np.array_equal(run.labels, expected.labels))
+    else:
+        same = run.bits is not None and np.array_equal(
+            run.bits, unpack_bits(expected.bits, expected.n_bits))
+    if not (same and run.all_match):
+        raise ExportError(f"C export in {out_dir} ({target}) disagrees with BitwiseDevice; "
+                          f"harness output:\n{run.stdout[-3000:]}")
+    return run

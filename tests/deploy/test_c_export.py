@@ -1,0 +1,128 @@
+"""C export of packed networks: the compiled C (host, and emulated Cortex-M under QEMU where
+the toolchain exists) must give BitwiseDevice's outputs bit for bit."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploy.c_export import (CORTEX_M_BOARDS, check_c_project, export_c, missing_tools,
+                             run_c_project, write_c_project)
+from hw_profiles import load
+from hw_profiles.errors import ExportError
+from sim.bitwise import BitwiseDevice, ScoresLayer, SignLayer, pack_signs
+
+PROFILE = {32: "cortex-m4", 64: "fpga-bnn"}
+
+
+def _network(wb, sizes=(70, 45, 33, 10), seed=0, scores=True):
+    rng = np.random.default_rng(seed)
+    layers = []
+    for i, (k, m) in enumerate(zip(sizes[:-1], sizes[1:])):
+        w = pack_signs(rng.choice(np.array([-1, 1], np.int8), size=(m, k)), wb)
+        if i < len(sizes) - 2 or not scores:
+            layers.append(SignLayer(w, k, rng.integers(-3, 4, size=m), name=f"h{i}"))
+        else:
+            layers.append(ScoresLayer(w, k, rng.integers(-2, 3, size=m)))
+    x = pack_signs(rng.choice(np.array([-1, 1], np.int8), size=(12, sizes[0])), wb)
+    return layers, x
+
+
+def _need(target):
+    reason = missing_tools(target)
+    if reason:
+        pytest.skip(f"C target {target!r}: {reason}")
+
+
+@pytest.fixture(scope="module")
+def exported32(tmp_path_factory):
+    layers, x = _network(32)
+    out = export_c(layers, x, tmp_path_factory.mktemp("c") / "net32", profile="cortex-m4")
+    return out, BitwiseDevice("cortex-m4").run(layers, x)
+
+
+def test_host_build_matches_bitwise_device(exported32):
+    _need("host")
+    out, want = exported32
+    run = check_c_project(out, want, target="host")
+    assert run.all_match and run.scores.shape == (12, 10)
+    assert np.array_equal(run.labels, want.labels), f"generated C in {out}"
+
+
+@pytest.mark.parametrize("mcpu", sorted(CORTEX_M_BOARDS))
+def test_emulated_cortex_m_matches_bitwise_device(exported32, mcpu):
+    _need(mcpu)
+    out, want = exported32
+    run = check_c_project(out, want, target=mcpu)
+    assert np.array_equal(run.scores, want.scores), f"generated C in {out}"
+    # bare metal, soft-float ABI: the image links no floating-point helper at all
+    syms = subprocess.run(["arm-none-eabi-nm", str(out / f"test_{mcpu}.elf")],
+                          capture_output=True, text=True).stdout
+    assert "main" in syms and not re.search(r"__aeabi_[fd]|__addsf3|__adddf3|malloc", syms)
+
+
+@pytest.mark.parametrize("scores", [True, False])
+def test_64_bit_words_and_bit_outputs_on_host(tmp_path, scores):
+    _need("host")
+    layers, x = _network(64, sizes=(130, 65, 9), seed=3, scores=scores)
+    want = BitwiseDevice("fpga-bnn").run(layers, x)
+    out = write_c_project(layers, x, want, tmp_path / "net64", 64)
+    run = check_c_project(out, want, target="host")
+    if scores:
+        assert np.array_equal(run.scores, want.scores)
+    else:
+        assert run.bits.shape == (12, 9) and run.labels is None
+
+
+def test_sources_are_c99_without_malloc_or_float(exported32):
+    out, _ = exported32
+    for path in Path(out).glob("*.[ch]"):
+        code = re.sub(r"/\*.*?\*/", "", path.read_text(), flags=re.S)   # drop comments
+        assert not re.search(r"\b(float|double|malloc|calloc|free)\b", code), path
+    weights = (Path(out) / "model_weights.h").read_text()
+    # 45 rows x ceil(70/32) = 3 words of layer 0, as 32-bit hex literals
+    assert "NE_L0_W[135]" in weights and "UINT32_C(0x" in weights
+
+
+def test_tampered_golden_vector_is_caught(tmp_path):
+    _need("host")
+    layers, x = _network(32, seed=1)
+    want = BitwiseDevice("cortex-m4").run(layers, x)
+    wrong = type(want)(scores=want.scores.copy(), labels=want.labels)
+    wrong.scores[3, 2] += 1
+    out = write_c_project(layers, x, wrong, tmp_path / "bad", 32)
+    run = run_c_project(out, "host")
+    assert not run.all_match and "MISMATCH" in run.stdout
+    with pytest.raises(ExportError, match="disagrees with BitwiseDevice"):
+        check_c_project(out, wrong, target="host")
+
+
+def test_bad_input_leaves_nothing_behind(tmp_path):
+    layers, x = _network(32)
+    want = BitwiseDevice("cortex-m4").run(layers, x)
+    with pytest.raises(ExportError, match="64-bit words"):
+        write_c_project(layers, x, want, tmp_path / "a", 64)
+    with pytest.raises(ExportError, match=r"golden_inputs must be packed uint32 \[N >= 1, 3\]"):
+        write_c_project(layers, x[:, :2], want, tmp_path / "b", 32)
+    with pytest.raises(ExportError, match="scores"):
+        write_c_project(layers, x[:4], want, tmp_path / "c", 32)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cortex_m4_popcount_price_matches_the_toolchain():
+    """The profile prices popcount as libgcc's __popcountsi2: 12 instructions + BX LR."""
+    if shutil.which("arm-none-eabi-objdump") is None or missing_tools("cortex-m4"):
+        pytest.skip("arm-none-eabi toolchain not installed")
+    lib = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb",
+                          "-print-libgcc-file-name"], capture_output=True, text=True).stdout
+    dis = subprocess.run(["arm-none-eabi-objdump", "-d", lib.strip()], capture_output=True,
+                         text=True).stdout
+    body = dis.split("<__popcountsi2>:")[1].split("\n\n")[0]
+    insns = [ln.split("\t")[2].split()[0] for ln in body.strip().splitlines() if "\t" in ln]
+    assert insns[-1] == "bx" and len(insns) - 1 == 12
+    prof = load("cortex-m4")
+    cycle_pj = prof.energy_pj["int_add"].value                  # one single-cycle instruction
+    # 12 single-cycle instructions + BL and BX LR at 1 + P = 3 cycles each
+    assert prof.energy_pj["popcount_word"].value == pytest.approx((12 + 3 + 3) * cycle_pj)

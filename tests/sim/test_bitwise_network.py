@@ -1,0 +1,66 @@
+"""Packed networks on BitwiseDevice: forward equals the integer +/-1 network, counts per layer."""
+import numpy as np
+import pytest
+
+from hw_profiles.errors import HardwareLimitError, ModelError
+from sim.bitwise import BitwiseDevice, ScoresLayer, SignLayer, pack_signs, unpack_signs
+
+
+def _naive(ws, thrs, bias, x):
+    """Plain integer +/-1 network: a = sign(W a - thr) with sign(0) = +1, then W a + bias."""
+    a = x.astype(np.int64)
+    for w, t in zip(ws, thrs):
+        a = np.where(a @ w.T.astype(np.int64) >= t, 1, -1)
+    scores = a @ ws[-1].T.astype(np.int64) + bias if bias is not None else None
+    return a, scores
+
+
+def test_forward_equals_naive_integer_network():
+    rng = np.random.default_rng(0)
+    sizes, wb = (37, 64, 20, 5), 32
+    ws = [rng.choice(np.array([-1, 1], np.int8), size=(m, k)) for k, m in zip(sizes, sizes[1:])]
+    thrs = [rng.integers(-4, 5, size=m) for m in sizes[1:-1]]
+    bias = rng.integers(-3, 4, size=sizes[-1])
+    layers = [SignLayer(pack_signs(w, wb), w.shape[1], t) for w, t in zip(ws, thrs)]
+    layers.append(ScoresLayer(pack_signs(ws[-1], wb), sizes[-2], bias))
+    x = rng.choice(np.array([-1, 1], np.int8), size=(9, sizes[0]))
+    dev = BitwiseDevice("cortex-m4")
+    out = dev.run(layers, pack_signs(x, wb))
+    _, scores = _naive(ws[:-1] + [ws[-1]], thrs, bias, x)
+    assert np.array_equal(out.scores, scores)
+    assert np.array_equal(out.labels, np.argmax(scores, axis=1))
+    # hidden 1 x 9 samples: 9 x 64 outputs x ceil(37/32) = 2 words -> 1152 popcounts
+    assert dev.ledger.total_ops("infer/L0_sign")["popcount_word"] == 9 * 64 * 2
+    # sign: 9 x 64 compares; the scores layer: 9 x 5 bias adds + 9 x 4 argmax compares
+    assert dev.ledger.total_ops("infer/L0_sign")["int_cmp"] == 9 * 64
+    assert dev.ledger.total_ops("infer/L2_scores")["int_cmp"] == 9 * 4
+    assert dev.ledger.samples() == {"infer": 9}
+
+
+def test_sign_layer_last_returns_bits():
+    rng = np.random.default_rng(1)
+    w = rng.choice(np.array([-1, 1], np.int8), size=(70, 10))
+    x = rng.choice(np.array([-1, 1], np.int8), size=(3, 10))
+    out = BitwiseDevice("fpga-bnn").run([SignLayer(pack_signs(w, 64), 10, np.zeros(70, int))],
+                                        pack_signs(x, 64))
+    assert out.scores is None and out.n_bits == 70
+    assert np.array_equal(unpack_signs(out.bits, 70), _naive([w], [0], None, x)[0])
+
+
+def test_compile_checks_the_network():
+    w = pack_signs(np.ones((4, 8), np.int8), 32)
+    dev = BitwiseDevice("cortex-m4")
+    with pytest.raises(ModelError, match="expects k = 8 input bits but layer 0 gives 4"):
+        dev.compile([SignLayer(w, 8, np.zeros(4, int)), ScoresLayer(w, 8)])
+    with pytest.raises(ModelError, match="ScoresLayer must be last"):
+        dev.compile([ScoresLayer(w, 8), SignLayer(w, 8, np.zeros(4, int))])
+    with pytest.raises(ModelError, match="64-bit words"):
+        BitwiseDevice("fpga-bnn").compile([ScoresLayer(w, 8)])
+    with pytest.raises(ModelError, match="thresholds: expected an integer vector of shape"):
+        SignLayer(w, 8, np.zeros(3, int))
+    with pytest.raises(ModelError, match="k = 40 input bits do not match 1 words"):
+        ScoresLayer(w, 40)
+    # 300,000 rows x (1 word + 1 bias) x 4 B = 2.4 MB > the 1 MB Flash, the largest memory
+    big = np.zeros((300_000, 1), np.uint32)
+    with pytest.raises(HardwareLimitError, match="exceeds cortex-m4"):
+        dev.compile([ScoresLayer(big, 8)])

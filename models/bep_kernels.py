@@ -152,23 +152,26 @@ def accumulate_time(sel, target, inputs, wrong, delta, touched, counts):
 
 
 @njit(cache=True, nogil=True)
-def time_stability(z, target, out, wrong, counts):
-    """BEP-TT's shared-mask stability: ``out[b, j] = sum_t target[t, b, j] z[t, b, j]``;
-    ``wrong = out < 0`` (on balance over time the neuron disagrees with its targets).
-
-    ``z`` int32 (T, B, K), ``target`` int8 (T, B, K). Per (t, b, j): 1 int_add (a +/-1
-    multiply is a conditional negate, counted with the add); + 1 int_cmp per (b, j).
+def time_stability(z, target, wrong_t, out, wrong, counts):
+    """BEP-TT's shared-mask stability, summed over the steps where the neuron is wrong:
+    ``out[b, j] = sum_{t: wrong_t} target[t, b, j] z[t, b, j]`` (<= 0); ``wrong[b, j]`` = wrong
+    at some step. ``z`` int32 (T, B, K), ``target`` int8 and ``wrong_t`` uint8 (T, B, K).
+    Per (t, b, j): 1 int_cmp (the wrong test) + 1 int_add (a +/-1 multiply is a conditional
+    negate, counted with the add); + 1 int_cmp per (b, j).
     """
     steps, n, k = z.shape
     for b in range(n):
         for j in range(k):
             s = 0
+            any_wrong = 0
             for t in range(steps):
-                s += z[t, b, j] if target[t, b, j] > 0 else -z[t, b, j]
+                if wrong_t[t, b, j]:
+                    any_wrong = 1
+                    s += z[t, b, j] if target[t, b, j] > 0 else -z[t, b, j]
             out[b, j] = s
-            wrong[b, j] = 1 if s < 0 else 0
+            wrong[b, j] = any_wrong
     counts[ADD] += steps * n * k
-    counts[CMP] += n * k
+    counts[CMP] += steps * n * k + n * k
 
 
 @njit(cache=True, nogil=True)

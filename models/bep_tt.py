@@ -42,7 +42,6 @@ class BEPTTConfig(BEPConfig):
     nu: float = 0.05
     p_r: float = 0.5
     gamma0: int = 15
-    tt_all_steps: bool = False  # True: sum s*_t input_t over every t, not only wrong steps
 
     def __post_init__(self):
         super().__post_init__()
@@ -122,17 +121,14 @@ class BEPTT(BEP):
             u = dev.masked_sign_matmul(pack_signs(targets[t + 1], self.wb), ss.wt,
                                        pack_bits(g, self.wb), k=ss.k_out)
             K.desired(u, np.ascontiguousarray(states[t + 1]), targets[t], self.counts)
+        wrong_t = np.empty((steps, n, k_s), np.uint8)                        # (T, n, K_s)
+        for t in range(steps):
+            K.wrong_bits(zs[t], targets[t], wrong_t[t], self.counts)
         stab = np.empty((n, k_s), np.int32)
         wrong = np.empty((n, k_s), np.uint8)
-        K.time_stability(zs, targets, stab, wrong, self.counts)
+        K.time_stability(zs, targets, wrong_t, stab, wrong, self.counts)
         sel = np.empty((n, -(-k_s // self.gamma[0])), np.int32)
         K.select(stab, wrong, self.gamma[0], sel, self.counts)
-        wrong_t = np.empty((steps, n, k_s), np.uint8)  # (T, n, K_s)
-        if self.config.tt_all_steps:
-            wrong_t[:] = 1
-        else:
-            for t in range(steps):
-                K.wrong_bits(zs[t], targets[t], wrong_t[t], self.counts)
         out = []
         for lay, inputs in ((xs, to_signs(np.ascontiguousarray(x_bits.transpose(1, 0, 2)))),
                             (ss, states[:-1])):                             # (T, n, K_in)

@@ -8,6 +8,9 @@ One run, same shape (default 1024 x 1024 x 1024), both single-threaded:
 - anchor: ``torch.matmul`` of the same +/-1 matrices as float32 (MKL/oneDNN sgemm), with
   ``torch.set_num_threads(1)``; its result must equal the packed product exactly.
 
+Timing: best of ``--repeats`` samples, each looping one side for ~0.25 s, the sides taking
+turns (see ``_best_interleaved``), so load on a shared machine hits both alike.
+
 Binary MACs/s = N*M*K / seconds (one MAC = one +/-1 product-accumulate), against torch's
 fp32 MACs/s, and as a fraction of the machine's popcount peak: one 64-bit POPCNT per cycle
 per core = 64 binary MACs per cycle (ANCHORS.md section 5), at the nominal clock read from
@@ -33,15 +36,26 @@ from sim.bitwise import BitwiseDevice, pack_signs
 from sim.bitwise import kernels
 
 
-def _best_interleaved(fns: dict, repeats: int) -> dict:
-    """Best-of-``repeats`` seconds per function, the functions taking turns each round, so a
-    burst of load on the shared machine hits all of them alike."""
+def _best_interleaved(fns: dict, repeats: int, window_s: float = 0.25) -> dict:
+    """Best-of-``repeats`` seconds per call for each function, the functions taking turns.
+
+    Each sample loops a function for about ``window_s`` (a 3 ms kernel runs ~80 times, a
+    100 ms sgemm ~3 times), so on a shared machine both sides see preemption alike: the
+    best of many short runs would otherwise favour the short kernel. Taking turns makes a
+    burst of load hit all of them.
+    """
+    reps = {}
+    for name, fn in fns.items():
+        t = time.perf_counter()
+        fn()
+        reps[name] = max(1, round(window_s / max(time.perf_counter() - t, 1e-6)))
     best = {name: float("inf") for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
             t = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t)
+            for _ in range(reps[name]):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - t) / reps[name])
     return best
 
 

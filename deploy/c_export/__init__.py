@@ -6,7 +6,7 @@ self-contained directory:
 - ``model_weights.h``: every layer's packed weights (``ne_word_t``, the target's word width,
   LSB-first as :mod:`sim.bitwise.packing`) and int32 thresholds / biases, ``static const``
   (Flash on a microcontroller);
-- ``model.h`` / ``model.c``: ``model_predict(x, scores) -> label`` (ScoresLayer last) or
+- ``model.h`` / ``model.c``: ``model_predict(x, scores) -> label`` (scores layer last) or
   ``model_forward(x, y)`` (packed bits out), chaining the kernels over static buffers;
 - ``ne_kernels.[ch]``: the generic kernels (XOR-popcount dot product, sign layer, scores
   layer, argmax): C99 + ``<stdint.h>``, no malloc, no float;
@@ -16,11 +16,11 @@ self-contained directory:
   bare metal, run on QEMU's ``mps2-an385`` Cortex-M3 board, or ``MCPU=cortex-m4
   MACHINE=mps2-an386``, printing over Arm semihosting).
 
-The layer kinds are those of :mod:`sim.bitwise.network`; each has one emitter in
-``EMITTERS`` that declares its arrays and writes its call. A new kind (a Tsetlin machine's
-clause layer: include masks in words, AND + compare, votes) adds a layer class there, a
-kernel in ``templates/ne_kernels.c`` and an emitter here; arrays, golden vectors,
-Makefile and harness stay as they are.
+The layer kinds are those of :mod:`sim.bitwise.network` (sign layers, a scores layer, and
+the Tsetlin machine's clause layer: include masks in words, AND + compare, votes); each
+has one emitter in ``EMITTERS`` that declares its arrays and writes its call. A new kind
+adds a layer class there, a kernel in ``templates/ne_kernels.c`` and an emitter here;
+arrays, golden vectors, Makefile and harness stay as they are.
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ import numpy as np
 
 from deploy.export import atomic_output
 from hw_profiles.errors import ExportError, NeuroedgeError
-from sim.bitwise.network import NetworkOutput, ScoresLayer, SignLayer, check_network
+from sim.bitwise.network import (FINAL_KINDS, ClauseLayer, NetworkOutput, ScoresLayer,
+                                 SignLayer, check_network)
 from sim.bitwise.packing import n_words
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -100,7 +101,22 @@ def _emit_scores(i: int, layer: ScoresLayer, src: str, dst: str, word_bits: int)
     return Emitted(arrays, call)
 
 
-EMITTERS: dict[type, Callable[..., Emitted]] = {SignLayer: _emit_sign, ScoresLayer: _emit_scores}
+def _emit_clauses(i: int, layer: ClauseLayer, src: str, dst: str, word_bits: int) -> Emitted:
+    p = f"NE_L{i}"
+    n_c = layer.pos.shape[0]
+    arrays = (f"/* layer {i} '{layer.name}': ClauseLayer, {n_c} clauses over k = {layer.k} "
+              f"bits -> {layer.n_classes} class votes */\n"
+              + _array("ne_word_t", f"{p}_POS", _c_words(layer.pos, word_bits), layer.pos.size)
+              + _array("ne_word_t", f"{p}_NEG", _c_words(layer.neg, word_bits), layer.neg.size)
+              + _array("int32_t", f"{p}_CLASS", _c_int32(layer.clause_class), n_c)
+              + _array("int32_t", f"{p}_WEIGHT", _c_int32(layer.weights), n_c))
+    call = (f"    ne_clause_layer({src}, {p}_POS, {p}_NEG, {p}_CLASS, {p}_WEIGHT, {layer.k}, "
+            f"{n_c}, {layer.n_classes}, {dst});\n")
+    return Emitted(arrays, call)
+
+
+EMITTERS: dict[type, Callable[..., Emitted]] = {SignLayer: _emit_sign, ScoresLayer: _emit_scores,
+                                                ClauseLayer: _emit_clauses}
 """layer class -> emitter(index, layer, src buffer, dst buffer, word_bits) -> Emitted"""
 
 
@@ -117,11 +133,11 @@ def _check_golden(layers, golden_inputs, golden_outputs: NetworkOutput, word_bit
                           f"BitwiseDevice.run, got {type(golden_outputs).__name__}")
     last = layers[-1]
     n = x.shape[0]
-    if isinstance(last, ScoresLayer):
+    if isinstance(last, FINAL_KINDS):
         s, lab = golden_outputs.scores, golden_outputs.labels
         if s is None or np.shape(s) != (n, last.n_out) or np.shape(lab) != (n,):
             raise ExportError(f"write_c_project: golden_outputs need scores [{n}, "
-                              f"{last.n_out}] and labels [{n}] for a ScoresLayer network")
+                              f"{last.n_out}] and labels [{n}] for a {type(last).__name__} network")
     else:
         y = golden_outputs.bits
         if y is None or np.shape(y) != (n, n_words(last.n_out, word_bits)):
@@ -136,7 +152,7 @@ def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutp
 
     Parameters
     ----------
-    layers : SignLayer ... [ScoresLayer] of :mod:`sim.bitwise.network`, packed in
+    layers : SignLayer ... [ScoresLayer | ClauseLayer] of :mod:`sim.bitwise.network`, packed in
         ``word_bits`` words
     golden_inputs : packed inputs [N, W0]
     golden_outputs : NetworkOutput that BitwiseDevice.run gave on ``golden_inputs``
@@ -153,7 +169,7 @@ def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutp
             raise ExportError(f"write_c_project: layer {i} kind {type(layer).__name__} has no "
                               f"C emitter (known: {', '.join(c.__name__ for c in EMITTERS)})")
     x = _check_golden(layers, golden_inputs, golden_outputs, word_bits)
-    has_scores = isinstance(layers[-1], ScoresLayer)
+    has_scores = isinstance(layers[-1], FINAL_KINDS)
     w_in = x.shape[1]
 
     # buffers: layer i reads buf(i) and writes buf(i + 1); the input is the caller's x

@@ -24,6 +24,9 @@ Counting conventions (per call; N, M rows, W words per row, K bits):
   reads and writes each counter, reads ``delta`` when it is an array.
 - ``popcount``: per word 1 ``popcount_word`` + 1 ``int_add``.
 - ``argmax``: C - 1 ``int_cmp`` per row of C scores.
+- ``clause_votes`` (Tsetlin clauses): per row and clause, W x (2 ``and_word`` + 2
+  ``or_word``: ``viol |= pos AND NOT x; viol |= neg AND x``; AND-NOT is one instruction,
+  BIC, on Arm) and 1 ``int_cmp`` (viol == 0); 1 ``int_add`` per clause that fires.
 
 Memory bytes go to the logical level ``memory_level`` (``"local"``, i.e. SRAM, by default).
 """
@@ -37,7 +40,7 @@ import numpy as np
 from hw_profiles.errors import ModelError
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.bitwise import kernels
-from sim.bitwise.packing import WORD_DTYPES, n_words
+from sim.bitwise.packing import WORD_DTYPES, n_words, pack_bool
 from sim.device import Device, register_engine
 
 _INT_BYTES = 4  # products and scores are int32
@@ -210,6 +213,64 @@ class BitwiseDevice(Device):
         self._flush(counts, read=read + nm * 3 * w * self.word_bytes, write=nm * _INT_BYTES)
         return out
 
+    def clause_votes(self, x_words, pos_words, neg_words, clause_class, clause_weight,
+                     n_classes: int, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Tsetlin-machine clause evaluation and class votes.
+
+        Clause ``c`` fires on input row ``x`` iff every literal it includes is true:
+        ``x AND pos[c] == pos[c]`` (included plain literals are 1) and
+        ``NOT x AND neg[c] == neg[c]`` (included negated literals are 0). A firing clause
+        adds ``clause_weight[c]`` to the vote of class ``clause_class[c]``. A clause that
+        includes nothing fires (training convention); an inference layer that wants empty
+        clauses silent gives them weight 0 (:class:`~sim.bitwise.network.ClauseLayer` does).
+
+        Parameters
+        ----------
+        x_words : [N, W] packed input bits (K features)
+        pos_words, neg_words : [C, W] include masks of the plain / negated literals
+        clause_class : int array [C], values in [0, n_classes)
+        clause_weight : int array [C] (+1 / -1 for the standard multiclass TM's positive /
+            negative clauses; any int32 for weighted machines)
+        k : int, optional -- checks the word count and that padding bits are 0
+
+        Returns
+        -------
+        votes : int32 [N, n_classes]
+        fired : packed clause outputs [N, ceil(C / word_bits)] (bit c = clause c fired)
+        """
+        x = self._words(x_words, "clause_votes x_words")
+        pos = self._words(pos_words, "clause_votes pos_words")
+        neg = self._words(neg_words, "clause_votes neg_words")
+        if pos.shape != neg.shape or pos.shape[1] != x.shape[1] or pos.shape[0] < 1:
+            raise ModelError(f"[BitwiseDevice] clause_votes: pos_words {pos.shape} and "
+                             f"neg_words {neg.shape} must both be [C >= 1, {x.shape[1]}] "
+                             f"(the words of x_words {x.shape})")
+        if k is not None:
+            self._check_k(k, x.shape[1], "clause_votes", ("x_words", x),
+                          ("pos_words", pos), ("neg_words", neg))
+        n_c = pos.shape[0]
+        if isinstance(n_classes, (bool, np.bool_)) or not isinstance(n_classes, (int, np.integer)) \
+                or n_classes < 1:
+            raise ModelError(f"[BitwiseDevice] clause_votes: n_classes = {n_classes!r}; need an "
+                             "integer >= 1")
+        cls, wt = np.asarray(clause_class), np.asarray(clause_weight)
+        for name, v in (("clause_class", cls), ("clause_weight", wt)):
+            if v.dtype.kind not in "iu" or v.shape != (n_c,):
+                raise ModelError(f"[BitwiseDevice] clause_votes: {name} must be an integer "
+                                 f"array of shape ({n_c},), got {v.dtype} {v.shape}")
+        if cls.min() < 0 or cls.max() >= n_classes:
+            raise ModelError(f"[BitwiseDevice] clause_votes: clause_class values must lie in "
+                             f"[0, {n_classes}), got [{cls.min()}, {cls.max()}]")
+        votes = np.zeros((x.shape[0], int(n_classes)), dtype=np.int32)
+        fired = np.zeros((x.shape[0], n_words(n_c, self.word_bits)), dtype=self.word_dtype)
+        counts = _zeros_counts()
+        kernels.clause_votes(x, pos, neg, cls.astype(np.int64), wt.astype(np.int32), votes,
+                             fired, counts)
+        # per row and clause: pos, neg and x words read, then class and weight (2 x int32)
+        read = x.shape[0] * n_c * (3 * x.shape[1] * self.word_bytes + 2 * _INT_BYTES)
+        self._flush(counts, read=read, write=votes.nbytes + fired.nbytes)
+        return votes, fired
+
     # -- elementwise -------------------------------------------------------------------
     def sign(self, x_int, threshold=0) -> np.ndarray:
         """Packed signs of integers: bit 1 (+1) iff ``x >= threshold`` (ties give +1).
@@ -234,8 +295,7 @@ class BitwiseDevice(Device):
         if bits.shape != x.shape:
             raise ModelError(f"[BitwiseDevice] sign: threshold shape {thr.shape} would "
                              f"broadcast x_int {x.shape} to {bits.shape}")
-        from sim.bitwise.packing import _pack
-        out = _pack(bits, self.word_bits)
+        out = pack_bool(bits, self.word_bits)
         counts = _zeros_counts()
         counts[OP_CODES["int_cmp"]] = x.size
         counts[OP_CODES["or_word"]] = x.size

@@ -1,4 +1,4 @@
-"""numba kernels of the bitwise engine: XOR-popcount products of packed +/-1 matrices.
+"""numba kernels of the bitwise engine: XOR-popcount products of packed +/-1 matrices, clauses.
 
 Following stumpy/pynndescent: functions of arrays and scalars only, no checks (the owning
 :class:`~sim.bitwise.device.BitwiseDevice` validates), counts added into an int64 array
@@ -16,16 +16,17 @@ and ``VPOPCNTQ`` when LLVM vectorises the word loop on a CPU with AVX-512 VPOPCN
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import njit, types
+from numba import config, njit, types
 from numba.extending import intrinsic
 
 from hw_profiles.ops import OP_CODES
 
-XOR, AND, POPC, ADD = (OP_CODES[k] for k in ("xor_word", "and_word", "popcount_word", "int_add"))
+XOR, AND, OR, POPC, ADD, CMP = (OP_CODES[k] for k in ("xor_word", "and_word", "or_word",
+                                                      "popcount_word", "int_add", "int_cmp"))
 
 
 @intrinsic
-def popc(typingctx, x):
+def _popc_llvm(typingctx, x):
     """Population count of one unsigned word (LLVM ``llvm.ctpop``) as an int64.
 
     Returning int64 (not the word's unsigned type) keeps sums integer: numba promotes
@@ -37,6 +38,14 @@ def popc(typingctx, x):
         c = builder.ctpop(args[0])
         return builder.zext(c, ir.IntType(64)) if c.type.width < 64 else c
     return sig, codegen
+
+
+def _popc_python(x):
+    """Pure-Python twin for NUMBA_DISABLE_JIT=1 runs (coverage), where intrinsics cannot run."""
+    return int(x).bit_count()
+
+
+popc = _popc_python if config.DISABLE_JIT else _popc_llvm
 
 
 @njit(cache=True, nogil=True)
@@ -101,3 +110,35 @@ def masked_xor_popcount_matmul(a, b, mask, keff, mask_of_a, out, counts):
     counts[AND] += nm * w
     counts[POPC] += nm * w
     counts[ADD] += nm * (w + 1)
+
+
+@njit(cache=True, nogil=True)
+def clause_votes(x, pos, neg, cls, wt, votes, fired, counts):
+    """Tsetlin-machine clauses: clause c fires on row i iff every included literal is true,
+    i.e. ``(pos[c] AND NOT x[i]) OR (neg[c] AND x[i])`` is 0 in every word; a firing
+    clause adds ``wt[c]`` to ``votes[i, cls[c]]`` and sets bit c of ``fired[i]``.
+
+    x [N, W], pos/neg [C, W] include masks of the positive / negated literals, cls, wt [C];
+    votes [N, n_classes] int32 (zeroed by the caller), fired [N, ceil(C/wb)] (zeroed).
+    Per row and clause: W x (2 and_word (AND / AND-NOT) + 2 or_word), 1 int_cmp (== 0);
+    per firing clause 1 int_add.
+    """
+    n, w = x.shape
+    c_total = pos.shape[0]
+    wb = fired.itemsize * 8
+    one = fired.dtype.type(1)
+    adds = 0
+    for i in range(n):
+        for c in range(c_total):
+            viol = x.dtype.type(0)
+            for v in range(w):
+                viol |= pos[c, v] & ~x[i, v]
+                viol |= neg[c, v] & x[i, v]
+            if viol == 0:
+                votes[i, cls[c]] += wt[c]
+                fired[i, c // wb] |= one << fired.dtype.type(c % wb)
+                adds += 1
+    counts[AND] += n * c_total * w * 2
+    counts[OR] += n * c_total * w * 2
+    counts[CMP] += n * c_total
+    counts[ADD] += adds

@@ -1,8 +1,8 @@
 """Packed feed-forward networks: the layer kinds BitwiseDevice runs and the C exporter writes.
 
 A network is a list of layers; every layer but the last is a :class:`SignLayer`, the last
-is a :class:`ScoresLayer` (integer scores and their argmax) or another SignLayer (the
-network then returns packed bits). Models (BEP, Tsetlin machines, ...) build these from
+is a :class:`ScoresLayer` or a :class:`ClauseLayer` (integer scores and their argmax) or
+another SignLayer (the network then returns packed bits). Models (BEP, Tsetlin machines, ...) build these from
 their trained state; ``BitwiseDevice.run`` and ``deploy.c_export`` both consume them, so
 the simulator and the exported C compute the same thing by construction and the tests
 check that they do, bit for bit.
@@ -15,6 +15,11 @@ Semantics (K input bits, M outputs, x the packed input row, w_m a packed weight 
   and threshold ``-t``.
 - ``ScoresLayer``: ``scores_c = K - 2 popcount(x XOR w_c) + bias[c]`` (int32), label =
   argmax with the lowest index on ties.
+- ``ClauseLayer`` (Tsetlin machine inference): clause ``j`` fires iff ``x`` has a 1 at
+  every bit of ``pos[j]`` and a 0 at every bit of ``neg[j]``; ``scores_c`` = sum of
+  ``weight[j]`` over firing clauses with ``clause_class[j] = c``; label = argmax. Clauses
+  that include no literal are silent at inference (the usual TM convention), written as
+  weight 0.
 """
 from __future__ import annotations
 
@@ -101,7 +106,51 @@ class ScoresLayer:
         return self.weights.dtype.itemsize * 8
 
 
-LAYER_KINDS = (SignLayer, ScoresLayer)
+@dataclass(frozen=True)
+class ClauseLayer:
+    """Final Tsetlin-machine layer: include masks [C, W] of plain (``pos``) and negated
+    (``neg``) literals over K input bits, each clause's class and integer vote weight."""
+
+    pos: np.ndarray
+    neg: np.ndarray
+    k: int
+    clause_class: np.ndarray
+    weights: np.ndarray
+    n_classes: int
+    name: str = "clauses"
+
+    def __post_init__(self):
+        what = f"ClauseLayer {self.name!r}"
+        pos, k = _check_rows(self.pos, self.k, f"{what} pos")
+        neg, _ = _check_rows(self.neg, self.k, f"{what} neg")
+        if neg.shape != pos.shape or neg.dtype != pos.dtype:
+            raise ModelError(f"{what}: neg {neg.dtype} {neg.shape} must match pos "
+                             f"{pos.dtype} {pos.shape}")
+        n = self.n_classes
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ModelError(f"{what}: n_classes = {n!r}; need an integer >= 1")
+        cls = _check_int_vector(self.clause_class, pos.shape[0], f"{what} clause_class")
+        if cls.min() < 0 or cls.max() >= n:
+            raise ModelError(f"{what}: clause_class values must lie in [0, {n})")
+        wt = _check_int_vector(self.weights, pos.shape[0], f"{what} weights")
+        empty = ~(pos.any(axis=1) | neg.any(axis=1))
+        wt = np.where(empty, 0, wt).astype(np.int32)    # empty clauses vote nothing
+        for name, v in (("pos", pos), ("neg", neg), ("k", k), ("clause_class", cls),
+                        ("weights", wt), ("n_classes", int(n))):
+            object.__setattr__(self, name, v)
+
+    @property
+    def n_out(self) -> int:
+        return self.n_classes
+
+    @property
+    def word_bits(self) -> int:
+        return self.pos.dtype.itemsize * 8
+
+
+LAYER_KINDS = (SignLayer, ScoresLayer, ClauseLayer)
+FINAL_KINDS = (ScoresLayer, ClauseLayer)
+"""layer kinds that produce scores and must come last"""
 
 
 @dataclass(frozen=True)
@@ -129,8 +178,9 @@ def check_network(layers: Sequence, word_bits: int) -> list:
         if layer.word_bits != word_bits:
             raise ModelError(f"network layer {i} ({layer.name!r}): packed in {layer.word_bits}-"
                              f"bit words; this target uses {word_bits}-bit words (repack)")
-        if isinstance(layer, ScoresLayer) and i != len(layers) - 1:
-            raise ModelError(f"network layer {i} ({layer.name!r}): a ScoresLayer must be last")
+        if isinstance(layer, FINAL_KINDS) and i != len(layers) - 1:
+            raise ModelError(f"network layer {i} ({layer.name!r}): a {type(layer).__name__} "
+                             "must be last")
         if i and layer.k != layers[i - 1].n_out:
             raise ModelError(f"network layer {i} ({layer.name!r}): expects k = {layer.k} input "
                              f"bits but layer {i - 1} gives {layers[i - 1].n_out}")
@@ -141,8 +191,11 @@ def network_bytes(layers: Sequence) -> int:
     """Bytes of packed weights + int32 thresholds/biases: the model's footprint."""
     total = 0
     for layer in layers:
-        total += layer.weights.nbytes
-        total += (layer.thresholds if isinstance(layer, SignLayer) else layer.bias).nbytes
+        if isinstance(layer, ClauseLayer):
+            total += layer.pos.nbytes + layer.neg.nbytes + 4 * 2 * layer.pos.shape[0]
+        else:
+            total += layer.weights.nbytes
+            total += (layer.thresholds if isinstance(layer, SignLayer) else layer.bias).nbytes
     return total
 
 
@@ -153,6 +206,10 @@ def forward(device, layers: Sequence, x: np.ndarray) -> NetworkOutput:
                          f"({layers[0].name!r}) takes k = {layers[0].k} bits")
     for i, layer in enumerate(layers):
         with device.count(f"L{i}_{layer.name}"):
+            if isinstance(layer, ClauseLayer):
+                scores, _ = device.clause_votes(x, layer.pos, layer.neg, layer.clause_class,
+                                                layer.weights, layer.n_classes)  # (N, C)
+                return NetworkOutput(scores=scores, labels=device.argmax(scores))
             z = device.sign_matmul(x, layer.weights, layer.k)            # (N, M)
             if isinstance(layer, SignLayer):
                 x = device.sign(z, layer.thresholds)                    # (N, ceil(M/wb))

@@ -44,7 +44,7 @@ def _as_int_array(x, what: str) -> np.ndarray:
     return x
 
 
-def _pack(bits: np.ndarray, word_bits: int) -> np.ndarray:
+def pack_bool(bits: np.ndarray, word_bits: int) -> np.ndarray:
     """Pack a boolean array [..., K] into words [..., W] (LSB-first, zero padding)."""
     dt = word_dtype(word_bits)
     k = bits.shape[-1]
@@ -98,7 +98,7 @@ def pack_signs(x, word_bits: int) -> np.ndarray:
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ModelError(f"pack_signs x: value {x[idx]} at index {idx}; signs must be -1 or +1")
-    return _pack(x > 0, word_bits)
+    return pack_bool(x > 0, word_bits)
 
 
 def unpack_signs(words, k: int) -> np.ndarray:
@@ -117,9 +117,23 @@ def pack_bits(b, word_bits: int) -> np.ndarray:
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
             raise ModelError(f"pack_bits b: value {b[idx]} at index {idx}; bits must be 0 or 1")
-    return _pack(b.astype(bool, copy=False), word_bits)
+    return pack_bool(b.astype(bool, copy=False), word_bits)
 
 
 def unpack_bits(words, k: int) -> np.ndarray:
     """Inverse of :func:`pack_bits`: uint8 0/1 array [..., k]."""
     return _unpack(words, k, "unpack_bits words").astype(np.uint8)
+
+
+def transpose_packed(words, k: int) -> np.ndarray:
+    """Transpose a packed bit matrix: words [M, ceil(k / wb)] -> [k, ceil(M / wb)].
+
+    Row ``j`` of the result holds column ``j`` of the unpacked [M, k] matrix, in the same
+    word width. Backward passes need it: ``W^T`` rows are the columns of ``W``. A layout
+    change only, so nothing is counted; a device that keeps both layouts stores both.
+    """
+    words = np.asarray(words)
+    if words.ndim != 2:
+        raise ModelError(f"transpose_packed words: expected 2-D [M, W], got shape {words.shape}")
+    bits = _unpack(words, k, "transpose_packed words")
+    return pack_bool(np.ascontiguousarray(bits.T), words.dtype.itemsize * 8)

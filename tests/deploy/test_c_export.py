@@ -126,3 +126,23 @@ def test_cortex_m4_popcount_price_matches_the_toolchain():
     cycle_pj = prof.energy_pj["int_add"].value                  # one single-cycle instruction
     # 12 single-cycle instructions + BL and BX LR at 1 + P = 3 cycles each
     assert prof.energy_pj["popcount_word"].value == pytest.approx((12 + 3 + 3) * cycle_pj)
+
+
+@pytest.mark.parametrize("target", ["host", "cortex-m3"])
+def test_tsetlin_clause_layer_exports_bit_exact(tmp_path, target):
+    """The exporter's reuse path for Tsetlin machines: include masks in words, AND + compare."""
+    _need(target)
+    from sim.bitwise import ClauseLayer, pack_bits
+    rng = np.random.default_rng(5)
+    k, n_clauses, n_classes = 50, 40, 4
+    pos = rng.random((n_clauses, k)) < 0.06
+    neg = (rng.random((n_clauses, k)) < 0.06) & ~pos
+    layer = ClauseLayer(pack_bits(pos, 32), pack_bits(neg, 32), k,
+                        np.repeat(np.arange(n_classes), n_clauses // n_classes),
+                        np.tile([1, -1], n_clauses // 2), n_classes)
+    x = pack_bits(rng.integers(0, 2, size=(16, k)), 32)
+    want = BitwiseDevice("cortex-m4").run([layer], x)
+    assert np.ptp(want.scores) > 0                             # clauses do fire and differ
+    out = export_c([layer], x, tmp_path / "tm", profile="cortex-m4")
+    run = check_c_project(out, want, target=target)
+    assert np.array_equal(run.scores, want.scores) and np.array_equal(run.labels, want.labels)

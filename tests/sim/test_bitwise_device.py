@@ -178,3 +178,49 @@ def test_bad_input_is_refused(call, match):
 def test_profile_without_word_bits_is_refused(toy_gpu_path):
     with pytest.raises(ModelError, match="word_bits"):
         BitwiseDevice(toy_gpu_path)
+
+
+def _clauses(rng, n_clauses, k, p=0.08):
+    """Sparse random include masks (a trained TM includes few literals); never both a
+    literal and its negation in one clause half the time, to get clauses that can fire."""
+    pos = rng.random((n_clauses, k)) < p
+    neg = (rng.random((n_clauses, k)) < p) & ~pos
+    pos[0] = neg[0] = False                                    # clause 0 includes nothing
+    return pos, neg
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 6), c=st.integers(1, 40), k=st.integers(1, 100),
+       wb=st.sampled_from([32, 64]), seed=st.integers(0, 2**31))
+def test_clause_votes_equal_naive_clauses(n, c, k, wb, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 2, size=(n, k))
+    pos, neg = _clauses(rng, c, k)
+    cls = rng.integers(0, 3, size=c)
+    wt = rng.choice([-1, 1, 2], size=c)
+    dev = BitwiseDevice(PROFILE[wb])
+    votes, fired = dev.clause_votes(pack_bits(x, wb), pack_bits(pos, wb), pack_bits(neg, wb),
+                                    cls, wt, 3, k=k)
+    # naive twin: a clause fires iff every included plain literal is 1 and every negated is 0
+    want_fired = np.array([[np.all(x[i][pos[j]] == 1) and np.all(x[i][neg[j]] == 0)
+                            for j in range(c)] for i in range(n)])
+    want_votes = np.zeros((n, 3), np.int64)
+    for j in range(c):
+        want_votes[:, cls[j]] += wt[j] * want_fired[:, j]
+    assert np.array_equal(unpack_bits(fired, c).astype(bool), want_fired)
+    assert np.array_equal(votes, want_votes)
+    assert want_fired[:, 0].all()                              # the empty clause fires
+    w = -(-k // wb)
+    assert dev.ledger.total_ops() == {"and_word": n * c * w * 2, "or_word": n * c * w * 2,
+                                      "int_cmp": n * c, "int_add": int(want_fired.sum())}
+
+
+def test_clause_votes_refuses_bad_input():
+    dev = BitwiseDevice("cortex-m4")
+    x, m = np.zeros((2, 1), np.uint32), np.zeros((3, 1), np.uint32)
+    with pytest.raises(ModelError, match="clause_class values must lie in"):
+        dev.clause_votes(x, m, m, np.array([0, 1, 2]), np.ones(3, int), 2)
+    with pytest.raises(ModelError, match="must both be"):
+        dev.clause_votes(x, m, np.zeros((2, 1), np.uint32), np.zeros(3, int), np.ones(3, int), 2)
+    with pytest.raises(ModelError, match=r"clause_weight must be an integer array of shape \(3,\)"):
+        dev.clause_votes(x, m, m, np.zeros(3, int), np.ones(3), 2)

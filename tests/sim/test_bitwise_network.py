@@ -64,3 +64,20 @@ def test_compile_checks_the_network():
     big = np.zeros((300_000, 1), np.uint32)
     with pytest.raises(HardwareLimitError, match="exceeds cortex-m4"):
         dev.compile([ScoresLayer(big, 8)])
+
+
+def test_clause_layer_silences_empty_clauses():
+    from sim.bitwise import ClauseLayer, pack_bits
+    pos = np.zeros((3, 5), np.uint8)
+    neg = np.zeros((3, 5), np.uint8)
+    pos[1, 0] = 1                      # clause 1: x0
+    neg[2, 4] = 1                      # clause 2: NOT x4
+    layer = ClauseLayer(pack_bits(pos, 32), pack_bits(neg, 32), 5, np.array([0, 0, 1]),
+                        np.array([5, 1, 1]), 2)
+    assert layer.weights.tolist() == [0, 1, 1]                 # clause 0 is empty: weight 0
+    x = np.array([[1, 0, 0, 0, 0], [0, 0, 0, 0, 1], [1, 0, 0, 0, 1]], np.uint8)
+    out = BitwiseDevice("cortex-m4").run([layer], pack_bits(x, 32))
+    assert out.scores.tolist() == [[1, 1], [0, 0], [1, 0]]
+    assert out.labels.tolist() == [0, 0, 0]
+    with pytest.raises(ModelError, match="ClauseLayer must be last"):
+        BitwiseDevice("cortex-m4").compile([layer, layer])

@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hw_profiles.errors import ModelError
-from sim.bitwise.packing import n_words, pack_bits, pack_signs, unpack_bits, unpack_signs
+from sim.bitwise.packing import (n_words, pack_bits, pack_signs, transpose_packed, unpack_bits,
+                                 unpack_signs)
 
 
 def test_layout_is_lsb_first_with_zero_padding():
@@ -33,6 +34,15 @@ def test_round_trips(k, rows, wb, seed):
     assert np.array_equal(unpack_bits(pack_bits(b, wb), k), b)
     # popcount of the packed bits equals the number of ones: padding is zero
     assert np.array_equal(np.bitwise_count(pack_bits(b, wb)).sum(-1), b.sum(-1))
+
+
+@pytest.mark.parametrize("wb", [32, 64])
+def test_transpose_packed(wb):
+    rng = np.random.default_rng(2)
+    x = rng.choice(np.array([-1, 1], np.int8), size=(70, 33))
+    t = transpose_packed(pack_signs(x, wb), 33)
+    assert t.shape == (33, n_words(70, wb)) and t.dtype == pack_signs(x, wb).dtype
+    assert np.array_equal(unpack_signs(t, 70), x.T)
 
 
 def test_leading_axes_are_kept():

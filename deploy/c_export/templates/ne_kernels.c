@@ -65,6 +65,32 @@ void ne_scores_layer(const ne_word_t *x, const ne_word_t *w, const int32_t *bias
     }
 }
 
+/* Tsetlin-machine clauses: clause c fires iff x has a 1 under every bit of pos[c] and a 0
+ * under every bit of neg[c]; a firing clause adds weight[c] to votes[cls[c]]. Padding bits
+ * of pos/neg are 0, so the 1s that ~x has there never count. */
+void ne_clause_layer(const ne_word_t *x, const ne_word_t *pos, const ne_word_t *neg,
+                     const int32_t *cls, const int32_t *weight, int32_t k, int32_t n_clauses,
+                     int32_t n_classes, int32_t *votes)
+{
+    const int32_t words = NE_WORDS(k);
+    int32_t c, v;
+    for (c = 0; c < n_classes; c++) {
+        votes[c] = 0;
+    }
+    for (c = 0; c < n_clauses; c++) {
+        const ne_word_t *p = pos + (int32_t)c * words;
+        const ne_word_t *q = neg + (int32_t)c * words;
+        ne_word_t viol = 0;
+        for (v = 0; v < words; v++) {
+            viol |= p[v] & (ne_word_t)~x[v];
+            viol |= q[v] & x[v];
+        }
+        if (viol == 0) {
+            votes[cls[c]] += weight[c];
+        }
+    }
+}
+
 /* index of the largest score; the lowest index wins ties (as numpy.argmax) */
 int32_t ne_argmax(const int32_t *scores, int32_t n)
 {

@@ -27,6 +27,9 @@ void ne_sign_layer(const ne_word_t *x, const ne_word_t *w, const int32_t *thr,
                    int32_t k, int32_t m, ne_word_t *y);
 void ne_scores_layer(const ne_word_t *x, const ne_word_t *w, const int32_t *bias,
                      int32_t k, int32_t c, int32_t *scores);
+void ne_clause_layer(const ne_word_t *x, const ne_word_t *pos, const ne_word_t *neg,
+                     const int32_t *cls, const int32_t *weight, int32_t k, int32_t n_clauses,
+                     int32_t n_classes, int32_t *votes);
 int32_t ne_argmax(const int32_t *scores, int32_t n);
 
 #endif

@@ -108,8 +108,8 @@ def static_parts(q, seeds, res):
     fm = bep_data.fashion_mnist_bits(limit_train=5000 if q else None,
                                      limit_test=1000 if q else None)
     ep_f = 1 if q else 8
-    acc_b, dev_b, wall_b, m_b = bep_run(fm, (256, 256), ep_f, 0)
-    acc_q, _, wall_q, m_q = qat_run(fm, (256, 256), ep_f, 0)
+    acc_b, dev_b, wall_b, _m_b = bep_run(fm, (256, 256), ep_f, 0)
+    acc_q, _, wall_q, _m_q = qat_run(fm, (256, 256), ep_f, 0)
     # QAT's ops per sample do not depend on the data or the epoch: count one epoch of 2000
     small = bep_data.BitData("fashion-mnist", fm.x_train[:2000], fm.y_train[:2000],
                              fm.x_test[:500], fm.y_test[:500], 10, fm.source)

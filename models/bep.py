@@ -48,17 +48,17 @@ propagated) is :class:`BEP` with ``local=True``.
 """
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from hw_profiles.errors import ModelError
 from hw_profiles.ops import OP_NAMES
-from models import bep_data
 from models import bep_kernels as K
-from models.registry import ModelCard, Progress, RunResult, register
+from models.registry import Progress
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
 
 H_LO, H_HI = -(2 ** 15), 2 ** 15 - 1   # int16 counters: B = 16 bits (digest step 2)
@@ -168,7 +168,7 @@ class BEP:
     def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig, device):
         rng = np.random.default_rng(config.seed)
         sizes = (n_inputs, *config.hidden)
-        layers = [Layer(a, b, device.word_bits, rng) for a, b in zip(sizes[:-1], sizes[1:])]
+        layers = [Layer(a, b, device.word_bits, rng) for a, b in itertools.pairwise(sizes)]
         # local rule: each hidden layer below the last gets its own frozen random head
         heads = [(2 * rng.integers(0, 2, size=(n_classes, k)) - 1).astype(np.int8)
                  for k in config.hidden[:-1]]

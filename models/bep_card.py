@@ -19,18 +19,18 @@ from models.registry import ModelCard, Progress, RunResult, register
 from sim.bitwise.network import ScoresLayer, SignLayer
 from sim.bitwise.packing import pack_bits
 
-# quick = a run of seconds; full = the bench-scale setting (bench/bep.py uses these too)
-QUICK = {"random-prototypes": dict(hidden=(64, 64), epochs=5),
-         "digits": dict(hidden=(64, 64), epochs=10),
-         "fashion-mnist": dict(hidden=(256, 256), epochs=2),
-         "cylinder-bell-funnel": dict(epochs=5), "synthetic-control": dict(epochs=5),
-         "digits-rows": dict(epochs=5)}
-FULL = {"random-prototypes": dict(hidden=(64, 64), epochs=30),
-        "digits": dict(hidden=(128, 128), epochs=30),
-        "fashion-mnist": dict(hidden=(256, 256), epochs=15),
-        "cylinder-bell-funnel": dict(epochs=30), "synthetic-control": dict(epochs=30),
-        "digits-rows": dict(epochs=30)}
-MLP_DEFAULTS = dict(gamma0=8, nu=0.5, r=0.5)  # tuned on Random Prototypes (README, bench)
+# quick = a run of seconds (the CLI default); full = `neuroedge simulate bep --full`
+QUICK = {"random-prototypes": {"hidden": (64, 64), "epochs": 5},
+         "digits": {"hidden": (64, 64), "epochs": 10},
+         "fashion-mnist": {"hidden": (256, 256), "epochs": 2},
+         "cylinder-bell-funnel": {"epochs": 5}, "synthetic-control": {"epochs": 5},
+         "digits-rows": {"epochs": 5}}
+FULL = {"random-prototypes": {"hidden": (64, 64), "epochs": 30},
+        "digits": {"hidden": (128, 128), "epochs": 30},
+        "fashion-mnist": {"hidden": (256, 256), "epochs": 15},
+        "cylinder-bell-funnel": {"epochs": 30}, "synthetic-control": {"epochs": 30},
+        "digits-rows": {"epochs": 30}}
+MLP_DEFAULTS = {"gamma0": 8, "nu": 0.5, "r": 0.5}  # tuned on Random Prototypes (README, bench)
 
 
 def make_model(data: bep_data.BitData, device, seed: int = 0, quick: bool = True, **overrides):
@@ -43,9 +43,8 @@ def make_model(data: bep_data.BitData, device, seed: int = 0, quick: bool = True
     return BEP(data.n_features, data.n_classes, cfg, device)
 
 
-def state_bits_per_weight(model) -> int:
-    """Bits of device memory per weight as implemented: int16 counter + packed W + packed W^T."""
-    return 16 + 2
+STATE_BITS_PER_WEIGHT = 16 + 2
+"""Device memory per weight as implemented: int16 counter + a bit in packed W and in W^T."""
 
 
 def simulate(profile="cortex-m4", dataset="random-prototypes", seed: int = 0, quick: bool = True,
@@ -65,8 +64,8 @@ def simulate(profile="cortex-m4", dataset="random-prototypes", seed: int = 0, qu
     n_w = model.n_weights
     metrics = {"test_accuracy": acc, "train_error": model.history[-1]["train_error"],
                "weights": float(n_w),
-               "state_bits_per_weight": float(state_bits_per_weight(model)),
-               "state_bytes": float(n_w * state_bits_per_weight(model) // 8)}
+               "state_bits_per_weight": float(STATE_BITS_PER_WEIGHT),
+               "state_bytes": float(n_w * STATE_BITS_PER_WEIGHT // 8)}
     cfg = model.config
     config = {**asdict(cfg), "hidden": list(cfg.hidden), "model": type(model).__name__,
               "n_inputs": data.n_features, "n_classes": data.n_classes,

@@ -16,6 +16,7 @@ paper's "QAT with BN", which is not fully binary at inference). Logits are divid
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -59,7 +60,7 @@ class QATMLP(torch.nn.Module):
     def __init__(self, sizes, frame: np.ndarray, batch_norm: bool):
         super().__init__()
         self.layers = torch.nn.ModuleList(BinaryLinear(a, b, batch_norm)
-                                          for a, b in zip(sizes[:-1], sizes[1:]))
+                                          for a, b in itertools.pairwise(sizes))
         self.register_buffer("frame", torch.as_tensor(frame, dtype=torch.float32))
 
     def forward(self, x):  # x (B, K_0) +/-1

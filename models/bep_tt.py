@@ -86,8 +86,7 @@ class BEPTT(BEP):
         return (zs, z_y), (states, unpack_signs(y_words, sy.k_out)), [s_words, y_words]
 
     def train_batch(self, x_bits: np.ndarray, y: np.ndarray) -> int:
-        cfg, dev = self.config, self.dev
-        xs, ss, sy = self.layers
+        cfg, sy = self.config, self.layers[2]
         (zs, z_y), (states, _), words = self.forward(x_bits)
         out = self.logits(words[-1])
         n = len(y)

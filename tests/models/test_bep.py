@@ -1,6 +1,7 @@
 """BEP: the gated backward solves its relaxation exactly, one step equals a plain integer twin,
 the ledger holds no float op, it learns, and the exported C agrees bit for bit."""
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -9,13 +10,18 @@ import torch
 from hw_profiles.errors import ModelError
 from models import bep_data
 from models import bep_kernels as K
-from models.bep import BEP, BEPConfig, output_frame, reinforce_threshold, next_divisor, frac
-from models.bep_tt import BEPTT, BEPTTConfig
+from models.bep import (
+    BEP,
+    BEPConfig,
+    next_divisor,
+    output_frame,
+    reinforce_threshold,
+)
 from models.bep_qat import QAT, QATConfig
+from models.bep_tt import BEPTT, BEPTTConfig
 from sim.bitwise import BitwiseDevice
 from sim.bitwise.packing import pack_bits, pack_signs
 from sim.torch_engine import TorchDevice
-from fractions import Fraction
 
 FLOAT_OPS = ("mac_fp", "flop_fp")
 
@@ -205,7 +211,12 @@ def test_bad_inputs_are_named():
 
 # -- C export ------------------------------------------------------------------------------
 def test_exported_c_agrees_with_bitwise_device(tmp_path):
-    from deploy.c_export import CORTEX_M_BOARDS, check_c_project, export_c, missing_tools
+    from deploy.c_export import (
+        CORTEX_M_BOARDS,
+        check_c_project,
+        export_c,
+        missing_tools,
+    )
     from models.bep_card import packed_network
     data = bep_data.digits_bits()
     dev = BitwiseDevice("cortex-m4")

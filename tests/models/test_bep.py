@@ -237,3 +237,20 @@ def test_exported_c_agrees_with_bitwise_device(tmp_path):
         ran += 1
     if not ran:
         pytest.skip("no C compiler found")
+
+
+def test_card_simulate_and_export(tmp_path):
+    import models
+    from deploy.c_export import missing_tools, run_c_project
+    from deploy.export import export_model
+    card = models.get("bep")
+    assert card.device_kinds == ("bitwise",) and card.exports == ("c",)
+    run = card.simulate(profile="cortex-m4", dataset="digits", quick=True, seed=0)
+    assert run.metrics["test_accuracy"] > 0.7 and run.metrics["state_bits_per_weight"] == 18
+    assert not [op for op in run.ledger.total_ops() if op.startswith(FLOAT_OPS)]
+    with pytest.raises(ModelError, match="bitwise profiles"):
+        card.simulate(profile="a100", dataset="digits")
+    out = export_model("bep", "c", tmp_path / "bep-c")
+    assert (out / "model_weights.h").is_file() and (out / "golden.h").is_file()
+    if not missing_tools("host"):  # the harness compares with the golden outputs it holds
+        assert run_c_project(out).all_match, f"generated C in {out}"

@@ -114,8 +114,8 @@ CARD = register(ModelCard(
     name="bep",
     title="BEP: A Binary Error Propagation Algorithm for Binary Neural Networks Training",
     reference="Colombo, Pittorino, Zambon, Baldassi, Roveri & Alippi, ICLR 2026, arXiv:2512.04189",
-    claim="binary MLPs/RNNs trained with bits and int16 counters only (no float op); BEP beats "
-          "the binary local rule and QAT without batch norm (bench/bep.py)",
+    claim="binary MLPs/RNNs trained with bits and int16 counters only (no float op in the "
+          "ledger); BEP beats the binary local rule on Random Prototypes (bench/bep.py)",
     device_kinds=("bitwise",),
     datasets=tuple(bep_data.LOADERS),
     default_dataset="random-prototypes",

@@ -1,0 +1,362 @@
+"""Binary Error Propagation (BEP): training +/-1 networks with bits and small integers only.
+
+Colombo, Pittorino, Zambon, Baldassi, Roveri & Alippi, "BEP: A Binary Error Propagation
+Algorithm for Binary Neural Networks Training", ICLR 2026, arXiv:2512.04189 (v2). The
+equations follow the project digest ``../shared/papers/bep.md`` (section numbers there).
+
+Every weight has a hidden int16 counter ``H`` (B = 16 bits, clipped to [-2^15, 2^15 - 1]);
+the visible weight is ``W = sign(H)`` (sign(0) = +1). With ``a_0 = x`` (bits, 1 <-> +1):
+
+- forward: ``z_l = W_l a_{l-1}``, ``a_l = sign(z_l)``; logits ``P a_L`` with a fixed +/-1
+  frame ``P`` (C x K_L), never trained;
+- trigger (Eq. 1): a sample learns iff ``y_c - max_{c' != c} y_c' < r K_L``;
+- backward (Eq. 5, 7): ``a*_L = rho_c`` (row c of P); ``a*_l = sign(W_{l+1}^T (g_{l+1} *
+  a*_{l+1}))`` with the gate ``g = 1[|z| <= nu K_in]``;
+- mask (Eq. 9): per sample and group of ``gamma_l`` consecutive neurons, the neuron with
+  ``a* != sign(z)`` of smallest ``|z|`` (nearest to flipping) is the only one updated;
+- update (Eq. 8): ``H_l <- clip(H_l + 2 sum_mu M_l (a*_l a_{l-1}^T))`` summed over the
+  triggered samples of a mini-batch;
+- reinforcement (CP+R, Sec. 3.3): each counter, with probability ``p_r sqrt(2 / (pi
+  K_in)) sqrt(train error of the last epoch)``, moves 2 away from 0;
+- gamma schedule: when the held-out error has not improved for ``patience`` epochs, every
+  ``gamma_l`` rises to the next divisor of ``K_l``.
+
+Readings chosen where the paper (as digested) is silent:
+
+- P: rows 1..C of the Sylvester Hadamard matrix of order K_L (mutually orthogonal, i.e. a
+  maximally separated +/-1 codebook) when K_L is a power of two >= C + 1, else a seeded
+  random +/-1 frame (the precursor's frozen random layer).
+- sign(0) = +1 in the forward. In the backward, where the gated sum is exactly 0 the
+  desired bit keeps the forward activation: both choices maximise the relaxed objective
+  (the Lemma), and "keep" asks for no change where no error reached the neuron.
+- The stability in the mask is the visible pre-activation ``z`` (the precursor code's
+  reading; the note's ``a* H`` would need an integer matmul with H).
+- The gate only filters the error passed down; the mask is chosen among all wrong neurons.
+- Init: ``H`` uniform integers in [-111, 111] (std 64, the precursor's N(0, 64^2) variance,
+  drawn as integers so nothing in BEP touches a float). Reinforcement runs after every
+  mini-batch update; its probability is an integer threshold on a xorshift32 draw,
+  computed with integer arithmetic (pi ~ 355/113).
+
+Everything runs on a :class:`~sim.bitwise.device.BitwiseDevice`: products, gated products,
+sign and saturating counter updates are the device's word ops; the steps above that are
+specific to BEP are integer numba kernels (``models/bep_kernels.py``) whose counts go into
+the same ledger. No floating-point number is computed on the training or inference path.
+
+BEP-TT (recurrent networks) is in ``models/bep_tt.py``; the local rule baseline
+(Colombo et al. 2025: every layer learns against its own fixed random head, nothing is
+propagated) is :class:`BEP` with ``local=True``.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+from hw_profiles.ops import OP_NAMES
+from models import bep_kernels as K
+from models.registry import Progress
+from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
+
+H_LO, H_HI = -(2 ** 15), 2 ** 15 - 1   # int16 counters: B = 16 bits (digest step 2)
+INIT_HALF_WIDTH = 111                   # uniform integer init with std ~64 (111 / sqrt(3))
+PI = Fraction(355, 113)                 # integer-only reinforcement probability
+
+
+@dataclass
+class BEPConfig:
+    """Hyperparameters (digest 'Hyperparameters'); MLP values not retrieved from the paper
+    were tuned on Random Prototypes / digits (see bench/bep.py)."""
+
+    hidden: tuple[int, ...] = (64, 64)
+    epochs: int = 20
+    batch_size: int = 100
+    r: float = 0.25          # robustness of the trigger (precursor default 0.25)
+    nu: float = 0.2          # gate width (third-party FMNIST replication: 0.2 best)
+    p_r: float = 0.5         # reinforcement strength (paper's RNN value)
+    gamma0: int = 1          # first group size (precursor default 1 = every wrong neuron)
+    patience: int = 2        # epochs without held-out improvement before gamma rises
+    val_fraction: float = 0.1
+    local: bool = False      # True: the local rule baseline (no propagation)
+    seed: int = 0
+
+    def __post_init__(self):
+        self.hidden = tuple(int(h) for h in self.hidden)
+        if not self.hidden or any(h < 1 for h in self.hidden):
+            raise ModelError(f"BEPConfig.hidden = {self.hidden}: need >= 1 layer of >= 1 unit")
+        for name in ("epochs", "batch_size", "gamma0", "patience"):
+            if int(getattr(self, name)) < 1:
+                raise ModelError(f"BEPConfig.{name} = {getattr(self, name)}: must be >= 1")
+        for name, lo, hi in (("r", 0, 1), ("nu", 0, 1), ("p_r", 0, 1), ("val_fraction", 0, 0.5)):
+            v = getattr(self, name)
+            if not lo <= v <= hi:
+                raise ModelError(f"BEPConfig.{name} = {v}: must lie in [{lo}, {hi}]")
+
+
+def frac(x) -> Fraction:
+    """A hyperparameter as an exact small fraction, so thresholds are integer arithmetic."""
+    return Fraction(str(x)).limit_denominator(10_000)
+
+
+def output_frame(n_classes: int, k: int, seed: int) -> np.ndarray:
+    """The fixed +/-1 classifier P (C, K): Hadamard rows 1..C, else a seeded random frame."""
+    if k >= n_classes + 1 and k & (k - 1) == 0:
+        h = np.ones((1, 1), dtype=np.int8)
+        while h.shape[0] < k:  # Sylvester: [[H, H], [H, -H]]
+            h = np.block([[h, h], [h, -h]])
+        return np.ascontiguousarray(h[1:n_classes + 1])
+    g = np.random.default_rng(seed + 7919)
+    return (2 * g.integers(0, 2, size=(n_classes, k)) - 1).astype(np.int8)
+
+
+def reinforce_threshold(p_r: Fraction, k_in: int, err: Fraction) -> int:
+    """floor(2^32 p), p = p_r sqrt(2 / (pi k_in)) sqrt(err), in integers only."""
+    num = (1 << 64) * p_r.numerator ** 2 * 2 * PI.denominator * err.numerator
+    den = p_r.denominator ** 2 * PI.numerator * k_in * err.denominator
+    return math.isqrt(num // den)
+
+
+def next_divisor(k: int, g: int) -> int:
+    """The smallest divisor of k above g (k itself at most)."""
+    return next(d for d in range(g + 1, k + 1) if k % d == 0) if g < k else k
+
+
+def to_signs(bits: np.ndarray) -> np.ndarray:
+    """0/1 bits -> int8 +/-1 (bit 1 <-> +1)."""
+    return (2 * bits.astype(np.int8) - 1).astype(np.int8)
+
+
+class Layer:
+    """One trainable binary layer: int16 counters and the packed visible weights (both ways).
+
+    ``w`` packs rows of sign(H) (K_out, words(K_in)) for the forward; ``wt`` packs its
+    transpose (K_in, words(K_out)) for the backward's column access. Both are refreshed
+    only where an update touched a row (reinforcement never changes a sign).
+    """
+
+    def __init__(self, k_in: int, k_out: int, word_bits: int, rng: np.random.Generator):
+        self.k_in, self.k_out, self.word_bits = k_in, k_out, word_bits
+        self.fan_in = k_in  # the K_in of the reinforcement probability (BEP-TT: K_x + K_s)
+        self.h = rng.integers(-INIT_HALF_WIDTH, INIT_HALF_WIDTH + 1, size=(k_out, k_in),
+                              dtype=np.int16)  # (K_out, K_in)
+        self.repack()
+
+    def signs(self) -> np.ndarray:
+        return np.where(self.h >= 0, np.int8(1), np.int8(-1))
+
+    def repack(self) -> None:
+        s = self.signs()
+        self.w = pack_signs(s, self.word_bits)
+        self.wt = pack_signs(np.ascontiguousarray(s.T), self.word_bits)
+
+
+class BEP:
+    """A binary MLP trained by BEP (or by the local rule) on a BitwiseDevice.
+
+    Parameters
+    ----------
+    n_inputs, n_classes : int
+    config : BEPConfig
+    device : BitwiseDevice
+    """
+
+    x_ndim = 2  # inputs (N, K_0)
+
+    def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig, device):
+        rng = np.random.default_rng(config.seed)
+        sizes = (n_inputs, *config.hidden)
+        layers = [Layer(a, b, device.word_bits, rng) for a, b in itertools.pairwise(sizes)]
+        # local rule: each hidden layer below the last gets its own frozen random head
+        heads = [(2 * rng.integers(0, 2, size=(n_classes, k)) - 1).astype(np.int8)
+                 for k in config.hidden[:-1]]
+        self._init_state(n_inputs, n_classes, config, device, layers, heads)
+
+    def _init_state(self, n_inputs, n_classes, config, device, layers, heads):
+        """State shared with BEP-TT: layers, the frame P (C, K_last), counters of the run."""
+        self.config, self.dev = config, device
+        self.n_inputs, self.n_classes = n_inputs, n_classes
+        self.wb = device.word_bits
+        self.layers = layers
+        self.frame = output_frame(n_classes, layers[-1].k_out, config.seed)  # (C, K_L)
+        self.heads = heads + [self.frame]
+        self.head_words = [pack_signs(p, self.wb) for p in self.heads]
+        self.gamma = [min(config.gamma0, k) for k in config.hidden]
+        self.counts = np.zeros(len(OP_NAMES), dtype=np.int64)
+        self.history: list[dict] = []
+        self.rng_state = np.array([np.uint32(config.seed * 2654435761 % 2 ** 32 or 1)],
+                                  dtype=np.uint32)
+        self.set_error(Fraction(1))
+
+    # -- helpers -----------------------------------------------------------------------
+    def _flush(self):
+        self.dev.ledger.flush(self.counts)
+        self.counts[:] = 0
+
+    def _check(self, x, y, what):
+        name = type(self).__name__
+        if x.ndim != self.x_ndim or x.shape[-1] != self.n_inputs or x.dtype != np.uint8:
+            raise ModelError(f"{name}.{what}: x is {x.dtype} {x.shape}; expected uint8 bits "
+                             f"({'N, T' if self.x_ndim == 3 else 'N'}, {self.n_inputs})")
+        if y is not None and (y.shape != (len(x),) or (y.size and not 0 <= y.min() <= y.max()
+                                                          < self.n_classes)):
+            raise ModelError(f"{name}.{what}: y must be ({len(x)},) labels in 0..{self.n_classes - 1}")
+
+    def set_error(self, err: Fraction) -> None:
+        """Rescale the reinforcement probability by sqrt(last epoch's train error)."""
+        p_r = frac(self.config.p_r)
+        self.rein_thr = [reinforce_threshold(p_r, lay.fan_in, err) for lay in self.layers]
+
+    # -- forward -----------------------------------------------------------------------
+    def forward(self, x_bits: np.ndarray):
+        """Packed forward pass. Returns (z list int32 (B, K_l), activations int8 list incl. a_0,
+        activation words list incl. a_0)."""
+        dev = self.dev
+        words = [pack_bits(x_bits, self.wb)]
+        acts = [to_signs(x_bits)]
+        zs = []
+        for lay in self.layers:
+            z = dev.sign_matmul(words[-1], lay.w, lay.k_in)       # (B, K_out) int32
+            w_next = dev.sign(z, 0)                                # bit = z >= 0
+            zs.append(z)
+            words.append(w_next)
+            acts.append(unpack_signs(w_next, lay.k_out))
+        return zs, acts, words
+
+    def logits(self, words_last: np.ndarray, head: int = -1) -> np.ndarray:
+        return self.dev.sign_matmul(words_last, self.head_words[head], self.heads[head].shape[1])
+
+    # -- training ----------------------------------------------------------------------
+    def train_batch(self, x_bits: np.ndarray, y: np.ndarray) -> int:
+        """One mini-batch of BEP (or local-rule) learning. Returns the number of errors."""
+        cfg = self.config
+        zs, acts, words = self.forward(x_bits)
+        out = self.logits(words[-1])                                # (B, C)
+        n = len(y)
+        trig, pred = np.zeros(n, np.bool_), np.zeros(n, np.int64)
+        k_last = self.layers[-1].k_out
+        K.trigger(out, y, -(-frac(cfg.r) * k_last // 1), trig, pred, self.counts)
+        errors = int(np.count_nonzero(pred != y))
+        deltas = self._local_deltas(zs, acts, words, y) if cfg.local else \
+            self._bep_deltas(zs, acts, np.flatnonzero(trig), y)
+        self._apply(deltas)
+        self._flush()
+        return errors
+
+    def _layer_delta(self, l: int, z, target, inputs, gamma: int | None = None):
+        """Mask (Eq. 9) and summed Hebbian step (Eq. 8) of layer l for the given samples."""
+        lay = self.layers[l]
+        gamma = self.gamma[l] if gamma is None else gamma
+        wrong = np.empty(z.shape, np.uint8)
+        K.wrong_bits(z, target, wrong, self.counts)
+        sel = np.empty((len(z), -(-lay.k_out // gamma)), np.int32)
+        K.select(z, wrong, gamma, sel, self.counts)
+        delta = np.zeros((lay.k_out, lay.k_in), np.int32)
+        touched = np.zeros(lay.k_out, np.uint8)
+        K.accumulate(sel, target, inputs, delta, touched, self.counts)
+        return delta, touched
+
+    def _bep_deltas(self, zs, acts, idx, y):
+        """Top-down binary desired activations for the triggered samples ``idx``."""
+        cfg, dev = self.config, self.dev
+        if len(idx) == 0:
+            return [None] * len(self.layers)
+        target = self.frame[y[idx]]                                  # a*_L = rho_c, (T, K_L)
+        deltas = [None] * len(self.layers)
+        nu = frac(cfg.nu)
+        for l in range(len(self.layers) - 1, -1, -1):
+            lay, z = self.layers[l], zs[l][idx]
+            deltas[l] = self._layer_delta(l, z, target, acts[l][idx])
+            if l == 0:
+                break
+            g = np.empty(z.shape, np.uint8)
+            K.gate(z, int(nu * lay.k_in), g, self.counts)            # Eq. 5
+            u = dev.masked_sign_matmul(pack_signs(target, self.wb), lay.wt,
+                                       pack_bits(g, self.wb), k=lay.k_out)  # (T, K_in)
+            nxt = np.empty(u.shape, np.int8)
+            K.desired(u, acts[l][idx], nxt, self.counts)            # Eq. 7
+            target = nxt
+        return deltas
+
+    def _local_deltas(self, zs, acts, words, y):
+        """Local rule: layer l's target is row y of its own head, triggered by its own margin."""
+        deltas = []
+        for l, lay in enumerate(self.layers):
+            out = self.logits(words[l + 1], head=l)
+            trig, pred = np.zeros(len(y), np.bool_), np.zeros(len(y), np.int64)
+            K.trigger(out, y, -(-frac(self.config.r) * lay.k_out // 1), trig, pred, self.counts)
+            idx = np.flatnonzero(trig)
+            deltas.append(self._layer_delta(l, zs[l][idx], self.heads[l][y[idx]], acts[l][idx])
+                          if len(idx) else None)
+        return deltas
+
+    def _apply(self, deltas):
+        """Saturating counter update of the touched rows, repack, then reinforcement."""
+        for l, (lay, d) in enumerate(zip(self.layers, deltas)):
+            if d is not None:
+                delta, touched = d
+                rows = np.flatnonzero(touched)
+                if len(rows):
+                    self.dev.counter_add(lay.h, delta[rows], H_LO, H_HI, rows=rows)
+                    # refresh the sign bits of the touched rows in W and W^T
+                    self.counts[OP_NAMES.index("int_cmp")] += 2 * len(rows) * lay.k_in
+                    lay.repack()
+            if self.rein_thr[l]:
+                K.reinforce(lay.h, self.rein_thr[l], self.rng_state, H_LO, H_HI, self.counts)
+
+    def fit(self, x, y, progress: Progress | None = None):
+        """Train for ``epochs`` with a held-out split driving the gamma schedule."""
+        self._check(x, y, "fit")
+        cfg = self.config
+        g = np.random.default_rng(cfg.seed)
+        perm = g.permutation(len(x))
+        n_val = int(len(x) * frac(cfg.val_fraction)) if cfg.val_fraction else 0
+        val, tr = perm[:n_val], perm[n_val:]
+        best, stale = None, 0
+        for epoch in range(cfg.epochs):
+            order = tr[g.permutation(len(tr))]
+            errors = 0
+            with self.dev.count("train", samples=len(order)):
+                for s in range(0, len(order), cfg.batch_size):
+                    b = order[s:s + cfg.batch_size]
+                    errors += self.train_batch(x[b], y[b])
+            self.set_error(Fraction(errors, len(order)))
+            rec = {"epoch": epoch + 1, "train_error": errors / len(order),
+                   "gamma": list(self.gamma)}
+            if n_val:
+                val_err = 1 - self.evaluate(x[val], y[val], scope="validate")["accuracy"]
+                rec["val_error"] = val_err
+                if best is None or val_err < best:
+                    best, stale = val_err, 0
+                else:
+                    stale += 1
+                if stale >= cfg.patience:  # gamma schedule: sparser updates late
+                    self.gamma = [next_divisor(k, gm) for k, gm in zip(cfg.hidden, self.gamma)]
+                    stale = 0
+            self.history.append(rec)
+            if progress:
+                progress(epoch + 1, cfg.epochs, rec)
+        return self
+
+    # -- inference ---------------------------------------------------------------------
+    def predict(self, x, scope: str = "infer", batch: int = 1000) -> np.ndarray:
+        self._check(x, None, "predict")
+        preds = []
+        with self.dev.count(scope, samples=len(x)):
+            for s in range(0, len(x), batch):
+                out = self.logits(self.forward(x[s:s + batch])[2][-1])
+                trig, pred = np.zeros(len(out), np.bool_), np.zeros(len(out), np.int64)
+                K.trigger(out, np.zeros(len(out), np.int64), 0, trig, pred, self.counts)
+                preds.append(pred)
+            self._flush()
+        return np.concatenate(preds)
+
+    def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
+        self._check(x, y, "evaluate")
+        return {"accuracy": float(np.mean(self.predict(x, scope) == y))}
+
+    @property
+    def n_weights(self) -> int:
+        return sum(lay.k_in * lay.k_out for lay in self.layers)

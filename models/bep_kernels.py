@@ -1,0 +1,204 @@
+"""numba kernels of BEP's learning steps that are specific to the method (not generic word ops).
+
+The generic word ops (XOR-popcount products, gated products, sign, saturating counter add)
+belong to :class:`~sim.bitwise.device.BitwiseDevice`; these kernels do the rest of a BEP
+step with integer arithmetic only: the trigger, the gate, the tie rule of the desired
+activations, the per-group choice of the neuron nearest to flipping, the sum of the +/-2
+Hebbian steps, and the reinforcement draws. Following the project style they take arrays
+and scalars only, check nothing, and add what they execute into an int64 count array
+indexed by ``hw_profiles.ops.OP_CODES``; the caller flushes it to the device's ledger.
+
+Counting convention (one count = one instruction on a 32-bit MCU): a compare, a select or
+an abs is ``int_cmp``; an add/subtract ``int_add``; the xorshift32 generator is three
+``EOR Rd, Rn, Rn, LSL/LSR #s`` = three ``xor_word`` (Thumb-2 folds the shift in).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hw_profiles.ops import OP_CODES
+
+ADD, CMP, XOR = (OP_CODES[k] for k in ("int_add", "int_cmp", "xor_word"))
+
+
+@njit(cache=True, nogil=True)
+def trigger(logits, y, thr, trig, pred, counts):
+    """Eq. 1: ``trig[b] = logits[b, y] - max_{c != y} logits[b, c] < thr`` (thr = ceil(r K_L)).
+
+    Also ``pred[b]`` = argmax (first maximum). Per sample: 2 C int_cmp (two running
+    maxima) + 1 int_add (the margin) + 1 int_cmp (against thr).
+    """
+    n, c = logits.shape
+    for b in range(n):
+        best = logits[b, 0]
+        arg = 0
+        other = -2147483647
+        for k in range(c):
+            v = logits[b, k]
+            if v > best:
+                best = v
+                arg = k
+            if k != y[b] and v > other:
+                other = v
+        pred[b] = arg
+        trig[b] = logits[b, y[b]] - other < thr
+    counts[CMP] += n * (2 * c + 1)
+    counts[ADD] += n
+
+
+@njit(cache=True, nogil=True)
+def gate(z, thr, out, counts):
+    """Eq. 5: ``out[b, i] = 1 if |z[b, i]| <= thr`` (thr = floor(nu K_in)). 2 int_cmp each."""
+    n, k = z.shape
+    for b in range(n):
+        for i in range(k):
+            v = z[b, i]
+            out[b, i] = 1 if -thr <= v <= thr else 0
+    counts[CMP] += 2 * n * k
+
+
+@njit(cache=True, nogil=True)
+def desired(u, current, out, counts):
+    """Eq. 7's sign with the tie rule: ``out = sign(u)``, and ``current`` where ``u == 0``.
+
+    ``u`` is the gated sum ``W^T (g * a*)``: where it is 0 (every gate closed, or the open
+    ones cancel) every choice of the bit maximises the relaxed objective, so keeping the
+    forward activation is an exact maximiser that asks for no change. 2 int_cmp each.
+    """
+    n, k = u.shape
+    for b in range(n):
+        for i in range(k):
+            v = u[b, i]
+            out[b, i] = 1 if v > 0 else (-1 if v < 0 else current[b, i])
+    counts[CMP] += 2 * n * k
+
+
+@njit(cache=True, nogil=True)
+def select(stab, wrong, gamma, sel, counts):
+    """Eq. 9's mask: per sample and group of ``gamma`` consecutive neurons, the wrong neuron
+    with the smallest ``|stab|`` (first on ties), or -1 when the group has none.
+
+    ``stab`` int32 (B, K) (the pre-activation, or its time sum in BEP-TT), ``wrong`` uint8
+    (B, K). ``sel`` int32 (B, ceil(K / gamma)). Per neuron: abs + test + running min = 3 int_cmp.
+    """
+    n, k = stab.shape
+    for b in range(n):
+        for g in range(sel.shape[1]):
+            best = -1
+            bestv = 2147483647
+            for j in range(g * gamma, min(g * gamma + gamma, k)):
+                if wrong[b, j]:
+                    v = abs(stab[b, j])
+                    if v < bestv:
+                        bestv = v
+                        best = j
+            sel[b, g] = best
+    counts[CMP] += 3 * n * k
+
+
+@njit(cache=True, nogil=True)
+def wrong_bits(z, target, out, counts):
+    """``out = target != sign(z)`` with sign(0) = +1 (the forward's convention). 2 int_cmp each."""
+    n, k = z.shape
+    for b in range(n):
+        for j in range(k):
+            s = 1 if z[b, j] >= 0 else -1
+            out[b, j] = 1 if s != target[b, j] else 0
+    counts[CMP] += 2 * n * k
+
+
+@njit(cache=True, nogil=True)
+def accumulate(sel, target, inputs, delta, touched, counts):
+    """Eq. 8: ``delta[j] += 2 target[b, j] inputs[b]`` for every selected (b, j).
+
+    ``target`` int8 (B, K), ``inputs`` int8 (B, K_in); ``delta`` int32 (K, K_in) starts at 0;
+    ``touched`` uint8 (K,) marks rows with an update. K_in int_add per selected neuron.
+    """
+    n, g = sel.shape
+    k_in = inputs.shape[1]
+    for b in range(n):
+        for q in range(g):
+            j = sel[b, q]
+            if j >= 0:
+                touched[j] = 1
+                s = 2 * target[b, j]
+                for i in range(k_in):
+                    delta[j, i] += s * inputs[b, i]
+                counts[ADD] += k_in
+
+
+@njit(cache=True, nogil=True)
+def accumulate_time(sel, target, inputs, wrong, delta, touched, counts):
+    """BEP-TT's Eq. 8 summed over time: ``delta[j] += 2 sum_t target[t, b, j] inputs[t, b]``.
+
+    ``target`` int8 (T, B, K), ``inputs`` int8 (T, B, K_in); the mask ``sel`` (B, G) is
+    shared by all time steps. T K_in int_add per selected neuron.
+    """
+    n, g = sel.shape
+    steps, _, k_in = inputs.shape
+    for b in range(n):
+        for q in range(g):
+            j = sel[b, q]
+            if j >= 0:
+                touched[j] = 1
+                for t in range(steps):
+                    if not wrong[t, b, j]:
+                        continue
+                    s = 2 * target[t, b, j]
+                    for i in range(k_in):
+                        delta[j, i] += s * inputs[t, b, i]
+                counts[ADD] += steps * k_in
+
+
+@njit(cache=True, nogil=True)
+def time_stability(z, target, wrong_t, out, wrong, counts):
+    """BEP-TT's shared-mask stability, summed over the steps where the neuron is wrong:
+    ``out[b, j] = sum_{t: wrong_t} target[t, b, j] z[t, b, j]`` (<= 0); ``wrong[b, j]`` = wrong
+    at some step. ``z`` int32 (T, B, K), ``target`` int8 and ``wrong_t`` uint8 (T, B, K).
+    Per (t, b, j): 1 int_cmp (the wrong test) + 1 int_add (a +/-1 multiply is a conditional
+    negate, counted with the add); + 1 int_cmp per (b, j).
+    """
+    steps, n, k = z.shape
+    for b in range(n):
+        for j in range(k):
+            s = 0
+            any_wrong = 0
+            for t in range(steps):
+                if wrong_t[t, b, j]:
+                    any_wrong = 1
+                    s += z[t, b, j] if target[t, b, j] > 0 else -z[t, b, j]
+            out[b, j] = s
+            wrong[b, j] = any_wrong
+    counts[ADD] += steps * n * k
+    counts[CMP] += steps * n * k + n * k
+
+
+@njit(cache=True, nogil=True)
+def reinforce(h, thr, state, lo, hi, counts):
+    """CP+R reinforcement: each counter, with probability thr / 2^32, moves 2 away from 0.
+
+    ``h`` int16 (K, K_in) in place; ``state`` uint32 (1,) is the xorshift32 state (Marsaglia
+    2003, shifts 13/17/5), advanced once per counter. sign(0) = +1 as in the forward. Per
+    counter: 3 xor_word + 1 int_cmp; per reinforced counter: 1 int_add + 1 int_cmp (clip).
+    Returns the number of reinforced counters.
+    """
+    x = np.uint32(state[0])
+    k, k_in = h.shape
+    hits = 0
+    for j in range(k):
+        for i in range(k_in):
+            x ^= np.uint32(x << np.uint32(13))
+            x ^= np.uint32(x >> np.uint32(17))
+            x ^= np.uint32(x << np.uint32(5))
+            if np.int64(x) < thr:
+                v = np.int32(h[j, i])
+                v = v + 2 if v >= 0 else v - 2
+                h[j, i] = min(max(v, lo), hi)
+                hits += 1
+    state[0] = x
+    n = k * k_in
+    counts[XOR] += 3 * n
+    counts[CMP] += n + hits
+    counts[ADD] += hits
+    return hits

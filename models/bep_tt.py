@@ -1,0 +1,139 @@
+"""BEP-TT: Binary Error Propagation through time for binary recurrent networks.
+
+Same paper as ``models/bep.py`` (arXiv:2512.04189, Sec. on recurrent networks; digest
+step 11). Network, with x_t the input bits of step t and s_0 = +1 (reading: the paper does
+not state s_0):
+
+    z_t = W_xs x_t + W_ss s_{t-1},  s_t = sign(z_t)          t = 1..T
+    z_y = W_sy s_T,                 s_y = sign(z_y),  logits = P s_y
+
+Backward of a triggered sample (gates g = 1[|z| <= nu K_in] as in the MLP):
+
+    s*_y = rho_c;  s*_T = sign(W_sy^T (g_y * s*_y));  s*_t = sign(W_ss^T (g_{t+1} * s*_{t+1}))
+
+and the counters of W_xs, W_ss move by ``2 M sum_t s*_t (x_t | s_{t-1})^T``, W_sy by the MLP
+rule. The masks of W_xs and W_ss are shared across time, so masking commutes with the time
+sum and the tied weights get one update. Reading chosen for the shared mask (the paper
+does not spell it out): the time-summed stability ``S_j = sum_t s*_{t,j} z_{t,j}``; a
+neuron is wrong when ``S_j < 0`` and each group updates its wrong neuron of smallest
+``|S_j|``. Ties of the backward sign keep the forward bit (see ``models/bep.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+from models import bep_kernels as K
+from models.bep import BEP, BEPConfig, Layer, frac, to_signs
+from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
+
+
+@dataclass
+class BEPTTConfig(BEPConfig):
+    """``hidden = (K_s, K_y)``: state width and readout width. Defaults: the paper's RNN runs
+    (r = 0.5, p_r = 0.5, gamma_0 = 15, nu = 0.05); 50 epochs there, fewer here."""
+
+    hidden: tuple[int, ...] = (120, 64)
+    epochs: int = 30
+    batch_size: int = 20
+    r: float = 0.5
+    nu: float = 0.05
+    p_r: float = 0.5
+    gamma0: int = 15
+
+    def __post_init__(self):
+        super().__post_init__()
+        if len(self.hidden) != 2:
+            raise ModelError(f"BEPTTConfig.hidden = {self.hidden}: expected (state width, "
+                             "readout width)")
+        if self.local:
+            raise ModelError("BEPTTConfig.local = True: the local rule is an MLP baseline only")
+
+
+class BEPTT(BEP):
+    """A binary RNN trained by BEP-TT on a BitwiseDevice. Inputs are (N, T, F) bits."""
+
+    x_ndim = 3
+
+    def __init__(self, n_inputs: int, n_classes: int, config: BEPTTConfig, device):
+        rng = np.random.default_rng(config.seed)
+        k_s, k_y = config.hidden
+        wb = device.word_bits
+        xs, ss, sy = Layer(n_inputs, k_s, wb, rng), Layer(k_s, k_s, wb, rng), Layer(k_s, k_y, wb, rng)
+        xs.fan_in = ss.fan_in = n_inputs + k_s  # one neuron's fan-in spans both matrices
+        # gamma[0] groups the state neurons (shared by W_xs and W_ss), gamma[1] the readout
+        self._init_state(n_inputs, n_classes, config, device, [xs, ss, sy], [])
+
+    def forward(self, x_bits: np.ndarray):
+        """Returns (z (T, B, K_s) int32 + z_y, states int8 (T + 1, B, K_s) incl. s_0, [.., s_y words])."""
+        dev = self.dev
+        xs, ss, sy = self.layers
+        n, steps, _ = x_bits.shape
+        s_words = pack_signs(np.ones((n, ss.k_in), np.int8), self.wb)   # s_0 = +1
+        zs = np.empty((steps, n, ss.k_out), np.int32)
+        states = np.empty((steps + 1, n, ss.k_out), np.int8)
+        states[0] = 1
+        for t in range(steps):
+            xw = pack_bits(np.ascontiguousarray(x_bits[:, t]), self.wb)
+            zs[t] = dev.add_int(dev.sign_matmul(xw, xs.w, xs.k_in),
+                                dev.sign_matmul(s_words, ss.w, ss.k_in))   # (B, K_s)
+            s_words = dev.sign(zs[t], 0)
+            states[t + 1] = unpack_signs(s_words, ss.k_out)
+        z_y = dev.sign_matmul(s_words, sy.w, sy.k_in)                      # (B, K_y)
+        y_words = dev.sign(z_y, 0)
+        return (zs, z_y), (states, unpack_signs(y_words, sy.k_out)), [s_words, y_words]
+
+    def train_batch(self, x_bits: np.ndarray, y: np.ndarray) -> int:
+        cfg, sy = self.config, self.layers[2]
+        (zs, z_y), (states, _), words = self.forward(x_bits)
+        out = self.logits(words[-1])
+        n = len(y)
+        trig, pred = np.zeros(n, np.bool_), np.zeros(n, np.int64)
+        K.trigger(out, y, -(-frac(cfg.r) * sy.k_out // 1), trig, pred, self.counts)
+        errors = int(np.count_nonzero(pred != y))
+        idx = np.flatnonzero(trig)
+        if len(idx):
+            self._apply(self._deltas(x_bits[idx], zs[:, idx], z_y[idx], states[:, idx], y[idx]))
+        else:
+            self._apply([None, None, None])
+        self._flush()
+        return errors
+
+    def _deltas(self, x_bits, zs, z_y, states, y):
+        dev, nu = self.dev, frac(self.config.nu)
+        xs, ss, sy = self.layers
+        steps, n, k_s = zs.shape
+        target_y = self.frame[y]                                            # s*_y = rho_c
+        d_sy = self._layer_delta(2, z_y, target_y, np.ascontiguousarray(states[-1]),
+                                 gamma=self.gamma[1])
+        targets = np.empty((steps, n, k_s), np.int8)
+        g = np.empty(z_y.shape, np.uint8)
+        K.gate(z_y, int(nu * sy.k_in), g, self.counts)
+        u = dev.masked_sign_matmul(pack_signs(target_y, self.wb), sy.wt, pack_bits(g, self.wb),
+                                   k=sy.k_out)                               # (n, K_s)
+        K.desired(u, np.ascontiguousarray(states[steps]), targets[steps - 1], self.counts)
+        g = np.empty((n, k_s), np.uint8)
+        for t in range(steps - 2, -1, -1):  # s*_t from s*_{t+1} through the gate of z_{t+1}
+            K.gate(zs[t + 1], int(nu * xs.fan_in), g, self.counts)
+            u = dev.masked_sign_matmul(pack_signs(targets[t + 1], self.wb), ss.wt,
+                                       pack_bits(g, self.wb), k=ss.k_out)
+            K.desired(u, np.ascontiguousarray(states[t + 1]), targets[t], self.counts)
+        wrong_t = np.empty((steps, n, k_s), np.uint8)                        # (T, n, K_s)
+        for t in range(steps):
+            K.wrong_bits(zs[t], targets[t], wrong_t[t], self.counts)
+        stab = np.empty((n, k_s), np.int32)
+        wrong = np.empty((n, k_s), np.uint8)
+        K.time_stability(zs, targets, wrong_t, stab, wrong, self.counts)
+        sel = np.empty((n, -(-k_s // self.gamma[0])), np.int32)
+        K.select(stab, wrong, self.gamma[0], sel, self.counts)
+        out = []
+        for lay, inputs in ((xs, to_signs(np.ascontiguousarray(x_bits.transpose(1, 0, 2)))),
+                            (ss, states[:-1])):                             # (T, n, K_in)
+            delta = np.zeros((lay.k_out, lay.k_in), np.int32)
+            touched = np.zeros(lay.k_out, np.uint8)
+            K.accumulate_time(sel, targets, np.ascontiguousarray(inputs), wrong_t, delta,
+                              touched, self.counts)
+            out.append((delta, touched))
+        return out + [d_sy]

@@ -164,16 +164,16 @@ class TverskyProjection(nn.Module):
         return self.feature_bank.shape[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() < 1 or x.shape[-1] != self.in_features:
+        if not torch.jit.is_tracing() and (x.dim() < 1 or x.shape[-1] != self.in_features):
             raise ModelError(f"TverskyProjection.forward: x has shape {tuple(x.shape)}, "
                              f"expected (*, {self.in_features})")
-        lead = x.shape[:-1]
-        y = tversky_similarity(x.reshape(-1, self.in_features), self._prototypes(),
+        flat = x if x.dim() == 2 else x.reshape(-1, self.in_features)  # 2-D: no reshape, so
+        y = tversky_similarity(flat, self._prototypes(),              # ONNX keeps N dynamic
                                self.feature_bank, self.theta, self.alpha, self.beta,
                                similarity=self.similarity,
                                intersection_reduction=self.intersection_reduction,
                                difference_reduction=self.difference_reduction)  # (N, P)
-        return y.reshape(*lead, self.out_features)
+        return y if x.dim() == 2 else y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -252,12 +252,16 @@ def experiment(quick: bool = True, profile="a100", seed: int = 0) -> RunResult:
     return simulate(profile=profile, seed=seed, quick=quick)
 
 
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None):
-    """Train the quick encoder + Tversky head and write it as ONNX, checked by onnxruntime."""
+def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None, **overrides):
+    """Train the quick encoder + Tversky head and write it as ONNX, checked by onnxruntime.
+
+    The exported graph maps pixels (N, 784) to similarities (N, 10) to the class prototypes.
+    """
     from deploy.onnx_export import check_onnx, export_onnx  # deploy imports models, not back
     if target != "onnx":
         raise ModelError(f"tversky export: target {target!r}: only 'onnx' is supported")
-    cfg = TverskyHeadConfig(seed=seed, visualise=False, **({} if quick else {"train": 60000}))
+    size = {} if quick else {"train": 60000}
+    cfg = TverskyHeadConfig(seed=seed, **{**size, "visualise": False, **overrides})
     data = datasets.fashion_mnist(limit_train=cfg.train, limit_test=256)
     dev = TorchDevice("a100")
     res = run_heads(data, cfg, dev, progress)

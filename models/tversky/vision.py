@@ -51,7 +51,7 @@ class BlockMean(nn.Module):
 
     def forward(self, x):
         n, c, h, w = x.shape
-        return x.reshape(n, c, 2, h // 2, 2, w // 2).mean(dim=(3, 5))
+        return x.reshape(-1, c, 2, h // 2, 2, w // 2).mean(dim=(3, 5))  # -1: batch stays dynamic in ONNX
 
 
 def conv_encoder(seed: int, width: int = 32) -> nn.Sequential:

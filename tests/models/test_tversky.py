@@ -183,3 +183,35 @@ def test_onnx_export_matches_torch(tmp_path):
     x = np.random.default_rng(0).random((3, 784), dtype=np.float32)
     (out,) = sess.run(None, {"pixels": x})
     assert out.shape == (3, 10) and np.isfinite(out).all()
+
+
+def test_prototypes_reach_run_file_and_report(small_run, tmp_path):
+    from deploy.report import html_report
+    from deploy.runfile import read_run, write_result
+    run = read_run(write_result(tmp_path / "tv.h5", small_run))
+    np.testing.assert_array_equal(run.traces["linear_prototypes"],
+                                  small_run.traces["linear_prototypes"])
+    html = html_report(run, [run.ledger.price(TOY)], tmp_path / "tv.html").read_text()
+    assert 'alt="tversky_prototypes"' in html and 'alt="linear_prototypes"' in html
+
+
+def test_char_gpt_parameter_counts_exact():
+    from models.tversky.gpt import CharGPT, CharGPTConfig
+    v, t, d, k, layers = 50, 16, 32, 24, 2
+    emb = v * d + t * d
+    attn = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d      # LN, qkv, out, LN
+    mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)
+    linear = CharGPT(CharGPTConfig(vocab=v, block=t, width=d, bank_size=k))
+    assert linear.n_parameters == emb + layers * (attn + mlp) + 2 * d   # tied head: 0 more
+    # Tversky: each MLP stack -> d x d prototypes + 3 scalars; one shared bank K d; the head
+    # adds only its 3 scalars (prototypes = token embeddings)
+    tv = CharGPT(CharGPTConfig(vocab=v, block=t, width=d, bank_size=k, tversky="all"))
+    assert tv.n_parameters == emb + layers * (attn + d * d + 3) + 2 * d + k * d + 3
+    head = CharGPT(CharGPTConfig(vocab=v, block=t, width=d, bank_size=k, tversky="head"))
+    assert head.n_parameters == linear.n_parameters + k * d + 3
+    ids = torch.randint(0, v, (3, t))
+    assert tv(ids).shape == (3, t, v) and linear(ids).shape == (3, t, v)
+    with pytest.raises(ModelError, match="sequence length 17 exceeds the context 16"):
+        tv(torch.zeros(1, 17, dtype=torch.int64))
+    with pytest.raises(ModelError, match="tversky = 'mlp'"):
+        CharGPTConfig(vocab=v, tversky="mlp")

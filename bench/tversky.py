@@ -92,7 +92,8 @@ def head_part(train, test, epochs, seeds):
                   f"theta {rows[-1][6]:.3f} | {time.perf_counter() - t0:.0f} s", flush=True)
             if "prototype_images" in res:
                 fig = plot_prototypes(res["prototype_images"], FASHION_CLASSES,
-                                      "data-domain prototypes, random frozen encoder")
+                                      "data-domain prototypes: change from their start "
+                                      "(mean training image), random frozen encoder")
                 path = Path(__file__).with_name("tversky_prototypes.png")
                 fig.savefig(path, dpi=110)
                 out["data_domain_accuracy"] = {k: m[f"{k}_data_domain_test_accuracy"]

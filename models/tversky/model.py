@@ -190,7 +190,8 @@ def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
     pictures ``z`` train; learning bank and pictures together from scratch collapsed every
     time we tried (all prototypes lose all bank features, after which the layer has no
     gradient). Linear: weight rows ``g(sigmoid(z))`` and a bias train from scratch.
-    Returns (test accuracy with the data-domain prototypes, pictures (10, 28, 28)).
+    Returns (test accuracy with the data-domain prototypes, the change training made to
+    each picture, (10, 28, 28) in [-1, 1]).
     """
     protos = DataDomainPrototypes(enc, 10, cfg.seed, xt).to(dev.torch_device)
     if kind == "tversky":
@@ -212,7 +213,7 @@ def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
     xs, ys = fs_ys
     with torch.no_grad(), dev.count(f"visualise/{kind}/infer", samples=len(xs)):
         acc = accuracy(dd(enc(xs)), ys)
-        imgs = protos.images().cpu().numpy()
+        imgs = (protos.images() - protos.start).cpu().numpy()   # learned change, (10, 28, 28)
     return acc, imgs
 
 
@@ -236,7 +237,7 @@ def simulate(profile="a100", dataset="fashion-mnist", seed: int = 0, quick: bool
     config = {**asdict(cfg), "feature_dim": res["d"], "torch_device": str(dev.torch_device)}
     traces = {f"{k}_train_loss": np.array(v) for k, v in res["losses"].items()}
     for kind, imgs in res.get("prototype_images", {}).items():
-        traces[f"{kind}_prototypes"] = imgs                       # (10, 28, 28) pictures
+        traces[f"{kind}_prototypes"] = imgs                       # (10, 28, 28) changes
     return RunResult("tversky", dev.profile.name, data.name, config, m, dev.ledger, traces)
 
 
@@ -244,7 +245,8 @@ def prototype_figure(result: RunResult):
     """The data-domain prototype pictures of a run (Tversky row, linear row) as a Figure."""
     rows = {k: result.traces[f"{k}_prototypes"] for k in ("tversky", "linear")
             if f"{k}_prototypes" in result.traces}
-    return plot_prototypes(rows, FASHION_CLASSES, "data-domain prototypes (frozen encoder)")
+    return plot_prototypes(rows, FASHION_CLASSES, "data-domain prototypes: change from their "
+                           "start (mean training image), frozen encoder")
 
 
 def experiment(quick: bool = True, profile="a100", seed: int = 0) -> RunResult:

@@ -11,7 +11,8 @@ Prototype visualisation (paper Sec. "unified interpretation"): the exact paramet
 was not retrievable, so we use this reading: each prototype is the encoder's image of a
 learned input-space picture, ``pi_i = g(sigmoid(z_i))`` with ``z_i`` (1, 28, 28), trained
 through the frozen encoder ``g``. The same is done for a linear head (weight rows
-``g(sigmoid(z_i))``), and :func:`plot_prototypes` draws both rows of pictures.
+``g(sigmoid(z_i))``), and :func:`plot_prototypes` draws both rows of pictures as their
+change from their start (the mean training image), which is what training learned.
 """
 from __future__ import annotations
 
@@ -76,16 +77,21 @@ class DataDomainPrototypes(nn.Module):
     The encoder is frozen (its parameters do not train) but gradients pass through it to
     ``z``; ``images()`` returns the pictures (P, 28, 28) in [0, 1].
 
-    ``z`` starts at the logits of ``n`` training images drawn at random (any class, seeded):
-    a uniform grey start leaves every prototype with no bank feature (``pi . f_k <= 0`` for
-    all k, the bank being non-negative), where the Tversky layer has no gradient.
+    ``z`` starts at the logit of the mean training image (the same for every prototype,
+    so no class is favoured) plus small seeded noise to break the tie. A uniform grey start
+    left the prototypes with no bank feature (``pi . f_k <= 0`` for all k), where the
+    Tversky layer has no gradient; a start at random training images kept those images
+    visible in the result, whatever class the prototype came to stand for.
     """
 
     def __init__(self, encoder: nn.Module, n: int, seed: int, pool: torch.Tensor):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
-        pick = pool[torch.randperm(len(pool), generator=gen)[:n]].detach().cpu()
-        self.z = nn.Parameter(torch.logit(pick.reshape(n, 784).clamp(0.05, 0.95)))
+        mean = pool.detach().reshape(len(pool), 784).mean(0).cpu().clamp(0.05, 0.95)
+        noise = 0.1 * torch.randn(n, 784, generator=gen)
+        self.z = nn.Parameter(torch.logit(mean).expand(n, 784) + noise)
+        # each picture's start, so the plot can show only what training changed
+        self.register_buffer("start", torch.sigmoid(self.z.detach()).reshape(n, 28, 28))
         self.encoder = [encoder]  # a list: not registered, so its weights are not ours
 
     def images(self) -> torch.Tensor:
@@ -108,7 +114,10 @@ class PrototypeLinear(nn.Module):
 
 
 def plot_prototypes(rows: dict[str, np.ndarray], class_names=None, title: str = "") -> Figure:
-    """One row of prototype pictures per head: ``rows[name]`` is (P, 28, 28) in [0, 1]."""
+    """One row of pictures per head: ``rows[name]`` is (P, 28, 28) of changes in [-1, 1].
+
+    Red: pixels training made brighter than the prototype's start; blue: darker.
+    """
     if not rows:
         raise ModelError("plot_prototypes: rows is empty; expected {head name: (P, 28, 28)}")
     n = max(len(v) for v in rows.values())
@@ -124,7 +133,8 @@ def plot_prototypes(rows: dict[str, np.ndarray], class_names=None, title: str = 
             ax.set_xticks([])
             ax.set_yticks([])
             if c < len(imgs):
-                ax.imshow(imgs[c], cmap="gray", vmin=0.0, vmax=1.0)
+                lim = max(float(np.abs(imgs).max()), 1e-6)
+                ax.imshow(imgs[c], cmap="RdBu_r", vmin=-lim, vmax=lim)
             if r == 0 and class_names:
                 ax.set_title(class_names[c], fontsize=7)
         axes[r, 0].set_ylabel(name, fontsize=8)

@@ -109,12 +109,17 @@ def train_encoder(encoder: nn.Sequential, xt, yt, cfg: TverskyHeadConfig, dev: T
                 opt.step()
 
 
+@torch.no_grad()
+def encode(module: nn.Module, x: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
+    """``module(x)`` in chunks: whole-set conv activations would take GBs at 60k images."""
+    return torch.cat([module(x[i:i + chunk]) for i in range(0, len(x), chunk)])
+
+
 def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev: TorchDevice) -> nn.Sequential:
     """The frozen encoder, its standardisation fitted on the training features."""
     enc = dev.compile(conv_encoder(cfg.seed, cfg.width))
     if cfg.encoder == "trained":
-        with torch.no_grad():  # standardise first so the probe starts on centred features
-            enc[-1].fit(enc[:-1](xt))
+        enc[-1].fit(encode(enc[:-1], xt))  # standardise first: the probe starts centred
         train_encoder(enc, xt, yt, cfg, dev)
     for p in enc.parameters():
         p.requires_grad_(False)
@@ -122,7 +127,7 @@ def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev: TorchDevice) -> nn.Sequen
     with torch.no_grad():
         enc[-1].mean.zero_()
         enc[-1].inv_std.fill_(1.0)
-        enc[-1].fit(enc(xt))
+    enc[-1].fit(encode(enc, xt))
     return enc
 
 
@@ -161,8 +166,8 @@ def run_heads(data, cfg: TverskyHeadConfig, dev: TorchDevice, progress: Progress
     xt, yt = dev.tensor(data.x_train), dev.tensor(data.y_train, dtype=torch.int64)
     xs, ys = dev.tensor(data.x_test), dev.tensor(data.y_test, dtype=torch.int64)
     enc = build_encoder(xt, yt, cfg, dev)
-    with torch.no_grad(), dev.count("encode", samples=len(xt)):
-        feats = enc(xt)                                           # (N, d)
+    with dev.count("encode", samples=len(xt)):
+        feats = encode(enc, xt)                                   # (N, d)
     d = feats.shape[1]
     out = {"encoder": enc, "d": d, "heads": {}, "losses": {}, "metrics": {}}
     for kind in ("tversky", "linear"):

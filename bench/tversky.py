@@ -15,7 +15,8 @@ Three parts, each printed side by side with its linear anchor (paper: arXiv:2506
    projections and a Tversky head tied to the embeddings (one shared bank). Validation
    perplexity, exact parameter counts, inference MACs per character from the ledger.
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/tversky.py [--quick]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/tversky.py [--quick] [--parts xor,heads,gpt]
+        [--gpt-variants none,all,head]
 
 Last line: ``RESULT {json}``.
 """
@@ -119,25 +120,27 @@ def inference_macs_per_char(model, ids):
     return dev.ledger.total_ops("infer")["mac_fp32"] / x.numel()
 
 
-def gpt_part(steps):
+def gpt_part(steps, variants=("none", "all")):
     text = license_corpus()
     ids, chars = encode(text)
     split = int(0.9 * len(ids))
     print(f"== 3. char GPT on /usr/share/common-licenses ({len(text)} chars, vocab {len(chars)},"
           f" last 10% held out), 2 layers, d 64, 4 heads, context 64, {steps} AdamW steps ==")
     out = {}
-    for variant in ("none", "all"):
+    for variant in variants:
         cfg = CharGPTConfig(vocab=len(chars), tversky=variant)
         model = CharGPT(cfg, seed=0)
         t0 = time.perf_counter()
         ppl, curve = train_lm(model, ids[:split], ids[split:], steps=steps, seed=0)
         macs = inference_macs_per_char(model, ids[split:])
-        name = "linear" if variant == "none" else "tversky"
+        name = {"none": "linear", "all": "tversky", "head": "tversky_head_only"}[variant]
         out[name] = {"val_ppl": ppl, "parameters": model.n_parameters,
                      "final_train_loss": sum(curve[-50:]) / 50, "infer_macs_per_char": macs}
         print(f"  {name:7s}: val PPL {ppl:.3f} | parameters {model.n_parameters:,} | "
               f"train loss (last 50) {out[name]['final_train_loss']:.3f} | "
               f"{macs:,.0f} MACs/char | {time.perf_counter() - t0:.0f} s", flush=True)
+    if "linear" not in out or "tversky" not in out:
+        return out
     lin, tv = out["linear"], out["tversky"]
     print(f"  Tversky/linear: PPL x{tv['val_ppl'] / lin['val_ppl']:.3f} (paper GPT-2/PTB: "
           f"x0.922), parameters x{tv['parameters'] / lin['parameters']:.3f} (paper x0.652)")
@@ -147,18 +150,26 @@ def gpt_part(steps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    ap.add_argument("--parts", default="xor,heads,gpt", help="comma list of xor, heads, gpt")
+    ap.add_argument("--gpt-variants", default="none,all",
+                    help="GPT variants: none (linear), all (Tversky MLPs + head), head")
     args = ap.parse_args()
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     quick = args.quick
     result = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
               "torch": torch.__version__}
-    result["xor"] = xor_part(seeds=3 if quick else 10)
-    result["fashion_heads"] = head_part(train=3000 if quick else 30000,
-                                        test=1000 if quick else 10000,
-                                        epochs=2 if quick else 8,
-                                        seeds=[0] if quick else [0, 1])
-    result["char_gpt"] = gpt_part(steps=60 if quick else 1200)
+    parts = args.parts.split(",")
+    if "xor" in parts:
+        result["xor"] = xor_part(seeds=3 if quick else 10)
+    if "heads" in parts:
+        result["fashion_heads"] = head_part(train=3000 if quick else 30000,
+                                            test=1000 if quick else 10000,
+                                            epochs=2 if quick else 8,
+                                            seeds=[0] if quick else [0, 1])
+    if "gpt" in parts:
+        result["char_gpt"] = gpt_part(steps=60 if quick else 1200,
+                                      variants=args.gpt_variants.split(","))
     result["wall_s"] = time.perf_counter() - t0
     print(f"total {result['wall_s']:.0f} s")
     print("RESULT " + json.dumps(result))

@@ -114,6 +114,7 @@ class TverskyProjection(nn.Module):
         Products of two projections grow like ``K d^2``, so wide inputs want ~ ``1/sqrt(d)``.
     seed : int, optional
         Seed of the uniform initialisation (else torch's global generator).
+    device, dtype : as for ``nn.Linear``.
     """
 
     def __init__(self, in_features: int, out_features: int, bank_size: int = 16, *,
@@ -121,7 +122,7 @@ class TverskyProjection(nn.Module):
                  prototypes: nn.Parameter | nn.Module | None = None,
                  similarity: str = "contrast", intersection_reduction: str = "product",
                  difference_reduction: str = "ignorematch", init_scale: float = 1.0,
-                 seed: int | None = None):
+                 seed: int | None = None, device=None, dtype=None):
         super().__init__()
         for name, val in (("in_features", in_features), ("out_features", out_features),
                           ("bank_size", bank_size)):
@@ -135,11 +136,13 @@ class TverskyProjection(nn.Module):
         if not init_scale > 0:
             raise ModelError(f"TverskyProjection: init_scale = {init_scale!r}: must be > 0")
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        def uniform(rows):  # drawn on the CPU generator, then moved: same values everywhere
+            return nn.Parameter((init_scale * torch.rand(rows, in_features, generator=gen))
+                                .to(device=device, dtype=dtype))
         if feature_bank is None:
-            feature_bank = nn.Parameter(init_scale * torch.rand(bank_size, in_features, generator=gen))
+            feature_bank = uniform(bank_size)
         if prototypes is None:
-            prototypes = nn.Parameter(init_scale * torch.rand(out_features, in_features,
-                                                           generator=gen))
+            prototypes = uniform(out_features)
         self.feature_bank, self.prototypes = feature_bank, prototypes
         for name, t, want in (("feature_bank", feature_bank, (None, in_features)),
                               ("prototypes", self._prototypes().detach(), (out_features, in_features))):
@@ -148,9 +151,9 @@ class TverskyProjection(nn.Module):
                 raise ModelError(f"TverskyProjection: {name} has shape {tuple(t.shape)}, "
                                  f"expected {shape}")
         self.in_features, self.out_features = in_features, out_features
-        self.theta = nn.Parameter(torch.tensor(1.0))
-        self.alpha = nn.Parameter(torch.tensor(0.5))
-        self.beta = nn.Parameter(torch.tensor(0.5))
+        self.theta = nn.Parameter(torch.tensor(1.0, device=device, dtype=dtype))
+        self.alpha = nn.Parameter(torch.tensor(0.5, device=device, dtype=dtype))
+        self.beta = nn.Parameter(torch.tensor(0.5, device=device, dtype=dtype))
         self.similarity = similarity
         self.intersection_reduction = intersection_reduction
         self.difference_reduction = difference_reduction

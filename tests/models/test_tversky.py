@@ -97,6 +97,8 @@ def test_drop_in_shapes_gradients_and_parameters():
     layer = TverskyProjection(8, 5, 3, seed=0)
     assert layer(torch.randn(2, 7, 8)).shape == (2, 7, 5)          # like nn.Linear
     assert layer(torch.randn(8)).shape == (5,)
+    wide = TverskyProjection(8, 5, 3, dtype=torch.float64)                # nn.Linear's kwargs
+    assert wide(torch.randn(4, 8, dtype=torch.float64)).dtype == torch.float64
     # a signed bank: with the official U(0, 1) bank and prototypes every prototype has every
     # feature at the start, so the x-only term (alpha's gradient) is exactly zero there
     torch.manual_seed(0)

@@ -99,8 +99,9 @@ def head_part(train, test, epochs, seeds):
                 fig.savefig(path, dpi=110)
                 out["data_domain_accuracy"] = {k: m[f"{k}_data_domain_test_accuracy"]
                                                for k in ("tversky", "linear")}
-                print(f"  data-domain prototypes: Tversky {m['tversky_data_domain_test_accuracy']:.4f}"
-                      f", linear {m['linear_data_domain_test_accuracy']:.4f}; picture: {path}")
+                print("  data-domain prototypes: Tversky "
+                      f"{m['tversky_data_domain_test_accuracy']:.4f}, linear "
+                      f"{m['linear_data_domain_test_accuracy']:.4f}; picture: {path}")
         sel = [r for r in rows if r[0] == encoder]
         tv_m, li_m = statistics.mean(r[2] for r in sel), statistics.mean(r[3] for r in sel)
         out[encoder] = {"tversky_accuracy": tv_m, "linear_accuracy": li_m,

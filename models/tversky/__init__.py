@@ -1,4 +1,4 @@
-"""Tversky neural networks (arXiv:2506.11035): the projection layer, frozen-encoder heads, a char GPT.
+"""Tversky neural networks (arXiv:2506.11035): projection layer, frozen-encoder heads, char GPT.
 
 ``layer`` holds the similarity and ``TverskyProjection``; ``vision`` the frozen encoders and
 the prototype picture; ``model`` the registered Fashion-MNIST experiment; ``gpt`` the

@@ -48,7 +48,9 @@ class CharGPTConfig:
     width: int = 64          # d
     tversky: str = "none"    # "head": LM head only; "all": MLP stacks and LM head (shared bank)
     bank_size: int = 64      # K of the shared bank
-    bank_scale: float = 0.35  # bank U(0, this); the official U(0, 1) gives tied-head logits of std ~17, 0.125 of ~0.2
+    # bank U(0, bank_scale): the official U(0, 1) starts the tied head with logits of std
+    # ~17, 0.125 with ~0.2 (too flat to learn from); 0.35 lies between
+    bank_scale: float = 0.35
     embed_scale: float = 0.125  # Tversky variants: token embeddings (= prototypes) U(0, this)
 
     def __post_init__(self):
@@ -129,7 +131,7 @@ class CharGPT(nn.Module):
                 self.head = None
 
     def forward(self, idx):
-        b, t = idx.shape
+        t = idx.shape[1]
         if t > self.cfg.block:
             raise ModelError(f"CharGPT: sequence length {t} exceeds the context {self.cfg.block}")
         x = self.tok(idx) + self.pos.weight[:t]                   # (B, T, d)

@@ -128,9 +128,10 @@ class TverskyProjection(nn.Module):
                           ("bank_size", bank_size)):
             if isinstance(val, bool) or not isinstance(val, int) or val < 1:
                 raise ModelError(f"TverskyProjection: {name} = {val!r}: must be an integer >= 1")
-        for name, val, allowed in (("similarity", similarity, SIMILARITIES),
-                                   ("intersection_reduction", intersection_reduction, INTERSECTIONS),
-                                   ("difference_reduction", difference_reduction, DIFFERENCES)):
+        for name, val, allowed in (
+                ("similarity", similarity, SIMILARITIES),
+                ("intersection_reduction", intersection_reduction, INTERSECTIONS),
+                ("difference_reduction", difference_reduction, DIFFERENCES)):
             if val not in allowed:
                 raise ModelError(f"TverskyProjection: {name} = {val!r}: must be one of {allowed}")
         if not init_scale > 0:
@@ -144,8 +145,10 @@ class TverskyProjection(nn.Module):
         if prototypes is None:
             prototypes = uniform(out_features)
         self.feature_bank, self.prototypes = feature_bank, prototypes
+        with torch.no_grad():
+            protos = self._prototypes()
         for name, t, want in (("feature_bank", feature_bank, (None, in_features)),
-                              ("prototypes", self._prototypes().detach(), (out_features, in_features))):
+                              ("prototypes", protos, (out_features, in_features))):
             if t.dim() != 2 or t.shape[1] != want[1] or (want[0] and t.shape[0] != want[0]):
                 shape = f"({want[0] or 'K'}, {want[1]})"
                 raise ModelError(f"TverskyProjection: {name} has shape {tuple(t.shape)}, "

@@ -24,9 +24,19 @@ from torch import nn
 from hw_profiles.errors import ModelError
 from models import datasets
 from models.registry import ModelCard, Progress, RunResult, register
-from models.tversky.layer import DIFFERENCES, INTERSECTIONS, SIMILARITIES, TverskyProjection
-from models.tversky.vision import (ENCODERS, DataDomainPrototypes, PrototypeLinear,
-                                   conv_encoder, plot_prototypes)
+from models.tversky.layer import (
+    DIFFERENCES,
+    INTERSECTIONS,
+    SIMILARITIES,
+    TverskyProjection,
+)
+from models.tversky.vision import (
+    ENCODERS,
+    DataDomainPrototypes,
+    PrototypeLinear,
+    conv_encoder,
+    plot_prototypes,
+)
 from sim.torch_engine import TorchDevice
 
 FASHION_CLASSES = ("T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
@@ -43,7 +53,9 @@ class TverskyHeadConfig:
     similarity: str = "contrast"    # the paper's default model
     intersection: str = "product"   # best in the paper's XOR study
     difference: str = "ignorematch"
-    init_scale: float = 0.0         # 0: 1/sqrt(d), keeps initial logits O(10) (official U(0,1) gives ~1e4 at d=256)
+    # bank and prototypes U(0, init_scale); 0 picks 1/sqrt(d), which starts the logits at
+    # O(10) where the official U(0, 1) gives ~1e4 at d = 256 (products grow like K d^2)
+    init_scale: float = 0.0
     train: int = 10000              # first N training images (quick run)
     test: int = 2000
     epochs: int = 10
@@ -224,7 +236,7 @@ def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
 
 def simulate(profile="a100", dataset="fashion-mnist", seed: int = 0, quick: bool = True,
              progress: Progress | None = None, **overrides) -> RunResult:
-    """Tversky vs linear head on a frozen encoder; ``quick=False``: all 60k/10k images, 10 epochs."""
+    """Tversky vs linear head on a frozen encoder; ``quick=False``: 60k/10k images, 10 epochs."""
     if dataset not in ("fashion-mnist", "fashion_mnist"):
         raise ModelError(f"tversky: dataset {dataset!r}: only 'fashion-mnist' is supported")
     size = {} if quick else {"train": 60000, "test": 10000, "epochs": 10}
@@ -264,7 +276,10 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
 
     The exported graph maps pixels (N, 784) to similarities (N, 10) to the class prototypes.
     """
-    from deploy.onnx_export import check_onnx, export_onnx  # deploy imports models, not back
+    from deploy.onnx_export import (  # deploy imports models, not back
+        check_onnx,
+        export_onnx,
+    )
     if target != "onnx":
         raise ModelError(f"tversky export: target {target!r}: only 'onnx' is supported")
     size = {} if quick else {"train": 60000}

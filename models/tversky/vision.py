@@ -34,7 +34,7 @@ class Standardize(nn.Module):
         self.register_buffer("mean", torch.zeros(width))
         self.register_buffer("inv_std", torch.ones(width))
 
-    def fit(self, feats: torch.Tensor) -> "Standardize":
+    def fit(self, feats: torch.Tensor) -> Standardize:
         self.mean.copy_(feats.mean(0))
         self.inv_std.copy_(1.0 / (feats.std(0) + 1e-6))
         return self
@@ -51,8 +51,9 @@ class BlockMean(nn.Module):
     """
 
     def forward(self, x):
-        n, c, h, w = x.shape
-        return x.reshape(-1, c, 2, h // 2, 2, w // 2).mean(dim=(3, 5))  # -1: batch stays dynamic in ONNX
+        _, c, h, w = x.shape
+        # -1, not n: the batch size stays dynamic in the ONNX graph
+        return x.reshape(-1, c, 2, h // 2, 2, w // 2).mean(dim=(3, 5))
 
 
 def conv_encoder(seed: int, width: int = 32) -> nn.Sequential:

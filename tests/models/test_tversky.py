@@ -1,4 +1,4 @@
-"""Tversky projection: naive twin of every reduction, XOR in one layer, drop-in shapes, counts, export."""
+"""Tversky projection: naive twin of every reduction, XOR in one layer, drop-in, counts, export."""
 import itertools
 
 import numpy as np
@@ -9,8 +9,13 @@ from torch import nn
 import models
 from hw_profiles.errors import ModelError
 from models.tversky import model as tv_model
-from models.tversky.layer import (DIFFERENCES, INTERSECTIONS, SIMILARITIES, TverskyProjection,
-                                  tversky_similarity)
+from models.tversky.layer import (
+    DIFFERENCES,
+    INTERSECTIONS,
+    SIMILARITIES,
+    TverskyProjection,
+    tversky_similarity,
+)
 from models.tversky.model import TverskyHeadConfig, simulate
 from sim.torch_engine import TorchDevice
 
@@ -147,7 +152,7 @@ def test_bad_inputs():
         tv_model._check_xy(np.zeros((3, 10)), None, "test")
 
 
-SMALL = dict(train=2000, test=500, epochs=4, width=8, lr=1e-2)
+SMALL = {"train": 2000, "test": 500, "epochs": 4, "width": 8, "lr": 1e-2}
 
 
 @pytest.fixture(scope="module")
@@ -188,9 +193,10 @@ def test_onnx_export_matches_torch(tmp_path):
 
 
 def test_prototypes_reach_run_file_and_report(small_run, tmp_path):
+    import dataclasses  # the run file loads the profile by name; the toy one is a path
+
     from deploy.report import html_report
     from deploy.runfile import read_run, write_result
-    import dataclasses  # the run file loads the profile by name; the toy one is a path
     run = read_run(write_result(tmp_path / "tv.h5", dataclasses.replace(small_run, profile=TOY)))
     np.testing.assert_array_equal(run.traces["linear_prototypes"],
                                   small_run.traces["linear_prototypes"])

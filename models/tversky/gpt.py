@@ -1,4 +1,4 @@
-"""A character-level GPT whose projections are Tversky layers, and its linear twin (paper Sec. 4.2).
+"""A character-level GPT whose projections are Tversky layers, and its linear twin.
 
 The paper trains GPT-2 on PTB with Tversky projections and one shared feature bank, the
 LM head's prototypes tied to the token embeddings (PPL 112.81 -> 103.99, parameters

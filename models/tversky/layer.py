@@ -55,7 +55,7 @@ def intersection(ma, ba, mb, bb, reduction: str = "product") -> torch.Tensor:
         return torch.maximum(ia, ib)
     if reduction == "mean":
         return 0.5 * (ia + ib)
-    if reduction == "gmean":                # exp(mean log); 0 when either side shares nothing
+    if reduction == "gmean":  # = the code's exp(mean log) for I >= 0; 0 when a side shares nothing
         return torch.sqrt(ia * ib)
     if reduction == "softmin":
         return -torch.logaddexp(-ia, -ib)

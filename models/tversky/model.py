@@ -1,4 +1,4 @@
-"""Frozen-encoder image classification with a Tversky head against a linear head (paper Sec. 4.1).
+"""Frozen-encoder image classification with a Tversky head against a linear head.
 
 The paper's claim at small scale: on top of a frozen encoder, a Tversky projection head
 (``TverskyProjection(d, classes)``) classifies better than a linear head ``Linear(d,

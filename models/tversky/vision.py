@@ -7,12 +7,13 @@ the training set, then frozen). Both end in a fixed standardisation (train-set m
 std per feature), so features are signed and the bank's "x has feature k" test
 ``x . f_k > 0`` is not trivially true for every non-negative ReLU feature.
 
-Prototype visualisation (paper Sec. "unified interpretation"): the exact parameterisation
-was not retrievable, so we use this reading: each prototype is the encoder's image of a
-learned input-space picture, ``pi_i = g(sigmoid(z_i))`` with ``z_i`` (1, 28, 28), trained
-through the frozen encoder ``g``. The same is done for a linear head (weight rows
-``g(sigmoid(z_i))``), and :func:`plot_prototypes` draws both rows of pictures as their
-change from their start (the mean training image), which is what training learned.
+Prototype visualisation (the paper's "unified interpretation" of both layers): the exact
+parameterisation was not retrievable, so we use this reading: each prototype is the
+encoder's image of a learned input-space picture, ``pi_i = g(sigmoid(z_i))`` with ``z_i``
+(1, 28, 28), trained through the frozen encoder ``g`` against the trained head's frozen
+bank and contrast weights. The same is done for a linear head (weight rows
+``g(sigmoid(z_i))`` plus a bias), and :func:`plot_prototypes` draws both rows of pictures
+as their change from their start (the mean training image): what training learned.
 """
 from __future__ import annotations
 

@@ -81,6 +81,20 @@ def plot_trace(name: str, values: np.ndarray) -> Figure:
     return fig
 
 
+def plot_image_grid(name: str, images: np.ndarray, max_images: int = 16) -> Figure:
+    """A 3-D trace (N, H, W) as a row of grey pictures (e.g. learned prototypes), N <= 16."""
+    images = np.asarray(images, dtype=float)[:max_images]
+    lo, hi = float(images.min()), float(images.max())
+    fig = Figure(figsize=(0.9 * len(images) + 0.4, 1.4), layout="constrained")
+    for i, ax in enumerate(fig.subplots(1, len(images), squeeze=False)[0]):
+        ax.imshow(images[i], cmap="gray", vmin=lo, vmax=hi if hi > lo else lo + 1.0)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(str(i), fontsize=7)
+    fig.suptitle(name, fontsize=9)
+    return fig
+
+
 def fig_to_img(fig: Figure, alt: str) -> str:
     """The figure as a PNG embedded in an HTML <img> tag (no external file)."""
     buf = io.BytesIO()

@@ -26,7 +26,7 @@ from deploy.runfile import Run
 from deploy.formatting import (energy_breakdown, format_bytes, format_energy, significant,
                                 format_seconds)
 from deploy.plots import fig_to_img as _img
-from deploy.plots import plot_comparison, plot_energy_bars, plot_trace
+from deploy.plots import plot_comparison, plot_energy_bars, plot_image_grid, plot_trace
 from hw_profiles.errors import ReportError
 from hw_profiles.profile import PROVENANCES
 from sim.pricing import PJ, EnergyReport
@@ -303,9 +303,11 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
         arr = np.asarray(arr)
         if arr.ndim == 1 and arr.size:
             yield _img(plot_trace(name, arr), name)
+        elif arr.ndim == 3 and arr.size and arr.dtype.kind in "fiu":  # (N, H, W) pictures
+            yield _img(plot_image_grid(name, arr), name)
         else:
             yield (f"<p class=muted>Trace {_e(name)} ({_e(arr.dtype)}, shape {_e(arr.shape)}) "
-                   "is not plotted: only non-empty 1-D traces are drawn for now.</p>")
+                   "is not plotted: only non-empty 1-D traces and (N, H, W) pictures are drawn.</p>")
     yield "<h2>Uncounted ops</h2>" + (
         "<p>These ops were executed but not priced: their energy is in no total above.</p>"
         + _html_table(*tables["uncounted"])

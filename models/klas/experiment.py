@@ -37,24 +37,24 @@ from sim.torch_engine import TorchDevice
 class KLASConfig:
     """Full bench scale by default (fits ~15 min of one shared CPU core); ``quick()`` shrinks it."""
 
-    widths: tuple[int, ...] = (32, 48, 96)   # "Ti/S/B": ~2x FLOPs steps, as DeiT's 192/384/768
-    heads: tuple[int, ...] = (2, 3, 4)       # head width 16-24
-    depth: int = 5                           # 5 x 4 = 20 stitches per anchor pair
+    widths: tuple[int, ...] = (24, 40, 64)   # "Ti/S/B": ~2.5x FLOPs steps (DeiT: ~4x)
+    heads: tuple[int, ...] = (2, 2, 4)       # head width 12-20
+    depth: int = 4                           # 4 x 3 = 12 stitches per anchor pair
     patch: int = 7                           # 16 patches + CLS = 17 tokens
-    n_train: int = 8000                      # Fashion-MNIST training subset
+    n_train: int = 6000                      # Fashion-MNIST training subset
     n_val: int = 1000                        # D_v: probes' KL, CKA and LS init
-    n_test: int = 2000
+    n_test: int = 1500
     anchor_epochs: int = 4
     batch_size: int = 128
     lr: float = 2e-3
     probe_epochs: int = 4                    # cheap: frozen forward + one linear layer
     probe_lr: float = 1e-2
     ls_samples: int = 256                    # 256 x 17 tokens >> d_f + 1 unknowns
-    stitch_steps: int = 80                   # per-stitch fine-tune (ground truth)
+    stitch_steps: int = 60                   # per-stitch fine-tune (ground truth)
     stitch_lr: float = 1e-3
     n_buckets: int = 8
     tau: float = 0.05                        # the paper's default
-    supernet_steps: int = 600
+    supernet_steps: int = 500
     supernet_lr: float = 5e-4
     seed: int = 0
 

@@ -29,7 +29,7 @@ from hw_profiles.errors import ModelError
 from models import datasets
 from models.klas import scores as sc
 from models.klas.stitch import StitchedViT, StitchLayer
-from models.klas.vit import TinyViT
+from models.klas.vit import TinyViT, cls_token
 from sim.torch_engine import TorchDevice
 
 
@@ -46,8 +46,8 @@ class KLASConfig:
     n_test: int = 1500
     anchor_epochs: int = 4
     batch_size: int = 128
-    lr: float = 2e-3
-    probe_epochs: int = 4                    # cheap: frozen forward + one linear layer
+    lr: float = 3e-3                         # peak of the warm-up + cosine schedule
+    probe_epochs: int = 20                   # cheap: linear layers on cached frozen features
     probe_lr: float = 1e-2
     ls_samples: int = 256                    # 256 x 17 tokens >> d_f + 1 unknowns
     stitch_steps: int = 60                   # per-stitch fine-tune (ground truth)
@@ -79,7 +79,7 @@ class KLASConfig:
     def quick(cls, **overrides) -> "KLASConfig":
         """The quick run (about a minute): narrower, shallower anchors on 2000 images."""
         base = dict(widths=(16, 24, 32), heads=(2, 2, 2), depth=3, n_train=2000, n_val=300,
-                    n_test=500, anchor_epochs=3, probe_epochs=3, ls_samples=128,
+                    n_test=500, anchor_epochs=5, probe_epochs=10, ls_samples=128,
                     stitch_steps=20, n_buckets=4, supernet_steps=120)
         return cls(**{**base, **overrides})
 
@@ -87,10 +87,17 @@ class KLASConfig:
 # -- small helpers -------------------------------------------------------------------------
 
 def _train(dev: TorchDevice, params, loss_fn, x, y, scope: str, steps: int, batch: int,
-           lr: float, seed: int) -> list[float]:
-    """Adam on ``loss_fn(step, xb, yb)`` for ``steps`` random mini-batches, counted under scope."""
+           lr: float, seed: int, cosine: bool = False) -> list[float]:
+    """Adam on ``loss_fn(step, xb, yb)`` for ``steps`` random mini-batches, counted under scope.
+
+    ``cosine``: 10% linear warm-up then cosine decay to 0 (the DeiT recipe's schedule; a
+    ViT trained from scratch for a few hundred steps needs it).
+    """
     params = [p for p in params if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr, foreach=True)
+    warm = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min((t + 1) / warm, 0.5 * (
+        1 + np.cos(np.pi * min(t, steps) / steps)))) if cosine else None
     gen = torch.Generator().manual_seed(seed)
     losses = []
     with dev.count(scope, samples=steps * batch):
@@ -100,6 +107,8 @@ def _train(dev: TorchDevice, params, loss_fn, x, y, scope: str, steps: int, batc
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if sched is not None:
+                sched.step()
             losses.append(float(loss.detach()))
     return losses
 
@@ -143,7 +152,8 @@ def train_anchors(cfg: KLASConfig, dev: TorchDevice, x, y, progress=None) -> lis
         m = _seeded(cfg.seed * 100 + a, lambda: TinyViT(w, cfg.depth, h, cfg.patch))
         m = dev.compile(m).train()
         _train(dev, m.parameters(), lambda s, xb, yb: F.cross_entropy(m(xb), yb), x, y,
-               f"train/anchor{a}", steps, cfg.batch_size, cfg.lr, cfg.seed * 100 + a)
+               f"train/anchor{a}", steps, cfg.batch_size, cfg.lr, cfg.seed * 100 + a,
+               cosine=True)
         m.eval().requires_grad_(False)
         anchors.append(m)
         if progress:
@@ -153,20 +163,20 @@ def train_anchors(cfg: KLASConfig, dev: TorchDevice, x, y, progress=None) -> lis
 
 def train_probes(cfg: KLASConfig, dev: TorchDevice, anchor: TinyViT, x, y, scope: str,
                  seed: int) -> sc.ProbeSet:
-    """ProbeNet: all probes of a frozen anchor in one run, one random probe per step."""
+    """ProbeNet: all probes of a frozen anchor in one run, one random probe per step.
+
+    The anchor is frozen and there is no augmentation, so its CLS features at blocks
+    1..n-1 are computed once (counted under ``scope/features``) and every step trains one
+    randomly drawn probe on them; the paper re-runs the frozen backbone each step.
+    """
     probes = dev.compile(_seeded(seed, lambda: sc.ProbeSet(anchor.dim, anchor.depth, 10)))
+    with torch.no_grad(), dev.count(f"{scope}/features", samples=len(x)):
+        feats = torch.stack([cls_token(h) for h in anchor.block_outputs(x)[:-1]], 1)  # (N, n-1, D)
     pick = np.random.default_rng(seed).integers(1, anchor.depth, size=10 ** 6)
-
-    def loss(step, xb, yb):
-        k = int(pick[step])
-        with torch.no_grad():                           # the anchor stays frozen
-            h = anchor.embed(xb)
-            for blk in anchor.blocks[:k]:
-                h = blk(h)
-        return F.cross_entropy(probes(k, h), yb)
-
     steps = max(1, cfg.probe_epochs * len(x) // cfg.batch_size)
-    _train(dev, probes.parameters(), loss, x, y, scope, steps, cfg.batch_size, cfg.probe_lr, seed)
+    _train(dev, probes.parameters(),
+           lambda st, fb, yb: F.cross_entropy(probes(int(pick[st]), fb[:, pick[st] - 1]), yb),
+           feats, y, f"{scope}/fit", steps, cfg.batch_size, cfg.probe_lr, seed)
     return probes.eval()
 
 
@@ -174,7 +184,7 @@ def probe_logp(dev: TorchDevice, anchor: TinyViT, probes: sc.ProbeSet, x, scope:
     """Log-softmax of every probe on ``x``: (n, N, C), the last row from the anchor's head."""
     with torch.no_grad(), dev.count(scope, samples=len(x)):
         outs = anchor.block_outputs(x)
-        rows = [probes(k, outs[k - 1]) for k in range(1, anchor.depth)]
+        rows = [probes(k, cls_token(outs[k - 1])) for k in range(1, anchor.depth)]
         rows.append(anchor.classify(outs[-1]))
         return torch.log_softmax(torch.stack(rows), dim=-1)
 

@@ -2,9 +2,12 @@
 
 Equations (KLAS, ICLR 2026; numbering of the digest ../shared/papers/klas.md, "Method"):
 - ProbeNet (1): a linear probe after every block of a frozen anchor; the last block uses
-  the anchor's own head. Reading chosen: probe = Linear(LayerNorm(mean over tokens)), the
-  LayerNorm without learned affine (a fixed standardisation, so the probe stays linear);
-  all probes of an anchor train in one run, each step updating one randomly drawn probe.
+  the anchor's own head. Reading chosen: probe = Linear(LayerNorm(CLS token)), the same
+  read-out as the ViT head (whose LayerNorm affine folds into its linear layer), with a
+  LayerNorm without learned affine, so the probe stays linear. The first version pooled
+  the mean token; against the CLS-token head that made Theta(P^g_{n-1}, P^g_n) a read-out
+  mismatch rather than a change of block. All probes of an anchor train in one run, each
+  step updating one randomly drawn probe.
 - Block similarity (2): Theta(P, Q) = mean over D_v of KL(P(x) || Q(x)), P, Q probe softmaxes.
 - Anchor selection (3): prefer anchor pairs with the smallest last-block KL. Reading chosen
   for k anchors ordered by FLOPs: the chain from the cheapest to the costliest anchor whose
@@ -36,9 +39,9 @@ class ProbeSet(nn.Module):
         self.norm = nn.LayerNorm(dim, elementwise_affine=False)
         self.probes = nn.ModuleList(nn.Linear(dim, n_classes) for _ in range(depth - 1))
 
-    def forward(self, k: int, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits (B, C) of probe k (1-based block index) from tokens (B, T, D)."""
-        return self.probes[k - 1](self.norm(tokens.mean(dim=1)))
+    def forward(self, k: int, cls: torch.Tensor) -> torch.Tensor:
+        """Logits (B, C) of probe k (1-based block index) from the CLS token (B, D) of block k."""
+        return self.probes[k - 1](self.norm(cls))
 
 
 def _check_logp(name: str, logp: torch.Tensor) -> None:

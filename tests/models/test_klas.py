@@ -191,3 +191,18 @@ def test_bad_inputs_are_named():
         sc.snnet_stitches([3, 4])
     with pytest.raises(ModelError, match="not a multiple of patch 5"):
         TinyViT(8, 2, 2, patch=5)
+
+
+@pytest.mark.slow
+def test_cli_simulate_and_export_quick(tmp_path):
+    """The quick experiment through the CLI: a run file, and an ONNX stitch onnxruntime agrees with."""
+    from deploy.cli import main
+    from deploy.runfile import read_run
+    out = tmp_path / "klas.h5"
+    assert main(["simulate", "klas", "--profile", "a100", "--out", str(out)]) == 0
+    run_ = read_run(out)
+    assert run_.metrics["anchor2_accuracy"] > run_.metrics["anchor0_accuracy"] - 0.05
+    assert run_.metrics["supernet_auc_klas"] > 0.5 and run_.ledger.uncounted() == {}
+    onnx_path = tmp_path / "klas.onnx"
+    assert main(["export", "klas", "--target", "onnx", "--out", str(onnx_path)]) == 0
+    assert onnx_path.stat().st_size > 10_000

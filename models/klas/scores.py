@@ -75,7 +75,7 @@ def theta_matrix(logp_f: torch.Tensor, logp_g: torch.Tensor) -> np.ndarray:
     pf = lf.exp()
     self_term = (pf * lf).sum(-1).mean(-1)                         # (n_f,)  E[sum p log p]
     cross = torch.einsum("anc,bnc->ab", pf, lg) / lf.shape[1]      # (n_f, n_g) E[sum p log q]
-    return (self_term[:, None] - cross).clamp_min(0.0).numpy()
+    return (self_term[:, None] - cross).clamp_min(0.0).cpu().numpy()
 
 
 def stitch_scores(theta_fg: np.ndarray, theta_gg: np.ndarray) -> np.ndarray:

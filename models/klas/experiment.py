@@ -224,19 +224,18 @@ def run(cfg: KLASConfig, profile="a100", progress=None) -> dict:
         layer = dev.compile(StitchLayer(cfg.widths[s.front], cfg.widths[s.back])).ls_init(src, dst)
         model = StitchedViT(anchors[s.front], anchors[s.back], s.i, s.j, layer)
         acc_ls, flops = evaluate(dev, model, x_te, y_te, f"infer/ls/{s.name}")
-        ft = copy.deepcopy(model)
-        ft.embed.requires_grad_(False)
-        ft.front.requires_grad_(False)
-        ft.stitch.requires_grad_(True), ft.back.requires_grad_(True)
-        ft.norm.requires_grad_(True), ft.head.requires_grad_(True)
-        ft.train()
+        ft = copy.deepcopy(model).train()        # f_{<=i} frozen; T and g_{>j} learn
+        for part, learns in ((ft.embed, False), (ft.front, False), (ft.stitch, True),
+                             (ft.back, True), (ft.norm, True), (ft.head, True)):
+            part.requires_grad_(learns)
         _train(dev, ft.parameters(), lambda st, xb, yb: F.cross_entropy(ft(xb), yb), x, y,
                f"finetune/{s.name}", cfg.stitch_steps, cfg.batch_size // 2, cfg.stitch_lr,
                cfg.seed * 1000 + n)
         acc_ft, _ = evaluate(dev, ft, x_te, y_te, f"infer/ft/{s.name}")
         table[s] = {"gamma": float(gamma), "omega": float(theta[s.front, s.back][s.i - 1, s.j - 1]),
-                    "cka": sc.linear_cka(src, dst), "flops": flops, "acc_ls": acc_ls,
-                    "acc_ft": acc_ft, "ls_weight": layer.state_dict()}
+                    "cka": sc.linear_cka(src, dst),  # the baseline's own cost is not counted
+                    "flops": flops, "acc_ls": acc_ls, "acc_ft": acc_ft,
+                    "ls_weight": {k_: v.clone() for k_, v in layer.state_dict().items()}}
         if progress:
             progress(n + 1, len(stitches), {"stage": "stitches", "stitch": s.name,
                                             "acc_ft": acc_ft})

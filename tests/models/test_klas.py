@@ -137,11 +137,18 @@ def test_stitched_model_exports_to_onnx(tmp_path):
     assert path.exists() and path.stat().st_size > 10_000
 
 
-def test_tiny_pipeline_runs_end_to_end_and_counts_everything():
-    cfg = KLASConfig.quick(widths=(8, 12, 16), heads=(2, 2, 2), depth=2, n_train=256, n_val=64,
-                           n_test=128, ls_samples=32, anchor_epochs=1, probe_epochs=1,
-                           stitch_steps=3, supernet_steps=6, n_buckets=2, batch_size=32)
-    res = run(cfg, TOY)
+TINY = dict(widths=(8, 12, 16), heads=(2, 2, 2), depth=2, n_train=256, n_val=64, n_test=128,
+            ls_samples=32, anchor_epochs=1, probe_epochs=1, stitch_steps=3, supernet_steps=6,
+            n_buckets=2, batch_size=32)
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    return run(KLASConfig.quick(**TINY), TOY)
+
+
+def test_tiny_pipeline_runs_end_to_end_and_counts_everything(tiny_run):
+    cfg, res = tiny_run["config"], tiny_run
     assert len(res["stitches"]) == 3 * 2 * 1                      # 3 pairs x i in 1..2 x j = 1
     led = res["device"].ledger
     assert led.uncounted() == {}
@@ -156,6 +163,14 @@ def test_tiny_pipeline_runs_end_to_end_and_counts_everything():
     assert res["selected"]["klas"] and all(0 <= r["auc"] <= 1 for r in res["supernets"].values())
     metrics, config, traces = klas.summarise(res)
     assert traces["gamma"].shape == (6,) and "spearman_klas_gamma_vs_acc_ft" in metrics
+
+
+def test_same_seed_same_scores_and_accuracies(tiny_run):
+    again = run(KLASConfig.quick(**TINY), TOY)
+    for s, row in tiny_run["table"].items():
+        for key in ("gamma", "cka", "flops", "acc_ls", "acc_ft"):
+            assert again["table"][s][key] == row[key], (s.name, key)
+    assert again["supernets"]["klas"]["acc"] == tiny_run["supernets"]["klas"]["acc"]
 
 
 def test_bad_inputs_are_named():

@@ -265,10 +265,13 @@ def run(cfg: KLASConfig, profile="a100", progress=None) -> dict:
                         "recovery": _recovery(chosen, stitches, table, edges)}
 
     # supernet fine-tuning of each selection, same steps and seed
-    supernets = {name: supernet(cfg, dev, anchors, chosen, table, x, y, x_te, y_te, name)
-                 for name, chosen in sel.items()}
-    for name, res in supernets.items():
-        res["auc"] = sc.frontier_auc(res["points"], lo, hi)
+    supernets = {}
+    for n, (name, chosen) in enumerate(sel.items()):
+        supernets[name] = supernet(cfg, dev, anchors, chosen, table, x, y, x_te, y_te, name)
+        supernets[name]["auc"] = sc.frontier_auc(supernets[name]["points"], lo, hi)
+        if progress:
+            progress(n + 1, len(sel), {"stage": "supernets", "stitch": name,
+                                       "auc": supernets[name]["auc"]})
     return {"config": cfg, "device": dev, "anchors": anchors, "anchor_acc": list(anchor_acc),
             "anchor_flops": list(anchor_flops), "probe_acc": probe_acc, "last_kl": last_kl,
             "klas_pairs": klas_pairs, "stitches": stitches, "table": table, "corr": corr,

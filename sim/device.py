@@ -19,8 +19,7 @@ from sim.ledger import Ledger
 ENGINES: dict[str, type["Device"]] = {}
 """profile kind -> engine class"""
 
-PLANNED = {"neuromorphic": "NeuromorphicDevice (event-driven spiking engine)",
-           "bitwise": "BitwiseDevice (packed-word engine)"}
+PLANNED = {"bitwise": "BitwiseDevice (packed-word engine)"}
 """Kinds whose engine is designed but not built yet: named in the error users see."""
 
 
@@ -88,3 +87,4 @@ def device(profile: str | HardwareProfile, **kwargs) -> Device:
 def _import_engines() -> None:
     """Import engine modules so they register themselves (lazily: torch is heavy)."""
     import sim.torch_engine  # noqa: F401
+    import sim.neuromorphic  # noqa: F401

@@ -1,0 +1,247 @@
+"""numba kernels of NeuromorphicDevice: neuron updates, spike delivery, placement, routing.
+
+Kernels take only arrays and scalars, check nothing, and add counts into an int64 array
+indexed by ``hw_profiles.ops.OP_CODES`` (op codes come in as integers). The owning class
+(``engine.py``) validates, allocates and flushes. Only spikes travel: a spike of neuron
+``j`` walks row ``j`` of the CSR synapse table and adds ``weight x payload`` into the ring
+buffer slot of step ``t + delay``; no dense matrix-vector product runs per step.
+
+Layouts (N neurons, S source channels, C synaptic channels per neuron slot, D ring slots):
+``inbuf`` (D, N*C) float64, column ``post*C + channel``; CSR rows over the N+S
+presynaptic indices (neurons first, then sources); ``payload`` (N+S,) int32, 0 = silent.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+LIF, IF, CUBA, CUSTOM = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _splitmix(state, k):
+    """One uniform in [0, 1) from the 64-bit SplitMix generator state[k] (advanced)."""
+    state[k] += np.uint64(0x9E3779B97F4A7C15)
+    z = state[k]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
+                 pois_prob, rng_state):
+    """Write the step's source spikes into ``payload[n_neurons:]``."""
+    p = ev_ptr[0]
+    while p < ev_steps.size and ev_steps[p] < t:  # events before a resumed start
+        p += 1
+    while p < ev_steps.size and ev_steps[p] == t:
+        payload[n_neurons + ev_index[p]] = ev_payload[p]
+        p += 1
+    ev_ptr[0] = p
+    for k in range(pois_prob.size):
+        if pois_prob[k] > 0.0 and _splitmix(rng_state, k) < pois_prob[k]:
+            payload[n_neurons + k] = 1
+
+
+@njit(cache=True)
+def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, C, D, v, I, ref, av, bv, kin, thr,
+                 vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload, counts,
+                 NU_ACTIVE, NU_IDLE):
+    """Update every built-in neuron for step ``t`` (see network.py for the equations)."""
+    slot = t % D
+    for p in range(pop_lo.size):
+        code = pop_code[p]
+        if code == CUSTOM:
+            continue
+        nch = pop_nch[p]
+        active = 0
+        for i in range(pop_lo[p], pop_hi[p]):
+            base = i * C
+            had_input = inj[i] != 0.0
+            if code == CUBA:
+                drive = kin[i] * inj[i]
+                for c in range(nch):
+                    x = inbuf[slot, base + c]
+                    if x != 0.0:
+                        had_input = True
+                    j = aI[i, c] * I[i, c] + gI[i, c] * x
+                    I[i, c] = j
+                    drive += kI[i, c] * j
+            else:
+                x = inbuf[slot, base]
+                if x != 0.0:
+                    had_input = True
+                drive = kin[i] * (x + inj[i])
+            if ref[i] > 0:
+                ref[i] -= 1
+                if ref[i] > 0:       # still refractory: v held, currents integrate
+                    if had_input:
+                        active += 1
+                    continue
+            vi = av[i] * v[i] + bv[i] + drive
+            if vi > thr[i]:          # strict threshold (NIR)
+                payload[i] = 1
+                if rmode[i] == 0:
+                    vi = vreset[i]
+                else:
+                    vi -= thr[i] - vreset[i]
+                ref[i] = refsteps[i]
+                had_input = True
+            v[i] = vi
+            if had_input:
+                active += 1
+        counts[NU_ACTIVE] += active
+        counts[NU_IDLE] += pop_hi[p] - pop_lo[p] - active
+
+
+@njit(cache=True)
+def deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, counts,
+                 nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP):
+    """Send every spike of step ``t`` along its CSR row; record it; clear ``payload``.
+
+    Counts: one ``spike`` packet per spike, ``hops[j]`` router hops (its multicast tree),
+    one ``synop`` and ``entry_bytes`` synapse-memory bytes per target synapse.
+    """
+    n = spk_n[0]
+    for j in range(payload.size):
+        pl = payload[j]
+        if pl == 0:
+            continue
+        payload[j] = 0
+        spk_t[n] = t
+        spk_i[n] = j
+        spk_p[n] = pl
+        n += 1
+        lo, hi = row_ptr[j], row_ptr[j + 1]
+        for k in range(lo, hi):
+            inbuf[(t + dly[k]) % D, col[k]] += w[k] * pl
+        counts[SPIKE] += 1
+        counts[HOP] += hops[j]
+        counts[SYNOP] += hi - lo
+        nbytes[0] += (hi - lo) * entry_bytes
+    spk_n[0] = n
+    inbuf[t % D, :] = 0.0
+
+
+@njit(cache=True)
+def record_step(row, probe_idx, probe_var, v, I, rec):
+    for k in range(probe_idx.size):
+        i = probe_idx[k]
+        rec[row, k] = v[i] if probe_var[k] == 0 else I[i, probe_var[k] - 1]
+
+
+@njit(cache=True)
+def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, C, D, v, I, ref, av, bv,
+                kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload,
+                ev_steps, ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
+                row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
+                spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
+                SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP):
+    """Steps ``t0 .. t1-1`` of a network of built-in neurons in one call.
+
+    Returns the first step not run: ``t1``, or earlier when the spike record could
+    overflow (the caller grows it and calls again; all state lives in the arrays).
+    """
+    n_neurons = v.size
+    for t in range(t0, t1):
+        if spk_n[0] + payload.size > spk_t.size:
+            return t
+        sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
+                     pois_prob, rng_state)
+        neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, C, D, v, I, ref, av, bv, kin,
+                     thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload, counts,
+                     NU_ACTIVE, NU_IDLE)
+        if probe_idx.size:
+            record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
+        deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, counts,
+                     nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP)
+    return t1
+
+
+# -- compile-time kernels -----------------------------------------------------------------
+@njit(cache=True)
+def _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag):
+    """Distinct presynaptic axons of neuron ``i`` not yet counted on ``core``."""
+    n = 0
+    for k in range(in_ptr[i], in_ptr[i + 1]):
+        a = in_pre[k]
+        if stamp_core[a] != core and stamp_tag[a] != tag:
+            stamp_tag[a] = tag
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def place_population(lo, hi, in_ptr, in_pre, entry_bytes, max_neurons, max_bytes,
+                     max_fan_in, first_core, core_of, n_pre):
+    """Greedy in-order placement of neurons ``lo..hi-1`` on cores from ``first_core``.
+
+    A core takes neurons while it stays within ``max_neurons``, ``max_bytes`` of synapse
+    memory and ``max_fan_in`` distinct presynaptic axons (``in_ptr``/``in_pre``: the
+    presynaptic indices of each neuron, CSC). Returns ``(cores used, -1)``, or
+    ``(-1, neuron)`` when that neuron alone exceeds a core's synapse memory or fan-in.
+    """
+    stamp_core = np.full(n_pre, -1, np.int64)
+    stamp_tag = np.full(n_pre, -1, np.int64)
+    tag = 0
+    core = first_core
+    n_on, bytes_on, fan_on = 0, 0, 0
+    for i in range(lo, hi):
+        nbytes = (in_ptr[i + 1] - in_ptr[i]) * entry_bytes
+        new = _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag)
+        tag += 1
+        if n_on > 0 and (n_on + 1 > max_neurons or bytes_on + nbytes > max_bytes
+                         or fan_on + new > max_fan_in):
+            core += 1
+            n_on, bytes_on, fan_on = 0, 0, 0
+            new = _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag)
+            tag += 1
+        if nbytes > max_bytes or new > max_fan_in:
+            return -1, i
+        for k in range(in_ptr[i], in_ptr[i + 1]):
+            stamp_core[in_pre[k]] = core
+        core_of[i] = core
+        n_on += 1
+        bytes_on += nbytes
+        fan_on += new
+    return core - first_core + 1, -1
+
+
+@njit(cache=True)
+def multicast_hops(n_pre, row_ptr, post, core_of, src_core, cores_per_router, mesh_x,
+                   n_cores, hops):
+    """Multicast trees with dimension-order (X then Y) routing over the router mesh.
+
+    For presynaptic index ``j`` on core ``src_core[j]`` the packet goes once along the
+    source row in X to every destination column, then along each column in Y; shared
+    segments are traversed once (the tree's edges), so ``hops[j]`` = X span + sum over
+    destination columns of their Y span.
+    """
+    mark = np.full(n_cores, -1, np.int64)
+    col_lo = np.empty(mesh_x, np.int64)
+    col_hi = np.empty(mesh_x, np.int64)
+    for j in range(n_pre):
+        s = src_core[j]
+        sr = s // cores_per_router
+        sx, sy = sr % mesh_x, sr // mesh_x
+        xmin, xmax = sx, sx
+        for c in range(mesh_x):
+            col_lo[c] = sy
+            col_hi[c] = sy
+        for k in range(row_ptr[j], row_ptr[j + 1]):
+            d = core_of[post[k]]
+            if mark[d] == j:
+                continue
+            mark[d] = j
+            dr = d // cores_per_router
+            dx, dy = dr % mesh_x, dr // mesh_x
+            xmin = min(xmin, dx)
+            xmax = max(xmax, dx)
+            col_lo[dx] = min(col_lo[dx], dy)
+            col_hi[dx] = max(col_hi[dx], dy)
+        h = xmax - xmin
+        for c in range(mesh_x):
+            h += col_hi[c] - col_lo[c]
+        hops[j] = h

@@ -144,7 +144,35 @@ def coefficients(net: Network) -> dict[str, np.ndarray]:
                 k = np.where(same, P["r"] * dt / tm * av,
                              P["r"] * ts / safe * (a_c - av))
                 co["kI"][sl, c] = k
-    return co
+    return _table(net, co)
+
+
+_TABLE_KEYS = ("av", "bv", "kin", "thr", "vreset", "rmode", "refsteps", "aI", "gI", "kI")
+
+
+def _table(net: Network, co: dict) -> dict:
+    """Compress per-neuron coefficients to one row per population where they are uniform.
+
+    Adds ``row0`` and ``stride`` per population (kernels.neurons_step); ``v0`` stays per
+    neuron. Uniform populations (the common case) then read one cached row per step.
+    """
+    rows = {k: [] for k in _TABLE_KEYS}
+    row0, stride, lo, n_rows = [], [], 0, 0
+    for pop in net.populations.values():
+        sl = slice(lo, lo + pop.n)
+        lo += pop.n
+        uniform = all(np.all(co[k][sl] == co[k][sl][:1]) for k in _TABLE_KEYS)
+        take = slice(sl.start, sl.start + 1) if uniform else sl
+        for k in _TABLE_KEYS:
+            rows[k].append(co[k][take])
+        row0.append(n_rows)
+        stride.append(0 if uniform else 1)
+        n_rows += 1 if uniform else pop.n
+    out = {k: np.ascontiguousarray(np.concatenate(v)) for k, v in rows.items()}
+    out["v0"] = co["v0"]
+    out["row0"] = np.array(row0, np.int64)
+    out["stride"] = np.array(stride, np.int64)
+    return out
 
 
 def _quantise(name: str, w: np.ndarray, bits: int, lsb: float | None) -> tuple[np.ndarray,
@@ -231,52 +259,49 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     max_bytes = int(profile.limit("synapse_bytes_per_core", _UNLIMITED))
     max_fan_in = int(profile.limit("fan_in_per_core", _UNLIMITED))
     max_cores = int(profile.limit("cores", _UNLIMITED))
-    core_of = np.zeros(n_neurons, np.int64)
-    first = 0
-    pop_cores = {}
-    for name, pop in net.populations.items():
-        a, b = offsets[name]
-        used, bad = K.place_population(a, b, in_ptr, in_pre, entry_bytes, npc, max_bytes,
-                                       max_fan_in, first, core_of, n_pre)
-        if used < 0:
-            i = bad - a
-            n_in = int(in_ptr[bad + 1] - in_ptr[bad])
-            axons = int(np.unique(in_pre[in_ptr[bad]:in_ptr[bad + 1]]).size)
-            if n_in * entry_bytes > max_bytes:
-                raise _limit_error(f"population {name!r} neuron {i}: synapse memory",
-                                   f"{n_in} synapses x {entry_bytes} B = {n_in * entry_bytes} B",
-                                   "limits.synapse_bytes_per_core", max_bytes, profile,
-                                   "one neuron's incoming synapses must fit in one core")
-            raise _limit_error(f"population {name!r} neuron {i}: fan-in", f"{axons} axons",
-                               "limits.fan_in_per_core", max_fan_in, profile,
-                               "reduce the neuron's distinct presynaptic sources")
-        pop_cores[name] = (first, first + used)
-        first += used
-        if first > max_cores:
-            raise _limit_error(f"population {name!r}: cores needed (cumulative)", first,
-                               "limits.cores", max_cores, profile,
-                               "the network is too large for one chip; shrink it")
-    n_cores = first
-
-    # -- routing -------------------------------------------------------------------------
+    max_fan_out = int(profile.limit("fan_out_per_core", _UNLIMITED))
     ix = profile.interconnect
     mesh_x = int(ix["mesh_x"].value) if "mesh_x" in ix else 1
     cpr = int(ix["cores_per_router"].value) if "cores_per_router" in ix else 1
+    # Fan-out depends on where the targets land, so it is checked after placement; a
+    # population whose cores exceed it is placed again with fewer neurons per core (what
+    # Loihi's compiler does: split cores until the constraints pass), until it fits or a
+    # single neuron per core still does not.
+    cap = {name: npc for name in net.populations}
+    while True:
+        core_of, pop_cores = _place(net, offsets, cap, in_ptr, in_pre, entry_bytes,
+                                    max_bytes, max_fan_in, max_cores, n_pre, profile)
+        n_cores = max((hi for _, hi in pop_cores.values()), default=0)
+        nc = max(n_cores, 1)
+        from_neuron = pre < n_neurons
+        # core-to-core edges: one per (presynaptic neuron, destination core)
+        edges = np.unique(pre[from_neuron] * nc + core_of[post[from_neuron]])
+        edge_src = core_of[edges // nc]
+        fan_out = np.bincount(edge_src, minlength=nc)
+        worst = {}
+        for name, (c0, c1) in pop_cores.items():
+            if c1 > c0 and fan_out[c0:c1].max() > max_fan_out:
+                worst[name] = (c0 + int(np.argmax(fan_out[c0:c1])), int(fan_out[c0:c1].max()))
+        if not worst:
+            break
+        for name, (core, fo) in worst.items():
+            on_core = int(np.count_nonzero(core_of == core))
+            if on_core <= 1:
+                raise _limit_error(f"population {name!r} core {core}: fan-out",
+                                   f"{fo} core-to-core edges from one neuron",
+                                   "limits.fan_out_per_core", max_fan_out, profile,
+                                   "a single neuron reaches more cores than a core may "
+                                   "address; reduce its targets")
+            cap[name] = max(1, min(on_core - 1, int(on_core * max_fan_out / fo)))
+
+    # -- routing -------------------------------------------------------------------------
     src_core = np.concatenate([core_of, np.full(n_sources, -1, np.int64)])
     # sources sit at the host link: router (0, 0) = core 0's router for the X-Y tree
     tree_core = np.where(src_core < 0, 0, src_core)
     hops = np.zeros(n_pre, np.int64)
     post_sorted = post[order]
-    K.multicast_hops(n_pre, row_ptr, post_sorted, core_of, tree_core, cpr, mesh_x,
-                     max(n_cores, 1), hops)
-    # core-to-core edges: one per (presynaptic neuron, destination core)
-    nc = max(n_cores, 1)
-    from_neuron = pre < n_neurons
-    edges = np.unique(pre[from_neuron] * nc + core_of[post[from_neuron]])
-    edge_src = core_of[edges // nc]
-    fan_out = np.bincount(edge_src, minlength=nc)
+    K.multicast_hops(n_pre, row_ptr, post_sorted, core_of, tree_core, cpr, mesh_x, nc, hops)
     route_keys, route_n = np.unique(edge_src * nc + edges % nc, return_counts=True)
-    max_fan_out = int(profile.limit("fan_out_per_core", _UNLIMITED))
 
     # -- per-core report ------------------------------------------------------------------
     cores = []
@@ -303,12 +328,6 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
                          ("fan_in", max_fan_in), ("fan_out", max_fan_out)):
             entry[f"{key}_util"] = entry[key] / lim if lim < _UNLIMITED else 0.0
         cores.append(entry)
-        if fan_out[c] > max_fan_out:
-            raise _limit_error(f"population {pop_of_core[c]!r} core {c}: fan-out",
-                               f"{int(fan_out[c])} core-to-core edges",
-                               "limits.fan_out_per_core", max_fan_out, profile,
-                               "its neurons reach too many cores; fewer targets or fewer "
-                               "neurons per core would fit")
     rs, rd = (route_keys // nc) // cpr, (route_keys % nc) // cpr
     route_hops = np.abs(rs % mesh_x - rd % mesh_x) + np.abs(rs // mesh_x - rd // mesh_x)
     route_list = list(zip((route_keys // nc).tolist(), (route_keys % nc).tolist(),
@@ -321,3 +340,34 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
                     entry_bytes=entry_bytes, core_of=core_of, cores=cores,
                     routes=route_list, quantisation=quant)
 
+
+
+def _place(net, offsets, cap, in_ptr, in_pre, entry_bytes, max_bytes, max_fan_in, max_cores,
+           n_pre, profile):
+    """Place every population in order (``cap``: neurons per core for each population)."""
+    core_of = np.zeros(in_ptr.size - 1, np.int64)
+    first = 0
+    pop_cores = {}
+    for name in net.populations:
+        a, b = offsets[name]
+        used, bad = K.place_population(a, b, in_ptr, in_pre, entry_bytes, cap[name],
+                                       max_bytes, max_fan_in, first, core_of, n_pre)
+        if used < 0:
+            i = bad - a
+            n_in = int(in_ptr[bad + 1] - in_ptr[bad])
+            axons = int(np.unique(in_pre[in_ptr[bad]:in_ptr[bad + 1]]).size)
+            if n_in * entry_bytes > max_bytes:
+                raise _limit_error(f"population {name!r} neuron {i}: synapse memory",
+                                   f"{n_in} synapses x {entry_bytes} B = {n_in * entry_bytes} B",
+                                   "limits.synapse_bytes_per_core", max_bytes, profile,
+                                   "one neuron's incoming synapses must fit in one core")
+            raise _limit_error(f"population {name!r} neuron {i}: fan-in", f"{axons} axons",
+                               "limits.fan_in_per_core", max_fan_in, profile,
+                               "reduce the neuron's distinct presynaptic sources")
+        pop_cores[name] = (first, first + used)
+        first += used
+        if first > max_cores:
+            raise _limit_error(f"population {name!r}: cores needed (cumulative)", first,
+                               "limits.cores", max_cores, profile,
+                               "the network is too large for one chip; shrink it")
+    return core_of, pop_cores

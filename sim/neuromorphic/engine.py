@@ -184,7 +184,8 @@ class NeuromorphicDevice(Device):
         spk_p, spk_n = np.zeros(cap, np.int32), np.zeros(1, np.int64)
         t0, t1 = self.t, self.t + n_steps
         co = c.coeff
-        args_neur = (self._pop_lo, self._pop_hi, self._pop_code, self._pop_nch, c.C, c.D,
+        args_neur = (self._pop_lo, self._pop_hi, self._pop_code, self._pop_nch, co["row0"],
+                     co["stride"], c.C, c.D,
                      self.v, self.I, self.ref, co["av"], co["bv"], co["kin"], co["thr"],
                      co["vreset"], co["rmode"], co["refsteps"], co["aI"], co["gI"], co["kI"],
                      self.inj, self.inbuf, self.payload)

@@ -46,54 +46,111 @@ def sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
 
 
 @njit(cache=True)
-def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, C, D, v, I, ref, av, bv, kin, thr,
-                 vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload, counts,
-                 NU_ACTIVE, NU_IDLE):
-    """Update every built-in neuron for step ``t`` (see network.py for the equations)."""
+def _cuba_uniform(slot, lo, hi, nch, q, C, v, I, ref, av, bv, kin, thr, vreset, rmode,
+                  refsteps, aI, gI, kI, inj, inbuf, payload):
+    """neurons_step's CUBA update for a population with one coefficient row and <= 2
+    channels: the same arithmetic in the same order, written without branches in the
+    loop body (selects instead) so LLVM can keep it in registers and vectorise it."""
+    a0, g0, k0 = aI[q, 0], gI[q, 0], kI[q, 0]
+    a1 = aI[q, 1] if nch > 1 else 0.0
+    g1 = gI[q, 1] if nch > 1 else 0.0
+    k1 = kI[q, 1] if nch > 1 else 0.0
+    a_v, b_v, k_in, th, vr = av[q], bv[q], kin[q], thr[q], vreset[q]
+    sub = th - vr
+    mode, rs = rmode[q], refsteps[q]
+    active = 0
+    for i in range(lo, hi):
+        base = i * C
+        x0 = inbuf[slot, base]
+        j0 = a0 * I[i, 0] + g0 * x0
+        I[i, 0] = j0
+        drive = k_in * inj[i] + k0 * j0
+        x1 = 0.0
+        if nch > 1:
+            x1 = inbuf[slot, base + 1]
+            j1 = a1 * I[i, 1] + g1 * x1
+            I[i, 1] = j1
+            drive += k1 * j1
+        r = ref[i] - 1 if ref[i] > 0 else 0
+        vi = a_v * v[i] + b_v + drive
+        vi = vi if r == 0 else v[i]
+        spk = (r == 0) and (vi > th)
+        if spk:
+            payload[i] = 1
+            vi = vr if mode == 0 else vi - sub
+            r = rs
+        ref[i] = r
+        v[i] = vi
+        if spk or x0 != 0.0 or x1 != 0.0 or inj[i] != 0.0:
+            active += 1
+    return active
+
+
+@njit(cache=True)
+def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
+                 ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                 payload, counts, NU_ACTIVE, NU_IDLE):
+    """Update every built-in neuron for step ``t`` (see network.py for the equations).
+
+    Coefficients live in a table: neuron ``i`` of population ``p`` uses row
+    ``pop_row0[p] + (i - pop_lo[p]) * pop_stride[p]``; a population whose parameters are
+    all equal has stride 0, so its one row stays in cache while its neurons stream by.
+    """
     slot = t % D
     for p in range(pop_lo.size):
         code = pop_code[p]
         if code == CUSTOM:
             continue
         nch = pop_nch[p]
+        lo = pop_lo[p]
+        row0 = pop_row0[p]
+        stride = pop_stride[p]
+        if stride == 0 and code == CUBA and nch <= 2:
+            active = _cuba_uniform(slot, lo, pop_hi[p], nch, row0, C, v, I, ref, av, bv, kin,
+                                   thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                                   payload)
+            counts[NU_ACTIVE] += active
+            counts[NU_IDLE] += pop_hi[p] - lo - active
+            continue
         active = 0
-        for i in range(pop_lo[p], pop_hi[p]):
+        for i in range(lo, pop_hi[p]):
+            q = row0 + (i - lo) * stride
             base = i * C
             had_input = inj[i] != 0.0
             if code == CUBA:
-                drive = kin[i] * inj[i]
+                drive = kin[q] * inj[i]
                 for c in range(nch):
                     x = inbuf[slot, base + c]
                     if x != 0.0:
                         had_input = True
-                    j = aI[i, c] * I[i, c] + gI[i, c] * x
+                    j = aI[q, c] * I[i, c] + gI[q, c] * x
                     I[i, c] = j
-                    drive += kI[i, c] * j
+                    drive += kI[q, c] * j
             else:
                 x = inbuf[slot, base]
                 if x != 0.0:
                     had_input = True
-                drive = kin[i] * (x + inj[i])
+                drive = kin[q] * (x + inj[i])
             if ref[i] > 0:
                 ref[i] -= 1
                 if ref[i] > 0:       # still refractory: v held, currents integrate
                     if had_input:
                         active += 1
                     continue
-            vi = av[i] * v[i] + bv[i] + drive
-            if vi > thr[i]:          # strict threshold (NIR)
+            vi = av[q] * v[i] + bv[q] + drive
+            if vi > thr[q]:          # strict threshold (NIR)
                 payload[i] = 1
-                if rmode[i] == 0:
-                    vi = vreset[i]
+                if rmode[q] == 0:
+                    vi = vreset[q]
                 else:
-                    vi -= thr[i] - vreset[i]
-                ref[i] = refsteps[i]
+                    vi -= thr[q] - vreset[q]
+                ref[i] = refsteps[q]
                 had_input = True
             v[i] = vi
             if had_input:
                 active += 1
         counts[NU_ACTIVE] += active
-        counts[NU_IDLE] += pop_hi[p] - pop_lo[p] - active
+        counts[NU_IDLE] += pop_hi[p] - lo - active
 
 
 @njit(cache=True)
@@ -133,8 +190,8 @@ def record_step(row, probe_idx, probe_var, v, I, rec):
 
 
 @njit(cache=True)
-def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, C, D, v, I, ref, av, bv,
-                kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload,
+def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
+                D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload,
                 ev_steps, ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
                 row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
                 spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
@@ -150,8 +207,8 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, C, D, v, I, r
             return t
         sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
                      pois_prob, rng_state)
-        neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, C, D, v, I, ref, av, bv, kin,
-                     thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload, counts,
+        neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
+                     ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload, counts,
                      NU_ACTIVE, NU_IDLE)
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)

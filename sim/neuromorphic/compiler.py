@@ -335,7 +335,7 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
 
     return Compiled(net=net, profile=profile, n_neurons=n_neurons, n_sources=n_sources, C=C,
                     D=max_delay + 1, offsets=offsets, coeff=coefficients(net),
-                    row_ptr=row_ptr, col=post_sorted * C + ch[order], w=w[order],
+                    row_ptr=row_ptr, col=ch[order] * n_neurons + post_sorted, w=w[order],
                     dly=dly[order], syn_proj=pid[order], proj_perm=proj_perm, hops=hops,
                     entry_bytes=entry_bytes, core_of=core_of, cores=cores,
                     routes=route_list, quantisation=quant)

@@ -104,15 +104,16 @@ class NeuromorphicDevice(Device):
                                    for p in pops], np.int64)
         self._pop_nch = np.array([p.n_channels for p in pops], np.int64)
         self.v = c.coeff["v0"].copy()
-        self.I = np.zeros((c.n_neurons, c.C))
+        self.I = np.zeros((c.C, c.n_neurons))
         self.ref = np.zeros(c.n_neurons, np.int64)
         self.inj = np.zeros(c.n_neurons)
         for p in pops:
             if p.i_inj is not None:
                 a, b = c.offsets[p.name]
                 self.inj[a:b] = p.i_inj
-        self.inbuf = np.zeros((c.D, c.n_neurons * c.C))
+        self.inbuf = np.zeros((c.D, c.C * c.n_neurons))
         self.payload = np.zeros(c.n_neurons + c.n_sources, np.int32)
+        self.zeros = np.zeros(c.n_neurons)   # the absent second channel of 1-channel CUBA
         # custom populations: their own state and parameter matrices
         self.custom = {}
         for p in pops:
@@ -148,8 +149,10 @@ class NeuromorphicDevice(Device):
         self.ev_ptr = np.zeros(1, np.int64)
         self.rng = seeds
         self.t = 0
-        payload_bits = self.profile.limit("spike_payload_bits")
-        self.max_payload = 1 if payload_bits is None else 2 ** (int(payload_bits) - 1) - 1
+        # graded spikes: signed payloads of spike_payload_bits; without it, binary (1 only)
+        bits = self.profile.limit("spike_payload_bits")
+        top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
+        self.payload_range = (1 if bits is None else -top, top)
 
     # -- run -------------------------------------------------------------------------------
     def run(self, n_steps: int, scope: str = "run") -> SimResult:
@@ -188,7 +191,7 @@ class NeuromorphicDevice(Device):
                      co["stride"], c.C, c.D,
                      self.v, self.I, self.ref, co["av"], co["bv"], co["kin"], co["thr"],
                      co["vreset"], co["rmode"], co["refsteps"], co["aI"], co["gI"], co["kI"],
-                     self.inj, self.inbuf, self.payload)
+                     self.inj, self.inbuf, self.payload, self.zeros)
         args_syn = (c.row_ptr, c.col, c.w, c.dly, c.hops, c.entry_bytes)
         SYNOP, NU_A, NU_I, SPIKE, HOP = _OPS
         t = t0
@@ -225,16 +228,17 @@ class NeuromorphicDevice(Device):
         for name, (state, params) in self.custom.items():
             a, b = c.offsets[name]
             pop = c.net.populations[name]
-            inp = self.inbuf[slot].reshape(c.n_neurons, c.C)[a:b, :pop.n_channels].copy()
+            inp = self.inbuf[slot].reshape(c.C, c.n_neurons)[:pop.n_channels, a:b].T.copy()
             inp[:, 0] += self.inj[a:b]
             pl = self.payload[a:b]
             pop.model.update(inp, state, params, pl)
-            if np.any(np.abs(pl) > self.max_payload):
-                bad = int(np.flatnonzero(np.abs(pl) > self.max_payload)[0])
+            lo, hi = self.payload_range
+            bad = np.flatnonzero((pl != 0) & ((pl < lo) | (pl > hi)))
+            if bad.size:
                 raise HardwareLimitError(
-                    f"[NeuromorphicDevice.run] population {name!r} neuron {bad} emitted "
-                    f"payload {int(pl[bad])}; {self.profile.name} carries |payload| <= "
-                    f"{self.max_payload} (limits.spike_payload_bits; binary spikes when absent)")
+                    f"[NeuromorphicDevice.run] population {name!r} neuron {int(bad[0])} "
+                    f"emitted payload {int(pl[bad[0]])}; {self.profile.name} carries payloads "
+                    f"in {lo}..{hi} (limits.spike_payload_bits; binary spikes when absent)")
             active = int(np.count_nonzero(np.any(inp != 0, axis=1) | (pl != 0)))
             counts[OP_CODES["neuron_update_active"]] += active
             counts[OP_CODES["neuron_update_idle"]] += pop.n - active

@@ -7,7 +7,7 @@ indexed by ``hw_profiles.ops.OP_CODES`` (op codes come in as integers). The owni
 buffer slot of step ``t + delay``; no dense matrix-vector product runs per step.
 
 Layouts (N neurons, S source channels, C synaptic channels per neuron slot, D ring slots):
-``inbuf`` (D, N*C) float64, column ``post*C + channel``; CSR rows over the N+S
+``inbuf`` (D, C*N) float64, column ``channel*N + post``; currents ``I`` (C, N); CSR rows over the N+S
 presynaptic indices (neurons first, then sources); ``payload`` (N+S,) int32, 0 = silent.
 """
 from __future__ import annotations
@@ -46,57 +46,72 @@ def sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
 
 
 @njit(cache=True)
-def _cuba_uniform(slot, lo, hi, nch, q, C, v, I, ref, av, bv, kin, thr, vreset, rmode,
-                  refsteps, aI, gI, kI, inj, inbuf, payload):
-    """neurons_step's CUBA update for a population with one coefficient row and <= 2
-    channels: the same arithmetic in the same order, written without branches in the
-    loop body (selects instead) so LLVM can keep it in registers and vectorise it."""
-    a0, g0, k0 = aI[q, 0], gI[q, 0], kI[q, 0]
-    a1 = aI[q, 1] if nch > 1 else 0.0
-    g1 = gI[q, 1] if nch > 1 else 0.0
-    k1 = kI[q, 1] if nch > 1 else 0.0
-    a_v, b_v, k_in, th, vr = av[q], bv[q], kin[q], thr[q], vreset[q]
-    sub = th - vr
-    mode, rs = rmode[q], refsteps[q]
+def _integrate(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, a_v, b_v, k_in):
+    """Pass 1 of the uniform CUBA update: currents and membrane, refractory v held.
+
+    Only 1-D contiguous arrays and scalars, selects instead of branches: LLVM vectorises
+    this loop (checked with inspect_asm). With one channel, pass I1 = x1 = a zero array.
+    """
+    for i in range(v.size):
+        j0 = a0 * I0[i] + g0 * x0[i]
+        j1 = a1 * I1[i] + g1 * x1[i]
+        I0[i] = j0
+        I1[i] = j1
+        vn = a_v * v[i] + b_v + (k_in * inj[i] + k0 * j0 + k1 * j1)
+        v[i] = vn if until[i] <= t else v[i]
+
+
+@njit(cache=True)
+def _fire(t, v, until, payload, x0, x1, inj, th, vr, sub, mode, rs):
+    """Pass 2: strict threshold, reset, refractory end; count active neurons."""
     active = 0
-    for i in range(lo, hi):
-        base = i * C
-        x0 = inbuf[slot, base]
-        j0 = a0 * I[i, 0] + g0 * x0
-        I[i, 0] = j0
-        drive = k_in * inj[i] + k0 * j0
-        x1 = 0.0
-        if nch > 1:
-            x1 = inbuf[slot, base + 1]
-            j1 = a1 * I[i, 1] + g1 * x1
-            I[i, 1] = j1
-            drive += k1 * j1
-        r = ref[i] - 1 if ref[i] > 0 else 0
-        vi = a_v * v[i] + b_v + drive
-        vi = vi if r == 0 else v[i]
-        spk = (r == 0) and (vi > th)
-        if spk:
+    for i in range(v.size):
+        if v[i] > th and until[i] <= t:
             payload[i] = 1
-            vi = vr if mode == 0 else vi - sub
-            r = rs
-        ref[i] = r
-        v[i] = vi
-        if spk or x0 != 0.0 or x1 != 0.0 or inj[i] != 0.0:
+            v[i] = vr if mode == 0 else v[i] - sub
+            until[i] = t + rs
+            active += 1
+        elif x0[i] != 0.0 or x1[i] != 0.0 or inj[i] != 0.0:
             active += 1
     return active
 
 
 @njit(cache=True)
+def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,
+                  refsteps, aI, gI, kI, inj, inbuf, payload, zeros):
+    """neurons_step's CUBA update for a population with one coefficient row and <= 2
+    channels, in two passes (Brian2's state-update / threshold split): the same
+    arithmetic in the same order as the general loop."""
+    N = v.size
+    x = inbuf[slot]
+    x0 = x[lo:hi]
+    x1 = x[N + lo:N + hi] if nch > 1 else zeros[:hi - lo]
+    I0 = I[0, lo:hi]
+    I1 = I[1, lo:hi] if nch > 1 else zeros[:hi - lo]
+    a1 = aI[q, 1] if nch > 1 else 0.0
+    g1 = gI[q, 1] if nch > 1 else 0.0
+    k1 = kI[q, 1] if nch > 1 else 0.0
+    _integrate(t, I0, x0, aI[q, 0], gI[q, 0], kI[q, 0], I1, x1, a1, g1, k1, v[lo:hi],
+               until[lo:hi], inj[lo:hi], av[q], bv[q], kin[q])
+    return _fire(t, v[lo:hi], until[lo:hi], payload[lo:hi], x0, x1, inj[lo:hi], thr[q],
+                 vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q])
+
+
+@njit(cache=True)
 def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
                  ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                 payload, counts, NU_ACTIVE, NU_IDLE):
+                 payload, zeros, counts, NU_ACTIVE, NU_IDLE):
     """Update every built-in neuron for step ``t`` (see network.py for the equations).
 
     Coefficients live in a table: neuron ``i`` of population ``p`` uses row
     ``pop_row0[p] + (i - pop_lo[p]) * pop_stride[p]``; a population whose parameters are
     all equal has stride 0, so its one row stays in cache while its neurons stream by.
+    Currents ``I`` are (C, N); the ring buffer column of (neuron i, channel c) is c*N + i.
+    ``ref[i]`` is the first step neuron ``i`` may integrate again (a spike in step s with
+    ``refractory_steps`` r sets it to s + r: refractory while t < s + r, Brian2's rule).
     """
     slot = t % D
+    N = v.size
     for p in range(pop_lo.size):
         code = pop_code[p]
         if code == CUSTOM:
@@ -106,37 +121,34 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
         row0 = pop_row0[p]
         stride = pop_stride[p]
         if stride == 0 and code == CUBA and nch <= 2:
-            active = _cuba_uniform(slot, lo, pop_hi[p], nch, row0, C, v, I, ref, av, bv, kin,
-                                   thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                                   payload)
+            active = _cuba_uniform(t, slot, lo, pop_hi[p], nch, row0, v, I, ref, av, bv,
+                                   kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                                   payload, zeros)
             counts[NU_ACTIVE] += active
             counts[NU_IDLE] += pop_hi[p] - lo - active
             continue
         active = 0
         for i in range(lo, pop_hi[p]):
             q = row0 + (i - lo) * stride
-            base = i * C
             had_input = inj[i] != 0.0
             if code == CUBA:
                 drive = kin[q] * inj[i]
                 for c in range(nch):
-                    x = inbuf[slot, base + c]
+                    x = inbuf[slot, c * N + i]
                     if x != 0.0:
                         had_input = True
-                    j = aI[q, c] * I[i, c] + gI[q, c] * x
-                    I[i, c] = j
+                    j = aI[q, c] * I[c, i] + gI[q, c] * x
+                    I[c, i] = j
                     drive += kI[q, c] * j
             else:
-                x = inbuf[slot, base]
+                x = inbuf[slot, i]
                 if x != 0.0:
                     had_input = True
                 drive = kin[q] * (x + inj[i])
-            if ref[i] > 0:
-                ref[i] -= 1
-                if ref[i] > 0:       # still refractory: v held, currents integrate
-                    if had_input:
-                        active += 1
-                    continue
+            if t < ref[i]:           # refractory: v held, currents integrate
+                if had_input:
+                    active += 1
+                continue
             vi = av[q] * v[i] + bv[q] + drive
             if vi > thr[q]:          # strict threshold (NIR)
                 payload[i] = 1
@@ -144,7 +156,7 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
                     vi = vreset[q]
                 else:
                     vi -= thr[q] - vreset[q]
-                ref[i] = refsteps[q]
+                ref[i] = t + refsteps[q]
                 had_input = True
             v[i] = vi
             if had_input:
@@ -186,13 +198,13 @@ def deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, 
 def record_step(row, probe_idx, probe_var, v, I, rec):
     for k in range(probe_idx.size):
         i = probe_idx[k]
-        rec[row, k] = v[i] if probe_var[k] == 0 else I[i, probe_var[k] - 1]
+        rec[row, k] = v[i] if probe_var[k] == 0 else I[probe_var[k] - 1, i]
 
 
 @njit(cache=True)
 def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
-                D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload,
-                ev_steps, ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
+                D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                payload, zeros, ev_steps, ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
                 row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
                 spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
                 SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP):
@@ -208,8 +220,8 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
         sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
                      pois_prob, rng_state)
         neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
-                     ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload, counts,
-                     NU_ACTIVE, NU_IDLE)
+                     ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                     payload, zeros, counts, NU_ACTIVE, NU_IDLE)
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
         deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, counts,

@@ -16,7 +16,7 @@ source ``S`` (n channels)    ``Input`` ``S`` (its events in the node's metadata)
                              CubaLIF's current equation, once per channel)
 projection, delay d steps    ``Linear(weight[n_post, n_pre])`` ``<proj>.d<d>``, then for
                              d > 1 a ``Delay((d - 1) dt)`` node ``<proj>.d<d>.delay``
-population ``P``             an ``Output`` ``P.out`` of its spikes
+population ``P`` w/o targets an ``Output`` ``P.out`` of its spikes
 ===========================  ===============================================================
 
 Conventions written into the graph metadata (``neuroedge_*`` keys) and stated here, since
@@ -107,8 +107,11 @@ def to_nir(net, compiled=None):
             nodes[name] = nir.CubaLIF(tau_syn=P["tau_syn0"], tau_mem=P["tau_mem"], r=P["r"],
                                       v_leak=P["v_leak"], v_threshold=P["v_threshold"],
                                       v_reset=P["v_reset"], w_in=P["w_in"], metadata=meta)
-        nodes[f"{pname}.out"] = nir.Output({"output": np.array([pop.n])})
-        edges.append((name, f"{pname}.out"))
+        if not any(p.pre == pname for p in net.projections.values()):
+            # sinks only: snnTorch's importer (nirtorch) does not return from mid-graph
+            # Output nodes and hangs on them
+            nodes[f"{pname}.out"] = nir.Output({"output": np.array([pop.n])})
+            edges.append((name, f"{pname}.out"))
     for proj in net.projections.values():
         w = proj.weight if compiled is None else compiled.weights_of(proj.name)
         n_pre, n_post = net.size_of(proj.pre), net.size_of(proj.post)

@@ -26,7 +26,8 @@ from deploy.runfile import Run
 from deploy.formatting import (energy_breakdown, format_bytes, format_energy, significant,
                                 format_seconds)
 from deploy.plots import fig_to_img as _img
-from deploy.plots import plot_comparison, plot_energy_bars, plot_trace
+from deploy.plots import (plot_comparison, plot_energy_bars, plot_per_core, plot_raster,
+                          plot_trace)
 from hw_profiles.errors import ReportError
 from hw_profiles.profile import PROVENANCES
 from sim.pricing import PJ, EnergyReport
@@ -301,7 +302,12 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield "<h2>Traces</h2>" + ("" if run.traces else "<p class=muted>No traces.</p>")
     for name, arr in run.traces.items():
         arr = np.asarray(arr)
-        if arr.ndim == 1 and arr.size:
+        # spiking runs: "*raster" = (k, 2) spike times and neurons; "core_*" = per-core values
+        if name.endswith("raster") and arr.ndim == 2 and arr.shape[1] == 2:
+            yield _img(plot_raster(name, arr), name)
+        elif name.startswith("core_") and arr.ndim == 1 and arr.size:
+            yield _img(plot_per_core(name, arr), name)
+        elif arr.ndim == 1 and arr.size:
             yield _img(plot_trace(name, arr), name)
         else:
             yield (f"<p class=muted>Trace {_e(name)} ({_e(arr.dtype)}, shape {_e(arr.shape)}) "

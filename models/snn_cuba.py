@@ -98,7 +98,7 @@ def simulate(profile="loihi", dataset="va-cuba", seed: int = 0, quick: bool = Tr
     """Run VA CUBA on ``profile``: 0.25 s when ``quick``, 1 s otherwise (4000 neurons)."""
     if dataset != "va-cuba":
         raise ModelError(f"snn_cuba takes dataset 'va-cuba' (no external data); got {dataset!r}")
-    cfg = CubaConfig(seed=seed, duration=0.25 if quick else 1.0, **overrides)
+    cfg = CubaConfig(seed=seed, **{"duration": 0.25 if quick else 1.0, **overrides})
     net = build(cfg)
     dev = NeuromorphicDevice(profile)
     dev.compile(net)
@@ -135,13 +135,22 @@ def simulate(profile="loihi", dataset="va-cuba", seed: int = 0, quick: bool = Tr
 
 
 def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None):
-    """Write the VA CUBA network as a NIR graph (``deploy/nir_export.py``)."""
+    """Write the network as a NIR graph (``deploy/nir_export.py``), with the weights the
+    loihi profile quantises to. NIR has no sparse weights, so each projection is a dense
+    matrix: ``quick`` exports a 1000-neuron version with the same in-degree (p = 0.08,
+    80 inputs per neuron; two 1000 x 1000 matrices), ``--full`` the 4000-neuron network
+    (two 4000 x 4000 float64 matrices, ~256 MB in memory while writing)."""
     from deploy.nir_export import export_nir
     from hw_profiles.errors import ExportError
     if target != "nir":
         raise ExportError(f"snn_cuba exports to 'nir' only, not {target!r}")
-    cfg = CubaConfig(seed=seed, n=4000)
-    return export_nir(build(cfg), out)
+    cfg = CubaConfig(seed=seed, n=1000, p=0.08) if quick else CubaConfig(seed=seed)
+    net = build(cfg)
+    dev = NeuromorphicDevice("loihi")
+    compiled = dev.compile(net)
+    if progress:
+        progress(1, 1, {"neurons": float(cfg.n)})
+    return export_nir(net, out, compiled=compiled)
 
 
 CARD = register(ModelCard(

@@ -103,43 +103,43 @@ def test_import_needs_dt():
 
 
 def test_snntorch_runs_the_exported_graph_and_matches():
-    """snnTorch's NIR import (import_from_nir) of Input -> Linear -> CubaLIF <-> Linear.
+    """snnTorch's NIR import (import_from_nir) of Input -> Linear -> CubaLIF -> Linear -> CubaLIF.
 
     snnTorch fixes dt = 1e-4 s and needs r = tau_mem/dt, v_leak = 0, one threshold and
-    reset to zero; its feed-forward input acts in the same step, ours one step later (every
-    spike takes one step), so its spikes at step t are ours at t + 1.
+    reset to zero. Its layers act in the step their input arrives; every spike of ours
+    takes one step, so its output at step t is ours at t + 2 (two layers).
+    Feed-forward only: snnTorch 1.0.0's import of a recurrent CubaLIF routes the external
+    input through the recurrent weights (see README), so recurrence is checked against
+    Brian2 (tests/sim/neuromorphic/test_nm_brian2.py).
     """
     torch = pytest.importorskip("torch")
     pytest.importorskip("snntorch")
     from snntorch.import_nir import import_from_nir
-    dt, n_in, n, T = 1e-4, 8, 12, 400
+    dt, n_in, n1, n2, T = 1e-4, 8, 12, 6, 300
     rng = np.random.default_rng(0)
     mask = rng.random((T, n_in)) < 0.05
     steps, index = np.nonzero(mask)
-    net = Network(dt=dt)
     # names: nirtorch builds a ModuleDict, so a node may not be called e.g. "pop" or "in"
+    net = Network(dt=dt)
     net.spikes("inp", n_in, steps=steps, index=index)
-    tau_syn, tau_mem = 5e-4, 1e-3
-    net.population("hidden", n, "cuba_lif", tau_syn=tau_syn, tau_mem=tau_mem, r=tau_mem / dt,
-                   w_in=tau_syn / dt, v_threshold=1.0, v_reset=0.0, v_leak=0.0)
-    net.connect("inp", "hidden", weight=rng.uniform(0.0, 0.6, (n, n_in)))
-    net.connect("hidden", "hidden",
-                weight=rng.uniform(-0.3, 0.2, (n, n)) * (rng.random((n, n)) < 0.5))
-    net.probe("hidden")
+    for name, n, tau_mem in (("hid", n1, 1e-3), ("outl", n2, 2e-3)):
+        net.population(name, n, "cuba_lif", tau_syn=5e-4, tau_mem=tau_mem, r=tau_mem / dt,
+                       w_in=5e-4 / dt, v_threshold=1.0, v_reset=0.0, v_leak=0.0)
+    net.connect("inp", "hid", weight=rng.uniform(-0.1, 0.3, (n1, n_in)))
+    net.connect("hid", "outl", weight=rng.uniform(-0.3, 0.3, (n2, n1)))
+    net.probe("outl")
     dev = NeuromorphicDevice("loihi2")
     dev.compile(net, quantize=False)
-    ours = dev.run(T + 1).spikes["hidden"]
-    ours_raster = np.zeros((T + 1, n), bool)
+    ours = dev.run(T + 2).spikes["outl"]
+    ours_raster = np.zeros((T + 2, n2), bool)
     ours_raster[ours[0], ours[1]] = True
-    graph = to_nir(net)
-    model = import_from_nir(graph)
+    model = import_from_nir(to_nir(net))
     x = torch.tensor(mask, dtype=torch.float32)
     out, state = [], None
     with torch.no_grad():
         for t in range(T):
             y, state = model(x[t:t + 1], state)
-            y = y[0] if isinstance(y, tuple) else y
             out.append(y.reshape(-1).numpy() > 0)
     theirs = np.array(out)
-    assert ours_raster.sum() > 20, "the network should spike"
-    np.testing.assert_array_equal(ours_raster[1:], theirs)
+    assert 20 < ours_raster.sum() < 0.5 * ours_raster.size, ours_raster.sum()
+    np.testing.assert_array_equal(ours_raster[2:], theirs)

@@ -1,0 +1,61 @@
+"""The VA CUBA model card: a small run, its counts, its pricing on three chips, its export."""
+import numpy as np
+import pytest
+
+from hw_profiles.errors import HardwareLimitError, ModelError
+from models import snn_cuba
+from models.registry import REGISTRY
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    # 800 neurons with the benchmark's in-degree (p = 0.1 -> 80 inputs), 50 ms
+    return snn_cuba.simulate("loihi", quick=True, n=800, p=0.1, duration=0.05)
+
+
+def test_registered():
+    card = REGISTRY["snn_cuba"]
+    assert card.device_kinds == ("neuromorphic",) and card.exports == ("nir",)
+
+
+def test_small_run_counts(small_run):
+    m, led = small_run.metrics, small_run.ledger
+    ops = led.total_ops()
+    assert m["spikes"] == ops["spike"] > 0
+    # 800 neurons x 500 steps, every update either active or idle
+    assert ops["neuron_update_active"] + ops["neuron_update_idle"] == 800 * 500
+    cfg = snn_cuba.CubaConfig(n=800, p=0.1, duration=0.05)
+    pre, _ = snn_cuba.connectivity(cfg)
+    out_degree = np.bincount(pre, minlength=800)
+    raster = small_run.traces["spike_raster"]
+    assert raster.shape == (ops["spike"], 2)
+    # synop = sum over spikes of the spiking neuron's out-degree (exactly)
+    assert ops["synop"] == out_degree[raster[:, 1].astype(int)].sum()
+    assert small_run.traces["core_neurons_util"].size == m["cores_used"]
+
+
+def test_priced_on_three_chips(small_run):
+    for name in ("loihi", "truenorth", "spinnaker2"):
+        rep = small_run.ledger.price(name)
+        cat = rep.by_category()
+        assert cat["compute"] > 0
+        assert rep.total_j == pytest.approx(sum(cat.values()))
+    loihi = small_run.ledger.price("loihi")
+    ops = small_run.ledger.total_ops()
+    # 23.6 pJ per synop (Davies 2018 Table 2)
+    assert loihi.by_op()["synop"] == pytest.approx(ops["synop"] * 23.6e-12)
+    assert loihi.by_category()["communication"] == pytest.approx(
+        ops["spike"] * 1.7e-12 + ops["hop"] * 3.5e-12)
+    assert loihi.static_j > 0
+
+
+def test_does_not_fit_truenorth():
+    with pytest.raises(HardwareLimitError, match="fan_in_per_core = 256"):
+        snn_cuba.simulate("truenorth", n=800, p=0.1, duration=0.001)
+
+
+def test_bad_config():
+    with pytest.raises(ModelError, match="p = 1.5"):
+        snn_cuba.CubaConfig(p=1.5)
+    with pytest.raises(ModelError, match="dataset 'va-cuba'"):
+        snn_cuba.simulate("loihi", dataset="digits")

@@ -143,3 +143,14 @@ def test_snntorch_runs_the_exported_graph_and_matches():
     theirs = np.array(out)
     assert 20 < ours_raster.sum() < 0.5 * ours_raster.size, ours_raster.sum()
     np.testing.assert_array_equal(ours_raster[2:], theirs)
+
+
+def test_card_export_reads_back(tmp_path):
+    """The CLI's export of snn_cuba (quick: 1000 neurons, no Input node) imports back."""
+    from deploy.export import export_model
+    path = export_model("snn_cuba", "nir", tmp_path / "cuba.nir")
+    net = from_nir(path)
+    (pop,) = net.populations.values()
+    assert (pop.n, pop.model, pop.n_channels, pop.method) == (1000, "cuba_lif", 2, "exact")
+    assert net.dt == 1e-4 and sorted(net.projections) == ["exc", "inh"]
+    assert pop.params["refractory"][0] == 5e-3

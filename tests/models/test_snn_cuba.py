@@ -45,13 +45,21 @@ def test_priced_on_three_chips(small_run):
     # 23.6 pJ per synop (Davies 2018 Table 2)
     assert loihi.by_op()["synop"] == pytest.approx(ops["synop"] * 23.6e-12)
     assert loihi.by_category()["communication"] == pytest.approx(
-        ops["spike"] * 1.7e-12 + ops["hop"] * 3.5e-12)
+        ops["spike"] * 1.7e-12 + ops.get("hop", 0) * 3.5e-12)
     assert loihi.static_j > 0
 
 
-def test_does_not_fit_truenorth():
-    with pytest.raises(HardwareLimitError, match="fan_in_per_core = 256"):
-        snn_cuba.simulate("truenorth", n=800, p=0.1, duration=0.001)
+def test_truenorth_fan_in_splits_cores():
+    # ~80 distinct inputs per neuron and 256 axons per core: at most 3 neurons per core
+    run = snn_cuba.simulate("truenorth", n=800, p=0.1, duration=0.001)
+    assert run.metrics["fan_in_util_max"] <= 1.0
+    assert run.metrics["cores_used"] >= 800 / 3
+    assert run.ledger.total_ops()["hop"] > 0
+
+
+def test_too_large_for_truenorth():
+    with pytest.raises(HardwareLimitError, match=r"population 'cuba'.*truenorth limits.cores"):
+        snn_cuba.simulate("truenorth", n=20000, p=0.004, duration=0.001)
 
 
 def test_bad_config():

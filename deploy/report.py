@@ -307,6 +307,12 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
             yield _img(plot_raster(name, arr), name)
         elif name.startswith("core_") and arr.ndim == 1 and arr.size:
             yield _img(plot_per_core(name, arr), name)
+        elif name == "routes" and arr.ndim == 2 and arr.shape[1] == 4:
+            shown = arr[:200]
+            yield (f"<h3>Routes ({arr.shape[0]:,} core-to-core routes, X-Y hops"
+                   f"{'; first 200 shown' if arr.shape[0] > 200 else ''})</h3>")
+            yield _html_table(("src core", "dst core", "hops", "neurons"),
+                              [tuple(f"{int(x):,}" for x in row) for row in shown])
         elif arr.ndim == 1 and arr.size:
             yield _img(plot_trace(name, arr), name)
         else:

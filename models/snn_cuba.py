@@ -125,11 +125,18 @@ def simulate(profile="loihi", dataset="va-cuba", seed: int = 0, quick: bool = Tr
                "fan_in_util_max": util["fan_in_util_max"],
                "fan_out_util_max": util["fan_out_util_max"],
                "mean_hops_per_spike": float(dev.ledger.total_ops().get("hop", 0)
-                                            / max(1, raster.shape[0]))}
+                                            / max(1, raster.shape[0])),
+               "routes": float(len(place["routes"])),
+               "max_route_hops": float(max((r["hops"] for r in place["routes"]), default=0))}
     cores = place["cores"]
     traces = {"spike_raster": raster.astype(np.float64),
               "core_neurons_util": np.array([c["neurons_util"] for c in cores]),
-              "core_synapse_bytes_util": np.array([c["synapse_bytes_util"] for c in cores])}
+              "core_synapse_bytes_util": np.array([c["synapse_bytes_util"] for c in cores]),
+              "core_fan_in_util": np.array([c["fan_in_util"] for c in cores]),
+              "core_fan_out_util": np.array([c["fan_out_util"] for c in cores]),
+              # one entry per core-to-core route (src, dst, X-Y hops, neurons using it)
+              "routes": np.array([[r["src_core"], r["dst_core"], r["hops"], r["neurons"]]
+                                  for r in place["routes"]], dtype=np.int64).reshape(-1, 4)}
     return RunResult("snn_cuba", dev.profile.name, dataset, asdict(cfg), metrics, dev.ledger,
                      traces)
 

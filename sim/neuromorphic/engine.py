@@ -31,7 +31,8 @@ class SimResult:
     Attributes
     ----------
     t0, n_steps : first step and number of steps run
-    spikes : population/source name -> (steps, local indices, payloads) int arrays
+    spikes : population/source name -> (steps, local indices, payloads) int arrays; steps
+        count from the device's step 0, not from ``t0``
     states : "pop.var" -> float64 (n_steps, n) trace, for probed state variables
     counts : op name -> count added to the ledger by this run
     bytes_read : synapse-memory bytes read (ledger level "local")
@@ -50,7 +51,7 @@ class SimResult:
         return self.spikes[name][0].size / (n * self.n_steps * self.dt)
 
     def raster(self, name: str) -> np.ndarray:
-        """(k, 2) float array of (time in s, neuron index), for plots and run files."""
+        """(k, 2) float array of (time in s since step 0, neuron index), for plots."""
         st, ix, _ = self.spikes[name]
         return np.stack([st * self.dt, ix.astype(float)], axis=1)
 

@@ -29,6 +29,9 @@ def test_small_run_counts(small_run):
     out_degree = np.bincount(pre, minlength=800)
     raster = small_run.traces["spike_raster"]
     assert raster.shape == (ops["spike"], 2)
+    # times in [0, 50 ms), spread over the whole run (activity is self-sustained)
+    assert raster[:, 0].min() >= 0 and raster[:, 0].max() < 0.05
+    assert np.histogram(raster[:, 0], bins=5, range=(0, 0.05))[0].min() > 0
     # synop = sum over spikes of the spiking neuron's out-degree (exactly)
     assert ops["synop"] == out_degree[raster[:, 1].astype(int)].sum()
     assert small_run.traces["core_neurons_util"].size == m["cores_used"]

@@ -115,6 +115,7 @@ class NeuromorphicDevice(Device):
         self.inbuf = np.zeros((c.D, c.C * c.n_neurons))
         self.payload = np.zeros(c.n_neurons + c.n_sources, np.int32)
         self.zeros = np.zeros(c.n_neurons)   # the absent second channel of 1-channel CUBA
+        self.flag = np.zeros(c.n_neurons, np.uint8)   # scratch: "had input this step"
         # custom populations: their own state and parameter matrices
         self.custom = {}
         for p in pops:
@@ -192,7 +193,7 @@ class NeuromorphicDevice(Device):
                      co["stride"], c.C, c.D,
                      self.v, self.I, self.ref, co["av"], co["bv"], co["kin"], co["thr"],
                      co["vreset"], co["rmode"], co["refsteps"], co["aI"], co["gI"], co["kI"],
-                     self.inj, self.inbuf, self.payload, self.zeros)
+                     self.inj, self.inbuf, self.payload, self.zeros, self.flag)
         args_syn = (c.row_ptr, c.col, c.w, c.dly, c.hops, c.entry_bytes)
         SYNOP, NU_A, NU_I, SPIKE, HOP = _OPS
         t = t0
@@ -229,7 +230,9 @@ class NeuromorphicDevice(Device):
         for name, (state, params) in self.custom.items():
             a, b = c.offsets[name]
             pop = c.net.populations[name]
-            inp = self.inbuf[slot].reshape(c.C, c.n_neurons)[:pop.n_channels, a:b].T.copy()
+            slot_view = self.inbuf[slot].reshape(c.C, c.n_neurons)[:pop.n_channels, a:b]
+            inp = slot_view.T.copy()
+            slot_view[:] = 0.0                # consumed, as the built-in updates do
             inp[:, 0] += self.inj[a:b]
             pl = self.payload[a:b]
             pop.model.update(inp, state, params, pl)

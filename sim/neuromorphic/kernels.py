@@ -46,39 +46,45 @@ def sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
 
 
 @njit(cache=True)
-def _integrate(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, a_v, b_v, k_in):
-    """Pass 1 of the uniform CUBA update: currents and membrane, refractory v held.
+def _integrate(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, a_v, b_v, k_in,
+               flag):
+    """Pass 1 of the uniform CUBA update: currents and membrane, refractory v held; marks
+    in ``flag`` the neurons that received input and clears their ring-buffer slot.
 
     Only 1-D contiguous arrays and scalars, selects instead of branches: LLVM vectorises
     this loop (checked with inspect_asm). With one channel, pass I1 = x1 = a zero array.
     """
     for i in range(v.size):
-        j0 = a0 * I0[i] + g0 * x0[i]
-        j1 = a1 * I1[i] + g1 * x1[i]
+        xa = x0[i]
+        xb = x1[i]
+        j0 = a0 * I0[i] + g0 * xa
+        j1 = a1 * I1[i] + g1 * xb
         I0[i] = j0
         I1[i] = j1
         vn = a_v * v[i] + b_v + (k_in * inj[i] + k0 * j0 + k1 * j1)
         v[i] = vn if until[i] <= t else v[i]
+        flag[i] = (xa != 0.0) | (xb != 0.0) | (inj[i] != 0.0)
+        x0[i] = 0.0              # the slot is consumed: ready for step t + D
+        x1[i] = 0.0
 
 
 @njit(cache=True)
-def _fire(t, v, until, payload, x0, x1, inj, th, vr, sub, mode, rs):
+def _fire(t, v, until, payload, flag, th, vr, sub, mode, rs):
     """Pass 2: strict threshold, reset, refractory end; count active neurons."""
     active = 0
     for i in range(v.size):
+        active += flag[i]
         if v[i] > th and until[i] <= t:
             payload[i] = 1
             v[i] = vr if mode == 0 else v[i] - sub
             until[i] = t + rs
-            active += 1
-        elif x0[i] != 0.0 or x1[i] != 0.0 or inj[i] != 0.0:
-            active += 1
+            active += 1 - flag[i]
     return active
 
 
 @njit(cache=True)
 def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,
-                  refsteps, aI, gI, kI, inj, inbuf, payload, zeros):
+                  refsteps, aI, gI, kI, inj, inbuf, payload, zeros, flag):
     """neurons_step's CUBA update for a population with one coefficient row and <= 2
     channels, in two passes (Brian2's state-update / threshold split): the same
     arithmetic in the same order as the general loop."""
@@ -92,15 +98,15 @@ def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset
     g1 = gI[q, 1] if nch > 1 else 0.0
     k1 = kI[q, 1] if nch > 1 else 0.0
     _integrate(t, I0, x0, aI[q, 0], gI[q, 0], kI[q, 0], I1, x1, a1, g1, k1, v[lo:hi],
-               until[lo:hi], inj[lo:hi], av[q], bv[q], kin[q])
-    return _fire(t, v[lo:hi], until[lo:hi], payload[lo:hi], x0, x1, inj[lo:hi], thr[q],
+               until[lo:hi], inj[lo:hi], av[q], bv[q], kin[q], flag[lo:hi])
+    return _fire(t, v[lo:hi], until[lo:hi], payload[lo:hi], flag[lo:hi], thr[q],
                  vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q])
 
 
 @njit(cache=True)
 def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
                  ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                 payload, zeros, counts, NU_ACTIVE, NU_IDLE):
+                 payload, zeros, flag, counts, NU_ACTIVE, NU_IDLE):
     """Update every built-in neuron for step ``t`` (see network.py for the equations).
 
     Coefficients live in a table: neuron ``i`` of population ``p`` uses row
@@ -123,7 +129,7 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
         if stride == 0 and code == CUBA and nch <= 2:
             active = _cuba_uniform(t, slot, lo, pop_hi[p], nch, row0, v, I, ref, av, bv,
                                    kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                                   payload, zeros)
+                                   payload, zeros, flag)
             counts[NU_ACTIVE] += active
             counts[NU_IDLE] += pop_hi[p] - lo - active
             continue
@@ -135,6 +141,7 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
                 drive = kin[q] * inj[i]
                 for c in range(nch):
                     x = inbuf[slot, c * N + i]
+                    inbuf[slot, c * N + i] = 0.0
                     if x != 0.0:
                         had_input = True
                     j = aI[q, c] * I[c, i] + gI[q, c] * x
@@ -142,6 +149,7 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
                     drive += kI[q, c] * j
             else:
                 x = inbuf[slot, i]
+                inbuf[slot, i] = 0.0
                 if x != 0.0:
                     had_input = True
                 drive = kin[q] * (x + inj[i])
@@ -170,6 +178,8 @@ def deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, 
                  nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP):
     """Send every spike of step ``t`` along its CSR row; record it; clear ``payload``.
 
+    (The neuron updates clear the ring-buffer slot of step ``t`` as they consume it.)
+
     Counts: one ``spike`` packet per spike, ``hops[j]`` router hops (its multicast tree),
     one ``synop`` and ``entry_bytes`` synapse-memory bytes per target synapse.
     """
@@ -191,7 +201,6 @@ def deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, 
         counts[SYNOP] += hi - lo
         nbytes[0] += (hi - lo) * entry_bytes
     spk_n[0] = n
-    inbuf[t % D, :] = 0.0
 
 
 @njit(cache=True)
@@ -204,7 +213,7 @@ def record_step(row, probe_idx, probe_var, v, I, rec):
 @njit(cache=True)
 def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
                 D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                payload, zeros, ev_steps, ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
+                payload, zeros, flag, ev_steps, ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
                 row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
                 spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
                 SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP):
@@ -221,7 +230,7 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
                      pois_prob, rng_state)
         neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
                      ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                     payload, zeros, counts, NU_ACTIVE, NU_IDLE)
+                     payload, zeros, flag, counts, NU_ACTIVE, NU_IDLE)
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
         deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, counts,

@@ -116,6 +116,9 @@ class NeuromorphicDevice(Device):
         self.payload = np.zeros(c.n_neurons + c.n_sources, np.int32)
         self.zeros = np.zeros(c.n_neurons)   # the absent second channel of 1-channel CUBA
         self.flag = np.zeros(c.n_neurons, np.uint8)   # scratch: "had input this step"
+        # this step's spiking indices (neurons and sources), so delivery walks spikes only
+        self.spk_list = np.zeros(c.n_neurons + c.n_sources, np.int64)
+        self.nspk = np.zeros(1, np.int64)
         # custom populations: their own state and parameter matrices
         self.custom = {}
         for p in pops:
@@ -193,7 +196,8 @@ class NeuromorphicDevice(Device):
                      co["stride"], c.C, c.D,
                      self.v, self.I, self.ref, co["av"], co["bv"], co["kin"], co["thr"],
                      co["vreset"], co["rmode"], co["refsteps"], co["aI"], co["gI"], co["kI"],
-                     self.inj, self.inbuf, self.payload, self.zeros, self.flag)
+                     self.inj, self.inbuf, self.payload, self.zeros, self.flag,
+                     self.spk_list, self.nspk)
         args_syn = (c.row_ptr, c.col, c.w, c.dly, c.hops, c.entry_bytes)
         SYNOP, NU_A, NU_I, SPIKE, HOP = _OPS
         t = t0
@@ -210,13 +214,14 @@ class NeuromorphicDevice(Device):
                                   SYNOP, NU_A, NU_I, SPIKE, HOP)
                 continue
             K.sources_step(t, c.n_neurons, self.payload, *self.ev, self.ev_ptr,
-                           self.pois_prob, self.rng)
+                           self.pois_prob, self.rng, self.spk_list, self.nspk)
             K.neurons_step(t, *args_neur, counts, NU_A, NU_I)
             self._custom_step(t, counts, custom_rec, t - t0)
             if probe_idx.size:
                 K.record_step(t - t0, probe_idx, probe_var, self.v, self.I, rec)
-            K.deliver_step(t, c.D, self.payload, *args_syn, self.inbuf, counts, nbytes,
-                           spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP)
+            K.deliver_step(t, c.D, self.payload, self.spk_list, self.nspk, *args_syn,
+                           self.inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
+                           SPIKE, HOP)
             t += 1
         self.t = t1
         self.ledger.flush(counts, scope=scope)
@@ -243,6 +248,10 @@ class NeuromorphicDevice(Device):
                     f"[NeuromorphicDevice.run] population {name!r} neuron {int(bad[0])} "
                     f"emitted payload {int(pl[bad[0]])}; {self.profile.name} carries payloads "
                     f"in {lo}..{hi} (limits.spike_payload_bits; binary spikes when absent)")
+            fired = np.flatnonzero(pl) + a
+            k = int(self.nspk[0])
+            self.spk_list[k:k + fired.size] = fired
+            self.nspk[0] = k + fired.size
             active = int(np.count_nonzero(np.any(inp != 0, axis=1) | (pl != 0)))
             counts[OP_CODES["neuron_update_active"]] += active
             counts[OP_CODES["neuron_update_idle"]] += pop.n - active

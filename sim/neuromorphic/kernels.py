@@ -31,17 +31,24 @@ def _splitmix(state, k):
 
 @njit(cache=True)
 def sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
-                 pois_prob, rng_state):
-    """Write the step's source spikes into ``payload[n_neurons:]``."""
+                 pois_prob, rng_state, spk_list, nspk):
+    """Write the step's source spikes into ``payload[n_neurons:]`` and the spike list."""
     p = ev_ptr[0]
     while p < ev_steps.size and ev_steps[p] < t:  # events before a resumed start
         p += 1
     while p < ev_steps.size and ev_steps[p] == t:
-        payload[n_neurons + ev_index[p]] = ev_payload[p]
+        j = n_neurons + ev_index[p]
+        if payload[j] == 0:
+            spk_list[nspk[0]] = j
+            nspk[0] += 1
+        payload[j] = ev_payload[p]
         p += 1
     ev_ptr[0] = p
     for k in range(pois_prob.size):
         if pois_prob[k] > 0.0 and _splitmix(rng_state, k) < pois_prob[k]:
+            if payload[n_neurons + k] == 0:
+                spk_list[nspk[0]] = n_neurons + k
+                nspk[0] += 1
             payload[n_neurons + k] = 1
 
 
@@ -69,13 +76,18 @@ def _integrate(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, a_v, b_
 
 
 @njit(cache=True)
-def _fire(t, v, until, payload, flag, th, vr, sub, mode, rs):
-    """Pass 2: strict threshold, reset, refractory end; count active neurons."""
+def _fire(t, lo, v, until, payload, flag, th, vr, sub, mode, rs, spk_list, nspk):
+    """Pass 2: strict threshold, reset, refractory end; count active neurons.
+
+    Arrays are the population's slices; ``lo`` turns a slice index into a global one.
+    """
     active = 0
     for i in range(v.size):
         active += flag[i]
         if v[i] > th and until[i] <= t:
             payload[i] = 1
+            spk_list[nspk[0]] = lo + i
+            nspk[0] += 1
             v[i] = vr if mode == 0 else v[i] - sub
             until[i] = t + rs
             active += 1 - flag[i]
@@ -84,7 +96,7 @@ def _fire(t, v, until, payload, flag, th, vr, sub, mode, rs):
 
 @njit(cache=True)
 def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,
-                  refsteps, aI, gI, kI, inj, inbuf, payload, zeros, flag):
+                  refsteps, aI, gI, kI, inj, inbuf, payload, zeros, flag, spk_list, nspk):
     """neurons_step's CUBA update for a population with one coefficient row and <= 2
     channels, in two passes (Brian2's state-update / threshold split): the same
     arithmetic in the same order as the general loop."""
@@ -99,14 +111,14 @@ def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset
     k1 = kI[q, 1] if nch > 1 else 0.0
     _integrate(t, I0, x0, aI[q, 0], gI[q, 0], kI[q, 0], I1, x1, a1, g1, k1, v[lo:hi],
                until[lo:hi], inj[lo:hi], av[q], bv[q], kin[q], flag[lo:hi])
-    return _fire(t, v[lo:hi], until[lo:hi], payload[lo:hi], flag[lo:hi], thr[q],
-                 vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q])
+    return _fire(t, lo, v[lo:hi], until[lo:hi], payload[lo:hi], flag[lo:hi], thr[q],
+                 vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q], spk_list, nspk)
 
 
 @njit(cache=True)
 def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
                  ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                 payload, zeros, flag, counts, NU_ACTIVE, NU_IDLE):
+                 payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE, NU_IDLE):
     """Update every built-in neuron for step ``t`` (see network.py for the equations).
 
     Coefficients live in a table: neuron ``i`` of population ``p`` uses row
@@ -129,7 +141,7 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
         if stride == 0 and code == CUBA and nch <= 2:
             active = _cuba_uniform(t, slot, lo, pop_hi[p], nch, row0, v, I, ref, av, bv,
                                    kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                                   payload, zeros, flag)
+                                   payload, zeros, flag, spk_list, nspk)
             counts[NU_ACTIVE] += active
             counts[NU_IDLE] += pop_hi[p] - lo - active
             continue
@@ -160,6 +172,8 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
             vi = av[q] * v[i] + bv[q] + drive
             if vi > thr[q]:          # strict threshold (NIR)
                 payload[i] = 1
+                spk_list[nspk[0]] = i
+                nspk[0] += 1
                 if rmode[q] == 0:
                     vi = vreset[q]
                 else:
@@ -174,8 +188,8 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
 
 
 @njit(cache=True)
-def deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, counts,
-                 nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP):
+def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
+                 inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP):
     """Send every spike of step ``t`` along its CSR row; record it; clear ``payload``.
 
     (The neuron updates clear the ring-buffer slot of step ``t`` as they consume it.)
@@ -184,10 +198,9 @@ def deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, 
     one ``synop`` and ``entry_bytes`` synapse-memory bytes per target synapse.
     """
     n = spk_n[0]
-    for j in range(payload.size):
+    for s in range(nspk[0]):
+        j = spk_list[s]
         pl = payload[j]
-        if pl == 0:
-            continue
         payload[j] = 0
         spk_t[n] = t
         spk_i[n] = j
@@ -201,6 +214,7 @@ def deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, 
         counts[SYNOP] += hi - lo
         nbytes[0] += (hi - lo) * entry_bytes
     spk_n[0] = n
+    nspk[0] = 0
 
 
 @njit(cache=True)
@@ -213,7 +227,8 @@ def record_step(row, probe_idx, probe_var, v, I, rec):
 @njit(cache=True)
 def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
                 D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                payload, zeros, flag, ev_steps, ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
+                payload, zeros, flag, spk_list, nspk, ev_steps, ev_index, ev_payload, ev_ptr,
+                pois_prob, rng_state,
                 row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
                 spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
                 SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP):
@@ -227,14 +242,14 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
         if spk_n[0] + payload.size > spk_t.size:
             return t
         sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
-                     pois_prob, rng_state)
+                     pois_prob, rng_state, spk_list, nspk)
         neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
                      ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                     payload, zeros, flag, counts, NU_ACTIVE, NU_IDLE)
+                     payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE, NU_IDLE)
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
-        deliver_step(t, D, payload, row_ptr, col, w, dly, hops, entry_bytes, inbuf, counts,
-                     nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP)
+        deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
+                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP)
     return t1
 
 

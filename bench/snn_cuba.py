@@ -9,8 +9,8 @@ connectivity and the same initial potentials, from ``models.snn_cuba``):
 
 Printed for each: CPU time and wall time per simulated second (run only; the ratios use
 CPU time, because on the shared 2-core machine wall time mostly measures waiting for a
-core), synaptic events per CPU second (spikes x out-degree / run CPU time), build/JIT time apart (engine: compile + numba cache
-load or JIT; Brian2 runtime: code generation + cython compile/cache load in the first
+core), synaptic events per CPU second (spikes x out-degree / run CPU time), build/JIT
+time apart (engine: compile + numba cache load or JIT; Brian2 runtime: code generation + cython compile/cache load in the first
 1-step run; standalone: code generation + g++), and the mean firing rate, which must agree
 across the three (the trajectories are chaotic, so spike trains differ in detail; the rate
 is the statistic). Brian2 uses its example's own equations and default schedule.

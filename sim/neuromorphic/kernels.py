@@ -7,8 +7,9 @@ indexed by ``hw_profiles.ops.OP_CODES`` (op codes come in as integers). The owni
 buffer slot of step ``t + delay``; no dense matrix-vector product runs per step.
 
 Layouts (N neurons, S source channels, C synaptic channels per neuron slot, D ring slots):
-``inbuf`` (D, C*N) float64, column ``channel*N + post``; currents ``I`` (C, N); CSR rows over the N+S
-presynaptic indices (neurons first, then sources); ``payload`` (N+S,) int32, 0 = silent.
+``inbuf`` (D, C*N) float64, column ``channel*N + post``; currents ``I`` (C, N); CSR rows
+over the N+S presynaptic indices (neurons first, then sources); ``payload`` (N+S,) int32,
+0 = silent; ``spk_list`` holds the indices that spiked in the current step.
 """
 from __future__ import annotations
 

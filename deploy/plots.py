@@ -101,3 +101,34 @@ def fig_to_img(fig: Figure, alt: str) -> str:
     fig.savefig(buf, format="png", dpi=100)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+
+
+def plot_raster(name: str, raster: np.ndarray, max_points: int = 200_000) -> Figure:
+    """Spike raster from a (k, 2) array of (time in s, neuron index); thinned evenly past
+    ``max_points`` spikes so the PNG stays small (the title says so)."""
+    raster = np.asarray(raster, dtype=float).reshape(-1, 2)
+    step = max(1, -(-raster.shape[0] // max_points))
+    shown = raster[::step]
+    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.scatter(shown[:, 0], shown[:, 1], s=0.5, c="k", marker=".", linewidths=0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("neuron")
+    note = f", every {step}th of {raster.shape[0]:,} spikes" if step > 1 else \
+        f", {raster.shape[0]:,} spikes"
+    ax.set_title(f"{name}{note}", fontsize=10)
+    return fig
+
+
+def plot_per_core(name: str, values: np.ndarray) -> Figure:
+    """Bars of one utilisation figure per core (fraction of the profile's limit)."""
+    values = np.asarray(values, dtype=float)
+    fig = Figure(figsize=(7.0, 2.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.bar(np.arange(values.size), 100.0 * values, color="#4C72B0")
+    ax.set_xlabel("core")
+    ax.set_ylabel("% of the core's limit")
+    ax.set_ylim(0, max(100.0, 100.0 * float(values.max(initial=0.0))))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(name, fontsize=10)
+    return fig

@@ -26,7 +26,8 @@ from deploy.runfile import Run
 from deploy.formatting import (energy_breakdown, format_bytes, format_energy, significant,
                                 format_seconds)
 from deploy.plots import fig_to_img as _img
-from deploy.plots import plot_comparison, plot_energy_bars, plot_image_grid, plot_trace
+from deploy.plots import (plot_comparison, plot_energy_bars, plot_image_grid, plot_per_core,
+                          plot_raster, plot_trace)
 from hw_profiles.errors import ReportError
 from hw_profiles.profile import PROVENANCES
 from sim.pricing import PJ, EnergyReport
@@ -301,7 +302,18 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield "<h2>Traces</h2>" + ("" if run.traces else "<p class=muted>No traces.</p>")
     for name, arr in run.traces.items():
         arr = np.asarray(arr)
-        if arr.ndim == 1 and arr.size:
+        # spiking runs: "*raster" = (k, 2) spike times and neurons; "core_*" = per-core values
+        if name.endswith("raster") and arr.ndim == 2 and arr.shape[1] == 2:
+            yield _img(plot_raster(name, arr), name)
+        elif name.startswith("core_") and arr.ndim == 1 and arr.size:
+            yield _img(plot_per_core(name, arr), name)
+        elif name == "routes" and arr.ndim == 2 and arr.shape[1] == 4:
+            shown = arr[:200]
+            yield (f"<h3>Routes ({arr.shape[0]:,} core-to-core routes, X-Y hops"
+                   f"{'; first 200 shown' if arr.shape[0] > 200 else ''})</h3>")
+            yield _html_table(("src core", "dst core", "hops", "neurons"),
+                              [tuple(f"{int(x):,}" for x in row) for row in shown])
+        elif arr.ndim == 1 and arr.size:
             yield _img(plot_trace(name, arr), name)
         elif arr.ndim == 3 and arr.size and arr.dtype.kind in "fiu":  # (N, H, W) pictures
             yield _img(plot_image_grid(name, arr), name)

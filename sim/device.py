@@ -19,7 +19,7 @@ from sim.ledger import Ledger
 ENGINES: dict[str, type["Device"]] = {}
 """profile kind -> engine class"""
 
-PLANNED = {"neuromorphic": "NeuromorphicDevice (event-driven spiking engine)"}
+PLANNED: dict[str, str] = {}
 """Kinds whose engine is designed but not built yet: named in the error users see."""
 
 
@@ -88,3 +88,4 @@ def _import_engines() -> None:
     """Import engine modules so they register themselves (lazily: torch is heavy)."""
     import sim.torch_engine  # noqa: F401
     import sim.bitwise  # noqa: F401
+    import sim.neuromorphic  # noqa: F401

@@ -141,9 +141,16 @@ def test_device_factory(toy_gpu_path):
     assert dev.torch_device.type == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def test_device_factory_unimplemented_kind():
-    with pytest.raises(NeuroedgeError, match="kind 'neuromorphic'.*not implemented yet"):
-        device("loihi")
+def test_device_factory_serves_every_shipped_profile():
+    """Every kind a shipped profile has gets its engine; none is left 'not implemented'."""
+    import hw_profiles
+    from sim.bitwise import BitwiseDevice
+    from sim.neuromorphic import NeuromorphicDevice
+    engine_of = {"gpu": TorchDevice, "cpu": TorchDevice, "bitwise": BitwiseDevice,
+                 "neuromorphic": NeuromorphicDevice}
+    for name in hw_profiles.available():
+        prof = hw_profiles.load(name)
+        assert type(device(name)) is engine_of[prof.kind], name
 
 
 @pytest.mark.gpu

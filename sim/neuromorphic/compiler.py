@@ -1,0 +1,373 @@
+"""Compile a Network onto a neuromorphic profile: quantise, place, build CSR tables, route.
+
+Hardware model (an estimate; each choice is stated):
+
+- **Weights** are signed integers of ``limits.weight_bits`` bits times one scale per
+  projection (Loihi's shared weight exponent; Lava's Dense ``num_weight_bits``):
+  ``scale = max|w| / (2**(bits-1) - 1)``, or a fixed ``weight_lsb`` for the whole chip.
+  The run uses the quantised weights. A projection whose weights all round to 0 is an
+  error (the layer would be dead on the chip).
+- **Synapse memory**: one entry per synapse of ``ceil((weight_bits + target-index bits +
+  delay bits) / 8)`` bytes, stored on the core of the *target* neuron (Loihi's fan-in
+  synaptic memory); the target index addresses a neuron within its core.
+- **Placement**: populations in order, each on its own cores, neurons in order, a core
+  filled while it stays within ``neurons_per_core``, ``synapse_bytes_per_core`` and
+  ``fan_in_per_core`` (distinct presynaptic axons). ``fan_out_per_core`` (core-to-core
+  edges: one per neuron and destination core, Loihi's Naxout) and ``cores`` are checked
+  after placement.
+- **Routing**: cores sit ``cores_per_router`` to a router on a ``mesh_x x mesh_y`` mesh,
+  numbered row-major; spikes travel by dimension-order (X-Y) multicast, one packet per
+  spike, replicated where paths branch, so the hop count of a spike is the edge count of
+  its tree. Inputs from outside (sources) enter at router (0, 0), the host link.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hw_profiles.errors import HardwareLimitError
+from hw_profiles.profile import HardwareProfile
+from sim.neuromorphic import kernels as K
+from sim.neuromorphic.network import Network
+
+MODEL_CODES = {"lif": K.LIF, "if": K.IF, "cuba_lif": K.CUBA}
+_UNLIMITED = 2 ** 62
+
+
+def _limit_error(what: str, value, key: str, limit, profile: HardwareProfile, hint: str):
+    return HardwareLimitError(f"[NeuromorphicDevice.compile] {what} = {value} exceeds "
+                              f"{profile.name} {key} = {limit:g}; {hint}")
+
+
+@dataclass
+class Quantisation:
+    """What rounding the weights of one projection to the hardware did."""
+
+    projection: str
+    bits: int
+    scale: float              # weight value of one integer step
+    max_abs_error: float
+    rms_rel_error: float      # ||w_q - w|| / ||w||
+    zeroed: int               # non-zero weights that became 0
+
+
+@dataclass
+class Compiled:
+    """A network placed on a profile: neuron arrays, CSR synapse table, routes, reports."""
+
+    net: Network
+    profile: HardwareProfile
+    n_neurons: int
+    n_sources: int
+    C: int                                # synaptic channel slots per neuron
+    D: int                                # ring-buffer slots (max delay + 1)
+    offsets: dict[str, tuple[int, int]]   # population/source -> [lo, hi) global index
+    coeff: dict[str, np.ndarray]
+    row_ptr: np.ndarray
+    col: np.ndarray
+    w: np.ndarray
+    dly: np.ndarray
+    syn_proj: np.ndarray                  # projection id of each CSR entry
+    proj_perm: dict[str, np.ndarray]      # projection -> CSR positions of its synapses
+    hops: np.ndarray                      # per presynaptic index: hops of its multicast tree
+    entry_bytes: int
+    core_of: np.ndarray                   # core of each neuron
+    cores: list[dict] = field(default_factory=list)
+    routes: list[tuple[int, int, int, int]] = field(default_factory=list)
+    quantisation: list[Quantisation] = field(default_factory=list)
+
+    @property
+    def n_cores(self) -> int:
+        return len(self.cores)
+
+    def weights_of(self, projection: str) -> np.ndarray:
+        """The (quantised) weights the chip applies, in the projection's synapse order."""
+        return self.w[self.proj_perm[projection]]
+
+    def utilisation(self) -> dict[str, float]:
+        """Mean fill of the used cores for each limit, and the share of the chip's cores."""
+        out = {"cores_used": float(self.n_cores),
+               "cores_fraction": self.n_cores / self.profile.limit("cores", _UNLIMITED)}
+        for key in ("neurons", "synapse_bytes", "fan_in", "fan_out"):
+            vals = [c[f"{key}_util"] for c in self.cores]
+            out[f"{key}_util_mean"] = float(np.mean(vals)) if vals else 0.0
+            out[f"{key}_util_max"] = float(np.max(vals)) if vals else 0.0
+        return out
+
+
+def coefficients(net: Network) -> dict[str, np.ndarray]:
+    """Per-neuron update coefficients of the built-in models (network.py's table)."""
+    n = sum(p.n for p in net.populations.values())
+    C = max([p.n_channels for p in net.populations.values()] + [1])
+    dt = net.dt
+    co = {k: np.zeros(n) for k in ("av", "bv", "kin", "thr", "vreset", "v0")}
+    co["rmode"] = np.zeros(n, np.int8)
+    co["refsteps"] = np.zeros(n, np.int64)
+    for k in ("aI", "gI", "kI"):
+        co[k] = np.zeros((n, C))
+    lo = 0
+    for pop in net.populations.values():
+        sl = slice(lo, lo + pop.n)
+        lo += pop.n
+        if pop.custom:
+            continue
+        P = pop.params
+        co["thr"][sl] = P["v_threshold"]
+        co["vreset"][sl] = P["v_reset"]
+        co["v0"][sl] = P.get("v_init", P["v_reset"])
+        co["rmode"][sl] = 0 if pop.reset == "value" else 1
+        co["refsteps"][sl] = np.round(P["refractory"] / dt).astype(np.int64)
+        if pop.model == "if":
+            co["av"][sl], co["bv"][sl], co["kin"][sl] = 1.0, 0.0, P["r"] * dt
+            continue
+        tm = P["tau_mem"]
+        if pop.method == "euler":
+            av = 1.0 - dt / tm
+        else:
+            av = np.exp(-dt / tm)
+        co["av"][sl] = av
+        co["bv"][sl] = (1.0 - av) * P["v_leak"]
+        co["kin"][sl] = (1.0 - av) * P["r"]        # == (dt/tau_mem) r for euler
+        for c in range(pop.n_channels if pop.model == "cuba_lif" else 0):
+            ts = P[f"tau_syn{c}"]
+            co["gI"][sl, c] = dt / ts * P["w_in"]
+            if pop.method == "euler":
+                co["aI"][sl, c] = 1.0 - dt / ts
+                co["kI"][sl, c] = dt / tm * P["r"]
+            else:
+                a_c = np.exp(-dt / ts)
+                co["aI"][sl, c] = a_c
+                same = np.isclose(ts, tm, rtol=1e-12)
+                safe = np.where(same, 1.0, ts - tm)
+                k = np.where(same, P["r"] * dt / tm * av,
+                             P["r"] * ts / safe * (a_c - av))
+                co["kI"][sl, c] = k
+    return _table(net, co)
+
+
+_TABLE_KEYS = ("av", "bv", "kin", "thr", "vreset", "rmode", "refsteps", "aI", "gI", "kI")
+
+
+def _table(net: Network, co: dict) -> dict:
+    """Compress per-neuron coefficients to one row per population where they are uniform.
+
+    Adds ``row0`` and ``stride`` per population (kernels.neurons_step); ``v0`` stays per
+    neuron. Uniform populations (the common case) then read one cached row per step.
+    """
+    rows = {k: [] for k in _TABLE_KEYS}
+    row0, stride, lo, n_rows = [], [], 0, 0
+    for pop in net.populations.values():
+        sl = slice(lo, lo + pop.n)
+        lo += pop.n
+        uniform = all(np.all(co[k][sl] == co[k][sl][:1]) for k in _TABLE_KEYS)
+        take = slice(sl.start, sl.start + 1) if uniform else sl
+        for k in _TABLE_KEYS:
+            rows[k].append(co[k][take])
+        row0.append(n_rows)
+        stride.append(0 if uniform else 1)
+        n_rows += 1 if uniform else pop.n
+    out = {k: np.ascontiguousarray(np.concatenate(v)) for k, v in rows.items()}
+    out["v0"] = co["v0"]
+    out["row0"] = np.array(row0, np.int64)
+    out["stride"] = np.array(stride, np.int64)
+    return out
+
+
+def _quantise(name: str, w: np.ndarray, bits: int, lsb: float | None) -> tuple[np.ndarray,
+                                                                               Quantisation]:
+    top = 2 ** (bits - 1) - 1          # signed: one bit is the sign
+    wmax = float(np.max(np.abs(w))) if w.size else 0.0
+    scale = lsb if lsb is not None else (wmax / top if wmax > 0 else 1.0)
+    q = np.clip(np.round(w / scale), -top, top)
+    wq = q * scale
+    if w.size and not np.any(q):
+        raise HardwareLimitError(
+            f"[NeuromorphicDevice.compile] projection {name!r}: all {w.size} weights round to "
+            f"0 with {bits}-bit weights (step {scale:g}, largest |w| = {wmax:g}); the layer "
+            "would be dead on the chip. Scale the weights up or use a finer weight_lsb")
+    norm = float(np.linalg.norm(w))
+    return wq, Quantisation(name, bits, float(scale),
+                            float(np.max(np.abs(wq - w))) if w.size else 0.0,
+                            float(np.linalg.norm(wq - w) / norm) if norm > 0 else 0.0,
+                            int(np.count_nonzero((q == 0) & (w != 0))))
+
+
+def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = True,
+                    weight_lsb: float | None = None) -> Compiled:
+    """Place ``net`` on ``profile``; see the module docstring for the hardware model.
+
+    Raises
+    ------
+    HardwareLimitError
+        A projection dead after quantisation, or a population that does not fit (neurons,
+        synapse memory, fan-in, fan-out or cores), naming the population and the limit.
+    """
+    offsets: dict[str, tuple[int, int]] = {}
+    lo = 0
+    for name, pop in net.populations.items():
+        offsets[name] = (lo, lo + pop.n)
+        lo += pop.n
+    n_neurons = lo
+    for name, src in net.sources.items():
+        offsets[name] = (lo, lo + src.n)
+        lo += src.n
+    n_pre = lo
+    n_sources = n_pre - n_neurons
+    C = max([p.n_channels for p in net.populations.values()] + [1])
+    bits = int(profile.limit("weight_bits", 32))
+
+    pres, posts, ws, ds, chs, pids = [], [], [], [], [], []
+    quant = []
+    for pid, proj in enumerate(net.projections.values()):
+        w = proj.weight
+        if quantize:
+            w, qrep = _quantise(proj.name, w, bits, weight_lsb)
+            quant.append(qrep)
+        pres.append(proj.pre_idx + offsets[proj.pre][0])
+        posts.append(proj.post_idx + offsets[proj.post][0])
+        ws.append(w)
+        ds.append(proj.delay)
+        chs.append(np.full(w.size, proj.channel, np.int64))
+        pids.append(np.full(w.size, pid, np.int64))
+    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+    pre, post = cat(pres, np.int64), cat(posts, np.int64)
+    w, dly = cat(ws, np.float64), cat(ds, np.int64)
+    ch, pid = cat(chs, np.int64), cat(pids, np.int64)
+    order = np.argsort(pre, kind="stable")       # CSR by presynaptic index
+    row_ptr = np.zeros(n_pre + 1, np.int64)
+    np.cumsum(np.bincount(pre, minlength=n_pre), out=row_ptr[1:])
+    proj_perm = {}
+    inv = np.empty_like(order)
+    inv[order] = np.arange(order.size)
+    start = 0
+    for proj in net.projections.values():
+        proj_perm[proj.name] = inv[start:start + proj.weight.size]
+        start += proj.weight.size
+    max_delay = int(dly.max()) if dly.size else 1
+
+    # -- placement (by target: synapse memory lives with the target neuron) ------------
+    npc = int(profile.limit("neurons_per_core", _UNLIMITED))
+    idx_bits = max(1, math.ceil(math.log2(max(2, min(npc, n_neurons)))))
+    delay_bits = math.ceil(math.log2(max_delay + 1)) if max_delay > 1 else 0
+    entry_bytes = math.ceil((bits + idx_bits + delay_bits) / 8)
+    by_post = np.argsort(post, kind="stable")
+    in_ptr = np.zeros(n_neurons + 1, np.int64)
+    np.cumsum(np.bincount(post, minlength=n_neurons), out=in_ptr[1:])
+    in_pre = pre[by_post]
+    max_bytes = int(profile.limit("synapse_bytes_per_core", _UNLIMITED))
+    max_fan_in = int(profile.limit("fan_in_per_core", _UNLIMITED))
+    max_cores = int(profile.limit("cores", _UNLIMITED))
+    max_fan_out = int(profile.limit("fan_out_per_core", _UNLIMITED))
+    ix = profile.interconnect
+    mesh_x = int(ix["mesh_x"].value) if "mesh_x" in ix else 1
+    cpr = int(ix["cores_per_router"].value) if "cores_per_router" in ix else 1
+    # Fan-out depends on where the targets land, so it is checked after placement; a
+    # population whose cores exceed it is placed again with fewer neurons per core (what
+    # Loihi's compiler does: split cores until the constraints pass), until it fits or a
+    # single neuron per core still does not.
+    cap = {name: npc for name in net.populations}
+    while True:
+        core_of, pop_cores = _place(net, offsets, cap, in_ptr, in_pre, entry_bytes,
+                                    max_bytes, max_fan_in, max_cores, n_pre, profile)
+        n_cores = max((hi for _, hi in pop_cores.values()), default=0)
+        nc = max(n_cores, 1)
+        from_neuron = pre < n_neurons
+        # core-to-core edges: one per (presynaptic neuron, destination core)
+        edges = np.unique(pre[from_neuron] * nc + core_of[post[from_neuron]])
+        edge_src = core_of[edges // nc]
+        fan_out = np.bincount(edge_src, minlength=nc)
+        worst = {}
+        for name, (c0, c1) in pop_cores.items():
+            if c1 > c0 and fan_out[c0:c1].max() > max_fan_out:
+                worst[name] = (c0 + int(np.argmax(fan_out[c0:c1])), int(fan_out[c0:c1].max()))
+        if not worst:
+            break
+        for name, (core, fo) in worst.items():
+            on_core = int(np.count_nonzero(core_of == core))
+            if on_core <= 1:
+                raise _limit_error(f"population {name!r} core {core}: fan-out",
+                                   f"{fo} core-to-core edges from one neuron",
+                                   "limits.fan_out_per_core", max_fan_out, profile,
+                                   "a single neuron reaches more cores than a core may "
+                                   "address; reduce its targets")
+            cap[name] = max(1, min(on_core - 1, int(on_core * max_fan_out / fo)))
+
+    # -- routing -------------------------------------------------------------------------
+    src_core = np.concatenate([core_of, np.full(n_sources, -1, np.int64)])
+    # sources sit at the host link: router (0, 0) = core 0's router for the X-Y tree
+    tree_core = np.where(src_core < 0, 0, src_core)
+    hops = np.zeros(n_pre, np.int64)
+    post_sorted = post[order]
+    K.multicast_hops(n_pre, row_ptr, post_sorted, core_of, tree_core, cpr, mesh_x, nc, hops)
+    route_keys, route_n = np.unique(edge_src * nc + edges % nc, return_counts=True)
+
+    # -- per-core report ------------------------------------------------------------------
+    cores = []
+    n_on = np.bincount(core_of, minlength=n_cores)
+    syn_on = np.bincount(core_of[post], minlength=n_cores) if post.size else \
+        np.zeros(n_cores, np.int64)
+    pop_of_core = {}
+    for name, (a, b) in pop_cores.items():
+        for c in range(a, b):
+            pop_of_core[c] = name
+    # distinct presynaptic axons per core
+    if post.size:
+        pairs = np.unique(core_of[post] * n_pre + pre)
+        fan_in = np.bincount(pairs // n_pre, minlength=n_cores)
+    else:
+        fan_in = np.zeros(n_cores, np.int64)
+    for c in range(n_cores):
+        router = c // cpr
+        entry = {"core": c, "population": pop_of_core[c], "router_x": router % mesh_x,
+                 "router_y": router // mesh_x, "neurons": int(n_on[c]),
+                 "synapses": int(syn_on[c]), "synapse_bytes": int(syn_on[c] * entry_bytes),
+                 "fan_in": int(fan_in[c]), "fan_out": int(fan_out[c])}
+        for key, lim in (("neurons", npc), ("synapse_bytes", max_bytes),
+                         ("fan_in", max_fan_in), ("fan_out", max_fan_out)):
+            entry[f"{key}_util"] = entry[key] / lim if lim < _UNLIMITED else 0.0
+        cores.append(entry)
+    rs, rd = (route_keys // nc) // cpr, (route_keys % nc) // cpr
+    route_hops = np.abs(rs % mesh_x - rd % mesh_x) + np.abs(rs // mesh_x - rd // mesh_x)
+    route_list = list(zip((route_keys // nc).tolist(), (route_keys % nc).tolist(),
+                          route_hops.tolist(), route_n.tolist()))
+
+    return Compiled(net=net, profile=profile, n_neurons=n_neurons, n_sources=n_sources, C=C,
+                    D=max_delay + 1, offsets=offsets, coeff=coefficients(net),
+                    row_ptr=row_ptr, col=ch[order] * n_neurons + post_sorted, w=w[order],
+                    dly=dly[order], syn_proj=pid[order], proj_perm=proj_perm, hops=hops,
+                    entry_bytes=entry_bytes, core_of=core_of, cores=cores,
+                    routes=route_list, quantisation=quant)
+
+
+
+def _place(net, offsets, cap, in_ptr, in_pre, entry_bytes, max_bytes, max_fan_in, max_cores,
+           n_pre, profile):
+    """Place every population in order (``cap``: neurons per core for each population)."""
+    core_of = np.zeros(in_ptr.size - 1, np.int64)
+    first = 0
+    pop_cores = {}
+    for name in net.populations:
+        a, b = offsets[name]
+        used, bad = K.place_population(a, b, in_ptr, in_pre, entry_bytes, cap[name],
+                                       max_bytes, max_fan_in, first, core_of, n_pre)
+        if used < 0:
+            i = bad - a
+            n_in = int(in_ptr[bad + 1] - in_ptr[bad])
+            axons = int(np.unique(in_pre[in_ptr[bad]:in_ptr[bad + 1]]).size)
+            if n_in * entry_bytes > max_bytes:
+                raise _limit_error(f"population {name!r} neuron {i}: synapse memory",
+                                   f"{n_in} synapses x {entry_bytes} B = {n_in * entry_bytes} B",
+                                   "limits.synapse_bytes_per_core", max_bytes, profile,
+                                   "one neuron's incoming synapses must fit in one core")
+            raise _limit_error(f"population {name!r} neuron {i}: fan-in", f"{axons} axons",
+                               "limits.fan_in_per_core", max_fan_in, profile,
+                               "reduce the neuron's distinct presynaptic sources")
+        pop_cores[name] = (first, first + used)
+        first += used
+        if first > max_cores:
+            raise _limit_error(f"population {name!r}: cores needed (cumulative)", first,
+                               "limits.cores", max_cores, profile,
+                               "the network is too large for one chip; shrink it")
+    return core_of, pop_cores

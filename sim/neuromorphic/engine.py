@@ -1,0 +1,321 @@
+"""NeuromorphicDevice: run a compiled spiking network step by step and count what the chip does.
+
+The device owns the state arrays of a compiled network and calls the numba kernels of
+``kernels.py``. A network of built-in neurons runs whole in one kernel call
+(``run_builtin``); a network with a custom :class:`NeuronKernel` population runs one step
+per Python iteration, the same kernels around the user's update function. Counts are
+accumulated in an int64 array inside the kernels and flushed to the ledger once per
+``run`` call (a batch of steps), under the scope given to ``run``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw_profiles.errors import HardwareLimitError, ModelError
+from hw_profiles.ops import OP_CODES, OP_NAMES
+from sim.device import Device, register_engine
+from sim.neuromorphic import kernels as K
+from sim.neuromorphic.compiler import MODEL_CODES, Compiled, compile_network
+from sim.neuromorphic.network import Network
+
+_OPS = tuple(OP_CODES[k] for k in ("synop", "neuron_update_active", "neuron_update_idle",
+                                   "spike", "hop"))
+
+
+@dataclass
+class SimResult:
+    """What one ``run`` recorded.
+
+    Attributes
+    ----------
+    t0, n_steps : first step and number of steps run
+    spikes : population/source name -> (steps, local indices, payloads) int arrays; steps
+        count from the device's step 0, not from ``t0``
+    states : "pop.var" -> float64 (n_steps, n) trace, for probed state variables
+    counts : op name -> count added to the ledger by this run
+    bytes_read : synapse-memory bytes read (ledger level "local")
+    """
+
+    t0: int
+    n_steps: int
+    dt: float
+    spikes: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+    states: dict[str, np.ndarray]
+    counts: dict[str, int]
+    bytes_read: int
+
+    def rates_hz(self, name: str, n: int) -> float:
+        """Mean firing rate of ``name`` (``n`` neurons) over the run, in Hz."""
+        return self.spikes[name][0].size / (n * self.n_steps * self.dt)
+
+    def raster(self, name: str) -> np.ndarray:
+        """(k, 2) float array of (time in s since step 0, neuron index), for plots."""
+        st, ix, _ = self.spikes[name]
+        return np.stack([st * self.dt, ix.astype(float)], axis=1)
+
+
+class NeuromorphicDevice(Device):
+    """Event-driven spiking engine on a neuromorphic profile (Loihi, TrueNorth, SpiNNaker2).
+
+    Examples
+    --------
+    >>> from sim.neuromorphic import Network
+    >>> net = Network(dt=1e-3)
+    >>> _ = net.population("out", 1, "lif", tau_mem=0.01, v_threshold=1.0)
+    >>> _ = net.spikes("in", 1, steps=[0], index=[0])
+    >>> _ = net.connect("in", "out", weight=[[20.0]])
+    >>> net.probe("out")
+    >>> dev = NeuromorphicDevice("loihi")
+    >>> _ = dev.compile(net)
+    >>> res = dev.run(5)
+    >>> res.spikes["out"][0].tolist()   # arrives in step 1: v = 0.1 x 20 = 2 > 1
+    [1]
+    """
+
+    def __init__(self, profile, **_):
+        super().__init__(profile)
+        if self.profile.kind != "neuromorphic":
+            raise ModelError(f"[NeuromorphicDevice] profile {self.profile.name!r} is of kind "
+                             f"{self.profile.kind!r}; expected a neuromorphic profile")
+        self.compiled: Compiled | None = None
+        self.t = 0
+
+    # -- compile ---------------------------------------------------------------------------
+    def compile(self, net: Network, *, quantize: bool = True,
+                weight_lsb: float | None = None) -> Compiled:
+        """Quantise, place and route ``net`` (see compiler.py); allocate fresh state."""
+        if not isinstance(net, Network):
+            raise ModelError(f"[NeuromorphicDevice.compile] expected a Network, got "
+                             f"{type(net).__name__}")
+        if not net.populations:
+            raise ModelError("[NeuromorphicDevice.compile] the network has no population")
+        self.compiled = c = compile_network(net, self.profile, quantize=quantize,
+                                            weight_lsb=weight_lsb)
+        self._alloc(c)
+        return c
+
+    def _alloc(self, c: Compiled) -> None:
+        net = c.net
+        pops = list(net.populations.values())
+        self._pop_lo = np.array([c.offsets[p.name][0] for p in pops], np.int64)
+        self._pop_hi = np.array([c.offsets[p.name][1] for p in pops], np.int64)
+        self._pop_code = np.array([K.CUSTOM if p.custom else MODEL_CODES[p.model]
+                                   for p in pops], np.int64)
+        self._pop_nch = np.array([p.n_channels for p in pops], np.int64)
+        self.v = c.coeff["v0"].copy()
+        self.I = np.zeros((c.C, c.n_neurons))
+        self.ref = np.zeros(c.n_neurons, np.int64)
+        self.inj = np.zeros(c.n_neurons)
+        for p in pops:
+            if p.i_inj is not None:
+                a, b = c.offsets[p.name]
+                self.inj[a:b] = p.i_inj
+        self.inbuf = np.zeros((c.D, c.C * c.n_neurons))
+        self.payload = np.zeros(c.n_neurons + c.n_sources, np.int32)
+        self.zeros = np.zeros(c.n_neurons)   # the absent second channel of 1-channel CUBA
+        self.flag = np.zeros(c.n_neurons, np.uint8)   # scratch: "had input this step"
+        # this step's spiking indices (neurons and sources), so delivery walks spikes only
+        self.spk_list = np.zeros(c.n_neurons + c.n_sources, np.int64)
+        self.nspk = np.zeros(1, np.int64)
+        # custom populations: their own state and parameter matrices
+        self.custom = {}
+        for p in pops:
+            if p.custom:
+                st = np.zeros((len(p.model.state_names), p.n))
+                for k, name in enumerate(p.model.state_names):
+                    if name in p.state_init:
+                        st[k] = p.state_init[name]
+                prm = np.array([p.params[k] for k in p.model.param_names]).reshape(
+                    len(p.model.param_names), p.n)
+                self.custom[p.name] = (st, np.ascontiguousarray(prm))
+        # sources: events merged into one sorted list; Poisson probabilities per channel
+        ev_s, ev_i, ev_p = [], [], []
+        self.pois_prob = np.zeros(c.n_sources)
+        seeds = np.zeros(c.n_sources, np.uint64)
+        for s in net.sources.values():
+            a = c.offsets[s.name][0] - c.n_neurons
+            if s.kind == "events":
+                ev_s.append(s.steps)
+                ev_i.append(s.index + a)
+                ev_p.append(s.payload)
+            else:
+                self.pois_prob[a:a + s.n] = s.rate_hz * net.dt
+                # one independent SplitMix stream per channel, from the source's seed
+                seeds[a:a + s.n] = np.random.SeedSequence(s.seed).generate_state(
+                    s.n, np.uint64)
+        if ev_s:
+            st, ix, pl = np.concatenate(ev_s), np.concatenate(ev_i), np.concatenate(ev_p)
+            o = np.lexsort((ix, st))
+            self.ev = (st[o], ix[o].astype(np.int64), pl[o].astype(np.int32))
+        else:
+            self.ev = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32))
+        self.ev_ptr = np.zeros(1, np.int64)
+        self.rng = seeds
+        self.t = 0
+        # graded spikes: signed payloads of spike_payload_bits; without it, binary (1 only)
+        bits = self.profile.limit("spike_payload_bits")
+        top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
+        self.payload_range = (1 if bits is None else -top, top)
+
+    # -- run -------------------------------------------------------------------------------
+    def run(self, n_steps: int, scope: str = "run") -> SimResult:
+        """Advance ``n_steps`` steps from the current step; count into ``ledger[scope]``."""
+        c = self._need_compiled()
+        if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) \
+                or n_steps < 0:
+            raise ModelError(f"[NeuromorphicDevice.run] n_steps = {n_steps!r}; expected an "
+                             "integer >= 0")
+        n_steps = int(n_steps)
+        net = c.net
+        probes = [(t, w) for t, w in net.probes if w != "spikes"]
+        cols_idx, cols_var, spans = [], [], {}
+        for target, what in probes:
+            a, b = c.offsets[target]
+            pop = net.populations[target]
+            if pop.custom:
+                continue
+            var = 0 if what == "v" else 1 + int(what[1:])
+            spans[f"{target}.{what}"] = (len(cols_idx), len(cols_idx) + b - a)
+            cols_idx += range(a, b)
+            cols_var += [var] * (b - a)
+        probe_idx = np.array(cols_idx, np.int64)
+        probe_var = np.array(cols_var, np.int64)
+        rec = np.zeros((n_steps, probe_idx.size))
+        custom_rec = {f"{t}.{w}": np.zeros((n_steps, net.populations[t].n))
+                      for t, w in probes if net.populations[t].custom}
+        counts = np.zeros(len(OP_NAMES), np.int64)
+        nbytes = np.zeros(1, np.int64)
+        cap = max(1024, 4 * self.payload.size)
+        spk_t, spk_i = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        spk_p, spk_n = np.zeros(cap, np.int32), np.zeros(1, np.int64)
+        t0, t1 = self.t, self.t + n_steps
+        co = c.coeff
+        args_neur = (self._pop_lo, self._pop_hi, self._pop_code, self._pop_nch, co["row0"],
+                     co["stride"], c.C, c.D,
+                     self.v, self.I, self.ref, co["av"], co["bv"], co["kin"], co["thr"],
+                     co["vreset"], co["rmode"], co["refsteps"], co["aI"], co["gI"], co["kI"],
+                     self.inj, self.inbuf, self.payload, self.zeros, self.flag,
+                     self.spk_list, self.nspk)
+        args_syn = (c.row_ptr, c.col, c.w, c.dly, c.hops, c.entry_bytes)
+        SYNOP, NU_A, NU_I, SPIKE, HOP = _OPS
+        t = t0
+        while t < t1:
+            if spk_n[0] + self.payload.size > spk_t.size:
+                grow = max(spk_t.size, self.payload.size)
+                spk_t = np.concatenate([spk_t, np.zeros(grow, np.int64)])
+                spk_i = np.concatenate([spk_i, np.zeros(grow, np.int64)])
+                spk_p = np.concatenate([spk_p, np.zeros(grow, np.int32)])
+            if not self.custom:
+                t = K.run_builtin(t, t1, t0, *args_neur, *self.ev, self.ev_ptr,
+                                  self.pois_prob, self.rng, *args_syn, counts, nbytes,
+                                  spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
+                                  SYNOP, NU_A, NU_I, SPIKE, HOP)
+                continue
+            K.sources_step(t, c.n_neurons, self.payload, *self.ev, self.ev_ptr,
+                           self.pois_prob, self.rng, self.spk_list, self.nspk)
+            K.neurons_step(t, *args_neur, counts, NU_A, NU_I)
+            self._custom_step(t, counts, custom_rec, t - t0)
+            if probe_idx.size:
+                K.record_step(t - t0, probe_idx, probe_var, self.v, self.I, rec)
+            K.deliver_step(t, c.D, self.payload, self.spk_list, self.nspk, *args_syn,
+                           self.inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
+                           SPIKE, HOP)
+            t += 1
+        self.t = t1
+        self.ledger.flush(counts, scope=scope)
+        self.ledger.add_bytes("local", read=int(nbytes[0]), scope=scope)
+        return self._result(t0, n_steps, spk_t[:spk_n[0]], spk_i[:spk_n[0]],
+                            spk_p[:spk_n[0]], rec, spans, custom_rec, counts, int(nbytes[0]))
+
+    def _custom_step(self, t, counts, custom_rec, row) -> None:
+        c = self.compiled
+        slot = t % c.D
+        for name, (state, params) in self.custom.items():
+            a, b = c.offsets[name]
+            pop = c.net.populations[name]
+            slot_view = self.inbuf[slot].reshape(c.C, c.n_neurons)[:pop.n_channels, a:b]
+            inp = slot_view.T.copy()
+            slot_view[:] = 0.0                # consumed, as the built-in updates do
+            inp[:, 0] += self.inj[a:b]
+            pl = self.payload[a:b]
+            pop.model.update(inp, state, params, pl)
+            lo, hi = self.payload_range
+            bad = np.flatnonzero((pl != 0) & ((pl < lo) | (pl > hi)))
+            if bad.size:
+                raise HardwareLimitError(
+                    f"[NeuromorphicDevice.run] population {name!r} neuron {int(bad[0])} "
+                    f"emitted payload {int(pl[bad[0]])}; {self.profile.name} carries payloads "
+                    f"in {lo}..{hi} (limits.spike_payload_bits; binary spikes when absent)")
+            fired = np.flatnonzero(pl) + a
+            k = int(self.nspk[0])
+            self.spk_list[k:k + fired.size] = fired
+            self.nspk[0] = k + fired.size
+            active = int(np.count_nonzero(np.any(inp != 0, axis=1) | (pl != 0)))
+            counts[OP_CODES["neuron_update_active"]] += active
+            counts[OP_CODES["neuron_update_idle"]] += pop.n - active
+            for k, sname in enumerate(pop.model.state_names):
+                key = f"{name}.{sname}"
+                if key in custom_rec:
+                    custom_rec[key][row] = state[k]
+
+    def _result(self, t0, n_steps, st, si, sp, rec, spans, custom_rec, counts, nbytes):
+        c = self.compiled
+        spikes = {}
+        for name, (a, b) in c.offsets.items():
+            m = (si >= a) & (si < b)
+            spikes[name] = (st[m], si[m] - a, sp[m])
+        states = {k: rec[:, lo:hi] for k, (lo, hi) in spans.items()}
+        states.update(custom_rec)
+        return SimResult(t0, n_steps, c.net.dt, spikes, states,
+                         {OP_NAMES[i]: int(n) for i, n in enumerate(counts) if n},
+                         nbytes)
+
+    # -- on-chip learning hook -------------------------------------------------------------
+    def update_weights(self, projection: str, delta: np.ndarray, scope: str = "learn") -> int:
+        """Add ``delta`` (one value per synapse, the projection's order) to its weights.
+
+        The new weights are rounded to the projection's quantisation step (the chip stores
+        integers); each synapse whose stored value changes counts one ``syn_update`` and its
+        entry is written back to synapse memory. Returns the number of updated synapses.
+        """
+        c = self._need_compiled()
+        if projection not in c.proj_perm:
+            raise ModelError(f"[NeuromorphicDevice.update_weights] no projection "
+                             f"{projection!r}; known: {sorted(c.proj_perm)}")
+        perm = c.proj_perm[projection]
+        delta = np.asarray(delta, np.float64)
+        if delta.shape != perm.shape or not np.all(np.isfinite(delta)):
+            raise ModelError(f"[NeuromorphicDevice.update_weights] delta for {projection!r} "
+                             f"has shape {delta.shape}; expected finite values of shape "
+                             f"{perm.shape} (one per synapse)")
+        q = next((x for x in c.quantisation if x.projection == projection), None)
+        new = c.w[perm] + delta
+        if q is not None:
+            top = 2 ** (q.bits - 1) - 1
+            new = np.clip(np.round(new / q.scale), -top, top) * q.scale
+        changed = int(np.count_nonzero(new != c.w[perm]))
+        c.w[perm] = new
+        self.ledger.add("syn_update", changed, scope=scope)
+        self.ledger.add_bytes("local", read=changed * c.entry_bytes,
+                              write=changed * c.entry_bytes, scope=scope)
+        return changed
+
+    def _need_compiled(self) -> Compiled:
+        if self.compiled is None:
+            raise ModelError("[NeuromorphicDevice] call compile(network) before run()")
+        return self.compiled
+
+    # -- reports ---------------------------------------------------------------------------
+    def placement_report(self) -> dict:
+        """Per-core utilisation, routes with hop counts, quantisation errors (plain data)."""
+        c = self._need_compiled()
+        return {"profile": self.profile.name, "cores": c.cores,
+                "routes": [{"src_core": s, "dst_core": d, "hops": h, "neurons": n}
+                           for s, d, h, n in c.routes],
+                "quantisation": [q.__dict__ for q in c.quantisation],
+                "utilisation": c.utilisation(), "entry_bytes": c.entry_bytes}
+
+
+register_engine("neuromorphic", NeuromorphicDevice)

@@ -1,0 +1,341 @@
+"""numba kernels of NeuromorphicDevice: neuron updates, spike delivery, placement, routing.
+
+Kernels take only arrays and scalars, check nothing, and add counts into an int64 array
+indexed by ``hw_profiles.ops.OP_CODES`` (op codes come in as integers). The owning class
+(``engine.py``) validates, allocates and flushes. Only spikes travel: a spike of neuron
+``j`` walks row ``j`` of the CSR synapse table and adds ``weight x payload`` into the ring
+buffer slot of step ``t + delay``; no dense matrix-vector product runs per step.
+
+Layouts (N neurons, S source channels, C synaptic channels per neuron slot, D ring slots):
+``inbuf`` (D, C*N) float64, column ``channel*N + post``; currents ``I`` (C, N); CSR rows
+over the N+S presynaptic indices (neurons first, then sources); ``payload`` (N+S,) int32,
+0 = silent; ``spk_list`` holds the indices that spiked in the current step.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+LIF, IF, CUBA, CUSTOM = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _splitmix(state, k):
+    """One uniform in [0, 1) from the 64-bit SplitMix generator state[k] (advanced)."""
+    state[k] += np.uint64(0x9E3779B97F4A7C15)
+    z = state[k]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
+                 pois_prob, rng_state, spk_list, nspk):
+    """Write the step's source spikes into ``payload[n_neurons:]`` and the spike list."""
+    p = ev_ptr[0]
+    while p < ev_steps.size and ev_steps[p] < t:  # events before a resumed start
+        p += 1
+    while p < ev_steps.size and ev_steps[p] == t:
+        j = n_neurons + ev_index[p]
+        if payload[j] == 0:
+            spk_list[nspk[0]] = j
+            nspk[0] += 1
+        payload[j] = ev_payload[p]
+        p += 1
+    ev_ptr[0] = p
+    for k in range(pois_prob.size):
+        if pois_prob[k] > 0.0 and _splitmix(rng_state, k) < pois_prob[k]:
+            if payload[n_neurons + k] == 0:
+                spk_list[nspk[0]] = n_neurons + k
+                nspk[0] += 1
+            payload[n_neurons + k] = 1
+
+
+@njit(cache=True)
+def _integrate(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, a_v, b_v, k_in,
+               flag):
+    """Pass 1 of the uniform CUBA update: currents and membrane, refractory v held; marks
+    in ``flag`` the neurons that received input and clears their ring-buffer slot.
+
+    Only 1-D contiguous arrays and scalars, selects instead of branches: LLVM vectorises
+    this loop (checked with inspect_asm). With one channel, pass I1 = x1 = a zero array.
+    """
+    for i in range(v.size):
+        xa = x0[i]
+        xb = x1[i]
+        j0 = a0 * I0[i] + g0 * xa
+        j1 = a1 * I1[i] + g1 * xb
+        I0[i] = j0
+        I1[i] = j1
+        vn = a_v * v[i] + b_v + (k_in * inj[i] + k0 * j0 + k1 * j1)
+        v[i] = vn if until[i] <= t else v[i]
+        flag[i] = (xa != 0.0) | (xb != 0.0) | (inj[i] != 0.0)
+        x0[i] = 0.0              # the slot is consumed: ready for step t + D
+        x1[i] = 0.0
+
+
+@njit(cache=True)
+def _fire(t, lo, v, until, payload, flag, th, vr, sub, mode, rs, spk_list, nspk):
+    """Pass 2: strict threshold, reset, refractory end; count active neurons.
+
+    Arrays are the population's slices; ``lo`` turns a slice index into a global one.
+    """
+    active = 0
+    for i in range(v.size):
+        active += flag[i]
+        if v[i] > th and until[i] <= t:
+            payload[i] = 1
+            spk_list[nspk[0]] = lo + i
+            nspk[0] += 1
+            v[i] = vr if mode == 0 else v[i] - sub
+            until[i] = t + rs
+            active += 1 - flag[i]
+    return active
+
+
+@njit(cache=True)
+def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,
+                  refsteps, aI, gI, kI, inj, inbuf, payload, zeros, flag, spk_list, nspk):
+    """neurons_step's CUBA update for a population with one coefficient row and <= 2
+    channels, in two passes (Brian2's state-update / threshold split): the same
+    arithmetic in the same order as the general loop."""
+    N = v.size
+    x = inbuf[slot]
+    x0 = x[lo:hi]
+    x1 = x[N + lo:N + hi] if nch > 1 else zeros[:hi - lo]
+    I0 = I[0, lo:hi]
+    I1 = I[1, lo:hi] if nch > 1 else zeros[:hi - lo]
+    a1 = aI[q, 1] if nch > 1 else 0.0
+    g1 = gI[q, 1] if nch > 1 else 0.0
+    k1 = kI[q, 1] if nch > 1 else 0.0
+    _integrate(t, I0, x0, aI[q, 0], gI[q, 0], kI[q, 0], I1, x1, a1, g1, k1, v[lo:hi],
+               until[lo:hi], inj[lo:hi], av[q], bv[q], kin[q], flag[lo:hi])
+    return _fire(t, lo, v[lo:hi], until[lo:hi], payload[lo:hi], flag[lo:hi], thr[q],
+                 vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q], spk_list, nspk)
+
+
+@njit(cache=True)
+def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
+                 ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                 payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE, NU_IDLE):
+    """Update every built-in neuron for step ``t`` (see network.py for the equations).
+
+    Coefficients live in a table: neuron ``i`` of population ``p`` uses row
+    ``pop_row0[p] + (i - pop_lo[p]) * pop_stride[p]``; a population whose parameters are
+    all equal has stride 0, so its one row stays in cache while its neurons stream by.
+    Currents ``I`` are (C, N); the ring buffer column of (neuron i, channel c) is c*N + i.
+    ``ref[i]`` is the first step neuron ``i`` may integrate again (a spike in step s with
+    ``refractory_steps`` r sets it to s + r: refractory while t < s + r, Brian2's rule).
+    """
+    slot = t % D
+    N = v.size
+    for p in range(pop_lo.size):
+        code = pop_code[p]
+        if code == CUSTOM:
+            continue
+        nch = pop_nch[p]
+        lo = pop_lo[p]
+        row0 = pop_row0[p]
+        stride = pop_stride[p]
+        if stride == 0 and code == CUBA and nch <= 2:
+            active = _cuba_uniform(t, slot, lo, pop_hi[p], nch, row0, v, I, ref, av, bv,
+                                   kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                                   payload, zeros, flag, spk_list, nspk)
+            counts[NU_ACTIVE] += active
+            counts[NU_IDLE] += pop_hi[p] - lo - active
+            continue
+        active = 0
+        for i in range(lo, pop_hi[p]):
+            q = row0 + (i - lo) * stride
+            had_input = inj[i] != 0.0
+            if code == CUBA:
+                drive = kin[q] * inj[i]
+                for c in range(nch):
+                    x = inbuf[slot, c * N + i]
+                    inbuf[slot, c * N + i] = 0.0
+                    if x != 0.0:
+                        had_input = True
+                    j = aI[q, c] * I[c, i] + gI[q, c] * x
+                    I[c, i] = j
+                    drive += kI[q, c] * j
+            else:
+                x = inbuf[slot, i]
+                inbuf[slot, i] = 0.0
+                if x != 0.0:
+                    had_input = True
+                drive = kin[q] * (x + inj[i])
+            if t < ref[i]:           # refractory: v held, currents integrate
+                if had_input:
+                    active += 1
+                continue
+            vi = av[q] * v[i] + bv[q] + drive
+            if vi > thr[q]:          # strict threshold (NIR)
+                payload[i] = 1
+                spk_list[nspk[0]] = i
+                nspk[0] += 1
+                if rmode[q] == 0:
+                    vi = vreset[q]
+                else:
+                    vi -= thr[q] - vreset[q]
+                ref[i] = t + refsteps[q]
+                had_input = True
+            v[i] = vi
+            if had_input:
+                active += 1
+        counts[NU_ACTIVE] += active
+        counts[NU_IDLE] += pop_hi[p] - lo - active
+
+
+@njit(cache=True)
+def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
+                 inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP):
+    """Send every spike of step ``t`` along its CSR row; record it; clear ``payload``.
+
+    (The neuron updates clear the ring-buffer slot of step ``t`` as they consume it.)
+
+    Counts: one ``spike`` packet per spike, ``hops[j]`` router hops (its multicast tree),
+    one ``synop`` and ``entry_bytes`` synapse-memory bytes per target synapse.
+    """
+    n = spk_n[0]
+    for s in range(nspk[0]):
+        j = spk_list[s]
+        pl = payload[j]
+        payload[j] = 0
+        spk_t[n] = t
+        spk_i[n] = j
+        spk_p[n] = pl
+        n += 1
+        lo, hi = row_ptr[j], row_ptr[j + 1]
+        for k in range(lo, hi):
+            inbuf[(t + dly[k]) % D, col[k]] += w[k] * pl
+        counts[SPIKE] += 1
+        counts[HOP] += hops[j]
+        counts[SYNOP] += hi - lo
+        nbytes[0] += (hi - lo) * entry_bytes
+    spk_n[0] = n
+    nspk[0] = 0
+
+
+@njit(cache=True)
+def record_step(row, probe_idx, probe_var, v, I, rec):
+    for k in range(probe_idx.size):
+        i = probe_idx[k]
+        rec[row, k] = v[i] if probe_var[k] == 0 else I[probe_var[k] - 1, i]
+
+
+@njit(cache=True)
+def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
+                D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                payload, zeros, flag, spk_list, nspk, ev_steps, ev_index, ev_payload, ev_ptr,
+                pois_prob, rng_state,
+                row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
+                spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
+                SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP):
+    """Steps ``t0 .. t1-1`` of a network of built-in neurons in one call.
+
+    Returns the first step not run: ``t1``, or earlier when the spike record could
+    overflow (the caller grows it and calls again; all state lives in the arrays).
+    """
+    n_neurons = v.size
+    for t in range(t0, t1):
+        if spk_n[0] + payload.size > spk_t.size:
+            return t
+        sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
+                     pois_prob, rng_state, spk_list, nspk)
+        neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
+                     ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                     payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE, NU_IDLE)
+        if probe_idx.size:
+            record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
+        deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
+                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP)
+    return t1
+
+
+# -- compile-time kernels -----------------------------------------------------------------
+@njit(cache=True)
+def _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag):
+    """Distinct presynaptic axons of neuron ``i`` not yet counted on ``core``."""
+    n = 0
+    for k in range(in_ptr[i], in_ptr[i + 1]):
+        a = in_pre[k]
+        if stamp_core[a] != core and stamp_tag[a] != tag:
+            stamp_tag[a] = tag
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def place_population(lo, hi, in_ptr, in_pre, entry_bytes, max_neurons, max_bytes,
+                     max_fan_in, first_core, core_of, n_pre):
+    """Greedy in-order placement of neurons ``lo..hi-1`` on cores from ``first_core``.
+
+    A core takes neurons while it stays within ``max_neurons``, ``max_bytes`` of synapse
+    memory and ``max_fan_in`` distinct presynaptic axons (``in_ptr``/``in_pre``: the
+    presynaptic indices of each neuron, CSC). Returns ``(cores used, -1)``, or
+    ``(-1, neuron)`` when that neuron alone exceeds a core's synapse memory or fan-in.
+    """
+    stamp_core = np.full(n_pre, -1, np.int64)
+    stamp_tag = np.full(n_pre, -1, np.int64)
+    tag = 0
+    core = first_core
+    n_on, bytes_on, fan_on = 0, 0, 0
+    for i in range(lo, hi):
+        nbytes = (in_ptr[i + 1] - in_ptr[i]) * entry_bytes
+        new = _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag)
+        tag += 1
+        if n_on > 0 and (n_on + 1 > max_neurons or bytes_on + nbytes > max_bytes
+                         or fan_on + new > max_fan_in):
+            core += 1
+            n_on, bytes_on, fan_on = 0, 0, 0
+            new = _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag)
+            tag += 1
+        if nbytes > max_bytes or new > max_fan_in:
+            return -1, i
+        for k in range(in_ptr[i], in_ptr[i + 1]):
+            stamp_core[in_pre[k]] = core
+        core_of[i] = core
+        n_on += 1
+        bytes_on += nbytes
+        fan_on += new
+    return core - first_core + 1, -1
+
+
+@njit(cache=True)
+def multicast_hops(n_pre, row_ptr, post, core_of, src_core, cores_per_router, mesh_x,
+                   n_cores, hops):
+    """Multicast trees with dimension-order (X then Y) routing over the router mesh.
+
+    For presynaptic index ``j`` on core ``src_core[j]`` the packet goes once along the
+    source row in X to every destination column, then along each column in Y; shared
+    segments are traversed once (the tree's edges), so ``hops[j]`` = X span + sum over
+    destination columns of their Y span.
+    """
+    mark = np.full(n_cores, -1, np.int64)
+    col_lo = np.empty(mesh_x, np.int64)
+    col_hi = np.empty(mesh_x, np.int64)
+    for j in range(n_pre):
+        s = src_core[j]
+        sr = s // cores_per_router
+        sx, sy = sr % mesh_x, sr // mesh_x
+        xmin, xmax = sx, sx
+        for c in range(mesh_x):
+            col_lo[c] = sy
+            col_hi[c] = sy
+        for k in range(row_ptr[j], row_ptr[j + 1]):
+            d = core_of[post[k]]
+            if mark[d] == j:
+                continue
+            mark[d] = j
+            dr = d // cores_per_router
+            dx, dy = dr % mesh_x, dr // mesh_x
+            xmin = min(xmin, dx)
+            xmax = max(xmax, dx)
+            col_lo[dx] = min(col_lo[dx], dy)
+            col_hi[dx] = max(col_hi[dx], dy)
+        h = xmax - xmin
+        for c in range(mesh_x):
+            h += col_hi[c] - col_lo[c]
+        hops[j] = h

@@ -1,0 +1,441 @@
+"""Network description for NeuromorphicDevice: populations, projections, inputs, probes.
+
+Plain data, validated when added, so that nothing runs on a malformed network.
+
+Discrete-time semantics (one place, used by the kernels, the Brian2 tests and the NIR export)
+---------------------------------------------------------------------------------------------
+Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this order:
+
+1. receives ``x_c[t]``: the sum over the spikes arriving in step ``t`` on synaptic channel
+   ``c`` of ``weight x payload`` (payload 1 for a binary spike), plus its injected current
+   (added to channel 0 of LIF/IF, or straight into ``v`` for CUBA-LIF, see below);
+2. updates its state with the *new* input (Lava's and snnTorch's order):
+
+   - ``cuba_lif`` (NIR ``CubaLIF``: ``tau_syn dI/dt = -I + w_in S``,
+     ``tau_mem dv/dt = (v_leak - v) + r I``), per channel ``c``
+     ``I_c[t] = a_c I_c[t-1] + g_c x_c[t]`` and
+     ``v[t] = a_v v[t-1] + b_v + sum_c k_c I_c[t] + k_inj i_inj``;
+   - ``lif`` (NIR ``LIF``: ``tau dv/dt = (v_leak - v) + r I``) with ``I`` = the step's input:
+     ``v[t] = a_v v[t-1] + b_v + k (x_0[t] + i_inj)``;
+   - ``if`` (NIR ``IF``: ``dv/dt = r I``): ``v[t] = v[t-1] + r dt (x_0[t] + i_inj)``;
+
+   with coefficients from the integration scheme (``method``):
+
+   ============  ======================  ==========================================
+   coefficient   ``"euler"`` (forward)   ``"exact"`` (input held over the step)
+   ============  ======================  ==========================================
+   a_v           1 - dt/tau_mem          exp(-dt/tau_mem)
+   b_v           (dt/tau_mem) v_leak     (1 - a_v) v_leak
+   k (lif)       (dt/tau_mem) r          (1 - a_v) r
+   a_c           1 - dt/tau_syn          exp(-dt/tau_syn)
+   g_c           (dt/tau_syn) w_in       (dt/tau_syn) w_in
+   k_c           (dt/tau_mem) r          r tau_s/(tau_s - tau_m) (a_c - a_v)
+                                         (r (dt/tau_m) a_v when tau_s == tau_m)
+   ============  ======================  ==========================================
+
+   A spike is one step of ``S = 1`` (snnTorch's reading of NIR, ANCHORS.md section 2); the
+   ``exact`` coupling ``k_c`` is the exact solution of the two linear ODEs over one step
+   for the current just after the step's input arrived (Brian2's ``method='exact'`` with
+   synapses scheduled before the state update).
+3. is refractory for ``refractory_steps`` steps after a spike: ``v`` is held, currents
+   keep integrating, no spike (Brian2's ``(unless refractory)``);
+4. spikes iff ``v[t] > v_threshold`` (strict, NIR), then resets: ``reset="value"`` sets
+   ``v = v_reset`` (NIR); ``reset="subtract"`` subtracts ``v_threshold - v_reset``
+   (snnTorch's subtraction when ``v_reset = 0``);
+5. its spike reaches its targets in step ``t + delay`` (integer ``delay >= 1``: a spike
+   always needs at least one step to travel, as on Loihi).
+
+Units: ``dt`` and time constants in seconds; ``v``, thresholds and weights in the same
+arbitrary unit (mV in the Vogels-Abbott example); ``r`` converts input to voltage.
+
+Custom neuron kernels (:class:`NeuronKernel`) plug in as populations with their own state
+and parameter arrays; their spikes may carry a small signed integer payload (graded or
+ternary spikes, as DiffPC's units need).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+
+MODELS = ("lif", "if", "cuba_lif")
+METHODS = ("euler", "exact")
+RESETS = ("value", "subtract")
+MAX_CHANNELS = 4  # synaptic channels of a cuba_lif population (VA CUBA uses 2: exc, inh)
+
+# model -> required parameters, optional parameters with defaults
+_PARAMS = {
+    "lif": ({"tau_mem", "v_threshold"},
+            {"r": 1.0, "v_leak": 0.0, "v_reset": 0.0, "refractory": 0.0, "v_init": None}),
+    "if": ({"v_threshold"},
+           {"r": 1.0, "v_reset": 0.0, "refractory": 0.0, "v_init": None}),
+    "cuba_lif": ({"tau_mem", "tau_syn", "v_threshold"},
+                 {"r": 1.0, "v_leak": 0.0, "v_reset": 0.0, "w_in": 1.0, "refractory": 0.0,
+                  "v_init": None}),
+}
+
+
+def _err(where: str, msg: str) -> ModelError:
+    return ModelError(f"[Network.{where}] {msg}")
+
+
+def _finite_array(where: str, name: str, value, shape=None, dtype=np.float64) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise _err(where, f"{name} = {value!r}: expected numbers") from None
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        bad = np.flatnonzero(~np.isfinite(arr.ravel()))
+        raise _err(where, f"{name} has {bad.size} non-finite value(s) (first at flat index "
+                          f"{bad[0]}: {arr.ravel()[bad[0]]}); every value must be finite")
+    if shape is not None and arr.shape != shape:
+        if arr.ndim == 0:
+            arr = np.full(shape, arr.item(), dtype=dtype)
+        else:
+            raise _err(where, f"{name} has shape {arr.shape}; expected {shape} or a scalar")
+    return arr
+
+
+@dataclass(frozen=True)
+class NeuronKernel:
+    """A user-supplied neuron model: a numba (or numpy) function plus named state and params.
+
+    ``update(inp, state, params, payload)`` is called once per step for the population:
+
+    - ``inp``: float64 ``(n, n_channels)``, the step's synaptic input (weight x payload summed)
+      plus injected current on channel 0;
+    - ``state``: float64 ``(len(state_names), n)``, updated in place;
+    - ``params``: float64 ``(len(param_names), n)``, read only;
+    - ``payload``: int32 ``(n,)``, zeroed by the engine; write a non-zero signed integer to
+      emit a spike carrying it (``|payload| < 2**(spike_payload_bits-1)`` of the profile).
+
+    Give it a numba ``@njit(cache=True)`` function for speed; the engine calls it from Python
+    once per step (per population), so a custom population runs step by step.
+    """
+
+    name: str
+    update: Callable
+    state_names: tuple[str, ...]
+    param_names: tuple[str, ...] = ()
+    n_channels: int = 1
+
+    def __post_init__(self):
+        if not callable(self.update):
+            raise _err("kernel", f"NeuronKernel {self.name!r}: update must be callable")
+        if len(set(self.state_names)) != len(self.state_names) or not self.state_names:
+            raise _err("kernel", f"NeuronKernel {self.name!r}: state_names "
+                                 f"{self.state_names} must be unique and non-empty")
+        if not 1 <= self.n_channels <= MAX_CHANNELS:
+            raise _err("kernel", f"NeuronKernel {self.name!r}: n_channels = "
+                                 f"{self.n_channels}; expected 1..{MAX_CHANNELS}")
+
+
+@dataclass
+class Population:
+    """``n`` neurons of one model with per-neuron parameter arrays (float64, shape (n,))."""
+
+    name: str
+    n: int
+    model: str | NeuronKernel
+    params: dict[str, np.ndarray]
+    method: str = "euler"
+    reset: str = "value"
+    n_channels: int = 1
+    i_inj: np.ndarray | None = None   # injected current per neuron (per-step input)
+    state_init: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def custom(self) -> bool:
+        return isinstance(self.model, NeuronKernel)
+
+    @property
+    def model_name(self) -> str:
+        return self.model.name if self.custom else self.model
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        if self.custom:
+            return self.model.state_names
+        chans = tuple(f"i{c}" for c in range(self.n_channels)) if self.model == "cuba_lif" \
+            else ()
+        return ("v",) + chans
+
+
+@dataclass
+class Source:
+    """Spikes from outside the cores: explicit events or Poisson trains, ``n`` channels.
+
+    ``kind == "events"``: ``steps[k]``, ``index[k]`` (and ``payload[k]``) list each spike.
+    ``kind == "poisson"``: each channel spikes with probability ``rate_hz x dt`` per step,
+    drawn from ``seed`` (the same seed gives the same trains).
+    """
+
+    name: str
+    n: int
+    kind: str
+    steps: np.ndarray | None = None
+    index: np.ndarray | None = None
+    payload: np.ndarray | None = None
+    rate_hz: np.ndarray | None = None
+    seed: int = 0
+
+
+@dataclass
+class Projection:
+    """Synapses ``pre -> post`` as COO arrays (one entry per synapse, NIR weight [out, in])."""
+
+    name: str
+    pre: str
+    post: str
+    pre_idx: np.ndarray     # int64 (m,)
+    post_idx: np.ndarray    # int64 (m,)
+    weight: np.ndarray      # float64 (m,)
+    delay: np.ndarray       # int64 (m,), steps >= 1
+    channel: int = 0
+
+
+class Network:
+    """A spiking network: add populations, sources, projections and probes, then compile.
+
+    Parameters
+    ----------
+    dt : float
+        Time step in seconds (> 0).
+
+    Examples
+    --------
+    >>> net = Network(dt=1e-3)
+    >>> _ = net.population("out", 2, "lif", tau_mem=0.02, v_threshold=1.0)
+    >>> _ = net.spikes("in", 1, steps=[0, 3], index=[0, 0])
+    >>> _ = net.connect("in", "out", weight=[[30.0], [10.0]], delay=1)
+    >>> sorted(net.populations)
+    ['out']
+    """
+
+    def __init__(self, dt: float):
+        if not (isinstance(dt, (int, float, np.floating)) and np.isfinite(dt) and dt > 0):
+            raise _err("__init__", f"dt = {dt!r}: expected a finite time step > 0 in seconds")
+        self.dt = float(dt)
+        self.populations: dict[str, Population] = {}
+        self.sources: dict[str, Source] = {}
+        self.projections: dict[str, Projection] = {}
+        self.probes: list[tuple[str, str]] = []
+
+    # -- nodes ---------------------------------------------------------------------------
+    def _new_name(self, where: str, name: str) -> None:
+        if not isinstance(name, str) or not name or "/" in name:
+            raise _err(where, f"name {name!r}: expected a non-empty string without '/'")
+        if name in self.populations or name in self.sources:
+            raise _err(where, f"name {name!r} is already used by another population or source")
+
+    @staticmethod
+    def _check_n(where: str, name: str, n) -> int:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise _err(where, f"{name}: n = {n!r}; expected an integer >= 1")
+        return int(n)
+
+    def population(self, name: str, n: int, model: str | NeuronKernel, *, method="euler",
+                   reset="value", n_channels: int = 1, i_inj=None, **params) -> Population:
+        """Add ``n`` neurons of ``model`` (``"lif"``, ``"if"``, ``"cuba_lif"`` or a kernel).
+
+        Parameters are scalars or ``(n,)`` arrays: ``tau_mem``, ``tau_syn`` (s; a tuple of
+        per-channel values for ``n_channels > 1``), ``v_threshold``, ``v_reset``, ``v_leak``,
+        ``r``, ``w_in``, ``refractory`` (s), ``v_init`` (initial ``v``; default ``v_reset``).
+        For a :class:`NeuronKernel`, pass its ``param_names`` and optional ``<state>_init``.
+        """
+        where = "population"
+        self._new_name(where, name)
+        n = self._check_n(where, name, n)
+        if method not in METHODS:
+            raise _err(where, f"{name}: method {method!r} is unknown; expected one of {METHODS}")
+        if reset not in RESETS:
+            raise _err(where, f"{name}: reset {reset!r} is unknown; expected one of {RESETS}")
+        inj = None if i_inj is None else _finite_array(where, f"{name}.i_inj", i_inj, (n,))
+        if isinstance(model, NeuronKernel):
+            return self._custom_population(name, n, model, inj, params)
+        if model not in MODELS:
+            raise _err(where, f"{name}: neuron model {model!r} is unknown; expected one of "
+                              f"{MODELS} or a NeuronKernel")
+        if model != "cuba_lif" and n_channels != 1:
+            raise _err(where, f"{name}: n_channels = {n_channels}; only cuba_lif has several "
+                              "synaptic channels")
+        if not (isinstance(n_channels, int) and 1 <= n_channels <= MAX_CHANNELS):
+            raise _err(where, f"{name}: n_channels = {n_channels!r}; expected 1..{MAX_CHANNELS}")
+        required, optional = _PARAMS[model]
+        unknown = set(params) - required - set(optional)
+        if unknown:
+            raise _err(where, f"{name}: unknown parameter(s) {sorted(unknown)} for model "
+                              f"{model!r}; it takes {sorted(required | set(optional))}")
+        missing = required - set(params)
+        if missing:
+            raise _err(where, f"{name}: model {model!r} needs parameter(s) {sorted(missing)}")
+        out: dict[str, np.ndarray] = {}
+        for key, default in optional.items():
+            if key not in params and default is not None:
+                out[key] = np.full(n, float(default))
+        for key, value in params.items():
+            if key == "v_init" and value is None:
+                continue
+            if key == "tau_syn":
+                vals = value if isinstance(value, (tuple, list)) else (value,) * n_channels
+                if len(vals) != n_channels:
+                    raise _err(where, f"{name}: tau_syn has {len(vals)} entries for "
+                                      f"n_channels = {n_channels}; give one per channel")
+                for c, v in enumerate(vals):
+                    out[f"tau_syn{c}"] = _finite_array(where, f"{name}.tau_syn[{c}]", v, (n,))
+                continue
+            out[key] = _finite_array(where, f"{name}.{key}", value, (n,))
+        for key, arr in out.items():
+            if key.startswith("tau") and not np.all(arr > 0):
+                raise _err(where, f"{name}.{key} has min {arr.min():g}; time constants must "
+                                  "be > 0 seconds")
+            if key == "refractory" and not np.all(arr >= 0):
+                raise _err(where, f"{name}.refractory has min {arr.min():g}; must be >= 0 s")
+        pop = Population(name, n, model, out, method, reset, n_channels, inj)
+        self.populations[name] = pop
+        return pop
+
+    def _custom_population(self, name, n, kernel: NeuronKernel, inj, params) -> Population:
+        where = "population"
+        inits = {k[:-5]: v for k, v in params.items() if k.endswith("_init")
+                 and k[:-5] in kernel.state_names}
+        rest = {k: v for k, v in params.items() if k[:-5] not in inits or not k.endswith("_init")}
+        unknown = set(rest) - set(kernel.param_names)
+        if unknown:
+            raise _err(where, f"{name}: unknown parameter(s) {sorted(unknown)} for kernel "
+                              f"{kernel.name!r}; it takes {list(kernel.param_names)} and "
+                              f"<state>_init for states {list(kernel.state_names)}")
+        missing = set(kernel.param_names) - set(rest)
+        if missing:
+            raise _err(where, f"{name}: kernel {kernel.name!r} needs parameter(s) "
+                              f"{sorted(missing)}")
+        out = {k: _finite_array(where, f"{name}.{k}", v, (n,)) for k, v in rest.items()}
+        init = {k: _finite_array(where, f"{name}.{k}_init", v, (n,)) for k, v in inits.items()}
+        pop = Population(name, n, kernel, out, "euler", "value", kernel.n_channels, inj, init)
+        self.populations[name] = pop
+        return pop
+
+    def spikes(self, name: str, n: int, steps, index, payload=None) -> Source:
+        """Explicit input spikes: channel ``index[k]`` fires in step ``steps[k]``."""
+        where = "spikes"
+        self._new_name(where, name)
+        n = self._check_n(where, name, n)
+        st = _finite_array(where, f"{name}.steps", steps, dtype=np.float64)
+        ix = _finite_array(where, f"{name}.index", index, dtype=np.float64)
+        if st.ndim != 1 or st.shape != ix.shape:
+            raise _err(where, f"{name}: steps {st.shape} and index {ix.shape} must be 1-D "
+                              "arrays of the same length")
+        if np.any(st != np.round(st)) or np.any(st < 0):
+            raise _err(where, f"{name}.steps must be integers >= 0 (time steps, not seconds)")
+        if np.any(ix != np.round(ix)) or np.any(ix < 0) or np.any(ix >= n):
+            raise _err(where, f"{name}.index must be integers in 0..{n - 1}")
+        pl = np.ones(st.size, np.int32) if payload is None else \
+            _finite_array(where, f"{name}.payload", payload, st.shape).astype(np.int32)
+        order = np.lexsort((ix, st))
+        src = Source(name, n, "events", steps=st[order].astype(np.int64),
+                     index=ix[order].astype(np.int64), payload=pl[order])
+        self.sources[name] = src
+        return src
+
+    def poisson(self, name: str, n: int, rate_hz, seed: int = 0) -> Source:
+        """``n`` independent Poisson spike trains of ``rate_hz`` (scalar or (n,)), seeded."""
+        where = "poisson"
+        self._new_name(where, name)
+        n = self._check_n(where, name, n)
+        rate = _finite_array(where, f"{name}.rate_hz", rate_hz, (n,))
+        if np.any(rate < 0) or np.any(rate * self.dt > 1):
+            raise _err(where, f"{name}.rate_hz must lie in 0..1/dt = {1 / self.dt:g} Hz")
+        src = Source(name, n, "poisson", rate_hz=rate, seed=int(seed))
+        self.sources[name] = src
+        return src
+
+    # -- edges ---------------------------------------------------------------------------
+    def size_of(self, name: str) -> int:
+        node = self.populations.get(name) or self.sources.get(name)
+        if node is None:
+            raise _err("connect", f"no population or source named {name!r}; known: "
+                                  f"{sorted([*self.populations, *self.sources])}")
+        return node.n
+
+    def connect(self, pre: str, post: str, weight=None, *, pre_idx=None, post_idx=None,
+                delay=1, channel: int = 0, name: str | None = None) -> Projection:
+        """Connect ``pre`` to ``post``: dense ``weight`` (n_post, n_pre) or sparse COO.
+
+        Sparse form: ``pre_idx``, ``post_idx`` and ``weight`` of equal length. ``delay`` is
+        in steps (>= 1), a scalar or one per synapse (dense: shape (n_post, n_pre)).
+        ``channel`` picks the synaptic channel of a cuba_lif target.
+        """
+        where = "connect"
+        n_pre, n_post = self.size_of(pre), self.size_of(post)
+        if post not in self.populations:
+            raise _err(where, f"post {post!r} is a source; projections must end on a population")
+        name = name or f"{pre}->{post}"
+        if name in self.projections:
+            raise _err(where, f"projection {name!r} exists; pass name= to add another")
+        target = self.populations[post]
+        if not (isinstance(channel, int) and 0 <= channel < target.n_channels):
+            raise _err(where, f"{name}: channel = {channel!r}; {post} has channels "
+                              f"0..{target.n_channels - 1}")
+        if weight is None:
+            raise _err(where, f"{name}: weight is required")
+        if pre_idx is None and post_idx is None:
+            w = _finite_array(where, f"{name}.weight", weight)
+            if w.shape != (n_post, n_pre):
+                raise _err(where, f"{name}.weight has shape {w.shape}; expected "
+                                  f"(n_post, n_pre) = ({n_post}, {n_pre}) as NIR's [out, in]")
+            post_i, pre_i = np.nonzero(w)
+            wv = w[post_i, pre_i]
+            d = np.asarray(delay)
+            dv = d[post_i, pre_i] if d.ndim == 2 else d
+        else:
+            if pre_idx is None or post_idx is None:
+                raise _err(where, f"{name}: sparse form needs both pre_idx and post_idx")
+            pre_i = _finite_array(where, f"{name}.pre_idx", pre_idx).astype(np.int64)
+            post_i = _finite_array(where, f"{name}.post_idx", post_idx).astype(np.int64)
+            wv = _finite_array(where, f"{name}.weight", weight)
+            if wv.ndim == 0:
+                wv = np.full(pre_i.shape, wv.item())
+            if not (pre_i.ndim == 1 and pre_i.shape == post_i.shape == wv.shape):
+                raise _err(where, f"{name}: pre_idx {pre_i.shape}, post_idx {post_i.shape} and "
+                                  f"weight {wv.shape} must be 1-D of one length")
+            for arr, lim, lab in ((pre_i, n_pre, "pre_idx"), (post_i, n_post, "post_idx")):
+                if arr.size and (arr.min() < 0 or arr.max() >= lim):
+                    raise _err(where, f"{name}.{lab} spans {arr.min()}..{arr.max()}; expected "
+                                      f"0..{lim - 1}")
+            dv = delay
+        dv = _finite_array(where, f"{name}.delay", dv)
+        dv = np.broadcast_to(dv, wv.shape) if dv.ndim == 0 else dv
+        if dv.shape != wv.shape:
+            raise _err(where, f"{name}.delay has shape {np.shape(delay)}; expected a scalar or "
+                              "one per synapse")
+        if np.any(dv != np.round(dv)) or np.any(dv < 1):
+            raise _err(where, f"{name}.delay must be integers >= 1 step (a spike needs a step "
+                              f"to travel); got min {dv.min() if dv.size else '-'}")
+        proj = Projection(name, pre, post, np.asarray(pre_i, np.int64),
+                          np.asarray(post_i, np.int64), np.asarray(wv, np.float64),
+                          np.asarray(dv, np.int64).copy(), channel)
+        self.projections[name] = proj
+        return proj
+
+    def probe(self, target: str, what: str = "spikes") -> None:
+        """Record ``"spikes"`` of a population or source, or a state variable of a population."""
+        where = "probe"
+        if target in self.sources and what == "spikes":
+            self.probes.append((target, what))
+            return
+        pop = self.populations.get(target)
+        if pop is None:
+            raise _err(where, f"no population named {target!r}")
+        if what != "spikes" and what not in pop.state_names:
+            raise _err(where, f"{target} has no state {what!r}; probe 'spikes' or one of "
+                              f"{list(pop.state_names)}")
+        if (target, what) not in self.probes:
+            self.probes.append((target, what))
+
+    def summary(self) -> Mapping[str, int]:
+        return {"populations": len(self.populations), "sources": len(self.sources),
+                "neurons": sum(p.n for p in self.populations.values()),
+                "synapses": sum(p.weight.size for p in self.projections.values())}

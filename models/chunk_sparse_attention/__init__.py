@@ -47,6 +47,7 @@ class ChunkAttnConfig:
     encoder_layers: int = 1
     landmark: str = "cls"
     residual: str = "bypass"
+    gumbel: float = 1.0          # Gumbel noise on selection scores in training (exploration)
     train_len: int = 512
     steps: int = 600
     batch: int = 32
@@ -93,7 +94,7 @@ def build(cfg: ChunkAttnConfig) -> torch.nn.Module:
             return FullAttentionModel(cfg.task.vocab, cfg.d_model, cfg.heads, cfg.d_ff,
                                       cfg.window)
         return HSAModel(cfg.task.vocab, cfg.d_model, cfg.heads, cfg.d_ff, cfg.window, cfg.chunk,
-                        cfg.top_k, cfg.encoder_layers, cfg.landmark, cfg.residual)
+                        cfg.top_k, cfg.encoder_layers, cfg.landmark, cfg.residual, cfg.gumbel)
 
 
 class ChunkAttnLM:
@@ -116,7 +117,10 @@ class ChunkAttnLM:
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, foreach=True)
         rng = np.random.default_rng(cfg.seed)
         net.train()
-        with self.device.count("train", samples=cfg.steps * cfg.batch):
+        # the Gumbel noise draws from torch's RNG: seed it without touching global state
+        with torch.random.fork_rng(devices=[]), \
+                self.device.count("train", samples=cfg.steps * cfg.batch):
+            torch.manual_seed(cfg.seed)
             for step in range(cfg.steps):
                 lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup) * \
                     0.5 * (1 + np.cos(np.pi * step / cfg.steps))
@@ -142,8 +146,8 @@ class ChunkAttnLM:
                  scope: str | None = None) -> dict[str, float]:
         """Answer accuracy (and HSA retrieval recall) on ``n`` fresh sequences of ``length``.
 
-        Recall: the chunk holding the needle's value token (whose state carries its key through
-        the SWA layer) is among some head's top-K for the query. Counted under ``scope``
+        Recall: the chunk holding the asked needle is among some head's top-K for the query.
+        Counted under ``scope``
         (default ``infer/L<length>``).
         """
         cfg, net = self.cfg, self.net
@@ -160,7 +164,7 @@ class ChunkAttnLM:
                     cfg.task.batch(rng, m, length, cfg.chunk))
                 if cfg.arch == "hsa":
                     logits, idx, _ = net(tokens, q_pos, return_selection=True)
-                    chunk = torch.as_tensor((needle + 1) // cfg.chunk, device=idx.device)
+                    chunk = torch.as_tensor(needle // cfg.chunk, device=idx.device)
                     found += int((idx == chunk[:, None, :, None]).any(-1).any(1).sum())
                 else:
                     logits = net(tokens, q_pos)

@@ -156,6 +156,12 @@ class Block(nn.Module):
         self.n1, self.attn, self.n2, self.mlp = (RMSNorm(d), Attention(d, heads, kind, window),
                                                  RMSNorm(d), MLP(d, d_ff))
 
+    def zero_init(self):
+        """Start as the identity (zero output projections; Goyal et al. 2017): a random
+        encoder block smears each chunk's tokens together and stalls learning on a plateau."""
+        nn.init.zeros_(self.attn.out.weight)
+        nn.init.zeros_(self.mlp.down.weight)
+
     def forward(self, x, q_pos=None):
         a = self.attn(self.n1(x), q_pos)
         if q_pos is not None:
@@ -201,16 +207,22 @@ class ChunkEncoder(nn.Module):
         return lmk, kv[0], kv[1]                                            # (B, h, C, S, dh)
 
 
-def select_chunks(qr, lmk, q_pos, chunk: int, top_k: int):
+def select_chunks(qr, lmk, q_pos, chunk: int, top_k: int, gumbel: float = 0.0):
     """Top-K chunk selection for queries at ``q_pos``.
 
     qr: (B, h, P, d_r), lmk: (B, h, C, d_r), q_pos: (B, P). Only chunks that end before the
     query, ``(c + 1) * chunk <= t``, compete. Returns indices (B, h, P, K') and weights
     (softmax over the kept valid scores; 0 where fewer than K chunks exist), K' = min(K, C).
+    ``gumbel`` > 0 adds Gumbel(0, gumbel) noise to the scores first (training-time
+    exploration, the codebase's option): without it a chunk that is never selected never
+    gets a gradient, and the landmarks cannot learn to pick the needle's chunk.
     """
     C = lmk.shape[2]
     s = qr @ lmk.transpose(-1, -2) / math.sqrt(qr.shape[-1])                # (B, h, P, C)
     ends = (torch.arange(C, device=qr.device) + 1) * chunk
+    if gumbel > 0:
+        u = torch.rand_like(s).clamp_(1e-9, 1 - 1e-9)
+        s = s - gumbel * torch.log(-torch.log(u))
     s = s.masked_fill((ends > q_pos[:, :, None]).unsqueeze(1), float("-inf"))
     top, idx = s.topk(min(top_k, C), dim=-1)
     valid = torch.isfinite(top)
@@ -221,9 +233,9 @@ def select_chunks(qr, lmk, q_pos, chunk: int, top_k: int):
 class HSALayer(nn.Module):
     """Retrieval + hierarchical sparse attention + MLP with the bypassing (or standard) residual."""
 
-    def __init__(self, d, heads, d_ff, chunk, top_k, residual):
+    def __init__(self, d, heads, d_ff, chunk, top_k, residual, gumbel=0.0):
         super().__init__()
-        self.h, self.S, self.K, self.residual = heads, chunk, top_k, residual
+        self.h, self.S, self.K, self.residual, self.gumbel = heads, chunk, top_k, residual, gumbel
         self.norm, self.norm2 = RMSNorm(d), RMSNorm(d)
         self.w_r = nn.Linear(d, d, bias=False)
         self.w_q = nn.Linear(d, d, bias=False)
@@ -243,7 +255,7 @@ class HSALayer(nn.Module):
         base = (torch.arange(B * h, device=x.device) * C).view(B, h, 1, 1)
         for s in range(0, P, QUERY_BLOCK):
             idx, w = select_chunks(qr[:, :, s:s + QUERY_BLOCK], lmk, q_pos[:, s:s + QUERY_BLOCK],
-                                   S, self.K)                              # (B, h, b, K)
+                                   S, self.K, self.gumbel if self.training else 0.0)
             flat = (base + idx).reshape(-1)
             kg = k_flat[flat].view(*idx.shape, S, dh)                      # (B, h, b, K, S, dh)
             vg = v_flat[flat].view(*idx.shape, S, dh)
@@ -274,15 +286,17 @@ class HSAModel(nn.Module):
     """Embedding -> SWA block -> chunk encoder -> HSA layer -> norm -> logits."""
 
     def __init__(self, vocab, d, heads, d_ff, window, chunk, top_k, encoder_layers,
-                 landmark, residual):
+                 landmark, residual, gumbel=0.0):
         super().__init__()
         self.chunk = chunk
         self.emb = nn.Embedding(vocab, d)
         self.lower = Block(d, heads, d_ff, "swa", window)
         self.encoder = ChunkEncoder(d, heads, d_ff, chunk, encoder_layers, landmark)
-        self.upper = HSALayer(d, heads, d_ff, chunk, top_k, residual)
+        self.upper = HSALayer(d, heads, d_ff, chunk, top_k, residual, gumbel)
         self.norm, self.head = RMSNorm(d), nn.Linear(d, vocab, bias=False)
         self.apply(_init)
+        for block in (self.lower, *getattr(self.encoder, "layers", ())):
+            block.zero_init()
 
     def forward(self, tokens, q_pos=None, return_selection: bool = False):
         """tokens (B, T) int64; q_pos (B, P) or None (every position). Logits (B, P, vocab)."""
@@ -308,6 +322,8 @@ class FullAttentionModel(nn.Module):
         self.upper = Block(d, heads, d_ff, "full")
         self.norm, self.head = RMSNorm(d), nn.Linear(d, vocab, bias=False)
         self.apply(_init)
+        for block in (self.lower, self.upper):
+            block.zero_init()
 
     def forward(self, tokens, q_pos=None):
         x = self.lower(self.emb(tokens))

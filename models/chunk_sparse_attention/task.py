@@ -1,14 +1,22 @@
-"""Multi-key needle-in-a-haystack (RULER's MK-NIAH, synthetic vocabulary): the retrieval task.
+"""Multi-key needle-in-a-haystack (after RULER's MK-NIAH) over a synthetic vocabulary.
 
-A sequence of ``length`` tokens is random filler with ``n_pairs`` needles ``key value``
-hidden in it (distinct keys, random values, any offset relative to the chunk grid, so a
-needle may straddle two chunks), followed by a query section that asks every key once, in
-random order: ``Q key value`` per pair. The model must predict ``value`` at each query's
-``key`` position; filler carries no loss (it is unpredictable noise). Needles lie before the
-chunk holding the first query, so a query can reach them only through retrieval.
+A sequence of ``length`` tokens is random filler with ``n_pairs`` needles hidden in it,
+followed by a query section that asks every needle's key once, in random order:
+``Q key value`` per needle. The model must predict ``value`` at each query's ``key``
+position; filler carries no loss (it is unpredictable noise). Keys are distinct within a
+sequence (the other needles are distractors), values are random, so the answer can only
+come from the needle. Needles lie before the chunk holding the first query, so a query can
+reach them only through long-range attention / retrieval.
 
-Vocabulary (ids): filler ``[0, n_filler)``, keys ``[n_filler, n_filler + n_keys)``, values
-next ``n_values``, then the query marker ``Q``.
+Reading chosen for a CPU-sized experiment: a needle is ONE token that names its key and
+value pair (RULER's needle is a sentence "the magic number for KEY is VALUE"). Binding a
+two-token needle needs an induction circuit (two attention layers composing), which on
+this shared 2-core machine did not leave its loss plateau within the few hundred steps
+we can afford; a one-token needle keeps the retrieval problem (find the chunk holding the
+key among many, read the value) and drops the binding.
+
+Vocabulary (ids): filler ``[0, n_filler)``, needle ``(k, v)`` at ``n_filler + k * n_values
++ v``, then query keys ``n_keys``, values ``n_values`` and the query marker ``Q``.
 """
 from __future__ import annotations
 
@@ -21,12 +29,12 @@ from hw_profiles.errors import ModelError
 
 @dataclass(frozen=True)
 class NeedleTask:
-    """Vocabulary sizes and needle count. Defaults: chance is 1/32 per query."""
+    """Vocabulary sizes and needle count. Defaults: chance is 1/8 per query."""
 
     n_filler: int = 16
-    n_keys: int = 32
-    n_values: int = 32
-    n_pairs: int = 4      # keys per sequence: one is asked, the others are distractors
+    n_keys: int = 8
+    n_values: int = 8
+    n_pairs: int = 4      # needles per sequence: each is asked once, the others distract
 
     def __post_init__(self):
         for name in ("n_filler", "n_keys", "n_values", "n_pairs"):
@@ -37,8 +45,16 @@ class NeedleTask:
                              "keys in one sequence must be distinct")
 
     @property
+    def key_base(self) -> int:
+        return self.n_filler + self.n_keys * self.n_values
+
+    @property
+    def value_base(self) -> int:
+        return self.key_base + self.n_keys
+
+    @property
     def query_token(self) -> int:
-        return self.n_filler + self.n_keys + self.n_values
+        return self.value_base + self.n_values
 
     @property
     def vocab(self) -> int:
@@ -46,7 +62,7 @@ class NeedleTask:
 
     def min_length(self, chunk: int) -> int:
         """Shortest sequence that fits the needles in complete chunks before the queries."""
-        return 3 * self.n_pairs + chunk * (1 + (3 * self.n_pairs + chunk - 1) // chunk)
+        return 3 * self.n_pairs + chunk * (1 + -(-self.n_pairs // chunk))
 
     def batch(self, rng: np.random.Generator, n: int, length: int, chunk: int):
         """``n`` sequences of ``length`` tokens.
@@ -55,8 +71,8 @@ class NeedleTask:
         -------
         tokens : (n, length) int64
         query_pos : (n, n_pairs) int64, positions of the queried keys (predict the next token)
-        answers : (n, n_pairs) int64, the values to predict there
-        needle_pos : (n, n_pairs) int64, position of the needle's key for each query
+        answers : (n, n_pairs) int64, the value tokens to predict there
+        needle_pos : (n, n_pairs) int64, position of the needle each query asks for
         """
         p = self.n_pairs
         if length < self.min_length(chunk):
@@ -64,22 +80,16 @@ class NeedleTask:
                              f"needles with chunk size {chunk}; need >= "
                              f"{self.min_length(chunk)}")
         tokens = rng.integers(0, self.n_filler, (n, length))
-        # needles before the chunk of the first query token: on a grid of 3 so two needles
-        # never overlap, with a random offset 0/1 so they sit at any phase of the chunk grid
-        hay_end = ((length - 3 * p) // chunk) * chunk
-        n_slots = (hay_end - 1) // 3
-        slots = np.argsort(rng.random((n, n_slots)), axis=1)[:, :p]
-        pos = 3 * slots + rng.integers(0, 2, (n, p))                      # (n, p) key positions
-        keys = np.argsort(rng.random((n, self.n_keys)), axis=1)[:, :p] + self.n_filler
-        values = rng.integers(0, self.n_values, (n, p)) + self.n_filler + self.n_keys
-        rows = np.arange(n)[:, None]
-        tokens[rows, pos] = keys
-        tokens[rows, pos + 1] = values
+        hay_end = ((length - 3 * p) // chunk) * chunk    # chunks complete before any query
+        pos = np.argsort(rng.random((n, hay_end)), axis=1)[:, :p]          # distinct slots
+        keys = np.argsort(rng.random((n, self.n_keys)), axis=1)[:, :p]     # distinct keys
+        values = rng.integers(0, self.n_values, (n, p))
+        tokens[np.arange(n)[:, None], pos] = self.n_filler + keys * self.n_values + values
         order = np.argsort(rng.random((n, p)), axis=1)                    # query order
         q0 = length - 3 * p + 3 * np.arange(p)                            # Q marker positions
         tokens[:, q0] = self.query_token
-        tokens[:, q0 + 1] = np.take_along_axis(keys, order, 1)
-        tokens[:, q0 + 2] = np.take_along_axis(values, order, 1)
+        tokens[:, q0 + 1] = np.take_along_axis(keys, order, 1) + self.key_base
+        answers = np.take_along_axis(values, order, 1) + self.value_base
+        tokens[:, q0 + 2] = answers
         query_pos = np.broadcast_to(q0 + 1, (n, p)).copy()
-        return (tokens, query_pos, np.take_along_axis(values, order, 1),
-                np.take_along_axis(pos, order, 1))
+        return tokens, query_pos, answers, np.take_along_axis(pos, order, 1)

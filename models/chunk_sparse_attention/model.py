@@ -213,18 +213,21 @@ def select_chunks(qr, lmk, q_pos, chunk: int, top_k: int, gumbel: float = 0.0):
     qr: (B, h, P, d_r), lmk: (B, h, C, d_r), q_pos: (B, P). Only chunks that end before the
     query, ``(c + 1) * chunk <= t``, compete. Returns indices (B, h, P, K') and weights
     (softmax over the kept valid scores; 0 where fewer than K chunks exist), K' = min(K, C).
-    ``gumbel`` > 0 adds Gumbel(0, gumbel) noise to the scores first (training-time
-    exploration, the codebase's option): without it a chunk that is never selected never
-    gets a gradient, and the landmarks cannot learn to pick the needle's chunk.
+    ``gumbel`` > 0 chooses the chunks by scores plus Gumbel(0, gumbel) noise (training-time
+    exploration, the codebase's option; the weights stay the softmax of the clean scores):
+    a chunk that is never selected never gets a gradient, so without exploration the
+    landmarks cannot learn to pick the needle's chunk.
     """
     C = lmk.shape[2]
     s = qr @ lmk.transpose(-1, -2) / math.sqrt(qr.shape[-1])                # (B, h, P, C)
     ends = (torch.arange(C, device=qr.device) + 1) * chunk
-    if gumbel > 0:
-        u = torch.rand_like(s).clamp_(1e-9, 1 - 1e-9)
-        s = s - gumbel * torch.log(-torch.log(u))
     s = s.masked_fill((ends > q_pos[:, :, None]).unsqueeze(1), float("-inf"))
-    top, idx = s.topk(min(top_k, C), dim=-1)
+    if gumbel > 0:    # noisy choice of chunks, clean weights on the chosen ones
+        u = torch.rand_like(s).clamp_(1e-9, 1 - 1e-9)
+        idx = (s - gumbel * torch.log(-torch.log(u))).topk(min(top_k, C), dim=-1).indices
+        top = s.gather(-1, idx)
+    else:
+        top, idx = s.topk(min(top_k, C), dim=-1)
     valid = torch.isfinite(top)
     w = torch.softmax(top.masked_fill(~valid, -1e30), dim=-1) * valid
     return idx, w

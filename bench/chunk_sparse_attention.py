@@ -36,7 +36,7 @@ import torch
 from models.chunk_sparse_attention import VARIANTS, ChunkAttnConfig, ChunkAttnLM, build
 from sim.torch_engine import TorchDevice
 
-BASE = dict(d_model=32, d_ff=64, window=4, batch=32, warm_frac=0.6)
+BASE: dict = {}   # the ChunkAttnConfig defaults: d 32, 2 heads, S 16, K 4, window 4
 EVAL_N = {512: 128, 2048: 64, 4096: 32, 8192: 32, 16384: 16, 32768: 16}
 
 
@@ -107,7 +107,7 @@ def main():
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lengths", default="512,2048,8192,32768")
+    ap.add_argument("--lengths", default="512,2048,4096,8192,16384,32768")
     ap.add_argument("--scaling", default="512,2048,8192,32768")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--measure", nargs=2, metavar=("ARCH", "LENGTH"), help=argparse.SUPPRESS)

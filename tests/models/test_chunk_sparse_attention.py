@@ -201,8 +201,10 @@ def test_bad_inputs():
         ChunkAttnConfig(d_model=30, heads=2)
     with pytest.raises(ModelError, match="train_len = 20"):
         ChunkAttnConfig(train_len=20)
-    with pytest.raises(ModelError, match="n_pairs = 9 > n_keys = 8"):
-        NeedleTask(n_pairs=9)
+    with pytest.raises(ModelError, match="n_pairs = 5 > n_keys = 4"):
+        NeedleTask(n_pairs=5)
+    with pytest.raises(ModelError, match="warm_frac = 1"):
+        ChunkAttnConfig(warm_frac=1)
     lm = ChunkAttnLM(ChunkAttnConfig(**SMALL), TorchDevice(TOY))
     with pytest.raises(ModelError, match=r"tokens have shape \(5,\)"):
         lm.logits(torch.zeros(5, dtype=torch.int64))

@@ -25,7 +25,7 @@ stayed on the loss plateau (accuracy = chance) for the few hundred steps we can 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -165,6 +165,8 @@ class ChunkAttnLM:
         (default ``infer/L<length>``).
         """
         cfg, net = self.cfg, self.net
+        if n < 1 or batch < 1:
+            raise ModelError(f"ChunkAttnLM.evaluate: n = {n}, batch = {batch}: both must be >= 1")
         if length < cfg.task.min_length(cfg.chunk):
             raise ModelError(f"ChunkAttnLM.evaluate: length = {length} is below the task's "
                              f"minimum {cfg.task.min_length(cfg.chunk)}")
@@ -255,4 +257,4 @@ CARD = register(ModelCard(
 ))
 
 __all__ = ["ChunkAttnConfig", "ChunkAttnLM", "NeedleTask", "VARIANTS", "build", "simulate",
-           "experiment", "CARD", "replace"]
+           "experiment", "CARD"]

@@ -19,7 +19,9 @@ Readings chosen where the digest leaves room: one lower SWA layer and one upper 
 (no SWA layer after it: nothing above reads other positions); every attention head is a
 retrieval head with its own top-K (no GQA: ``h_kv = h``); plain softmax weights (not stick
 breaking), no Gumbel noise, no off-by-one softmax; the encoder adds a learned in-chunk
-position vector (the chunk encoder has no other notion of order) and ends with an RMSNorm.
+position vector (the chunk encoder has no other notion of order) and ends with an RMSNorm;
+the SWA and encoder blocks start as the identity (zero output projections, ``zero_init``)
+and initial weights have std 1/sqrt(fan_in) -- both only to leave the loss plateau sooner.
 Landmark ablations: ``mean`` = the same encoder without CLS, landmark ``W_lmk mean(E_c)``;
 ``meanpool`` = no encoder (``E_c`` = the normalised hidden states), landmark ``W_lmk
 mean(E_c)`` (NSA-style). The upper layer runs only at the positions asked for (``q_pos``),

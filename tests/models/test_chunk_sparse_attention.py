@@ -216,6 +216,8 @@ def test_bad_inputs():
         lm.logits(torch.zeros(1, 10, dtype=torch.int64), torch.tensor([[0, 10]]))
     with pytest.raises(ModelError, match="length = 20"):
         lm.evaluate(20, n=1)
+    with pytest.raises(ModelError, match="n = 0"):
+        lm.evaluate(128, n=0)
     with pytest.raises(ModelError, match="dataset 'digits'"):
         models.get("chunk_sparse_attention").simulate(profile=TOY, dataset="digits")
 

@@ -225,7 +225,7 @@ def select_chunks(qr, lmk, q_pos, chunk: int, top_k: int, gumbel: float = 0.0):
     ends = (torch.arange(C, device=qr.device) + 1) * chunk
     s = s.masked_fill((ends > q_pos[:, :, None]).unsqueeze(1), float("-inf"))
     if gumbel > 0:    # noisy choice of chunks, clean weights on the chosen ones
-        u = torch.rand_like(s).clamp_(1e-9, 1 - 1e-9)
+        u = torch.rand(s.shape, device=s.device, dtype=s.dtype).clamp_(1e-9, 1 - 1e-9)
         idx = (s - gumbel * torch.log(-torch.log(u))).topk(min(top_k, C), dim=-1).indices
         top = s.gather(-1, idx)
     else:

@@ -1,5 +1,5 @@
 """The networks: a SWA + chunk-encoder + hierarchical-sparse-attention (HSA) decoder, and a
-full-attention (RoPE) Transformer baseline of the same width.
+baseline with the same SWA layer and full causal attention (RoPE) in place of HSA.
 
 HSA model, per the digest of Leng et al. (arXiv:2510.17196, Sec. 3) and the authors' group
 codebase (ant-research/long-context-modeling, ``model/hsa_layers.py``):
@@ -18,7 +18,8 @@ codebase (ant-research/long-context-modeling, ``model/hsa_layers.py``):
 Readings chosen where the digest leaves room: one lower SWA layer and one upper HSA group
 (no SWA layer after it: nothing above reads other positions); every attention head is a
 retrieval head with its own top-K (no GQA: ``h_kv = h``); plain softmax weights (not stick
-breaking), no Gumbel noise, no off-by-one softmax; the encoder adds a learned in-chunk
+breaking), no off-by-one softmax; Gumbel noise only in the training-time choice of chunks
+(``select_chunks``); the encoder adds a learned in-chunk
 position vector (the chunk encoder has no other notion of order) and ends with an RMSNorm;
 the SWA and encoder blocks start as the identity (zero output projections, ``zero_init``)
 and initial weights have std 1/sqrt(fan_in) -- both only to leave the loss plateau sooner.

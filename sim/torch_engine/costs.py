@@ -57,6 +57,8 @@ _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maxim
                 aten.argmin, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max,
                 aten.sort, aten.topk}
 _BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward}
+# Scatter/index adds: one add per element of the source (the last tensor argument).
+_SCATTER_ADDS = {aten.scatter_add, aten.scatter_add_, aten.index_add, aten.index_add_}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort}
 
@@ -146,6 +148,9 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         # element = number of indices x row width (args: table or grad, indices, ...)
         op = _elementwise_op(packet, first.dtype)
         counts[op] = inputs[1].numel() * first.shape[1]
+    elif packet in _SCATTER_ADDS:
+        op = _elementwise_op(packet, first.dtype)
+        counts[op] = inputs[-1].numel()
     elif packet in MEMORY_ONLY:
         pass
     elif packet in _SORTS:

@@ -88,6 +88,17 @@ def test_views_are_free():
     assert (counts, read, write, unc) == ({}, 0, 0, "")
 
 
+def test_scatter_and_index_adds_count_one_add_per_source_element(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    target, src = torch.zeros(5, 3), torch.ones(7, 3)
+    idx = torch.tensor([0, 1, 1, 4, 2, 0, 3])
+    with dev.count("x"):
+        target.index_add(0, idx, src)                                   # 21 adds
+        target.scatter_add(0, idx[:, None].expand(7, 3), src)           # 21 adds
+    assert dev.ledger.ops("x")["flop_fp32"] == 42
+    assert dev.ledger.uncounted() == {}
+
+
 def test_unknown_op_reported_uncounted(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     with dev.count("x"):

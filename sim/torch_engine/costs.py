@@ -70,7 +70,8 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.full_like, aten.new_zeros, aten.new_ones, aten.new_full, aten.scalar_tensor,
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
                aten.roll, aten.masked_scatter, aten.slice_scatter, aten.select_scatter,
-               aten.diagonal_scatter, aten.tril, aten.triu, aten.one_hot}
+               aten.diagonal_scatter, aten.tril, aten.triu, aten.one_hot,
+               aten.select_backward, aten.slice_backward}
 """Ops that move bytes but do no arithmetic."""
 
 

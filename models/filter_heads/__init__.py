@@ -1,0 +1,1 @@
+"""Filter heads (placeholder)."""

@@ -1,0 +1,230 @@
+"""Synthetic list-filtering language: vocabulary, SelectOne prompts and counterfactual pairs.
+
+The objects dataset of the paper (16 categories of single-concept items) shrunk to 8
+categories x 12 items, every item one token. A SelectOne prompt lists 3-7 options, exactly
+one of which belongs to the asked category, and the answer is that item::
+
+    after : <bos> Options : i1 , i2 , i3 . Which is <cat> ? Answer   -> i_k
+    before: <bos> Which is <cat> ? Options : i1 , i2 , i3 . Answer   -> i_k
+
+Three list formats (the paper's single line / bulleted / numbered option styles)::
+
+    comma   : i1 , i2 , i3 .
+    bullet  : \\n - i1 \\n - i2 \\n - i3 .
+    numbered: 1 i1 2 i2 3 i3 .
+
+Every prompt of one batch has the same format, order and number of options, so a batch is
+a fixed template whose item and category slots are filled by array indexing (no Python loop
+per sample).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+
+CATEGORIES = ("fruit", "vehicle", "furniture", "animal", "instrument", "clothing",
+              "flower", "tool")
+ITEMS = {
+    "fruit": "apple banana cherry grape mango lemon peach pear plum kiwi melon fig",
+    "vehicle": "car bus truck bike train plane boat tram van taxi scooter ship",
+    "furniture": "chair table sofa bed desk shelf stool bench dresser couch cabinet crib",
+    "animal": "dog cat horse lion tiger bear wolf fox deer rabbit zebra camel",
+    "instrument": "piano guitar violin drum flute trumpet harp cello banjo oboe tuba organ",
+    "clothing": "shirt jacket sock hat scarf glove dress skirt coat boot sweater vest",
+    "flower": "rose tulip lily daisy orchid iris lotus poppy violet peony aster dahlia",
+    "tool": "hammer saw wrench drill pliers chisel axe shovel rake file ruler level",
+}
+N_CAT = len(CATEGORIES)
+N_ITEM = 12                                     # items per category
+TEMPLATE_WORDS = ("<bos>", "Options", ":", ",", ".", "-", "\\n", "Which", "is", "?", "Answer",
+                  "1", "2", "3", "4", "5", "6", "7")
+FORMATS = ("comma", "bullet", "numbered")
+ORDERS = ("after", "before")
+MIN_OPTIONS, MAX_OPTIONS = 3, 7                 # the paper's 2-6 distractors
+
+VOCAB: tuple[str, ...] = (TEMPLATE_WORDS + CATEGORIES
+                          + tuple(w for c in CATEGORIES for w in ITEMS[c].split()))
+TOK = {w: i for i, w in enumerate(VOCAB)}
+CAT0 = TOK[CATEGORIES[0]]                       # category token of category c: CAT0 + c
+ITEM0 = CAT0 + N_CAT                            # item j of category c: ITEM0 + c*N_ITEM + j
+VOCAB_SIZE = len(VOCAB)
+if len(set(VOCAB)) != VOCAB_SIZE:               # a duplicate word would merge two tokens
+    raise RuntimeError("filter_heads.tasks: duplicate word in the vocabulary")
+
+
+def item_token(cat: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return ITEM0 + cat * N_ITEM + idx
+
+
+def category_of(token: np.ndarray) -> np.ndarray:
+    """Category index of item tokens."""
+    return (np.asarray(token) - ITEM0) // N_ITEM
+
+
+def decode(tokens) -> str:
+    return " ".join(VOCAB[int(t)] for t in tokens)
+
+
+@dataclass(frozen=True)
+class Template:
+    """Token template of one (format, order, n) prompt shape; slots are filled per sample."""
+
+    tokens: np.ndarray      # (T,) int64, item and category slots hold placeholder 0
+    item_pos: np.ndarray    # (n,) positions of the option slots, in list order
+    cat_pos: int            # position of the category (predicate) token
+
+
+def template(fmt: str, order: str, n: int) -> Template:
+    """The prompt template for ``n`` options in list format ``fmt`` and question ``order``."""
+    if fmt not in FORMATS:
+        raise ModelError(f"list format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if order not in ORDERS:
+        raise ModelError(f"question order {order!r}: expected one of {', '.join(ORDERS)}")
+    if not MIN_OPTIONS <= n <= MAX_OPTIONS:
+        raise ModelError(f"number of options n = {n}: expected {MIN_OPTIONS}..{MAX_OPTIONS} "
+                         "(the paper's 2-6 distractors plus the answer)")
+    listing: list[str | None] = ["Options", ":"]
+    for k in range(n):
+        if fmt == "comma":
+            listing += ([","] if k else []) + [None]
+        elif fmt == "bullet":
+            listing += ["\\n", "-", None]
+        else:
+            listing += [str(k + 1), None]
+    listing.append(".")
+    question: list[str | None] = ["Which", "is", "<cat>", "?"]
+    words = (["<bos>"] + (listing + question if order == "after" else question + listing)
+             + ["Answer"])
+    toks = np.array([TOK[w] if w is not None and w != "<cat>" else 0 for w in words], np.int64)
+    item_pos = np.array([i for i, w in enumerate(words) if w is None], np.int64)
+    return Template(toks, item_pos, words.index("<cat>"))
+
+
+@dataclass
+class Batch:
+    """SelectOne prompts of one shape: tokens, their options, predicate and answer."""
+
+    tokens: np.ndarray      # (B, T) int64
+    items: np.ndarray       # (B, n) option tokens in list order
+    predicate: np.ndarray   # (B,) category index asked for
+    answer: np.ndarray      # (B,) answer token (the one option of the predicate category)
+    fmt: str
+    order: str
+
+    @property
+    def answer_slot(self) -> np.ndarray:
+        """(B,) index of the answer in ``items``."""
+        return np.argmax(self.items == self.answer[:, None], axis=1)
+
+
+def _fill(tmpl: Template, items: np.ndarray, predicate: np.ndarray) -> np.ndarray:
+    tokens = np.tile(tmpl.tokens, (len(items), 1))
+    tokens[:, tmpl.item_pos] = items
+    tokens[:, tmpl.cat_pos] = CAT0 + predicate
+    return tokens
+
+
+def _slot_categories(rng: np.random.Generator, fixed: np.ndarray, n: int) -> np.ndarray:
+    """(B, n) option categories: the columns of ``fixed`` first, then distractors drawn
+    with replacement from the categories not in ``fixed``, then shuffled per row."""
+    b, k = fixed.shape
+    allowed = np.ones((b, N_CAT), bool)
+    allowed[np.arange(b)[:, None], fixed] = False
+    # draw among allowed categories: rank random keys, forbidden ones pushed last
+    keys = np.where(allowed[:, None, :], rng.random((b, n - k, N_CAT)), 2.0)
+    n_allowed = allowed.sum(1)
+    pick = (rng.random((b, n - k)) * n_allowed[:, None]).astype(np.int64)
+    distract = np.take_along_axis(np.argsort(keys, axis=2), pick[..., None], axis=2)[..., 0]
+    cats = np.concatenate([fixed, distract], axis=1)
+    order = np.argsort(rng.random((b, n)), axis=1)
+    return np.take_along_axis(cats, order, axis=1)
+
+
+def _rank_in_category(cats: np.ndarray) -> np.ndarray:
+    """(B, n) how many earlier slots of the same row share the slot's category."""
+    onehot = cats[..., None] == np.arange(N_CAT)
+    return np.take_along_axis(np.cumsum(onehot, axis=1) - 1, cats[..., None], axis=2)[..., 0]
+
+
+def _check_batch_args(b: int, n: int):
+    if int(b) < 1:
+        raise ModelError(f"batch size {b}: expected >= 1")
+    if not MIN_OPTIONS <= n <= MAX_OPTIONS:
+        raise ModelError(f"number of options n = {n}: expected {MIN_OPTIONS}..{MAX_OPTIONS}")
+
+
+def select_one(rng: np.random.Generator, b: int, n: int, fmt: str = "comma",
+               order: str = "after") -> Batch:
+    """``b`` random SelectOne prompts with ``n`` options."""
+    _check_batch_args(b, n)
+    tmpl = template(fmt, order, n)
+    pred = rng.integers(0, N_CAT, b)
+    cats = _slot_categories(rng, pred[:, None], n)
+    perm = np.argsort(rng.random((b, N_CAT, N_ITEM)), axis=2)   # items without repeats
+    idx = perm[np.arange(b)[:, None], cats, _rank_in_category(cats)]
+    items = item_token(cats, idx)
+    answer = items[np.arange(b), np.argmax(cats == pred[:, None], axis=1)]
+    return Batch(_fill(tmpl, items, pred), items, pred, answer, fmt, order)
+
+
+@dataclass
+class Pairs:
+    """Counterfactual pairs (paper Sec. 3): source and destination prompts.
+
+    The predicates differ, the option lists are disjoint, and the destination list holds
+    exactly one item of each predicate: ``target`` (c_targ, what the source predicate picks
+    in the destination list) and ``dest.answer`` (what the destination predicate picks).
+    """
+
+    src: Batch
+    dest: Batch
+    target: np.ndarray      # (B,) c_targ token
+
+    @property
+    def target_slot(self) -> np.ndarray:
+        return np.argmax(self.dest.items == self.target[:, None], axis=1)
+
+
+def counterfactual_pairs(rng: np.random.Generator, b: int, n_src: int, n_dest: int,
+                         fmt_src: str = "comma", fmt_dest: str = "comma",
+                         order: str = "after") -> Pairs:
+    """``b`` counterfactual (source, destination) SelectOne pairs."""
+    _check_batch_args(b, n_src)
+    _check_batch_args(b, n_dest)
+    psi_src = rng.integers(0, N_CAT, b)
+    psi_dest = (psi_src + rng.integers(1, N_CAT, b)) % N_CAT          # != psi_src
+    cats_d = _slot_categories(rng, np.stack([psi_src, psi_dest], 1), n_dest)
+    cats_s = _slot_categories(rng, psi_src[:, None], n_src)
+    perm = np.argsort(rng.random((b, N_CAT, N_ITEM)), axis=2)
+    rows = np.arange(b)[:, None]
+    # disjoint lists: the destination takes each category's items from the front of the
+    # row's permutation and the source from the back; a category fills at most
+    # n_dest - 1 + n_src - 1 <= 12 = N_ITEM slots in the two lists together.
+    items_d = item_token(cats_d, perm[rows, cats_d, _rank_in_category(cats_d)])
+    items_s = item_token(cats_s, perm[rows, cats_s, N_ITEM - 1 - _rank_in_category(cats_s)])
+    r = np.arange(b)
+    target = items_d[r, np.argmax(cats_d == psi_src[:, None], axis=1)]
+    ans_d = items_d[r, np.argmax(cats_d == psi_dest[:, None], axis=1)]
+    ans_s = items_s[r, np.argmax(cats_s == psi_src[:, None], axis=1)]
+    src = Batch(_fill(template(fmt_src, order, n_src), items_s, psi_src), items_s, psi_src,
+                ans_s, fmt_src, order)
+    dest = Batch(_fill(template(fmt_dest, order, n_dest), items_d, psi_dest), items_d,
+                 psi_dest, ans_d, fmt_dest, order)
+    return Pairs(src, dest, target)
+
+
+def with_predicate(batch: Batch, predicate: np.ndarray) -> Batch:
+    """The same prompts asking for ``predicate`` instead (used by the eager-flag test: the
+    destination prompt asking for the source predicate, where c_targ is the match)."""
+    tokens = batch.tokens.copy()
+    tmpl = template(batch.fmt, batch.order, batch.items.shape[1])
+    tokens[:, tmpl.cat_pos] = CAT0 + predicate
+    match = category_of(batch.items) == predicate[:, None]
+    if not np.all(match.sum(1) == 1):
+        raise ModelError("with_predicate: every list must hold exactly one item of the new "
+                         "predicate")
+    answer = batch.items[np.arange(len(tokens)), np.argmax(match, axis=1)]
+    return Batch(tokens, batch.items, predicate, answer, batch.fmt, batch.order)

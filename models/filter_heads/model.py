@@ -143,7 +143,8 @@ class FilterLMConfig:
     n_head: int = 4
     d_model: int = 128
     d_mlp: int = 512
-    max_len: int = 40          # longest prompt: bullet format, 7 options = 30 tokens
+    max_len: int = 40          # longest prompt: bullet format, 7 options = 37 tokens
+    abs_pos: bool = False      # add learned absolute position embeddings (GPT-2) to RoPE
     steps: int = 3000          # AdamW steps of ``batch_size`` fresh random prompts each
     batch_size: int = 64
     lr: float = 2e-3
@@ -176,6 +177,7 @@ class FilterLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.emb = nn.Embedding(tasks.VOCAB_SIZE, cfg.d_model)
+        self.pos = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.abs_pos else None
         self.blocks = nn.ModuleList(Block(cfg.d_model, cfg.n_head, cfg.d_mlp)
                                     for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
@@ -190,6 +192,8 @@ class FilterLM(nn.Module):
                              f"(B, T) with T <= {self.cfg.max_len}")
         hook = hook or _NO_HOOK
         x = self.emb(tokens)                                                  # (B, T, d)
+        if self.pos is not None:
+            x = x + self.pos.weight[:tokens.shape[1]]
         for layer, block in enumerate(self.blocks):
             x = block(hook.resid(layer, x), layer, hook, self.cos, self.sin)
         return self.head(self.ln_f(x[:, -1]))                                 # (B, V)

@@ -80,30 +80,30 @@ def patched_logits(tr: Trained, dest: tasks.Batch, donor: list[torch.Tensor],
     return tr.logits(dest, Hook(positions, patch={site: (donor, mask)}))
 
 
-def option_logits(logits: torch.Tensor, items: np.ndarray) -> torch.Tensor:
+def option_logits(logits: torch.Tensor, options: np.ndarray) -> torch.Tensor:
     """Logits of each prompt's options: (B, n)."""
-    items = np.asarray(items)
-    if logits.dim() != 2 or items.ndim != 2 or items.shape[0] != logits.shape[0]:
-        raise ModelError(f"option_logits: logits {tuple(logits.shape)} and items "
-                         f"{items.shape} must be (B, V) and (B, n) with the same B")
-    if items.size and (items.min() < 0 or items.max() >= logits.shape[1]):
-        raise ModelError(f"option_logits: item tokens span {items.min()}..{items.max()}, "
+    options = np.asarray(options)
+    if logits.dim() != 2 or options.ndim != 2 or options.shape[0] != logits.shape[0]:
+        raise ModelError(f"option_logits: logits {tuple(logits.shape)} and options "
+                         f"{options.shape} must be (B, V) and (B, n) with the same B")
+    if options.size and (options.min() < 0 or options.max() >= logits.shape[1]):
+        raise ModelError(f"option_logits: option tokens span {options.min()}..{options.max()}, "
                          f"expected 0..{logits.shape[1] - 1}")
-    idx = torch.as_tensor(items, dtype=torch.int64, device=logits.device)
+    idx = torch.as_tensor(options, dtype=torch.int64, device=logits.device)
     return logits.gather(1, idx)
 
 
-def causality(logits: torch.Tensor, items: np.ndarray, target: np.ndarray) -> float:
+def causality(logits: torch.Tensor, options: np.ndarray, target: np.ndarray) -> float:
     """Mean of 1[argmax over the options of ``logits`` is ``target``] (paper's causality)."""
-    items, target = np.asarray(items), np.asarray(target)
-    if target.shape != (items.shape[0],):
+    options, target = np.asarray(options), np.asarray(target)
+    if target.shape != (options.shape[0],):
         raise ModelError(f"causality: target has shape {target.shape}, expected "
-                         f"({items.shape[0]},)")
-    present = items == target[:, None]
+                         f"({options.shape[0]},)")
+    present = options == target[:, None]
     if not np.all(present.sum(1) == 1):
         raise ModelError("causality: every target must be exactly one of its row's options "
                          f"(rows {np.flatnonzero(present.sum(1) != 1)[:5].tolist()} are not)")
-    pick = option_logits(logits, items).argmax(1).cpu().numpy()
+    pick = option_logits(logits, options).argmax(1).cpu().numpy()
     return float(np.mean(pick == np.argmax(present, axis=1)))
 
 
@@ -121,10 +121,11 @@ def evaluate_heads(tr: Trained, pairs: tasks.Pairs, heads: Heads | torch.Tensor,
     donor = cache_states(tr, pairs.src, site)
     patched = patched_logits(tr, pairs.dest, donor, mask, site)
     clean = tr.logits(pairs.dest)
-    return {"causality": causality(patched, pairs.dest.items, pairs.target),
+    opts = pairs.dest.options
+    return {"causality": causality(patched, opts, pairs.target),
             "delta_logit": delta_logit(patched, clean, pairs.target),
             # how often the patch leaves the destination's own answer on top
-            "kept_dest_answer": causality(patched, pairs.dest.items, pairs.dest.answer)}
+            "kept_dest_answer": causality(patched, opts, pairs.dest.answer)}
 
 
 @dataclass
@@ -191,8 +192,8 @@ def search_mask(tr: Trained, cfg: MaskSearchConfig, scope: str = "locate"):
                         mask[mask > 0] += cfg.eps
                     donor = cache_states(tr, pairs.src, "q")
                     logits = patched_logits(tr, pairs.dest, donor, mask, "q")
-                    opts = option_logits(logits, pairs.dest.items)             # (B, n)
-                    is_t = torch.as_tensor(pairs.dest.items == pairs.target[:, None],
+                    opts = option_logits(logits, pairs.dest.options)           # (B, n)
+                    is_t = torch.as_tensor(pairs.dest.options == pairs.target[:, None],
                                            device=logits.device)
                     target = opts[is_t].mean()
                     distract = (opts.masked_fill(is_t, 0).sum(1) / (opts.shape[1] - 1)).mean()
@@ -238,7 +239,7 @@ def ablated_accuracy(tr: Trained, batch: tasks.Batch, reference: tasks.Batch,
 
 @torch.no_grad()
 def attention_on_match(tr: Trained, batch: tasks.Batch, heads: Heads) -> float:
-    """Mean attention weight that ``heads`` put, from the last token, on the answer option."""
+    """Mean attention weight that ``heads`` put, from the last token, on the matching item."""
     hook = Hook((-1,), cache=("attn",))
     tr.logits(batch, hook)
     tmpl = tasks.template(batch.fmt, batch.order, batch.items.shape[1])
@@ -264,5 +265,5 @@ def flag_patch_rates(tr: Trained, pairs: tasks.Pairs) -> list[float]:
     for layer in range(_n_lh(tr)[0]):
         donor = hook.cached[("resid", layer)]
         logits = tr.logits(pairs.dest, Hook(cache=(), resid_patch=(layer, donor, where_t)))
-        rates.append(causality(logits, pairs.dest.items, pairs.target))
+        rates.append(causality(logits, pairs.dest.options, pairs.target))
     return rates

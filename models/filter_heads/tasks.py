@@ -1,17 +1,26 @@
-"""Synthetic list-filtering language: vocabulary, SelectOne prompts and counterfactual pairs.
+"""Synthetic list-filtering language: vocabulary, SelectOne-MCQ prompts, counterfactual pairs.
 
 The objects dataset of the paper (16 categories of single-concept items) shrunk to 8
-categories x 12 items, every item one token. A SelectOne prompt lists 3-7 options, exactly
-one of which belongs to the asked category, and the answer is that item::
+categories x 12 items, every item one token. A prompt lists 3-7 labelled options, exactly
+one of which belongs to the asked category; the answer is that option's label (the paper's
+SelectOne-MCQ task, Sec. 4)::
 
-    after : <bos> Options : i1 , i2 , i3 . Which is <cat> ? Answer   -> i_k
-    before: <bos> Which is <cat> ? Options : i1 , i2 , i3 . Answer   -> i_k
+    after : <bos> Options : a apple , b car , c chair . Which is <cat> ? Answer   -> a
+    before: <bos> Which is <cat> ? Options : a apple , b car , c chair . Answer   -> a
+
+Why MCQ and not the item-answer SelectOne: in a tiny model the item-answer task is solved
+largely without selective attention (the residual knows the predicate and the unembedding
+boosts every item of that category; copy heads boost every listed item; the answer is the
+intersection), so no sparse set of heads carries it (measured while building this: a
+2-layer model's whole last layer gave query-patching causality 0.39, a 4-layer model's
+all 16 heads 0.80 with no single layer above 0.15). A label carries no category, so the
+only route to it is attention that selects the matching option: the filter operation.
 
 Three list formats (the paper's single line / bulleted / numbered option styles)::
 
-    comma   : i1 , i2 , i3 .
-    bullet  : \\n - i1 \\n - i2 \\n - i3 .
-    numbered: 1 i1 2 i2 3 i3 .
+    comma   : a i1 , b i2 , c i3 .
+    bullet  : \\n - a i1 \\n - b i2 \\n - c i3 .
+    numbered: 1 i1 2 i2 3 i3 .            (digit labels: the answer is a digit)
 
 Every prompt of one batch has the same format, order and number of options, so a batch is
 a fixed template whose item and category slots are filled by array indexing (no Python loop
@@ -39,8 +48,10 @@ ITEMS = {
 }
 N_CAT = len(CATEGORIES)
 N_ITEM = 12                                     # items per category
+LETTERS = ("a", "b", "c", "d", "e", "f", "g")
+DIGITS = ("1", "2", "3", "4", "5", "6", "7")
 TEMPLATE_WORDS = ("<bos>", "Options", ":", ",", ".", "-", "\\n", "Which", "is", "?", "Answer",
-                  "1", "2", "3", "4", "5", "6", "7")
+                  *LETTERS, *DIGITS)
 FORMATS = ("comma", "bullet", "numbered")
 ORDERS = ("after", "before")
 MIN_OPTIONS, MAX_OPTIONS = 3, 7                 # the paper's 2-6 distractors
@@ -75,6 +86,7 @@ class Template:
     tokens: np.ndarray      # (T,) int64, item and category slots hold placeholder 0
     item_pos: np.ndarray    # (n,) positions of the option slots, in list order
     cat_pos: int            # position of the category (predicate) token
+    labels: np.ndarray      # (n,) label tokens of the options (the answer vocabulary)
 
 
 def template(fmt: str, order: str, n: int) -> Template:
@@ -87,37 +99,45 @@ def template(fmt: str, order: str, n: int) -> Template:
         raise ModelError(f"number of options n = {n}: expected {MIN_OPTIONS}..{MAX_OPTIONS} "
                          "(the paper's 2-6 distractors plus the answer)")
     listing: list[str | None] = ["Options", ":"]
+    labels = DIGITS[:n] if fmt == "numbered" else LETTERS[:n]
     for k in range(n):
         if fmt == "comma":
-            listing += ([","] if k else []) + [None]
+            listing += ([","] if k else []) + [labels[k], None]
         elif fmt == "bullet":
-            listing += ["\\n", "-", None]
+            listing += ["\\n", "-", labels[k], None]
         else:
-            listing += [str(k + 1), None]
+            listing += [labels[k], None]
     listing.append(".")
     question: list[str | None] = ["Which", "is", "<cat>", "?"]
     words = (["<bos>"] + (listing + question if order == "after" else question + listing)
              + ["Answer"])
     toks = np.array([TOK[w] if w is not None and w != "<cat>" else 0 for w in words], np.int64)
     item_pos = np.array([i for i, w in enumerate(words) if w is None], np.int64)
-    return Template(toks, item_pos, words.index("<cat>"))
+    return Template(toks, item_pos, words.index("<cat>"),
+                    np.array([TOK[w] for w in labels], np.int64))
 
 
 @dataclass
 class Batch:
-    """SelectOne prompts of one shape: tokens, their options, predicate and answer."""
+    """SelectOne-MCQ prompts of one shape: tokens, their options, predicate and answer."""
 
     tokens: np.ndarray      # (B, T) int64
-    items: np.ndarray       # (B, n) option tokens in list order
+    items: np.ndarray       # (B, n) item tokens in list order
     predicate: np.ndarray   # (B,) category index asked for
-    answer: np.ndarray      # (B,) answer token (the one option of the predicate category)
+    answer_slot: np.ndarray  # (B,) index of the one item of the predicate category
     fmt: str
     order: str
 
     @property
-    def answer_slot(self) -> np.ndarray:
-        """(B,) index of the answer in ``items``."""
-        return np.argmax(self.items == self.answer[:, None], axis=1)
+    def options(self) -> np.ndarray:
+        """(B, n) label tokens: the answer candidates."""
+        return np.tile(template(self.fmt, self.order, self.items.shape[1]).labels,
+                       (len(self.tokens), 1))
+
+    @property
+    def answer(self) -> np.ndarray:
+        """(B,) answer token: the label of the matching option."""
+        return self.options[np.arange(len(self.tokens)), self.answer_slot]
 
 
 def _fill(tmpl: Template, items: np.ndarray, predicate: np.ndarray) -> np.ndarray:
@@ -166,8 +186,8 @@ def select_one(rng: np.random.Generator, b: int, n: int, fmt: str = "comma",
     perm = np.argsort(rng.random((b, N_CAT, N_ITEM)), axis=2)   # items without repeats
     idx = perm[np.arange(b)[:, None], cats, _rank_in_category(cats)]
     items = item_token(cats, idx)
-    answer = items[np.arange(b), np.argmax(cats == pred[:, None], axis=1)]
-    return Batch(_fill(tmpl, items, pred), items, pred, answer, fmt, order)
+    slot = np.argmax(cats == pred[:, None], axis=1)
+    return Batch(_fill(tmpl, items, pred), items, pred, slot, fmt, order)
 
 
 @dataclass
@@ -175,17 +195,22 @@ class Pairs:
     """Counterfactual pairs (paper Sec. 3): source and destination prompts.
 
     The predicates differ, the option lists are disjoint, and the destination list holds
-    exactly one item of each predicate: ``target`` (c_targ, what the source predicate picks
-    in the destination list) and ``dest.answer`` (what the destination predicate picks).
+    exactly one item of each predicate: c_targ at ``target_slot`` (what the source
+    predicate picks in the destination list) and the destination's own answer.
     """
 
     src: Batch
     dest: Batch
-    target: np.ndarray      # (B,) c_targ token
+    target_slot: np.ndarray  # (B,) slot of c_targ in the destination list
 
     @property
-    def target_slot(self) -> np.ndarray:
-        return np.argmax(self.dest.items == self.target[:, None], axis=1)
+    def target(self) -> np.ndarray:
+        """(B,) label token of c_targ in the destination prompt."""
+        return self.dest.options[np.arange(len(self.target_slot)), self.target_slot]
+
+    @property
+    def target_item(self) -> np.ndarray:
+        return self.dest.items[np.arange(len(self.target_slot)), self.target_slot]
 
 
 def counterfactual_pairs(rng: np.random.Generator, b: int, n_src: int, n_dest: int,
@@ -205,14 +230,13 @@ def counterfactual_pairs(rng: np.random.Generator, b: int, n_src: int, n_dest: i
     # n_dest - 1 + n_src - 1 <= 12 = N_ITEM slots in the two lists together.
     items_d = item_token(cats_d, perm[rows, cats_d, _rank_in_category(cats_d)])
     items_s = item_token(cats_s, perm[rows, cats_s, N_ITEM - 1 - _rank_in_category(cats_s)])
-    r = np.arange(b)
-    target = items_d[r, np.argmax(cats_d == psi_src[:, None], axis=1)]
-    ans_d = items_d[r, np.argmax(cats_d == psi_dest[:, None], axis=1)]
-    ans_s = items_s[r, np.argmax(cats_s == psi_src[:, None], axis=1)]
+    target = np.argmax(cats_d == psi_src[:, None], axis=1)
+    slot_d = np.argmax(cats_d == psi_dest[:, None], axis=1)
+    slot_s = np.argmax(cats_s == psi_src[:, None], axis=1)
     src = Batch(_fill(template(fmt_src, order, n_src), items_s, psi_src), items_s, psi_src,
-                ans_s, fmt_src, order)
+                slot_s, fmt_src, order)
     dest = Batch(_fill(template(fmt_dest, order, n_dest), items_d, psi_dest), items_d,
-                 psi_dest, ans_d, fmt_dest, order)
+                 psi_dest, slot_d, fmt_dest, order)
     return Pairs(src, dest, target)
 
 
@@ -226,5 +250,5 @@ def with_predicate(batch: Batch, predicate: np.ndarray) -> Batch:
     if not np.all(match.sum(1) == 1):
         raise ModelError("with_predicate: every list must hold exactly one item of the new "
                          "predicate")
-    answer = batch.items[np.arange(len(tokens)), np.argmax(match, axis=1)]
-    return Batch(tokens, batch.items, predicate, answer, batch.fmt, batch.order)
+    return Batch(tokens, batch.items, predicate, np.argmax(match, axis=1), batch.fmt,
+                 batch.order)

@@ -48,20 +48,22 @@ def quick_config(seed: int = 0) -> ExperimentConfig:
 
 def _task_accuracy(tr: Trained, rng, cfg: ExperimentConfig) -> dict[str, float]:
     out = {}
-    for order in cfg.model.orders:
-        for fmt in cfg.model.formats:
-            accs = [accuracy(tr, tasks.select_one(rng, cfg.n_eval, n, fmt, order))
-                    for n in (tasks.MIN_OPTIONS, 5, tasks.MAX_OPTIONS)]
-            out[f"accuracy_{order}_{fmt}"] = float(np.mean(accs))
+    for task in cfg.model.task_kinds:
+        for order in cfg.model.orders:
+            for fmt in cfg.model.formats:
+                accs = [accuracy(tr, tasks.select_one(rng, cfg.n_eval, n, fmt, order, task))
+                        for n in (tasks.MIN_OPTIONS, 5, tasks.MAX_OPTIONS)]
+                out[f"accuracy_{task}_{order}_{fmt}"] = float(np.mean(accs))
     return out
 
 
-def _ablation(tr: Trained, rng, heads, random_sets, cfg: ExperimentConfig) -> dict[str, float]:
+def _ablation(tr: Trained, rng, heads, random_sets, cfg: ExperimentConfig,
+              task: str) -> dict[str, float]:
     base, abl, rnd = [], [], []
     for fmt in cfg.model.formats:
         for n in (tasks.MIN_OPTIONS, 5, tasks.MAX_OPTIONS):
-            batch = tasks.select_one(rng, cfg.n_eval, n, fmt, "after")
-            ref = tasks.select_one(rng, cfg.n_eval, n, fmt, "after")
+            batch = tasks.select_one(rng, cfg.n_eval, n, fmt, "after", task)
+            ref = tasks.select_one(rng, cfg.n_eval, n, fmt, "after", task)
             base.append(accuracy(tr, batch))
             abl.append(patching.ablated_accuracy(tr, batch, ref, heads))
             rnd.append(np.mean([patching.ablated_accuracy(tr, batch, ref, r)
@@ -84,8 +86,9 @@ def run(cfg: ExperimentConfig, device: TorchDevice, progress: Progress | None = 
     rsets = patching.random_head_sets(rng, tr, k, heads, cfg.n_random) \
         if len(heads) < len(all_heads) else []
     det = {"heads": heads, "mask": mask, "mask_loss": np.array(hist)}
+    task, fmt0 = cfg.search.task, cfg.search.fmt
     with device.count("patch"):
-        pairs = patching.sample_pairs(rng, cfg.n_eval, cfg.search.fmt, cfg.search.fmt)
+        pairs = patching.sample_pairs(rng, cfg.n_eval, fmt0, fmt0, "after", task, task)
         r = patching.evaluate_heads(tr, pairs, heads)
         m.update({"n_heads": float(len(heads)), "head_fraction": len(heads) / len(all_heads),
                   "causality": r["causality"], "delta_logit": r["delta_logit"],
@@ -99,20 +102,26 @@ def run(cfg: ExperimentConfig, device: TorchDevice, progress: Progress | None = 
         m["causality_best_single_head"] = float(single.max())
         # portability: heads found on comma->comma, tested across every format pair
         transfer = np.array([[patching.evaluate_heads(
-            tr, patching.sample_pairs(rng, cfg.n_eval, fs, fd), heads)["causality"]
-            for fd in tasks.FORMATS] for fs in tasks.FORMATS])
+            tr, patching.sample_pairs(rng, cfg.n_eval, fs, fd, "after", task, task),
+            heads)["causality"] for fd in cfg.model.formats] for fs in cfg.model.formats])
         det["format_transfer"] = transfer
-        off = ~np.eye(len(tasks.FORMATS), dtype=bool)
-        m["causality_cross_format_mean"] = float(transfer[off].mean())
-        m["causality_cross_format_min"] = float(transfer[off].min())
+        off = ~np.eye(len(cfg.model.formats), dtype=bool)
+        if off.any():
+            m["causality_cross_format_mean"] = float(transfer[off].mean())
+            m["causality_cross_format_min"] = float(transfer[off].min())
+        # portability across tasks: source asks for a label, destination for the item
+        other = [t for t in cfg.model.task_kinds if t != task]
+        if other:
+            m[f"causality_to_{other[0]}_task"] = patching.evaluate_heads(
+                tr, patching.sample_pairs(rng, cfg.n_eval, fmt0, fmt0, "after", task,
+                                          other[0]), heads)["causality"]
         m["attention_on_match"] = patching.attention_on_match(
-            tr, tasks.select_one(rng, cfg.n_eval, 5, cfg.search.fmt, "after"), heads)
+            tr, tasks.select_one(rng, cfg.n_eval, 5, fmt0, "after", task), heads)
     with device.count("ablate"):
-        m.update(_ablation(tr, rng, heads, rsets[:5] or [heads], cfg))
+        m.update(_ablation(tr, rng, heads, rsets[:5] or [heads], cfg, task))
     if "before" in cfg.model.orders:
         with device.count("patch_before"):
-            pb = patching.sample_pairs(rng, cfg.n_eval, cfg.search.fmt, cfg.search.fmt,
-                                       "before")
+            pb = patching.sample_pairs(rng, cfg.n_eval, fmt0, fmt0, "before", task, task)
             m["before_causality_heads"] = patching.evaluate_heads(tr, pb, heads)["causality"]
             m["before_causality_all_heads"] = patching.evaluate_heads(tr, pb, all_heads)[
                 "causality"]

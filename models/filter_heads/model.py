@@ -14,6 +14,7 @@ hook the model is a plain transformer.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -152,6 +153,7 @@ class FilterLMConfig:
     warmup: int = 100
     orders: tuple[str, ...] = ("after", "before")
     formats: tuple[str, ...] = tasks.FORMATS
+    task_kinds: tuple[str, ...] = tasks.TASKS   # trained on both: see tasks.py
     seed: int = 0
 
     def __post_init__(self):
@@ -164,6 +166,9 @@ class FilterLMConfig:
         if not self.lr > 0:
             raise ModelError(f"FilterLMConfig.lr = {self.lr}: must be > 0")
         self.orders, self.formats = tuple(self.orders), tuple(self.formats)
+        self.task_kinds = tuple(self.task_kinds)
+        for t in self.task_kinds:
+            tasks.template("comma", "after", tasks.MIN_OPTIONS, t)   # raises on a bad task
         for o in self.orders:
             tasks.template("comma", o, tasks.MIN_OPTIONS)   # raises on a bad order
         for f in self.formats:
@@ -182,16 +187,25 @@ class FilterLM(nn.Module):
                                     for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, tasks.VOCAB_SIZE, bias=False)
+        # tied input/output embeddings (GPT-2): a head whose OV circuit copies an item into
+        # its own logit copies an option's label the same way (see tasks.py)
+        self.head.weight = self.emb.weight
         cos, sin = rope_tables(cfg.max_len, cfg.d_model // cfg.n_head)
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
-    def forward(self, tokens: torch.Tensor, hook: Hook | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, hook: Hook | None = None,
+                tags: torch.Tensor | None = None) -> torch.Tensor:
         if tokens.dim() != 2 or tokens.shape[1] > self.cfg.max_len:
             raise ModelError(f"FilterLM: tokens have shape {tuple(tokens.shape)}, expected "
                              f"(B, T) with T <= {self.cfg.max_len}")
+        if tags is not None and tags.shape != tokens.shape:
+            raise ModelError(f"FilterLM: tags have shape {tuple(tags.shape)}, expected "
+                             f"{tuple(tokens.shape)} like the tokens")
         hook = hook or _NO_HOOK
         x = self.emb(tokens)                                                  # (B, T, d)
+        if tags is not None:   # option positions also carry their label token's embedding
+            x = x + self.emb(tags) * (tags > 0).unsqueeze(-1).to(x.dtype)
         if self.pos is not None:
             x = x + self.pos.weight[:tokens.shape[1]]
         for layer, block in enumerate(self.blocks):
@@ -211,18 +225,20 @@ class Trained:
         return self.device.tensor(batch.tokens, dtype=torch.int64)
 
     def logits(self, batch: tasks.Batch, hook: Hook | None = None) -> torch.Tensor:
-        return self.model(self.tokens(batch), hook)
+        return self.model(self.tokens(batch), hook,
+                          self.device.tensor(batch.tags, dtype=torch.int64))
 
 
 def _shapes(cfg: FilterLMConfig):
-    return [(f, o, n) for f in cfg.formats for o in cfg.orders
+    return [(f, o, n, t) for f in cfg.formats for o in cfg.orders for t in cfg.task_kinds
             for n in range(tasks.MIN_OPTIONS, tasks.MAX_OPTIONS + 1)]
 
 
 def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = None,
-          scope: str = "train") -> Trained:
+          scope: str | None = "train") -> Trained:
     """Train on fresh random SelectOne prompts (one random shape per step); ops counted
-    under ``scope``. AdamW with linear warm-up and cosine decay."""
+    under ``scope`` (``None``: not counted, for tests that only need a trained model).
+    AdamW with linear warm-up and cosine decay."""
     with torch.random.fork_rng(devices=[]):   # seeded init without touching global state
         torch.manual_seed(cfg.seed)
         model = device.compile(FilterLM(cfg))
@@ -236,11 +252,13 @@ def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = 
     model.train()
     every = max(1, cfg.steps // 20)
     run_loss, run_acc = 0.0, 0.0
-    with device.count(scope, samples=cfg.steps * cfg.batch_size):
+    counting = (device.count(scope, samples=cfg.steps * cfg.batch_size) if scope
+                else contextlib.nullcontext())
+    with counting:
         for step in range(cfg.steps):
-            fmt, order, n = shapes[rng.integers(len(shapes))]
-            batch = tasks.select_one(rng, cfg.batch_size, n, fmt, order)
-            logits = model(device.tensor(batch.tokens, dtype=torch.int64))
+            fmt, order, n, task = shapes[rng.integers(len(shapes))]
+            batch = tasks.select_one(rng, cfg.batch_size, n, fmt, order, task)
+            logits = out.logits(batch)
             target = device.tensor(batch.answer, dtype=torch.int64)
             loss = nn.functional.cross_entropy(logits, target)
             opt.zero_grad(set_to_none=True)

@@ -146,6 +146,7 @@ class MaskSearchConfig:
     eps: float = 1e-3
     fmt: str = "comma"
     order: str = "after"
+    task: str = "mcq"
     seed: int = 0
 
     def __post_init__(self):
@@ -159,11 +160,12 @@ class MaskSearchConfig:
 
 
 def sample_pairs(rng: np.random.Generator, b: int, fmt_src: str = "comma",
-                 fmt_dest: str = "comma", order: str = "after") -> tasks.Pairs:
+                 fmt_dest: str = "comma", order: str = "after", task_src: str = "mcq",
+                 task_dest: str = "mcq") -> tasks.Pairs:
     """Counterfactual pairs with one random option count per side (3-7)."""
     n_src, n_dest = rng.integers(tasks.MIN_OPTIONS, tasks.MAX_OPTIONS + 1, 2)
     return tasks.counterfactual_pairs(rng, b, int(n_src), int(n_dest), fmt_src, fmt_dest,
-                                      order)
+                                      order, task_src, task_dest)
 
 
 def search_mask(tr: Trained, cfg: MaskSearchConfig, scope: str = "locate"):
@@ -178,7 +180,8 @@ def search_mask(tr: Trained, cfg: MaskSearchConfig, scope: str = "locate"):
     rng = np.random.default_rng(cfg.seed)
     steps = -(-cfg.n_pairs // cfg.batch_size)
     # a fixed training set of pairs, re-used every epoch as in the paper
-    data = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order) for _ in range(steps)]
+    data = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order, cfg.task, cfg.task)
+            for _ in range(steps)]
     for p in tr.model.parameters():
         p.requires_grad_(False)
     history = []
@@ -242,7 +245,7 @@ def attention_on_match(tr: Trained, batch: tasks.Batch, heads: Heads) -> float:
     """Mean attention weight that ``heads`` put, from the last token, on the matching item."""
     hook = Hook((-1,), cache=("attn",))
     tr.logits(batch, hook)
-    tmpl = tasks.template(batch.fmt, batch.order, batch.items.shape[1])
+    tmpl = tasks.template(batch.fmt, batch.order, batch.items.shape[1], batch.task)
     pos = torch.as_tensor(tmpl.item_pos[batch.answer_slot], device=tr.device.torch_device)
     vals = [hook.cached[("attn", l)][:, h, 0].gather(1, pos[:, None]).mean() for l, h in heads]
     return float(torch.stack(vals).mean()) if vals else float("nan")
@@ -257,7 +260,8 @@ def flag_patch_rates(tr: Trained, pairs: tasks.Pairs) -> list[float]:
     flag_ctx = tasks.with_predicate(pairs.dest, pairs.src.predicate)
     hook = Hook(None, cache=("resid",))
     tr.logits(flag_ctx, hook)
-    tmpl = tasks.template(pairs.dest.fmt, pairs.dest.order, pairs.dest.items.shape[1])
+    tmpl = tasks.template(pairs.dest.fmt, pairs.dest.order, pairs.dest.items.shape[1],
+                          pairs.dest.task)
     where = np.zeros(pairs.dest.tokens.shape, bool)
     where[np.arange(len(where)), tmpl.item_pos[pairs.target_slot]] = True
     where_t = torch.as_tensor(where, device=tr.device.torch_device)

@@ -1,26 +1,41 @@
-"""Synthetic list-filtering language: vocabulary, SelectOne-MCQ prompts, counterfactual pairs.
+"""Synthetic list-filtering language: vocabulary, SelectOne prompts, counterfactual pairs.
 
 The objects dataset of the paper (16 categories of single-concept items) shrunk to 8
 categories x 12 items, every item one token. A prompt lists 3-7 labelled options, exactly
-one of which belongs to the asked category; the answer is that option's label (the paper's
-SelectOne-MCQ task, Sec. 4)::
+one of which belongs to the asked category. Two tasks of the paper (Sec. 4) share the
+lists and differ in the last word: SelectOne-MCQ ("Label" -> the option's label) and
+SelectOne ("Answer" -> the item itself)::
 
-    after : <bos> Options : a apple , b car , c chair . Which is <cat> ? Answer   -> a
-    before: <bos> Which is <cat> ? Options : a apple , b car , c chair . Answer   -> a
+    after : <bos> Options : a apple , b car , c chair . Which is <cat> ? Label    -> a
+    before: <bos> Which is <cat> ? Options : a apple , b car , c chair . Answer   -> apple
 
-Why MCQ and not the item-answer SelectOne: in a tiny model the item-answer task is solved
-largely without selective attention (the residual knows the predicate and the unembedding
-boosts every item of that category; copy heads boost every listed item; the answer is the
-intersection), so no sparse set of heads carries it (measured while building this: a
-2-layer model's whole last layer gave query-patching causality 0.39, a 4-layer model's
-all 16 heads 0.80 with no single layer above 0.15). A label carries no category, so the
-only route to it is attention that selects the matching option: the filter operation.
+Why heads are located on MCQ: in a tiny model the item-answer task is solved largely
+without selective attention (the residual knows the predicate and the unembedding boosts
+every item of that category; copy heads boost every listed item; the answer is the
+intersection), so no sparse set of heads carries it (measured while building this, on
+models trained on item answers only: a 2-layer model's whole last layer gave
+query-patching causality 0.39; a 4-layer model's 16 heads 0.80, no layer above 0.15). A
+label carries no category, so the only route to it is attention that selects the matching
+option: the filter operation. Trained on MCQ alone the tiny models stayed at chance for
+600-1000 steps (the label read-out and the selective attention need each other); the
+item task, trained alongside, supplies the selective attention first.
 
 Three list formats (the paper's single line / bulleted / numbered option styles)::
 
-    comma   : a i1 , b i2 , c i3 .
-    bullet  : \\n - a i1 \\n - b i2 \\n - c i3 .
-    numbered: 1 i1 2 i2 3 i3 .            (digit labels: the answer is a digit)
+    comma   : a:i1 , b:i2 , c:i3 .
+    bullet  : \\n - a:i1 \\n - b:i2 \\n - c:i3 .
+    numbered: 1:i1 2:i2 3:i3 .            (digit labels: the answer is a digit)
+
+A labelled option "a:apple" is ONE position whose input is the sum of the item's and the
+label's token embeddings (``Template.tags``), as if the tokenizer had one token for
+"a) apple", and input/output embeddings are tied. Why: with a separate label token, a
+model trained from scratch must first grow a previous-token head that copies the label
+into the item before any selective attention pays off; in our runs MCQ then stayed at
+chance for 600-1000 steps (with or without the item task alongside, with or without
+absolute position embeddings, and with an untied label embedding). With the label in
+the option's own input and tied embeddings, the head that learns to copy the matching
+item into its logit (the item task) copies the label the same way. A pretrained LLM
+brings that binding along; here the input provides it.
 
 Every prompt of one batch has the same format, order and number of options, so a batch is
 a fixed template whose item and category slots are filled by array indexing (no Python loop
@@ -50,10 +65,13 @@ N_CAT = len(CATEGORIES)
 N_ITEM = 12                                     # items per category
 LETTERS = ("a", "b", "c", "d", "e", "f", "g")
 DIGITS = ("1", "2", "3", "4", "5", "6", "7")
+LABELS = LETTERS + DIGITS
 TEMPLATE_WORDS = ("<bos>", "Options", ":", ",", ".", "-", "\\n", "Which", "is", "?", "Answer",
+                  "Label",
                   *LETTERS, *DIGITS)
 FORMATS = ("comma", "bullet", "numbered")
 ORDERS = ("after", "before")
+TASKS = ("mcq", "item")         # answer = the option's label / the item itself
 MIN_OPTIONS, MAX_OPTIONS = 3, 7                 # the paper's 2-6 distractors
 
 VOCAB: tuple[str, ...] = (TEMPLATE_WORDS + CATEGORIES
@@ -75,8 +93,11 @@ def category_of(token: np.ndarray) -> np.ndarray:
     return (np.asarray(token) - ITEM0) // N_ITEM
 
 
-def decode(tokens) -> str:
-    return " ".join(VOCAB[int(t)] for t in tokens)
+def decode(tokens, tags=None) -> str:
+    """Readable prompt; options with a label tag print as ``label:item``."""
+    tags = np.zeros(len(tokens), np.int64) if tags is None else tags
+    return " ".join((VOCAB[int(g)] + ":" if g else "") + VOCAB[int(t)]
+                    for t, g in zip(tokens, tags))
 
 
 @dataclass(frozen=True)
@@ -87,10 +108,15 @@ class Template:
     item_pos: np.ndarray    # (n,) positions of the option slots, in list order
     cat_pos: int            # position of the category (predicate) token
     labels: np.ndarray      # (n,) label tokens of the options (the answer vocabulary)
+    tags: np.ndarray        # (T,) the label token at each option position, 0 elsewhere:
+                            # the model adds that token's embedding there
 
 
-def template(fmt: str, order: str, n: int) -> Template:
-    """The prompt template for ``n`` options in list format ``fmt`` and question ``order``."""
+def template(fmt: str, order: str, n: int, task: str = "mcq") -> Template:
+    """The prompt template for ``n`` options in list format ``fmt``, question ``order`` and
+    ``task`` (the last word: "Label" asks for the label, "Answer" for the item)."""
+    if task not in TASKS:
+        raise ModelError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     if fmt not in FORMATS:
         raise ModelError(f"list format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if order not in ORDERS:
@@ -102,19 +128,21 @@ def template(fmt: str, order: str, n: int) -> Template:
     labels = DIGITS[:n] if fmt == "numbered" else LETTERS[:n]
     for k in range(n):
         if fmt == "comma":
-            listing += ([","] if k else []) + [labels[k], None]
+            listing += ([","] if k else []) + [None]
         elif fmt == "bullet":
-            listing += ["\\n", "-", labels[k], None]
+            listing += ["\\n", "-", None]
         else:
-            listing += [labels[k], None]
+            listing += [None]
     listing.append(".")
     question: list[str | None] = ["Which", "is", "<cat>", "?"]
     words = (["<bos>"] + (listing + question if order == "after" else question + listing)
-             + ["Answer"])
+             + ["Label" if task == "mcq" else "Answer"])
     toks = np.array([TOK[w] if w is not None and w != "<cat>" else 0 for w in words], np.int64)
     item_pos = np.array([i for i, w in enumerate(words) if w is None], np.int64)
+    tags = np.zeros(len(words), np.int64)
+    tags[item_pos] = [TOK[w] for w in labels]
     return Template(toks, item_pos, words.index("<cat>"),
-                    np.array([TOK[w] for w in labels], np.int64))
+                    np.array([TOK[w] for w in labels], np.int64), tags)
 
 
 @dataclass
@@ -127,16 +155,25 @@ class Batch:
     answer_slot: np.ndarray  # (B,) index of the one item of the predicate category
     fmt: str
     order: str
+    task: str = "mcq"
+
+    @property
+    def tags(self) -> np.ndarray:
+        """(B, T) option-label tags (see :class:`Template`)."""
+        return np.tile(template(self.fmt, self.order, self.items.shape[1], self.task).tags,
+                       (len(self.tokens), 1))
 
     @property
     def options(self) -> np.ndarray:
-        """(B, n) label tokens: the answer candidates."""
+        """(B, n) answer candidates: the label tokens (mcq) or the item tokens (item)."""
+        if self.task == "item":
+            return self.items
         return np.tile(template(self.fmt, self.order, self.items.shape[1]).labels,
                        (len(self.tokens), 1))
 
     @property
     def answer(self) -> np.ndarray:
-        """(B,) answer token: the label of the matching option."""
+        """(B,) answer token: the label (mcq) or the item (item) of the matching option."""
         return self.options[np.arange(len(self.tokens)), self.answer_slot]
 
 
@@ -177,17 +214,17 @@ def _check_batch_args(b: int, n: int):
 
 
 def select_one(rng: np.random.Generator, b: int, n: int, fmt: str = "comma",
-               order: str = "after") -> Batch:
+               order: str = "after", task: str = "mcq") -> Batch:
     """``b`` random SelectOne prompts with ``n`` options."""
     _check_batch_args(b, n)
-    tmpl = template(fmt, order, n)
+    tmpl = template(fmt, order, n, task)
     pred = rng.integers(0, N_CAT, b)
     cats = _slot_categories(rng, pred[:, None], n)
     perm = np.argsort(rng.random((b, N_CAT, N_ITEM)), axis=2)   # items without repeats
     idx = perm[np.arange(b)[:, None], cats, _rank_in_category(cats)]
     items = item_token(cats, idx)
     slot = np.argmax(cats == pred[:, None], axis=1)
-    return Batch(_fill(tmpl, items, pred), items, pred, slot, fmt, order)
+    return Batch(_fill(tmpl, items, pred), items, pred, slot, fmt, order, task)
 
 
 @dataclass
@@ -215,7 +252,8 @@ class Pairs:
 
 def counterfactual_pairs(rng: np.random.Generator, b: int, n_src: int, n_dest: int,
                          fmt_src: str = "comma", fmt_dest: str = "comma",
-                         order: str = "after") -> Pairs:
+                         order: str = "after", task_src: str = "mcq",
+                         task_dest: str = "mcq") -> Pairs:
     """``b`` counterfactual (source, destination) SelectOne pairs."""
     _check_batch_args(b, n_src)
     _check_batch_args(b, n_dest)
@@ -233,10 +271,10 @@ def counterfactual_pairs(rng: np.random.Generator, b: int, n_src: int, n_dest: i
     target = np.argmax(cats_d == psi_src[:, None], axis=1)
     slot_d = np.argmax(cats_d == psi_dest[:, None], axis=1)
     slot_s = np.argmax(cats_s == psi_src[:, None], axis=1)
-    src = Batch(_fill(template(fmt_src, order, n_src), items_s, psi_src), items_s, psi_src,
-                slot_s, fmt_src, order)
-    dest = Batch(_fill(template(fmt_dest, order, n_dest), items_d, psi_dest), items_d,
-                 psi_dest, slot_d, fmt_dest, order)
+    src = Batch(_fill(template(fmt_src, order, n_src, task_src), items_s, psi_src), items_s,
+                psi_src, slot_s, fmt_src, order, task_src)
+    dest = Batch(_fill(template(fmt_dest, order, n_dest, task_dest), items_d, psi_dest),
+                 items_d, psi_dest, slot_d, fmt_dest, order, task_dest)
     return Pairs(src, dest, target)
 
 
@@ -244,11 +282,11 @@ def with_predicate(batch: Batch, predicate: np.ndarray) -> Batch:
     """The same prompts asking for ``predicate`` instead (used by the eager-flag test: the
     destination prompt asking for the source predicate, where c_targ is the match)."""
     tokens = batch.tokens.copy()
-    tmpl = template(batch.fmt, batch.order, batch.items.shape[1])
+    tmpl = template(batch.fmt, batch.order, batch.items.shape[1], batch.task)
     tokens[:, tmpl.cat_pos] = CAT0 + predicate
     match = category_of(batch.items) == predicate[:, None]
     if not np.all(match.sum(1) == 1):
         raise ModelError("with_predicate: every list must hold exactly one item of the new "
                          "predicate")
     return Batch(tokens, batch.items, predicate, np.argmax(match, axis=1), batch.fmt,
-                 batch.order)
+                 batch.order, batch.task)

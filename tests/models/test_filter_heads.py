@@ -24,10 +24,12 @@ def tiny(seed=0, **kw) -> Trained:
 
 @pytest.fixture(scope="module")
 def trained():
-    """A 2-layer model trained on question-after comma prompts only (seconds on 2 cores)."""
+    """A 2-layer model trained on question-after, comma-format item answers only (the
+    quickest task to learn; seconds on 2 cores, not counted)."""
     cfg = FilterLMConfig(n_layer=2, n_head=4, d_model=32, d_mlp=64, steps=300, batch_size=32,
-                         lr=3e-3, orders=("after",), formats=("comma",), seed=0)
-    return train(cfg, TorchDevice(TOY))
+                         lr=3e-3, orders=("after",), formats=("comma",),
+                         task_kinds=("item",), seed=0)
+    return train(cfg, TorchDevice(TOY), scope=None)
 
 
 def test_registered():
@@ -41,8 +43,10 @@ def test_prompt_layout():
     words[t.cat_pos] = "<cat>"
     for p in t.item_pos:
         words[p] = "_"
-    assert " ".join(words) == ("<bos> Which is <cat> ? Options : \\n - a _ \\n - b _ \\n - c _ . "
-                               "Answer")
+    assert " ".join(words) == "<bos> Which is <cat> ? Options : \\n - _ \\n - _ \\n - _ . Label"
+    assert [tasks.VOCAB[g] for g in t.tags[t.item_pos]] == ["a", "b", "c"]
+    assert np.count_nonzero(t.tags) == 3
+    assert tasks.VOCAB[tasks.template("comma", "after", 3, "item").tokens[-1]] == "Answer"
     assert [tasks.VOCAB[i] for i in tasks.template("numbered", "after", 4).labels] == \
         ["1", "2", "3", "4"]
 
@@ -117,17 +121,23 @@ def test_causality_metric_on_constructed_logits():
 
 
 def test_trained_model_solves_the_task(trained):
-    acc = accuracy(trained, tasks.select_one(np.random.default_rng(9), 256, 5))
+    acc = accuracy(trained, tasks.select_one(np.random.default_rng(9), 256, 5, task="item"))
     assert acc >= 0.9
 
 
 def test_mask_search_returns_a_sparse_causal_set(trained):
-    cfg = patching.MaskSearchConfig(n_pairs=128, epochs=4, lr=5e-2, lam=0.1)
+    cfg = patching.MaskSearchConfig(n_pairs=128, epochs=4, lr=5e-2, lam=0.05, task="item")
     heads, mask, hist = patching.search_mask(trained, cfg)
     assert mask.shape == (2, 4) and mask.min() >= 0 and mask.max() <= 1 + cfg.eps
-    assert 1 <= len(heads) <= 4                              # at most half of the 8 heads
-    pairs = patching.sample_pairs(np.random.default_rng(3), 256)
-    assert patching.evaluate_heads(trained, pairs, heads)["causality"] >= 0.5
+    # layer 0's query at the last token reads only that token's embedding ("Answer" in
+    # both prompts), so patching it changes nothing and the L1 term alone drives it to 0
+    assert np.all(mask[0] == 0)
+    assert 1 <= len(heads) <= 4 and all(l == 1 for l, _ in heads)
+    assert hist[-1] < hist[0]
+    pairs = patching.sample_pairs(np.random.default_rng(3), 256, task_src="item",
+                                  task_dest="item")
+    found = patching.evaluate_heads(trained, pairs, heads)
+    assert found["causality"] >= 0.2 and found["delta_logit"] > 0
     # a huge L1 weight switches every head off
     off, _, _ = patching.search_mask(trained, patching.MaskSearchConfig(
         n_pairs=32, epochs=2, lr=0.5, lam=100.0))

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from models.filter_heads import experiment as exp  # noqa: E402
+from models.filter_heads import pipeline as exp  # noqa: E402
 from models.filter_heads import tasks  # noqa: E402
 from sim.torch_engine import TorchDevice  # noqa: E402
 

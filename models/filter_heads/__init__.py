@@ -11,7 +11,7 @@ question precedes the list the model instead marks matches eagerly in the items'
 Replication (the digest's plan, at the scale of a 2-core CPU): a decoder-only transformer
 trained from scratch on synthetic SelectOne prompts (``tasks``), queries cached/patched
 before RoPE (``model``), the paper's mask search, causality metric, mean ablation and the
-eager-flag residual patch (``patching``), wired together in ``experiment``.
+eager-flag residual patch (``patching``), wired together in ``pipeline``.
 
 Readings chosen where the digest is unsure (details in each module's docstring): the
 mask-search distractor set and the keep-alive epsilon follow the official code; ablation
@@ -25,8 +25,8 @@ from dataclasses import asdict
 import numpy as np
 
 from hw_profiles.errors import ModelError
-from models.filter_heads import experiment as _exp
-from models.filter_heads.experiment import ExperimentConfig, quick_config
+from models.filter_heads import pipeline as _exp
+from models.filter_heads.pipeline import ExperimentConfig, quick_config
 from models.registry import ModelCard, Progress, RunResult, register
 from sim.torch_engine import TorchDevice
 
@@ -64,7 +64,7 @@ def simulate(profile="a100", dataset: str = DATASET, seed: int = 0, quick: bool 
 
 
 def experiment(quick: bool = True, profile="a100", seed: int = 0) -> RunResult:
-    """The paper's claims at small scale (see ``experiment`` module)."""
+    """The paper's claims at small scale (see the ``pipeline`` module)."""
     return simulate(profile=profile, seed=seed, quick=quick)
 
 

@@ -142,18 +142,20 @@ class FilterLMConfig:
 
     n_layer: int = 4
     n_head: int = 4
-    d_model: int = 128
-    d_mlp: int = 512
+    d_model: int = 64
+    d_mlp: int = 256
     max_len: int = 40          # longest prompt: bullet format, 7 options = 37 tokens
     abs_pos: bool = False      # add learned absolute position embeddings (GPT-2) to RoPE
-    steps: int = 3000          # AdamW steps of ``batch_size`` fresh random prompts each
+    tie_embeddings: bool = False
+    steps: int = 500           # AdamW steps of ``batch_size`` fresh random prompts each
+                               # (the item task is solved at >= 99% by ~300)
     batch_size: int = 64
-    lr: float = 2e-3
+    lr: float = 3e-3
     weight_decay: float = 0.01
     warmup: int = 100
     orders: tuple[str, ...] = ("after", "before")
     formats: tuple[str, ...] = tasks.FORMATS
-    task_kinds: tuple[str, ...] = tasks.TASKS   # trained on both: see tasks.py
+    task_kinds: tuple[str, ...] = ("item",)   # MCQ did not train in budget: see tasks.py
     seed: int = 0
 
     def __post_init__(self):
@@ -187,9 +189,9 @@ class FilterLM(nn.Module):
                                     for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, tasks.VOCAB_SIZE, bias=False)
-        # tied input/output embeddings (GPT-2): a head whose OV circuit copies an item into
-        # its own logit copies an option's label the same way (see tasks.py)
-        self.head.weight = self.emb.weight
+        if cfg.tie_embeddings:   # GPT-2 tying, GPT-2 init (tied logits must start small)
+            self.head.weight = self.emb.weight
+            nn.init.normal_(self.emb.weight, std=0.02)
         cos, sin = rope_tables(cfg.max_len, cfg.d_model // cfg.n_head)
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)

@@ -142,11 +142,11 @@ class MaskSearchConfig:
     epochs: int = 10            # the paper's figures use the epoch-10 checkpoint
     batch_size: int = 16
     lr: float = 1e-2
-    lam: float = 0.1
+    lam: float = 0.05
     eps: float = 1e-3
     fmt: str = "comma"
     order: str = "after"
-    task: str = "mcq"
+    task: str = "item"
     seed: int = 0
 
     def __post_init__(self):
@@ -160,8 +160,8 @@ class MaskSearchConfig:
 
 
 def sample_pairs(rng: np.random.Generator, b: int, fmt_src: str = "comma",
-                 fmt_dest: str = "comma", order: str = "after", task_src: str = "mcq",
-                 task_dest: str = "mcq") -> tasks.Pairs:
+                 fmt_dest: str = "comma", order: str = "after", task_src: str = "item",
+                 task_dest: str = "item") -> tasks.Pairs:
     """Counterfactual pairs with one random option count per side (3-7)."""
     n_src, n_dest = rng.integers(tasks.MIN_OPTIONS, tasks.MAX_OPTIONS + 1, 2)
     return tasks.counterfactual_pairs(rng, b, int(n_src), int(n_dest), fmt_src, fmt_dest,

@@ -6,7 +6,7 @@ import torch
 import models
 from hw_profiles.errors import ModelError
 from models.filter_heads import patching, simulate, tasks
-from models.filter_heads.model import FilterLM, FilterLMConfig, Hook, Trained, accuracy, train
+from models.filter_heads.model import FilterLM, FilterLMConfig, Hook, Trained, train
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"
@@ -20,16 +20,6 @@ def tiny(seed=0, **kw) -> Trained:
         torch.manual_seed(seed)
         model = dev.compile(FilterLM(cfg)).eval()
     return Trained(model, dev)
-
-
-@pytest.fixture(scope="module")
-def trained():
-    """A 2-layer model trained on question-after, comma-format item answers only (the
-    quickest task to learn; seconds on 2 cores, not counted)."""
-    cfg = FilterLMConfig(n_layer=2, n_head=4, d_model=32, d_mlp=64, steps=300, batch_size=32,
-                         lr=3e-3, orders=("after",), formats=("comma",),
-                         task_kinds=("item",), seed=0)
-    return train(cfg, TorchDevice(TOY), scope=None)
 
 
 def test_registered():
@@ -120,29 +110,25 @@ def test_causality_metric_on_constructed_logits():
         patching.option_logits(logits, opts + np.array([[0, 0, 28]] * 4))
 
 
-def test_trained_model_solves_the_task(trained):
-    acc = accuracy(trained, tasks.select_one(np.random.default_rng(9), 256, 5, task="item"))
-    assert acc >= 0.9
-
-
-def test_mask_search_returns_a_sparse_causal_set(trained):
-    cfg = patching.MaskSearchConfig(n_pairs=128, epochs=4, lr=5e-2, lam=0.05, task="item")
-    heads, mask, hist = patching.search_mask(trained, cfg)
-    assert mask.shape == (2, 4) and mask.min() >= 0 and mask.max() <= 1 + cfg.eps
-    # layer 0's query at the last token reads only that token's embedding ("Answer" in
-    # both prompts), so patching it changes nothing and the L1 term alone drives it to 0
-    assert np.all(mask[0] == 0)
-    assert 1 <= len(heads) <= 4 and all(l == 1 for l, _ in heads)
-    assert hist[-1] < hist[0]
-    pairs = patching.sample_pairs(np.random.default_rng(3), 256, task_src="item",
-                                  task_dest="item")
-    found = patching.evaluate_heads(trained, pairs, heads)
-    assert found["causality"] >= 0.2 and found["delta_logit"] > 0
+def test_mask_search_prunes_heads_without_effect():
+    tr = tiny()
+    d_head = 8
+    with torch.no_grad():   # layer 1, head 0 writes nothing: its query cannot matter
+        tr.model.blocks[1].attn.proj.weight[:, :d_head] = 0.0
+    cfg = patching.MaskSearchConfig(n_pairs=64, epochs=2, lr=0.2, lam=0.05)
+    heads, mask, hist = patching.search_mask(tr, cfg)
+    assert mask.shape == (2, 2) and mask.min() >= 0 and mask.max() <= 1 + cfg.eps
+    # layer 0's query at the last token reads only that token's embedding (the same word
+    # in both prompts), so patching it changes nothing; head (1, 0) has no output. Only
+    # the L1 term acts on them: 8 AdamW steps of ~lr = 0.2 drive them from 1 to 0.
+    assert np.all(mask[0] == 0) and mask[1, 0] == 0
+    assert set(heads) <= {(1, 1)} and heads == [(l, h) for l, h in zip(*np.nonzero(mask > .5))]
+    assert len(hist) == 2
+    assert tr.device.ledger.total_ops("locate")["mac_fp32"] > 0
     # a huge L1 weight switches every head off
-    off, _, _ = patching.search_mask(trained, patching.MaskSearchConfig(
-        n_pairs=32, epochs=2, lr=0.5, lam=100.0))
+    off, _, _ = patching.search_mask(tr, patching.MaskSearchConfig(
+        n_pairs=32, epochs=1, lr=1.0, lam=100.0))
     assert off == []
-    assert trained.device.ledger.total_ops("locate")["mac_fp32"] > 0
 
 
 def test_forward_counts_exact_macs():

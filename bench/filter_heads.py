@@ -87,7 +87,8 @@ def main(argv=None) -> int:
           f"{dev.torch_device}; wall {wall:.0f} s")
     print("task accuracy: " + ", ".join(f"{k[9:]} {v:.3f}" for k, v in m.items()
                                         if k.startswith("accuracy_") and k.count("_") == 2))
-    print(f"located heads (mask > 0.5): {det['heads']}")
+    print(f"located heads (mask > 0.5): {det['heads']}; random sets drawn from "
+          f"{det['random_from']} heads")
     print("mask:\n" + np.array2string(det["mask"], precision=2))
     print("single-head causality (layer x head):\n"
           + np.array2string(det["single_head_causality"], precision=2))

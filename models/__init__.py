@@ -6,5 +6,6 @@ One import line per method, so each method's line can be added or removed on its
 from models.registry import REGISTRY, ModelCard, RunResult, get, register
 
 from models import mlp  # noqa: E402,F401
+from models import filter_heads  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "ModelCard", "RunResult", "get", "register"]

@@ -55,9 +55,10 @@ def simulate(profile="a100", dataset: str = DATASET, seed: int = 0, quick: bool 
                         "formats": list(cfg.model.formats)},
               "search": asdict(cfg.search), "n_eval": cfg.n_eval, "n_random": cfg.n_random,
               "seed": cfg.seed, "heads": [list(h) for h in det["heads"]],
+              "random_heads_from": det["random_from"],
               "torch_device": str(dev.torch_device)}
     traces = {k: np.asarray(v, dtype=np.float64) for k, v in det.items()
-              if k not in ("heads", "heads_before")}
+              if k not in ("heads", "heads_before", "random_from")}
     traces["train_loss"] = np.array([h["loss"] for h in tr.history])
     return RunResult("filter_heads", dev.profile.name, DATASET, config, metrics, dev.ledger,
                      traces)

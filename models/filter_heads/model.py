@@ -138,7 +138,7 @@ class Block(nn.Module):
 
 @dataclass
 class FilterLMConfig:
-    """Model and training hyperparameters. Defaults: the bench model (4 x 4 heads, d=128)."""
+    """Model and training hyperparameters. Defaults: the bench model (4 layers x 4 heads, d=64)."""
 
     n_layer: int = 4
     n_head: int = 4

@@ -41,9 +41,9 @@ MaskSearchConfig = patching.MaskSearchConfig
 
 def quick_config(seed: int = 0) -> ExperimentConfig:
     """The CLI's quick run: fewer steps and pairs (a minute or two on 2 CPU cores)."""
-    return ExperimentConfig(model=FilterLMConfig(steps=400, seed=seed),
-                            search=MaskSearchConfig(n_pairs=256, epochs=5, seed=seed),
-                            n_eval=128, n_random=10, seed=seed)
+    return ExperimentConfig(model=FilterLMConfig(n_layer=2, steps=300, seed=seed),
+                            search=MaskSearchConfig(n_pairs=128, epochs=4, seed=seed),
+                            n_eval=64, n_random=5, seed=seed)
 
 
 def _task_accuracy(tr: Trained, rng, cfg: ExperimentConfig) -> dict[str, float]:
@@ -83,9 +83,14 @@ def run(cfg: ExperimentConfig, device: TorchDevice, progress: Progress | None = 
     n_l, n_h = cfg.model.n_layer, cfg.model.n_head
     all_heads = [(l, h) for l in range(n_l) for h in range(n_h)]
     k = max(1, len(heads))
-    rsets = patching.random_head_sets(rng, tr, k, heads, cfg.n_random) \
+    # random sets of the same size from the other heads; when too few are left (a large
+    # located set), from all heads (then they overlap the located set)
+    pool_excl = heads if len(all_heads) - len(heads) >= k else []
+    rsets = patching.random_head_sets(rng, tr, k, pool_excl, cfg.n_random) \
         if len(heads) < len(all_heads) else []
-    det = {"heads": heads, "mask": mask, "mask_loss": np.array(hist)}
+    m_random_from = "others" if pool_excl else "all"
+    det = {"heads": heads, "mask": mask, "mask_loss": np.array(hist),
+           "random_from": m_random_from}
     task, fmt0 = cfg.search.task, cfg.search.fmt
     with device.count("patch"):
         pairs = patching.sample_pairs(rng, cfg.n_eval, fmt0, fmt0, "after", task, task)

@@ -3,22 +3,24 @@
 The objects dataset of the paper (16 categories of single-concept items) shrunk to 8
 categories x 12 items, every item one token. A prompt lists 3-7 labelled options, exactly
 one of which belongs to the asked category. Two tasks of the paper (Sec. 4) share the
-lists and differ in the last word: SelectOne-MCQ ("Label" -> the option's label) and
-SelectOne ("Answer" -> the item itself)::
+lists and differ in the last word: SelectOne ("Answer" -> the item itself, the default
+and the paper's main task) and SelectOne-MCQ ("Label" -> the option's label)::
 
-    after : <bos> Options : a apple , b car , c chair . Which is <cat> ? Label    -> a
-    before: <bos> Which is <cat> ? Options : a apple , b car , c chair . Answer   -> apple
+    after : <bos> Options : a:apple , b:car , c:chair . Which is <cat> ? Answer   -> apple
+    before: <bos> Which is <cat> ? Options : a:apple , b:car , c:chair . Label    -> a
 
-Why heads are located on MCQ: in a tiny model the item-answer task is solved largely
-without selective attention (the residual knows the predicate and the unembedding boosts
-every item of that category; copy heads boost every listed item; the answer is the
-intersection), so no sparse set of heads carries it (measured while building this, on
-models trained on item answers only: a 2-layer model's whole last layer gave
-query-patching causality 0.39; a 4-layer model's 16 heads 0.80, no layer above 0.15). A
-label carries no category, so the only route to it is attention that selects the matching
-option: the filter operation. Trained on MCQ alone the tiny models stayed at chance for
-600-1000 steps (the label read-out and the selective attention need each other); the
-item task, trained alongside, supplies the selective attention first.
+What we saw while building this (recorded because it bounds what the replication can
+show): a tiny model solves the item task largely *without* selective attention -- the
+last token's residual knows the predicate, the unembedding boosts every item of that
+category, copy heads boost every listed item, and the answer is the intersection -- so
+query patching competes with that direct path (first version, without option labels:
+a 2-layer model's whole last layer reached causality 0.39; a 4-layer model's 16 heads
+0.80, no single layer above 0.15; bench/RESULTS.md has the current model's figures).
+MCQ has no such shortcut (a label carries no category), but none of the variants we tried
+learned it within the CPU budget: separate label tokens, labels summed into the option's
+own position (below), tied embeddings, absolute positions, the predicate as the last
+token; all stayed at chance for 500-1000 steps. ``task="mcq"`` is therefore implemented
+and tested for shape, not used by the experiment.
 
 Three list formats (the paper's single line / bulleted / numbered option styles)::
 
@@ -28,14 +30,8 @@ Three list formats (the paper's single line / bulleted / numbered option styles)
 
 A labelled option "a:apple" is ONE position whose input is the sum of the item's and the
 label's token embeddings (``Template.tags``), as if the tokenizer had one token for
-"a) apple", and input/output embeddings are tied. Why: with a separate label token, a
-model trained from scratch must first grow a previous-token head that copies the label
-into the item before any selective attention pays off; in our runs MCQ then stayed at
-chance for 600-1000 steps (with or without the item task alongside, with or without
-absolute position embeddings, and with an untied label embedding). With the label in
-the option's own input and tied embeddings, the head that learns to copy the matching
-item into its logit (the item task) copies the label the same way. A pretrained LLM
-brings that binding along; here the input provides it.
+"a) apple": it spares a model trained from scratch the previous-token head that would
+otherwise have to bind a separate label token to its item.
 
 Every prompt of one batch has the same format, order and number of options, so a batch is
 a fixed template whose item and category slots are filled by array indexing (no Python loop

@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from models.filter_heads import pipeline as exp  # noqa: E402
-from models.filter_heads import tasks  # noqa: E402
-from sim.torch_engine import TorchDevice  # noqa: E402
+from models.filter_heads import pipeline as exp
+from models.filter_heads import tasks
+from sim.torch_engine import TorchDevice
 
 # (metric, paper figure for Llama-3.3-70B or None, check as (op, threshold) or None)
 ROWS = [

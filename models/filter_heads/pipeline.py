@@ -97,7 +97,8 @@ def run(cfg: ExperimentConfig, device: TorchDevice, progress: Progress | None = 
         r = patching.evaluate_heads(tr, pairs, heads)
         m.update({"n_heads": float(len(heads)), "head_fraction": len(heads) / len(all_heads),
                   "causality": r["causality"], "delta_logit": r["delta_logit"],
-                  "causality_all_heads": patching.evaluate_heads(tr, pairs, all_heads)["causality"]})
+                  "causality_all_heads":
+                      patching.evaluate_heads(tr, pairs, all_heads)["causality"]})
         rc = [patching.evaluate_heads(tr, pairs, s)["causality"] for s in rsets]
         m["causality_random_mean"] = float(np.mean(rc)) if rc else float("nan")
         m["causality_random_max"] = float(np.max(rc)) if rc else float("nan")

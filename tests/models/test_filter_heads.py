@@ -57,7 +57,7 @@ def test_batches_have_one_match_and_pairs_are_counterfactual():
     assert np.all(cd[np.arange(500), p.target_slot] == p.src.predicate)
     both = np.concatenate([p.src.items, p.dest.items], 1)              # lists disjoint
     assert np.all(np.sort(both, 1)[:, 1:] != np.sort(both, 1)[:, :-1])
-    assert set(tasks.VOCAB[t] for t in p.target) <= set(tasks.DIGITS)
+    assert {tasks.VOCAB[t] for t in p.target} <= set(tasks.DIGITS)
 
 
 def _same_shape_pairs(seed=1, b=8):
@@ -134,7 +134,7 @@ def test_mask_search_prunes_heads_without_effect():
 def test_forward_counts_exact_macs():
     tr = tiny()
     b = tasks.select_one(np.random.default_rng(0), 3, 3, "comma", "after")
-    B, T, d, dm, H, V = 3, b.tokens.shape[1], 16, 32, 2, tasks.VOCAB_SIZE
+    B, T, d, dm, V = 3, b.tokens.shape[1], 16, 32, tasks.VOCAB_SIZE
     with tr.device.count("infer", samples=B), torch.no_grad():
         tr.logits(b)
     # per layer: qkv (3 d^2) + out proj (d^2) + MLP (2 d dm) per token; scores and

@@ -83,9 +83,12 @@ def run(cfg: ExperimentConfig, device: TorchDevice, progress: Progress | None = 
     n_l, n_h = cfg.model.n_layer, cfg.model.n_head
     all_heads = [(l, h) for l in range(n_l) for h in range(n_h)]
     k = max(1, len(heads))
-    # random sets of the same size from the other heads; when too few are left (a large
-    # located set), from all heads (then they overlap the located set)
-    pool_excl = heads if len(all_heads) - len(heads) >= k else []
+    # random sets of the same size from the other heads of layers >= 1 (a layer-0 query
+    # at the last token reads only that token's embedding, the same word in source and
+    # destination, so layer-0 heads would make the baseline trivially 0); when too few
+    # are left (a large located set), from all heads (then they overlap the located set)
+    others = heads + [(0, h) for h in range(n_h) if (0, h) not in heads]
+    pool_excl = others if len(all_heads) - len(others) >= k else []
     rsets = patching.random_head_sets(rng, tr, k, pool_excl, cfg.n_random) \
         if len(heads) < len(all_heads) else []
     m_random_from = "others" if pool_excl else "all"

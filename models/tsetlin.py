@@ -253,24 +253,28 @@ class TsetlinMachine:
         return True
 
     def run_until_absorbed(self, patterns, labels, max_updates: int, check_every: int = 200,
-                           probs=None) -> int | None:
-        """Train on i.i.d. draws of ``patterns`` (noise: ``labels`` -1 -> a fair coin) until
-        :meth:`is_absorbing`; returns the updates needed, or None within ``max_updates``."""
+                           noise: float = 0.0) -> int | None:
+        """Train on uniform i.i.d. draws of ``patterns`` (each label flipped with probability
+        ``noise``) until :meth:`is_absorbing`; returns the updates needed (a multiple of
+        ``check_every``), or None when not absorbed within ``max_updates``."""
         x = _bits(patterns, self.o, "run_until_absorbed")
         lab = np.asarray(labels, np.int64)
+        if not 0.0 <= noise < 1.0:
+            raise ModelError(f"run_until_absorbed: noise = {noise}; a probability in [0, 1)")
+        seen = np.full_like(lab, -1) if noise > 0 else lab   # both labels occur under noise
         with self.device.count("train"):
             lit = self.literals(x)
         rs = self._order_rng
         done = 0
         while done < max_updates:
-            if self.is_absorbing(x, lab):
+            if self.is_absorbing(x, seen):
                 return done
             k = min(check_every, max_updates - done)
-            idx = rs.choice(len(x), size=k, p=probs)
-            y = np.where(lab[idx] < 0, rs.integers(0, 2, k), lab[idx])
+            idx = rs.integers(0, len(x), k)
+            y = np.where(rs.random(k) < noise, 1 - lab[idx], lab[idx])
             self.train_steps(lit[idx], y, np.arange(k))
             done += k
-        return done if self.is_absorbing(x, lab) else None
+        return done if self.is_absorbing(x, seen) else None
 
 
 # -- data ------------------------------------------------------------------------------
@@ -298,10 +302,17 @@ def noisy_xor(n_train: int = 5000, n_test: int = 5000, n_bits: int = 12, noise: 
 OPERATORS = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}
 
 
-def operator_patterns(op: str, irrelevant: int = 0):
-    """All inputs (x1, x2, + irrelevant bits) and their noise-free labels for a 2-bit operator."""
+def operator_patterns(op: str, irrelevant: int = 0, k: int = 2):
+    """All inputs (x1..xk, + irrelevant bits) and their noise-free labels: the k-bit AND /
+    OR / XOR (parity) of the first k bits."""
     if op not in OPERATORS:
         raise ModelError(f"operator_patterns: op {op!r}; one of {', '.join(OPERATORS)}")
-    n = 2 + irrelevant
+    if k < 2 or irrelevant < 0 or k + irrelevant > 16:
+        raise ModelError(f"operator_patterns: k = {k}, irrelevant = {irrelevant}; need k >= 2, "
+                         "irrelevant >= 0, k + irrelevant <= 16")
+    n = k + irrelevant
     x = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(np.uint8)
-    return x, OPERATORS[op](x[:, 0], x[:, 1]).astype(np.int64)
+    y = x[:, 0].copy()
+    for i in range(1, k):
+        y = OPERATORS[op](y, x[:, i])
+    return x, y.astype(np.int64)

@@ -85,9 +85,9 @@ def run_setting(op, k, irrelevant, m, T, noise, seeds, max_updates, s=3.9, check
 
 
 def study(quick: bool = True, seed: int = 0, progress=None) -> dict:
-    """All settings; quick: 10 seeds and 20,000 updates each, full: 40 seeds, 200,000."""
+    """All settings; quick: 20 seeds and 100,000 updates each, full: 40 seeds, 400,000."""
     settings = QUICK_SETTINGS + ([] if quick else FULL_EXTRA)
-    n_seeds, budget = (10, 20_000) if quick else (40, 200_000)
+    n_seeds, budget = (20, 100_000) if quick else (40, 400_000)
     seeds = range(seed, seed + n_seeds)
     rows = []
     for i, (op, k, q, m, T, noise, pred) in enumerate(settings):

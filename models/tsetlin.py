@@ -32,8 +32,10 @@ Readings chosen where sources differ or are unsure:
 - prediction is argmax of the *unclipped* class sums (the ClauseLayer that the C export
   runs); clipping only shapes feedback. pyTsetlinMachine clips at prediction too, which
   only creates ties; it changes no decision when one class sum exceeds T.
-- the Type I 1/s mask draws every literal independently (TsetlinMachineC), not the
-  normal-approximated count of the fast bit-plane code: exact, and counted per draw.
+- the Type I 1/s mask sets every literal independently (TsetlinMachineC), not the
+  normal-approximated count of the fast bit-plane code. The ledger counts the device's
+  one draw per literal; the host samples the same law by geometric skipping between set
+  bits (far fewer draws), so the masks match in distribution, not stream for stream.
 - absorbing state (:meth:`TsetlinMachine.is_absorbing`): clause outputs, votes and selection
   probabilities depend only on the include/exclude actions, so an action configuration
   is absorbing iff no sample with positive probability can push any automaton towards the
@@ -175,8 +177,9 @@ class TsetlinMachine:
         mem = np.zeros(2, np.int64)
         fn = K.train_single if self.n_classes == 1 else K.train_multiclass
         fn(lit, np.asarray(y, np.int64), np.asarray(order, np.int64), self.state, self.valid,
-           self.nbits, self.bit, self.sign, int(cfg.T), 1.0 / cfg.s, bool(cfg.boost_true_positive),
-           self._rng, counts, mem)
+           self.nbits, self.bit, self.sign, int(cfg.T), 1.0 / cfg.s,
+           float(np.log1p(-1.0 / cfg.s)) if cfg.s > 1 else -np.inf,
+           bool(cfg.boost_true_positive), self._rng, counts, mem)
         with self.device.count(scope, samples=len(order)):
             self._flush(counts, mem)
         self.updates += len(order)

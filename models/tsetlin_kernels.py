@@ -1,7 +1,8 @@
 """numba kernels of the Tsetlin machine: bit-plane automata, clause evaluation, Type I/II feedback.
 
 Layout (as cair/fast-tsetlin-machine-with-mnist-demo, TsetlinMachineBits.c): the states of
-the automata of one clause are ``B`` bit-planes ``st[c, j, w, b]`` (planes of one word contiguous) of packed words over the
+the automata of one clause are ``B`` bit-planes ``st[c, j, w, b]`` (planes of one word
+contiguous) of packed words over the
 2o literals; the state of literal ``k`` is the integer whose bit ``b`` is bit ``k`` of plane
 ``b``. The top plane ``b = B - 1`` is the include mask (state >= N = 2^(B-1)). Increment and
 decrement of every automaton selected by a mask word are a ripple-carry over the planes,
@@ -99,7 +100,8 @@ def plane_dec(planes, active, counts, mem):
 
 @njit(cache=True)
 def planes_add(st, masks, delta, counts, mem):
-    """Test/utility entry: ``st`` [R, W, B], ``masks`` [R, W]; +1 (delta > 0) or -1 per masked automaton."""
+    """Test/utility entry: ``st`` [R, W, B], ``masks`` [R, W]; +1 (delta > 0) or -1 per
+    masked automaton."""
     for r in range(st.shape[0]):
         for w in range(st.shape[1]):
             if delta > 0:
@@ -121,19 +123,49 @@ def _clause_fires(st_cj, lit, top, counts, mem):
 
 
 @njit(cache=True, inline="always")
-def _feedback_mask(nbits, p, bit, rng, counts):
-    """A word whose first ``nbits`` bits are each set with probability ``p`` (1/s);
-    ``bit[b]`` is the word with only bit b set."""
+def _uniform(rng):
+    """xorshift64 step, uncounted: the host-side sampler of :func:`_feedback_mask`."""
+    x = rng[0]
+    x ^= x << np.uint64(13)
+    x ^= x >> np.uint64(7)
+    x ^= x << np.uint64(17)
+    rng[0] = x
+    return x * U64_TO_UNIT
+
+
+@njit(cache=True, inline="always")
+def _feedback_mask(nbits, p, log_q, bit, rng, counts):
+    """A word whose first ``nbits`` bits are each set independently with probability ``p`` (1/s).
+
+    The device draws one number per literal (TsetlinMachineC): ``nbits`` draws and compares
+    are counted, plus one ``or_word`` per set bit. The host samples the same distribution
+    by geometric skipping (gaps between set bits ~ Geometric(p), ``log_q = log(1 - p)``):
+    about ``nbits * p`` draws instead of ``nbits``, the same masks in law, not bit for bit.
+    ``bit[b]`` is the word with only bit b set.
+    """
+    counts[XOR] += 3 * nbits
+    counts[ADD] += 3 * nbits
+    counts[CMP] += nbits
     m = bit[0] ^ bit[0]
-    for b in range(nbits):
-        if _draw(rng, counts) < p:
+    if p >= 1.0:
+        for b in range(nbits):
             m |= bit[b]
-            counts[OR] += 1
+        counts[OR] += nbits
+        return m
+    pos = 0
+    while True:
+        pos += int(np.log(1.0 - _uniform(rng)) / log_q)   # 1 - u in (0, 1]
+        if pos >= nbits:
+            break
+        m |= bit[pos]
+        counts[OR] += 1
+        pos += 1
     return m
 
 
 @njit(cache=True)
-def update_class(st, c, y, lit, valid, nbits, bit, sign, T, s_inv, boost, fired, rng, counts, mem):
+def update_class(st, c, y, lit, valid, nbits, bit, sign, T, s_inv, log_q, boost, fired, rng,
+                 counts, mem):
     """One TM update of class ``c`` toward output ``y`` (1: the sample's class; 0: another).
 
     Clause selection with probability (T - v)/(2T) (y = 1) or (T + v)/(2T) (y = 0), v the
@@ -159,7 +191,7 @@ def update_class(st, c, y, lit, valid, nbits, bit, sign, T, s_inv, boost, fired,
             continue
         if (sign[j] > 0) == (y == 1):                       # Type I: recognise
             for w in range(nw):
-                fb = _feedback_mask(nbits[w], s_inv, bit, rng, counts)   # each bit w.p. 1/s
+                fb = _feedback_mask(nbits[w], s_inv, log_q, bit, rng, counts)   # each bit w.p. 1/s
                 if fired[j]:
                     inc = lit[w] if boost else lit[w] & ~fb            # w.p. (s-1)/s
                     dec = ~lit[w] & fb & valid[w]
@@ -179,28 +211,30 @@ def update_class(st, c, y, lit, valid, nbits, bit, sign, T, s_inv, boost, fired,
 
 
 @njit(cache=True)
-def train_multiclass(lit, y, order, st, valid, nbits, bit, sign, T, s_inv, boost, rng, counts, mem):
+def train_multiclass(lit, y, order, st, valid, nbits, bit, sign, T, s_inv, log_q, boost, rng,
+                     counts, mem):
     """One epoch of the multiclass TM: per sample, its class toward 1 and one uniformly
     drawn other class toward 0 (pyTsetlinMachine / MultiClassTsetlinMachine.c)."""
     n_cls = st.shape[0]
     fired = np.zeros(st.shape[1], np.int64)
     for i in order:
-        update_class(st, y[i], 1, lit[i], valid, nbits, bit, sign, T, s_inv, boost, fired, rng,
-                     counts, mem)
+        update_class(st, y[i], 1, lit[i], valid, nbits, bit, sign, T, s_inv, log_q, boost, fired,
+                     rng, counts, mem)
         if n_cls > 1:
             other = int(_draw(rng, counts) * (n_cls - 1))
             counts[CMP] += 1
             counts[ADD] += 1
             if other >= y[i]:
                 other += 1
-            update_class(st, other, 0, lit[i], valid, nbits, bit, sign, T, s_inv, boost, fired,
-                         rng, counts, mem)
+            update_class(st, other, 0, lit[i], valid, nbits, bit, sign, T, s_inv, log_q, boost,
+                         fired, rng, counts, mem)
 
 
 @njit(cache=True)
-def train_single(lit, y, order, st, valid, nbits, bit, sign, T, s_inv, boost, rng, counts, mem):
+def train_single(lit, y, order, st, valid, nbits, bit, sign, T, s_inv, log_q, boost, rng, counts,
+                 mem):
     """One pass of the single-output TM of the convergence paper: class 0 toward y[i]."""
     fired = np.zeros(st.shape[1], np.int64)
     for i in order:
-        update_class(st, 0, y[i], lit[i], valid, nbits, bit, sign, T, s_inv, boost, fired, rng,
-                     counts, mem)
+        update_class(st, 0, y[i], lit[i], valid, nbits, bit, sign, T, s_inv, log_q, boost, fired,
+                     rng, counts, mem)

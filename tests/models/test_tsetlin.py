@@ -85,8 +85,8 @@ def test_same_seed_same_machine_and_counts():
 def test_noisy_xor_demo_reaches_100_percent():
     # pyTsetlinMachine's NoisyXORDemo: 12 bits, 5000 training samples with 40% labels
     # flipped, 5000 clean test samples, 10 clauses, T = 15, s = 3.9, 200 epochs -> 100.00%.
-    # Not every seed gets there (README: 10 of 16 machine seeds here, 14 of 16 for
-    # pyTsetlinMachine on the same data); machine seed 2 does.
+    # Not every seed gets there (bench/RESULTS.md: 27 of 40 machine seeds here, 20 of 24
+    # pyTsetlinMachine runs on the same data); machine seed 2 does.
     x_tr, y_tr, x_te, y_te = noisy_xor(seed=0)
     dev = sim.device("cortex-m4")
     tm = TsetlinMachine(12, 2, TsetlinConfig(seed=2), dev).fit(x_tr, y_tr)

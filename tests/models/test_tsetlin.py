@@ -182,3 +182,18 @@ def test_c_export_is_bit_exact(tmp_path, target):
     assert np.ptp(want.scores) > 0
     run = check_c_project(out, want, target=target)
     assert np.array_equal(run.labels, want.labels)
+
+
+def test_convergence_rows_report_absorption_and_clause_form():
+    from models.tsetlin_convergence import run_setting
+    row = run_setting("and", 2, 0, 2, 2, 0.0, seeds=range(2), max_updates=20_000)
+    assert row["absorbed"] == 1.0 and row["exact_form"] == 1.0 and row["computes_op"] == 1.0
+    row = run_setting("or", 2, 0, 4, 3, 0.0, seeds=range(2), max_updates=2_000)
+    assert row["absorbed"] == 0.0 and row["median_updates"] is None
+
+
+def test_k_bit_operator_patterns():
+    x, y = operator_patterns("and", irrelevant=1, k=3)
+    assert x.shape == (16, 4) and y.sum() == 2               # x1 x2 x3 = 1, x4 free
+    x, y = operator_patterns("xor", k=3)
+    assert np.array_equal(y, x.sum(1) % 2)                   # 3-bit parity

@@ -1,10 +1,11 @@
-"""This Tsetlin machine vs pyTsetlinMachine and green-tsetlin: same booleanised data, same
+"""This Tsetlin machine vs pyTsetlinMachine, green-tsetlin and tmu: same booleanised data, same
 clauses / T / s / epochs, single-threaded: training samples/s, predictions/s, test accuracy.
 
 The reference packages are not runtime dependencies: they run in a separate venv
 (``TM_BENCH_PYTHON``, default ``/tmp/tmvenv/bin/python``; make it with
 ``python -m venv /tmp/tmvenv && /tmp/tmvenv/bin/pip install numpy pyTsetlinMachine green-tsetlin``),
-fed the same arrays through an .npz file. tmu (needs numpy < 2) is not run (see README).
+fed the same arrays through an .npz file; tmu needs numpy < 2 and runs from
+``TMU_BENCH_PYTHON`` (default ``/tmp/tmuvenv/bin/python``: ``pip install "numpy<2" tmu``).
 
     python bench/tsetlin.py [--dataset digits|fashion-mnist]
 """
@@ -52,7 +53,19 @@ elif which == "green-tsetlin":
     t = time.perf_counter(); tr.train(); tt = time.perf_counter() - t
     p = tm.get_predictor()
     xs = xte.astype(np.uint8)
-    t = time.perf_counter(); pred = np.array([p.predict(x) for x in xs]); tp = time.perf_counter() - t
+    t = time.perf_counter()
+    pred = np.array([p.predict(x) for x in xs])
+    tp = time.perf_counter() - t
+elif which == "tmu":
+    from tmu.models.classification.vanilla_classifier import TMClassifier
+    tm = TMClassifier(cfg["clauses"], cfg["T"], cfg["s"], platform="CPU",
+                      boost_true_positive_feedback=0, number_of_state_bits_ta=8, seed=42)
+    xu, yu = xtr.astype(np.uint32), ytr.astype(np.uint32)
+    t = time.perf_counter()
+    for _ in range(cfg["epochs"]):
+        tm.fit(xu, yu)
+    tt = time.perf_counter() - t
+    t = time.perf_counter(); pred = tm.predict(xte.astype(np.uint32)); tp = time.perf_counter() - t
 out = {"train_s": tt, "predict_s": tp, "accuracy": float(np.mean(pred == yte))}
 print("JSON " + json.dumps(out))
 '''
@@ -100,6 +113,9 @@ def main():
         np.savez(npz, xtr=xtr, ytr=ytr, xte=xte, yte=yte)
         for which in ("pyTsetlinMachine", "green-tsetlin"):
             res[which] = run_other(which, npz, cfg, python)
+        # tmu needs numpy < 2: its own venv
+        res["tmu"] = run_other("tmu", npz, cfg,
+                               os.environ.get("TMU_BENCH_PYTHON", "/tmp/tmuvenv/bin/python"))
 
     print(f"{args.dataset}: {n_tr} train / {n_te} test, {xtr.shape[1]} booleans, "
           f"{cfg['clauses']} clauses per class, T = {cfg['T']}, s = {cfg['s']}, "

@@ -1,0 +1,321 @@
+"""Tsetlin machines on the bitwise engine: bit-plane automata, Type I/II feedback, absorbing states.
+
+Papers
+------
+- Granmo, "The Tsetlin Machine -- A Game Theoretic Bandit Driven Approach to Optimal Pattern
+  Recognition with Propositional Logic", arXiv:1804.01508 (Algorithm 1, Tables 2-3: Type I
+  and Type II feedback; the multiclass machine of Sec. 5).
+- Jiao, Zhang, Granmo et al., "Convergence Analysis of Tsetlin Machines under Noise-Free and
+  Noisy Training Conditions: from 2 Bits to k Bits", ICLR 2026 (OpenReview feOrSQdD9Y):
+  AND converges for any T (Thm 1); OR needs T <= floor(m/2) (Thm 2).
+
+What is implemented (digest ``shared/papers/tsetlin.md``, section A):
+
+- literals ``l = [x_1..x_o, NOT x_1..NOT x_o]`` packed in the device's words;
+- per class ``m`` clauses, polarity +1 for even and -1 for odd clauses (multiclass), or all
+  +1 (``polarity="positive"``, the single-output setting of the convergence paper);
+- 2N-state automata, N = 2^(state_bits - 1), stored as ``state_bits`` bit-planes whose top
+  plane is the include mask; all start at N - 1 (exclude, one step from include: the
+  bit-plane code's state 127 of 0..255);
+- clause output = AND of the included literals (empty clause: 1 in training, 0 at inference);
+- vote v = sum of the clause polarities of firing clauses, clipped to [-T, T] for feedback;
+  each clause is selected with probability (T - v)/(2T) (y = 1) or (T + v)/(2T) (y = 0);
+- Type I (y agrees with the clause polarity): fired clause -> literals that are 1 step
+  towards include with probability (s-1)/s (1 with ``boost_true_positive``), literals that
+  are 0 towards exclude with 1/s; silent clause -> every automaton towards exclude with 1/s;
+- Type II (the other polarity): fired clause -> excluded literals that are 0 step towards include;
+- multiclass: per sample the true class is updated with y = 1 and one uniformly drawn other
+  class with y = 0.
+
+Readings chosen where sources differ or are unsure:
+
+- prediction is argmax of the *unclipped* class sums (the ClauseLayer that the C export
+  runs); clipping only shapes feedback. pyTsetlinMachine clips at prediction too, which
+  only creates ties; it changes no decision when one class sum exceeds T.
+- the Type I 1/s mask sets every literal independently (TsetlinMachineC), not the
+  normal-approximated count of the fast bit-plane code. The ledger counts the device's
+  one draw per literal; the host samples the same law by geometric skipping between set
+  bits (far fewer draws), so the masks match in distribution, not stream for stream.
+- absorbing state (:meth:`TsetlinMachine.is_absorbing`): clause outputs, votes and selection
+  probabilities depend only on the include/exclude actions, so an action configuration
+  is absorbing iff no sample with positive probability can push any automaton towards the
+  other action; if one can, repeating that sample N times (positive probability) flips it.
+  This is exact for the finite-state machine, not a window heuristic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+from hw_profiles.ops import OP_NAMES
+from models import datasets
+from models import tsetlin_kernels as K
+from sim.bitwise.network import ClauseLayer
+from sim.bitwise.packing import n_words, pack_bits, unpack_bits
+
+
+@dataclass
+class TsetlinConfig:
+    """Hyperparameters; defaults are the Noisy XOR demo of pyTsetlinMachine."""
+
+    clauses: int = 10             # per class (pyTsetlinMachine NoisyXORDemo: 10)
+    T: int = 15                   # vote target
+    s: float = 3.9                # specificity
+    state_bits: int = 8           # N = 128 states per action (bit-plane code default)
+    boost_true_positive: bool = False
+    polarity: str = "alternate"   # "alternate": +,-,+,... ; "positive": the convergence paper's
+    epochs: int = 200
+    seed: int = 0
+
+    def __post_init__(self):
+        if int(self.clauses) < 1 or (self.polarity == "alternate" and self.clauses % 2):
+            raise ModelError(f"TsetlinConfig.clauses = {self.clauses}: need >= 1 (an even "
+                             "number with polarity='alternate')")
+        if int(self.T) < 1:
+            raise ModelError(f"TsetlinConfig.T = {self.T}: the vote target must be an integer >= 1")
+        if not self.s >= 1.0:
+            raise ModelError(f"TsetlinConfig.s = {self.s}: the specificity must be >= 1")
+        if not 2 <= int(self.state_bits) <= 16:
+            raise ModelError(f"TsetlinConfig.state_bits = {self.state_bits}: use 2..16")
+        if self.polarity not in ("alternate", "positive"):
+            raise ModelError(f"TsetlinConfig.polarity = {self.polarity!r}: 'alternate' or "
+                             "'positive'")
+        if int(self.epochs) < 1:
+            raise ModelError(f"TsetlinConfig.epochs = {self.epochs}: must be >= 1")
+
+
+def _bits(x, n_features: int, what: str) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 2 or x.shape[1] != n_features:
+        raise ModelError(f"{what}: x has shape {x.shape}; expected (N, {n_features}) booleans")
+    if x.size and (x.dtype.kind not in "biu" or x.min() < 0 or x.max() > 1):
+        raise ModelError(f"{what}: x must hold 0/1 values (booleanise with "
+                         "models.tsetlin.booleanise)")
+    return x.astype(np.uint8)
+
+
+class TsetlinMachine:
+    """Multiclass (or single-output, ``n_classes=1``) Tsetlin machine on a BitwiseDevice.
+
+    Parameters
+    ----------
+    n_features : int -- o boolean inputs (2o literals)
+    n_classes : int -- 1 = one output trained with y in {0, 1} (convergence setting)
+    config : TsetlinConfig
+    device : BitwiseDevice -- its word width packs literals and planes; its ledger counts
+    """
+
+    def __init__(self, n_features: int, n_classes: int, config: TsetlinConfig, device):
+        if n_features < 1 or n_classes < 1:
+            raise ModelError(f"TsetlinMachine: n_features = {n_features}, n_classes = "
+                             f"{n_classes}; both must be >= 1")
+        self.o, self.n_classes, self.config, self.device = int(n_features), int(n_classes), \
+            config, device
+        wb = device.word_bits
+        self.n_lit = 2 * self.o
+        self.n_w = n_words(self.n_lit, wb)
+        b = int(config.state_bits)
+        dt = device.word_dtype
+        self.valid = pack_bits(np.ones((1, self.n_lit), np.uint8), wb)[0]          # (W,)
+        self.nbits = np.minimum(wb, self.n_lit - wb * np.arange(self.n_w)).astype(np.int64)
+        self.bit = (np.ones(wb, dt) << np.arange(wb, dtype=dt)).astype(dt)         # (wb,)
+        # every automaton at N - 1: all planes but the top one are ones over the literals
+        self.state = np.zeros((self.n_classes, config.clauses, self.n_w, b), dt)   # (C, m, W, B)
+        self.state[..., :b - 1] = self.valid[:, None]
+        pol = np.ones(config.clauses, np.int64)
+        if config.polarity == "alternate":
+            pol[1::2] = -1
+        self.sign = pol
+        rs = np.random.default_rng(config.seed)
+        self._rng = np.array([rs.integers(1, 2**63, dtype=np.uint64)], np.uint64)
+        self._order_rng = rs
+        self.history: list[dict] = []
+        self.updates = 0
+
+    # -- literals and counting --------------------------------------------------------
+    def literals(self, x) -> np.ndarray:
+        """Packed literal words [N, W] of booleans x [N, o]: [x, NOT x] (counted per sample)."""
+        x = _bits(x, self.o, "TsetlinMachine.literals")
+        lit = pack_bits(np.concatenate([x, 1 - x], axis=1), self.device.word_bits)
+        counts = np.zeros(len(OP_NAMES), np.int64)
+        # NOT of the packed inputs (one not_word per input word) + an OR to splice halves
+        counts[K.OP_CODES["not_word"]] = len(x) * n_words(self.o, self.device.word_bits)
+        counts[K.OR] = len(x) * self.n_w
+        self._flush(counts, np.array([len(x) * n_words(self.o, self.device.word_bits),
+                                      len(x) * self.n_w]))
+        return lit
+
+    def _flush(self, counts, mem_words):
+        dev = self.device
+        dev.ledger.flush(counts)
+        dev.ledger.add_bytes(dev.memory_level, read=int(mem_words[0]) * dev.word_bytes,
+                             write=int(mem_words[1]) * dev.word_bytes)
+
+    # -- training ---------------------------------------------------------------------
+    def fit(self, x, y, epochs: int | None = None, progress=None, scope: str = "train"):
+        """Train for ``epochs`` passes (config.epochs by default) over booleans x [N, o]."""
+        y = np.asarray(y).astype(np.int64)
+        if y.shape != (len(x),) or (y.size and (y.min() < 0 or
+                                                y.max() >= max(self.n_classes, 2))):
+            raise ModelError(f"TsetlinMachine.fit: y must be ({len(x)},) labels in "
+                             f"[0, {max(self.n_classes, 2)})")
+        epochs = self.config.epochs if epochs is None else int(epochs)
+        with self.device.count(scope):
+            lit = self.literals(x)
+        for e in range(epochs):
+            self.train_steps(lit, y, self._order_rng.permutation(len(y)), scope)
+            if progress is not None:
+                progress(e + 1, epochs, {"epoch": e + 1})
+        return self
+
+    def train_steps(self, lit, y, order, scope: str = "train"):
+        """Updates for samples ``order`` of packed literals ``lit`` (one kernel call)."""
+        cfg = self.config
+        counts = np.zeros(len(OP_NAMES), np.int64)
+        mem = np.zeros(2, np.int64)
+        fn = K.train_single if self.n_classes == 1 else K.train_multiclass
+        fn(lit, np.asarray(y, np.int64), np.asarray(order, np.int64), self.state, self.valid,
+           self.nbits, self.bit, self.sign, int(cfg.T), 1.0 / cfg.s,
+           float(np.log1p(-1.0 / cfg.s)) if cfg.s > 1 else -np.inf,
+           bool(cfg.boost_true_positive), self._rng, counts, mem)
+        with self.device.count(scope, samples=len(order)):
+            self._flush(counts, mem)
+        self.updates += len(order)
+
+    # -- state --------------------------------------------------------------------------
+    def states(self) -> np.ndarray:
+        """Integer automaton states [C, m, 2o] in 0 .. 2^B - 1 (include iff >= 2^(B-1))."""
+        b = self.config.state_bits
+        out = np.zeros((self.n_classes, self.config.clauses, self.n_lit), np.int64)
+        for p in range(b):
+            plane = unpack_bits(self.state[..., p].reshape(-1, self.n_w), self.n_lit)
+            out += plane.reshape(out.shape).astype(np.int64) << p
+        return out
+
+    def include(self) -> np.ndarray:
+        """Include actions [C, m, 2o] (bool): the top plane."""
+        top = self.state[..., -1].reshape(-1, self.n_w)
+        return unpack_bits(top, self.n_lit).reshape(self.n_classes, self.config.clauses,
+                                                    self.n_lit).astype(bool)
+
+    def clause_layer(self) -> ClauseLayer:
+        """The trained machine as the engine's ClauseLayer (inference and C export)."""
+        inc = self.include().reshape(-1, self.n_lit)                    # (C*m, 2o)
+        wb = self.device.word_bits
+        cls = np.repeat(np.arange(self.n_classes), self.config.clauses)
+        return ClauseLayer(pack_bits(inc[:, :self.o], wb), pack_bits(inc[:, self.o:], wb),
+                           self.o, cls, np.tile(self.sign, self.n_classes), self.n_classes,
+                           name="tsetlin")
+
+    # -- inference ---------------------------------------------------------------------
+    def scores(self, x, scope: str = "infer") -> np.ndarray:
+        """Class sums [N, C] (unclipped; empty clauses silent) run on the device."""
+        x = _bits(x, self.o, "TsetlinMachine.scores")
+        out = self.device.run([self.clause_layer()], pack_bits(x, self.device.word_bits), scope)
+        return out.scores
+
+    def predict(self, x, scope: str = "infer") -> np.ndarray:
+        s = self.scores(x, scope)
+        return (s[:, 0] >= 0).astype(np.int64) if self.n_classes == 1 else np.argmax(s, 1)
+
+    def evaluate(self, x, y, scope: str = "infer") -> dict:
+        return {"accuracy": float(np.mean(self.predict(x, scope) == np.asarray(y)))}
+
+    # -- convergence -------------------------------------------------------------------
+    def is_absorbing(self, patterns, labels) -> bool:
+        """Exactly: can no automaton of class 0 ever change its action again?
+
+        ``patterns`` [P, o] are the inputs drawn with positive probability, ``labels`` [P]
+        their label (or -1 when both labels occur: label noise). Single-output machines only.
+        """
+        if self.n_classes != 1:
+            raise ModelError("is_absorbing: defined here for the single-output machine "
+                             "(n_classes = 1) of the convergence paper")
+        cfg = self.config
+        x = _bits(patterns, self.o, "is_absorbing")
+        inc = self.include()[0]                                        # (m, 2o)
+        lit = np.concatenate([x, 1 - x], axis=1).astype(bool)          # (P, 2o)
+        fired = ~np.any(inc[None] & ~lit[:, None], axis=2)             # (P, m), empty fires
+        v = np.clip((fired * self.sign).sum(1), -cfg.T, cfg.T)         # (P,)
+        inc_up = cfg.boost_true_positive or cfg.s > 1
+        for p in range(len(x)):
+            for yv in ((0, 1) if labels[p] < 0 else (int(labels[p]),)):
+                if (yv == 1 and v[p] >= cfg.T) or (yv == 0 and v[p] <= -cfg.T):
+                    continue                                           # never selected
+                type1 = (self.sign > 0) == (yv == 1)
+                for j in range(cfg.clauses):
+                    if type1[j]:
+                        if not fired[p, j] and inc[j].any():
+                            return False                               # includes decay (1/s)
+                        if fired[p, j] and inc_up and np.any(~inc[j] & lit[p]):
+                            return False                               # excluded true literal rises
+                    elif fired[p, j] and np.any(~inc[j] & ~lit[p]):
+                        return False                                   # Type II includes a 0
+        return True
+
+    def run_until_absorbed(self, patterns, labels, max_updates: int, check_every: int = 200,
+                           noise: float = 0.0) -> int | None:
+        """Train on uniform i.i.d. draws of ``patterns`` (each label flipped with probability
+        ``noise``) until :meth:`is_absorbing`; returns the updates needed (a multiple of
+        ``check_every``), or None when not absorbed within ``max_updates``."""
+        x = _bits(patterns, self.o, "run_until_absorbed")
+        lab = np.asarray(labels, np.int64)
+        if not 0.0 <= noise < 1.0:
+            raise ModelError(f"run_until_absorbed: noise = {noise}; a probability in [0, 1)")
+        seen = np.full_like(lab, -1) if noise > 0 else lab   # both labels occur under noise
+        with self.device.count("train"):
+            lit = self.literals(x)
+        rs = self._order_rng
+        done = 0
+        while done < max_updates:
+            if self.is_absorbing(x, seen):
+                return done
+            k = min(check_every, max_updates - done)
+            idx = rs.integers(0, len(x), k)
+            y = np.where(rs.random(k) < noise, 1 - lab[idx], lab[idx])
+            self.train_steps(lit[idx], y, np.arange(k))
+            done += k
+        return done if self.is_absorbing(x, seen) else None
+
+
+# -- data ------------------------------------------------------------------------------
+def booleanise(x, method: str = "threshold", threshold: float = 0.5, levels: int = 3):
+    """Booleans for a TM from features in [0, 1]: ``threshold`` (x > t) or ``thermometer``."""
+    if method == "threshold":
+        return datasets.binarize(x, threshold).reshape(len(x), -1)
+    if method == "thermometer":
+        return datasets.thermometer(np.asarray(x).reshape(len(x), -1), levels)
+    raise ModelError(f"booleanise: method {method!r}; use 'threshold' or 'thermometer'")
+
+
+def noisy_xor(n_train: int = 5000, n_test: int = 5000, n_bits: int = 12, noise: float = 0.4,
+              seed: int = 0):
+    """The Noisy XOR set of the TM literature: y = x1 XOR x2 over ``n_bits`` random bits, a
+    ``noise`` share of training labels flipped, a clean test set."""
+    rs = np.random.default_rng(seed)
+    x = rs.integers(0, 2, (n_train + n_test, n_bits)).astype(np.uint8)
+    y = (x[:, 0] ^ x[:, 1]).astype(np.int64)
+    flip = rs.random(n_train) < noise
+    y_tr = np.where(flip, 1 - y[:n_train], y[:n_train])
+    return x[:n_train], y_tr, x[n_train:], y[n_train:]
+
+
+OPERATORS = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}
+
+
+def operator_patterns(op: str, irrelevant: int = 0, k: int = 2):
+    """All inputs (x1..xk, + irrelevant bits) and their noise-free labels: the k-bit AND /
+    OR / XOR (parity) of the first k bits."""
+    if op not in OPERATORS:
+        raise ModelError(f"operator_patterns: op {op!r}; one of {', '.join(OPERATORS)}")
+    if k < 2 or irrelevant < 0 or k + irrelevant > 16:
+        raise ModelError(f"operator_patterns: k = {k}, irrelevant = {irrelevant}; need k >= 2, "
+                         "irrelevant >= 0, k + irrelevant <= 16")
+    n = k + irrelevant
+    x = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(np.uint8)
+    y = x[:, 0].copy()
+    for i in range(1, k):
+        y = OPERATORS[op](y, x[:, i])
+    return x, y.astype(np.int64)

@@ -12,4 +12,4 @@ from models import tversky  # noqa: E402,F401
 from models import klas  # noqa: E402,F401
 from models import snn_cuba  # noqa: E402,F401
 
-__all__ = ["REGISTRY", "ModelCard", "RunResult", "get", "register"]
+

@@ -11,5 +11,7 @@ from models import bep_card  # noqa: E402,F401
 from models import tversky  # noqa: E402,F401
 from models import klas  # noqa: E402,F401
 from models import snn_cuba  # noqa: E402,F401
+from models import pc  # noqa: E402,F401
+from models import diffpc  # noqa: E402,F401
 
-
+__all__ = ["REGISTRY", "ModelCard", "RunResult", "get", "register"]

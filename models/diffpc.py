@@ -36,8 +36,11 @@ Readings chosen where the digest is unsure
 - Weight update: the paper's PC rule with the post-synaptic *target* error eT (local to
   the neuron) and the pre-synaptic *announced* activity xA (what the synapse can rebuild
   from spikes), once per iteration, through AdamW (``PCNet.step``).
-- 8 cycles of n = 8 steps... default: n = 8, 15 cycles (T_iter = 120, DiffPC-L's 120
-  steps read as 15 PC steps x 8), gamma = 0.1 (PC's eta).
+- Defaults: n = 8, 15 cycles (T_iter = 120: DiffPC-L's 120 steps read as 15 PC steps x
+  8 spike steps), gamma = 0.1 (PC's eta), m = 0; AdamW lr 1e-3, weight decay 1e-4 (the
+  paper's values for m, gamma, lr, batch and epochs were not found).
+- Training batches are fixed-size (one compiled engine); each epoch's shuffled remainder
+  of fewer than ``batch_size`` samples is skipped.
 
 Hardware mapping
 ----------------

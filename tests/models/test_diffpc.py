@@ -124,3 +124,25 @@ def test_digits_quick_reaches_90_percent():
     # float PC sends 960 bits per neuron per sample at 15 steps; DiffPC >= 10x fewer here
     assert r.metrics["bits_per_neuron_per_sample"] < 96.0, r.metrics
     assert r.ledger.total_ops("train")["syn_update"] > 0
+
+
+@pytest.mark.parametrize("schedule", ["cyclic", "cyclic-decay", "constant-decay"])
+def test_receivers_rebuild_what_senders_announced(schedule):
+    # xF^2 = W_2 xA^1 + b_2 and b^1 = W_2^T eA^2, except for the spikes of the last step
+    # (still in flight): each is off by at most sum |W| x T(last step)
+    sizes = (10, 8, 4)
+    net = PCNet(sizes, 1e-3, 0.0, seed=5)
+    cfg = DiffPCConfig(hidden=(8,), n=6, cycles=5, batch_size=3, schedule=schedule,
+                       decay_a=0.3, const_c=0.05)
+    eng = DiffPCNetwork(net, 3, cfg, NeuromorphicDevice("loihi2"))
+    x = np.random.default_rng(2).uniform(0, 1, (3, 10))
+    st = eng.iterate(x, np.eye(4)[[1, 2, 3]])
+    W, b = net.W[1].numpy().astype(float), net.b[1].numpy().astype(float)
+    last = cfg.steps - 1
+    d = 1.0 if schedule == "cyclic" else 1 - (1 - 0.3) * last / cfg.steps
+    T_last = 0.05 * d if schedule == "constant-decay" else d * 2.0 ** (0 - last % 6)
+    tol_f = np.abs(W).sum(1) * T_last + 1e-5
+    tol_b = np.abs(W).sum(0) * T_last + 1e-5
+    assert np.all(np.abs(st[2]["xF"] - (st[1]["xA"] @ W.T + b)) <= tol_f)
+    assert np.all(np.abs(st[1]["b"] - st[2]["eA"] @ W) <= tol_b)
+    assert eng.spikes["act"] > 0 and eng.spikes["err"] > 0

@@ -53,7 +53,8 @@ run B network copies side by side. Spikes are graded by the known schedule: payl
 ``s 2^(n-1-k)`` and synapse weight ``W 2^(m-n+1)``, so weight x payload = ``W s T(t)``
 (a shift). Weights are stored as floats (``compile(quantize=False)``, as the paper
 trains in PyTorch); every batch's new weights are written into both the forward and the
-transposed copy with ``update_weights`` (counted as ``syn_update``).
+transposed copy with ``update_weights`` (counted as ``syn_update``); the first layer's
+weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 updates.
 
 Not run through the engine (counted analytically, see ``_count_ff``): the feed-forward
 initialisation (one graded-spike sweep: a spike per non-zero activity, one synop per
@@ -227,6 +228,14 @@ class DiffPCNetwork:
             self.dev.update_weights(f"fwd{layer}", delta, scope=scope)
             self.dev.update_weights(f"bwd{layer}", delta, scope=scope)
             self.index[layer] = new
+        # W_1 (input -> first hidden) has no engine synapses: the clamped input's
+        # feed-forward sweep is counted by _count_ff. Its B copies are still rewritten on
+        # the chip every batch, so their updates are counted here (every weight changes
+        # under AdamW).
+        n1 = self.B * self.net.sizes[0] * self.net.sizes[1]
+        eb = self.dev.compiled.entry_bytes
+        self.dev.ledger.add("syn_update", n1, scope=scope)
+        self.dev.ledger.add_bytes("local", read=n1 * eb, write=n1 * eb, scope=scope)
 
     def iterate(self, x: np.ndarray, y1h: np.ndarray, scope: str = "train") -> dict:
         """One training iteration (FF init + ``cfg.steps`` spiking steps) for B samples.

@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from deploy.runfile import write_result  # noqa: E402
-from models import datasets  # noqa: E402
-from models.diffpc_experiment import run  # noqa: E402
+from deploy.runfile import write_result
+from models import datasets
+from models.diffpc_experiment import run
 
 PAPER = {"digits": None, (400,): 0.892, (1000,): 0.896}
 

@@ -30,7 +30,7 @@ def run(data: datasets.Dataset, hidden=(32,), epochs: int = 30, batch_size: int 
     """Train DiffPC, float PC and BP on ``data``; return results and the comparison."""
     torch.set_num_threads(1)
     nin, ncls = data.n_features, data.n_classes
-    common = dict(hidden=tuple(hidden), epochs=epochs, batch_size=batch_size, seed=seed)
+    common = {"hidden": tuple(hidden), "epochs": epochs, "batch_size": batch_size, "seed": seed}
     out: dict[str, RunResult] = {}
 
     dcfg = DiffPCConfig(**common, **(diffpc_overrides or {}))

@@ -4,16 +4,23 @@ import pytest
 import torch
 
 from hw_profiles.errors import ModelError
-from models.diffpc import (KERNEL, PARAMS, STATE, DiffPCConfig, DiffPCNetwork,
-                           diffpc_update, simulate)
+from models.diffpc import (
+    KERNEL,
+    PARAMS,
+    STATE,
+    DiffPCConfig,
+    DiffPCNetwork,
+    diffpc_update,
+    simulate,
+)
 from models.pc import PCNet
 from sim.neuromorphic import NeuromorphicDevice
 
 
 def _params(h, n, m, gamma=0.0, clamped=0.0, emit_err=1.0, sched=0, a=1.0, T_iter=None,
             c=0.01):
-    vals = dict(gamma=gamma, ncyc=n, m=m, clamped=clamped, emit_err=emit_err, sched=sched,
-                a=a, T_iter=T_iter or n, c=c)
+    vals = {"gamma": gamma, "ncyc": n, "m": m, "clamped": clamped, "emit_err": emit_err,
+            "sched": sched, "a": a, "T_iter": T_iter or n, "c": c}
     return np.array([[vals[p]] * 2 * h for p in PARAMS], float)
 
 

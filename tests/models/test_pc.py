@@ -1,5 +1,4 @@
 """Float PC: FF init, energy descent, PC updates ~ backprop gradients near equilibrium."""
-import numpy as np
 import pytest
 import torch
 
@@ -17,7 +16,7 @@ def _net_and_data(seed=0):
 def test_zero_steps_is_feedforward_with_output_error_only():
     net, x = _net_and_data()
     y = torch.eye(3)[[0, 1, 2, 0, 1]]
-    xs, eps = net.infer(x, y, steps=0, eta=0.1)
+    _xs, eps = net.infer(x, y, steps=0, eta=0.1)
     assert float(eps[1].abs().max()) == 0.0 and float(eps[2].abs().max()) == 0.0
     torch.testing.assert_close(eps[3], y - net.feedforward(x)[3])
 

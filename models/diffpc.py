@@ -369,6 +369,23 @@ def simulate(profile="loihi2", dataset="digits", seed: int = 0, quick: bool = Tr
                      traces)
 
 
+def experiment(quick: bool = True, seed: int = 0, **kw) -> dict:
+    """The paper's comparison: DiffPC vs float PC vs BP (``models/diffpc_experiment.py``).
+
+    ``quick``: digits 64-32-10, 30 epochs. Otherwise Fashion-MNIST 784-1000-10 on the full
+    split (``kw`` may set ``hidden``, ``epochs``, ``batch_size``, ``limit_train``); see
+    ``bench/diffpc.py`` and bench/RESULTS.md for what was actually run.
+    """
+    from models import diffpc_experiment
+    if quick:
+        return diffpc_experiment.run(datasets.digits(), seed=seed, **kw)
+    data = datasets.fashion_mnist(limit_train=kw.pop("limit_train", None))
+    kw.setdefault("hidden", (1000,))
+    kw.setdefault("epochs", 3)
+    kw.setdefault("batch_size", 100)
+    return diffpc_experiment.run(data, seed=seed, **kw)
+
+
 CARD = register(ModelCard(
     name="diffpc",
     title="DiffPC: difference predictive coding with ternary spikes",

@@ -153,3 +153,12 @@ def test_receivers_rebuild_what_senders_announced(schedule):
     assert np.all(np.abs(st[2]["xF"] - (st[1]["xA"] @ W.T + b)) <= tol_f)
     assert np.all(np.abs(st[1]["b"] - st[2]["eA"] @ W) <= tol_b)
     assert eng.spikes["act"] > 0 and eng.spikes["err"] > 0
+
+
+def test_card_is_the_cli_default():
+    import models
+    from deploy import cli
+    card = models.get("diffpc")
+    assert cli.DEFAULT_MODEL == "diffpc"
+    assert card.device_kinds == ("neuromorphic",)
+    assert (card.default_profile, card.default_dataset) == ("loihi2", "digits")

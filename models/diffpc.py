@@ -354,7 +354,7 @@ def simulate(profile="loihi2", dataset="digits", seed: int = 0, quick: bool = Tr
     if quick or dataset == "digits":
         cfg = DiffPCConfig(seed=seed, **overrides)
     else:
-        cfg = DiffPCConfig(hidden=(1000,), epochs=10, batch_size=100, seed=seed, **overrides)
+        cfg = DiffPCConfig(hidden=(1000,), epochs=3, batch_size=100, seed=seed, **overrides)
     dev = NeuromorphicDevice(profile)
     torch.set_num_threads(1)
     model = DiffPCClassifier(data.n_features, data.n_classes, cfg, dev)

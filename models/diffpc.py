@@ -243,6 +243,11 @@ class DiffPCNetwork:
         Returns per layer l >= 1 the (B, K_l) arrays ``xT, xA, xF, eT, eA, b``.
         """
         net, dev, B, sizes = self.net, self.dev, self.B, self.net.sizes
+        x, y1h = np.asarray(x, np.float64), np.asarray(y1h, np.float64)
+        if x.shape != (B, sizes[0]) or y1h.shape != (B, sizes[-1]):
+            raise ModelError(f"[DiffPCNetwork.iterate] x {x.shape} and y1h {y1h.shape}; "
+                             f"expected ({B}, {sizes[0]}) and ({B}, {sizes[-1]}): the engine "
+                             f"was compiled for batches of {B}")
         with torch.no_grad():
             mus = net.feedforward(torch.as_tensor(x, dtype=torch.float32,
                                                   device=net.W[0].device))

@@ -162,3 +162,11 @@ def test_card_is_the_cli_default():
     assert cli.DEFAULT_MODEL == "diffpc"
     assert card.device_kinds == ("neuromorphic",)
     assert (card.default_profile, card.default_dataset) == ("loihi2", "digits")
+
+
+def test_iterate_rejects_a_batch_of_the_wrong_shape():
+    net = PCNet((4, 3, 2), 1e-3, 0.0, seed=0)
+    eng = DiffPCNetwork(net, 2, DiffPCConfig(hidden=(3,), batch_size=2),
+                        NeuromorphicDevice("loihi2"))
+    with pytest.raises(ModelError, match=r"compiled for batches of 2"):
+        eng.iterate(np.zeros((3, 4)), np.zeros((3, 2)))

@@ -25,6 +25,9 @@ decay is ``T = c d(tau)``. Theorem 4.1: a cyclic cycle shrinks ``|xT - xA| < 2^(
 
 Readings chosen where the digest is unsure
 ------------------------------------------
+(A search of public pages found only the paper note the digest was built from and the
+abstract; neither defines m, gamma or the weight-update timing, so these are our readings.)
+
 - Spiking ReLU uses ``>= 0`` (lets xA return to exactly 0 when it holds a power-of-two sum).
 - A spike sent in step t is integrated in step t+1 (one-step latency, the engine's delay 1).
 - ``m``: a config value (default 0: per-cycle changes stay below 2^(m+1) = 2 for
@@ -51,7 +54,9 @@ costs an extra neuron update per step). ``B`` independent copies of the network 
 sample in the batch, block-diagonal synapses) run in one engine call, as the chip would
 run B network copies side by side. Spikes are graded by the known schedule: payload
 ``s 2^(n-1-k)`` and synapse weight ``W 2^(m-n+1)``, so weight x payload = ``W s T(t)``
-(a shift). Weights are stored as floats (``compile(quantize=False)``, as the paper
+(a shift). Under the decay schedules the payload still carries the power-of-two part and
+the receiver multiplies its input by the known ``d(tau)`` of the sending step (a multiply,
+not a shift). Weights are stored as floats (``compile(quantize=False)``, as the paper
 trains in PyTorch); every batch's new weights are written into both the forward and the
 transposed copy with ``update_weights`` (counted as ``syn_update``); the first layer's
 weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 updates.

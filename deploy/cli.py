@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hw_profiles.errors import NeuroedgeError
 
-DEFAULT_MODEL = "mlp"   # the DiffPC issue switches the default to DiffPC on loihi2
+DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2
 
 

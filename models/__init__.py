@@ -14,5 +14,7 @@ from models import snn_cuba  # noqa: E402,F401
 from models import chunk_sparse_attention  # noqa: E402,F401
 from models import filter_heads  # noqa: E402,F401
 from models import tsetlin_card  # noqa: E402,F401
+from models import pc  # noqa: E402,F401
+from models import diffpc  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "ModelCard", "RunResult", "get", "register"]

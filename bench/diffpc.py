@@ -1,0 +1,94 @@
+"""DiffPC vs float PC vs backprop: accuracy, communication and energy per sample.
+
+Usage::
+
+    OMP_NUM_THREADS=1 python bench/diffpc.py                       # digits 64-32-10
+    OMP_NUM_THREADS=1 python bench/diffpc.py --fashion --hidden 400 --limit-train 6000 \
+        --epochs 3 --batch 100
+
+Anchors (paper, digest papers/diffpc.md): Fashion-MNIST 784-1000-10 DiffPC 89.6%,
+784-400-10 89.2% (full data; epochs not reported); MNIST bits/neuron: DiffPC 0.08-0.18,
+PC-SE 960, BP 32. Energies are estimates from the profiles' energy_pj entries (loihi2 for
+DiffPC; a100, jetson-orin, x86-avx2 for float PC and BP), see each profile's sources.
+Writes a run file per method and a comparison JSON under --out; last line RESULT {json}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from deploy.runfile import write_result
+from models import datasets
+from models.diffpc_experiment import run
+
+PAPER = {"digits": None, (400,): 0.892, (1000,): 0.896}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fashion", action="store_true")
+    ap.add_argument("--hidden", type=int, nargs="+", default=None)
+    ap.add_argument("--limit-train", type=int, default=None)
+    ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--out", default="runs/diffpc-bench")
+    args = ap.parse_args()
+    if args.fashion:
+        data = datasets.fashion_mnist(limit_train=args.limit_train)
+        hidden = tuple(args.hidden or (400,))
+        epochs, batch = args.epochs or 3, args.batch or 100
+    else:
+        data = datasets.digits()
+        hidden = tuple(args.hidden or (32,))
+        epochs, batch = args.epochs or 30, args.batch or 32
+    arch = "-".join(map(str, (data.n_features, *hidden, data.n_classes)))
+    print(f"{data.name} {arch}: {len(data.x_train)} train / {len(data.x_test)} test, "
+          f"{epochs} epochs, batch {batch}")
+    t0 = time.time()
+    res = run(data, hidden=hidden, epochs=epochs, batch_size=batch)
+    wall = time.time() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, r in res["results"].items():
+        write_result(out / f"{name}-{data.name}-{arch}.h5", r)
+    cmp_ = res["comparison"]
+    (out / f"comparison-{data.name}-{arch}.json").write_text(json.dumps(cmp_, indent=1))
+
+    paper = PAPER.get(hidden) if args.fashion else None
+    print(f"{'method':<8}{'test acc':>9}{'paper':>7}{'bits/neuron':>13}{'spikes/neuron':>15}")
+    for name in ("diffpc", "pc", "bp"):
+        row = cmp_[name]
+        pap = f"{paper:.3f}" if (paper and name == "diffpc") else "-"
+        sp = row.get("spikes_per_neuron_per_sample")
+        print(f"{name:<8}{row['test_accuracy']:>9.4f}{pap:>7}"
+              f"{row['bits_per_neuron_per_sample']:>13.3f}"
+              f"{'-' if sp is None else f'{sp:.3f}':>15}")
+    print(f"communication ratio float PC / DiffPC: {cmp_['comm_ratio_pc_over_diffpc']:.1f}x "
+          "(target >= 100; paper ~5,000 on MNIST with its error-phase count)")
+    print("energy per sample (estimates; J):   train      infer")
+    for name in ("diffpc", "pc", "bp"):
+        for k, v in cmp_[name].items():
+            if k.startswith("train_j_per_sample@"):
+                p = k.split("@")[1]
+                print(f"  {name:<7}{p:<13}{v:>10.3e} {cmp_[name][f'infer_j_per_sample@{p}']:>10.3e}")
+    result = {"dataset": data.name, "arch": arch, "train_samples": len(data.x_train),
+              "epochs": epochs, "batch": batch, "wall_s": wall,
+              **{f"acc_{n}": cmp_[n]["test_accuracy"] for n in ("diffpc", "pc", "bp")},
+              "acc_paper_diffpc": paper,
+              "bits_diffpc": cmp_["diffpc"]["bits_per_neuron_per_sample"],
+              "spikes_diffpc": cmp_["diffpc"]["spikes_per_neuron_per_sample"],
+              "comm_ratio_pc_over_diffpc": cmp_["comm_ratio_pc_over_diffpc"],
+              "train_j_diffpc_loihi2": cmp_["diffpc"]["train_j_per_sample@loihi2"],
+              "infer_j_diffpc_loihi2": cmp_["diffpc"]["infer_j_per_sample@loihi2"],
+              "train_j_pc_a100": cmp_["pc"]["train_j_per_sample@a100"],
+              "train_j_bp_a100": cmp_["bp"]["train_j_per_sample@a100"]}
+    print("RESULT " + json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,409 @@
+"""DiffPC: predictive coding with ternary spikes, trained on NeuromorphicDevice.
+
+Karlsson, Fianda & Kamarainen, "Difference Predictive Coding for Training Spiking Neural
+Networks", ICLR 2026 (https://openreview.net/forum?id=iu9dbz2lB9). The PDF was not
+readable offline; equations follow the digest ``papers/diffpc.md`` section B (taken from
+the paper note's full text). Float PC (``models/pc.py``) supplies weights, AdamW and the
+feed-forward pass, so only the messaging differs between the two.
+
+Per hidden neuron of layer l (state ``xT`` target, ``xA`` announced activity, ``xF``
+prediction rebuilt from spikes, ``eT`` target error, ``eA`` announced error, ``b``
+feedback sum), every step t, with threshold ``T(t)``:
+
+1. receive: ``xF += T W_l s_A^{l-1}``, ``b += T W_{l+1}^T s_e^{l+1}`` (spikes of step t-1);
+2. ``eT = xT - xF``;
+3. at cycle starts (t mod n == 0): ``xT += gamma (-eT + 1[xT > 0] b)``;
+4. activity spike ``s_A = sign(xT - xA) 1[|xT - xA| > T]``, spiking ReLU
+   ``s_A *= 1[xA + T s_A >= 0]``, ``xA += T s_A``;
+5. error spike ``s_e = sign(eT - eA) 1[|eT - eA| > T]``, ``eA += T s_e``;
+6. emit ``s_A`` up and ``s_e`` down.
+
+Schedules: cyclic ``T = 2^m / 2^(t mod n)`` (default); cyclic-decay multiplies it by
+``d(tau) = 1 - (1 - a) tau / T_iter``, tau = step within the training iteration; constant-
+decay is ``T = c d(tau)``. Theorem 4.1: a cyclic cycle shrinks ``|xT - xA| < 2^(m+1)`` to
+``< 2^(m+1-n)``.
+
+Readings chosen where the digest is unsure
+------------------------------------------
+(A search of public pages found only the paper note the digest was built from and the
+abstract; neither defines m, gamma or the weight-update timing, so these are our readings.)
+
+- Spiking ReLU uses ``>= 0`` (lets xA return to exactly 0 when it holds a power-of-two sum).
+- A spike sent in step t is integrated in step t+1 (one-step latency, the engine's delay 1).
+- ``m``: a config value (default 0: per-cycle changes stay below 2^(m+1) = 2 for
+  inputs in [0, 1] and one-hot targets).
+- Output layer: target clamped to the one-hot label, ``eT = y - xF`` sent down as error
+  spikes; it sends no activity spikes. The first hidden layer gets its (constant)
+  prediction from the clamped input in the feed-forward init and sends no error spikes
+  (the input has no neurons to receive them).
+- Weight update: the paper's PC rule with the post-synaptic *target* error eT (local to
+  the neuron) and the pre-synaptic *announced* activity xA (what the synapse can rebuild
+  from spikes), once per iteration, through AdamW (``PCNet.step``).
+- Defaults: n = 8, 15 cycles (T_iter = 120: DiffPC-L's 120 steps read as 15 PC steps x
+  8 spike steps), gamma = 0.1 (PC's eta), m = 0; AdamW lr 1e-3, weight decay 1e-4 (the
+  paper's values for m, gamma, lr, batch and epochs were not found).
+- Training batches are fixed-size (one compiled engine); each epoch's shuffled remainder
+  of fewer than ``batch_size`` samples is skipped.
+
+Hardware mapping
+----------------
+One engine population per layer, a custom :class:`NeuronKernel` of two compartments per
+neuron: rows ``[0, B*K)`` hold the state and send activity spikes, rows ``[B*K, 2*B*K)``
+are the error port (its own axon, so activity and error spikes travel separately; it
+costs an extra neuron update per step). ``B`` independent copies of the network (one per
+sample in the batch, block-diagonal synapses) run in one engine call, as the chip would
+run B network copies side by side. Spikes are graded by the known schedule: payload
+``s 2^(n-1-k)`` and synapse weight ``W 2^(m-n+1)``, so weight x payload = ``W s T(t)``
+(a shift). Under the decay schedules the payload still carries the power-of-two part and
+the receiver multiplies its input by the known ``d(tau)`` of the sending step (a multiply,
+not a shift). Weights are stored as floats (``compile(quantize=False)``, as the paper
+trains in PyTorch); every batch's new weights are written into both the forward and the
+transposed copy with ``update_weights`` (counted as ``syn_update``); the first layer's
+weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 updates.
+
+Not run through the engine (counted analytically, see ``_count_ff``): the feed-forward
+initialisation (one graded-spike sweep: a spike per non-zero activity, one synop per
+target) and test-time inference (the same sweep). Router hops are not counted for them.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from numba import njit
+
+from hw_profiles.errors import ModelError
+from models import datasets
+from models.pc import PCNet, check_xy
+from models.registry import ModelCard, Progress, RunResult, register
+from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
+
+SCHEDULES = ("cyclic", "cyclic-decay", "constant-decay")
+STATE = ("xT", "xA", "xF", "eT", "eA", "b", "clk")
+PARAMS = ("gamma", "ncyc", "m", "clamped", "emit_err", "sched", "a", "T_iter", "c")
+
+
+@njit(cache=True)
+def threshold(clk, n, m, sched, a, T_iter, c):
+    """T_theta at global step ``clk`` of the iteration (float)."""
+    d = 1.0 - (1.0 - a) * (clk % T_iter) / T_iter
+    if sched == 2:
+        return c * d
+    return d * 2.0 ** (m - clk % n)
+
+
+@njit(cache=True)
+def diffpc_update(inp, state, params, payload):
+    """One DiffPC step for a layer of B*K two-compartment neurons (see module docstring).
+
+    inp (2BK, 2): channel 0 = forward (activity) input, channel 1 = feedback (error) input,
+    both already W x payload; only rows [0, BK) receive. state (7, 2BK); params (9, 2BK).
+    """
+    h = state.shape[1] // 2
+    gamma, n, m = params[0, 0], int(params[1, 0]), params[2, 0]
+    clamped, emit_err, sched = params[3, 0], params[4, 0], int(params[5, 0])
+    a, T_iter, c = params[6, 0], int(params[7, 0]), params[8, 0]
+    clk = int(state[6, 0])
+    k = clk % n
+    T = threshold(clk, n, m, sched, a, T_iter, c)
+    # the receiver undoes the decay factor of the sender's step (clk - 1): known schedule
+    d_prev = 1.0 - (1.0 - a) * ((clk - 1) % T_iter) / T_iter if clk > 0 else 0.0
+    grade = 1 if sched == 2 else 1 << (n - 1 - k)
+    for i in range(h):
+        xT, xA, xF = state[0, i], state[1, i], state[2, i]
+        eA, b = state[4, i], state[5, i]
+        xF += d_prev * inp[i, 0]
+        b += d_prev * inp[i, 1]
+        eT = xT - xF
+        if k == 0 and clamped == 0.0:
+            xT += gamma * (-eT + (1.0 if xT > 0.0 else 0.0) * b)
+        s = 0
+        if clamped == 0.0:
+            dx = xT - xA
+            s = 1 if dx > T else (-1 if dx < -T else 0)
+            if xA + T * s < 0.0:             # spiking ReLU (>= 0 reading)
+                s = 0
+            xA += T * s
+        de = eT - eA
+        se = 1 if de > T else (-1 if de < -T else 0)
+        eA += T * se
+        payload[i] = s * grade
+        if emit_err != 0.0:
+            payload[h + i] = se * grade
+        state[0, i], state[1, i], state[2, i] = xT, xA, xF
+        state[3, i], state[4, i], state[5, i] = eT, eA, b
+    for i in range(state.shape[1]):
+        state[6, i] = clk + 1
+
+
+KERNEL = NeuronKernel("diffpc", diffpc_update, state_names=STATE, param_names=PARAMS,
+                      n_channels=2)
+
+
+@dataclass
+class DiffPCConfig:
+    """Hyperparameters; defaults are the quick digits setting (64-32-10)."""
+
+    hidden: tuple[int, ...] = (32,)
+    n: int = 8                 # steps per threshold cycle (DiffPC-L: 120 = 15 x 8)
+    cycles: int = 15           # gamma updates per iteration (PC-SE's 15 steps)
+    m: int = 0                 # 2^(m+1) bounds a per-cycle change
+    gamma: float = 0.1         # target step (PC's eta)
+    schedule: str = "cyclic"
+    decay_a: float = 1.0       # d(tau) floor of the decay schedules (1 = no decay)
+    const_c: float = 0.01      # constant-decay threshold scale
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    seed: int = 0
+
+    def __post_init__(self):
+        self.hidden = tuple(int(h) for h in self.hidden)
+        if not self.hidden or any(h < 1 for h in self.hidden):
+            raise ModelError(f"DiffPCConfig.hidden = {self.hidden}: need >= 1 hidden layer")
+        for name in ("n", "cycles", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ModelError(f"DiffPCConfig.{name} = {getattr(self, name)}: must be >= 1")
+        if self.schedule not in SCHEDULES:
+            raise ModelError(f"DiffPCConfig.schedule = {self.schedule!r}; expected one of "
+                             f"{SCHEDULES}")
+        if not 0 < self.decay_a <= 1:
+            raise ModelError(f"DiffPCConfig.decay_a = {self.decay_a}: must be in (0, 1]")
+        if not (self.gamma > 0 and self.lr > 0 and self.const_c > 0):
+            raise ModelError("DiffPCConfig: gamma, lr and const_c must be > 0")
+
+    @property
+    def steps(self) -> int:
+        return self.n * self.cycles
+
+
+class DiffPCNetwork:
+    """B copies of a DiffPC network compiled on a NeuromorphicDevice.
+
+    Parameters
+    ----------
+    net : PCNet holding the weights (read on build and by ``push_weights``)
+    batch : B, samples run side by side
+    config : DiffPCConfig
+    device : NeuromorphicDevice
+    """
+
+    def __init__(self, net: PCNet, batch: int, config: DiffPCConfig,
+                 device: NeuromorphicDevice):
+        self.net, self.B, self.cfg, self.dev = net, int(batch), config, device
+        cfg = config
+        bits = device.profile.limit("spike_payload_bits")
+        if cfg.schedule != "constant-decay" and (bits is None or cfg.n > int(bits) - 1):
+            raise ModelError(f"DiffPCConfig.n = {cfg.n}: graded payloads up to 2^(n-1) need "
+                             f"n <= spike_payload_bits - 1 = "
+                             f"{None if bits is None else int(bits) - 1} on "
+                             f"{device.profile.name}")
+        self.scale = cfg.const_c if cfg.schedule == "constant-decay" \
+            else 2.0 ** (cfg.m - cfg.n + 1)
+        sizes, B = net.sizes, self.B
+        nw = Network(dt=1e-3)
+        sched = SCHEDULES.index(cfg.schedule)
+        a = 1.0 if cfg.schedule == "cyclic" else cfg.decay_a
+        for layer in range(1, len(sizes)):
+            out = layer == len(sizes) - 1
+            nw.population(f"h{layer}", 2 * B * sizes[layer], KERNEL, gamma=cfg.gamma,
+                          ncyc=cfg.n, m=cfg.m, clamped=float(out), emit_err=float(layer > 1),
+                          sched=sched, a=a, T_iter=cfg.steps, c=cfg.const_c)
+        self.index = {}
+        for layer in range(2, len(sizes)):
+            ki, ko = sizes[layer - 1], sizes[layer]
+            s, i, j = (g.ravel() for g in np.meshgrid(np.arange(B), np.arange(ko),
+                                                      np.arange(ki), indexing="ij"))
+            w = np.tile(net.W[layer - 1].cpu().numpy().ravel(), B) * self.scale
+            nw.connect(f"h{layer - 1}", f"h{layer}", w, pre_idx=s * ki + j,
+                       post_idx=s * ko + i, channel=0, name=f"fwd{layer}")
+            nw.connect(f"h{layer}", f"h{layer - 1}", w, pre_idx=B * ko + s * ko + i,
+                       post_idx=s * ki + j, channel=1, name=f"bwd{layer}")
+            self.index[layer] = w / self.scale
+        device.compile(nw, quantize=False)
+        self.spikes = {"act": 0, "err": 0}
+
+    def push_weights(self, scope: str = "train/learn") -> None:
+        """Write the PCNet's current weights into both synapse copies (syn_update)."""
+        for layer, old in self.index.items():
+            new = np.tile(self.net.W[layer - 1].cpu().numpy().ravel(), self.B)
+            delta = (new - old) * self.scale
+            self.dev.update_weights(f"fwd{layer}", delta, scope=scope)
+            self.dev.update_weights(f"bwd{layer}", delta, scope=scope)
+            self.index[layer] = new
+        # W_1 (input -> first hidden) has no engine synapses: the clamped input's
+        # feed-forward sweep is counted by _count_ff. Its B copies are still rewritten on
+        # the chip every batch, so their updates are counted here (every weight changes
+        # under AdamW).
+        n1 = self.B * self.net.sizes[0] * self.net.sizes[1]
+        eb = self.dev.compiled.entry_bytes
+        self.dev.ledger.add("syn_update", n1, scope=scope)
+        self.dev.ledger.add_bytes("local", read=n1 * eb, write=n1 * eb, scope=scope)
+
+    def iterate(self, x: np.ndarray, y1h: np.ndarray, scope: str = "train") -> dict:
+        """One training iteration (FF init + ``cfg.steps`` spiking steps) for B samples.
+
+        Returns per layer l >= 1 the (B, K_l) arrays ``xT, xA, xF, eT, eA, b``.
+        """
+        net, dev, B, sizes = self.net, self.dev, self.B, self.net.sizes
+        x, y1h = np.asarray(x, np.float64), np.asarray(y1h, np.float64)
+        if x.shape != (B, sizes[0]) or y1h.shape != (B, sizes[-1]):
+            raise ModelError(f"[DiffPCNetwork.iterate] x {x.shape} and y1h {y1h.shape}; "
+                             f"expected ({B}, {sizes[0]}) and ({B}, {sizes[-1]}): the engine "
+                             f"was compiled for batches of {B}")
+        with torch.no_grad():
+            mus = net.feedforward(torch.as_tensor(x, dtype=torch.float32,
+                                                  device=net.W[0].device))
+        mus = [m.cpu().double().numpy() for m in mus]
+        _count_ff(dev, mus, scope=f"{scope}/ffinit")
+        dev.inbuf[:] = 0.0      # no spike of the previous batch is still in flight
+        for layer in range(1, len(sizes)):
+            st, _ = dev.custom[f"h{layer}"]
+            st[:] = 0.0
+            h = B * sizes[layer]
+            mu = mus[layer].ravel()
+            st[2, :h] = mu                                      # xF
+            if layer == len(sizes) - 1:
+                st[0, :h] = y1h.ravel()                         # clamped target
+            else:
+                st[0, :h] = mu                                  # xT
+                st[1, :h] = np.maximum(mu, 0.0)                 # xA = phi(xT)
+        res = dev.run(self.cfg.steps, scope=scope)
+        out = {}
+        for layer in range(1, len(sizes)):
+            name, h = f"h{layer}", B * sizes[layer]
+            st, _ = dev.custom[name]
+            out[layer] = {v: st[k, :h].reshape(B, sizes[layer]).copy()
+                          for k, v in enumerate(STATE[:-1])}
+            idx = res.spikes[name][1]
+            n_err = int(np.count_nonzero(idx >= h))
+            self.spikes["act"] += idx.size - n_err
+            self.spikes["err"] += n_err
+        return out
+
+
+def _count_ff(dev: NeuromorphicDevice, mus: list[np.ndarray], scope: str) -> None:
+    """Feed-forward sweep as graded spikes: one per non-zero presynaptic activity, one
+    synop per target, one active update per neuron (counted, not simulated)."""
+    spikes = synops = 0
+    for layer in range(len(mus) - 1):
+        act = mus[layer] if layer == 0 else np.maximum(mus[layer], 0.0)
+        nz = int(np.count_nonzero(act))
+        spikes += nz
+        synops += nz * mus[layer + 1].shape[1]
+    dev.ledger.add("spike", spikes, scope=scope)
+    dev.ledger.add("synop", synops, scope=scope)
+    dev.ledger.add("neuron_update_active", sum(m.size for m in mus[1:]), scope=scope)
+
+
+class DiffPCClassifier:
+    """DiffPC trained on a NeuromorphicDevice; weights and AdamW from PCNet."""
+
+    def __init__(self, n_inputs: int, n_classes: int, config: DiffPCConfig,
+                 device: NeuromorphicDevice):
+        self.config, self.device = config, device
+        self.sizes = (n_inputs, *config.hidden, n_classes)
+        self.net = PCNet(self.sizes, config.lr, config.weight_decay, config.seed)
+        self.engine = DiffPCNetwork(self.net, config.batch_size, config, device)
+        self.history: list[dict] = []
+        self.samples = 0
+
+    def fit(self, x, y, progress: Progress | None = None):
+        """Train; the last partial batch of each (shuffled) epoch is skipped."""
+        check_xy(x, y, self.sizes, "DiffPCClassifier.fit")
+        cfg, B = self.config, self.config.batch_size
+        if len(x) < B:
+            raise ModelError(f"DiffPCClassifier.fit: {len(x)} samples < batch_size {B}")
+        y1h = np.eye(self.sizes[-1])[y]
+        for epoch in range(cfg.epochs):
+            order = datasets.rng(cfg.seed + epoch).permutation(len(x))
+            err = 0.0
+            for s in range(0, len(x) - B + 1, B):
+                idx = order[s:s + B]
+                st = self.engine.iterate(x[idx], y1h[idx])
+                pre = [torch.as_tensor(x[idx], dtype=torch.float32)] + \
+                    [torch.as_tensor(st[k]["xA"], dtype=torch.float32)
+                     for k in range(1, len(self.sizes) - 1)]
+                eps = [None] + [torch.as_tensor(st[k]["eT"], dtype=torch.float32)
+                                for k in range(1, len(self.sizes))]
+                self.net.step(pre, eps)
+                self.engine.push_weights()
+                self.device.ledger.add_samples(B, scope="train")
+                self.samples += B
+                err += float((st[len(self.sizes) - 1]["eT"] ** 2).sum()) / 2
+            rec = {"epoch": epoch + 1, "output_energy": err / (len(x) // B * B)}
+            self.history.append(rec)
+            if progress:
+                progress(epoch + 1, cfg.epochs, rec)
+        return self
+
+    def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
+        check_xy(x, y, self.sizes, "DiffPCClassifier.evaluate")
+        with torch.no_grad():
+            mus = self.net.feedforward(torch.as_tensor(x, dtype=torch.float32))
+        _count_ff(self.device, [m.double().numpy() for m in mus], scope=scope)
+        self.device.ledger.add_samples(len(x), scope=scope)
+        return {"accuracy": float(np.mean(mus[-1].argmax(1).numpy() == y))}
+
+    def comm(self) -> dict[str, float]:
+        """Spikes and bits (2 per ternary spike, the paper's count) per neuron per sample."""
+        neurons = sum(self.sizes[1:])
+        sp = self.engine.spikes
+        per = max(self.samples, 1) * neurons
+        return {"spikes_per_neuron_per_sample": (sp["act"] + sp["err"]) / per,
+                "error_spikes_per_neuron_per_sample": sp["err"] / per,
+                "bits_per_neuron_per_sample": 2.0 * (sp["act"] + sp["err"]) / per}
+
+
+def simulate(profile="loihi2", dataset="digits", seed: int = 0, quick: bool = True,
+             progress: Progress | None = None, **overrides) -> RunResult:
+    """Train DiffPC on the engine and test it; ``quick=False`` on Fashion-MNIST: 784-1000-10."""
+    data = datasets.load(dataset)
+    if quick or dataset == "digits":
+        cfg = DiffPCConfig(seed=seed, **overrides)
+    else:
+        cfg = DiffPCConfig(hidden=(1000,), epochs=3, batch_size=100, seed=seed, **overrides)
+    dev = NeuromorphicDevice(profile)
+    torch.set_num_threads(1)
+    model = DiffPCClassifier(data.n_features, data.n_classes, cfg, dev)
+    model.fit(data.x_train, data.y_train, progress=progress)
+    acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
+    metrics = {"test_accuracy": acc, **model.comm(),
+               "output_energy": model.history[-1]["output_energy"]}
+    config = {**asdict(cfg), "hidden": list(cfg.hidden), "sizes": list(model.sizes),
+              "steps": cfg.steps}
+    traces = {"output_energy": np.array([h["output_energy"] for h in model.history])}
+    return RunResult("diffpc", dev.profile.name, data.name, config, metrics, dev.ledger,
+                     traces)
+
+
+def experiment(quick: bool = True, seed: int = 0, **kw) -> dict:
+    """The paper's comparison: DiffPC vs float PC vs BP (``models/diffpc_experiment.py``).
+
+    ``quick``: digits 64-32-10, 30 epochs. Otherwise Fashion-MNIST 784-1000-10 on the full
+    split (``kw`` may set ``hidden``, ``epochs``, ``batch_size``, ``limit_train``); see
+    ``bench/diffpc.py`` and bench/RESULTS.md for what was actually run.
+    """
+    from models import diffpc_experiment
+    if quick:
+        return diffpc_experiment.run(datasets.digits(), seed=seed, **kw)
+    data = datasets.fashion_mnist(limit_train=kw.pop("limit_train", None))
+    kw.setdefault("hidden", (1000,))
+    kw.setdefault("epochs", 3)
+    kw.setdefault("batch_size", 100)
+    return diffpc_experiment.run(data, seed=seed, **kw)
+
+
+CARD = register(ModelCard(
+    name="diffpc",
+    title="DiffPC: difference predictive coding with ternary spikes",
+    reference="Karlsson, Fianda & Kamarainen, ICLR 2026, openreview.net/forum?id=iu9dbz2lB9",
+    claim="PC-level accuracy with >100x less data movement than float PC (ternary spikes)",
+    device_kinds=("neuromorphic",),
+    datasets=("digits", "fashion-mnist"),
+    default_dataset="digits",
+    default_profile="loihi2",
+    simulate=simulate,
+))

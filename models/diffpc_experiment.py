@@ -1,0 +1,77 @@
+"""DiffPC's comparison: DiffPC (loihi2) vs float PC and backprop (GPU/CPU profiles).
+
+Trains the three methods on the same data, architecture and number of epochs, and returns
+one RunResult per method (each with its own ledger) plus a comparison dict: test accuracy,
+bits per neuron per sample (same formula for all: float PC 64 x steps, BP 32, DiffPC
+2 x measured spikes / neurons), spikes per neuron per sample, and energy per training
+sample and per inference (estimates priced from the profiles' ``energy_pj`` entries;
+see ``sim/pricing.py`` and each profile's ``sources``).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import torch
+
+from models import datasets
+from models.diffpc import DiffPCClassifier, DiffPCConfig
+from models.mlp import MLPClassifier, MLPConfig
+from models.pc import PCClassifier, PCConfig, comm_bits_per_neuron
+from models.registry import RunResult
+from sim.neuromorphic import NeuromorphicDevice
+from sim.torch_engine import TorchDevice
+
+GPU_PROFILES = ("a100", "jetson-orin", "x86-avx2")
+
+
+def run(data: datasets.Dataset, hidden=(32,), epochs: int = 30, batch_size: int = 32,
+        seed: int = 0, progress=None, diffpc_overrides=None) -> dict:
+    """Train DiffPC, float PC and BP on ``data``; return results and the comparison."""
+    torch.set_num_threads(1)
+    nin, ncls = data.n_features, data.n_classes
+    common = {"hidden": tuple(hidden), "epochs": epochs, "batch_size": batch_size, "seed": seed}
+    out: dict[str, RunResult] = {}
+
+    dcfg = DiffPCConfig(**common, **(diffpc_overrides or {}))
+    dev = NeuromorphicDevice("loihi2")
+    dm = DiffPCClassifier(nin, ncls, dcfg, dev).fit(data.x_train, data.y_train, progress)
+    acc = dm.evaluate(data.x_test, data.y_test)["accuracy"]
+    out["diffpc"] = RunResult("diffpc", "loihi2", data.name, asdict(dcfg),
+                              {"test_accuracy": acc, **dm.comm()}, dev.ledger)
+
+    pcfg = PCConfig(**common)
+    tdev = TorchDevice("a100")
+    pm = PCClassifier(nin, ncls, pcfg, tdev).fit(data.x_train, data.y_train, progress)
+    acc = pm.evaluate(data.x_test, data.y_test)["accuracy"]
+    out["pc"] = RunResult("pc", "a100", data.name, asdict(pcfg),
+                          {"test_accuracy": acc,
+                           "bits_per_neuron_per_sample": comm_bits_per_neuron(pcfg.steps)},
+                          tdev.ledger)
+
+    mcfg = MLPConfig(**common)
+    bdev = TorchDevice("a100")
+    bm = MLPClassifier(nin, ncls, mcfg, bdev)
+    bm.fit(data.x_train, data.y_train, progress=progress)
+    acc = bm.evaluate(data.x_test, data.y_test)["accuracy"]
+    out["bp"] = RunResult("mlp", "a100", data.name, asdict(mcfg),
+                          {"test_accuracy": acc, "bits_per_neuron_per_sample": 32.0},
+                          bdev.ledger)
+    return {"results": out, "comparison": compare(out)}
+
+
+def compare(results: dict[str, RunResult]) -> dict:
+    """Accuracy, bits, and energy per train sample / inference on each profile."""
+    table = {}
+    for name, r in results.items():
+        profiles = ("loihi2",) if name == "diffpc" else GPU_PROFILES
+        row = {k: float(v) for k, v in r.metrics.items()}
+        for p in profiles:
+            per = r.ledger.price(p).per_sample_j()
+            row[f"train_j_per_sample@{p}"] = per.get("train", np.nan)
+            row[f"infer_j_per_sample@{p}"] = per.get("infer", np.nan)
+        table[name] = row
+    d, pc = table["diffpc"], table["pc"]
+    table["comm_ratio_pc_over_diffpc"] = pc["bits_per_neuron_per_sample"] / \
+        max(d["bits_per_neuron_per_sample"], 1e-12)
+    return table

@@ -1,0 +1,213 @@
+"""Float predictive coding (PC) classifier on TorchDevice: DiffPC's float baseline ("PC-SE").
+
+Discriminative PC (Whittington & Bogacz 2017, doi:10.1162/NECO_a_00949; Millidge et al.
+arXiv:2006.04182; Rosenbaum 2022, arXiv:2106.13082), the "Strict" variant of the DiffPC
+digest (section A):
+
+- prediction ``mu_l = W_l phi(x_{l-1}) + b_l`` (``phi`` = ReLU on hidden layers, identity
+  on the input pixels, which are >= 0), error ``eps_l = x_l - mu_l``,
+  energy ``F = 1/2 sum_l ||eps_l||^2``;
+- per batch: feed-forward init ``x_l = mu_l``; clamp ``x_L = y`` (one-hot); ``steps``
+  inference steps ``x_l += eta (-eps_l + phi'(x_l) * W_{l+1}^T eps_{l+1})`` on hidden
+  layers, recomputing mu and eps every step;
+- weight rule ``dW_l = eps_l phi(x_{l-1})^T``, ``db_l = eps_l`` (batch mean), fed as
+  ``-dW`` to AdamW.
+
+Every tensor op of training and inference runs inside ``TorchDevice.count`` so the ledger
+holds its ops and bytes. Inference (test) is the feed-forward pass: argmax of ``mu_L``.
+Communication per neuron and inference step is two dense 32-bit floats (``phi(x)`` up,
+``eps`` down), the digest's 64 bits x steps.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from hw_profiles.errors import ModelError
+from models import datasets
+from models.registry import ModelCard, Progress, RunResult, register
+from sim.torch_engine import TorchDevice
+
+
+@dataclass
+class PCConfig:
+    """Hyperparameters; defaults are the quick digits setting (64-32-10)."""
+
+    hidden: tuple[int, ...] = (32,)
+    steps: int = 15          # DiffPC's PC-SE baseline uses 15 inference steps
+    eta: float = 0.1         # Torch2PC's default inference rate
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-3         # AdamW step size (not reported in the paper)
+    weight_decay: float = 1e-4
+    seed: int = 0
+
+    def __post_init__(self):
+        self.hidden = tuple(int(h) for h in self.hidden)
+        if not self.hidden or any(h < 1 for h in self.hidden):
+            raise ModelError(f"PCConfig.hidden = {self.hidden}: need >= 1 hidden layer, "
+                             "each with >= 1 unit")
+        for name in ("steps", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ModelError(f"PCConfig.{name} = {getattr(self, name)}: must be >= 1")
+        if not (self.lr > 0 and self.eta > 0):
+            raise ModelError(f"PCConfig lr = {self.lr}, eta = {self.eta}: both must be > 0")
+
+
+def relu_prime(x: torch.Tensor) -> torch.Tensor:
+    return (x > 0).to(x.dtype)
+
+
+class PCNet:
+    """Weights, AdamW and the float PC dynamics; DiffPC reuses the weights and optimizer.
+
+    Parameters
+    ----------
+    sizes : (K_0, ..., K_L) layer widths, input first
+    lr, weight_decay, seed : AdamW settings and the init seed
+    torch_device : where the tensors live
+    """
+
+    def __init__(self, sizes, lr: float, weight_decay: float, seed: int,
+                 torch_device="cpu"):
+        self.sizes = tuple(int(s) for s in sizes)
+        gen = torch.Generator().manual_seed(seed)
+        self.W, self.b = [], []
+        for a, k in zip(self.sizes[:-1], self.sizes[1:]):
+            bound = 1.0 / np.sqrt(a)   # torch.nn.Linear's default init range
+            self.W.append(((torch.rand(k, a, generator=gen) * 2 - 1) * bound)
+                          .to(torch_device))                       # (K_l, K_{l-1})
+            self.b.append(((torch.rand(k, generator=gen) * 2 - 1) * bound).to(torch_device))
+        self.opt = torch.optim.AdamW(self.W + self.b, lr=lr, weight_decay=weight_decay,
+                                     foreach=True)
+
+    @property
+    def L(self) -> int:
+        return len(self.W)
+
+    @staticmethod
+    def phi(x: torch.Tensor, layer: int) -> torch.Tensor:
+        return x if layer == 0 else torch.relu(x)   # input pixels pass unchanged
+
+    def predict(self, xs: list[torch.Tensor], layer: int) -> torch.Tensor:
+        """mu_l = W_l phi(x_{l-1}) + b_l, (B, K_l)."""
+        return self.phi(xs[layer - 1], layer - 1) @ self.W[layer - 1].T + self.b[layer - 1]
+
+    def feedforward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        xs = [x]
+        for layer in range(1, self.L + 1):
+            xs.append(self.predict(xs, layer))
+        return xs
+
+    def infer(self, x: torch.Tensor, y1h: torch.Tensor, steps: int, eta: float):
+        """Strict PC inference; returns the states xs and errors eps (index = layer)."""
+        xs = self.feedforward(x)
+        xs[-1] = y1h
+        for _ in range(steps):
+            eps = [None] + [xs[k] - self.predict(xs, k) for k in range(1, self.L + 1)]
+            for k in range(1, self.L):
+                fb = eps[k + 1] @ self.W[k]                       # W_{l+1}^T eps_{l+1}
+                xs[k] = xs[k] + eta * (-eps[k] + relu_prime(xs[k]) * fb)
+        eps = [None] + [xs[k] - self.predict(xs, k) for k in range(1, self.L + 1)]
+        return xs, eps
+
+    def step(self, pre: list[torch.Tensor], eps: list[torch.Tensor]) -> None:
+        """PC weight rule through AdamW: grad W_l = -eps_l pre_{l-1}^T / B.
+
+        ``pre[l]`` is the presynaptic activity phi(x_l) (or DiffPC's announced copy)."""
+        B = eps[1].shape[0]
+        for k in range(1, self.L + 1):
+            self.W[k - 1].grad = -(eps[k].T @ pre[k - 1]) / B
+            self.b[k - 1].grad = -eps[k].mean(0)
+        self.opt.step()
+
+    def presyn(self, xs):
+        return [self.phi(xs[k], k) for k in range(len(xs))]
+
+
+def check_xy(x: np.ndarray, y: np.ndarray | None, sizes, what: str) -> None:
+    if x.ndim != 2 or x.shape[1] != sizes[0]:
+        raise ModelError(f"{what}: x has shape {x.shape}, expected (N, {sizes[0]})")
+    if y is not None and (y.shape != (x.shape[0],) or (y.size and (y.min() < 0 or
+                                                                   y.max() >= sizes[-1]))):
+        raise ModelError(f"{what}: y has shape {y.shape} and must be ({x.shape[0]},) labels "
+                         f"in 0..{sizes[-1] - 1}")
+
+
+class PCClassifier:
+    """Float PC trained with AdamW on a TorchDevice (ops counted under train/infer)."""
+
+    def __init__(self, n_inputs: int, n_classes: int, config: PCConfig, device: TorchDevice):
+        self.config, self.device = config, device
+        self.sizes = (n_inputs, *config.hidden, n_classes)
+        self.net = PCNet(self.sizes, config.lr, config.weight_decay, config.seed,
+                         device.torch_device)
+        self.history: list[dict] = []
+
+    def fit(self, x, y, progress: Progress | None = None):
+        check_xy(x, y, self.sizes, "PCClassifier.fit")
+        cfg, dev, net = self.config, self.device, self.net
+        xt = dev.tensor(x)
+        yt = torch.nn.functional.one_hot(torch.as_tensor(y), self.sizes[-1]).float() \
+            .to(dev.torch_device)
+        for epoch in range(cfg.epochs):
+            order = datasets.rng(cfg.seed + epoch).permutation(len(x))
+            energy = 0.0
+            with dev.count("train", samples=len(x)), torch.no_grad():
+                for s in range(0, len(x), cfg.batch_size):
+                    idx = torch.as_tensor(order[s:s + cfg.batch_size])
+                    xs, eps = net.infer(xt[idx], yt[idx], cfg.steps, cfg.eta)
+                    net.step(net.presyn(xs), eps)
+                    energy += float(sum((e ** 2).sum() for e in eps[1:])) / 2
+            rec = {"epoch": epoch + 1, "energy": energy / len(x)}
+            self.history.append(rec)
+            if progress:
+                progress(epoch + 1, cfg.epochs, rec)
+        return self
+
+    def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
+        check_xy(x, y, self.sizes, "PCClassifier.evaluate")
+        with self.device.count(scope, samples=len(x)), torch.no_grad():
+            out = self.net.feedforward(self.device.tensor(x))[-1]
+        pred = out.argmax(1).cpu().numpy()
+        return {"accuracy": float(np.mean(pred == y))}
+
+
+def comm_bits_per_neuron(steps: int) -> float:
+    """Float PC's messages per neuron per sample: 2 x 32-bit floats per inference step."""
+    return 64.0 * steps
+
+
+def simulate(profile="a100", dataset="digits", seed: int = 0, quick: bool = True,
+             progress: Progress | None = None, **overrides) -> RunResult:
+    """Train and test float PC; ``quick=False`` on Fashion-MNIST uses 784-1000-10."""
+    data = datasets.load(dataset)
+    if quick or dataset == "digits":
+        cfg = PCConfig(seed=seed, **overrides)
+    else:
+        cfg = PCConfig(hidden=(1000,), epochs=10, batch_size=100, seed=seed, **overrides)
+    dev = TorchDevice(profile)
+    model = PCClassifier(data.n_features, data.n_classes, cfg, dev)
+    model.fit(data.x_train, data.y_train, progress=progress)
+    acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
+    metrics = {"test_accuracy": acc, "energy": model.history[-1]["energy"],
+               "bits_per_neuron_per_sample": comm_bits_per_neuron(cfg.steps)}
+    config = {**asdict(cfg), "hidden": list(cfg.hidden), "sizes": list(model.sizes)}
+    traces = {"energy": np.array([h["energy"] for h in model.history])}
+    return RunResult("pc", dev.profile.name, data.name, config, metrics, dev.ledger, traces)
+
+
+CARD = register(ModelCard(
+    name="pc",
+    title="Float predictive coding (Strict PC, DiffPC's PC-SE baseline)",
+    reference="Whittington & Bogacz 2017, doi:10.1162/NECO_a_00949; Rosenbaum 2022, "
+              "arXiv:2106.13082",
+    claim="local PC learning reaches backprop-like accuracy with dense float messages",
+    device_kinds=("gpu", "cpu"),
+    datasets=("digits", "fashion-mnist"),
+    default_dataset="digits",
+    default_profile="a100",
+    simulate=simulate,
+))

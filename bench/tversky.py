@@ -37,35 +37,22 @@ from models.tversky.gpt import CharGPT, CharGPTConfig, encode, license_corpus, t
 from models.tversky.layer import TverskyProjection
 from models.tversky.model import FASHION_CLASSES, TverskyHeadConfig, run_heads
 from models.tversky.vision import plot_prototypes
+from models.tversky.xor import fit_xor
 from sim.torch_engine import TorchDevice
-
-XOR_X = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
-XOR_Y = torch.tensor([0, 1, 1, 0])
-
-
-def fit_xor(layer, steps=1000):
-    opt = torch.optim.Adam(layer.parameters(), lr=1e-2)
-    for _ in range(steps):
-        loss = nn.functional.cross_entropy(layer(XOR_X), XOR_Y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    with torch.no_grad():
-        return float((layer(XOR_X).argmax(1) == XOR_Y).float().mean())
 
 
 def xor_part(seeds=10):
-    print("== 1. XOR, one layer, full-batch Adam 1e-2, 1000 steps, 10 seeds ==")
+    print(f"== 1. XOR, one layer, full-batch Adam 1e-2, 1000 steps, {seeds} seeds ==")
     out = {}
     for k in (1, 2, 4, 8, 16):
-        accs = [fit_xor(TverskyProjection(2, 2, k, seed=s)) for s in range(seeds)]
+        accs = [fit_xor(TverskyProjection(2, 2, k, seed=s))[0] for s in range(seeds)]
         solved = [s for s, a in enumerate(accs) if a == 1.0]
         out[f"tversky_K{k}_solved"] = len(solved)
         print(f"  Tversky K={k:2d}: {len(solved)}/{seeds} seeds fit 4/4 (seeds {solved})")
     lin = []
     for s in range(seeds):
         torch.manual_seed(s)
-        lin.append(fit_xor(nn.Linear(2, 2)))
+        lin.append(fit_xor(nn.Linear(2, 2))[0])
     out["linear_best_accuracy"] = max(lin)
     print(f"  Linear(2,2): best accuracy over {seeds} seeds {max(lin):.2f} (never 4/4: XOR is "
           "not linearly separable)")

@@ -17,6 +17,7 @@ from models.tversky.layer import (
     tversky_similarity,
 )
 from models.tversky.model import TverskyHeadConfig, simulate
+from models.tversky.xor import fit_xor
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"
@@ -68,24 +69,6 @@ def test_symmetry_only_when_alpha_equals_beta():
     torch.testing.assert_close(s, s.T)
     a = tversky_similarity(x, x, bank, 1.0, 0.9, 0.1)
     assert (a - a.T).abs().max() > 1e-3
-
-
-XOR_X = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
-XOR_Y = torch.tensor([0, 1, 1, 0])
-
-
-def fit_xor(layer: nn.Module, steps: int = 1000) -> tuple[float, float]:
-    """Full-batch Adam 1e-2 on cross-entropy (the digest's XOR protocol); (accuracy, loss)."""
-    opt = torch.optim.Adam(layer.parameters(), lr=1e-2)
-    for _ in range(steps):
-        loss = nn.functional.cross_entropy(layer(XOR_X), XOR_Y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    with torch.no_grad():
-        out = layer(XOR_X)
-        return float((out.argmax(1) == XOR_Y).float().mean()), float(
-            nn.functional.cross_entropy(out, XOR_Y))
 
 
 def test_one_tversky_layer_fits_xor_where_linear_cannot():

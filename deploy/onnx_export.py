@@ -2,15 +2,15 @@
 
 ``export_onnx`` writes the file atomically; ``check_onnx`` runs it in onnxruntime and
 compares with the torch module on the same inputs, raising ``ExportError`` with the
-largest deviation when they disagree. Exporters call both: an export that is not
-checked is not an export.
+largest deviation when they disagree. Exporters pass ``check_inputs`` to ``export_onnx``
+so the check runs before the file is kept: an export that is not checked is not an export.
 """
 from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -27,8 +27,13 @@ def _as_tuple(inputs) -> tuple:
 def export_onnx(module, example_inputs, path: str | os.PathLike, *,
                 input_names: Sequence[str] | None = None,
                 output_names: Sequence[str] = ("output",),
-                dynamic_batch: bool = True) -> Path:
-    """Write ``module`` (eval mode, CPU) as ONNX at ``path``; the batch axis stays dynamic."""
+                dynamic_batch: bool = True, check_inputs=None) -> Path:
+    """Write ``module`` (eval mode, CPU) as ONNX at ``path``; the batch axis stays dynamic.
+
+    With ``check_inputs``, the written graph is run in onnxruntime against torch on them
+    (:func:`check_onnx`) *before* it is moved into place, so a file that disagrees with the
+    model is never left at ``path``.
+    """
     import torch
     try:
         import onnx  # noqa: F401  (the exporter needs it; say so clearly)
@@ -47,6 +52,8 @@ def export_onnx(module, example_inputs, path: str | os.PathLike, *,
             torch.onnx.export(module, inputs, str(tmp), input_names=names,
                               output_names=list(output_names), opset_version=OPSET,
                               dynamic_axes=dynamic, dynamo=False)
+        if check_inputs is not None:
+            check_onnx(tmp, module, check_inputs)
     return Path(path)
 
 

@@ -381,7 +381,7 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     The ONNX graph places orbit terms by plain indexing (``plain_gather``), which equals
     the embedding-bag path used for training (tests check both agree).
     """
-    from deploy.onnx_export import check_onnx, export_onnx
+    from deploy.onnx_export import export_onnx
     from hw_profiles.errors import ExportError
     if target != "onnx":
         raise ExportError(f"fs-kan exports to 'onnx' only, not {target!r}")
@@ -394,8 +394,8 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
         if isinstance(m, FSLayer):
             m.plain_gather = True
     x = torch.as_tensor(load_task(task, 8, 8, seed + 1)[2])
-    path = export_onnx(net, x[:2], out, input_names=["points"], output_names=["logits"])
-    check_onnx(path, net, x)
+    path = export_onnx(net, x[:2], out, input_names=["points"], output_names=["logits"],
+                       check_inputs=x)
     return path
 
 

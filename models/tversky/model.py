@@ -276,10 +276,7 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
 
     The exported graph maps pixels (N, 784) to similarities (N, 10) to the class prototypes.
     """
-    from deploy.onnx_export import (  # deploy imports models, not back
-        check_onnx,
-        export_onnx,
-    )
+    from deploy.onnx_export import export_onnx  # deploy imports models, not back
     if target != "onnx":
         raise ModelError(f"tversky export: target {target!r}: only 'onnx' is supported")
     size = {} if quick else {"train": 60000}
@@ -289,9 +286,8 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     res = run_heads(data, cfg, dev, progress)
     model = nn.Sequential(res["encoder"], res["heads"]["tversky"]).cpu().eval()
     x = torch.as_tensor(data.x_test)
-    path = export_onnx(model, x[:8], out, input_names=["pixels"], output_names=["similarity"])
-    check_onnx(path, model, x)
-    return path
+    return export_onnx(model, x[:8], out, input_names=["pixels"], output_names=["similarity"],
+                       check_inputs=x)
 
 
 CARD = register(ModelCard(

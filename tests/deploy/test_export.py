@@ -49,3 +49,19 @@ def test_onnx_roundtrip_agrees_and_detects_a_mismatch(tmp_path):
         net[2].bias += 1.0                                   # torch side changes, file not
     with pytest.raises(ExportError, match="disagrees"):
         check_onnx(path, net, torch.randn(4, 6))
+
+
+class _BatchDependent(torch.nn.Module):
+    """Traced at batch 2 as the identity; eager at other batch sizes adds 1: ONNX disagrees."""
+
+    def forward(self, x):
+        return x if x.shape[0] == 2 else x + 1
+
+
+def test_export_with_a_failing_check_keeps_no_file(tmp_path):
+    out = tmp_path / "bad.onnx"
+    with pytest.raises(ExportError, match="disagrees"):
+        export_onnx(_BatchDependent(), torch.randn(2, 3), out, check_inputs=torch.randn(5, 3))
+    assert list(tmp_path.iterdir()) == []
+    good = export_onnx(_BatchDependent(), torch.randn(2, 3), out, check_inputs=torch.randn(2, 3))
+    assert good == out and out.exists()

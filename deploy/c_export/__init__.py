@@ -16,6 +16,10 @@ self-contained directory:
   bare metal, run on QEMU's ``mps2-an385`` Cortex-M3 board, or ``MCPU=cortex-m4
   MACHINE=mps2-an386``, printing over Arm semihosting).
 
+Layer ``i`` named ``name`` owns the arrays ``NE_L{i}_<name>_W`` (``_THR``, ...), the name
+passed through :func:`c_identifier`, the one sanitiser of generated names; in comments a
+name goes through :func:`c_comment_text`, so any name gives C that compiles.
+
 The layer kinds are those of :mod:`sim.bitwise.network` (sign layers, a scores layer, and
 the Tsetlin machine's clause layer: include masks in words, AND + compare, votes); each
 has one emitter in ``EMITTERS`` that declares its arrays and writes its call. A new kind

@@ -16,6 +16,10 @@ self-contained directory:
   bare metal, run on QEMU's ``mps2-an385`` Cortex-M3 board, or ``MCPU=cortex-m4
   MACHINE=mps2-an386``, printing over Arm semihosting).
 
+Layer ``i`` named ``name`` owns the arrays ``NE_L{i}_<name>_W`` (``_THR``, ...), the name
+passed through :func:`c_identifier`, the one sanitiser of generated names; in comments a
+name goes through :func:`c_comment_text`, so any name gives C that compiles.
+
 The layer kinds are those of :mod:`sim.bitwise.network` (sign layers, a scores layer, and
 the Tsetlin machine's clause layer: include masks in words, AND + compare, votes); each
 has one emitter in ``EMITTERS`` that declares its arrays and writes its call. A new kind
@@ -28,16 +32,22 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
 from deploy.export import atomic_output
 from hw_profiles.errors import ExportError, NeuroedgeError
-from sim.bitwise.network import (FINAL_KINDS, ClauseLayer, NetworkOutput, ScoresLayer,
-                                 SignLayer, check_network)
+from sim.bitwise.network import (
+    FINAL_KINDS,
+    ClauseLayer,
+    NetworkOutput,
+    ScoresLayer,
+    SignLayer,
+    check_network,
+)
 from sim.bitwise.packing import n_words
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -45,6 +55,67 @@ STATIC_FILES = ("ne_kernels.h", "ne_kernels.c", "ne_platform.h", "ne_platform_ho
                 "ne_platform_cm.c", "cm.ld", "main.c", "Makefile")
 CORTEX_M_BOARDS = {"cortex-m3": "mps2-an385", "cortex-m4": "mps2-an386"}
 """-mcpu -> the QEMU board that emulates it"""
+
+
+# -- names in generated C --------------------------------------------------------------
+C_IDENTIFIER_MAX = 63
+"""C99 5.2.4.1: 63 significant initial characters in an internal identifier (every array
+here is ``static``); longer names could clash on a conforming compiler."""
+_C_SUFFIX_MAX = len("_WEIGHT")          # the longest array suffix an emitter appends
+_COMMENT_SAFE = re.compile(r"[A-Za-z0-9_.-]")
+
+
+def c_identifier(text: str, max_len: int = C_IDENTIFIER_MAX) -> str:
+    """The one sanitiser of generated C names: ``text`` as a valid C identifier.
+
+    Every character outside ``[A-Za-z0-9_]`` becomes ``_``, runs of ``_`` shrink to one and
+    none is left at the end (a suffix ``_W`` then joins cleanly), a text that does not start
+    with a letter gets the prefix ``ne_`` (a leading digit is invalid; a leading ``_`` with a
+    capital or a second ``_`` is reserved, C99 7.1.3), and the result is cut to ``max_len``
+    characters.
+    """
+    ident = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", text)).strip("_")
+    if not ident[:1].isalpha():
+        ident = "ne_" + ident
+    return ident[:max_len].rstrip("_")
+
+
+def c_identifiers(texts: Sequence[str], max_len: int = C_IDENTIFIER_MAX) -> list[str]:
+    """:func:`c_identifier` of each text; two texts giving one identifier are an error."""
+    seen: dict[str, str] = {}
+    out = []
+    for text in texts:
+        ident = c_identifier(text, max_len)
+        if ident in seen:
+            raise ExportError(f"C export: names {seen[ident]!r} and {text!r} both map to C "
+                              f"identifier {ident!r}; rename one")
+        seen[ident] = text
+        out.append(ident)
+    return out
+
+
+def c_comment_text(text: str) -> str:
+    """``text`` safe inside a ``/* */`` comment: characters outside ``[A-Za-z0-9_.-]`` as
+    ``\\xHH`` / ``\\uHHHH`` escapes, so no ``*/`` ends the comment, no ``/*`` nests one
+    (``-Wcomment`` under ``-Werror``), no ``??/`` trigraph or newline splices a line."""
+    out = []
+    for ch in text:
+        if _COMMENT_SAFE.fullmatch(ch):
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
+def _layer_prefixes(layers: Sequence) -> list[str]:
+    # The index keeps layers apart (default names repeat: every SignLayer is "sign"), the
+    # name makes the C readable; the ledger scope of the same layer is L{i}_{name}.
+    return c_identifiers([f"NE_L{i}_{layer.name}" for i, layer in enumerate(layers)],
+                         C_IDENTIFIER_MAX - _C_SUFFIX_MAX)
 
 
 # -- emitting C arrays -----------------------------------------------------------------
@@ -80,9 +151,8 @@ class Emitted:
     call: str
 
 
-def _emit_sign(i: int, layer: SignLayer, src: str, dst: str, word_bits: int) -> Emitted:
-    p = f"NE_L{i}"
-    arrays = (f"/* layer {i} '{layer.name}': SignLayer, k = {layer.k} -> m = {layer.n_out} */\n"
+def _emit_sign(i: int, p: str, layer: SignLayer, src: str, dst: str, word_bits: int) -> Emitted:
+    arrays = (f"/* layer {i} '{c_comment_text(layer.name)}': SignLayer, k = {layer.k} -> m = {layer.n_out} */\n"
               + _array("ne_word_t", f"{p}_W", _c_words(layer.weights, word_bits),
                        layer.weights.size)
               + _array("int32_t", f"{p}_THR", _c_int32(layer.thresholds), layer.n_out))
@@ -90,9 +160,8 @@ def _emit_sign(i: int, layer: SignLayer, src: str, dst: str, word_bits: int) -> 
     return Emitted(arrays, call)
 
 
-def _emit_scores(i: int, layer: ScoresLayer, src: str, dst: str, word_bits: int) -> Emitted:
-    p = f"NE_L{i}"
-    arrays = (f"/* layer {i} '{layer.name}': ScoresLayer, k = {layer.k} -> "
+def _emit_scores(i: int, p: str, layer: ScoresLayer, src: str, dst: str, word_bits: int) -> Emitted:
+    arrays = (f"/* layer {i} '{c_comment_text(layer.name)}': ScoresLayer, k = {layer.k} -> "
               f"{layer.n_out} scores */\n"
               + _array("ne_word_t", f"{p}_W", _c_words(layer.weights, word_bits),
                        layer.weights.size)
@@ -101,10 +170,9 @@ def _emit_scores(i: int, layer: ScoresLayer, src: str, dst: str, word_bits: int)
     return Emitted(arrays, call)
 
 
-def _emit_clauses(i: int, layer: ClauseLayer, src: str, dst: str, word_bits: int) -> Emitted:
-    p = f"NE_L{i}"
+def _emit_clauses(i: int, p: str, layer: ClauseLayer, src: str, dst: str, word_bits: int) -> Emitted:
     n_c = layer.pos.shape[0]
-    arrays = (f"/* layer {i} '{layer.name}': ClauseLayer, {n_c} clauses over k = {layer.k} "
+    arrays = (f"/* layer {i} '{c_comment_text(layer.name)}': ClauseLayer, {n_c} clauses over k = {layer.k} "
               f"bits -> {layer.n_classes} class votes */\n"
               + _array("ne_word_t", f"{p}_POS", _c_words(layer.pos, word_bits), layer.pos.size)
               + _array("ne_word_t", f"{p}_NEG", _c_words(layer.neg, word_bits), layer.neg.size)
@@ -117,7 +185,9 @@ def _emit_clauses(i: int, layer: ClauseLayer, src: str, dst: str, word_bits: int
 
 EMITTERS: dict[type, Callable[..., Emitted]] = {SignLayer: _emit_sign, ScoresLayer: _emit_scores,
                                                 ClauseLayer: _emit_clauses}
-"""layer class -> emitter(index, layer, src buffer, dst buffer, word_bits) -> Emitted"""
+"""layer class -> emitter(index, identifier prefix, layer, src buffer, dst buffer, word_bits)
+-> Emitted; the prefix comes from :func:`_layer_prefixes`, names in comments go through
+:func:`c_comment_text`"""
 
 
 # -- the project ------------------------------------------------------------------------
@@ -180,7 +250,8 @@ def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutp
         else:
             decls.append(f"static ne_word_t ne_act{i}[NE_WORDS({layer.n_out})];\n")
             bufs.append(f"ne_act{i}")
-    emitted = [EMITTERS[type(layer)](i, layer, bufs[i], bufs[i + 1], word_bits)
+    prefixes = _layer_prefixes(layers)
+    emitted = [EMITTERS[type(layer)](i, prefixes[i], layer, bufs[i], bufs[i + 1], word_bits)
                for i, layer in enumerate(layers)]
     n_out = layers[-1].n_out
     sizes = " -> ".join([str(layers[0].k)] + [str(layer.n_out) for layer in layers])
@@ -285,7 +356,7 @@ def run_c_project(out_dir: str | os.PathLike, target: str = "host",
         raise ExportError(f"unknown C target {target!r}: 'host' or one of "
                           f"{', '.join(CORTEX_M_BOARDS)}")
     try:
-        proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True,
+        proc = subprocess.run(cmd, check=False, cwd=out_dir, capture_output=True, text=True,
                               timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise ExportError(f"{out_dir}: '{' '.join(cmd)}' did not finish in {timeout_s} s") from None

@@ -23,13 +23,26 @@ Semantics (K input bits, M outputs, x the packed input row, w_m a packed weight 
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
+from hw_profiles.errors import ExportError, ModelError
 from sim.bitwise.packing import WORD_DTYPES, n_words
+
+LAYER_NAME_PATTERN = "[A-Za-z0-9_.-]+"
+"""What a layer name may be: it becomes a ledger scope component (``L{i}_{name}``, the
+ledger's scope grammar) and part of the C export's identifiers."""
+_LAYER_NAME = re.compile(LAYER_NAME_PATTERN)
+
+
+def _check_name(kind: str, name) -> None:
+    # refused when the layer is built, not later as a ledger scope or inside generated C
+    if not (isinstance(name, str) and _LAYER_NAME.fullmatch(name)):
+        raise ExportError(f"{kind} name {name!r}: layer names must match "
+                          f"{LAYER_NAME_PATTERN} (they become ledger scopes and C identifiers)")
 
 
 def _check_rows(weights, k, what: str) -> tuple[np.ndarray, int]:
@@ -65,6 +78,7 @@ class SignLayer:
     name: str = "sign"
 
     def __post_init__(self):
+        _check_name("SignLayer", self.name)
         w, k = _check_rows(self.weights, self.k, f"SignLayer {self.name!r}")
         object.__setattr__(self, "weights", w)
         object.__setattr__(self, "k", k)
@@ -90,6 +104,7 @@ class ScoresLayer:
     name: str = "scores"
 
     def __post_init__(self):
+        _check_name("ScoresLayer", self.name)
         w, k = _check_rows(self.weights, self.k, f"ScoresLayer {self.name!r}")
         object.__setattr__(self, "weights", w)
         object.__setattr__(self, "k", k)
@@ -120,6 +135,7 @@ class ClauseLayer:
     name: str = "clauses"
 
     def __post_init__(self):
+        _check_name("ClauseLayer", self.name)
         what = f"ClauseLayer {self.name!r}"
         pos, k = _check_rows(self.pos, self.k, f"{what} pos")
         neg, _ = _check_rows(self.neg, self.k, f"{what} neg")

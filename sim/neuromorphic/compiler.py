@@ -27,13 +27,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw_profiles.errors import HardwareLimitError
+from hw_profiles.errors import HardwareLimitError, ModelError
 from hw_profiles.profile import HardwareProfile
 from sim.neuromorphic import kernels as K
 from sim.neuromorphic.network import Network
 
 MODEL_CODES = {"lif": K.LIF, "if": K.IF, "cuba_lif": K.CUBA}
 _UNLIMITED = 2 ** 62
+MAX_DELAY_BUFFER_BYTES = 4 * 2 ** 30
+"""Largest ring buffer of pending synaptic input the simulator allocates (4 GiB of host RAM).
+
+The buffer (``D x C x n_neurons`` float64, see :func:`delay_buffer_bytes`) is the
+simulator's own store, not chip memory (a chip keeps a few delay slots per dendritic
+accumulator), so the profile's capacities do not bound it. A fixed cap, rather than the
+free memory of the machine at hand, makes the same network compile or fail the same way
+on every host, and 4 GiB fits a laptop beside the rest of the run."""
 
 
 def _limit_error(what: str, value, key: str, limit, profile: HardwareProfile, hint: str):
@@ -194,16 +202,30 @@ def _quantise(name: str, w: np.ndarray, bits: int, lsb: float | None) -> tuple[n
                             int(np.count_nonzero((q == 0) & (w != 0))))
 
 
+def delay_buffer_bytes(D: int, C: int, n_neurons: int) -> int:
+    """Bytes of the engine's input ring buffer: ``D`` slots x ``C`` channels x neurons, float64."""
+    return D * C * n_neurons * 8
+
+
 def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = True,
                     weight_lsb: float | None = None) -> Compiled:
     """Place ``net`` on ``profile``; see the module docstring for the hardware model.
 
     Raises
     ------
+    ModelError
+        ``weight_lsb`` not a finite number > 0.
     HardwareLimitError
         A projection dead after quantisation, or a population that does not fit (neurons,
-        synapse memory, fan-in, fan-out or cores), naming the population and the limit.
+        synapse memory, fan-in, fan-out or cores), naming the population and the limit; a
+        delay ring buffer above :data:`MAX_DELAY_BUFFER_BYTES`.
     """
+    if weight_lsb is not None and (isinstance(weight_lsb, bool)
+                                   or not isinstance(weight_lsb, (int, float, np.number))
+                                   or not math.isfinite(weight_lsb) or weight_lsb <= 0):
+        # 0 would quantise every weight to 0 and nan to nan, both without a word
+        raise ModelError(f"[NeuromorphicDevice.compile] weight_lsb = {weight_lsb!r}: expected "
+                         "a finite weight step > 0 (or None: one step per projection)")
     offsets: dict[str, tuple[int, int]] = {}
     lo = 0
     for name, pop in net.populations.items():
@@ -246,6 +268,14 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
         proj_perm[proj.name] = inv[start:start + proj.weight.size]
         start += proj.weight.size
     max_delay = int(dly.max()) if dly.size else 1
+    need = delay_buffer_bytes(max_delay + 1, C, n_neurons)
+    if need > MAX_DELAY_BUFFER_BYTES:
+        raise HardwareLimitError(
+            f"[NeuromorphicDevice.compile] delay buffer = {max_delay + 1} slots (max delay "
+            f"{max_delay} steps + 1) x {C} channel(s) x {n_neurons} neurons x 8 B = {need} B "
+            f"({need / 2**30:.1f} GiB) exceeds the simulator's MAX_DELAY_BUFFER_BYTES = "
+            f"{MAX_DELAY_BUFFER_BYTES} B ({MAX_DELAY_BUFFER_BYTES / 2**30:g} GiB); shorten the "
+            "longest delay or use fewer neurons")
 
     # -- placement (by target: synapse memory lives with the target neuron) ------------
     npc = int(profile.limit("neurons_per_core", _UNLIMITED))

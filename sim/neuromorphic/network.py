@@ -33,6 +33,9 @@ Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this o
                                          (r (dt/tau_m) a_v when tau_s == tau_m)
    ============  ======================  ==========================================
 
+   ``"euler"`` needs ``dt <= 2 tau`` for every time constant (``|1 - dt/tau| <= 1``);
+   :meth:`Network.population` refuses a faster one, whose state would grow without bound.
+
    A spike is one step of ``S = 1`` (snnTorch's reading of NIR, ANCHORS.md section 2); the
    ``exact`` coupling ``k_c`` is the exact solution of the two linear ODEs over one step
    for the current just after the step's input arrived (Brian2's ``method='exact'`` with
@@ -54,8 +57,8 @@ ternary spikes, as DiffPC's units need).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -65,6 +68,10 @@ MODELS = ("lif", "if", "cuba_lif")
 METHODS = ("euler", "exact")
 RESETS = ("value", "subtract")
 MAX_CHANNELS = 4  # synaptic channels of a cuba_lif population (VA CUBA uses 2: exc, inh)
+# Largest step index and delay: beyond it a float input no longer converts to the engine's
+# int64 steps faithfully (1e20 became -2**63, a negative delay); 2**31 - 1 steps of 1 ms
+# are 24 days of simulated time.
+MAX_STEPS = 2**31 - 1
 
 # model -> required parameters, optional parameters with defaults
 _PARAMS = {
@@ -294,6 +301,14 @@ class Network:
                                   "be > 0 seconds")
             if key == "refractory" and not np.all(arr >= 0):
                 raise _err(where, f"{name}.refractory has min {arr.min():g}; must be >= 0 s")
+            # Forward Euler multiplies the state by a = 1 - dt/tau each step: |a| > 1 (the
+            # state grows without bound, a 3e14 blow-up in 40 steps) exactly when dt > 2 tau.
+            if key.startswith("tau") and method == "euler" and np.any(self.dt > 2 * arr):
+                i = int(np.argmin(arr))
+                raise _err(where, f"{name}.{key}[{i}] = {arr[i]:g} s with dt = {self.dt:g} s: "
+                                  "explicit Euler (method='euler') is unstable for dt > 2 tau; "
+                                  f"need tau >= dt/2 = {self.dt / 2:g} s, a smaller dt, or "
+                                  "method='exact'")
         pop = Population(name, n, model, out, method, reset, n_channels, inj)
         self.populations[name] = pop
         return pop
@@ -328,12 +343,22 @@ class Network:
         if st.ndim != 1 or st.shape != ix.shape:
             raise _err(where, f"{name}: steps {st.shape} and index {ix.shape} must be 1-D "
                               "arrays of the same length")
-        if np.any(st != np.round(st)) or np.any(st < 0):
-            raise _err(where, f"{name}.steps must be integers >= 0 (time steps, not seconds)")
+        if np.any(st != np.round(st)) or np.any(st < 0) or np.any(st > MAX_STEPS):
+            raise _err(where, f"{name}.steps must be integers in 0..{MAX_STEPS} (time steps, "
+                              "not seconds)")
         if np.any(ix != np.round(ix)) or np.any(ix < 0) or np.any(ix >= n):
             raise _err(where, f"{name}.index must be integers in 0..{n - 1}")
-        pl = np.ones(st.size, np.int32) if payload is None else \
-            _finite_array(where, f"{name}.payload", payload, st.shape).astype(np.int32)
+        if payload is None:
+            pl = np.ones(st.size, np.int32)
+        else:
+            pf = _finite_array(where, f"{name}.payload", payload, st.shape)
+            # payloads are the chip's signed integers; 0 is "no spike" to the kernels
+            bad = np.flatnonzero((pf != np.round(pf)) | (pf == 0) | (np.abs(pf) > 2**31 - 1))
+            if bad.size:
+                k = int(bad[0])
+                raise _err(where, f"{name}.payload[{k}] = {pf[k]:g}: payloads must be non-zero "
+                                  f"integers in -{2**31 - 1}..{2**31 - 1} (signed int32)")
+            pl = pf.astype(np.int32)
         order = np.lexsort((ix, st))
         src = Source(name, n, "events", steps=st[order].astype(np.int64),
                      index=ix[order].astype(np.int64), payload=pl[order])
@@ -389,6 +414,11 @@ class Network:
             post_i, pre_i = np.nonzero(w)
             wv = w[post_i, pre_i]
             d = np.asarray(delay)
+            # dense delays are the weight's matrix or one scalar: any other shape would be
+            # indexed as if it were (n_post, n_pre) and give other synapses' delays
+            if d.ndim != 0 and d.shape != w.shape:
+                raise _err(where, f"{name}.delay has shape {d.shape}; expected a scalar or "
+                                  f"the weight's shape (n_post, n_pre) = {w.shape}")
             dv = d[post_i, pre_i] if d.ndim == 2 else d
         else:
             if pre_idx is None or post_idx is None:
@@ -414,6 +444,9 @@ class Network:
         if np.any(dv != np.round(dv)) or np.any(dv < 1):
             raise _err(where, f"{name}.delay must be integers >= 1 step (a spike needs a step "
                               f"to travel); got min {dv.min() if dv.size else '-'}")
+        if dv.size and dv.max() > MAX_STEPS:
+            raise _err(where, f"{name}.delay has max {dv.max():g} steps; delays must be at most "
+                              f"{MAX_STEPS} steps")
         proj = Projection(name, pre, post, np.asarray(pre_i, np.int64),
                           np.asarray(post_i, np.int64), np.asarray(wv, np.float64),
                           np.asarray(dv, np.int64).copy(), channel)

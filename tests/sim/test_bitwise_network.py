@@ -1,9 +1,19 @@
 """Packed networks on BitwiseDevice: forward equals the integer +/-1 network, counts per layer."""
+import itertools
+import re
+
 import numpy as np
 import pytest
 
-from hw_profiles.errors import HardwareLimitError, ModelError
-from sim.bitwise import BitwiseDevice, ScoresLayer, SignLayer, pack_signs, unpack_signs
+from hw_profiles.errors import ExportError, HardwareLimitError, ModelError
+from sim.bitwise import (
+    BitwiseDevice,
+    ClauseLayer,
+    ScoresLayer,
+    SignLayer,
+    pack_signs,
+    unpack_signs,
+)
 
 
 def _naive(ws, thrs, bias, x):
@@ -18,7 +28,7 @@ def _naive(ws, thrs, bias, x):
 def test_forward_equals_naive_integer_network():
     rng = np.random.default_rng(0)
     sizes, wb = (37, 64, 20, 5), 32
-    ws = [rng.choice(np.array([-1, 1], np.int8), size=(m, k)) for k, m in zip(sizes, sizes[1:])]
+    ws = [rng.choice(np.array([-1, 1], np.int8), size=(m, k)) for k, m in itertools.pairwise(sizes)]
     thrs = [rng.integers(-4, 5, size=m) for m in sizes[1:-1]]
     bias = rng.integers(-3, 4, size=sizes[-1])
     layers = [SignLayer(pack_signs(w, wb), w.shape[1], t) for w, t in zip(ws, thrs)]
@@ -81,3 +91,29 @@ def test_clause_layer_silences_empty_clauses():
     assert out.labels.tolist() == [0, 0, 0]
     with pytest.raises(ModelError, match="ClauseLayer must be last"):
         BitwiseDevice("cortex-m4").compile([layer, layer])
+
+
+@pytest.mark.parametrize("kind", ["sign", "scores", "clauses"])
+@pytest.mark.parametrize("name", ["a b", "a*/b", "", "L0/x", 3])
+def test_layer_name_outside_the_pattern_is_refused_when_built(kind, name):
+    # smallest failing input: SignLayer(..., name="a b") was accepted and BitwiseDevice.run
+    # failed later with a LedgerError about the scope 'L0_a b'
+    w = pack_signs(np.ones((2, 5), np.int8), 32)
+    build = {"sign": lambda: SignLayer(w, 5, np.zeros(2, np.int32), name=name),
+             "scores": lambda: ScoresLayer(w, 5, name=name),
+             "clauses": lambda: ClauseLayer(w, w, 5, np.zeros(2, np.int32),
+                                            np.ones(2, np.int32), 1, name=name)}[kind]
+    cls = {"sign": "SignLayer", "scores": "ScoresLayer", "clauses": "ClauseLayer"}[kind]
+    with pytest.raises(ExportError, match="^" + re.escape(
+            f"{cls} name {name!r}: layer names must match [A-Za-z0-9_.-]+ (they become "
+            "ledger scopes and C identifiers)") + "$"):
+        build()
+
+
+def test_every_name_in_the_pattern_runs():
+    # the pattern's whole alphabet in one name reaches the ledger as scope L0_<name>
+    name = "Az09_.-"
+    layer = ScoresLayer(pack_signs(np.ones((2, 5), np.int8), 32), 5, name=name)
+    dev = BitwiseDevice("cortex-m4")
+    dev.run([layer], pack_signs(np.ones((1, 5), np.int8), 32))
+    assert dev.ledger.total_ops(f"infer/L0_{name}")["int_cmp"] == 1   # argmax of 2 scores

@@ -1,4 +1,6 @@
 """Bad network input is refused before anything runs, with a message naming the input."""
+import re
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,64 @@ def test_custom_kernel_params_checked():
         net.population("q", 2, k, theta=1.0, phi=2.0)
     pop = net.population("q", 2, k, theta=1.0, e_init=[0.5, -0.5])
     np.testing.assert_array_equal(pop.state_init["e"], [0.5, -0.5])
+
+
+def _exact(msg: str) -> str:
+    return "^" + re.escape(msg) + "$"
+
+
+@pytest.mark.parametrize("delay,shape", [(np.arange(1, 10).reshape(3, 3), "(3, 3)"),
+                                         (np.ones((1, 1)), "(1, 1)"),
+                                         (np.ones(6), "(6,)")])
+def test_dense_delay_of_the_wrong_shape_names_both_shapes(delay, shape):
+    # smallest failing inputs: weight (3, 2) with delay (3, 3) silently took delays
+    # [1, 2, 4, 5, 7, 8] of a matrix it does not match; delay (1, 1) raised a raw IndexError
+    net = _net()
+    with pytest.raises(ModelError, match=_exact(
+            f"[Network.connect] s->p.delay has shape {shape}; expected a scalar or the "
+            "weight's shape (n_post, n_pre) = (3, 2)")):
+        net.connect("s", "p", weight=np.ones((3, 2)), delay=delay)
+    proj = net.connect("s", "p", weight=np.ones((3, 2)), delay=[[1, 2], [3, 4], [5, 6]])
+    assert proj.delay.tolist() == [1, 2, 3, 4, 5, 6]       # row-major (post, pre) order
+
+
+def test_delay_too_large_for_int64_steps_is_refused():
+    # smallest failing input: delay=1e20 became -2**63 steps in the int64 cast
+    with pytest.raises(ModelError, match=_exact(
+            "[Network.connect] s->p.delay has max 1e+20 steps; delays must be at most "
+            "2147483647 steps")):
+        _net().connect("s", "p", weight=np.ones((3, 2)), delay=1e20)
+
+
+@pytest.mark.parametrize("payload,k,shown", [([1.5], 0, "1.5"), ([2, 0], 1, "0"),
+                                             ([2**31], 0, "2.14748e+09")])
+def test_non_integer_or_zero_payload_is_refused(payload, k, shown):
+    # smallest failing input: payload 1.5 was truncated to 1; 0 is "no spike" to the kernels
+    # and 2**31 wrapped to -2**31 in int32
+    with pytest.raises(ModelError, match=_exact(
+            f"[Network.spikes] t.payload[{k}] = {shown}: payloads must be non-zero integers "
+            "in -2147483647..2147483647 (signed int32)")):
+        _net().spikes("t", 2, steps=[0] * len(payload), index=range(len(payload)),
+                      payload=payload)
+    src = _net().spikes("t", 2, steps=[0, 0], index=[0, 1], payload=[-3.0, 5])
+    assert src.payload.tolist() == [-3, 5] and src.payload.dtype == np.int32
+
+
+@pytest.mark.parametrize("model,kw,key,tau", [
+    ("lif", {"tau_mem": [0.01, 4e-4]}, "tau_mem[1]", "0.0004"),
+    ("cuba_lif", {"tau_mem": 0.01, "tau_syn": (0.01, 1e-4), "n_channels": 2},
+     "tau_syn1[0]", "0.0001"),
+])
+def test_unstable_explicit_euler_is_refused(model, kw, key, tau):
+    # smallest failing input: lif tau_mem = 0.4 ms at dt = 1 ms -> a_v = 1 - 2.5 = -1.5,
+    # |v| grew 1.5x per step (1.2e7 after 40 steps of one unit input)
+    net = Network(dt=1e-3)
+    with pytest.raises(ModelError, match=_exact(
+            f"[Network.population] q.{key} = {tau} s with dt = 0.001 s: explicit Euler "
+            "(method='euler') is unstable for dt > 2 tau; need tau >= dt/2 = 0.0005 s, a "
+            "smaller dt, or method='exact'")):
+        net.population("q", 2, model, v_threshold=1.0, **kw)
+    assert "q" not in net.populations
+    # the same constants integrate exactly, and tau = dt/2 (a = -1: bounded) is accepted
+    net.population("q", 2, model, v_threshold=1.0, method="exact", **kw)
+    net.population("r", 1, "lif", tau_mem=5e-4, v_threshold=1.0)

@@ -1,0 +1,58 @@
+"""Predicted against measured energy (and latency) for the published measurements in
+hw_profiles/measured/validation.toml (issue 13 item 4).
+
+Every row is rebuilt with the project's engines and priced on its profile by
+``sim.validation.validate()``; nothing is fitted to the table. Rows marked ``calibration``
+measure what some profile number was derived from and are summarised apart from the
+``held-out`` rows. Rows that cannot be predicted say why (``not rebuildable``: a published
+number the workload needs is missing; ``pending``: the engine cannot price it yet).
+
+Usage: ``python bench/validate.py [--only ID,ID] [--json PATH]``. The last line is
+``RESULT {json}``: row count, kinds, and median / max |log10(predicted / measured)| overall
+and per group (a factor f off is log10 f: 3x = 0.477, 1.5x = 0.176).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _fmt(x, unit=""):
+    return "-" if x is None else f"{x:.3g}{unit}"
+
+
+def main(argv=None) -> int:
+    from sim.validation import summarise, validate
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="comma-separated row ids")
+    ap.add_argument("--json", default="", help="also write the rows and summary here")
+    args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
+    rows = validate(only=only)
+    head = (f"{'id':28} {'kind':12} {'profile':11} {'group':11} {'per':15} {'pred J':>9} "
+            f"{'meas J':>9} {'ratio':>7} {'pred s':>9} {'meas s':>9} {'ratio':>7}  status")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(f"{r.id:28} {r.kind:12} {r.profile:11} {r.group:11} {r.per:15} "
+              f"{_fmt(r.predicted_j):>9} {_fmt(r.measured_j):>9} {_fmt(r.ratio):>7} "
+              f"{_fmt(r.predicted_latency_s):>9} {_fmt(r.measured_latency_s):>9} "
+              f"{_fmt(r.latency_ratio):>7}  {r.status}")
+    print()
+    for r in rows:
+        print(f"[{r.id}] {r.status}: {r.detail}\n    source: {r.source}")
+    summary = summarise(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": [r.to_dict() for r in rows],
+                                               "summary": summary}, indent=1))
+    print("RESULT " + json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

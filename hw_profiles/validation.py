@@ -1,0 +1,167 @@
+"""The validation table: published measurements of workloads, shipped with the profiles.
+
+``load_table()`` reads ``hw_profiles/measured/validation.toml`` (or a given path) and checks it
+strictly: an unknown key, a missing field, a profile that is not shipped, a kind that does not
+match the profile's kind, a non-positive measurement or a row that names neither a workload nor
+what is missing is a :class:`~hw_profiles.errors.ProfileError` naming the file, the entry and the
+key. The rows are plain data; ``sim.validation.validate()`` rebuilds and prices them.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from hw_profiles.errors import ProfileError
+from hw_profiles.loader import available, load
+from hw_profiles.profile import KINDS
+
+TABLE_PATH = Path(__file__).with_name("measured") / "validation.toml"
+SCHEMA_VERSION = 1
+GROUPS = ("calibration", "held-out")
+PARTS = ("same", "same-core", "different")
+
+_REQUIRED = {"id", "kind", "profile", "device", "part", "group", "workload", "params", "per",
+             "measured_j", "conditions", "source_title", "source_url"}
+_OPTIONAL = {"measured_latency_s", "measured_derivation", "missing", "note"}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement and the workload that reproduces it.
+
+    Attributes
+    ----------
+    id : unique row name;  kind : device kind (a profile kind);  profile : shipped profile priced
+    device : the measured hardware, as the source names it
+    part : "same" (the profiled part), "same-core" (same core, another part) or "different"
+    group : "calibration" (some profile number was derived from this measurement) or "held-out"
+    workload : builder name in ``sim.validation`` ("" when the workload cannot be rebuilt)
+    params : the workload's published shape and activity
+    per : what one measured figure is per ("inference", "synaptic event")
+    measured_j : joules per ``per``;  measured_latency_s : seconds per ``per`` (None if absent)
+    missing : what the rebuild needs that the source does not publish ("" when nothing)
+    """
+
+    id: str
+    kind: str
+    profile: str
+    device: str
+    part: str
+    group: str
+    workload: str
+    params: Mapping[str, Any]
+    per: str
+    measured_j: float
+    conditions: str
+    source_title: str
+    source_url: str
+    measured_latency_s: float | None = None
+    measured_derivation: str = ""
+    missing: str = ""
+    note: str = ""
+
+
+def load_table(path: str | Path | None = None) -> list[Measurement]:
+    """Read and check the validation table; rows in file order.
+
+    Raises
+    ------
+    ProfileError
+        Any malformed entry (see the module docstring).
+    """
+    path = Path(path) if path is not None else TABLE_PATH
+    origin = path.name
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ProfileError(f"validation table {str(path)!r} cannot be read: {exc.strerror}") \
+            from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{origin}: TOML syntax error: {exc}") from None
+    return from_dict(doc, origin)
+
+
+def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measurement]:
+    """Check a parsed table document and build its rows."""
+    unknown = sorted(set(doc) - {"schema_version", "entry"})
+    if unknown:
+        raise ProfileError(f"{origin}: unknown top-level key {unknown[0]!r}; allowed: "
+                           "schema_version, entry")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise ProfileError(f"{origin}: schema_version = {doc.get('schema_version')!r}; this "
+                           f"neuroedge reads schema_version {SCHEMA_VERSION}")
+    entries = doc.get("entry")
+    if not isinstance(entries, list) or not entries:
+        raise ProfileError(f"{origin}: expected at least one [[entry]] table")
+    shipped = set(available())
+    rows, seen = [], set()
+    for i, e in enumerate(entries):
+        where = f"{origin} [[entry]] #{i}"
+        if not isinstance(e, dict):
+            raise ProfileError(f"{where}: expected a table")
+        if isinstance(e.get("id"), str):
+            where = f"{origin} [[entry]] {e['id']!r}"
+        bad = sorted(set(e) - _REQUIRED - _OPTIONAL)
+        if bad:
+            raise ProfileError(f"{where}: unknown key {bad[0]!r}; allowed keys are "
+                               f"{', '.join(sorted(_REQUIRED | _OPTIONAL))}")
+        absent = sorted(_REQUIRED - set(e))
+        if absent:
+            raise ProfileError(f"{where}: missing required key {absent[0]!r}")
+        for key in ("id", "device", "per", "conditions", "source_title"):
+            if not isinstance(e[key], str) or not e[key].strip():
+                raise ProfileError(f"{where}: {key} = {e[key]!r}: expected a non-empty string")
+        if e["id"] in seen:
+            raise ProfileError(f"{where}: id {e['id']!r} is used twice; ids must be unique")
+        seen.add(e["id"])
+        if e["kind"] not in KINDS:
+            raise ProfileError(f"{where}: kind = {e['kind']!r}; expected one of "
+                               f"{', '.join(KINDS)}")
+        if e["profile"] not in shipped:
+            raise ProfileError(f"{where}: profile = {e['profile']!r} is not a shipped profile "
+                               f"({', '.join(sorted(shipped))})")
+        prof_kind = load(e["profile"]).kind
+        if prof_kind != e["kind"]:
+            raise ProfileError(f"{where}: kind = {e['kind']!r} but profile {e['profile']!r} is "
+                               f"of kind {prof_kind!r}")
+        if e["part"] not in PARTS:
+            raise ProfileError(f"{where}: part = {e['part']!r}; expected one of "
+                               f"{', '.join(PARTS)}")
+        if e["group"] not in GROUPS:
+            raise ProfileError(f"{where}: group = {e['group']!r}; expected one of "
+                               f"{', '.join(GROUPS)}")
+        if not str(e["source_url"]).startswith(("https://", "http://")):
+            raise ProfileError(f"{where}: source_url = {e['source_url']!r}: expected an "
+                               "http(s) URL")
+        if not isinstance(e["params"], dict):
+            raise ProfileError(f"{where}: params = {e['params']!r}: expected an inline table")
+        for key in ("measured_j", "measured_latency_s"):
+            if key not in e:
+                continue
+            v = e[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v <= 0:
+                raise ProfileError(f"{where}: {key} = {v!r}: expected a finite number > 0 "
+                                   f"({'J' if key == 'measured_j' else 's'} per {e['per']})")
+        workload, missing = e["workload"], e.get("missing", "")
+        if not isinstance(workload, str) or not isinstance(missing, str):
+            raise ProfileError(f"{where}: workload and missing must be strings")
+        if not workload and not missing.strip():
+            raise ProfileError(f"{where}: workload = '' needs a 'missing' saying which "
+                               "published number the rebuild lacks")
+        rows.append(Measurement(
+            id=e["id"], kind=e["kind"], profile=e["profile"], device=e["device"],
+            part=e["part"], group=e["group"], workload=workload,
+            params=MappingProxyType(dict(e["params"])), per=e["per"],
+            measured_j=float(e["measured_j"]), conditions=e["conditions"],
+            source_title=e["source_title"], source_url=e["source_url"],
+            measured_latency_s=(float(e["measured_latency_s"]) if "measured_latency_s" in e
+                                else None),
+            measured_derivation=str(e.get("measured_derivation", "")), missing=missing,
+            note=str(e.get("note", ""))))
+    return rows

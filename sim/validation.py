@@ -1,0 +1,396 @@
+"""Rebuild each published measurement's workload with the real engines and price it.
+
+``validate()`` reads the validation table (``hw_profiles.validation.load_table``), rebuilds every
+row's workload on the engine of its profile's kind, prices it with the profile's execution
+model and returns one :class:`ValidationRow` per measurement: predicted and measured joules
+(and seconds, where published) per the row's unit, their ratio, and a status:
+
+- ``ok``: predicted and compared;
+- ``not rebuildable``: the source does not publish a number the workload needs (the table's
+  ``missing`` says which); nothing is estimated in its place;
+- ``pending``: the engine cannot price this workload yet (the error is kept in ``detail``).
+
+Readings chosen here, stated once:
+
+- **Deployed precision.** The GPU and MCU measurements ran int8 networks (TensorRT,
+  X-CUBE-AI). Torch on a CPU host cannot run int8 convolutions, so such a network is run in
+  fp32 and its counts are re-typed to the deployed precision: each ``mac_fp32`` becomes a
+  ``mac_int8``, each ``flop_fp32`` an ``int_add``, and every byte count is divided by 4
+  (4-byte floats become 1-byte integers). Counts of other ops are kept.
+- **Tile replication (TrueNorth).** The published operating point is a full chip of
+  1,048,576 neurons; the row simulates ``simulated_neurons`` of them with the same per-neuron
+  statistics and multiplies every count by ``neurons / simulated_neurons`` before pricing, so
+  the whole chip's static power is charged against the whole chip's events. TrueNorth's
+  cores are identical and its per-event energies do not depend on placement, which is what
+  makes the scaling exact for energy.
+- **Activity.** Spiking inputs are Poisson trains at the published rate, drawn from the row's
+  seed; nothing is fitted to the measurement.
+
+No profile parameter is fitted to this table. Rows whose measurement some profile number was
+derived from are marked ``group = "calibration"`` and summarised apart from ``held-out`` rows.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from statistics import median
+
+import numpy as np
+
+from hw_profiles import load
+from hw_profiles.errors import NeuroedgeError
+from hw_profiles.validation import Measurement, load_table
+from sim.ledger import Ledger
+from sim.pricing import price
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """Predicted against measured for one published measurement (J and s per ``per``)."""
+
+    id: str
+    kind: str
+    profile: str
+    group: str
+    part: str
+    per: str
+    status: str                      # ok | not rebuildable | pending
+    measured_j: float
+    predicted_j: float | None
+    measured_latency_s: float | None
+    predicted_latency_s: float | None
+    detail: str
+    source: str
+
+    @property
+    def ratio(self) -> float | None:
+        """Predicted / measured energy (None when not predicted)."""
+        return None if self.predicted_j is None else self.predicted_j / self.measured_j
+
+    @property
+    def latency_ratio(self) -> float | None:
+        if self.predicted_latency_s is None or self.measured_latency_s is None:
+            return None
+        return self.predicted_latency_s / self.measured_latency_s
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["ratio"], out["latency_ratio"] = self.ratio, self.latency_ratio
+        return out
+
+
+# -- ledgers: scaling and re-typing ------------------------------------------------------------
+def scaled(ledger: Ledger, factor: int) -> Ledger:
+    """A copy of ``ledger`` with every op, byte and sample count multiplied by ``factor``."""
+    out = Ledger()
+    for scope in ledger.scopes():
+        for op, n in ledger.ops(scope).items():
+            out.add(op, int(n) * factor, scope=scope)
+        for (level, direction), n in ledger.bytes(scope).items():
+            kw = {direction: int(n) * factor}
+            out.add_bytes(level, scope=scope, **kw)
+    for scope, n in ledger.samples().items():
+        out.add_samples(int(n) * factor, scope=scope)
+    return out
+
+
+_INT8 = {"mac_fp32": "mac_int8", "flop_fp32": "int_add"}
+
+
+def retyped_int8(ledger: Ledger) -> Ledger:
+    """``ledger`` re-expressed at int8 (see the module docstring): fp32 MAC -> int8 MAC,
+    fp32 non-MAC op -> integer add, bytes / 4 (rounded up)."""
+    out = Ledger()
+    for scope in ledger.scopes():
+        for op, n in ledger.ops(scope).items():
+            out.add(_INT8.get(op, op), int(n), scope=scope)
+        for (level, direction), n in ledger.bytes(scope).items():
+            out.add_bytes(level, scope=scope, **{direction: -(-int(n) // 4)})
+    for scope, n in ledger.samples().items():
+        out.add_samples(int(n), scope=scope)
+    for name, n in ledger.uncounted().items():
+        out.add_uncounted(name, n)
+    return out
+
+
+# -- torch workloads ---------------------------------------------------------------------------
+def _torch():
+    import torch
+    return torch
+
+
+def mlp(params) -> tuple:
+    """Fully connected ReLU network ``layers[0] -> ... -> layers[-1]`` and one input batch."""
+    torch = _torch()
+    nn = torch.nn
+    sizes = list(params["layers"])
+    mods = []
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
+        mods.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            mods.append(nn.ReLU())
+    return nn.Sequential(*mods), torch.zeros(int(params["batch"]), sizes[0])
+
+
+def _conv_bn(nn, cin, cout, k, stride=1, groups=1, relu=True):
+    layers = [nn.Conv2d(cin, cout, k, stride, padding=k // 2 if isinstance(k, int) else
+                        tuple(x // 2 for x in k), groups=groups, bias=False),
+              nn.BatchNorm2d(cout)]
+    return layers + ([nn.ReLU()] if relu else [])
+
+
+def ds_cnn_kws(params) -> tuple:
+    """MLPerf Tiny keyword spotting DS-CNN (mlcommons/tiny benchmark/training/keyword_spotting/
+    keras_model.py, 'ds_cnn'): 49 x 10 MFCC input, conv 64 @ 10 x 4 stride 2, four depthwise-
+    separable blocks of 64, average pool, dense 12."""
+    torch = _torch()
+    nn = torch.nn
+    layers = [nn.ZeroPad2d((1, 2, 4, 5)), nn.Conv2d(1, 64, (10, 4), 2, bias=False),
+              nn.BatchNorm2d(64), nn.ReLU()]    # Keras 'same' with stride 2: pad (4,5) x (1,2)
+    for _ in range(4):
+        layers += _conv_bn(nn, 64, 64, 3, groups=64) + _conv_bn(nn, 64, 64, 1)
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 12)]
+    return nn.Sequential(*layers), torch.zeros(int(params["batch"]), 1, 49, 10)
+
+
+def mobilenet_v1_vww(params) -> tuple:
+    """MLPerf Tiny visual wake words MobileNetV1, alpha 0.25 (8 base filters), 96 x 96 x 3,
+    2 classes (mlcommons/tiny benchmark/training/visual_wake_words/vww_model.py)."""
+    torch = _torch()
+    nn = torch.nn
+    layers = _conv_bn(nn, 3, 8, 3, stride=2)
+    # (output filters, depthwise stride) of the 13 depthwise-separable blocks of MobileNetV1
+    blocks = [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2)] + [(128, 1)] * 5 + \
+        [(256, 2), (256, 1)]
+    c = 8
+    for cout, s in blocks:
+        layers += _conv_bn(nn, c, c, 3, stride=s, groups=c) + _conv_bn(nn, c, cout, 1)
+        c = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 2)]
+    return nn.Sequential(*layers), torch.zeros(int(params["batch"]), 3, 96, 96)
+
+
+def _residual_module():
+    torch = _torch()
+    nn = torch.nn
+
+    class Residual(nn.Module):
+        """ResNet basic block: two 3 x 3 conv-BN, a 1 x 1 strided shortcut when shapes change."""
+
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(*_conv_bn(nn, cin, cout, 3, stride=stride),
+                                      *_conv_bn(nn, cout, cout, 3, relu=False))
+            self.short = nn.Identity() if stride == 1 and cin == cout else \
+                nn.Conv2d(cin, cout, 1, stride)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(self.body(x) + self.short(x))
+
+    class Bottleneck(nn.Module):
+        """ResNet-50 v1.5 bottleneck: 1 x 1, 3 x 3 (strided), 1 x 1 x 4, projection shortcut."""
+
+        def __init__(self, cin, width, stride):
+            super().__init__()
+            cout = 4 * width
+            self.body = nn.Sequential(*_conv_bn(nn, cin, width, 1),
+                                      *_conv_bn(nn, width, width, 3, stride=stride),
+                                      *_conv_bn(nn, width, cout, 1, relu=False))
+            self.short = nn.Identity() if stride == 1 and cin == cout else \
+                nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(self.body(x) + self.short(x))
+
+    return Residual, Bottleneck
+
+
+def resnet8_ic(params) -> tuple:
+    """MLPerf Tiny image classification ResNet-8 (mlcommons/tiny benchmark/training/
+    image_classification/keras_model.py): conv 16, stacks of 16 / 32 / 64 filters, average
+    pool, dense 10, on 32 x 32 x 3."""
+    torch = _torch()
+    nn = torch.nn
+    Residual, _ = _residual_module()
+    net = nn.Sequential(*_conv_bn(nn, 3, 16, 3), Residual(16, 16, 1), Residual(16, 32, 2),
+                        Residual(32, 64, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                        nn.Linear(64, 10))
+    return net, torch.zeros(int(params["batch"]), 3, 32, 32)
+
+
+def fc_autoencoder_ad(params) -> tuple:
+    """MLPerf Tiny anomaly detection autoencoder (mlcommons/tiny benchmark/training/
+    anomaly_detection/keras_model.py): 640 -> 128 x 4 -> 8 -> 128 x 4 -> 640, each hidden
+    dense followed by batch norm and ReLU."""
+    torch = _torch()
+    nn = torch.nn
+    sizes = [640, 128, 128, 128, 128, 8, 128, 128, 128, 128]
+    layers = []
+    for a, b in itertools.pairwise(sizes):
+        layers += [nn.Linear(a, b), nn.BatchNorm1d(b), nn.ReLU()]
+    layers.append(nn.Linear(128, 640))
+    return nn.Sequential(*layers), torch.zeros(int(params["batch"]), 640)
+
+
+def resnet50(params) -> tuple:
+    """ResNet-50 v1.5 (stride on the 3 x 3 conv of each stage's first bottleneck), 224 x 224."""
+    torch = _torch()
+    nn = torch.nn
+    _, Bottleneck = _residual_module()
+    layers = _conv_bn(nn, 3, 64, 7, stride=2) + [nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for width, n, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for i in range(n):
+            layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+            cin = 4 * width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000)]
+    size = int(params.get("image", 224))
+    return nn.Sequential(*layers), torch.zeros(int(params["batch"]), 3, size, size)
+
+
+TORCH_WORKLOADS: dict[str, Callable] = {
+    "mlp": mlp, "ds_cnn_kws": ds_cnn_kws, "mobilenet_v1_vww": mobilenet_v1_vww,
+    "resnet8_ic": resnet8_ic, "fc_autoencoder_ad": fc_autoencoder_ad, "resnet50": resnet50,
+}
+
+
+def _torch_row(m: Measurement) -> tuple[float, float, str]:
+    """Count the torch network on the row's profile (TorchDevice), price it per sample."""
+    torch = _torch()
+    from sim.torch_engine import TorchDevice
+    module, x = TORCH_WORKLOADS[m.workload](m.params)
+    module.eval()
+    dev = TorchDevice(m.profile, prefer_cuda=False)
+    net = dev.compile(module)
+    with torch.no_grad(), dev.count("infer", samples=int(x.shape[0])):
+        net(dev.tensor(x))
+    ledger = dev.ledger
+    detail = "TorchDevice"
+    if m.params.get("precision") == "int8":
+        ledger = retyped_int8(ledger)
+        detail += ", counts re-typed to int8"
+    report = price(ledger, m.profile)
+    n = int(x.shape[0])
+    return report.total_j / n, report.total_latency_s / n, detail
+
+
+# -- spiking workloads -------------------------------------------------------------------------
+def truenorth_rate_network(m: Measurement) -> tuple[float, float, str]:
+    """Merolla 2014's operating point: every neuron firing at ``rate_hz`` and delivering each
+    spike over ``synapses_per_neuron`` synapses, for ``duration_s`` of real time (1 ms ticks).
+
+    Each neuron is an integrate-and-fire unit driven by a constant current that takes it from
+    reset to threshold in exactly ``1 / (rate_hz dt)`` steps, started at a random phase (seeded),
+    so the rate is the published one by construction. Its spikes go to the next
+    ``synapses_per_neuron`` neurons of its 256-neuron block (a binary crossbar) with a weight
+    of 1e-6 of the threshold, too small to move any spike by more than a step over the run.
+    Counts are then scaled to the chip (module docstring).
+    """
+    from sim.neuromorphic import Network, NeuromorphicDevice
+    p = m.params
+    n_chip, k = int(p["neurons"]), int(p["synapses_per_neuron"])
+    n = int(p["simulated_neurons"])
+    if n_chip % n or n % 256:
+        raise NeuroedgeError(f"[validation {m.id}] simulated_neurons = {n} must be a multiple "
+                             f"of 256 that divides neurons = {n_chip}")
+    dt = 1e-3
+    steps = round(p["duration_s"] / dt)
+    period = round(1.0 / (float(p["rate_hz"]) * dt))      # 50 steps at 20 Hz
+    # v rises by 1/period per step and spikes once v > 1 - 0.5/period: after exactly `period`
+    # steps from reset (strict threshold, reset to 0)
+    thr = 1.0 - 0.5 / period
+    rng = np.random.default_rng(int(p.get("seed", 0)))
+    net = Network(dt=dt)
+    net.population("neurons", n, "if", v_threshold=thr, r=1.0, i_inj=1.0 / (period * dt),
+                   v_init=rng.integers(0, period, n) / period)
+    j = np.arange(n)
+    block, local = j // 256, j % 256
+    pre = np.repeat(j, k)
+    post = (block[:, None] * 256 + (local[:, None] + 1 + np.arange(k)) % 256).ravel()
+    net.connect("neurons", "neurons", pre_idx=pre, post_idx=post, weight=1e-6)
+    dev = NeuromorphicDevice(m.profile)
+    dev.compile(net)
+    dev.run(steps, scope="infer")
+    factor = n_chip // n
+    ledger = scaled(dev.ledger, factor)
+    report = price(ledger, m.profile)
+    events = ledger.total_ops()["synop"]
+    detail = (f"NeuromorphicDevice, {n} of {n_chip} neurons simulated, counts x {factor}; "
+              f"{events:.4g} synaptic events in {steps} steps, "
+              f"latency {report.total_latency_s:.3g} s for {p['duration_s']} s real time")
+    return report.total_j / events, report.total_latency_s / events, detail
+
+
+SPIKING_WORKLOADS: dict[str, Callable] = {"truenorth_rate_network": truenorth_rate_network}
+
+
+# -- the table ---------------------------------------------------------------------------------
+def _row(m: Measurement, status: str, detail: str, pred_j=None, pred_s=None) -> ValidationRow:
+    return ValidationRow(m.id, m.kind, m.profile, m.group, m.part, m.per, status,
+                         m.measured_j, pred_j, m.measured_latency_s,
+                         pred_s if m.measured_latency_s is not None else None, detail,
+                         f"{m.source_title} <{m.source_url}>")
+
+
+def validate_one(m: Measurement) -> ValidationRow:
+    """Rebuild and price one measurement (see the module docstring for the statuses)."""
+    if not m.workload:
+        return _row(m, "not rebuildable", m.missing)
+    if m.workload in SPIKING_WORKLOADS:
+        j, s, detail = SPIKING_WORKLOADS[m.workload](m)
+        return _row(m, "ok", detail, j, s)
+    if m.workload not in TORCH_WORKLOADS:
+        raise NeuroedgeError(f"[validation {m.id}] unknown workload {m.workload!r}; known: "
+                             f"{', '.join(sorted({**TORCH_WORKLOADS, **SPIKING_WORKLOADS}))}")
+    if load(m.profile).kind not in ("gpu", "cpu"):
+        # a torch model on an MCU profile: priced once TorchDevice maps its bytes to the
+        # MCU's memories (issue 13 item 3); until then the row says why it has no figure
+        try:
+            j, s, detail = _torch_row(m)
+        except (NeuroedgeError, KeyError, TypeError) as exc:
+            return _row(m, "pending", f"a torch model cannot be priced on {m.profile} yet "
+                                      f"(issue 13 item 3, MCU pricing of torch models): "
+                                      f"{type(exc).__name__}: {exc}")
+        return _row(m, "ok", detail, j, s)
+    j, s, detail = _torch_row(m)
+    return _row(m, "ok", detail, j, s)
+
+
+def validate(table=None, only: set[str] | None = None) -> list[ValidationRow]:
+    """Rebuild, price and compare every row of the validation table.
+
+    Parameters
+    ----------
+    table : path of a validation table, or None for the shipped one
+    only : row ids to run (all when None)
+
+    Returns
+    -------
+    list of ValidationRow, in table order.
+    """
+    rows = load_table(table)
+    return [validate_one(m) for m in rows if only is None or m.id in only]
+
+
+def summarise(rows: list[ValidationRow]) -> dict:
+    """Counts, kinds and |log10(predicted / measured)| statistics, overall and per group."""
+    def stats(sub):
+        logs = [abs(math.log10(r.ratio)) for r in sub if r.ratio is not None]
+        lat = [abs(math.log10(r.latency_ratio)) for r in sub if r.latency_ratio is not None]
+        return {"predicted": len(logs),
+                "median_abs_log10": median(logs) if logs else None,
+                "max_abs_log10": max(logs) if logs else None,
+                "within_3x": sum(x <= math.log10(3) for x in logs),
+                "latency_predicted": len(lat),
+                "latency_median_abs_log10": median(lat) if lat else None}
+    return {"rows": len(rows), "kinds": sorted({r.kind for r in rows}),
+            "kinds_predicted": sorted({r.kind for r in rows if r.ratio is not None}),
+            "status": {s: sum(r.status == s for r in rows) for s in
+                       ("ok", "not rebuildable", "pending")},
+            "all": stats(rows),
+            "held-out": stats([r for r in rows if r.group == "held-out"]),
+            "calibration": stats([r for r in rows if r.group == "calibration"])}

@@ -1,0 +1,108 @@
+"""sim.validation: ledger scaling and int8 re-typing exactly, and rows rebuilt and priced."""
+import pytest
+
+from hw_profiles.validation import load_table
+from sim.ledger import Ledger
+from sim.pricing import price
+from sim.validation import (
+    TORCH_WORKLOADS,
+    retyped_int8,
+    scaled,
+    summarise,
+    validate,
+    validate_one,
+)
+
+
+def _ledger():
+    lg = Ledger()
+    lg.add("mac_fp32", 10, scope="infer")
+    lg.add("flop_fp32", 3, scope="infer")
+    lg.add("synop", 7, scope="run")
+    lg.add_bytes("offchip", read=9, write=4, scope="infer")
+    lg.add_samples(2, scope="infer")
+    return lg
+
+
+def test_scaled_multiplies_every_count():
+    s = scaled(_ledger(), 64)
+    assert s.total_ops() == {"mac_fp32": 640, "flop_fp32": 192, "synop": 448}
+    assert s.total_bytes() == {("offchip", "read"): 576, ("offchip", "write"): 256}
+    assert s.samples() == {"infer": 128}
+
+
+def test_retyped_int8():
+    r = retyped_int8(_ledger())
+    # fp32 MAC -> int8 MAC, fp32 op -> int add, others kept; bytes / 4 rounded up: 9 -> 3, 4 -> 1
+    assert r.total_ops() == {"mac_int8": 10, "int_add": 3, "synop": 7}
+    assert r.total_bytes() == {("offchip", "read"): 3, ("offchip", "write"): 1}
+
+
+def test_torch_workload_mac_counts():
+    # MLPerf Tiny DS-CNN: conv 25x5x64x(10x4) = 320,000; 4 x (dw 25x5x64x9 = 72,000 +
+    # pw 25x5x64x64 = 512,000) = 2,336,000; dense 64x12 = 768 -> 2,656,768 MACs
+    import torch
+
+    from sim.torch_engine import TorchDevice
+    for name, macs in (("ds_cnn_kws", 2_656_768),
+                       # 640x128 + 3x128x128 + 128x8 + 8x128 + 3x128x128 + 128x640 = 264,192
+                       ("fc_autoencoder_ad", 264_192)):
+        net, x = TORCH_WORKLOADS[name]({"batch": 1})
+        dev = TorchDevice("x86-avx2")
+        net = dev.compile(net.eval())
+        with torch.no_grad(), dev.count("infer", samples=1):
+            net(dev.tensor(x))
+        assert dev.ledger.total_ops()["mac_fp32"] == macs, name
+
+
+def test_truenorth_row_is_synop_energy_plus_static_power_over_priced_time():
+    from sim.validation import truenorth_rate_network
+    m = next(r for r in load_table() if r.id == "truenorth-rate-20hz")
+    j_per_event, s_per_event, detail = truenorth_rate_network(m)
+    # 16,384 neurons x 20 spikes x 128 synapses, scaled x 64 to 1,048,576 neurons, in 1 s
+    events = 16_384 * 20 * 128 * 64
+    assert f"{events:.4g} synaptic events" in detail
+    # on truenorth only synops (2.5 pJ) and static power (63.1 mW) cost energy: neuron
+    # updates, spikes, hops and crossbar bytes are 0 pJ in the profile
+    assert j_per_event == pytest.approx(2.5e-12 + 0.0631 * s_per_event, rel=1e-9)
+    # every neuron is updated in each of the 1,000 ticks at 1.049e9 updates/s: >= 1 s of time
+    assert s_per_event * events >= 1_048_576 * 1000 / 1.049e9
+
+
+def test_cpu_row_is_the_profile_arithmetic():
+    m = next(r for r in load_table() if r.id == "cpu-kws-blouw2019")
+    row = validate_one(m)
+    # the same counts priced by hand: rebuild the ledger and price it on the profile
+    import torch
+
+    from sim.torch_engine import TorchDevice
+    net, x = TORCH_WORKLOADS["mlp"](m.params)
+    dev = TorchDevice("x86-avx2")
+    net = dev.compile(net)
+    with torch.no_grad(), dev.count("infer", samples=1):
+        net(dev.tensor(x))
+    assert dev.ledger.total_ops()["mac_fp32"] == 390 * 256 + 256 * 256 + 256 * 29  # 172,800
+    assert row.predicted_j == pytest.approx(price(dev.ledger, "x86-avx2").total_j, rel=1e-12)
+    assert row.ratio == pytest.approx(row.predicted_j / 0.0063, rel=1e-12)
+
+
+def test_rows_without_published_activity_are_not_estimated():
+    rows = {r.id: r for r in validate(only={"loihi-kws-blouw2019"})}
+    r = rows["loihi-kws-blouw2019"]
+    assert r.status == "not rebuildable" and r.predicted_j is None and r.ratio is None
+    assert "not published" in r.detail
+
+
+def test_summarise_groups_and_log_ratios():
+    from sim.validation import ValidationRow
+    mk = lambda i, g, p, m: ValidationRow(i, "gpu", "a100", g, "same", "inference",
+                                          "ok", m, p, None, None, "", "")
+    rows = [mk("a", "held-out", 3.0, 1.0), mk("b", "held-out", 1.0, 10.0),
+            mk("c", "calibration", 1.0, 1.0)]
+    s = summarise(rows)
+    # |log10 3| = 0.4771, |log10 0.1| = 1; median over the held-out pair = 0.7386
+    assert s["held-out"]["max_abs_log10"] == pytest.approx(1.0)
+    assert s["held-out"]["median_abs_log10"] == pytest.approx((0.47712125 + 1.0) / 2)
+    assert s["held-out"]["within_3x"] == 1
+    assert s["calibration"]["median_abs_log10"] == 0.0
+    assert s["rows"] == 3 and s["kinds"] == ["gpu"]

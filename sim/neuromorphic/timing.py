@@ -230,12 +230,13 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
 
 def _describe(rec: StepTiming, prof: HardwareProfile, realtime: bool) -> str:
     cores = int((np.asarray(rec.core_ops)[1:].sum(axis=1) > 0).sum())
-    text = (f"{rec.steps:,} steps, each the slowest of {cores} busy cores + barrier "
+    what = "time steps" if rec.bio_s > 0 else "learning phases"
+    text = (f"{rec.steps:,} {what}, each the slowest of {cores} busy cores + barrier "
             f"(SANA-FE model, placement on {prof.name})")
     tick = tick_s(prof)
     if tick:
         text += f"; every step lasts at least the {tick * 1e3:g} ms tick"
-    if realtime:
+    if realtime and rec.bio_s > 0:
         text += (f"; paced to real time ({rec.bio_s:.6g} s biological), "
                  f"{rec.overruns:,} steps overran dt")
     return text

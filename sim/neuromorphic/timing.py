@@ -212,7 +212,8 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
         n_rest = sum(n for op, n in rest.items() if op in COL and n)
         if n_rest:
             parts.append(f"lower bound for {n_rest:,} ops counted outside the engine's "
-                         f"steps: spread evenly over all {n_chip} cores, no barrier")
+                         f"steps: spread evenly over all {n_chip} cores, no barrier"
+                         + (", not paced (no time steps recorded)" if realtime else ""))
         seconds = stepped + rest_s
         latency[scope] = seconds
         if parts:

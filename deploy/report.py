@@ -81,7 +81,8 @@ def _latency_rows(report: EnergyReport) -> list[tuple[str, str, str]]:
         # neuromorphic step model (issue 13 items 3, 5): say which model made the figure
         bound = report.time_model.get(scope, bound)
         out.append((scope or "(root)", format_seconds(seconds), bound))
-    return out + [("total", format_seconds(report.total_latency_s), report.static_basis)]
+    basis = report.static_basis if report.time_model else ""
+    return out + [("total", format_seconds(report.total_latency_s), basis)]
 
 
 def _sampled_scopes(reports: Sequence[EnergyReport]) -> list[str]:

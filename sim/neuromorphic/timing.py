@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -161,7 +161,7 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
     PricingError
         An op or memory level the profile has no number for.
     """
-    from sim.pricing import Charge, EnergyReport   # pricing dispatches here; import late
+    from sim.pricing import Charge, EnergyReport  # pricing dispatches here; import late
     prof = load(profile)
     _check_priceable(ledger, prof)
     key, tau, n_chip = timing_key(prof), core_times_s(prof), int(prof.limit("cores", 1))

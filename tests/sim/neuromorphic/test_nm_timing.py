@@ -12,8 +12,7 @@ import pytest
 import hw_profiles
 from hw_profiles.errors import LedgerError, PricingError, ProfileError
 from sim.ledger import Ledger, StepTiming
-from sim.neuromorphic import Network, NeuromorphicDevice
-from sim.neuromorphic import timing
+from sim.neuromorphic import Network, NeuromorphicDevice, timing
 from tests.sim.neuromorphic.timing_toy import TOY, toy_chip, toy_text
 
 NS = 1e-9
@@ -232,3 +231,17 @@ def test_shipped_neuromorphic_profiles_have_the_model():
     lo = hw_profiles.load("loihi")
     assert timing.barrier_s(lo, 1) == pytest.approx(113e-9)
     assert timing.barrier_s(lo, 32) == pytest.approx(465e-9)
+
+
+def test_energy_report_keeps_its_time_model_through_dict():
+    from sim.pricing import EnergyReport
+    dev = NeuromorphicDevice(toy_chip())
+    dev.compile(_two_core_net())
+    dev.run(5)
+    rep = dev.ledger.price(dev.profile, realtime=True)
+    back = EnergyReport.from_dict(rep.to_dict())
+    assert back.time_model == rep.time_model and back.static_basis == rep.static_basis
+    # a version-1 report written before these fields reads with the roofline defaults
+    old = rep.to_dict()
+    del old["time_model"], old["static_basis"]
+    assert EnergyReport.from_dict(old).time_model == {}

@@ -78,8 +78,11 @@ def _latency_rows(report: EnergyReport) -> list[tuple[str, str, str]]:
         mine = [c for c in report.charges if c.scope == scope and c.category != "static"]
         mem = sum(c.seconds for c in mine if c.category == "memory")
         bound = "memory" if mem > sum(c.seconds for c in mine) - mem else "compute"
+        # neuromorphic step model (issue 13 items 3, 5): say which model made the figure
+        bound = report.time_model.get(scope, bound)
         out.append((scope or "(root)", format_seconds(seconds), bound))
-    return out + [("total", format_seconds(report.total_latency_s), "")]
+    basis = report.static_basis if report.time_model else ""
+    return out + [("total", format_seconds(report.total_latency_s), basis)]
 
 
 def _sampled_scopes(reports: Sequence[EnergyReport]) -> list[str]:
@@ -110,7 +113,8 @@ def _tables(report: EnergyReport) -> dict[str, tuple[tuple[str, ...], list]]:
         "bytes": (("level:direction", "bytes", "exact"),
                   [(k, format_bytes(n), f"{n:,}") for k, n in moved.items()]
                   + [("total", format_bytes(n_moved), f"{n_moved:,}")]),
-        "latency": (("scope", "latency", "bound"), _latency_rows(report)),
+        "latency": (("scope", "latency", "time model" if report.time_model else "bound"),
+                    _latency_rows(report)),
         "uncounted": (("op", "calls"), [(k, f"{n:,}") for k, n in report.uncounted.items()]),
         "entries": (("entry", "citation"), sorted(report.entries.items())),
     }
@@ -179,6 +183,13 @@ _TERMINAL_TITLES = {"category": "Energy by category", "op": "Energy by op",
                     "latency": "Estimated latency (roofline)"}
 
 
+def _latency_title(report: EnergyReport) -> str:
+    """The latency table's title names its execution model (issue 13 item 5)."""
+    if report.time_model:
+        return "Estimated latency (per step: slowest core + barrier)"
+    return "Estimated latency (roofline)"
+
+
 def terminal_report(run: Run, report: EnergyReport, width: int = 100) -> str:
     """Render ``report`` (the pricing of ``run``'s ledger) as plain-text tables.
 
@@ -203,7 +214,7 @@ def terminal_report(run: Run, report: EnergyReport, width: int = 100) -> str:
     con.print(_table("Metrics", ("metric", "value"),
                      [(k, f"{v:.6g}") for k, v in run.metrics.items()]))
     for key, title in _TERMINAL_TITLES.items():
-        con.print(_table(title, *tables[key]))
+        con.print(_table(_latency_title(report) if key == "latency" else title, *tables[key]))
     if report.uncounted:
         con.print(Text("Uncounted ops: executed but not priced; their energy is in no total."))
         con.print(_table("Uncounted ops", *tables["uncounted"]))
@@ -288,7 +299,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
         yield f"<h3>By scope (depth {depth})</h3>" + _img(plot_energy_bars(
             scopes, f"Energy by scope, depth {depth}"), f"scope depth {depth}")
     yield "<h3>Bytes moved</h3>" + _html_table(*tables["bytes"])
-    yield "<h3>Estimated latency (roofline)</h3>" + _html_table(*tables["latency"])
+    yield f"<h3>{_e(_latency_title(first))}</h3>" + _html_table(*tables["latency"])
 
     yield "<h2>Comparison across profiles</h2>" + _img(plot_comparison(reports), "comparison")
     yield _html_table(*_comparison(reports))

@@ -24,6 +24,15 @@ DATA_DIR = Path(__file__).with_name("data")
 
 _TOP_KEYS = {"schema_version", "name", "kind", "description", "technology_node_nm",
              "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources"}
+# -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) -------------
+# [core_op_ns]: time one core spends per op it executes (the ops a core's pipeline does; a
+# router hop is not a core op). [step_sync]: per-step barrier (whole chip, and optionally one
+# router's cores, interpolated by routers used) and an optional fixed tick (the step period).
+_NM_TOP_KEYS = {"core_op_ns", "step_sync"}
+_CORE_OPS = ("synop", "neuron_update_active", "neuron_update_idle", "spike", "syn_update")
+_STEP_SYNC_UNITS = {"barrier_ns": "ns", "barrier_one_router_ns": "ns", "tick_ns": "ns"}
+_TOP_KEYS = _TOP_KEYS | _NM_TOP_KEYS
+# -- end neuromorphic execution model ---------------------------------------------------------
 _QUANTITY_KEYS = {"value", "unit", "provenance", "source", "derivation", "note"}
 _MEMORY_QUANTITIES = {"capacity_bytes": "B", "read_pj_per_byte": "pJ/B",
                       "write_pj_per_byte": "pJ/B", "bandwidth_bytes_per_s": "B/s"}
@@ -140,6 +149,8 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "") ->
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
 
+    core_op_ns, step_sync = _nm_execution_model(v, doc, kind)   # issue 13 item 3 (nmtime)
+
     unused = sorted(set(sources) - v.cited)
     if unused:
         v.fail("sources", unused[0], "", "this source is cited by no number; remove it or "
@@ -150,7 +161,41 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "") ->
         memory=MappingProxyType(memory), interconnect=MappingProxyType(interconnect),
         limits=MappingProxyType(limits), static_power_w=static,
         sources=MappingProxyType(sources), technology_node_nm=tech, path=path,
-        raw=MappingProxyType(dict(doc)))
+        raw=MappingProxyType(dict(doc)), core_op_ns=MappingProxyType(core_op_ns),
+        step_sync=MappingProxyType(step_sync))
+
+
+# -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) -------------
+def _nm_execution_model(v, doc, kind: str):
+    """Validate ``[core_op_ns]`` and ``[step_sync]``: both or neither, neuromorphic only."""
+    has = [k for k in ("core_op_ns", "step_sync") if k in doc]
+    if not has:
+        return {}, {}
+    if kind != "neuromorphic":
+        v.fail("", has[0], "", f"only a neuromorphic profile has a per-core step-time model; "
+               f"this profile is kind = {kind!r}")
+    for key in ("core_op_ns", "step_sync"):
+        if key not in doc:
+            v.fail("", key, "(missing)", "[core_op_ns] and [step_sync] go together: the step "
+                   "time is the slowest core's ops plus the barrier")
+    v.table(doc["core_op_ns"], "core_op_ns", set(_CORE_OPS))
+    core = {op: v.quantity(q, "core_op_ns", op, "ns", "nonnegative")
+            for op, q in doc["core_op_ns"].items()}
+    missing = [op for op in _CORE_OPS if op in doc["energy_pj"] and op not in core]
+    if missing:
+        v.fail("core_op_ns", missing[0], "(missing)", "every core op the profile prices in "
+               "[energy_pj] needs a per-core time here (0 with a derivation where another "
+               "op's time already contains it)")
+    v.table(doc["step_sync"], "step_sync", set(_STEP_SYNC_UNITS), required={"barrier_ns"})
+    sync = {k: v.quantity(q, "step_sync", k, _STEP_SYNC_UNITS[k],
+                          "positive" if k == "tick_ns" else "nonnegative")
+            for k, q in doc["step_sync"].items()}
+    lo = sync.get("barrier_one_router_ns")
+    if lo is not None and lo.value > sync["barrier_ns"].value:
+        v.fail("step_sync", "barrier_one_router_ns", lo.value, f"must be <= barrier_ns = "
+               f"{sync['barrier_ns'].value} (a barrier over fewer routers is not slower)")
+    return core, sync
+# -- end neuromorphic execution model ---------------------------------------------------------
 
 
 class _Validator:

@@ -88,6 +88,12 @@ class HardwareProfile:
     technology_node_nm: Quantity | None = None
     path: str = ""
     raw: Mapping = field(default_factory=lambda: MappingProxyType({}), repr=False, compare=False)
+    # -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) --------
+    # core_op_ns: op -> time one core spends on one such op (ns); step_sync: barrier_ns,
+    # optional barrier_one_router_ns and tick_ns. Empty when the profile does not give them.
+    core_op_ns: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
+    step_sync: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
+    # -- end neuromorphic execution model ---------------------------------------------------
 
     def limit(self, key: str, default: float | None = None) -> float | None:
         """Value of a hardware limit, or ``default`` when the profile does not state it."""
@@ -114,3 +120,7 @@ class HardwareProfile:
         for k, q in self.limits.items():
             yield f"limits.{k}", q
         yield "static.power_w", self.static_power_w
+        for k, q in self.core_op_ns.items():      # neuromorphic execution model (issue 13)
+            yield f"core_op_ns.{k}", q
+        for k, q in self.step_sync.items():
+            yield f"step_sync.{k}", q

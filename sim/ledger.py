@@ -20,6 +20,7 @@ import json
 import re
 from collections import defaultdict
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Iterator, Mapping
 
 import numpy as np
@@ -67,6 +68,7 @@ class Ledger:
         self._bytes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
         self._samples: dict[str, int] = {}
         self._uncounted: dict[str, dict[str, int]] = defaultdict(dict)
+        self._timing: dict[str, StepTiming] = {}   # neuromorphic step timing (see below)
         self._stack: list[str] = []
 
     # -- recording ---------------------------------------------------------------------
@@ -149,6 +151,7 @@ class Ledger:
         names = set(k for k, v in self._ops.items() if v)
         names |= set(k for k, v in self._bytes.items() if v)
         names |= set(self._samples) | set(k for k, v in self._uncounted.items() if v)
+        names |= set(self._timing)
         return sorted(names)
 
     def ops(self, scope: str) -> dict[str, int]:
@@ -209,6 +212,8 @@ class Ledger:
                 self._samples[name] = self._samples.get(name, 0) + entry["samples"]
             for k, n in entry["uncounted"].items():
                 self._uncounted[name][k] = self._uncounted[name].get(k, 0) + n
+            if "timing" in entry:
+                self._add_timing(name, StepTiming.from_dict(entry["timing"]))
         return self
 
     def __add__(self, other: "Ledger") -> "Ledger":
@@ -221,10 +226,13 @@ class Ledger:
         return Ledger().merge(self)
 
     # -- pricing -----------------------------------------------------------------------
-    def price(self, profile):
-        """Price every count on ``profile`` (name, path or HardwareProfile): an EnergyReport."""
+    def price(self, profile, **options):
+        """Price every count on ``profile`` (name, path or HardwareProfile): an EnergyReport.
+
+        ``options`` go to :func:`sim.pricing.price` (``realtime=True``: neuromorphic static
+        energy over the biological duration)."""
         from sim.pricing import price
-        return price(self, profile)
+        return price(self, profile, **options)
 
     # -- serialisation: one to_dict/from_dict path, JSON and HDF5 built on it ------------
     def to_dict(self) -> dict:
@@ -238,6 +246,8 @@ class Ledger:
                      "uncounted": dict(sorted(self._uncounted.get(name, {}).items()))}
             if name in self._samples:
                 entry["samples"] = self._samples[name]
+            if name in self._timing:
+                entry["timing"] = self._timing[name].to_dict()
             scopes.append(entry)
         return {"type": FORMAT, "version": FORMAT_VERSION, "scopes": scopes}
 
@@ -264,6 +274,8 @@ class Ledger:
                     led.add_samples(entry["samples"], scope=name or None)
                 for k, n in entry["uncounted"].items():
                     led.add_uncounted(k, n, scope=name or None)
+                if "timing" in entry:
+                    led._add_timing(name, StepTiming.from_dict(entry["timing"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LedgerError(f"malformed serialised ledger: {type(exc).__name__}: {exc}") \
                 from None
@@ -306,6 +318,7 @@ class Ledger:
         group.create_dataset("bytes", data=nbytes, compression="gzip")
         group.create_dataset("samples", data=samples)
         group.attrs["uncounted"] = json.dumps({k: v for k, v in self._uncounted.items() if v})
+        self._timing_to_hdf5(group)
 
     @staticmethod
     def _fit_int64(what, n):
@@ -345,9 +358,135 @@ class Ledger:
         for name, bucket in uncounted.items():
             for k, n in bucket.items():
                 led.add_uncounted(k, n, scope=name or None)
+        led._timing_from_hdf5(group)
         return led
+
+    # -- neuromorphic step timing (issue 13 item 3; nmtime) ---------------------------------
+    # A hardware-dependent record beside the counts: the engine reduces its per-core work to
+    # the step's critical path inside its kernels and keeps only sums here (never per-step
+    # arrays), so pricing on the profile the run was placed on is exact. See StepTiming.
+    def add_timing(self, record: "StepTiming", scope: str | None = None) -> None:
+        """Add an engine's step-timing record to ``scope`` (summed with one already there)."""
+        if not isinstance(record, StepTiming):
+            raise LedgerError(f"add_timing: expected a StepTiming, got "
+                              f"{type(record).__name__}")
+        self._add_timing(self.resolve_scope(scope), record)
+
+    def _add_timing(self, scope: str, record: "StepTiming") -> None:
+        old = self._timing.get(scope)
+        self._timing[scope] = record if old is None else old.plus(record, scope)
+
+    def timing(self, scope: str) -> "StepTiming | None":
+        """The step-timing record of ``scope`` itself (not its sub-scopes), or None."""
+        return self._timing.get(scope)
+
+    def _timing_to_hdf5(self, group) -> None:
+        if not self._timing:
+            return
+        g = group.create_group("timing")
+        for i, (scope, rec) in enumerate(sorted(self._timing.items())):
+            sub = g.create_group(str(i))
+            meta = rec.to_dict()
+            sub.create_dataset("core_ops", data=np.asarray(meta.pop("core_ops"), np.int64),
+                               compression="gzip")
+            sub.attrs["scope"] = scope
+            sub.attrs["meta"] = json.dumps(meta)
+
+    def _timing_from_hdf5(self, group) -> None:
+        if "timing" not in group:
+            return
+        try:
+            for sub in group["timing"].values():
+                meta = json.loads(sub.attrs["meta"])
+                meta["core_ops"] = sub["core_ops"][()].tolist()
+                self._add_timing(str(sub.attrs["scope"]), StepTiming.from_dict(meta))
+        except (KeyError, OSError, ValueError, TypeError) as exc:
+            raise LedgerError(f"HDF5 ledger in {group.name!r}: step-timing record is "
+                              f"incomplete or corrupt: {exc}") from None
+    # -- end neuromorphic step timing ----------------------------------------------------
 
     def __repr__(self) -> str:
         ops = self.total_ops()
         top = ", ".join(f"{k}={v}" for k, v in list(ops.items())[:4])
         return f"Ledger({len(self.scopes())} scopes; {top}{', ...' if len(ops) > 4 else ''})"
+
+
+# -- neuromorphic step timing (issue 13 item 3; nmtime) ---------------------------------------
+TIMED_OPS = ("synop", "neuron_update_active", "neuron_update_idle", "spike", "hop",
+             "syn_update")
+"""Columns of :attr:`StepTiming.core_ops`: the ops an engine attributes to a core."""
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """What a neuromorphic engine's steps took on the profile it ran on, as sums.
+
+    The step time is computed inside the kernels from per-core op counts (see
+    ``sim/neuromorphic/timing.py``); only these totals are kept, so a ledger of millions of
+    steps stays small. ``key`` fingerprints the profile's time parameters and the placement's
+    barrier: a price on a profile with another key cannot reuse ``step_s``.
+
+    Attributes
+    ----------
+    profile : name of the profile whose per-core op times made the figures
+    key : fingerprint of those times, the barrier and the tick (``timing.timing_key``)
+    steps : synchronised phases (time steps, and learning phases) recorded
+    work_s : sum over steps of the slowest core's work, seconds (no barrier, no tick)
+    step_s : sum over steps of ``max(tick, slowest core + barrier)``, seconds
+    paced_s : sum over steps of ``max(dt, step time)``: the run paced to real time
+    bio_s : biological duration of the time steps (steps x dt; 0 for learning phases)
+    overruns : steps whose time exceeded dt (they could not keep real time)
+    core_ops : (1 + cores, len(TIMED_OPS)) int64 totals; row 0 = ops off the cores (input
+        spikes injected by the host, ...), row 1 + c = core c
+    """
+
+    profile: str
+    key: str
+    steps: int
+    work_s: float
+    step_s: float
+    paced_s: float
+    bio_s: float
+    overruns: int
+    core_ops: np.ndarray = field(repr=False, compare=False)
+
+    def covered(self) -> dict[str, int]:
+        """Op -> count this record timed (the sum over its rows)."""
+        tot = np.asarray(self.core_ops).sum(axis=0)
+        return {op: int(n) for op, n in zip(TIMED_OPS, tot) if n}
+
+    def plus(self, other: "StepTiming", scope: str = "") -> "StepTiming":
+        if (self.profile, self.key) != (other.profile, other.key):
+            raise LedgerError(f"scope {scope!r}: step timing recorded on {self.profile!r} "
+                              f"(key {self.key}) cannot be summed with timing on "
+                              f"{other.profile!r} (key {other.key}); record them in "
+                              "separate scopes")
+        a, b = np.asarray(self.core_ops), np.asarray(other.core_ops)
+        rows = max(a.shape[0], b.shape[0])
+        ops = np.zeros((rows, len(TIMED_OPS)), np.int64)
+        ops[:a.shape[0]] += a
+        ops[:b.shape[0]] += b
+        return StepTiming(self.profile, self.key, self.steps + other.steps,
+                          self.work_s + other.work_s, self.step_s + other.step_s,
+                          self.paced_s + other.paced_s, self.bio_s + other.bio_s,
+                          self.overruns + other.overruns, ops)
+
+    def to_dict(self) -> dict:
+        return {"profile": self.profile, "key": self.key, "steps": int(self.steps),
+                "work_s": float(self.work_s), "step_s": float(self.step_s),
+                "paced_s": float(self.paced_s), "bio_s": float(self.bio_s),
+                "overruns": int(self.overruns), "columns": list(TIMED_OPS),
+                "core_ops": np.asarray(self.core_ops, np.int64).tolist()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "StepTiming":
+        if list(d.get("columns", TIMED_OPS)) != list(TIMED_OPS):
+            raise LedgerError(f"step timing columns {d.get('columns')!r}: this neuroedge "
+                              f"reads {list(TIMED_OPS)}")
+        ops = np.asarray(d["core_ops"], np.int64).reshape(-1, len(TIMED_OPS))
+        vals = [float(d[k]) for k in ("work_s", "step_s", "paced_s", "bio_s")]
+        if (ops < 0).any() or min(vals) < 0 or int(d["steps"]) < 0 or int(d["overruns"]) < 0:
+            raise LedgerError("step timing record has a negative count or time")
+        return cls(str(d["profile"]), str(d["key"]), int(d["steps"]), *vals,
+                   int(d["overruns"]), ops)
+# -- end neuromorphic step timing ---------------------------------------------------------------

@@ -64,6 +64,12 @@ class EnergyReport:
     samples: dict[str, int]
     entries: dict[str, str]
     uncounted: dict[str, int] = field(default_factory=dict)
+    # -- which time model made each figure (issue 13 items 3 and 5) ------------------------
+    # time_model: scope -> how its latency was built (empty: the roofline of the module
+    # docstring); static_basis: what the static power was multiplied by.
+    time_model: dict[str, str] = field(default_factory=dict)
+    static_basis: str = "run time: static power x estimated latency (roofline)"
+    # -- end time model ------------------------------------------------------------------
 
     # -- aggregates ----------------------------------------------------------------------
     @property
@@ -119,7 +125,8 @@ class EnergyReport:
         return {"type": FORMAT, "version": FORMAT_VERSION, "profile": self.profile,
                 "kind": self.kind, "charges": [asdict(c) for c in self.charges],
                 "latency_s": dict(self.latency_s), "samples": dict(self.samples),
-                "entries": dict(self.entries), "uncounted": dict(self.uncounted)}
+                "entries": dict(self.entries), "uncounted": dict(self.uncounted),
+                "time_model": dict(self.time_model), "static_basis": self.static_basis}
 
     @classmethod
     def from_dict(cls, data) -> "EnergyReport":
@@ -129,19 +136,32 @@ class EnergyReport:
         return cls(profile=data["profile"], kind=data["kind"],
                    charges=tuple(Charge(**c) for c in data["charges"]),
                    latency_s=dict(data["latency_s"]), samples=dict(data["samples"]),
-                   entries=dict(data["entries"]), uncounted=dict(data["uncounted"]))
+                   entries=dict(data["entries"]), uncounted=dict(data["uncounted"]),
+                   time_model=dict(data.get("time_model", {})),
+                   static_basis=data.get("static_basis", cls.static_basis))
 
 
-def price(ledger, profile: str | HardwareProfile) -> EnergyReport:
+def price(ledger, profile: str | HardwareProfile, *, realtime: bool = False) -> EnergyReport:
     """Price every count of ``ledger`` on ``profile``.
+
+    ``realtime`` (neuromorphic profiles with a step-time model): pace every time step to the
+    network's dt and charge static power over that duration instead of the run time.
 
     Raises
     ------
     PricingError
         The ledger counts an op, or moves bytes at a memory level, for which the profile
-        has no number.
+        has no number; ``realtime`` on a profile without a step-time model.
     """
     prof = load(profile)
+    # -- neuromorphic execution model (issue 13 item 3): sim/neuromorphic/timing.py --------
+    if prof.kind == "neuromorphic" and prof.core_op_ns:
+        from sim.neuromorphic.timing import price_neuromorphic
+        return price_neuromorphic(ledger, prof, realtime=realtime)
+    if realtime:
+        raise PricingError(f"realtime pacing needs a neuromorphic profile with [core_op_ns] "
+                           f"and [step_sync]; {prof.name!r} ({prof.kind}) has none")
+    # -- end neuromorphic execution model --------------------------------------------------
     missing_ops = sorted(set(ledger.total_ops()) - set(prof.energy_pj),
                          key=OP_NAMES.index)
     if missing_ops:
@@ -191,6 +211,11 @@ def price(ledger, profile: str | HardwareProfile) -> EnergyReport:
                         uncounted=ledger.uncounted())
 
 
-def price_many(ledger, profiles: Iterable[str | HardwareProfile]) -> list[EnergyReport]:
-    """Price one ledger on several profiles (the comparison behind ``neuroedge compare``)."""
-    return [price(ledger, p) for p in profiles]
+def price_many(ledger, profiles: Iterable[str | HardwareProfile],
+               **options) -> list[EnergyReport]:
+    """Price one ledger on several profiles (the comparison behind ``neuroedge compare``).
+
+    A neuromorphic run priced on another neuromorphic chip keeps the first chip's placement;
+    its time is then a lower bound (see ``EnergyReport.time_model``) and
+    ``sim.neuromorphic.timing.reprice`` re-places it for the exact figure."""
+    return [price(ledger, p, **options) for p in profiles]

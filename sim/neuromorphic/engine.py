@@ -6,6 +6,10 @@ The device owns the state arrays of a compiled network and calls the numba kerne
 per Python iteration, the same kernels around the user's update function. Counts are
 accumulated in an int64 array inside the kernels and flushed to the ledger once per
 ``run`` call (a batch of steps), under the scope given to ``run``.
+
+Time: the kernels also count every op per core and reduce each step to its critical path
+(slowest core + barrier, ``timing.py``) under this device's profile; ``run`` adds the sums
+to the ledger as a :class:`~sim.ledger.StepTiming` record of its scope.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from hw_profiles.errors import HardwareLimitError, ModelError
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.device import Device, register_engine
 from sim.neuromorphic import kernels as K
+from sim.neuromorphic import timing
 from sim.neuromorphic.compiler import MODEL_CODES, Compiled, compile_network
 from sim.neuromorphic.network import Network
 
@@ -154,6 +159,13 @@ class NeuromorphicDevice(Device):
         self.ev_ptr = np.zeros(1, np.int64)
         self.rng = seeds
         self.t = 0
+        # per-core timing: table row of every presynaptic index (1 + core; sources, which
+        # the host injects, row 0) and each row's synapse count per destination core
+        self.core_row = np.concatenate([c.core_of + 1, np.zeros(c.n_sources, np.int64)])
+        self.rc = timing.row_core_counts(c.row_ptr, c.col, c.n_neurons, c.core_of)
+        cpr = self.profile.interconnect.get("cores_per_router")
+        routers = np.unique(c.core_of // (int(cpr.value) if cpr else 1)).size
+        self.clock = timing.StepClock(self.profile, c.n_cores, routers, net.dt)
         # graded spikes: signed payloads of spike_payload_bits; without it, binary (1 only)
         bits = self.profile.limit("spike_payload_bits")
         top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
@@ -200,6 +212,10 @@ class NeuromorphicDevice(Device):
                      self.spk_list, self.nspk)
         args_syn = (c.row_ptr, c.col, c.w, c.dly, c.hops, c.entry_bytes)
         SYNOP, NU_A, NU_I, SPIKE, HOP = _OPS
+        clk = self.clock
+        clk.start()
+        args_core = (self.core_row, *self.rc, clk.cc)
+        args_clock = (clk.tot, clk.tau, clk.sync, clk.stats)
         t = t0
         while t < t1:
             if spk_n[0] + self.payload.size > spk_t.size:
@@ -211,7 +227,7 @@ class NeuromorphicDevice(Device):
                 t = K.run_builtin(t, t1, t0, *args_neur, *self.ev, self.ev_ptr,
                                   self.pois_prob, self.rng, *args_syn, counts, nbytes,
                                   spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
-                                  SYNOP, NU_A, NU_I, SPIKE, HOP)
+                                  SYNOP, NU_A, NU_I, SPIKE, HOP, *args_core, *args_clock)
                 continue
             K.sources_step(t, c.n_neurons, self.payload, *self.ev, self.ev_ptr,
                            self.pois_prob, self.rng, self.spk_list, self.nspk)
@@ -219,13 +235,17 @@ class NeuromorphicDevice(Device):
             self._custom_step(t, counts, custom_rec, t - t0)
             if probe_idx.size:
                 K.record_step(t - t0, probe_idx, probe_var, self.v, self.I, rec)
+            K.tally_neurons(self.core_row, self.flag, clk.cc)
             K.deliver_step(t, c.D, self.payload, self.spk_list, self.nspk, *args_syn,
                            self.inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
-                           SPIKE, HOP)
+                           SPIKE, HOP, *args_core)
+            K.end_step(clk.cc, *args_clock)
             t += 1
         self.t = t1
         self.ledger.flush(counts, scope=scope)
         self.ledger.add_bytes("local", read=int(nbytes[0]), scope=scope)
+        if n_steps:
+            self.ledger.add_timing(clk.record(n_steps, n_steps * net.dt), scope=scope)
         return self._result(t0, n_steps, spk_t[:spk_n[0]], spk_i[:spk_n[0]],
                             spk_p[:spk_n[0]], rec, spans, custom_rec, counts, int(nbytes[0]))
 
@@ -252,7 +272,9 @@ class NeuromorphicDevice(Device):
             k = int(self.nspk[0])
             self.spk_list[k:k + fired.size] = fired
             self.nspk[0] = k + fired.size
-            active = int(np.count_nonzero(np.any(inp != 0, axis=1) | (pl != 0)))
+            mask = np.any(inp != 0, axis=1) | (pl != 0)
+            self.flag[a:b] = mask          # the per-core tally (kernels.tally_neurons)
+            active = int(np.count_nonzero(mask))
             counts[OP_CODES["neuron_update_active"]] += active
             counts[OP_CODES["neuron_update_idle"]] += pop.n - active
             for k, sname in enumerate(pop.model.state_names):
@@ -295,11 +317,16 @@ class NeuromorphicDevice(Device):
         if q is not None:
             top = 2 ** (q.bits - 1) - 1
             new = np.clip(np.round(new / q.scale), -top, top) * q.scale
-        changed = int(np.count_nonzero(new != c.w[perm]))
+        hit = new != c.w[perm]
+        changed = int(np.count_nonzero(hit))
         c.w[perm] = new
         self.ledger.add("syn_update", changed, scope=scope)
         self.ledger.add_bytes("local", read=changed * c.entry_bytes,
                               write=changed * c.entry_bytes, scope=scope)
+        if changed:
+            # one learning phase: each update on the core of its synapse's target neuron
+            rows = c.core_of[c.col[perm[hit]] % c.n_neurons] + 1
+            self.ledger.add_timing(self.clock.phase(rows, "syn_update"), scope=scope)
         return changed
 
     def _need_compiled(self) -> Compiled:

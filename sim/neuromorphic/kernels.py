@@ -92,6 +92,7 @@ def _fire(t, lo, v, until, payload, flag, th, vr, sub, mode, rs, spk_list, nspk)
             v[i] = vr if mode == 0 else v[i] - sub
             until[i] = t + rs
             active += 1 - flag[i]
+            flag[i] = 1          # active this step: end_step's per-core tally reads flag
     return active
 
 
@@ -167,6 +168,7 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
                     had_input = True
                 drive = kin[q] * (x + inj[i])
             if t < ref[i]:           # refractory: v held, currents integrate
+                flag[i] = had_input
                 if had_input:
                     active += 1
                 continue
@@ -182,6 +184,7 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
                 ref[i] = t + refsteps[q]
                 had_input = True
             v[i] = vi
+            flag[i] = had_input      # per-core tally (end_step) reads it
             if had_input:
                 active += 1
         counts[NU_ACTIVE] += active
@@ -190,17 +193,27 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
 
 @njit(cache=True)
 def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
-                 inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP):
+                 inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
+                 core_row, rc_ptr, rc_row, rc_cnt, cc):
     """Send every spike of step ``t`` along its CSR row; record it; clear ``payload``.
 
     (The neuron updates clear the ring-buffer slot of step ``t`` as they consume it.)
 
     Counts: one ``spike`` packet per spike, ``hops[j]`` router hops (its multicast tree),
-    one ``synop`` and ``entry_bytes`` synapse-memory bytes per target synapse.
+    one ``synop`` and ``entry_bytes`` synapse-memory bytes per target synapse. The same
+    counts go per core into ``cc`` (rows 1 + core, row 0 off the cores; columns
+    ``ledger.TIMED_OPS``): the spike and its hops to the sender's row ``core_row[j]``, the
+    synops to each destination core's row (``rc_*``: per presynaptic row, its target rows
+    and synapse counts).
     """
     n = spk_n[0]
     for s in range(nspk[0]):
         j = spk_list[s]
+        r = core_row[j]
+        cc[r, 3] += 1
+        cc[r, 4] += hops[j]
+        for k in range(rc_ptr[j], rc_ptr[j + 1]):
+            cc[rc_row[k], 0] += rc_cnt[k]
         pl = payload[j]
         payload[j] = 0
         spk_t[n] = t
@@ -219,6 +232,41 @@ def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entr
 
 
 @njit(cache=True)
+def tally_neurons(core_row, flag, cc):
+    """Per-core neuron updates of this step: ``flag[i]`` = 1 when neuron i was active."""
+    for i in range(flag.size):
+        r = core_row[i]
+        a = flag[i]
+        cc[r, 1] += a
+        cc[r, 2] += 1 - a
+
+
+@njit(cache=True)
+def end_step(cc, tot, tau, sync, stats):
+    """Reduce one step's per-core counts to its time (sim/neuromorphic/timing.py).
+
+    work = max over cores (rows >= 1) of sum_op cc[row, op] x tau[op]; step = max(tick,
+    work + barrier); paced = max(dt, step). ``sync`` = [barrier, tick, dt] seconds; adds
+    [work, step, paced, overrun] into ``stats``, ``cc`` into ``tot``, and clears ``cc``.
+    """
+    work = 0.0
+    for r in range(cc.shape[0]):
+        s = 0.0
+        for k in range(cc.shape[1]):
+            s += cc[r, k] * tau[k]
+            tot[r, k] += cc[r, k]
+            cc[r, k] = 0
+        if r > 0 and s > work:
+            work = s
+    step = max(sync[1], work + sync[0])
+    stats[0] += work
+    stats[1] += step
+    stats[2] += max(sync[2], step)
+    if step > sync[2]:
+        stats[3] += 1.0
+
+
+@njit(cache=True)
 def record_step(row, probe_idx, probe_var, v, I, rec):
     for k in range(probe_idx.size):
         i = probe_idx[k]
@@ -232,8 +280,12 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
                 pois_prob, rng_state,
                 row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
                 spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
-                SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP):
+                SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP,
+                core_row, rc_ptr, rc_row, rc_cnt, cc, tot, tau, sync, stats):
     """Steps ``t0 .. t1-1`` of a network of built-in neurons in one call.
+
+    Each step ends with ``tally_neurons`` and ``end_step``: its per-core work reduced to the
+    step's time inside the loop, so no per-step array leaves the kernel.
 
     Returns the first step not run: ``t1``, or earlier when the spike record could
     overflow (the caller grows it and calls again; all state lives in the arrays).
@@ -249,8 +301,11 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
                      payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE, NU_IDLE)
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
+        tally_neurons(core_row, flag, cc)
         deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
-                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP)
+                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
+                     core_row, rc_ptr, rc_row, rc_cnt, cc)
+        end_step(cc, tot, tau, sync, stats)
     return t1
 
 

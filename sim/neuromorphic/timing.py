@@ -1,0 +1,293 @@
+"""The neuromorphic execution model: a step's time is its slowest core's work plus the barrier.
+
+Written once and parameterised by the profile (``[core_op_ns]`` and ``[step_sync]``, see
+``hw_profiles/SCHEMA.md``), following SANA-FE (Boyle et al., "SANA-FE: Simulating Advanced
+Neuromorphic Architectures for Fast Exploration", IEEE TCAD 44, 2025, Sec. III: the latency of
+a time step is that of the slowest core plus the time-step synchronisation):
+
+- **core work** in step t on core c: ``sum over ops of n[c, op](t) x core_op_ns[op]``, with each
+  op charged to the core that executes it: a neuron update (active or idle) and a spike sent to
+  the neuron's core; a synaptic op to the core of the *target* neuron (synapse memory lives
+  there, see compiler.py); a learning update to the core holding the synapse. Router hops are
+  not core work: the NoC forwards packets while the cores compute (SANA-FE's simple model
+  also leaves network delay off the step time), so hop *energy* is priced but hop time is not;
+  congestion is not modelled. Input spikes injected by the host take no core time.
+- **step time** = ``max(tick, max_c work[c](t) + barrier)``; ``barrier`` = ``barrier_ns`` when
+  the profile gives one value, else interpolated linearly in the routers the placement uses
+  from ``barrier_one_router_ns`` (1 router) to ``barrier_ns`` (all routers) -- Davies et al.
+  2018 (IEEE Micro 38(1), Table 2) give 113-465 ns for 1-32 tiles; the linear reading is ours.
+  ``tick`` (``tick_ns``, 0 when absent) is a fixed step period: TrueNorth's 1 kHz Sync.
+- **run time** = the sum of step times; **realtime** pacing makes each step last at least the
+  network's ``dt``: ``sum max(dt, step time)`` (steps that take longer are counted as overruns).
+- **static energy** = static power x run time, or x the paced (real-time) duration with
+  ``realtime=True``; the report says which (``EnergyReport.static_basis``).
+
+The engine computes the per-step critical path inside its kernels (``kernels.end_step``)
+under the device's profile and keeps only sums (a :class:`~sim.ledger.StepTiming` per scope);
+so pricing on that profile is exact. Another chip needs another placement and hence a new
+simulation: :func:`reprice` runs it. Ops counted outside the engine's steps (added to the
+ledger directly, e.g. an analytical sweep) have no per-core record; they are priced as a
+*lower bound*: spread evenly over all the chip's cores, with no barrier.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from hw_profiles import load
+from hw_profiles.errors import PricingError
+from hw_profiles.ops import OP_NAMES, OPS
+from hw_profiles.profile import HardwareProfile
+from sim.ledger import TIMED_OPS, StepTiming
+
+NS = 1e-9
+PJ = 1e-12
+COL = {op: k for k, op in enumerate(TIMED_OPS)}
+"""op name -> column of a per-core count table (StepTiming.core_ops, kernels' ``cc``)."""
+
+
+def has_model(profile: HardwareProfile) -> bool:
+    """True when the profile gives the per-core step-time model."""
+    return profile.kind == "neuromorphic" and bool(profile.core_op_ns)
+
+
+def core_times_s(profile: HardwareProfile) -> np.ndarray:
+    """(len(TIMED_OPS),) seconds one core spends per op; hop (a router's work) is 0."""
+    tau = np.zeros(len(TIMED_OPS))
+    for op, q in profile.core_op_ns.items():
+        tau[COL[op]] = q.value * NS
+    return tau
+
+
+def timing_key(profile: HardwareProfile) -> str:
+    """Fingerprint of every parameter a recorded step time depends on (placement aside)."""
+    data = {"name": profile.name,
+            "core_op_ns": {k: q.value for k, q in sorted(profile.core_op_ns.items())},
+            "step_sync": {k: q.value for k, q in sorted(profile.step_sync.items())}}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def barrier_s(profile: HardwareProfile, routers_used: int) -> float:
+    """Barrier time for a placement spanning ``routers_used`` routers (see module docstring)."""
+    sync = profile.step_sync
+    if "barrier_ns" not in sync:
+        return 0.0
+    hi = sync["barrier_ns"].value
+    lo_q = sync.get("barrier_one_router_ns")
+    ix = profile.interconnect
+    total = int(ix["mesh_x"].value * ix["mesh_y"].value) if "mesh_x" in ix else 1
+    if lo_q is None or total <= 1:
+        return hi * NS
+    frac = (min(max(routers_used, 1), total) - 1) / (total - 1)
+    return (lo_q.value + (hi - lo_q.value) * frac) * NS
+
+
+def tick_s(profile: HardwareProfile) -> float:
+    q = profile.step_sync.get("tick_ns")
+    return 0.0 if q is None else q.value * NS
+
+
+class StepClock:
+    """Per-placement time parameters and the arrays the kernels accumulate into.
+
+    ``cc`` (1 + cores, 6) int64 holds the current step's per-core op counts (row 0: off the
+    cores); ``tot`` the run's per-core totals; ``stats`` float64 [work_s, step_s, paced_s,
+    overruns]; ``sync`` float64 [barrier_s, tick_s, dt].
+    """
+
+    def __init__(self, profile: HardwareProfile, n_cores: int, routers_used: int, dt: float):
+        self.profile = profile
+        self.model = has_model(profile)
+        self.tau = core_times_s(profile) if self.model else np.zeros(len(TIMED_OPS))
+        self.barrier = barrier_s(profile, routers_used) if self.model else 0.0
+        self.tick = tick_s(profile) if self.model else 0.0
+        self.dt = float(dt)
+        self.key = timing_key(profile) if self.model else "no-model"
+        self.rows = n_cores + 1
+        self.sync = np.array([self.barrier, self.tick, self.dt])
+        self.start()
+
+    def start(self) -> None:
+        self.cc = np.zeros((self.rows, len(TIMED_OPS)), np.int64)
+        self.tot = np.zeros((self.rows, len(TIMED_OPS)), np.int64)
+        self.stats = np.zeros(4)
+
+    def record(self, n_steps: int, bio_s: float) -> StepTiming:
+        """The sums of the steps run since :meth:`start`, as a ledger record."""
+        w, s, p, over = self.stats
+        return StepTiming(self.profile.name, self.key, int(n_steps), float(w), float(s),
+                          float(p), float(bio_s), int(over), self.tot.copy())
+
+    def phase(self, core_rows: np.ndarray, op: str) -> StepTiming:
+        """One synchronised phase outside the time steps (a learning phase): ``core_rows``
+        lists, per op event, its row (1 + core); time = slowest core + barrier, not paced."""
+        counts = np.bincount(core_rows, minlength=self.rows)
+        ops = np.zeros((self.rows, len(TIMED_OPS)), np.int64)
+        ops[:, COL[op]] = counts
+        work = float(counts[1:].max(initial=0) * self.tau[COL[op]])
+        step = max(self.tick, work + self.barrier)
+        return StepTiming(self.profile.name, self.key, 1, work, step, step, 0.0, 0, ops)
+
+
+def row_core_counts(row_ptr: np.ndarray, col: np.ndarray, n_neurons: int,
+                    core_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each presynaptic row: its distinct target cores (as table rows 1 + core) and the
+    synapses it has on each, in CSR form ``(ptr, rows, counts)``; a spike then charges its
+    synops per destination core in O(distinct cores), not O(synapses)."""
+    n_pre = row_ptr.size - 1
+    pre = np.repeat(np.arange(n_pre), np.diff(row_ptr))
+    dest = core_of[col % n_neurons] + 1 if col.size else np.zeros(0, np.int64)
+    ncol = int(core_of.max(initial=0)) + 2
+    keys, cnt = np.unique(pre * ncol + dest, return_counts=True)
+    ptr = np.zeros(n_pre + 1, np.int64)
+    np.cumsum(np.bincount(keys // ncol, minlength=n_pre), out=ptr[1:])
+    return ptr, (keys % ncol).astype(np.int64), cnt.astype(np.int64)
+
+
+# -- pricing ---------------------------------------------------------------------------------
+def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False):
+    """Price ``ledger`` on a neuromorphic ``profile`` with the per-core step-time model.
+
+    Energy is priced exactly as :func:`sim.pricing.price` does (count x energy per op, bytes
+    x energy per byte). Time per scope: the recorded step times when the scope's record was
+    made on this profile (same :func:`timing_key`), plus a lower bound for any counts no record
+    covers (see the module docstring). Static energy per scope = static power x that time.
+
+    Raises
+    ------
+    PricingError
+        An op or memory level the profile has no number for.
+    """
+    from sim.pricing import Charge, EnergyReport  # pricing dispatches here; import late
+    prof = load(profile)
+    _check_priceable(ledger, prof)
+    key, tau, n_chip = timing_key(prof), core_times_s(prof), int(prof.limit("cores", 1))
+    static_w = prof.static_power_w.value
+    charges, latency, entries, model = [], {}, {}, {}
+    for op, q in prof.core_op_ns.items():
+        entries[f"core_op_ns.{op}"] = prof.cite(q)
+    for k, q in prof.step_sync.items():
+        entries[f"step_sync.{k}"] = prof.cite(q)
+    for scope in ledger.scopes():
+        ops = ledger.ops(scope)
+        rec = ledger.timing(scope)
+        valid = rec is not None and rec.key == key and rec.profile == prof.name
+        covered = rec.covered() if valid else {}
+        rest = {op: n - covered.get(op, 0) for op, n in ops.items()}
+        bad = {op: n for op, n in rest.items() if n < 0}
+        if bad:
+            raise PricingError(f"scope {scope!r}: the step-timing record covers more "
+                               f"{', '.join(bad)} than the ledger counts; the ledger is "
+                               "inconsistent (was it merged with another run?)")
+        # the lower bound for counts without a per-core record: ideal spread over the chip
+        rest_s = sum(n * tau[COL[op]] for op, n in rest.items() if op in COL) / n_chip
+        for op, n in ops.items():
+            e = prof.energy_pj[op]
+            t = rest.get(op, 0) * tau[COL[op]] / n_chip if op in COL else 0.0
+            charges.append(Charge(scope, OPS[op], op, n, e.value, n * e.value * PJ, t,
+                                  f"energy_pj.{op}"))
+            entries[f"energy_pj.{op}"] = prof.cite(e)
+        for (level, direction), n in ledger.bytes(scope).items():
+            mem = prof.memory[level]
+            q = mem.read_pj_per_byte if direction == "read" else mem.write_pj_per_byte
+            k = f"memory.{level}.{direction}_pj_per_byte"
+            # memory time is inside the per-core op times (a synop's time includes its
+            # synapse-memory read, Davies 2018 Table 2), so no separate memory time
+            charges.append(Charge(scope, "memory", f"{level}:{direction}", n, q.value,
+                                  n * q.value * PJ, 0.0, k))
+            entries[k] = f"{mem.name}: " + prof.cite(q)
+        stepped = 0.0
+        parts = []
+        if valid:
+            stepped = rec.paced_s if realtime else rec.step_s
+            parts.append(_describe(rec, prof, realtime))
+        elif rec is not None:
+            parts.append(f"not re-placed on {prof.name}: steps were timed on {rec.profile!r}"
+                         + (" with other time parameters" if rec.profile == prof.name else "")
+                         + "; their counts get the lower bound below (sim.neuromorphic."
+                         "timing.reprice re-simulates for the exact figure)")
+        n_rest = sum(n for op, n in rest.items() if op in COL and n)
+        if n_rest:
+            parts.append(f"lower bound for {n_rest:,} ops counted outside the engine's "
+                         f"steps: spread evenly over all {n_chip} cores, no barrier"
+                         + (", not paced (no time steps recorded)" if realtime else ""))
+        seconds = stepped + rest_s
+        latency[scope] = seconds
+        if parts:
+            model[scope] = "; ".join(parts)
+        if seconds > 0 and static_w > 0:
+            charges.append(Charge(scope, "static", "static", seconds, static_w / PJ,
+                                  static_w * seconds, 0.0, "static.power_w"))
+            entries["static.power_w"] = prof.cite(prof.static_power_w)
+    basis = ("real time: each step paced to the network's dt (static power x paced "
+             "duration)" if realtime else "run time: static power x the sum of step times")
+    return EnergyReport(profile=prof.name, kind=prof.kind, charges=tuple(charges),
+                        latency_s=latency, samples=ledger.samples(), entries=entries,
+                        uncounted=ledger.uncounted(), time_model=model, static_basis=basis)
+
+
+def _describe(rec: StepTiming, prof: HardwareProfile, realtime: bool) -> str:
+    cores = int((np.asarray(rec.core_ops)[1:].sum(axis=1) > 0).sum())
+    what = "time steps" if rec.bio_s > 0 else "learning phases"
+    text = (f"{rec.steps:,} {what}, each the slowest of {cores} busy cores + barrier "
+            f"(SANA-FE model, placement on {prof.name})")
+    tick = tick_s(prof)
+    if tick:
+        text += f"; every step lasts at least the {tick * 1e3:g} ms tick"
+    if realtime and rec.bio_s > 0:
+        text += (f"; paced to real time ({rec.bio_s:.6g} s biological), "
+                 f"{rec.overruns:,} steps overran dt")
+    return text
+
+
+def _check_priceable(ledger, prof: HardwareProfile) -> None:
+    missing = sorted(set(ledger.total_ops()) - set(prof.energy_pj), key=OP_NAMES.index)
+    if missing:
+        raise PricingError(
+            f"profile {prof.name!r} has no energy for op(s) {', '.join(missing)} counted "
+            f"by this ledger; it prices {', '.join(prof.energy_pj) or 'no ops'}. Price the run "
+            f"on a profile of a kind that executes these ops, or add them to the profile")
+    levels = sorted({lv for lv, _ in ledger.total_bytes()} - set(prof.memory))
+    if levels:
+        raise PricingError(
+            f"profile {prof.name!r} has no memory level {', '.join(levels)} for bytes "
+            f"counted by this ledger; its levels are {', '.join(prof.memory)}")
+
+
+# -- re-placing on another chip ----------------------------------------------------------------
+def reprice(simulate: Callable[[HardwareProfile], object],
+            profiles: Iterable[str | HardwareProfile], realtime: bool = False) -> list:
+    """Price a run on each neuromorphic profile by re-placing and re-running it there.
+
+    A step's critical path depends on where every neuron sits, and another chip places the
+    network differently (other cores, neurons per core, weight widths), so no recorded sum
+    can be re-priced exactly: the honest re-price is a new simulation. ``simulate(profile)``
+    runs the same model with the same config and seed on ``profile`` and returns a Ledger
+    (or anything with a ``.ledger``, such as a RunResult); each is priced on its own profile.
+
+    Examples
+    --------
+    >>> from sim.neuromorphic import Network, NeuromorphicDevice
+    >>> def run(p):
+    ...     net = Network(dt=1e-3)
+    ...     _ = net.population("out", 1, "lif", tau_mem=0.01, v_threshold=1.0)
+    ...     dev = NeuromorphicDevice(p)
+    ...     _ = dev.compile(net)
+    ...     _ = dev.run(10)
+    ...     return dev.ledger
+    >>> [r.profile for r in reprice(run, ["loihi", "loihi2"])]
+    ['loihi', 'loihi2']
+    """
+    out = []
+    for p in profiles:
+        prof = load(p)
+        if prof.kind != "neuromorphic":
+            raise PricingError(f"reprice: profile {prof.name!r} is of kind {prof.kind!r}; "
+                               "re-placing applies to neuromorphic profiles")
+        result = simulate(prof)
+        led = getattr(result, "ledger", result)
+        out.append(led.price(prof, realtime=realtime))
+    return out

@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from statistics import median
 
 import numpy as np
@@ -93,6 +93,14 @@ def scaled(ledger: Ledger, factor: int) -> Ledger:
             out.add_bytes(level, scope=scope, **kw)
     for scope, n in ledger.samples().items():
         out.add_samples(int(n) * factor, scope=scope)
+    # the replicas run side by side on their own cores: a step lasts as long as one replica's
+    # step, so the step-time sums stay; the per-core table gains a block of rows per replica
+    for scope in ledger.scopes():
+        rec = ledger.timing(scope)
+        if rec is not None:
+            ops = np.asarray(rec.core_ops)
+            tiled = np.vstack([ops[:1] * factor, np.tile(ops[1:], (factor, 1))])
+            out.add_timing(replace(rec, core_ops=tiled), scope=scope)
     return out
 
 

@@ -272,6 +272,13 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'limits.fan_out_per_core': (4096, 'davies2018'),
         'limits.weight_bits': (9, 'davies2018'),
         'static.power_w': (0.104375, 'frady2020'),
+        'core_op_ns.synop': (3.5, 'davies2018'),
+        'core_op_ns.syn_update': (6.1, 'davies2018'),
+        'core_op_ns.neuron_update_active': (8.4, 'davies2018'),
+        'core_op_ns.neuron_update_idle': (5.3, 'davies2018'),
+        'core_op_ns.spike': (2.1, 'davies2018'),
+        'step_sync.barrier_ns': (465.0, 'davies2018'),
+        'step_sync.barrier_one_router_ns': (113.0, 'davies2018'),
     },
     'loihi2': {
         'technology_node_nm': (4, 'intel_loihi2_brief'),
@@ -303,6 +310,13 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'limits.weight_bits': (8, 'lava_dense'),
         'limits.spike_payload_bits': (32, 'intel_loihi2_brief'),
         'static.power_w': (0.05393, 'frady2020'),
+        'core_op_ns.synop': (0.388, 'intel_halapoint'),
+        'core_op_ns.neuron_update_active': (0.6145, 'intel_halapoint'),
+        'core_op_ns.neuron_update_idle': (0.3876, 'davies2018'),
+        'core_op_ns.syn_update': (1.2202, 'intel_loihi2_brief'),
+        'core_op_ns.spike': (0.21, 'intel_loihi2_brief'),
+        'step_sync.barrier_ns': (465.0, 'davies2018'),
+        'step_sync.barrier_one_router_ns': (113.0, 'davies2018'),
     },
     'spinnaker2': {
         'technology_node_nm': (22, 'hoeppner2021'),
@@ -332,6 +346,12 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'limits.weight_bits': (16, 'rhodes2018'),
         'limits.clock_hz': (250000000, 'eenews2021'),
         'static.power_w': (0.0, 'hoeppner2021'),
+        'core_op_ns.synop': (80.0, 'rhodes2018'),
+        'core_op_ns.neuron_update_active': (389.2, 'kerasspiking'),
+        'core_op_ns.neuron_update_idle': (389.2, 'kerasspiking'),
+        'core_op_ns.spike': (0.0, 'kerasspiking'),
+        'step_sync.barrier_ns': (0.0, 'rhodes2018'),
+        'step_sync.tick_ns': (1000000.0, 'rhodes2018'),
     },
     'truenorth': {
         'technology_node_nm': (28, 'merolla2014'),
@@ -360,6 +380,12 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'limits.fan_out_per_core': (256, 'merolla2014'),
         'limits.weight_bits': (9, 'merolla2014'),
         'static.power_w': (0.0631, 'merolla2014'),
+        'core_op_ns.synop': (15.26, 'merolla2014'),
+        'core_op_ns.neuron_update_active': (0.0, 'merolla2014'),
+        'core_op_ns.neuron_update_idle': (0.0, 'merolla2014'),
+        'core_op_ns.spike': (0.0, 'merolla2014'),
+        'step_sync.barrier_ns': (0.0, 'merolla2014'),
+        'step_sync.tick_ns': (1000000.0, 'merolla2014'),
     },
     'x86-avx2': {
         'technology_node_nm': (22, 'intel_ark'),
@@ -405,7 +431,6 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'limits.clock_hz': (3500000000, 'intel_ark'),
         'static.power_w': (0.0, 'intel_ark'),
     },
-
 }
 
 

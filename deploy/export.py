@@ -1,13 +1,16 @@
 """Exporting trained models to edge targets: the one place that decides where files go.
 
 A method that can be exported lists its targets in ``ModelCard.exports`` and gives the card
-an ``export(target, out, *, seed, quick, progress) -> Path`` callable. That callable trains
-(or loads) the model, writes the artefact through :func:`atomic_output` and returns the
-path. The target-specific writers live beside this module (``deploy/onnx_export.py`` for
-ONNX; the NIR and C writers arrive with their engines).
+an ``export(target, out, *, seed, quick, progress, force) -> Path`` callable. That callable
+trains (or loads) the model, writes the artefact through :func:`atomic_output` and returns
+the path. The target-specific writers live beside this module (``onnx_export.py``,
+``nir_export.py``, ``c_export/``).
 
-:func:`atomic_output` is why a failed export leaves nothing half-written: everything is
-written into a temporary sibling and renamed into place only when the writer succeeded.
+:func:`atomic_output` is why a failed export leaves nothing half-written and why an export
+never destroys anything: it is :mod:`deploy.outputs` (temporary sibling, then rename; an
+existing file only with ``force``; a directory only if empty or an earlier neuroedge
+export). :func:`prepare_export` checks everything that needs no training (target, packages,
+data, output path), so a bad ``--out`` fails in a second, not after the training.
 """
 from __future__ import annotations
 

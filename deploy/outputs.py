@@ -213,6 +213,26 @@ def check_distinct(outputs: Mapping[str, PathLike | None]) -> None:
         seen.append((option, p))
 
 
+def _os_error(path: Path, option: str | None, exc: OSError) -> OutputError:
+    """An unexpected OS failure while writing (disk full, permissions changed), as one line."""
+    return OutputError(f"{_label(path, option)} could not be written ({exc.strerror or exc}); "
+                       f"nothing was changed there: choose {_other(option)} or fix the cause")
+
+
+def _mkdtemp(dst: Path, suffix: str, option: str | None) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=suffix, dir=dst.parent))
+    except OSError as exc:
+        raise _os_error(dst, option, exc) from None
+
+
+def _make_parents(dst: Path, option: str | None) -> None:
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _os_error(dst, option, exc) from None
+
+
 def _commit_file(src: Path, dst: Path, force: bool, option: str | None) -> None:
     """Move the finished ``src`` onto ``dst``. Without ``force`` this is a hard link, which
     fails instead of replacing a file that appeared while the work ran."""
@@ -222,6 +242,8 @@ def _commit_file(src: Path, dst: Path, force: bool, option: str | None) -> None:
         except IsADirectoryError:
             raise OutputError(f"{_label(dst, option)} became a directory while writing; "
                               f"the output was not written: choose {_other(option)}") from None
+        except OSError as exc:
+            raise _os_error(dst, option, exc) from None
         return
     try:
         os.link(src, dst)
@@ -231,7 +253,7 @@ def _commit_file(src: Path, dst: Path, force: bool, option: str | None) -> None:
                           f"{_other(option)}") from None
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-            raise
+            raise _os_error(dst, option, exc) from None
         # no hard links on this file system: a checked rename, with a small race window
         if dst.exists() or dst.is_symlink():
             raise OutputError(f"{_label(dst, option)} appeared while writing and was left "
@@ -250,8 +272,8 @@ def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike
     """
     dst = check_output(path, force=force, inputs=inputs, option=option)
     if parents:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
+        _make_parents(dst, option)
+    tmp_dir = _mkdtemp(dst, ".tmp", option)
     target = tmp_dir / dst.name
     try:
         yield target
@@ -319,8 +341,8 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
     dst = check_output(path, force=force, inputs=inputs, directory=True, option=option)
     disposable = list(disposable)
     if parents:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".new", dir=dst.parent))
+        _make_parents(dst, option)
+    tmp = _mkdtemp(dst, ".new", option)
     try:
         # mkdtemp makes it 0700; the export gets the mode mkdir would give it
         umask = os.umask(0)
@@ -341,7 +363,7 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
                                   f"{_other(option)}") from None
             return
         check_output(dst, force=force, directory=True, option=option)  # still ours?
-        old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".old", dir=dst.parent))
+        old = _mkdtemp(dst, ".old", option)
         os.rename(dst, old)  # replaces the empty directory just made
         try:
             os.rename(tmp, dst)

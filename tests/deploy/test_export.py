@@ -21,9 +21,9 @@ def test_atomic_output_replaces_only_its_own_directory_export(tmp_path):
     out = tmp_path / "c"
     out.mkdir()
     (out / "old.h").write_text("old")        # the user's: refused even with force
-    with pytest.raises(OutputError, match="has no .neuroedge-manifest.json"):
-        with atomic_output(out, directory=True, force=True) as tmp:
-            (tmp / "new.h").write_text("new")
+    with pytest.raises(OutputError, match="has no .neuroedge-manifest.json"), \
+            atomic_output(out, directory=True, force=True) as tmp:
+        (tmp / "new.h").write_text("new")
     assert [p.name for p in out.iterdir()] == ["old.h"]
     (out / "old.h").unlink()                 # empty: an export may go there
     with atomic_output(out, directory=True) as tmp:

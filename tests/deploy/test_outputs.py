@@ -4,8 +4,15 @@ import os
 
 import pytest
 
-from deploy.outputs import (MANIFEST, check_distinct, check_output, own_export, write_directory,
-                            write_file, write_text)
+from deploy.outputs import (
+    MANIFEST,
+    check_distinct,
+    check_output,
+    own_export,
+    write_directory,
+    write_file,
+    write_text,
+)
 from hw_profiles.errors import NeuroedgeError, OutputError
 
 
@@ -94,19 +101,17 @@ def test_a_read_only_directory_is_refused(tmp_path):
 def test_a_failed_writer_leaves_nothing_and_the_old_file_as_it_was(tmp_path):
     out = tmp_path / "r.html"
     out.write_text("old")
-    with pytest.raises(RuntimeError):
-        with write_file(out, force=True) as tmp:
-            tmp.write_text("half")
-            raise RuntimeError("writer crashed")
+    with pytest.raises(RuntimeError), write_file(out, force=True) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("writer crashed")
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"] and out.read_text() == "old"
 
 
 def test_a_file_that_appears_during_the_work_is_kept(tmp_path):
     out = tmp_path / "run.h5"
-    with pytest.raises(OutputError, match="appeared while writing"):
-        with write_file(out) as tmp:
-            tmp.write_text("new")
-            out.write_text("someone else's")     # e.g. a second run finished first
+    with pytest.raises(OutputError, match="appeared while writing"), write_file(out) as tmp:
+        tmp.write_text("new")
+        out.write_text("someone else's")     # e.g. a second run finished first
     assert out.read_text() == "someone else's"
     assert [p.name for p in tmp_path.iterdir()] == ["run.h5"]
 
@@ -129,9 +134,9 @@ def test_directory_export_into_new_or_empty_directory(tmp_path):
 def test_non_empty_user_directory_is_never_replaced_even_with_force(tmp_path):
     before = _user_dir(tmp_path)
     for force, hint in ((False, "not empty"), (True, "has no .neuroedge-manifest.json")):
-        with pytest.raises(OutputError, match=hint):
-            with write_directory(tmp_path, force=force, option="--out") as tmp:
-                (tmp / "model.c").write_text("x")
+        with pytest.raises(OutputError, match=hint), \
+                write_directory(tmp_path, force=force, option="--out") as tmp:
+            (tmp / "model.c").write_text("x")
     assert _tree(tmp_path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "sub"]
 

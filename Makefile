@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install -q -e ".[dev,export]"
 	touch $(STAMP)
 
+# --force: a second `make demo` replaces the demo's own run file and report
 demo: $(STAMP)
-	$(VENV)/bin/neuroedge simulate
+	$(VENV)/bin/neuroedge simulate --force
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q

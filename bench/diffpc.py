@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from deploy.outputs import write_text
 from deploy.runfile import write_result
 from models import datasets
 from models.diffpc_experiment import run
@@ -55,9 +56,11 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, r in res["results"].items():
-        write_result(out / f"{name}-{data.name}-{arch}.h5", r)
+        # a bench rewrites its own result files on every run: force
+        write_result(out / f"{name}-{data.name}-{arch}.h5", r, force=True)
     cmp_ = res["comparison"]
-    (out / f"comparison-{data.name}-{arch}.json").write_text(json.dumps(cmp_, indent=1))
+    write_text(out / f"comparison-{data.name}-{arch}.json", json.dumps(cmp_, indent=1),
+               force=True)
 
     paper = PAPER.get(hidden) if args.fashion else None
     print(f"{'method':<8}{'test acc':>9}{'paper':>7}{'bits/neuron':>13}{'spikes/neuron':>15}")

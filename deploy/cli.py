@@ -1,19 +1,102 @@
 """The ``neuroedge`` command line: profiles, models, simulate, export, report, compare.
 
 Every expected failure (bad profile, unknown model, corrupt run file, ...) is a
-NeuroedgeError and prints as one line, ``neuroedge: error: ...``, with exit status 2.
+NeuroedgeError and prints as one line, ``neuroedge: error: ...``, with exit status 2; so
+does a bad argument (argparse's usage block is replaced by that one line).
+
+Every command checks all it can before the work: its input files, profiles and profile
+lists, seed, dataset files, export packages, and every output path (not a directory, not
+an existing file unless ``--force``, not one of the command's inputs, not another output,
+in a writable place). Outputs are written through :mod:`deploy.outputs`, so nothing that
+exists is ever destroyed.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, ProfileError, RunFileError
 
 DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2
+EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a shell reports for `cat big | head -1`
+SEED_MAX = 2**32 - 1       # numpy's SeedSequence-free legacy seeding and torch both take this
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as the one line every other neuroedge error is."""
+
+    def error(self, message):
+        self.exit(EXIT_ERROR, f"neuroedge: error: {message} (see '{self.prog} --help')\n")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; seeds are "
+                                         f"integers 0..{SEED_MAX}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; seeds are integers "
+                                         f"0..{SEED_MAX}")
+    return value
+
+
+def _load_profile(text: str, option: str = "profile"):
+    """A profile by name or path, with a directory named as such (not "does not exist")."""
+    import hw_profiles
+    if Path(text).is_dir():
+        raise ProfileError(f"{option} {text!r} is a directory; pass a shipped profile name "
+                           f"or the path of a .toml file")
+    return hw_profiles.load(text)
+
+
+def _profile_key(p) -> tuple[str, str]:
+    """What makes two profiles one: the name and the file. A shipped ``a100`` and a user
+    file that also says ``name = "a100"`` are two profiles."""
+    return (p.name, str(Path(p.path).resolve()) if p.path else "")
+
+
+def _load_profiles(text: str, option: str) -> list:
+    """Every profile of a comma-separated list, loaded now; the same profile twice is an error."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise NeuroedgeError(f"{option} {text!r}: expected a comma-separated list of "
+                             "profile names or paths, e.g. a100,h100,x86-avx2")
+    profiles, seen = [], {}
+    for name in names:
+        p = _load_profile(name, f"{option} entry")
+        key = _profile_key(p)
+        if key in seen:
+            raise ProfileError(f"{option}: {name!r} is the same profile as {seen[key]!r} "
+                               f"({p.name}, file {p.path or 'none'}); list each profile once")
+        seen[key] = name
+        profiles.append(p)
+    return profiles
+
+
+def _run_file_arg(text: str) -> str:
+    if Path(text).is_dir():
+        raise RunFileError(f"run file {text!r} is a directory; pass the path of a run file "
+                           "(.h5) written by 'neuroedge simulate'")
+    return text
+
+
+def _check_outputs(outputs: dict, *, force: bool, inputs) -> None:
+    """Every output of a command checked together, before any work (deploy.outputs rules)."""
+    from deploy.outputs import check_distinct, check_output
+    for option, path in outputs.items():
+        if path is not None:
+            check_output(path, force=force, inputs=inputs, option=option)
+    check_distinct(outputs)
+
+
+def _make_parent(path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def _console():
@@ -22,8 +105,9 @@ def _console():
 
 
 def cmd_profiles(args) -> int:
-    import hw_profiles
     from rich.table import Table
+
+    import hw_profiles
     if args.name:
         return _show_profile(args.name)
     table = Table(title="hardware profiles (neuroedge profiles show NAME for every number)")
@@ -41,9 +125,8 @@ def cmd_profiles(args) -> int:
 
 
 def _show_profile(name: str) -> int:
-    import hw_profiles
     from rich.table import Table
-    p = hw_profiles.load(name)
+    p = _load_profile(name)
     con = _console()
     con.print(f"[bold]{p.name}[/bold] ({p.kind}): {p.description}")
     if p.path:
@@ -65,8 +148,9 @@ def _show_profile(name: str) -> int:
 
 
 def cmd_models(args) -> int:
-    import models
     from rich.table import Table
+
+    import models
     table = Table(title="registered models (only what works is registered)")
     for col in ("name", "title", "device kinds", "datasets", "default profile", "claim"):
         table.add_column(col, overflow="fold")
@@ -78,14 +162,16 @@ def cmd_models(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    import hw_profiles
-    import models
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from deploy import report as rep
-    from deploy.runfile import read_run, write_result
 
+    import models
+    from deploy import report as rep
+    from deploy.runfile import read_run, write_run
+    from models import datasets
+
+    # -- everything that can fail without training, checked first
     card = models.get(args.model)
-    profile = hw_profiles.load(args.profile or card.default_profile)
+    profile = _load_profile(args.profile or card.default_profile, "--profile")
     if profile.kind not in card.device_kinds:
         raise NeuroedgeError(f"model {card.name!r} runs on {', '.join(card.device_kinds)} "
                              f"profiles; {profile.name!r} is {profile.kind!r}")
@@ -93,8 +179,21 @@ def cmd_simulate(args) -> int:
     if dataset not in card.datasets:
         raise NeuroedgeError(f"model {card.name!r} takes datasets {', '.join(card.datasets)}; "
                              f"got {dataset!r}")
+    datasets.check_available(dataset)
+    others = []
+    if args.compare is not None:
+        for p in _load_profiles(args.compare, "--compare"):
+            if p.kind not in card.device_kinds:
+                raise ProfileError(f"--compare {p.name!r} is a {p.kind!r} profile; model "
+                                   f"{card.name!r} runs on {', '.join(card.device_kinds)} "
+                                   "profiles, so its run cannot be priced there")
+            if _profile_key(p) != _profile_key(profile):  # the run's own is the first row
+                others.append(p)
     out = Path(args.out or f"runs/{card.name}-{dataset}-{profile.name}.h5")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    html = Path(args.html) if args.html else out.with_suffix(".html")
+    inputs = [p.path for p in (profile, *others) if p.path]
+    _check_outputs({"--out": out, "--html": html}, force=args.force, inputs=inputs)
+
     con = _console()
     con.print(f"simulating [bold]{card.name}[/bold] on {dataset} with profile "
               f"{profile.name} ({'quick' if not args.full else 'full'} setting, seed {args.seed})")
@@ -109,35 +208,49 @@ def cmd_simulate(args) -> int:
 
         result = card.simulate(profile=profile, dataset=dataset, seed=args.seed,
                                quick=not args.full, progress=progress)
-    write_result(out, result)
+    # the profile object the CLI loaded is the one recorded: a user's file is never
+    # looked up again by its name (which may be unknown, or shadow a shipped profile)
+    used = profile if result.profile in (profile, profile.name) else result.profile
+    _make_parent(out)
+    write_run(out, model=result.model, profile=used, dataset=result.dataset,
+              config=result.config, metrics=result.metrics, ledger=result.ledger,
+              traces=result.traces, force=args.force, inputs=inputs)
     run = read_run(out)
     energy = run.ledger.price(run.profile)
     print(rep.terminal_report(run, energy))
-    html = Path(args.html) if args.html else out.with_suffix(".html")
-    others = [p for p in _profile_list(args.compare) if p != profile.name] if args.compare else []
     reports = [energy] + [run.ledger.price(p) for p in others]
-    rep.html_report(run, reports, html)
+    _make_parent(html)
+    rep.html_report(run, reports, html, force=args.force, inputs=inputs)
     con.print(f"run file: {out}\nreport:   {html}")
     return 0
 
 
 def cmd_report(args) -> int:
     from deploy import report as rep
+    from deploy.outputs import write_text
     from deploy.runfile import read_run
-    run = read_run(args.run)
-    profile = args.profile or run.profile
+    run = read_run(_run_file_arg(args.run))
+    profile = _load_profile(args.profile, "--profile") if args.profile else run.profile
+    inputs = [args.run] + ([profile.path] if args.profile and profile.path else [])
+    _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
+                   inputs=inputs)
     energy = run.ledger.price(profile)
     print(rep.terminal_report(run, energy))
     if args.html:
-        path = rep.html_report(run, [energy], Path(args.html))
+        _make_parent(args.html)
+        path = rep.html_report(run, [energy], Path(args.html), force=args.force,
+                               inputs=inputs)
         print(f"report: {path}")
     if args.json:
-        Path(args.json).write_text(json.dumps(energy.to_dict(), indent=1))
+        _make_parent(args.json)
+        write_text(args.json, json.dumps(energy.to_dict(), indent=1), force=args.force,
+                   inputs=inputs, option="--json")
     return 0
 
 
 def cmd_export(args) -> int:
-    from deploy.export import export_model
+    from deploy.export import export_model, prepare_export
+    prepare_export(args.model, args.target, args.out, force=args.force, option="--out")
     con = _console()
     con.print(f"exporting [bold]{args.model}[/bold] to {args.target} "
               f"({'quick' if not args.full else 'full'} training, seed {args.seed})")
@@ -147,36 +260,38 @@ def cmd_export(args) -> int:
         con.print(f"  {step}/{total} {info}", highlight=False)
 
     path = export_model(args.model, args.target, args.out, seed=args.seed,
-                        quick=not args.full, progress=progress)
+                        quick=not args.full, progress=progress, force=args.force,
+                        option="--out")
     con.print(f"exported: {path}")
     return 0
 
 
-def _profile_list(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise NeuroedgeError(f"--profiles {text!r}: expected a comma-separated list of "
-                             "profile names or paths, e.g. a100,h100,x86-avx2")
-    return names
-
-
 def cmd_compare(args) -> int:
     from deploy import report as rep
+    from deploy.outputs import write_text
     from deploy.runfile import read_run
-    run = read_run(args.run)
-    reports = [run.ledger.price(p) for p in _profile_list(args.profiles)]
+    run = read_run(_run_file_arg(args.run))
+    profiles = _load_profiles(args.profiles, "--profiles")
+    inputs = [args.run] + [p.path for p in profiles if p.path]
+    _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
+                   inputs=inputs)
+    reports = [run.ledger.price(p) for p in profiles]
     print(rep.comparison_table(reports))
     if args.html:
-        print(f"report: {rep.html_report(run, reports, Path(args.html))}")
+        _make_parent(args.html)
+        path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs)
+        print(f"report: {path}")
     if args.json:
-        rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+        rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
                 for r in rep.comparison_rows(reports)]  # NaN (scope absent) -> null: strict JSON
-        Path(args.json).write_text(json.dumps(rows, indent=1, allow_nan=False))
+        _make_parent(args.json)
+        write_text(args.json, json.dumps(rows, indent=1, allow_nan=False), force=args.force,
+                   inputs=inputs, option="--json")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="neuroedge",
         description="Simulate ML methods on hardware profiles and report their cost.")
     sub = parser.add_subparsers(dest="command")
@@ -197,7 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run file path (default: runs/MODEL-DATASET-PROFILE.h5)")
     p.add_argument("--html", help="HTML report path (default: next to the run file)")
     p.add_argument("--compare", help="also price on these profiles in the HTML report")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing output files (never a directory neuroedge did not write)")
     p.add_argument("--full", action="store_true",
                    help="the full experiment instead of the quick setting")
     p.set_defaults(func=cmd_simulate)
@@ -206,8 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="train a model and export it to an edge target")
     p.add_argument("model", help="registered model")
     p.add_argument("--target", required=True, choices=TARGETS)
-    p.add_argument("--out", help="output path (default: exports/MODEL-TARGET[.ext])")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="output path (default: exports/MODEL-TARGET[.ext]); the C "
+                   "target writes a new (or empty) directory there")
+    p.add_argument("--seed", type=_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing output files (never a directory neuroedge did not write)")
     p.add_argument("--full", action="store_true", help="train the full setting first")
     p.set_defaults(func=cmd_export)
 
@@ -216,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="price on this profile instead of the run's own")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--json", help="write the energy report as JSON here")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing output files (never a directory neuroedge did not write)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("compare", help="price one run on several profiles")
@@ -223,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profiles", required=True, help="comma-separated, e.g. a100,h100")
     p.add_argument("--html", help="write a self-contained HTML comparison here")
     p.add_argument("--json", help="write the comparison rows as JSON here")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing output files (never a directory neuroedge did not write)")
     p.set_defaults(func=cmd_compare)
     return parser
 
@@ -239,13 +363,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.action is None and args.name:
             parser.error(f"unexpected argument {args.name!r}: use 'profiles show NAME'")
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at exit
+        return code
     except NeuroedgeError as exc:
         print(f"neuroedge: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("neuroedge: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader left (`neuroedge report RUN.h5 | head -1`): the Python docs' recipe,
+        # stdout onto devnull so the interpreter's final flush cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

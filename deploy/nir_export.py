@@ -140,11 +140,12 @@ def to_nir(net, compiled=None):
     return nir.NIRGraph(nodes=nodes, edges=edges, metadata=meta, type_check=False)
 
 
-def export_nir(net, path: str | os.PathLike, compiled=None) -> Path:
-    """Write ``net`` as a ``.nir`` file (atomically; nothing is left on failure)."""
+def export_nir(net, path: str | os.PathLike, compiled=None, force: bool = False) -> Path:
+    """Write ``net`` as a ``.nir`` file (atomically; nothing is left on failure). An existing
+    ``path`` is replaced only with ``force`` (the rules of :mod:`deploy.outputs`)."""
     nir = _need_nir()
     graph = to_nir(net, compiled)
-    with atomic_output(path) as tmp:
+    with atomic_output(path, force=force) as tmp:
         nir.write(tmp, graph)
     return Path(path)
 

@@ -27,12 +27,13 @@ def _as_tuple(inputs) -> tuple:
 def export_onnx(module, example_inputs, path: str | os.PathLike, *,
                 input_names: Sequence[str] | None = None,
                 output_names: Sequence[str] = ("output",),
-                dynamic_batch: bool = True, check_inputs=None) -> Path:
+                dynamic_batch: bool = True, check_inputs=None, force: bool = False) -> Path:
     """Write ``module`` (eval mode, CPU) as ONNX at ``path``; the batch axis stays dynamic.
 
     With ``check_inputs``, the written graph is run in onnxruntime against torch on them
     (:func:`check_onnx`) *before* it is moved into place, so a file that disagrees with the
-    model is never left at ``path``.
+    model is never left at ``path``. An existing ``path`` is replaced only with ``force``
+    (the rules of :mod:`deploy.outputs`).
     """
     import torch
     try:
@@ -46,7 +47,7 @@ def export_onnx(module, example_inputs, path: str | os.PathLike, *,
     dynamic = ({n: {0: "batch"} for n in [*names, *output_names]} if dynamic_batch else None)
     # The TorchScript exporter (dynamo=False) is deprecated but exports every module we
     # have in one deterministic pass; torch.export's exporter still rejects some of them.
-    with atomic_output(path) as tmp, warnings.catch_warnings():
+    with atomic_output(path, force=force) as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         with torch.no_grad():
             torch.onnx.export(module, inputs, str(tmp), input_names=names,

@@ -22,9 +22,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from deploy.runfile import Run
 from deploy.formatting import (energy_breakdown, format_bytes, format_energy, significant,
                                 format_seconds)
+from deploy.outputs import write_file
+from deploy.runfile import Run
 from deploy.plots import fig_to_img as _img
 from deploy.plots import (plot_comparison, plot_energy_bars, plot_image_grid, plot_per_core,
                           plot_raster, plot_trace)
@@ -345,7 +346,8 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield "</body></html>\n"
 
 
-def html_report(run: Run, reports: Sequence[EnergyReport], path: str | os.PathLike) -> Path:
+def html_report(run: Run, reports: Sequence[EnergyReport], path: str | os.PathLike, *,
+                force: bool = False, inputs: Sequence[str | os.PathLike] = ()) -> Path:
     """Write one self-contained HTML report (no external assets) atomically.
 
     Parameters
@@ -353,6 +355,8 @@ def html_report(run: Run, reports: Sequence[EnergyReport], path: str | os.PathLi
     run : the run whose ledger was priced
     reports : its pricings; the first is the run's own profile and the comparison reference
     path : target file; written under a temporary name in the same directory, then renamed
+    force : replace an existing ``path`` (otherwise an existing file is refused)
+    inputs : files the command read; ``path`` may be none of them, nor the run file itself
 
     Returns
     -------
@@ -364,6 +368,8 @@ def html_report(run: Run, reports: Sequence[EnergyReport], path: str | os.PathLi
     ReportError
         No reports, or the target directory does not exist. Any error while building the
         report removes the temporary file and leaves an existing ``path`` untouched.
+    OutputError
+        ``path`` is a directory, an existing file without ``force``, or an input.
     """
     reports, path = list(reports), Path(path)
     if not reports:
@@ -372,13 +378,8 @@ def html_report(run: Run, reports: Sequence[EnergyReport], path: str | os.PathLi
     if not path.parent.is_dir():
         raise ReportError(f"cannot write report {str(path)!r}: directory "
                           f"{str(path.parent)!r} does not exist")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for part in _html_sections(run, reports):
-                f.write(part)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    inputs = [*inputs, *([run.path] if run.path else [])]
+    with write_file(path, force=force, inputs=inputs) as tmp, \
+            open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(_html_sections(run, reports))
     return path

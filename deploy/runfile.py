@@ -28,6 +28,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from deploy.outputs import write_file
 from hw_profiles import HardwareProfile, from_dict, load
 from hw_profiles.errors import NeuroedgeError, RunFileError
 from sim.ledger import Ledger
@@ -78,13 +79,19 @@ def _json_default(obj):
 
 def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
               config: dict, metrics: dict, ledger: Ledger,
-              traces: dict[str, np.ndarray] | None = None) -> Path:
+              traces: dict[str, np.ndarray] | None = None, force: bool = False,
+              inputs=()) -> Path:
     """Write a run file atomically (temporary name in the same directory, then rename).
+
+    An existing ``path`` is replaced only with ``force``; ``path`` may not be one of the
+    command's ``inputs`` (the rules of :mod:`deploy.outputs`).
 
     Raises
     ------
     RunFileError
         The directory does not exist, or a metric is not a finite-or-nan scalar.
+    OutputError
+        ``path`` is a directory, an existing file without ``force``, or an input.
     """
     path = Path(path)
     prof = load(profile)
@@ -97,8 +104,8 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
             clean_metrics[k] = float(v)
         except (TypeError, ValueError):
             raise RunFileError(f"metric {k!r} = {v!r}: metrics must be scalars") from None
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    # -- write path: deploy.outputs (temporary sibling, rename; no overwrite without force)
+    with write_file(path, force=force, inputs=inputs) as tmp:  # noqa: SIM117 (small diff)
         with h5py.File(tmp, "w") as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
@@ -120,18 +127,15 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
             for k, v in package_versions().items():
                 g.attrs[k] = v
             f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    # -- end of write path
     return path
 
 
-def write_result(path, result) -> Path:
+def write_result(path, result, *, force: bool = False, inputs=()) -> Path:
     """Write a :class:`models.registry.RunResult`-like object (duck-typed to keep layering)."""
     return write_run(path, model=result.model, profile=result.profile, dataset=result.dataset,
                      config=result.config, metrics=result.metrics, ledger=result.ledger,
-                     traces=result.traces)
+                     traces=result.traces, force=force, inputs=inputs)
 
 
 def read_run(path: str | os.PathLike) -> Run:

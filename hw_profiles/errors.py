@@ -48,3 +48,8 @@ class ExportError(NeuroedgeError):
 
 class ReportError(NeuroedgeError):
     """A report cannot be built from what it was given (no reports, missing directory)."""
+
+
+class OutputError(NeuroedgeError):
+    """An output path cannot be written safely (a directory, an existing file without
+    ``--force``, an input of the same command, an unwritable place)."""

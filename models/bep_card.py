@@ -92,7 +92,8 @@ def packed_network(model: BEP) -> list:
 
 
 def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
-           profile="cortex-m4", dataset="digits", n_golden: int = 16) -> Path:
+           profile="cortex-m4", dataset="digits", n_golden: int = 16,
+           force: bool = False) -> Path:
     """Train BEP on ``dataset`` and write the C99 project (``deploy.c_export``) to ``out``,
     with ``n_golden`` test samples and BitwiseDevice's outputs on them as golden vectors."""
     from deploy.c_export import export_c  # deploy sits above models: imported only here
@@ -107,7 +108,7 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     model = make_model(data, dev, seed, quick)
     model.fit(data.x_train, data.y_train, progress=progress)
     x = pack_bits(data.x_test[:n_golden], dev.word_bits)
-    return export_c(packed_network(model), x, out, profile=profile)
+    return export_c(packed_network(model), x, out, profile=profile, force=force)
 
 
 CARD = register(ModelCard(
@@ -123,4 +124,5 @@ CARD = register(ModelCard(
     simulate=simulate,
     exports=("c",),
     export=export,
+    export_dataset="digits",
 ))

@@ -173,16 +173,20 @@ def _fashion_dir(data_dir) -> Path:
     return Path(env)
 
 
-@functools.lru_cache(maxsize=4)
-def _read_fashion(directory: str) -> dict[str, np.ndarray]:
-    """Parse and check the four files once per directory (~1 s); the arrays are read-only uint8."""
-    d = Path(directory)
+def _require_fashion_files(d: Path) -> None:
     missing = [str(d / f) for f in FASHION_FILES.values() if not (d / f).is_file()]
     if missing:
         raise DatasetError(f"Fashion-MNIST: missing {', '.join(missing)}. Install the Debian package with "
                            f"`apt-get install dataset-fashion-mnist` (files go to {FASHION_DEFAULT_DIR}), "
                            f"or set NEUROEDGE_DATA to a directory holding the four IDX .gz files "
                            f"(directly or in a fashion-mnist/ subdirectory)")
+
+
+@functools.lru_cache(maxsize=4)
+def _read_fashion(directory: str) -> dict[str, np.ndarray]:
+    """Parse and check the four files once per directory (~1 s); the arrays are read-only uint8."""
+    d = Path(directory)
+    _require_fashion_files(d)
     out = {}
     for part, n in FASHION_COUNTS.items():
         img_path, lab_path = d / FASHION_FILES[f"{part}_images"], d / FASHION_FILES[f"{part}_labels"]
@@ -247,6 +251,19 @@ def fashion_mnist(data_dir: str | os.PathLike | None = None, limit_train: int | 
 
 
 LOADERS = {"digits": digits, "fashion-mnist": fashion_mnist}
+
+NEEDS_FASHION_FILES = ("fashion-mnist", "fashion-points")
+"""Dataset names (of any model) built from the Fashion-MNIST files: fs-kan's point sets too."""
+
+
+def check_available(name: str) -> None:
+    """Raise DatasetError, saying how to get them, when dataset ``name`` needs files that
+    are missing; reads nothing, so the CLI calls it before any training. Generated and
+    bundled sets (digits, random prototypes, ...) are always available.
+    """
+    key = name.lower().replace("_", "-") if isinstance(name, str) else name
+    if key in NEEDS_FASHION_FILES:
+        _require_fashion_files(_fashion_dir(None))
 
 
 def load(name: str, **kwargs) -> Dataset:

@@ -46,9 +46,11 @@ class ModelCard:
 
     ``simulate(profile, dataset, seed, quick, progress) -> RunResult`` runs the method on a
     device for the profile and returns its counts and metrics.
-    ``export(target, out, *, seed, quick, progress) -> Path`` (when ``exports`` is not
-    empty) trains the model and writes it for one of the targets in ``exports``; see
-    ``deploy/export.py``.
+    ``export(target, out, *, seed, quick, progress, force) -> Path`` (when ``exports`` is
+    not empty) trains the model and writes it for one of the targets in ``exports``; see
+    ``deploy/export.py``. ``force`` is passed on to the writer (``deploy/outputs.py``): it
+    allows replacing an existing output. ``export_dataset`` names the dataset the export
+    trains on, so its files are checked before any training.
     """
 
     name: str
@@ -62,6 +64,7 @@ class ModelCard:
     simulate: Callable[..., RunResult]
     exports: tuple[str, ...] = ()
     export: Callable[..., Any] | None = None
+    export_dataset: str | None = None
 
 
 REGISTRY: dict[str, ModelCard] = {}

@@ -141,7 +141,8 @@ def simulate(profile="loihi", dataset="va-cuba", seed: int = 0, quick: bool = Tr
                      traces)
 
 
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None):
+def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
+           force: bool = False):
     """Write the network as a NIR graph (``deploy/nir_export.py``), with the weights the
     loihi profile quantises to. NIR has no sparse weights, so each projection is a dense
     matrix: ``quick`` exports a 1000-neuron version with the same in-degree (p = 0.08,
@@ -157,7 +158,7 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     compiled = dev.compile(net)
     if progress:
         progress(1, 1, {"neurons": float(cfg.n)})
-    return export_nir(net, out, compiled=compiled)
+    return export_nir(net, out, compiled=compiled, force=force)
 
 
 CARD = register(ModelCard(

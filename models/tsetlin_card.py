@@ -81,7 +81,8 @@ def experiment(quick: bool = True, seed: int = 0) -> dict:
 
 
 def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
-           profile="cortex-m4", dataset="digits", n_golden: int = 16) -> Path:
+           profile="cortex-m4", dataset="digits", n_golden: int = 16,
+           force: bool = False) -> Path:
     """Train on ``dataset`` and write the C99 project of the clause layer (include masks in
     words, golden vectors from BitwiseDevice) to ``out``."""
     from deploy.c_export import export_c  # deploy sits above models: imported only here
@@ -95,7 +96,7 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     cfg = TsetlinConfig(**{**(QUICK if quick else FULL)[name], "seed": seed})
     tm = TsetlinMachine(x_tr.shape[1], n_cls, cfg, dev).fit(x_tr, y_tr, progress=progress)
     x = pack_bits(np.asarray(x_te[:n_golden]), dev.word_bits)
-    return export_c([tm.clause_layer()], x, out, profile=profile)
+    return export_c([tm.clause_layer()], x, out, profile=profile, force=force)
 
 
 CARD = register(ModelCard(
@@ -113,4 +114,5 @@ CARD = register(ModelCard(
     simulate=simulate,
     exports=("c",),
     export=export,
+    export_dataset="digits",
 ))

@@ -217,8 +217,11 @@ def _check_golden(layers, golden_inputs, golden_outputs: NetworkOutput, word_bit
 
 
 def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutput,
-                    out_dir: str | os.PathLike, word_bits: int) -> Path:
-    """Write the C99 project for ``layers`` into ``out_dir`` (atomically; replaced if present).
+                    out_dir: str | os.PathLike, word_bits: int, force: bool = False) -> Path:
+    """Write the C99 project for ``layers`` into ``out_dir`` (built beside it, then renamed).
+
+    ``out_dir`` must be new or empty; with ``force`` it may also be an earlier export of
+    neuroedge's, untouched but for ``make`` products (the rules of :mod:`deploy.outputs`).
 
     Parameters
     ----------
@@ -297,7 +300,10 @@ def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutp
 
     generated = {"ne_config.h": config_h, "model.h": model_h, "model_weights.h": weights_h,
                  "model.c": model_c, "golden.h": golden}
-    with atomic_output(out_dir, directory=True) as tmp:
+    # test_host / test_*.elf: what the project's own Makefile builds (its `make clean`
+    # list), so a forced re-export may replace a directory after `make host` ran there
+    with atomic_output(out_dir, directory=True, force=force,
+                       disposable=("test_host", "test_*.elf")) as tmp:
         for name in STATIC_FILES:
             shutil.copyfile(TEMPLATES / name, tmp / name)
         for name, text in generated.items():
@@ -306,13 +312,13 @@ def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutp
 
 
 def export_c(layers: Sequence, inputs, out_dir: str | os.PathLike,
-             profile="cortex-m4") -> Path:
+             profile="cortex-m4", force: bool = False) -> Path:
     """Run ``layers`` on ``inputs`` on a BitwiseDevice of ``profile`` and write the C project
     with those outputs as golden vectors (word width = the profile's)."""
     from sim.bitwise import BitwiseDevice
     dev = BitwiseDevice(profile)
     out = dev.run(layers, inputs, scope="golden")
-    return write_c_project(layers, inputs, out, out_dir, dev.word_bits)
+    return write_c_project(layers, inputs, out, out_dir, dev.word_bits, force=force)
 
 
 # -- building and running ------------------------------------------------------------------

@@ -375,7 +375,8 @@ def experiment(quick: bool = True, profile="a100", task: str = "fashion-points",
     return RunResult("fs-kan", fk_dev.profile.name, task, config, metrics, fk_dev.ledger)
 
 
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None):
+def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
+           force: bool = False):
     """Train FS-KAN on signal sets (quick size) and write it as ONNX, checked by onnxruntime.
 
     The ONNX graph places orbit terms by plain indexing (``plain_gather``), which equals
@@ -395,7 +396,7 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
             m.plain_gather = True
     x = torch.as_tensor(load_task(task, 8, 8, seed + 1)[2])
     path = export_onnx(net, x[:2], out, input_names=["points"], output_names=["logits"],
-                       check_inputs=x)
+                       check_inputs=x, force=force)
     return path
 
 
@@ -412,4 +413,5 @@ CARD = register(ModelCard(
     simulate=simulate,
     exports=("onnx",),
     export=export,
+    export_dataset="signal-sets",
 ))

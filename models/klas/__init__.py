@@ -70,23 +70,26 @@ def experiment(quick: bool = True, profile="a100", seed: int = 0) -> RunResult:
     return simulate(profile=profile, seed=seed, quick=quick)
 
 
-def export_stitched(model: StitchedViT, out, n_check: int = 8, seed: int = 0) -> Path:
+def export_stitched(model: StitchedViT, out, n_check: int = 8, seed: int = 0,
+                    force: bool = False) -> Path:
     """Write a stitched ViT as ONNX (input (B, 784) pixels in [0, 1]) and check it in onnxruntime."""
     from deploy.onnx_export import export_onnx  # deploy imports models, not back
     x = torch.rand(n_check, model.n_inputs, generator=torch.Generator().manual_seed(seed))
     path = export_onnx(model, x, out, input_names=("pixels",), output_names=("logits",),
-                       check_inputs=x)
+                       check_inputs=x, force=force)
     return path
 
 
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None) -> Path:
+def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
+           force: bool = False) -> Path:
     """Train the family, select with KLAS, fine-tune the supernet, and export the KLAS-selected
     stitch closest to the middle of the family's FLOPs range as ONNX."""
     cfg = KLASConfig.quick(seed=seed) if quick else KLASConfig(seed=seed)
     res = run(cfg, progress=progress)
     mid = 0.5 * (res["anchor_flops"][0] + res["anchor_flops"][-1])
     chosen = min(res["selected"]["klas"], key=lambda s: abs(res["table"][s]["flops"] - mid))
-    return export_stitched(res["supernets"]["klas"]["nets"][chosen.name], out, seed=seed)
+    return export_stitched(res["supernets"]["klas"]["nets"][chosen.name], out, seed=seed,
+                           force=force)
 
 
 CARD = register(ModelCard(
@@ -102,4 +105,5 @@ CARD = register(ModelCard(
     simulate=simulate,
     exports=("onnx",),
     export=export,
+    export_dataset="fashion-mnist",
 ))

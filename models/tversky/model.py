@@ -271,7 +271,8 @@ def experiment(quick: bool = True, profile="a100", seed: int = 0) -> RunResult:
     return simulate(profile=profile, seed=seed, quick=quick)
 
 
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None, **overrides):
+def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
+           force: bool = False, **overrides):
     """Train the quick encoder + Tversky head and write it as ONNX, checked by onnxruntime.
 
     The exported graph maps pixels (N, 784) to similarities (N, 10) to the class prototypes.
@@ -287,7 +288,7 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     model = nn.Sequential(res["encoder"], res["heads"]["tversky"]).cpu().eval()
     x = torch.as_tensor(data.x_test)
     return export_onnx(model, x[:8], out, input_names=["pixels"], output_names=["similarity"],
-                       check_inputs=x)
+                       check_inputs=x, force=force)
 
 
 CARD = register(ModelCard(
@@ -303,4 +304,5 @@ CARD = register(ModelCard(
     simulate=simulate,
     exports=("onnx",),
     export=export,
+    export_dataset="fashion-mnist",
 ))

@@ -1,14 +1,22 @@
 """The neuroedge CLI end to end: simulate -> run file -> report -> compare, and one-line errors."""
+import dataclasses
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import hw_profiles
+import models
+from deploy import export as export_mod
 from deploy.cli import main
 from deploy.formatting import format_energy
-from deploy.runfile import read_run
+from deploy.runfile import read_run, write_run
+from models.registry import RunResult
+from sim.ledger import Ledger
 
 COMPARED = ["a100", "h100", "x86-avx2", "jetson-orin"]
 
@@ -117,6 +125,327 @@ def test_profiles_and_models_listings(capsys):
 
 def test_console_entry_point_runs():
     proc = subprocess.run([sys.executable, "-m", "deploy.cli", "profiles", "show", "a100"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "a100" in proc.stdout
+
+
+# -- safe outputs and checks before the work (issue 11 items 1-2) -------------------------
+# Every case runs the real CLI in tmp_path. The model cards' simulate/export are replaced
+# by fakes: a refusal must come before any training, so a fake that fails when called is
+# the proof, and a fake that returns a tiny result keeps the write path real and fast.
+A100_TOML = Path(hw_profiles.__file__).parent / "data" / "a100.toml"
+
+
+def _tree(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(Path(root).rglob("*"))
+            if p.is_file()}
+
+
+def _user_files(d):
+    (d / "notes.txt").write_text("my notes")
+    (d / "sub").mkdir()
+    (d / "sub" / "data.csv").write_text("1,2,3\n")
+
+
+def _tiny_ledger():
+    led = Ledger()
+    led.add("mac_fp32", 1000, scope="train/fc1/forward")
+    led.add_bytes("offchip", read=64, write=16, scope="train")
+    return led
+
+
+@pytest.fixture
+def tiny_run(tmp_path):
+    """A real run file of a tiny a100 ledger, written without any training."""
+    return write_run(tmp_path / "run.h5", model="mlp", profile="a100", dataset="digits",
+                     config={}, metrics={"test_accuracy": 1.0}, ledger=_tiny_ledger())
+
+
+def _no_work(monkeypatch, name):
+    """Replace ``name``'s simulate and export by functions that fail the test if called."""
+    def trained(*a, **k):
+        raise AssertionError(f"{name} trained although the command had to stop first")
+    card = models.REGISTRY[name]
+    monkeypatch.setitem(models.REGISTRY, name,
+                        dataclasses.replace(card, simulate=trained, export=trained))
+
+
+@pytest.fixture
+def fake_mlp(monkeypatch):
+    """``mlp`` whose simulate returns a tiny result on the profile it is handed; the
+    profiles handed to it are recorded."""
+    seen = []
+
+    def simulate(profile, dataset, seed, quick, progress):
+        seen.append(profile)
+        return RunResult("mlp", profile.name, dataset, {"seed": seed},
+                         {"test_accuracy": 1.0}, _tiny_ledger())
+    monkeypatch.setitem(models.REGISTRY, "mlp",
+                        dataclasses.replace(models.REGISTRY["mlp"], simulate=simulate))
+    return seen
+
+
+def _one_line_error(capsys, *needles):
+    err = capsys.readouterr().err
+    assert err.startswith("neuroedge: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_export_out_dot_leaves_the_directory_byte_identical(tmp_path, monkeypatch, capsys,
+                                                            force):
+    _user_files(tmp_path)
+    before = _tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    _no_work(monkeypatch, "bep")
+    assert main(["export", "bep", "--target", "c", "--out", ".", *force]) == 2
+    _one_line_error(capsys, "--out '.' is a directory that is not empty")
+    assert _tree(tmp_path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "sub"]
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_export_out_existing_dir_or_file_is_refused_before_training(tmp_path, monkeypatch,
+                                                                   capsys, force):
+    d = tmp_path / "mine"
+    d.mkdir()
+    _user_files(d)
+    f = tmp_path / "model.c"
+    f.write_text("my own C")
+    before = _tree(tmp_path)
+    _no_work(monkeypatch, "bep")
+    assert main(["export", "bep", "--target", "c", "--out", str(d), *force]) == 2
+    _one_line_error(capsys, "is a directory that is not empty")
+    assert main(["export", "bep", "--target", "c", "--out", str(f), *force]) == 2
+    _one_line_error(capsys, "is a file; this export writes a directory")
+    assert _tree(tmp_path) == before
+
+
+def _fake_file_export(monkeypatch, name, payload):
+    """``name``'s export writes ``payload`` through the real writer (deploy.export)."""
+    def export(target, out, *, seed, quick, progress, force=False):
+        with export_mod.atomic_output(out, force=force) as tmp:
+            tmp.write_bytes(payload)
+        return out
+    monkeypatch.setitem(models.REGISTRY, name,
+                        dataclasses.replace(models.REGISTRY[name], export=export))
+
+
+def test_export_out_existing_file_needs_force(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "cuba.nir"
+    out.write_bytes(b"my old file")
+    _fake_file_export(monkeypatch, "snn_cuba", b"new export")
+    assert main(["export", "snn_cuba", "--target", "nir", "--out", str(out)]) == 2
+    _one_line_error(capsys, "already exists: pass --force to replace it, or choose another --out")
+    assert out.read_bytes() == b"my old file"
+    assert main(["export", "snn_cuba", "--target", "nir", "--out", str(out), "--force"]) == 0
+    assert out.read_bytes() == b"new export"
+    assert [p.name for p in tmp_path.iterdir()] == ["cuba.nir"]
+
+
+def test_export_into_an_unwritable_place_is_refused_before_training(tmp_path, monkeypatch,
+                                                                   capsys):
+    (tmp_path / "afile").write_text("x")
+    _no_work(monkeypatch, "snn_cuba")
+    assert main(["export", "snn_cuba", "--target", "nir",
+                 "--out", str(tmp_path / "afile" / "cuba.nir")]) == 2
+    _one_line_error(capsys, "is a file, not a directory")
+
+
+def test_export_missing_package_is_reported_before_training(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(export_mod.EXPORT_DEPENDENCIES, "nir", ("neuroedge_no_such_package",))
+    _no_work(monkeypatch, "snn_cuba")
+    assert main(["export", "snn_cuba", "--target", "nir", "--out", str(tmp_path / "x")]) == 2
+    _one_line_error(capsys, "neuroedge_no_such_package", "pip install 'neuroedge[export]'")
+
+
+def test_missing_fashion_mnist_is_reported_before_training(monkeypatch, capsys, tmp_path):
+    empty = tmp_path / "data"
+    empty.mkdir()
+    monkeypatch.setenv("NEUROEDGE_DATA", str(empty))
+    for name in ("tversky", "klas"):
+        _no_work(monkeypatch, name)
+        assert main(["simulate", name, "--out", str(tmp_path / "x.h5")]) == 2
+        _one_line_error(capsys, "Fashion-MNIST: missing", "NEUROEDGE_DATA")
+    assert main(["export", "klas", "--target", "onnx", "--out", str(tmp_path / "k.onnx")]) == 2
+    _one_line_error(capsys, "Fashion-MNIST: missing")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_report_html_or_json_onto_the_run_file_is_refused(tiny_run, capsys):
+    before = tiny_run.read_bytes()
+    for opt in ("--html", "--json"):
+        for force in ([], ["--force"]):
+            assert main(["report", str(tiny_run), opt, str(tiny_run), *force]) == 2
+            _one_line_error(capsys, f"{opt} '{tiny_run}' is the same file as the input")
+            assert tiny_run.read_bytes() == before
+    assert main(["compare", str(tiny_run), "--profiles", "a100", "--json", str(tiny_run)]) == 2
+    _one_line_error(capsys, "is the same file as the input")
+    assert tiny_run.read_bytes() == before
+
+
+def test_report_outputs_that_are_directories_or_unwritable(tiny_run, capsys, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    cases = [(["report", str(tiny_run), "--html", str(tmp_path)], "is a directory"),
+             (["report", str(tiny_run), "--json", str(tmp_path / "afile" / "r.json")],
+              "is a file, not a directory"),
+             (["compare", str(tiny_run), "--profiles", "a100", "--html", str(tmp_path)],
+              "is a directory"),
+             (["report", str(tiny_run), "--html", str(tmp_path / "r.x"),
+               "--json", str(tmp_path / "r.x")], "are the same file")]
+    for argv, needle in cases:
+        assert main(argv) == 2
+        _one_line_error(capsys, needle)
+        assert capsys.readouterr().out == ""   # refused before the report was printed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "run.h5"]
+
+
+def test_report_existing_json_needs_force(tiny_run, capsys, tmp_path):
+    js = tmp_path / "e.json"
+    js.write_text("mine")
+    assert main(["report", str(tiny_run), "--json", str(js)]) == 2
+    _one_line_error(capsys, "--json", "already exists: pass --force")
+    assert js.read_text() == "mine"
+    assert main(["report", str(tiny_run), "--json", str(js), "--force"]) == 0
+    run = read_run(tiny_run)
+    want = json.loads(json.dumps(run.ledger.price(run.profile).to_dict()))
+    assert json.loads(js.read_text()) == want and want["profile"] == "a100"
+
+
+def test_directory_given_as_an_input_is_named_as_one(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    _one_line_error(capsys, "is a directory; pass the path of a run file")
+    assert main(["profiles", "show", str(tmp_path)]) == 2
+    _one_line_error(capsys, "is a directory; pass a shipped profile name")
+
+
+def test_simulate_out_and_html_onto_one_file_is_refused_before_training(tmp_path, monkeypatch,
+                                                                        capsys):
+    _no_work(monkeypatch, "mlp")
+    x = tmp_path / "X.h5"
+    assert main(["simulate", "mlp", "--out", str(x), "--html", str(x)]) == 2
+    _one_line_error(capsys, "are the same file")
+    assert main(["simulate", "mlp", "--out", str(tmp_path / "X.html")]) == 2   # html default
+    _one_line_error(capsys, "are the same file")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_simulate_unusable_out_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    _no_work(monkeypatch, "mlp")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "old.h5").write_bytes(b"an earlier run")
+    before = _tree(tmp_path)
+    for out, needle in ((tmp_path, "is a directory"),
+                        (tmp_path / "afile" / "run.h5", "is a file, not a directory"),
+                        (tmp_path / "old.h5", "already exists: pass --force")):
+        assert main(["simulate", "mlp", "--out", str(out)]) == 2
+        _one_line_error(capsys, needle)
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a mode-555 directory anyway; "
+                    "test_simulate_unusable_out_is_refused_before_training covers it")
+def test_simulate_read_only_out_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    _no_work(monkeypatch, "mlp")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        assert main(["simulate", "mlp", "--out", str(ro / "run.h5")]) == 2
+        _one_line_error(capsys, "cannot write in directory")
+    finally:
+        ro.chmod(0o755)
+
+
+def test_simulate_existing_run_file_is_replaced_with_force(tmp_path, fake_mlp, capsys):
+    out = tmp_path / "run.h5"
+    out.write_bytes(b"an earlier run")
+    assert main(["simulate", "mlp", "--profile", "a100", "--out", str(out)]) == 2
+    _one_line_error(capsys, "--out", "already exists")
+    assert fake_mlp == [] and out.read_bytes() == b"an earlier run"
+    assert main(["simulate", "mlp", "--profile", "a100", "--out", str(out), "--force"]) == 0
+    assert read_run(out).model == "mlp" and out.with_suffix(".html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5", "run.html"]
+
+
+@pytest.mark.parametrize("compare, needle", [
+    ("a100,nope", "unknown hardware profile 'nope'"),
+    ("h100,loihi", "--compare 'loihi' is a 'neuromorphic' profile"),
+    ("h100,h100", "'h100' is the same profile as 'h100'"),
+    (",", "expected a comma-separated list"),
+])
+def test_bad_compare_is_refused_before_training(tmp_path, monkeypatch, capsys, compare, needle):
+    _no_work(monkeypatch, "mlp")
+    assert main(["simulate", "mlp", "--out", str(tmp_path / "r.h5"), "--compare", compare]) == 2
+    _one_line_error(capsys, needle)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("seed, needle", [
+    ("-1", "-1 is out of range; seeds are integers 0..4294967295"),
+    ("99999999999999999999999", "99999999999999999999999 is out of range"),
+    ("4294967296", "4294967296 is out of range"),
+    ("1.5", "'1.5' is not an integer seed"),
+])
+@pytest.mark.parametrize("cmd", [["simulate", "snn_cuba"], ["simulate", "bep"],
+                                 ["export", "bep", "--target", "c"]])
+def test_seed_out_of_range_is_one_line_exit_2(capsys, cmd, seed, needle):
+    with pytest.raises(SystemExit) as exc:
+        main([*cmd, "--seed", seed])
+    assert exc.value.code == 2
+    _one_line_error(capsys, "argument --seed: " + needle)
+
+
+def test_largest_seed_is_accepted(fake_mlp, tmp_path):
+    assert main(["simulate", "mlp", "--out", str(tmp_path / "r.h5"), "--seed", "4294967295"]) == 0
+    assert read_run(tmp_path / "r.h5").config == {"seed": 4294967295}
+
+
+def test_duplicate_profiles_in_compare(tiny_run, capsys, tmp_path):
+    assert main(["compare", str(tiny_run), "--profiles", "a100,a100"]) == 2
+    _one_line_error(capsys, "'a100' is the same profile as 'a100'")
+    assert main(["compare", str(tiny_run), "--profiles", f"a100,{A100_TOML}"]) == 2
+    _one_line_error(capsys, "is the same profile as 'a100'")
+    # a user file that keeps the shipped name is another profile: two rows
+    mine = tmp_path / "a100.toml"
+    mine.write_text(A100_TOML.read_text().replace("mac_fp32 = { value = 41.03",
+                                                  "mac_fp32 = { value = 82.06"))
+    js = tmp_path / "rows.json"
+    assert main(["compare", str(tiny_run), "--profiles", f"a100,{mine}", "--json", str(js)]) == 0
+    rows = json.loads(js.read_text())
+    assert len(rows) == 2
+    # 1000 MAC at 82.06 pJ instead of 41.03 pJ: +41.03 nJ; byte and static terms are equal
+    assert rows[1]["total_j"] - rows[0]["total_j"] == pytest.approx(1000 * 41.03e-12, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["my-gpu", "a100"])
+def test_users_profile_file_is_the_profile_used(tmp_path, fake_mlp, name):
+    mine = tmp_path / "mine.toml"
+    mine.write_text(A100_TOML.read_text().replace('name = "a100"', f'name = "{name}"')
+                    .replace("mac_fp32 = { value = 41.03", "mac_fp32 = { value = 82.06"))
+    out = tmp_path / "r.h5"
+    assert main(["simulate", "mlp", "--profile", str(mine), "--out", str(out)]) == 0
+    (handed,) = fake_mlp
+    assert handed.path == str(mine) and handed.energy_pj["mac_fp32"].value == 82.06
+    run = read_run(out)
+    assert run.profile.name == name and run.profile.energy_pj["mac_fp32"].value == 82.06
+
+
+def test_report_into_a_closed_pipe_is_quiet(tiny_run):
+    """`neuroedge report RUN.h5 | head -1`: the reader leaves before the report is written."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "deploy.cli", "report", str(tiny_run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()                  # no reader: the child's first write gets EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""
+    if shutil.which("sh") and shutil.which("head"):
+        cmd = f"{sys.executable} -m deploy.cli report {tiny_run} | head -1"
+        sh = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, env=env,
+                            timeout=120, check=False)
+        assert sh.returncode == 0 and sh.stderr == "" and sh.stdout.count("\n") == 1

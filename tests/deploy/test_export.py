@@ -5,7 +5,7 @@ import torch
 from deploy.cli import main
 from deploy.export import atomic_output, export_model
 from deploy.onnx_export import check_onnx, export_onnx
-from hw_profiles.errors import ExportError
+from hw_profiles.errors import ExportError, OutputError
 
 
 def test_atomic_output_leaves_nothing_when_the_writer_fails(tmp_path):
@@ -17,13 +17,20 @@ def test_atomic_output_leaves_nothing_when_the_writer_fails(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_atomic_output_replaces_an_existing_directory_only_on_success(tmp_path):
+def test_atomic_output_replaces_only_its_own_directory_export(tmp_path):
     out = tmp_path / "c"
     out.mkdir()
-    (out / "old.h").write_text("old")
-    with atomic_output(out, directory=True) as tmp:
+    (out / "old.h").write_text("old")        # the user's: refused even with force
+    with pytest.raises(OutputError, match="has no .neuroedge-manifest.json"), \
+            atomic_output(out, directory=True, force=True) as tmp:
         (tmp / "new.h").write_text("new")
-    assert sorted(p.name for p in out.iterdir()) == ["new.h"]
+    assert [p.name for p in out.iterdir()] == ["old.h"]
+    (out / "old.h").unlink()                 # empty: an export may go there
+    with atomic_output(out, directory=True) as tmp:
+        (tmp / "v1.h").write_text("v1")
+    with atomic_output(out, directory=True, force=True) as tmp:   # its own: replaced
+        (tmp / "v2.h").write_text("v2")
+    assert sorted(p.name for p in out.iterdir()) == [".neuroedge-manifest.json", "v2.h"]
     assert [p.name for p in tmp_path.iterdir()] == ["c"]
 
 

@@ -282,7 +282,7 @@ def test_html_report_failure_leaves_nothing(run, ledger, toy, tmp_path, monkeypa
     # an existing report survives a failed rewrite untouched
     (tmp_path / "r.html").write_text("old")
     with pytest.raises(RuntimeError, match="plot failed"):
-        rp.html_report(run, [price(ledger, toy)], tmp_path / "r.html")
+        rp.html_report(run, [price(ledger, toy)], tmp_path / "r.html", force=True)
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
     assert (tmp_path / "r.html").read_text() == "old"
 

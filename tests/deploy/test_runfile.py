@@ -51,7 +51,7 @@ def test_crash_keeps_previous_file_intact(tmp_path, toy_gpu_path, monkeypatch):
     path, led = _write(tmp_path / "run.h5", toy_gpu_path)
     monkeypatch.setattr(Ledger, "to_hdf5", lambda self, g: (_ for _ in ()).throw(OSError("disk")))
     with pytest.raises(OSError):
-        _write(path, toy_gpu_path)
+        _write(path, toy_gpu_path, force=True)   # a rewrite that crashes halfway
     assert runfile.read_run(path).ledger == led
     assert os.listdir(tmp_path) == ["run.h5"]
 

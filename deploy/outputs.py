@@ -1,0 +1,376 @@
+"""Every file neuroedge writes goes through here, so no output ever destroys a user's data.
+
+One helper for run files, HTML/JSON reports and the C/NIR/ONNX exports. Its rules:
+
+- An existing directory is never a file output; a directory export goes only into a new
+  or an empty directory.
+- An existing file is replaced only with ``force=True`` (``--force`` on the CLI).
+- An output that is the same file as an input of the same command is refused, whatever
+  ``force`` says (``report RUN.h5 --html RUN.h5`` would overwrite the run it reports).
+- Content is written into a temporary sibling and renamed onto the destination only when
+  the writer finished, so a crash or Ctrl-C leaves the destination as it was.
+- Nothing is deleted that this module did not create.
+
+Directory exports and ``force``: a directory is replaced only if neuroedge wrote it. Each
+directory export carries a manifest (:data:`MANIFEST`) listing every file it wrote with its
+SHA-256, plus the glob patterns of the build products its own Makefile makes (``make
+clean``'s list). ``force=True`` replaces a directory whose every entry is listed with an
+unchanged digest or matches those patterns; a directory without a manifest, with a file
+neuroedge did not write, or with an edited file is refused even with ``force``: neuroedge
+never runs ``rmtree`` on a user's directory. The old export is moved aside, the new one
+renamed into place, and then the old one is removed file by file, as its manifest lists.
+
+:func:`check_output` applies the same rules without writing anything, so a command checks
+all its outputs before any training; the writers check again at write time.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from hw_profiles.errors import OutputError
+
+MANIFEST = ".neuroedge-manifest.json"
+"""The file a directory export carries: what neuroedge wrote there (see the module doc)."""
+MANIFEST_FORMAT = "neuroedge.export-manifest"
+MANIFEST_VERSION = 1
+
+PathLike = str | os.PathLike
+
+
+def _label(path: Path, option: str | None) -> str:
+    return f"{option} {str(path)!r}" if option else f"output {str(path)!r}"
+
+
+def _other(option: str | None) -> str:
+    return f"another {option}" if option else "another path"
+
+
+def _force_hint(option: str | None) -> str:
+    return "--force" if option else "force=True"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same inode when both exist (hard links,
+    symlinks, ``./x`` vs ``x``), else the same resolved path."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def own_export(directory: PathLike) -> str | None:
+    """``None`` when ``directory`` holds exactly a neuroedge export (see the module doc),
+    else the reason it is not one (the first foreign, edited or unreadable entry)."""
+    d = Path(directory)
+    try:
+        doc = json.loads((d / MANIFEST).read_text())
+        files, disposable = dict(doc["files"]), list(doc.get("disposable", []))
+        if doc.get("format") != MANIFEST_FORMAT:
+            return f"its {MANIFEST} is not a neuroedge export manifest"
+    except FileNotFoundError:
+        return f"it has no {MANIFEST}, so neuroedge did not write it"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"its {MANIFEST} is unreadable ({type(exc).__name__})"
+    for root, dirs, names in os.walk(d):
+        for name in dirs + names:
+            full = Path(root) / name
+            rel = full.relative_to(d).as_posix()
+            if full.is_symlink():
+                return f"{rel} is a symbolic link neuroedge did not write"
+            if full.is_dir() or rel == MANIFEST:
+                continue
+            if rel in files:
+                if _sha256(full) != files[rel]:
+                    return f"{rel} was changed after neuroedge wrote it"
+            elif not any(fnmatch.fnmatchcase(rel, pat) for pat in disposable):
+                return f"{rel} was not written by neuroedge"
+    return None
+
+
+def _writable_ancestor(path: Path, option: str | None) -> None:
+    """Refuse a destination whose directory cannot take a new entry: a parent that is a
+    file, or a directory where creating a file fails (read-only, no permission). The
+    probe creates and removes its own file, which also catches read-only mounts (where
+    ``os.access`` says yes to root)."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        if parent.is_symlink():
+            raise OutputError(f"{_label(path, option)}: {str(parent)!r} is a dangling "
+                              f"symbolic link: choose {_other(option)}")
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{_label(path, option)}: {str(parent)!r} is a file, not a "
+                          f"directory: choose {_other(option)}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".neuroedge-probe-", dir=parent)
+    except OSError as exc:
+        raise OutputError(f"{_label(path, option)}: cannot write in directory "
+                          f"{str(parent)!r} ({exc.strerror or exc}): choose "
+                          f"{_other(option)}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def check_output(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike] = (),
+                 directory: bool = False, option: str | None = None) -> Path:
+    """Check that ``path`` can be written under the module's rules; write nothing.
+
+    Parameters
+    ----------
+    path : the destination (a file, or with ``directory=True`` a directory export)
+    force : allow replacing an existing file, or a directory export neuroedge wrote
+    inputs : files the same command reads; the output may be none of them
+    directory : the output is a directory export
+    option : the CLI option that named ``path`` (``"--out"``), used in the message
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    OutputError
+        One line naming the path, what is wrong and what to do instead.
+    """
+    p = Path(path)
+    if not str(path):
+        raise OutputError(f"{option or 'output'}: empty path: name a file to write")
+    for src in inputs:
+        if src and _same_file(p, Path(src)):
+            raise OutputError(f"{_label(p, option)} is the same file as the input "
+                              f"{str(src)!r} of this command; writing it would destroy the "
+                              f"input: choose {_other(option)}")
+    if p.is_symlink() and directory:
+        raise OutputError(f"{_label(p, option)} is a symbolic link; a directory export "
+                          f"writes a new directory: choose {_other(option)}")
+    if p.is_dir():
+        if not directory:
+            raise OutputError(f"{_label(p, option)} is a directory; give the path of the "
+                              f"file to write (e.g. {str(p / 'NAME')!r}) or "
+                              f"{_other(option)}")
+        if any(p.iterdir()):
+            if not force:
+                raise OutputError(f"{_label(p, option)} is a directory that is not empty; "
+                                  f"an export goes into a new or empty directory: choose "
+                                  f"{_other(option)} (or {_force_hint(option)} to replace "
+                                  f"an earlier neuroedge export there)")
+            why = own_export(p)
+            if why is not None:
+                raise OutputError(f"{_label(p, option)} is a directory that is not empty and "
+                                  f"{why}; neuroedge never deletes a directory it did not "
+                                  f"write, even with {_force_hint(option)}: choose "
+                                  f"{_other(option)}")
+    elif p.exists() or p.is_symlink():
+        if p.exists() and not p.is_file():
+            raise OutputError(f"{_label(p, option)} exists and is not a regular file: "
+                              f"choose {_other(option)}")
+        if directory:
+            raise OutputError(f"{_label(p, option)} is a file; this export writes a "
+                              f"directory: choose {_other(option)}")
+        if not force:
+            raise OutputError(f"{_label(p, option)} already exists: pass "
+                              f"{_force_hint(option)} to replace it, or choose "
+                              f"{_other(option)}")
+    _writable_ancestor(p, option)
+    return p
+
+
+def check_distinct(outputs: Mapping[str, PathLike | None]) -> None:
+    """Refuse two outputs of one command that name the same file (``--out X --html X``).
+
+    ``outputs`` maps the option (``"--out"``) to its path; ``None`` entries are skipped."""
+    seen: list[tuple[str, Path]] = []
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        p = Path(path)
+        for other, q in seen:
+            if _same_file(p, q):
+                raise OutputError(f"{option} {str(p)!r} and {other} {str(q)!r} are the same "
+                                  f"file; one would overwrite the other: give them "
+                                  f"different paths")
+        seen.append((option, p))
+
+
+def _os_error(path: Path, option: str | None, exc: OSError) -> OutputError:
+    """An unexpected OS failure while writing (disk full, permissions changed), as one line."""
+    return OutputError(f"{_label(path, option)} could not be written ({exc.strerror or exc}); "
+                       f"nothing was changed there: choose {_other(option)} or fix the cause")
+
+
+def _mkdtemp(dst: Path, suffix: str, option: str | None) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=suffix, dir=dst.parent))
+    except OSError as exc:
+        raise _os_error(dst, option, exc) from None
+
+
+def _make_parents(dst: Path, option: str | None) -> None:
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _os_error(dst, option, exc) from None
+
+
+def _commit_file(src: Path, dst: Path, force: bool, option: str | None) -> None:
+    """Move the finished ``src`` onto ``dst``. Without ``force`` this is a hard link, which
+    fails instead of replacing a file that appeared while the work ran."""
+    if force:
+        try:
+            os.replace(src, dst)
+        except IsADirectoryError:
+            raise OutputError(f"{_label(dst, option)} became a directory while writing; "
+                              f"the output was not written: choose {_other(option)}") from None
+        except OSError as exc:
+            raise _os_error(dst, option, exc) from None
+        return
+    try:
+        os.link(src, dst)
+    except FileExistsError:
+        raise OutputError(f"{_label(dst, option)} appeared while writing and was left as "
+                          f"it is: pass {_force_hint(option)} to replace it, or choose "
+                          f"{_other(option)}") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise _os_error(dst, option, exc) from None
+        # no hard links on this file system: a checked rename, with a small race window
+        if dst.exists() or dst.is_symlink():
+            raise OutputError(f"{_label(dst, option)} appeared while writing and was left "
+                              f"as it is: pass {_force_hint(option)} to replace it") from None
+        os.replace(src, dst)
+
+
+@contextlib.contextmanager
+def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike] = (),
+               parents: bool = False, option: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path (same name, in a temporary sibling directory) to write
+    ``path``'s content to; on success it is renamed onto ``path``, on failure removed.
+
+    ``parents=True`` creates missing parent directories first. Raises OutputError as
+    :func:`check_output`, before and after the writer ran.
+    """
+    dst = check_output(path, force=force, inputs=inputs, option=option)
+    if parents:
+        _make_parents(dst, option)
+    tmp_dir = _mkdtemp(dst, ".tmp", option)
+    target = tmp_dir / dst.name
+    try:
+        yield target
+        if not target.is_file():
+            raise OutputError(f"{_label(dst, option)}: the writer produced no file; "
+                              "nothing was written")
+        _commit_file(target, dst, force, option)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)  # the temporary directory made above
+
+
+def write_text(path: PathLike, text: str, *, force: bool = False,
+               inputs: Iterable[PathLike] = (), parents: bool = False,
+               option: str | None = None) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`write_file`; return ``path``."""
+    with write_file(path, force=force, inputs=inputs, parents=parents, option=option) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def _write_manifest(directory: Path, disposable: Iterable[str]) -> None:
+    files = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            full = Path(root) / name
+            files[full.relative_to(directory).as_posix()] = _sha256(full)
+    doc = {"format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION,
+           "files": dict(sorted(files.items())), "disposable": sorted(disposable)}
+    (directory / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def _remove_own_export(old: Path) -> None:
+    """Delete a directory export that :func:`own_export` accepted, entry by entry: the
+    files its manifest lists, the build products its patterns name, then the empty
+    directories. Anything else stays (the directory then stays too, with a warning)."""
+    doc = json.loads((old / MANIFEST).read_text())
+    listed, patterns = set(doc["files"]), list(doc.get("disposable", []))
+    for root, dirs, names in os.walk(old, topdown=False):
+        for name in names:
+            full = Path(root) / name
+            rel = full.relative_to(old).as_posix()
+            if rel == MANIFEST or rel in listed or any(fnmatch.fnmatchcase(rel, p)
+                                                       for p in patterns):
+                full.unlink()
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                (Path(root) / name).rmdir()
+    try:
+        old.rmdir()
+    except OSError:
+        warnings.warn(f"the replaced export was kept at {str(old)!r}: it held files "
+                      "neuroedge did not write", stacklevel=3)
+
+
+@contextlib.contextmanager
+def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike] = (),
+                    disposable: Iterable[str] = (), parents: bool = True,
+                    option: str | None = None) -> Iterator[Path]:
+    """Yield an empty temporary directory beside ``path`` for a directory export; on
+    success add the manifest and move it into place (see the module doc for ``force``).
+
+    ``disposable`` are glob patterns of files the export's own tooling makes inside it
+    later (``make host`` -> ``test_host``); a later forced export may remove them.
+    """
+    dst = check_output(path, force=force, inputs=inputs, directory=True, option=option)
+    disposable = list(disposable)
+    if parents:
+        _make_parents(dst, option)
+    tmp = _mkdtemp(dst, ".new", option)
+    try:
+        # mkdtemp makes it 0700; the export gets the mode mkdir would give it
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
+        yield tmp
+        if not any(tmp.iterdir()):
+            raise OutputError(f"{_label(dst, option)}: the writer produced nothing; "
+                              "nothing was written")
+        _write_manifest(tmp, disposable)
+        replace_old = dst.is_dir() and any(dst.iterdir())
+        if not replace_old:
+            try:
+                os.rename(tmp, dst)  # onto nothing or an empty directory; never onto content
+            except OSError as exc:
+                raise OutputError(f"{_label(dst, option)} changed while exporting "
+                                  f"({exc.strerror}) and was left as it is: choose "
+                                  f"{_other(option)}") from None
+            return
+        check_output(dst, force=force, directory=True, option=option)  # still ours?
+        old = _mkdtemp(dst, ".old", option)
+        os.rename(dst, old)  # replaces the empty directory just made
+        try:
+            os.rename(tmp, dst)
+        except OSError:
+            os.rename(old, dst)
+            raise
+        _remove_own_export(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)  # the temporary directory made above

@@ -1,0 +1,176 @@
+"""deploy.outputs: no writer destroys anything; every refusal is one OutputError line."""
+import json
+import os
+
+import pytest
+
+from deploy.outputs import (
+    MANIFEST,
+    check_distinct,
+    check_output,
+    own_export,
+    write_directory,
+    write_file,
+    write_text,
+)
+from hw_profiles.errors import NeuroedgeError, OutputError
+
+
+def _tree(root):
+    """Every file under ``root`` with its bytes: what 'byte-identical afterwards' compares."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def _user_dir(tmp_path):
+    (tmp_path / "notes.txt").write_text("my notes")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data.csv").write_text("1,2,3\n")
+    return _tree(tmp_path)
+
+
+def test_output_error_is_a_neuroedge_error():
+    assert issubclass(OutputError, NeuroedgeError)
+
+
+def test_new_file_is_written_and_nothing_else_is_left(tmp_path):
+    out = write_text(tmp_path / "a.json", "{}")
+    assert out.read_text() == "{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_existing_file_is_refused_without_force_and_replaced_with_it(tmp_path):
+    out = tmp_path / "a.json"
+    out.write_text("old")
+    with pytest.raises(OutputError, match=r"already exists: pass force=True to replace it"):
+        write_text(out, "new")
+    assert out.read_text() == "old"
+    write_text(out, "new", force=True)
+    assert out.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_a_directory_is_never_a_file_output_even_with_force(tmp_path):
+    before = _user_dir(tmp_path)
+    for force in (False, True):
+        with pytest.raises(OutputError, match="is a directory; give the path of the file"):
+            write_text(tmp_path / "sub", "x", force=force)
+        with pytest.raises(OutputError, match="is a directory"):
+            check_output(tmp_path, force=force, option="--out")
+    assert _tree(tmp_path) == before
+
+
+def test_output_equal_to_an_input_is_refused_even_with_force(tmp_path):
+    run = tmp_path / "run.h5"
+    run.write_bytes(b"run")
+    link = tmp_path / "alias.h5"
+    os.link(run, link)                       # a hard link is the same file too
+    for path in (run, tmp_path / "." / "run.h5", link):
+        with pytest.raises(OutputError, match="is the same file as the input"):
+            check_output(path, force=True, inputs=[run], option="--html")
+    assert run.read_bytes() == b"run"
+
+
+def test_two_outputs_naming_one_file_are_refused(tmp_path):
+    a = tmp_path / "x.h5"
+    with pytest.raises(OutputError, match="--html .* and --out .* are the same file"):
+        check_distinct({"--out": a, "--html": tmp_path / "sub" / ".." / "x.h5"})
+    check_distinct({"--out": a, "--html": None, "--json": tmp_path / "x.json"})
+
+
+def test_a_parent_that_is_a_file_is_refused_before_any_work(tmp_path):
+    (tmp_path / "f").write_text("keep")
+    with pytest.raises(OutputError, match=r"'.*f' is a file, not a directory"):
+        check_output(tmp_path / "f" / "deeper" / "run.h5")
+    assert (tmp_path / "f").read_text() == "keep"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a mode-555 directory anyway; "
+                    "the parent-is-a-file test covers the unwritable case")
+def test_a_read_only_directory_is_refused(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        with pytest.raises(OutputError, match="cannot write in directory"):
+            check_output(ro / "run.h5")
+    finally:
+        ro.chmod(0o755)
+
+
+def test_a_failed_writer_leaves_nothing_and_the_old_file_as_it_was(tmp_path):
+    out = tmp_path / "r.html"
+    out.write_text("old")
+    with pytest.raises(RuntimeError), write_file(out, force=True) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("writer crashed")
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"] and out.read_text() == "old"
+
+
+def test_a_file_that_appears_during_the_work_is_kept(tmp_path):
+    out = tmp_path / "run.h5"
+    with pytest.raises(OutputError, match="appeared while writing"), write_file(out) as tmp:
+        tmp.write_text("new")
+        out.write_text("someone else's")     # e.g. a second run finished first
+    assert out.read_text() == "someone else's"
+    assert [p.name for p in tmp_path.iterdir()] == ["run.h5"]
+
+
+def test_directory_export_into_new_or_empty_directory(tmp_path):
+    for dest in (tmp_path / "new" / "c", tmp_path / "empty"):
+        if dest.name == "empty":
+            dest.mkdir()
+        with write_directory(dest) as tmp:
+            (tmp / "model.c").write_text("int x;\n")
+        assert sorted(p.name for p in dest.iterdir()) == [MANIFEST, "model.c"]
+        doc = json.loads((dest / MANIFEST).read_text())
+        # sha256("int x;\n"), as hashlib gives it
+        assert list(doc["files"]) == ["model.c"] and len(doc["files"]["model.c"]) == 64
+        assert own_export(dest) is None
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+
+
+def test_non_empty_user_directory_is_never_replaced_even_with_force(tmp_path):
+    before = _user_dir(tmp_path)
+    for force, hint in ((False, "not empty"), (True, "has no .neuroedge-manifest.json")):
+        with pytest.raises(OutputError, match=hint), \
+                write_directory(tmp_path, force=force, option="--out") as tmp:
+            (tmp / "model.c").write_text("x")
+    assert _tree(tmp_path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "sub"]
+
+
+def test_a_file_where_a_directory_export_goes_is_refused_even_with_force(tmp_path):
+    f = tmp_path / "out"
+    f.write_text("mine")
+    for force in (False, True):
+        with pytest.raises(OutputError, match="is a file; this export writes a directory"):
+            check_output(f, force=force, directory=True)
+    assert f.read_text() == "mine"
+
+
+def test_force_replaces_only_an_untouched_neuroedge_export(tmp_path):
+    dest = tmp_path / "c"
+    with write_directory(dest, disposable=["test_host"]) as tmp:
+        (tmp / "model.c").write_text("v1")
+    (dest / "test_host").write_text("binary")          # what `make host` builds: disposable
+    with write_directory(dest, force=True) as tmp:
+        (tmp / "model.c").write_text("v2")
+    assert sorted(p.name for p in dest.iterdir()) == [MANIFEST, "model.c"]
+    assert (dest / "model.c").read_text() == "v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]   # the old copy is gone
+    # an edited file or a foreign file makes it the user's: refused even with force
+    (dest / "model.c").write_text("my edit")
+    with pytest.raises(OutputError, match="model.c was changed after neuroedge wrote it"):
+        check_output(dest, force=True, directory=True)
+    (dest / "model.c").write_text("v2")
+    (dest / "mine.txt").write_text("keep")
+    with pytest.raises(OutputError, match="mine.txt was not written by neuroedge"):
+        check_output(dest, force=True, directory=True)
+    assert (dest / "mine.txt").read_text() == "keep"
+
+
+def test_empty_path_is_refused():
+    with pytest.raises(OutputError, match="--json: empty path"):
+        check_output("", option="--json")

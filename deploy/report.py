@@ -264,7 +264,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}"
            f"</title><style>{_CSS}</style></head><body><h1>{_e(title)}</h1>")
     yield _html_table(("field", "value"), [
-        ("model", run.model), ("dataset", run.dataset), ("run profile", run.profile.name),
+        ("model", run.model), ("dataset", run.dataset), ("run profile", run.profile.label),
         ("priced on", ", ".join(r.profile for r in reports)), ("run created", run.created or "-"),
         ("run file", run.path or "-")], numeric=False)
     yield f"<p class=note>{_e(ESTIMATE_NOTE)}.</p>"

@@ -180,8 +180,11 @@ def _digest_mismatch(path: Path, doc, stored_fields) -> str:
     added = [k for k in now if k not in before]
     removed = [k for k in before if k not in now]
     if changed:
-        value = _leaf(doc, changed[0])
-        return (head + f"profile snapshot field {changed[0]} = {value!r} differs from the "
+        try:
+            value = f" = {_leaf(doc, changed[0])!r}"
+        except (KeyError, IndexError, ValueError, TypeError):  # a key holding a "."
+            value = ""
+        return (head + f"profile snapshot field {changed[0]}{value} differs from the "
                 f"digest written with the run ({len(changed) + len(added) + len(removed)} "
                 "field(s) differ)" + tail)
     if added or removed:

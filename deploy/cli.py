@@ -55,28 +55,29 @@ def _load_profile(text: str, option: str = "profile"):
     return hw_profiles.load(text)
 
 
-def _profile_key(p) -> tuple[str, str]:
-    """What makes two profiles one: the name and the file. A shipped ``a100`` and a user
-    file that also says ``name = "a100"`` are two profiles."""
-    return (p.name, str(Path(p.path).resolve()) if p.path else "")
-
-
 def _load_profiles(text: str, option: str) -> list:
-    """Every profile of a comma-separated list, loaded now; the same profile twice is an error."""
+    """Every profile of a comma-separated list, loaded now; the same profile twice is an error
+    (``hw_profiles.load_many``: same label; a shipped ``a100`` and a user's file named
+    ``a100`` are two profiles, shown by their labels)."""
+    import hw_profiles
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise NeuroedgeError(f"{option} {text!r}: expected a comma-separated list of "
                              "profile names or paths, e.g. a100,h100,x86-avx2")
-    profiles, seen = [], {}
     for name in names:
-        p = _load_profile(name, f"{option} entry")
-        key = _profile_key(p)
-        if key in seen:
-            raise ProfileError(f"{option}: {name!r} is the same profile as {seen[key]!r} "
-                               f"({p.name}, file {p.path or 'none'}); list each profile once")
-        seen[key] = name
-        profiles.append(p)
-    return profiles
+        if Path(name).is_dir():
+            raise ProfileError(f"{option} entry {name!r} is a directory; pass a shipped "
+                               "profile name or the path of a .toml file")
+    try:
+        return hw_profiles.load_many(names)
+    except ProfileError as exc:
+        raise ProfileError(f"{option}: {exc}") from None
+
+
+def _run_stem(profile) -> str:
+    """The profile part of a default run file name: a user's file is named by its stem, so
+    ``my/a100.toml`` never takes the name of a shipped a100 run."""
+    return profile.name if profile.label == profile.name else Path(profile.path).stem + "-file"
 
 
 def _run_file_arg(text: str) -> str:
@@ -174,7 +175,7 @@ def cmd_simulate(args) -> int:
     profile = _load_profile(args.profile or card.default_profile, "--profile")
     if profile.kind not in card.device_kinds:
         raise NeuroedgeError(f"model {card.name!r} runs on {', '.join(card.device_kinds)} "
-                             f"profiles; {profile.name!r} is {profile.kind!r}")
+                             f"profiles; {profile.label!r} is {profile.kind!r}")
     dataset = args.dataset or card.default_dataset
     if dataset not in card.datasets:
         raise NeuroedgeError(f"model {card.name!r} takes datasets {', '.join(card.datasets)}; "
@@ -184,19 +185,20 @@ def cmd_simulate(args) -> int:
     if args.compare is not None:
         for p in _load_profiles(args.compare, "--compare"):
             if p.kind not in card.device_kinds:
-                raise ProfileError(f"--compare {p.name!r} is a {p.kind!r} profile; model "
+                raise ProfileError(f"--compare {p.label!r} is a {p.kind!r} profile; model "
                                    f"{card.name!r} runs on {', '.join(card.device_kinds)} "
                                    "profiles, so its run cannot be priced there")
-            if _profile_key(p) != _profile_key(profile):  # the run's own is the first row
+            if p.label != profile.label:  # the run's own is the first row
                 others.append(p)
-    out = Path(args.out or f"runs/{card.name}-{dataset}-{profile.name}.h5")
+    out = Path(args.out or f"runs/{card.name}-{dataset}-{_run_stem(profile)}.h5")
     html = Path(args.html) if args.html else out.with_suffix(".html")
     inputs = [p.path for p in (profile, *others) if p.path]
     _check_outputs({"--out": out, "--html": html}, force=args.force, inputs=inputs)
 
     con = _console()
     con.print(f"simulating [bold]{card.name}[/bold] on {dataset} with profile "
-              f"{profile.name} ({'quick' if not args.full else 'full'} setting, seed {args.seed})")
+              f"{profile.label} ({'quick' if not args.full else 'full'} setting, "
+              f"seed {args.seed})")
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                   TimeElapsedColumn(), console=con, transient=False) as bar:
         task = bar.add_task(card.name, total=None, info="")
@@ -208,9 +210,9 @@ def cmd_simulate(args) -> int:
 
         result = card.simulate(profile=profile, dataset=dataset, seed=args.seed,
                                quick=not args.full, progress=progress)
-    # the profile object the CLI loaded is the one recorded: a user's file is never
-    # looked up again by its name (which may be unknown, or shadow a shipped profile)
-    used = profile if result.profile in (profile, profile.name) else result.profile
+    # the run records the profile object it ran on (RunResult refuses a name): a user's
+    # file is never looked up again by its name (which may be unknown, or shadow a shipped one)
+    used = result.profile
     _make_parent(out)
     write_run(out, model=result.model, profile=used, dataset=result.dataset,
               config=result.config, metrics=result.metrics, ledger=result.ledger,

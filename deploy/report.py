@@ -171,8 +171,10 @@ def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Tab
     # would otherwise read as a style tag and drop.
     t = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
     for i, h in enumerate(header):
+        # the first column (a scope, or a profile label with its file path) folds rather
+        # than squeeze the figures out of the table
         t.add_column(Text(h), justify="right" if numeric and i else "left",
-                     no_wrap=i < len(header) - 1)
+                     no_wrap=0 < i < len(header) - 1, overflow="fold" if i == 0 else "ellipsis")
     for row in rows:
         t.add_row(*(Text(str(c)) for c in row))
     return t
@@ -276,7 +278,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}"
            f"</title><style>{_CSS}</style></head><body><h1>{_e(title)}</h1>")
     yield _html_table(("field", "value"), [
-        ("model", run.model), ("dataset", run.dataset), ("run profile", run.profile.name),
+        ("model", run.model), ("dataset", run.dataset), ("run profile", run.profile.label),
         ("priced on", ", ".join(r.profile for r in reports)), ("run created", run.created or "-"),
         ("run file", run.path or "-")], numeric=False)
     yield f"<p class=note>{_e(ESTIMATE_NOTE)}.</p>"

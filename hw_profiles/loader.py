@@ -12,7 +12,7 @@ import math
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from hw_profiles.errors import ProfileError
 from hw_profiles.ops import OPS
@@ -54,10 +54,70 @@ _REQUIRED_LIMITS = {
 _SOURCE_KEYS = {"title", "url", "kind"}
 _SOURCE_KINDS = ("paper", "datasheet", "web", "book")
 
+# --- bounds per unit (issue 11 item 5; SCHEMA.md "Bounds") --------------------------------
+# The largest value a quantity of each unit may take: far above any real chip (the shipped
+# maxima are in the comments), low enough that count x value stays finite for any ledger a
+# run file can hold (int64 counts x 1e9 pJ = 9.2e15 J). A typo in an exponent is refused
+# here, with the bound, instead of surfacing as `inf J` in a report.
+MAX_BY_UNIT = {
+    "pJ": 1e9,      # 1 mJ per op            (shipped max 1.4e4: cortex-m4 popcount_word)
+    "pJ/B": 1e9,    # 1 mJ per byte          (shipped max 6.8e5: cortex-m7 flash write)
+    "1/s": 1e18,    # 1e18 ops/s, whole chip (shipped max 9.9e14: h100 mac_int8)
+    "B/s": 1e17,    # 100 PB/s               (shipped max 1.4e13: loihi2 local SRAM)
+    "B": 1e15,      # 1 PB                   (shipped max 8.6e10: h100 HBM)
+    "W": 1e5,       # 100 kW                 (a whole multi-GPU server is ~10 kW)
+    "Hz": 1e11,     # 100 GHz                (shipped max 3.5e9: x86-avx2)
+    "bit": 65536,   # 2^16 bits              (shipped max 64: word_bits)
+    "1": 1e9,       # counts: cores, mesh, fan-in (shipped max 32768: spinnaker2 fan-in)
+    "nm": 1e4,      # 10 um process          (shipped max 90: cortex-m4)
+    "ns": 1e12,     # 1,000 s per core op    (shipped max 1e6: truenorth/spinnaker2 1 ms tick)
+}
+# --- end bounds -------------------------------------------------------------------------
+
 
 def available() -> list[str]:
     """Names of the shipped profiles, sorted."""
     return sorted(p.stem for p in DATA_DIR.glob("*.toml"))
+
+
+def label_for(name: str, path: str | Path = "") -> str:
+    """How a profile is shown: ``name`` when shipped or built in memory, else with its file.
+
+    A user's file is always shown with its absolute path, whatever its name, so a file
+    that reuses a shipped name (``a100 (file: /home/me/a100.toml)``) never reads as the
+    shipped profile.
+    """
+    if not path:
+        return name
+    resolved = Path(path).resolve()
+    if resolved.parent == DATA_DIR.resolve():
+        return name
+    return f"{name} (file: {resolved})"
+
+
+def load_many(specs: Iterable[str | Path | HardwareProfile]) -> list[HardwareProfile]:
+    """Load a list of profiles (names, paths or objects) for one comparison; refuse duplicates.
+
+    Two entries are the same profile when they have the same label: the same shipped name,
+    or the same name from the same file (however the path is spelt). A shipped ``a100``
+    and a user's ``a100.toml`` are distinct and keep distinct labels.
+
+    Raises
+    ------
+    ProfileError
+        Any entry fails to load, or one profile is listed twice.
+    """
+    specs = list(specs)
+    profiles = [load(s) for s in specs]
+    first: dict[str, int] = {}
+    for i, p in enumerate(profiles):
+        if p.label in first:
+            j = first[p.label]
+            raise ProfileError(f"profile {p.label!r} is listed twice (entries {j + 1} and "
+                               f"{i + 1}: {str(specs[j])!r}, {str(specs[i])!r}); list each "
+                               "profile once")
+        first[p.label] = i
+    return profiles
 
 
 def load(name_or_path: str | Path | HardwareProfile) -> HardwareProfile:
@@ -106,8 +166,13 @@ def loads(text: str | bytes, origin: str = "<string>", path: str = "") -> Hardwa
     return from_dict(doc, origin=origin, path=path)
 
 
-def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "") -> HardwareProfile:
-    """Validate a parsed profile document and build the frozen :class:`HardwareProfile`."""
+def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
+              label: str = "") -> HardwareProfile:
+    """Validate a parsed profile document and build the frozen :class:`HardwareProfile`.
+
+    ``label`` (default: :func:`label_for` of the name and ``path``) is how the profile is
+    shown; a run file passes the label it stored, since its snapshot has no file.
+    """
     v = _Validator(origin)
     v.table(doc, "", _TOP_KEYS, required={"schema_version", "name", "kind", "description",
                                            "energy_pj", "throughput", "memory", "limits",
@@ -162,7 +227,7 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "") ->
         limits=MappingProxyType(limits), static_power_w=static,
         sources=MappingProxyType(sources), technology_node_nm=tech, path=path,
         raw=MappingProxyType(dict(doc)), core_op_ns=MappingProxyType(core_op_ns),
-        step_sync=MappingProxyType(step_sync))
+        step_sync=MappingProxyType(step_sync), label=label or label_for(name, path))
 
 
 # -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) -------------
@@ -260,6 +325,11 @@ class _Validator:
         self.table(obj, f"{section}.{key}" if section else key, _QUANTITY_KEYS,
                    required={"value", "unit", "provenance", "source"})
         value = obj["value"]
+        if isinstance(value, int) and not isinstance(value, bool) \
+                and not -2**63 <= value < 2**63:
+            # TOML 1.0 integers are 64-bit and out-of-range ones are errors; tomllib reads any
+            self.fail(section, key, f"({len(str(abs(value)))}-digit integer)",
+                      "TOML integers must fit in 64 bits; write a float")
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value):
             self.fail(section, key, value, f"value must be a finite number in {unit}")
@@ -271,6 +341,11 @@ class _Validator:
             self.fail(section, key, value, f"{what} must be >= 0 {unit}")
         if sign == "positive" and value <= 0:
             self.fail(section, key, value, f"must be > 0 {unit}")
+        # bounds per unit (issue 11 item 5): see MAX_BY_UNIT
+        bound = MAX_BY_UNIT.get(unit)
+        if bound is not None and value > bound:
+            self.fail(section, key, value, f"above the bound {bound:g} {unit} for a quantity "
+                      f"in {unit} (hw_profiles/SCHEMA.md, Bounds); check the exponent")
         prov = obj["provenance"]
         if prov not in PROVENANCES:
             self.fail(section, key, prov, f"provenance must be one of {', '.join(PROVENANCES)}")

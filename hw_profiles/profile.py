@@ -73,6 +73,9 @@ class HardwareProfile:
     sources : mapping key -> Source
     path : file the profile was loaded from ("" for one built in memory)
     raw : the parsed TOML document, kept so a run file can snapshot the profile exactly
+    label : how reports, run files and comparison rows name the profile: the name for a
+        shipped profile, ``"NAME (file: /abs/path.toml)"`` for a user's file, so a user file
+        that reuses a shipped name is never mistaken for it (defaults to ``name``)
     """
 
     name: str
@@ -94,6 +97,11 @@ class HardwareProfile:
     core_op_ns: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     step_sync: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     # -- end neuromorphic execution model ---------------------------------------------------
+    label: str = ""
+
+    def __post_init__(self):
+        if not self.label:
+            object.__setattr__(self, "label", self.name)  # frozen: set once, here
 
     def limit(self, key: str, default: float | None = None) -> float | None:
         """Value of a hardware limit, or ``default`` when the profile does not state it."""

@@ -71,7 +71,7 @@ def simulate(profile="cortex-m4", dataset="random-prototypes", seed: int = 0, qu
               "n_inputs": data.n_features, "n_classes": data.n_classes,
               "word_bits": dev.word_bits, "data_source": data.source}
     traces = {"train_error": np.array([h["train_error"] for h in model.history])}
-    return RunResult("bep", dev.profile.name, data.name, config, metrics, dev.ledger, traces)
+    return RunResult("bep", dev.profile, data.name, config, metrics, dev.ledger, traces)
 
 
 def experiment(quick: bool = True, profile="cortex-m4", seed: int = 0) -> RunResult:

@@ -375,7 +375,7 @@ def simulate(profile="loihi2", dataset="digits", seed: int = 0, quick: bool = Tr
     config = {**asdict(cfg), "hidden": list(cfg.hidden), "sizes": list(model.sizes),
               "steps": cfg.steps}
     traces = {"output_energy": np.array([h["output_energy"] for h in model.history])}
-    return RunResult("diffpc", dev.profile.name, data.name, config, metrics, dev.ledger,
+    return RunResult("diffpc", dev.profile, data.name, config, metrics, dev.ledger,
                      traces)
 
 

@@ -37,14 +37,14 @@ def run(data: datasets.Dataset, hidden=(32,), epochs: int = 30, batch_size: int 
     dev = NeuromorphicDevice("loihi2")
     dm = DiffPCClassifier(nin, ncls, dcfg, dev).fit(data.x_train, data.y_train, progress)
     acc = dm.evaluate(data.x_test, data.y_test)["accuracy"]
-    out["diffpc"] = RunResult("diffpc", "loihi2", data.name, asdict(dcfg),
+    out["diffpc"] = RunResult("diffpc", dev.profile, data.name, asdict(dcfg),
                               {"test_accuracy": acc, **dm.comm()}, dev.ledger)
 
     pcfg = PCConfig(**common)
     tdev = TorchDevice("a100")
     pm = PCClassifier(nin, ncls, pcfg, tdev).fit(data.x_train, data.y_train, progress)
     acc = pm.evaluate(data.x_test, data.y_test)["accuracy"]
-    out["pc"] = RunResult("pc", "a100", data.name, asdict(pcfg),
+    out["pc"] = RunResult("pc", tdev.profile, data.name, asdict(pcfg),
                           {"test_accuracy": acc,
                            "bits_per_neuron_per_sample": comm_bits_per_neuron(pcfg.steps)},
                           tdev.ledger)
@@ -54,7 +54,7 @@ def run(data: datasets.Dataset, hidden=(32,), epochs: int = 30, batch_size: int 
     bm = MLPClassifier(nin, ncls, mcfg, bdev)
     bm.fit(data.x_train, data.y_train, progress=progress)
     acc = bm.evaluate(data.x_test, data.y_test)["accuracy"]
-    out["bp"] = RunResult("mlp", "a100", data.name, asdict(mcfg),
+    out["bp"] = RunResult("mlp", bdev.profile, data.name, asdict(mcfg),
                           {"test_accuracy": acc, "bits_per_neuron_per_sample": 32.0},
                           bdev.ledger)
     return {"results": out, "comparison": compare(out)}

@@ -147,7 +147,7 @@ def simulate(profile="a100", dataset="digits", seed: int = 0, quick: bool = True
     config = {**asdict(cfg), "hidden": list(cfg.hidden), "n_inputs": data.n_features,
               "n_classes": data.n_classes, "torch_device": str(dev.torch_device)}
     traces = {"train_loss": np.array([h["train_loss"] for h in model.history])}
-    return RunResult("mlp", dev.profile.name, data.name, config, metrics, dev.ledger, traces)
+    return RunResult("mlp", dev.profile, data.name, config, metrics, dev.ledger, traces)
 
 
 def experiment(quick: bool = True, profile="a100", seed: int = 0) -> RunResult:

@@ -196,7 +196,7 @@ def simulate(profile="a100", dataset="digits", seed: int = 0, quick: bool = True
                "bits_per_neuron_per_sample": comm_bits_per_neuron(cfg.steps)}
     config = {**asdict(cfg), "hidden": list(cfg.hidden), "sizes": list(model.sizes)}
     traces = {"energy": np.array([h["energy"] for h in model.history])}
-    return RunResult("pc", dev.profile.name, data.name, config, metrics, dev.ledger, traces)
+    return RunResult("pc", dev.profile, data.name, config, metrics, dev.ledger, traces)
 
 
 CARD = register(ModelCard(

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from hw_profiles.errors import ModelError
+from hw_profiles.profile import HardwareProfile
 from sim.ledger import Ledger
 
 Progress = Callable[[int, int, dict], None]
@@ -24,7 +25,10 @@ class RunResult:
 
     Attributes
     ----------
-    model, profile, dataset : names
+    model, dataset : names
+    profile : the profile the simulation ran on, as loaded (the device's own object). Never a
+        name: a name would be looked up again when the run file is written, which loses a
+        user's file (own name: "unknown profile"; a shipped name: the shipped numbers).
     config : the model's configuration (plain values), stored in the run file
     metrics : scalar results (accuracy, loss, ...)
     ledger : every count the simulation recorded
@@ -32,12 +36,19 @@ class RunResult:
     """
 
     model: str
-    profile: str
+    profile: HardwareProfile
     dataset: str
     config: dict[str, Any]
     metrics: dict[str, float]
     ledger: Ledger
     traces: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.profile, HardwareProfile):
+            raise ModelError(f"RunResult({self.model!r}): profile = {self.profile!r} is a "
+                             f"{type(self.profile).__name__}; pass the device's HardwareProfile "
+                             "(dev.profile), never its name, so the run is priced on the "
+                             "numbers it ran with")
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ def simulate(profile="loihi", dataset="va-cuba", seed: int = 0, quick: bool = Tr
               # one entry per core-to-core route (src, dst, X-Y hops, neurons using it)
               "routes": np.array([[r["src_core"], r["dst_core"], r["hops"], r["neurons"]]
                                   for r in place["routes"]], dtype=np.int64).reshape(-1, 4)}
-    return RunResult("snn_cuba", dev.profile.name, dataset, asdict(cfg), metrics, dev.ledger,
+    return RunResult("snn_cuba", dev.profile, dataset, asdict(cfg), metrics, dev.ledger,
                      traces)
 
 

@@ -71,7 +71,7 @@ def simulate(profile="cortex-m4", dataset="digits", seed: int = 0, quick: bool =
                "model_bytes": float(2 * inc.size / 8)}
     config = {**asdict(cfg), "n_features": int(x_tr.shape[1]), "n_classes": n_cls,
               "word_bits": dev.word_bits, "booleanise": str(BOOLEANISE.get(name, "none"))}
-    return RunResult("tsetlin", dev.profile.name, name, config, metrics, dev.ledger)
+    return RunResult("tsetlin", dev.profile, name, config, metrics, dev.ledger)
 
 
 def experiment(quick: bool = True, seed: int = 0) -> dict:

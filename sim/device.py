@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from hw_profiles import load
-from hw_profiles.errors import HardwareLimitError, NeuroedgeError
+from hw_profiles.errors import HardwareLimitError, ModelError, NeuroedgeError, ProfileError
 from hw_profiles.profile import KINDS, HardwareProfile
 from sim.ledger import Ledger
 
@@ -26,6 +26,9 @@ PLANNED: dict[str, str] = {}
 def register_engine(kind: str, cls: type["Device"]) -> None:
     if kind not in KINDS:
         raise NeuroedgeError(f"register_engine: unknown kind {kind!r}; kinds are {KINDS}")
+    if kind not in cls.kinds:
+        raise NeuroedgeError(f"register_engine: {cls.__name__}.kinds = {cls.kinds} does not "
+                             f"include {kind!r}; the engine would refuse its own profiles")
     if kind in ENGINES:
         raise NeuroedgeError(f"register_engine: kind {kind!r} already has engine "
                              f"{ENGINES[kind].__name__}; refusing {cls.__name__}")
@@ -39,10 +42,25 @@ class Device(ABC):
     ----------
     profile : str, path or HardwareProfile
         Shipped profile name (``"a100"``), a TOML path, or a loaded profile.
+
+    Raises
+    ------
+    ModelError
+        The profile's kind is not one of the engine's ``kinds``: it has no number for what
+        the engine counts (a torch engine on a neuromorphic profile has no off-chip memory).
     """
 
+    kinds: tuple[str, ...] = ()
+    """Profile kinds the engine models; every engine class sets it."""
+
     def __init__(self, profile: str | HardwareProfile):
-        self.profile: HardwareProfile = load(profile)
+        prof = load(profile)
+        if prof.kind not in self.kinds:
+            raise ModelError(
+                f"[{type(self).__name__}] profile {prof.label!r} is of kind {prof.kind!r}; "
+                f"{type(self).__name__} models {' and '.join(self.kinds) or 'no'} profiles "
+                f"(sim.device(profile) picks the engine for a profile's kind)")
+        self.profile: HardwareProfile = prof
         self.ledger = Ledger()
 
     @abstractmethod
@@ -77,8 +95,8 @@ def device(profile: str | HardwareProfile, **kwargs) -> Device:
     cls = ENGINES.get(prof.kind)
     if cls is None:
         planned = PLANNED.get(prof.kind, "no engine")
-        raise NeuroedgeError(
-            f"profile {prof.name!r} is of kind {prof.kind!r}, whose engine ({planned}) is not "
+        raise ProfileError(
+            f"profile {prof.label!r} is of kind {prof.kind!r}, whose engine ({planned}) is not "
             f"implemented yet; engines available now serve kinds "
             f"{', '.join(sorted(ENGINES))}")
     return cls(prof, **kwargs)

@@ -335,14 +335,15 @@ class Ledger:
             raise LedgerError(f"ledger format version {group.attrs.get('version')!r} is not "
                               f"supported (this neuroedge reads version {FORMAT_VERSION})")
         try:
-            names = [s.decode() if isinstance(s, bytes) else s for s in group["scope_names"][()]]
-            op_names = [s.decode() if isinstance(s, bytes) else s for s in group["op_names"][()]]
-            cols = [s.decode() if isinstance(s, bytes) else s for s in group["byte_columns"][()]]
+            names = _hdf5_strings(group, "scope_names")
+            op_names = _hdf5_strings(group, "op_names")
+            cols = _hdf5_strings(group, "byte_columns")
             ops, nbytes, samples = group["ops"][()], group["bytes"][()], group["samples"][()]
             uncounted = json.loads(group.attrs["uncounted"])
-        except (KeyError, OSError, ValueError) as exc:
+        except (KeyError, OSError, ValueError, TypeError, AttributeError) as exc:
             raise LedgerError(f"HDF5 ledger in {group.name!r} is incomplete or corrupt: "
                               f"{exc}") from None
+        _check_hdf5_arrays(group.name, names, op_names, cols, ops, nbytes, samples, uncounted)
         led = cls()
         for i, name in enumerate(names):
             scope = name or None
@@ -490,3 +491,49 @@ class StepTiming:
         return cls(str(d["profile"]), str(d["key"]), int(d["steps"]), *vals,
                    int(d["overruns"]), ops)
 # -- end neuromorphic step timing ---------------------------------------------------------------
+
+
+# -- HDF5 read checks (issue 11 item 4): a foreign or edited file is a LedgerError line ------
+def _hdf5_strings(group, key: str) -> list[str]:
+    """A 1-D dataset of strings as a list (h5py gives bytes or str by version)."""
+    data = group[key][()]
+    if not isinstance(data, np.ndarray) or data.ndim != 1 or data.dtype.kind not in "OSU":
+        raise LedgerError(f"HDF5 ledger in {group.name!r}: {key} must be a 1-D array of "
+                          f"strings, got {getattr(data, 'dtype', type(data).__name__)} "
+                          f"shape {getattr(data, 'shape', ())}")
+    out = [s.decode() if isinstance(s, bytes) else s for s in data]
+    if not all(isinstance(s, str) for s in out):
+        raise LedgerError(f"HDF5 ledger in {group.name!r}: {key} must hold strings")
+    if len(set(out)) != len(out):
+        dup = next(s for s in out if out.count(s) > 1)
+        raise LedgerError(f"HDF5 ledger in {group.name!r}: {key} lists {dup!r} twice; "
+                          "a ledger writes each name once")
+    return out
+
+
+def _check_hdf5_arrays(where, names, op_names, cols, ops, nbytes, samples, uncounted):
+    """Shapes, ranks and dtypes a ledger's writer produces (Ledger.to_hdf5), or an error."""
+    expected = (("ops", ops, (len(names), len(op_names)), "scope_names x op_names"),
+                ("bytes", nbytes, (len(names), len(cols)), "scope_names x byte_columns"),
+                ("samples", samples, (len(names),), "one per scope name"))
+    for key, arr, shape, meaning in expected:
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu":
+            raise LedgerError(f"HDF5 ledger in {where!r}: {key} must be an integer array, got "
+                              f"{getattr(arr, 'dtype', type(arr).__name__)}")
+        if arr.shape != shape:
+            raise LedgerError(f"HDF5 ledger in {where!r}: {key} has shape {arr.shape}; "
+                              f"expected {shape} ({meaning})")
+    if samples.size and samples.min() < -1:
+        raise LedgerError(f"HDF5 ledger in {where!r}: samples has {int(samples.min())}; "
+                          "expected >= 0, or -1 for a scope without samples")
+    for col in cols:
+        level, _, direction = col.partition(":")
+        if level not in MEMORY_LEVELS or direction not in _DIRECTIONS:
+            raise LedgerError(f"HDF5 ledger in {where!r}: byte column {col!r}; expected "
+                              "LEVEL:read|write with LEVEL one of " + ", ".join(MEMORY_LEVELS))
+    if not isinstance(uncounted, dict) or not all(
+            isinstance(b, dict) and all(isinstance(k, str) for k in b)
+            for b in uncounted.values()):
+        raise LedgerError(f"HDF5 ledger in {where!r}: attribute uncounted must be a JSON "
+                          "object {scope: {op name: calls}}")
+# -- end HDF5 read checks -------------------------------------------------------------------

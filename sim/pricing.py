@@ -15,6 +15,8 @@ never a silent zero.
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
@@ -49,7 +51,8 @@ class EnergyReport:
 
     Attributes
     ----------
-    profile : profile name;  kind : its engine kind
+    profile : the profile's label (its name, or ``"NAME (file: PATH)"`` for a user's file);
+        kind : its engine kind
     charges : every priced line (see :class:`Charge`)
     latency_s : mapping scope -> estimated seconds (roofline; see module docstring)
     samples : mapping scope -> samples processed there
@@ -151,16 +154,18 @@ def price(ledger, profile: str | HardwareProfile, *, realtime: bool = False) -> 
     ------
     PricingError
         The ledger counts an op, or moves bytes at a memory level, for which the profile
-        has no number; ``realtime`` on a profile without a step-time model.
+        has no number; ``realtime`` on a profile without a step-time model; or a
+        figure is not finite (overflow), naming the op and scope.
     """
     prof = load(profile)
+    _check_counts_finite(ledger, prof)
     # -- neuromorphic execution model (issue 13 item 3): sim/neuromorphic/timing.py --------
     if prof.kind == "neuromorphic" and prof.core_op_ns:
         from sim.neuromorphic.timing import price_neuromorphic
         return price_neuromorphic(ledger, prof, realtime=realtime)
     if realtime:
         raise PricingError(f"realtime pacing needs a neuromorphic profile with [core_op_ns] "
-                           f"and [step_sync]; {prof.name!r} ({prof.kind}) has none")
+                           f"and [step_sync]; {prof.label!r} ({prof.kind}) has none")
     # -- end neuromorphic execution model --------------------------------------------------
     missing_ops = sorted(set(ledger.total_ops()) - set(prof.energy_pj),
                          key=OP_NAMES.index)
@@ -206,9 +211,52 @@ def price(ledger, profile: str | HardwareProfile, *, realtime: bool = False) -> 
             charges.append(Charge(scope, "static", "static", seconds, static_pj_per_s,
                                   prof.static_power_w.value * seconds, 0.0, "static.power_w"))
             entries["static.power_w"] = prof.cite(prof.static_power_w)
-    return EnergyReport(profile=prof.name, kind=prof.kind, charges=tuple(charges),
+    _check_result_finite(charges, latency, prof)
+    return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
                         latency_s=latency, samples=ledger.samples(), entries=entries,
                         uncounted=ledger.uncounted())
+
+
+# --- overflow checks (issue 11 item 5): no report shows `inf J nan%` -------------------------
+# Loaded profiles are bounded (hw_profiles/loader.py MAX_BY_UNIT) and run files hold int64
+# counts, so these fire only for profiles or ledgers built in memory past those bounds (a
+# throughput of 1e-300/s, a Python-int count of 10**400): then the figure is refused, naming
+# the op and scope, rather than summed into an infinite total.
+def _check_counts_finite(ledger, prof: HardwareProfile) -> None:
+    for scope in ledger.scopes():
+        items = [*ledger.ops(scope).items(),
+                 *((f"{lv}:{d}", n) for (lv, d), n in ledger.bytes(scope).items())]
+        for item, n in items:
+            try:
+                float(n)
+            except OverflowError:
+                raise PricingError(f"pricing on profile {prof.label!r}: count of {item} in "
+                                   f"scope {scope!r} has {len(str(n))} digits, beyond a float "
+                                   "(max ~1.8e308); the ledger is corrupt") from None
+
+
+def _check_result_finite(charges, latency: dict[str, float], prof: HardwareProfile) -> None:
+    total = 0.0
+    for c in charges:
+        total += c.energy_j
+        if not (math.isfinite(c.energy_j) and math.isfinite(c.seconds)):
+            raise PricingError(
+                f"pricing on profile {prof.label!r} overflows: {c.count:g} x {c.item} in scope "
+                f"{c.scope!r} at {c.entry} = {c.unit_pj:g} pJ gives {c.energy_j:g} J in "
+                f"{c.seconds:g} s; figures must be finite (check the profile's numbers)")
+        if not math.isfinite(total):
+            raise PricingError(
+                f"pricing on profile {prof.label!r} overflows: the total energy passes "
+                f"{_FLOAT_MAX:g} J when adding {c.item} in scope {c.scope!r}; figures must be "
+                "finite (check the profile's numbers)")
+    for scope, s in latency.items():
+        if not math.isfinite(s):
+            raise PricingError(f"pricing on profile {prof.label!r} overflows: latency of scope "
+                               f"{scope!r} is {s:g} s; figures must be finite")
+
+
+_FLOAT_MAX = sys.float_info.max
+# --- end overflow checks -------------------------------------------------------------------
 
 
 def price_many(ledger, profiles: Iterable[str | HardwareProfile],

@@ -234,7 +234,7 @@ def simulate(profile="a100", dataset="needle", seed: int = 0, quick: bool = True
     config = {**asdict(cfg), "task": asdict(cfg.task), "lengths": list(lengths),
               "torch_device": str(dev.torch_device)}
     traces = {"train_loss": np.array([h["loss"] for h in model.history])}
-    return RunResult("chunk_sparse_attention", dev.profile.name, "needle", config, metrics,
+    return RunResult("chunk_sparse_attention", dev.profile, "needle", config, metrics,
                      dev.ledger, traces)
 
 

@@ -60,7 +60,7 @@ def simulate(profile="a100", dataset: str = DATASET, seed: int = 0, quick: bool 
     traces = {k: np.asarray(v, dtype=np.float64) for k, v in det.items()
               if k not in ("heads", "heads_before", "random_from")}
     traces["train_loss"] = np.array([h["loss"] for h in tr.history])
-    return RunResult("filter_heads", dev.profile.name, DATASET, config, metrics, dev.ledger,
+    return RunResult("filter_heads", dev.profile, DATASET, config, metrics, dev.ledger,
                      traces)
 
 

@@ -308,7 +308,7 @@ def simulate(profile="a100", dataset="fashion-points", seed: int = 0, quick: boo
               "baseline_inv_width": bcfg.inv_width, "torch_device": str(fk.torch_device)}
     model = r["fskan_model"]
     traces = {"train_loss": np.array([h["train_loss"] for h in model.history])}
-    return RunResult("fs-kan", fk.profile.name, dataset, config, metrics, fk.ledger, traces)
+    return RunResult("fs-kan", fk.profile, dataset, config, metrics, fk.ledger, traces)
 
 
 def sweep(task: str, sizes, seeds, steps: int, n_test: int, profile="a100",
@@ -372,7 +372,7 @@ def experiment(quick: bool = True, profile="a100", task: str = "fashion-points",
     metrics["baseline_train_macs"] = float(_macs(base_dev, "train"))
     config = {"task": task, **{k: list(v) if isinstance(v, tuple) else v
                                for k, v in plan.items()}}
-    return RunResult("fs-kan", fk_dev.profile.name, task, config, metrics, fk_dev.ledger)
+    return RunResult("fs-kan", fk_dev.profile, task, config, metrics, fk_dev.ledger)
 
 
 def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,

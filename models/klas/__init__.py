@@ -60,7 +60,7 @@ def simulate(profile="a100", dataset="fashion-mnist", seed: int = 0, quick: bool
     cfg = KLASConfig.quick(seed=seed, **overrides) if quick else KLASConfig(seed=seed, **overrides)
     res = run(cfg, profile, progress)
     metrics, config, traces = summarise(res)
-    return RunResult("klas", res["device"].profile.name, "fashion-mnist", config, metrics,
+    return RunResult("klas", res["device"].profile, "fashion-mnist", config, metrics,
                      res["device"].ledger, traces)
 
 

@@ -255,7 +255,7 @@ def simulate(profile="a100", dataset="fashion-mnist", seed: int = 0, quick: bool
     traces = {f"{k}_train_loss": np.array(v) for k, v in res["losses"].items()}
     for kind, imgs in res.get("prototype_images", {}).items():
         traces[f"{kind}_prototypes"] = imgs                       # (10, 28, 28) changes
-    return RunResult("tversky", dev.profile.name, data.name, config, m, dev.ledger, traces)
+    return RunResult("tversky", dev.profile, data.name, config, m, dev.ledger, traces)
 
 
 def prototype_figure(result: RunResult):

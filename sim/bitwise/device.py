@@ -73,8 +73,10 @@ class BitwiseDevice(Device):
     2
     """
 
+    kinds = ("bitwise", "cpu")  # a CPU's word_bits and popcount serve packed bit kernels
+
     def __init__(self, profile, memory_level: str = "local"):
-        super().__init__(profile)
+        super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
         wb = self.profile.limit("word_bits")
         if wb is None or int(wb) not in WORD_DTYPES:
             raise ModelError(f"[BitwiseDevice] profile {self.profile.name!r} has limits.word_bits"

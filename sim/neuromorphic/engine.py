@@ -79,11 +79,10 @@ class NeuromorphicDevice(Device):
     [1]
     """
 
+    kinds = ("neuromorphic",)
+
     def __init__(self, profile, **_):
-        super().__init__(profile)
-        if self.profile.kind != "neuromorphic":
-            raise ModelError(f"[NeuromorphicDevice] profile {self.profile.name!r} is of kind "
-                             f"{self.profile.kind!r}; expected a neuromorphic profile")
+        super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
         self.compiled: Compiled | None = None
         self.t = 0
 

@@ -161,7 +161,8 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
     PricingError
         An op or memory level the profile has no number for.
     """
-    from sim.pricing import Charge, EnergyReport  # pricing dispatches here; import late
+    # pricing dispatches here; import late
+    from sim.pricing import Charge, EnergyReport, _check_result_finite
     prof = load(profile)
     _check_priceable(ledger, prof)
     key, tau, n_chip = timing_key(prof), core_times_s(prof), int(prof.limit("cores", 1))
@@ -224,7 +225,8 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
             entries["static.power_w"] = prof.cite(prof.static_power_w)
     basis = ("real time: each step paced to the network's dt (static power x paced "
              "duration)" if realtime else "run time: static power x the sum of step times")
-    return EnergyReport(profile=prof.name, kind=prof.kind, charges=tuple(charges),
+    _check_result_finite(charges, latency, prof)
+    return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
                         latency_s=latency, samples=ledger.samples(), entries=entries,
                         uncounted=ledger.uncounted(), time_model=model, static_basis=basis)
 

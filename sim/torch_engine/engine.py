@@ -83,8 +83,10 @@ class TorchDevice(Device):
     24
     """
 
+    kinds = ("gpu", "cpu")
+
     def __init__(self, profile, prefer_cuda: bool = True):
-        super().__init__(profile)
+        super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
         use_cuda = prefer_cuda and self.profile.kind == "gpu" and torch.cuda.is_available()
         self.torch_device = torch.device("cuda" if use_cuda else "cpu")
         self.footprint_bytes = 0

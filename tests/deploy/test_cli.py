@@ -179,7 +179,7 @@ def fake_mlp(monkeypatch):
 
     def simulate(profile, dataset, seed, quick, progress):
         seen.append(profile)
-        return RunResult("mlp", profile.name, dataset, {"seed": seed},
+        return RunResult("mlp", profile, dataset, {"seed": seed},
                          {"test_accuracy": 1.0}, _tiny_ledger())
     monkeypatch.setitem(models.REGISTRY, "mlp",
                         dataclasses.replace(models.REGISTRY["mlp"], simulate=simulate))
@@ -375,7 +375,7 @@ def test_simulate_existing_run_file_is_replaced_with_force(tmp_path, fake_mlp, c
 @pytest.mark.parametrize("compare, needle", [
     ("a100,nope", "unknown hardware profile 'nope'"),
     ("h100,loihi", "--compare 'loihi' is a 'neuromorphic' profile"),
-    ("h100,h100", "'h100' is the same profile as 'h100'"),
+    ("h100,h100", "profile 'h100' is listed twice (entries 1 and 2"),
     (",", "expected a comma-separated list"),
 ])
 def test_bad_compare_is_refused_before_training(tmp_path, monkeypatch, capsys, compare, needle):
@@ -407,9 +407,9 @@ def test_largest_seed_is_accepted(fake_mlp, tmp_path):
 
 def test_duplicate_profiles_in_compare(tiny_run, capsys, tmp_path):
     assert main(["compare", str(tiny_run), "--profiles", "a100,a100"]) == 2
-    _one_line_error(capsys, "'a100' is the same profile as 'a100'")
+    _one_line_error(capsys, "--profiles: profile 'a100' is listed twice (entries 1 and 2")
     assert main(["compare", str(tiny_run), "--profiles", f"a100,{A100_TOML}"]) == 2
-    _one_line_error(capsys, "is the same profile as 'a100'")
+    _one_line_error(capsys, "profile 'a100' is listed twice")
     # a user file that keeps the shipped name is another profile: two rows
     mine = tmp_path / "a100.toml"
     mine.write_text(A100_TOML.read_text().replace("mac_fp32 = { value = 41.03",

@@ -55,7 +55,9 @@ def ledger():
 
 @pytest.fixture
 def toy():
-    return hw_profiles.load(TOY)
+    # from text: labelled by its name, as a shipped profile is (a file's label carries its
+    # path: test_comparison_table_with_file_labels)
+    return hw_profiles.loads(TOY.read_text())
 
 
 @pytest.fixture
@@ -66,9 +68,7 @@ def toy2x(tmp_path):
     assert text.count(old) == 1  # the fixture edit below must hit exactly one line
     text = text.replace(old, 'mac_fp32 = { value = 4.0, unit = "pJ"')
     text = text.replace('name = "toy-gpu"', 'name = "toy-gpu-2x"')
-    path = tmp_path / "toy-gpu-2x.toml"
-    path.write_text(text)
-    return hw_profiles.load(path)
+    return hw_profiles.loads(text)
 
 
 @pytest.fixture
@@ -235,6 +235,26 @@ def test_comparison_table(ledger, toy, toy2x):
                      r"44\.5 ns\s+1\.03x", text)
 
 
+def test_comparison_table_with_file_labels(ledger, tmp_path):
+    """User files are shown by their labels (name and file); the figures stay whole."""
+    a100 = tmp_path / "a100.toml"       # a user file reusing a shipped name
+    a100.write_text(TOY.read_text().replace('name = "toy-gpu"', 'name = "a100"'))
+    reports = [price(ledger, hw_profiles.load(TOY)), price(ledger, hw_profiles.load(a100)),
+               price(ledger, "a100")]
+    rows = rp.comparison_rows(reports)
+    assert [r["profile"] for r in rows] == [f"toy-gpu (file: {TOY})", f"a100 (file: {a100})",
+                                            "a100"]
+    text = rp.comparison_table(reports, width=100)
+    for col in ("total", "dynamic", "static", "latency", "vs first"):
+        assert col in text
+    # toy-gpu and the a100-named copy have the same numbers: 95.6 nJ, ratio 1x
+    assert len(re.findall(r"95\.6 nJ\s+51\.1 nJ\s+44\.5 nJ\s+9\.41 nJ\s+300 pJ\s+44\.5 ns\s+1x",
+                          text)) == 2
+    # the labels fold inside their column: name and "(file:" on the row's first line
+    assert re.search(r"\n  a100 \(file:\s+95\.6 nJ", text)    # the rest of the path folds below
+    assert re.search(r"\n  a100\s+203 nJ", text)          # the shipped a100: its own numbers
+
+
 # -- plots -------------------------------------------------------------------------------------
 def test_comparison_plot_log_scale_past_100x(ledger, toy, tmp_path):
     hot = tmp_path / "hot.toml"
@@ -251,7 +271,7 @@ def test_comparison_plot_log_scale_past_100x(ledger, toy, tmp_path):
 def test_html_report_content(run, ledger, toy, toy2x, tmp_path):
     out = rp.html_report(run, [price(ledger, toy), price(ledger, toy2x)], tmp_path / "r.html")
     assert out == tmp_path / "r.html"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "toy-gpu-2x.toml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
     doc = out.read_text(encoding="utf-8")
     # plots: category, op, scope depth 1 and 2, comparison, train_loss = 6 inline PNGs
     imgs = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', doc)

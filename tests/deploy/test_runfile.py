@@ -1,4 +1,5 @@
 """Run files: round trip, atomic write, and clear errors for truncated or foreign files."""
+import json
 import os
 
 import h5py
@@ -84,7 +85,8 @@ def test_future_version_rejected(tmp_path, toy_gpu_path):
     path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
     with h5py.File(path, "a") as f:
         f.attrs["format_version"] = 99
-    with pytest.raises(RunFileError, match=r"format version 99.*reads versions \(1,\)"):
+    with pytest.raises(RunFileError,
+                       match=r"format version 99; this neuroedge reads versions \(1, 2\)$"):
         runfile.read_run(path)
 
 
@@ -107,3 +109,206 @@ def test_non_scalar_metric_rejected(tmp_path, toy_gpu_path):
     with pytest.raises(RunFileError, match="metric 'curve'"):
         _write(tmp_path / "run.h5", toy_gpu_path, metrics={"curve": [1, 2]})
     assert os.listdir(tmp_path) == []
+
+
+# -- the user's own profile is the profile used (issue 11 item 3) --------------------------
+def _user_profile(tmp_path, toy_gpu_text, filename, name):
+    path = tmp_path / filename
+    path.write_text(toy_gpu_text.replace('name = "toy-gpu"', f'name = "{name}"', 1))
+    return path
+
+
+@pytest.mark.parametrize("filename,name", [("my-gpu.toml", "my-gpu"), ("a100.toml", "a100")])
+def test_simulate_with_a_user_file_is_priced_with_its_own_numbers(tmp_path, toy_gpu_text,
+                                                                  filename, name):
+    """mlp on a user file with its own name, and on one that reuses the shipped name a100:
+    the run file holds the file's numbers and its label, and prices with them."""
+    import models
+    from hw_profiles import load
+    path = _user_profile(tmp_path, toy_gpu_text, filename, name)
+    prof = load(path)
+    # one epoch, large batches: the numbers matter here, not the accuracy
+    result = models.get("mlp").simulate(profile=prof, dataset="digits", seed=0, epochs=1,
+                                        batch_size=512)
+    assert result.profile is prof                      # the object flowed, never a name
+    run = runfile.read_run(runfile.write_result(tmp_path / "run.h5", result))
+    label = f"{name} (file: {path.resolve()})"
+    assert run.profile.label == label and run.profile.name == name
+    with h5py.File(tmp_path / "run.h5") as f:
+        assert f.attrs["profile"] == label
+    assert run.profile.energy_pj["mac_fp32"].value == 2.0          # toy-gpu: 2 pJ per MAC
+    assert run.profile.memory["offchip"].read_pj_per_byte.value == 10.0
+    rep = run.ledger.price(run.profile)
+    assert rep.profile == label
+    assert {c.unit_pj for c in rep.charges if c.item == "mac_fp32"} == {2.0}
+    assert {c.unit_pj for c in rep.charges if c.item == "offchip:read"} == {10.0}
+    assert rep.total_j == result.ledger.price(path).total_j
+    assert rep.total_j != result.ledger.price("a100").total_j     # not the shipped numbers
+
+
+def test_result_with_a_profile_name_is_refused(toy_gpu_path):
+    from hw_profiles.errors import ModelError
+    from models.registry import RunResult
+    with pytest.raises(ModelError, match=r"^RunResult\('mlp'\): profile = 'a100' is a str; "
+                                         r"pass the device's HardwareProfile \(dev.profile\)"):
+        RunResult("mlp", "a100", "digits", {}, {}, Ledger())
+
+
+def test_profile_changed_in_memory_is_not_snapshotted(tmp_path, toy_gpu_path):
+    import dataclasses
+    from types import MappingProxyType
+
+    from hw_profiles import load
+    toy = load(toy_gpu_path)
+    q = dataclasses.replace(toy.energy_pj["mac_fp32"], value=3.0)
+    changed = dataclasses.replace(toy, energy_pj=MappingProxyType({**toy.energy_pj,
+                                                                   "mac_fp32": q}))
+    with pytest.raises(RunFileError, match=r"^cannot snapshot profile 'toy-gpu \(file: .*\)': "
+                                           r"its numbers differ from its document"):
+        _write(tmp_path / "run.h5", toy_gpu_path, profile=changed)
+    assert os.listdir(tmp_path) == []
+
+
+# -- run files are verified (issue 11 item 4) --------------------------------------------
+def _edit_snapshot(path, edit):
+    with h5py.File(path, "a") as f:
+        doc = json.loads(f["profile"].attrs["json"])
+        edit(doc)
+        f["profile"].attrs["json"] = json.dumps(doc)
+
+
+def _one_line_error(path, match):
+    with pytest.raises(RunFileError, match=match) as info:
+        runfile.read_run(path)
+    assert "\n" not in str(info.value)
+
+
+def test_snapshot_carries_its_digest(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path) as f:
+        doc = json.loads(f["profile"].attrs["json"])
+        assert f["profile"].attrs["digest"] == runfile.document_digest(doc)
+        fields = json.loads(f["profile"].attrs["field_digests"])
+        assert f.attrs["format_version"] == 2
+    assert runfile.document_digest(doc).startswith("sha256:") and len(fields) > 40
+    assert fields == runfile.field_digests(doc)
+    # key order does not change the digest (canonical JSON sorts keys)
+    assert runfile.document_digest(dict(reversed(doc.items()))) == runfile.document_digest(doc)
+    assert runfile.read_run(path).format_version == 2
+
+
+def test_edited_snapshot_is_refused_naming_the_field(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+
+    def edit(doc):   # another valid number: 2 -> 3 pJ per MAC
+        doc["energy_pj"]["mac_fp32"]["value"] = 3.0
+    _edit_snapshot(path, edit)
+    _one_line_error(path, r"^run file '.*run.h5': profile snapshot field "
+                          r"energy_pj.mac_fp32.value = 3.0 differs from the digest written with "
+                          r"the run \(1 field\(s\) differ\); the snapshot was edited after the "
+                          r"run. Rerun the simulation, or price the run on another profile with "
+                          r"--profile$")
+
+
+def test_edited_memory_entry_is_named_by_index(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    _edit_snapshot(path, lambda doc: doc["memory"][0]["read_pj_per_byte"].update(value=1.0))
+    _one_line_error(path, r"profile snapshot field memory.0.read_pj_per_byte.value = 1.0 "
+                          r"differs")
+
+
+def test_added_field_is_named(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    _edit_snapshot(path, lambda doc: doc["energy_pj"]["mac_fp32"].update(note="cheaper"))
+    _one_line_error(path, r": profile snapshot field energy_pj.mac_fp32.note was added after "
+                          r"the digest was written; the snapshot was edited")
+
+
+def test_edit_without_field_digests_is_a_digest_mismatch(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    _edit_snapshot(path, lambda doc: doc["static"]["power_w"].update(value=5.0))
+    with h5py.File(path, "a") as f:
+        del f["profile"].attrs["field_digests"]
+    _one_line_error(path, r"^run file '.*run.h5': profile snapshot digest mismatch; the "
+                          r"snapshot was edited after the run")
+
+
+def test_edited_digest_is_a_digest_mismatch(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f["profile"].attrs["digest"] = "sha256:" + "0" * 64
+    _one_line_error(path, r": profile snapshot digest mismatch; the snapshot was edited")
+
+
+def test_edited_label_is_refused(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f["profile"].attrs["label"] = "a100"
+    _one_line_error(path, r": profile label 'a100' does not name the snapshot's profile "
+                          r"'toy-gpu' \(expected 'toy-gpu' or 'toy-gpu \(file: PATH\)'\)$")
+    with h5py.File(path, "a") as f:
+        f["profile"].attrs["label"] = "toy-gpu"
+    _one_line_error(path, r": root attribute profile = 'toy-gpu \(file: .*toy-gpu.toml\)' "
+                          r"differs from the snapshot's label 'toy-gpu'$")
+
+
+def test_version_1_file_is_read_unverified(tmp_path, toy_gpu_path):
+    """A file of the previous format (no label, no digest) is still read: the label is the
+    profile's name and the version read is reported."""
+    path, led = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f.attrs["format_version"] = 1
+        f.attrs["profile"] = "toy-gpu"
+        for k in ("label", "digest", "field_digests"):
+            del f["profile"].attrs[k]
+    run = runfile.read_run(path)
+    assert run.format_version == 1 and run.profile.label == "toy-gpu"
+    assert run.ledger == led
+
+
+def _rewrite(path, key, data):
+    with h5py.File(path, "a") as f:
+        del f["ledger"][key]
+        f["ledger"].create_dataset(key, data=data)
+
+
+@pytest.mark.parametrize("key,data,match", [
+    # _write's ledger has 2 scopes (train, train/fc1/forward); 8 byte columns (4 levels x 2)
+    ("ops", np.zeros(5, np.int64), r"ops has shape \(5,\); expected \(2, \d+\) "
+                                   r"\(scope_names x op_names\)"),
+    ("ops", np.zeros((2, 3, 1), np.int64), r"ops has shape \(2, 3, 1\); expected \(2, \d+\)"),
+    ("bytes", np.zeros((2, 1), np.int64), r"bytes has shape \(2, 1\); expected \(2, 8\) "
+                                          r"\(scope_names x byte_columns\)"),
+    ("ops", np.zeros((2, 3), np.float64), r"ops must be an integer array, got float64$"),
+    ("samples", np.zeros(3, np.int64), r"samples has shape \(3,\); expected \(2,\) "
+                                       r"\(one per scope name\)$"),
+    ("samples", np.array([-1, -7], np.int64), r"samples has -7; expected >= 0, or -1 for a "
+                                              r"scope without samples$"),
+    ("scope_names", np.array([[b"a"], [b"b"]]), r"scope_names must be a 1-D array of "
+                                                r"strings, got \|S1 shape \(2, 1\)$"),
+    ("scope_names", np.array([b"train", b"train"]), r"scope_names lists 'train' twice"),
+    ("byte_columns", np.array([b"offchip:read", b"disk:read"] + [b"x%d:y" % i for i in range(6)]),
+     r"byte column 'disk:read'; expected LEVEL:read\|write with LEVEL one of local, shared"),
+])
+def test_malformed_ledger_arrays_are_one_line_errors(tmp_path, toy_gpu_path, key, data, match):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path) as f:
+        assert f["ledger"]["ops"].shape[0] == 2          # scopes: train, train/fc1/forward
+    _rewrite(path, key, data)
+    _one_line_error(path, r"^run file '.*run.h5' is corrupt: HDF5 ledger in '/ledger': "
+                    + match)
+
+
+def test_malformed_uncounted_attribute(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f["ledger"].attrs["uncounted"] = "[1, 2]"
+    _one_line_error(path, r"attribute uncounted must be a JSON object \{scope: \{op name: "
+                          r"calls\}\}$")
+
+
+def test_array_metric_is_a_one_line_error(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f["metrics"].attrs["test_accuracy"] = np.array([0.5, 0.6])
+    _one_line_error(path, r"^run file '.*run.h5' is corrupt or incomplete: TypeError: ")

@@ -176,11 +176,10 @@ def test_onnx_export_matches_torch(tmp_path):
 
 
 def test_prototypes_reach_run_file_and_report(small_run, tmp_path):
-    import dataclasses  # the run file loads the profile by name; the toy one is a path
-
     from deploy.report import html_report
     from deploy.runfile import read_run, write_result
-    run = read_run(write_result(tmp_path / "tv.h5", dataclasses.replace(small_run, profile=TOY)))
+    run = read_run(write_result(tmp_path / "tv.h5", small_run))   # the toy profile object
+    assert run.profile.label == small_run.profile.label and run.profile.name == "toy-gpu"
     np.testing.assert_array_equal(run.traces["linear_prototypes"],
                                   small_run.traces["linear_prototypes"])
     html = html_report(run, [run.ledger.price(run.profile)], tmp_path / "tv.html").read_text()

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hw_profiles.errors import ModelError
+from hw_profiles.loader import DATA_DIR
 from sim import device
 from sim.bitwise import BitwiseDevice, pack_bits, pack_signs, unpack_bits, unpack_signs
 
@@ -175,8 +176,20 @@ def test_bad_input_is_refused(call, match):
         call(BitwiseDevice("cortex-m4"))
 
 
-def test_profile_without_word_bits_is_refused(toy_gpu_path):
-    with pytest.raises(ModelError, match="word_bits"):
+def test_profile_with_16_bit_words_is_refused(tmp_path):
+    text = (DATA_DIR / "cortex-m4.toml").read_text()
+    assert 'word_bits = { value = 32,' in text
+    path = tmp_path / "m16.toml"
+    path.write_text(text.replace('word_bits = { value = 32,', 'word_bits = { value = 16,'))
+    with pytest.raises(ModelError, match=r"limits.word_bits = 16; the bitwise engine needs "
+                                         r"32 or 64$"):
+        BitwiseDevice(path)
+
+
+def test_gpu_profile_is_refused_by_kind(toy_gpu_path):
+    with pytest.raises(ModelError, match=r"^\[BitwiseDevice\] profile 'toy-gpu \(file: .*"
+                                         r"toy-gpu.toml\)' is of kind 'gpu'; BitwiseDevice "
+                                         r"models bitwise and cpu profiles"):
         BitwiseDevice(toy_gpu_path)
 
 

@@ -1,0 +1,90 @@
+"""The Device contract: sim.device() picks the engine by kind; engines refuse other kinds.
+
+Issue 11: ``models.get('mlp').simulate(profile='loihi')`` ended in ``KeyError: 'offchip'``
+deep in TorchDevice.compile; every engine now refuses a kind it cannot model when built.
+"""
+import importlib
+
+import pytest
+
+import sim
+from hw_profiles import load
+from hw_profiles.errors import ModelError, NeuroedgeError, ProfileError
+from sim.bitwise import BitwiseDevice
+from sim.device import ENGINES, Device, register_engine
+from sim.neuromorphic import NeuromorphicDevice
+from sim.torch_engine import TorchDevice
+
+
+@pytest.mark.parametrize("cls,profile,match", [
+    (TorchDevice, "loihi", r"^\[TorchDevice\] profile 'loihi' is of kind 'neuromorphic'; "
+                           r"TorchDevice models gpu and cpu profiles \(sim.device\(profile\) "
+                           r"picks the engine for a profile's kind\)$"),
+    (TorchDevice, "cortex-m4", r"^\[TorchDevice\] profile 'cortex-m4' is of kind 'bitwise'; "
+                               r"TorchDevice models gpu and cpu profiles"),
+    (NeuromorphicDevice, "a100", r"^\[NeuromorphicDevice\] profile 'a100' is of kind 'gpu'; "
+                                 r"NeuromorphicDevice models neuromorphic profiles"),
+    (BitwiseDevice, "loihi2", r"^\[BitwiseDevice\] profile 'loihi2' is of kind 'neuromorphic'; "
+                              r"BitwiseDevice models bitwise and cpu profiles"),
+])
+def test_engine_refuses_a_kind_it_cannot_model(cls, profile, match):
+    with pytest.raises(ModelError, match=match):
+        cls(profile)
+
+
+def test_engine_accepts_its_kinds():
+    assert TorchDevice("x86-avx2").profile.kind == "cpu"
+    assert BitwiseDevice("x86-avx2").word_bits == 64      # a CPU's 64-bit words
+    assert NeuromorphicDevice("loihi").profile.name == "loihi"
+
+
+def test_user_file_is_named_by_its_label(toy_gpu_path):
+    with pytest.raises(ModelError, match=r"^\[NeuromorphicDevice\] profile 'toy-gpu \(file: "
+                                         r".*toy-gpu.toml\)' is of kind 'gpu'"):
+        NeuromorphicDevice(toy_gpu_path)
+
+
+def test_mlp_simulate_on_loihi_is_one_line_error():
+    import models
+    with pytest.raises(ModelError, match=r"^\[TorchDevice\] profile 'loihi' is of kind "
+                                         r"'neuromorphic'; TorchDevice models gpu and cpu"):
+        models.get("mlp").simulate(profile="loihi")
+
+
+def test_device_picks_engine_by_kind():
+    assert type(sim.device("loihi")) is NeuromorphicDevice
+    assert type(sim.device("a100")) is TorchDevice
+    assert type(sim.device("cortex-m4")) is BitwiseDevice
+    assert type(sim.device("x86-avx2")) is TorchDevice   # cpu -> the torch engine
+    prof = load("h100")
+    assert sim.device(prof).profile is prof               # the object, not a reload
+
+
+def test_device_without_engine_for_kind(monkeypatch):
+    device_module = importlib.import_module("sim.device")   # `sim.device` is the function
+    monkeypatch.setattr(device_module, "_import_engines", lambda: None)  # engines imported
+    monkeypatch.delitem(ENGINES, "gpu")
+    with pytest.raises(ProfileError, match=r"^profile 'a100' is of kind 'gpu', whose engine "
+                                           r"\(no engine\) is not implemented yet; engines "
+                                           r"available now serve kinds bitwise, cpu, "
+                                           r"neuromorphic$"):
+        sim.device("a100")
+
+
+def test_register_engine_needs_the_kind_in_the_class_kinds():
+    class Dummy(Device):
+        kinds = ("gpu",)
+
+        def compile(self, model):
+            return model
+
+        def run(self, *a, **k):
+            return None
+
+    with pytest.raises(NeuroedgeError, match=r"^register_engine: Dummy.kinds = \('gpu',\) does "
+                                             r"not include 'bitwise'"):
+        register_engine("bitwise", Dummy)
+    with pytest.raises(NeuroedgeError, match=r"^register_engine: kind 'gpu' already has engine "
+                                             r"TorchDevice; refusing Dummy$"):
+        register_engine("gpu", Dummy)
+    assert ENGINES["gpu"] is TorchDevice

@@ -22,30 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _fmt(x, unit=""):
-    return "-" if x is None else f"{x:.3g}{unit}"
-
-
 def main(argv=None) -> int:
-    from sim.validation import summarise, validate
+    from sim.validation import format_rows, summarise, validate
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated row ids")
     ap.add_argument("--json", default="", help="also write the rows and summary here")
     args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
     rows = validate(only=only)
-    head = (f"{'id':28} {'kind':12} {'profile':11} {'group':11} {'per':15} {'pred J':>9} "
-            f"{'meas J':>9} {'ratio':>7} {'pred s':>9} {'meas s':>9} {'ratio':>7}  status")
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        print(f"{r.id:28} {r.kind:12} {r.profile:11} {r.group:11} {r.per:15} "
-              f"{_fmt(r.predicted_j):>9} {_fmt(r.measured_j):>9} {_fmt(r.ratio):>7} "
-              f"{_fmt(r.predicted_latency_s):>9} {_fmt(r.measured_latency_s):>9} "
-              f"{_fmt(r.latency_ratio):>7}  {r.status}")
-    print()
-    for r in rows:
-        print(f"[{r.id}] {r.status}: {r.detail}\n    source: {r.source}")
+    print(format_rows(rows))
     summary = summarise(rows)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": [r.to_dict() for r in rows],

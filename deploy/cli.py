@@ -74,6 +74,16 @@ def _load_profiles(text: str, option: str) -> list:
         raise ProfileError(f"{option}: {exc}") from None
 
 
+def _check_realtime(realtime: bool, profiles) -> None:
+    """``--realtime`` needs a neuromorphic step-time model on the run's profile (checked
+    before any work; other profiles in a comparison are priced without pacing)."""
+    for p in profiles:
+        if realtime and not p.core_op_ns:
+            raise ProfileError(f"--realtime: profile {p.label!r} ({p.kind}) has no per-core "
+                               "step-time model ([core_op_ns], [step_sync]); real-time pacing "
+                               "applies to neuromorphic profiles such as loihi2 or truenorth")
+
+
 def _run_stem(profile) -> str:
     """The profile part of a default run file name: a user's file is named by its stem, so
     ``my/a100.toml`` never takes the name of a shipped a100 run."""
@@ -181,6 +191,7 @@ def cmd_simulate(args) -> int:
         raise NeuroedgeError(f"model {card.name!r} takes datasets {', '.join(card.datasets)}; "
                              f"got {dataset!r}")
     datasets.check_available(dataset)
+    _check_realtime(args.realtime, [profile])
     others = []
     if args.compare is not None:
         for p in _load_profiles(args.compare, "--compare"):
@@ -218,12 +229,54 @@ def cmd_simulate(args) -> int:
               config=result.config, metrics=result.metrics, ledger=result.ledger,
               traces=result.traces, force=args.force, inputs=inputs)
     run = read_run(out)
-    energy = run.ledger.price(run.profile)
+    energy = run.ledger.price(run.profile, realtime=args.realtime)
     print(rep.terminal_report(run, energy))
-    reports = [energy] + [run.ledger.price(p) for p in others]
+    reports = [energy] + _compare_reports(card, run, others, dataset, args, con)
     _make_parent(html)
     rep.html_report(run, reports, html, force=args.force, inputs=inputs)
     con.print(f"run file: {out}\nreport:   {html}")
+    return 0
+
+
+def _compare_reports(card, run, others, dataset, args, con) -> list:
+    """The run priced on each ``--compare`` profile. A neuromorphic run is re-placed and
+    re-simulated on each other neuromorphic chip (its step times depend on where every
+    neuron sits: sim.neuromorphic.timing.reprice); any other kind re-prices the ledger."""
+    from sim.neuromorphic.timing import reprice
+    reports = []
+    for p in others:
+        if p.kind == "neuromorphic" and run.profile.kind == "neuromorphic":
+            con.print(f"re-placing and re-running {card.name} on {p.label} for the comparison")
+            reports += reprice(lambda q: card.simulate(profile=q, dataset=dataset,
+                                                       seed=args.seed, quick=not args.full,
+                                                       progress=None),
+                               [p], realtime=args.realtime and bool(p.core_op_ns))
+        else:
+            reports.append(run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns)))
+    return reports
+
+
+def cmd_validate(args) -> int:
+    """Predicted against measured energy and latency for the published measurements."""
+    from deploy.outputs import write_text
+    from sim.validation import format_rows, load_table, summarise, validate
+    only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
+    if only:
+        known = {m.id for m in load_table()}
+        unknown = sorted(only - known)
+        if unknown:
+            raise NeuroedgeError(f"--only {', '.join(unknown)}: no such validation row; rows "
+                                 f"are {', '.join(sorted(known))}")
+    _check_outputs({"--json": args.json}, force=args.force, inputs=())
+    rows = validate(only=only)
+    print(format_rows(rows))
+    summary = summarise(rows)
+    print("summary " + json.dumps(summary))
+    if args.json:
+        _make_parent(args.json)
+        write_text(args.json, json.dumps({"rows": [r.to_dict() for r in rows],
+                                          "summary": summary}, indent=1),
+                   force=args.force, inputs=(), option="--json")
     return 0
 
 
@@ -236,7 +289,8 @@ def cmd_report(args) -> int:
     inputs = [args.run] + ([profile.path] if args.profile and profile.path else [])
     _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
-    energy = run.ledger.price(profile)
+    _check_realtime(args.realtime, [profile])
+    energy = run.ledger.price(profile, realtime=args.realtime)
     print(rep.terminal_report(run, energy))
     if args.html:
         _make_parent(args.html)
@@ -277,7 +331,11 @@ def cmd_compare(args) -> int:
     inputs = [args.run] + [p.path for p in profiles if p.path]
     _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
-    reports = [run.ledger.price(p) for p in profiles]
+    # a stored ledger is re-priced, never re-simulated: a neuromorphic run priced on another
+    # chip keeps its placement, and the report's time model says so (a lower bound);
+    # `simulate --compare` re-places it on each chip
+    reports = [run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns))
+               for p in profiles]
     print(rep.comparison_table(reports))
     if args.html:
         _make_parent(args.html)
@@ -319,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace existing output files (never a directory neuroedge did not write)")
     p.add_argument("--full", action="store_true",
                    help="the full experiment instead of the quick setting")
+    p.add_argument("--realtime", action="store_true",
+                   help="neuromorphic profiles: pace every time step to the network's dt and "
+                        "charge static power over that real-time duration")
     p.set_defaults(func=cmd_simulate)
 
     from deploy.export import TARGETS
@@ -340,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the energy report as JSON here")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")
+    p.add_argument("--realtime", action="store_true",
+                   help="neuromorphic profiles: pace every time step to the network's dt and "
+                        "charge static power over that real-time duration")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("compare", help="price one run on several profiles")
@@ -349,7 +413,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the comparison rows as JSON here")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")
+    p.add_argument("--realtime", action="store_true",
+                   help="neuromorphic profiles: pace every time step to the network's dt and "
+                        "charge static power over that real-time duration")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("validate", help="predicted against measured energy for published "
+                                         "measurements of real chips")
+    p.add_argument("--only", help="comma-separated row ids (default: every row)")
+    p.add_argument("--json", help="also write the rows and summary as JSON here")
+    p.add_argument("--force", action="store_true", help="replace an existing --json file")
+    p.set_defaults(func=cmd_validate)
     return parser
 
 

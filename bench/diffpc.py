@@ -77,7 +77,7 @@ def main() -> None:
     print(f"communication ratio float PC / DiffPC: {cmp_['comm_ratio_pc_over_diffpc']:.1f}x "
           "(target >= 100; paper ~5,000 on MNIST with its error-phase count)")
     print("energy per sample (estimates; J; training includes the learning step):")
-    print(f"  {'method':<7}{'trained on':<22}{'train':>10} {'infer':>10} {'learn step':>10}")
+    print(f"  {'method':<7}{'trained on':<27}{'train':>10} {'infer':>10} {'learn step':>10}")
     for name in ("diffpc", "pc", "bp"):
         row = cmp_[name]
         for k, v in row.items():
@@ -89,7 +89,7 @@ def main() -> None:
                 where = "chip learning engine" if p == "loihi2" else \
                     (f"loihi2 + host {p.split('+')[1]}" if "+" in p else p)
                 lrn = "-" if learn is None else f"{learn:.3e}"
-                print(f"  {name:<7}{where:<22}{v:>10.3e} {inf:>10.3e} {lrn:>10}")
+                print(f"  {name:<7}{where:<27}{v:>10.3e} {inf:>10.3e} {lrn:>10}")
     result = {"dataset": data.name, "arch": arch, "train_samples": len(data.x_train),
               "epochs": epochs, "batch": batch, "wall_s": wall,
               **{f"acc_{n}": cmp_[n]["test_accuracy"] for n in ("diffpc", "pc", "bp")},

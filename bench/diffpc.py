@@ -10,6 +10,9 @@ Anchors (paper, digest papers/diffpc.md): Fashion-MNIST 784-1000-10 DiffPC 89.6%
 784-400-10 89.2% (full data; epochs not reported); MNIST bits/neuron: DiffPC 0.08-0.18,
 PC-SE 960, BP 32. Energies are estimates from the profiles' energy_pj entries (loihi2 for
 DiffPC; a100, jetson-orin, x86-avx2 for float PC and BP), see each profile's sources.
+Every method's training energy includes its learning step, counted by the torch engine
+(DiffPC: the same PCNet.step as PC); DiffPC is shown with the step on the chip's learning
+engine (@loihi2) and on a host priced on each GPU/CPU profile (@loihi2+P).
 Writes a run file per method and a comparison JSON under --out; last line RESULT {json}.
 """
 from __future__ import annotations
@@ -71,22 +74,35 @@ def main() -> None:
         print(f"{name:<8}{row['test_accuracy']:>9.4f}{pap:>7}"
               f"{row['bits_per_neuron_per_sample']:>13.3f}"
               f"{'-' if sp is None else f'{sp:.3f}':>15}")
+    d = cmp_["diffpc"]
+    print(f"DiffPC bits = 2 x {d['spikes_per_neuron_per_sample']:.3f} spikes + 32 x "
+          f"{d['ff_messages_per_neuron_per_sample']:.3f} feed-forward messages per neuron")
     print(f"communication ratio float PC / DiffPC: {cmp_['comm_ratio_pc_over_diffpc']:.1f}x "
           "(target >= 100; paper ~5,000 on MNIST with its error-phase count)")
-    print("energy per sample (estimates; J):   train      infer")
+    print("energy per sample (estimates; J; training includes the learning step):")
+    print(f"  {'method':<7}{'trained on':<27}{'train':>10} {'infer':>10} {'learn step':>10}")
     for name in ("diffpc", "pc", "bp"):
-        for k, v in cmp_[name].items():
+        row = cmp_[name]
+        for k, v in row.items():
             if k.startswith("train_j_per_sample@"):
                 p = k.split("@")[1]
-                print(f"  {name:<7}{p:<13}{v:>10.3e} {cmp_[name][f'infer_j_per_sample@{p}']:>10.3e}")
+                inf = row.get(f"infer_j_per_sample@{p.split('+')[0]}", float("nan"))
+                learn = row.get("learn_rule_j_per_sample@loihi2") if p == "loihi2" else \
+                    row.get(f"learn_j_per_sample@{p.split('+')[-1]}")
+                where = "chip learning engine" if p == "loihi2" else \
+                    (f"loihi2 + host {p.split('+')[1]}" if "+" in p else p)
+                lrn = "-" if learn is None else f"{learn:.3e}"
+                print(f"  {name:<7}{where:<27}{v:>10.3e} {inf:>10.3e} {lrn:>10}")
     result = {"dataset": data.name, "arch": arch, "train_samples": len(data.x_train),
               "epochs": epochs, "batch": batch, "wall_s": wall,
               **{f"acc_{n}": cmp_[n]["test_accuracy"] for n in ("diffpc", "pc", "bp")},
               "acc_paper_diffpc": paper,
               "bits_diffpc": cmp_["diffpc"]["bits_per_neuron_per_sample"],
+              "ff_messages_diffpc": cmp_["diffpc"]["ff_messages_per_neuron_per_sample"],
               "spikes_diffpc": cmp_["diffpc"]["spikes_per_neuron_per_sample"],
               "comm_ratio_pc_over_diffpc": cmp_["comm_ratio_pc_over_diffpc"],
               "train_j_diffpc_loihi2": cmp_["diffpc"]["train_j_per_sample@loihi2"],
+              "train_j_diffpc_loihi2_host_a100": cmp_["diffpc"]["train_j_per_sample@loihi2+a100"],
               "infer_j_diffpc_loihi2": cmp_["diffpc"]["infer_j_per_sample@loihi2"],
               "train_j_pc_a100": cmp_["pc"]["train_j_per_sample@a100"],
               "train_j_bp_a100": cmp_["bp"]["train_j_per_sample@a100"]}

@@ -61,9 +61,35 @@ trains in PyTorch); every batch's new weights are written into both the forward 
 transposed copy with ``update_weights`` (counted as ``syn_update``); the first layer's
 weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 updates.
 
+The learning step (counted as float PC's)
+-----------------------------------------
+The weight gradients and AdamW (``PCNet.step``, the very code float PC runs) execute in
+torch inside ``TorchDevice.count`` on a host device, so they are counted by the torch
+engine exactly as PC's step is: the gradient's ``B x K_l x K_(l-1)`` multiply-accumulates,
+the batch means, AdamW's element-wise updates, and their bytes. Two hardware readings of
+where that step runs are offered, and the comparison (``models/diffpc_experiment.py``)
+shows both:
+
+- **chip** (the run's own ledger, what ``neuroedge simulate diffpc`` prices): the chip's
+  learning engine runs the step, each operation the torch engine counted for it being one
+  ``syn_update`` (one rule evaluation on a synapse's variables) in scope
+  ``train/learn/rule``. This is an idealised learning engine: published neuromorphic
+  learning rules are sums of products of synaptic variables and traces (Davies et al. 2018,
+  IEEE Micro 38(1), section "Learning"), so AdamW's square root and division are not among
+  them; the reading prices the step's operation count at the chip's learning-update energy.
+- **host** (``DiffPCClassifier.host_ledger``): a host processor attached to the chip runs
+  the step, priced on a GPU/CPU profile, the same profile float PC's whole training is
+  priced on; the chip then only receives the new weights (the ``train/learn`` rewrites),
+  and ``train/learn/rule`` is left out.
+
 Not run through the engine (counted analytically, see ``_count_ff``): the feed-forward
 initialisation (one graded-spike sweep: a spike per non-zero activity, one synop per
 target) and test-time inference (the same sweep). Router hops are not counted for them.
+
+Communication metric: bits per neuron per sample = (2 bits per ternary spike of the
+spiking iteration, the paper's count, + ``FF_PAYLOAD_BITS`` per real-valued message of the
+feed-forward initialisation: the float32 activity ``PCNet.feedforward`` computes, which
+fits Loihi 2's 32-bit graded payload) / (hidden + output neurons) / training samples.
 """
 from __future__ import annotations
 
@@ -78,8 +104,12 @@ from models import datasets
 from models.pc import PCNet, check_xy
 from models.registry import ModelCard, Progress, RunResult, register
 from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
+from sim.torch_engine import TorchDevice
 
 SCHEDULES = ("cyclic", "cyclic-decay", "constant-decay")
+FF_PAYLOAD_BITS = 32   # the float32 activity each feed-forward message carries
+HOST_PROFILE = "x86-avx2"   # names the host device counts are made on; counts do not depend
+#                            on it, the comparison prices the host ledger on each profile
 STATE = ("xT", "xA", "xF", "eT", "eA", "b", "clk")
 PARAMS = ("gamma", "ncyc", "m", "clamped", "emit_err", "sched", "a", "T_iter", "c")
 
@@ -223,7 +253,7 @@ class DiffPCNetwork:
                        post_idx=s * ki + j, channel=1, name=f"bwd{layer}")
             self.index[layer] = w / self.scale
         device.compile(nw, quantize=False)
-        self.spikes = {"act": 0, "err": 0}
+        self.spikes = {"act": 0, "err": 0, "ff": 0}
 
     def push_weights(self, scope: str = "train/learn") -> None:
         """Write the PCNet's current weights into both synapse copies (syn_update)."""
@@ -257,7 +287,7 @@ class DiffPCNetwork:
             mus = net.feedforward(torch.as_tensor(x, dtype=torch.float32,
                                                   device=net.W[0].device))
         mus = [m.cpu().double().numpy() for m in mus]
-        _count_ff(dev, mus, scope=f"{scope}/ffinit")
+        self.spikes["ff"] += _count_ff(dev, mus, scope=f"{scope}/ffinit")
         dev.inbuf[:] = 0.0      # no spike of the previous batch is still in flight
         for layer in range(1, len(sizes)):
             st, _ = dev.custom[f"h{layer}"]
@@ -284,9 +314,11 @@ class DiffPCNetwork:
         return out
 
 
-def _count_ff(dev: NeuromorphicDevice, mus: list[np.ndarray], scope: str) -> None:
+def _count_ff(dev: NeuromorphicDevice, mus: list[np.ndarray], scope: str) -> int:
     """Feed-forward sweep as graded spikes: one per non-zero presynaptic activity, one
-    synop per target, one active update per neuron (counted, not simulated)."""
+    synop per target, one active update per neuron (counted, not simulated).
+
+    Returns the number of messages (graded spikes) sent."""
     spikes = synops = 0
     for layer in range(len(mus) - 1):
         act = mus[layer] if layer == 0 else np.maximum(mus[layer], 0.0)
@@ -296,6 +328,7 @@ def _count_ff(dev: NeuromorphicDevice, mus: list[np.ndarray], scope: str) -> Non
     dev.ledger.add("spike", spikes, scope=scope)
     dev.ledger.add("synop", synops, scope=scope)
     dev.ledger.add("neuron_update_active", sum(m.size for m in mus[1:]), scope=scope)
+    return spikes
 
 
 class DiffPCClassifier:
@@ -307,6 +340,8 @@ class DiffPCClassifier:
         self.sizes = (n_inputs, *config.hidden, n_classes)
         self.net = PCNet(self.sizes, config.lr, config.weight_decay, config.seed)
         self.engine = DiffPCNetwork(self.net, config.batch_size, config, device)
+        # counts the learning step with the torch engine, as float PC's (module docstring)
+        self.host = TorchDevice(HOST_PROFILE, prefer_cuda=False)
         self.history: list[dict] = []
         self.samples = 0
 
@@ -328,7 +363,7 @@ class DiffPCClassifier:
                      for k in range(1, len(self.sizes) - 1)]
                 eps = [None] + [torch.as_tensor(st[k]["eT"], dtype=torch.float32)
                                 for k in range(1, len(self.sizes))]
-                self.net.step(pre, eps)
+                self.learn(pre, eps)
                 self.engine.push_weights()
                 self.device.ledger.add_samples(B, scope="train")
                 self.samples += B
@@ -339,6 +374,21 @@ class DiffPCClassifier:
                 progress(epoch + 1, cfg.epochs, rec)
         return self
 
+    @property
+    def host_ledger(self):
+        """The learning step's torch counts (scope ``train``), for the host reading."""
+        return self.host.ledger
+
+    def learn(self, pre: list[torch.Tensor], eps: list[torch.Tensor]) -> None:
+        """PC's weight rule and AdamW (``PCNet.step``), counted by the torch engine on the
+        host ledger and, as learning-engine updates, on the chip (``train/learn/rule``)."""
+        led = self.host.ledger
+        before = sum(led.total_ops().values())
+        with self.host.count("train", samples=len(eps[1])), torch.no_grad():
+            self.net.step(pre, eps)
+        self.device.ledger.add("syn_update", sum(led.total_ops().values()) - before,
+                               scope="train/learn/rule")
+
     def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
         check_xy(x, y, self.sizes, "DiffPCClassifier.evaluate")
         with torch.no_grad():
@@ -348,13 +398,17 @@ class DiffPCClassifier:
         return {"accuracy": float(np.mean(mus[-1].argmax(1).numpy() == y))}
 
     def comm(self) -> dict[str, float]:
-        """Spikes and bits (2 per ternary spike, the paper's count) per neuron per sample."""
+        """Spikes and bits per neuron per training sample: 2 bits per ternary spike (the
+        paper's count) + ``FF_PAYLOAD_BITS`` per feed-forward message (module docstring)."""
         neurons = sum(self.sizes[1:])
         sp = self.engine.spikes
         per = max(self.samples, 1) * neurons
         return {"spikes_per_neuron_per_sample": (sp["act"] + sp["err"]) / per,
                 "error_spikes_per_neuron_per_sample": sp["err"] / per,
-                "bits_per_neuron_per_sample": 2.0 * (sp["act"] + sp["err"]) / per}
+                "ff_messages_per_neuron_per_sample": sp["ff"] / per,
+                "spike_bits_per_neuron_per_sample": 2.0 * (sp["act"] + sp["err"]) / per,
+                "bits_per_neuron_per_sample":
+                    (2.0 * (sp["act"] + sp["err"]) + FF_PAYLOAD_BITS * sp["ff"]) / per}
 
 
 def simulate(profile="loihi2", dataset="digits", seed: int = 0, quick: bool = True,

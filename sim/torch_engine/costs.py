@@ -14,15 +14,33 @@ Counting conventions (the same on every profile):
 - Integer and boolean tensors count ``int_add`` (``int_cmp`` for comparisons) instead
   of ``flop_<dtype>``; integer products count ``mac_int8`` for 8-bit inputs, else
   ``int_mul`` + ``int_add`` per multiply-accumulate.
-- Bytes: every op that is not free reads all its tensor inputs and writes all its outputs
-  from/to device memory (``offchip``). This is eager PyTorch with no fusion and no cache
-  hits: an upper bound on traffic, stated as such in reports.
+- Pooling: max pooling compares every window element (one op per output element and
+  window position), its backward adds each output gradient once; average pooling adds every
+  window element, its backward spreads each output gradient over its window.
+
+Bytes (``_traffic``), to and from device memory (``offchip``), eager PyTorch with no fusion
+and no cache hits:
+
+- By default an op reads every distinct element of its tensor inputs (a broadcast input,
+  a stride-0 view, is read once, not once per use) and writes all its outputs.
+- Gathers read what they read: ``index``, ``index_select``, ``gather``, ``embedding`` and the
+  ``*_copy`` forms of slicing read the selected elements plus the indices, not the source
+  tensor (a 32-row batch ``x[idx]`` of 64 features reads 32 x 64 x 4 B + 32 x 8 B);
+  ``embedding_bag`` reads one table row per index. Slicing, select and narrow are views
+  (free); the copy that follows them (``clone``, ``contiguous``) reads only the view.
+- In-place ops write the arguments their schema marks as written (``add_``'s ``self``, the
+  ``self`` list of ``_foreach_add_``, ``out=``), so an in-place or ``_foreach_`` update counts
+  the same writes as its out-of-place form. Ops that overwrite (``copy_``, ``fill_``, random
+  fills, ``out=``) do not read the tensor they overwrite; ``*_like``/``new_*`` factories read
+  nothing (only the shape); ``index_put_`` reads the values and indices and writes the
+  indexed elements only.
 
 Anything else is *uncounted*: the engine records its name and the report lists it; it is
 never silently zero.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -45,6 +63,7 @@ _PER_ELEMENT = {
     aten.native_dropout: 2, aten.native_dropout_backward: 1,
     aten.native_layer_norm: 7, aten.native_layer_norm_backward: 14,
     aten.nll_loss_forward: 1, aten.nll_loss_backward: 1,
+    aten._adaptive_avg_pool2d: 1, aten._adaptive_avg_pool2d_backward: 1,
     # batch norm counted like layer norm (same steps over the batch instead of features)
     aten.native_batch_norm: 7, aten.native_batch_norm_backward: 14,
     aten.mse_loss: 3, aten.mse_loss_backward: 3,
@@ -59,18 +78,24 @@ _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maxim
 _BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward}
 # Scatter/index adds: one add per element of the source (the last tensor argument).
 _SCATTER_ADDS = {aten.scatter_add, aten.scatter_add_, aten.index_add, aten.index_add_}
+# Pooling with a window (kernel_size is the argument after the input).
+_POOLS = {aten.max_pool2d_with_indices, aten.avg_pool2d, aten.max_pool2d_with_indices_backward,
+          aten.avg_pool2d_backward}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort}
 
 FREE = {aten.detach, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
         aten.new_empty, aten.empty_strided, aten.new_empty_strided, aten._unsafe_view,
         aten._local_scalar_dense, aten.set_, aten.resize_, aten.is_same_size,
-        aten.sym_size, aten.sym_stride, aten.sym_numel}
+        aten.sym_size, aten.sym_stride, aten.sym_numel,
+        # reads a status integer the factorisation already returned (host-side check)
+        aten._linalg_check_errors}
 """Ops that move no data and compute nothing (views, allocation without writes)."""
 
 MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten.index_select,
                aten.gather, aten.scatter, aten.scatter_, aten.index, aten.index_put_,
-               aten.index_put, aten.embedding, aten.embedding_dense_backward, aten.fill_,
+               aten.index_put, aten.embedding, aten.fill_, aten.eye,
+               aten.narrow_copy, aten.slice_copy, aten.select_copy,
                aten.zero_, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like, aten.full,
                aten.full_like, aten.new_zeros, aten.new_ones, aten.new_full, aten.scalar_tensor,
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
@@ -78,6 +103,18 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.diagonal_scatter, aten.tril, aten.triu, aten.one_hot,
                aten.slice_backward, aten.select_backward}
 """Ops that move bytes but do no arithmetic."""
+
+# Gathers: read the selected elements (= the output) plus the index tensors.
+_GATHERS = {aten.index, aten.index_select, aten.gather, aten.embedding, aten.narrow_copy,
+            aten.slice_copy, aten.select_copy}
+# In-place ops that overwrite their written argument without reading it.
+_OVERWRITES = {aten.copy_, aten.fill_, aten.zero_, aten.normal_, aten.uniform_,
+               aten.bernoulli_, aten.random_, aten.exponential_, aten.geometric_,
+               aten.cauchy_, aten.log_normal_, aten.index_put_}
+# Factories that take a tensor only for its shape, dtype and device.
+_SHAPE_ONLY = {aten.zeros_like, aten.ones_like, aten.empty_like, aten.full_like,
+               aten.rand_like, aten.randn_like, aten.randint_like, aten.new_zeros,
+               aten.new_ones, aten.new_empty, aten.new_full, aten.new_empty_strided}
 
 
 def _tensors(tree) -> list[torch.Tensor]:
@@ -103,6 +140,82 @@ def _nbytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+def _distinct_bytes(t: torch.Tensor) -> int:
+    """Bytes of the distinct elements a tensor addresses: a dimension of stride 0 (a
+    broadcast by ``expand``) repeats the same elements, which a kernel reads once."""
+    n = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if stride != 0 or size == 0:
+            n *= size
+    return n * t.element_size()
+
+
+@functools.cache
+def _written_args(func) -> tuple[tuple[int, str, bool], ...]:
+    """(position, name, is_out) of each argument the op's schema marks as written."""
+    return tuple((i, a.name, bool(a.is_out)) for i, a in enumerate(func._schema.arguments)
+                 if a.alias_info is not None and a.alias_info.is_write)
+
+
+def _arg(args, kwargs, pos: int, name: str):
+    return args[pos] if pos < len(args) else kwargs.get(name)
+
+
+def _index_put_elements(self_: torch.Tensor, indices) -> int:
+    """Elements of ``self`` that ``self[indices] = values`` writes."""
+    shapes, covered = [], 0
+    for ix in indices:
+        if ix is None:
+            covered += 1
+            continue
+        if ix.dtype in (torch.bool, torch.uint8):   # a mask: its true entries
+            shapes.append((int(ix.count_nonzero()),))
+            covered += ix.dim()
+        else:
+            shapes.append(tuple(ix.shape))
+            covered += 1
+    n = math.prod(torch.broadcast_shapes(*shapes)) if shapes else 1
+    rest = [self_.shape[d] for d, ix in enumerate(indices) if ix is None]
+    return n * math.prod(rest) * math.prod(self_.shape[covered:])
+
+
+def _traffic(func, packet, args, kwargs, inputs, outputs) -> tuple[int, int]:
+    """Bytes read and written by one op (the rules are in the module docstring)."""
+    if packet in _GATHERS:
+        # every tensor after the source is an index (index's list, index_select's and
+        # gather's index, embedding's indices)
+        out = _nbytes(outputs)
+        return out + sum(_distinct_bytes(t) for t in _tensors(args[1:])), out
+    if packet in _BAGS and packet is not aten._embedding_bag_backward:
+        weight, indices = args[0], args[1]
+        rows = indices.numel() * math.prod(weight.shape[1:]) * weight.element_size()
+        rest = sum(_distinct_bytes(t) for t in _tensors(args[1:]))
+        return rows + rest, _nbytes(outputs)
+    if packet is aten.index_put_:
+        self_, indices, values = args[0], args[1], args[2]
+        accumulate = bool(_arg(args, kwargs, 3, "accumulate"))
+        n = _index_put_elements(self_, indices) * self_.element_size()
+        read = _distinct_bytes(values) + sum(_distinct_bytes(t) for t in _tensors(indices))
+        return read + (n if accumulate else 0), n
+    if packet in _POOLS and "backward" in str(packet):
+        # the forward input (args[1]) only gives the gradient's shape
+        skip = {id(args[1])}
+        return sum(_distinct_bytes(t) for t in inputs if id(t) not in skip), _nbytes(outputs)
+    written: list[torch.Tensor] = []
+    unread: set[int] = set()
+    for pos, name, is_out in _written_args(func):
+        ts = _tensors(_arg(args, kwargs, pos, name))
+        written.extend(ts)
+        if is_out or packet in _OVERWRITES:
+            unread.update(id(t) for t in ts)
+    if packet in _SHAPE_ONLY:
+        unread.update(id(t) for t in inputs)
+    read = sum(_distinct_bytes(t) for t in inputs if id(t) not in unread)
+    seen = {id(t) for t in written}
+    write = _nbytes(written) + _nbytes(t for t in outputs if id(t) not in seen)
+    return read, write
+
+
 def _elementwise_op(packet, dtype: torch.dtype) -> str:
     if dtype in _FLOAT_SUFFIX:
         return f"flop_{_FLOAT_SUFFIX[dtype]}"
@@ -125,7 +238,6 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     if func.is_view or packet in FREE or func.namespace == "profiler":
         return {}, 0, 0, ""
     inputs, outputs = _tensors((args, kwargs)), _tensors(out)
-    read, write = _nbytes(inputs), _nbytes(outputs)
     name = str(packet).removeprefix("aten.")
     first = inputs[0] if inputs else (outputs[0] if outputs else None)
     counts: dict[str, int] = {}
@@ -151,6 +263,21 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     elif packet in _SCATTER_ADDS:
         op = _elementwise_op(packet, first.dtype)
         counts[op] = inputs[-1].numel()
+    elif packet is aten.embedding_dense_backward:
+        # scatter-add of every output gradient row into the table's gradient
+        counts[_elementwise_op(packet, first.dtype)] = first.numel()
+    elif packet in _POOLS:
+        kernel = args[2] if "backward" in name else args[1]
+        window = math.prod(kernel) if len(kernel) > 1 else kernel[0] ** 2   # [k] = k x k
+        if packet is aten.max_pool2d_with_indices:
+            n = outputs[0].numel() * window          # compare each window element
+        elif packet is aten.avg_pool2d:
+            n = outputs[0].numel() * window          # add each window element
+        elif packet is aten.max_pool2d_with_indices_backward:
+            n = first.numel()                        # add each gradient at its argmax
+        else:
+            n = first.numel() * window               # spread each gradient over its window
+        counts[_elementwise_op(packet, first.dtype)] = n
     elif packet in MEMORY_ONLY:
         pass
     elif packet in _SORTS:
@@ -188,6 +315,7 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         counts[op] = ref.numel() * _PER_ELEMENT.get(packet, 1)
     else:
         return {}, 0, 0, name
+    read, write = _traffic(func, packet, args, kwargs, inputs, outputs)
     return {k: v for k, v in counts.items() if v}, read, write, ""
 
 

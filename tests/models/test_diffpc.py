@@ -109,6 +109,7 @@ def test_counts_are_the_engine_spikes():
         np.maximum(net.feedforward(torch.as_tensor(x, dtype=torch.float32))[1].numpy(), 0)))
     assert engine_spikes > 0
     assert ops["spike"] == engine_spikes + ff_spikes
+    assert eng.spikes["ff"] == ff_spikes         # the feed-forward messages, for the bits
     ff_syn = np.count_nonzero(x) * 5 + (ff_spikes - np.count_nonzero(x)) * 3
     assert ops["synop"] == eng.spikes["act"] * 3 + eng.spikes["err"] * 5 + ff_syn
 
@@ -170,3 +171,81 @@ def test_iterate_rejects_a_batch_of_the_wrong_shape():
                         NeuromorphicDevice("loihi2"))
     with pytest.raises(ModelError, match=r"compiled for batches of 2"):
         eng.iterate(np.zeros((3, 4)), np.zeros((3, 2)))
+
+
+def test_learning_step_is_counted_as_float_pcs():
+    """DiffPC's weight gradients and AdamW are in its ledgers, counted as PC's same step."""
+    from models.diffpc import DiffPCClassifier
+    from sim.torch_engine import TorchDevice
+    sizes, B = (6, 5, 3), 2
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, (4, 6)), np.array([0, 1, 2, 1])
+    cfg = DiffPCConfig(hidden=(5,), n=2, cycles=1, epochs=1, batch_size=B)
+    dev = NeuromorphicDevice("loihi2")
+    model = DiffPCClassifier(6, 3, cfg, dev).fit(x, y)
+    host = model.host_ledger.total_ops("train")
+    # 2 batches x 2 samples x (5 x 6 + 3 x 5) weights = 180 gradient multiply-accumulates
+    assert host["mac_fp32"] == 2 * B * (5 * 6 + 3 * 5)
+    assert model.host_ledger.samples() == {"train": 4}
+    # the chip reading: one learning-engine update per operation of the step
+    assert dev.ledger.total_ops("train/learn/rule") == {"syn_update": sum(host.values())}
+    # float PC's step on the same shapes counts the same ops and bytes
+    ref, net = TorchDevice("x86-avx2", prefer_cuda=False), PCNet(sizes, 1e-3, 1e-4, seed=0)
+    for _ in range(2):
+        pre = [torch.rand(B, 6), torch.rand(B, 5)]
+        eps = [None, torch.rand(B, 5), torch.rand(B, 3)]
+        with ref.count("train", samples=B), torch.no_grad():
+            net.step(pre, eps)
+    assert ref.ledger.total_ops() == host
+    assert ref.ledger.total_bytes() == model.host_ledger.total_bytes()
+
+
+def test_bits_include_the_feed_forward_messages():
+    from models.diffpc import FF_PAYLOAD_BITS, DiffPCClassifier
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(0, 1, (4, 6)), np.array([0, 1, 2, 1])
+    x[:, :2] = 0.0                                # zero pixels send no message
+    cfg = DiffPCConfig(hidden=(5,), n=2, cycles=1, epochs=1, batch_size=2)
+    model = DiffPCClassifier(6, 3, cfg, NeuromorphicDevice("loihi2")).fit(x, y)
+    sp, c = model.engine.spikes, model.comm()
+    per = 4 * (5 + 3)                             # 4 training samples x 8 neurons
+    # every non-zero pixel (4 x 4 = 16) sends one message, plus at most 4 x 5 hidden ones
+    assert 16 <= sp["ff"] <= 16 + 4 * 5
+    assert c["ff_messages_per_neuron_per_sample"] == sp["ff"] / per
+    assert c["bits_per_neuron_per_sample"] == \
+        (2 * (sp["act"] + sp["err"]) + FF_PAYLOAD_BITS * sp["ff"]) / per
+    assert FF_PAYLOAD_BITS == 32                  # the float32 each message carries
+
+
+def test_comparison_prices_both_readings_of_the_learning_step():
+    """train@loihi2 keeps the rule on the chip; train@loihi2+P swaps it for the host step."""
+    from hw_profiles import load
+    from models.diffpc_experiment import GPU_PROFILES, compare
+    from models.registry import RunResult
+    from sim.ledger import Ledger
+    chip, host, other = Ledger(), Ledger(), Ledger()
+    chip.add("synop", 1000, scope="train")
+    chip.add("syn_update", 300, scope="train/learn/rule")
+    chip.add_samples(10, scope="train")
+    host.add("mac_fp32", 200, scope="train")
+    host.add("flop_fp32", 100, scope="train")
+    host.add_samples(10, scope="train")
+    other.add("mac_fp32", 50, scope="train")
+    other.add_samples(10, scope="train")
+    res = {"diffpc": RunResult("diffpc", "loihi2", "d", {}, {"bits_per_neuron_per_sample":
+                                                                  2.0}, chip),
+           "diffpc_learn": RunResult("diffpc", "x86-avx2", "d", {}, {}, host),
+           "pc": RunResult("pc", "a100", "d", {}, {"bits_per_neuron_per_sample": 960.0}, other),
+           "bp": RunResult("mlp", "a100", "d", {}, {"bits_per_neuron_per_sample": 32.0}, other)}
+    d = compare(res)["diffpc"]
+    rep = chip.price("loihi2")
+    rule = rep.energy_within("train/learn/rule") / 10
+    lo = load("loihi2")
+    # 300 updates x syn_update pJ (+ static over its latency) per 10 samples
+    assert rule >= 300 * lo.energy_pj["syn_update"].value * 1e-12 / 10
+    assert d["learn_rule_j_per_sample@loihi2"] == pytest.approx(rule)
+    for p in GPU_PROFILES:
+        step = host.price(p).per_sample_j()["train"]
+        assert d[f"learn_j_per_sample@{p}"] == pytest.approx(step)
+        assert d[f"train_j_per_sample@loihi2+{p}"] == \
+            pytest.approx(d["train_j_per_sample@loihi2"] - rule + step)

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from models import datasets
-from models.diffpc import HOST_PROFILE, DiffPCClassifier, DiffPCConfig
+from models.diffpc import DiffPCClassifier, DiffPCConfig
 from models.mlp import MLPClassifier, MLPConfig
 from models.pc import PCClassifier, PCConfig, comm_bits_per_neuron
 from models.registry import RunResult
@@ -50,7 +50,7 @@ def run(data: datasets.Dataset, hidden=(32,), epochs: int = 30, batch_size: int 
     out["diffpc"] = RunResult("diffpc", dev.profile, data.name, asdict(dcfg),
                               {"test_accuracy": acc, **dm.comm()}, dev.ledger)
     # DiffPC's learning step as the torch engine counted it, for the host reading
-    out["diffpc_learn"] = RunResult("diffpc", HOST_PROFILE, data.name, asdict(dcfg), {},
+    out["diffpc_learn"] = RunResult("diffpc", dm.host.profile, data.name, asdict(dcfg), {},
                                     dm.host_ledger)
 
     pcfg = PCConfig(**common)

@@ -232,11 +232,11 @@ def test_comparison_prices_both_readings_of_the_learning_step():
     host.add_samples(10, scope="train")
     other.add("mac_fp32", 50, scope="train")
     other.add_samples(10, scope="train")
-    res = {"diffpc": RunResult("diffpc", "loihi2", "d", {}, {"bits_per_neuron_per_sample":
+    res = {"diffpc": RunResult("diffpc", load("loihi2"), "d", {}, {"bits_per_neuron_per_sample":
                                                                   2.0}, chip),
-           "diffpc_learn": RunResult("diffpc", "x86-avx2", "d", {}, {}, host),
-           "pc": RunResult("pc", "a100", "d", {}, {"bits_per_neuron_per_sample": 960.0}, other),
-           "bp": RunResult("mlp", "a100", "d", {}, {"bits_per_neuron_per_sample": 32.0}, other)}
+           "diffpc_learn": RunResult("diffpc", load("x86-avx2"), "d", {}, {}, host),
+           "pc": RunResult("pc", load("a100"), "d", {}, {"bits_per_neuron_per_sample": 960.0}, other),
+           "bp": RunResult("mlp", load("a100"), "d", {}, {"bits_per_neuron_per_sample": 32.0}, other)}
     d = compare(res)["diffpc"]
     rep = chip.price("loihi2")
     rule = rep.energy_within("train/learn/rule") / 10

@@ -23,7 +23,8 @@ SCHEMA_VERSION = 1
 DATA_DIR = Path(__file__).with_name("data")
 
 _TOP_KEYS = {"schema_version", "name", "kind", "description", "technology_node_nm",
-             "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources"}
+             "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources",
+             "execution"}
 _QUANTITY_KEYS = {"value", "unit", "provenance", "source", "derivation", "note"}
 _MEMORY_QUANTITIES = {"capacity_bytes": "B", "read_pj_per_byte": "pJ/B",
                       "write_pj_per_byte": "pJ/B", "bandwidth_bytes_per_s": "B/s"}
@@ -42,6 +43,11 @@ _REQUIRED_LIMITS = {
     "cpu": ("word_bits",),
     "gpu": (),
 }
+# -- [execution] (issue 13 item 3): parameters of the kind's execution model ----------------
+_EXECUTION_UNITS = {"board_power_w": "W", "launch_s": "s", "half_perf_ops": "1"}
+_REQUIRED_EXECUTION = {"gpu": ("board_power_w", "launch_s", "half_perf_ops"),
+                       "cpu": ("board_power_w", "launch_s", "half_perf_ops")}
+# -- end [execution] -------------------------------------------------------------------------
 _SOURCE_KEYS = {"title", "url", "kind"}
 _SOURCE_KINDS = ("paper", "datasheet", "web", "book")
 
@@ -139,6 +145,15 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "") ->
                    f"(unit {_LIMIT_UNITS[key]!r})")
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
+    # -- [execution] (issue 13 item 3) --
+    execution = {}
+    if "execution" in doc:
+        execution = v.quantity_table(doc["execution"], "execution", _EXECUTION_UNITS)
+    for key in _REQUIRED_EXECUTION.get(kind, ()):
+        if key not in execution:
+            v.fail("execution", key, "(missing)", f"required for kind = {kind!r} (unit "
+                   f"{_EXECUTION_UNITS[key]!r}); see SCHEMA.md [execution]")
+    # -- end [execution] --
 
     unused = sorted(set(sources) - v.cited)
     if unused:
@@ -149,7 +164,8 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "") ->
         energy_pj=MappingProxyType(energy), throughput=MappingProxyType(throughput),
         memory=MappingProxyType(memory), interconnect=MappingProxyType(interconnect),
         limits=MappingProxyType(limits), static_power_w=static,
-        sources=MappingProxyType(sources), technology_node_nm=tech, path=path,
+        sources=MappingProxyType(sources), technology_node_nm=tech,
+        execution=MappingProxyType(execution), path=path,
         raw=MappingProxyType(dict(doc)))
 
 

@@ -70,6 +70,7 @@ class HardwareProfile:
     memory : mapping logical level -> MemoryLevel
     interconnect, limits : mapping key -> Quantity
     static_power_w : Quantity
+    execution : mapping key -> Quantity (board power, launch time, ... of the kind's model)
     sources : mapping key -> Source
     path : file the profile was loaded from ("" for one built in memory)
     raw : the parsed TOML document, kept so a run file can snapshot the profile exactly
@@ -86,6 +87,8 @@ class HardwareProfile:
     static_power_w: Quantity
     sources: Mapping[str, Source]
     technology_node_nm: Quantity | None = None
+    # -- execution model parameters (issue 13 item 3; see SCHEMA.md [execution]) --
+    execution: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     path: str = ""
     raw: Mapping = field(default_factory=lambda: MappingProxyType({}), repr=False, compare=False)
 
@@ -114,3 +117,5 @@ class HardwareProfile:
         for k, q in self.limits.items():
             yield f"limits.{k}", q
         yield "static.power_w", self.static_power_w
+        for k, q in self.execution.items():
+            yield f"execution.{k}", q

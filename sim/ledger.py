@@ -67,6 +67,7 @@ class Ledger:
         self._bytes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
         self._samples: dict[str, int] = {}
         self._uncounted: dict[str, dict[str, int]] = defaultdict(dict)
+        self._footprint: dict[str, dict[str, int]] = {}  # see add_footprint
         self._stack: list[str] = []
 
     # -- recording ---------------------------------------------------------------------
@@ -129,6 +130,37 @@ class Ledger:
         bucket = self._uncounted[self.resolve_scope(scope)]
         bucket[name] = bucket.get(name, 0) + calls
 
+    # -- resident footprint (issue 13 item 3: cache reuse and MCU capacity) ---------------
+    def add_footprint(self, writable=0, read_only=0, scope: str | None = None) -> None:
+        """Record that one block of work under ``scope`` kept these bytes resident.
+
+        ``writable``: state the block writes (parameters, optimizer state, counters);
+        ``read_only``: state it only reads (input data, frozen weights). Repeated blocks keep
+        the maximum of each and count the blocks; pricing uses this to decide whether the
+        state fits a cache (GPU/CPU) or the SRAM and flash of a microcontroller.
+        """
+        w = _check_count("footprint writable bytes", writable)
+        r = _check_count("footprint read-only bytes", read_only)
+        entry = self._footprint.setdefault(self.resolve_scope(scope),
+                                           {"writable": 0, "read_only": 0, "blocks": 0})
+        entry["writable"] = max(entry["writable"], w)
+        entry["read_only"] = max(entry["read_only"], r)
+        entry["blocks"] += 1
+
+    def footprints(self) -> dict[str, dict[str, int]]:
+        """``scope -> {"writable", "read_only", "blocks"}`` for every recorded footprint."""
+        return {k: dict(v) for k, v in sorted(self._footprint.items())}
+
+    def _merge_footprints(self, other: dict, prefix: str) -> None:
+        for name, fp in other.items():
+            full = "/".join(p for p in (prefix, name) if p)
+            entry = self._footprint.setdefault(full, {"writable": 0, "read_only": 0,
+                                                      "blocks": 0})
+            for key in ("writable", "read_only"):
+                entry[key] = max(entry[key], _check_count(f"footprint {key}", fp[key]))
+            entry["blocks"] += _check_count("footprint blocks", fp["blocks"])
+    # -- end resident footprint ----------------------------------------------------------
+
     def flush(self, counts: np.ndarray, scope: str | None = None) -> None:
         """Add an engine's int64 count array (indexed by ``OP_CODES``) in one call."""
         counts = np.asarray(counts)
@@ -188,7 +220,7 @@ class Ledger:
         return out
 
     def is_empty(self) -> bool:
-        return not self.scopes()
+        return not self.scopes() and not self._footprint
 
     # -- combining ---------------------------------------------------------------------
     def merge(self, other: "Ledger", scope: str | None = None) -> "Ledger":
@@ -209,6 +241,7 @@ class Ledger:
                 self._samples[name] = self._samples.get(name, 0) + entry["samples"]
             for k, n in entry["uncounted"].items():
                 self._uncounted[name][k] = self._uncounted[name].get(k, 0) + n
+        self._merge_footprints(data.get("footprint", {}), prefix)
         return self
 
     def __add__(self, other: "Ledger") -> "Ledger":
@@ -239,7 +272,10 @@ class Ledger:
             if name in self._samples:
                 entry["samples"] = self._samples[name]
             scopes.append(entry)
-        return {"type": FORMAT, "version": FORMAT_VERSION, "scopes": scopes}
+        out = {"type": FORMAT, "version": FORMAT_VERSION, "scopes": scopes}
+        if self._footprint:  # optional key: ledgers without one serialise as before
+            out["footprint"] = self.footprints()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Ledger":
@@ -264,6 +300,7 @@ class Ledger:
                     led.add_samples(entry["samples"], scope=name or None)
                 for k, n in entry["uncounted"].items():
                     led.add_uncounted(k, n, scope=name or None)
+            led._merge_footprints(data.get("footprint", {}), "")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LedgerError(f"malformed serialised ledger: {type(exc).__name__}: {exc}") \
                 from None
@@ -306,6 +343,8 @@ class Ledger:
         group.create_dataset("bytes", data=nbytes, compression="gzip")
         group.create_dataset("samples", data=samples)
         group.attrs["uncounted"] = json.dumps({k: v for k, v in self._uncounted.items() if v})
+        if self._footprint:
+            group.attrs["footprint"] = json.dumps(self.footprints())
 
     @staticmethod
     def _fit_int64(what, n):
@@ -345,6 +384,12 @@ class Ledger:
         for name, bucket in uncounted.items():
             for k, n in bucket.items():
                 led.add_uncounted(k, n, scope=name or None)
+        if "footprint" in group.attrs:  # optional: written only when a footprint was recorded
+            try:
+                led._merge_footprints(json.loads(group.attrs["footprint"]), "")
+            except (KeyError, TypeError, ValueError) as exc:
+                raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt footprint "
+                                  f"attribute: {exc}") from None
         return led
 
     def __repr__(self) -> str:

@@ -71,7 +71,7 @@ def test_report_command(run_path, capsys, tmp_path):
     html = tmp_path / "r.html"
     assert main(["report", str(run_path), "--html", str(html)]) == 0
     out = capsys.readouterr().out
-    assert "a100" in out and "estimates" in out
+    assert "a100" in out and "What these figures are" in out and "estimate" in out
     assert html.read_text().count("data:image/png;base64,") >= 3
 
 

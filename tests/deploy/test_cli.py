@@ -22,20 +22,39 @@ def run_path(tmp_path_factory):
 
 
 def _hand_priced_total(run, profile_name: str) -> float:
-    """Price the run's ledger by hand from the profile's numbers (the model in sim/pricing)."""
+    """Price the run's ledger by hand from the profile's numbers (sim/execution/gpu_cpu.py):
+    ops and bytes (offchip bytes at the L2/LLC when the block's footprint fits it, plus one
+    DRAM load of the footprint per block), idle power over max(Hockney compute, memory) plus
+    kernel launches x launch_s."""
     p = hw_profiles.load(profile_name)
+    idle, ex = p.static_power_w.value, p.execution
+    cache = p.memory["shared"].capacity_bytes.value
+    fps = run.ledger.footprints()
+    fits = {b: fp["writable"] + fp["read_only"] <= cache for b, fp in fps.items()}
     total = 0.0
     for scope in run.ledger.scopes():
+        ops = run.ledger.ops(scope)
+        k = ops.pop("kernel_launch", 0)
         compute_s = memory_s = 0.0
-        for op, n in run.ledger.ops(scope).items():
+        for op, n in ops.items():
             total += n * p.energy_pj[op].value * 1e-12
             compute_s += n / p.throughput[op].value
+        if k and ops:
+            compute_s *= 1 + ex["half_perf_ops"].value * k / sum(ops.values())
+        blocks = [b for b in fps if scope == b or scope.startswith(b + "/")]
+        cached = bool(blocks) and fits[max(blocks, key=len)]
         for (level, direction), n in run.ledger.bytes(scope).items():
-            mem = p.memory[level]
+            mem = p.memory["shared" if cached and level == "offchip" else level]
             q = mem.read_pj_per_byte if direction == "read" else mem.write_pj_per_byte
             total += n * q.value * 1e-12
             memory_s += n / mem.bandwidth_bytes_per_s.value
-        total += p.static_power_w.value * max(compute_s, memory_s)
+        total += idle * (max(compute_s, memory_s) + k * ex["launch_s"].value)
+    dram = p.memory["offchip"]
+    for b, fp in fps.items():
+        if fits[b]:
+            rd, wr = (fp["writable"] + fp["read_only"]) * fp["blocks"], fp["writable"] * fp["blocks"]
+            total += (rd * dram.read_pj_per_byte.value + wr * dram.write_pj_per_byte.value) * 1e-12
+            total += idle * (rd + wr) / dram.bandwidth_bytes_per_s.value
     return total
 
 
@@ -97,7 +116,7 @@ def test_unknown_model_and_profile(capsys, tmp_path):
     assert main(["simulate", "nope", "--out", str(tmp_path / "x.h5")]) == 2
     assert "unknown model 'nope'" in capsys.readouterr().err
     assert main(["simulate", "mlp", "--profile", "loihi", "--out", str(tmp_path / "x.h5")]) == 2
-    assert "runs on gpu, cpu profiles; 'loihi' is 'neuromorphic'" in capsys.readouterr().err
+    assert "runs on gpu, cpu, bitwise profiles; 'loihi' is 'neuromorphic'" in capsys.readouterr().err
     assert main(["profiles", "show", "nope"]) == 2
     assert "unknown hardware profile 'nope'" in capsys.readouterr().err
     assert not (tmp_path / "x.h5").exists()

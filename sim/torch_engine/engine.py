@@ -98,6 +98,8 @@ class _Resident:
         if len(refs) > 8:  # views come and go every batch: keep the live ones
             refs[:] = [r for r in refs if r() is not None]
         refs.append(weakref.ref(t))
+        if t._base is not None:   # a view (w.t() in linear): its base keeps the storage alive
+            refs.append(weakref.ref(t._base))
 
     def touch(self, func, args, kwargs, out) -> None:
         mutated = {i for i, a in enumerate(func._schema.arguments)

@@ -20,7 +20,7 @@ def test_linear_forward_macs_and_bytes(toy_gpu_path):
     lin = dev.compile(torch.nn.Linear(IN, OUT))
     dev.run(lin, torch.zeros(B, IN))
     # addmm: B x IN x OUT multiply-accumulates = 8 x 20 x 5 = 800
-    assert dev.ledger.total_ops() == {"mac_fp32": 800}
+    assert dev.ledger.total_ops() == {"mac_fp32": 800, "kernel_launch": 1}  # one kernel: addmm
     # addmm reads bias (5) + input (8x20) + weight (20x5 via a view) floats, writes 8x5 floats
     read = 4 * (OUT + B * IN + IN * OUT)
     assert dev.ledger.total_bytes() == {("offchip", "read"): read, ("offchip", "write"): 4 * B * OUT}
@@ -36,9 +36,10 @@ def test_mlp_training_step_counts_match_formulas(toy_gpu_path):
         loss.backward()
     led = dev.ledger
     # forward: B*IN*H + B*H*OUT MACs; ReLU: B*H pointwise ops
-    assert led.total_ops("train/0/forward") == {"mac_fp32": B * IN * H}
-    assert led.total_ops("train/1/forward") == {"flop_fp32": B * H}
-    assert led.total_ops("train/2/forward") == {"mac_fp32": B * H * OUT}
+    # (one kernel each: addmm, relu, addmm)
+    assert led.total_ops("train/0/forward") == {"mac_fp32": B * IN * H, "kernel_launch": 1}
+    assert led.total_ops("train/1/forward") == {"flop_fp32": B * H, "kernel_launch": 1}
+    assert led.total_ops("train/2/forward") == {"mac_fp32": B * H * OUT, "kernel_launch": 1}
     # backward of the last layer: grad input (B*OUT*H) + grad weight (OUT*B*H) MACs,
     # bias grad = a sum over the batch, one op per input element (B*OUT)
     assert led.total_ops("train/2/backward")["mac_fp32"] == 2 * B * H * OUT
@@ -67,7 +68,7 @@ def test_conv2d_macs(toy_gpu_path):
     conv = dev.compile(torch.nn.Conv2d(3, 4, kernel_size=3, bias=False))
     dev.run(conv, torch.zeros(2, 3, 10, 10))
     # output 2 x 4 x 8 x 8, each a 3 x 3 x 3 dot product: 512 x 27 = 13824 MACs
-    assert dev.ledger.total_ops() == {"mac_fp32": 2 * 4 * 8 * 8 * 27}
+    assert dev.ledger.total_ops() == {"mac_fp32": 2 * 4 * 8 * 8 * 27, "kernel_launch": 1}
 
 
 def test_float64_and_integer_ops_use_their_own_names(toy_gpu_path):

@@ -45,8 +45,6 @@ _REQUIRED_LIMITS = {
 }
 # -- [execution] (issue 13 item 3): parameters of the kind's execution model ----------------
 _EXECUTION_UNITS = {"board_power_w": "W", "launch_s": "s", "half_perf_ops": "1"}
-_REQUIRED_EXECUTION = {"gpu": ("board_power_w", "launch_s", "half_perf_ops"),
-                       "cpu": ("board_power_w", "launch_s", "half_perf_ops")}
 # -- end [execution] -------------------------------------------------------------------------
 _SOURCE_KEYS = {"title", "url", "kind"}
 _SOURCE_KINDS = ("paper", "datasheet", "web", "book")
@@ -146,13 +144,11 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "") ->
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
     # -- [execution] (issue 13 item 3) --
+    # optional here, so profile snapshots in run files written before it existed still load;
+    # the gpu/cpu execution model refuses to price without it (sim/execution/gpu_cpu.py)
     execution = {}
     if "execution" in doc:
         execution = v.quantity_table(doc["execution"], "execution", _EXECUTION_UNITS)
-    for key in _REQUIRED_EXECUTION.get(kind, ()):
-        if key not in execution:
-            v.fail("execution", key, "(missing)", f"required for kind = {kind!r} (unit "
-                   f"{_EXECUTION_UNITS[key]!r}); see SCHEMA.md [execution]")
     # -- end [execution] --
 
     unused = sorted(set(sources) - v.cited)

@@ -28,6 +28,7 @@ overflow the cache is priced optimistically: every figure is an estimate.
 """
 from __future__ import annotations
 
+from hw_profiles.errors import PricingError
 from hw_profiles.profile import HardwareProfile
 from sim.ledger import within
 from sim.pricing import (
@@ -39,6 +40,7 @@ from sim.pricing import (
     static_charge,
 )
 
+REQUIRED = ("board_power_w", "launch_s", "half_perf_ops")
 NAME = ("gpu/cpu eager: per scope max(compute at Hockney-achieved rate, memory) + kernel "
         "launches x launch_s; idle power over the whole duration; cache reuse of a resident "
         "footprint that fits the L2/LLC (sim/execution/gpu_cpu.py)")
@@ -68,8 +70,22 @@ def cached_blocks(prof: HardwareProfile, footprints: dict) -> dict[str, bool]:
 
 
 def price(ledger, prof: HardwareProfile) -> EnergyReport:
-    """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring)."""
+    """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring).
+
+    Raises
+    ------
+    PricingError
+        The profile lacks an ``[execution]`` parameter (e.g. a profile snapshot in a run file
+        written before the section existed).
+    """
     ex = prof.execution
+    missing = [k for k in REQUIRED if k not in ex]
+    if missing:
+        raise PricingError(
+            f"profile {prof.name!r} has no [execution] {', '.join(missing)}: the {prof.kind} "
+            f"execution model needs {', '.join(REQUIRED)} (see hw_profiles/SCHEMA.md). A run "
+            f"file written before these existed can be priced on the shipped profile "
+            f"(neuroedge report RUN --profile {prof.name})")
     n_half, launch_s = ex["half_perf_ops"].value, ex["launch_s"].value
     idle_w = prof.static_power_w.value
     entries = {f"execution.{k}": prof.cite(q) for k, q in ex.items()}

@@ -6,7 +6,7 @@ import pytest
 
 import hw_profiles
 from hw_profiles import loads
-from hw_profiles.errors import ProfileError
+from hw_profiles.errors import PricingError, ProfileError
 from sim.ledger import Ledger
 from sim.pricing import EnergyReport, price
 
@@ -94,10 +94,19 @@ def test_report_round_trip_and_version_1_upgrade(toy_l2):
     assert "version-1" in back.execution_model
 
 
-def test_gpu_profile_needs_execution_section(toy_gpu_text):
+def test_gpu_pricing_needs_execution_section(toy_gpu_text):
+    # the loader accepts it (run files from before [execution] must still load) ...
     doc = tomllib.loads(toy_gpu_text)
     del doc["execution"]["launch_s"]
-    with pytest.raises(ProfileError, match=r"\[execution\] launch_s.*required for kind = 'gpu'"):
+    prof = hw_profiles.from_dict(doc)
+    led = Ledger()
+    led.add("mac_fp32", 1)
+    # ... and pricing on the gpu model refuses, naming the key
+    with pytest.raises(PricingError, match=r"no \[execution\] launch_s.*--profile toy-gpu"):
+        price(led, prof)
+    doc["execution"]["launch_s"] = {"value": -1.0, "unit": "s", "provenance": "specified",
+                                    "source": "toy"}
+    with pytest.raises(ProfileError, match=r"\[execution\] launch_s = -1.0: must be > 0 s"):
         hw_profiles.from_dict(doc)
 
 

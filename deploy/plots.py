@@ -15,7 +15,8 @@ from deploy.formatting import _ENERGY_UNITS, energy_breakdown, format_energy
 from hw_profiles.ops import CATEGORIES
 from sim.pricing import EnergyReport
 
-_COLORS = dict(zip(CATEGORIES, ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8C8C8C")))
+_COLORS = dict(zip(CATEGORIES, ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8C8C8C",
+                                 "#937860")))
 _LOG_RATIO = 100.0  # comparison plots switch to a log axis past this spread of totals
 
 

@@ -33,8 +33,10 @@ from hw_profiles.errors import ReportError
 from hw_profiles.profile import PROVENANCES
 from sim.pricing import PJ, EnergyReport
 
-ESTIMATE_NOTE = ("All energy and latency figures are estimates built from the profile entries "
-                 "listed at the bottom; provenance: " + "/".join(PROVENANCES))
+ESTIMATE_NOTE = ("Energy and latency figures are built from the profile entries listed at the "
+                 "bottom (provenance: " + "/".join(PROVENANCES) + "); the table What these "
+                 "figures are says whether they are estimates or bounds, by which execution "
+                 "model, and what they leave out")
 
 
 def _pct(part: float, total: float) -> str:
@@ -68,7 +70,7 @@ def _unit_text(row) -> str:
 
 
 def _latency_rows(report: EnergyReport) -> list[tuple[str, str, str]]:
-    """(scope, latency, bound): bound is the roofline's larger side, compute or memory.
+    """(scope, latency, bound): the largest of the compute, memory and launch parts.
 
     Scopes with no latency of their own (they only record samples) are left out.
     """
@@ -76,9 +78,12 @@ def _latency_rows(report: EnergyReport) -> list[tuple[str, str, str]]:
     for scope, seconds in report.latency_s.items():
         if seconds == 0:
             continue
-        mine = [c for c in report.charges if c.scope == scope and c.category != "static"]
-        mem = sum(c.seconds for c in mine if c.category == "memory")
-        bound = "memory" if mem > sum(c.seconds for c in mine) - mem else "compute"
+        part = {"compute": 0.0, "memory": 0.0, "launch": 0.0}
+        for c in report.charges:
+            if c.scope == scope and c.category != "static":
+                key = {"memory": "memory", "overhead": "launch"}.get(c.category, "compute")
+                part[key] += c.seconds
+        bound = max(part, key=part.get)
         # neuromorphic step model (issue 13 items 3, 5): say which model made the figure
         bound = report.time_model.get(scope, bound)
         out.append((scope or "(root)", format_seconds(seconds), bound))
@@ -118,7 +123,21 @@ def _tables(report: EnergyReport) -> dict[str, tuple[tuple[str, ...], list]]:
                     _latency_rows(report)),
         "uncounted": (("op", "calls"), [(k, f"{n:,}") for k, n in report.uncounted.items()]),
         "entries": (("entry", "citation"), sorted(report.entries.items())),
+        "nature": (("what", "value"), _nature_rows(report)),
     }
+
+
+def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
+    """What the figures are: bound or estimate, model, validation, exclusions, decisions."""
+    err = report.validation_error
+    rows = [("figures are", report.bound),
+            ("execution model", report.execution_model or "(not recorded)"),
+            ("validation error of this device kind",
+             f"{100 * err:.0f}% (median, against published measurements)" if err is not None
+             else "not validated yet (no measured workload of this kind in the table)")]
+    rows += [("excludes", x) for x in report.excluded]
+    rows += [("note", x) for x in report.notes]
+    return rows
 
 
 def comparison_rows(reports: Sequence[EnergyReport]) -> list[dict]:
@@ -183,14 +202,14 @@ def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Tab
 _TERMINAL_TITLES = {"category": "Energy by category", "op": "Energy by op",
                     "scope1": "Energy by scope (depth 1)", "scope": "Energy by scope (full)",
                     "per_sample": "Energy per sample", "bytes": "Bytes moved",
-                    "latency": "Estimated latency (roofline)"}
+                    "latency": "Estimated latency"}
 
 
 def _latency_title(report: EnergyReport) -> str:
     """The latency table's title names its execution model (issue 13 item 5)."""
     if report.time_model:
         return "Estimated latency (per step: slowest core + barrier)"
-    return "Estimated latency (roofline)"
+    return "Estimated latency"   # the "What these figures are" table names the model
 
 
 def terminal_report(run: Run, report: EnergyReport, width: int = 100) -> str:
@@ -216,6 +235,7 @@ def terminal_report(run: Run, report: EnergyReport, width: int = 100) -> str:
         numeric=False))
     con.print(_table("Metrics", ("metric", "value"),
                      [(k, f"{v:.6g}") for k, v in run.metrics.items()]))
+    con.print(_table("What these figures are", *tables["nature"], numeric=False))
     for key, title in _TERMINAL_TITLES.items():
         con.print(_table(_latency_title(report) if key == "latency" else title, *tables[key]))
     if report.uncounted:
@@ -223,8 +243,8 @@ def terminal_report(run: Run, report: EnergyReport, width: int = 100) -> str:
         con.print(_table("Uncounted ops", *tables["uncounted"]))
     else:
         con.print(Text("Uncounted ops: none (every executed op was priced)."))
-    con.print(Text(f"All figures are estimates from the entries of profile {report.profile!r} "
-                   f"listed below (provenance: {'/'.join(PROVENANCES)})."))
+    con.print(Text(f"Figures ({report.bound}) are built from the entries of profile "
+                   f"{report.profile!r} listed below (provenance: {'/'.join(PROVENANCES)})."))
     con.print(_table("Profile entries", *tables["entries"], numeric=False))
     return con.file.getvalue()
 
@@ -240,7 +260,8 @@ def comparison_table(reports: Sequence[EnergyReport], width: int = 100) -> str:
         ``reports`` is empty.
     """
     con = _console(width)
-    con.print(_table("Comparison across profiles (estimates)", *_comparison(reports)))
+    kinds = sorted({r.bound for r in reports})
+    con.print(_table(f"Comparison across profiles ({', '.join(kinds)})", *_comparison(reports)))
     return con.file.getvalue()
 
 
@@ -282,6 +303,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
         ("priced on", ", ".join(r.profile for r in reports)), ("run created", run.created or "-"),
         ("run file", run.path or "-")], numeric=False)
     yield f"<p class=note>{_e(ESTIMATE_NOTE)}.</p>"
+    yield "<h2>What these figures are</h2>" + _html_table(*tables["nature"], numeric=False)
     yield "<h2>Metrics</h2>" + _html_table(("metric", "value"),
                                            [(k, f"{v:.6g}") for k, v in run.metrics.items()])
     total = first.total_j

@@ -23,7 +23,8 @@ SCHEMA_VERSION = 1
 DATA_DIR = Path(__file__).with_name("data")
 
 _TOP_KEYS = {"schema_version", "name", "kind", "description", "technology_node_nm",
-             "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources"}
+             "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources",
+             "execution"}
 # -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) -------------
 # [core_op_ns]: time one core spends per op it executes (the ops a core's pipeline does; a
 # router hop is not a core op). [step_sync]: per-step barrier (whole chip, and optionally one
@@ -51,6 +52,9 @@ _REQUIRED_LIMITS = {
     "cpu": ("word_bits",),
     "gpu": (),
 }
+# -- [execution] (issue 13 item 3): parameters of the kind's execution model ----------------
+_EXECUTION_UNITS = {"board_power_w": "W", "launch_s": "s", "half_perf_ops": "1"}
+# -- end [execution] -------------------------------------------------------------------------
 _SOURCE_KEYS = {"title", "url", "kind"}
 _SOURCE_KINDS = ("paper", "datasheet", "web", "book")
 
@@ -71,6 +75,7 @@ MAX_BY_UNIT = {
     "1": 1e9,       # counts: cores, mesh, fan-in (shipped max 32768: spinnaker2 fan-in)
     "nm": 1e4,      # 10 um process          (shipped max 90: cortex-m4)
     "ns": 1e12,     # 1,000 s per core op    (shipped max 1e6: truenorth/spinnaker2 1 ms tick)
+    "s": 1e3,       # 1,000 s per launch     (shipped max 5e-6: GPU kernel launch_s)
 }
 # --- end bounds -------------------------------------------------------------------------
 
@@ -213,6 +218,13 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
                    f"(unit {_LIMIT_UNITS[key]!r})")
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
+    # -- [execution] (issue 13 item 3) --
+    # optional here, so profile snapshots in run files written before it existed still load;
+    # the gpu/cpu execution model refuses to price without it (sim/execution/gpu_cpu.py)
+    execution = {}
+    if "execution" in doc:
+        execution = v.quantity_table(doc["execution"], "execution", _EXECUTION_UNITS)
+    # -- end [execution] --
 
     core_op_ns, step_sync = _nm_execution_model(v, doc, kind)   # issue 13 item 3 (nmtime)
 
@@ -225,7 +237,8 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
         energy_pj=MappingProxyType(energy), throughput=MappingProxyType(throughput),
         memory=MappingProxyType(memory), interconnect=MappingProxyType(interconnect),
         limits=MappingProxyType(limits), static_power_w=static,
-        sources=MappingProxyType(sources), technology_node_nm=tech, path=path,
+        sources=MappingProxyType(sources), technology_node_nm=tech,
+        execution=MappingProxyType(execution), path=path,
         raw=MappingProxyType(dict(doc)), core_op_ns=MappingProxyType(core_op_ns),
         step_sync=MappingProxyType(step_sync), label=label or label_for(name, path))
 

@@ -8,7 +8,8 @@ Each op has a category, used to group energy in reports:
 
 - ``compute``: arithmetic and neuron/synapse work,
 - ``communication``: spikes and router hops,
-- ``learning``: on-chip weight updates.
+- ``learning``: on-chip weight updates,
+- ``overhead``: kernel launches (time and idle energy while the device waits for work).
 
 Memory traffic is counted apart, in bytes per logical level (``MEMORY_LEVELS``).
 """
@@ -47,6 +48,11 @@ _OPS = {
     "flop_fp32": ("compute", "fp32 non-MAC op (add, mul, exp, compare, ...)"),
     "flop_fp16": ("compute", "fp16 non-MAC op (add, mul, exp, compare, ...)"),
     "flop_bf16": ("compute", "bf16 non-MAC op (add, mul, exp, compare, ...)"),
+    # -- execution overhead (issue 13 item 3): appended last so existing op codes keep their
+    # numbers. One count = one device kernel launched by an engine (the torch engine counts
+    # one per executed aten op that runs a kernel); priced by the execution model of the
+    # profile's kind from [execution] launch_s, not from [energy_pj].
+    "kernel_launch": ("overhead", "one kernel launch (one executed aten op that runs a kernel)"),
 }
 
 OPS = MappingProxyType({name: cat for name, (cat, _) in _OPS.items()})
@@ -59,7 +65,12 @@ OP_NAMES = tuple(_OPS)
 
 OP_CODES = MappingProxyType({name: i for i, name in enumerate(OP_NAMES)})
 
-CATEGORIES = ("compute", "communication", "learning", "memory", "static")
-"""Report categories: the op categories plus memory traffic and static (leakage) energy."""
+CATEGORIES = ("compute", "communication", "learning", "memory", "static", "overhead")
+"""Report categories: the op categories plus memory traffic, static (idle) energy over busy
+time and overhead (idle energy over kernel-launch time)."""
 
-__all__ = ["OPS", "OP_NAMES", "OP_CODES", "OP_DESCRIPTIONS", "CATEGORIES", "MEMORY_LEVELS"]
+EXECUTION_OPS = frozenset({"kernel_launch"})
+"""Ops priced by a kind's execution model from ``[execution]``, never from ``[energy_pj]``."""
+
+__all__ = ["OPS", "OP_NAMES", "OP_CODES", "OP_DESCRIPTIONS", "CATEGORIES", "MEMORY_LEVELS",
+           "EXECUTION_OPS"]

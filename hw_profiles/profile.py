@@ -70,6 +70,7 @@ class HardwareProfile:
     memory : mapping logical level -> MemoryLevel
     interconnect, limits : mapping key -> Quantity
     static_power_w : Quantity
+    execution : mapping key -> Quantity (board power, launch time, ... of the kind's model)
     sources : mapping key -> Source
     path : file the profile was loaded from ("" for one built in memory)
     raw : the parsed TOML document, kept so a run file can snapshot the profile exactly
@@ -89,6 +90,8 @@ class HardwareProfile:
     static_power_w: Quantity
     sources: Mapping[str, Source]
     technology_node_nm: Quantity | None = None
+    # -- execution model parameters (issue 13 item 3; see SCHEMA.md [execution]) --
+    execution: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     path: str = ""
     raw: Mapping = field(default_factory=lambda: MappingProxyType({}), repr=False, compare=False)
     # -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) --------
@@ -132,3 +135,5 @@ class HardwareProfile:
             yield f"core_op_ns.{k}", q
         for k, q in self.step_sync.items():
             yield f"step_sync.{k}", q
+        for k, q in self.execution.items():
+            yield f"execution.{k}", q

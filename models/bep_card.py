@@ -59,6 +59,8 @@ def simulate(profile="cortex-m4", dataset="random-prototypes", seed: int = 0, qu
         "fashion-mnist" and quick else {}
     data = bep_data.load(dataset, **kw)
     model = make_model(data, dev, seed, quick, **overrides)
+    # the training state must fit the device's writable memory (a capacity error otherwise)
+    dev.reserve(model.n_weights * STATE_BITS_PER_WEIGHT // 8, scope="train")
     model.fit(data.x_train, data.y_train, progress=progress)
     acc = model.evaluate(data.x_test, data.y_test, scope="infer")["accuracy"]
     n_w = model.n_weights

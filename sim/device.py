@@ -88,10 +88,23 @@ class Device(ABC):
         return f"{type(self).__name__}(profile={self.profile.name!r})"
 
 
-def device(profile: str | HardwareProfile, **kwargs) -> Device:
-    """Return the engine for the profile's kind, e.g. ``device("a100")`` -> TorchDevice."""
+def device(profile: str | HardwareProfile, engine: str | None = None, **kwargs) -> Device:
+    """Return the engine for the profile's kind, e.g. ``device("a100")`` -> TorchDevice.
+
+    ``engine="torch"`` asks for the TorchDevice on any gpu, cpu or bitwise profile: a torch
+    module run on a microcontroller profile (``device("cortex-m7", engine="torch")``) is
+    counted by torch and priced with the microcontroller's memories (sim/execution/mcu.py).
+    """
     prof = load(profile)
     _import_engines()
+    # -- engine choice by name (issue 13 item 3: torch models on microcontroller profiles) --
+    if engine is not None:
+        from sim.torch_engine import TorchDevice
+        if engine != "torch":
+            raise NeuroedgeError(f"device: engine {engine!r} is not known; give engine='torch' "
+                                 "or leave it out to use the engine of the profile's kind")
+        return TorchDevice(prof, **kwargs)   # refuses kinds it does not model
+    # -- end engine choice --
     cls = ENGINES.get(prof.kind)
     if cls is None:
         planned = PLANNED.get(prof.kind, "no engine")

@@ -69,6 +69,7 @@ class Ledger:
         self._samples: dict[str, int] = {}
         self._uncounted: dict[str, dict[str, int]] = defaultdict(dict)
         self._timing: dict[str, StepTiming] = {}   # neuromorphic step timing (see below)
+        self._footprint: dict[str, dict[str, int]] = {}  # see add_footprint
         self._stack: list[str] = []
 
     # -- recording ---------------------------------------------------------------------
@@ -131,6 +132,50 @@ class Ledger:
         bucket = self._uncounted[self.resolve_scope(scope)]
         bucket[name] = bucket.get(name, 0) + calls
 
+    # -- resident footprint (issue 13 item 3: cache reuse and MCU capacity) ---------------
+    def add_footprint(self, writable=0, read_only=0, scope: str | None = None,
+                      streamed=0) -> None:
+        """Record that one block of work under ``scope`` kept these bytes resident.
+
+        ``writable``: state the block writes (parameters, optimizer state, counters);
+        ``read_only``: state it only reads (input data, frozen weights); ``streamed``: the
+        part of ``read_only`` the block only gathers rows from (a training tensor indexed
+        batch by batch), which it passes through rather than reuses. Repeated blocks keep
+        the maximum of each and count the blocks; pricing uses this to decide whether the
+        reused state fits a cache (GPU/CPU) or the SRAM and flash of a microcontroller.
+        """
+        w = _check_count("footprint writable bytes", writable)
+        r = _check_count("footprint read-only bytes", read_only)
+        st = _check_count("footprint streamed bytes", streamed)
+        if st > r:
+            raise LedgerError(f"footprint streamed bytes = {st} > read-only bytes = {r}: "
+                              "streamed data is part of the read-only state")
+        entry = self._footprint.setdefault(self.resolve_scope(scope),
+                                           {"writable": 0, "read_only": 0, "blocks": 0})
+        entry["writable"] = max(entry["writable"], w)
+        entry["read_only"] = max(entry["read_only"], r)
+        if st:
+            entry["streamed"] = max(entry.get("streamed", 0), st)
+        entry["blocks"] += 1
+
+    def footprints(self) -> dict[str, dict[str, int]]:
+        """``scope -> {"writable", "read_only", "blocks"}`` (and ``"streamed"`` where any
+        was recorded) for every recorded footprint."""
+        return {k: dict(v) for k, v in sorted(self._footprint.items())}
+
+    def _merge_footprints(self, other: dict, prefix: str) -> None:
+        for name, fp in other.items():
+            full = "/".join(p for p in (prefix, name) if p)
+            entry = self._footprint.setdefault(full, {"writable": 0, "read_only": 0,
+                                                      "blocks": 0})
+            for key in ("writable", "read_only"):
+                entry[key] = max(entry[key], _check_count(f"footprint {key}", fp[key]))
+            if fp.get("streamed"):
+                entry["streamed"] = max(entry.get("streamed", 0),
+                                        _check_count("footprint streamed", fp["streamed"]))
+            entry["blocks"] += _check_count("footprint blocks", fp["blocks"])
+    # -- end resident footprint ----------------------------------------------------------
+
     def flush(self, counts: np.ndarray, scope: str | None = None) -> None:
         """Add an engine's int64 count array (indexed by ``OP_CODES``) in one call."""
         counts = np.asarray(counts)
@@ -191,7 +236,7 @@ class Ledger:
         return out
 
     def is_empty(self) -> bool:
-        return not self.scopes()
+        return not self.scopes() and not self._footprint
 
     # -- combining ---------------------------------------------------------------------
     def merge(self, other: "Ledger", scope: str | None = None) -> "Ledger":
@@ -214,6 +259,7 @@ class Ledger:
                 self._uncounted[name][k] = self._uncounted[name].get(k, 0) + n
             if "timing" in entry:
                 self._add_timing(name, StepTiming.from_dict(entry["timing"]))
+        self._merge_footprints(data.get("footprint", {}), prefix)
         return self
 
     def __add__(self, other: "Ledger") -> "Ledger":
@@ -249,7 +295,10 @@ class Ledger:
             if name in self._timing:
                 entry["timing"] = self._timing[name].to_dict()
             scopes.append(entry)
-        return {"type": FORMAT, "version": FORMAT_VERSION, "scopes": scopes}
+        out = {"type": FORMAT, "version": FORMAT_VERSION, "scopes": scopes}
+        if self._footprint:  # optional key: ledgers without one serialise as before
+            out["footprint"] = self.footprints()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Ledger":
@@ -276,6 +325,7 @@ class Ledger:
                     led.add_uncounted(k, n, scope=name or None)
                 if "timing" in entry:
                     led._add_timing(name, StepTiming.from_dict(entry["timing"]))
+            led._merge_footprints(data.get("footprint", {}), "")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LedgerError(f"malformed serialised ledger: {type(exc).__name__}: {exc}") \
                 from None
@@ -319,6 +369,8 @@ class Ledger:
         group.create_dataset("samples", data=samples)
         group.attrs["uncounted"] = json.dumps({k: v for k, v in self._uncounted.items() if v})
         self._timing_to_hdf5(group)
+        if self._footprint:
+            group.attrs["footprint"] = json.dumps(self.footprints())
 
     @staticmethod
     def _fit_int64(what, n):
@@ -360,6 +412,12 @@ class Ledger:
             for k, n in bucket.items():
                 led.add_uncounted(k, n, scope=name or None)
         led._timing_from_hdf5(group)
+        if "footprint" in group.attrs:  # optional: written only when a footprint was recorded
+            try:
+                led._merge_footprints(json.loads(group.attrs["footprint"]), "")
+            except (KeyError, TypeError, ValueError) as exc:
+                raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt footprint "
+                                  f"attribute: {exc}") from None
         return led
 
     # -- neuromorphic step timing (issue 13 item 3; nmtime) ---------------------------------

@@ -446,6 +446,23 @@ class BitwiseDevice(Device):
         self._flush(counts, read=x.nbytes + y.nbytes, write=out.nbytes)
         return out
 
+    # -- resident state (issue 13 item 3: MCU capacity) -------------------------------------
+    def reserve(self, writable: int, read_only: int = 0, scope: str | None = None) -> None:
+        """Hold ``writable`` + ``read_only`` bytes of state on the device for ``scope``.
+
+        Checks the state fits (writable in SRAM and the other writable memories, read-only
+        also in flash; see :func:`sim.execution.mcu.place`) and records it in the ledger,
+        so pricing on any other bitwise profile checks it again.
+
+        Raises
+        ------
+        HardwareLimitError
+            The state does not fit; the message names the bytes needed and available.
+        """
+        from sim.execution.mcu import place
+        place(self.profile, int(writable), int(read_only), scope or "", "BitwiseDevice.reserve")
+        self.ledger.add_footprint(int(writable), int(read_only), scope=scope)
+
     # -- networks (Device contract) ------------------------------------------------------
     def compile(self, layers: Sequence) -> list:
         """Check a packed feed-forward network (see :mod:`sim.bitwise.network`) fits this device.

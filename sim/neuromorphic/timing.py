@@ -39,7 +39,7 @@ import numpy as np
 
 from hw_profiles import load
 from hw_profiles.errors import PricingError
-from hw_profiles.ops import OP_NAMES, OPS
+from hw_profiles.ops import OPS
 from hw_profiles.profile import HardwareProfile
 from sim.ledger import TIMED_OPS, StepTiming
 
@@ -148,6 +148,13 @@ def row_core_counts(row_ptr: np.ndarray, col: np.ndarray, n_neurons: int,
 
 
 # -- pricing ---------------------------------------------------------------------------------
+STEP_MODEL = ("neuromorphic step model (SANA-FE): each time step lasts max(tick, the slowest "
+              "core's work + the barrier); steps in sequence; static power x run time, or x "
+              "the real-time-paced duration with realtime")
+STEP_EXCLUDED = ("router congestion (hops are charged energy, not core time)",
+                 "host, board and I/O power")
+
+
 def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False):
     """Price ``ledger`` on a neuromorphic ``profile`` with the per-core step-time model.
 
@@ -162,9 +169,9 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
         An op or memory level the profile has no number for.
     """
     # pricing dispatches here; import late
-    from sim.pricing import Charge, EnergyReport, _check_result_finite
+    from sim.pricing import Charge, EnergyReport, check_prices
     prof = load(profile)
-    _check_priceable(ledger, prof)
+    check_prices(ledger, prof)
     key, tau, n_chip = timing_key(prof), core_times_s(prof), int(prof.limit("cores", 1))
     static_w = prof.static_power_w.value
     charges, latency, entries, model = [], {}, {}, {}
@@ -225,10 +232,10 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
             entries["static.power_w"] = prof.cite(prof.static_power_w)
     basis = ("real time: each step paced to the network's dt (static power x paced "
              "duration)" if realtime else "run time: static power x the sum of step times")
-    _check_result_finite(charges, latency, prof)
     return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
                         latency_s=latency, samples=ledger.samples(), entries=entries,
-                        uncounted=ledger.uncounted(), time_model=model, static_basis=basis)
+                        uncounted=ledger.uncounted(), time_model=model, static_basis=basis,
+                        execution_model=STEP_MODEL, bound="estimate", excluded=STEP_EXCLUDED)
 
 
 def _describe(rec: StepTiming, prof: HardwareProfile, realtime: bool) -> str:
@@ -243,20 +250,6 @@ def _describe(rec: StepTiming, prof: HardwareProfile, realtime: bool) -> str:
         text += (f"; paced to real time ({rec.bio_s:.6g} s biological), "
                  f"{rec.overruns:,} steps overran dt")
     return text
-
-
-def _check_priceable(ledger, prof: HardwareProfile) -> None:
-    missing = sorted(set(ledger.total_ops()) - set(prof.energy_pj), key=OP_NAMES.index)
-    if missing:
-        raise PricingError(
-            f"profile {prof.name!r} has no energy for op(s) {', '.join(missing)} counted "
-            f"by this ledger; it prices {', '.join(prof.energy_pj) or 'no ops'}. Price the run "
-            f"on a profile of a kind that executes these ops, or add them to the profile")
-    levels = sorted({lv for lv, _ in ledger.total_bytes()} - set(prof.memory))
-    if levels:
-        raise PricingError(
-            f"profile {prof.name!r} has no memory level {', '.join(levels)} for bytes "
-            f"counted by this ledger; its levels are {', '.join(prof.memory)}")
 
 
 # -- re-placing on another chip ----------------------------------------------------------------

@@ -107,6 +107,16 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
 # Gathers: read the selected elements (= the output) plus the index tensors.
 _GATHERS = {aten.index, aten.index_select, aten.gather, aten.embedding, aten.narrow_copy,
             aten.slice_copy, aten.select_copy}
+
+
+def reads_selected_rows_of_first_arg(func) -> bool:
+    """True for ops whose first argument is a source they read only selected rows of (the
+    gathers and forward embedding bags): the execution model treats such a source as data
+    streamed through the block, not as state kept resident (sim/execution/gpu_cpu.py)."""
+    packet = getattr(func, "overloadpacket", func)
+    return packet in _GATHERS or (packet in _BAGS and packet is not aten._embedding_bag_backward)
+
+
 # In-place ops that overwrite their written argument without reading it.
 _OVERWRITES = {aten.copy_, aten.fill_, aten.zero_, aten.normal_, aten.uniform_,
                aten.bernoulli_, aten.random_, aten.exponential_, aten.geometric_,

@@ -8,9 +8,10 @@ into the ledger once, when the counting block ends.
 """
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -18,7 +19,7 @@ from torch.utils.module_tracker import ModuleTracker
 
 from hw_profiles.errors import ModelError
 from sim.device import Device, register_engine
-from sim.torch_engine.costs import op_cost, tensor_bytes
+from sim.torch_engine.costs import op_cost, reads_selected_rows_of_first_arg, tensor_bytes
 
 
 class _CountingMode(TorchDispatchMode):
@@ -31,6 +32,7 @@ class _CountingMode(TorchDispatchMode):
         self.ops: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.uncounted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.resident = _Resident()
 
     def _scope(self) -> str:
         # innermost module = the deepest fully qualified name; drop the root class name
@@ -56,11 +58,86 @@ class _CountingMode(TorchDispatchMode):
         tally = self.ops[scope]
         for op, n in counts.items():
             tally[op] += n
+        # -- execution model inputs (issue 13 item 3): an op that computes or moves bytes
+        # runs one kernel (free ops and views run none); every tensor it touches may stay
+        # resident after the block
+        if counts or read or write:
+            tally["kernel_launch"] += 1
+            self.resident.touch(func, args, kwargs, out)
         if read or write:
             b = self.bytes[scope]
             b[0] += read
             b[1] += write
         return out
+
+
+class _Resident:
+    """Storages an op touched, to measure a count block's resident footprint at its end.
+
+    Keyed by storage address; holds weak references to the tensors seen on it, so a storage
+    counts only while some tensor on it is alive. At the end of a block, the live storages
+    are the state the block keeps (parameters, optimizer state, gradients, data on the
+    device); those some op wrote are its writable part. Activations that die inside the
+    block are not in it. A storage that ops only gathered rows from and never wrote (the
+    training tensor a mini-batch is indexed out of) is streamed data: it is read-only state
+    that the block passes through, not state it reuses, so it is reported apart.
+    """
+
+    def __init__(self):
+        # address -> [storage bytes, written, weakrefs, only gathered from so far]
+        self.seen: dict[int, list] = {}
+
+    def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
+        try:
+            st = t.untyped_storage()
+        except (RuntimeError, NotImplementedError):   # sparse, meta, ...: no plain storage
+            return
+        entry = self.seen.get(st.data_ptr())
+        if entry is None or not any(r() is not None for r in entry[2]):
+            entry = self.seen[st.data_ptr()] = [0, False, [], True]
+        entry[0] = max(entry[0], st.nbytes())
+        entry[1] = entry[1] or written
+        entry[3] = entry[3] and gathered
+        refs = entry[2]
+        if len(refs) > 8:  # views come and go every batch: keep the live ones
+            refs[:] = [r for r in refs if r() is not None]
+        refs.append(weakref.ref(t))
+        if t._base is not None:   # a view (w.t() in linear): its base keeps the storage alive
+            refs.append(weakref.ref(t._base))
+
+    def touch(self, func, args, kwargs, out) -> None:
+        mutated = {i for i, a in enumerate(func._schema.arguments)
+                   if a.alias_info is not None and a.alias_info.is_write}
+        gathers = reads_selected_rows_of_first_arg(func)
+        for i, a in enumerate(args):
+            for t in _flat_tensors(a):
+                self._add(t, i in mutated, gathered=gathers and i == 0)
+        for a in kwargs.values():
+            for t in _flat_tensors(a):
+                self._add(t, False)
+        for t in _flat_tensors(out):
+            self._add(t, True)
+
+    def footprint(self) -> tuple[int, int, int]:
+        """(writable, read-only, streamed) bytes of the storages still alive; streamed is
+        the part of read-only that ops only gathered rows from."""
+        w = r = streamed = 0
+        for nbytes, written, refs, gathered_only in self.seen.values():
+            if any(ref() is not None for ref in refs):
+                if written:
+                    w += nbytes
+                else:
+                    r += nbytes
+                    streamed += nbytes if gathered_only else 0
+        return w, r, streamed
+
+
+def _flat_tensors(x) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for t in x if isinstance(t, torch.Tensor)]
+    return []
 
 
 class TorchDevice(Device):
@@ -69,7 +146,8 @@ class TorchDevice(Device):
     Parameters
     ----------
     profile : str, path or HardwareProfile
-        A ``gpu`` or ``cpu`` profile.
+        A ``gpu`` or ``cpu`` profile, or a ``bitwise`` one (a microcontroller running the
+        model's float kernels; ``sim.device(p, engine="torch")``).
     prefer_cuda : bool
         Use CUDA for a GPU profile when available (default). Counts do not depend on it.
 
@@ -83,7 +161,9 @@ class TorchDevice(Device):
     24
     """
 
-    kinds = ("gpu", "cpu")
+    # bitwise: a torch module on a microcontroller profile, priced with its memories
+    # (sim/execution/mcu.py); chosen with sim.device(profile, engine="torch")
+    kinds = ("gpu", "cpu", "bitwise")
 
     def __init__(self, profile, prefer_cuda: bool = True):
         super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
@@ -98,10 +178,15 @@ class TorchDevice(Device):
             raise ModelError(f"[TorchDevice.compile] expected a torch.nn.Module, got "
                              f"{type(module).__name__}")
         footprint = tensor_bytes(list(module.parameters()) + list(module.buffers()))
-        capacity = self.profile.memory["offchip"].capacity_bytes.value
+        # a GPU/CPU holds the model in device memory; a microcontroller (bitwise profile, no
+        # offchip level) in its SRAM and flash together; the run's state is checked against
+        # each memory when its ledger is priced (sim/execution/mcu.py)
+        levels = ["offchip"] if "offchip" in self.profile.memory else list(self.profile.memory)
+        capacity = sum(self.profile.memory[lv].capacity_bytes.value for lv in levels)
         if footprint > capacity:
             self._limit_error(f"{type(module).__name__} parameters + buffers",
-                              f"{footprint} B", "memory.offchip.capacity_bytes",
+                              f"{footprint} B", " + ".join(f"memory.{lv}.capacity_bytes"
+                                                           for lv in levels),
                               f"{capacity:.0f} B", "use a smaller model or a profile with "
                               "more device memory")
         self.footprint_bytes = footprint
@@ -137,6 +222,9 @@ class TorchDevice(Device):
         for name, bucket in mode.uncounted.items():
             for op, n in bucket.items():
                 self.ledger.add_uncounted(op, n, scope=name)
+        if mode.resident.seen:
+            writable, read_only, streamed = mode.resident.footprint()
+            self.ledger.add_footprint(writable, read_only, scope=scope, streamed=streamed)
         if samples:
             self.ledger.add_samples(samples, scope=scope)
 

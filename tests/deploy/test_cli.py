@@ -30,20 +30,39 @@ def run_path(tmp_path_factory):
 
 
 def _hand_priced_total(run, profile_name: str) -> float:
-    """Price the run's ledger by hand from the profile's numbers (the model in sim/pricing)."""
+    """Price the run's ledger by hand from the profile's numbers (sim/execution/gpu_cpu.py):
+    ops and bytes (offchip bytes at the L2/LLC when the block's footprint fits it, plus one
+    DRAM load of the footprint per block), idle power over max(Hockney compute, memory) plus
+    kernel launches x launch_s."""
     p = hw_profiles.load(profile_name)
+    idle, ex = p.static_power_w.value, p.execution
+    cache = p.memory["shared"].capacity_bytes.value
+    fps = run.ledger.footprints()
+    fits = {b: fp["writable"] + fp["read_only"] <= cache for b, fp in fps.items()}
     total = 0.0
     for scope in run.ledger.scopes():
+        ops = run.ledger.ops(scope)
+        k = ops.pop("kernel_launch", 0)
         compute_s = memory_s = 0.0
-        for op, n in run.ledger.ops(scope).items():
+        for op, n in ops.items():
             total += n * p.energy_pj[op].value * 1e-12
             compute_s += n / p.throughput[op].value
+        if k and ops:
+            compute_s *= 1 + ex["half_perf_ops"].value * k / sum(ops.values())
+        blocks = [b for b in fps if scope == b or scope.startswith(b + "/")]
+        cached = bool(blocks) and fits[max(blocks, key=len)]
         for (level, direction), n in run.ledger.bytes(scope).items():
-            mem = p.memory[level]
+            mem = p.memory["shared" if cached and level == "offchip" else level]
             q = mem.read_pj_per_byte if direction == "read" else mem.write_pj_per_byte
             total += n * q.value * 1e-12
             memory_s += n / mem.bandwidth_bytes_per_s.value
-        total += p.static_power_w.value * max(compute_s, memory_s)
+        total += idle * (max(compute_s, memory_s) + k * ex["launch_s"].value)
+    dram = p.memory["offchip"]
+    for b, fp in fps.items():
+        if fits[b]:
+            rd, wr = (fp["writable"] + fp["read_only"]) * fp["blocks"], fp["writable"] * fp["blocks"]
+            total += (rd * dram.read_pj_per_byte.value + wr * dram.write_pj_per_byte.value) * 1e-12
+            total += idle * (rd + wr) / dram.bandwidth_bytes_per_s.value
     return total
 
 
@@ -79,7 +98,7 @@ def test_report_command(run_path, capsys, tmp_path):
     html = tmp_path / "r.html"
     assert main(["report", str(run_path), "--html", str(html)]) == 0
     out = capsys.readouterr().out
-    assert "a100" in out and "estimates" in out
+    assert "a100" in out and "What these figures are" in out and "estimate" in out
     assert html.read_text().count("data:image/png;base64,") >= 3
 
 
@@ -105,7 +124,7 @@ def test_unknown_model_and_profile(capsys, tmp_path):
     assert main(["simulate", "nope", "--out", str(tmp_path / "x.h5")]) == 2
     assert "unknown model 'nope'" in capsys.readouterr().err
     assert main(["simulate", "mlp", "--profile", "loihi", "--out", str(tmp_path / "x.h5")]) == 2
-    assert "runs on gpu, cpu profiles; 'loihi' is 'neuromorphic'" in capsys.readouterr().err
+    assert "runs on gpu, cpu, bitwise profiles; 'loihi' is 'neuromorphic'" in capsys.readouterr().err
     assert main(["profiles", "show", "nope"]) == 2
     assert "unknown hardware profile 'nope'" in capsys.readouterr().err
     assert not (tmp_path / "x.h5").exists()
@@ -135,6 +154,20 @@ def test_console_entry_point_runs():
 # by fakes: a refusal must come before any training, so a fake that fails when called is
 # the proof, and a fake that returns a tiny result keeps the write path real and fast.
 A100_TOML = Path(hw_profiles.__file__).parent / "data" / "a100.toml"
+
+A100_MAC_PJ = hw_profiles.load("a100").energy_pj["mac_fp32"].value
+
+
+def _a100_mac_line(factor: float = 1) -> str:
+    return f"mac_fp32 = {{ value = {A100_MAC_PJ * factor:g}"
+
+
+def _a100_with_double_mac() -> str:
+    """The shipped a100.toml with mac_fp32's energy doubled (a user's own numbers)."""
+    text = A100_TOML.read_text()
+    assert _a100_mac_line() in text   # the edit below must change something
+    return text.replace(_a100_mac_line(), _a100_mac_line(2))
+
 
 
 def _tree(root):
@@ -412,27 +445,28 @@ def test_duplicate_profiles_in_compare(tiny_run, capsys, tmp_path):
     _one_line_error(capsys, "profile 'a100' is listed twice")
     # a user file that keeps the shipped name is another profile: two rows
     mine = tmp_path / "a100.toml"
-    mine.write_text(A100_TOML.read_text().replace("mac_fp32 = { value = 41.03",
-                                                  "mac_fp32 = { value = 82.06"))
+    mine.write_text(_a100_with_double_mac())
     js = tmp_path / "rows.json"
     assert main(["compare", str(tiny_run), "--profiles", f"a100,{mine}", "--json", str(js)]) == 0
     rows = json.loads(js.read_text())
     assert len(rows) == 2
-    # 1000 MAC at 82.06 pJ instead of 41.03 pJ: +41.03 nJ; byte and static terms are equal
-    assert rows[1]["total_j"] - rows[0]["total_j"] == pytest.approx(1000 * 41.03e-12, rel=1e-9)
+    # 1000 MAC at twice a100's mac_fp32 energy: +1000 x that energy; byte and static terms
+    # are equal (time depends on the rates, which are unchanged)
+    assert rows[1]["total_j"] - rows[0]["total_j"] == pytest.approx(1000 * A100_MAC_PJ * 1e-12,
+                                                                    rel=1e-9)
 
 
 @pytest.mark.parametrize("name", ["my-gpu", "a100"])
 def test_users_profile_file_is_the_profile_used(tmp_path, fake_mlp, name):
     mine = tmp_path / "mine.toml"
     mine.write_text(A100_TOML.read_text().replace('name = "a100"', f'name = "{name}"')
-                    .replace("mac_fp32 = { value = 41.03", "mac_fp32 = { value = 82.06"))
+                    .replace(_a100_mac_line(), _a100_mac_line(2)))
     out = tmp_path / "r.h5"
     assert main(["simulate", "mlp", "--profile", str(mine), "--out", str(out)]) == 0
     (handed,) = fake_mlp
-    assert handed.path == str(mine) and handed.energy_pj["mac_fp32"].value == 82.06
+    assert handed.path == str(mine) and handed.energy_pj["mac_fp32"].value == 2 * A100_MAC_PJ
     run = read_run(out)
-    assert run.profile.name == name and run.profile.energy_pj["mac_fp32"].value == 82.06
+    assert run.profile.name == name and run.profile.energy_pj["mac_fp32"].value == 2 * A100_MAC_PJ
 
 
 def test_report_into_a_closed_pipe_is_quiet(tiny_run):

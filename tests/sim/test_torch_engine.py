@@ -20,7 +20,7 @@ def test_linear_forward_macs_and_bytes(toy_gpu_path):
     lin = dev.compile(torch.nn.Linear(IN, OUT))
     dev.run(lin, torch.zeros(B, IN))
     # addmm: B x IN x OUT multiply-accumulates = 8 x 20 x 5 = 800
-    assert dev.ledger.total_ops() == {"mac_fp32": 800}
+    assert dev.ledger.total_ops() == {"mac_fp32": 800, "kernel_launch": 1}  # one kernel: addmm
     # addmm reads bias (5) + input (8x20) + weight (20x5 via a view) floats, writes 8x5 floats
     read = 4 * (OUT + B * IN + IN * OUT)
     assert dev.ledger.total_bytes() == {("offchip", "read"): read, ("offchip", "write"): 4 * B * OUT}
@@ -36,9 +36,10 @@ def test_mlp_training_step_counts_match_formulas(toy_gpu_path):
         loss.backward()
     led = dev.ledger
     # forward: B*IN*H + B*H*OUT MACs; ReLU: B*H pointwise ops
-    assert led.total_ops("train/0/forward") == {"mac_fp32": B * IN * H}
-    assert led.total_ops("train/1/forward") == {"flop_fp32": B * H}
-    assert led.total_ops("train/2/forward") == {"mac_fp32": B * H * OUT}
+    # (one kernel each: addmm, relu, addmm)
+    assert led.total_ops("train/0/forward") == {"mac_fp32": B * IN * H, "kernel_launch": 1}
+    assert led.total_ops("train/1/forward") == {"flop_fp32": B * H, "kernel_launch": 1}
+    assert led.total_ops("train/2/forward") == {"mac_fp32": B * H * OUT, "kernel_launch": 1}
     # backward of the last layer: grad input (B*OUT*H) + grad weight (OUT*B*H) MACs,
     # bias grad = a sum over the batch, one op per input element (B*OUT)
     assert led.total_ops("train/2/backward")["mac_fp32"] == 2 * B * H * OUT
@@ -67,7 +68,7 @@ def test_conv2d_macs(toy_gpu_path):
     conv = dev.compile(torch.nn.Conv2d(3, 4, kernel_size=3, bias=False))
     dev.run(conv, torch.zeros(2, 3, 10, 10))
     # output 2 x 4 x 8 x 8, each a 3 x 3 x 3 dot product: 512 x 27 = 13824 MACs
-    assert dev.ledger.total_ops() == {"mac_fp32": 2 * 4 * 8 * 8 * 27}
+    assert dev.ledger.total_ops() == {"mac_fp32": 2 * 4 * 8 * 8 * 27, "kernel_launch": 1}
 
 
 def test_float64_and_integer_ops_use_their_own_names(toy_gpu_path):
@@ -200,7 +201,8 @@ def test_gathers_read_the_selected_rows_plus_indices(toy_gpu_path):
             fn()
         # 32 rows x 64 features x 4 B + 32 indices x 8 B = 8,448 B read; 8,192 B written
         assert _bytes(dev) == (8_448, 8_192)
-        assert dev.ledger.total_ops() == {} and dev.ledger.uncounted() == {}
+        # no arithmetic: one gather kernel
+        assert dev.ledger.total_ops() == {"kernel_launch": 1} and dev.ledger.uncounted() == {}
     dev = TorchDevice(toy_gpu_path)
     cols = torch.zeros(32, 1, dtype=torch.int64)
     with dev.count("x"):
@@ -218,7 +220,7 @@ def test_embedding_bag_reads_one_row_per_index(toy_gpu_path):
     # 12 rows x 16 x 4 B + 12 indices x 8 B + 3 offsets x 8 B = 888 B, not the 64,000 B table
     assert read == 888
     # one add per gathered element: 12 x 16 = 192
-    assert dev.ledger.total_ops() == {"flop_fp32": 192}
+    assert dev.ledger.total_ops() == {"flop_fp32": 192, "kernel_launch": 1}
     # output 3 x 16 x 4 B + bag_size 3 x 8 B + max_indices 3 x 8 B (offset2bag empty) = 240 B
     assert write == 240
 
@@ -240,7 +242,7 @@ def test_broadcast_input_is_read_once(toy_gpu_path):
         col.expand(7, 3) * 2.0
     # the expanded view addresses 7 distinct floats (28 B); the product writes 7 x 3 x 4 B
     assert _bytes(dev) == (28, 84)
-    assert dev.ledger.total_ops() == {"flop_fp32": 21}
+    assert dev.ledger.total_ops() == {"flop_fp32": 21, "kernel_launch": 1}
 
 
 def test_in_place_and_foreach_ops_count_their_writes(toy_gpu_path):
@@ -249,7 +251,8 @@ def test_in_place_and_foreach_ops_count_their_writes(toy_gpu_path):
     with dev.count("x"):
         torch._foreach_add_([a, b], 1.0)
     # reads and writes the 3 + 5 floats: 32 B each way, 8 adds
-    assert _bytes(dev) == (32, 32) and dev.ledger.total_ops() == {"flop_fp32": 8}
+    assert _bytes(dev) == (32, 32)
+    assert dev.ledger.total_ops() == {"flop_fp32": 8, "kernel_launch": 1}   # one fused kernel
     dev = TorchDevice(toy_gpu_path)
     with dev.count("x"):
         a.add_(1.0)
@@ -279,7 +282,10 @@ def test_foreach_optimizer_counts_as_the_single_tensor_one(toy_gpu_path, name):
                 opt.step()
         ledgers.append(dev)
     fe, single = ledgers
-    assert fe.ledger.total_ops() == single.ledger.total_ops()
+    fe_ops, single_ops = fe.ledger.total_ops(), single.ledger.total_ops()
+    # the same arithmetic; the foreach path launches fewer kernels (one per op over the list)
+    assert fe_ops.pop("kernel_launch") < single_ops.pop("kernel_launch")
+    assert fe_ops == single_ops
     n = sum(p.numel() for p in _mlp().parameters())  # 421 parameters
     (fr, fw), (sr, sw) = _bytes(fe, "opt"), _bytes(single, "opt")
     assert fw == sw
@@ -315,7 +321,7 @@ def test_max_pool_and_its_backward(toy_gpu_path):
         y = torch.nn.functional.max_pool2d(x, 2)
     # output 2 x 3 x 4 x 4 = 96 elements, each compares a 2 x 2 window: 384 ops;
     # reads 384 floats (1,536 B), writes 96 floats + 96 int64 indices = 384 + 768 B
-    assert dev.ledger.total_ops() == {"flop_fp32": 384}
+    assert dev.ledger.total_ops() == {"flop_fp32": 384, "kernel_launch": 1}
     assert _bytes(dev) == (1_536, 1_152)
     g = torch.ones_like(y)
     dev = TorchDevice(toy_gpu_path)
@@ -323,7 +329,7 @@ def test_max_pool_and_its_backward(toy_gpu_path):
         y.backward(g)
     # one add per output gradient (96); reads the gradient (384 B) and the indices (768 B),
     # not the forward input; writes the 384-float input gradient (1,536 B)
-    assert dev.ledger.total_ops() == {"flop_fp32": 96}
+    assert dev.ledger.total_ops() == {"flop_fp32": 96, "kernel_launch": 1}
     assert _bytes(dev) == (1_152, 1_536)
     assert dev.ledger.uncounted() == {}
 
@@ -342,13 +348,26 @@ def test_per_sample_training_cost_does_not_depend_on_training_set_size(toy_gpu_p
         MLPClassifier(64, 10, MLPConfig(epochs=1, batch_size=40), dev).fit(x, y)
         runs.append(dev.ledger)
     small, large = runs
-    assert {k: 10 * v for k, v in small.total_ops("train").items()} == large.total_ops("train")
+    ops6, ops60 = small.total_ops("train"), large.total_ops("train")
+    # Adam's first step launches its one-time moment fills once per run: 2 moments x 4
+    # parameter tensors = 8 kernels, which 10 runs of 600 launch 10 times
+    assert ops60.pop("kernel_launch") == 10 * ops6.pop("kernel_launch") - 9 * 8
+    assert {k: 10 * v for k, v in ops6.items()} == ops60
     (r6, w6), (r60, w60) = _bytes(small, "train"), _bytes(large, "train")
     assert r60 == 10 * r6
     # Adam's first step zero-fills its two moments once per run: 2 x 2,410 parameters
     # (64 x 32 + 32 + 32 x 10 + 10) x 4 B = 19,280 B, which 10 runs of 600 write 10 times
     assert w60 == 10 * w6 - 9 * 19_280
-    # per sample the two differ only by that one-time write spread over 600 or 6,000 samples
-    # (19,280 B x 20 pJ/B / 600 = 0.64 nJ, 0.3% of the ~0.2 uJ per sample of one epoch)
-    e6, e60 = (led.price(toy_gpu_path).per_sample_j()["train"] for led in runs)
-    assert e60 == pytest.approx(e6, rel=5e-3)
+    reports = [led.price(toy_gpu_path) for led in runs]
+
+    def per_sample(report, n, launches: bool) -> float:
+        return sum(c.energy_j for c in report.charges if c.scope.startswith("train")
+                   and (c.category == "overhead") == launches) / n
+    # the launch overhead (1 us x 1 W idle per kernel on the toy) is 10x less Adam's 8
+    # one-time launches in 9 of the 10 small runs: 9 x 8 x 1 uJ
+    assert per_sample(reports[1], 6000, True) * 6000 == pytest.approx(
+        10 * per_sample(reports[0], 600, True) * 600 - 9 * 8 * 1e-6, rel=1e-9)
+    # the rest, per sample, differs only by Adam's one-time write spread over 600 or 6,000
+    # samples (19,280 B x 20 pJ/B / 600 = 0.64 nJ, 0.3% of the ~0.2 uJ per sample)
+    assert per_sample(reports[1], 6000, False) == pytest.approx(
+        per_sample(reports[0], 600, False), rel=5e-3)

@@ -1,0 +1,175 @@
+"""Execution model of GPUs and CPUs running eager PyTorch: launches, achieved rate, idle, cache.
+
+Per ledger scope ``s`` (the torch engine's ``train/net.0/forward`` and so on), with ``K``
+counted ``kernel_launch`` ops, ``N`` compute ops of peak time ``C = sum n_op / rate_op`` and
+``M = sum bytes / bandwidth`` at the level each byte is priced at:
+
+- achieved compute time follows Hockney's n_1/2 curve (Hockney & Jesshope, *Parallel
+  Computers 2*, 1988, sec. 1.3.3: ``r(n) = r_inf n / (n + n_1/2)``) for the scope's mean kernel
+  of ``N / K`` ops: ``C_eff = C (1 + n_1/2 K / N)`` (``[execution] half_perf_ops``);
+- ``latency(s) = max(C_eff, M) + K x launch_s``. The max is taken over the scope's totals, not
+  per kernel: exact when the scope's kernels share one compute/memory balance, otherwise
+  at most the per-kernel sum ``sum_k max(c_k, m_k)``;
+- energy = ops x ``energy_pj`` (dynamic only: the profiles derive every op energy as
+  (board power - idle - DRAM power at peak bandwidth) / peak rate, so no op class implies a
+  different board power and memory energy is charged once, by the memory lines)
+  + bytes x pJ/B + idle power x busy time (``static``) + idle power x launch time
+  (``overhead``, the ``kernel_launch`` line): idle power is paid over the whole duration.
+
+Cache reuse rule (per count block). The torch engine records, per count block (a scope such
+as ``train``), the bytes of the tensors still alive when the block ends (parameters,
+optimizer state, gradients, data on the device) as the block's resident footprint. Data the
+block only gathers rows from (a training tensor indexed batch by batch) is streamed: it passes
+through the cache once and is not reused, so it does not count toward fitting. When the
+reused part fits the on-chip cache (the profile's ``shared`` level: L2 on GPUs, LLC on CPUs),
+every byte the block's kernels move is charged at the cache's energy and bandwidth, and DRAM
+is charged once per block for loading the whole footprint (the streamed data included: each
+gathered row comes from DRAM once) and writing back its written part. When it does not fit,
+or no footprint was recorded, every byte is charged at DRAM. Tensors that die
+inside the block (activations) are not in the footprint, so a block whose activations
+overflow the cache is priced optimistically: every figure is an estimate.
+"""
+from __future__ import annotations
+
+from hw_profiles.errors import PricingError
+from hw_profiles.profile import HardwareProfile
+from sim.ledger import within
+from sim.pricing import (
+    PJ,
+    Charge,
+    EnergyReport,
+    memory_charge,
+    op_charge,
+    static_charge,
+)
+
+REQUIRED = ("board_power_w", "launch_s", "half_perf_ops")
+NAME = ("gpu/cpu eager: per scope max(compute at Hockney-achieved rate, memory) + kernel "
+        "launches x launch_s; idle power over the whole duration; cache reuse of a resident "
+        "footprint that fits the L2/LLC (sim/execution/gpu_cpu.py)")
+EXCLUDED = (
+    "host CPU energy spent dispatching kernels (their time is counted; the host's power is "
+    + "not in the device profile)",
+    "DRAM latency per kernel and cache misses of tensors that die inside a block",
+    "host-device transfers, CUDA context and library start-up, first-call compilation",
+    "clock and power management (boost, DVFS, power capping)",
+)
+
+
+def footprint_scope(footprints: dict, scope: str) -> str | None:
+    """The innermost scope with a recorded footprint that contains ``scope``, if any."""
+    best = None
+    for name in footprints:
+        if within(scope, name) and (best is None or len(name) > len(best)):
+            best = name
+    return best
+
+
+def cached_blocks(prof: HardwareProfile, footprints: dict) -> dict[str, bool]:
+    """footprint scope -> whether its resident bytes fit the profile's ``shared`` cache."""
+    cache = prof.memory.get("shared")
+    return {f: cache is not None and reused_bytes(fp) <= cache.capacity_bytes.value
+            for f, fp in footprints.items()}
+
+
+def reused_bytes(fp: dict) -> int:
+    """The state a block reuses: its footprint less the data it only streams through."""
+    return fp["writable"] + fp["read_only"] - fp.get("streamed", 0)
+
+
+def price(ledger, prof: HardwareProfile) -> EnergyReport:
+    """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring).
+
+    Raises
+    ------
+    PricingError
+        The profile lacks an ``[execution]`` parameter (e.g. a profile snapshot in a run file
+        written before the section existed).
+    """
+    ex = prof.execution
+    missing = [k for k in REQUIRED if k not in ex]
+    if missing:
+        raise PricingError(
+            f"profile {prof.name!r} has no [execution] {', '.join(missing)}: the {prof.kind} "
+            f"execution model needs {', '.join(REQUIRED)} (see hw_profiles/SCHEMA.md). A run "
+            f"file written before these existed can be priced on the shipped profile "
+            f"(neuroedge report RUN --profile {prof.name})")
+    n_half, launch_s = ex["half_perf_ops"].value, ex["launch_s"].value
+    idle_w = prof.static_power_w.value
+    entries = {f"execution.{k}": prof.cite(q) for k, q in ex.items()}
+    footprints = ledger.footprints()
+    fits = cached_blocks(prof, footprints)
+    charges: list[Charge] = []
+    latency: dict[str, float] = {}
+    uncached_scopes: list[str] = []
+
+    for scope in ledger.scopes():
+        ops = ledger.ops(scope)
+        k = ops.get("kernel_launch", 0)
+        lines = [op_charge(prof, scope, op, n, entries) for op, n in ops.items()
+                 if op != "kernel_launch"]
+        n_ops = sum(c.count for c in lines)
+        peak_s = sum(c.seconds for c in lines)
+        # Hockney: the mean kernel of n_ops / k ops runs at peak x n / (n + n_1/2)
+        stretch = 1.0 + n_half * k / n_ops if k and n_ops else 1.0
+        lines = [Charge(c.scope, c.category, c.item, c.count, c.unit_pj, c.energy_j,
+                        c.seconds * stretch, c.entry) for c in lines]
+        block = footprint_scope(footprints, scope)
+        for (level, direction), n in ledger.bytes(scope).items():
+            if level == "offchip" and block is not None and fits[block]:
+                lines.append(memory_charge(prof, scope, "shared", direction, n, entries))
+            else:
+                if level == "offchip" and block is None:
+                    uncached_scopes.append(scope)
+                lines.append(memory_charge(prof, scope, level, direction, n, entries))
+        compute_s = peak_s * stretch
+        memory_s = sum(c.seconds for c in lines if c.category == "memory")
+        busy = max(compute_s, memory_s)
+        charges += lines
+        if busy > 0 and idle_w > 0:
+            charges.append(static_charge(prof, scope, busy, entries))
+        if k:
+            entries["static.power_w"] = prof.cite(prof.static_power_w)
+            charges.append(Charge(scope, "overhead", "kernel_launch", k,
+                                  idle_w * launch_s / PJ, idle_w * launch_s * k, k * launch_s,
+                                  "execution.launch_s"))
+        latency[scope] = busy + k * launch_s
+
+    notes = []
+    cache = prof.memory.get("shared")
+    for block, fp in footprints.items():
+        resident = fp["writable"] + fp["read_only"]
+        streamed = fp.get("streamed", 0)
+        if fits[block]:
+            # compulsory traffic: the footprint is loaded from DRAM and its written part
+            # written back once per block
+            load = [memory_charge(prof, block, "offchip", "read", resident * fp["blocks"],
+                                  entries, item="offchip:read"),
+                    memory_charge(prof, block, "offchip", "write", fp["writable"] * fp["blocks"],
+                                  entries, item="offchip:write")]
+            load = [c for c in load if c.count]
+            t = sum(c.seconds for c in load)
+            charges += load
+            if t > 0 and idle_w > 0:
+                charges.append(static_charge(prof, block, t, entries))
+            latency[block] = latency.get(block, 0.0) + t
+            notes.append(f"{block or '(root)'}: reused footprint {resident - streamed:,} B "
+                         f"fits the {cache.capacity_bytes.value:,.0f} B {cache.name}"
+                         + (f" ({streamed:,} B more streamed through)" if streamed else "")
+                         + f"; its traffic is priced at {cache.name}, DRAM once per block "
+                         f"({fp['blocks']} blocks)")
+        else:
+            where = (f"exceeds the {cache.capacity_bytes.value:,.0f} B {cache.name}"
+                     if cache else "has no cache level in this profile to fit")
+            notes.append(f"{block or '(root)'}: resident footprint {resident:,} B {where}; "
+                         f"its traffic is priced at {prof.memory['offchip'].name}")
+    if uncached_scopes:
+        notes.append(f"{len(uncached_scopes)} scope(s) without a recorded footprint: their "
+                     f"traffic is priced at {prof.memory['offchip'].name} (no reuse assumed)")
+    if "kernel_launch" not in ledger.total_ops() and ledger.total_ops():
+        notes.append("the ledger counts no kernel launches: launch time and the Hockney "
+                     "curve are not applied (ledger from before launches were counted?)")
+    return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
+                        latency_s=latency, samples=ledger.samples(), entries=entries,
+                        uncounted=ledger.uncounted(), execution_model=NAME, bound="estimate",
+                        excluded=EXCLUDED, notes=tuple(notes))

@@ -1,0 +1,157 @@
+"""Execution model of bitwise devices (microcontrollers, FPGA fabric): serial core, placement.
+
+Time. The profiles give every op its cycles on the core (Cortex-M: Arm's instruction timings,
+ST's wait states; see each TOML), as ``throughput = clock / cycles``. An in-order core issues
+loads and stores as instructions, so a scope's time is the *sum* of its op time and its memory
+time (``sum n / rate + sum bytes / bandwidth``), not their maximum; for a dataflow FPGA fabric
+this is pessimistic. Energy is ops x ``energy_pj`` + bytes x pJ/B (+ static power x time, 0 W
+in the shipped MCU profiles, whose per-cycle energy is whole-chip run power).
+
+Placement. A ledger's recorded footprint (``Ledger.add_footprint``: BEP's weights and
+counters, a torch model's live tensors) is placed per block: *writable* state in the writable
+memories in order (``local`` SRAM, then ``shared``, then ``offchip``), never in flash (word
+programming takes microseconds per word and wears the cells out); *read-only* state in what
+is left, then in ``nonvolatile`` flash. State that does not fit is a
+:class:`~hw_profiles.errors.HardwareLimitError` naming the bytes needed and available.
+
+Torch ledgers record their traffic at ``offchip`` (the engine's "device memory"). On a
+bitwise profile those bytes are mapped to the block's placement: reads split in proportion
+to where the block's state lies, writes in proportion to where its writable state lies; with
+no footprint they are priced at ``local`` SRAM (and the report says so).
+"""
+from __future__ import annotations
+
+from hw_profiles.errors import HardwareLimitError
+from hw_profiles.profile import HardwareProfile
+from sim.execution.gpu_cpu import footprint_scope
+from sim.pricing import Charge, EnergyReport, memory_charge, op_charge, static_charge
+
+NAME = ("bitwise/MCU: serial in-order core, per scope sum of op cycles and memory time at the "
+        "profile's rates; state placed in SRAM, read-only state may spill to flash "
+        "(sim/execution/mcu.py)")
+EXCLUDED = (
+    "sleep and stop modes, duty cycling and wake-up (the core is busy for the whole time)",
+    "function-call overhead per kernel (kernel_launch counts are not priced on this kind)",
+    "instruction-fetch stalls beyond the wait states in the cycle counts",
+    "tensors that die inside a block (activations, gradients) in the capacity check",
+)
+WRITABLE = ("local", "shared", "offchip")
+_FLASH_NOTE = ("writable state is never placed in flash (programming takes microseconds "
+               "per word and wears the cells)")
+
+
+def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
+          who: str = "") -> dict[str, tuple[int, int]]:
+    """Place ``writable`` then ``read_only`` bytes on ``prof``'s memories.
+
+    Returns
+    -------
+    dict level -> (writable bytes, read-only bytes) placed there.
+
+    Raises
+    ------
+    HardwareLimitError
+        The writable state exceeds the writable memories, or the read-only state what is
+        left of them plus flash; the message names the bytes needed and available.
+    """
+    where = f"[{who}] " if who else ""
+    what = f"state of scope {scope!r}" if scope else "state"
+    out: dict[str, list[int]] = {}
+    levels = [lv for lv in WRITABLE if lv in prof.memory]
+    free = {lv: int(prof.memory[lv].capacity_bytes.value) for lv in prof.memory}
+    cap_w = sum(free[lv] for lv in levels)
+    if writable > cap_w:
+        names = " + ".join(f"{prof.memory[lv].name} {free[lv]:,} B" for lv in levels)
+        raise HardwareLimitError(
+            f"{where}{prof.name}: {what} needs {writable:,} B of writable memory (parameters, "
+            f"optimizer state, counters), but {prof.name} has {cap_w:,} B ({names}); "
+            f"{_FLASH_NOTE}. Use a part with more SRAM, or shrink the model")
+    left = writable
+    for lv in levels:
+        take = min(left, free[lv])
+        if take:
+            out.setdefault(lv, [0, 0])[0] += take
+            free[lv] -= take
+            left -= take
+    ro_levels = levels + (["nonvolatile"] if "nonvolatile" in prof.memory else [])
+    cap_r = sum(free[lv] for lv in ro_levels)
+    if read_only > cap_r:
+        raise HardwareLimitError(
+            f"{where}{prof.name}: {what} needs {read_only:,} B of read-only memory beside its "
+            f"{writable:,} B writable state, but only {cap_r:,} B are left "
+            f"({', '.join(f'{prof.memory[lv].name} {free[lv]:,} B' for lv in ro_levels)}). "
+            "Use a part with more memory, or shrink the model or its data")
+    left = read_only
+    for lv in ro_levels:
+        take = min(left, free[lv])
+        if take:
+            out.setdefault(lv, [0, 0])[1] += take
+            free[lv] -= take
+            left -= take
+    return {lv: (w, r) for lv, (w, r) in out.items()}
+
+
+def _split(n: int, weights: dict[str, int]) -> dict[str, int]:
+    """Split ``n`` bytes over levels in proportion to ``weights``; remainders to the first."""
+    total = sum(weights.values())
+    parts = {lv: n * w // total for lv, w in weights.items() if w}
+    first = next(iter(parts))
+    parts[first] += n - sum(parts.values())
+    return parts
+
+
+def price(ledger, prof: HardwareProfile) -> EnergyReport:
+    """Price ``ledger`` on a ``bitwise`` profile (see the module docstring).
+
+    Raises
+    ------
+    HardwareLimitError
+        A recorded footprint does not fit the device (see :func:`place`).
+    """
+    footprints = ledger.footprints()
+    placement = {f: place(prof, fp["writable"], fp["read_only"], f, "price")
+                 for f, fp in footprints.items()}
+    charges: list[Charge] = []
+    latency: dict[str, float] = {}
+    entries: dict[str, str] = {}
+    static_w = prof.static_power_w.value
+    unplaced = []
+    for scope in ledger.scopes():
+        lines = [op_charge(prof, scope, op, n, entries) for op, n in ledger.ops(scope).items()
+                 if op != "kernel_launch"]
+        block = footprint_scope(footprints, scope)
+        for (level, direction), n in ledger.bytes(scope).items():
+            if level == "offchip" and block is not None:
+                held = placement[block]
+                weights = {lv: (w + r if direction == "read" else w) for lv, (w, r)
+                           in held.items()}
+                if not any(weights.values()):   # nothing written is resident: writes to SRAM
+                    weights = {next(iter(held)) if held else "local": 1}
+                for lv, part in _split(n, weights).items():
+                    if part:
+                        lines.append(memory_charge(prof, scope, lv, direction, part, entries))
+            elif level == "offchip" and "offchip" not in prof.memory:
+                unplaced.append(scope)
+                lines.append(memory_charge(prof, scope, "local", direction, n, entries))
+            else:
+                lines.append(memory_charge(prof, scope, level, direction, n, entries))
+        seconds = sum(c.seconds for c in lines)   # in-order core: ops and accesses in series
+        charges += lines
+        if seconds > 0 and static_w > 0:
+            charges.append(static_charge(prof, scope, seconds, entries))
+        latency[scope] = seconds
+    notes = []
+    for block, held in placement.items():
+        parts = ", ".join(f"{prof.memory[lv].name}: {w:,} B writable + {r:,} B read-only"
+                          for lv, (w, r) in held.items())
+        notes.append(f"{block or '(root)'}: state placed as {parts or 'nothing'}")
+    if unplaced:
+        notes.append(f"{len(unplaced)} scope(s) move device-memory bytes without a recorded "
+                     f"footprint: priced at {prof.memory['local'].name} (local)")
+    launches = ledger.total_ops().get("kernel_launch", 0)
+    if launches:
+        notes.append(f"{launches:,} kernel launches counted, not priced on this kind")
+    return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
+                        latency_s=latency, samples=ledger.samples(), entries=entries,
+                        uncounted=ledger.uncounted(), execution_model=NAME, bound="estimate",
+                        excluded=EXCLUDED, notes=tuple(notes))

@@ -1,0 +1,125 @@
+"""The GPU/CPU execution model (sim/execution/gpu_cpu.py), by hand on a toy profile."""
+import math
+import tomllib
+
+import pytest
+
+import hw_profiles
+from hw_profiles import loads
+from hw_profiles.errors import PricingError, ProfileError
+from sim.ledger import Ledger
+from sim.pricing import EnergyReport, price
+
+L2 = '''
+[[memory]]
+name = "L2"
+level = "shared"
+capacity_bytes = { value = 1000, unit = "B", provenance = "specified", source = "toy" }
+read_pj_per_byte = { value = 1.0, unit = "pJ/B", provenance = "specified", source = "toy" }
+write_pj_per_byte = { value = 2.0, unit = "pJ/B", provenance = "specified", source = "toy" }
+bandwidth_bytes_per_s = { value = 1e12, unit = "B/s", provenance = "specified", source = "toy" }
+'''
+
+
+@pytest.fixture
+def toy_l2(toy_gpu_text):
+    # toy-gpu: mac_fp32 2 pJ at 1e12/s; DRAM 10/20 pJ/B at 1e11 B/s; idle 1 W;
+    # [execution] launch_s 1 us, half_perf_ops 1000; plus a 1000 B L2 at 1/2 pJ/B, 1e12 B/s
+    return loads(toy_gpu_text.replace("[execution]", L2 + "\n[execution]"), origin="toy-l2")
+
+
+def _ledger(writable: int, read_only: int) -> Ledger:
+    led = Ledger()
+    led.add("mac_fp32", 1000, scope="train/fc")
+    led.add("kernel_launch", 2, scope="train/fc")
+    led.add_bytes("offchip", read=4000, write=400, scope="train/fc")
+    for _ in range(2):   # two count blocks (epochs) with this footprint
+        led.add_footprint(writable, read_only, scope="train")
+    return led
+
+
+def test_cached_block_by_hand(toy_l2):
+    rep = price(_ledger(300, 500), toy_l2)
+    # footprint 300 + 500 = 800 B <= 1000 B L2: traffic at L2
+    # compute: 1000 / 1e12 = 1 ns peak; Hockney mean kernel 1000 / 2 = 500 ops:
+    #   x (1 + 1000 x 2 / 1000) = 3 ns;  memory 4400 B / 1e12 = 4.4 ns -> busy 4.4 ns
+    # launches 2 x 1 us -> latency 2.0044 us
+    assert rep.latency_s["train/fc"] == pytest.approx(2.0044e-6, rel=1e-12)
+    ops = rep.by_op()
+    assert ops["mac_fp32"] == pytest.approx(2e-9)                      # 1000 x 2 pJ
+    assert ops["shared:read"] == pytest.approx(4e-9)                   # 4000 B x 1 pJ
+    assert ops["shared:write"] == pytest.approx(0.8e-9)                # 400 B x 2 pJ
+    assert ops["kernel_launch"] == pytest.approx(2e-6)                 # 1 W x 2 us
+    # compulsory DRAM per block: read 800 B x 2 blocks x 10 pJ = 16 nJ,
+    # write back 300 B x 2 x 20 pJ = 12 nJ; time 2200 B / 1e11 = 22 ns on scope "train"
+    assert ops["offchip:read"] == pytest.approx(16e-9)
+    assert ops["offchip:write"] == pytest.approx(12e-9)
+    assert rep.latency_s["train"] == pytest.approx(22e-9)
+    # static: 1 W x (4.4 ns busy + 22 ns load)
+    assert ops["static"] == pytest.approx(26.4e-9)
+    assert rep.total_j == pytest.approx((2 + 4 + 0.8 + 2000 + 16 + 12 + 26.4) * 1e-9)
+    assert rep.by_category()["overhead"] == pytest.approx(2e-6)
+    assert rep.bound == "estimate" and "Hockney" in rep.execution_model
+    assert any("fits the 1,000 B L2" in n for n in rep.notes)
+
+
+def test_block_too_big_for_cache_goes_to_dram(toy_l2):
+    rep = price(_ledger(700, 500), toy_l2)
+    # 1200 B > 1000 B: bytes at DRAM, 4000 x 10 + 400 x 20 = 48 nJ; 4400 / 1e11 = 44 ns
+    # busy max(3 ns, 44 ns) = 44 ns; no compulsory lines
+    assert rep.by_op()["offchip:read"] == pytest.approx(40e-9)
+    assert rep.by_op()["offchip:write"] == pytest.approx(8e-9)
+    assert "shared:read" not in rep.by_op() and "train" not in rep.latency_s
+    assert rep.latency_s["train/fc"] == pytest.approx(44e-9 + 2e-6)
+    assert any("exceeds the 1,000 B L2" in n for n in rep.notes)
+
+
+def test_no_footprint_means_dram_and_says_so(toy_l2):
+    led = Ledger()
+    led.add_bytes("offchip", read=100, scope="x")
+    rep = price(led, toy_l2)
+    assert rep.by_op()["offchip:read"] == pytest.approx(1e-9)         # 100 B x 10 pJ
+    assert any("without a recorded footprint" in n for n in rep.notes)
+
+
+def test_report_round_trip_and_version_1_upgrade(toy_l2):
+    rep = price(_ledger(300, 500), toy_l2)
+    assert EnergyReport.from_dict(rep.to_dict()) == rep
+    old = rep.to_dict()
+    old["version"] = 1
+    for key in ("execution_model", "bound", "excluded", "notes", "validation_error"):
+        del old[key]
+    back = EnergyReport.from_dict(old)
+    assert back.bound == "estimate" and back.validation_error is None
+    assert "version-1" in back.execution_model
+
+
+def test_gpu_pricing_needs_execution_section(toy_gpu_text):
+    # the loader accepts it (run files from before [execution] must still load) ...
+    doc = tomllib.loads(toy_gpu_text)
+    del doc["execution"]["launch_s"]
+    prof = hw_profiles.from_dict(doc)
+    led = Ledger()
+    led.add("mac_fp32", 1)
+    # ... and pricing on the gpu model refuses, naming the key
+    with pytest.raises(PricingError, match=r"no \[execution\] launch_s.*--profile toy-gpu"):
+        price(led, prof)
+    doc["execution"]["launch_s"] = {"value": -1.0, "unit": "s", "provenance": "specified",
+                                    "source": "toy"}
+    with pytest.raises(ProfileError, match=r"\[execution\] launch_s = -1.0: must be > 0 s"):
+        hw_profiles.from_dict(doc)
+
+
+@pytest.mark.parametrize("name", ["a100", "h100", "jetson-orin", "x86-avx2"])
+def test_no_op_class_implies_another_board_power(name):
+    """Every op at its peak draws board - idle - DRAM-at-peak-bandwidth watts, no more."""
+    p = hw_profiles.load(name)
+    dram = p.memory["offchip"]
+    compute_w = (p.execution["board_power_w"].value - p.static_power_w.value
+                 - dram.read_pj_per_byte.value * 1e-12 * dram.bandwidth_bytes_per_s.value)
+    assert compute_w > 0
+    for op, e in p.energy_pj.items():
+        # TOML values carry 6 significant digits
+        assert e.value * 1e-12 * p.throughput[op].value == pytest.approx(compute_w, rel=1e-5), op
+    assert p.static_power_w.value > 0   # idle power is charged over the whole run
+    assert math.isfinite(p.execution["launch_s"].value)

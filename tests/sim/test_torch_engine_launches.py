@@ -1,0 +1,63 @@
+"""The torch engine's inputs to the execution model: kernel launches and resident footprint."""
+import torch
+
+from sim.torch_engine import TorchDevice
+
+
+def test_linear_inference_one_launch_and_footprint(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    lin = dev.compile(torch.nn.Linear(4, 3))
+    x = torch.ones(2, 4)
+    out = dev.run(lin, x)
+    # addmm is the one kernel (the weight transpose is a free view)
+    assert dev.ledger.total_ops() == {"mac_fp32": 24, "kernel_launch": 1}
+    # alive at the end: the output (written, 2 x 3 x 4 B = 24 B) and, read only, the
+    # weight 3 x 4 x 4 = 48 B, the bias 12 B and the input 2 x 4 x 4 = 32 B = 92 B
+    assert dev.ledger.footprints() == {"infer": {"writable": 24, "read_only": 92, "blocks": 1}}
+    assert out.shape == (2, 3)
+
+
+def test_training_counts_one_launch_per_kernel_and_optimizer_state_as_writable(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    lin = dev.compile(torch.nn.Linear(4, 3, bias=False))
+    opt = torch.optim.SGD(lin.parameters(), lr=0.1, foreach=True)
+    x = torch.ones(2, 4)
+    with dev.count("train", samples=2):
+        lin(x).sum().backward()
+        opt.step()
+    ops = dev.ledger.total_ops()
+    launches = ops["kernel_launch"]
+    # forward mm, sum; backward: ones-like/expand of the loss grad, mm for the weight grad;
+    # the optimizer's foreach add: every launch comes from an op that computes or moves bytes
+    assert 4 <= launches <= 8
+    fp = dev.ledger.footprints()["train"]
+    # the weight (48 B) was written by the optimizer and is alive: writable; x (32 B) read only
+    assert fp["writable"] >= 48 and fp["read_only"] >= 32 and fp["blocks"] == 1
+    del opt
+
+
+def test_free_views_launch_nothing(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    x = torch.ones(3, 4)
+    with dev.count("v"):
+        x.t()
+        x.view(12)
+    assert "kernel_launch" not in dev.ledger.total_ops()
+
+
+def test_gathered_training_tensor_is_streamed_not_reused():
+    """A mini-batch indexed out of a training tensor larger than the cache: the tensor is
+    streamed through the block, so the reused state still fits a100's 40 MB L2 (before, the
+    whole training tensor counted, and per-sample energy grew with the training set)."""
+    from sim.execution.gpu_cpu import cached_blocks, reused_bytes
+    dev = TorchDevice("a100", prefer_cuda=False)
+    lin = dev.compile(torch.nn.Linear(256, 10, bias=False))
+    data = torch.zeros(50_000, 256)                  # 50,000 x 256 x 4 B = 51,200,000 B
+    with dev.count("infer", samples=64), torch.no_grad():
+        for i in range(2):
+            lin(data[torch.arange(32) + 32 * i])
+    fp = dev.ledger.footprints()["infer"]
+    assert fp["streamed"] == 51_200_000
+    # reused: the weight (10 x 256 x 4 = 10,240 B) and small live tensors, far below 40 MB
+    assert 10_240 <= reused_bytes(fp) < 100_000
+    assert cached_blocks(dev.profile, dev.ledger.footprints()) == {"infer": True}

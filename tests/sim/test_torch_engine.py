@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from hw_profiles.errors import HardwareLimitError, ModelError, NeuroedgeError
+from hw_profiles.errors import HardwareLimitError, ModelError
 from sim import device
 from sim.torch_engine import TorchDevice
 from sim.torch_engine.costs import op_cost
@@ -76,7 +76,7 @@ def test_float64_and_integer_ops_use_their_own_names(toy_gpu_path):
         a = torch.ones(3, 4, dtype=torch.float64)
         (a @ a.T)                                  # 3 x 3 x 4 = 36 fp64 MACs
         torch.arange(6) + 1                        # 6 integer adds
-        torch.arange(6) == 2                       # 6 integer compares
+        _ = torch.arange(6) == 2                   # 6 integer compares
     ops = dev.ledger.total_ops()
     assert ops["mac_fp64"] == 36
     assert ops["int_add"] == 6 and ops["int_cmp"] == 6
@@ -130,9 +130,8 @@ def test_counting_does_not_change_results(toy_gpu_path):
 
 def test_nested_count_rejected(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
-    with dev.count("a"), pytest.raises(ModelError, match="cannot nest"):
-        with dev.count("b"):
-            pass
+    with dev.count("a"), pytest.raises(ModelError, match="cannot nest"), dev.count("b"):
+        pass
 
 
 def test_model_too_large_for_memory(tmp_path, toy_gpu_text):
@@ -179,3 +178,110 @@ def test_cuda_counts_equal_cpu_counts(toy_gpu_path):
         ledgers.append(dev.ledger.total_ops())
     assert ledgers[0]["mac_fp32"] == ledgers[1]["mac_fp32"] == B * IN * H + B * H * OUT + \
         B * IN * H + 2 * B * H * OUT
+
+
+class _TwoBranches(torch.nn.Module):
+    """``a(x) + b(x)`` on an input that needs no gradient: both branches end backward open."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a, self.b = torch.nn.Linear(IN, H), torch.nn.Linear(IN, H)
+
+    def forward(self, x):
+        return self.a(x) + self.b(x)
+
+
+def test_backward_ops_go_to_the_module_whose_forward_made_them(toy_gpu_path):
+    """Each branch's gradients are its own, whatever the order autograd runs them in.
+
+    torch's ModuleTracker left both branches "running" in backward (their input needs no
+    gradient, so the hook that closes them never fires) and gave every op to one of them,
+    picked by a string-hash-ordered set.
+    """
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(_TwoBranches())
+    with dev.count("t"):
+        net(torch.randn(B, IN)).sum().backward()
+    for branch in ("a", "b"):
+        # weight gradient B x IN x H MACs (no input gradient); bias gradient: a sum over
+        # the batch, one add per element of the (B, H) output gradient
+        assert dev.ledger.ops(f"t/{branch}/backward") == {"mac_fp32": B * IN * H,
+                                                         "flop_fp32": B * H}
+        assert dev.ledger.ops(f"t/{branch}/forward") == {"mac_fp32": B * IN * H}
+
+
+class _Borrower(torch.nn.Module):
+    """Calls an encoder it holds in a list (not registered), then its own head."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = [encoder]
+        self.head = torch.nn.Linear(H, OUT)
+
+    def forward(self, x):
+        return self.head(self.encoder[0](x))
+
+
+def test_a_module_called_by_one_that_does_not_register_it_is_named_by_its_class(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    torch.manual_seed(0)
+    net = dev.compile(_Borrower(torch.nn.Sequential(torch.nn.Linear(IN, H), torch.nn.ReLU())))
+    with dev.count("t"):
+        net(torch.randn(B, IN)).sum().backward()
+    assert dev.ledger.scopes() == ["t", "t/Sequential.0/backward", "t/Sequential.0/forward",
+                                   "t/Sequential.1/backward", "t/Sequential.1/forward",
+                                   "t/head/backward", "t/head/forward"]
+    # the borrowed Linear: B x IN x H forward MACs; backward only its weight gradient (the
+    # input needs none) and its bias gradient, B x H adds
+    assert dev.ledger.ops("t/Sequential.0/forward") == {"mac_fp32": B * IN * H}
+    assert dev.ledger.ops("t/Sequential.0/backward") == {"mac_fp32": B * IN * H,
+                                                         "flop_fp32": B * H}
+    # the head: input and weight gradients, 2 x B x H x OUT MACs, and B x OUT bias adds
+    assert dev.ledger.ops("t/head/backward") == {"mac_fp32": 2 * B * H * OUT,
+                                                 "flop_fp32": B * OUT}
+
+
+def test_a_module_names_the_ops_of_its_own_code_between_its_children(toy_gpu_path):
+    """Ops a module runs itself, before and after a child, are the module's, not the child's."""
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Linear(IN, IN)
+
+        def forward(self, x):
+            return (self.inner(x * 2.0) * 3.0).sum()
+
+    class Root(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.outer = Outer()
+
+        def forward(self, x):
+            return self.outer(x)
+
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(Root())
+    with dev.count("t"):
+        net(torch.randn(B, IN, requires_grad=True)).backward()
+    # outer's own code: x * 2 and y * 3 (B x IN each), the sum (B x IN adds)
+    assert dev.ledger.ops("t/outer/forward") == {"flop_fp32": 3 * B * IN}
+    assert dev.ledger.ops("t/outer.inner/forward") == {"mac_fp32": B * IN * IN}
+    # its backward: the gradients of the two products, B x IN multiplies each
+    assert dev.ledger.ops("t/outer/backward") == {"flop_fp32": 2 * B * IN}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (a GPU machine)")
+def test_cuda_scopes_equal_cpu_scopes(toy_gpu_path):
+    """CUDA runs backward on a device thread: each op still finds its module, scope by scope."""
+    per_scope = []
+    for prefer_cuda in (True, False):
+        dev = TorchDevice(toy_gpu_path, prefer_cuda=prefer_cuda)
+        net = dev.compile(_TwoBranches())
+        with dev.count("t"):
+            net(dev.tensor(torch.randn(B, IN))).sum().backward()
+        per_scope.append({s: dev.ledger.ops(s) for s in dev.ledger.scopes()})
+    assert per_scope[0] == per_scope[1]
+    assert per_scope[0]["t/a/backward"] == {"mac_fp32": B * IN * H, "flop_fp32": B * H}

@@ -156,6 +156,7 @@ def _run(block: Block, base: Path) -> str:
                                    for b in BLOCKS])
 def test_readme_block_runs_and_prints_what_it_shows(block, readme_base):
     out = _run(block, readme_base)
+    print(out)      # shown with -s, or -rP: what to paste into a ```text block
     if block.expected is not None:
         checker = doctest.OutputChecker()
         flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

@@ -2,9 +2,10 @@
 
 Counting happens in a ``TorchDispatchMode``: every aten op that executes (forward,
 backward and optimizer steps alike) is priced by :func:`sim.torch_engine.costs.op_cost`,
-and torch's ``ModuleTracker`` tells which module (and whether backward) it belongs to, so
-a ledger scope reads ``train/net.0/forward``. Counts are kept in local dicts and flushed
-into the ledger once, when the counting block ends.
+and :class:`sim.torch_engine.scopes.ScopeTracker` tells which module it belongs to (in
+backward: the module whose forward made the autograd node being run), so a ledger scope
+reads ``train/net.0/forward`` or ``train/net.0/backward``, the same every run. Counts are
+kept in local dicts and flushed into the ledger once, when the counting block ends.
 """
 from __future__ import annotations
 
@@ -15,17 +16,17 @@ from contextlib import contextmanager
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.module_tracker import ModuleTracker
 
 from hw_profiles.errors import ModelError
 from sim.device import Device, register_engine
 from sim.torch_engine.costs import op_cost, reads_selected_rows_of_first_arg, tensor_bytes
+from sim.torch_engine.scopes import ScopeTracker
 
 
 class _CountingMode(TorchDispatchMode):
     """Prices every aten op into per-scope local tallies."""
 
-    def __init__(self, base: str, tracker: ModuleTracker):
+    def __init__(self, base: str, tracker: ScopeTracker):
         super().__init__()
         self.base = base
         self.tracker = tracker
@@ -35,13 +36,11 @@ class _CountingMode(TorchDispatchMode):
         self.resident = _Resident()
 
     def _scope(self) -> str:
-        # innermost module = the deepest fully qualified name; drop the root class name
-        inner = max(self.tracker.parents, key=lambda n: n.count(".") + (n != "Global"))
-        path = inner.split(".", 1)[1] if "." in inner else ""
+        path, backward = self.tracker.where()
         parts = [self.base] if self.base else []
         if path:
             parts.append(path)
-        if self.tracker.is_bw:
+        if backward:
             parts.append("backward")
         elif path:
             parts.append("forward")
@@ -206,7 +205,7 @@ class TorchDevice(Device):
             raise ModelError(f"[TorchDevice.count] already counting; scope {scope!r} cannot "
                              "nest inside another count() block")
         self.ledger.resolve_scope(scope)  # validate the name before running anything
-        tracker = ModuleTracker()
+        tracker = ScopeTracker()
         mode = _CountingMode(scope, tracker)
         self._counting = True
         try:

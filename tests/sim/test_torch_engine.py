@@ -371,3 +371,118 @@ def test_per_sample_training_cost_does_not_depend_on_training_set_size(toy_gpu_p
     # samples (19,280 B x 20 pJ/B / 600 = 0.64 nJ, 0.3% of the ~0.2 uJ per sample)
     assert per_sample(reports[1], 6000, False) == pytest.approx(
         per_sample(reports[0], 600, False), rel=5e-3)
+
+
+class _TwoBranches(torch.nn.Module):
+    """``a(x) + b(x)`` on an input that needs no gradient: both branches end backward open."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a, self.b = torch.nn.Linear(IN, H), torch.nn.Linear(IN, H)
+
+    def forward(self, x):
+        return self.a(x) + self.b(x)
+
+
+def test_backward_ops_go_to_the_module_whose_forward_made_them(toy_gpu_path):
+    """Each branch's gradients are its own, whatever the order autograd runs them in.
+
+    torch's ModuleTracker left both branches "running" in backward (their input needs no
+    gradient, so the hook that closes them never fires) and gave every op to one of them,
+    picked by a string-hash-ordered set.
+    """
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(_TwoBranches())
+    with dev.count("t"):
+        net(torch.randn(B, IN)).sum().backward()
+    for branch in ("a", "b"):
+        # weight gradient B x IN x H MACs (no input gradient); bias gradient: a sum over
+        # the batch, one add per element of the (B, H) output gradient
+        # kernels: the weight-gradient mm and the bias-gradient sum; forward one addmm
+        assert dev.ledger.ops(f"t/{branch}/backward") == {"mac_fp32": B * IN * H,
+                                                         "flop_fp32": B * H,
+                                                         "kernel_launch": 2}
+        assert dev.ledger.ops(f"t/{branch}/forward") == {"mac_fp32": B * IN * H,
+                                                        "kernel_launch": 1}
+
+
+class _Borrower(torch.nn.Module):
+    """Calls an encoder it holds in a list (not registered), then its own head."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = [encoder]
+        self.head = torch.nn.Linear(H, OUT)
+
+    def forward(self, x):
+        return self.head(self.encoder[0](x))
+
+
+def test_a_module_called_by_one_that_does_not_register_it_is_named_by_its_class(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    torch.manual_seed(0)
+    net = dev.compile(_Borrower(torch.nn.Sequential(torch.nn.Linear(IN, H), torch.nn.ReLU())))
+    with dev.count("t"):
+        net(torch.randn(B, IN)).sum().backward()
+    assert dev.ledger.scopes() == ["t", "t/Sequential.0/backward", "t/Sequential.0/forward",
+                                   "t/Sequential.1/backward", "t/Sequential.1/forward",
+                                   "t/head/backward", "t/head/forward"]
+    # the borrowed Linear: B x IN x H forward MACs; backward only its weight gradient (the
+    # input needs none) and its bias gradient, B x H adds
+    assert dev.ledger.ops("t/Sequential.0/forward") == {"mac_fp32": B * IN * H,
+                                                        "kernel_launch": 1}     # addmm
+    assert dev.ledger.ops("t/Sequential.0/backward") == {"mac_fp32": B * IN * H,
+                                                         "flop_fp32": B * H,
+                                                         "kernel_launch": 2}    # mm, sum
+    # the head: input and weight gradients, 2 x B x H x OUT MACs, and B x OUT bias adds
+    assert dev.ledger.ops("t/head/backward") == {"mac_fp32": 2 * B * H * OUT,
+                                                 "flop_fp32": B * OUT,
+                                                 "kernel_launch": 3}    # two mm, one sum
+
+
+def test_a_module_names_the_ops_of_its_own_code_between_its_children(toy_gpu_path):
+    """Ops a module runs itself, before and after a child, are the module's, not the child's."""
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Linear(IN, IN)
+
+        def forward(self, x):
+            return (self.inner(x * 2.0) * 3.0).sum()
+
+    class Root(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.outer = Outer()
+
+        def forward(self, x):
+            return self.outer(x)
+
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(Root())
+    with dev.count("t"):
+        net(torch.randn(B, IN, requires_grad=True)).backward()
+    # outer's own code: x * 2 and y * 3 (B x IN each), the sum (B x IN adds)
+    assert dev.ledger.ops("t/outer/forward") == {"flop_fp32": 3 * B * IN, "kernel_launch": 3}
+    assert dev.ledger.ops("t/outer.inner/forward") == {"mac_fp32": B * IN * IN,
+                                                      "kernel_launch": 1}
+    # its backward: the gradients of the two products, B x IN multiplies each
+    assert dev.ledger.ops("t/outer/backward") == {"flop_fp32": 2 * B * IN, "kernel_launch": 2}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (a GPU machine)")
+def test_cuda_scopes_equal_cpu_scopes(toy_gpu_path):
+    """CUDA runs backward on a device thread: each op still finds its module, scope by scope."""
+    per_scope = []
+    for prefer_cuda in (True, False):
+        dev = TorchDevice(toy_gpu_path, prefer_cuda=prefer_cuda)
+        net = dev.compile(_TwoBranches())
+        with dev.count("t"):
+            net(dev.tensor(torch.randn(B, IN))).sum().backward()
+        per_scope.append({s: dev.ledger.ops(s) for s in dev.ledger.scopes()})
+    assert per_scope[0] == per_scope[1]
+    assert per_scope[0]["t/a/backward"] == {"mac_fp32": B * IN * H, "flop_fp32": B * H,
+                                            "kernel_launch": 2}

@@ -1,0 +1,118 @@
+"""ScopeTracker: the module path an aten op runs in, forward and backward, the same every run.
+
+Forward: global module pre/post hooks keep a stack of the modules whose ``forward`` is
+running; the innermost one names the op. A module's path is its registered name below the
+module that called it (``net.0``), so the path follows the call, and a module called by one
+that does not register it (kept in a list, or passed in) is named by its class
+(``prototypes.Sequential.1``).
+
+Backward: an op belongs to the autograd node the engine is evaluating, and a node belongs
+to the module whose forward created it. Nodes carry a sequence number taken from a
+per-thread counter when they are created; each time the stack changes the tracker notes
+the counter and the new path, so a node's path is the one noted last at or below its
+number (a bisection). Parameters' ``AccumulateGrad`` nodes all share the largest number;
+they take the path of the first module in the block that owns the parameter.
+
+Why not ``torch.utils.module_tracker.ModuleTracker``: it keeps the running modules in a
+set of names and leaves a module "running" in backward until the gradient of its inputs
+arrives, which never happens when the inputs need no gradient. Several modules are then
+running at once, the innermost is picked by the depth of its name, and ties fall to the
+set's iteration order, which changes with the string hash seed of each process: the same
+run gave 51 to 71 scopes. Nothing here orders by a hash or an object's address; dicts keyed
+by modules or tensors are only looked up, never iterated.
+
+Limits: nodes created by a backward pass (``create_graph=True``) on another thread take a
+number from that thread's counter and may be named wrongly; nodes made before the block
+count at its root.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Self
+
+import torch
+from torch import nn
+from torch.nn.modules.module import (
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
+
+_ACCUMULATE_GRAD = 2 ** 64 - 1   # the sequence number every AccumulateGrad node has
+
+
+class ScopeTracker:
+    """Context manager: ``tracker.where()`` is ``(module path, in backward)`` for the running op.
+
+    The path is ``""`` at the root (ops outside any module, or in the outermost module's own
+    code) and dotted below it (``0.attn.qkv``).
+    """
+
+    def __init__(self):
+        self._stack: list[tuple[nn.Module, str]] = []
+        self._names: dict[nn.Module, dict[nn.Module, str]] = {}  # caller -> {descendant: name}
+        self._starts: list[int] = []   # sequence numbers at which the path changed ...
+        self._paths: list[str] = []    # ... and the path from there on
+        self._param_paths: dict[torch.Tensor, str] = {}
+        self._handles = []
+
+    def __enter__(self) -> Self:
+        self._mark("")
+        self._handles = [register_module_forward_pre_hook(self._enter_module),
+                         register_module_forward_hook(self._leave_module)]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _relative_name(self, caller: nn.Module, mod: nn.Module) -> str:
+        names = self._names.get(caller)
+        if names is None:
+            names = {}
+            for name, sub in caller.named_modules(remove_duplicate=False):
+                names.setdefault(sub, name)     # first registered name wins, as in state_dict
+            self._names[caller] = names
+        name = names.get(mod)
+        return type(mod).__name__ if name is None else name
+
+    def _enter_module(self, mod: nn.Module, args) -> None:
+        if self._stack:
+            caller, caller_path = self._stack[-1]
+            name = self._relative_name(caller, mod)
+            path = ".".join(p for p in (caller_path, name) if p)
+        else:
+            path = ""                           # the outermost module is the block's root
+        self._stack.append((mod, path))
+        for p in mod.parameters(recurse=False):
+            self._param_paths.setdefault(p, path)
+        self._mark(path)
+
+    def _leave_module(self, mod: nn.Module, args, out) -> None:
+        # pop down to ``mod``: a module whose forward raised never ran its post hook
+        for i in range(len(self._stack) - 1, -1, -1):
+            if self._stack[i][0] is mod:
+                del self._stack[i:]
+                break
+        self._mark(self._stack[-1][1] if self._stack else "")
+
+    def _mark(self, path: str) -> None:
+        seq = torch._C._autograd._get_sequence_nr()   # the number the next node will get
+        if self._starts and self._starts[-1] == seq:
+            self._paths[-1] = path                    # no node was made under the last path
+        elif not self._paths or self._paths[-1] != path:
+            self._starts.append(seq)
+            self._paths.append(path)
+
+    def where(self) -> tuple[str, bool]:
+        """``(path, backward)`` of the op running now."""
+        if torch._C._current_graph_task_id() == -1:
+            return (self._stack[-1][1] if self._stack else ""), False
+        node = torch._C._current_autograd_node()
+        if node is None:
+            return "", True
+        seq = node._sequence_nr()
+        if seq == _ACCUMULATE_GRAD:
+            return self._param_paths.get(getattr(node, "variable", None), ""), True
+        i = bisect_right(self._starts, seq) - 1
+        return (self._paths[i] if i >= 0 else ""), True

@@ -1,0 +1,201 @@
+"""README.md runs as written: every fenced ``bash`` and ``python`` block, and what it prints.
+
+How a block is run (the README's "Checking this README" section says the same):
+
+- Blocks fenced as `````bash`` or `````python`` run; other fences (```````text``, plain) do not.
+  Indented code blocks are refused (``test_readme_has_no_indented_code_blocks``): they
+  would escape this test.
+- Each block runs in its own fresh copy of the repository (the source tree without
+  ``.git``, ``.venv`` or outputs), as a user's checkout after ``make demo``: ``.venv``
+  links to the venv running the tests, entry by entry, its install stamp is newer
+  than ``pyproject.toml`` (so ``make`` installs nothing), ``PATH`` starts with
+  ``.venv/bin`` as ``. .venv/bin/activate`` does, and ``PYTHONPATH`` is the copy, as the
+  checkout's editable install would be. Nothing in the block is filled in or rewritten,
+  except one thing: ``make test`` lines are not run, since running the test suite from
+  inside the test suite would recurse.
+- ``bash`` blocks run under ``bash -e -o pipefail`` (every command must succeed);
+  ``python`` blocks under ``.venv/bin/python -c``.
+- ``<!-- readme-test: slow -->`` on a line before a block (with only blank lines
+  between) runs it only under ``-m slow`` (``make test-slow``): quick runs that train for
+  a minute and the benchmarks.
+- A `````text`` block right after a runnable block (only blank lines between) is what the
+  block prints (stdout and stderr together), compared as a doctest compares: ``...``
+  matches anything, runs of whitespace are equal.
+
+The copies share one path (recreated per block) and one numba cache directory, so numba's
+``cache=True`` kernels compile once per session, not once per block.
+"""
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RUNNABLE = ("bash", "python")
+SLOW_MARK = "<!-- readme-test: slow -->"
+MAKE_TEST = re.compile(r"^\s*make\s+test(-slow)?\b")
+# what a fresh checkout does not have: version control, the environment, outputs
+COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "__pycache__", ".pytest_cache",
+                                     ".hypothesis", "build", "*.egg-info", "runs", "exports",
+                                     "*.h5", "*.html", "*.onnx", "*.nir")
+DEFAULT_TIMEOUT_S = 600
+SLOW_TIMEOUT_S = 4 * 3600
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int           # 1-based line of the opening fence
+    lang: str
+    code: str
+    slow: bool
+    expected: str | None
+
+    @property
+    def id(self) -> str:
+        return f"L{self.line}-{self.lang}"
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """Every fenced block of ``text`` with its marker and expected output."""
+    lines = text.splitlines()
+    fences = []     # (line, lang, code, slow, end line)
+    i, slow_pending = 0, False
+    while i < len(lines):
+        stripped = lines[i].strip()
+        m = re.fullmatch(r"```(\w*)", stripped)
+        if m:
+            start, lang = i, m.group(1)
+            i += 1
+            body = []
+            while i < len(lines) and lines[i].strip() != "```":
+                body.append(lines[i])
+                i += 1
+            if i == len(lines):
+                raise AssertionError(f"README.md:{start + 1}: fence ```{lang} is never closed")
+            fences.append((start + 1, lang, "\n".join(body) + "\n", slow_pending, i + 1))
+            slow_pending = False
+        elif stripped == SLOW_MARK:
+            slow_pending = True
+        elif stripped:
+            slow_pending = False        # the marker belongs to the block right below it
+        i += 1
+    blocks = []
+    for k, (line, lang, code, slow, end) in enumerate(fences):
+        if lang not in RUNNABLE:
+            continue
+        expected = None
+        if k + 1 < len(fences) and fences[k + 1][1] == "text":
+            between = lines[end:fences[k + 1][0] - 1]
+            if not any(s.strip() for s in between):
+                expected = fences[k + 1][2]
+        blocks.append(Block(line, lang, code, slow, expected))
+    return blocks
+
+
+BLOCKS = parse_blocks(README.read_text())
+
+
+def _fresh_checkout(base: Path) -> Path:
+    """A copy of the repository at ``base/repo`` with ``.venv`` standing for an installed one."""
+    repo = base / "repo"
+    if repo.exists():
+        shutil.rmtree(repo)
+    shutil.copytree(ROOT, repo, ignore=COPY_IGNORE)   # copy2 keeps mtimes: numba's cache holds
+    venv = repo / ".venv"
+    venv.mkdir()
+    # the running venv's entries (bin, lib, pyvenv.cfg), linked one by one so the stamp
+    # below is the copy's own: the real venv is never written to
+    for entry in Path(sys.prefix).iterdir():
+        if entry.name != ".installed":
+            (venv / entry.name).symlink_to(entry)
+    (venv / ".installed").touch()   # newer than the copied pyproject.toml: make installs nothing
+    return repo
+
+
+@pytest.fixture(scope="session")
+def readme_base(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("readme")
+
+
+def _run(block: Block, base: Path) -> str:
+    if sys.prefix == sys.base_prefix or not (Path(sys.prefix) / "bin" / "neuroedge").exists():
+        pytest.skip(f"{sys.executable} is not a venv with neuroedge installed: the README "
+                    "assumes the project's .venv (make demo)")
+    repo = _fresh_checkout(base)
+    env = {**os.environ,
+           "PATH": f"{repo / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": str(repo), "NUMBA_CACHE_DIR": str(base / "numba-cache"),
+           "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
+    if block.lang == "bash":
+        # not run: `make test` inside the test suite would run this test again
+        code = "\n".join(": not run here" if MAKE_TEST.match(line) else line
+                         for line in block.code.splitlines()) + "\n"
+        cmd = ["bash", "-e", "-o", "pipefail", "-c", code]
+    else:
+        cmd = [str(repo / ".venv" / "bin" / "python"), "-c", block.code]
+    timeout = SLOW_TIMEOUT_S if block.slow else DEFAULT_TIMEOUT_S
+    proc = subprocess.run(cmd, check=False, cwd=repo, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        pytest.fail(f"README.md:{block.line} ({block.lang}) exited {proc.returncode}; "
+                    f"output:\n{proc.stdout[-6000:]}")
+    return proc.stdout
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id,
+                                                marks=[pytest.mark.slow] if b.slow else [])
+                                   for b in BLOCKS])
+def test_readme_block_runs_and_prints_what_it_shows(block, readme_base):
+    out = _run(block, readme_base)
+    print(out)      # shown with -s, or -rP: what to paste into a ```text block
+    if block.expected is not None:
+        checker = doctest.OutputChecker()
+        flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+        if not checker.check_output(block.expected, out, flags):
+            pytest.fail(f"README.md:{block.line}: the output differs from the ```text block "
+                        f"below it.\n--- README shows:\n{block.expected}\n--- the block "
+                        f"printed:\n{out[-6000:]}")
+
+
+def test_readme_has_runnable_blocks_in_the_default_run():
+    """The parser found the README's blocks, and not all of them are slow."""
+    assert len(BLOCKS) >= 10
+    assert sum(not b.slow for b in BLOCKS) >= 4
+
+
+def test_readme_has_no_indented_code_blocks():
+    """An indented code block would not be run by this test: fence it instead."""
+    lines, inside, prev_blank, list_item = README.read_text().splitlines(), False, True, False
+    offenders = []
+    for n, line in enumerate(lines, 1):
+        if line.strip().startswith("```"):
+            inside = not inside
+        elif not inside:
+            if re.match(r"\s*([-*]|\d+\.)\s", line):
+                list_item = True
+            elif not line.strip():
+                pass
+            elif not line.startswith(" "):
+                list_item = False
+            if line.startswith("    ") and prev_blank and not list_item:
+                offenders.append(n)
+        prev_blank = not line.strip()
+    assert offenders == [], f"README.md lines {offenders}: indented code; fence it (```bash)"
+
+
+def test_parser_reads_markers_and_expected_output():
+    text = ("intro\n\n<!-- readme-test: slow -->\n```bash\necho 1 s\n```\n\n```text\n1 s\n```\n"
+            "```python\nprint(2)\n```\nprose\n```text\nnot its output\n```\n```\nplain\n```\n")
+    blocks = parse_blocks(text)
+    assert [(b.line, b.lang, b.slow) for b in blocks] == [(4, "bash", True), (11, "python", False)]
+    assert blocks[0].code == "echo 1 s\n" and blocks[0].expected == "1 s\n"
+    assert blocks[1].expected is None          # prose between: not the block's output

@@ -27,11 +27,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated row ids")
     ap.add_argument("--json", default="", help="also write the rows and summary here")
+    ap.add_argument("--write-summary", action="store_true",
+                    help="rewrite hw_profiles/measured/validation_summary.json (the per-kind "
+                         "errors every report shows); needs all rows")
     args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
     rows = validate(only=only)
     print(format_rows(rows))
     summary = summarise(rows)
+    if args.write_summary:
+        if only:
+            raise SystemExit("--write-summary needs every row (leave out --only)")
+        from deploy.outputs import write_text
+        from hw_profiles.validation import SUMMARY_PATH
+        from sim.validation import kind_errors
+        write_text(SUMMARY_PATH, json.dumps({"kinds": kind_errors(rows)}, indent=1) + "\n",
+                   force=True)
+        print(f"wrote {SUMMARY_PATH}")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": [r.to_dict() for r in rows],
                                                "summary": summary}, indent=1))

@@ -133,8 +133,9 @@ def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
     rows = [("figures are", report.bound),
             ("execution model", report.execution_model or "(not recorded)"),
             ("validation error of this device kind",
-             f"{100 * err:.0f}% (median, against published measurements)" if err is not None
-             else "not validated yet (no measured workload of this kind in the table)")]
+             f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "
+             "measurements)" if err is not None
+             else "not validated (no held-out measured workload of this kind in the table)")]
     rows += [("excludes", x) for x in report.excluded]
     rows += [("note", x) for x in report.notes]
     return rows

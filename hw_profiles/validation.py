@@ -21,6 +21,10 @@ from hw_profiles.loader import available, load
 from hw_profiles.profile import KINDS
 
 TABLE_PATH = Path(__file__).with_name("measured") / "validation.toml"
+SUMMARY_PATH = Path(__file__).with_name("measured") / "validation_summary.json"
+"""Per device kind, how the held-out rows' predictions compare with the measurements, as
+``sim.validation.kind_errors`` computed them (``bench/validate.py --write-summary``); a test
+checks it against a fresh run, so it cannot go stale silently."""
 SCHEMA_VERSION = 1
 GROUPS = ("calibration", "held-out")
 PARTS = ("same", "same-core", "different")
@@ -165,3 +169,31 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
             measured_derivation=str(e.get("measured_derivation", "")), missing=missing,
             note=str(e.get("note", ""))))
     return rows
+
+
+def kind_summary(path: str | Path = SUMMARY_PATH) -> dict[str, dict]:
+    """``kind -> {"rows", "median_rel_error", "min_ratio", "max_ratio"}`` of the shipped
+    validation summary ({} when there is none).
+
+    Raises
+    ------
+    ProfileError
+        The file is not the JSON object this function's writer produces.
+    """
+    import json
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        out = {k: {"rows": int(v["rows"]), "median_rel_error": float(v["median_rel_error"]),
+                   "min_ratio": float(v["min_ratio"]), "max_ratio": float(v["max_ratio"])}
+               for k, v in data["kinds"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ProfileError(f"{path}: not a validation summary ({type(exc).__name__}: {exc}); "
+                           "rewrite it with python bench/validate.py --write-summary") from None
+    unknown = sorted(set(out) - set(KINDS))
+    if unknown:
+        raise ProfileError(f"{path}: unknown device kind {unknown[0]!r}; kinds are "
+                           f"{', '.join(KINDS)}")
+    return out

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from hw_profiles import load
 from hw_profiles.errors import PricingError
@@ -238,7 +238,19 @@ def price(ledger, profile: str | HardwareProfile, *, realtime: bool = False) -> 
     else:
         report = _models().get(prof.kind, price_roofline)(ledger, prof)   # dispatch by kind
     _check_result_finite(report.charges, report.latency_s, prof)
-    return report
+    return _with_validation(report)
+
+
+def _with_validation(report: EnergyReport) -> EnergyReport:
+    """Attach the held-out validation error of the report's device kind (issue 13 item 5)."""
+    from hw_profiles.validation import kind_summary
+    v = kind_summary().get(report.kind)
+    if v is None:
+        return report
+    note = (f"validation ({report.kind}): {v['rows']} held-out published measurement(s), "
+            f"predicted / measured {v['min_ratio']:.2g}-{v['max_ratio']:.2g} "
+            "(neuroedge validate)")
+    return replace(report, validation_error=v["median_rel_error"], notes=report.notes + (note,))
 
 
 ROOFLINE = ("roofline: per scope max(compute, memory) at peak rates, scopes in sequence; "

@@ -404,6 +404,21 @@ def summarise(rows: list[ValidationRow]) -> dict:
             "calibration": stats([r for r in rows if r.group == "calibration"])}
 
 
+def kind_errors(rows: list[ValidationRow]) -> dict[str, dict]:
+    """Per device kind, over its held-out rows with a prediction: their count, the median
+    relative error |predicted / measured - 1| and the range of predicted / measured.
+    Calibration rows are left out: their profile numbers came from those measurements."""
+    out = {}
+    for kind in sorted({r.kind for r in rows}):
+        ratios = [r.ratio for r in rows
+                  if r.kind == kind and r.group == "held-out" and r.ratio is not None]
+        if ratios:
+            out[kind] = {"rows": len(ratios),
+                         "median_rel_error": median(abs(x - 1) for x in ratios),
+                         "min_ratio": min(ratios), "max_ratio": max(ratios)}
+    return out
+
+
 def _fmt(x) -> str:
     return "-" if x is None else f"{x:.3g}"
 

@@ -107,3 +107,56 @@ def test_summarise_groups_and_log_ratios():
     assert s["held-out"]["within_3x"] == 1
     assert s["calibration"]["median_abs_log10"] == 0.0
     assert s["rows"] == 3 and s["kinds"] == ["gpu"]
+
+
+def test_kind_errors_are_held_out_medians():
+    from sim.validation import ValidationRow, kind_errors
+
+    def row(kind, group, ratio):
+        return ValidationRow("r", kind, "p", group, "same", "inference", "ok", 1.0,
+                             None if ratio is None else ratio, None, None, "", "")
+    rows = [row("bitwise", "held-out", 0.5), row("bitwise", "held-out", 0.6),
+            row("bitwise", "held-out", 2.0), row("bitwise", "calibration", 1.0),
+            row("gpu", "held-out", None), row("neuromorphic", "calibration", 1.0)]
+    # |0.5 - 1| = 0.5, |0.6 - 1| = 0.4, |2 - 1| = 1: median 0.5; calibration rows left out,
+    # a kind with no held-out prediction has no entry
+    assert kind_errors(rows) == {"bitwise": {"rows": 3, "median_rel_error": 0.5,
+                                             "min_ratio": 0.5, "max_ratio": 2.0}}
+
+
+def test_shipped_validation_summary_is_current():
+    """The per-kind errors every report shows equal a fresh validation run (rewrite with
+    python bench/validate.py --write-summary when the models or profiles change)."""
+    from hw_profiles.validation import kind_summary
+    from sim.validation import kind_errors, validate
+    fresh = kind_errors(validate())
+    shipped = kind_summary()
+    assert set(shipped) == set(fresh)
+    for kind, v in fresh.items():
+        assert shipped[kind]["rows"] == v["rows"]
+        for key in ("median_rel_error", "min_ratio", "max_ratio"):
+            assert shipped[kind][key] == pytest.approx(v[key], rel=1e-6), (kind, key)
+
+
+def test_reports_carry_their_kinds_validation_error():
+    from hw_profiles.validation import kind_summary
+    from sim.ledger import Ledger
+    led = Ledger()
+    led.add("mac_fp32", 10, scope="infer")
+    gpu = price(led, "a100")
+    assert gpu.validation_error == pytest.approx(kind_summary()["gpu"]["median_rel_error"])
+    assert any(n.startswith("validation (gpu): ") for n in gpu.notes)
+    # no held-out neuromorphic measurement is rebuildable yet: no figure is claimed
+    spiking = Ledger()
+    spiking.add("synop", 10, scope="infer")
+    assert price(spiking, "loihi").validation_error is None
+
+
+def test_malformed_summary_is_a_one_line_error(tmp_path):
+    from hw_profiles.errors import ProfileError
+    from hw_profiles.validation import kind_summary
+    bad = tmp_path / "s.json"
+    bad.write_text('{"kinds": {"gpu": {"rows": 1}}}')
+    with pytest.raises(ProfileError, match=r"s.json: not a validation summary \(KeyError"):
+        kind_summary(bad)
+    assert kind_summary(tmp_path / "absent.json") == {}

@@ -40,7 +40,6 @@ def _events(spike_idx, pre, n):
 
 
 def run_engine(duration: float) -> dict:
-    import numpy as np
     from models.snn_cuba import CubaConfig, build, connectivity
     from sim.neuromorphic import NeuromorphicDevice
     cfg = CubaConfig(duration=duration)
@@ -79,7 +78,7 @@ def run_brian2(duration: float, standalone: bool) -> dict:
         b2.set_device("cpp_standalone", directory=workdir, build_on_run=False)
     else:
         b2.prefs.codegen.target = "cython"
-    ms, mV = b2.ms, b2.mV
+    mV = b2.mV
     b2.defaultclock.dt = cfg.dt * b2.second
     eqs = """dv/dt  = (ge+gi-(v-El))/taum : volt (unless refractory)
              dge/dt = -ge/taue : volt

@@ -18,7 +18,7 @@ finetune/, supernet/ and infer/ scopes.
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch

@@ -253,7 +253,8 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
         ds.append(proj.delay)
         chs.append(np.full(w.size, proj.channel, np.int64))
         pids.append(np.full(w.size, pid, np.int64))
-    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+    def cat(xs, dt):
+        return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
     pre, post = cat(pres, np.int64), cat(posts, np.int64)
     w, dly = cat(ws, np.float64), cat(ds, np.int64)
     ch, pid = cat(chs, np.int64), cat(pids, np.int64)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import models
-from hw_profiles.errors import DatasetError, ModelError
+from hw_profiles.errors import ModelError
 from models import klas
 from models.klas import scores as sc
 from models.klas.experiment import KLASConfig, run

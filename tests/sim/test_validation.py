@@ -96,8 +96,10 @@ def test_rows_without_published_activity_are_not_estimated():
 
 def test_summarise_groups_and_log_ratios():
     from sim.validation import ValidationRow
-    mk = lambda i, g, p, m: ValidationRow(i, "gpu", "a100", g, "same", "inference",
-                                          "ok", m, p, None, None, "", "")
+
+    def mk(i, g, p, m):
+        return ValidationRow(i, "gpu", "a100", g, "same", "inference", "ok", m, p, None,
+                             None, "", "")
     rows = [mk("a", "held-out", 3.0, 1.0), mk("b", "held-out", 1.0, 10.0),
             mk("c", "calibration", 1.0, 1.0)]
     s = summarise(rows)

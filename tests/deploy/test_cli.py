@@ -483,3 +483,47 @@ def test_report_into_a_closed_pipe_is_quiet(tiny_run):
         sh = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, env=env,
                             timeout=120, check=False)
         assert sh.returncode == 0 and sh.stderr == "" and sh.stdout.count("\n") == 1
+
+
+def test_simulate_compare_re_places_a_spiking_run_on_each_chip(tmp_path, monkeypatch, capsys):
+    """--compare on another neuromorphic chip re-runs the model there (step times depend on
+    the placement); a stored ledger re-priced without that would keep loihi's placement."""
+    from sim.neuromorphic import Network, NeuromorphicDevice
+    seen = []
+
+    def simulate(profile, dataset, seed, quick, progress):
+        seen.append(profile.name)
+        net = Network(dt=1e-3)
+        net.population("out", 4, "lif", tau_mem=0.01, v_threshold=1.0)
+        dev = NeuromorphicDevice(profile)
+        dev.compile(net)
+        dev.run(20, scope="infer")
+        return RunResult("snn_cuba", profile, dataset, {"seed": seed}, {}, dev.ledger)
+    monkeypatch.setitem(models.REGISTRY, "snn_cuba",
+                        dataclasses.replace(models.REGISTRY["snn_cuba"], simulate=simulate))
+    out = tmp_path / "r.h5"
+    assert main(["simulate", "snn_cuba", "--profile", "loihi", "--out", str(out),
+                 "--compare", "loihi2,truenorth"]) == 0
+    assert seen == ["loihi", "loihi2", "truenorth"]   # the run, then one re-run per chip
+    assert "re-placing and re-running snn_cuba on truenorth" in capsys.readouterr().out
+    # truenorth's 1 ms tick paces its 20 steps: 20 ms there, whatever the placement
+    from sim.neuromorphic.timing import reprice
+    tn = reprice(lambda p: simulate(p, "va-cuba", 0, True, None), ["truenorth"])[0]
+    assert tn.total_latency_s == pytest.approx(20e-3)
+
+
+def test_realtime_on_a_profile_without_step_times_is_refused_before_training(
+        tmp_path, monkeypatch, capsys):
+    _no_work(monkeypatch, "mlp")
+    assert main(["simulate", "mlp", "--out", str(tmp_path / "r.h5"), "--realtime"]) == 2
+    _one_line_error(capsys, "--realtime: profile 'a100' (gpu) has no per-core step-time model")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_prints_rows_with_sources_and_refuses_unknown_ids(capsys):
+    assert main(["validate", "--only", "truenorth-rate-20hz"]) == 0
+    out = capsys.readouterr().out
+    # predicted / measured for TrueNorth's published 26 pJ per synaptic event (calibration)
+    assert "truenorth-rate-20hz" in out and "source: P. A. Merolla et al." in out
+    assert main(["validate", "--only", "nope"]) == 2
+    _one_line_error(capsys, "--only nope: no such validation row")

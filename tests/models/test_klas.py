@@ -143,7 +143,7 @@ TINY = dict(widths=(8, 12, 16), heads=(2, 2, 2), depth=2, n_train=256, n_val=64,
 
 
 @pytest.fixture(scope="module")
-def tiny_run():
+def tiny_run(fashion_mnist):
     return run(KLASConfig.quick(**TINY), TOY)
 
 

@@ -75,12 +75,12 @@ def _runs(tmp_path_factory, preset: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def reduced_runs(tmp_path_factory):
+def reduced_runs(tmp_path_factory, fashion_mnist):   # tversky's and klas's runs read it
     return _runs(tmp_path_factory, "reduced")
 
 
 @pytest.fixture(scope="module")
-def quick_runs(tmp_path_factory):
+def quick_runs(tmp_path_factory, fashion_mnist):
     return _runs(tmp_path_factory, "quick")
 
 

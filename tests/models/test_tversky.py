@@ -139,7 +139,7 @@ SMALL = {"train": 2000, "test": 500, "epochs": 4, "width": 8, "lr": 1e-2}
 
 
 @pytest.fixture(scope="module")
-def small_run():
+def small_run(fashion_mnist):
     return simulate(TOY, seed=0, **SMALL)
 
 
@@ -166,7 +166,7 @@ def test_seeded_runs_identical(small_run):
                                   small_run.traces["tversky_train_loss"])
 
 
-def test_onnx_export_matches_torch(tmp_path):
+def test_onnx_export_matches_torch(tmp_path, fashion_mnist):
     import onnxruntime as ort
     path = tv_model.export("onnx", tmp_path / "tv.onnx", train=800, epochs=1, width=8)
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

@@ -34,6 +34,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"neuroedge: error: {message} (see '{self.prog} --help')\n")
 
 
+def _version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("neuroedge")
+    except metadata.PackageNotFoundError:   # run from a source tree that was not installed
+        return "(not installed)"
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -354,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="neuroedge",
         description="Simulate ML methods on hardware profiles and report their cost.")
+    parser.add_argument("--version", action="version", version=f"neuroedge {_version()}")
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("profiles", help="list hardware profiles, or show one with sources")

@@ -527,3 +527,11 @@ def test_validate_prints_rows_with_sources_and_refuses_unknown_ids(capsys):
     assert "truenorth-rate-20hz" in out and "source: P. A. Merolla et al." in out
     assert main(["validate", "--only", "nope"]) == 2
     _one_line_error(capsys, "--only nope: no such validation row")
+
+
+def test_version(capsys):
+    from importlib import metadata
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"neuroedge {metadata.version('neuroedge')}\n"

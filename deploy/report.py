@@ -135,7 +135,8 @@ def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
             ("validation error of this device kind",
              f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "
              "measurements)" if err is not None
-             else "not validated (no held-out measured workload of this kind in the table)")]
+             else "not validated (no held-out measurement of this kind can be rebuilt yet; "
+             "see neuroedge validate)")]
     rows += [("excludes", x) for x in report.excluded]
     rows += [("note", x) for x in report.notes]
     return rows

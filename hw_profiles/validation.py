@@ -8,6 +8,8 @@ key. The rows are plain data; ``sim.validation.validate()`` rebuilds and prices 
 """
 from __future__ import annotations
 
+import functools
+import json
 import math
 import tomllib
 from collections.abc import Mapping
@@ -180,10 +182,16 @@ def kind_summary(path: str | Path = SUMMARY_PATH) -> dict[str, dict]:
     ProfileError
         The file is not the JSON object this function's writer produces.
     """
-    import json
     path = Path(path)
     if not path.exists():
         return {}
+    # every price() asks for this: read the file once per version of it, not once per call
+    return dict(_read_summary(str(path), path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_summary(path_text: str, mtime_ns: int) -> dict[str, dict]:
+    path = Path(path_text)
     try:
         data = json.loads(path.read_text())
         out = {k: {"rows": int(v["rows"]), "median_rel_error": float(v["median_rel_error"]),

@@ -66,13 +66,7 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
             f"{where}{prof.name}: {what} needs {writable:,} B of writable memory (parameters, "
             f"optimizer state, counters), but {prof.name} has {cap_w:,} B ({names}); "
             f"{_FLASH_NOTE}. Use a part with more SRAM, or shrink the model")
-    left = writable
-    for lv in levels:
-        take = min(left, free[lv])
-        if take:
-            out.setdefault(lv, [0, 0])[0] += take
-            free[lv] -= take
-            left -= take
+    _fill(out, free, levels, writable, column=0)
     ro_levels = levels + (["nonvolatile"] if "nonvolatile" in prof.memory else [])
     cap_r = sum(free[lv] for lv in ro_levels)
     if read_only > cap_r:
@@ -81,14 +75,19 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
             f"{writable:,} B writable state, but only {cap_r:,} B are left "
             f"({', '.join(f'{prof.memory[lv].name} {free[lv]:,} B' for lv in ro_levels)}). "
             "Use a part with more memory, or shrink the model or its data")
-    left = read_only
-    for lv in ro_levels:
-        take = min(left, free[lv])
-        if take:
-            out.setdefault(lv, [0, 0])[1] += take
-            free[lv] -= take
-            left -= take
+    _fill(out, free, ro_levels, read_only, column=1)
     return {lv: (w, r) for lv, (w, r) in out.items()}
+
+
+def _fill(out: dict, free: dict, levels: list[str], n: int, column: int) -> None:
+    """Place ``n`` bytes on ``levels`` in order, each up to its ``free`` bytes (checked to fit
+    by the caller); ``column`` 0 records them as writable, 1 as read-only."""
+    for lv in levels:
+        take = min(n, free[lv])
+        if take:
+            out.setdefault(lv, [0, 0])[column] += take
+            free[lv] -= take
+            n -= take
 
 
 def _split(n: int, weights: dict[str, int]) -> dict[str, int]:

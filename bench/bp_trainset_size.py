@@ -26,7 +26,7 @@ PROFILES = ("a100", "jetson-orin", "x86-avx2")
 def train_energy_per_sample(limit_train: int | None, epochs: int) -> tuple[dict, int, float]:
     import torch
 
-    from models import datasets
+    from models.shared import datasets
     from models.mlp import MLPClassifier, MLPConfig
     from sim.torch_engine import TorchDevice
     torch.set_num_threads(1)

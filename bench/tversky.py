@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from models import datasets
+from models.shared import datasets
 from models.tversky.gpt import CharGPT, CharGPTConfig, encode, license_corpus, train_lm
 from models.tversky.layer import TverskyProjection
 from models.tversky.model import FASHION_CLASSES, TverskyHeadConfig, run_heads

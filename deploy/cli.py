@@ -186,7 +186,7 @@ def cmd_simulate(args) -> int:
     import models
     from deploy import report as rep
     from deploy.runfile import read_run, write_run
-    from models import datasets
+    from models.shared import datasets
 
     # -- everything that can fail without training, checked first
     card = models.get(args.model)

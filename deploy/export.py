@@ -77,7 +77,7 @@ def prepare_export(name: str, target: str, out: str | os.PathLike | None = None,
         One line each; nothing has been trained or written.
     """
     import models
-    from models import datasets
+    from models.shared import datasets
     card = models.get(name)
     if target not in TARGETS:
         raise ExportError(f"unknown export target {target!r}: targets are {', '.join(TARGETS)}")

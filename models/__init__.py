@@ -1,20 +1,12 @@
-"""The methods, one module each, and ``REGISTRY`` of the ones that work.
+"""The methods, one room (package) each, and ``REGISTRY`` of the ones that work.
 
-Importing this package imports every method module, which registers its card.
-One import line per method, so each method's line can be added or removed on its own.
+Importing this package imports every room's ``card.py``, which registers the method; the
+cards are light (no torch), so ``neuroedge models`` is quick. One line per room, so each
+method's line can be added or removed on its own.
 """
-from models.registry import REGISTRY, ModelCard, RunResult, get, register
+from models.registry import REGISTRY, Card, Method, Outcome, RunResult, Study, Trained, get, register
 
-from models import mlp  # noqa: E402,F401
-from models import fs_kan  # noqa: E402,F401
-from models import bep_card  # noqa: E402,F401
-from models import tversky  # noqa: E402,F401
-from models import klas  # noqa: E402,F401
-from models import snn_cuba  # noqa: E402,F401
-from models import chunk_sparse_attention  # noqa: E402,F401
-from models import filter_heads  # noqa: E402,F401
-from models import tsetlin_card  # noqa: E402,F401
-from models import pc  # noqa: E402,F401
-from models import diffpc  # noqa: E402,F401
+from models.baselines.mlp import card as _mlp  # noqa: E402,F401
 
-__all__ = ["REGISTRY", "ModelCard", "RunResult", "get", "register"]
+__all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunResult", "Study", "Trained", "get",
+           "register"]

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw_profiles.errors import DatasetError
-from models import datasets
+from models.shared import datasets
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ import torch
 from numba import njit
 
 from hw_profiles.errors import ModelError
-from models import datasets
+from models.shared import datasets
 from models.pc import PCNet, check_xy
 from models.registry import ModelCard, Progress, RunResult, register
 from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel

@@ -24,7 +24,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from models import datasets
+from models.shared import datasets
 from models.diffpc import DiffPCClassifier, DiffPCConfig
 from models.mlp import MLPClassifier, MLPConfig
 from models.pc import PCClassifier, PCConfig, comm_bits_per_neuron

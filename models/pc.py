@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from hw_profiles.errors import ModelError
-from models import datasets
+from models.shared import datasets
 from models.registry import ModelCard, Progress, RunResult, register
 from sim.torch_engine import TorchDevice
 

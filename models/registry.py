@@ -1,22 +1,91 @@
-"""The model registry: a card per implemented method, and the result every simulation returns.
+"""The method contract: a data-only ``Card`` per method, three functions, and ``REGISTRY``.
 
-``REGISTRY`` is a plain dict that the method modules fill by calling :func:`register`;
-registering a name twice is an error. Only what works is registered: a method that is not
-implemented yet has no card.
+Every method is one room (package) under ``models/``. Its ``card.py`` builds a :class:`Card`
+(what the method is, where it runs, its ``Config`` dataclass and presets) and registers it
+with the method's three functions:
+
+``simulate(cfg, device, data, progress) -> Outcome``
+    Train and test the method with configuration ``cfg`` on ``device`` (a ``sim.Device``
+    the runner resolved from the profile) on ``data`` (what the card's ``load_data``
+    returned). Everything that runs is counted in ``device.ledger``.
+``experiment(preset, seed, profiles, progress) -> Study``
+    The paper's comparison at the preset's scale: several runs and a summary of the claim.
+    ``profiles`` maps a device kind to the profile the study uses for it (``None``: the
+    card's ``study_profiles``).
+``artifact(trained, target)``
+    Plain data the ``sim`` layer owns for one export target (``sim/artifacts.py``), built
+    from the trained state an ``Outcome`` carried (or a run file stored), so an export never
+    retrains.
+
+The runner (``models/runner.py``) is the only caller of ``simulate``: it resolves the
+profile through ``sim.device()``, checks the dataset, builds the config from a preset and
+overrides, and wraps the outcome in a :class:`RunResult`. ``register`` checks a card
+before it is accepted (defaults among its own lists, presets naming real fields, known
+export targets); registering a name twice is an error.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from hw_profiles.errors import ModelError
-from hw_profiles.profile import HardwareProfile
+from hw_profiles.profile import KINDS, HardwareProfile
 from sim.ledger import Ledger
+from sim.traces import Trace, as_traces
 
 Progress = Callable[[int, int, dict], None]
 """Progress callback: ``(step, total, metrics so far)``; the CLI draws a bar with it."""
+
+PRESETS = ("quick", "full")
+"""Every card has both: ``quick`` runs in seconds to a minute (the CLI default; tests and
+the demo use it), ``full`` is the paper-scale setting. Both train: quick is smaller, never
+a skipped step."""
+
+EXPORT_TARGETS = ("c", "nir", "onnx")
+"""Targets ``deploy/export.py`` can write; a card lists the subset its ``artifact`` builds."""
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A trained model as plain data: arrays plus JSON-able facts (shapes, config).
+
+    This is what a run file stores (``/trained``) and what ``artifact`` rebuilds an export
+    from, so ``neuroedge export --from RUN.h5`` needs no training.
+    """
+
+    arrays: dict[str, np.ndarray]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for key, arr in self.arrays.items():
+            if not isinstance(arr, np.ndarray):
+                raise ModelError(f"Trained.arrays[{key!r}] is a {type(arr).__name__}; expected "
+                                 "a numpy array (convert tensors with .detach().cpu().numpy())")
+
+
+@dataclass
+class Outcome:
+    """What ``simulate`` returns: scalar metrics, typed traces, the trained state.
+
+    ``facts`` are plain values about the run that are not settings (input sizes, the torch
+    device used, where the data came from); the run file keeps them beside the config.
+    """
+
+    metrics: dict[str, float]
+    traces: dict[str, Trace] = field(default_factory=dict)
+    trained: Trained | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.metrics = {k: float(v) for k, v in self.metrics.items()}
+        self.traces = as_traces(self.traces)
 
 
 @dataclass
@@ -29,10 +98,13 @@ class RunResult:
     profile : the profile the simulation ran on, as loaded (the device's own object). Never a
         name: a name would be looked up again when the run file is written, which loses a
         user's file (own name: "unknown profile"; a shipped name: the shipped numbers).
-    config : the model's configuration (plain values), stored in the run file
+    config : the model's configuration (``dataclasses.asdict`` of its ``Config``)
     metrics : scalar results (accuracy, loss, ...)
     ledger : every count the simulation recorded
-    traces : optional arrays (loss curves, spike rasters) stored compressed
+    traces : typed traces (loss curves, spike rasters, per-core values), stored compressed
+    preset : the preset the config started from (``quick``/``full``)
+    facts : plain values about the run that are not settings (``Outcome.facts``)
+    trained : the trained state, for exports from the run file (``None`` when not exportable)
     """
 
     model: str
@@ -41,7 +113,10 @@ class RunResult:
     config: dict[str, Any]
     metrics: dict[str, float]
     ledger: Ledger
-    traces: dict[str, np.ndarray] = field(default_factory=dict)
+    traces: dict[str, Trace] = field(default_factory=dict)
+    preset: str = "quick"
+    facts: dict[str, Any] = field(default_factory=dict)
+    trained: Trained | None = None
 
     def __post_init__(self):
         if not isinstance(self.profile, HardwareProfile):
@@ -49,19 +124,35 @@ class RunResult:
                              f"{type(self.profile).__name__}; pass the device's HardwareProfile "
                              "(dev.profile), never its name, so the run is priced on the "
                              "numbers it ran with")
+        self.traces = as_traces(self.traces)
+
+
+@dataclass
+class Study:
+    """What ``experiment`` returns: the runs of the paper's comparison and its summary."""
+
+    runs: dict[str, RunResult]
+    summary: dict[str, Any]
 
 
 @dataclass(frozen=True)
-class ModelCard:
-    """What a registered method is, what it checks, where it runs, and how to simulate it.
+class Card:
+    """What a method is and where it runs: data only (the functions are registered beside it).
 
-    ``simulate(profile, dataset, seed, quick, progress) -> RunResult`` runs the method on a
-    device for the profile and returns its counts and metrics.
-    ``export(target, out, *, seed, quick, progress, force) -> Path`` (when ``exports`` is
-    not empty) trains the model and writes it for one of the targets in ``exports``; see
-    ``deploy/export.py``. ``force`` is passed on to the writer (``deploy/outputs.py``): it
-    allows replacing an existing output. ``export_dataset`` names the dataset the export
-    trains on, so its files are checked before any training.
+    Attributes
+    ----------
+    name : the room's package name, snake_case (``fs_kan``)
+    title, reference, claim : what the paper is and what it claims (shown by ``models``)
+    device_kinds : profile kinds the method runs on (``gpu``, ``cpu``, ``bitwise``,
+        ``neuromorphic``); the runner refuses others before anything runs
+    datasets : dataset names ``load_data`` accepts
+    config : the method's ``Config`` dataclass; it has a ``seed`` field
+    presets : ``{"quick": {dataset: {field: value}}, "full": {...}}``; every dataset has an
+        entry in both presets (an empty dict: the dataclass defaults)
+    default_profile, default_dataset : what ``neuroedge simulate NAME`` uses
+    exports : export targets ``artifact`` builds (a subset of ``EXPORT_TARGETS``)
+    export_dataset : the dataset an export trains on (default: ``default_dataset``)
+    study_profiles : device kind -> profile name ``experiment`` uses when given none
     """
 
     name: str
@@ -70,26 +161,113 @@ class ModelCard:
     claim: str
     device_kinds: tuple[str, ...]
     datasets: tuple[str, ...]
-    default_dataset: str
+    config: type
+    presets: Mapping[str, Mapping[str, Mapping[str, Any]]]
     default_profile: str
-    simulate: Callable[..., RunResult]
+    default_dataset: str
     exports: tuple[str, ...] = ()
-    export: Callable[..., Any] | None = None
     export_dataset: str | None = None
+    study_profiles: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def trains_on(self) -> str:
+        """The dataset an export trains on."""
+        return self.export_dataset or self.default_dataset
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self.config))
 
 
-REGISTRY: dict[str, ModelCard] = {}
+def default_load_data(dataset: str, cfg) -> Any:
+    """The shared loaders (``models/shared/datasets.py``): a method without data of its own."""
+    from models.shared import datasets
+    return datasets.load(dataset)
 
 
-def register(card: ModelCard) -> ModelCard:
+@dataclass(frozen=True)
+class Method:
+    """A registered card with its three contract functions (and its data loader)."""
+
+    card: Card
+    simulate: Callable[..., Outcome]
+    experiment: Callable[..., Study]
+    artifact: Callable[[Trained, str], Any] | None = None
+    load_data: Callable[[str, Any], Any] = default_load_data
+
+    @property
+    def name(self) -> str:
+        return self.card.name
+
+
+REGISTRY: dict[str, Method] = {}
+
+
+def _check_card(card: Card, artifact) -> None:
+    where = f"register({card.name!r})"
+    if not _NAME_RE.match(card.name):
+        raise ModelError(f"{where}: name must be snake_case (letters, digits, '_'), like the "
+                         "room's package name")
+    if not card.device_kinds or any(k not in KINDS for k in card.device_kinds):
+        raise ModelError(f"{where}: device_kinds = {card.device_kinds}; expected a non-empty "
+                         f"subset of {', '.join(KINDS)}")
+    if not card.datasets:
+        raise ModelError(f"{where}: datasets is empty; a card names the data it takes")
+    if card.default_dataset not in card.datasets:
+        raise ModelError(f"{where}: default_dataset {card.default_dataset!r} is not among its "
+                         f"datasets ({', '.join(card.datasets)})")
+    if card.export_dataset is not None and card.export_dataset not in card.datasets:
+        raise ModelError(f"{where}: export_dataset {card.export_dataset!r} is not among its "
+                         f"datasets ({', '.join(card.datasets)})")
+    if not (isinstance(card.config, type) and dataclasses.is_dataclass(card.config)):
+        raise ModelError(f"{where}: config = {card.config!r}; expected the method's Config "
+                         "dataclass")
+    fields = set(card.fields)
+    if "seed" not in fields:
+        raise ModelError(f"{where}: {card.config.__name__} has no 'seed' field; every config "
+                         "carries its seed so a run file can be rerun exactly")
+    if set(card.presets) != set(PRESETS):
+        raise ModelError(f"{where}: presets are {sorted(card.presets)}; expected exactly "
+                         f"{', '.join(PRESETS)}")
+    for preset, per_dataset in card.presets.items():
+        missing = [d for d in card.datasets if d not in per_dataset]
+        extra = [d for d in per_dataset if d not in card.datasets]
+        if missing or extra:
+            raise ModelError(f"{where}: preset {preset!r} must have one entry per dataset; "
+                             f"missing {missing or 'none'}, unknown {extra or 'none'}")
+        for dataset, values in per_dataset.items():
+            unknown = sorted(set(values) - fields)
+            if unknown:
+                raise ModelError(f"{where}: preset {preset!r}/{dataset!r} sets "
+                                 f"{', '.join(unknown)}, not fields of {card.config.__name__} "
+                                 f"({', '.join(card.fields)})")
+            if "seed" in values:
+                raise ModelError(f"{where}: preset {preset!r}/{dataset!r} sets the seed; the "
+                                 "seed is given per run")
+    bad = [t for t in card.exports if t not in EXPORT_TARGETS]
+    if bad:
+        raise ModelError(f"{where}: unknown export target(s) {', '.join(bad)}; targets are "
+                         f"{', '.join(EXPORT_TARGETS)}")
+    if card.exports and artifact is None:
+        raise ModelError(f"{where}: exports {', '.join(card.exports)} but no artifact function")
+    bad = [k for k in card.study_profiles if k not in card.device_kinds]
+    if bad:
+        raise ModelError(f"{where}: study_profiles names kinds {', '.join(bad)} the method does "
+                         f"not run on ({', '.join(card.device_kinds)})")
+
+
+def register(card: Card, *, simulate, experiment, artifact=None, load_data=None) -> Method:
+    """Check ``card`` and add it with its functions to ``REGISTRY``; returns the entry."""
+    _check_card(card, artifact)
     if card.name in REGISTRY:
         raise ModelError(f"model {card.name!r} is already registered")
-    REGISTRY[card.name] = card
-    return card
+    method = Method(card, simulate, experiment, artifact, load_data or default_load_data)
+    REGISTRY[card.name] = method
+    return method
 
 
-def get(name: str) -> ModelCard:
-    """The card of a registered model, or an error listing the registered names."""
+def get(name: str) -> Method:
+    """The registered method ``name``, or an error listing the registered names."""
     try:
         return REGISTRY[name]
     except KeyError:

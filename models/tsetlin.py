@@ -50,7 +50,7 @@ import numpy as np
 
 from hw_profiles.errors import ModelError
 from hw_profiles.ops import OP_NAMES
-from models import datasets
+from models.shared import datasets
 from models import tsetlin_kernels as K
 from sim.bitwise.network import ClauseLayer
 from sim.bitwise.packing import n_words, pack_bits, unpack_bits

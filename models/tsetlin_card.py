@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from hw_profiles.errors import ModelError
-from models import datasets
+from models.shared import datasets
 from models.registry import ModelCard, Progress, RunResult, register
 from models.tsetlin import TsetlinConfig, TsetlinMachine, booleanise, noisy_xor
 from sim.bitwise.packing import pack_bits

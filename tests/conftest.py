@@ -22,7 +22,7 @@ def fashion_mnist() -> None:
     """Skip, saying how to install them, when the Fashion-MNIST files are absent (``make test``
     installs the Debian package when run as root and prints the apt-get line otherwise)."""
     from hw_profiles.errors import DatasetError
-    from models import datasets
+    from models.shared import datasets
     try:
         datasets.check_available("fashion-mnist")
     except DatasetError as exc:

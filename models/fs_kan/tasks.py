@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from hw_profiles.errors import DatasetError
-from models import datasets
+from models.shared import datasets
 
 SIGNAL_CLASSES = ("sine", "square", "sawtooth")
 

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from scipy import stats
 
 from hw_profiles.errors import ModelError
-from models import datasets
+from models.shared import datasets
 from models.klas import scores as sc
 from models.klas.stitch import StitchedViT, StitchLayer
 from models.klas.vit import TinyViT, cls_token

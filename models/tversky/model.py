@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from hw_profiles.errors import ModelError
-from models import datasets
+from models.shared import datasets
 from models.registry import ModelCard, Progress, RunResult, register
 from models.tversky.layer import (
     DIFFERENCES,

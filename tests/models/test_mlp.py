@@ -4,7 +4,7 @@ import pytest
 
 import models
 from hw_profiles.errors import ModelError
-from models import datasets
+from models.shared import datasets
 from models.mlp import MLPClassifier, MLPConfig, simulate
 from sim.torch_engine import TorchDevice
 

@@ -1,0 +1,1 @@
+"""Baselines the paper methods compare against, each a room of its own (mlp, pc, QAT)."""

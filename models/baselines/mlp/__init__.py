@@ -1,0 +1,1 @@
+"""Backprop MLP baseline: card in ``card.py``, the model in ``model.py``."""

@@ -1,0 +1,266 @@
+"""The one runner: profile -> device, preset + overrides -> config, simulate -> RunResult.
+
+Everything that runs a registered method goes through here: the CLI (``simulate``,
+``export``), the benchmarks in ``bench/`` and the sweeps. It is the only place that
+
+* resolves a profile through ``sim.device()`` and refuses a kind the card does not run on,
+* checks that the dataset is one of the card's and that its files are there,
+* builds the config from the card's preset for the dataset plus overrides (an unknown key
+  is an error listing the fields; text values are parsed to the field's type),
+* calls the method's ``simulate`` and wraps its ``Outcome`` in a ``RunResult``.
+
+Checks come first (:func:`prepare`), so a typo fails in a second, not after the training.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hw_profiles.errors import ModelError, NeuroedgeError
+from hw_profiles.profile import HardwareProfile
+from models.registry import PRESETS, Method, Outcome, Progress, RunResult, Study, get
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked request: which method, on which profile and data, with which config."""
+
+    method: Method
+    profile: HardwareProfile
+    dataset: str
+    preset: str
+    config: Any
+    overrides: dict[str, Any]
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+
+def method_of(model: str | Method) -> Method:
+    return model if isinstance(model, Method) else get(model)
+
+
+# -- configs ---------------------------------------------------------------------------------
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+def _parse(text: str, tp, where: str):
+    """``text`` as a value of type ``tp`` (int, float, bool, str, tuples, X | None, Literal)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if text.lower() == "none" and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        errors = []
+        for a in inner:
+            try:
+                return _parse(text, a, where)
+            except ModelError as exc:
+                errors.append(str(exc))
+        raise ModelError(errors[0] if errors else f"{where}: cannot parse {text!r}")
+    if origin is typing.Literal:
+        for a in args:
+            if str(a) == text:
+                return a
+        raise ModelError(f"{where}: {text!r} is not one of {', '.join(map(str, args))}")
+    if origin in (tuple, list):
+        parts = [p.strip() for p in text.strip("()[] ").split(",") if p.strip()]
+        item = args[0] if args else str
+        values = [_parse(p, item, where) for p in parts]
+        return tuple(values) if origin is tuple else values
+    if tp is bool:
+        low = text.strip().lower()
+        if low in _TRUE or low in _FALSE:
+            return low in _TRUE
+        raise ModelError(f"{where}: {text!r} is not a boolean; give true or false")
+    if tp is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ModelError(f"{where}: {text!r} is not an integer") from None
+    if tp is float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ModelError(f"{where}: {text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ModelError(f"{where}: {text!r} is not a finite number")
+        return value
+    if tp is str:
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ModelError(f"{where}: {text!r} is not valid JSON for a {tp} field") from None
+
+
+def field_types(config_cls) -> dict[str, Any]:
+    """Field name -> type of a Config dataclass (annotations resolved)."""
+    hints = typing.get_type_hints(config_cls)
+    return {f.name: hints.get(f.name, str) for f in dataclasses.fields(config_cls)}
+
+
+def parse_overrides(model: str | Method, items) -> dict[str, Any]:
+    """``["hidden=400", "epochs=3"]`` (or a dict) as typed values for the card's Config.
+
+    Raises ModelError naming an unknown key and listing the fields, or a value that does
+    not parse to the field's type.
+    """
+    card = method_of(model).card
+    types_ = field_types(card.config)
+    pairs = items.items() if isinstance(items, dict) else [_split(item) for item in items or ()]
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in types_ or key == "seed":
+            hint = "give the seed with --seed" if key == "seed" else \
+                f"fields are {', '.join(k for k in types_ if k != 'seed')}"
+            raise ModelError(f"--set {key}: {card.name} has no setting {key!r}; {hint}")
+        out[key] = _parse(value, types_[key], f"--set {key}") if isinstance(value, str) \
+            else value
+    return out
+
+
+def _split(item: str) -> tuple[str, str]:
+    key, sep, value = str(item).partition("=")
+    if not sep or not key.strip():
+        raise ModelError(f"--set {item!r}: expected KEY=VALUE (e.g. --set epochs=3)")
+    return key.strip(), value.strip()
+
+
+def make_config(model: str | Method, preset: str, dataset: str, seed: int,
+                overrides: dict[str, Any] | None = None):
+    """The card's Config for ``dataset``: preset values, then ``overrides``, then the seed."""
+    card = method_of(model).card
+    if preset not in PRESETS:
+        raise ModelError(f"preset {preset!r}: presets are {', '.join(PRESETS)}")
+    values = {**card.presets[preset][dataset], **(overrides or {}), "seed": int(seed)}
+    try:
+        return card.config(**values)
+    except TypeError as exc:  # a field the dataclass does not take: a bug in the card
+        raise ModelError(f"{card.name}: {card.config.__name__}({values}) failed: {exc}") from None
+
+
+def config_from_dict(model: str | Method, values: dict[str, Any]):
+    """Rebuild a Config from a run file's config (JSON lists back to tuples)."""
+    card = method_of(model).card
+    types_ = field_types(card.config)
+    known = {k: v for k, v in values.items() if k in types_}
+    for k, v in known.items():
+        if isinstance(v, list) and typing.get_origin(types_[k]) is tuple:
+            known[k] = tuple(v)
+    return card.config(**known)
+
+
+# -- checks ------------------------------------------------------------------------------------
+def load_profile(profile) -> HardwareProfile:
+    from hw_profiles import load
+    return load(profile)
+
+
+def check_kind(method: Method, profile: HardwareProfile, option: str = "profile") -> None:
+    card = method.card
+    if profile.kind not in card.device_kinds:
+        raise ModelError(f"{option} {profile.label!r} is a {profile.kind!r} profile; model "
+                         f"{card.name!r} runs on {', '.join(card.device_kinds)} profiles")
+
+
+def check_dataset(method: Method, dataset: str) -> None:
+    from models.shared import datasets
+    card = method.card
+    if dataset not in card.datasets:
+        raise ModelError(f"model {card.name!r} takes datasets {', '.join(card.datasets)}; "
+                         f"got {dataset!r}")
+    datasets.check_available(dataset)
+
+
+def prepare(model: str | Method, *, profile=None, dataset: str | None = None,
+            preset: str = "quick", seed: int = 0, overrides=None) -> Plan:
+    """Every check that needs no training; returns the :class:`Plan` that :func:`execute` runs."""
+    method = method_of(model)
+    card = method.card
+    prof = load_profile(profile if profile is not None else card.default_profile)
+    check_kind(method, prof)
+    dataset = dataset or card.default_dataset
+    check_dataset(method, dataset)
+    parsed = parse_overrides(method, overrides or {})
+    cfg = make_config(method, preset, dataset, seed, parsed)
+    return Plan(method, prof, dataset, preset, cfg, parsed)
+
+
+def device_for(method: Method, profile) -> Any:
+    """The engine for ``profile`` (``sim.device``), after the card's kind check."""
+    import sim
+    prof = load_profile(profile)
+    check_kind(method, prof)
+    return sim.device(prof)
+
+
+def execute(plan: Plan, progress: Progress | None = None) -> RunResult:
+    """Run a prepared plan: device, data, ``simulate``, RunResult."""
+    method = plan.method
+    device = device_for(method, plan.profile)
+    data = method.load_data(plan.dataset, plan.config)
+    outcome = method.simulate(plan.config, device, data, progress)
+    if not isinstance(outcome, Outcome):
+        raise NeuroedgeError(f"{method.name}.simulate returned a {type(outcome).__name__}; "
+                             "the contract is an Outcome(metrics, traces, trained)")
+    return RunResult(method.name, device.profile, plan.dataset,
+                     dataclasses.asdict(plan.config), outcome.metrics, device.ledger,
+                     outcome.traces, preset=plan.preset, facts=outcome.facts,
+                     trained=outcome.trained)
+
+
+def run(model: str | Method, *, profile=None, dataset: str | None = None,
+        preset: str = "quick", seed: int = 0, overrides=None,
+        progress: Progress | None = None) -> RunResult:
+    """Check, then simulate ``model``: ``run("mlp", profile="a100", overrides={"epochs": 3})``."""
+    return execute(prepare(model, profile=profile, dataset=dataset, preset=preset, seed=seed,
+                           overrides=overrides), progress)
+
+
+def study(model: str | Method, *, preset: str = "quick", seed: int = 0, profiles=None,
+          progress: Progress | None = None) -> Study:
+    """The method's ``experiment`` (the paper's comparison) at ``preset``."""
+    method = method_of(model)
+    if preset not in PRESETS:
+        raise ModelError(f"preset {preset!r}: presets are {', '.join(PRESETS)}")
+    chosen = {**method.card.study_profiles, **(profiles or {})}
+    return method.experiment(preset, seed, chosen, progress)
+
+
+# -- run file names -------------------------------------------------------------------------
+_SAFE = re.compile(r"[^A-Za-z0-9._,=+-]")
+
+
+def _text(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return ",".join(_text(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def profile_stem(profile: HardwareProfile) -> str:
+    """A profile's part of a file name: a shipped profile by its name, a user's file by its
+    stem plus ``-file`` (so ``my/a100.toml`` never takes the name of a shipped a100 run)."""
+    return profile.name if profile.label == profile.name else Path(profile.path).stem + "-file"
+
+
+def run_file_name(plan: Plan, directory: str | Path = "runs") -> Path:
+    """``runs/MODEL-DATASET-PROFILE-PRESET-seedN[-key=value...].h5``: the seed and every
+    override are in the name, so parallel runs never share a file."""
+    parts = [plan.method.name, plan.dataset, profile_stem(plan.profile), plan.preset,
+             f"seed{plan.seed}"]
+    extra = "-".join(f"{k}={_text(v)}" for k, v in sorted(plan.overrides.items()))
+    extra = _SAFE.sub("_", extra)
+    if len(extra) > 80:   # keep names short; the digest still separates distinct overrides
+        extra = "set" + hashlib.sha256(extra.encode()).hexdigest()[:10]
+    stem = "-".join(parts + ([extra] if extra else []))
+    return Path(directory) / f"{stem}.h5"

@@ -1,0 +1,36 @@
+"""The x/y input check every method runs before it trains or predicts, written once."""
+from __future__ import annotations
+
+import numpy as np
+
+from hw_profiles.errors import ModelError
+
+
+def check_xy(x, y, sample_shape, n_classes: int | None, what: str) -> None:
+    """Raise a one-line ModelError unless ``x`` is ``(N, *sample_shape)`` of finite numbers
+    and ``y`` (when given) is ``(N,)`` integer labels in ``0 .. n_classes - 1``.
+
+    ``sample_shape`` is an int (flat features) or a tuple; ``None`` entries match any size.
+    """
+    shape = (sample_shape,) if isinstance(sample_shape, (int, np.integer)) else \
+        tuple(sample_shape)
+    x = np.asarray(x) if not hasattr(x, "shape") else x
+    want = "(N, " + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+    if len(x.shape) != 1 + len(shape) or any(
+            s is not None and int(d) != int(s) for d, s in zip(x.shape[1:], shape)):
+        raise ModelError(f"{what}: x has shape {tuple(x.shape)}, expected {want}")
+    xa = np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
+    if xa.dtype.kind == "f" and not np.isfinite(xa).all():
+        bad = int((~np.isfinite(xa)).sum())
+        raise ModelError(f"{what}: x holds {bad} NaN or infinite value(s); inputs must be "
+                         "finite")
+    if y is None:
+        return
+    ya = np.asarray(y.detach().cpu() if hasattr(y, "detach") else y)
+    if ya.shape != (x.shape[0],):
+        raise ModelError(f"{what}: y has shape {ya.shape}, expected ({x.shape[0]},) to match x")
+    if ya.size and ya.dtype.kind not in "iub":
+        raise ModelError(f"{what}: y has dtype {ya.dtype}; expected integer class labels")
+    if n_classes is not None and ya.size and (ya.min() < 0 or ya.max() >= n_classes):
+        raise ModelError(f"{what}: labels span {ya.min()}..{ya.max()}, expected "
+                         f"0..{n_classes - 1}")

@@ -1,10 +1,13 @@
-"""Shared fixtures: paths of the test profiles, and the Fashion-MNIST files (or a skip)."""
+"""Shared fixtures: the test profiles, the Fashion-MNIST files (or a skip), and torch's
+global state restored after every test (so no test leans on another's threads or RNG)."""
 from pathlib import Path
 
 import pytest
 
 DATA = Path(__file__).parent / "data"
 TOY_GPU = DATA / "toy-gpu.toml"
+"""A tiny GPU profile with round numbers (2 pJ per fp32 MAC ...): hand arithmetic in tests."""
+TOY_NEURO = DATA / "toy-neuro.toml"
 
 
 @pytest.fixture
@@ -15,6 +18,32 @@ def toy_gpu_path() -> Path:
 @pytest.fixture
 def toy_gpu_text() -> str:
     return TOY_GPU.read_text()
+
+
+@pytest.fixture
+def toy_gpu():
+    """The toy GPU profile, loaded."""
+    from hw_profiles import load
+    return load(TOY_GPU)
+
+
+@pytest.fixture
+def toy_neuro_path() -> Path:
+    return TOY_NEURO
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_state():
+    """Put torch's thread count and global RNG back as they were before the test."""
+    import sys
+    torch = sys.modules.get("torch")   # only when torch is already loaded: keeps light tests light
+    if torch is None:
+        yield
+        return
+    threads, rng = torch.get_num_threads(), torch.random.get_rng_state()
+    yield
+    torch.set_num_threads(threads)
+    torch.random.set_rng_state(rng)
 
 
 @pytest.fixture(scope="session")

@@ -32,8 +32,7 @@ import time
 import numpy as np
 import torch
 
-from sim.bitwise import BitwiseDevice, pack_signs
-from sim.bitwise import kernels
+from sim.bitwise import BitwiseDevice, kernels, pack_signs
 
 
 def _best_interleaved(fns: dict, repeats: int, window_s: float = 0.25) -> dict:

@@ -26,8 +26,9 @@ PROFILES = ("a100", "jetson-orin", "x86-avx2")
 def train_energy_per_sample(limit_train: int | None, epochs: int) -> tuple[dict, int, float]:
     import torch
 
+    from models.baselines.mlp.card import MLPConfig
+    from models.baselines.mlp.model import MLPClassifier
     from models.shared import datasets
-    from models.mlp import MLPClassifier, MLPConfig
     from sim.torch_engine import TorchDevice
     torch.set_num_threads(1)
     data = datasets.fashion_mnist(limit_train=limit_train)

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deploy.outputs import write_text
 from deploy.runfile import write_result
-from models.shared import datasets
 from models.diffpc_experiment import run
+from models.shared import datasets
 
 PAPER = {"digits": None, (400,): 0.892, (1000,): 0.896}
 

@@ -65,10 +65,22 @@ def run_engine(duration: float) -> dict:
 
 
 def run_brian2(duration: float, standalone: bool) -> dict:
-    import numpy as np
     import brian2 as b2
-    from models.snn_cuba import (CubaConfig, EL, REFRACTORY, TAUE, TAUI, TAUM, VR, VT, WE,
-                                 WI, connectivity)
+    import numpy as np
+
+    from models.snn_cuba import (
+        EL,
+        REFRACTORY,
+        TAUE,
+        TAUI,
+        TAUM,
+        VR,
+        VT,
+        WE,
+        WI,
+        CubaConfig,
+        connectivity,
+    )
     cfg = CubaConfig(duration=duration)
     pre, post = connectivity(cfg)
     rng = np.random.default_rng(cfg.seed + 1)     # the engine's initial potentials

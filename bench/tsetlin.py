@@ -88,9 +88,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="digits", choices=sorted(SETTINGS))
     args = ap.parse_args()
-    from sim.bitwise import BitwiseDevice
     from models.tsetlin import TsetlinConfig, TsetlinMachine
     from models.tsetlin_card import load
+    from sim.bitwise import BitwiseDevice
     xtr, ytr, xte, yte, n_cls = load(args.dataset, quick=True)
     cfg = SETTINGS[args.dataset]
     n_tr, n_te = len(ytr), len(yte)

@@ -19,7 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-from hw_profiles.errors import NeuroedgeError, ProfileError, RunFileError
+from deploy.errors import RunFileError
+from hw_profiles.errors import NeuroedgeError, ProfileError
 
 DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2

@@ -20,8 +20,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from deploy.errors import ExportError
 from deploy.outputs import check_output, write_directory, write_file
-from hw_profiles.errors import ExportError
 
 TARGETS = ("c", "nir", "onnx")
 """Every export target the CLI knows; a model card lists the subset it supports."""

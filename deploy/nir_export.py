@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from deploy.errors import ExportError
 from deploy.export import atomic_output
-from hw_profiles.errors import ExportError
 
 FORMAT_KEY = "neuroedge_format"
 FORMAT_VALUE = "neuroedge.nir/1"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from deploy.errors import ExportError
 from deploy.export import atomic_output
-from hw_profiles.errors import ExportError
 
 OPSET = 18
 

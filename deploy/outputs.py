@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from hw_profiles.errors import OutputError
+from deploy.errors import OutputError
 
 MANIFEST = ".neuroedge-manifest.json"
 """The file a directory export carries: what neuroedge wrote there (see the module doc)."""

@@ -22,14 +22,25 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from deploy.formatting import (energy_breakdown, format_bytes, format_energy, significant,
-                                format_seconds)
+from deploy.errors import ReportError
+from deploy.formatting import (
+    energy_breakdown,
+    format_bytes,
+    format_energy,
+    format_seconds,
+    significant,
+)
 from deploy.outputs import write_file
-from deploy.runfile import Run
 from deploy.plots import fig_to_img as _img
-from deploy.plots import (plot_comparison, plot_energy_bars, plot_image_grid, plot_per_core,
-                          plot_raster, plot_trace)
-from hw_profiles.errors import ReportError
+from deploy.plots import (
+    plot_comparison,
+    plot_energy_bars,
+    plot_image_grid,
+    plot_per_core,
+    plot_raster,
+    plot_trace,
+)
+from deploy.runfile import Run
 from hw_profiles.profile import PROVENANCES
 from sim.pricing import PJ, EnergyReport
 

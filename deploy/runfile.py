@@ -40,9 +40,10 @@ from typing import Any
 import h5py
 import numpy as np
 
+from deploy.errors import RunFileError
 from deploy.outputs import write_file
 from hw_profiles import HardwareProfile, from_dict, load
-from hw_profiles.errors import NeuroedgeError, RunFileError
+from hw_profiles.errors import NeuroedgeError
 from sim.ledger import Ledger
 
 FORMAT = "neuroedge.run"

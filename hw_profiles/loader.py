@@ -16,8 +16,15 @@ from typing import Any, Iterable, Mapping
 
 from hw_profiles.errors import ProfileError
 from hw_profiles.ops import OPS
-from hw_profiles.profile import (KINDS, MEMORY_LEVELS, PROVENANCES, HardwareProfile,
-                                 MemoryLevel, Quantity, Source)
+from hw_profiles.profile import (
+    KINDS,
+    MEMORY_LEVELS,
+    PROVENANCES,
+    HardwareProfile,
+    MemoryLevel,
+    Quantity,
+    Source,
+)
 
 SCHEMA_VERSION = 1
 DATA_DIR = Path(__file__).with_name("data")

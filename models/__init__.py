@@ -4,9 +4,18 @@ Importing this package imports every room's ``card.py``, which registers the met
 cards are light (no torch), so ``neuroedge models`` is quick. One line per room, so each
 method's line can be added or removed on its own.
 """
-from models.registry import REGISTRY, Card, Method, Outcome, RunResult, Study, Trained, get, register
-
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
+from models.registry import (
+           REGISTRY,
+           Card,
+           Method,
+           Outcome,
+           RunResult,
+           Study,
+           Trained,
+           get,
+           register,
+)
 
 __all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunResult", "Study", "Trained", "get",
            "register"]

@@ -55,11 +55,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from hw_profiles.ops import OP_NAMES
 from models import bep_kernels as K
 from models.registry import Progress
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
+from sim.errors import ModelError
 
 H_LO, H_HI = -(2 ** 15), 2 ** 15 - 1   # int16 counters: B = 16 bits (digest step 2)
 INIT_HALF_WIDTH = 111                   # uniform integer init with std ~64 (111 / sqrt(3))

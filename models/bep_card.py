@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from models import bep_data
 from models.bep import BEP, BEPConfig
 from models.bep_tt import BEPTT, BEPTTConfig
 from models.registry import ModelCard, Progress, RunResult, register
 from sim.bitwise.network import ScoresLayer, SignLayer
 from sim.bitwise.packing import pack_bits
+from sim.errors import ModelError
 
 # quick = a run of seconds (the CLI default); full = `neuroedge simulate bep --full`
 QUICK = {"random-prototypes": {"hidden": (64, 64), "epochs": 5},

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_profiles.errors import DatasetError
+from models.errors import DatasetError
 from models.shared import datasets
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hw_profiles.errors import ModelError
 from models.bep import output_frame
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 

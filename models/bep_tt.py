@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from models import bep_kernels as K
 from models.bep import BEP, BEPConfig, Layer, frac, to_signs
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
+from sim.errors import ModelError
 
 
 @dataclass

@@ -99,10 +99,10 @@ import numpy as np
 import torch
 from numba import njit
 
-from hw_profiles.errors import ModelError
-from models.shared import datasets
 from models.pc import PCNet, check_xy
 from models.registry import ModelCard, Progress, RunResult, register
+from models.shared import datasets
+from sim.errors import ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
 from sim.torch_engine import TorchDevice
 

@@ -24,11 +24,12 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from models.shared import datasets
+from models.baselines.mlp.card import MLPConfig
+from models.baselines.mlp.model import MLPClassifier
 from models.diffpc import DiffPCClassifier, DiffPCConfig
-from models.mlp import MLPClassifier, MLPConfig
 from models.pc import PCClassifier, PCConfig, comm_bits_per_neuron
 from models.registry import RunResult
+from models.shared import datasets
 from sim.neuromorphic import NeuromorphicDevice
 from sim.torch_engine import TorchDevice
 

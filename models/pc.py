@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from hw_profiles.errors import ModelError
-from models.shared import datasets
 from models.registry import ModelCard, Progress, RunResult, register
+from models.shared import datasets
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 

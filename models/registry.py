@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from hw_profiles.profile import KINDS, HardwareProfile
+from sim.errors import ModelError
 from sim.ledger import Ledger
 from sim.traces import Trace, as_traces
 

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hw_profiles.errors import ModelError, NeuroedgeError
+from hw_profiles.errors import NeuroedgeError
 from hw_profiles.profile import HardwareProfile
 from models.registry import PRESETS, Method, Outcome, Progress, RunResult, Study, get
+from sim.errors import ModelError
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from models.registry import ModelCard, Progress, RunResult, register
+from sim.errors import ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice
 
 
@@ -148,10 +148,10 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     matrix: ``quick`` exports a 1000-neuron version with the same in-degree (p = 0.08,
     80 inputs per neuron; two 1000 x 1000 matrices), ``--full`` the 4000-neuron network
     (two 4000 x 4000 float64 matrices, ~256 MB in memory while writing)."""
+    from sim.errors import ModelError as ExportError
     from deploy.nir_export import export_nir
-    from hw_profiles.errors import ExportError
     if target != "nir":
-        raise ExportError(f"snn_cuba exports to 'nir' only, not {target!r}")
+        raise ModelError(f"snn_cuba exports to 'nir' only, not {target!r}")
     cfg = CubaConfig(seed=seed, n=1000, p=0.08) if quick else CubaConfig(seed=seed)
     net = build(cfg)
     dev = NeuromorphicDevice("loihi")

@@ -48,12 +48,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from hw_profiles.ops import OP_NAMES
-from models.shared import datasets
 from models import tsetlin_kernels as K
+from models.shared import datasets
 from sim.bitwise.network import ClauseLayer
 from sim.bitwise.packing import n_words, pack_bits, unpack_bits
+from sim.errors import ModelError
 
 
 @dataclass

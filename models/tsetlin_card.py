@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
-from models.shared import datasets
 from models.registry import ModelCard, Progress, RunResult, register
+from models.shared import datasets
 from models.tsetlin import TsetlinConfig, TsetlinMachine, booleanise, noisy_xor
 from sim.bitwise.packing import pack_bits
+from sim.errors import ModelError
 
 # booleanisation per dataset: digits 0..16 -> 3-level thermometer (192 bits); Fashion-MNIST
 # pixel > 75 (the threshold of the pyTsetlinMachine MNIST demo), 784 bits

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hw_profiles.errors import ExportError
+from sim.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class BitwiseArtifact:
 
     def __post_init__(self):
         if not self.layers:
-            raise ExportError("BitwiseArtifact: no layers; a trained bitwise network has at "
+            raise ModelError("BitwiseArtifact: no layers; a trained bitwise network has at "
                               "least one layer")
 
 

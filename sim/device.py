@@ -12,8 +12,9 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from hw_profiles import load
-from hw_profiles.errors import HardwareLimitError, ModelError, NeuroedgeError, ProfileError
+from hw_profiles.errors import NeuroedgeError, ProfileError
 from hw_profiles.profile import KINDS, HardwareProfile
+from sim.errors import HardwareLimitError, ModelError
 from sim.ledger import Ledger
 
 ENGINES: dict[str, type["Device"]] = {}
@@ -117,6 +118,6 @@ def device(profile: str | HardwareProfile, engine: str | None = None, **kwargs) 
 
 def _import_engines() -> None:
     """Import engine modules so they register themselves (lazily: torch is heavy)."""
-    import sim.torch_engine  # noqa: F401
     import sim.bitwise  # noqa: F401
     import sim.neuromorphic  # noqa: F401
+    import sim.torch_engine  # noqa: F401

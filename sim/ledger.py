@@ -25,8 +25,8 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
-from hw_profiles.errors import LedgerError
 from hw_profiles.ops import MEMORY_LEVELS, OP_NAMES, OPS
+from sim.errors import LedgerError
 
 FORMAT = "neuroedge.Ledger"
 FORMAT_VERSION = 1

@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
 from hw_profiles import load
-from hw_profiles.errors import PricingError
 from hw_profiles.ops import EXECUTION_OPS, OP_NAMES, OPS
 from hw_profiles.profile import HardwareProfile
+from sim.errors import PricingError
 from sim.ledger import within
 
 FORMAT = "neuroedge.EnergyReport"

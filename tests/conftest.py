@@ -50,7 +50,7 @@ def _restore_torch_state():
 def fashion_mnist() -> None:
     """Skip, saying how to install them, when the Fashion-MNIST files are absent (``make test``
     installs the Debian package when run as root and prints the apt-get line otherwise)."""
-    from hw_profiles.errors import DatasetError
+    from models.errors import DatasetError
     from models.shared import datasets
     try:
         datasets.check_available("fashion-mnist")

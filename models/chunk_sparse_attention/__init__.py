@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from hw_profiles.errors import ModelError
 from models.chunk_sparse_attention.model import FullAttentionModel, HSAModel, check_tokens
 from models.chunk_sparse_attention.task import NeedleTask
 from models.registry import ModelCard, Progress, RunResult, register
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 LANDMARKS = ("cls", "mean", "meanpool")

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 ROPE_BASE = 10000.0
 QUERY_BLOCK = 1024   # queries per block in full/HSA attention: bounds score memory at O(L)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from dataclasses import asdict
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from models.filter_heads import pipeline as _exp
 from models.filter_heads.pipeline import ExperimentConfig, quick_config
 from models.registry import ModelCard, Progress, RunResult, register
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 DATASET = "synthetic-lists"

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from hw_profiles.errors import ModelError
 from models.filter_heads import tasks
 from models.registry import Progress
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 HEAD_SITES = ("q", "k", "v", "z")

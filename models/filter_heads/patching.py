@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hw_profiles.errors import ModelError
 from models.filter_heads import tasks
 from models.filter_heads.model import HEAD_SITES, Hook, Trained
+from sim.errors import ModelError
 
 Heads = list[tuple[int, int]]
 

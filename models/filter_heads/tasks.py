@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 CATEGORIES = ("fruit", "vehicle", "furniture", "animal", "instrument", "clothing",
               "flower", "tool")

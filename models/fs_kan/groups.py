@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 
 def _check_perms(gens, what: str) -> np.ndarray:

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hw_profiles.errors import ModelError
 from models.fs_kan.groups import Action, pair_orbits, point_orbits
+from sim.errors import ModelError
 
 
 def bspline_basis(x: torch.Tensor, knots: torch.Tensor, order: int) -> torch.Tensor:

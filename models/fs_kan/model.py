@@ -28,11 +28,11 @@ from itertools import pairwise
 import numpy as np
 import torch
 
-from hw_profiles.errors import ModelError
 from models.fs_kan import tasks
 from models.fs_kan.groups import Action, cyclic, fixed, natural, symmetric
 from models.fs_kan.layers import FSLayer
 from models.registry import ModelCard, Progress, RunResult, register
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 TASKS = ("signal-sets", "fashion-points")
@@ -382,10 +382,10 @@ def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None
     The ONNX graph places orbit terms by plain indexing (``plain_gather``), which equals
     the embedding-bag path used for training (tests check both agree).
     """
+    from sim.errors import ModelError as ExportError
     from deploy.onnx_export import export_onnx
-    from hw_profiles.errors import ExportError
     if target != "onnx":
-        raise ExportError(f"fs-kan exports to 'onnx' only, not {target!r}")
+        raise ModelError(f"fs-kan exports to 'onnx' only, not {target!r}")
     task = "signal-sets"
     size = QUICK[task] if quick else FULL[task]
     r = compare(task, size["n_train"], seed, profile="a100", n_test=size["n_test"],

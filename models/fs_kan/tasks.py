@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hw_profiles.errors import DatasetError
+from models.errors import DatasetError
 from models.shared import datasets
 
 SIGNAL_CLASSES = ("sine", "square", "sawtooth")

@@ -53,7 +53,7 @@ def summarise(res: dict) -> tuple[dict, dict, dict]:
 def simulate(profile="a100", dataset="fashion-mnist", seed: int = 0, quick: bool = True,
              progress: Progress | None = None, **overrides) -> RunResult:
     """Run the KLAS experiment (quick: ~1 min on one CPU core) and return its counts and figures."""
-    from hw_profiles.errors import ModelError
+    from sim.errors import ModelError
     if dataset.lower().replace("_", "-") != "fashion-mnist":
         raise ModelError(f"klas: dataset {dataset!r} is not supported; KLAS runs on "
                          "'fashion-mnist' (28x28 images for the ViT patch grid)")

@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
-from hw_profiles.errors import ModelError
-from models.shared import datasets
 from models.klas import scores as sc
 from models.klas.stitch import StitchedViT, StitchLayer
 from models.klas.vit import TinyViT, cls_token
+from models.shared import datasets
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 
 class ProbeSet(nn.Module):

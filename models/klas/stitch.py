@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hw_profiles.errors import ModelError
 from models.klas.vit import TinyViT, cls_token
+from sim.errors import ModelError
 
 
 def least_squares(src: torch.Tensor, dst: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

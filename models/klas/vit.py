@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 
 def cls_token(h: torch.Tensor) -> torch.Tensor:

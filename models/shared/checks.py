@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 
 def check_xy(x, y, sample_shape, n_classes: int | None, what: str) -> None:

@@ -19,7 +19,7 @@ from typing import Iterator
 
 import numpy as np
 
-from hw_profiles.errors import DatasetError
+from models.errors import DatasetError
 
 FASHION_DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_FILES = {

@@ -23,8 +23,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from hw_profiles.errors import DatasetError, ModelError
+from models.errors import DatasetError
 from models.tversky.layer import TverskyProjection
+from sim.errors import ModelError
 
 VARIANTS = ("none", "head", "all")
 LICENSES = Path("/usr/share/common-licenses")

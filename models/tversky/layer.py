@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 INTERSECTIONS = ("product", "min", "max", "mean", "gmean", "softmin")
 DIFFERENCES = ("ignorematch", "substractmatch")

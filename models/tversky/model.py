@@ -21,9 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from hw_profiles.errors import ModelError
-from models.shared import datasets
 from models.registry import ModelCard, Progress, RunResult, register
+from models.shared import datasets
 from models.tversky.layer import (
     DIFFERENCES,
     INTERSECTIONS,
@@ -37,6 +36,7 @@ from models.tversky.vision import (
     conv_encoder,
     plot_prototypes,
 )
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 FASHION_CLASSES = ("T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",

@@ -22,7 +22,7 @@ import torch
 from matplotlib.figure import Figure
 from torch import nn
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 ENCODERS = ("random", "trained")
 

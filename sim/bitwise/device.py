@@ -37,11 +37,11 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.bitwise import kernels
 from sim.bitwise.packing import WORD_DTYPES, n_words, pack_bool
 from sim.device import Device, register_engine
+from sim.errors import ModelError
 
 _INT_BYTES = 4  # products and scores are int32
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw_profiles.errors import ExportError, ModelError
 from sim.bitwise.packing import WORD_DTYPES, n_words
+from sim.errors import ModelError
 
 LAYER_NAME_PATTERN = "[A-Za-z0-9_.-]+"
 """What a layer name may be: it becomes a ledger scope component (``L{i}_{name}``, the
@@ -41,7 +41,7 @@ _LAYER_NAME = re.compile(LAYER_NAME_PATTERN)
 def _check_name(kind: str, name) -> None:
     # refused when the layer is built, not later as a ledger scope or inside generated C
     if not (isinstance(name, str) and _LAYER_NAME.fullmatch(name)):
-        raise ExportError(f"{kind} name {name!r}: layer names must match "
+        raise ModelError(f"{kind} name {name!r}: layer names must match "
                           f"{LAYER_NAME_PATTERN} (they become ledger scopes and C identifiers)")
 
 

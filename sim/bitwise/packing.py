@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 WORD_DTYPES = {32: np.dtype("<u4"), 64: np.dtype("<u8")}
 """word_bits -> numpy dtype of one packed word"""

@@ -31,8 +31,8 @@ overflow the cache is priced optimistically: every figure is an estimate.
 """
 from __future__ import annotations
 
-from hw_profiles.errors import PricingError
 from hw_profiles.profile import HardwareProfile
+from sim.errors import PricingError
 from sim.ledger import within
 from sim.pricing import (
     PJ,

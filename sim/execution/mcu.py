@@ -21,8 +21,8 @@ no footprint they are priced at ``local`` SRAM (and the report says so).
 """
 from __future__ import annotations
 
-from hw_profiles.errors import HardwareLimitError
 from hw_profiles.profile import HardwareProfile
+from sim.errors import HardwareLimitError
 from sim.execution.gpu_cpu import footprint_scope
 from sim.pricing import Charge, EnergyReport, memory_charge, op_charge, static_charge
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw_profiles.errors import HardwareLimitError, ModelError
 from hw_profiles.profile import HardwareProfile
+from sim.errors import HardwareLimitError, ModelError
 from sim.neuromorphic import kernels as K
 from sim.neuromorphic.network import Network
 

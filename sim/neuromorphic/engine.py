@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_profiles.errors import HardwareLimitError, ModelError
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.device import Device, register_engine
+from sim.errors import HardwareLimitError, ModelError
 from sim.neuromorphic import kernels as K
 from sim.neuromorphic import timing
 from sim.neuromorphic.compiler import MODEL_CODES, Compiled, compile_network

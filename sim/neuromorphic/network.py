@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 
 MODELS = ("lif", "if", "cuba_lif")
 METHODS = ("euler", "exact")

@@ -38,9 +38,9 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from hw_profiles import load
-from hw_profiles.errors import PricingError
 from hw_profiles.ops import OPS
 from hw_profiles.profile import HardwareProfile
+from sim.errors import PricingError
 from sim.ledger import TIMED_OPS, StepTiming
 
 NS = 1e-9

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from hw_profiles.errors import ModelError
 from sim.device import Device, register_engine
+from sim.errors import ModelError
 from sim.torch_engine.costs import op_cost, reads_selected_rows_of_first_arg, tensor_bytes
 from sim.torch_engine.scopes import ScopeTracker
 

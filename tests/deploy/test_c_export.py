@@ -19,8 +19,8 @@ from deploy.c_export import (
     run_c_project,
     write_c_project,
 )
+from deploy.errors import ExportError
 from hw_profiles import load
-from hw_profiles.errors import ExportError
 from sim.bitwise import BitwiseDevice, ScoresLayer, SignLayer, pack_signs
 
 PROFILE = {32: "cortex-m4", 64: "fpga-bnn"}

@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from deploy.cli import main
+from deploy.errors import ExportError, OutputError
 from deploy.export import atomic_output, export_model
 from deploy.onnx_export import check_onnx, export_onnx
-from hw_profiles.errors import ExportError, OutputError
 
 
 def test_atomic_output_leaves_nothing_when_the_writer_fails(tmp_path):

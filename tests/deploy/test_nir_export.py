@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
+from deploy.errors import ExportError
 from deploy.nir_export import export_nir, from_nir, to_nir
-from hw_profiles.errors import ExportError
 from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
 
 

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from deploy.errors import OutputError
 from deploy.outputs import (
     MANIFEST,
     check_distinct,
@@ -13,7 +14,7 @@ from deploy.outputs import (
     write_file,
     write_text,
 )
-from hw_profiles.errors import NeuroedgeError, OutputError
+from hw_profiles.errors import NeuroedgeError
 
 
 def _tree(root):

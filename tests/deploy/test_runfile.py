@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import deploy.runfile as runfile
-from hw_profiles.errors import RunFileError
+from deploy.errors import RunFileError
 from sim.ledger import Ledger
 
 
@@ -147,8 +147,8 @@ def test_simulate_with_a_user_file_is_priced_with_its_own_numbers(tmp_path, toy_
 
 
 def test_result_with_a_profile_name_is_refused(toy_gpu_path):
-    from hw_profiles.errors import ModelError
     from models.registry import RunResult
+    from sim.errors import ModelError
     with pytest.raises(ModelError, match=r"^RunResult\('mlp'\): profile = 'a100' is a str; "
                                          r"pass the device's HardwareProfile \(dev.profile\)"):
         RunResult("mlp", "a100", "digits", {}, {}, Ledger())

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from hw_profiles.errors import ModelError
 from models import bep_data
 from models import bep_kernels as K
 from models.bep import (
@@ -21,6 +20,7 @@ from models.bep_qat import QAT, QATConfig
 from models.bep_tt import BEPTT, BEPTTConfig
 from sim.bitwise import BitwiseDevice
 from sim.bitwise.packing import pack_bits, pack_signs
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 FLOAT_OPS = ("mac_fp", "flop_fp")

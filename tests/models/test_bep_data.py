@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from hw_profiles.errors import DatasetError
 from models import bep_data
+from models.errors import DatasetError
 
 
 def test_random_prototypes_flip_rate_and_balance():

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 import models
-from hw_profiles.errors import ModelError
 from models.chunk_sparse_attention import ChunkAttnConfig, ChunkAttnLM, NeedleTask, build
 from models.chunk_sparse_attention.model import select_chunks
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"

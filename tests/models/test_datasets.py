@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from hw_profiles.errors import DatasetError
+from models.errors import DatasetError
 from models.shared import datasets as ds
 
 IDX_CODES = {np.uint8: 0x08, np.int8: 0x09, np.int16: 0x0B, np.int32: 0x0C, np.float32: 0x0D, np.float64: 0x0E}

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 import torch
 
-from hw_profiles.errors import ModelError
 from models.diffpc import (
     KERNEL,
     PARAMS,
@@ -14,6 +13,7 @@ from models.diffpc import (
     simulate,
 )
 from models.pc import PCNet
+from sim.errors import ModelError
 from sim.neuromorphic import NeuromorphicDevice
 
 

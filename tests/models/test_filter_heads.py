@@ -4,9 +4,9 @@ import pytest
 import torch
 
 import models
-from hw_profiles.errors import ModelError
 from models.filter_heads import patching, simulate, tasks
 from models.filter_heads.model import FilterLM, FilterLMConfig, Hook, Trained, train
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import models
-from hw_profiles.errors import DatasetError, ModelError
+from models.errors import DatasetError
 from models.fs_kan import tasks
 from models.fs_kan.groups import (
     cyclic,
@@ -27,6 +27,7 @@ from models.fs_kan.model import (
     simulate,
     task_action,
 )
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"

@@ -4,12 +4,12 @@ import pytest
 import torch
 
 import models
-from hw_profiles.errors import ModelError
 from models import klas
 from models.klas import scores as sc
 from models.klas.experiment import KLASConfig, run
 from models.klas.stitch import StitchedViT, StitchLayer, least_squares
 from models.klas.vit import TinyViT
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 import models
-from hw_profiles.errors import ModelError
-from models.shared import datasets
 from models.mlp import MLPClassifier, MLPConfig, simulate
+from models.shared import datasets
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from hw_profiles.errors import ModelError
 from models.pc import PCConfig, PCNet, comm_bits_per_neuron, simulate
+from sim.errors import ModelError
 
 
 def _net_and_data(seed=0):

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from hw_profiles.errors import HardwareLimitError, ModelError
 from models import snn_cuba
 from models.registry import REGISTRY
+from sim.errors import HardwareLimitError, ModelError
 
 
 @pytest.fixture(scope="module")

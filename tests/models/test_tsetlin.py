@@ -3,11 +3,10 @@ import numpy as np
 import pytest
 
 import sim
-from hw_profiles.errors import ModelError
 from models import tsetlin_kernels as K
-from models.tsetlin import (TsetlinConfig, TsetlinMachine, booleanise, noisy_xor,
-                            operator_patterns)
+from models.tsetlin import TsetlinConfig, TsetlinMachine, booleanise, noisy_xor, operator_patterns
 from sim.bitwise.packing import pack_bits, unpack_bits
+from sim.errors import ModelError
 
 
 def _planes(states, b, wb):

@@ -7,7 +7,6 @@ import torch
 from torch import nn
 
 import models
-from hw_profiles.errors import ModelError
 from models.tversky import model as tv_model
 from models.tversky.layer import (
     DIFFERENCES,
@@ -18,6 +17,7 @@ from models.tversky.layer import (
 )
 from models.tversky.model import TverskyHeadConfig, simulate
 from models.tversky.xor import fit_xor
+from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
 TOY = "tests/data/toy-gpu.toml"

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hw_profiles.errors import ModelError
 from hw_profiles.loader import DATA_DIR
 from sim import device
 from sim.bitwise import BitwiseDevice, pack_bits, pack_signs, unpack_bits, unpack_signs
+from sim.errors import ModelError
 
 PROFILE = {32: "cortex-m4", 64: "fpga-bnn"}
 

@@ -5,7 +5,6 @@ import re
 import numpy as np
 import pytest
 
-from hw_profiles.errors import ExportError, HardwareLimitError, ModelError
 from sim.bitwise import (
     BitwiseDevice,
     ClauseLayer,
@@ -14,6 +13,7 @@ from sim.bitwise import (
     pack_signs,
     unpack_signs,
 )
+from sim.errors import HardwareLimitError, ModelError
 
 
 def _naive(ws, thrs, bias, x):
@@ -104,7 +104,7 @@ def test_layer_name_outside_the_pattern_is_refused_when_built(kind, name):
              "clauses": lambda: ClauseLayer(w, w, 5, np.zeros(2, np.int32),
                                             np.ones(2, np.int32), 1, name=name)}[kind]
     cls = {"sign": "SignLayer", "scores": "ScoresLayer", "clauses": "ClauseLayer"}[kind]
-    with pytest.raises(ExportError, match="^" + re.escape(
+    with pytest.raises(ModelError, match="^" + re.escape(
             f"{cls} name {name!r}: layer names must match [A-Za-z0-9_.-]+ (they become "
             "ledger scopes and C identifiers)") + "$"):
         build()

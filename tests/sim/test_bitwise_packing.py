@@ -4,9 +4,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hw_profiles.errors import ModelError
-from sim.bitwise.packing import (n_words, pack_bits, pack_signs, transpose_packed, unpack_bits,
-                                 unpack_signs)
+from sim.bitwise.packing import (
+    n_words,
+    pack_bits,
+    pack_signs,
+    transpose_packed,
+    unpack_bits,
+    unpack_signs,
+)
+from sim.errors import ModelError
 
 
 def test_layout_is_lsb_first_with_zero_padding():

@@ -9,9 +9,10 @@ import pytest
 
 import sim
 from hw_profiles import load
-from hw_profiles.errors import ModelError, NeuroedgeError, ProfileError
+from hw_profiles.errors import NeuroedgeError, ProfileError
 from sim.bitwise import BitwiseDevice
 from sim.device import ENGINES, Device, register_engine
+from sim.errors import ModelError
 from sim.neuromorphic import NeuromorphicDevice
 from sim.torch_engine import TorchDevice
 
@@ -44,12 +45,16 @@ def test_user_file_is_named_by_its_label(toy_gpu_path):
         NeuromorphicDevice(toy_gpu_path)
 
 
-def test_mlp_simulate_on_loihi_is_one_line_error():
-    import models
+def test_mlp_on_loihi_is_one_line_error():
+    """The runner refuses the kind before anything runs; the engine refuses it on its own."""
+    from models import runner
+    with pytest.raises(ModelError, match=r"^profile 'loihi' is a 'neuromorphic' profile; model "
+                                         r"'mlp' runs on gpu, cpu, bitwise profiles$"):
+        runner.run("mlp", profile="loihi")
     with pytest.raises(ModelError, match=r"^\[TorchDevice\] profile 'loihi' is of kind "
                                          r"'neuromorphic'; TorchDevice models gpu and cpu and "
                                          r"bitwise"):
-        models.get("mlp").simulate(profile="loihi")
+        TorchDevice("loihi")
 
 
 def test_device_picks_engine_by_kind():

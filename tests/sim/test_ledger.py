@@ -3,8 +3,8 @@ import h5py
 import numpy as np
 import pytest
 
-from hw_profiles.errors import LedgerError
 from hw_profiles.ops import OP_CODES, OP_NAMES
+from sim.errors import LedgerError
 from sim.ledger import Ledger
 
 

@@ -2,7 +2,7 @@
 import h5py
 import pytest
 
-from hw_profiles.errors import LedgerError
+from sim.errors import LedgerError
 from sim.ledger import Ledger
 
 

@@ -1,7 +1,7 @@
 """Pricing arithmetic against hand-computed values on the toy profile (round numbers)."""
 import pytest
 
-from hw_profiles.errors import PricingError
+from sim.errors import PricingError
 from sim.ledger import Ledger
 from sim.pricing import EnergyReport, price
 

@@ -6,7 +6,8 @@ import pytest
 
 import hw_profiles
 from hw_profiles import loads
-from hw_profiles.errors import PricingError, ProfileError
+from hw_profiles.errors import ProfileError
+from sim.errors import PricingError
 from sim.ledger import Ledger
 from sim.pricing import EnergyReport, price
 

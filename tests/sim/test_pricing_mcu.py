@@ -4,9 +4,9 @@ import torch
 
 import sim
 from hw_profiles import loads
-from hw_profiles.errors import HardwareLimitError
 from models import REGISTRY
 from sim.bitwise import BitwiseDevice
+from sim.errors import HardwareLimitError
 from sim.ledger import Ledger
 from sim.pricing import price
 
@@ -123,4 +123,4 @@ def test_torch_module_priced_on_cortex_m7():
     # 2 x 4 x 3 = 24 MACs; the bytes the engine counts at device memory land in SRAM
     assert dev.ledger.total_ops()["mac_fp32"] == 24
     assert set(rep.bytes_moved()) <= {"local:read", "local:write"}
-    assert rep.total_j > 0 and "mlp" in REGISTRY and "bitwise" in REGISTRY["mlp"].device_kinds
+    assert rep.total_j > 0 and "mlp" in REGISTRY and "bitwise" in REGISTRY["mlp"].card.device_kinds

@@ -9,7 +9,7 @@ from types import MappingProxyType
 import pytest
 
 from hw_profiles import load, loads
-from hw_profiles.errors import PricingError
+from sim.errors import PricingError
 from sim.ledger import Ledger
 from sim.pricing import price
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from hw_profiles.errors import HardwareLimitError, ModelError
 from sim import device
+from sim.errors import HardwareLimitError, ModelError
 from sim.torch_engine import TorchDevice
 from sim.torch_engine.costs import op_cost
 
@@ -338,7 +338,8 @@ def test_per_sample_training_cost_does_not_depend_on_training_set_size(toy_gpu_p
     """The MLP's ledger for 6,000 rows is 10x that for 600 (batch 40 divides both) but for
     Adam's one-time state, so its energy per training sample is the same: mini-batch gathers
     read the batch only (before, each batch read the whole training tensor)."""
-    from models.mlp import MLPClassifier, MLPConfig
+    from models.baselines.mlp.card import MLPConfig
+    from models.baselines.mlp.model import MLPClassifier
     rng = torch.Generator().manual_seed(0)
     runs = []
     for n in (600, 6000):

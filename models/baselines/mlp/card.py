@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hw_profiles.errors import ModelError
 from models.registry import Card, Outcome, Study, Trained, register
+from sim.errors import ModelError
 from sim.traces import curve
 
 

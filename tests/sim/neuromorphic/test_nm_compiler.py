@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from hw_profiles import load
-from hw_profiles.errors import HardwareLimitError, ModelError
+from sim.errors import HardwareLimitError, ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice
 from sim.neuromorphic.compiler import MAX_DELAY_BUFFER_BYTES, compile_network
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from hw_profiles.errors import HardwareLimitError, ModelError
 from sim import device
+from sim.errors import HardwareLimitError, ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
 
 TOY = Path(__file__).parents[2] / "data" / "toy-neuro.toml"

@@ -4,7 +4,7 @@ import re
 import numpy as np
 import pytest
 
-from hw_profiles.errors import ModelError
+from sim.errors import ModelError
 from sim.neuromorphic import Network, NeuronKernel
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import hw_profiles
-from hw_profiles.errors import LedgerError, PricingError, ProfileError
+from hw_profiles.errors import ProfileError
+from sim.errors import LedgerError, PricingError
 from sim.ledger import Ledger, StepTiming
 from sim.neuromorphic import Network, NeuromorphicDevice, timing
 from tests.sim.neuromorphic.timing_toy import TOY, toy_chip, toy_text

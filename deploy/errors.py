@@ -1,0 +1,20 @@
+"""The deployment layer's exceptions (run files, exports, reports, outputs)."""
+
+from hw_profiles.errors import NeuroedgeError
+
+
+class RunFileError(NeuroedgeError):
+    """A run file is corrupt, foreign, truncated or of an unsupported format version."""
+
+
+class ExportError(NeuroedgeError):
+    """An export target is unknown, its packages are missing, or an exported model disagrees with the simulator."""
+
+
+class ReportError(NeuroedgeError):
+    """A report cannot be built from what it was given (no reports, missing directory)."""
+
+
+class OutputError(NeuroedgeError):
+    """An output path cannot be written safely (a directory, an existing file without
+    ``--force``, an input of the same command, an unwritable place)."""

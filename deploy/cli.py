@@ -1,4 +1,11 @@
-"""The ``neuroedge`` command line: profiles, models, simulate, export, report, compare.
+"""The ``neuroedge`` command line: profiles, models, simulate, export, experiment, report,
+compare, validate.
+
+``simulate`` and ``export`` run a registered method through ``models.runner`` (the one
+place that resolves the profile, checks the dataset and builds the config from a preset
+plus ``--set KEY=VALUE`` overrides); ``export --from RUN.h5`` rebuilds the export from the
+trained state a run file stored, training nothing. Modules are imported inside the
+commands, so ``neuroedge models`` or ``--version`` load no torch.
 
 Every expected failure (bad profile, unknown model, corrupt run file, ...) is a
 NeuroedgeError and prints as one line, ``neuroedge: error: ...``, with exit status 2; so
@@ -26,6 +33,8 @@ DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shar
 EXIT_ERROR = 2
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a shell reports for `cat big | head -1`
 SEED_MAX = 2**32 - 1       # numpy's SeedSequence-free legacy seeding and torch both take this
+PRESETS = ("quick", "full")   # models.registry.PRESETS, spelled here so that building the
+                              # parser imports no model (tests check the two agree)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,12 +100,6 @@ def _check_realtime(realtime: bool, profiles) -> None:
             raise ProfileError(f"--realtime: profile {p.label!r} ({p.kind}) has no per-core "
                                "step-time model ([core_op_ns], [step_sync]); real-time pacing "
                                "applies to neuromorphic profiles such as loihi2 or truenorth")
-
-
-def _run_stem(profile) -> str:
-    """The profile part of a default run file name: a user's file is named by its stem, so
-    ``my/a100.toml`` never takes the name of a shipped a100 run."""
-    return profile.name if profile.label == profile.name else Path(profile.path).stem + "-file"
 
 
 def _run_file_arg(text: str) -> str:
@@ -172,97 +175,138 @@ def cmd_models(args) -> int:
 
     import models
     table = Table(title="registered models (only what works is registered)")
-    for col in ("name", "title", "device kinds", "datasets", "default profile", "claim"):
-        table.add_column(col, overflow="fold")
-    for card in models.REGISTRY.values():
+    for col in ("name", "title", "device kinds", "datasets", "default profile", "exports"):
+        table.add_column(col, overflow="fold", no_wrap=col == "name")
+    for method in models.REGISTRY.values():
+        card = method.card
         table.add_row(card.name, card.title, ", ".join(card.device_kinds),
-                      ", ".join(card.datasets), card.default_profile, card.claim)
-    _console().print(table)
+                      ", ".join(card.datasets), card.default_profile,
+                      ", ".join(card.exports) or "-")
+    con = _console()
+    con.print(table)
+    # the claim and the settings read better as lines than as narrow columns
+    for method in models.REGISTRY.values():
+        card = method.card
+        con.print(f"[bold]{card.name}[/bold]: {card.claim}", highlight=False)
+        con.print(f"  settings (--set KEY=VALUE): "
+                  f"{', '.join(f for f in card.fields if f != 'seed')}; presets: "
+                  f"{', '.join(card.presets)}", highlight=False)
     return 0
 
 
-def cmd_simulate(args) -> int:
+def _preset(args) -> str:
+    """``--preset`` with ``--full`` as the old spelling of ``--preset full``."""
+    if args.full and args.preset not in (None, "full"):
+        raise NeuroedgeError(f"--full is --preset full; it contradicts --preset {args.preset}: "
+                             "give one of them")
+    return "full" if args.full else (args.preset or "quick")
+
+
+def _progress_bar(con, name: str):
+    """A rich progress bar and the ``progress(step, total, metrics)`` callback that draws it."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=con,
+                   transient=False)
+    task = bar.add_task(name, total=None, info="")
 
-    import models
+    def progress(step, total, metrics):
+        info = "  ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, float))
+        bar.update(task, completed=step, total=total, info=info)
+    return bar, progress
+
+
+def _settings_text(plan) -> str:
+    sets = ", ".join(f"{k}={v}" for k, v in sorted(plan.overrides.items()))
+    return f"{plan.preset} preset, seed {plan.seed}" + (f", set {sets}" if sets else "")
+
+
+def cmd_simulate(args) -> int:
     from deploy import report as rep
-    from deploy.runfile import read_run, write_run
-    from models.shared import datasets
+    from deploy.runfile import read_run, write_result
+    from models import runner
 
-    # -- everything that can fail without training, checked first
-    card = models.get(args.model)
-    profile = _load_profile(args.profile or card.default_profile, "--profile")
-    if profile.kind not in card.device_kinds:
-        raise NeuroedgeError(f"model {card.name!r} runs on {', '.join(card.device_kinds)} "
-                             f"profiles; {profile.label!r} is {profile.kind!r}")
-    dataset = args.dataset or card.default_dataset
-    if dataset not in card.datasets:
-        raise NeuroedgeError(f"model {card.name!r} takes datasets {', '.join(card.datasets)}; "
-                             f"got {dataset!r}")
-    datasets.check_available(dataset)
+    # -- everything that can fail without training, checked first (runner.prepare: model,
+    # profile and its kind, dataset and its files, preset, --set keys and values)
+    profile = _load_profile(args.profile, "--profile") if args.profile else None
+    plan = runner.prepare(args.model, profile=profile, dataset=args.dataset,
+                          preset=_preset(args), seed=args.seed, overrides=args.set)
+    method, profile = plan.method, plan.profile
     _check_realtime(args.realtime, [profile])
     others = []
     if args.compare is not None:
         for p in _load_profiles(args.compare, "--compare"):
-            if p.kind not in card.device_kinds:
-                raise ProfileError(f"--compare {p.label!r} is a {p.kind!r} profile; model "
-                                   f"{card.name!r} runs on {', '.join(card.device_kinds)} "
-                                   "profiles, so its run cannot be priced there")
+            runner.check_kind(method, p, "--compare")
             if p.label != profile.label:  # the run's own is the first row
                 others.append(p)
-    out = Path(args.out or f"runs/{card.name}-{dataset}-{_run_stem(profile)}.h5")
+    out = Path(args.out) if args.out else runner.run_file_name(plan)
     html = Path(args.html) if args.html else out.with_suffix(".html")
     inputs = [p.path for p in (profile, *others) if p.path]
     _check_outputs({"--out": out, "--html": html}, force=args.force, inputs=inputs)
 
     con = _console()
-    con.print(f"simulating [bold]{card.name}[/bold] on {dataset} with profile "
-              f"{profile.label} ({'quick' if not args.full else 'full'} setting, "
-              f"seed {args.seed})")
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                  TimeElapsedColumn(), console=con, transient=False) as bar:
-        task = bar.add_task(card.name, total=None, info="")
-
-        def progress(step, total, metrics):
-            info = "  ".join(f"{k} {v:.4g}" for k, v in metrics.items()
-                             if isinstance(v, float))
-            bar.update(task, completed=step, total=total, info=info)
-
-        result = card.simulate(profile=profile, dataset=dataset, seed=args.seed,
-                               quick=not args.full, progress=progress)
+    con.print(f"simulating [bold]{method.name}[/bold] on {plan.dataset} with profile "
+              f"{profile.label} ({_settings_text(plan)})")
+    bar, progress = _progress_bar(con, method.name)
+    with bar:
+        result = runner.execute(plan, progress)
     # the run records the profile object it ran on (RunResult refuses a name): a user's
     # file is never looked up again by its name (which may be unknown, or shadow a shipped one)
-    used = result.profile
     _make_parent(out)
-    write_run(out, model=result.model, profile=used, dataset=result.dataset,
-              config=result.config, metrics=result.metrics, ledger=result.ledger,
-              traces=result.traces, force=args.force, inputs=inputs)
+    write_result(out, result, force=args.force, inputs=inputs)
     run = read_run(out)
     energy = run.ledger.price(run.profile, realtime=args.realtime)
     print(rep.terminal_report(run, energy))
-    reports = [energy] + _compare_reports(card, run, others, dataset, args, con)
+    reports = [energy] + _compare_reports(plan, run, others, args, con)
     _make_parent(html)
     rep.html_report(run, reports, html, force=args.force, inputs=inputs)
     con.print(f"run file: {out}\nreport:   {html}")
     return 0
 
 
-def _compare_reports(card, run, others, dataset, args, con) -> list:
+def _compare_reports(plan, run, others, args, con) -> list:
     """The run priced on each ``--compare`` profile. A neuromorphic run is re-placed and
     re-simulated on each other neuromorphic chip (its step times depend on where every
-    neuron sits: sim.neuromorphic.timing.reprice); any other kind re-prices the ledger."""
+    neuron sits: sim.neuromorphic.timing.reprice), with the same config and seed; any other
+    kind re-prices the ledger."""
+    import dataclasses
+
+    from models import runner
     from sim.neuromorphic.timing import reprice
     reports = []
     for p in others:
         if p.kind == "neuromorphic" and run.profile.kind == "neuromorphic":
-            con.print(f"re-placing and re-running {card.name} on {p.label} for the comparison")
-            reports += reprice(lambda q: card.simulate(profile=q, dataset=dataset,
-                                                       seed=args.seed, quick=not args.full,
-                                                       progress=None),
+            con.print(f"re-placing and re-running {plan.method.name} on {p.label} for the "
+                      "comparison")
+            reports += reprice(lambda q: runner.execute(dataclasses.replace(plan, profile=q)),
                                [p], realtime=args.realtime and bool(p.core_op_ns))
         else:
             reports.append(run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns)))
     return reports
+
+
+def cmd_experiment(args) -> int:
+    """The method's own study (``runner.study``): its runs' metrics and the claim's summary
+    as JSON on stdout."""
+    from models import runner
+    study = runner.study(args.model, preset=args.preset, seed=args.seed)
+    doc = {"model": args.model, "preset": args.preset, "seed": args.seed,
+           "summary": study.summary,
+           "runs": {k: {"profile": r.profile.label, "dataset": r.dataset, "metrics": r.metrics}
+                    for k, r in study.runs.items()}}
+    print(json.dumps(_finite(doc), indent=1, default=str, allow_nan=False))
+    return 0
+
+
+def _finite(obj):
+    """NaN and infinities as null, so the printed JSON is strict."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def cmd_validate(args) -> int:
@@ -314,19 +358,39 @@ def cmd_report(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from deploy.export import export_model, prepare_export
-    prepare_export(args.model, args.target, args.out, force=args.force, option="--out")
+    from deploy.export import execute_export, prepare_export
+    if args.run_from is not None:
+        given = [opt for opt, v in (("--preset", args.preset), ("--full", args.full or None),
+                                    ("--set", args.set or None), ("--seed", args.seed),
+                                    ("--profile", args.profile)) if v is not None]
+        if given:
+            raise NeuroedgeError(f"--from exports the trained state the run file stored; "
+                                 f"{', '.join(given)} "
+                                 f"{'apply' if len(given) > 1 else 'applies'} to training "
+                                 f"only: leave {'them' if len(given) > 1 else 'it'} out")
+        xplan = prepare_export(args.model, args.target, args.out,
+                               run_file=_run_file_arg(args.run_from), force=args.force,
+                               option="--out")
+    else:
+        if args.model is None:
+            raise NeuroedgeError("export: name the model to train and export (neuroedge "
+                                 "export MODEL --target T), or give --from RUN.h5")
+        profile = _load_profile(args.profile, "--profile") if args.profile else None
+        xplan = prepare_export(args.model, args.target, args.out, preset=_preset(args),
+                               seed=args.seed or 0, overrides=args.set, profile=profile,
+                               force=args.force, option="--out")
     con = _console()
-    con.print(f"exporting [bold]{args.model}[/bold] to {args.target} "
-              f"({'quick' if not args.full else 'full'} training, seed {args.seed})")
-
-    def progress(step, total, metrics):
-        info = "  ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, float))
-        con.print(f"  {step}/{total} {info}", highlight=False)
-
-    path = export_model(args.model, args.target, args.out, seed=args.seed,
-                        quick=not args.full, progress=progress, force=args.force,
-                        option="--out")
+    if xplan.plan is None:
+        con.print(f"exporting [bold]{xplan.method.name}[/bold] to {args.target} from "
+                  f"{xplan.source} (its stored trained state; no training)")
+        path = execute_export(xplan, force=args.force)
+    else:
+        con.print(f"exporting [bold]{xplan.method.name}[/bold] to {args.target}: training "
+                  f"once on {xplan.plan.dataset} with profile {xplan.plan.profile.label} "
+                  f"({_settings_text(xplan.plan)})")
+        bar, progress = _progress_bar(con, xplan.method.name)
+        with bar:
+            path = execute_export(xplan, progress, force=args.force)
     con.print(f"exported: {path}")
     return 0
 
@@ -359,6 +423,18 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _training_options(p, seed_default) -> None:
+    """--preset / --full / --set / --seed: how a model is trained (simulate, export)."""
+    p.add_argument("--preset", choices=PRESETS, default=None,
+                   help="quick (default: seconds to a minute) or full (the paper's scale)")
+    p.add_argument("--full", action="store_true", help="the same as --preset full")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one setting of the model's config (repeatable, e.g. --set "
+                        "epochs=3); 'neuroedge models' lists the settings")
+    p.add_argument("--seed", type=_seed, default=seed_default,
+                   help=f"0..{SEED_MAX} (default 0)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="neuroedge",
@@ -379,30 +455,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"registered model (default: {DEFAULT_MODEL})")
     p.add_argument("--profile", help="profile name or TOML path (default: the model's)")
     p.add_argument("--dataset", help="dataset (default: the model's)")
-    p.add_argument("--out", help="run file path (default: runs/MODEL-DATASET-PROFILE.h5)")
+    _training_options(p, seed_default=0)
+    p.add_argument("--out", help="run file path (default: runs/MODEL-DATASET-PROFILE-PRESET-"
+                                 "seedN[-KEY=VALUE...].h5)")
     p.add_argument("--html", help="HTML report path (default: next to the run file)")
     p.add_argument("--compare", help="also price on these profiles in the HTML report")
-    p.add_argument("--seed", type=_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")
-    p.add_argument("--full", action="store_true",
-                   help="the full experiment instead of the quick setting")
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
     p.set_defaults(func=cmd_simulate)
 
     from deploy.export import TARGETS
-    p = sub.add_parser("export", help="train a model and export it to an edge target")
-    p.add_argument("model", help="registered model")
+    p = sub.add_parser("export", help="train a model once (or read a run file) and export it "
+                                      "to an edge target")
+    p.add_argument("model", nargs="?", help="registered model (optional with --from)")
     p.add_argument("--target", required=True, choices=TARGETS)
+    p.add_argument("--from", dest="run_from", metavar="RUN.h5",
+                   help="export the trained state this run file stored: no training")
+    p.add_argument("--profile", help="profile to train on (default: the model's)")
+    _training_options(p, seed_default=None)
     p.add_argument("--out", help="output path (default: exports/MODEL-TARGET[.ext]); the C "
                    "target writes a new (or empty) directory there")
-    p.add_argument("--seed", type=_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")
-    p.add_argument("--full", action="store_true", help="train the full setting first")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("experiment", help="run a model's own study (the paper's comparison) "
+                                          "and print its summary as JSON")
+    p.add_argument("model", help="registered model")
+    p.add_argument("--preset", choices=PRESETS, default="quick",
+                   help="quick (default) or full, the paper's scale")
+    p.add_argument("--seed", type=_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
+    p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("report", help="print (and optionally write) a run file's report")
     p.add_argument("run", help="run file (.h5)")

@@ -8,7 +8,8 @@ class RunFileError(NeuroedgeError):
 
 
 class ExportError(NeuroedgeError):
-    """An export target is unknown, its packages are missing, or an exported model disagrees with the simulator."""
+    """An export target is unknown, its packages are missing, or an exported model
+    disagrees with the simulator."""
 
 
 class ReportError(NeuroedgeError):

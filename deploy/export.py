@@ -1,30 +1,50 @@
-"""Exporting trained models to edge targets: the one place that decides where files go.
+"""Exporting trained models to edge targets: artifacts in, files out.
 
-A method that can be exported lists its targets in ``ModelCard.exports`` and gives the card
-an ``export(target, out, *, seed, quick, progress, force) -> Path`` callable. That callable
-trains (or loads) the model, writes the artefact through :func:`atomic_output` and returns
-the path. The target-specific writers live beside this module (``onnx_export.py``,
-``nir_export.py``, ``c_export/``).
+A method that can be exported lists its targets in ``Card.exports`` and registers an
+``artifact(trained, target)`` function that rebuilds, from the trained state alone (a
+``models.registry.Trained``), the plain data the ``sim`` layer owns for that target
+(``sim/artifacts.py``). This module maps each target to its writer (:data:`EXPORTERS`):
+
+========  =====================  ==============================================================
+target    artifact               writer
+========  =====================  ==============================================================
+``c``     ``BitwiseArtifact``    ``c_export.export_c``: the layers run on a BitwiseDevice of the
+                                 artifact's profile give the golden vectors of a C99 project
+``nir``   ``NetworkArtifact``    ``nir_export.export_nir``, with the weights the placement on
+                                 the artifact's profile quantises to
+``onnx``  ``TorchArtifact``      ``onnx_export.export_onnx``, checked in onnxruntime against
+                                 torch before the file is kept
+========  =====================  ==============================================================
+
+Two ways in, both checking everything that needs no training first
+(:func:`prepare_export`: the model, the target, the target's packages, the run's profile,
+dataset and settings, the output path), so a bad ``--out`` fails in a second:
+
+* :func:`export_model` trains once through ``models.runner`` (on the card's
+  ``trains_on`` dataset) and exports ``artifact(result.trained, target)``;
+* :func:`export_run` exports the trained state a run file stored, training nothing.
 
 :func:`atomic_output` is why a failed export leaves nothing half-written and why an export
 never destroys anything: it is :mod:`deploy.outputs` (temporary sibling, then rename; an
 existing file only with ``force``; a directory only if empty or an earlier neuroedge
-export). :func:`prepare_export` checks everything that needs no training (target, packages,
-data, output path), so a bad ``--out`` fails in a second, not after the training.
+export).
 """
 from __future__ import annotations
 
 import contextlib
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from deploy.errors import ExportError
 from deploy.outputs import check_output, write_directory, write_file
 
 TARGETS = ("c", "nir", "onnx")
-"""Every export target the CLI knows; a model card lists the subset it supports."""
+"""Every export target the CLI knows (``models.registry.EXPORT_TARGETS``); a card lists
+the subset its ``artifact`` builds."""
 
 
 @contextlib.contextmanager
@@ -54,6 +74,7 @@ SUFFIXES = {"c": "", "nir": ".nir", "onnx": ".onnx"}
 EXPORT_DEPENDENCIES = {"c": (), "nir": ("nir",), "onnx": ("onnx", "onnxruntime")}
 """Python packages a target's writer needs (the ``export`` extra); checked before training.
 ONNX needs onnxruntime as well: every ONNX export is run in it before it is kept."""
+INSTALL_HINT = "pip install 'neuroedge[export]'"
 
 
 def check_export_dependencies(target: str) -> None:
@@ -62,45 +83,179 @@ def check_export_dependencies(target: str) -> None:
                if importlib.util.find_spec(m) is None]
     if missing:
         raise ExportError(f"export target {target!r} needs the Python package(s) "
-                          f"{', '.join(missing)}, which are not installed: "
-                          "pip install 'neuroedge[export]'")
+                          f"{', '.join(missing)}, which are not installed: {INSTALL_HINT}")
 
 
-def prepare_export(name: str, target: str, out: str | os.PathLike | None = None, *,
-                   force: bool = False, option: str | None = None):
-    """Every check of an export that needs no training: the model, the target, the target's
-    packages, the training data and the output path. Returns ``(card, out)``.
+# -- the writers, one per target --------------------------------------------------------------
+def _artifact_of(target: str, art) -> Any:
+    """``art`` if it is the artifact type ``target`` takes, else a one-line ExportError."""
+    from sim.artifacts import ARTIFACT_TYPES
+    want = ARTIFACT_TYPES[target]
+    if not isinstance(art, want):
+        raise ExportError(f"export target {target!r} takes a sim.artifacts.{want.__name__}; "
+                          f"got a {type(art).__name__} (the card's artifact() must return "
+                          f"a {want.__name__} for {target!r})")
+    return art
+
+
+def export_c_artifact(art, out, *, force: bool = False) -> Path:
+    """A :class:`~sim.artifacts.BitwiseArtifact` as a C99 project directory at ``out``."""
+    from deploy.c_export import export_c
+    art = _artifact_of("c", art)
+    return export_c(art.layers, art.inputs, out, profile=art.profile, force=force)
+
+
+def export_nir_artifact(art, out, *, force: bool = False) -> Path:
+    """A :class:`~sim.artifacts.NetworkArtifact` as a ``.nir`` file at ``out``, with the
+    weights its placement on ``art.profile`` quantises them to."""
+    import sim
+    from deploy.nir_export import export_nir
+    from hw_profiles import load
+    art = _artifact_of("nir", art)
+    profile = load(art.profile)
+    if profile.kind != "neuromorphic":
+        raise ExportError(f"NIR export: the artifact's profile {profile.label!r} is a "
+                          f"{profile.kind!r} profile; the placement that quantises the "
+                          "weights needs a neuromorphic one (loihi, loihi2, ...)")
+    compiled = sim.device(profile).compile(art.network)
+    return export_nir(art.network, out, compiled=compiled, force=force)
+
+
+def export_onnx_artifact(art, out, *, force: bool = False) -> Path:
+    """A :class:`~sim.artifacts.TorchArtifact` as an ONNX file at ``out``, checked in
+    onnxruntime against torch on ``art.check_inputs`` before it is kept."""
+    from deploy.onnx_export import export_onnx
+    art = _artifact_of("onnx", art)
+    return export_onnx(art.module, art.example_inputs, out, input_names=art.input_names,
+                       output_names=art.output_names, check_inputs=art.check_inputs,
+                       force=force)
+
+
+EXPORTERS: dict[str, Callable[..., Path]] = {"c": export_c_artifact, "nir": export_nir_artifact,
+                                             "onnx": export_onnx_artifact}
+"""target -> ``writer(artifact, out, *, force) -> Path``; each refuses an artifact of
+another type than ``sim.artifacts.ARTIFACT_TYPES[target]``."""
+
+
+def write_artifact(target: str, art, out, *, force: bool = False) -> Path:
+    """Write ``art`` with the exporter of ``target``."""
+    check_target_name(target)
+    return Path(EXPORTERS[target](art, out, force=force))
+
+
+# -- checks before the work ----------------------------------------------------------------
+def check_target_name(target: str) -> None:
+    if target not in TARGETS:
+        raise ExportError(f"unknown export target {target!r}: targets are {', '.join(TARGETS)}")
+
+
+def check_target(method, target: str) -> None:
+    """``target`` is known, the card exports to it, and its packages are installed."""
+    check_target_name(target)
+    card = method.card
+    if target not in card.exports or method.artifact is None:
+        raise ExportError(f"model {card.name!r} cannot be exported to {target!r}; its export "
+                          f"targets are: {', '.join(card.exports) or 'none'}")
+    check_export_dependencies(target)
+
+
+def default_out(name: str, target: str) -> Path:
+    """``exports/MODEL-TARGET[.ext]`` (a directory for the C target)."""
+    return Path(f"exports/{name}-{target}{SUFFIXES[target]}")
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """A checked export: the method, the target, where it goes, and either the runner's plan
+    (train first) or the trained state read from a run file (no training)."""
+
+    method: Any
+    target: str
+    out: Path
+    plan: Any = None          # models.runner.Plan: train once, then export
+    trained: Any = None       # models.registry.Trained from a run file: export only
+    source: str = ""          # the run file read, when exporting from one
+
+
+def prepare_export(name: str | None, target: str, out: str | os.PathLike | None = None, *,
+                   run_file: str | os.PathLike | None = None, preset: str = "quick",
+                   seed: int = 0, overrides=None, profile=None, force: bool = False,
+                   option: str | None = None) -> ExportPlan:
+    """Every check of an export that needs no training; returns the :class:`ExportPlan`.
+
+    Without ``run_file``: the model, the target (known, among ``card.exports``, its packages
+    installed), then ``runner.prepare`` on the card's ``trains_on`` dataset (profile, data
+    files, preset and ``--set`` overrides), then the output path. With ``run_file``: the
+    file is read (its checks), its model must be ``name`` (or ``name`` is ``None``) and it
+    must hold a trained state; training settings do not apply.
 
     Raises
     ------
-    ModelError, ExportError, DatasetError, OutputError
+    ModelError, ExportError, DatasetError, OutputError, RunFileError, ProfileError
         One line each; nothing has been trained or written.
     """
-    import models
-    from models.shared import datasets
-    card = models.get(name)
-    if target not in TARGETS:
-        raise ExportError(f"unknown export target {target!r}: targets are {', '.join(TARGETS)}")
-    if target not in card.exports or card.export is None:
-        supported = ", ".join(card.exports) or "none"
-        raise ExportError(f"model {name!r} cannot be exported to {target!r}; "
-                          f"its export targets are: {supported}")
-    check_export_dependencies(target)
-    if card.export_dataset:
-        datasets.check_available(card.export_dataset)
-    out = Path(out) if out else Path(f"exports/{name}-{target}{SUFFIXES[target]}")
-    check_output(out, force=force, directory=target in DIRECTORY_TARGETS, option=option)
-    return card, out
+    from models import runner
+    from models.registry import get
+    if run_file is not None:
+        from deploy.runfile import read_run
+        run = read_run(run_file)
+        if name is not None and name != run.model:
+            raise ExportError(f"--from {str(run_file)!r} is a run of model {run.model!r}, not "
+                              f"{name!r}: name {run.model!r} or leave the model out")
+        method = get(run.model)
+        check_target(method, target)
+        if run.trained is None:
+            raise ExportError(f"--from {str(run_file)!r} stores no trained state (format "
+                              f"version {run.format_version}; a run keeps it from format 3 "
+                              f"on, when the model returns one): rerun 'neuroedge simulate "
+                              f"{run.model}' or export without --from, which trains")
+        dest = Path(out) if out else default_out(method.name, target)
+        check_output(dest, force=force, inputs=[run_file],
+                     directory=target in DIRECTORY_TARGETS, option=option)
+        return ExportPlan(method, target, dest, trained=run.trained, source=str(run_file))
+    if name is None:
+        raise ExportError("export: name the model to train and export, or give --from RUN.h5")
+    method = get(name)
+    check_target(method, target)
+    plan = runner.prepare(method, profile=profile, dataset=method.card.trains_on,
+                          preset=preset, seed=seed, overrides=overrides)
+    dest = Path(out) if out else default_out(method.name, target)
+    inputs = [plan.profile.path] if plan.profile.path else []
+    check_output(dest, force=force, inputs=inputs, directory=target in DIRECTORY_TARGETS,
+                 option=option)
+    return ExportPlan(method, target, dest, plan=plan)
+
+
+def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> Path:
+    """Train (when the plan says so) once, build the artifact, write it."""
+    trained = xplan.trained
+    if xplan.plan is not None:
+        from models import runner
+        result = runner.execute(xplan.plan, progress)
+        trained = result.trained
+        if trained is None:
+            raise ExportError(f"{xplan.method.name}.simulate returned no trained state, so "
+                              f"there is nothing to export to {xplan.target!r}")
+    art = xplan.method.artifact(trained, xplan.target)
+    return write_artifact(xplan.target, art, xplan.out, force=force)
 
 
 def export_model(name: str, target: str, out: str | os.PathLike | None = None, *,
-                 seed: int = 0, quick: bool = True, progress=None, force: bool = False,
-                 option: str | None = None) -> Path:
-    """Export registered model ``name`` to ``target``; the CLI's ``export`` command.
+                 preset: str = "quick", seed: int = 0, overrides=None, profile=None,
+                 progress=None, force: bool = False, option: str | None = None) -> Path:
+    """Train registered model ``name`` once (``models.runner``) and export it to ``target``.
 
     Everything that can fail without training is checked first (:func:`prepare_export`);
     ``force`` allows replacing an existing file or an earlier neuroedge export directory.
     """
-    card, out = prepare_export(name, target, out, force=force, option=option)
-    return Path(card.export(target, out, seed=seed, quick=quick, progress=progress,
-                            force=force))
+    xplan = prepare_export(name, target, out, preset=preset, seed=seed, overrides=overrides,
+                           profile=profile, force=force, option=option)
+    return execute_export(xplan, progress, force=force)
+
+
+def export_run(run_file: str | os.PathLike, target: str, out: str | os.PathLike | None = None,
+               *, name: str | None = None, force: bool = False,
+               option: str | None = None) -> Path:
+    """Export the trained state stored in ``run_file`` to ``target``: no training at all."""
+    xplan = prepare_export(name, target, out, run_file=run_file, force=force, option=option)
+    return execute_export(xplan, force=force)

@@ -64,7 +64,8 @@ def _need_nir():
     try:
         import nir
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ExportError("NIR export needs the 'nir' package: pip install nir") from exc
+        raise ExportError("NIR export needs the 'nir' package: "
+                          "pip install 'neuroedge[export]'") from exc
     return nir
 
 

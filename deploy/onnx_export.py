@@ -40,7 +40,7 @@ def export_onnx(module, example_inputs, path: str | os.PathLike, *,
         import onnx  # noqa: F401  (the exporter needs it; say so clearly)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ExportError("ONNX export needs the 'onnx' and 'onnxruntime' packages: "
-                          "pip install -e '.[export]'") from exc
+                          "pip install 'neuroedge[export]'") from exc
     inputs = tuple(t.detach().cpu() for t in _as_tuple(example_inputs))
     names = list(input_names or [f"input{i}" for i in range(len(inputs))])
     module = module.cpu().eval()
@@ -68,13 +68,15 @@ def check_onnx(path: str | os.PathLike, module, inputs, *, atol: float = 1e-4,
     import torch
     inputs = tuple(t.detach().cpu() for t in _as_tuple(inputs))
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), inputs)}
+    feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), inputs, strict=False)}
     got = sess.run(None, feeds)
     with torch.no_grad():
         want = module.cpu().eval()(*inputs)
     want = [w.numpy() for w in _as_tuple(want)]
     worst = 0.0
-    for g, w in zip(got, want):
+    if len(got) != len(want):
+        raise ExportError(f"{path}: onnxruntime gives {len(got)} outputs, torch {len(want)}")
+    for g, w in zip(got, want, strict=True):
         if g.shape != w.shape:
             raise ExportError(f"{path}: onnxruntime output shape {g.shape} != torch {w.shape}")
         err = np.abs(g - w)

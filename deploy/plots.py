@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -16,7 +16,7 @@ from hw_profiles.ops import CATEGORIES
 from sim.pricing import EnergyReport
 
 _COLORS = dict(zip(CATEGORIES, ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8C8C8C",
-                                 "#937860")))
+                                 "#937860"), strict=True))
 _LOG_RATIO = 100.0  # comparison plots switch to a log axis past this spread of totals
 
 
@@ -67,8 +67,13 @@ def plot_comparison(reports: Sequence[EnergyReport]) -> Figure:
     return fig
 
 
-def plot_trace(name: str, values: np.ndarray) -> Figure:
-    """A 1-D trace (e.g. ``train_loss`` per epoch) as a line plot, x counted from 1."""
+def _with_unit(label: str, unit: str) -> str:
+    return f"{label} ({unit})" if unit else label
+
+
+def plot_trace(name: str, values: np.ndarray, unit: str = "") -> Figure:
+    """A ``curve`` trace (e.g. ``train_loss`` per epoch) as a line plot, x counted from 1;
+    the y axis is the trace's name with its unit."""
     values = np.asarray(values, dtype=float)
     fig = Figure(figsize=(6.0, 3.0), layout="constrained")
     ax = fig.add_subplot()
@@ -76,14 +81,16 @@ def plot_trace(name: str, values: np.ndarray) -> Figure:
             markersize=3)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("entry (epoch for per-epoch traces)")
-    ax.set_ylabel(name)
+    ax.set_ylabel(_with_unit(name, unit))
     ax.set_title(name, fontsize=10)
     ax.grid(alpha=0.3)
     return fig
 
 
-def plot_image_grid(name: str, images: np.ndarray, max_images: int = 16) -> Figure:
-    """A 3-D trace (N, H, W) as a row of grey pictures (e.g. learned prototypes), N <= 16."""
+def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
+                    max_images: int = 16) -> Figure:
+    """An ``images`` trace (N, H, W) as a row of grey pictures (e.g. learned prototypes),
+    N <= 16; the title carries the unit of the grey scale."""
     images = np.asarray(images, dtype=float)[:max_images]
     lo, hi = float(images.min()), float(images.max())
     fig = Figure(figsize=(0.9 * len(images) + 0.4, 1.4), layout="constrained")
@@ -92,7 +99,7 @@ def plot_image_grid(name: str, images: np.ndarray, max_images: int = 16) -> Figu
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(str(i), fontsize=7)
-    fig.suptitle(name, fontsize=9)
+    fig.suptitle(_with_unit(name, unit), fontsize=9)
     return fig
 
 
@@ -104,16 +111,17 @@ def fig_to_img(fig: Figure, alt: str) -> str:
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
 
 
-def plot_raster(name: str, raster: np.ndarray, max_points: int = 200_000) -> Figure:
-    """Spike raster from a (k, 2) array of (time in s, neuron index); thinned evenly past
-    ``max_points`` spikes so the PNG stays small (the title says so)."""
+def plot_raster(name: str, raster: np.ndarray, unit: str = "s",
+                max_points: int = 200_000) -> Figure:
+    """Spike raster from a (k, 2) array of (spike time in ``unit``, neuron index); thinned
+    evenly past ``max_points`` spikes so the PNG stays small (the title says so)."""
     raster = np.asarray(raster, dtype=float).reshape(-1, 2)
     step = max(1, -(-raster.shape[0] // max_points))
     shown = raster[::step]
     fig = Figure(figsize=(7.0, 3.6), layout="constrained")
     ax = fig.add_subplot()
     ax.scatter(shown[:, 0], shown[:, 1], s=0.5, c="k", marker=".", linewidths=0)
-    ax.set_xlabel("time (s)")
+    ax.set_xlabel(_with_unit("time", unit or "s"))
     ax.set_ylabel("neuron")
     note = f", every {step}th of {raster.shape[0]:,} spikes" if step > 1 else \
         f", {raster.shape[0]:,} spikes"
@@ -121,15 +129,16 @@ def plot_raster(name: str, raster: np.ndarray, max_points: int = 200_000) -> Fig
     return fig
 
 
-def plot_per_core(name: str, values: np.ndarray) -> Figure:
-    """Bars of one utilisation figure per core (fraction of the profile's limit)."""
+def plot_per_core(name: str, values: np.ndarray, unit: str = "") -> Figure:
+    """A ``per_core`` trace: one bar per core, the y axis in the trace's unit."""
     values = np.asarray(values, dtype=float)
     fig = Figure(figsize=(7.0, 2.8), layout="constrained")
     ax = fig.add_subplot()
-    ax.bar(np.arange(values.size), 100.0 * values, color="#4C72B0")
+    ax.bar(np.arange(values.size), values, color="#4C72B0")
     ax.set_xlabel("core")
-    ax.set_ylabel("% of the core's limit")
-    ax.set_ylim(0, max(100.0, 100.0 * float(values.max(initial=0.0))))
+    ax.set_ylabel(_with_unit(name, unit))
+    if values.size and float(values.min()) >= 0:
+        ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(name, fontsize=10)
     return fig

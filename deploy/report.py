@@ -13,8 +13,8 @@ import io
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from rich import box
@@ -305,6 +305,40 @@ def _json_text(v) -> str:
     return v if isinstance(v, str) else json.dumps(v, default=str)
 
 
+TABLE_ROWS_SHOWN = 200
+"""A table trace shows its first rows only (the run file keeps them all)."""
+
+
+def _trace_section(name: str, trace) -> str:
+    """One trace drawn by its kind (``sim.traces``): a line, a raster, bars per core,
+    pictures, or an HTML table; its unit labels the axis (the title of pictures)."""
+    data, unit = trace.data, trace.unit
+    if trace.kind == "table":
+        shown = data[:TABLE_ROWS_SHOWN]
+        more = f"; first {TABLE_ROWS_SHOWN} shown" if data.shape[0] > TABLE_ROWS_SHOWN else ""
+        head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{', ' + unit if unit else ''})</h3>"
+        return head + _html_table(trace.columns, [tuple(_cell(x) for x in row)
+                                                  for row in shown])
+    if data.size == 0:
+        return f"<p class=muted>Trace {_e(name)} ({_e(trace.kind)}) is empty.</p>"
+    if trace.kind == "curve":
+        return _img(plot_trace(name, data, unit), name)
+    if trace.kind == "raster":
+        return _img(plot_raster(name, data, unit), name)
+    if trace.kind == "per_core":
+        return _img(plot_per_core(name, data, unit), name)
+    return _img(plot_image_grid(name, data, unit), name)   # images
+
+
+def _cell(x) -> str:
+    """A table cell: integers with thousands separators, floats to 6 digits, text as is."""
+    if isinstance(x, (np.integer, int)) and not isinstance(x, (bool, np.bool_)):
+        return f"{int(x):,}"
+    if isinstance(x, (np.floating, float)):
+        return f"{float(x):.6g}"
+    return str(x)
+
+
 def _html_sections(run: Run, reports: list[EnergyReport]):
     """Yield the HTML document piece by piece (plots are drawn as their section comes)."""
     first, tables = reports[0], _tables(reports[0])
@@ -349,26 +383,8 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
          for s in scopes]) if scopes else "<p class=muted>No scope recorded samples.</p>")
 
     yield "<h2>Traces</h2>" + ("" if run.traces else "<p class=muted>No traces.</p>")
-    for name, arr in run.traces.items():
-        arr = np.asarray(arr)
-        # spiking runs: "*raster" = (k, 2) spike times and neurons; "core_*" = per-core values
-        if name.endswith("raster") and arr.ndim == 2 and arr.shape[1] == 2:
-            yield _img(plot_raster(name, arr), name)
-        elif name.startswith("core_") and arr.ndim == 1 and arr.size:
-            yield _img(plot_per_core(name, arr), name)
-        elif name == "routes" and arr.ndim == 2 and arr.shape[1] == 4:
-            shown = arr[:200]
-            yield (f"<h3>Routes ({arr.shape[0]:,} core-to-core routes, X-Y hops"
-                   f"{'; first 200 shown' if arr.shape[0] > 200 else ''})</h3>")
-            yield _html_table(("src core", "dst core", "hops", "neurons"),
-                              [tuple(f"{int(x):,}" for x in row) for row in shown])
-        elif arr.ndim == 1 and arr.size:
-            yield _img(plot_trace(name, arr), name)
-        elif arr.ndim == 3 and arr.size and arr.dtype.kind in "fiu":  # (N, H, W) pictures
-            yield _img(plot_image_grid(name, arr), name)
-        else:
-            yield (f"<p class=muted>Trace {_e(name)} ({_e(arr.dtype)}, shape {_e(arr.shape)}) "
-                   "is not plotted: only non-empty 1-D traces and (N, H, W) pictures are drawn.</p>")
+    for name, trace in run.traces.items():
+        yield _trace_section(name, trace)
     yield "<h2>Uncounted ops</h2>" + (
         "<p>These ops were executed but not priced: their energy is in no total above.</p>"
         + _html_table(*tables["uncounted"])

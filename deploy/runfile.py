@@ -1,10 +1,11 @@
 """Run files: one HDF5 file per simulation, written atomically, read back with checks.
 
-Layout (format ``neuroedge.run``, version 2)::
+Layout (format ``neuroedge.run``, version 3)::
 
     /                 attrs: format, format_version, created, model, profile (its label),
-                      dataset
+                      dataset, preset (``quick`` / ``full``)
     /config           attr json: the model's configuration
+    /facts            attr json: plain values about the run that are not settings
     /profile          attr json: the profile document exactly as loaded (a snapshot, so a
                       report can be rebuilt even if the shipped profile changes later);
                       attr label: how the profile is shown (``a100`` or
@@ -14,16 +15,24 @@ Layout (format ``neuroedge.run``, version 2)::
                       so a reader can name the field an edit changed
     /ledger           the Ledger (see sim.ledger.Ledger.to_hdf5)
     /metrics          one attr per scalar metric
-    /traces/NAME      optional arrays (loss curves, spike rasters), gzip-compressed
+    /traces/NAME      typed traces (``sim.traces.Trace``), gzip-compressed; attrs kind,
+                      unit, columns (JSON list, a table's column names)
+    /trained          only when the run kept its trained state (``models.registry.Trained``):
+                      attr meta (JSON), datasets ``arrays/NAME`` (numeric), so ``neuroedge
+                      export --from RUN.h5`` rebuilds the export without training
     /versions         attrs: versions of python, neuroedge and the libraries used
 
 The file is written under a temporary name in the same directory and renamed when
 complete, so an interrupted run never leaves a half-written file at the target path.
 
-Version 1 (no label, no digest) is still read: its label is the profile's name and its
-snapshot cannot be verified (``Run.format_version`` says which was read). The reader checks
-the snapshot's digest and the ledger arrays' shapes and dtypes; every problem is one
-:class:`~hw_profiles.errors.RunFileError` line.
+Older versions are still read (``Run.format_version`` says which was read). Version 1 has
+no label and no digest: its label is the profile's name and its snapshot cannot be
+verified. Versions 1 and 2 have no preset, facts or trained state (read as ``quick``,
+``{}``, ``None``) and store traces as bare arrays; :func:`legacy_trace` gives each its kind
+once, here, by the naming rule those versions' report drew with (the only place a trace's
+name decides how it is drawn). The reader checks the snapshot's digest, the ledger arrays'
+shapes and dtypes, every trace's kind and shape and every trained array's dtype; every
+problem is one :class:`~hw_profiles.errors.RunFileError` line.
 """
 from __future__ import annotations
 
@@ -45,10 +54,12 @@ from deploy.outputs import write_file
 from hw_profiles import HardwareProfile, from_dict, load
 from hw_profiles.errors import NeuroedgeError
 from sim.ledger import Ledger
+from sim.traces import TRACE_KINDS, Trace
 
 FORMAT = "neuroedge.run"
-FORMAT_VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)   # 1: no profile label or digest (read unverified)
+FORMAT_VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)   # 1: no profile label or digest (read unverified);
+                                 # 1-2: bare trace arrays, no preset/facts/trained state
 _VERSION_PACKAGES = ("neuroedge", "numpy", "torch", "h5py", "numba", "brian2", "scipy")
 
 
@@ -62,11 +73,20 @@ class Run:
     config: dict[str, Any]
     metrics: dict[str, float]
     ledger: Ledger
-    traces: dict[str, np.ndarray] = field(default_factory=dict)
+    traces: dict[str, Trace] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     created: str = ""
     path: str = ""
     format_version: int = FORMAT_VERSION
+    preset: str = "quick"
+    facts: dict[str, Any] = field(default_factory=dict)
+    trained: Any = None   # models.registry.Trained, or None when the run kept none
+
+    def __post_init__(self):
+        bad = [k for k, v in self.traces.items() if not isinstance(v, Trace)]
+        if bad:
+            raise RunFileError(f"Run.traces[{bad[0]!r}] is not a sim.traces.Trace; a run's "
+                               "traces say their kind (read old files with read_run)")
 
 
 def package_versions() -> dict[str, str]:
@@ -203,19 +223,70 @@ def _leaf(doc, dotted: str):
 # -- end profile snapshot ---------------------------------------------------------------------
 
 
+def _array_name(name, what: str) -> str:
+    """An HDF5 path below the group: non-empty, relative, no empty parts (``param/fc.w``)."""
+    name = str(name)
+    if not name or any(part in ("", ".", "..") for part in name.split("/")):
+        raise RunFileError(f"{what} name {name!r}: names are non-empty, relative, with no "
+                           "empty, '.' or '..' parts between '/' (e.g. 'param/fc1.weight')")
+    return name
+
+
+def _clean_traces(traces) -> dict[str, Trace]:
+    out = {}
+    for name, trace in dict(traces or {}).items():
+        _array_name(name, "trace")
+        if not isinstance(trace, Trace):
+            raise RunFileError(f"trace {name!r} is a {type(trace).__name__}; wrap it in "
+                               "sim.traces.Trace(kind, data, unit) with kind one of "
+                               f"{', '.join(TRACE_KINDS)}")
+        if trace.data.dtype.kind not in _TRACE_DTYPES:
+            raise RunFileError(f"trace {name!r} has dtype {trace.data.dtype}; traces are "
+                               "numbers (a table may hold text)")
+        out[str(name)] = trace
+    return out
+
+
+def _clean_trained(trained):
+    if trained is None:
+        return None
+    arrays, meta = getattr(trained, "arrays", None), getattr(trained, "meta", None)
+    if not isinstance(arrays, dict) or not isinstance(meta, dict):
+        raise RunFileError(f"trained state is a {type(trained).__name__}; expected a "
+                           "models.registry.Trained(arrays, meta)")
+    for name, arr in arrays.items():
+        _array_name(name, "trained array")
+        if np.asarray(arr).dtype.kind not in _NUMERIC:
+            raise RunFileError(f"trained array {name!r} has dtype {np.asarray(arr).dtype}; "
+                               "trained arrays are numeric (put text in Trained.meta)")
+    try:
+        meta_json = json.dumps(meta, default=_json_default, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise RunFileError(f"trained meta is not JSON: {exc}") from None
+    return arrays, meta_json
+
+
+_NUMERIC = "biuf"          # bool, signed, unsigned, float
+_TRACE_DTYPES = _NUMERIC + "US"
+
+
 def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
               config: dict, metrics: dict, ledger: Ledger,
-              traces: dict[str, np.ndarray] | None = None, force: bool = False,
+              traces: dict[str, Trace] | None = None, preset: str = "quick",
+              facts: dict | None = None, trained=None, force: bool = False,
               inputs=()) -> Path:
     """Write a run file atomically (temporary name in the same directory, then rename).
 
-    An existing ``path`` is replaced only with ``force``; ``path`` may not be one of the
-    command's ``inputs`` (the rules of :mod:`deploy.outputs`).
+    ``traces`` are typed (:class:`sim.traces.Trace`); ``trained`` is the run's
+    ``models.registry.Trained`` or ``None`` (then the file has no ``/trained`` group and
+    cannot be exported from). An existing ``path`` is replaced only with ``force``;
+    ``path`` may not be one of the command's ``inputs`` (the rules of :mod:`deploy.outputs`).
 
     Raises
     ------
     RunFileError
-        The directory does not exist, or a metric is not a finite-or-nan scalar.
+        The directory does not exist, a metric is not a scalar, a trace is not a Trace, a
+        trained array is not numeric, or facts / meta are not JSON.
     OutputError
         ``path`` is a directory, an existing file without ``force``, or an input.
     """
@@ -231,49 +302,150 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
             clean_metrics[k] = float(v)
         except (TypeError, ValueError):
             raise RunFileError(f"metric {k!r} = {v!r}: metrics must be scalars") from None
+    clean_traces = _clean_traces(traces)
+    kept = _clean_trained(trained)
+    try:
+        facts_json = json.dumps(dict(facts or {}), default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise RunFileError(f"facts are not JSON: {exc}") from None
     # -- write path: deploy.outputs (temporary sibling, rename; no overwrite without force)
-    with write_file(path, force=force, inputs=inputs) as tmp:  # noqa: SIM117 (small diff)
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-            f.attrs["model"] = model
-            f.attrs["profile"] = prof.label
-            f.attrs["dataset"] = dataset
-            f.create_group("config").attrs["json"] = json.dumps(config, default=_json_default)
-            g = f.create_group("profile")
-            g.attrs["json"] = profile_json
-            for k, v in profile_attrs.items():
-                g.attrs[k] = v
-            ledger.to_hdf5(f.create_group("ledger"))
-            g = f.create_group("metrics")
-            for k, v in clean_metrics.items():
-                g.attrs[k] = v
-            g = f.create_group("traces")
-            for k, arr in (traces or {}).items():
-                g.create_dataset(k, data=np.asarray(arr), compression="gzip")
-            g = f.create_group("versions")
-            for k, v in package_versions().items():
-                g.attrs[k] = v
-            f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
+    with write_file(path, force=force, inputs=inputs) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        f.attrs["model"] = model
+        f.attrs["profile"] = prof.label
+        f.attrs["dataset"] = dataset
+        f.attrs["preset"] = str(preset)
+        f.create_group("config").attrs["json"] = json.dumps(config, default=_json_default)
+        f.create_group("facts").attrs["json"] = facts_json
+        g = f.create_group("profile")
+        g.attrs["json"] = profile_json
+        for k, v in profile_attrs.items():
+            g.attrs[k] = v
+        ledger.to_hdf5(f.create_group("ledger"))
+        g = f.create_group("metrics")
+        for k, v in clean_metrics.items():
+            g.attrs[k] = v
+        g = f.create_group("traces", track_order=True)   # the report shows them in order
+        for k, tr in clean_traces.items():
+            data = tr.data
+            if data.dtype.kind == "U":   # text cells of a table: HDF5 variable-length UTF-8
+                data = data.astype(object)
+                ds = g.create_dataset(k, data=data, dtype=h5py.string_dtype())
+            else:
+                ds = g.create_dataset(k, data=data, compression="gzip")
+            ds.attrs["kind"] = tr.kind
+            ds.attrs["unit"] = tr.unit
+            ds.attrs["columns"] = json.dumps(list(tr.columns))
+        if kept is not None:
+            arrays, meta_json = kept
+            g = f.create_group("trained")
+            g.attrs["meta"] = meta_json
+            a = g.create_group("arrays", track_order=True)
+            for k, arr in arrays.items():
+                a.create_dataset(k, data=np.asarray(arr), compression="gzip")
+        g = f.create_group("versions")
+        for k, v in package_versions().items():
+            g.attrs[k] = v
+        f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
     # -- end of write path
     return path
 
 
 def write_result(path, result, *, force: bool = False, inputs=()) -> Path:
-    """Write a :class:`models.registry.RunResult`-like object (duck-typed to keep layering)."""
+    """Write a :class:`models.registry.RunResult` (its preset, facts and trained state too)."""
     return write_run(path, model=result.model, profile=result.profile, dataset=result.dataset,
                      config=result.config, metrics=result.metrics, ledger=result.ledger,
-                     traces=result.traces, force=force, inputs=inputs)
+                     traces=result.traces, preset=getattr(result, "preset", "quick"),
+                     facts=getattr(result, "facts", None),
+                     trained=getattr(result, "trained", None), force=force, inputs=inputs)
+
+
+# -- reading ----------------------------------------------------------------------------------
+LEGACY_ROUTE_COLUMNS = ("src_core", "dst_core", "hops", "neurons")
+"""The columns of a version 1-2 ``routes`` array (snn_cuba's placement routes)."""
+
+
+def legacy_trace(name: str, arr: np.ndarray) -> Trace:
+    """The kind of a bare trace array of a version 1-2 file, by the rule those versions'
+    report drew with: a name ending in ``raster`` with shape (k, 2) is a raster (time in s,
+    neuron); ``core_*`` 1-D is per core (a fraction of the core's limit); ``routes`` (k, 4)
+    is a table of routes; any other 1-D array a curve; (N, H, W) pictures; any other 2-D
+    array a table with numbered columns. A scalar becomes a one-point curve and more than
+    three dimensions pictures of the last two. Used by :func:`read_run` only, once per
+    trace: nothing after the reader looks at a trace's name."""
+    arr = np.asarray(arr)
+    if arr.ndim == 2 and arr.shape[1] == 2 and name.endswith("raster"):
+        return Trace("raster", arr, "s")
+    if arr.ndim == 1 and name.startswith("core_"):
+        return Trace("per_core", arr, "fraction of the core's limit")
+    if arr.ndim == 2 and name == "routes" and arr.shape[1] == len(LEGACY_ROUTE_COLUMNS):
+        return Trace("table", arr, "", LEGACY_ROUTE_COLUMNS)
+    if arr.ndim <= 1:
+        return Trace("curve", arr.reshape(-1))
+    if arr.ndim == 2:
+        return Trace("table", arr, "", tuple(str(i) for i in range(arr.shape[1])))
+    return Trace("images", arr.reshape(-1, *arr.shape[-2:]))
+
+
+def _datasets(group) -> dict[str, Any]:
+    """Every dataset below ``group`` by its path relative to it, in stored order (creation
+    order where the group tracks it); a nested name (``param/fc1.weight``) keeps its slash."""
+    out = {}
+    group.visititems(lambda name, obj: out.__setitem__(name, obj)
+                     if isinstance(obj, h5py.Dataset) else None)
+    return out
+
+
+def _read_traces(group, where: str, version: int) -> dict[str, Trace]:
+    out = {}
+    for name, ds in _datasets(group).items():
+        data = ds.asstr()[()] if h5py.check_string_dtype(ds.dtype) else ds[()]
+        data = np.asarray(data)
+        if version < 3:
+            out[name] = legacy_trace(name, data)
+            continue
+        kind = ds.attrs.get("kind")
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        if kind not in TRACE_KINDS:
+            raise RunFileError(f"{where}: trace {name!r} has kind {kind!r}; kinds are "
+                               f"{', '.join(TRACE_KINDS)}")
+        columns = json.loads(ds.attrs.get("columns", "[]"))
+        if not isinstance(columns, list):
+            raise RunFileError(f"{where}: trace {name!r} attribute columns is not a JSON list")
+        try:
+            out[name] = Trace(kind, data, str(ds.attrs.get("unit", "")), tuple(columns))
+        except NeuroedgeError as exc:
+            raise RunFileError(f"{where}: trace {name!r}: {exc}") from None
+    return out
+
+
+def _read_trained(f, where: str):
+    if "trained" not in f:
+        return None
+    from models.registry import Trained  # deploy sits above models; only files with a state
+    g = f["trained"]
+    meta = json.loads(g.attrs["meta"])
+    if not isinstance(meta, dict):
+        raise RunFileError(f"{where}: /trained attribute meta is not a JSON object")
+    arrays = {}
+    for name, ds in _datasets(g["arrays"]).items():
+        if ds.dtype.kind not in _NUMERIC:
+            raise RunFileError(f"{where}: trained array {name!r} has dtype {ds.dtype}; "
+                               "trained arrays are numeric")
+        arrays[name] = np.asarray(ds[()])
+    return Trained(arrays, meta)
 
 
 def read_run(path: str | os.PathLike) -> Run:
-    """Read and check a run file.
+    """Read and check a run file (any supported version; see the module doc).
 
     Raises
     ------
     RunFileError
-        Missing, truncated, corrupt or foreign file, or an unsupported format version.
+        Missing, truncated, corrupt or foreign file, an unsupported format version, a
+        trace of an unknown kind or a trained array that is not numeric.
     """
     path = Path(path)
     if not path.is_file():
@@ -296,25 +468,34 @@ def read_run(path: str | os.PathLike) -> Run:
         if not f.attrs.get("complete", False):
             raise RunFileError(f"run file {str(path)!r} is incomplete (the write never "
                                "finished)")
+        where = f"run file {str(path)!r}"
         try:
             config = json.loads(f["config"].attrs["json"])
             profile = _read_profile(f["profile"], str(f.attrs["profile"]), path, version)
             ledger = Ledger.from_hdf5(f["ledger"])
             metrics = {k: float(v) for k, v in f["metrics"].attrs.items()}
-            traces = {k: f["traces"][k][()] for k in f["traces"]}
+            traces = _read_traces(f["traces"], where, version)
             versions = {k: str(v) for k, v in f["versions"].attrs.items()}
+            if version >= 3:
+                preset = str(f.attrs["preset"])
+                facts = json.loads(f["facts"].attrs["json"])
+                if not isinstance(facts, dict):
+                    raise RunFileError(f"{where}: /facts is not a JSON object")
+                trained = _read_trained(f, where)
+            else:
+                preset, facts, trained = "quick", {}, None
             return Run(model=str(f.attrs["model"]), profile=profile,
                        dataset=str(f.attrs["dataset"]), config=config, metrics=metrics,
                        ledger=ledger, traces=traces, versions=versions,
                        created=str(f.attrs["created"]), path=str(path),
-                       format_version=version)
-        except RunFileError:
-            raise
+                       format_version=version, preset=preset, facts=facts, trained=trained)
+        except RunFileError as exc:
+            raise RunFileError(_one_line(str(exc))) from None
         except NeuroedgeError as exc:
-            raise RunFileError(_one_line(f"run file {str(path)!r} is corrupt: {exc}")) from None
+            raise RunFileError(_one_line(f"{where} is corrupt: {exc}")) from None
         except (KeyError, OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
             # a foreign or hand-edited file can fail anywhere h5py/json/numpy look at it
-            raise RunFileError(_one_line(f"run file {str(path)!r} is corrupt or incomplete: "
+            raise RunFileError(_one_line(f"{where} is corrupt or incomplete: "
                                          f"{type(exc).__name__}: {exc}")) from None
 
 

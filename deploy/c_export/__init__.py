@@ -153,7 +153,8 @@ class Emitted:
 
 
 def _emit_sign(i: int, p: str, layer: SignLayer, src: str, dst: str, word_bits: int) -> Emitted:
-    arrays = (f"/* layer {i} '{c_comment_text(layer.name)}': SignLayer, k = {layer.k} -> m = {layer.n_out} */\n"
+    arrays = (f"/* layer {i} '{c_comment_text(layer.name)}': SignLayer, k = {layer.k} -> "
+              f"m = {layer.n_out} */\n"
               + _array("ne_word_t", f"{p}_W", _c_words(layer.weights, word_bits),
                        layer.weights.size)
               + _array("int32_t", f"{p}_THR", _c_int32(layer.thresholds), layer.n_out))
@@ -171,10 +172,11 @@ def _emit_scores(i: int, p: str, layer: ScoresLayer, src: str, dst: str, word_bi
     return Emitted(arrays, call)
 
 
-def _emit_clauses(i: int, p: str, layer: ClauseLayer, src: str, dst: str, word_bits: int) -> Emitted:
+def _emit_clauses(i: int, p: str, layer: ClauseLayer, src: str, dst: str,
+                  word_bits: int) -> Emitted:
     n_c = layer.pos.shape[0]
-    arrays = (f"/* layer {i} '{c_comment_text(layer.name)}': ClauseLayer, {n_c} clauses over k = {layer.k} "
-              f"bits -> {layer.n_classes} class votes */\n"
+    arrays = (f"/* layer {i} '{c_comment_text(layer.name)}': ClauseLayer, {n_c} clauses over "
+              f"k = {layer.k} bits -> {layer.n_classes} class votes */\n"
               + _array("ne_word_t", f"{p}_POS", _c_words(layer.pos, word_bits), layer.pos.size)
               + _array("ne_word_t", f"{p}_NEG", _c_words(layer.neg, word_bits), layer.neg.size)
               + _array("int32_t", f"{p}_CLASS", _c_int32(layer.clause_class), n_c)
@@ -264,15 +266,18 @@ def write_c_project(layers: Sequence, golden_inputs, golden_outputs: NetworkOutp
                 f"#define NE_CONFIG_H\n#define NE_WORD_BITS {word_bits}\n#endif\n")
     proto = ("int32_t model_predict(const ne_word_t *x, int32_t *scores);"
              if has_scores else "void model_forward(const ne_word_t *x, ne_word_t *y);")
+    out_doc = ("scores: NE_MODEL_N_OUT int32, returns the argmax" if has_scores
+               else "y: NE_WORDS(NE_MODEL_N_OUT) packed output words")
     model_h = (f"/* neuroedge packed-binary network {sizes}, {word_bits}-bit words */\n"
                "#ifndef NE_MODEL_H\n#define NE_MODEL_H\n\n#include \"ne_kernels.h\"\n\n"
                f"#define NE_MODEL_IN_BITS {layers[0].k}\n#define NE_MODEL_IN_WORDS {w_in}\n"
                f"#define NE_MODEL_N_OUT {n_out}\n#define NE_MODEL_HAS_SCORES {int(has_scores)}\n"
                f"#define NE_MODEL_N_LAYERS {len(layers)}\n\n"
                f"/* x: NE_MODEL_IN_WORDS packed input words; "
-               f"{'scores: NE_MODEL_N_OUT int32, returns the argmax' if has_scores else 'y: NE_WORDS(NE_MODEL_N_OUT) packed output words'} */\n"
+               f"{out_doc} */\n"
                f"{proto}\n\n#endif\n")
-    weights_h = ("/* packed weights and integer thresholds/biases: static const (Flash on an MCU) */\n"
+    weights_h = ("/* packed weights and integer thresholds/biases: static const "
+                 "(Flash on an MCU) */\n"
                  "#ifndef NE_MODEL_WEIGHTS_H\n#define NE_MODEL_WEIGHTS_H\n\n"
                  "#include \"ne_kernels.h\"\n\n" + "\n".join(e.arrays for e in emitted)
                  + "\n#endif\n")

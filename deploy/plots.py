@@ -63,7 +63,8 @@ def plot_comparison(reports: Sequence[EnergyReport]) -> Figure:
         ax.set_yscale("log")
     ax.set_ylabel(f"estimated energy ({unit})" + (", log scale" if log else ""))
     ax.set_title("Energy by category per profile", fontsize=10)
-    ax.legend(fontsize=8)
+    if cats:   # an empty ledger has no bars to name
+        ax.legend(fontsize=8)
     return fig
 
 

@@ -393,16 +393,20 @@ def _datasets(group) -> dict[str, Any]:
     """Every dataset below ``group`` by its path relative to it, in stored order (creation
     order where the group tracks it); a nested name (``param/fc1.weight``) keeps its slash."""
     out = {}
-    group.visititems(lambda name, obj: out.__setitem__(name, obj)
-                     if isinstance(obj, h5py.Dataset) else None)
+    for key in group:            # iteration follows the group's order (visititems does not)
+        obj = group[key]
+        if isinstance(obj, h5py.Dataset):
+            out[key] = obj
+        else:
+            out.update({f"{key}/{k}": v for k, v in _datasets(obj).items()})
     return out
 
 
 def _read_traces(group, where: str, version: int) -> dict[str, Trace]:
     out = {}
     for name, ds in _datasets(group).items():
-        data = ds.asstr()[()] if h5py.check_string_dtype(ds.dtype) else ds[()]
-        data = np.asarray(data)
+        text = h5py.check_string_dtype(ds.dtype) is not None
+        data = np.asarray(ds.asstr()[()], dtype=str) if text else np.asarray(ds[()])
         if version < 3:
             out[name] = legacy_trace(name, data)
             continue

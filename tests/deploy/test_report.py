@@ -33,6 +33,7 @@ from deploy import report as rp
 from deploy.runfile import Run
 from sim.ledger import Ledger
 from sim.pricing import price
+from sim.traces import Trace, curve
 
 TOY = Path(__file__).resolve().parents[1] / "data" / "toy-gpu.toml"
 
@@ -76,8 +77,9 @@ def run(ledger, toy):
     return Run(model="mlp", profile=toy, dataset="digits",
                config={"hidden": [32], "lr": 0.001, "note": "<script>alert(1)</script>"},
                metrics={"test_accuracy": 0.9611, "parameters": 2410.0}, ledger=ledger,
-               traces={"train_loss": np.linspace(2.0, 0.1, 30),
-                       "spikes": np.zeros((3, 4), dtype=np.int64)},
+               traces={"train_loss": curve(np.linspace(2.0, 0.1, 30), "nats"),
+                       "spikes": Trace("table", np.arange(12, dtype=np.int64).reshape(3, 4)
+                                       * 1000, "spikes", ("a", "b", "c", "d"))},
                versions={"python": "3.12.0", "numpy": "2.0.0"},
                created="2024-05-06T07:08:09+00:00")
 
@@ -288,7 +290,10 @@ def test_html_report_content(run, ledger, toy, toy2x, tmp_path):
     assert "Total 95.6 nJ: dynamic 51.1 nJ, static 44.5 nJ; estimated latency 44.5 ns" in doc
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in doc and "<script" not in doc
     assert "aten::weird" in doc and "executed but not priced" in doc
-    assert "spikes" in doc and "shape (3, 4)" in doc  # 2-D trace skipped with a note
+    # the table trace is an HTML table: its title, columns and cells (thousands separated)
+    assert "<h3>spikes (3 rows, spikes)</h3>" in doc
+    assert "<th>a</th><th>b</th><th>c</th><th>d</th>" in doc
+    assert "<td>0</td><td class=n>1,000</td><td class=n>2,000</td><td class=n>3,000</td>" in doc
     assert "Test fixture: numbers chosen for hand arithmetic" in doc
     assert "<td>energy_pj.mac_fp32</td>" in doc
     assert "<td>3.12.0</td>" in doc and "<td>[32]</td>" in doc  # versions, config as JSON
@@ -336,3 +341,68 @@ def test_html_report_plot_inputs(run, ledger, toy, tmp_path, monkeypatch):
     # infer has no sub-scope, so at depth 2 its charges are its own ("direct")
     assert seen["Energy by scope, depth 2"] == pytest.approx(
         {"infer (direct)": 94.1e-9, "train/fc1": 1.5e-9})
+
+
+# -- traces are drawn by their kind, with their unit on the axis (issue 12 item 6) ---------
+def _kinds_run(toy, traces):
+    return Run(model="m", profile=toy, dataset="d", config={}, metrics={}, ledger=Ledger(),
+               traces=traces)
+
+
+def test_each_trace_kind_has_its_drawing(toy, tmp_path, monkeypatch):
+    """The name says nothing: a curve named like a raster is a curve, a per-core trace needs
+    no core_ prefix. Each kind goes to its own plot, with the trace's unit."""
+    seen = []
+    for fn in ("plot_trace", "plot_raster", "plot_per_core", "plot_image_grid"):
+        real = getattr(rp, fn)
+
+        def spy(name, data, unit, _fn=fn, _real=real):
+            seen.append((_fn, name, unit, np.asarray(data).shape))
+            return _real(name, data, unit)
+        monkeypatch.setattr(rp, fn, spy)
+    traces = {"spike_raster": curve([1.0, 2.0], "J"),
+              "spikes": Trace("raster", np.array([[0.5, 1], [1.5, 0]]), "ms"),
+              "neurons": Trace("per_core", np.array([3.0, 4.0]), "neurons"),
+              "core_routes": Trace("images", np.zeros((2, 4, 4)), "a.u."),
+              "routes": Trace("table", np.array([[0.5, 2.0]]), "", ("x", "y")),
+              "empty": curve([])}
+    rp.html_report(_kinds_run(toy, traces), [price(Ledger(), toy)], tmp_path / "r.html")
+    assert seen == [("plot_trace", "spike_raster", "J", (2,)),
+                    ("plot_raster", "spikes", "ms", (2, 2)),
+                    ("plot_per_core", "neurons", "neurons", (2,)),
+                    ("plot_image_grid", "core_routes", "a.u.", (2, 4, 4))]
+    doc = (tmp_path / "r.html").read_text()
+    assert "<h3>routes (1 rows)</h3>" in doc and "<td>0.5</td><td class=n>2</td>" in doc
+    assert "<p class=muted>Trace empty (curve) is empty.</p>" in doc
+
+
+def test_a_long_table_shows_its_first_rows(toy, tmp_path):
+    rows = np.arange(2 * (rp.TABLE_ROWS_SHOWN + 5)).reshape(-1, 2)
+    run = _kinds_run(toy, {"t": Trace("table", rows, "", ("u", "v"))})
+    rp.html_report(run, [price(Ledger(), toy)], tmp_path / "r.html")
+    doc = (tmp_path / "r.html").read_text()
+    assert f"<h3>t ({rp.TABLE_ROWS_SHOWN + 5} rows; first {rp.TABLE_ROWS_SHOWN} shown)</h3>" in doc
+    # 200 rows shown: the last shown is row 199 = (398, 399); row 200 = (400, 401) is not
+    assert "<td>398</td><td class=n>399</td>" in doc and "<td>400</td>" not in doc
+
+
+def test_plots_carry_the_unit_on_their_axis():
+    from deploy import plots
+    ax = plots.plot_trace("train_loss", np.array([2.0, 1.0]), "nats").axes[0]
+    assert ax.get_ylabel() == "train_loss (nats)"
+    assert plots.plot_trace("acc", np.array([0.5])).axes[0].get_ylabel() == "acc"
+    ax = plots.plot_raster("r", np.array([[1.0, 0.0]]), "ms").axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("time (ms)", "neuron")
+    assert plots.plot_raster("r", np.array([[1.0, 0.0]]), "").axes[0].get_xlabel() == "time (s)"
+    ax = plots.plot_per_core("util", np.array([0.25, 0.5]), "fraction of the core's limit").axes[0]
+    assert ax.get_ylabel() == "util (fraction of the core's limit)" and ax.get_xlabel() == "core"
+    # values are drawn as given (no % scaling): bar heights 0.25 and 0.5
+    assert [b.get_height() for b in ax.patches] == [0.25, 0.5]
+    fig = plots.plot_image_grid("protos", np.zeros((3, 2, 2)), "weight")
+    assert fig._suptitle.get_text() == "protos (weight)" and len(fig.axes) == 3
+
+
+def test_run_refuses_an_untyped_trace(toy):
+    from deploy.errors import RunFileError
+    with pytest.raises(RunFileError, match=r"Run.traces\['x'\] is not a sim.traces.Trace"):
+        _kinds_run(toy, {"x": np.zeros(3)})

@@ -8,7 +8,9 @@ import pytest
 
 import deploy.runfile as runfile
 from deploy.errors import RunFileError
+from models.registry import Trained
 from sim.ledger import Ledger
+from sim.traces import Trace, curve
 
 
 def _write(path, toy_gpu_path, **kw):
@@ -19,7 +21,7 @@ def _write(path, toy_gpu_path, **kw):
     args = dict(model="mlp", profile=toy_gpu_path, dataset="digits",
                 config={"hidden": [32], "lr": 1e-3, "name": "x"},
                 metrics={"test_accuracy": 0.95, "n": np.int64(3)}, ledger=led,
-                traces={"train_loss": np.array([1.0, 0.5, 0.25])})
+                traces={"train_loss": curve([1.0, 0.5, 0.25], "nats")})
     args.update(kw)
     return runfile.write_run(path, **args), led
 
@@ -33,7 +35,12 @@ def test_round_trip(tmp_path, toy_gpu_path):
     assert run.config == {"hidden": [32], "lr": 1e-3, "name": "x"}
     assert run.metrics == {"test_accuracy": 0.95, "n": 3.0}
     assert run.ledger == led
-    np.testing.assert_array_equal(run.traces["train_loss"], [1.0, 0.5, 0.25])
+    assert run.traces == {"train_loss": run.traces["train_loss"]}
+    loss = run.traces["train_loss"]
+    assert (loss.kind, loss.unit, loss.columns) == ("curve", "nats", ())
+    np.testing.assert_array_equal(loss.data, [1.0, 0.5, 0.25])
+    assert run.preset == "quick" and run.facts == {} and run.trained is None
+    assert run.format_version == 3
     assert "numpy" in run.versions and "python" in run.versions
     # the snapshot prices exactly like the original profile
     assert run.ledger.price(run.profile).total_j == led.price(toy_gpu_path).total_j
@@ -86,7 +93,7 @@ def test_future_version_rejected(tmp_path, toy_gpu_path):
     with h5py.File(path, "a") as f:
         f.attrs["format_version"] = 99
     with pytest.raises(RunFileError,
-                       match=r"format version 99; this neuroedge reads versions \(1, 2\)$"):
+                       match=r"format version 99; this neuroedge reads versions \(1, 2, 3\)$"):
         runfile.read_run(path)
 
 
@@ -123,13 +130,13 @@ def test_simulate_with_a_user_file_is_priced_with_its_own_numbers(tmp_path, toy_
                                                                   filename, name):
     """mlp on a user file with its own name, and on one that reuses the shipped name a100:
     the run file holds the file's numbers and its label, and prices with them."""
-    import models
     from hw_profiles import load
+    from models import runner
     path = _user_profile(tmp_path, toy_gpu_text, filename, name)
     prof = load(path)
     # one epoch, large batches: the numbers matter here, not the accuracy
-    result = models.get("mlp").simulate(profile=prof, dataset="digits", seed=0, epochs=1,
-                                        batch_size=512)
+    result = runner.run("mlp", profile=prof, dataset="digits", seed=0,
+                        overrides={"epochs": 1, "batch_size": 512})
     assert result.profile is prof                      # the object flowed, never a name
     run = runfile.read_run(runfile.write_result(tmp_path / "run.h5", result))
     label = f"{name} (file: {path.resolve()})"
@@ -189,12 +196,12 @@ def test_snapshot_carries_its_digest(tmp_path, toy_gpu_path):
         doc = json.loads(f["profile"].attrs["json"])
         assert f["profile"].attrs["digest"] == runfile.document_digest(doc)
         fields = json.loads(f["profile"].attrs["field_digests"])
-        assert f.attrs["format_version"] == 2
+        assert f.attrs["format_version"] == 3
     assert runfile.document_digest(doc).startswith("sha256:") and len(fields) > 40
     assert fields == runfile.field_digests(doc)
     # key order does not change the digest (canonical JSON sorts keys)
     assert runfile.document_digest(dict(reversed(doc.items()))) == runfile.document_digest(doc)
-    assert runfile.read_run(path).format_version == 2
+    assert runfile.read_run(path).format_version == 3
 
 
 def test_edited_snapshot_is_refused_naming_the_field(tmp_path, toy_gpu_path):
@@ -312,3 +319,172 @@ def test_array_metric_is_a_one_line_error(tmp_path, toy_gpu_path):
     with h5py.File(path, "a") as f:
         f["metrics"].attrs["test_accuracy"] = np.array([0.5, 0.6])
     _one_line_error(path, r"^run file '.*run.h5' is corrupt or incomplete: TypeError: ")
+
+
+# -- format 3: preset, facts, trained state, typed traces (issue 12 items 4, 6) -------------
+def _typed_traces():
+    return {
+        "train_loss": curve([2.0, 1.0], "nats"),
+        "spike_raster": Trace("raster", np.array([[0.001, 3], [0.002, 0]]), "s"),
+        "neurons": Trace("per_core", np.array([0.5, 0.25, 1.0]), "fraction of the core's limit"),
+        "prototypes": Trace("images", np.arange(12, dtype=np.float32).reshape(3, 2, 2)),
+        "routes": Trace("table", np.array([[0, 1, 1, 7], [1, 3, 2, 9]], np.int64), "",
+                        ("src_core", "dst_core", "hops", "neurons")),
+        "labels": Trace("table", np.array([["a", "b"], ["c", "d"]]), "", ("x", "y")),
+    }
+
+
+def _trained():
+    return Trained({"param/0.weight": np.arange(6, dtype=np.float32).reshape(2, 3),
+                    "param/0.bias": np.array([1.5, -2.5], np.float64),
+                    "words": np.array([2**63 + 5], np.uint64),
+                    "mask": np.array([True, False])},
+                   {"sizes": [3, 2], "note": "ok"})
+
+
+def test_format_3_round_trip_of_trained_state_and_typed_traces(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path, traces=_typed_traces(),
+                     preset="full", facts={"n_inputs": np.int64(64), "device": "cpu"},
+                     trained=_trained())
+    run = runfile.read_run(path)
+    assert run.preset == "full" and run.facts == {"n_inputs": 64, "device": "cpu"}
+    want = _typed_traces()
+    assert list(run.traces) == list(want)            # stored in the order given
+    for name, tr in want.items():
+        got = run.traces[name]
+        assert (got.kind, got.unit, got.columns) == (tr.kind, tr.unit, tr.columns), name
+        np.testing.assert_array_equal(got.data, tr.data, err_msg=name)
+        assert got.data.dtype.kind == tr.data.dtype.kind, name
+    assert run.traces["labels"].data.tolist() == [["a", "b"], ["c", "d"]]
+    assert isinstance(run.trained, Trained) and run.trained.meta == {"sizes": [3, 2],
+                                                                     "note": "ok"}
+    src = _trained().arrays
+    assert sorted(run.trained.arrays) == sorted(src)   # nested names keep their slash
+    for k, v in src.items():
+        assert run.trained.arrays[k].dtype == v.dtype, k
+        np.testing.assert_array_equal(run.trained.arrays[k], v)
+    assert run.trained.arrays["words"][0] == 2**63 + 5   # uint64 survives exactly
+
+
+def test_a_run_without_trained_state_has_no_trained_group(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path) as f:
+        assert "trained" not in f and f.attrs["preset"] == "quick"
+        assert dict(f["traces"]["train_loss"].attrs) == {"kind": "curve", "unit": "nats",
+                                                          "columns": "[]"}
+    assert runfile.read_run(path).trained is None
+
+
+def test_write_result_keeps_preset_facts_and_trained(tmp_path, toy_gpu):
+    from models.registry import RunResult
+    led = Ledger()
+    led.add("mac_fp32", 10, scope="infer")
+    result = RunResult("mlp", toy_gpu, "digits", {"seed": 3}, {"acc": 0.5}, led,
+                       {"loss": curve([1.0])}, preset="full", facts={"k": 1},
+                       trained=_trained())
+    run = runfile.read_run(runfile.write_result(tmp_path / "r.h5", result))
+    assert (run.preset, run.facts, run.config) == ("full", {"k": 1}, {"seed": 3})
+    assert sorted(run.trained.arrays) == sorted(_trained().arrays)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"traces": {"loss": np.array([1.0])}},
+     r"^trace 'loss' is a ndarray; wrap it in sim.traces.Trace\(kind, data, unit\)"),
+    ({"trained": Trained({"names": np.array(["a", "b"])})},
+     r"^trained array 'names' has dtype <U1; trained arrays are numeric \(put text in "
+     r"Trained.meta\)$"),
+    ({"trained": Trained({"a//b": np.zeros(2)})}, r"^trained array name 'a//b': names are"),
+    ({"trained": Trained({"a": np.zeros(2)}, {"f": {1, 2}})}, r"^trained meta is not JSON"),
+    ({"facts": {"f": object()}}, r"^facts are not JSON"),
+])
+def test_write_refuses_untyped_traces_and_bad_trained_state(tmp_path, toy_gpu_path, kw, match):
+    with pytest.raises(RunFileError, match=match):
+        _write(tmp_path / "run.h5", toy_gpu_path, **kw)
+    assert os.listdir(tmp_path) == []
+
+
+def test_trace_of_an_unknown_kind_is_a_one_line_error(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f["traces"]["train_loss"].attrs["kind"] = "histogram"
+    _one_line_error(path, r"^run file '.*run.h5': trace 'train_loss' has kind 'histogram'; "
+                          r"kinds are curve, raster, per_core, images, table$")
+
+
+def test_trace_whose_shape_does_not_fit_its_kind_is_a_one_line_error(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f["traces"]["train_loss"].attrs["kind"] = "raster"     # 1-D data: not (k, 2)
+    _one_line_error(path, r"^run file '.*run.h5': trace 'train_loss': Trace of kind 'raster' "
+                          r"has shape \(3,\); expected \(k, 2\)$")
+
+
+def test_trained_array_that_is_not_numeric_is_a_one_line_error(tmp_path, toy_gpu_path):
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path, trained=_trained())
+    with h5py.File(path, "a") as f:
+        del f["trained"]["arrays"]["mask"]
+        f["trained"]["arrays"].create_dataset("mask", data=[b"yes", b"no"])
+    _one_line_error(path, r"^run file '.*run.h5': trained array 'mask' has dtype object; "
+                          r"trained arrays are numeric$")
+    with h5py.File(path, "a") as f:
+        del f["trained"]["arrays"]["mask"]
+        f["trained"].attrs["meta"] = "[1, 2]"
+    _one_line_error(path, r"^run file '.*run.h5': /trained attribute meta is not a JSON object$")
+
+
+def _as_version_2(path, traces: dict):
+    """Rewrite a format-3 file as format 2 wrote it: no preset, facts or trained state, and
+    traces as bare arrays."""
+    with h5py.File(path, "a") as f:
+        f.attrs["format_version"] = 2
+        del f.attrs["preset"]
+        del f["facts"]
+        if "trained" in f:
+            del f["trained"]
+        del f["traces"]
+        g = f.create_group("traces")
+        for k, arr in traces.items():
+            g.create_dataset(k, data=arr)
+
+
+def test_legacy_format_2_traces_are_converted_once_by_the_naming_rule(tmp_path, toy_gpu_path):
+    path, led = _write(tmp_path / "run.h5", toy_gpu_path, trained=_trained())
+    bare = {"spike_raster": np.array([[0.001, 3.0], [0.002, 0.0]]),
+            "core_neurons_util": np.array([0.5, 0.25]),
+            "routes": np.array([[0, 1, 1, 7]], np.int64),
+            "train_loss": np.array([2.0, 1.0]),
+            "tversky_prototypes": np.zeros((2, 3, 3)),
+            "stitch_front_back_i_j": np.array([[1, 2, 3, 4], [5, 6, 7, 8]]),
+            "accuracy": np.float64(0.5)}
+    _as_version_2(path, bare)
+    run = runfile.read_run(path)
+    assert run.format_version == 2 and run.ledger == led
+    assert (run.preset, run.facts, run.trained) == ("quick", {}, None)
+    got = {k: (t.kind, t.unit, t.columns, t.data.shape) for k, t in run.traces.items()}
+    assert got == {
+        "accuracy": ("curve", "", (), (1,)),           # a scalar: a one-point curve
+        "core_neurons_util": ("per_core", "fraction of the core's limit", (), (2,)),
+        "routes": ("table", "", ("src_core", "dst_core", "hops", "neurons"), (1, 4)),
+        "spike_raster": ("raster", "s", (), (2, 2)),
+        "stitch_front_back_i_j": ("table", "", ("0", "1", "2", "3"), (2, 4)),
+        "train_loss": ("curve", "", (), (2,)),
+        "tversky_prototypes": ("images", "", (), (2, 3, 3)),
+    }
+    for k, arr in bare.items():
+        np.testing.assert_array_equal(run.traces[k].data, np.reshape(arr, run.traces[k].data.shape))
+
+
+@pytest.mark.parametrize("name, shape, kind", [
+    ("raster", (4, 2), "raster"),            # the suffix alone, as version 2's report read it
+    ("core_raster", (4, 2), "raster"),       # raster wins: the report tested it first
+    ("spike_raster", (4, 3), "table"),       # not (k, 2): no raster
+    ("core_x", (4, 2), "table"),             # core_ applies to 1-D only
+    ("my_core_x", (4,), "curve"),            # core_ is a prefix
+    ("routes", (4, 3), "table"),             # 3 columns: numbered, not the route names
+    ("x", (1, 2, 3, 4), "images"),           # more than 3-D: pictures of the last two axes
+])
+def test_legacy_trace_rule(name, shape, kind):
+    tr = runfile.legacy_trace(name, np.zeros(shape))
+    assert tr.kind == kind
+    if kind == "images":
+        assert tr.data.shape == (2, 3, 4)     # 1 x 2 = 2 pictures of 3 x 4

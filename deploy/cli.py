@@ -216,8 +216,15 @@ def _progress_bar(con, name: str):
     return bar, progress
 
 
+def _value_text(v) -> str:
+    """A setting as ``--set`` takes it: tuples as ``8,4``, booleans lower case."""
+    if isinstance(v, (tuple, list)):
+        return ",".join(_value_text(x) for x in v)
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
 def _settings_text(plan) -> str:
-    sets = ", ".join(f"{k}={v}" for k, v in sorted(plan.overrides.items()))
+    sets = ", ".join(f"{k}={_value_text(v)}" for k, v in sorted(plan.overrides.items()))
     return f"{plan.preset} preset, seed {plan.seed}" + (f", set {sets}" if sets else "")
 
 
@@ -246,7 +253,7 @@ def cmd_simulate(args) -> int:
 
     con = _console()
     con.print(f"simulating [bold]{method.name}[/bold] on {plan.dataset} with profile "
-              f"{profile.label} ({_settings_text(plan)})")
+              f"{profile.label} ({_settings_text(plan)})", soft_wrap=True)
     bar, progress = _progress_bar(con, method.name)
     with bar:
         result = runner.execute(plan, progress)
@@ -260,7 +267,7 @@ def cmd_simulate(args) -> int:
     reports = [energy] + _compare_reports(plan, run, others, args, con)
     _make_parent(html)
     rep.html_report(run, reports, html, force=args.force, inputs=inputs)
-    con.print(f"run file: {out}\nreport:   {html}")
+    con.print(f"run file: {out}\nreport:   {html}", soft_wrap=True, highlight=False)
     return 0
 
 
@@ -382,16 +389,16 @@ def cmd_export(args) -> int:
     con = _console()
     if xplan.plan is None:
         con.print(f"exporting [bold]{xplan.method.name}[/bold] to {args.target} from "
-                  f"{xplan.source} (its stored trained state; no training)")
+                  f"{xplan.source} (its stored trained state; no training)", soft_wrap=True)
         path = execute_export(xplan, force=args.force)
     else:
         con.print(f"exporting [bold]{xplan.method.name}[/bold] to {args.target}: training "
                   f"once on {xplan.plan.dataset} with profile {xplan.plan.profile.label} "
-                  f"({_settings_text(xplan.plan)})")
+                  f"({_settings_text(xplan.plan)})", soft_wrap=True)
         bar, progress = _progress_bar(con, xplan.method.name)
         with bar:
             path = execute_export(xplan, progress, force=args.force)
-    con.print(f"exported: {path}")
+    con.print(f"exported: {path}", soft_wrap=True, highlight=False)
     return 0
 
 

@@ -1,11 +1,14 @@
-"""The export scaffolding: atomic writes, target validation, ONNX checked by onnxruntime."""
+"""The export scaffolding: atomic writes, target validation, ONNX checked by onnxruntime,
+and the exporters fed sim artifacts built directly (no model card)."""
+import numpy as np
 import pytest
 import torch
 
 from deploy.cli import main
 from deploy.errors import ExportError, OutputError
-from deploy.export import atomic_output, export_model
+from deploy.export import EXPORTERS, atomic_output, export_model, write_artifact
 from deploy.onnx_export import check_onnx, export_onnx
+from sim.artifacts import ARTIFACT_TYPES, BitwiseArtifact, NetworkArtifact, TorchArtifact
 
 
 def test_atomic_output_leaves_nothing_when_the_writer_fails(tmp_path):
@@ -72,3 +75,74 @@ def test_export_with_a_failing_check_keeps_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
     good = export_onnx(_BatchDependent(), torch.randn(2, 3), out, check_inputs=torch.randn(2, 3))
     assert good == out and out.exists()
+
+
+# -- EXPORTERS: one writer per target, each taking its sim artifact (issue 12 item 4) -------
+def _bitwise_artifact():
+    from tests.deploy.test_c_export import _network
+    layers, x = _network(32, sizes=(40, 20, 10))
+    return BitwiseArtifact(layers, x, "cortex-m4")
+
+
+def test_c_exporter_writes_the_artifacts_layers_with_golden_vectors(tmp_path):
+    from deploy.c_export import check_c_project, missing_tools
+    from sim.bitwise import BitwiseDevice
+    art = _bitwise_artifact()
+    out = EXPORTERS["c"](art, tmp_path / "proj")
+    assert out == tmp_path / "proj"
+    assert {"model.c", "model_weights.h", "golden.h", "Makefile"} <= {p.name
+                                                                     for p in out.iterdir()}
+    # 12 golden inputs (test_c_export's _network), as many expected labels in golden.h
+    golden = (out / "golden.h").read_text()
+    assert "#define NE_GOLDEN_N 12" in golden
+    if missing_tools("host"):
+        pytest.skip(f"C host build: {missing_tools('host')}")
+    want = BitwiseDevice("cortex-m4").run(art.layers, art.inputs)
+    assert check_c_project(out, want, target="host").all_match
+
+
+def test_onnx_exporter_matches_torch_on_a_linear_layer(tmp_path):
+    pytest.importorskip("onnxruntime")
+    import onnxruntime as ort
+    torch.manual_seed(1)
+    lin = torch.nn.Linear(5, 3)
+    art = TorchArtifact(lin.eval(), torch.randn(2, 5), input_names=("x",), output_names=("y",),
+                        check_inputs=torch.randn(4, 5))
+    path = EXPORTERS["onnx"](art, tmp_path / "lin.onnx")
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in sess.get_inputs()] == ["x"]
+    assert [o.name for o in sess.get_outputs()] == ["y"]
+    x = torch.randn(6, 5)
+    with torch.no_grad():
+        want = (x @ lin.weight.T + lin.bias).numpy()          # y = x W^T + b
+    np.testing.assert_allclose(sess.run(None, {"x": x.numpy()})[0], want, atol=1e-5)
+
+
+def test_nir_exporter_refuses_a_profile_that_cannot_place_the_network(tmp_path):
+    from sim.neuromorphic import Network
+    net = Network(dt=1e-3)
+    net.population("p", 2, "lif", tau_mem=0.01, v_threshold=1.0)
+    with pytest.raises(ExportError, match=r"^NIR export: the artifact's profile 'a100' is a "
+                                          r"'gpu' profile; the placement"):
+        EXPORTERS["nir"](NetworkArtifact(net, "a100"), tmp_path / "n.nir")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("target, wrong", [("c", "torch"), ("nir", "bitwise"),
+                                           ("onnx", "network")])
+def test_an_exporter_refuses_another_artifact_type(tmp_path, target, wrong):
+    from sim.neuromorphic import Network
+    arts = {"torch": lambda: TorchArtifact(torch.nn.Linear(2, 1), torch.zeros(1, 2)),
+            "bitwise": _bitwise_artifact, "network": lambda: NetworkArtifact(Network(dt=1e-3))}
+    art = arts[wrong]()
+    want = ARTIFACT_TYPES[target].__name__
+    with pytest.raises(ExportError, match=rf"^export target '{target}' takes a "
+                                          rf"sim.artifacts.{want}; got a {type(art).__name__} "):
+        write_artifact(target, art, tmp_path / "x")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_artifact_refuses_an_unknown_target(tmp_path):
+    with pytest.raises(ExportError, match="unknown export target 'tflite': targets are c, nir, "
+                                          "onnx"):
+        write_artifact("tflite", None, tmp_path / "x")

@@ -346,7 +346,8 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}"
            f"</title><style>{_CSS}</style></head><body><h1>{_e(title)}</h1>")
     yield _html_table(("field", "value"), [
-        ("model", run.model), ("dataset", run.dataset), ("run profile", run.profile.label),
+        ("model", run.model), ("dataset", run.dataset), ("preset", run.preset),
+        ("run profile", run.profile.label),
         ("priced on", ", ".join(r.profile for r in reports)), ("run created", run.created or "-"),
         ("run file", run.path or "-")], numeric=False)
     yield f"<p class=note>{_e(ESTIMATE_NOTE)}.</p>"
@@ -394,6 +395,10 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
         yield f"<h3>{_e(r.profile)}</h3>" + _html_table(*_tables(r)["entries"], numeric=False)
     yield "<h2>Config</h2>" + _html_table(
         ("key", "value"), [(k, _json_text(v)) for k, v in run.config.items()], numeric=False)
+    if run.facts:
+        yield "<h2>Facts</h2>" + _html_table(
+            ("fact", "value"), [(k, _json_text(v)) for k, v in run.facts.items()],
+            numeric=False)
     yield "<h2>Versions</h2>" + _html_table(("package", "version"), run.versions.items(),
                                              numeric=False)
     yield "</body></html>\n"

@@ -81,7 +81,8 @@ def run(ledger, toy):
                        "spikes": Trace("table", np.arange(12, dtype=np.int64).reshape(3, 4)
                                        * 1000, "spikes", ("a", "b", "c", "d"))},
                versions={"python": "3.12.0", "numpy": "2.0.0"},
-               created="2024-05-06T07:08:09+00:00")
+               created="2024-05-06T07:08:09+00:00", preset="full",
+               facts={"n_inputs": 64, "torch_device": "cpu"})
 
 
 def rows_of(text: str, title: str) -> dict[str, list[str]]:
@@ -297,6 +298,8 @@ def test_html_report_content(run, ledger, toy, toy2x, tmp_path):
     assert "Test fixture: numbers chosen for hand arithmetic" in doc
     assert "<td>energy_pj.mac_fp32</td>" in doc
     assert "<td>3.12.0</td>" in doc and "<td>[32]</td>" in doc  # versions, config as JSON
+    assert "<tr><td>preset</td><td>full</td></tr>" in doc
+    assert "<h2>Facts</h2>" in doc and "<tr><td>torch_device</td><td>cpu</td></tr>" in doc
     assert "1.03x" in doc and "9.61 nJ" in doc  # comparison and per-sample tables
     assert doc.rstrip().endswith("</html>")
 

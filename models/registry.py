@@ -153,6 +153,10 @@ class Card:
     exports : export targets ``artifact`` builds (a subset of ``EXPORT_TARGETS``)
     export_dataset : the dataset an export trains on (default: ``default_dataset``)
     study_profiles : device kind -> profile name ``experiment`` uses when given none
+    engine : ``"torch"`` for a torch method that also runs on microcontroller (bitwise)
+        profiles: the runner then asks ``sim.device(profile, engine="torch")``, which counts
+        the module with torch and prices it with the MCU's memories; ``None``: the engine of
+        the profile's kind
     """
 
     name: str
@@ -168,6 +172,7 @@ class Card:
     exports: tuple[str, ...] = ()
     export_dataset: str | None = None
     study_profiles: Mapping[str, str] = field(default_factory=dict)
+    engine: str | None = None
 
     @property
     def trains_on(self) -> str:
@@ -250,6 +255,9 @@ def _check_card(card: Card, artifact) -> None:
                          f"{', '.join(EXPORT_TARGETS)}")
     if card.exports and artifact is None:
         raise ModelError(f"{where}: exports {', '.join(card.exports)} but no artifact function")
+    if card.engine not in (None, "torch"):
+        raise ModelError(f"{where}: engine = {card.engine!r}; expected None (the engine of the "
+                         "profile's kind) or 'torch'")
     bad = [k for k in card.study_profiles if k not in card.device_kinds]
     if bad:
         raise ModelError(f"{where}: study_profiles names kinds {', '.join(bad)} the method does "

@@ -202,7 +202,7 @@ def device_for(method: Method, profile) -> Any:
     import sim
     prof = load_profile(profile)
     check_kind(method, prof)
-    return sim.device(prof)
+    return sim.device(prof, engine=method.card.engine)
 
 
 def execute(plan: Plan, progress: Progress | None = None) -> RunResult:

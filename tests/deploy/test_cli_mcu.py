@@ -1,13 +1,8 @@
 """`neuroedge simulate mlp --profile cortex-m7`: a torch model priced on a microcontroller."""
-import pytest
-
 from deploy.cli import main
 from deploy.runfile import read_run
 
 
-@pytest.mark.xfail(strict=True, reason="models.runner.device_for gives the bitwise engine on "
-                   "a bitwise profile; mlp needs sim.device(profile, engine='torch') there "
-                   "(runner/card change, outside deploy/)")
 def test_simulate_mlp_on_cortex_m7_gives_an_energy_report(tmp_path, capsys):
     out = tmp_path / "m7.h5"
     assert main(["simulate", "mlp", "--profile", "cortex-m7", "--out", str(out)]) == 0

@@ -90,5 +90,6 @@ CARD = Card(
     default_dataset="digits",
     exports=("onnx",),
     study_profiles={"gpu": "a100"},
+    engine="torch",   # on a bitwise (MCU) profile: torch counts, the MCU's memories price
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact)

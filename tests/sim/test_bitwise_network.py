@@ -19,7 +19,7 @@ from sim.errors import HardwareLimitError, ModelError
 def _naive(ws, thrs, bias, x):
     """Plain integer +/-1 network: a = sign(W a - thr) with sign(0) = +1, then W a + bias."""
     a = x.astype(np.int64)
-    for w, t in zip(ws[:-1], thrs, strict=True):   # ws[-1]: the scores layer below
+    for w, t in zip(ws[:len(thrs)], thrs, strict=True):   # a w past thrs: the scores layer
         a = np.where(a @ w.T.astype(np.int64) >= t, 1, -1)
     scores = a @ ws[-1].T.astype(np.int64) + bias if bias is not None else None
     return a, scores

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from sim import device
-from sim.errors import HardwareLimitError, ModelError
+from sim.errors import HardwareLimitError
 from sim.torch_engine import TorchDevice
 from sim.torch_engine.costs import op_cost
 

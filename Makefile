@@ -19,16 +19,19 @@ DEBIAN_PACKAGES := dataset-fashion-mnist gcc-arm-none-eabi libnewlib-arm-none-ea
 # without .venv, so as another user make stops here with the apt-get line
 VENV_PACKAGE := python3-venv
 
-# $(call debian_install,PACKAGES,WHEN NOT ROOT): install those of PACKAGES that are missing
-# when root (apt-get update first: a fresh machine has no package lists); otherwise print
-# the apt-get line and run the shell command WHEN NOT ROOT (true: go on; false: stop)
+# $(call debian_install,PACKAGES,IF STILL MISSING): install those of PACKAGES that are missing
+# when root (apt-get update first: a fresh machine has no package lists); when not root, or
+# when apt-get fails (no network), print the apt-get line and run the shell command IF STILL
+# MISSING (echo a note and go on, or exit 1 to stop)
 define debian_install
 missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 if [ -z "$$missing" ]; then :; \
 elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	echo "installing Debian packages:$$missing"; \
-	DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	{ DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; } || \
+	{ echo "apt-get could not install:$$missing (run: apt-get update && apt-get install -y$$missing)"; \
+	  $(2); }; \
 else \
 	echo "missing Debian packages:$$missing"; \
 	echo "install them with: sudo apt-get update && sudo apt-get install -y$$missing"; \

@@ -61,13 +61,13 @@ demo: $(STAMP) debian-packages
 	$(VENV)/bin/neuroedge simulate --force
 	@echo '$(NEXT_HINT)'
 
-# -rs: each skipped test says why (a missing package names the apt-get line); the hint comes
-# last whether the tests pass or not; make still fails when they fail
+# -rs: each skipped test says why (missing Fashion-MNIST: with the apt-get line); the hint
+# comes last whether the tests pass or not; make still fails when they fail
 test: $(STAMP) debian-packages
 	$(VENV)/bin/python -m pytest -q -rs; status=$$?; echo '$(NEXT_HINT)'; exit $$status
 
+# exit 5 = no test carries the slow marker: not a failure
 test-slow: $(STAMP) debian-packages
-	# exit 5 = no test carries the slow marker yet: not a failure
 	$(VENV)/bin/python -m pytest -q -rs -m slow || test $$? -eq 5
 
 # the rules and paths are pyproject.toml's [tool.ruff]

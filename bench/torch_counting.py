@@ -18,7 +18,7 @@ import time
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from sim.torch_engine import TorchDevice
+import sim
 
 
 def _model(n_in, hidden, n_out, seed=0):
@@ -70,7 +70,7 @@ def main():
         anchor_flops = fc.get_total_flops()
     anchor = _timed(with_anchor, args.repeats)
 
-    dev = TorchDevice("x86-avx2")
+    dev = sim.device("x86-avx2")   # a cpu profile: the torch engine
     net2 = dev.compile(_model(args.inputs, args.hidden, 10))
     opt2 = torch.optim.Adam(net2.parameters(), foreach=True)
 

@@ -1,11 +1,11 @@
 """Predicted against measured energy (and latency) for the published measurements in
-hw_profiles/measured/validation.toml (issue 13 item 4).
+hw_profiles/measured/validation.toml.
 
 Every row is rebuilt with the project's engines and priced on its profile by
 ``sim.validation.validate()``; nothing is fitted to the table. Rows marked ``calibration``
 measure what some profile number was derived from and are summarised apart from the
 ``held-out`` rows. Rows that cannot be predicted say why (``not rebuildable``: a published
-number the workload needs is missing; ``pending``: the engine cannot price it yet).
+number the workload needs is missing).
 
 Usage: ``python bench/validate.py [--only ID,ID] [--json PATH]``. The last line is
 ``RESULT {json}``: row count, kinds, and median / max |log10(predicted / measured)| overall

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from hw_profiles.errors import ProfileError
 from hw_profiles.ops import OPS
@@ -32,7 +33,7 @@ DATA_DIR = Path(__file__).with_name("data")
 _TOP_KEYS = {"schema_version", "name", "kind", "description", "technology_node_nm",
              "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources",
              "execution"}
-# -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) -------------
+# neuromorphic execution model (sim/neuromorphic/timing.py):
 # [core_op_ns]: time one core spends per op it executes (the ops a core's pipeline does; a
 # router hop is not a core op). [step_sync]: per-step barrier (whole chip, and optionally one
 # router's cores, interpolated by routers used) and an optional fixed tick (the step period).
@@ -40,7 +41,6 @@ _NM_TOP_KEYS = {"core_op_ns", "step_sync"}
 _CORE_OPS = ("synop", "neuron_update_active", "neuron_update_idle", "spike", "syn_update")
 _STEP_SYNC_UNITS = {"barrier_ns": "ns", "barrier_one_router_ns": "ns", "tick_ns": "ns"}
 _TOP_KEYS = _TOP_KEYS | _NM_TOP_KEYS
-# -- end neuromorphic execution model ---------------------------------------------------------
 _QUANTITY_KEYS = {"value", "unit", "provenance", "source", "derivation", "note"}
 _MEMORY_QUANTITIES = {"capacity_bytes": "B", "read_pj_per_byte": "pJ/B",
                       "write_pj_per_byte": "pJ/B", "bandwidth_bytes_per_s": "B/s"}
@@ -59,13 +59,12 @@ _REQUIRED_LIMITS = {
     "cpu": ("word_bits",),
     "gpu": (),
 }
-# -- [execution] (issue 13 item 3): parameters of the kind's execution model ----------------
+# [execution]: parameters of the kind's execution model
 _EXECUTION_UNITS = {"board_power_w": "W", "launch_s": "s", "half_perf_ops": "1"}
-# -- end [execution] -------------------------------------------------------------------------
 _SOURCE_KEYS = {"title", "url", "kind"}
 _SOURCE_KINDS = ("paper", "datasheet", "web", "book")
 
-# --- bounds per unit (issue 11 item 5; SCHEMA.md "Bounds") --------------------------------
+# bounds per unit (SCHEMA.md "Bounds"):
 # The largest value a quantity of each unit may take: far above any real chip (the shipped
 # maxima are in the comments), low enough that count x value stays finite for any ledger a
 # run file can hold (int64 counts x 1e9 pJ = 9.2e15 J). A typo in an exponent is refused
@@ -84,7 +83,6 @@ MAX_BY_UNIT = {
     "ns": 1e12,     # 1,000 s per core op    (shipped max 1e6: truenorth/spinnaker2 1 ms tick)
     "s": 1e3,       # 1,000 s per launch     (shipped max 5e-6: GPU kernel launch_s)
 }
-# --- end bounds -------------------------------------------------------------------------
 
 
 def available() -> list[str]:
@@ -225,15 +223,14 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
                    f"(unit {_LIMIT_UNITS[key]!r})")
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
-    # -- [execution] (issue 13 item 3) --
-    # optional here, so profile snapshots in run files written before it existed still load;
-    # the gpu/cpu execution model refuses to price without it (sim/execution/gpu_cpu.py)
+    # [execution] is optional here, so profile snapshots in run files written before it
+    # existed still load; the gpu/cpu execution model refuses to price without it
+    # (sim/execution/gpu_cpu.py)
     execution = {}
     if "execution" in doc:
         execution = v.quantity_table(doc["execution"], "execution", _EXECUTION_UNITS)
-    # -- end [execution] --
 
-    core_op_ns, step_sync = _nm_execution_model(v, doc, kind)   # issue 13 item 3 (nmtime)
+    core_op_ns, step_sync = _nm_execution_model(v, doc, kind)
 
     unused = sorted(set(sources) - v.cited)
     if unused:
@@ -250,7 +247,6 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
         step_sync=MappingProxyType(step_sync), label=label or label_for(name, path))
 
 
-# -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) -------------
 def _nm_execution_model(v, doc, kind: str):
     """Validate ``[core_op_ns]`` and ``[step_sync]``: both or neither, neuromorphic only."""
     has = [k for k in ("core_op_ns", "step_sync") if k in doc]
@@ -280,7 +276,6 @@ def _nm_execution_model(v, doc, kind: str):
         v.fail("step_sync", "barrier_one_router_ns", lo.value, f"must be <= barrier_ns = "
                f"{sync['barrier_ns'].value} (a barrier over fewer routers is not slower)")
     return core, sync
-# -- end neuromorphic execution model ---------------------------------------------------------
 
 
 class _Validator:
@@ -361,7 +356,7 @@ class _Validator:
             self.fail(section, key, value, f"{what} must be >= 0 {unit}")
         if sign == "positive" and value <= 0:
             self.fail(section, key, value, f"must be > 0 {unit}")
-        # bounds per unit (issue 11 item 5): see MAX_BY_UNIT
+        # bounds per unit: see MAX_BY_UNIT
         bound = MAX_BY_UNIT.get(unit)
         if bound is not None and value > bound:
             self.fail(section, key, value, f"above the bound {bound:g} {unit} for a quantity "

@@ -48,7 +48,7 @@ _OPS = {
     "flop_fp32": ("compute", "fp32 non-MAC op (add, mul, exp, compare, ...)"),
     "flop_fp16": ("compute", "fp16 non-MAC op (add, mul, exp, compare, ...)"),
     "flop_bf16": ("compute", "bf16 non-MAC op (add, mul, exp, compare, ...)"),
-    # -- execution overhead (issue 13 item 3): appended last so existing op codes keep their
+    # execution overhead, appended last so existing op codes keep their
     # numbers. One count = one device kernel launched by an engine (the torch engine counts
     # one per executed aten op that runs a kernel); priced by the execution model of the
     # profile's kind from [execution] launch_s, not from [energy_pj].

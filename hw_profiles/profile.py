@@ -5,9 +5,9 @@ re-checks them. Names carry their units (``energy_pj``, ``read_pj_per_byte``, ``
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 KINDS = ("neuromorphic", "bitwise", "gpu", "cpu")
 PROVENANCES = ("measured", "simulated", "specified", "derived")
@@ -90,16 +90,15 @@ class HardwareProfile:
     static_power_w: Quantity
     sources: Mapping[str, Source]
     technology_node_nm: Quantity | None = None
-    # -- execution model parameters (issue 13 item 3; see SCHEMA.md [execution]) --
+    # execution model parameters (SCHEMA.md [execution])
     execution: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     path: str = ""
     raw: Mapping = field(default_factory=lambda: MappingProxyType({}), repr=False, compare=False)
-    # -- neuromorphic execution model (issue 13 item 3; sim/neuromorphic/timing.py) --------
+    # neuromorphic execution model (sim/neuromorphic/timing.py):
     # core_op_ns: op -> time one core spends on one such op (ns); step_sync: barrier_ns,
     # optional barrier_one_router_ns and tick_ns. Empty when the profile does not give them.
     core_op_ns: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     step_sync: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
-    # -- end neuromorphic execution model ---------------------------------------------------
     label: str = ""
 
     def __post_init__(self):
@@ -131,7 +130,7 @@ class HardwareProfile:
         for k, q in self.limits.items():
             yield f"limits.{k}", q
         yield "static.power_w", self.static_power_w
-        for k, q in self.core_op_ns.items():      # neuromorphic execution model (issue 13)
+        for k, q in self.core_op_ns.items():      # neuromorphic execution model
             yield f"core_op_ns.{k}", q
         for k, q in self.step_sync.items():
             yield f"step_sync.{k}", q

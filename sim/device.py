@@ -2,13 +2,20 @@
 
 Interface apart from behaviour (as Lava's Process/ProcessModel and Brian2's Device): this
 module states what every engine offers -- ``profile``, ``ledger``, ``compile(model)``,
-``run(...)``, ``report()`` -- and each engine module registers its class for the profile
-kinds it serves. The registry is a plain dict filled by the implementing modules;
-registering a kind twice is an error.
+``run(...)``, ``count(scope, samples)``, ``report()`` -- and each engine module registers its
+class for the profile kinds it serves. The registry is a plain dict filled by the
+implementing modules; registering a kind twice is an error.
+
+Counting blocks follow one rule in every engine: ``with dev.count("train"):`` records what
+runs inside under ``train`` (below whatever ``Ledger.scope`` is open); blocks nest, an inner
+``count("a")`` recording under ``train/a``; ``samples`` (if > 0) are added to the block's own
+full scope when the block ends without an error.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from hw_profiles import load
@@ -17,14 +24,10 @@ from hw_profiles.profile import KINDS, HardwareProfile
 from sim.errors import HardwareLimitError, ModelError
 from sim.ledger import Ledger
 
-ENGINES: dict[str, type["Device"]] = {}
+ENGINES: dict[str, type[Device]] = {}
 """profile kind -> engine class"""
 
-PLANNED: dict[str, str] = {}
-"""Kinds whose engine is designed but not built yet: named in the error users see."""
-
-
-def register_engine(kind: str, cls: type["Device"]) -> None:
+def register_engine(kind: str, cls: type[Device]) -> None:
     if kind not in KINDS:
         raise NeuroedgeError(f"register_engine: unknown kind {kind!r}; kinds are {KINDS}")
     if kind not in cls.kinds:
@@ -72,6 +75,21 @@ class Device(ABC):
     def run(self, *args, **kwargs) -> Any:
         """Execute on the simulated hardware, recording counts into ``self.ledger``."""
 
+    @contextmanager
+    def count(self, scope: str, samples: int = 0) -> Iterator[None]:
+        """Record everything run inside the block under ``scope``; blocks nest.
+
+        The block's full scope is ``scope`` below the open ``Ledger.scope`` blocks (an inner
+        ``count("a")`` inside ``count("train")`` records under ``train/a``). ``samples`` (if
+        > 0) are added to that full scope when the block ends, for per-sample energy. Engines
+        that record through ``self.ledger`` inherit this as it is; an engine that counts by
+        other means (TorchDevice's dispatch mode) overrides it with the same rule.
+        """
+        with self.ledger.scope(scope):
+            yield
+            if samples:
+                self.ledger.add_samples(samples)
+
     def report(self):
         """Price everything recorded so far on this device's profile (an EnergyReport)."""
         return self.ledger.price(self.profile)
@@ -98,21 +116,17 @@ def device(profile: str | HardwareProfile, engine: str | None = None, **kwargs) 
     """
     prof = load(profile)
     _import_engines()
-    # -- engine choice by name (issue 13 item 3: torch models on microcontroller profiles) --
     if engine is not None:
         from sim.torch_engine import TorchDevice
         if engine != "torch":
             raise NeuroedgeError(f"device: engine {engine!r} is not known; give engine='torch' "
                                  "or leave it out to use the engine of the profile's kind")
         return TorchDevice(prof, **kwargs)   # refuses kinds it does not model
-    # -- end engine choice --
     cls = ENGINES.get(prof.kind)
     if cls is None:
-        planned = PLANNED.get(prof.kind, "no engine")
         raise ProfileError(
-            f"profile {prof.label!r} is of kind {prof.kind!r}, whose engine ({planned}) is not "
-            f"implemented yet; engines available now serve kinds "
-            f"{', '.join(sorted(ENGINES))}")
+            f"profile {prof.label!r} is of kind {prof.kind!r}, which no engine serves; "
+            f"engines available now serve kinds {', '.join(sorted(ENGINES))}")
     return cls(prof, **kwargs)
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -85,7 +85,7 @@ class Ledger:
         return full
 
     @contextmanager
-    def scope(self, name: str) -> Iterator["Ledger"]:
+    def scope(self, name: str) -> Iterator[Ledger]:
         """Record everything inside the ``with`` block under ``current/name``."""
         self.resolve_scope(name)  # validate before entering
         self._stack.append(name)
@@ -114,7 +114,7 @@ class Ledger:
             raise LedgerError(f"unknown memory level {level!r}: expected one of "
                               f"{', '.join(MEMORY_LEVELS)}")
         full = self.resolve_scope(scope)
-        for direction, n in zip(_DIRECTIONS, (read, write)):
+        for direction, n in zip(_DIRECTIONS, (read, write), strict=True):
             n = _check_count(f"{level} {direction} bytes", n)
             if n:
                 key = (level, direction)
@@ -132,7 +132,7 @@ class Ledger:
         bucket = self._uncounted[self.resolve_scope(scope)]
         bucket[name] = bucket.get(name, 0) + calls
 
-    # -- resident footprint (issue 13 item 3: cache reuse and MCU capacity) ---------------
+    # -- resident footprint: cache reuse (GPU/CPU) and capacity (MCU) --------------------
     def add_footprint(self, writable=0, read_only=0, scope: str | None = None,
                       streamed=0) -> None:
         """Record that one block of work under ``scope`` kept these bytes resident.
@@ -174,7 +174,6 @@ class Ledger:
                 entry["streamed"] = max(entry.get("streamed", 0),
                                         _check_count("footprint streamed", fp["streamed"]))
             entry["blocks"] += _check_count("footprint blocks", fp["blocks"])
-    # -- end resident footprint ----------------------------------------------------------
 
     def flush(self, counts: np.ndarray, scope: str | None = None) -> None:
         """Add an engine's int64 count array (indexed by ``OP_CODES``) in one call."""
@@ -239,7 +238,7 @@ class Ledger:
         return not self.scopes() and not self._footprint
 
     # -- combining ---------------------------------------------------------------------
-    def merge(self, other: "Ledger", scope: str | None = None) -> "Ledger":
+    def merge(self, other: Ledger, scope: str | None = None) -> Ledger:
         """Add every count of ``other`` into this ledger (under ``scope`` if given)."""
         if not isinstance(other, Ledger):
             raise LedgerError(f"merge: expected a Ledger, got {type(other).__name__}")
@@ -262,13 +261,13 @@ class Ledger:
         self._merge_footprints(data.get("footprint", {}), prefix)
         return self
 
-    def __add__(self, other: "Ledger") -> "Ledger":
+    def __add__(self, other: Ledger) -> Ledger:
         return Ledger().merge(self).merge(other)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Ledger) and self.to_dict() == other.to_dict()
 
-    def copy(self) -> "Ledger":
+    def copy(self) -> Ledger:
         return Ledger().merge(self)
 
     # -- pricing -----------------------------------------------------------------------
@@ -301,7 +300,7 @@ class Ledger:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "Ledger":
+    def from_dict(cls, data: Mapping) -> Ledger:
         if not isinstance(data, Mapping) or data.get("type") != FORMAT:
             raise LedgerError(f"not a serialised ledger: expected type {FORMAT!r}, got "
                               f"{data.get('type') if isinstance(data, Mapping) else data!r}")
@@ -335,7 +334,7 @@ class Ledger:
         return json.dumps(self.to_dict(), indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> "Ledger":
+    def from_json(cls, text: str) -> Ledger:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -379,7 +378,7 @@ class Ledger:
         return n
 
     @classmethod
-    def from_hdf5(cls, group) -> "Ledger":
+    def from_hdf5(cls, group) -> Ledger:
         if group.attrs.get("type") != FORMAT:
             raise LedgerError(f"HDF5 group {group.name!r} is not a ledger "
                               f"(type attribute {group.attrs.get('type')!r})")
@@ -420,22 +419,22 @@ class Ledger:
                                   f"attribute: {exc}") from None
         return led
 
-    # -- neuromorphic step timing (issue 13 item 3; nmtime) ---------------------------------
+    # -- neuromorphic step timing ----------------------------------------------------------
     # A hardware-dependent record beside the counts: the engine reduces its per-core work to
     # the step's critical path inside its kernels and keeps only sums here (never per-step
     # arrays), so pricing on the profile the run was placed on is exact. See StepTiming.
-    def add_timing(self, record: "StepTiming", scope: str | None = None) -> None:
+    def add_timing(self, record: StepTiming, scope: str | None = None) -> None:
         """Add an engine's step-timing record to ``scope`` (summed with one already there)."""
         if not isinstance(record, StepTiming):
             raise LedgerError(f"add_timing: expected a StepTiming, got "
                               f"{type(record).__name__}")
         self._add_timing(self.resolve_scope(scope), record)
 
-    def _add_timing(self, scope: str, record: "StepTiming") -> None:
+    def _add_timing(self, scope: str, record: StepTiming) -> None:
         old = self._timing.get(scope)
         self._timing[scope] = record if old is None else old.plus(record, scope)
 
-    def timing(self, scope: str) -> "StepTiming | None":
+    def timing(self, scope: str) -> StepTiming | None:
         """The step-timing record of ``scope`` itself (not its sub-scopes), or None."""
         return self._timing.get(scope)
 
@@ -462,7 +461,6 @@ class Ledger:
         except (KeyError, OSError, ValueError, TypeError) as exc:
             raise LedgerError(f"HDF5 ledger in {group.name!r}: step-timing record is "
                               f"incomplete or corrupt: {exc}") from None
-    # -- end neuromorphic step timing ----------------------------------------------------
 
     def __repr__(self) -> str:
         ops = self.total_ops()
@@ -470,7 +468,7 @@ class Ledger:
         return f"Ledger({len(self.scopes())} scopes; {top}{', ...' if len(ops) > 4 else ''})"
 
 
-# -- neuromorphic step timing (issue 13 item 3; nmtime) ---------------------------------------
+# -- neuromorphic step timing ----------------------------------------------------------------
 TIMED_OPS = ("synop", "neuron_update_active", "neuron_update_idle", "spike", "hop",
              "syn_update")
 """Columns of :attr:`StepTiming.core_ops`: the ops an engine attributes to a core."""
@@ -512,9 +510,9 @@ class StepTiming:
     def covered(self) -> dict[str, int]:
         """Op -> count this record timed (the sum over its rows)."""
         tot = np.asarray(self.core_ops).sum(axis=0)
-        return {op: int(n) for op, n in zip(TIMED_OPS, tot) if n}
+        return {op: int(n) for op, n in zip(TIMED_OPS, tot, strict=True) if n}
 
-    def plus(self, other: "StepTiming", scope: str = "") -> "StepTiming":
+    def plus(self, other: StepTiming, scope: str = "") -> StepTiming:
         if (self.profile, self.key) != (other.profile, other.key):
             raise LedgerError(f"scope {scope!r}: step timing recorded on {self.profile!r} "
                               f"(key {self.key}) cannot be summed with timing on "
@@ -538,7 +536,7 @@ class StepTiming:
                 "core_ops": np.asarray(self.core_ops, np.int64).tolist()}
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "StepTiming":
+    def from_dict(cls, d: Mapping) -> StepTiming:
         if list(d.get("columns", TIMED_OPS)) != list(TIMED_OPS):
             raise LedgerError(f"step timing columns {d.get('columns')!r}: this neuroedge "
                               f"reads {list(TIMED_OPS)}")
@@ -548,10 +546,9 @@ class StepTiming:
             raise LedgerError("step timing record has a negative count or time")
         return cls(str(d["profile"]), str(d["key"]), int(d["steps"]), *vals,
                    int(d["overruns"]), ops)
-# -- end neuromorphic step timing ---------------------------------------------------------------
 
 
-# -- HDF5 read checks (issue 11 item 4): a foreign or edited file is a LedgerError line ------
+# -- HDF5 read checks: a foreign or edited file is a LedgerError line -----------------------
 def _hdf5_strings(group, key: str) -> list[str]:
     """A 1-D dataset of strings as a list (h5py gives bytes or str by version)."""
     data = group[key][()]
@@ -594,4 +591,3 @@ def _check_hdf5_arrays(where, names, op_names, cols, ops, nbytes, samples, uncou
             for b in uncounted.values()):
         raise LedgerError(f"HDF5 ledger in {where!r}: attribute uncounted must be a JSON "
                           "object {scope: {op name: calls}}")
-# -- end HDF5 read checks -------------------------------------------------------------------

@@ -78,12 +78,10 @@ class EnergyReport:
     samples: dict[str, int]
     entries: dict[str, str]
     uncounted: dict[str, int] = field(default_factory=dict)
-    # -- which time model made each figure (issue 13 items 3 and 5) ------------------------
     # time_model: scope -> how its latency was built (empty: the roofline of the module
     # docstring); static_basis: what the static power was multiplied by.
     time_model: dict[str, str] = field(default_factory=dict)
     static_basis: str = "run time: static power x estimated latency (roofline)"
-    # -- end time model ------------------------------------------------------------------
     execution_model: str = ""
     bound: str = "estimate"
     excluded: tuple[str, ...] = ()
@@ -242,7 +240,7 @@ def price(ledger, profile: str | HardwareProfile, *, realtime: bool = False) -> 
 
 
 def _with_validation(report: EnergyReport) -> EnergyReport:
-    """Attach the held-out validation error of the report's device kind (issue 13 item 5)."""
+    """Attach the held-out validation error of the report's device kind."""
     from hw_profiles.validation import kind_summary
     v = kind_summary().get(report.kind)
     if v is None:
@@ -326,7 +324,7 @@ def static_charge(prof: HardwareProfile, scope: str, seconds: float, entries: di
     return Charge(scope, category, item, seconds, w / PJ, w * seconds, 0.0, "static.power_w")
 
 
-# --- overflow checks (issue 11 item 5): no report shows `inf J nan%` -------------------------
+# --- overflow checks: no report shows `inf J nan%` ------------------------------------------
 # Loaded profiles are bounded (hw_profiles/loader.py MAX_BY_UNIT) and run files hold int64
 # counts, so these fire only for profiles or ledgers built in memory past those bounds (a
 # throughput of 1e-300/s, a Python-int count of 10**400): then the figure is refused, naming
@@ -365,7 +363,6 @@ def _check_result_finite(charges, latency: dict[str, float], prof: HardwareProfi
 
 
 _FLOAT_MAX = sys.float_info.max
-# --- end overflow checks -------------------------------------------------------------------
 
 
 def price_many(ledger, profiles: Iterable[str | HardwareProfile],

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw_profiles.errors import NeuroedgeError
+from sim.errors import ModelError
 
 TRACE_KINDS = ("curve", "raster", "per_core", "images", "table")
 
@@ -39,8 +39,8 @@ class Trace:
 
     def __post_init__(self):
         if self.kind not in TRACE_KINDS:
-            raise NeuroedgeError(f"Trace kind {self.kind!r} is not known; kinds are "
-                                 f"{', '.join(TRACE_KINDS)}")
+            raise ModelError(f"Trace kind {self.kind!r} is not known; kinds are "
+                              f"{', '.join(TRACE_KINDS)}")
         data = np.asarray(self.data)
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
@@ -50,14 +50,14 @@ class Trace:
               "raster": data.ndim == 2 and data.shape[1] == 2,
               "images": data.ndim == 3, "table": data.ndim == 2}[self.kind]
         if not ok:
-            raise NeuroedgeError(f"Trace of kind {self.kind!r} has shape {data.shape}; expected "
-                                 f"{expected}")
+            raise ModelError(f"Trace of kind {self.kind!r} has shape {data.shape}; expected "
+                              f"{expected}")
         if self.kind == "table" and len(self.columns) != data.shape[1]:
-            raise NeuroedgeError(f"table Trace has {data.shape[1]} columns but "
-                                 f"{len(self.columns)} column names")
+            raise ModelError(f"table Trace has {data.shape[1]} columns but "
+                              f"{len(self.columns)} column names")
         if self.kind != "table" and self.columns:
-            raise NeuroedgeError(f"Trace of kind {self.kind!r} has column names; only a "
-                                 "table has them")
+            raise ModelError(f"Trace of kind {self.kind!r} has column names; only a "
+                              "table has them")
 
 
 def curve(values, unit: str = "") -> Trace:
@@ -70,8 +70,8 @@ def as_traces(traces: Mapping) -> dict[str, Trace]:
     out = {}
     for name, trace in dict(traces or {}).items():
         if not isinstance(trace, Trace):
-            raise NeuroedgeError(f"trace {name!r} is a {type(trace).__name__}; wrap it in "
-                                 f"sim.traces.Trace(kind, data, unit) with kind one of "
-                                 f"{', '.join(TRACE_KINDS)}")
+            raise ModelError(f"trace {name!r} is a {type(trace).__name__}; wrap it in "
+                              f"sim.traces.Trace(kind, data, unit) with kind one of "
+                              f"{', '.join(TRACE_KINDS)}")
         out[str(name)] = trace
     return out

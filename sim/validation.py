@@ -7,8 +7,7 @@ model and returns one :class:`ValidationRow` per measurement: predicted and meas
 
 - ``ok``: predicted and compared;
 - ``not rebuildable``: the source does not publish a number the workload needs (the table's
-  ``missing`` says which); nothing is estimated in its place;
-- ``pending``: the engine cannot price this workload yet (the error is kept in ``detail``).
+  ``missing`` says which); nothing is estimated in its place.
 
 Readings chosen here, stated once:
 
@@ -39,7 +38,6 @@ from statistics import median
 
 import numpy as np
 
-from hw_profiles import load
 from hw_profiles.errors import NeuroedgeError
 from hw_profiles.validation import Measurement, load_table
 from sim.ledger import Ledger
@@ -56,7 +54,7 @@ class ValidationRow:
     group: str
     part: str
     per: str
-    status: str                      # ok | not rebuildable | pending
+    status: str                      # ok | not rebuildable
     measured_j: float
     predicted_j: float | None
     measured_latency_s: float | None
@@ -354,16 +352,8 @@ def validate_one(m: Measurement) -> ValidationRow:
     if m.workload not in TORCH_WORKLOADS:
         raise NeuroedgeError(f"[validation {m.id}] unknown workload {m.workload!r}; known: "
                              f"{', '.join(sorted({**TORCH_WORKLOADS, **SPIKING_WORKLOADS}))}")
-    if load(m.profile).kind not in ("gpu", "cpu"):
-        # a torch model on an MCU profile: priced once TorchDevice maps its bytes to the
-        # MCU's memories (issue 13 item 3); until then the row says why it has no figure
-        try:
-            j, s, detail = _torch_row(m)
-        except (NeuroedgeError, KeyError, TypeError) as exc:
-            return _row(m, "pending", f"a torch model cannot be priced on {m.profile} yet "
-                                      f"(issue 13 item 3, MCU pricing of torch models): "
-                                      f"{type(exc).__name__}: {exc}")
-        return _row(m, "ok", detail, j, s)
+    # a torch workload on a microcontroller (bitwise) profile is counted by TorchDevice too
+    # and priced with the MCU's memories (sim/execution/mcu.py)
     j, s, detail = _torch_row(m)
     return _row(m, "ok", detail, j, s)
 
@@ -398,7 +388,7 @@ def summarise(rows: list[ValidationRow]) -> dict:
     return {"rows": len(rows), "kinds": sorted({r.kind for r in rows}),
             "kinds_predicted": sorted({r.kind for r in rows if r.ratio is not None}),
             "status": {s: sum(r.status == s for r in rows) for s in
-                       ("ok", "not rebuildable", "pending")},
+                       ("ok", "not rebuildable")},
             "all": stats(rows),
             "held-out": stats([r for r in rows if r.group == "held-out"]),
             "calibration": stats([r for r in rows if r.group == "calibration"])}

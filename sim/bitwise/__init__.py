@@ -10,5 +10,6 @@ from sim.bitwise.packing import (
                                  word_dtype,
 )
 
-__all__ = ["BitwiseDevice", "SignLayer", "ScoresLayer", "ClauseLayer", "NetworkOutput", "pack_signs",
-           "unpack_signs", "pack_bits", "unpack_bits", "transpose_packed", "word_dtype"]
+__all__ = ["BitwiseDevice", "SignLayer", "ScoresLayer", "ClauseLayer", "NetworkOutput",
+           "pack_signs", "unpack_signs", "pack_bits", "unpack_bits", "transpose_packed",
+           "word_dtype"]

@@ -32,8 +32,7 @@ Memory bytes go to the logical level ``memory_level`` (``"local"``, i.e. SRAM, b
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -90,18 +89,7 @@ class BitwiseDevice(Device):
         self.memory_level = memory_level
         self.word_bytes = self.word_bits // 8
 
-    # -- scoping -----------------------------------------------------------------------
-    @contextmanager
-    def count(self, scope: str, samples: int = 0) -> Iterator[None]:
-        """Record every op run inside the block under ``scope`` (nested blocks nest scopes).
-
-        ``samples`` (if > 0) is recorded for per-sample energy.
-        """
-        with self.ledger.scope(scope):
-            yield
-            if samples:
-                self.ledger.add_samples(samples)
-
+    # -- counting (``count(scope, samples)`` is Device.count: it records through the ledger)
     def _flush(self, counts: np.ndarray, read: int = 0, write: int = 0) -> None:
         self.ledger.flush(counts)
         if read or write:
@@ -446,7 +434,7 @@ class BitwiseDevice(Device):
         self._flush(counts, read=x.nbytes + y.nbytes, write=out.nbytes)
         return out
 
-    # -- resident state (issue 13 item 3: MCU capacity) -------------------------------------
+    # -- resident state (MCU capacity) ----------------------------------------------------
     def reserve(self, writable: int, read_only: int = 0, scope: str | None = None) -> None:
         """Hold ``writable`` + ``read_only`` bytes of state on the device for ``scope``.
 

@@ -2,10 +2,10 @@
 
 A network is a list of layers; every layer but the last is a :class:`SignLayer`, the last
 is a :class:`ScoresLayer` or a :class:`ClauseLayer` (integer scores and their argmax) or
-another SignLayer (the network then returns packed bits). Models (BEP, Tsetlin machines, ...) build these from
-their trained state; ``BitwiseDevice.run`` and ``deploy.c_export`` both consume them, so
-the simulator and the exported C compute the same thing by construction and the tests
-check that they do, bit for bit.
+another SignLayer (the network then returns packed bits). Models (BEP, Tsetlin machines,
+...) build these from their trained state; ``BitwiseDevice.run`` and the C exporter both
+consume them, so the simulator and the exported C compute the same thing by construction
+and the tests check that they do, bit for bit.
 
 Semantics (K input bits, M outputs, x the packed input row, w_m a packed weight row):
 

@@ -1,4 +1,4 @@
-"""Packing +/-1 and 0/1 arrays into machine words, and back: the bit layout every bitwise piece shares.
+"""Packing +/-1 and 0/1 arrays into machine words and back: the bit layout of sim.bitwise.
 
 Layout (the one the C exporter writes too): the last axis of length K is cut into
 ``W = ceil(K / word_bits)`` words; element ``k`` lives in word ``k // word_bits`` at bit

@@ -154,7 +154,7 @@ def _distinct_bytes(t: torch.Tensor) -> int:
     """Bytes of the distinct elements a tensor addresses: a dimension of stride 0 (a
     broadcast by ``expand``) repeats the same elements, which a kernel reads once."""
     n = 1
-    for size, stride in zip(t.shape, t.stride()):
+    for size, stride in zip(t.shape, t.stride(), strict=True):
         if stride != 0 or size == 0:
             n *= size
     return n * t.element_size()

@@ -28,7 +28,7 @@ class _CountingMode(TorchDispatchMode):
 
     def __init__(self, base: str, tracker: ScopeTracker):
         super().__init__()
-        self.base = base
+        self.bases = [base]   # the count() blocks open now, outermost first
         self.tracker = tracker
         self.ops: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -37,7 +37,7 @@ class _CountingMode(TorchDispatchMode):
 
     def _scope(self) -> str:
         path, backward = self.tracker.where()
-        parts = [self.base] if self.base else []
+        parts = list(self.bases)
         if path:
             parts.append(path)
         if backward:
@@ -57,7 +57,7 @@ class _CountingMode(TorchDispatchMode):
         tally = self.ops[scope]
         for op, n in counts.items():
             tally[op] += n
-        # -- execution model inputs (issue 13 item 3): an op that computes or moves bytes
+        # execution model inputs: an op that computes or moves bytes
         # runs one kernel (free ops and views run none); every tensor it touches may stay
         # resident after the block
         if counts or read or write:
@@ -169,7 +169,7 @@ class TorchDevice(Device):
         use_cuda = prefer_cuda and self.profile.kind == "gpu" and torch.cuda.is_available()
         self.torch_device = torch.device("cuda" if use_cuda else "cpu")
         self.footprint_bytes = 0
-        self._counting = False
+        self._mode: _CountingMode | None = None   # the outermost count() block's, while open
 
     def compile(self, module: torch.nn.Module) -> torch.nn.Module:
         """Move ``module`` to the device after checking its parameters fit device memory."""
@@ -199,20 +199,35 @@ class TorchDevice(Device):
     def count(self, scope: str, samples: int = 0) -> Iterator[None]:
         """Count every torch op run inside the block into ``self.ledger`` under ``scope``.
 
-        ``samples`` (if > 0) is recorded for per-sample energy. Blocks do not nest.
+        The rule of :meth:`Device.count`: the block records below the open ``Ledger.scope``
+        blocks, blocks nest (an inner ``count("a")`` in ``count("train")`` records under
+        ``train/a``), and ``samples`` (if > 0) are added to the block's own full scope when
+        it ends. Below the block's scope, an op lands under the module path it ran in
+        (``train/net.0/forward``, ``train/net.0/backward``; see ScopeTracker).
+
+        The outermost block installs the dispatch mode and flushes its tallies into the
+        ledger once, when it ends; an inner block pushes its name on that mode. The resident
+        footprint (``Ledger.add_footprint``) is that of the outermost block: inner blocks
+        share its state, and pricing loads a footprint once per recorded block.
         """
-        if self._counting:
-            raise ModelError(f"[TorchDevice.count] already counting; scope {scope!r} cannot "
-                             "nest inside another count() block")
-        self.ledger.resolve_scope(scope)  # validate the name before running anything
-        tracker = ScopeTracker()
-        mode = _CountingMode(scope, tracker)
-        self._counting = True
-        try:
-            with tracker, mode:
-                yield
-        finally:
-            self._counting = False
+        with self.ledger.scope(scope):   # checks the name before anything runs
+            if self._mode is not None:
+                self._mode.bases.append(scope)
+                try:
+                    yield
+                finally:
+                    self._mode.bases.pop()
+                if samples:
+                    self.ledger.add_samples(samples)
+                return
+            tracker = ScopeTracker()
+            mode = self._mode = _CountingMode(scope, tracker)
+            try:
+                with tracker, mode:
+                    yield
+            finally:
+                self._mode = None
+        # flushed outside the block's Ledger.scope: the tallies' names start with ``scope``
         for name, tally in mode.ops.items():
             for op, n in tally.items():
                 self.ledger.add(op, n, scope=name)

@@ -63,6 +63,21 @@ def test_all_zero_mask_and_all_zero_words():
     assert (dev.masked_sign_matmul(a, b, zero) == 0).all()
 
 
+def test_nested_count_records_under_outer_inner():
+    """Device.count's rule (inherited): an inner block records under outer/inner."""
+    dev = BitwiseDevice("cortex-m4")
+    a = pack_signs(np.array([[1, -1, 1]], np.int8), 32)
+    b = pack_signs(np.array([[1, 1, 1], [-1, 1, -1]], np.int8), 32)
+    with dev.count("train", samples=3):
+        with dev.count("a", samples=2):
+            dev.sign_matmul(a, b, 3)
+        dev.popcount(a)
+    # 1 x 2 outputs x 1 word: 1 xor, 1 popcount, 1 + 1 int_add each
+    assert dev.ledger.ops("train/a") == {"xor_word": 2, "popcount_word": 2, "int_add": 4}
+    assert dev.ledger.ops("train") == {"popcount_word": 1, "int_add": 1}   # 1 word
+    assert dev.ledger.samples() == {"train": 3, "train/a": 2}
+
+
 def test_sign_matmul_counts_follow_the_formula():
     rng = np.random.default_rng(0)
     n, m, k = 3, 5, 70

@@ -19,7 +19,7 @@ from sim.errors import HardwareLimitError, ModelError
 def _naive(ws, thrs, bias, x):
     """Plain integer +/-1 network: a = sign(W a - thr) with sign(0) = +1, then W a + bias."""
     a = x.astype(np.int64)
-    for w, t in zip(ws, thrs):
+    for w, t in zip(ws[:len(thrs)], thrs, strict=True):   # a w past thrs: the scores layer
         a = np.where(a @ w.T.astype(np.int64) >= t, 1, -1)
     scores = a @ ws[-1].T.astype(np.int64) + bias if bias is not None else None
     return a, scores
@@ -31,7 +31,8 @@ def test_forward_equals_naive_integer_network():
     ws = [rng.choice(np.array([-1, 1], np.int8), size=(m, k)) for k, m in itertools.pairwise(sizes)]
     thrs = [rng.integers(-4, 5, size=m) for m in sizes[1:-1]]
     bias = rng.integers(-3, 4, size=sizes[-1])
-    layers = [SignLayer(pack_signs(w, wb), w.shape[1], t) for w, t in zip(ws, thrs)]
+    layers = [SignLayer(pack_signs(w, wb), w.shape[1], t)
+              for w, t in zip(ws[:-1], thrs, strict=True)]
     layers.append(ScoresLayer(pack_signs(ws[-1], wb), sizes[-2], bias))
     x = rng.choice(np.array([-1, 1], np.int8), size=(9, sizes[0]))
     dev = BitwiseDevice("cortex-m4")

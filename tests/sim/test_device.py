@@ -28,8 +28,16 @@ from sim.torch_engine import TorchDevice
                               r"BitwiseDevice models bitwise and cpu profiles"),
 ])
 def test_engine_refuses_a_kind_it_cannot_model(cls, profile, match):
-    with pytest.raises(ModelError, match=match):
+    with pytest.raises(ModelError, match=match) as err:
         cls(profile)
+    assert "\n" not in str(err.value)
+
+
+def test_engine_by_name_refuses_a_kind_it_cannot_model():
+    with pytest.raises(ModelError, match=r"^\[TorchDevice\] profile 'loihi2' is of kind "
+                                         r"'neuromorphic'; TorchDevice models gpu and cpu and "
+                                         r"bitwise profiles"):
+        sim.device("loihi2", engine="torch")
 
 
 def test_engine_accepts_its_kinds():
@@ -70,10 +78,9 @@ def test_device_without_engine_for_kind(monkeypatch):
     device_module = importlib.import_module("sim.device")   # `sim.device` is the function
     monkeypatch.setattr(device_module, "_import_engines", lambda: None)  # engines imported
     monkeypatch.delitem(ENGINES, "gpu")
-    with pytest.raises(ProfileError, match=r"^profile 'a100' is of kind 'gpu', whose engine "
-                                           r"\(no engine\) is not implemented yet; engines "
-                                           r"available now serve kinds bitwise, cpu, "
-                                           r"neuromorphic$"):
+    with pytest.raises(ProfileError, match=r"^profile 'a100' is of kind 'gpu', which no engine "
+                                           r"serves; engines available now serve kinds "
+                                           r"bitwise, cpu, neuromorphic$"):
         sim.device("a100")
 
 
@@ -94,3 +101,45 @@ def test_register_engine_needs_the_kind_in_the_class_kinds():
                                              r"TorchDevice; refusing Dummy$"):
         register_engine("gpu", Dummy)
     assert ENGINES["gpu"] is TorchDevice
+
+
+class _Recorder(Device):
+    """The smallest engine: it records one op per ``run`` through the ledger."""
+    kinds = ("gpu",)
+
+    def compile(self, model):
+        return model
+
+    def run(self, n=1):
+        self.ledger.add("int_add", n)
+
+
+def test_register_engine_twice_for_a_kind_raises(monkeypatch):
+    monkeypatch.delitem(ENGINES, "gpu")        # restored after the test
+    register_engine("gpu", _Recorder)
+    with pytest.raises(NeuroedgeError, match=r"^register_engine: kind 'gpu' already has engine "
+                                             r"_Recorder; refusing _Recorder$") as err:
+        register_engine("gpu", _Recorder)
+    assert "\n" not in str(err.value)
+    assert ENGINES["gpu"] is _Recorder
+
+
+def test_base_count_nests_and_adds_samples_at_the_block_scope():
+    dev = _Recorder("a100")
+    with dev.ledger.scope("run"), dev.count("train", samples=4):
+        dev.run(1)
+        with dev.count("a", samples=2):
+            dev.run(5)
+    assert dev.ledger.ops("run/train") == {"int_add": 1}
+    assert dev.ledger.ops("run/train/a") == {"int_add": 5}
+    assert dev.ledger.total_ops("run/train") == {"int_add": 6}      # 1 + 5: sub-scopes count
+    assert dev.ledger.samples() == {"run/train": 4, "run/train/a": 2}
+    with pytest.raises(RuntimeError), dev.count("failed", samples=3):
+        raise RuntimeError
+    assert "failed" not in dev.ledger.samples()          # a block that raised adds no samples
+
+
+def test_every_engine_counts_by_the_same_rule():
+    """TorchDevice overrides count() (it installs a dispatch mode); the others inherit it."""
+    assert BitwiseDevice.count is Device.count
+    assert TorchDevice.count is not Device.count

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from sim import device
-from sim.errors import HardwareLimitError, ModelError
+from sim.errors import HardwareLimitError
 from sim.torch_engine import TorchDevice
 from sim.torch_engine.costs import op_cost
 
@@ -23,7 +23,8 @@ def test_linear_forward_macs_and_bytes(toy_gpu_path):
     assert dev.ledger.total_ops() == {"mac_fp32": 800, "kernel_launch": 1}  # one kernel: addmm
     # addmm reads bias (5) + input (8x20) + weight (20x5 via a view) floats, writes 8x5 floats
     read = 4 * (OUT + B * IN + IN * OUT)
-    assert dev.ledger.total_bytes() == {("offchip", "read"): read, ("offchip", "write"): 4 * B * OUT}
+    assert dev.ledger.total_bytes() == {("offchip", "read"): read,
+                                        ("offchip", "write"): 4 * B * OUT}
     assert dev.ledger.samples() == {"infer": B}
 
 
@@ -129,10 +130,55 @@ def test_counting_does_not_change_results(toy_gpu_path):
     assert torch.equal(plain, counted)
 
 
-def test_nested_count_rejected(toy_gpu_path):
+def test_nested_count_records_under_outer_inner(toy_gpu_path):
+    """Device.count's rule on the torch engine: an inner block records under outer/inner."""
     dev = TorchDevice(toy_gpu_path)
-    with dev.count("a"), pytest.raises(ModelError, match="cannot nest"), dev.count("b"):
-        pass
+    lin = dev.compile(torch.nn.Linear(4, 3))
+    x = torch.zeros(2, 4)
+    with torch.no_grad(), dev.count("train", samples=5):
+        with dev.count("a", samples=2):
+            lin(x)
+        lin(x[:1])                       # after the inner block: back at train
+    led = dev.ledger
+    # Linear(4, 3) on a batch of 2: 2 x 4 x 3 = 24 MACs in one addmm kernel; the Linear is
+    # the outermost module, so its ops sit at the block's scope itself (no module path)
+    assert led.ops("train/a") == {"mac_fp32": 24, "kernel_launch": 1}
+    assert led.ops("train") == {"mac_fp32": 12, "kernel_launch": 1}     # 1 x 4 x 3
+    assert led.samples() == {"train": 5, "train/a": 2}
+    assert list(led.footprints()) == ["train"]    # one footprint: the outermost block's
+
+
+def test_nested_count_below_open_ledger_scope_and_module_paths(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    net = dev.compile(_mlp())
+    with dev.ledger.scope("run"), dev.count("train"), dev.count("step", samples=B):
+        net(torch.randn(B, IN)).sum().backward()
+    led = dev.ledger
+    # forward of the first Linear: B x IN x H = 8 x 20 x 16 = 2560 MACs
+    assert led.ops("run/train/step/0/forward")["mac_fp32"] == B * IN * H
+    # backward of the second Linear: grad input B x OUT x H + grad weight OUT x B x H
+    # = 2 x 8 x 5 x 16 = 1280 MACs
+    assert led.ops("run/train/step/2/backward")["mac_fp32"] == 2 * B * OUT * H
+    assert led.samples() == {"run/train/step": B}
+    # the root's own ops (sum, the ones-like gradient of the loss) sit at the block's scope
+    assert led.scopes() == ["run/train/step"] + [f"run/train/step/{i}/{d}" for i in range(3)
+                                                 for d in ("backward", "forward")]
+
+
+def test_nested_count_error_pops_the_inner_name(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    lin = dev.compile(torch.nn.Linear(4, 3))
+    x = torch.zeros(2, 4)        # made outside the blocks: its fill kernel is not counted
+    with torch.no_grad(), dev.count("train"):
+        with pytest.raises(RuntimeError, match="boom"), dev.count("a", samples=2):
+            raise RuntimeError("boom")
+        lin(x)
+    # the failed block adds no samples, and the ops after it land at train, not train/a
+    assert dev.ledger.ops("train") == {"mac_fp32": 24, "kernel_launch": 1}
+    assert dev.ledger.samples() == {}
+    with torch.no_grad(), dev.count("again"):     # the mode was removed: a fresh block
+        lin(x[:1])
+    assert dev.ledger.ops("again") == {"mac_fp32": 12, "kernel_launch": 1}
 
 
 def test_model_too_large_for_memory(tmp_path, toy_gpu_text):

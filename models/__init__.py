@@ -6,6 +6,7 @@ method's line can be added or removed on its own.
 """
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
 from models.fs_kan import card as _fs_kan  # noqa: E402,F401
+from models.klas import card as _klas  # noqa: E402,F401
 from models.tversky import card as _tversky  # noqa: E402,F401
 from models.registry import (
            REGISTRY,

@@ -1,1 +1,1 @@
-"""FS-KAN (arXiv:2509.24472): permutation-equivariant Kolmogorov-Arnold networks by function sharing."""
+"""FS-KAN (arXiv:2509.24472): permutation-equivariant KA networks by function sharing."""

@@ -40,7 +40,10 @@ from sim.errors import ModelError
 
 
 class FSNet(torch.nn.Module):
-    """Equivariant FS layers + BatchNorm, invariant FS layer, linear head: (B, N, d) -> (B, classes)."""
+    """Equivariant FS layers + BatchNorm, invariant FS layer, linear head.
+
+    Shapes: (B, N, d) -> (B, classes).
+    """
 
     def __init__(self, action: Action, d_in: int, n_classes: int, cfg: FSConfig):
         super().__init__()
@@ -56,7 +59,7 @@ class FSNet(torch.nn.Module):
         self.relu = cfg.phi == "linear"    # KA layers are their own nonlinearity
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer, norm in zip(self.layers, self.norms):
+        for layer, norm in zip(self.layers, self.norms, strict=True):
             x = layer(x)                                                  # (B, N, w)
             x = norm(x.reshape(-1, x.shape[-1])).reshape(x.shape)
             if self.relu:
@@ -193,7 +196,7 @@ def compare(data, cfg: FSConfig, devices, progress: Progress | None = None,
     action, d_in, n_classes = task_action(data.name)
     out = {"task": data.name, "n_train": len(data.y_train), "seed": cfg.seed}
     pairs = (("fskan", cfg), ("baseline", matched_baseline(action, d_in, n_classes, cfg)))
-    for (label, c), dev in zip(pairs, devices):
+    for (label, c), dev in zip(pairs, devices, strict=True):
         model = FSClassifier(action, d_in, n_classes, c, dev)
         t0 = time.perf_counter()
         model.fit(data.x_train, data.y_train, progress=progress if label == "fskan" else None,

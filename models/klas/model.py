@@ -33,7 +33,6 @@ from models.shared.training import seeded
 from sim.artifacts import TorchArtifact
 from sim.traces import Trace
 
-
 # -- small helpers -------------------------------------------------------------------------
 
 def _train(dev, params, loss_fn, x, y, scope: str, steps: int, batch: int,
@@ -98,10 +97,10 @@ def rank_corr(score: np.ndarray, acc: np.ndarray) -> dict[str, float]:
 def train_anchors(cfg: KLASConfig, dev, x, y, progress=None) -> list[TinyViT]:
     anchors = []
     steps = max(1, cfg.anchor_epochs * len(x) // cfg.batch_size)
-    for a, (w, h) in enumerate(zip(cfg.widths, cfg.heads)):
-        m = _seeded(cfg.seed * 100 + a, lambda: TinyViT(w, cfg.depth, h, cfg.patch))
+    for a, (w, h) in enumerate(zip(cfg.widths, cfg.heads, strict=True)):
+        m = _seeded(cfg.seed * 100 + a, lambda w=w, h=h: TinyViT(w, cfg.depth, h, cfg.patch))
         m = dev.compile(m).train()
-        _train(dev, m.parameters(), lambda s, xb, yb: F.cross_entropy(m(xb), yb), x, y,
+        _train(dev, m.parameters(), lambda s, xb, yb, m=m: F.cross_entropy(m(xb), yb), x, y,
                f"train/anchor{a}", steps, cfg.batch_size, cfg.lr, cfg.seed * 100 + a,
                cosine=True)
         m.eval().requires_grad_(False)
@@ -151,7 +150,7 @@ def run(cfg: KLASConfig, dev, data, progress=None) -> dict:
 
     anchors = train_anchors(cfg, dev, x, y, progress)
     anchor_acc, anchor_flops = zip(*[evaluate(dev, m, x_te, y_te, f"infer/anchor{a}")
-                                     for a, m in enumerate(anchors)])
+                                     for a, m in enumerate(anchors)], strict=True)
 
     # ProbeNet and KL similarities on D_v
     logp = []
@@ -178,7 +177,7 @@ def run(cfg: KLASConfig, dev, data, progress=None) -> dict:
         for part, learns in ((ft.embed, False), (ft.front, False), (ft.stitch, True),
                              (ft.back, True), (ft.norm, True), (ft.head, True)):
             part.requires_grad_(learns)
-        _train(dev, ft.parameters(), lambda st, xb, yb: F.cross_entropy(ft(xb), yb), x, y,
+        _train(dev, ft.parameters(), lambda st, xb, yb, ft=ft: F.cross_entropy(ft(xb), yb), x, y,
                f"finetune/{s.name}", cfg.stitch_steps, cfg.batch_size // 2, cfg.stitch_lr,
                cfg.seed * 1000 + n)
         acc_ft, _ = evaluate(dev, ft, x_te, y_te, f"infer/ft/{s.name}")
@@ -207,7 +206,7 @@ def run(cfg: KLASConfig, dev, data, progress=None) -> dict:
     sel = {"klas": sc.select_klas(cands, {s: table[s]["gamma"] for s in cands}, flops_of,
                                   edges, cfg.tau),
            "snnet": sc.snnet_stitches([cfg.depth] * k)}
-    anchor_pts = list(zip(anchor_flops, anchor_acc))
+    anchor_pts = list(zip(anchor_flops, anchor_acc, strict=True))
     oracle = {}
     for name, chosen in [*sel.items(), ("all", stitches)]:
         pts = anchor_pts + [(table[s]["flops"], table[s]["acc_ft"]) for s in chosen]
@@ -262,7 +261,7 @@ def supernet(cfg: KLASConfig, dev, anchors, chosen, table, x, y, x_te, y_te,
         acc, flops = evaluate(dev, net, x_te, y_te, f"infer/supernet_{name}/{label}")
         points.append((flops, acc))
         accs[label] = acc
-    return {"points": points, "acc": accs, "nets": dict(zip(accs, nets))}
+    return {"points": points, "acc": accs, "nets": dict(zip(accs, nets, strict=True))}
 
 
 # -- what a run records, and the exported stitch -------------------------------------------
@@ -274,7 +273,7 @@ def summarise(res: dict) -> tuple[dict, dict, dict]:
     """(metrics, facts, traces) of a :func:`run` result, plain values for a run file."""
     cfg, corr = res["config"], res["corr"]
     m: dict[str, float] = {}
-    for a, (acc, fl) in enumerate(zip(res["anchor_acc"], res["anchor_flops"])):
+    for a, (acc, fl) in enumerate(zip(res["anchor_acc"], res["anchor_flops"], strict=True)):
         m[f"anchor{a}_accuracy"], m[f"anchor{a}_flops"] = acc, fl
     for target, by_score in corr.items():
         for score, cc in by_score.items():

@@ -173,9 +173,10 @@ def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
     for p in frozen:
         p.requires_grad_(False)
     # pictures live behind a sigmoid and a frozen encoder: a 10x larger step than the heads'
-    vis = TverskyHeadConfig(**{**asdict(cfg), "lr": 10 * cfg.lr, "epochs": max(1, cfg.epochs // 2)})
+    vis = TverskyHeadConfig(**{**asdict(cfg), "lr": 10 * cfg.lr,
+                               "epochs": max(1, cfg.epochs // 2)})
     train_head(dev.compile(dd), feats, yt, vis, dev, f"visualise/{kind}")
-    for p, w in zip(frozen, was):
+    for p, w in zip(frozen, was, strict=True):
         p.requires_grad_(w)
     xs, ys = fs_ys
     with torch.no_grad(), dev.count(f"visualise/{kind}/infer", samples=len(xs)):

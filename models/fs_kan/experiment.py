@@ -48,8 +48,11 @@ def sweep(task: str, sizes, seeds, steps: int, n_test: int, profile=None,
                              overrides={"n_train": n, "steps": steps, "n_test": n_test,
                                         "count": count})
             runs[f"{task}/n{n}/seed{seed}"] = run
-            rows.append({"task": task, "n_train": n, "seed": seed,
-                         **{k: run.metrics[m] for k, m in ROW_METRICS.items()}})
+            row = {"task": task, "n_train": n, "seed": seed,
+                   **{k: run.metrics[m] for k, m in ROW_METRICS.items()}}
+            for k in ("fskan_parameters", "baseline_parameters"):   # counts, not measurements
+                row[k] = int(row[k])
+            rows.append(row)
             if progress:
                 progress(len(rows), total, rows[-1])
     return rows, runs

@@ -289,6 +289,8 @@ def summarise(res: dict) -> tuple[dict, dict, dict]:
              "last_block_kl": {f"{a}-{b}": v for (a, b), v in res["last_kl"].items()},
              "selected": {k: [s.name for s in v] for k, v in res["selected"].items()},
              "export_stitch": export_choice(res).name, "n_anchors": len(cfg.widths),
+             "probe_accuracy": res["probe_acc"],
+             "supernet_accuracy": {k: sn["acc"] for k, sn in res["supernets"].items()},
              "torch_device": str(res["device"].torch_device)}
     st, tab = res["stitches"], res["table"]
     rows = [[s.front, s.back, s.i, s.j, *(tab[s][c] for c in STITCH_COLUMNS[4:])] for s in st]

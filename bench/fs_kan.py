@@ -10,8 +10,9 @@ Two tasks, each over several training-set sizes and 3 seeds (same fixed test set
   group S_64 (2 pair orbits).
 
 Both models train for the same number of AdamW steps at every size; the baseline's widths
-are scaled to match FS-KAN's parameter count. Training runs are not op-counted (counting
-costs ~2x); one short counted run per model gives MACs per training sample.
+are scaled to match FS-KAN's parameter count. Every run goes through the runner
+(``models.fs_kan.experiment.sweep``); the sweep's runs are not op-counted (``count=False``:
+counting costs ~2x); one short counted run gives both models' MACs per training sample.
 Prints a table per task and ends with ``RESULT {json}``.
 
     python bench/fs_kan.py                      # full: both tasks, 3 seeds
@@ -29,45 +30,34 @@ from pathlib import Path
 # run from a checkout without installing: this checkout, not an installed copy, is imported
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np
-import torch
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
-from models.fs_kan.model import (
-    EXPERIMENT_FULL,
-    FSClassifier,
-    default_config,
-    load_task,
-    matched_baseline,
-    summarize,
-    sweep,
-    task_action,
-)
-from sim.torch_engine import TorchDevice
+from models import runner  # noqa: E402
+from models.fs_kan.experiment import PLANS, summarize, sweep  # noqa: E402
+from models.fs_kan.model import task_action  # noqa: E402
 
-SIZES = {task: plan["sizes"] for task, plan in EXPERIMENT_FULL.items()}
-TEST = {task: plan["n_test"] for task, plan in EXPERIMENT_FULL.items()}
+SIZES = {task: plan["sizes"] for task, plan in PLANS["full"].items()}
+TEST = {task: plan["n_test"] for task, plan in PLANS["full"].items()}
 
 
 def macs_per_sample(task: str, steps: int = 4) -> dict[str, float]:
-    """Training MACs per set (forward + backward) of both models, from a counted run."""
-    action, d_in, n_classes = task_action(task)
-    cfg = default_config(task, steps=steps)
-    x, y, _, _ = load_task(task, 32 * steps, 10, seed=0)
-    out = {}
-    for label, c in (("fskan", cfg), ("baseline", matched_baseline(action, d_in, n_classes, cfg))):
-        dev = TorchDevice("a100")
-        FSClassifier(action, d_in, n_classes, c, dev).fit(x, y)
-        ops = dev.ledger.total_ops("train")
-        out[label] = sum(v for k, v in ops.items() if k.startswith("mac_")) / (32 * steps)
-        out[f"{label}_uncounted"] = dev.ledger.uncounted()
-    return out
+    """Training MACs per set (forward + backward) of both models, from one counted run of
+    ``32 * steps`` sets (one epoch) through the runner."""
+    n = 32 * steps
+    run = runner.run("fs_kan", profile="a100", dataset=task,
+                     overrides={"n_train": n, "steps": steps, "n_test": 10})
+    return {"fskan": run.metrics["train_macs"] / n,
+            "baseline": run.metrics["baseline_train_macs"] / n,
+            "fskan_uncounted": run.ledger.uncounted(),
+            "baseline_uncounted": run.facts["baseline_uncounted"]}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", default="signal-sets,fashion-points")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--steps", type=int, default=EXPERIMENT_FULL["signal-sets"]["steps"])
+    p.add_argument("--steps", type=int, default=PLANS["full"]["signal-sets"]["steps"])
     p.add_argument("--quick", action="store_true", help="two smallest sizes, one seed, 60 steps")
     args = p.parse_args(argv)
     torch.set_num_threads(1)   # shared machine; tiny tensors gain nothing from threads
@@ -80,8 +70,7 @@ def main(argv=None):
     for task in args.tasks.split(","):
         sizes = SIZES[task][:2] if args.quick else SIZES[task]
         t0 = time.perf_counter()
-        rows = sweep(task, sizes, seeds, steps, TEST[task], count=False)
-        rows[-1].pop("devices")
+        rows, _ = sweep(task, sizes, seeds, steps, TEST[task], profile="a100", count=False)
         summary = summarize(rows)
         fk_s = np.mean([r["fskan_train_s"] for r in rows])
         bl_s = np.mean([r["baseline_train_s"] for r in rows])

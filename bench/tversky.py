@@ -15,6 +15,8 @@ Three parts, each printed side by side with its linear anchor (paper: arXiv:2506
    projections and a Tversky head tied to the embeddings (one shared bank). Validation
    perplexity, exact parameter counts, inference MACs per character from the ledger.
 
+The heads run through the runner (``runner.run("tversky", ...)``).
+
     OMP_NUM_THREADS=1 .venv/bin/python bench/tversky.py [--quick] [--parts xor,heads,gpt]
         [--gpt-variants none,all,head]
 
@@ -26,19 +28,22 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
-import torch
-from torch import nn
+# run from a checkout without installing: this checkout, not an installed copy, is imported
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models.shared import datasets
-from models.tversky.gpt import CharGPT, CharGPTConfig, encode, license_corpus, train_lm
-from models.tversky.layer import TverskyProjection
-from models.tversky.model import FASHION_CLASSES, TverskyHeadConfig, run_heads
-from models.tversky.vision import plot_prototypes
-from models.tversky.xor import fit_xor
-from sim.torch_engine import TorchDevice
+import torch  # noqa: E402
+
+import sim  # noqa: E402
+from models import runner  # noqa: E402
+from models.tversky.experiment import fit_xor, linear_xor  # noqa: E402
+from models.tversky.gpt import CharGPT, CharGPTConfig, encode, license_corpus, train_lm  # noqa: E402
+from models.tversky.layer import TverskyProjection  # noqa: E402
+from models.tversky.model import FASHION_CLASSES  # noqa: E402
+from models.tversky.vision import plot_prototypes  # noqa: E402
 
 
 def xor_part(seeds=10):
@@ -49,10 +54,7 @@ def xor_part(seeds=10):
         solved = [s for s, a in enumerate(accs) if a == 1.0]
         out[f"tversky_K{k}_solved"] = len(solved)
         print(f"  Tversky K={k:2d}: {len(solved)}/{seeds} seeds fit 4/4 (seeds {solved})")
-    lin = []
-    for s in range(seeds):
-        torch.manual_seed(s)
-        lin.append(fit_xor(nn.Linear(2, 2))[0])
+    lin = [linear_xor(s)[0] for s in range(seeds)]
     out["linear_best_accuracy"] = max(lin)
     print(f"  Linear(2,2): best accuracy over {seeds} seeds {max(lin):.2f} (never 4/4: XOR is "
           "not linearly separable)")
@@ -62,24 +64,24 @@ def xor_part(seeds=10):
 def head_part(train, test, epochs, seeds):
     print(f"== 2. Fashion-MNIST frozen encoder, heads only ({train} train / {test} test, "
           f"{epochs} epochs, Adam 3e-3, batch 256) ==")
-    data = datasets.fashion_mnist(limit_train=train, limit_test=test)
     rows, out = [], {}
     for encoder, enc_seeds in (("random", seeds), ("trained", seeds[:1])):
         for seed in enc_seeds:
-            cfg = TverskyHeadConfig(encoder=encoder, train=train, test=test, epochs=epochs,
-                                    seed=seed, visualise=(encoder == "random" and seed == 0))
             t0 = time.perf_counter()
-            res = run_heads(data, cfg, TorchDevice("a100"))
-            m, tv = res["metrics"], res["heads"]["tversky"]
+            run = runner.run("tversky", profile="a100", seed=seed, overrides={
+                "encoder": encoder, "train": train, "test": test, "epochs": epochs,
+                "visualise": encoder == "random" and seed == 0})
+            m = run.metrics
             rows.append((encoder, seed, m["tversky_test_accuracy"], m["linear_test_accuracy"],
-                         *(float(getattr(tv, n).detach()) for n in ("alpha", "beta", "theta"))))
+                         m["alpha"], m["beta"], m["theta"]))
             print(f"  {encoder:7s} seed {seed}: Tversky {m['tversky_test_accuracy']:.4f} "
                   f"({m['tversky_head_parameters']:.0f} params) | linear "
                   f"{m['linear_test_accuracy']:.4f} ({m['linear_head_parameters']:.0f} params) "
                   f"| alpha {rows[-1][4]:.3f} beta {rows[-1][5]:.3f} "
                   f"theta {rows[-1][6]:.3f} | {time.perf_counter() - t0:.0f} s", flush=True)
-            if "prototype_images" in res:
-                fig = plot_prototypes(res["prototype_images"], FASHION_CLASSES,
+            if "tversky_prototypes" in run.traces:
+                pictures = {k: run.traces[f"{k}_prototypes"].data for k in ("tversky", "linear")}
+                fig = plot_prototypes(pictures, FASHION_CLASSES,
                                       "data-domain prototypes: change from their start "
                                       "(mean training image), random frozen encoder")
                 path = Path(__file__).with_name("tversky_prototypes.png")
@@ -101,7 +103,7 @@ def head_part(train, test, epochs, seeds):
 
 
 def inference_macs_per_char(model, ids):
-    dev = TorchDevice("a100")
+    dev = sim.device("a100")      # the GPT is no registered method: priced on its own engine
     model = dev.compile(model)
     x = ids[:4 * model.cfg.block].reshape(4, model.cfg.block)
     dev.run(model, x)

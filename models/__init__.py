@@ -5,6 +5,8 @@ cards are light (no torch), so ``neuroedge models`` is quick. One line per room,
 method's line can be added or removed on its own.
 """
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
+from models.fs_kan import card as _fs_kan  # noqa: E402,F401
+from models.klas import card as _klas  # noqa: E402,F401
 from models.registry import (
            REGISTRY,
            Card,
@@ -16,6 +18,7 @@ from models.registry import (
            get,
            register,
 )
+from models.tversky import card as _tversky  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunResult", "Study", "Trained", "get",
            "register"]

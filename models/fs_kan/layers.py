@@ -42,7 +42,10 @@ from sim.errors import ModelError
 
 
 def bspline_basis(x: torch.Tensor, knots: torch.Tensor, order: int) -> torch.Tensor:
-    """B-spline bases of degree ``order`` on ``knots`` by Cox-de Boor: (...,) -> (..., n_knots - order - 1)."""
+    """B-spline bases of degree ``order`` on ``knots`` by Cox-de Boor.
+
+    Shapes: (...,) -> (..., n_knots - order - 1).
+    """
     x = x.unsqueeze(-1)
     b = ((x >= knots[:-1]) & (x < knots[1:])).to(x.dtype)
     for j in range(1, order + 1):   # reciprocals of the (small) knot gaps: multiply, not divide

@@ -22,54 +22,28 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from itertools import pairwise
 
 import numpy as np
 import torch
 
-from models.fs_kan import tasks
+from models.fs_kan.card import FSConfig
+from models.fs_kan.data import FASHION_POINTS, SIGNAL, TASKS
 from models.fs_kan.groups import Action, cyclic, fixed, natural, symmetric
 from models.fs_kan.layers import FSLayer
-from models.registry import ModelCard, Progress, RunResult, register
+from models.registry import Progress, Trained
+from models.shared.checks import check_xy
+from models.shared.training import seeded
+from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
-from sim.torch_engine import TorchDevice
-
-TASKS = ("signal-sets", "fashion-points")
-
-
-@dataclass
-class FSConfig:
-    """Hyper-parameters (:func:`default_config` sets the widths per task; the plans set steps)."""
-
-    phi: str = "kan"                  # "kan" (FS-KAN) or "linear" (parameter-sharing MLP)
-    widths: tuple[int, ...] = (8, 8)  # equivariant layers (paper: 16/16/8 signals, 36/36 points)
-    inv_width: int = 8                # invariant layer width
-    efficient: bool = False           # eq. (13) instead of eq. (12)
-    grid: int = 5                     # Efficient-KAN default grid size G
-    steps: int = 300                  # optimizer steps, whatever the training-set size
-    batch_size: int = 32              # paper: 32 for point clouds, 64 for signals
-    lr: float = 3e-3                  # between the paper's 1e-3 (signals) and 1e-2 (points)
-    weight_decay: float = 1e-2        # AdamW's default
-    eta: float = 1e-5                 # regulariser weight (paper: 1e-5 point clouds)
-    seed: int = 0
-
-    def __post_init__(self):
-        self.widths = tuple(int(w) for w in self.widths)
-        if self.phi not in ("kan", "linear"):
-            raise ModelError(f"FSConfig.phi = {self.phi!r}: expected 'kan' or 'linear'")
-        if not self.widths or min(self.widths) < 1 or self.inv_width < 1:
-            raise ModelError(f"FSConfig.widths = {self.widths}, inv_width = {self.inv_width}: "
-                             "need at least one layer and widths >= 1")
-        for name in ("steps", "batch_size", "grid"):
-            if getattr(self, name) < 1:
-                raise ModelError(f"FSConfig.{name} = {getattr(self, name)}: must be >= 1")
-        if not self.lr > 0:
-            raise ModelError(f"FSConfig.lr = {self.lr}: must be > 0")
 
 
 class FSNet(torch.nn.Module):
-    """Equivariant FS layers + BatchNorm, invariant FS layer, linear head: (B, N, d) -> (B, classes)."""
+    """Equivariant FS layers + BatchNorm, invariant FS layer, linear head.
+
+    Shapes: (B, N, d) -> (B, classes).
+    """
 
     def __init__(self, action: Action, d_in: int, n_classes: int, cfg: FSConfig):
         super().__init__()
@@ -85,7 +59,7 @@ class FSNet(torch.nn.Module):
         self.relu = cfg.phi == "linear"    # KA layers are their own nonlinearity
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer, norm in zip(self.layers, self.norms):
+        for layer, norm in zip(self.layers, self.norms, strict=True):
             x = layer(x)                                                  # (B, N, w)
             x = norm(x.reshape(-1, x.shape[-1])).reshape(x.shape)
             if self.relu:
@@ -125,29 +99,22 @@ def matched_baseline(action: Action, d_in: int, n_classes: int, cfg: FSConfig) -
 
 
 class FSClassifier:
-    """An :class:`FSNet` trained and evaluated on a TorchDevice (ops counted in its ledger)."""
+    """An :class:`FSNet` trained and evaluated on a TorchDevice (ops counted in its ledger).
+
+    ``device`` is the engine the runner resolved (``sim.device``); its ledger gets the counts.
+    """
 
     def __init__(self, action: Action, d_in: int, n_classes: int, cfg: FSConfig,
-                 device: TorchDevice):
+                 device):
         self.action, self.d_in, self.n_classes = action, d_in, n_classes
         self.config, self.device = cfg, device
-        with torch.random.fork_rng(devices=[]):   # seeded init, global RNG untouched
-            torch.manual_seed(cfg.seed)
+        with seeded(cfg.seed):                    # seeded init, global RNG untouched
             self.net = device.compile(FSNet(action, d_in, n_classes, cfg))
         self.history: list[dict] = []
 
     def _check(self, x, y, what):
-        shape = (self.action.n_points, self.d_in)
-        if not isinstance(x, np.ndarray) or x.ndim != 3 or x.shape[1:] != shape:
-            raise ModelError(f"FSClassifier.{what}: x has shape {getattr(x, 'shape', None)}, "
-                             f"expected (N, {shape[0]}, {shape[1]}) for {self.action.name}")
-        if y is not None:
-            if y.shape != (len(x),):
-                raise ModelError(f"FSClassifier.{what}: y has shape {y.shape}, expected "
-                                 f"({len(x)},) to match x")
-            if y.size and (y.min() < 0 or y.max() >= self.n_classes):
-                raise ModelError(f"FSClassifier.{what}: labels span {y.min()}..{y.max()}, "
-                                 f"expected 0..{self.n_classes - 1}")
+        check_xy(x, y, (self.action.n_points, self.d_in), self.n_classes,
+                 f"FSClassifier.{what} ({self.action.name})")
 
     def fit(self, x: np.ndarray, y: np.ndarray, progress: Progress | None = None,
             count: bool = True):
@@ -208,12 +175,7 @@ class FSClassifier:
         return n_parameters(self.net)
 
 
-# --- tasks --------------------------------------------------------------------------
-SIGNAL = {"n": 6, "length": 12, "noise": 1.0}   # 6 copies x 12 samples: S_6 x C_12, 24 orbits
-FASHION_POINTS = 64
-TEST_SEED = 12345                          # one fixed test set for every run
-
-
+# --- tasks ------------------------------------------------------------------------------
 def task_action(task: str) -> tuple[Action, int, int]:
     """(action, channels per point, classes) of a task."""
     if task == "signal-sets":
@@ -223,195 +185,71 @@ def task_action(task: str) -> tuple[Action, int, int]:
     raise ModelError(f"unknown FS-KAN task {task!r}; tasks are {', '.join(TASKS)}")
 
 
-def load_task(task: str, n_train: int, n_test: int, seed: int):
-    """``(x_train, y_train, x_test, y_test)``; the test set does not depend on ``seed``."""
-    if task == "signal-sets":
-        x_tr, y_tr = tasks.signal_sets(n_train, seed=seed, **SIGNAL)
-        x_te, y_te = tasks.signal_sets(n_test, seed=TEST_SEED, **SIGNAL)
-        return x_tr, y_tr, x_te, y_te
-    if task == "fashion-points":
-        return tasks.fashion_point_sets(n_train, n_test, FASHION_POINTS, seed=seed)
-    task_action(task)  # raises the unknown-task error
+def compare(data, cfg: FSConfig, devices, progress: Progress | None = None,
+            count: bool = True) -> dict:
+    """Train FS-KAN (``cfg``) and its parameter-matched baseline on ``data``; test both.
 
-
-def default_config(task: str, **overrides) -> FSConfig:
-    """FS-KAN's config for a task: width 8 for signals, 16 for Fashion point sets."""
-    width = 8 if task == "signal-sets" else 16
-    return FSConfig(**{"widths": (width, width), "inv_width": width, **overrides})
-
-
-def compare(task: str, n_train: int, seed: int, profile="a100", n_test: int = 1000,
-            progress: Progress | None = None, devices=None, count: bool = True,
-            **overrides) -> dict:
-    """Train FS-KAN and its parameter-matched baseline on one training set; test both.
-
-    ``devices``: (FS-KAN's, baseline's) TorchDevices to count on (new ones by default).
-    Returns accuracies, parameter counts, wall seconds, configs, models and devices.
+    ``data`` is a task's ``Dataset`` (``data.load``); ``devices`` = (FS-KAN's, baseline's)
+    engines, each counting its model's ops. Returns accuracies, parameter counts, wall
+    seconds, both configs and both classifiers.
     """
-    action, d_in, n_classes = task_action(task)
-    x_tr, y_tr, x_te, y_te = load_task(task, n_train, n_test, seed)
-    cfg = default_config(task, seed=seed, **overrides)
-    devices = devices or (TorchDevice(profile), TorchDevice(profile))
-    out = {"task": task, "n_train": n_train, "seed": seed}
+    action, d_in, n_classes = task_action(data.name)
+    out = {"task": data.name, "n_train": len(data.y_train), "seed": cfg.seed}
     pairs = (("fskan", cfg), ("baseline", matched_baseline(action, d_in, n_classes, cfg)))
-    for (label, c), dev in zip(pairs, devices):
+    for (label, c), dev in zip(pairs, devices, strict=True):
         model = FSClassifier(action, d_in, n_classes, c, dev)
         t0 = time.perf_counter()
-        model.fit(x_tr, y_tr, progress=progress if label == "fskan" else None, count=count)
+        model.fit(data.x_train, data.y_train, progress=progress if label == "fskan" else None,
+                  count=count)
         out[f"{label}_train_s"] = time.perf_counter() - t0
-        res = model.evaluate(x_te, y_te, count=count)
+        res = model.evaluate(data.x_test, data.y_test, count=count)
         out.update({f"{label}_accuracy": res["accuracy"], f"{label}_loss": res["loss"],
                     f"{label}_parameters": model.n_parameters, f"{label}_config": c,
-                    f"{label}_device": dev, f"{label}_model": model})
+                    f"{label}_model": model})
     return out
 
 
-# --- the registered experiment ----------------------------------------------------------
-QUICK = {"signal-sets": {"n_train": 60, "steps": 150, "n_test": 500},
-         "fashion-points": {"n_train": 100, "steps": 150, "n_test": 500}}
-FULL = {"signal-sets": {"n_train": 240, "steps": 300, "n_test": 1000},
-        "fashion-points": {"n_train": 1000, "steps": 300, "n_test": 2000}}
-
-
-def _macs(dev: TorchDevice, scope: str) -> int:
+def macs(dev, scope: str) -> int:
+    """Multiply-accumulates of every precision the ledger recorded under ``scope``."""
     return int(sum(v for k, v in dev.ledger.total_ops(scope).items() if k.startswith("mac_")))
 
 
-def simulate(profile="a100", dataset="fashion-points", seed: int = 0, quick: bool = True,
-             progress: Progress | None = None, **overrides) -> RunResult:
-    """FS-KAN and its parameter-matched baseline on one low-data training set of ``dataset``.
-
-    The ledger is FS-KAN's (scopes ``train`` and ``infer``); the baseline's accuracy,
-    parameters and MACs are in the metrics for comparison.
-    """
-    if dataset not in TASKS:
-        task_action(dataset)
-    size = dict((QUICK if quick else FULL)[dataset])
-    size.update({k: overrides.pop(k) for k in list(overrides) if k in size})
-    steps = size.pop("steps")
-    r = compare(dataset, seed=seed, profile=profile, progress=progress, steps=steps,
-                **size, **overrides)
-    fk, base = r["fskan_device"], r["baseline_device"]
-    metrics = {"test_accuracy": r["fskan_accuracy"], "test_loss": r["fskan_loss"],
-               "baseline_test_accuracy": r["baseline_accuracy"],
-               "accuracy_gain": r["fskan_accuracy"] - r["baseline_accuracy"],
-               "parameters": float(r["fskan_parameters"]),
-               "baseline_parameters": float(r["baseline_parameters"]),
-               "train_macs": float(_macs(fk, "train")), "infer_macs": float(_macs(fk, "infer")),
-               "baseline_train_macs": float(_macs(base, "train")),
-               "train_s": r["fskan_train_s"], "baseline_train_s": r["baseline_train_s"],
-               "footprint_bytes": float(fk.footprint_bytes)}
-    cfg, bcfg = r["fskan_config"], r["baseline_config"]
-    config = {**asdict(cfg), "widths": list(cfg.widths), "task": dataset,
-              "group": task_action(dataset)[0].name, "n_train": size["n_train"],
-              "n_test": size["n_test"], "baseline_widths": list(bcfg.widths),
-              "baseline_inv_width": bcfg.inv_width, "torch_device": str(fk.torch_device)}
-    model = r["fskan_model"]
-    traces = {"train_loss": np.array([h["train_loss"] for h in model.history])}
-    return RunResult("fs-kan", fk.profile, dataset, config, metrics, fk.ledger, traces)
+# --- the trained network as plain data, and back (exports never retrain) ----------------
+ARCHITECTURE = ("phi", "widths", "inv_width", "efficient", "grid")
+"""The config fields that shape the network (the rest only steer training)."""
 
 
-def sweep(task: str, sizes, seeds, steps: int, n_test: int, profile="a100",
-          progress: Progress | None = None, count: bool = True, **overrides) -> list[dict]:
-    """:func:`compare` at every training-set size and seed: one row of plain values each.
-
-    FS-KAN's counts accumulate in one device's ledger and the baseline's in another; the
-    last row carries both devices under ``devices``.
-    """
-    devices = (TorchDevice(profile), TorchDevice(profile))
-    rows = []
-    total, done = len(sizes) * len(seeds), 0
-    for n in sizes:
-        for seed in seeds:
-            r = compare(task, n, seed, profile=profile, n_test=n_test, devices=devices,
-                        steps=steps, count=count, **overrides)
-            rows.append({k: v for k, v in r.items()
-                         if not k.endswith(("_device", "_model", "_config"))})
-            done += 1
-            if progress:
-                progress(done, total, rows[-1])
-    rows[-1]["devices"] = devices
-    return rows
+def trained(model: FSClassifier, task: str, example_x: np.ndarray) -> Trained:
+    """The network's state (parameters, BatchNorm statistics, orbit tables) as arrays."""
+    arrays = {f"param/{k}": v.detach().cpu().numpy() for k, v in model.net.state_dict().items()}
+    arrays["example_x"] = np.asarray(example_x, dtype=np.float32)
+    cfg = model.config
+    arch = {k: getattr(cfg, k) for k in ARCHITECTURE}
+    arch["widths"] = list(cfg.widths)
+    return Trained(arrays, {"task": task, "d_in": model.d_in, "n_classes": model.n_classes,
+                            "architecture": arch})
 
 
-def summarize(rows: list[dict]) -> dict[int, dict[str, float]]:
-    """Per training-set size: mean and std of both accuracies over seeds, and wins."""
-    out = {}
-    for n in sorted({r["n_train"] for r in rows}):
-        fk = np.array([r["fskan_accuracy"] for r in rows if r["n_train"] == n])
-        bl = np.array([r["baseline_accuracy"] for r in rows if r["n_train"] == n])
-        out[n] = {"fskan_mean": float(fk.mean()), "fskan_std": float(fk.std()),
-                  "baseline_mean": float(bl.mean()), "baseline_std": float(bl.std()),
-                  "gain": float(fk.mean() - bl.mean()), "wins": int((fk > bl).sum()),
-                  "seeds": len(fk)}
-    return out
+def rebuild(trained_: Trained) -> FSNet:
+    """The trained :class:`FSNet` from its arrays, in eval mode on the CPU (no training)."""
+    meta = trained_.meta
+    action, d_in, n_classes = task_action(meta["task"])
+    cfg = FSConfig(**{**meta["architecture"], "widths": tuple(meta["architecture"]["widths"])})
+    with seeded(0):      # the init is overwritten by the state below; keep the global RNG
+        net = FSNet(action, d_in, n_classes, cfg)
+    state = {k.removeprefix("param/"): torch.as_tensor(v) for k, v in trained_.arrays.items()
+             if k.startswith("param/")}
+    net.load_state_dict(state)
+    return net.eval()
 
 
-EXPERIMENT_QUICK = {"sizes": (50, 200), "seeds": (0,), "steps": 100, "n_test": 500}
-# the benchmark's plan (bench/fs_kan.py): sized to fit ~15-20 min on the shared 2-core CPU
-EXPERIMENT_FULL = {"signal-sets": {"sizes": (30, 120, 480), "seeds": (0, 1, 2), "steps": 150,
-                                   "n_test": 1000},
-                   "fashion-points": {"sizes": (50, 200, 800), "seeds": (0, 1, 2),
-                                      "steps": 150, "n_test": 2000}}
-
-
-def experiment(quick: bool = True, profile="a100", task: str = "fashion-points",
-               progress: Progress | None = None) -> RunResult:
-    """The paper's low-data claim at small scale: FS-KAN vs the parameter-matched
-    parameter-sharing MLP at several training-set sizes (mean over seeds).
-
-    Metrics ``fskan_n<N>``, ``baseline_n<N>``, ``gain_n<N>``; ledger: every FS-KAN run.
-    """
-    plan = EXPERIMENT_QUICK if quick else EXPERIMENT_FULL[task]
-    rows = sweep(task, profile=profile, progress=progress, **plan)
-    fk_dev, base_dev = rows[-1].pop("devices")
-    metrics = {}
-    for n, s in summarize(rows).items():
-        metrics.update({f"fskan_n{n}": s["fskan_mean"], f"baseline_n{n}": s["baseline_mean"],
-                        f"gain_n{n}": s["gain"]})
-    metrics["baseline_train_macs"] = float(_macs(base_dev, "train"))
-    config = {"task": task, **{k: list(v) if isinstance(v, tuple) else v
-                               for k, v in plan.items()}}
-    return RunResult("fs-kan", fk_dev.profile, task, config, metrics, fk_dev.ledger)
-
-
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
-           force: bool = False):
-    """Train FS-KAN on signal sets (quick size) and write it as ONNX, checked by onnxruntime.
-
-    The ONNX graph places orbit terms by plain indexing (``plain_gather``), which equals
-    the embedding-bag path used for training (tests check both agree).
-    """
-    from sim.errors import ModelError as ExportError
-    from deploy.onnx_export import export_onnx
-    if target != "onnx":
-        raise ModelError(f"fs-kan exports to 'onnx' only, not {target!r}")
-    task = "signal-sets"
-    size = QUICK[task] if quick else FULL[task]
-    r = compare(task, size["n_train"], seed, profile="a100", n_test=size["n_test"],
-                progress=progress, steps=size["steps"])
-    net = r["fskan_model"].net.cpu().eval()
+def torch_artifact(trained_: Trained) -> TorchArtifact:
+    """The trained network for the ONNX exporter: orbit terms placed by plain indexing
+    (``plain_gather``, equal to the embedding bag used in training; the tests check both)."""
+    net = rebuild(trained_)
     for m in net.modules():
         if isinstance(m, FSLayer):
             m.plain_gather = True
-    x = torch.as_tensor(load_task(task, 8, 8, seed + 1)[2])
-    path = export_onnx(net, x[:2], out, input_names=["points"], output_names=["logits"],
-                       check_inputs=x, force=force)
-    return path
-
-
-CARD = register(ModelCard(
-    name="fs-kan",
-    title="FS-KAN: permutation-equivariant Kolmogorov-Arnold networks via function sharing",
-    reference="arXiv:2509.24472 (ICLR 2026)",
-    claim="in the low-data regime FS-KAN beats a parameter-matched parameter-sharing MLP "
-          "(DeepSets / DSS)",
-    device_kinds=("gpu", "cpu"),
-    datasets=TASKS,
-    default_dataset="fashion-points",   # where the claim reproduces (signal sets: it does not)
-    default_profile="a100",
-    simulate=simulate,
-    exports=("onnx",),
-    export=export,
-    export_dataset="signal-sets",
-))
+    x = torch.as_tensor(trained_.arrays["example_x"])
+    return TorchArtifact(net, x[:2], input_names=("points",), output_names=("logits",),
+                         check_inputs=x)

@@ -129,7 +129,7 @@ def select_anchor_pairs(last_kl: dict[tuple[int, int], float], k: int) -> list[t
     for r in range(k - 1):
         for mid in itertools.combinations(range(1, k - 1), r):
             chain = (0, *mid, k - 1)
-            edges = list(zip(chain[:-1], chain[1:]))
+            edges = list(zip(chain[:-1], chain[1:], strict=True))
             key = (max(last_kl[e] for e in edges), len(edges))
             if best is None or key < best[0]:
                 best = (key, edges)
@@ -144,7 +144,10 @@ def bucket_edges(flops_lo: float, flops_hi: float, n_buckets: int) -> np.ndarray
 
 
 def bucket_of(flops: float, edges: np.ndarray) -> int:
-    """Index of the bucket holding ``flops`` (the top edge belongs to the last bucket); -1 outside."""
+    """Index of the bucket holding ``flops`` (the top edge belongs to the last bucket).
+
+    -1 when ``flops`` lies outside the edges.
+    """
     if flops < edges[0] or flops > edges[-1]:
         return -1
     return min(int(np.searchsorted(edges, flops, side="right")) - 1, len(edges) - 2)

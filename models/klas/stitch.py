@@ -40,7 +40,7 @@ def least_squares(src: torch.Tensor, dst: torch.Tensor) -> tuple[torch.Tensor, t
 class StitchLayer(nn.Linear):
     """Token-wise linear map d_f -> d_g (SN-Net's ``StitchingLayer``)."""
 
-    def ls_init(self, src: torch.Tensor, dst: torch.Tensor) -> "StitchLayer":
+    def ls_init(self, src: torch.Tensor, dst: torch.Tensor) -> StitchLayer:
         """Set weight and bias to the least-squares map from ``src`` to ``dst`` activations."""
         if src.shape[-1] != self.in_features or dst.shape[-1] != self.out_features:
             raise ModelError(f"StitchLayer.ls_init: layer maps {self.in_features} -> "

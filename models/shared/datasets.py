@@ -253,7 +253,7 @@ def fashion_mnist(data_dir: str | os.PathLike | None = None, limit_train: int | 
 LOADERS = {"digits": digits, "fashion-mnist": fashion_mnist}
 
 NEEDS_FASHION_FILES = ("fashion-mnist", "fashion-points")
-"""Dataset names (of any model) built from the Fashion-MNIST files: fs-kan's point sets too."""
+"""Dataset names (of any model) built from the Fashion-MNIST files: fs_kan's point sets too."""
 
 
 def check_available(name: str) -> None:

@@ -30,11 +30,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from models.tversky.card import DIFFERENCES, INTERSECTIONS, SIMILARITIES
 from sim.errors import ModelError
 
-INTERSECTIONS = ("product", "min", "max", "mean", "gmean", "softmin")
-DIFFERENCES = ("ignorematch", "substractmatch")
-SIMILARITIES = ("contrast", "ratio")
+__all__ = ["DIFFERENCES", "INTERSECTIONS", "SIMILARITIES", "TverskyProjection", "difference",
+           "intersection", "tversky_similarity"]
 
 
 def _project(x: torch.Tensor, bank: torch.Tensor):

@@ -15,70 +15,28 @@ head on the test set: the deployed model), ``infer_linear`` (the linear model's 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
 from torch import nn
 
-from models.registry import ModelCard, Progress, RunResult, register
-from models.shared import datasets
-from models.tversky.layer import (
-    DIFFERENCES,
-    INTERSECTIONS,
-    SIMILARITIES,
-    TverskyProjection,
-)
+from models.registry import Progress, Trained
+from models.shared.checks import check_xy
+from models.shared.training import seeded
+from models.tversky.card import TverskyHeadConfig
+from models.tversky.layer import TverskyProjection
 from models.tversky.vision import (
-    ENCODERS,
     DataDomainPrototypes,
     PrototypeLinear,
     conv_encoder,
     plot_prototypes,
 )
+from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
-from sim.torch_engine import TorchDevice
 
 FASHION_CLASSES = ("T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
                    "Sneaker", "Bag", "Boot")
-
-
-@dataclass
-class TverskyHeadConfig:
-    """Quick Fashion-MNIST setting; defaults say why."""
-
-    encoder: str = "random"         # random-and-fixed conv features: the head does all learning
-    width: int = 32                 # conv channels; features d = 8 * width = 256
-    bank_size: int = 64             # K; the official MNIST test used K = d, we keep K < d
-    similarity: str = "contrast"    # the paper's default model
-    intersection: str = "product"   # best in the paper's XOR study
-    difference: str = "ignorematch"
-    # bank and prototypes U(0, init_scale); 0 picks 1/sqrt(d), which starts the logits at
-    # O(10) where the official U(0, 1) gives ~1e4 at d = 256 (products grow like K d^2)
-    init_scale: float = 0.0
-    train: int = 10000              # first N training images (quick run)
-    test: int = 2000
-    epochs: int = 10
-    batch_size: int = 256           # the official MNIST test's batch
-    lr: float = 3e-3                # Adam; 1e-3 (official) is slow on random features
-    encoder_epochs: int = 1         # only for encoder="trained"
-    visualise: bool = True          # train data-domain prototype heads for the picture
-    seed: int = 0
-
-    def __post_init__(self):
-        for name, allowed in (("encoder", ENCODERS), ("similarity", SIMILARITIES),
-                              ("intersection", INTERSECTIONS), ("difference", DIFFERENCES)):
-            if getattr(self, name) not in allowed:
-                raise ModelError(f"TverskyHeadConfig.{name} = {getattr(self, name)!r}: "
-                                 f"must be one of {allowed}")
-        for name in ("width", "bank_size", "train", "test", "epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ModelError(f"TverskyHeadConfig.{name} = {getattr(self, name)}: must be >= 1")
-        if self.init_scale < 0:
-            raise ModelError(f"TverskyHeadConfig.init_scale = {self.init_scale}: must be >= 0 "
-                             "(0 picks 1/sqrt(d))")
-        if not self.lr > 0:
-            raise ModelError(f"TverskyHeadConfig.lr = {self.lr}: must be > 0")
 
 
 def make_head(kind: str, d: int, classes: int, cfg: TverskyHeadConfig, prototypes=None):
@@ -91,20 +49,12 @@ def make_head(kind: str, d: int, classes: int, cfg: TverskyHeadConfig, prototype
     if kind == "linear":
         if prototypes is not None:
             return PrototypeLinear(prototypes, classes)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.seed)
+        with seeded(cfg.seed):
             return nn.Linear(d, classes)
     raise ModelError(f"head kind {kind!r}: must be 'tversky' or 'linear'")
 
 
-def _check_xy(x: np.ndarray, y: np.ndarray | None, what: str):
-    if x.ndim != 2 or x.shape[1] != 784:
-        raise ModelError(f"{what}: x has shape {x.shape}, expected (N, 784) Fashion-MNIST pixels")
-    if y is not None and y.shape != (x.shape[0],):
-        raise ModelError(f"{what}: y has shape {y.shape}, expected ({x.shape[0]},) to match x")
-
-
-def train_encoder(encoder: nn.Sequential, xt, yt, cfg: TverskyHeadConfig, dev: TorchDevice):
+def train_encoder(encoder: nn.Sequential, xt, yt, cfg: TverskyHeadConfig, dev):
     """``trained`` encoder: ``encoder_epochs`` of Adam with a linear probe, then frozen."""
     probe = make_head("linear", encoder[-1].mean.numel(), 10, cfg)
     net = dev.compile(nn.Sequential(encoder, probe))
@@ -127,7 +77,7 @@ def encode(module: nn.Module, x: torch.Tensor, chunk: int = 2048) -> torch.Tenso
     return torch.cat([module(x[i:i + chunk]) for i in range(0, len(x), chunk)])
 
 
-def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev: TorchDevice) -> nn.Sequential:
+def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev) -> nn.Sequential:
     """The frozen encoder, its standardisation fitted on the training features."""
     enc = dev.compile(conv_encoder(cfg.seed, cfg.width))
     if cfg.encoder == "trained":
@@ -143,7 +93,7 @@ def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev: TorchDevice) -> nn.Sequen
     return enc
 
 
-def train_head(head: nn.Module, feats, yt, cfg: TverskyHeadConfig, dev: TorchDevice, scope: str,
+def train_head(head: nn.Module, feats, yt, cfg: TverskyHeadConfig, dev, scope: str,
                progress: Progress | None = None, epochs: int | None = None) -> list[float]:
     """Adam on cross-entropy of ``head(feats)``; counted under ``scope``. Returns losses."""
     epochs = epochs or cfg.epochs
@@ -171,10 +121,10 @@ def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
     return float((logits.argmax(1) == y).float().mean())
 
 
-def run_heads(data, cfg: TverskyHeadConfig, dev: TorchDevice, progress: Progress | None = None):
+def run_heads(data, cfg: TverskyHeadConfig, dev, progress: Progress | None = None):
     """Encode, train both heads (and the data-domain pair), evaluate; returns everything."""
-    _check_xy(data.x_train, data.y_train, "tversky heads: training set")
-    _check_xy(data.x_test, data.y_test, "tversky heads: test set")
+    check_xy(data.x_train, data.y_train, 784, 10, "tversky heads: training set")
+    check_xy(data.x_test, data.y_test, 784, 10, "tversky heads: test set")
     xt, yt = dev.tensor(data.x_train), dev.tensor(data.y_train, dtype=torch.int64)
     xs, ys = dev.tensor(data.x_test), dev.tensor(data.y_test, dtype=torch.int64)
     enc = build_encoder(xt, yt, cfg, dev)
@@ -223,9 +173,10 @@ def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
     for p in frozen:
         p.requires_grad_(False)
     # pictures live behind a sigmoid and a frozen encoder: a 10x larger step than the heads'
-    vis = TverskyHeadConfig(**{**asdict(cfg), "lr": 10 * cfg.lr, "epochs": max(1, cfg.epochs // 2)})
+    vis = TverskyHeadConfig(**{**asdict(cfg), "lr": 10 * cfg.lr,
+                               "epochs": max(1, cfg.epochs // 2)})
     train_head(dev.compile(dd), feats, yt, vis, dev, f"visualise/{kind}")
-    for p, w in zip(frozen, was):
+    for p, w in zip(frozen, was, strict=True):
         p.requires_grad_(w)
     xs, ys = fs_ys
     with torch.no_grad(), dev.count(f"visualise/{kind}/infer", samples=len(xs)):
@@ -234,75 +185,45 @@ def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
     return acc, imgs
 
 
-def simulate(profile="a100", dataset="fashion-mnist", seed: int = 0, quick: bool = True,
-             progress: Progress | None = None, **overrides) -> RunResult:
-    """Tversky vs linear head on a frozen encoder; ``quick=False``: 60k/10k images, 10 epochs."""
-    if dataset not in ("fashion-mnist", "fashion_mnist"):
-        raise ModelError(f"tversky: dataset {dataset!r}: only 'fashion-mnist' is supported")
-    size = {} if quick else {"train": 60000, "test": 10000, "epochs": 10}
-    cfg = TverskyHeadConfig(seed=seed, **{**size, **overrides})
-    data = datasets.fashion_mnist(limit_train=cfg.train, limit_test=cfg.test)
-    dev = TorchDevice(profile)
-    res = run_heads(data, cfg, dev, progress)
-    m = res["metrics"]
-    m["test_accuracy"] = m["tversky_test_accuracy"]
-    m["accuracy_gain_vs_linear"] = m["tversky_test_accuracy"] - m["linear_test_accuracy"]
-    m["footprint_bytes"] = float(dev.footprint_bytes)
-    tv = res["heads"]["tversky"]
-    for name in ("alpha", "beta", "theta"):                     # learned contrast weights
-        m[name] = float(getattr(tv, name).detach())
-    config = {**asdict(cfg), "feature_dim": res["d"], "torch_device": str(dev.torch_device)}
-    traces = {f"{k}_train_loss": np.array(v) for k, v in res["losses"].items()}
-    for kind, imgs in res.get("prototype_images", {}).items():
-        traces[f"{kind}_prototypes"] = imgs                       # (10, 28, 28) changes
-    return RunResult("tversky", dev.profile, data.name, config, m, dev.ledger, traces)
-
-
-def prototype_figure(result: RunResult):
+def prototype_figure(result):
     """The data-domain prototype pictures of a run (Tversky row, linear row) as a Figure."""
-    rows = {k: result.traces[f"{k}_prototypes"] for k in ("tversky", "linear")
+    rows = {k: np.asarray(result.traces[f"{k}_prototypes"].data) for k in ("tversky", "linear")
             if f"{k}_prototypes" in result.traces}
     return plot_prototypes(rows, FASHION_CLASSES, "data-domain prototypes: change from their "
                            "start (mean training image), frozen encoder")
 
 
-def experiment(quick: bool = True, profile="a100", seed: int = 0) -> RunResult:
-    """Frozen-encoder claim at small scale: the Tversky head vs the linear head, same features."""
-    return simulate(profile=profile, seed=seed, quick=quick)
+# --- the deployed model as plain data, and back (exports never retrain) -------------------
+ARCHITECTURE = ("width", "bank_size", "similarity", "intersection", "difference", "init_scale")
+"""The config fields that shape encoder + Tversky head (the rest only steer training)."""
 
 
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
-           force: bool = False, **overrides):
-    """Train the quick encoder + Tversky head and write it as ONNX, checked by onnxruntime.
-
-    The exported graph maps pixels (N, 784) to similarities (N, 10) to the class prototypes.
-    """
-    from deploy.onnx_export import export_onnx  # deploy imports models, not back
-    if target != "onnx":
-        raise ModelError(f"tversky export: target {target!r}: only 'onnx' is supported")
-    size = {} if quick else {"train": 60000}
-    cfg = TverskyHeadConfig(seed=seed, **{**size, "visualise": False, **overrides})
-    data = datasets.fashion_mnist(limit_train=cfg.train, limit_test=256)
-    dev = TorchDevice("a100")
-    res = run_heads(data, cfg, dev, progress)
-    model = nn.Sequential(res["encoder"], res["heads"]["tversky"]).cpu().eval()
-    x = torch.as_tensor(data.x_test)
-    return export_onnx(model, x[:8], out, input_names=["pixels"], output_names=["similarity"],
-                       check_inputs=x, force=force)
+def trained(res: dict, cfg: TverskyHeadConfig, example_x: np.ndarray) -> Trained:
+    """Encoder (with its standardisation) and Tversky head weights of a :func:`run_heads` result."""
+    arrays = {f"encoder/{k}": v.detach().cpu().numpy()
+              for k, v in res["encoder"].state_dict().items()}
+    arrays.update({f"head/{k}": v.detach().cpu().numpy()
+                   for k, v in res["heads"]["tversky"].state_dict().items()})
+    arrays["example_x"] = np.asarray(example_x, dtype=np.float32)
+    meta = {"architecture": {k: getattr(cfg, k) for k in ARCHITECTURE}, "feature_dim": res["d"],
+            "classes": 10}
+    return Trained(arrays, meta)
 
 
-CARD = register(ModelCard(
-    name="tversky",
-    title="Tversky Neural Networks: differentiable Tversky similarity and projection layers",
-    reference="Doumbouya, Jurafsky & Manning, ICLR 2026, arXiv:2506.11035",
-    claim="a Tversky projection head on a frozen encoder beats a linear head "
-          "(NABirds/ResNet-50: 36.0% -> 44.9%); one Tversky layer fits XOR",
-    device_kinds=("gpu", "cpu"),
-    datasets=("fashion-mnist",),
-    default_dataset="fashion-mnist",
-    default_profile="a100",
-    simulate=simulate,
-    exports=("onnx",),
-    export=export,
-    export_dataset="fashion-mnist",
-))
+def rebuild(trained_: Trained) -> nn.Sequential:
+    """``Sequential(encoder, Tversky head)`` from its arrays, eval mode, CPU (no training)."""
+    arch, d = trained_.meta["architecture"], int(trained_.meta["feature_dim"])
+    cfg = TverskyHeadConfig(**arch)
+    enc = conv_encoder(0, cfg.width)       # the init is overwritten by the state below
+    head = make_head("tversky", d, int(trained_.meta["classes"]), cfg)
+    for prefix, module in (("encoder/", enc), ("head/", head)):
+        module.load_state_dict({k.removeprefix(prefix): torch.as_tensor(v)
+                                for k, v in trained_.arrays.items() if k.startswith(prefix)})
+    return nn.Sequential(enc, head).eval()
+
+
+def torch_artifact(trained_: Trained) -> TorchArtifact:
+    """The deployed classifier for the ONNX exporter: pixels (N, 784) -> similarities (N, 10)."""
+    x = torch.as_tensor(trained_.arrays["example_x"])
+    return TorchArtifact(rebuild(trained_), x[:8], input_names=("pixels",),
+                         output_names=("similarity",), check_inputs=x)

@@ -22,9 +22,12 @@ import torch
 from matplotlib.figure import Figure
 from torch import nn
 
+from models.shared.training import seeded
+from models.tversky.card import ENCODERS
 from sim.errors import ModelError
 
-ENCODERS = ("random", "trained")
+__all__ = ["ENCODERS", "BlockMean", "DataDomainPrototypes", "PrototypeLinear", "Standardize",
+           "conv_encoder", "plot_prototypes"]
 
 
 class Standardize(nn.Module):
@@ -63,8 +66,7 @@ def conv_encoder(seed: int, width: int = 32) -> nn.Sequential:
     28x28 -> conv5 s2 p2 -> 14x14 -> conv3 s2 p2 -> 8x8 -> quadrant means 2x2: ~1.4 M MACs
     per image at width 32, small enough to encode 60k images in a CPU minute.
     """
-    with torch.random.fork_rng(devices=[]):  # seeded init without touching global state
-        torch.manual_seed(seed)
+    with seeded(seed):  # seeded init without touching global state
         return nn.Sequential(
             nn.Unflatten(1, (1, 28, 28)),
             nn.Conv2d(1, width, 5, stride=2, padding=2), nn.ReLU(),          # (N, w, 14, 14)

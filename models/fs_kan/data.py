@@ -1,4 +1,4 @@
-"""The two low-data tasks of the FS-KAN benchmark, generated from a seed.
+"""The two low-data tasks of the FS-KAN benchmark, generated from a seed, and their loader.
 
 - :func:`signal_sets`: sets of noisy copies of one periodic signal (sine, square or
   sawtooth), the synthetic signal task of DSS (Maron et al. 2020) that FS-KAN's Fig. 4
@@ -9,7 +9,9 @@
   [-1, 1]^3. Symmetry ``S_n``. (Our stand-in for the paper's ModelNet40 point clouds,
   which cannot ship.)
 
-Both return ``(x, y)`` with ``x`` float32 ``(N, points, channels)`` and ``y`` int64 ``(N,)``.
+Both return ``(x, y)`` with ``x`` float32 ``(N, points, channels)`` and ``y`` int64 ``(N,)``;
+:func:`load` wraps a task's train/test split in the shared ``Dataset`` (what the card's
+``load_data`` hands to ``simulate``).
 """
 from __future__ import annotations
 
@@ -17,8 +19,13 @@ import numpy as np
 
 from models.errors import DatasetError
 from models.shared import datasets
+from models.shared.datasets import Dataset
 
 SIGNAL_CLASSES = ("sine", "square", "sawtooth")
+TASKS = ("signal-sets", "fashion-points")
+SIGNAL = {"n": 6, "length": 12, "noise": 1.0}   # 6 copies x 12 samples: S_6 x C_12, 24 orbits
+FASHION_POINTS = 64                        # bright pixels per image
+TEST_SEED = 12345                          # one fixed signal test set for every run
 
 
 def _positive(name: str, v) -> int:
@@ -98,3 +105,19 @@ def fashion_point_sets(n_train: int, n_test: int, n_points: int = 64, seed: int 
     pick = np.random.default_rng(seed).permutation(len(d.y_train))[:n_train]
     return (images_to_point_sets(d.x_train[pick], n_points, seed=seed), d.y_train[pick],
             images_to_point_sets(d.x_test, n_points, seed=seed + 1), d.y_test)
+
+
+def load(task: str, n_train: int, n_test: int, seed: int) -> Dataset:
+    """Train/test split of ``task`` (one of :data:`TASKS`); the test set does not depend on
+    ``seed`` (signal sets: drawn with :data:`TEST_SEED`; point sets: the first test images)."""
+    if task == "signal-sets":
+        x_tr, y_tr = signal_sets(n_train, seed=seed, **SIGNAL)
+        x_te, y_te = signal_sets(n_test, seed=TEST_SEED, **SIGNAL)
+        source = (f"procedural: signal_sets(n={SIGNAL['n']}, length={SIGNAL['length']}, "
+                  f"noise={SIGNAL['noise']}, seed={seed}; test seed {TEST_SEED})")
+        return Dataset(task, x_tr, y_tr, x_te, y_te, 3, tuple(x_tr.shape[1:]), source)
+    if task == "fashion-points":
+        x_tr, y_tr, x_te, y_te = fashion_point_sets(n_train, n_test, FASHION_POINTS, seed=seed)
+        return Dataset(task, x_tr, y_tr, x_te, y_te, 10, tuple(x_tr.shape[1:]),
+                       f"Fashion-MNIST images as {FASHION_POINTS}-point sets (seed {seed})")
+    raise DatasetError(f"unknown FS-KAN task {task!r}; tasks are {', '.join(TASKS)}")

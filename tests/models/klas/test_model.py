@@ -1,0 +1,104 @@
+"""The KLAS pipeline at a tiny size: everything counted, seeded, summarised, the stitch kept."""
+import numpy as np
+import pytest
+import torch
+from conftest import TOY_GPU
+
+import sim
+from models.klas import model as km
+from models.klas.card import KLASConfig, load_data
+from sim.errors import ModelError
+
+TINY = dict(widths=(8, 12, 16), heads=(2, 2, 2), depth=2, n_train=256, n_val=64, n_test=128,
+            ls_samples=32, anchor_epochs=1, probe_epochs=1, stitch_steps=3, supernet_steps=6,
+            n_buckets=2, batch_size=32)
+
+
+def tiny(seed=0):
+    torch.set_num_threads(1)
+    cfg = KLASConfig.quick(**TINY, seed=seed)
+    return km.run(cfg, sim.device(TOY_GPU), load_data("fashion-mnist", cfg))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(fashion_mnist):
+    return tiny()
+
+
+def test_tiny_pipeline_runs_end_to_end_and_counts_everything(tiny_run):
+    cfg, res = tiny_run["config"], tiny_run
+    assert len(res["stitches"]) == 3 * 2 * 1                      # 3 pairs x i in 1..2 x j = 1
+    led = res["device"].ledger
+    assert led.uncounted() == {}
+    samples = led.samples()
+    # anchors: 1 epoch of 256 images in batches of 32 = 8 steps of 32 random images
+    assert samples["train/anchor0"] == 8 * 32 and samples["infer/anchor2"] == 128
+    # fine-tunes and supernets draw batches of 32 // 2 = 16: 3 and 6 steps
+    assert samples["finetune/s01-1-1"] == 3 * 16 and samples["supernet/klas"] == 6 * 16
+    assert samples["score/features"] == 3 * 32                    # 3 anchors x ls_samples
+    for scope in ("train/anchor0", "probe/anchor2", "score/anchor1", "finetune/s01-1-1",
+                  "supernet/klas", "supernet/snnet", "infer/ls/s12-2-1"):
+        assert led.total_ops(scope).get("mac_fp32", 0) > 0, scope
+    fl = res["anchor_flops"]
+    assert fl[0] < fl[1] < fl[2]
+    for s, row in res["table"].items():                           # FLOPs the ledger recorded
+        ops = led.total_ops(f"infer/ls/{s.name}")
+        want = sum(2 * n if op.startswith("mac_") else n for op, n in ops.items()
+                   if op.startswith(("mac_", "flop_"))) / cfg.n_test
+        assert row["flops"] == want and row["gamma"] >= 0
+    assert res["selected"]["klas"] and all(0 <= r["auc"] <= 1 for r in res["supernets"].values())
+
+
+def test_summary_metrics_facts_and_stitch_table(tiny_run):
+    metrics, facts, traces = km.summarise(tiny_run)
+    table = traces["stitches"]
+    assert table.kind == "table" and table.columns == km.STITCH_COLUMNS
+    assert table.data.shape == (6, len(km.STITCH_COLUMNS))
+    for row, s in zip(table.data, tiny_run["stitches"], strict=True):
+        assert tuple(row[:4]) == (s.front, s.back, s.i, s.j)
+        assert row[5] == tiny_run["table"][s]["gamma"]
+    assert metrics["spearman_klas_gamma_vs_acc_ft"] == \
+        tiny_run["corr"]["acc_ft"]["klas_gamma"]["spearman"]
+    assert metrics["n_selected_snnet"] == 2 * 2                   # depth 2: i=1: j=1; i=2: j=1
+    assert facts["export_stitch"] in facts["selected"]["klas"]
+
+
+def test_same_seed_same_scores_and_accuracies(tiny_run):
+    again = tiny()
+    for s, row in tiny_run["table"].items():
+        for key in ("gamma", "cka", "flops", "acc_ls", "acc_ft"):
+            assert again["table"][s][key] == row[key], (s.name, key)
+    assert again["supernets"]["klas"]["acc"] == tiny_run["supernets"]["klas"]["acc"]
+
+
+def test_trained_state_rebuilds_the_exported_stitch(tiny_run):
+    chosen = km.export_choice(tiny_run)
+    mid = 0.5 * (tiny_run["anchor_flops"][0] + tiny_run["anchor_flops"][-1])
+    assert all(abs(tiny_run["table"][chosen]["flops"] - mid)
+               <= abs(tiny_run["table"][s]["flops"] - mid) for s in tiny_run["selected"]["klas"])
+    x = torch.rand(5, 784, generator=torch.Generator().manual_seed(1))
+    state = km.trained(tiny_run, x.numpy())
+    assert state.meta["stitch"] == chosen.name and (state.meta["i"], state.meta["j"]) == \
+        (chosen.i, chosen.j)
+    net = km.rebuild(state)
+    original = tiny_run["supernets"]["klas"]["nets"][chosen.name].cpu().eval()
+    with torch.no_grad():
+        assert torch.equal(net(x), original(x))
+    # the supernet's accuracy of that stitch, recomputed from the rebuilt module
+    data = load_data("fashion-mnist", tiny_run["config"])
+    with torch.no_grad():
+        right = int((net(torch.as_tensor(data.x_test)).argmax(1).numpy() == data.y_test).sum())
+    acc = tiny_run["supernets"]["klas"]["acc"][chosen.name]
+    assert right == round(128 * acc)                              # of 128 (float32 mean)
+    assert np.array_equal(state.arrays["example_x"], x.numpy())
+
+
+def test_config_errors():
+    with pytest.raises(ModelError, match="increasing widths"):
+        KLASConfig(widths=(64, 32, 16))
+    with pytest.raises(ModelError, match="stitch_steps = 0"):
+        KLASConfig(stitch_steps=0)
+    with pytest.raises(ModelError, match="tau = -0.1"):
+        KLASConfig(tau=-0.1)
+    with pytest.raises(ModelError, match="dataset 'digits' is not supported"):
+        load_data("digits", KLASConfig())

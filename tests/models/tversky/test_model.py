@@ -1,0 +1,68 @@
+"""Frozen-encoder heads: what the small run learns and counts, seeding, the rebuilt model."""
+import numpy as np
+import pytest
+import torch
+
+import models
+from models import runner
+from models.shared.datasets import Dataset
+from models.tversky import model as tv_model
+from models.tversky.card import TverskyHeadConfig
+from sim.errors import ModelError
+
+
+def test_simulate_learns_and_counts(small_run):
+    m, led = small_run.metrics, small_run.ledger
+    assert m["tversky_test_accuracy"] > 0.5 and m["linear_test_accuracy"] > 0.5  # chance: 0.1
+    assert m["tversky_data_domain_test_accuracy"] > 0.3        # chance is 0.1
+    assert m["test_accuracy"] == m["tversky_test_accuracy"]
+    assert m["accuracy_gain_vs_linear"] == m["tversky_test_accuracy"] - m["linear_test_accuracy"]
+    # head parameters: P d + K d + 3 = 10*64 + 64*64 + 3; linear 64*10 + 10
+    assert m["tversky_head_parameters"] == 10 * 64 + 64 * 64 + 3
+    assert m["linear_head_parameters"] == 650
+    # every head epoch sees the 2000 images once; the data-domain heads train 4 // 2 epochs
+    assert led.samples() == {"encode": 2000, "train/tversky": 4 * 2000,
+                             "train/linear": 4 * 2000, "infer": 500, "infer_linear": 500,
+                             "visualise/tversky": 2 * 2000, "visualise/linear": 2 * 2000,
+                             "visualise/tversky/infer": 500, "visualise/linear/infer": 500}
+    assert led.uncounted() == {}
+    assert small_run.facts["feature_dim"] == 64
+    protos = small_run.traces["tversky_prototypes"]
+    assert protos.kind == "images" and protos.data.shape == (10, 28, 28)
+    loss = small_run.traces["tversky_train_loss"]
+    assert loss.kind == "curve" and loss.data.shape == (4,) and loss.data[-1] < loss.data[0]
+    fig = tv_model.prototype_figure(small_run)
+    assert len(fig.axes) == 20                                 # 2 rows of 10 pictures
+
+
+def test_seeded_runs_identical(small_run, small, toy_gpu_path):
+    again = runner.run("tversky", profile=toy_gpu_path, overrides={**small, "visualise": False})
+    assert again.metrics["tversky_test_accuracy"] == small_run.metrics["tversky_test_accuracy"]
+    np.testing.assert_array_equal(again.traces["tversky_train_loss"].data,
+                                  small_run.traces["tversky_train_loss"].data)
+
+
+def test_rebuilt_model_scores_the_run_exactly(small_run, small):
+    from models.tversky import data
+    net = tv_model.rebuild(small_run.trained)
+    assert small_run.trained.meta["feature_dim"] == 64
+    test = data.load("fashion-mnist", TverskyHeadConfig(**small))
+    with torch.no_grad():
+        logits = net(torch.as_tensor(test.x_test))
+    right = int((logits.argmax(1).numpy() == test.y_test).sum())
+    assert right == round(500 * small_run.metrics["tversky_test_accuracy"])  # of 500
+
+
+def test_bad_inputs(toy_gpu_path):
+    with pytest.raises(ModelError, match="encoder = 'resnet'"):
+        TverskyHeadConfig(encoder="resnet")
+    with pytest.raises(ModelError, match="epochs = 0"):
+        TverskyHeadConfig(epochs=0)
+    with pytest.raises(ModelError, match="takes datasets fashion-mnist; got 'digits'"):
+        runner.prepare("tversky", profile=toy_gpu_path, dataset="digits")
+    bad = Dataset("fashion-mnist", np.zeros((3, 10), np.float32), np.zeros(3, np.int64),
+                  np.zeros((2, 784), np.float32), np.zeros(2, np.int64), 10, (10,), "test")
+    with pytest.raises(ModelError, match=r"training set: x has shape \(3, 10\), expected "
+                                         r"\(N, 784\)"):
+        tv_model.run_heads(bad, TverskyHeadConfig(), models.runner.device_for(
+            models.get("tversky"), toy_gpu_path))

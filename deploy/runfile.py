@@ -344,7 +344,8 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
             g.attrs["meta"] = meta_json
             a = g.create_group("arrays", track_order=True)
             for k, arr in arrays.items():
-                a.create_dataset(k, data=np.asarray(arr), compression="gzip")
+                arr = np.asarray(arr)   # HDF5 compresses arrays, not scalars (0-d)
+                a.create_dataset(k, data=arr, compression="gzip" if arr.ndim else None)
         g = f.create_group("versions")
         for k, v in package_versions().items():
             g.attrs[k] = v

@@ -488,3 +488,13 @@ def test_legacy_trace_rule(name, shape, kind):
     assert tr.kind == kind
     if kind == "images":
         assert tr.data.shape == (2, 3, 4)     # 1 x 2 = 2 pictures of 3 x 4
+
+
+def test_a_scalar_trained_array_round_trips(tmp_path, toy_gpu_path):
+    """A 0-d array (a learned threshold, a step count) is stored uncompressed: HDF5 refuses
+    filters on scalars, which once failed the write of a Tversky run."""
+    trained = Trained({"alpha": np.array(0.25), "w": np.arange(6.0).reshape(2, 3)}, {})
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path, trained=trained)
+    got = runfile.read_run(path).trained.arrays
+    assert got["alpha"].shape == () and float(got["alpha"]) == 0.25
+    np.testing.assert_array_equal(got["w"], np.arange(6.0).reshape(2, 3))

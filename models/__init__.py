@@ -5,6 +5,7 @@ cards are light (no torch), so ``neuroedge models`` is quick. One line per room,
 method's line can be added or removed on its own.
 """
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
+from models.bep import card as _bep  # noqa: E402,F401
 from models.registry import (
            REGISTRY,
            Card,
@@ -16,6 +17,7 @@ from models.registry import (
            get,
            register,
 )
+from models.tsetlin import card as _tsetlin  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunResult", "Study", "Trained", "get",
            "register"]

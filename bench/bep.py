@@ -14,6 +14,13 @@ Parts (all single-threaded; the machine is shared, so wall times are indicative 
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/bep.py [--quick] [--seeds 5]
 
+BEP and the local rule run through ``models.runner`` (the card's config with overrides),
+except where the card must refuse: BEP's Fashion-MNIST training state (599,040 B) does not
+fit cortex-m4's SRAM, so the runner stops that run with a capacity error; part 2 counts it
+on a bare cortex-m4 BitwiseDevice instead (``sim.device``, no capacity reservation), as the
+benchmark always has, to price what a 32-bit MCU would execute. QAT is not a registered
+method (``models/baselines/qat``) and runs on ``sim.device("x86-avx2")``.
+
 Last line: ``RESULT {json}``.
 """
 from __future__ import annotations
@@ -27,43 +34,61 @@ import time
 import numpy as np
 import torch
 
+import sim
 from hw_profiles import load
-from models import bep_data
-from models.bep import BEP, BEPConfig
-from models.bep_card import MLP_DEFAULTS
-from models.bep_qat import QAT, QATConfig
-from models.bep_tt import BEPTT, BEPTTConfig
-from sim.bitwise import BitwiseDevice
-from sim.torch_engine import TorchDevice
+from models import runner
+from models.baselines.qat.model import QAT, QATConfig
+from models.bep import data as bep_data
+from models.bep.card import BEPConfig, load_data
+from models.bep.model import BEP
 
 WORD_OPS = ("xor_word", "xnor_word", "and_word", "or_word", "not_word", "popcount_word")
 
 
-def bep_run(data, hidden, epochs, seed, local=False, profile="cortex-m4", **kw):
-    dev = BitwiseDevice(profile)
-    cls, cfg = (BEPTT, BEPTTConfig(hidden=hidden, epochs=epochs, seed=seed, **kw)) \
-        if data.recurrent else \
-        (BEP, BEPConfig(**{**MLP_DEFAULTS, "hidden": hidden, "epochs": epochs, "seed": seed,
-                           "local": local, **kw}))
+class _Timed:
+    """Progress callback that notes when training starts and ends (wall seconds of fit)."""
+
+    def __init__(self):
+        self.start, self.end = time.perf_counter(), None
+
+    def __call__(self, step, total, record):
+        self.end = time.perf_counter()
+
+
+def bep_run(dataset, hidden, epochs, seed, local=False, profile="cortex-m4", preset="quick",
+            **kw):
+    """One BEP / BEP-TT / local-rule run through the runner: (accuracy, run, wall seconds)."""
+    timed = _Timed()
+    run = runner.run("bep", profile=profile, dataset=dataset, preset=preset, seed=seed,
+                     overrides={"hidden": hidden, "epochs": epochs, "local": local, **kw},
+                     progress=timed)
+    return run.metrics["test_accuracy"], run, timed.end - timed.start
+
+
+def bep_unreserved(data, hidden, epochs, seed, profile="cortex-m4"):
+    """BEP on a bare device, for a state the card's run refuses (see the module docstring)."""
+    dev = sim.device(profile)
+    cfg = BEPConfig(hidden=hidden, epochs=epochs, seed=seed)
     t = time.perf_counter()
-    m = cls(data.n_features, data.n_classes, cfg, dev).fit(data.x_train, data.y_train)
+    m = BEP(data.n_features, data.n_classes, cfg, dev).fit(data.x_train, data.y_train)
     wall = time.perf_counter() - t
-    return m.evaluate(data.x_test, data.y_test)["accuracy"], dev, wall, m
+    return m.evaluate(data.x_test, data.y_test)["accuracy"], dev, wall
 
 
 def qat_run(data, hidden, epochs, seed, count=False, batch_size=100, **kw):
-    dev = TorchDevice("x86-avx2")
+    dev = sim.device("x86-avx2")
     cfg = QATConfig(hidden=hidden, epochs=epochs, seed=seed, batch_size=batch_size, **kw)
     t = time.perf_counter()
-    m = QAT(data.n_features, data.n_classes, cfg, dev, recurrent=data.recurrent)
+    m = QAT(bep_data.bits_per_step(data), data.n_classes, cfg, dev,
+            recurrent=bep_data.is_sequence(data))
     m.fit(data.x_train, data.y_train, count=count)
     wall = time.perf_counter() - t
     return m.evaluate(data.x_test, data.y_test)["accuracy"], dev, wall, m
 
 
-def per_sample(dev, scope="train") -> dict:
-    ops = dev.ledger.total_ops(scope)
-    n = sum(v for k, v in dev.ledger.samples().items() if k.split("/")[0] == scope)
+def per_sample(ledger, scope="train") -> dict:
+    ops = ledger.total_ops(scope)
+    n = sum(v for k, v in ledger.samples().items() if k.split("/")[0] == scope)
     return {op: c / n for op, c in sorted(ops.items())}
 
 
@@ -82,7 +107,7 @@ def fmt(accs):
 def static_parts(q, seeds, res):
     """Parts 1, 2 and 4 (prototypes, Fashion-MNIST, cost), filling ``res``."""
     # 1. Random Prototypes ---------------------------------------------------------------
-    protos = bep_data.random_prototypes()
+    protos = load_data("random-prototypes", BEPConfig())     # what the runner's runs train on
     ep = 3 if q else 15
     part = {}
     print(f"== Random Prototypes 1000-K-K-10, {len(seeds)} seeds, {ep} epochs (test acc %)")
@@ -91,8 +116,8 @@ def static_parts(q, seeds, res):
     for k in ((32,) if q else (32, 64)):
         row = {name: [] for name in ("bep", "local", "qat_nobn", "qat_nobn_lr1e-2", "qat_bn")}
         for s in seeds:
-            row["bep"].append(bep_run(protos, (k, k), ep, s)[0])
-            row["local"].append(bep_run(protos, (k, k), ep, s, local=True)[0])
+            row["bep"].append(bep_run("random-prototypes", (k, k), ep, s)[0])
+            row["local"].append(bep_run("random-prototypes", (k, k), ep, s, local=True)[0])
             row["qat_nobn"].append(qat_run(protos, (k, k), ep, s)[0])
             row["qat_nobn_lr1e-2"].append(qat_run(protos, (k, k), ep, s, lr=1e-2)[0])
             row["qat_bn"].append(qat_run(protos, (k, k), ep, s, batch_norm=True)[0])
@@ -105,14 +130,13 @@ def static_parts(q, seeds, res):
     res["parts"]["random_prototypes"] = part
 
     # 2. Fashion-MNIST 784-256-256-10 ----------------------------------------------------
-    fm = bep_data.fashion_mnist_bits(limit_train=5000 if q else None,
-                                     limit_test=1000 if q else None)
+    fm = load_data("fashion-mnist", BEPConfig(limit_train=5000 if q else None,
+                                              limit_test=1000 if q else None))
     ep_f = 1 if q else 8
-    acc_b, dev_b, wall_b, _m_b = bep_run(fm, (256, 256), ep_f, 0)
+    acc_b, dev_b, wall_b = bep_unreserved(fm, (256, 256), ep_f, 0)
     acc_q, _, wall_q, _m_q = qat_run(fm, (256, 256), ep_f, 0)
     # QAT's ops per sample do not depend on the data or the epoch: count one epoch of 2000
-    small = bep_data.BitData("fashion-mnist", fm.x_train[:2000], fm.y_train[:2000],
-                             fm.x_test[:500], fm.y_test[:500], 10, fm.source)
+    small = bep_data.limited(fm, 2000, 500)
     dev_q = qat_run(small, (256, 256), 1, 0, count=True)[1]
     print(f"== Fashion-MNIST 784-256-256-10, {ep_f} epochs, seed 0: BEP {100 * acc_b:.2f}% "
           f"({wall_b:.0f} s)  QAT noBN {100 * acc_q:.2f}% ({wall_q:.0f} s)  "
@@ -121,7 +145,7 @@ def static_parts(q, seeds, res):
 
     # 4. cost per training sample (from the FMNIST ledgers) ------------------------------
     m4 = load("cortex-m4")
-    ops_b, ops_q = per_sample(dev_b), per_sample(dev_q)
+    ops_b, ops_q = per_sample(dev_b.ledger), per_sample(dev_q.ledger)
     word_bits = dev_b.word_bits
     bit_ops_b = sum(c * word_bits for op, c in ops_b.items() if op in WORD_OPS)
     int_ops_b = sum(c for op, c in ops_b.items() if op.startswith("int_"))
@@ -167,9 +191,9 @@ def main():
     part = {}
     print(f"== Sequences, binary RNN (K_s, K_y) = (120, 64), {ep_s} epochs, seed 0 (test acc %)")
     for name in ("cylinder-bell-funnel", "synthetic-control", "digits-rows"):
-        data = bep_data.load(name)
-        a_tt = bep_run(data, (120, 64), ep_s, 0)[0]            # the paper's nu = 0.05
-        a_tt3 = bep_run(data, (120, 64), ep_s, 0, nu=0.3)[0]  # a wider gate
+        data = load_data(name, BEPConfig())
+        a_tt = bep_run(name, (120, 64), ep_s, 0)[0]            # the paper's nu = 0.05
+        a_tt3 = bep_run(name, (120, 64), ep_s, 0, nu=0.3)[0]  # a wider gate
         a_q = qat_run(data, (120, 64), ep_s, 0, batch_size=20)[0]
         print(f"   {name:22s} BEP-TT {100 * a_tt:5.1f} (nu 0.3: {100 * a_tt3:5.1f})  QAT noBN "
               f"{100 * a_q:5.1f}  BEP-TT-QAT {100 * (max(a_tt, a_tt3) - a_q):+6.1f} pts (best nu; "

@@ -14,6 +14,10 @@ two-layer MLP, so this separates "BEP-TT's rule is broken" from "long chains fai
 
     PYTHONPATH=. .venv/bin/python bench/bep_tt_damage.py [--flips 1]
 
+This diagnostic works inside the model (it flips weights of a fresh network and trains on
+digits cut into steps, which is no card dataset), so it builds BEP-TT itself on
+``sim.device("cortex-m4")`` instead of going through ``models.runner``.
+
 Last line: ``RESULT {json}``.
 """
 from __future__ import annotations
@@ -23,13 +27,20 @@ import json
 
 import numpy as np
 
-from models import bep_data
-from models.bep_tt import BEPTT, BEPTTConfig
-from sim.bitwise import BitwiseDevice
+import sim
+from models.bep import data as bep_data
+from models.bep.card import TT_SETTING, BEPConfig
+from models.bep.model_tt import BEPTT
+
+
+def tt_config(**kw) -> BEPConfig:
+    """BEP-TT's preset values (the paper's RNN runs) with ``kw`` on top."""
+    return BEPConfig(**{**TT_SETTING, "epochs": 30, **kw})
 
 
 def damage(data, flips: int, seed: int = 0) -> float:
-    m = BEPTT(data.n_features, data.n_classes, BEPTTConfig(seed=seed), BitwiseDevice("cortex-m4"))
+    m = BEPTT(bep_data.bits_per_step(data), data.n_classes, tt_config(seed=seed),
+              sim.device("cortex-m4"))
     x = data.x_test[:200]
     before = m.forward(x)[1][0][-1]                               # s_T, int8 (N, K_s)
     ss = m.layers[1]
@@ -60,8 +71,8 @@ def main():
     d = bep_data.digits_bits()
     for steps in (1, 2, 4, 8):
         xt, xe = (x.reshape(len(x), steps, -1) for x in (d.x_train, d.x_test))
-        cfg = BEPTTConfig(epochs=10, batch_size=20)
-        m = BEPTT(xt.shape[2], 10, cfg, BitwiseDevice("cortex-m4")).fit(xt, d.y_train)
+        cfg = tt_config(epochs=10, batch_size=20)
+        m = BEPTT(xt.shape[2], 10, cfg, sim.device("cortex-m4")).fit(xt, d.y_train)
         acc = m.evaluate(xe, d.y_test)["accuracy"]
         res[f"digits_T{steps}_accuracy"] = acc
         print(f"  T = {steps}: {100 * acc:.1f}%", flush=True)

@@ -8,6 +8,11 @@ fed the same arrays through an .npz file; tmu needs numpy < 2 and runs from
 ``TMU_BENCH_PYTHON`` (default ``/tmp/tmuvenv/bin/python``: ``pip install "numpy<2" tmu``).
 
     python bench/tsetlin.py [--dataset digits|fashion-mnist]
+
+Ours runs through ``models.runner`` (the card's quick preset, whose digits and Fashion-MNIST
+settings are ``SETTINGS``) on ``fpga-bnn`` (64-bit words, as the x86 host's registers);
+the wall seconds of training and prediction are the run's ``host_fit_s`` / ``host_infer_s``
+facts, so they leave out data loading.
 """
 from __future__ import annotations
 
@@ -17,7 +22,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -88,24 +92,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="digits", choices=sorted(SETTINGS))
     args = ap.parse_args()
-    from models.tsetlin import TsetlinConfig, TsetlinMachine
-    from models.tsetlin_card import load
-    from sim.bitwise import BitwiseDevice
-    xtr, ytr, xte, yte, n_cls = load(args.dataset, quick=True)
+    from models import runner
     cfg = SETTINGS[args.dataset]
+    # warm the numba cache (compile) on a few samples, then time the quick preset
+    runner.run("tsetlin", profile="fpga-bnn", dataset=args.dataset,
+               overrides={"epochs": 1, "limit_train": 20, "limit_test": 5})
+    run = runner.run("tsetlin", profile="fpga-bnn", dataset=args.dataset, overrides=cfg)
+    data = runner.method_of("tsetlin").load_data(args.dataset, runner.make_config(
+        "tsetlin", "quick", args.dataset, 0, cfg))                  # the arrays it trained on
+    xtr, ytr, xte, yte = data.x_train, data.y_train, data.x_test, data.y_test
     n_tr, n_te = len(ytr), len(yte)
-
-    # warm the numba cache (compile) on a few samples, then time
-    TsetlinMachine(xtr.shape[1], n_cls, TsetlinConfig(**{**cfg, "epochs": 1}),
-                   BitwiseDevice("x86-avx2")).fit(xtr[:20], ytr[:20]).predict(xte[:5])
-    tm = TsetlinMachine(xtr.shape[1], n_cls, TsetlinConfig(**cfg), BitwiseDevice("x86-avx2"))
-    t = time.perf_counter()
-    tm.fit(xtr, ytr)
-    tt = time.perf_counter() - t
-    t = time.perf_counter()
-    pred = tm.predict(xte)
-    tp = time.perf_counter() - t
-    res = {"neuroedge": {"train_s": tt, "predict_s": tp, "accuracy": float(np.mean(pred == yte))}}
+    res = {"neuroedge": {"train_s": run.facts["host_fit_s"],
+                         "predict_s": run.facts["host_infer_s"],
+                         "accuracy": run.metrics["test_accuracy"]}}
 
     python = os.environ.get("TM_BENCH_PYTHON", "/tmp/tmvenv/bin/python")
     with tempfile.TemporaryDirectory() as d:

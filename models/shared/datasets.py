@@ -1,7 +1,8 @@
-"""Datasets for every method: bundled digits, Fashion-MNIST IDX files, procedural data, bit encoders.
+"""Datasets for every method: bundled digits, Fashion-MNIST IDX files, procedural data.
 
 Every loader returns a :class:`Dataset` with float32 inputs in [0, 1] and int64 labels, so
-a method never needs to know where its data came from. Nothing here uses the network:
+a method never needs to know where its data came from (the bit-coded sets of the bitwise
+rooms are Datasets too, of uint8 bits; their encoders are in ``models/shared/encoders.py``). Nothing here uses the network:
 digits ships with scikit-learn, Fashion-MNIST comes from the Debian package
 ``dataset-fashion-mnist`` (or ``NEUROEDGE_DATA``), and the rest is generated from a seed.
 """
@@ -40,6 +41,7 @@ class Dataset:
     Attributes
     ----------
     x_train, x_test : ndarray, float32, shape (N, n_features) or (N, *input_shape), values in [0, 1]
+        (bit-coded sets: uint8 0/1, e.g. ``models/bep/data.py``)
     y_train, y_test : ndarray, int64, shape (N,), values in ``0 .. n_classes - 1``
     input_shape : tuple of int
         Shape of one sample before flattening, e.g. ``(28, 28)``.
@@ -306,46 +308,6 @@ def gaussian_blobs(n_samples: int, n_features: int, n_classes: int, separation: 
     return Dataset("gaussian-blobs", x_tr, y_tr, x_te, y_te, n_classes, (n_features,),
                    f"procedural: gaussian_blobs(n_samples={n_samples}, n_features={n_features}, "
                    f"n_classes={n_classes}, separation={separation}, seed={seed})")
-
-
-def _unit_interval(x, what: str) -> np.ndarray:
-    x = np.asarray(x)
-    if x.dtype.kind not in "biuf":
-        raise DatasetError(f"{what}: x has dtype {x.dtype}; expected real numbers in [0, 1]")
-    if not np.all(np.isfinite(x)):
-        raise DatasetError(f"{what}: x holds {np.count_nonzero(~np.isfinite(x))} NaN/inf values; "
-                           f"expected finite values in [0, 1]")
-    if x.size and not (x.min() >= 0 and x.max() <= 1):
-        raise DatasetError(f"{what}: x spans [{x.min()}, {x.max()}]; expected values in [0, 1] "
-                           f"(scale the data first)")
-    return x
-
-
-def binarize(x, threshold: float = 0.5) -> np.ndarray:
-    """One bit per value, set where ``x > threshold``: uint8, same shape as ``x`` (in [0, 1])."""
-    x = _unit_interval(x, "binarize")
-    if not (np.isfinite(threshold) and 0 <= threshold <= 1):
-        raise DatasetError(f"binarize: threshold = {threshold}: must lie in [0, 1]")
-    return (x > threshold).astype(np.uint8)
-
-
-def thermometer(x, levels: int) -> np.ndarray:
-    """Thermometer code: ``levels`` bits per feature, bit ``k`` set iff ``x > (k + 1) / (levels + 1)``.
-
-    ``x`` is (N, features) in [0, 1], ``levels >= 1``. Returns uint8 (N, features * levels);
-    feature ``f`` fills columns ``f * levels`` to ``f * levels + levels - 1``.
-
-    Examples
-    --------
-    >>> thermometer([[0.1, 0.6]], levels=3)  # thresholds 0.25, 0.5, 0.75
-    array([[0, 0, 0, 1, 1, 0]], dtype=uint8)
-    """
-    x = _unit_interval(x, "thermometer")
-    if x.ndim != 2:
-        raise DatasetError(f"thermometer: x has shape {x.shape}; expected (N, features)")
-    levels = _check_int("thermometer: levels", levels, 1)
-    thresholds = np.arange(1, levels + 1) / (levels + 1)  # (L,)
-    return (x[:, :, None] > thresholds).reshape(x.shape[0], -1).astype(np.uint8)  # (N, F * L)
 
 
 def batches(x: np.ndarray, y: np.ndarray, batch_size: int, seed: int | None = None

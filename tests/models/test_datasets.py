@@ -2,7 +2,6 @@
 
 import gzip
 import math
-import re
 
 import numpy as np
 import pytest
@@ -307,40 +306,6 @@ def test_gaussian_blobs_bad_arguments():
         ds.gaussian_blobs(10, 2, 2, separation=-1.0)
     with pytest.raises(DatasetError, match="each side needs >= 5"):
         ds.gaussian_blobs(12, 2, 5)  # ceil(0.25 * 12) = 3 test samples < 5 classes
-
-
-def test_thermometer_hand_example():
-    x = np.array([[0.0, 0.3, 1.0], [0.5, 0.76, 0.2]], dtype=np.float32)
-    # levels = 3: thresholds 1/4, 2/4, 3/4; bit k set iff x > (k + 1) / 4
-    expected = [[0, 0, 0, 1, 0, 0, 1, 1, 1],
-                [1, 0, 0, 1, 1, 1, 0, 0, 0]]
-    out = ds.thermometer(x, 3)
-    assert out.dtype == np.uint8 and out.shape == (2, 9)
-    np.testing.assert_array_equal(out, expected)
-    np.testing.assert_array_equal(ds.thermometer(x, 1), ds.binarize(x, 0.5))  # one level = threshold 1/2
-
-
-@pytest.mark.parametrize("x, levels, pattern", [
-    ([[0.5]], 0, "levels = 0"),
-    ([[1.5]], 2, r"\[0, 1\]"),
-    ([[np.nan]], 2, "NaN"),
-    ([0.5, 0.2], 2, r"shape \(2,\)"),
-])
-def test_thermometer_rejects(x, levels, pattern):
-    with pytest.raises(DatasetError, match=pattern):
-        ds.thermometer(np.asarray(x), levels)
-
-
-def test_binarize_hand_example():
-    x = np.array([[0.2, 0.5], [0.51, 1.0]])
-    out = ds.binarize(x)
-    assert out.dtype == np.uint8
-    np.testing.assert_array_equal(out, [[0, 0], [1, 1]])  # 0.5 is not > 0.5
-    np.testing.assert_array_equal(ds.binarize(x, threshold=0.0), [[1, 1], [1, 1]])
-    with pytest.raises(DatasetError, match="threshold = 2"):
-        ds.binarize(x, threshold=2)
-    with pytest.raises(DatasetError, match=re.escape("[-0.1, 1.0]")):
-        ds.binarize(np.array([-0.1, 1.0]))
 
 
 # ---------------------------------------------------------------- batches

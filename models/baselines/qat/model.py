@@ -3,7 +3,7 @@ straight-through estimator and Adam (the paper's Larq baseline), on a TorchDevic
 
 Forward = BEP's network exactly: +/-1 inputs, weights ``sign(w_latent)``, activations
 ``sign(z)`` (sign(0) = +1), logits ``P a_L`` with the same fixed +/-1 frame P
-(``models.bep.output_frame``). Backward: Larq's ``ste_sign`` (gradient passed where
+(``models.bep.model.output_frame``). Backward: Larq's ``ste_sign`` (gradient passed where
 ``|input| <= 1``, zero outside; Courbariaux et al. 2016, arXiv:1602.02830) for activations
 and weights; latent weights are clipped to [-1, 1] after each Adam step (Larq's
 ``weight_clip``). Without batch norm the pre-activation is divided by ``sqrt(K_in)``
@@ -12,6 +12,10 @@ before the sign: a positive scale that leaves the binary forward unchanged but b
 need). With ``batch_norm=True`` a BatchNorm1d sits before each sign instead (the
 paper's "QAT with BN", which is not fully binary at inference). Logits are divided by
 ``sqrt(K_L)`` for the cross-entropy.
+
+Not a registered method: ``bench/bep.py`` runs it beside BEP on a TorchDevice. Its
+training loop stays its own (not ``models.shared.training.train_minibatch``): it clips the
+latent weights after every step and can skip counting for benchmark repeats.
 """
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from models.bep import output_frame
+from models.bep.model import output_frame
+from models.shared.training import seeded
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
@@ -102,7 +107,8 @@ class QATConfig:
         if not self.hidden or any(h < 1 for h in self.hidden) or self.epochs < 1 \
                 or self.batch_size < 1 or not self.lr > 0:
             raise ModelError(f"QATConfig: hidden {self.hidden}, epochs {self.epochs}, batch "
-                             f"{self.batch_size}, lr {self.lr}: need widths/epochs/batch >= 1, lr > 0")
+                             f"{self.batch_size}, lr {self.lr}: need widths/epochs/batch >= 1, "
+                             "lr > 0")
 
 
 class QAT:
@@ -112,8 +118,7 @@ class QAT:
                  recurrent: bool = False):
         self.config, self.dev, self.recurrent = config, device, recurrent
         frame = output_frame(n_classes, config.hidden[-1], config.seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(config.seed)
+        with seeded(config.seed):
             net = QATRNN(n_inputs, *config.hidden, frame, config.batch_norm) if recurrent \
                 else QATMLP((n_inputs, *config.hidden), frame, config.batch_norm)
         self.net = device.compile(net)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from models import bep_data
+from models.bep import data as bep_data
 from models.errors import DatasetError
 
 
@@ -43,7 +43,9 @@ def test_synthetic_control_classes():
                                         ("digits-rows", (8, 32))])
 def test_sequence_sets_are_thermometer_bits(name, shape):
     d = bep_data.load(name)
-    assert d.recurrent and d.x_train.shape[1:] == shape and d.x_test.shape[1:] == shape
+    assert bep_data.is_sequence(d) and d.x_train.shape[1:] == shape and d.x_test.shape[1:] == shape
+    assert d.input_shape == shape and bep_data.bits_per_step(d) == shape[1]
+    assert d.x_train.dtype == np.uint8
     levels = 8 if name != "digits-rows" else 4
     codes = d.x_train.reshape(-1, levels).astype(int)
     assert np.all(np.diff(codes, axis=1) <= 0)  # a thermometer code: 1...10...0
@@ -54,3 +56,23 @@ def test_unknown_and_bad_arguments():
         bep_data.load("cifar")
     with pytest.raises(DatasetError, match="flip = 0.7"):
         bep_data.random_prototypes(flip=0.7)
+
+
+def test_static_sets_are_datasets_of_bits():
+    from models.shared.datasets import Dataset
+    d = bep_data.digits_bits()
+    assert isinstance(d, Dataset) and not bep_data.is_sequence(d)
+    # 64 pixels x 4 thermometer levels; the split of models.shared.datasets.digits()
+    assert d.x_train.shape == (1347, 256) and d.x_test.shape == (450, 256)
+    assert d.n_features == 256 and d.input_shape == (256,) and d.n_classes == 10
+    assert d.x_train.dtype == np.uint8 and set(np.unique(d.x_train)) == {0, 1}
+
+
+def test_fashion_limits_set_the_median(fashion_mnist):
+    # the quick preset reads the first 10,000 images and thresholds at their median
+    from models.shared import datasets, encoders
+    d = bep_data.for_config("fashion-mnist", 300, 50)
+    raw = datasets.fashion_mnist(limit_train=300, limit_test=50)
+    want_tr, want_te = encoders.median_binarize(raw.x_train, raw.x_test)
+    assert np.array_equal(d.x_train, want_tr) and np.array_equal(d.x_test, want_te)
+    assert d.input_shape == (28, 28) and d.n_features == 784

@@ -1,27 +1,26 @@
 """BEP: the gated backward solves its relaxation exactly, one step equals a plain integer twin,
-the ledger holds no float op, it learns, and the exported C agrees bit for bit."""
+the ledger holds no float op (and its inference counts are the hand-computed ones), it
+learns, and its packed network is the model's own."""
 import itertools
 from fractions import Fraction
 
 import numpy as np
 import pytest
-import torch
 
-from models import bep_data
-from models import bep_kernels as K
-from models.bep import (
+from models.bep import data as bep_data
+from models.bep import kernels as K
+from models.bep.card import TT_SETTING, BEPConfig
+from models.bep.model import (
     BEP,
-    BEPConfig,
     next_divisor,
     output_frame,
+    packed_network,
     reinforce_threshold,
 )
-from models.bep_qat import QAT, QATConfig
-from models.bep_tt import BEPTT, BEPTTConfig
+from models.bep.model_tt import BEPTT
 from sim.bitwise import BitwiseDevice
 from sim.bitwise.packing import pack_bits, pack_signs
 from sim.errors import ModelError
-from sim.torch_engine import TorchDevice
 
 FLOAT_OPS = ("mac_fp", "flop_fp")
 
@@ -73,22 +72,22 @@ def _naive_step(h_list, frame, x, y, cfg, gamma):
     new = [h.astype(np.int64).copy() for h in h_list]
     idx = np.flatnonzero(trig)
     target = frame[y[idx]].astype(np.int64)
-    for l in range(len(h_list) - 1, -1, -1):
-        z, a_in = zs[l][idx], acts[l][idx]
-        k_out = h_list[l].shape[0]
+    for li in range(len(h_list) - 1, -1, -1):
+        z, a_in = zs[li][idx], acts[li][idx]
+        k_out = h_list[li].shape[0]
         for s in range(len(idx)):
-            for g0 in range(0, k_out, gamma[l]):
-                grp = np.arange(g0, min(g0 + gamma[l], k_out))
+            for g0 in range(0, k_out, gamma[li]):
+                grp = np.arange(g0, min(g0 + gamma[li], k_out))
                 sgn = np.where(z[s, grp] >= 0, 1, -1)
                 wrong = grp[sgn != target[s, grp]]
                 if len(wrong):
                     j = wrong[np.argmin(np.abs(z[s, wrong]))]
-                    new[l][j] += 2 * target[s, j] * a_in[s]
-        if l:
-            w = np.where(h_list[l] >= 0, 1, -1)
-            gate = np.abs(z) <= int(cfg.nu * h_list[l].shape[1])
+                    new[li][j] += 2 * target[s, j] * a_in[s]
+        if li:
+            w = np.where(h_list[li] >= 0, 1, -1)
+            gate = np.abs(z) <= int(cfg.nu * h_list[li].shape[1])
             u = (gate * target) @ w
-            target = np.where(u > 0, 1, np.where(u < 0, -1, acts[l][idx]))
+            target = np.where(u > 0, 1, np.where(u < 0, -1, acts[li][idx]))
     return [np.clip(h, -2 ** 15, 2 ** 15 - 1) for h in new]
 
 
@@ -102,33 +101,15 @@ def test_train_batch_equals_naive_twin(gamma0, wb):
         x, y = data.x_train[step * 50:(step + 1) * 50], data.y_train[step * 50:(step + 1) * 50]
         want = _naive_step([lay.h for lay in model.layers], model.frame, x, y, cfg, model.gamma)
         model.train_batch(x, y)
-        for lay, h in zip(model.layers, want):
+        for lay, h in zip(model.layers, want, strict=True):
             assert np.array_equal(lay.h, h)
             assert np.array_equal(lay.w, pack_signs(np.where(h >= 0, 1, -1).astype(np.int8), wb))
 
 
-def test_reinforce_kernel_matches_python_xorshift():
-    h = np.array([[0, -4, 7], [-32768, 32767, 2]], np.int16)
-    thr = 2 ** 31  # probability 1/2
-    state = np.array([12345], np.uint32)
-    want, x, want_hits = h.astype(np.int64).copy(), 12345, 0
-    for j, i in itertools.product(range(2), range(3)):
-        x ^= (x << 13) & 0xFFFFFFFF
-        x ^= x >> 17
-        x ^= (x << 5) & 0xFFFFFFFF
-        if x < thr:
-            want_hits += 1
-            want[j, i] = np.clip(want[j, i] + (2 if want[j, i] >= 0 else -2), -32768, 32767)
-    counts = np.zeros(64, np.int64)
-    hits = K.reinforce(h, thr, state, -32768, 32767, counts)
-    assert np.array_equal(h, want) and state[0] == x
-    assert hits == want_hits and 0 < hits < 6  # this seed draws some but not all
-    assert counts[K.XOR] == 3 * 6  # 3 xorshift EORs per counter
-
-
 def test_integer_thresholds():
     # p = p_r sqrt(2 / (pi K)) sqrt(err): 0.5 * sqrt(2 / (pi 100)) * 1 = 0.0398942 -> x 2^32
-    assert abs(reinforce_threshold(Fraction(1, 2), 100, Fraction(1)) - 0.0398942 * 2 ** 32) < 2e-6 * 2 ** 32
+    thr = reinforce_threshold(Fraction(1, 2), 100, Fraction(1))
+    assert abs(thr - 0.0398942 * 2 ** 32) < 2e-6 * 2 ** 32
     assert reinforce_threshold(Fraction(1, 2), 100, Fraction(0)) == 0
     assert [next_divisor(120, g) for g in (15, 20, 60, 120)] == [20, 24, 120, 120]
     p = output_frame(10, 64, 0)
@@ -147,13 +128,20 @@ def test_bep_learns_prototypes_with_no_float_op(protos):
     model = BEP(256, 10, cfg, dev).fit(protos.x_train, protos.y_train)
     acc = model.evaluate(protos.x_test, protos.y_test)["accuracy"]
     assert acc > 0.6, acc  # chance is 0.1
+    assert not [op for op in dev.ledger.total_ops() if op.startswith(FLOAT_OPS)]
+    # 3000 samples, 1/6 test: 500 test, 2500 train; val_fraction 0.1: 250 validate, 2250
+    # trained per epoch x 4 epochs
+    assert dev.ledger.samples() == {"train": 9000, "validate": 1000, "infer": 500}
+    # inference, per sample (32-bit words: 256 bits = 8 words, 64 bits = 2 words):
+    # products 64 x 8 + 64 x 2 + 10 x 2 (frame) = 660 words, each 1 xor + 1 popcount;
+    # int_add (W + 1) per output: 64 x 9 + 64 x 3 + 10 x 3 = 798, + 1 (trigger margin);
+    # int_cmp: 64 + 64 signs + 2 x 10 + 1 (trigger); or_word: one per sign bit = 128
+    assert dev.ledger.total_ops("infer") == {"xor_word": 500 * 660, "popcount_word": 500 * 660,
+                                             "int_add": 500 * 799, "int_cmp": 500 * 149,
+                                             "or_word": 500 * 128}
+    # training runs the same forward on every trained sample, plus the gated backward
     ops = dev.ledger.total_ops("train")
-    assert not [op for op in ops if op.startswith(FLOAT_OPS)], ops
-    assert dev.ledger.total_ops("infer") and not [
-        op for op in dev.ledger.total_ops() if op.startswith(FLOAT_OPS)]
-    # forward products: per sample and output row one xor+popcount per 32-bit word
-    assert ops["popcount_word"] >= 2700 * 4 * (64 * 8 + 64 * 2)
-    assert ops["xor_word"] > 0 and ops["int_add"] > 0
+    assert ops["popcount_word"] > 9000 * 660 and ops["and_word"] > 0  # masked products
     # the held-out error drove the gamma schedule or training stopped improving early
     assert len(model.history) == 4 and model.history[-1]["train_error"] < 0.5
 
@@ -171,30 +159,8 @@ def test_local_rule_learns_and_is_not_bep(protos):
 def test_same_seed_same_counters(protos):
     runs = [BEP(256, 10, BEPConfig(hidden=(32, 16), epochs=1, seed=5), BitwiseDevice("cortex-m4"))
             .fit(protos.x_train[:500], protos.y_train[:500]) for _ in range(2)]
-    assert all(np.array_equal(a.h, b.h) for a, b in zip(runs[0].layers, runs[1].layers))
-
-
-def test_bep_tt_learns_digit_rows_with_no_float_op():
-    data = bep_data.digits_rows()
-    dev = BitwiseDevice("cortex-m4")
-    cfg = BEPTTConfig(epochs=5, nu=0.2, gamma0=4, seed=0)
-    model = BEPTT(data.n_features, 10, cfg, dev).fit(data.x_train, data.y_train)
-    acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
-    assert acc > 0.2, acc  # chance is 0.1 (BEP-TT is weak here: see README)
-    assert not [op for op in dev.ledger.total_ops() if op.startswith(FLOAT_OPS)]
-
-
-def test_qat_forward_is_the_same_binary_network(protos):
-    dev = BitwiseDevice("cortex-m4")
-    model = BEP(256, 10, BEPConfig(hidden=(64, 32), seed=1), dev)
-    qat = QAT(256, 10, QATConfig(hidden=(64, 32), seed=1), TorchDevice("x86-avx2"))
-    with torch.no_grad():
-        for lat, lay in zip(qat.net.layers, model.layers):
-            lat.weight.copy_(torch.as_tensor(lay.signs() * 0.5, dtype=torch.float32))
-    x = protos.x_test[:50]
-    want = model.logits(model.forward(x)[2][-1])                     # int32 (50, 10)
-    got = qat.net(qat._x(x)) * np.sqrt(32)
-    assert np.array_equal(np.rint(got.detach().numpy()).astype(np.int32), want)
+    assert all(np.array_equal(a.h, b.h) for a, b in zip(runs[0].layers, runs[1].layers,
+                                                                  strict=True))
 
 
 def test_bad_inputs_are_named():
@@ -209,48 +175,31 @@ def test_bad_inputs_are_named():
         model.fit(np.zeros((4, 20), np.uint8), np.array([0, 1, 2, 3]))
 
 
-# -- C export ------------------------------------------------------------------------------
-def test_exported_c_agrees_with_bitwise_device(tmp_path):
-    from deploy.c_export import (
-        CORTEX_M_BOARDS,
-        check_c_project,
-        export_c,
-        missing_tools,
-    )
-    from models.bep_card import packed_network
-    data = bep_data.digits_bits()
+# -- the packed network is the model's ---------------------------------------------------
+def test_packed_network_from_trained_arrays_is_the_model(protos):
     dev = BitwiseDevice("cortex-m4")
-    model = BEP(data.n_features, 10, BEPConfig(hidden=(64, 32), epochs=2, gamma0=4, seed=0), dev)
-    model.fit(data.x_train, data.y_train)
-    x = data.x_test[:24]
-    layers = packed_network(model)
-    want = BitwiseDevice("cortex-m4").run(layers, pack_bits(x, 32))
-    assert np.array_equal(want.labels, model.predict(x))          # the packed net is BEP's net
-    out = export_c(layers, pack_bits(x, 32), tmp_path / "bep-c", profile="cortex-m4")
-    targets = ["host"] + [m for m in sorted(CORTEX_M_BOARDS) if m == "cortex-m4"]
-    ran = 0
-    for target in targets:
-        if missing_tools(target):
-            continue
-        run = check_c_project(out, want, target=target)
-        assert run.all_match and np.array_equal(run.scores, want.scores), f"generated C in {out}"
-        ran += 1
-    if not ran:
-        pytest.skip("no C compiler found")
+    model = BEP(256, 10, BEPConfig(hidden=(64, 32), epochs=1, seed=0), dev)
+    model.fit(protos.x_train[:600], protos.y_train[:600])
+    x = protos.x_test[:24]
+    scores, labels = model.predict_scores(x)
+    trained = model.trained(x, scores, labels, "cortex-m4")
+    assert set(trained.arrays) == {"layer0/w", "layer1/w", "frame_words", "golden_x",
+                                   "golden_scores", "golden_labels"}
+    assert trained.arrays["golden_x"].shape == (24, 8)        # 256 bits in 32-bit words
+    assert trained.meta["k_in"] == [256, 64] and trained.meta["k_out"] == [64, 32]
+    layers = packed_network(trained)
+    assert [type(lay).__name__ for lay in layers] == ["SignLayer", "SignLayer", "ScoresLayer"]
+    out = BitwiseDevice("cortex-m4").run(layers, pack_bits(x, 32))
+    assert np.array_equal(out.scores, scores) and np.array_equal(out.labels, labels)
+    assert np.array_equal(labels, model.predict(x))
 
 
-def test_card_simulate_and_export(tmp_path):
-    import models
-    from deploy.c_export import missing_tools, run_c_project
-    from deploy.export import export_model
-    card = models.get("bep")
-    assert card.device_kinds == ("bitwise",) and card.exports == ("c",)
-    run = card.simulate(profile="cortex-m4", dataset="digits", quick=True, seed=0)
-    assert run.metrics["test_accuracy"] > 0.7 and run.metrics["state_bits_per_weight"] == 18
-    assert not [op for op in run.ledger.total_ops() if op.startswith(FLOAT_OPS)]
-    with pytest.raises(ModelError, match="bitwise profiles"):
-        card.simulate(profile="a100", dataset="digits")
-    out = export_model("bep", "c", tmp_path / "bep-c")
-    assert (out / "model_weights.h").is_file() and (out / "golden.h").is_file()
-    if not missing_tools("host"):  # the harness compares with the golden outputs it holds
-        assert run_c_project(out).all_match, f"generated C in {out}"
+def test_recurrent_network_has_no_packed_network():
+    data = bep_data.digits_rows()
+    model = BEPTT(data.x_train.shape[-1], 10, BEPConfig(**TT_SETTING), BitwiseDevice("cortex-m4"))
+    x = data.x_test[:4]
+    scores, labels = model.predict_scores(x)
+    trained = model.trained(x, scores, labels, "cortex-m4")
+    assert trained.meta["recurrent"] and trained.arrays["golden_x"].shape == (4, 8, 1)
+    with pytest.raises(ModelError, match="recurrent"):
+        packed_network(trained)

@@ -9,7 +9,7 @@ Papers
   Noisy Training Conditions: from 2 Bits to k Bits", ICLR 2026 (OpenReview feOrSQdD9Y):
   AND converges for any T (Thm 1); OR needs T <= floor(m/2) (Thm 2).
 
-What is implemented (digest ``shared/papers/tsetlin.md``, section A):
+What is implemented (the papers above: Granmo's Algorithm 1 and Tables 2-3):
 
 - literals ``l = [x_1..x_o, NOT x_1..NOT x_o]`` packed in the device's words;
 - per class ``m`` clauses, polarity +1 for even and -1 for odd clauses (multiclass), or all
@@ -44,46 +44,15 @@ Readings chosen where sources differ or are unsure:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from hw_profiles.ops import OP_NAMES
-from models import tsetlin_kernels as K
-from models.shared import datasets
+from models.registry import Trained
+from models.tsetlin import kernels as K
+from models.tsetlin.card import TsetlinConfig
 from sim.bitwise.network import ClauseLayer
 from sim.bitwise.packing import n_words, pack_bits, unpack_bits
 from sim.errors import ModelError
-
-
-@dataclass
-class TsetlinConfig:
-    """Hyperparameters; defaults are the Noisy XOR demo of pyTsetlinMachine."""
-
-    clauses: int = 10             # per class (pyTsetlinMachine NoisyXORDemo: 10)
-    T: int = 15                   # vote target
-    s: float = 3.9                # specificity
-    state_bits: int = 8           # N = 128 states per action (bit-plane code default)
-    boost_true_positive: bool = False
-    polarity: str = "alternate"   # "alternate": +,-,+,... ; "positive": the convergence paper's
-    epochs: int = 200
-    seed: int = 0
-
-    def __post_init__(self):
-        if int(self.clauses) < 1 or (self.polarity == "alternate" and self.clauses % 2):
-            raise ModelError(f"TsetlinConfig.clauses = {self.clauses}: need >= 1 (an even "
-                             "number with polarity='alternate')")
-        if int(self.T) < 1:
-            raise ModelError(f"TsetlinConfig.T = {self.T}: the vote target must be an integer >= 1")
-        if not self.s >= 1.0:
-            raise ModelError(f"TsetlinConfig.s = {self.s}: the specificity must be >= 1")
-        if not 2 <= int(self.state_bits) <= 16:
-            raise ModelError(f"TsetlinConfig.state_bits = {self.state_bits}: use 2..16")
-        if self.polarity not in ("alternate", "positive"):
-            raise ModelError(f"TsetlinConfig.polarity = {self.polarity!r}: 'alternate' or "
-                             "'positive'")
-        if int(self.epochs) < 1:
-            raise ModelError(f"TsetlinConfig.epochs = {self.epochs}: must be >= 1")
 
 
 def _bits(x, n_features: int, what: str) -> np.ndarray:
@@ -92,7 +61,7 @@ def _bits(x, n_features: int, what: str) -> np.ndarray:
         raise ModelError(f"{what}: x has shape {x.shape}; expected (N, {n_features}) booleans")
     if x.size and (x.dtype.kind not in "biu" or x.min() < 0 or x.max() > 1):
         raise ModelError(f"{what}: x must hold 0/1 values (booleanise with "
-                         "models.tsetlin.booleanise)")
+                         "models.shared.encoders.booleanise)")
     return x.astype(np.uint8)
 
 
@@ -202,12 +171,25 @@ class TsetlinMachine:
 
     def clause_layer(self) -> ClauseLayer:
         """The trained machine as the engine's ClauseLayer (inference and C export)."""
-        inc = self.include().reshape(-1, self.n_lit)                    # (C*m, 2o)
-        wb = self.device.word_bits
-        cls = np.repeat(np.arange(self.n_classes), self.config.clauses)
-        return ClauseLayer(pack_bits(inc[:, :self.o], wb), pack_bits(inc[:, self.o:], wb),
-                           self.o, cls, np.tile(self.sign, self.n_classes), self.n_classes,
-                           name="tsetlin")
+        return clause_layer(self.include(), self.sign, self.device.word_bits)
+
+    def trained(self, golden_x, golden_scores, golden_labels, profile: str) -> Trained:
+        """The include actions, clause polarities and golden vectors, as arrays.
+
+        ``golden_x`` are test booleans, ``golden_scores`` / ``golden_labels`` this machine's
+        outputs on them; ``profile`` is the profile the export targets. What
+        :func:`clause_layer` rebuilds the ClauseLayer from, with no training.
+        """
+        x = _bits(golden_x, self.o, "TsetlinMachine.trained")
+        arrays = {"include": self.include().astype(np.uint8),          # (C, m, 2o)
+                  "polarity": self.sign.astype(np.int64),              # (m,)
+                  "golden_x": pack_bits(x, self.device.word_bits),
+                  "golden_scores": np.asarray(golden_scores, np.int32),
+                  "golden_labels": np.asarray(golden_labels, np.int64)}
+        meta = {"n_features": self.o, "n_classes": self.n_classes,
+                "clauses": int(self.config.clauses), "state_bits": int(self.config.state_bits),
+                "word_bits": int(self.device.word_bits), "profile": profile}
+        return Trained(arrays, meta)
 
     # -- inference ---------------------------------------------------------------------
     def scores(self, x, scope: str = "infer") -> np.ndarray:
@@ -216,9 +198,13 @@ class TsetlinMachine:
         out = self.device.run([self.clause_layer()], pack_bits(x, self.device.word_bits), scope)
         return out.scores
 
+    def labels(self, scores: np.ndarray) -> np.ndarray:
+        """Predicted labels of class sums: argmax, or ``v >= 0`` for a single output."""
+        return (scores[:, 0] >= 0).astype(np.int64) if self.n_classes == 1 \
+            else np.argmax(scores, 1)
+
     def predict(self, x, scope: str = "infer") -> np.ndarray:
-        s = self.scores(x, scope)
-        return (s[:, 0] >= 0).astype(np.int64) if self.n_classes == 1 else np.argmax(s, 1)
+        return self.labels(self.scores(x, scope))
 
     def evaluate(self, x, y, scope: str = "infer") -> dict:
         return {"accuracy": float(np.mean(self.predict(x, scope) == np.asarray(y)))}
@@ -280,42 +266,13 @@ class TsetlinMachine:
         return done if self.is_absorbing(x, seen) else None
 
 
-# -- data ------------------------------------------------------------------------------
-def booleanise(x, method: str = "threshold", threshold: float = 0.5, levels: int = 3):
-    """Booleans for a TM from features in [0, 1]: ``threshold`` (x > t) or ``thermometer``."""
-    if method == "threshold":
-        return datasets.binarize(x, threshold).reshape(len(x), -1)
-    if method == "thermometer":
-        return datasets.thermometer(np.asarray(x).reshape(len(x), -1), levels)
-    raise ModelError(f"booleanise: method {method!r}; use 'threshold' or 'thermometer'")
-
-
-def noisy_xor(n_train: int = 5000, n_test: int = 5000, n_bits: int = 12, noise: float = 0.4,
-              seed: int = 0):
-    """The Noisy XOR set of the TM literature: y = x1 XOR x2 over ``n_bits`` random bits, a
-    ``noise`` share of training labels flipped, a clean test set."""
-    rs = np.random.default_rng(seed)
-    x = rs.integers(0, 2, (n_train + n_test, n_bits)).astype(np.uint8)
-    y = (x[:, 0] ^ x[:, 1]).astype(np.int64)
-    flip = rs.random(n_train) < noise
-    y_tr = np.where(flip, 1 - y[:n_train], y[:n_train])
-    return x[:n_train], y_tr, x[n_train:], y[n_train:]
-
-
-OPERATORS = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}
-
-
-def operator_patterns(op: str, irrelevant: int = 0, k: int = 2):
-    """All inputs (x1..xk, + irrelevant bits) and their noise-free labels: the k-bit AND /
-    OR / XOR (parity) of the first k bits."""
-    if op not in OPERATORS:
-        raise ModelError(f"operator_patterns: op {op!r}; one of {', '.join(OPERATORS)}")
-    if k < 2 or irrelevant < 0 or k + irrelevant > 16:
-        raise ModelError(f"operator_patterns: k = {k}, irrelevant = {irrelevant}; need k >= 2, "
-                         "irrelevant >= 0, k + irrelevant <= 16")
-    n = k + irrelevant
-    x = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1).astype(np.uint8)
-    y = x[:, 0].copy()
-    for i in range(1, k):
-        y = OPERATORS[op](y, x[:, i])
-    return x, y.astype(np.int64)
+def clause_layer(include: np.ndarray, polarity: np.ndarray, word_bits: int) -> ClauseLayer:
+    """ClauseLayer of include actions [C, m, 2o] (literals ``[x, NOT x]``) and the clause
+    polarities [m] (+1 / -1), packed in ``word_bits`` words: what the machine votes with."""
+    n_classes, m, n_lit = include.shape
+    o = n_lit // 2
+    inc = np.asarray(include, bool).reshape(-1, n_lit)                  # (C*m, 2o)
+    cls = np.repeat(np.arange(n_classes), m)
+    return ClauseLayer(pack_bits(inc[:, :o], word_bits), pack_bits(inc[:, o:], word_bits), o,
+                       cls, np.tile(np.asarray(polarity, np.int64), n_classes), n_classes,
+                       name="tsetlin")

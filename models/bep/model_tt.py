@@ -1,7 +1,7 @@
 """BEP-TT: Binary Error Propagation through time for binary recurrent networks.
 
-Same paper as ``models/bep.py`` (arXiv:2512.04189, Sec. on recurrent networks; digest
-step 11). Network, with x_t the input bits of step t and s_0 = +1 (reading: the paper does
+Same paper as ``models/bep/model.py`` (arXiv:2512.04189, the section on recurrent
+networks). Network, with x_t the input bits of step t and s_0 = +1 (reading: the paper does
 not state s_0):
 
     z_t = W_xs x_t + W_ss s_{t-1},  s_t = sign(z_t)          t = 1..T
@@ -16,40 +16,21 @@ rule. The masks of W_xs and W_ss are shared across time, so masking commutes wit
 sum and the tied weights get one update. Reading chosen for the shared mask (the paper
 does not spell it out): the time-summed stability ``S_j = sum_t s*_{t,j} z_{t,j}``; a
 neuron is wrong when ``S_j < 0`` and each group updates its wrong neuron of smallest
-``|S_j|``. Ties of the backward sign keep the forward bit (see ``models/bep.py``).
+``|S_j|``. Ties of the backward sign keep the forward bit (see ``models/bep/model.py``).
+
+The config is the card's :class:`models.bep.card.BEPConfig` with ``hidden = (K_s, K_y)``
+(state width, readout width) and ``local = False``; :data:`models.bep.card.TT_SETTING`
+holds the paper's RNN values (r = 0.5, p_r = 0.5, gamma_0 = 15, nu = 0.05, batch 20).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from models import bep_kernels as K
-from models.bep import BEP, BEPConfig, Layer, frac, to_signs
+from models.bep import kernels as K
+from models.bep.card import BEPConfig
+from models.bep.model import BEP, Layer, frac, to_signs
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
 from sim.errors import ModelError
-
-
-@dataclass
-class BEPTTConfig(BEPConfig):
-    """``hidden = (K_s, K_y)``: state width and readout width. Defaults: the paper's RNN runs
-    (r = 0.5, p_r = 0.5, gamma_0 = 15, nu = 0.05); 50 epochs there, fewer here."""
-
-    hidden: tuple[int, ...] = (120, 64)
-    epochs: int = 30
-    batch_size: int = 20
-    r: float = 0.5
-    nu: float = 0.05
-    p_r: float = 0.5
-    gamma0: int = 15
-
-    def __post_init__(self):
-        super().__post_init__()
-        if len(self.hidden) != 2:
-            raise ModelError(f"BEPTTConfig.hidden = {self.hidden}: expected (state width, "
-                             "readout width)")
-        if self.local:
-            raise ModelError("BEPTTConfig.local = True: the local rule is an MLP baseline only")
 
 
 class BEPTT(BEP):
@@ -57,17 +38,24 @@ class BEPTT(BEP):
 
     x_ndim = 3
 
-    def __init__(self, n_inputs: int, n_classes: int, config: BEPTTConfig, device):
+    def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig, device):
+        if len(config.hidden) != 2:
+            raise ModelError(f"BEPTT: hidden = {config.hidden}; expected (state width, "
+                             "readout width)")
+        if config.local:
+            raise ModelError("BEPTT: local = True; the local rule is an MLP baseline only")
         rng = np.random.default_rng(config.seed)
         k_s, k_y = config.hidden
         wb = device.word_bits
-        xs, ss, sy = Layer(n_inputs, k_s, wb, rng), Layer(k_s, k_s, wb, rng), Layer(k_s, k_y, wb, rng)
+        xs, ss, sy = (Layer(n_inputs, k_s, wb, rng), Layer(k_s, k_s, wb, rng),
+                      Layer(k_s, k_y, wb, rng))
         xs.fan_in = ss.fan_in = n_inputs + k_s  # one neuron's fan-in spans both matrices
         # gamma[0] groups the state neurons (shared by W_xs and W_ss), gamma[1] the readout
         self._init_state(n_inputs, n_classes, config, device, [xs, ss, sy], [])
 
     def forward(self, x_bits: np.ndarray):
-        """Returns (z (T, B, K_s) int32 + z_y, states int8 (T + 1, B, K_s) incl. s_0, [.., s_y words])."""
+        """Returns ((z (T, B, K_s) int32, z_y), (states int8 (T + 1, B, K_s) incl. s_0, s_y),
+        [s_T words, s_y words])."""
         dev = self.dev
         xs, ss, sy = self.layers
         n, steps, _ = x_bits.shape

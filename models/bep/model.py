@@ -1,8 +1,8 @@
 """Binary Error Propagation (BEP): training +/-1 networks with bits and small integers only.
 
 Colombo, Pittorino, Zambon, Baldassi, Roveri & Alippi, "BEP: A Binary Error Propagation
-Algorithm for Binary Neural Networks Training", ICLR 2026, arXiv:2512.04189 (v2). The
-equations follow the project digest ``../shared/papers/bep.md`` (section numbers there).
+Algorithm for Binary Neural Networks Training", ICLR 2026, arXiv:2512.04189 (v2); equation
+and section numbers are the paper's.
 
 Every weight has a hidden int16 counter ``H`` (B = 16 bits, clipped to [-2^15, 2^15 - 1]);
 the visible weight is ``W = sign(H)`` (sign(0) = +1). With ``a_0 = x`` (bits, 1 <-> +1):
@@ -39,61 +39,39 @@ Readings chosen where the paper (as digested) is silent:
 
 Everything runs on a :class:`~sim.bitwise.device.BitwiseDevice`: products, gated products,
 sign and saturating counter updates are the device's word ops; the steps above that are
-specific to BEP are integer numba kernels (``models/bep_kernels.py``) whose counts go into
+specific to BEP are integer numba kernels (``models/bep/kernels.py``) whose counts go into
 the same ledger. No floating-point number is computed on the training or inference path.
 
-BEP-TT (recurrent networks) is in ``models/bep_tt.py``; the local rule baseline
+BEP-TT (recurrent networks) is in ``models/bep/model_tt.py``; the local rule baseline
 (Colombo et al. 2025: every layer learns against its own fixed random head, nothing is
-propagated) is :class:`BEP` with ``local=True``.
+propagated) is :class:`BEP` with ``local=True``. The hyperparameters are
+:class:`models.bep.card.BEPConfig`. A trained network leaves as plain arrays
+(:meth:`BEP.trained`) from which :func:`packed_network` rebuilds the packed layers the
+bitwise engine runs and the C exporter writes, with no training.
 """
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from hw_profiles.ops import OP_NAMES
-from models import bep_kernels as K
-from models.registry import Progress
+from models.bep import kernels as K
+from models.bep.card import BEPConfig
+from models.registry import Progress, Trained
+from sim.bitwise.network import ScoresLayer, SignLayer
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
 from sim.errors import ModelError
 
-H_LO, H_HI = -(2 ** 15), 2 ** 15 - 1   # int16 counters: B = 16 bits (digest step 2)
+H_LO, H_HI = -(2 ** 15), 2 ** 15 - 1   # int16 counters: B = 16 bits (the paper's choice)
 INIT_HALF_WIDTH = 111                   # uniform integer init with std ~64 (111 / sqrt(3))
 PI = Fraction(355, 113)                 # integer-only reinforcement probability
 
 
-@dataclass
-class BEPConfig:
-    """Hyperparameters (digest 'Hyperparameters'); MLP values not retrieved from the paper
-    were tuned on Random Prototypes / digits (see bench/bep.py)."""
-
-    hidden: tuple[int, ...] = (64, 64)
-    epochs: int = 20
-    batch_size: int = 100
-    r: float = 0.25          # robustness of the trigger (precursor default 0.25)
-    nu: float = 0.2          # gate width (third-party FMNIST replication: 0.2 best)
-    p_r: float = 0.5         # reinforcement strength (paper's RNN value)
-    gamma0: int = 1          # first group size (precursor default 1 = every wrong neuron)
-    patience: int = 2        # epochs without held-out improvement before gamma rises
-    val_fraction: float = 0.1
-    local: bool = False      # True: the local rule baseline (no propagation)
-    seed: int = 0
-
-    def __post_init__(self):
-        self.hidden = tuple(int(h) for h in self.hidden)
-        if not self.hidden or any(h < 1 for h in self.hidden):
-            raise ModelError(f"BEPConfig.hidden = {self.hidden}: need >= 1 layer of >= 1 unit")
-        for name in ("epochs", "batch_size", "gamma0", "patience"):
-            if int(getattr(self, name)) < 1:
-                raise ModelError(f"BEPConfig.{name} = {getattr(self, name)}: must be >= 1")
-        for name, lo, hi in (("r", 0, 1), ("nu", 0, 1), ("p_r", 0, 1), ("val_fraction", 0, 0.5)):
-            v = getattr(self, name)
-            if not lo <= v <= hi:
-                raise ModelError(f"BEPConfig.{name} = {v}: must lie in [{lo}, {hi}]")
+STATE_BITS_PER_WEIGHT = 16 + 2
+"""Device memory per weight as implemented: int16 counter + a bit in packed W and in W^T."""
 
 
 def frac(x) -> Fraction:
@@ -202,7 +180,8 @@ class BEP:
                              f"({'N, T' if self.x_ndim == 3 else 'N'}, {self.n_inputs})")
         if y is not None and (y.shape != (len(x),) or (y.size and not 0 <= y.min() <= y.max()
                                                           < self.n_classes)):
-            raise ModelError(f"{name}.{what}: y must be ({len(x)},) labels in 0..{self.n_classes - 1}")
+            raise ModelError(f"{name}.{what}: y must be ({len(x)},) labels in "
+                             f"0..{self.n_classes - 1}")
 
     def set_error(self, err: Fraction) -> None:
         """Rescale the reinforcement probability by sqrt(last epoch's train error)."""
@@ -245,10 +224,10 @@ class BEP:
         self._flush()
         return errors
 
-    def _layer_delta(self, l: int, z, target, inputs, gamma: int | None = None):
-        """Mask (Eq. 9) and summed Hebbian step (Eq. 8) of layer l for the given samples."""
-        lay = self.layers[l]
-        gamma = self.gamma[l] if gamma is None else gamma
+    def _layer_delta(self, li: int, z, target, inputs, gamma: int | None = None):
+        """Mask (Eq. 9) and summed Hebbian step (Eq. 8) of layer li for the given samples."""
+        lay = self.layers[li]
+        gamma = self.gamma[li] if gamma is None else gamma
         wrong = np.empty(z.shape, np.uint8)
         K.wrong_bits(z, target, wrong, self.counts)
         sel = np.empty((len(z), -(-lay.k_out // gamma)), np.int32)
@@ -266,35 +245,35 @@ class BEP:
         target = self.frame[y[idx]]                                  # a*_L = rho_c, (T, K_L)
         deltas = [None] * len(self.layers)
         nu = frac(cfg.nu)
-        for l in range(len(self.layers) - 1, -1, -1):
-            lay, z = self.layers[l], zs[l][idx]
-            deltas[l] = self._layer_delta(l, z, target, acts[l][idx])
-            if l == 0:
+        for li in range(len(self.layers) - 1, -1, -1):
+            lay, z = self.layers[li], zs[li][idx]
+            deltas[li] = self._layer_delta(li, z, target, acts[li][idx])
+            if li == 0:
                 break
             g = np.empty(z.shape, np.uint8)
             K.gate(z, int(nu * lay.k_in), g, self.counts)            # Eq. 5
             u = dev.masked_sign_matmul(pack_signs(target, self.wb), lay.wt,
                                        pack_bits(g, self.wb), k=lay.k_out)  # (T, K_in)
             nxt = np.empty(u.shape, np.int8)
-            K.desired(u, acts[l][idx], nxt, self.counts)            # Eq. 7
+            K.desired(u, acts[li][idx], nxt, self.counts)            # Eq. 7
             target = nxt
         return deltas
 
     def _local_deltas(self, zs, acts, words, y):
         """Local rule: layer l's target is row y of its own head, triggered by its own margin."""
         deltas = []
-        for l, lay in enumerate(self.layers):
-            out = self.logits(words[l + 1], head=l)
+        for li, lay in enumerate(self.layers):
+            out = self.logits(words[li + 1], head=li)
             trig, pred = np.zeros(len(y), np.bool_), np.zeros(len(y), np.int64)
             K.trigger(out, y, -(-frac(self.config.r) * lay.k_out // 1), trig, pred, self.counts)
             idx = np.flatnonzero(trig)
-            deltas.append(self._layer_delta(l, zs[l][idx], self.heads[l][y[idx]], acts[l][idx])
+            deltas.append(self._layer_delta(li, zs[li][idx], self.heads[li][y[idx]], acts[li][idx])
                           if len(idx) else None)
         return deltas
 
     def _apply(self, deltas):
         """Saturating counter update of the touched rows, repack, then reinforcement."""
-        for l, (lay, d) in enumerate(zip(self.layers, deltas)):
+        for li, (lay, d) in enumerate(zip(self.layers, deltas, strict=True)):
             if d is not None:
                 delta, touched = d
                 rows = np.flatnonzero(touched)
@@ -303,8 +282,8 @@ class BEP:
                     # refresh the sign bits of the touched rows in W and W^T
                     self.counts[OP_NAMES.index("int_cmp")] += 2 * len(rows) * lay.k_in
                     lay.repack()
-            if self.rein_thr[l]:
-                K.reinforce(lay.h, self.rein_thr[l], self.rng_state, H_LO, H_HI, self.counts)
+            if self.rein_thr[li]:
+                K.reinforce(lay.h, self.rein_thr[li], self.rng_state, H_LO, H_HI, self.counts)
 
     def fit(self, x, y, progress: Progress | None = None):
         """Train for ``epochs`` with a held-out split driving the gamma schedule."""
@@ -333,7 +312,8 @@ class BEP:
                 else:
                     stale += 1
                 if stale >= cfg.patience:  # gamma schedule: sparser updates late
-                    self.gamma = [next_divisor(k, gm) for k, gm in zip(cfg.hidden, self.gamma)]
+                    self.gamma = [next_divisor(k, gm) for k, gm in zip(cfg.hidden, self.gamma,
+                                                                       strict=True)]
                     stale = 0
             self.history.append(rec)
             if progress:
@@ -341,17 +321,22 @@ class BEP:
         return self
 
     # -- inference ---------------------------------------------------------------------
-    def predict(self, x, scope: str = "infer", batch: int = 1000) -> np.ndarray:
+    def predict_scores(self, x, scope: str = "infer", batch: int = 1000):
+        """Logits int32 (N, C) and labels (N,) (the first maximum), counted under ``scope``."""
         self._check(x, None, "predict")
-        preds = []
+        scores, preds = [], []
         with self.dev.count(scope, samples=len(x)):
             for s in range(0, len(x), batch):
                 out = self.logits(self.forward(x[s:s + batch])[2][-1])
                 trig, pred = np.zeros(len(out), np.bool_), np.zeros(len(out), np.int64)
                 K.trigger(out, np.zeros(len(out), np.int64), 0, trig, pred, self.counts)
+                scores.append(out)
                 preds.append(pred)
             self._flush()
-        return np.concatenate(preds)
+        return np.concatenate(scores), np.concatenate(preds)
+
+    def predict(self, x, scope: str = "infer", batch: int = 1000) -> np.ndarray:
+        return self.predict_scores(x, scope, batch)[1]
 
     def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
         self._check(x, y, "evaluate")
@@ -360,3 +345,43 @@ class BEP:
     @property
     def n_weights(self) -> int:
         return sum(lay.k_in * lay.k_out for lay in self.layers)
+
+    # -- the trained network as plain data ---------------------------------------------
+    def trained(self, golden_x: np.ndarray, golden_scores: np.ndarray,
+                golden_labels: np.ndarray, profile: str) -> Trained:
+        """Packed visible weights, the packed frame and golden vectors, as arrays.
+
+        ``golden_x`` are test inputs (bits), ``golden_scores`` / ``golden_labels`` this
+        model's outputs on them (from :meth:`predict_scores`); ``profile`` is the profile the
+        export targets. What :func:`packed_network` and the card's ``artifact`` read.
+        """
+        arrays = {f"layer{i}/w": lay.w for i, lay in enumerate(self.layers)}
+        arrays["frame_words"] = self.head_words[-1]
+        arrays["golden_x"] = pack_bits(np.ascontiguousarray(golden_x), self.wb)
+        arrays["golden_scores"] = np.asarray(golden_scores, np.int32)
+        arrays["golden_labels"] = np.asarray(golden_labels, np.int64)
+        meta = {"network": type(self).__name__, "recurrent": self.x_ndim == 3,
+                "n_inputs": self.n_inputs, "n_classes": self.n_classes,
+                "k_in": [lay.k_in for lay in self.layers],
+                "k_out": [lay.k_out for lay in self.layers],
+                "word_bits": self.wb, "profile": profile}
+        return Trained(arrays, meta)
+
+
+def packed_network(trained: Trained) -> list:
+    """The trained BEP MLP as packed layers for ``BitwiseDevice.run`` and the C exporter: one
+    SignLayer (threshold 0: sign(0) = +1) per hidden layer, then the frame P as scores.
+
+    Built from :meth:`BEP.trained`'s arrays only, so a run file rebuilds it without training.
+    """
+    meta = trained.meta
+    if meta.get("recurrent"):
+        raise ModelError(f"bep: a trained {meta.get('network', 'BEPTT')} (recurrent) has no "
+                         "feed-forward packed network; export a BEP MLP trained on a static "
+                         "set (digits, random-prototypes, fashion-mnist)")
+    layers = [SignLayer(trained.arrays[f"layer{i}/w"], k_in, np.zeros(k_out, np.int32),
+                        name=f"bep{i}")
+              for i, (k_in, k_out) in enumerate(zip(meta["k_in"], meta["k_out"], strict=True))]
+    layers.append(ScoresLayer(trained.arrays["frame_words"], meta["k_out"][-1],
+                              np.zeros(meta["n_classes"], np.int32)))
+    return layers

@@ -1,17 +1,19 @@
 """Binary data for BEP and its baselines: bit-coded static sets and procedural sequence sets.
 
-Every loader returns a :class:`BitData` whose inputs are already bits (uint8 0/1, bit 1 <->
-+1 activation), so the bitwise engine never sees a float. Encodings follow the BEP digest
-(``../shared/papers/bep.md``, "Method" step 1):
+Every loader returns a :class:`models.shared.datasets.Dataset` whose inputs are already bits
+(uint8 0/1, bit 1 <-> +1 activation), so the bitwise engine never sees a float. Static sets
+have ``x`` of shape (N, F); sequence sets (N, T, F), one F-bit vector per time step
+(:func:`is_sequence`, :func:`bits_per_step`). Encodings follow the paper's experimental
+setup (Colombo et al., arXiv:2512.04189):
 
-- ``random-prototypes``: the precursor's generator (Colombo et al. 2025, ``src/dataset/
-  prototypes.py``): 10 random +/-1 prototypes of 1000 bits; each sample is a prototype with
+- ``random-prototypes``: the generator of the precursor paper's Random Prototypes task
+  (Colombo et al. 2025): 10 random +/-1 prototypes of 1000 bits; each sample is a prototype with
   every bit flipped independently with probability 0.44; 12,000 samples, seed 42.
 - ``fashion-mnist``: per-pixel median of the training images as threshold (bit = pixel >
   median), the "median binarisation" of the paper.
 - ``digits``: scikit-learn digits, 4-level thermometer code per pixel (64 x 4 = 256 bits).
 
-Recurrent sets (inputs shaped (N, T, F), one F-bit vector per time step):
+Recurrent sets:
 
 - ``cylinder-bell-funnel``: Saito (1994), "Local feature extraction and its applications
   using a library of bases", PhD thesis, Yale; the generator as used for the UCR "CBF"
@@ -33,45 +35,32 @@ training set's range and thermometer coded (8 levels per step).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 
 from models.errors import DatasetError
-from models.shared import datasets
+from models.shared import datasets, encoders
+from models.shared.datasets import Dataset
 
 
-@dataclass(frozen=True)
-class BitData:
-    """A train/test split of bit-coded inputs.
+def is_sequence(data: Dataset) -> bool:
+    """True for the recurrent sets: inputs (N, T, F)."""
+    return data.x_train.ndim == 3
 
-    Attributes
-    ----------
-    x_train, x_test : uint8 0/1, shape (N, F) for static sets or (N, T, F) for sequences
-    y_train, y_test : int64 (N,)
-    """
 
-    name: str
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    n_classes: int
-    source: str
+def bits_per_step(data: Dataset) -> int:
+    """Bits per sample (static sets) or per time step (sequences): the last axis of ``x``."""
+    return int(data.x_train.shape[-1])
 
-    @property
-    def recurrent(self) -> bool:
-        return self.x_train.ndim == 3
 
-    @property
-    def n_features(self) -> int:
-        """Bits per sample (static) or per time step (sequences)."""
-        return int(self.x_train.shape[-1])
+def _bits(name, x_tr, y_tr, x_te, y_te, n_classes, source) -> Dataset:
+    return Dataset(name, x_tr, y_tr, x_te, y_te, n_classes, tuple(x_tr.shape[1:]), source)
 
 
 def random_prototypes(n_samples: int = 12000, n_features: int = 1000, n_classes: int = 10,
-                      flip: float = 0.44, seed: int = 42, test_fraction: float = 1 / 6) -> BitData:
+                      flip: float = 0.44, seed: int = 42, test_fraction: float = 1 / 6) -> Dataset:
     """Random Prototypes: noisy copies of ``n_classes`` random bit prototypes.
 
     Balanced classes (sizes differ by at most one); each bit of a sample is its class
@@ -91,42 +80,36 @@ def random_prototypes(n_samples: int = 12000, n_features: int = 1000, n_classes:
     x = protos[y] ^ noise
     x_tr, x_te, y_tr, y_te = datasets._split(x, y, n_classes, test_fraction, seed,
                                              "random_prototypes")
-    return BitData("random-prototypes", x_tr, y_tr, x_te, y_te, n_classes,
-                   f"procedural: random_prototypes(n_samples={n_samples}, n_features="
-                   f"{n_features}, n_classes={n_classes}, flip={flip}, seed={seed})")
+    return _bits("random-prototypes", x_tr, y_tr, x_te, y_te, n_classes,
+                 f"procedural: random_prototypes(n_samples={n_samples}, n_features="
+                 f"{n_features}, n_classes={n_classes}, flip={flip}, seed={seed})")
 
 
-def median_binarize(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bit = value > the training set's per-feature median (the paper's image binarisation)."""
-    med = np.median(x_train, axis=0)  # (F,)
-    return (x_train > med).astype(np.uint8), (x_test > med).astype(np.uint8)
-
-
-def fashion_mnist_bits(limit_train: int | None = None, limit_test: int | None = None) -> BitData:
+def fashion_mnist_bits(limit_train: int | None = None, limit_test: int | None = None) -> Dataset:
     """Fashion-MNIST, 784 bits per image by per-pixel median threshold."""
     d = datasets.fashion_mnist(limit_train=limit_train, limit_test=limit_test)
-    x_tr, x_te = median_binarize(d.x_train, d.x_test)
-    return BitData("fashion-mnist", x_tr, d.y_train, x_te, d.y_test, 10,
+    x_tr, x_te = encoders.median_binarize(d.x_train, d.x_test)
+    return Dataset("fashion-mnist", x_tr, d.y_train, x_te, d.y_test, 10, d.input_shape,
                    d.source + ", per-pixel median binarised")
 
 
-def digits_bits(seed: int = 0, levels: int = 4) -> BitData:
+def digits_bits(seed: int = 0, levels: int = 4) -> Dataset:
     """scikit-learn digits, ``levels``-bit thermometer per pixel (64 x levels bits)."""
     d = datasets.digits(seed=seed)
-    return BitData("digits", datasets.thermometer(d.x_train, levels), d.y_train,
-                   datasets.thermometer(d.x_test, levels), d.y_test, 10,
-                   d.source + f", {levels}-level thermometer")
+    return _bits("digits", encoders.thermometer(d.x_train, levels), d.y_train,
+                 encoders.thermometer(d.x_test, levels), d.y_test, 10,
+                 d.source + f", {levels}-level thermometer")
 
 
-def digits_rows(seed: int = 0, levels: int = 4) -> BitData:
+def digits_rows(seed: int = 0, levels: int = 4) -> Dataset:
     """Digits read row by row: 8 time steps of 8 pixels x ``levels`` thermometer bits."""
     d = datasets.digits(seed=seed)
 
     def enc(x):  # (N, 64) -> (N, 8, 8 * levels), row r is step r
-        return datasets.thermometer(x.reshape(-1, 8), levels).reshape(len(x), 8, 8 * levels)
+        return encoders.thermometer(x.reshape(-1, 8), levels).reshape(len(x), 8, 8 * levels)
 
-    return BitData("digits-rows", enc(d.x_train), d.y_train, enc(d.x_test), d.y_test, 10,
-                   d.source + f", rows as 8 steps, {levels}-level thermometer")
+    return _bits("digits-rows", enc(d.x_train), d.y_train, enc(d.x_test), d.y_test, 10,
+                 d.source + f", rows as 8 steps, {levels}-level thermometer")
 
 
 def cbf_series(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +147,7 @@ def synthetic_control_series(n: int, seed: int, length: int = 60) -> tuple[np.nd
     return x, y[:, 0]
 
 
-def _sequence_bits(name, series, y_tr_te, pool, levels, source) -> BitData:
+def _sequence_bits(name, series, y_tr_te, pool, levels, source) -> Dataset:
     (x_tr, x_te), (y_tr, y_te) = series, y_tr_te
 
     def pooled(x):  # (N, L) -> (N, L // pool)
@@ -175,15 +158,16 @@ def _sequence_bits(name, series, y_tr_te, pool, levels, source) -> BitData:
 
     def enc(p):  # (N, T) -> (N, T, levels)
         u = np.clip((p - lo) / (hi - lo), 0.0, 1.0)
-        return datasets.thermometer(u.reshape(-1, 1), levels).reshape(len(p), p.shape[1], levels)
+        return encoders.thermometer(u.reshape(-1, 1), levels).reshape(len(p), p.shape[1],
+                                                                      levels)
 
     n_classes = int(max(y_tr.max(), y_te.max())) + 1
-    return BitData(name, enc(p_tr), y_tr, enc(p_te), y_te, n_classes,
-                   f"{source}; mean-pooled by {pool}, {levels}-level thermometer per step")
+    return _bits(name, enc(p_tr), y_tr, enc(p_te), y_te, n_classes,
+                 f"{source}; mean-pooled by {pool}, {levels}-level thermometer per step")
 
 
 def cylinder_bell_funnel(n_train: int = 600, n_test: int = 300, seed: int = 0, pool: int = 4,
-                         levels: int = 8) -> BitData:
+                         levels: int = 8) -> Dataset:
     """Cylinder-Bell-Funnel sequences (Saito 1994), bit coded; 3 classes."""
     x_tr, y_tr = cbf_series(n_train, seed)
     x_te, y_te = cbf_series(n_test, seed + 10_000)
@@ -192,7 +176,7 @@ def cylinder_bell_funnel(n_train: int = 600, n_test: int = 300, seed: int = 0, p
 
 
 def synthetic_control(n_train: int = 600, n_test: int = 300, seed: int = 0, pool: int = 2,
-                      levels: int = 8) -> BitData:
+                      levels: int = 8) -> Dataset:
     """Synthetic Control Chart sequences (Alcock & Manolopoulos 1999), bit coded; 6 classes."""
     x_tr, y_tr = synthetic_control_series(n_train, seed)
     x_te, y_te = synthetic_control_series(n_test, seed + 10_000)
@@ -207,7 +191,7 @@ STATIC = ("random-prototypes", "fashion-mnist", "digits")
 SEQUENCES = ("cylinder-bell-funnel", "synthetic-control", "digits-rows")
 
 
-def load(name: str, **kwargs) -> BitData:
+def load(name: str, **kwargs) -> Dataset:
     """A bit-coded dataset by name (``_`` and ``-`` both work); ``kwargs`` go to its loader."""
     key = name.lower().replace("_", "-") if isinstance(name, str) else name
     if key not in LOADERS:
@@ -216,6 +200,29 @@ def load(name: str, **kwargs) -> BitData:
 
 
 @functools.lru_cache(maxsize=4)
-def cached(name: str, **kwargs) -> BitData:
-    """:func:`load`, memoised (the bench reloads the same sets for every seed)."""
+def cached(name: str, **kwargs) -> Dataset:
+    """:func:`load`, memoised (a study or a bench reloads the same set for every seed; the
+    arrays are shared, and nothing here writes to them)."""
     return load(name, **kwargs)
+
+
+def limited(data: Dataset, limit_train: int | None, limit_test: int | None) -> Dataset:
+    """The first ``limit_train`` training and ``limit_test`` test samples (None: all)."""
+    if limit_train is None and limit_test is None:
+        return data
+    tr, te = slice(limit_train), slice(limit_test)
+    return dataclasses.replace(data, x_train=data.x_train[tr], y_train=data.y_train[tr],
+                               x_test=data.x_test[te], y_test=data.y_test[te],
+                               source=f"{data.source}; first {limit_train or 'all'} train / "
+                                      f"{limit_test or 'all'} test samples")
+
+
+def for_config(name: str, limit_train: int | None = None,
+               limit_test: int | None = None) -> Dataset:
+    """What the card loads for a config: ``name`` with its limits. Fashion-MNIST passes them
+    to the file reader (so its median threshold comes from the kept training images, as the
+    quick preset has always done); the other sets are cut after coding."""
+    key = name.lower().replace("_", "-")
+    if key == "fashion-mnist":
+        return cached(key, limit_train=limit_train, limit_test=limit_test)
+    return limited(cached(key), limit_train, limit_test)

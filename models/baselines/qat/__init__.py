@@ -1,0 +1,1 @@
+"""QAT baseline of BEP: the same binary networks trained with float latent weights (model.py)."""

@@ -1,0 +1,169 @@
+"""BEP's card: its config, presets and the three contract functions.
+
+``simulate`` trains BEP (the MLP of ``model.py``) on the static bit sets and BEP-TT (the
+RNN of ``model_tt.py``) on the sequence sets of ``data.py`` -- the dataset decides, through
+the shape of its inputs ((N, F) or (N, T, F)) -- and tests it. Every op of training
+(``train``), held-out checks (``validate``) and testing (``infer``) lands in the device's
+ledger, which holds integer and word ops only.
+
+One :class:`BEPConfig` covers both networks: its defaults are the MLP setting, and the
+presets of the sequence sets carry the paper's RNN values (:data:`TT_SETTING`). This file
+stays light (no numba): ``neuroedge models`` imports every card.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.registry import Card, Outcome, Study, Trained, register
+from sim.errors import ModelError
+from sim.traces import curve
+
+STATIC = ("random-prototypes", "fashion-mnist", "digits")
+SEQUENCES = ("cylinder-bell-funnel", "synthetic-control", "digits-rows")
+N_GOLDEN = 16
+"""Test samples a run keeps (packed) as the golden inputs of its C export."""
+
+
+@dataclass
+class BEPConfig:
+    """Hyperparameters of BEP and BEP-TT, plus how much of the data set to use.
+
+    Defaults are the MLP setting: the paper's MLP values were not retrieved, so gamma_0 = 8,
+    nu = 0.5, r = 0.5 were tuned by hand on Random Prototypes (``bench/bep.py``);
+    p_r = 0.5 is the paper's RNN value. For BEP-TT ``hidden = (K_s, K_y)`` (state width,
+    readout width) and ``local`` must stay False; its preset values are
+    :data:`TT_SETTING`.
+    """
+
+    hidden: tuple[int, ...] = (64, 64)
+    epochs: int = 20
+    batch_size: int = 100
+    r: float = 0.5           # robustness of the trigger (Eq. 1)
+    nu: float = 0.5          # gate width (Eq. 5)
+    p_r: float = 0.5         # reinforcement strength (CP+R, Sec. 3.3)
+    gamma0: int = 8          # first group size of the mask (Eq. 9)
+    patience: int = 2        # epochs without held-out improvement before gamma rises
+    val_fraction: float = 0.1
+    local: bool = False      # True: the local rule baseline (no propagation; MLP only)
+    limit_train: int | None = None  # keep the first this many training samples (None: all)
+    limit_test: int | None = None   # ... and test samples
+    seed: int = 0
+
+    def __post_init__(self):
+        self.hidden = tuple(int(h) for h in self.hidden)
+        if not self.hidden or any(h < 1 for h in self.hidden):
+            raise ModelError(f"BEPConfig.hidden = {self.hidden}: need >= 1 layer of >= 1 unit")
+        for name in ("epochs", "batch_size", "gamma0", "patience"):
+            if int(getattr(self, name)) < 1:
+                raise ModelError(f"BEPConfig.{name} = {getattr(self, name)}: must be >= 1")
+        for name, lo, hi in (("r", 0, 1), ("nu", 0, 1), ("p_r", 0, 1), ("val_fraction", 0, 0.5)):
+            v = getattr(self, name)
+            if not lo <= v <= hi:
+                raise ModelError(f"BEPConfig.{name} = {v}: must lie in [{lo}, {hi}]")
+        for name in ("limit_train", "limit_test"):
+            v = getattr(self, name)
+            if v is not None and int(v) < 1:
+                raise ModelError(f"BEPConfig.{name} = {v}: must be >= 1 (or None: all)")
+
+
+TT_SETTING = {"hidden": (120, 64), "batch_size": 20, "nu": 0.05, "gamma0": 15}
+"""BEP-TT's values where they differ from the MLP defaults: the paper's RNN runs (r = 0.5,
+p_r = 0.5, gamma_0 = 15, nu = 0.05, batch 20; 50 epochs there, fewer here)."""
+
+PRESETS = {
+    # quick: seconds on 2 cores (the CLI default); Fashion-MNIST on its first 10,000 / 2,000
+    # images. full: `neuroedge simulate bep --preset full`
+    "quick": {"random-prototypes": {"hidden": (64, 64), "epochs": 5},
+              "digits": {"hidden": (64, 64), "epochs": 10},
+              "fashion-mnist": {"hidden": (256, 256), "epochs": 2, "limit_train": 10000,
+                                "limit_test": 2000},
+              **{name: {**TT_SETTING, "epochs": 5} for name in SEQUENCES}},
+    "full": {"random-prototypes": {"hidden": (64, 64), "epochs": 30},
+             "digits": {"hidden": (128, 128), "epochs": 30},
+             "fashion-mnist": {"hidden": (256, 256), "epochs": 15},
+             **{name: {**TT_SETTING, "epochs": 30} for name in SEQUENCES}},
+}
+
+
+def load_data(dataset: str, cfg: BEPConfig):
+    """The bit-coded set ``dataset`` (``data.py``), cut to the config's limits."""
+    from models.bep import data
+    return data.for_config(dataset, cfg.limit_train, cfg.limit_test)
+
+
+def build(data, cfg: BEPConfig, device):
+    """BEP for a static set, BEP-TT for a sequence set (inputs (N, T, F))."""
+    from models.bep import data as bits
+    if bits.is_sequence(data):
+        from models.bep.model_tt import BEPTT
+        return BEPTT(bits.bits_per_step(data), data.n_classes, cfg, device)
+    from models.bep.model import BEP
+    return BEP(bits.bits_per_step(data), data.n_classes, cfg, device)
+
+
+def simulate(cfg: BEPConfig, device, data, progress=None) -> Outcome:
+    """Train BEP (or BEP-TT) on ``data`` on ``device`` (a BitwiseDevice) and test it."""
+    import numpy as np
+
+    from models.bep.model import STATE_BITS_PER_WEIGHT
+    model = build(data, cfg, device)
+    n_w = model.n_weights
+    # the training state must fit the device's writable memory (a capacity error otherwise)
+    device.reserve(n_w * STATE_BITS_PER_WEIGHT // 8, scope="train")
+    model.fit(data.x_train, data.y_train, progress=progress)
+    scores, pred = model.predict_scores(data.x_test, scope="infer")
+    metrics = {"test_accuracy": float(np.mean(pred == data.y_test)),
+               "train_error": model.history[-1]["train_error"],
+               "weights": float(n_w),
+               "state_bits_per_weight": float(STATE_BITS_PER_WEIGHT),
+               "state_bytes": float(n_w * STATE_BITS_PER_WEIGHT // 8)}
+    traces = {"train_error": curve([h["train_error"] for h in model.history])}
+    facts = {"network": type(model).__name__, "n_inputs": model.n_inputs,
+             "n_classes": data.n_classes, "word_bits": device.word_bits,
+             "data_source": data.source}
+    k = min(N_GOLDEN, len(data.x_test))
+    trained = model.trained(data.x_test[:k], scores[:k], pred[:k], _profile_ref(device))
+    return Outcome(metrics, traces, trained, facts)
+
+
+def _profile_ref(device) -> str:
+    """What an export names its profile by: a shipped name, or a user's file path."""
+    prof = device.profile
+    return prof.name if prof.label == prof.name or not prof.path else str(prof.path)
+
+
+def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
+    """BEP against the binary local rule on Random Prototypes (``experiment.py``)."""
+    from models.bep.experiment import study
+    return study(preset, seed, profiles, progress)
+
+
+def artifact(trained: Trained, target: str):
+    """The trained BEP MLP as packed layers + golden inputs (target ``c``); no training."""
+    from models.bep.model import packed_network
+    from sim.artifacts import BitwiseArtifact
+    if target != "c":
+        raise ModelError(f"bep artifact: target {target!r}; BEP exports to 'c' only")
+    return BitwiseArtifact(packed_network(trained), trained.arrays["golden_x"],
+                           trained.meta["profile"])
+
+
+CARD = Card(
+    name="bep",
+    title="BEP: A Binary Error Propagation Algorithm for Binary Neural Networks Training",
+    reference="Colombo, Pittorino, Zambon, Baldassi, Roveri & Alippi, ICLR 2026, arXiv:2512.04189",
+    claim="binary MLPs/RNNs trained with bits and int16 counters only (no float op in the "
+          "ledger); BEP beats the binary local rule on Random Prototypes",
+    device_kinds=("bitwise",),
+    datasets=("random-prototypes", "fashion-mnist", "digits", "digits-rows",
+              "cylinder-bell-funnel", "synthetic-control"),
+    config=BEPConfig,
+    presets=PRESETS,
+    default_profile="cortex-m4",
+    default_dataset="random-prototypes",
+    exports=("c",),
+    export_dataset="digits",
+    study_profiles={"bitwise": "cortex-m4"},
+)
+METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
+                  load_data=load_data)

@@ -1,0 +1,148 @@
+"""The Tsetlin machine's card: its config, presets and the three contract functions.
+
+``simulate`` trains :class:`models.tsetlin.model.TsetlinMachine` on booleanised data
+(``data.py``) on a BitwiseDevice and tests it; every op of training (``train``) and
+inference (``infer``) lands in the device's ledger, so the run prices per training sample
+and per inference on any bitwise profile. ``artifact`` rebuilds the trained include masks
+as the engine's ClauseLayer for the C exporter, without training. This file stays light
+(no numba): ``neuroedge models`` imports every card.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.registry import Card, Outcome, Study, Trained, register
+from sim.errors import ModelError
+
+N_GOLDEN = 16
+"""Test samples a run keeps (packed) as the golden inputs of its C export."""
+
+
+@dataclass
+class TsetlinConfig:
+    """Hyperparameters; defaults are the Noisy XOR demo of pyTsetlinMachine."""
+
+    clauses: int = 10             # per class (pyTsetlinMachine NoisyXORDemo: 10)
+    T: int = 15                   # vote target
+    s: float = 3.9                # specificity
+    state_bits: int = 8           # N = 128 states per action (bit-plane code default)
+    boost_true_positive: bool = False
+    polarity: str = "alternate"   # "alternate": +,-,+,... ; "positive": the convergence paper's
+    epochs: int = 200
+    limit_train: int | None = None  # keep the first this many training samples (None: all)
+    limit_test: int | None = None   # ... and test samples
+    seed: int = 0
+
+    def __post_init__(self):
+        if int(self.clauses) < 1 or (self.polarity == "alternate" and self.clauses % 2):
+            raise ModelError(f"TsetlinConfig.clauses = {self.clauses}: need >= 1 (an even "
+                             "number with polarity='alternate')")
+        if int(self.T) < 1:
+            raise ModelError(f"TsetlinConfig.T = {self.T}: the vote target must be an integer "
+                             ">= 1")
+        if not self.s >= 1.0:
+            raise ModelError(f"TsetlinConfig.s = {self.s}: the specificity must be >= 1")
+        if not 2 <= int(self.state_bits) <= 16:
+            raise ModelError(f"TsetlinConfig.state_bits = {self.state_bits}: use 2..16")
+        if self.polarity not in ("alternate", "positive"):
+            raise ModelError(f"TsetlinConfig.polarity = {self.polarity!r}: 'alternate' or "
+                             "'positive'")
+        if int(self.epochs) < 1:
+            raise ModelError(f"TsetlinConfig.epochs = {self.epochs}: must be >= 1")
+        for name in ("limit_train", "limit_test"):
+            v = getattr(self, name)
+            if v is not None and int(v) < 1:
+                raise ModelError(f"TsetlinConfig.{name} = {v}: must be >= 1 (or None: all)")
+
+
+PRESETS = {
+    # quick: seconds (the CLI default); Fashion-MNIST on its first 5,000 / 1,000 images.
+    # Noisy XOR is the pyTsetlinMachine demo in both (200 epochs take ~1 s).
+    "quick": {"noisy-xor": {"clauses": 10, "T": 15, "s": 3.9, "epochs": 200},
+              "digits": {"clauses": 100, "T": 10, "s": 5.0, "epochs": 10},
+              "fashion-mnist": {"clauses": 200, "T": 15, "s": 10.0, "epochs": 2,
+                                "limit_train": 5000, "limit_test": 1000}},
+    "full": {"noisy-xor": {"clauses": 10, "T": 15, "s": 3.9, "epochs": 200},
+             "digits": {"clauses": 400, "T": 20, "s": 5.0, "epochs": 40},
+             "fashion-mnist": {"clauses": 1000, "T": 25, "s": 10.0, "epochs": 10}},
+}
+
+
+def load_data(dataset: str, cfg: TsetlinConfig):
+    """Booleans for ``dataset`` (``data.py``); Noisy XOR is drawn with the run's seed."""
+    from models.tsetlin import data
+    return data.load(dataset, cfg.seed, cfg.limit_train, cfg.limit_test)
+
+
+def simulate(cfg: TsetlinConfig, device, data, progress=None) -> Outcome:
+    """Train a Tsetlin machine on ``data`` on ``device`` (a BitwiseDevice) and test it."""
+    import time
+
+    import numpy as np
+
+    from models.tsetlin.data import BOOLEANISE
+    from models.tsetlin.model import TsetlinMachine
+    tm = TsetlinMachine(data.n_features, data.n_classes, cfg, device)
+    t0 = time.perf_counter()
+    tm.fit(data.x_train, data.y_train, progress=progress)
+    t1 = time.perf_counter()
+    scores = tm.scores(data.x_test, scope="infer")
+    t2 = time.perf_counter()
+    pred = tm.labels(scores)
+    report = device.ledger.price(device.profile).per_sample_j()
+    inc = tm.include()
+    metrics = {"test_accuracy": float(np.mean(pred == data.y_test)),
+               "energy_per_train_sample_j": report.get("train", float("nan")),
+               "energy_per_inference_j": report.get("infer", float("nan")),
+               "included_literals_per_clause": float(inc.sum(-1).mean()),
+               "state_bytes": float(tm.state.nbytes),
+               "model_bytes": float(2 * inc.size / 8)}
+    # wall times of this host (not of the device): what bench/tsetlin.py compares
+    facts = {"n_features": data.n_features, "n_classes": data.n_classes,
+             "word_bits": device.word_bits,
+             "booleanise": str(BOOLEANISE.get(data.name, "none")),
+             "data_source": data.source, "host_fit_s": t1 - t0, "host_infer_s": t2 - t1}
+    k = min(N_GOLDEN, len(data.x_test))
+    prof = device.profile
+    ref = prof.name if prof.label == prof.name or not prof.path else str(prof.path)
+    return Outcome(metrics, {}, tm.trained(data.x_test[:k], scores[:k], pred[:k], ref), facts)
+
+
+def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
+    """Noisy XOR runs and the convergence study of the 2-bit operators (``experiment.py``)."""
+    from models.tsetlin.experiment import study
+    return study(preset, seed, profiles, progress)
+
+
+def artifact(trained: Trained, target: str):
+    """The trained clause layer + golden inputs (target ``c``), from the arrays only."""
+    from models.tsetlin.model import clause_layer
+    from sim.artifacts import BitwiseArtifact
+    if target != "c":
+        raise ModelError(f"tsetlin artifact: target {target!r}; the Tsetlin machine exports "
+                         "to 'c' only")
+    layer = clause_layer(trained.arrays["include"], trained.arrays["polarity"],
+                         trained.meta["word_bits"])
+    return BitwiseArtifact([layer], trained.arrays["golden_x"], trained.meta["profile"])
+
+
+CARD = Card(
+    name="tsetlin",
+    title="The Tsetlin Machine (Granmo 2018) + Convergence Analysis of Tsetlin Machines "
+          "under Noise-Free and Noisy Training Conditions (ICLR 2026)",
+    reference="Granmo, arXiv:1804.01508; Jiao, Zhang, Granmo et al., ICLR 2026, "
+              "OpenReview feOrSQdD9Y",
+    claim="a bit-plane TM learns Noisy XOR to 100% and converges to absorbing x1 AND x2 "
+          "clauses; OR with T > floor(m/2) never absorbs",
+    device_kinds=("bitwise",),
+    datasets=("digits", "fashion-mnist", "noisy-xor"),
+    config=TsetlinConfig,
+    presets=PRESETS,
+    default_profile="cortex-m4",
+    default_dataset="digits",
+    exports=("c",),
+    export_dataset="digits",
+    study_profiles={"bitwise": "cortex-m4"},
+)
+METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
+                  load_data=load_data)

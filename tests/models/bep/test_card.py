@@ -1,0 +1,109 @@
+"""The bep card through the runner: presets, limits, BEP vs BEP-TT by dataset, the trained
+state, and ``artifact`` (target c) rebuilt from the arrays only, bit for bit the model's."""
+import json
+
+import numpy as np
+import pytest
+
+import models
+from models import runner
+from models.bep import data as bep_data
+from models.bep.card import TT_SETTING, artifact
+from models.registry import Trained
+from sim.artifacts import BitwiseArtifact
+from sim.bitwise import BitwiseDevice
+from sim.errors import ModelError
+
+FLOAT_OPS = ("mac_fp", "flop_fp")
+
+
+@pytest.fixture(scope="module")
+def digits_run():
+    """The quick digits run (the export's training set): 256-64-64-10, 10 epochs."""
+    return runner.run("bep", dataset="digits", seed=0)
+
+
+def test_card_presets_cover_both_networks():
+    card = models.get("bep").card
+    assert card.device_kinds == ("bitwise",) and card.exports == ("c",)
+    assert card.trains_on == "digits" and card.default_dataset == "random-prototypes"
+    for preset in ("quick", "full"):
+        for name in bep_data.SEQUENCES:                      # BEP-TT: the paper's RNN values
+            assert TT_SETTING.items() <= card.presets[preset][name].items()
+    assert card.presets["quick"]["fashion-mnist"] == {"hidden": (256, 256), "epochs": 2,
+                                                      "limit_train": 10000, "limit_test": 2000}
+
+
+def test_quick_digits_run_is_integer_only_and_sized_by_hand(digits_run):
+    run = digits_run
+    assert run.metrics["test_accuracy"] > 0.7              # 10 classes: chance is 0.1
+    # 256 input bits (64 pixels x 4 thermometer levels) -> 64 -> 64: 256 x 64 + 64 x 64
+    # = 20,480 weights, 18 bits each (int16 counter + a bit in W and in W^T) = 46,080 B
+    assert run.metrics["weights"] == 20480 and run.metrics["state_bits_per_weight"] == 18
+    assert run.metrics["state_bytes"] == 46080
+    assert run.ledger.footprints()["train"]["writable"] == 46080
+    assert not [op for op in run.ledger.total_ops() if op.startswith(FLOAT_OPS)]
+    assert run.facts["network"] == "BEP" and run.facts["word_bits"] == 32
+    assert run.config["epochs"] == 10 and run.traces["train_error"].data.shape == (10,)
+    assert run.ledger.samples()["infer"] == 450            # digits' test split
+
+
+def test_runner_refuses_other_kinds_and_unknown_settings():
+    with pytest.raises(ModelError, match="runs on bitwise profiles"):
+        runner.prepare("bep", profile="a100")
+    with pytest.raises(ModelError, match="no setting 'width'.*fields are hidden, epochs"):
+        runner.prepare("bep", overrides=["width=3"])
+
+
+def test_limits_keep_the_first_samples():
+    plan = runner.prepare("bep", dataset="digits", overrides=["limit_train=100",
+                                                              "limit_test=7"])
+    data = models.get("bep").load_data(plan.dataset, plan.config)
+    full = bep_data.digits_bits()
+    assert data.x_train.shape == (100, 256) and data.x_test.shape == (7, 256)
+    assert np.array_equal(data.x_train, full.x_train[:100])
+    assert np.array_equal(data.y_test, full.y_test[:7])
+
+
+def test_sequence_set_trains_bep_tt():
+    run = runner.run("bep", dataset="synthetic-control", overrides={"epochs": 1})
+    assert run.facts["network"] == "BEPTT" and run.config["hidden"] == (120, 64)
+    # W_xs 8 x 120 (8 thermometer bits per step) + W_ss 120 x 120 + W_sy 120 x 64
+    assert run.metrics["weights"] == 8 * 120 + 120 * 120 + 120 * 64
+    assert run.trained.meta["recurrent"]
+    with pytest.raises(ModelError, match="recurrent"):
+        artifact(run.trained, "c")
+
+
+def test_artifact_is_the_trained_network_bit_for_bit(digits_run):
+    trained = digits_run.trained
+    # as a run file gives it back: fresh arrays, meta through JSON, no model object
+    again = Trained({k: np.array(v) for k, v in trained.arrays.items()},
+                    json.loads(json.dumps(trained.meta)))
+    art = artifact(again, "c")
+    assert isinstance(art, BitwiseArtifact) and art.profile == "cortex-m4"
+    assert art.inputs.shape == (16, 8)                     # 16 golden digits, 256 bits
+    assert [lay.name for lay in art.layers] == ["bep0", "bep1", "scores"]
+    out = BitwiseDevice(art.profile).run(art.layers, art.inputs)
+    # the golden scores are the model's own logits on those test samples (predict_scores)
+    assert np.array_equal(out.scores, trained.arrays["golden_scores"])
+    assert np.array_equal(out.labels, trained.arrays["golden_labels"])
+    with pytest.raises(ModelError, match="exports to 'c' only"):
+        artifact(again, "onnx")
+
+
+def test_exported_c_agrees_with_bitwise_device(tmp_path, digits_run):
+    from deploy.c_export import CORTEX_M_BOARDS, check_c_project, export_c, missing_tools
+    art = artifact(digits_run.trained, "c")
+    want = BitwiseDevice(art.profile).run(art.layers, art.inputs)
+    out = export_c(art.layers, art.inputs, tmp_path / "bep-c", profile=art.profile)
+    targets = ["host"] + [m for m in sorted(CORTEX_M_BOARDS) if m == "cortex-m4"]
+    ran = 0
+    for target in targets:
+        if missing_tools(target):
+            continue
+        run = check_c_project(out, want, target=target)
+        assert run.all_match and np.array_equal(run.scores, want.scores), f"generated C in {out}"
+        ran += 1
+    if not ran:
+        pytest.skip("no C compiler found")

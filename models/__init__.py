@@ -1,9 +1,13 @@
 """The methods, one room (package) each, and ``REGISTRY`` of the ones that work.
 
 Importing this package imports every room's ``card.py``, which registers the method; the
-cards are light (no torch), so ``neuroedge models`` is quick. One line per room, so each
-method's line can be added or removed on its own.
+cards are light (no torch), so ``neuroedge models`` is quick. One line per room (sorted
+by ruff's isort), so each method's line can be added or removed on its own.
 """
+from models.baselines.mlp import card as _mlp  # noqa: E402,F401
+from models.bep import card as _bep  # noqa: E402,F401
+from models.fs_kan import card as _fs_kan  # noqa: E402,F401
+from models.klas import card as _klas  # noqa: E402,F401
 from models.registry import (
     REGISTRY,
     Card,
@@ -15,15 +19,8 @@ from models.registry import (
     get,
     register,
 )
-
-# isort: off  (one line per room, in the order `neuroedge models` lists them)
-from models.baselines.mlp import card as _mlp  # noqa: E402,F401
-from models.fs_kan import card as _fs_kan  # noqa: E402,F401
-from models.bep import card as _bep  # noqa: E402,F401
-from models.tversky import card as _tversky  # noqa: E402,F401
-from models.klas import card as _klas  # noqa: E402,F401
 from models.tsetlin import card as _tsetlin  # noqa: E402,F401
-# isort: on
+from models.tversky import card as _tversky  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunResult", "Study", "Trained", "get",
            "register"]

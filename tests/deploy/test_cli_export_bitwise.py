@@ -1,0 +1,59 @@
+"""Issue 12 acceptance: `neuroedge export bep --target c` trains once, and the same export
+`--from RUN.h5` trains not at all and writes the same project (the run file kept the state).
+
+Both bitwise cards that export C are run for one epoch on digits (their export data set),
+so each case takes a few seconds; the C project itself is checked against BitwiseDevice by
+the rooms' own tests (tests/models/bep, tests/models/tsetlin).
+"""
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+import models
+from deploy.cli import main
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def _counting(monkeypatch, name: str) -> list:
+    """Wrap ``name``'s simulate so the test sees how often it trained."""
+    calls: list = []
+    method = models.REGISTRY[name]
+
+    def simulate(*args, **kwargs):
+        calls.append(1)
+        return method.simulate(*args, **kwargs)
+    monkeypatch.setitem(models.REGISTRY, name, dataclasses.replace(method, simulate=simulate))
+    return calls
+
+
+def _refusing(monkeypatch, name: str) -> None:
+    method = models.REGISTRY[name]
+
+    def trained(*args, **kwargs):
+        raise AssertionError(f"{name} trained during an export --from a run file")
+    monkeypatch.setitem(models.REGISTRY, name,
+                        dataclasses.replace(method, simulate=trained, load_data=trained))
+
+
+@pytest.mark.parametrize("name", ["bep", "tsetlin"])
+def test_export_c_trains_once_and_from_the_run_file_not_at_all(name, tmp_path, monkeypatch,
+                                                              capsys):
+    calls = _counting(monkeypatch, name)
+    fresh = tmp_path / "fresh"
+    assert main(["export", name, "--target", "c", "--set", "epochs=1", "--out",
+                 str(fresh)]) == 0
+    assert calls == [1]                       # one training for one export
+    run = tmp_path / "run.h5"
+    assert main(["simulate", name, "--dataset", "digits", "--set", "epochs=1",
+                 "--out", str(run), "--html", str(tmp_path / "run.html")]) == 0
+    assert calls == [1, 1]
+    _refusing(monkeypatch, name)
+    again = tmp_path / "again"
+    assert main(["export", "--target", "c", "--from", str(run), "--out", str(again)]) == 0
+    # same card, data, seed and settings -> the same trained state -> byte-identical project
+    assert _tree(fresh) == _tree(again) and any(p.endswith(".c") for p in _tree(fresh))

@@ -5,6 +5,8 @@ cards are light (no torch), so ``neuroedge models`` is quick. One line per room,
 method's line can be added or removed on its own.
 """
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
+from models.baselines.pc import card as _pc  # noqa: E402,F401
+from models.diffpc import card as _diffpc  # noqa: E402,F401
 from models.registry import (
            REGISTRY,
            Card,
@@ -16,6 +18,7 @@ from models.registry import (
            get,
            register,
 )
+from models.snn_cuba import card as _snn_cuba  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunResult", "Study", "Trained", "get",
            "register"]

@@ -24,40 +24,23 @@ exact.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 
-from models.registry import ModelCard, Progress, RunResult, register
-from sim.errors import ModelError
-from sim.neuromorphic import Network, NeuromorphicDevice
-
-
-@dataclass
-class CubaConfig:
-    """Network size and run length; defaults are the Brian2 example's."""
-
-    n: int = 4000                # 3200 excitatory + 800 inhibitory (4:1)
-    p: float = 0.02              # connection probability
-    dt: float = 1e-4             # 0.1 ms, the benchmark's step
-    duration: float = 1.0        # seconds of biological time
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.n < 5:
-            raise ModelError(f"CubaConfig.n = {self.n}: need >= 5 neurons (4:1 exc:inh)")
-        if not 0 < self.p <= 1:
-            raise ModelError(f"CubaConfig.p = {self.p}: expected 0 < p <= 1")
-        if not (self.dt > 0 and self.duration > 0):
-            raise ModelError(f"CubaConfig: dt = {self.dt}, duration = {self.duration}: "
-                             "both must be > 0 seconds")
-
+from models.registry import Outcome, Trained
+from models.snn_cuba.card import CubaConfig
+from sim.artifacts import NetworkArtifact
+from sim.neuromorphic import Network
+from sim.traces import Trace
 
 # Brian2 examples/CUBA.py, in mV and seconds
 TAUM, TAUE, TAUI = 20e-3, 5e-3, 10e-3
 VT, VR, EL = -50.0, -60.0, -49.0
 WE, WI = 60 * 0.27 / 10, -20 * 4.5 / 10
 REFRACTORY = 5e-3
+PROJECTIONS = ("exc", "inh")   # synaptic channel 0 and 1 of the one population
+ROUTE_COLUMNS = ("src_core", "dst_core", "hops", "neurons")
 
 
 def connectivity(cfg: CubaConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -74,33 +57,48 @@ def connectivity(cfg: CubaConfig) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(pre), np.concatenate(post)
 
 
-def build(cfg: CubaConfig) -> Network:
-    """The VA CUBA network for the engine (see the module docstring for the mapping)."""
+def trained_state(cfg: CubaConfig) -> Trained:
+    """The network as plain arrays: initial potentials, each projection's synapses (pre,
+    post) and its one weight, with the config (what a run file stores; ``network_from``
+    rebuilds the identical Network from it, so an export never reruns)."""
     rng = np.random.default_rng(cfg.seed + 1)
-    n_exc = cfg.n * 4 // 5
-    net = Network(dt=cfg.dt)
-    net.population("cuba", cfg.n, "cuba_lif", method="exact", n_channels=2,
-                   tau_mem=TAUM, tau_syn=(TAUE, TAUI), v_threshold=VT, v_reset=VR,
-                   v_leak=EL, r=1.0, w_in=1.0, refractory=REFRACTORY,
-                   v_init=VR + rng.random(cfg.n) * (VT - VR))
+    v_init = VR + rng.random(cfg.n) * (VT - VR)
     pre, post = connectivity(cfg)
-    exc = pre < n_exc
-    net.connect("cuba", "cuba", pre_idx=pre[exc], post_idx=post[exc],
-                weight=WE * TAUE / cfg.dt, channel=0, name="exc")
-    net.connect("cuba", "cuba", pre_idx=pre[~exc], post_idx=post[~exc],
-                weight=WI * TAUI / cfg.dt, channel=1, name="inh")
+    exc = pre < cfg.n * 4 // 5
+    arrays = {"v_init": v_init}
+    for name, mask, w in (("exc", exc, WE * TAUE / cfg.dt), ("inh", ~exc, WI * TAUI / cfg.dt)):
+        # indices fit in int32 (n < 2^31), half the bytes of the run file's int64
+        arrays[f"{name}/pre_idx"] = pre[mask].astype(np.int32)
+        arrays[f"{name}/post_idx"] = post[mask].astype(np.int32)
+        arrays[f"{name}/weight"] = np.array([w])
+    return Trained(arrays, {"config": asdict(cfg)})
+
+
+def network_from(trained: Trained) -> Network:
+    """The VA CUBA Network for the engine from its arrays (module docstring: the mapping)."""
+    cfg, a = trained.meta["config"], trained.arrays
+    n = int(cfg["n"])
+    net = Network(dt=float(cfg["dt"]))
+    net.population("cuba", n, "cuba_lif", method="exact", n_channels=2,
+                   tau_mem=TAUM, tau_syn=(TAUE, TAUI), v_threshold=VT, v_reset=VR,
+                   v_leak=EL, r=1.0, w_in=1.0, refractory=REFRACTORY, v_init=a["v_init"])
+    for channel, name in enumerate(PROJECTIONS):
+        net.connect("cuba", "cuba", pre_idx=a[f"{name}/pre_idx"].astype(np.int64),
+                    post_idx=a[f"{name}/post_idx"].astype(np.int64),
+                    weight=float(a[f"{name}/weight"][0]), channel=channel, name=name)
     net.probe("cuba")
     return net
 
 
-def simulate(profile="loihi", dataset="va-cuba", seed: int = 0, quick: bool = True,
-             progress: Progress | None = None, **overrides) -> RunResult:
-    """Run VA CUBA on ``profile``: 0.25 s when ``quick``, 1 s otherwise (4000 neurons)."""
-    if dataset != "va-cuba":
-        raise ModelError(f"snn_cuba takes dataset 'va-cuba' (no external data); got {dataset!r}")
-    cfg = CubaConfig(seed=seed, **{"duration": 0.25 if quick else 1.0, **overrides})
+def build(cfg: CubaConfig) -> Network:
+    """The VA CUBA network of ``cfg`` for the engine."""
+    return network_from(trained_state(cfg))
+
+
+def simulate(cfg: CubaConfig, device, progress=None) -> Outcome:
+    """Run VA CUBA for ``cfg.duration`` on ``device`` (a NeuromorphicDevice) in 10 chunks."""
     net = build(cfg)
-    dev = NeuromorphicDevice(profile)
+    dev = device
     dev.compile(net)
     n_steps = int(round(cfg.duration / cfg.dt))
     chunk = max(1, n_steps // 10)
@@ -129,49 +127,24 @@ def simulate(profile="loihi", dataset="va-cuba", seed: int = 0, quick: bool = Tr
                "routes": float(len(place["routes"])),
                "max_route_hops": float(max((r["hops"] for r in place["routes"]), default=0))}
     cores = place["cores"]
-    traces = {"spike_raster": raster.astype(np.float64),
-              "core_neurons_util": np.array([c["neurons_util"] for c in cores]),
-              "core_synapse_bytes_util": np.array([c["synapse_bytes_util"] for c in cores]),
-              "core_fan_in_util": np.array([c["fan_in_util"] for c in cores]),
-              "core_fan_out_util": np.array([c["fan_out_util"] for c in cores]),
-              # one entry per core-to-core route (src, dst, X-Y hops, neurons using it)
-              "routes": np.array([[r["src_core"], r["dst_core"], r["hops"], r["neurons"]]
-                                  for r in place["routes"]], dtype=np.int64).reshape(-1, 4)}
-    return RunResult("snn_cuba", dev.profile, dataset, asdict(cfg), metrics, dev.ledger,
-                     traces)
+    traces = {"spike_raster": Trace("raster", raster.astype(np.float64), "s"),
+              **{f"core_{k}": Trace("per_core", np.array([c[k] for c in cores], float))
+                 for k in ("neurons_util", "synapse_bytes_util", "fan_in_util",
+                           "fan_out_util")},
+              # one row per core-to-core route (src, dst, X-Y hops, neurons using it)
+              "routes": Trace("table", np.array(
+                  [[r["src_core"], r["dst_core"], r["hops"], r["neurons"]]
+                   for r in place["routes"]], dtype=np.int64).reshape(-1, 4),
+                  columns=ROUTE_COLUMNS)}
+    trained = trained_state(cfg)
+    prof = dev.profile
+    # the profile the export is placed on: this run's (a user's file by its path)
+    trained.meta["profile"] = prof.name if prof.label == prof.name else str(prof.path)
+    facts = {"neurons": cfg.n, "steps": n_steps}
+    return Outcome(metrics, traces, trained, facts)
 
 
-def export(target: str, out, *, seed: int = 0, quick: bool = True, progress=None,
-           force: bool = False):
-    """Write the network as a NIR graph (``deploy/nir_export.py``), with the weights the
-    loihi profile quantises to. NIR has no sparse weights, so each projection is a dense
-    matrix: ``quick`` exports a 1000-neuron version with the same in-degree (p = 0.08,
-    80 inputs per neuron; two 1000 x 1000 matrices), ``--full`` the 4000-neuron network
-    (two 4000 x 4000 float64 matrices, ~256 MB in memory while writing)."""
-    from sim.errors import ModelError as ExportError
-    from deploy.nir_export import export_nir
-    if target != "nir":
-        raise ModelError(f"snn_cuba exports to 'nir' only, not {target!r}")
-    cfg = CubaConfig(seed=seed, n=1000, p=0.08) if quick else CubaConfig(seed=seed)
-    net = build(cfg)
-    dev = NeuromorphicDevice("loihi")
-    compiled = dev.compile(net)
-    if progress:
-        progress(1, 1, {"neurons": float(cfg.n)})
-    return export_nir(net, out, compiled=compiled, force=force)
-
-
-CARD = register(ModelCard(
-    name="snn_cuba",
-    title="Vogels-Abbott CUBA network (4000 LIF neurons, current-based synapses)",
-    reference="Vogels & Abbott 2005, doi:10.1523/JNEUROSCI.2055-05.2005; Brian2 examples/CUBA.py",
-    claim="self-sustained asynchronous irregular activity; spikes, synops, hops and energy "
-          "of the run on neuromorphic cores (engine agrees with Brian2 spike for spike)",
-    device_kinds=("neuromorphic",),
-    datasets=("va-cuba",),
-    default_dataset="va-cuba",
-    default_profile="loihi",
-    simulate=simulate,
-    exports=("nir",),
-    export=export,
-))
+def nir_artifact(trained: Trained) -> NetworkArtifact:
+    """The run's network rebuilt from its arrays (nothing runs), with the profile it ran on:
+    the NIR exporter places it there (its quantised weights)."""
+    return NetworkArtifact(network_from(trained), trained.meta.get("profile", "loihi"))

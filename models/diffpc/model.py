@@ -8,10 +8,10 @@ rule (which Algorithm 1 leaves out) is used as the paper states it. Float PC
 only the messaging differs between the two. Theorem 4.1: a cyclic cycle shrinks
 ``|xT - xA| < 2^(m+1)`` to ``< 2^(m+1-n)``.
 
-Readings chosen where the digest is unsure
+Readings chosen where the paper is unclear
 ------------------------------------------
-(A search of public pages found only the paper note the digest was built from and the
-abstract; neither defines m, gamma or the weight-update timing, so these are our readings.)
+(The paper's text available to us does not define m, gamma or the weight-update timing,
+and Algorithm 1 omits the weight update, so these are our readings.)
 
 - Spiking ReLU uses ``>= 0`` (lets xA return to exactly 0 when it holds a power-of-two sum).
 - A spike sent in step t is integrated in step t+1 (one-step latency, the engine's delay 1).

@@ -5,7 +5,8 @@ energy per sample grew with the data set. Now a gather reads its rows plus indic
 GPU/CPU execution model treats a tensor that is only gathered from as streamed data (it does
 not count toward fitting the cache). This bench trains the `mlp` baseline (784-1000-10,
 Adam, batch 100) on the 6,000-row Fashion-MNIST subset for 3 epochs and on the full 60,000
-rows for 1 epoch, and prices both ledgers on a100, jetson-orin and x86-avx2.
+rows for 1 epoch, and prices both ledgers' training scope on a100, jetson-orin and x86-avx2
+(the runs go through ``models.runner``, so each also tests on the 10,000 test rows).
 
 Usage: ``OMP_NUM_THREADS=1 python bench/bp_trainset_size.py`` (about 1 minute; needs the
 Debian package dataset-fashion-mnist). Last line: ``RESULT {json}`` with the 60k / 6k ratio
@@ -24,22 +25,24 @@ PROFILES = ("a100", "jetson-orin", "x86-avx2")
 
 
 def train_energy_per_sample(limit_train: int | None, epochs: int) -> tuple[dict, int, float]:
+    import dataclasses
+
     import torch
 
-    from models.baselines.mlp.card import MLPConfig
-    from models.baselines.mlp.model import MLPClassifier
+    from models import runner
     from models.shared import datasets
-    from sim.torch_engine import TorchDevice
     torch.set_num_threads(1)
-    data = datasets.fashion_mnist(limit_train=limit_train)
-    dev = TorchDevice("a100", prefer_cuda=False)    # counts do not depend on the profile
+    # the mlp card through the runner, on the first `limit_train` Fashion-MNIST rows
+    method = dataclasses.replace(
+        runner.method_of("mlp"),
+        load_data=lambda dataset, cfg: datasets.fashion_mnist(limit_train=limit_train))
     t0 = time.process_time()
-    MLPClassifier(data.n_features, data.n_classes,
-                  MLPConfig(hidden=(1000,), epochs=epochs, batch_size=100), dev).fit(
-        data.x_train, data.y_train)
-    cpu_s = time.process_time() - t0
-    per = {p: dev.ledger.price(p).per_sample_j()["train"] for p in PROFILES}
-    return per, len(data.x_train), cpu_s
+    # the counts do not depend on the profile the run is made on; every profile prices them
+    run = runner.run(method, profile="a100", dataset="fashion-mnist",
+                     overrides={"hidden": (1000,), "epochs": epochs, "batch_size": 100})
+    cpu_s = time.process_time() - t0          # training and the test pass
+    per = {p: run.ledger.price(p).per_sample_j()["train"] for p in PROFILES}
+    return per, run.ledger.samples()["train"] // epochs, cpu_s
 
 
 def main() -> int:

@@ -10,10 +10,11 @@ connectivity and the same initial potentials, from ``models.snn_cuba``):
 Printed for each: CPU time and wall time per simulated second (run only; the ratios use
 CPU time, because on the shared 2-core machine wall time mostly measures waiting for a
 core), synaptic events per CPU second (spikes x out-degree / run CPU time), build/JIT
-time apart (engine: compile + numba cache load or JIT; Brian2 runtime: code generation + cython compile/cache load in the first
-1-step run; standalone: code generation + g++), and the mean firing rate, which must agree
-across the three (the trajectories are chaotic, so spike trains differ in detail; the rate
-is the statistic). Brian2 uses its example's own equations and default schedule.
+time apart (engine: compile + numba cache load or JIT; Brian2 runtime: code generation +
+cython compile/cache load in the first 1-step run; standalone: code generation + g++), and
+the mean firing rate, which must agree across the three (the trajectories are chaotic, so
+spike trains differ in detail; the rate is the statistic). Brian2 uses its example's own
+equations and default schedule.
 
 Usage: ``python bench/snn_cuba.py [--duration 1.0] [--skip-standalone]``. The last line is
 ``RESULT {json}`` with the ratios (> 1 means the engine is faster).
@@ -40,12 +41,14 @@ def _events(spike_idx, pre, n):
 
 
 def run_engine(duration: float) -> dict:
-    from models.snn_cuba import CubaConfig, build, connectivity
-    from sim.neuromorphic import NeuromorphicDevice
-    cfg = CubaConfig(duration=duration)
+    # build, compile, JIT and run are timed apart, so the steps of the card's simulate are
+    # taken one by one here; the device still comes from the runner (profile -> engine)
+    from models import runner
+    from models.snn_cuba.model import build, connectivity
+    cfg = runner.make_config("snn_cuba", "full", "va-cuba", 0, {"duration": duration})
     t0 = time.perf_counter()
     net = build(cfg)
-    dev = NeuromorphicDevice("loihi")
+    dev = runner.device_for(runner.method_of("snn_cuba"), "loihi")
     dev.compile(net)
     t1 = time.perf_counter()
     dev.run(1, scope="warmup")          # numba: load the cached machine code (or JIT)
@@ -68,7 +71,8 @@ def run_brian2(duration: float, standalone: bool) -> dict:
     import brian2 as b2
     import numpy as np
 
-    from models.snn_cuba import (
+    from models.snn_cuba.card import CubaConfig
+    from models.snn_cuba.model import (
         EL,
         REFRACTORY,
         TAUE,
@@ -78,7 +82,6 @@ def run_brian2(duration: float, standalone: bool) -> dict:
         VT,
         WE,
         WI,
-        CubaConfig,
         connectivity,
     )
     cfg = CubaConfig(duration=duration)
@@ -145,7 +148,7 @@ def _child(mode: str, duration: float) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", mode, "--duration",
                           str(duration)], capture_output=True, text=True, env=env,
                          cwd=ROOT)
-    lines = [l for l in out.stdout.splitlines() if l.startswith("CHILD ")]
+    lines = [line for line in out.stdout.splitlines() if line.startswith("CHILD ")]
     if out.returncode != 0 or not lines:
         return {"sim": mode, "error": (out.stderr or out.stdout)[-800:]}
     return json.loads(lines[-1][6:])

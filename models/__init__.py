@@ -5,7 +5,9 @@ cards are light (no torch), so ``neuroedge models`` is quick. One line per room 
 by ruff's isort), so each method's line can be added or removed on its own.
 """
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
+from models.baselines.pc import card as _pc  # noqa: E402,F401
 from models.bep import card as _bep  # noqa: E402,F401
+from models.diffpc import card as _diffpc  # noqa: E402,F401
 from models.fs_kan import card as _fs_kan  # noqa: E402,F401
 from models.klas import card as _klas  # noqa: E402,F401
 from models.registry import (
@@ -19,6 +21,7 @@ from models.registry import (
     get,
     register,
 )
+from models.snn_cuba import card as _snn_cuba  # noqa: E402,F401
 from models.tsetlin import card as _tsetlin  # noqa: E402,F401
 from models.tversky import card as _tversky  # noqa: E402,F401
 

@@ -362,7 +362,7 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     rs, rd = (route_keys // nc) // cpr, (route_keys % nc) // cpr
     route_hops = np.abs(rs % mesh_x - rd % mesh_x) + np.abs(rs // mesh_x - rd // mesh_x)
     route_list = list(zip((route_keys // nc).tolist(), (route_keys % nc).tolist(),
-                          route_hops.tolist(), route_n.tolist()))
+                          route_hops.tolist(), route_n.tolist(), strict=True))
 
     return Compiled(net=net, profile=profile, n_neurons=n_neurons, n_sources=n_sources, C=C,
                     D=max_delay + 1, offsets=offsets, coeff=coefficients(net),

@@ -13,6 +13,7 @@ to the ledger as a :class:`~sim.ledger.StepTiming` record of its scope.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,7 +117,7 @@ class NeuromorphicDevice(Device):
             if p.i_inj is not None:
                 a, b = c.offsets[p.name]
                 self.inj[a:b] = p.i_inj
-        self.inbuf = np.zeros((c.D, c.C * c.n_neurons))
+        self._inbuf = np.zeros((c.D, c.C * c.n_neurons))
         self.payload = np.zeros(c.n_neurons + c.n_sources, np.int32)
         self.zeros = np.zeros(c.n_neurons)   # the absent second channel of 1-channel CUBA
         self.flag = np.zeros(c.n_neurons, np.uint8)   # scratch: "had input this step"
@@ -124,7 +125,7 @@ class NeuromorphicDevice(Device):
         self.spk_list = np.zeros(c.n_neurons + c.n_sources, np.int64)
         self.nspk = np.zeros(1, np.int64)
         # custom populations: their own state and parameter matrices
-        self.custom = {}
+        self._customs = {}
         for p in pops:
             if p.custom:
                 st = np.zeros((len(p.model.state_names), p.n))
@@ -133,7 +134,7 @@ class NeuromorphicDevice(Device):
                         st[k] = p.state_init[name]
                 prm = np.array([p.params[k] for k in p.model.param_names]).reshape(
                     len(p.model.param_names), p.n)
-                self.custom[p.name] = (st, np.ascontiguousarray(prm))
+                self._customs[p.name] = (st, np.ascontiguousarray(prm))
         # sources: events merged into one sorted list; Poisson probabilities per channel
         ev_s, ev_i, ev_p = [], [], []
         self.pois_prob = np.zeros(c.n_sources)
@@ -171,8 +172,12 @@ class NeuromorphicDevice(Device):
         self.payload_range = (1 if bits is None else -top, top)
 
     # -- run -------------------------------------------------------------------------------
-    def run(self, n_steps: int, scope: str = "run") -> SimResult:
-        """Advance ``n_steps`` steps from the current step; count into ``ledger[scope]``."""
+    def run(self, n_steps: int, scope: str | None = "run") -> SimResult:
+        """Advance ``n_steps`` steps from the current step; count into ``ledger[scope]``.
+
+        Inside ``with dev.count(outer):`` the counts go to ``outer/scope`` (``scope=None``:
+        the block's own scope), the one nesting rule of every engine (``Device.count``).
+        """
         c = self._need_compiled()
         if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) \
                 or n_steps < 0:
@@ -207,7 +212,7 @@ class NeuromorphicDevice(Device):
                      co["stride"], c.C, c.D,
                      self.v, self.I, self.ref, co["av"], co["bv"], co["kin"], co["thr"],
                      co["vreset"], co["rmode"], co["refsteps"], co["aI"], co["gI"], co["kI"],
-                     self.inj, self.inbuf, self.payload, self.zeros, self.flag,
+                     self.inj, self._inbuf, self.payload, self.zeros, self.flag,
                      self.spk_list, self.nspk)
         args_syn = (c.row_ptr, c.col, c.w, c.dly, c.hops, c.entry_bytes)
         SYNOP, NU_A, NU_I, SPIKE, HOP = _OPS
@@ -222,7 +227,7 @@ class NeuromorphicDevice(Device):
                 spk_t = np.concatenate([spk_t, np.zeros(grow, np.int64)])
                 spk_i = np.concatenate([spk_i, np.zeros(grow, np.int64)])
                 spk_p = np.concatenate([spk_p, np.zeros(grow, np.int32)])
-            if not self.custom:
+            if not self._customs:
                 t = K.run_builtin(t, t1, t0, *args_neur, *self.ev, self.ev_ptr,
                                   self.pois_prob, self.rng, *args_syn, counts, nbytes,
                                   spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
@@ -236,7 +241,7 @@ class NeuromorphicDevice(Device):
                 K.record_step(t - t0, probe_idx, probe_var, self.v, self.I, rec)
             K.tally_neurons(self.core_row, self.flag, clk.cc)
             K.deliver_step(t, c.D, self.payload, self.spk_list, self.nspk, *args_syn,
-                           self.inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
+                           self._inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
                            SPIKE, HOP, *args_core)
             K.end_step(clk.cc, *args_clock)
             t += 1
@@ -251,10 +256,10 @@ class NeuromorphicDevice(Device):
     def _custom_step(self, t, counts, custom_rec, row) -> None:
         c = self.compiled
         slot = t % c.D
-        for name, (state, params) in self.custom.items():
+        for name, (state, params) in self._customs.items():
             a, b = c.offsets[name]
             pop = c.net.populations[name]
-            slot_view = self.inbuf[slot].reshape(c.C, c.n_neurons)[:pop.n_channels, a:b]
+            slot_view = self._inbuf[slot].reshape(c.C, c.n_neurons)[:pop.n_channels, a:b]
             inp = slot_view.T.copy()
             slot_view[:] = 0.0                # consumed, as the built-in updates do
             inp[:, 0] += self.inj[a:b]
@@ -294,7 +299,8 @@ class NeuromorphicDevice(Device):
                          nbytes)
 
     # -- on-chip learning hook -------------------------------------------------------------
-    def update_weights(self, projection: str, delta: np.ndarray, scope: str = "learn") -> int:
+    def update_weights(self, projection: str, delta: np.ndarray,
+                       scope: str | None = "learn") -> int:
         """Add ``delta`` (one value per synapse, the projection's order) to its weights.
 
         The new weights are rounded to the projection's quantisation step (the chip stores
@@ -327,6 +333,75 @@ class NeuromorphicDevice(Device):
             rows = c.core_of[c.col[perm[hit]] % c.n_neurons] + 1
             self.ledger.add_timing(self.clock.phase(rows, "syn_update"), scope=scope)
         return changed
+
+    def count_synapse_writes(self, n: int, scope: str | None = "learn") -> None:
+        """Count ``n`` synapse entries rewritten by the learning engine outside any projection.
+
+        For weights the chip holds but the network routes no spikes through (DiffPC's first
+        layer, whose input is clamped): each write is one ``syn_update`` and a read-modify-
+        write of one synapse entry (``entry_bytes`` of the compiled network), as
+        :meth:`update_weights` counts a changed synapse. No learning phase time is added:
+        these synapses are not placed, so no core is known to do the work.
+        """
+        c = self._need_compiled()
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ModelError(f"[NeuromorphicDevice.count_synapse_writes] n = {n!r}; expected "
+                             "an integer >= 0 (synapse entries written)")
+        n = int(n)
+        self.ledger.add("syn_update", n, scope=scope)
+        self.ledger.add_bytes("local", read=n * c.entry_bytes, write=n * c.entry_bytes,
+                              scope=scope)
+
+    # -- state of custom populations and spikes in flight ----------------------------------
+    def _custom_arrays(self, population: str, where: str):
+        self._need_compiled()
+        if population not in self._customs:
+            raise ModelError(f"[NeuromorphicDevice.{where}] {population!r} is not a "
+                             f"custom-kernel population; custom populations: "
+                             f"{sorted(self._customs) or 'none'}")
+        return self._customs[population]
+
+    def custom_state(self, population: str) -> dict[str, np.ndarray]:
+        """The state variables of custom-kernel population ``population``: name -> a copy of
+        its ``(n,)`` values, in the kernel's ``state_names`` order."""
+        state, _ = self._custom_arrays(population, "custom_state")
+        names = self.compiled.net.populations[population].model.state_names
+        return {name: state[k].copy() for k, name in enumerate(names)}
+
+    def set_custom_state(self, population: str, values: Mapping[str, np.ndarray] | None = None,
+                         *, reset: bool = False) -> None:
+        """Write state variables of a custom-kernel population before the next ``run``.
+
+        ``values`` maps a state name to a scalar or ``(n,)`` array; ``reset=True`` first sets
+        every state variable (the kernel's own clock too) to 0, as at compile time without
+        ``state_init``.
+        """
+        state, _ = self._custom_arrays(population, "set_custom_state")
+        names = self.compiled.net.populations[population].model.state_names
+        values = dict(values or {})
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ModelError(f"[NeuromorphicDevice.set_custom_state] {population!r} has no "
+                             f"state {', '.join(unknown)}; its state is {', '.join(names)}")
+        arrays = {}
+        for name, v in values.items():
+            a = np.asarray(v, np.float64)
+            if a.ndim not in (0, 1) or (a.ndim == 1 and a.shape != (state.shape[1],)) \
+                    or not np.all(np.isfinite(a)):
+                raise ModelError(f"[NeuromorphicDevice.set_custom_state] {population}.{name} "
+                                 f"has shape {a.shape}; expected a finite scalar or "
+                                 f"({state.shape[1]},)")
+            arrays[name] = a
+        if reset:
+            state[:] = 0.0
+        for name, a in arrays.items():
+            state[names.index(name)] = a
+
+    def clear_in_flight(self) -> None:
+        """Drop every spike sent but not yet integrated (the delay buffer), e.g. between two
+        independent inputs, so nothing of the previous one arrives during the next."""
+        self._need_compiled()
+        self._inbuf[:] = 0.0
 
     def _need_compiled(self) -> Compiled:
         if self.compiled is None:

@@ -97,7 +97,7 @@ def _fire(t, lo, v, until, payload, flag, th, vr, sub, mode, rs, spk_list, nspk)
 
 
 @njit(cache=True)
-def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,
+def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,  # noqa: E741 (I: synaptic current, NIR's name)
                   refsteps, aI, gI, kI, inj, inbuf, payload, zeros, flag, spk_list, nspk):
     """neurons_step's CUBA update for a population with one coefficient row and <= 2
     channels, in two passes (Brian2's state-update / threshold split): the same
@@ -118,7 +118,7 @@ def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset
 
 
 @njit(cache=True)
-def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
+def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,  # noqa: E741 (I: synaptic current, NIR's name)
                  ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
                  payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE, NU_IDLE):
     """Update every built-in neuron for step ``t`` (see network.py for the equations).
@@ -267,7 +267,7 @@ def end_step(cc, tot, tau, sync, stats):
 
 
 @njit(cache=True)
-def record_step(row, probe_idx, probe_var, v, I, rec):
+def record_step(row, probe_idx, probe_var, v, I, rec):  # noqa: E741 (I: synaptic current, NIR's name)
     for k in range(probe_idx.size):
         i = probe_idx[k]
         rec[row, k] = v[i] if probe_var[k] == 0 else I[probe_var[k] - 1, i]
@@ -275,7 +275,7 @@ def record_step(row, probe_idx, probe_var, v, I, rec):
 
 @njit(cache=True)
 def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
-                D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,  # noqa: E741 (I: synaptic current, NIR's name)
                 payload, zeros, flag, spk_list, nspk, ev_steps, ev_index, ev_payload, ev_ptr,
                 pois_prob, rng_state,
                 row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,

@@ -36,7 +36,7 @@ Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this o
    ``"euler"`` needs ``dt <= 2 tau`` for every time constant (``|1 - dt/tau| <= 1``);
    :meth:`Network.population` refuses a faster one, whose state would grow without bound.
 
-   A spike is one step of ``S = 1`` (snnTorch's reading of NIR, ANCHORS.md section 2); the
+   A spike is one step of ``S = 1`` (snnTorch's reading of NIR's spike input); the
    ``exact`` coupling ``k_c`` is the exact solution of the two linear ODEs over one step
    for the current just after the step's input arrived (Brian2's ``method='exact'`` with
    synapses scheduled before the state update).

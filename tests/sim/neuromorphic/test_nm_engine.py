@@ -62,7 +62,7 @@ def _naive(net, n_steps):
     P, n, dt = pop.params, pop.n, net.dt
     C = pop.n_channels
     v = P.get("v_init", P["v_reset"]).copy()
-    I = np.zeros((n, C))
+    I = np.zeros((n, C))  # noqa: E741 (I: synaptic current, as the engine)
     ref = np.zeros(n, int)
     pend = np.zeros((n_steps + 10, n, C))
     src = net.sources["s"]
@@ -124,7 +124,7 @@ def test_matches_naive_twin(model, uniform):
     dev = NeuromorphicDevice("loihi2")
     dev.compile(net, quantize=False)
     res = dev.run(T).spikes["p"]
-    ours = sorted(zip(res[0].tolist(), res[1].tolist()))
+    ours = sorted(zip(res[0].tolist(), res[1].tolist(), strict=True))
     assert len(ours) > 30
     assert ours == _naive(net, T)
 
@@ -335,7 +335,8 @@ def test_signed_payload_spikes():
     dev.compile(net, quantize=False)
     res = dev.run(4)
     st, ix, pl = res.spikes["t"]
-    assert list(zip(st.tolist(), ix.tolist(), pl.tolist())) == [(1, 0, 1), (1, 1, -1)]
+    assert list(zip(st.tolist(), ix.tolist(), pl.tolist(), strict=True)) == \
+        [(1, 0, 1), (1, 1, -1)]
     # IF: v += r dt x with x = 2 x (+1) + 3 x (-1) = -1 arriving at step 2
     assert res.states["o.v"][2, 0] == pytest.approx(-1e-3)
     dev1 = NeuromorphicDevice("loihi")          # Loihi 1: binary spikes only

@@ -22,7 +22,8 @@ def toy_text(neurons_per_core=2, barrier=100.0, one_router=None, tick=None, payl
     text = TOY.read_text().replace('name = "toy-neuro"', f'name = "{name}"')
     text = text.replace('neurons_per_core = { value = 8,',
                         f'neurons_per_core = {{ value = {neurons_per_core},')
-    text = text.replace('fan_in_per_core = { value = 10,', f'fan_in_per_core = {{ value = {fan_in},')
+    text = text.replace('fan_in_per_core = { value = 10,',
+                        f'fan_in_per_core = {{ value = {fan_in},')
     text = text.replace('synapse_bytes_per_core = { value = 64,',
                         f'synapse_bytes_per_core = {{ value = {synapse_bytes},')
     if payload_bits is not None:

@@ -1,21 +1,24 @@
-"""The VA CUBA model card: a small run, its counts, its pricing on three chips, its export."""
+"""VA CUBA: a small run, its counts, its pricing on three chips, the chips' limits."""
 import numpy as np
 import pytest
 
-from models import snn_cuba
-from models.registry import REGISTRY
+from hw_profiles import load
+from models import runner
+from models.snn_cuba.card import CubaConfig
+from models.snn_cuba.model import connectivity
 from sim.errors import HardwareLimitError, ModelError
+
+SMALL = {"n": 800, "p": 0.1, "duration": 0.05}
+
+
+def _run(profile, **overrides):
+    return runner.run("snn_cuba", profile=profile, overrides=overrides)
 
 
 @pytest.fixture(scope="module")
 def small_run():
     # 800 neurons with the benchmark's in-degree (p = 0.1 -> 80 inputs), 50 ms
-    return snn_cuba.simulate("loihi", quick=True, n=800, p=0.1, duration=0.05)
-
-
-def test_registered():
-    card = REGISTRY["snn_cuba"]
-    assert card.device_kinds == ("neuromorphic",) and card.exports == ("nir",)
+    return _run("loihi", **SMALL)
 
 
 def test_small_run_counts(small_run):
@@ -24,37 +27,49 @@ def test_small_run_counts(small_run):
     assert m["spikes"] == ops["spike"] > 0
     # 800 neurons x 500 steps, every update either active or idle
     assert ops["neuron_update_active"] + ops["neuron_update_idle"] == 800 * 500
-    cfg = snn_cuba.CubaConfig(n=800, p=0.1, duration=0.05)
-    pre, _ = snn_cuba.connectivity(cfg)
+    cfg = CubaConfig(**SMALL)
+    pre, _ = connectivity(cfg)
     out_degree = np.bincount(pre, minlength=800)
-    raster = small_run.traces["spike_raster"]
+    assert small_run.traces["spike_raster"].kind == "raster"
+    raster = small_run.traces["spike_raster"].data
     assert raster.shape == (ops["spike"], 2)
     # times in [0, 50 ms), spread over the whole run (activity is self-sustained)
     assert raster[:, 0].min() >= 0 and raster[:, 0].max() < 0.05
     assert np.histogram(raster[:, 0], bins=5, range=(0, 0.05))[0].min() > 0
     # synop = sum over spikes of the spiking neuron's out-degree (exactly)
     assert ops["synop"] == out_degree[raster[:, 1].astype(int)].sum()
-    assert small_run.traces["core_neurons_util"].size == m["cores_used"]
+    assert small_run.traces["core_neurons_util"].data.size == m["cores_used"]
+    # one sample = one run; the ledger's synapses are the connectivity's pairs
+    assert led.samples() == {"run": 1}
+    assert m["synapses"] == pre.size
+    assert m["rate_hz"] == ops["spike"] / (800 * 0.05)
+    routes = small_run.traces["routes"]
+    assert routes.kind == "table" and routes.columns == ("src_core", "dst_core", "hops",
+                                                         "neurons")
+    assert routes.data.shape == (m["routes"], 4)
 
 
 def test_priced_on_three_chips(small_run):
+    ops = small_run.ledger.total_ops()
     for name in ("loihi", "truenorth", "spinnaker2"):
-        rep = small_run.ledger.price(name)
+        rep, prof = small_run.ledger.price(name), load(name)
         cat = rep.by_category()
-        assert cat["compute"] > 0
+        # compute = synops + neuron updates, each at the chip's pJ
+        assert cat["compute"] == pytest.approx(1e-12 * sum(
+            ops[k] * prof.energy_pj[k].value
+            for k in ("synop", "neuron_update_active", "neuron_update_idle")))
+        assert rep.static_j == pytest.approx(prof.static_power_w.value * rep.total_latency_s)
         assert rep.total_j == pytest.approx(sum(cat.values()))
     loihi = small_run.ledger.price("loihi")
-    ops = small_run.ledger.total_ops()
     # 23.6 pJ per synop (Davies 2018 Table 2)
     assert loihi.by_op()["synop"] == pytest.approx(ops["synop"] * 23.6e-12)
     assert loihi.by_category()["communication"] == pytest.approx(
         ops["spike"] * 1.7e-12 + ops.get("hop", 0) * 3.5e-12)
-    assert loihi.static_j > 0
 
 
 def test_truenorth_fan_in_splits_cores():
     # ~80 distinct inputs per neuron and 256 axons per core: at most 3 neurons per core
-    run = snn_cuba.simulate("truenorth", n=800, p=0.1, duration=0.001)
+    run = _run("truenorth", n=800, p=0.1, duration=0.001)
     assert run.metrics["fan_in_util_max"] <= 1.0
     assert run.metrics["cores_used"] >= 800 / 3
     assert run.ledger.total_ops()["hop"] > 0
@@ -62,11 +77,11 @@ def test_truenorth_fan_in_splits_cores():
 
 def test_too_large_for_truenorth():
     with pytest.raises(HardwareLimitError, match=r"population 'cuba'.*truenorth limits.cores"):
-        snn_cuba.simulate("truenorth", n=20000, p=0.004, duration=0.001)
+        _run("truenorth", n=20000, p=0.004, duration=0.001)
 
 
 def test_bad_config():
     with pytest.raises(ModelError, match="p = 1.5"):
-        snn_cuba.CubaConfig(p=1.5)
-    with pytest.raises(ModelError, match="dataset 'va-cuba'"):
-        snn_cuba.simulate("loihi", dataset="digits")
+        CubaConfig(p=1.5)
+    with pytest.raises(ModelError, match="model 'snn_cuba' takes datasets va-cuba; got 'digits'"):
+        runner.run("snn_cuba", dataset="digits")

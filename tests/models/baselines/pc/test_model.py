@@ -1,8 +1,11 @@
 """Float PC: FF init, energy descent, PC updates ~ backprop gradients near equilibrium."""
+import numpy as np
 import pytest
 import torch
 
-from models.pc import PCConfig, PCNet, comm_bits_per_neuron, simulate
+import sim
+from models.baselines.pc.card import PCConfig
+from models.baselines.pc.model import PCClassifier, PCNet, comm_bits_per_neuron
 from sim.errors import ModelError
 
 
@@ -58,6 +61,28 @@ def test_bits_formula_and_bad_config():
         PCConfig(steps=0)
 
 
-@pytest.mark.slow
-def test_digits_quick_accuracy():
-    assert simulate(epochs=20).metrics["test_accuracy"] >= 0.9
+def test_feedforward_by_hand():
+    # 2-1-1 net with chosen weights: mu_1 = W_1 x + b_1 = 1 x 0.5 - 2 x 0.25 + 0.1 = 0.1;
+    # mu_2 = W_2 relu(mu_1) + b_2 = 3 x 0.1 - 1 = -0.7
+    net = PCNet((2, 1, 1), 1e-3, 0.0, seed=0)
+    net.W = [torch.tensor([[1.0, -2.0]]), torch.tensor([[3.0]])]
+    net.b = [torch.tensor([0.1]), torch.tensor([-1.0])]
+    xs = net.feedforward(torch.tensor([[0.5, 0.25]]))
+    assert [float(v) for v in (xs[1][0, 0], xs[2][0, 0])] == pytest.approx([0.1, -0.7])
+    # one inference step, eta = 0.5, y = 0: eps_2 = 0 - (-0.7) = 0.7, eps_1 = 0 (FF init);
+    # x_1 += 0.5 (-0 + 1[x_1 > 0] x W_2^T eps_2) = 0.1 + 0.5 x 2.1 = 1.15
+    xs, eps = net.infer(torch.tensor([[0.5, 0.25]]), torch.tensor([[0.0]]), 1, 0.5)
+    assert float(xs[1][0, 0]) == pytest.approx(1.15)
+    # eps_1 = 1.15 - 0.1 = 1.05, eps_2 = 0 - (3 x 1.15 - 1) = -2.45
+    assert [float(eps[1][0, 0]), float(eps[2][0, 0])] == pytest.approx([1.05, -2.45])
+
+
+def test_classifier_checks_its_inputs():
+    clf = PCClassifier(4, 3, PCConfig(hidden=(2,), epochs=1), sim.device("x86-avx2"))
+    with pytest.raises(ModelError, match=r"PCClassifier.fit: x has shape \(2, 5\), expected "
+                                         r"\(N, 4\)"):
+        clf.fit(np.zeros((2, 5)), np.zeros(2, int))
+    with pytest.raises(ModelError, match=r"PCClassifier.fit: labels span 0..3, expected 0..2"):
+        clf.fit(np.zeros((2, 4)), np.array([0, 3]))
+    with pytest.raises(ModelError, match=r"PCClassifier.evaluate: x holds 1 NaN"):
+        clf.evaluate(np.array([[0.0, np.nan, 0.0, 0.0]]), np.zeros(1, int))

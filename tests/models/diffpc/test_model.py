@@ -1,72 +1,18 @@
-"""DiffPC: Theorem 4.1, closeness to float PC, digits accuracy, counts, bad input."""
+"""DiffPC's model: closeness to float PC, counts, the learning step, bad input."""
 import numpy as np
 import pytest
 import torch
 
-from models.diffpc import (
-    KERNEL,
-    PARAMS,
-    STATE,
-    DiffPCConfig,
-    DiffPCNetwork,
-    diffpc_update,
-    simulate,
-)
-from models.pc import PCNet
+import sim
+from models.baselines.pc.model import PCNet
+from models.diffpc.card import DiffPCConfig
+from models.diffpc.kernels import STATE
+from models.diffpc.model import DiffPCNetwork
 from sim.errors import ModelError
-from sim.neuromorphic import NeuromorphicDevice
 
 
-def _params(h, n, m, gamma=0.0, clamped=0.0, emit_err=1.0, sched=0, a=1.0, T_iter=None,
-            c=0.01):
-    vals = {"gamma": gamma, "ncyc": n, "m": m, "clamped": clamped, "emit_err": emit_err,
-            "sched": sched, "a": a, "T_iter": T_iter or n, "c": c}
-    return np.array([[vals[p]] * 2 * h for p in PARAMS], float)
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_one_cycle_meets_theorem_4_1(seed):
-    # |xT - xA| < 2^(m+1), xT > 0 and fixed in the cycle => after n steps < 2^(m+1-n);
-    # the error compartment (eT fixed: no input) obeys the same bound
-    rng = np.random.default_rng(seed)
-    h = 500
-    for n in (1, 3, 6, 10):
-        m = int(rng.integers(-3, 3))
-        state = np.zeros((len(STATE), 2 * h))
-        xT = rng.uniform(1e-3, 3.0, h) * 2.0 ** m
-        gap = rng.uniform(-1, 1, h) * 2.0 ** (m + 1) * 0.999
-        state[0, :h] = xT
-        state[1, :h] = np.maximum(xT - gap, 0.0)      # announced copy >= 0
-        state[2, :h] = xT - rng.uniform(-1, 1, h) * 2.0 ** (m + 1) * 0.999   # xF
-        state[4, :h] = 0.0
-        eT = xT - state[2, :h]
-        inp = np.zeros((2 * h, 2))
-        pl = np.zeros(2 * h, np.int32)
-        sent = np.zeros(h)
-        for _ in range(n):
-            pl[:] = 0
-            diffpc_update(inp, state, _params(h, n, m), pl)
-            k = int(state[6, 0]) - 1
-            sent += pl[:h] * 2.0 ** (m - n + 1)    # payload x weight scale = s T(t)
-            assert set(np.unique(np.abs(pl[pl != 0]))) <= {2 ** (n - 1 - k)}
-        bound = 2.0 ** (m + 1 - n)
-        assert np.all(state[0, :h] == xT)                           # gamma = 0: fixed
-        assert np.max(np.abs(state[0, :h] - state[1, :h])) <= bound
-        assert np.max(np.abs(eT - state[4, :h])) <= bound
-        # the announced copy is exactly the start value plus the graded spikes sent
-        np.testing.assert_allclose(state[1, :h], np.maximum(xT - gap, 0.0) + sent)
-
-
-def test_spiking_relu_never_announces_negative():
-    h = 64
-    state = np.zeros((len(STATE), 2 * h))
-    state[0, :h] = -np.linspace(0.01, 1.5, h)   # negative targets
-    state[1, :h] = np.linspace(0.0, 0.5, h)
-    pl = np.zeros(2 * h, np.int32)
-    for _ in range(8):
-        diffpc_update(np.zeros((2 * h, 2)), state, _params(h, 8, 0), pl)
-        assert np.all(state[1, :h] >= 0.0)
-    assert np.max(state[1, :h]) < 2.0 ** -7 + 1e-12   # driven to (almost) 0
+def _chip(profile="loihi2"):
+    return sim.device(profile)
 
 
 def _gap_to_pc(n, cycles=120):
@@ -79,7 +25,7 @@ def _gap_to_pc(n, cycles=120):
     xs, eps = net.infer(torch.as_tensor(x, dtype=torch.float32),
                         torch.as_tensor(y1h, dtype=torch.float32), steps=600, eta=eta)
     cfg = DiffPCConfig(hidden=sizes[1:-1], n=n, cycles=cycles, gamma=eta, batch_size=3)
-    eng = DiffPCNetwork(net, 3, cfg, NeuromorphicDevice("loihi2"))
+    eng = DiffPCNetwork(net, 3, cfg, _chip())
     st = eng.iterate(x, y1h)
     hid = np.abs(st[1]["xA"] - torch.relu(xs[1]).numpy()).mean()
     err = np.abs(st[2]["eA"] - eps[2].numpy()).mean()
@@ -98,7 +44,7 @@ def test_counts_are_the_engine_spikes():
     # every delivered spike walks its fan-out: synops = act spikes x K_out + err x K_in
     sizes = (6, 5, 3)
     net = PCNet(sizes, 1e-3, 0.0, seed=1)
-    dev = NeuromorphicDevice("loihi2")
+    dev = _chip()
     cfg = DiffPCConfig(hidden=(5,), n=4, cycles=3, batch_size=2)
     eng = DiffPCNetwork(net, 2, cfg, dev)
     x = np.random.default_rng(1).uniform(0, 1, (2, 6))
@@ -112,6 +58,53 @@ def test_counts_are_the_engine_spikes():
     assert eng.spikes["ff"] == ff_spikes         # the feed-forward messages, for the bits
     ff_syn = np.count_nonzero(x) * 5 + (ff_spikes - np.count_nonzero(x)) * 3
     assert ops["synop"] == eng.spikes["act"] * 3 + eng.spikes["err"] * 5 + ff_syn
+    # 12 steps x (2 copies x 2 compartments x (5 + 3) neurons) = 384 updates, each active
+    # or idle; the feed-forward sweep: one active update per neuron, 2 x (5 + 3) = 16
+    run = dev.ledger.ops("t")                     # the engine's own scope (not t/ffinit)
+    assert run["neuron_update_active"] + run["neuron_update_idle"] == 12 * 2 * 2 * (5 + 3)
+    assert dev.ledger.total_ops("t/ffinit")["neuron_update_active"] == 2 * (5 + 3)
+
+
+def test_each_batch_starts_from_its_own_feed_forward_state():
+    # no spike of the previous batch arrives in the next (clear_in_flight) and every state
+    # is reset (set_custom_state(reset=True)): the same batch twice gives the same iteration
+    sizes = (6, 5, 3)
+    net = PCNet(sizes, 1e-3, 0.0, seed=1)
+    dev = _chip()
+    # n = 4, one cycle: 4 spikes are sent in the last step (still in flight at the end)
+    eng = DiffPCNetwork(net, 2, DiffPCConfig(hidden=(5,), n=4, cycles=1, batch_size=2), dev)
+    x, y1h = np.random.default_rng(1).uniform(0, 1, (2, 6)), np.eye(3)[[0, 1]]
+    first = eng.iterate(x, y1h, scope="a")
+    sent = dict(eng.spikes)
+    second = eng.iterate(x, y1h, scope="b")
+    assert {k: eng.spikes[k] - sent[k] for k in sent} == sent
+    # a spike left in flight would make its target an active (not idle) update in step 0
+    assert dev.ledger.ops("a") == dev.ledger.ops("b")
+    for layer in (1, 2):
+        assert list(first[layer]) == list(STATE[:-1])
+        for var in STATE[:-1]:
+            np.testing.assert_array_equal(first[layer][var], second[layer][var])
+    # the output layer is clamped to the one-hot label
+    np.testing.assert_array_equal(first[2]["xT"], y1h)
+
+
+def test_push_weights_rewrites_both_copies_and_the_first_layer():
+    # sizes (4, 3, 2), B = 2: W_2 has 2 x 3 = 6 weights per copy, in the forward and the
+    # transposed synapses: 2 x 2 x 6 = 24 updates; W_1 (no engine synapses) 2 x 4 x 3 = 24
+    net = PCNet((4, 3, 2), 1e-3, 0.0, seed=0)
+    dev = _chip()
+    eng = DiffPCNetwork(net, 2, DiffPCConfig(hidden=(3,), batch_size=2), dev)
+    net.W[1] += 0.125
+    eng.push_weights(scope="s")
+    eb = dev.compiled.entry_bytes
+    assert dev.ledger.total_ops("s") == {"syn_update": 24 + 24}
+    assert dev.ledger.total_bytes("s") == {("local", "read"): 48 * eb,
+                                           ("local", "write"): 48 * eb}
+    # the forward copy now holds W_2 x 2^(m - n + 1) (m = 0, n = 8: / 128)
+    np.testing.assert_allclose(dev.compiled.weights_of("fwd2"),
+                               np.tile(net.W[1].numpy().ravel(), 2) / 128, rtol=1e-12)
+    eng.push_weights(scope="again")               # nothing changed: only W_1's 24 writes
+    assert dev.ledger.total_ops("again") == {"syn_update": 24}
 
 
 def test_bad_config_and_payload_limit():
@@ -122,16 +115,7 @@ def test_bad_config_and_payload_limit():
     net = PCNet((4, 3, 2), 1e-3, 0.0, seed=0)
     with pytest.raises(ModelError, match="spike_payload_bits"):
         DiffPCNetwork(net, 1, DiffPCConfig(hidden=(3,), n=40, batch_size=1),
-                      NeuromorphicDevice("loihi2"))
-    assert KERNEL.n_channels == 2
-
-
-def test_digits_quick_reaches_90_percent():
-    r = simulate(profile="loihi2", dataset="digits", quick=True)
-    assert r.metrics["test_accuracy"] >= 0.90, r.metrics
-    # float PC sends 960 bits per neuron per sample at 15 steps; DiffPC >= 10x fewer here
-    assert r.metrics["bits_per_neuron_per_sample"] < 96.0, r.metrics
-    assert r.ledger.total_ops("train")["syn_update"] > 0
+                      _chip())
 
 
 @pytest.mark.parametrize("schedule", ["cyclic", "cyclic-decay", "constant-decay"])
@@ -142,7 +126,7 @@ def test_receivers_rebuild_what_senders_announced(schedule):
     net = PCNet(sizes, 1e-3, 0.0, seed=5)
     cfg = DiffPCConfig(hidden=(8,), n=6, cycles=5, batch_size=3, schedule=schedule,
                        decay_a=0.3, const_c=0.05)
-    eng = DiffPCNetwork(net, 3, cfg, NeuromorphicDevice("loihi2"))
+    eng = DiffPCNetwork(net, 3, cfg, _chip())
     x = np.random.default_rng(2).uniform(0, 1, (3, 10))
     st = eng.iterate(x, np.eye(4)[[1, 2, 3]])
     W, b = net.W[1].numpy().astype(float), net.b[1].numpy().astype(float)
@@ -156,32 +140,22 @@ def test_receivers_rebuild_what_senders_announced(schedule):
     assert eng.spikes["act"] > 0 and eng.spikes["err"] > 0
 
 
-def test_card_is_the_cli_default():
-    import models
-    from deploy import cli
-    card = models.get("diffpc")
-    assert cli.DEFAULT_MODEL == "diffpc"
-    assert card.device_kinds == ("neuromorphic",)
-    assert (card.default_profile, card.default_dataset) == ("loihi2", "digits")
-
-
 def test_iterate_rejects_a_batch_of_the_wrong_shape():
     net = PCNet((4, 3, 2), 1e-3, 0.0, seed=0)
     eng = DiffPCNetwork(net, 2, DiffPCConfig(hidden=(3,), batch_size=2),
-                        NeuromorphicDevice("loihi2"))
+                        _chip())
     with pytest.raises(ModelError, match=r"compiled for batches of 2"):
         eng.iterate(np.zeros((3, 4)), np.zeros((3, 2)))
 
 
 def test_learning_step_is_counted_as_float_pcs():
     """DiffPC's weight gradients and AdamW are in its ledgers, counted as PC's same step."""
-    from models.diffpc import DiffPCClassifier
-    from sim.torch_engine import TorchDevice
+    from models.diffpc.model import DiffPCClassifier
     sizes, B = (6, 5, 3), 2
     rng = np.random.default_rng(0)
     x, y = rng.uniform(0, 1, (4, 6)), np.array([0, 1, 2, 1])
     cfg = DiffPCConfig(hidden=(5,), n=2, cycles=1, epochs=1, batch_size=B)
-    dev = NeuromorphicDevice("loihi2")
+    dev = _chip()
     model = DiffPCClassifier(6, 3, cfg, dev).fit(x, y)
     host = model.host_ledger.total_ops("train")
     # 2 batches x 2 samples x (5 x 6 + 3 x 5) weights = 180 gradient multiply-accumulates
@@ -190,7 +164,8 @@ def test_learning_step_is_counted_as_float_pcs():
     # the chip reading: one learning-engine update per operation of the step
     assert dev.ledger.total_ops("train/learn/rule") == {"syn_update": sum(host.values())}
     # float PC's step on the same shapes counts the same ops and bytes
-    ref, net = TorchDevice("x86-avx2", prefer_cuda=False), PCNet(sizes, 1e-3, 1e-4, seed=0)
+    ref = sim.device("x86-avx2", prefer_cuda=False)
+    net = PCNet(sizes, 1e-3, 1e-4, seed=0)
     for _ in range(2):
         pre = [torch.rand(B, 6), torch.rand(B, 5)]
         eps = [None, torch.rand(B, 5), torch.rand(B, 3)]
@@ -201,12 +176,12 @@ def test_learning_step_is_counted_as_float_pcs():
 
 
 def test_bits_include_the_feed_forward_messages():
-    from models.diffpc import FF_PAYLOAD_BITS, DiffPCClassifier
+    from models.diffpc.model import FF_PAYLOAD_BITS, DiffPCClassifier
     rng = np.random.default_rng(1)
     x, y = rng.uniform(0, 1, (4, 6)), np.array([0, 1, 2, 1])
     x[:, :2] = 0.0                                # zero pixels send no message
     cfg = DiffPCConfig(hidden=(5,), n=2, cycles=1, epochs=1, batch_size=2)
-    model = DiffPCClassifier(6, 3, cfg, NeuromorphicDevice("loihi2")).fit(x, y)
+    model = DiffPCClassifier(6, 3, cfg, _chip()).fit(x, y)
     sp, c = model.engine.spikes, model.comm()
     per = 4 * (5 + 3)                             # 4 training samples x 8 neurons
     # every non-zero pixel (4 x 4 = 16) sends one message, plus at most 4 x 5 hidden ones
@@ -215,37 +190,3 @@ def test_bits_include_the_feed_forward_messages():
     assert c["bits_per_neuron_per_sample"] == \
         (2 * (sp["act"] + sp["err"]) + FF_PAYLOAD_BITS * sp["ff"]) / per
     assert FF_PAYLOAD_BITS == 32                  # the float32 each message carries
-
-
-def test_comparison_prices_both_readings_of_the_learning_step():
-    """train@loihi2 keeps the rule on the chip; train@loihi2+P swaps it for the host step."""
-    from hw_profiles import load
-    from models.diffpc_experiment import GPU_PROFILES, compare
-    from models.registry import RunResult
-    from sim.ledger import Ledger
-    chip, host, other = Ledger(), Ledger(), Ledger()
-    chip.add("synop", 1000, scope="train")
-    chip.add("syn_update", 300, scope="train/learn/rule")
-    chip.add_samples(10, scope="train")
-    host.add("mac_fp32", 200, scope="train")
-    host.add("flop_fp32", 100, scope="train")
-    host.add_samples(10, scope="train")
-    other.add("mac_fp32", 50, scope="train")
-    other.add_samples(10, scope="train")
-    res = {"diffpc": RunResult("diffpc", load("loihi2"), "d", {}, {"bits_per_neuron_per_sample":
-                                                                  2.0}, chip),
-           "diffpc_learn": RunResult("diffpc", load("x86-avx2"), "d", {}, {}, host),
-           "pc": RunResult("pc", load("a100"), "d", {}, {"bits_per_neuron_per_sample": 960.0}, other),
-           "bp": RunResult("mlp", load("a100"), "d", {}, {"bits_per_neuron_per_sample": 32.0}, other)}
-    d = compare(res)["diffpc"]
-    rep = chip.price("loihi2")
-    rule = rep.energy_within("train/learn/rule") / 10
-    lo = load("loihi2")
-    # 300 updates x syn_update pJ (+ static over its latency) per 10 samples
-    assert rule >= 300 * lo.energy_pj["syn_update"].value * 1e-12 / 10
-    assert d["learn_rule_j_per_sample@loihi2"] == pytest.approx(rule)
-    for p in GPU_PROFILES:
-        step = host.price(p).per_sample_j()["train"]
-        assert d[f"learn_j_per_sample@{p}"] == pytest.approx(step)
-        assert d[f"train_j_per_sample@loihi2+{p}"] == \
-            pytest.approx(d["train_j_per_sample@loihi2"] - rule + step)

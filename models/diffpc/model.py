@@ -1,32 +1,17 @@
 """DiffPC: predictive coding with ternary spikes, trained on NeuromorphicDevice.
 
 Karlsson, Fianda & Kamarainen, "Difference Predictive Coding for Training Spiking Neural
-Networks", ICLR 2026 (https://openreview.net/forum?id=iu9dbz2lB9). The PDF was not
-readable offline; equations follow the digest ``papers/diffpc.md`` section B (taken from
-the paper note's full text). Float PC (``models/pc.py``) supplies weights, AdamW and the
-feed-forward pass, so only the messaging differs between the two.
+Networks", ICLR 2026 (https://openreview.net/forum?id=iu9dbz2lB9): the DiffPC neuron
+(Algorithm 1), its threshold schedules and Theorem 4.1 are in ``kernels.py``; PC's weight
+rule (which Algorithm 1 leaves out) is used as the paper states it. Float PC
+(``models/baselines/pc/model.py``) supplies weights, AdamW and the feed-forward pass, so
+only the messaging differs between the two. Theorem 4.1: a cyclic cycle shrinks
+``|xT - xA| < 2^(m+1)`` to ``< 2^(m+1-n)``.
 
-Per hidden neuron of layer l (state ``xT`` target, ``xA`` announced activity, ``xF``
-prediction rebuilt from spikes, ``eT`` target error, ``eA`` announced error, ``b``
-feedback sum), every step t, with threshold ``T(t)``:
-
-1. receive: ``xF += T W_l s_A^{l-1}``, ``b += T W_{l+1}^T s_e^{l+1}`` (spikes of step t-1);
-2. ``eT = xT - xF``;
-3. at cycle starts (t mod n == 0): ``xT += gamma (-eT + 1[xT > 0] b)``;
-4. activity spike ``s_A = sign(xT - xA) 1[|xT - xA| > T]``, spiking ReLU
-   ``s_A *= 1[xA + T s_A >= 0]``, ``xA += T s_A``;
-5. error spike ``s_e = sign(eT - eA) 1[|eT - eA| > T]``, ``eA += T s_e``;
-6. emit ``s_A`` up and ``s_e`` down.
-
-Schedules: cyclic ``T = 2^m / 2^(t mod n)`` (default); cyclic-decay multiplies it by
-``d(tau) = 1 - (1 - a) tau / T_iter``, tau = step within the training iteration; constant-
-decay is ``T = c d(tau)``. Theorem 4.1: a cyclic cycle shrinks ``|xT - xA| < 2^(m+1)`` to
-``< 2^(m+1-n)``.
-
-Readings chosen where the digest is unsure
+Readings chosen where the paper is unclear
 ------------------------------------------
-(A search of public pages found only the paper note the digest was built from and the
-abstract; neither defines m, gamma or the weight-update timing, so these are our readings.)
+(The paper's text available to us does not define m, gamma or the weight-update timing,
+and Algorithm 1 omits the weight update, so these are our readings.)
 
 - Spiking ReLU uses ``>= 0`` (lets xA return to exactly 0 when it holds a power-of-two sum).
 - A spike sent in step t is integrated in step t+1 (one-step latency, the engine's delay 1).
@@ -59,7 +44,10 @@ the receiver multiplies its input by the known ``d(tau)`` of the sending step (a
 not a shift). Weights are stored as floats (``compile(quantize=False)``, as the paper
 trains in PyTorch); every batch's new weights are written into both the forward and the
 transposed copy with ``update_weights`` (counted as ``syn_update``); the first layer's
-weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 updates.
+weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 updates
+(``NeuromorphicDevice.count_synapse_writes``). Between batches the device's public state
+methods reset the network: ``clear_in_flight`` (no spike of the previous batch arrives),
+``set_custom_state`` (the feed-forward initialisation), ``custom_state`` (read back).
 
 The learning step (counted as float PC's)
 -----------------------------------------
@@ -67,7 +55,7 @@ The weight gradients and AdamW (``PCNet.step``, the very code float PC runs) exe
 torch inside ``TorchDevice.count`` on a host device, so they are counted by the torch
 engine exactly as PC's step is: the gradient's ``B x K_l x K_(l-1)`` multiply-accumulates,
 the batch means, AdamW's element-wise updates, and their bytes. Two hardware readings of
-where that step runs are offered, and the comparison (``models/diffpc_experiment.py``)
+where that step runs are offered, and the comparison (``experiment.py``)
 shows both:
 
 - **chip** (the run's own ledger, what ``neuroedge simulate diffpc`` prices): the chip's
@@ -80,7 +68,8 @@ shows both:
 - **host** (``DiffPCClassifier.host_ledger``): a host processor attached to the chip runs
   the step, priced on a GPU/CPU profile, the same profile float PC's whole training is
   priced on; the chip then only receives the new weights (the ``train/learn`` rewrites),
-  and ``train/learn/rule`` is left out.
+  and ``train/learn/rule`` is left out. The host device is ``sim.device(HOST_PROFILE,
+  prefer_cuda=False)``: its counts do not depend on the profile.
 
 Not run through the engine (counted analytically, see ``_count_ff``): the feed-forward
 initialisation (one graded-spike sweep: a spike per non-zero activity, one synop per
@@ -93,120 +82,22 @@ fits Loihi 2's 32-bit graded payload) / (hidden + output neurons) / training sam
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import numpy as np
 import torch
-from numba import njit
 
-from models.pc import PCNet, check_xy
-from models.registry import ModelCard, Progress, RunResult, register
+import sim
+from models.baselines.pc.model import PCNet
+from models.diffpc.card import SCHEDULES, DiffPCConfig
+from models.diffpc.kernels import KERNEL, STATE
+from models.registry import Progress, Trained
 from models.shared import datasets
+from models.shared.checks import check_xy
 from sim.errors import ModelError
-from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
-from sim.torch_engine import TorchDevice
+from sim.neuromorphic import Network, NeuromorphicDevice
 
-SCHEDULES = ("cyclic", "cyclic-decay", "constant-decay")
 FF_PAYLOAD_BITS = 32   # the float32 activity each feed-forward message carries
 HOST_PROFILE = "x86-avx2"   # names the host device counts are made on; counts do not depend
 #                            on it, the comparison prices the host ledger on each profile
-STATE = ("xT", "xA", "xF", "eT", "eA", "b", "clk")
-PARAMS = ("gamma", "ncyc", "m", "clamped", "emit_err", "sched", "a", "T_iter", "c")
-
-
-@njit(cache=True)
-def threshold(clk, n, m, sched, a, T_iter, c):
-    """T_theta at global step ``clk`` of the iteration (float)."""
-    d = 1.0 - (1.0 - a) * (clk % T_iter) / T_iter
-    if sched == 2:
-        return c * d
-    return d * 2.0 ** (m - clk % n)
-
-
-@njit(cache=True)
-def diffpc_update(inp, state, params, payload):
-    """One DiffPC step for a layer of B*K two-compartment neurons (see module docstring).
-
-    inp (2BK, 2): channel 0 = forward (activity) input, channel 1 = feedback (error) input,
-    both already W x payload; only rows [0, BK) receive. state (7, 2BK); params (9, 2BK).
-    """
-    h = state.shape[1] // 2
-    gamma, n, m = params[0, 0], int(params[1, 0]), params[2, 0]
-    clamped, emit_err, sched = params[3, 0], params[4, 0], int(params[5, 0])
-    a, T_iter, c = params[6, 0], int(params[7, 0]), params[8, 0]
-    clk = int(state[6, 0])
-    k = clk % n
-    T = threshold(clk, n, m, sched, a, T_iter, c)
-    # the receiver undoes the decay factor of the sender's step (clk - 1): known schedule
-    d_prev = 1.0 - (1.0 - a) * ((clk - 1) % T_iter) / T_iter if clk > 0 else 0.0
-    grade = 1 if sched == 2 else 1 << (n - 1 - k)
-    for i in range(h):
-        xT, xA, xF = state[0, i], state[1, i], state[2, i]
-        eA, b = state[4, i], state[5, i]
-        xF += d_prev * inp[i, 0]
-        b += d_prev * inp[i, 1]
-        eT = xT - xF
-        if k == 0 and clamped == 0.0:
-            xT += gamma * (-eT + (1.0 if xT > 0.0 else 0.0) * b)
-        s = 0
-        if clamped == 0.0:
-            dx = xT - xA
-            s = 1 if dx > T else (-1 if dx < -T else 0)
-            if xA + T * s < 0.0:             # spiking ReLU (>= 0 reading)
-                s = 0
-            xA += T * s
-        de = eT - eA
-        se = 1 if de > T else (-1 if de < -T else 0)
-        eA += T * se
-        payload[i] = s * grade
-        if emit_err != 0.0:
-            payload[h + i] = se * grade
-        state[0, i], state[1, i], state[2, i] = xT, xA, xF
-        state[3, i], state[4, i], state[5, i] = eT, eA, b
-    for i in range(state.shape[1]):
-        state[6, i] = clk + 1
-
-
-KERNEL = NeuronKernel("diffpc", diffpc_update, state_names=STATE, param_names=PARAMS,
-                      n_channels=2)
-
-
-@dataclass
-class DiffPCConfig:
-    """Hyperparameters; defaults are the quick digits setting (64-32-10)."""
-
-    hidden: tuple[int, ...] = (32,)
-    n: int = 8                 # steps per threshold cycle (DiffPC-L: 120 = 15 x 8)
-    cycles: int = 15           # gamma updates per iteration (PC-SE's 15 steps)
-    m: int = 0                 # 2^(m+1) bounds a per-cycle change
-    gamma: float = 0.1         # target step (PC's eta)
-    schedule: str = "cyclic"
-    decay_a: float = 1.0       # d(tau) floor of the decay schedules (1 = no decay)
-    const_c: float = 0.01      # constant-decay threshold scale
-    epochs: int = 30
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    seed: int = 0
-
-    def __post_init__(self):
-        self.hidden = tuple(int(h) for h in self.hidden)
-        if not self.hidden or any(h < 1 for h in self.hidden):
-            raise ModelError(f"DiffPCConfig.hidden = {self.hidden}: need >= 1 hidden layer")
-        for name in ("n", "cycles", "epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ModelError(f"DiffPCConfig.{name} = {getattr(self, name)}: must be >= 1")
-        if self.schedule not in SCHEDULES:
-            raise ModelError(f"DiffPCConfig.schedule = {self.schedule!r}; expected one of "
-                             f"{SCHEDULES}")
-        if not 0 < self.decay_a <= 1:
-            raise ModelError(f"DiffPCConfig.decay_a = {self.decay_a}: must be in (0, 1]")
-        if not (self.gamma > 0 and self.lr > 0 and self.const_c > 0):
-            raise ModelError("DiffPCConfig: gamma, lr and const_c must be > 0")
-
-    @property
-    def steps(self) -> int:
-        return self.n * self.cycles
 
 
 class DiffPCNetwork:
@@ -267,10 +158,8 @@ class DiffPCNetwork:
         # feed-forward sweep is counted by _count_ff. Its B copies are still rewritten on
         # the chip every batch, so their updates are counted here (every weight changes
         # under AdamW).
-        n1 = self.B * self.net.sizes[0] * self.net.sizes[1]
-        eb = self.dev.compiled.entry_bytes
-        self.dev.ledger.add("syn_update", n1, scope=scope)
-        self.dev.ledger.add_bytes("local", read=n1 * eb, write=n1 * eb, scope=scope)
+        self.dev.count_synapse_writes(self.B * self.net.sizes[0] * self.net.sizes[1],
+                                      scope=scope)
 
     def iterate(self, x: np.ndarray, y1h: np.ndarray, scope: str = "train") -> dict:
         """One training iteration (FF init + ``cfg.steps`` spiking steps) for B samples.
@@ -288,25 +177,25 @@ class DiffPCNetwork:
                                                   device=net.W[0].device))
         mus = [m.cpu().double().numpy() for m in mus]
         self.spikes["ff"] += _count_ff(dev, mus, scope=f"{scope}/ffinit")
-        dev.inbuf[:] = 0.0      # no spike of the previous batch is still in flight
+        dev.clear_in_flight()      # no spike of the previous batch is still in flight
         for layer in range(1, len(sizes)):
-            st, _ = dev.custom[f"h{layer}"]
-            st[:] = 0.0
             h = B * sizes[layer]
             mu = mus[layer].ravel()
-            st[2, :h] = mu                                      # xF
+            # rows [0, h) are the neurons' state compartments; the error ports stay 0
+            rows = {"xF": mu}
             if layer == len(sizes) - 1:
-                st[0, :h] = y1h.ravel()                         # clamped target
+                rows["xT"] = y1h.ravel()                        # clamped target
             else:
-                st[0, :h] = mu                                  # xT
-                st[1, :h] = np.maximum(mu, 0.0)                 # xA = phi(xT)
+                rows["xT"] = mu
+                rows["xA"] = np.maximum(mu, 0.0)                # xA = phi(xT)
+            dev.set_custom_state(f"h{layer}", {k: np.concatenate([v, np.zeros(h)])
+                                               for k, v in rows.items()}, reset=True)
         res = dev.run(self.cfg.steps, scope=scope)
         out = {}
         for layer in range(1, len(sizes)):
             name, h = f"h{layer}", B * sizes[layer]
-            st, _ = dev.custom[name]
-            out[layer] = {v: st[k, :h].reshape(B, sizes[layer]).copy()
-                          for k, v in enumerate(STATE[:-1])}
+            st = dev.custom_state(name)
+            out[layer] = {v: st[v][:h].reshape(B, sizes[layer]) for v in STATE[:-1]}
             idx = res.spikes[name][1]
             n_err = int(np.count_nonzero(idx >= h))
             self.spikes["act"] += idx.size - n_err
@@ -341,13 +230,13 @@ class DiffPCClassifier:
         self.net = PCNet(self.sizes, config.lr, config.weight_decay, config.seed)
         self.engine = DiffPCNetwork(self.net, config.batch_size, config, device)
         # counts the learning step with the torch engine, as float PC's (module docstring)
-        self.host = TorchDevice(HOST_PROFILE, prefer_cuda=False)
+        self.host = sim.device(HOST_PROFILE, prefer_cuda=False)
         self.history: list[dict] = []
         self.samples = 0
 
     def fit(self, x, y, progress: Progress | None = None):
         """Train; the last partial batch of each (shuffled) epoch is skipped."""
-        check_xy(x, y, self.sizes, "DiffPCClassifier.fit")
+        check_xy(x, y, self.sizes[0], self.sizes[-1], "DiffPCClassifier.fit")
         cfg, B = self.config, self.config.batch_size
         if len(x) < B:
             raise ModelError(f"DiffPCClassifier.fit: {len(x)} samples < batch_size {B}")
@@ -390,7 +279,7 @@ class DiffPCClassifier:
                                scope="train/learn/rule")
 
     def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
-        check_xy(x, y, self.sizes, "DiffPCClassifier.evaluate")
+        check_xy(x, y, self.sizes[0], self.sizes[-1], "DiffPCClassifier.evaluate")
         with torch.no_grad():
             mus = self.net.feedforward(torch.as_tensor(x, dtype=torch.float32))
         _count_ff(self.device, [m.double().numpy() for m in mus], scope=scope)
@@ -410,54 +299,10 @@ class DiffPCClassifier:
                 "bits_per_neuron_per_sample":
                     (2.0 * (sp["act"] + sp["err"]) + FF_PAYLOAD_BITS * sp["ff"]) / per}
 
-
-def simulate(profile="loihi2", dataset="digits", seed: int = 0, quick: bool = True,
-             progress: Progress | None = None, **overrides) -> RunResult:
-    """Train DiffPC on the engine and test it; ``quick=False`` on Fashion-MNIST: 784-1000-10."""
-    data = datasets.load(dataset)
-    if quick or dataset == "digits":
-        cfg = DiffPCConfig(seed=seed, **overrides)
-    else:
-        cfg = DiffPCConfig(hidden=(1000,), epochs=3, batch_size=100, seed=seed, **overrides)
-    dev = NeuromorphicDevice(profile)
-    torch.set_num_threads(1)
-    model = DiffPCClassifier(data.n_features, data.n_classes, cfg, dev)
-    model.fit(data.x_train, data.y_train, progress=progress)
-    acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
-    metrics = {"test_accuracy": acc, **model.comm(),
-               "output_energy": model.history[-1]["output_energy"]}
-    config = {**asdict(cfg), "hidden": list(cfg.hidden), "sizes": list(model.sizes),
-              "steps": cfg.steps}
-    traces = {"output_energy": np.array([h["output_energy"] for h in model.history])}
-    return RunResult("diffpc", dev.profile, data.name, config, metrics, dev.ledger,
-                     traces)
-
-
-def experiment(quick: bool = True, seed: int = 0, **kw) -> dict:
-    """The paper's comparison: DiffPC vs float PC vs BP (``models/diffpc_experiment.py``).
-
-    ``quick``: digits 64-32-10, 30 epochs. Otherwise Fashion-MNIST 784-1000-10 on the full
-    split (``kw`` may set ``hidden``, ``epochs``, ``batch_size``, ``limit_train``); see
-    ``bench/diffpc.py`` and bench/RESULTS.md for what was actually run.
-    """
-    from models import diffpc_experiment
-    if quick:
-        return diffpc_experiment.run(datasets.digits(), seed=seed, **kw)
-    data = datasets.fashion_mnist(limit_train=kw.pop("limit_train", None))
-    kw.setdefault("hidden", (1000,))
-    kw.setdefault("epochs", 3)
-    kw.setdefault("batch_size", 100)
-    return diffpc_experiment.run(data, seed=seed, **kw)
-
-
-CARD = register(ModelCard(
-    name="diffpc",
-    title="DiffPC: difference predictive coding with ternary spikes",
-    reference="Karlsson, Fianda & Kamarainen, ICLR 2026, openreview.net/forum?id=iu9dbz2lB9",
-    claim="PC-level accuracy with >100x less data movement than float PC (ternary spikes)",
-    device_kinds=("neuromorphic",),
-    datasets=("digits", "fashion-mnist"),
-    default_dataset="digits",
-    default_profile="loihi2",
-    simulate=simulate,
-))
+    def trained(self) -> Trained:
+        """The weights and biases as plain arrays (what a run file stores)."""
+        arrays = {}
+        for k in range(self.net.L):
+            arrays[f"W{k + 1}"] = self.net.W[k].detach().cpu().numpy()
+            arrays[f"b{k + 1}"] = self.net.b[k].detach().cpu().numpy()
+        return Trained(arrays, {"sizes": list(self.sizes)})

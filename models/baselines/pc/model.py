@@ -1,8 +1,8 @@
 """Float predictive coding (PC) classifier on TorchDevice: DiffPC's float baseline ("PC-SE").
 
 Discriminative PC (Whittington & Bogacz 2017, doi:10.1162/NECO_a_00949; Millidge et al.
-arXiv:2006.04182; Rosenbaum 2022, arXiv:2106.13082), the "Strict" variant of the DiffPC
-digest (section A):
+arXiv:2006.04182; Rosenbaum 2022, arXiv:2106.13082), the "Strict" variant DiffPC
+(Karlsson et al., ICLR 2026) compares with as its PC-SE baseline:
 
 - prediction ``mu_l = W_l phi(x_{l-1}) + b_l`` (``phi`` = ReLU on hidden layers, identity
   on the input pixels, which are >= 0), error ``eps_l = x_l - mu_l``,
@@ -14,46 +14,23 @@ digest (section A):
   ``-dW`` to AdamW.
 
 Every tensor op of training and inference runs inside ``TorchDevice.count`` so the ledger
-holds its ops and bytes. Inference (test) is the feed-forward pass: argmax of ``mu_L``.
-Communication per neuron and inference step is two dense 32-bit floats (``phi(x)`` up,
-``eps`` down), the digest's 64 bits x steps.
+holds its ops and bytes. The epoch loop is PC's own (no autograd: the weight rule and the
+inference steps are explicit; the order is numpy's ``datasets.rng(seed + epoch)``), so
+``models.shared.training.train_minibatch`` (autograd, torch's generator) does not fit it.
+Inference (test) is the feed-forward pass: argmax of ``mu_L``. Communication per neuron
+and inference step is two dense 32-bit floats (``phi(x)`` up, ``eps`` down): 64 bits x
+steps, the count the DiffPC paper charges PC with.
 """
 from __future__ import annotations
-
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
-from models.registry import ModelCard, Progress, RunResult, register
+from models.baselines.pc.card import PCConfig
+from models.registry import Progress, Trained
 from models.shared import datasets
-from sim.errors import ModelError
+from models.shared.checks import check_xy
 from sim.torch_engine import TorchDevice
-
-
-@dataclass
-class PCConfig:
-    """Hyperparameters; defaults are the quick digits setting (64-32-10)."""
-
-    hidden: tuple[int, ...] = (32,)
-    steps: int = 15          # DiffPC's PC-SE baseline uses 15 inference steps
-    eta: float = 0.1         # Torch2PC's default inference rate
-    epochs: int = 30
-    batch_size: int = 32
-    lr: float = 1e-3         # AdamW step size (not reported in the paper)
-    weight_decay: float = 1e-4
-    seed: int = 0
-
-    def __post_init__(self):
-        self.hidden = tuple(int(h) for h in self.hidden)
-        if not self.hidden or any(h < 1 for h in self.hidden):
-            raise ModelError(f"PCConfig.hidden = {self.hidden}: need >= 1 hidden layer, "
-                             "each with >= 1 unit")
-        for name in ("steps", "epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ModelError(f"PCConfig.{name} = {getattr(self, name)}: must be >= 1")
-        if not (self.lr > 0 and self.eta > 0):
-            raise ModelError(f"PCConfig lr = {self.lr}, eta = {self.eta}: both must be > 0")
 
 
 def relu_prime(x: torch.Tensor) -> torch.Tensor:
@@ -75,7 +52,7 @@ class PCNet:
         self.sizes = tuple(int(s) for s in sizes)
         gen = torch.Generator().manual_seed(seed)
         self.W, self.b = [], []
-        for a, k in zip(self.sizes[:-1], self.sizes[1:]):
+        for a, k in zip(self.sizes[:-1], self.sizes[1:], strict=False):   # widths in, out
             bound = 1.0 / np.sqrt(a)   # torch.nn.Linear's default init range
             self.W.append(((torch.rand(k, a, generator=gen) * 2 - 1) * bound)
                           .to(torch_device))                       # (K_l, K_{l-1})
@@ -127,15 +104,6 @@ class PCNet:
         return [self.phi(xs[k], k) for k in range(len(xs))]
 
 
-def check_xy(x: np.ndarray, y: np.ndarray | None, sizes, what: str) -> None:
-    if x.ndim != 2 or x.shape[1] != sizes[0]:
-        raise ModelError(f"{what}: x has shape {x.shape}, expected (N, {sizes[0]})")
-    if y is not None and (y.shape != (x.shape[0],) or (y.size and (y.min() < 0 or
-                                                                   y.max() >= sizes[-1]))):
-        raise ModelError(f"{what}: y has shape {y.shape} and must be ({x.shape[0]},) labels "
-                         f"in 0..{sizes[-1] - 1}")
-
-
 class PCClassifier:
     """Float PC trained with AdamW on a TorchDevice (ops counted under train/infer)."""
 
@@ -147,7 +115,7 @@ class PCClassifier:
         self.history: list[dict] = []
 
     def fit(self, x, y, progress: Progress | None = None):
-        check_xy(x, y, self.sizes, "PCClassifier.fit")
+        check_xy(x, y, self.sizes[0], self.sizes[-1], "PCClassifier.fit")
         cfg, dev, net = self.config, self.device, self.net
         xt = dev.tensor(x)
         yt = torch.nn.functional.one_hot(torch.as_tensor(y), self.sizes[-1]).float() \
@@ -168,46 +136,21 @@ class PCClassifier:
         return self
 
     def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
-        check_xy(x, y, self.sizes, "PCClassifier.evaluate")
+        check_xy(x, y, self.sizes[0], self.sizes[-1], "PCClassifier.evaluate")
         with self.device.count(scope, samples=len(x)), torch.no_grad():
             out = self.net.feedforward(self.device.tensor(x))[-1]
         pred = out.argmax(1).cpu().numpy()
         return {"accuracy": float(np.mean(pred == y))}
 
+    def trained(self) -> Trained:
+        """The weights and biases as plain arrays (what a run file stores)."""
+        arrays = {}
+        for k in range(self.net.L):
+            arrays[f"W{k + 1}"] = self.net.W[k].detach().cpu().numpy()
+            arrays[f"b{k + 1}"] = self.net.b[k].detach().cpu().numpy()
+        return Trained(arrays, {"sizes": list(self.sizes)})
+
 
 def comm_bits_per_neuron(steps: int) -> float:
     """Float PC's messages per neuron per sample: 2 x 32-bit floats per inference step."""
     return 64.0 * steps
-
-
-def simulate(profile="a100", dataset="digits", seed: int = 0, quick: bool = True,
-             progress: Progress | None = None, **overrides) -> RunResult:
-    """Train and test float PC; ``quick=False`` on Fashion-MNIST uses 784-1000-10."""
-    data = datasets.load(dataset)
-    if quick or dataset == "digits":
-        cfg = PCConfig(seed=seed, **overrides)
-    else:
-        cfg = PCConfig(hidden=(1000,), epochs=10, batch_size=100, seed=seed, **overrides)
-    dev = TorchDevice(profile)
-    model = PCClassifier(data.n_features, data.n_classes, cfg, dev)
-    model.fit(data.x_train, data.y_train, progress=progress)
-    acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
-    metrics = {"test_accuracy": acc, "energy": model.history[-1]["energy"],
-               "bits_per_neuron_per_sample": comm_bits_per_neuron(cfg.steps)}
-    config = {**asdict(cfg), "hidden": list(cfg.hidden), "sizes": list(model.sizes)}
-    traces = {"energy": np.array([h["energy"] for h in model.history])}
-    return RunResult("pc", dev.profile, data.name, config, metrics, dev.ledger, traces)
-
-
-CARD = register(ModelCard(
-    name="pc",
-    title="Float predictive coding (Strict PC, DiffPC's PC-SE baseline)",
-    reference="Whittington & Bogacz 2017, doi:10.1162/NECO_a_00949; Rosenbaum 2022, "
-              "arXiv:2106.13082",
-    claim="local PC learning reaches backprop-like accuracy with dense float messages",
-    device_kinds=("gpu", "cpu"),
-    datasets=("digits", "fashion-mnist"),
-    default_dataset="digits",
-    default_profile="a100",
-    simulate=simulate,
-))

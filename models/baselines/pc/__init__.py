@@ -1,0 +1,1 @@
+"""Float predictive coding (Strict PC), DiffPC's float baseline: card in ``card.py``."""

@@ -1,0 +1,1 @@
+"""DiffPC (difference predictive coding with ternary spikes): card in ``card.py``."""

@@ -1,0 +1,114 @@
+"""DiffPC's card: its config, presets and the contract functions.
+
+Light (no torch, no numba): ``neuroedge models`` imports every card. The method is in
+``model.py``, its neuron kernel in ``kernels.py`` and the paper's comparison (DiffPC vs
+float PC vs backprop) in ``experiment.py``; each is imported only when something runs.
+
+Presets (as the method ran before it had a room): ``quick`` is the config's defaults on
+either dataset (64-32-10 on digits: 30 epochs, batch 32, 15 cycles of n = 8 spike steps);
+``full`` on Fashion-MNIST is 784-1000-10 for 3 epochs with batch 100 (on digits it is the
+quick setting, digits being small already).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.registry import Card, Outcome, Study, register
+from sim.errors import ModelError
+from sim.traces import curve
+
+SCHEDULES = ("cyclic", "cyclic-decay", "constant-decay")
+
+
+@dataclass
+class DiffPCConfig:
+    """Hyperparameters; defaults are the quick digits setting (64-32-10)."""
+
+    hidden: tuple[int, ...] = (32,)
+    n: int = 8                 # steps per threshold cycle (DiffPC-L: 120 = 15 x 8)
+    cycles: int = 15           # gamma updates per iteration (PC-SE's 15 steps)
+    m: int = 0                 # 2^(m+1) bounds a per-cycle change
+    gamma: float = 0.1         # target step (PC's eta)
+    schedule: str = "cyclic"
+    decay_a: float = 1.0       # d(tau) floor of the decay schedules (1 = no decay)
+    const_c: float = 0.01      # constant-decay threshold scale
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    seed: int = 0
+
+    def __post_init__(self):
+        self.hidden = tuple(int(h) for h in self.hidden)
+        if not self.hidden or any(h < 1 for h in self.hidden):
+            raise ModelError(f"DiffPCConfig.hidden = {self.hidden}: need >= 1 hidden layer")
+        for name in ("n", "cycles", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ModelError(f"DiffPCConfig.{name} = {getattr(self, name)}: must be >= 1")
+        if self.schedule not in SCHEDULES:
+            raise ModelError(f"DiffPCConfig.schedule = {self.schedule!r}; expected one of "
+                             f"{SCHEDULES}")
+        if not 0 < self.decay_a <= 1:
+            raise ModelError(f"DiffPCConfig.decay_a = {self.decay_a}: must be in (0, 1]")
+        if not (self.gamma > 0 and self.lr > 0 and self.const_c > 0):
+            raise ModelError("DiffPCConfig: gamma, lr and const_c must be > 0")
+
+    @property
+    def steps(self) -> int:
+        return self.n * self.cycles
+
+
+PRESETS = {
+    "quick": {"digits": {}, "fashion-mnist": {}},
+    "full": {"digits": {},
+             "fashion-mnist": {"hidden": (1000,), "epochs": 3, "batch_size": 100}},
+}
+
+
+def simulate(cfg: DiffPCConfig, device, data, progress=None) -> Outcome:
+    """Train DiffPC on ``device`` (a NeuromorphicDevice) and test it.
+
+    The learning step's torch counts (the host reading, ``model.py``'s docstring) come back
+    as ``facts["host_ledger"]`` (a serialised Ledger), for the comparison to price.
+    """
+    import torch
+
+    from models.diffpc.model import DiffPCClassifier
+    torch.set_num_threads(1)   # the counts do not depend on it; one thread, as measured
+    model = DiffPCClassifier(data.n_features, data.n_classes, cfg, device)
+    model.fit(data.x_train, data.y_train, progress=progress)
+    acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
+    metrics = {"test_accuracy": acc, **model.comm(),
+               "output_energy": model.history[-1]["output_energy"]}
+    traces = {"output_energy": curve([h["output_energy"] for h in model.history])}
+    facts = {"sizes": list(model.sizes), "steps": cfg.steps,
+             "host_profile": model.host.profile.name,
+             "host_ledger": model.host_ledger.to_dict()}
+    return Outcome(metrics, traces, model.trained(), facts)
+
+
+def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
+    """The paper's comparison (``experiment.py``): DiffPC on ``profiles["neuromorphic"]``,
+    float PC and BP on ``profiles["gpu"]`` (default a100), the same architecture and epochs;
+    ``quick`` on digits, ``full`` on Fashion-MNIST (784-1000-10, 3 epochs)."""
+    from models.diffpc.experiment import run
+    dataset = "digits" if preset == "quick" else "fashion-mnist"
+    return run(dataset, preset, seed, profiles, progress=progress)
+
+
+CARD = Card(
+    name="diffpc",
+    title="DiffPC: difference predictive coding with ternary spikes",
+    reference="Karlsson, Fianda & Kamarainen, ICLR 2026, openreview.net/forum?id=iu9dbz2lB9",
+    claim="PC-level accuracy with >100x less data movement than float PC (ternary spikes)",
+    device_kinds=("neuromorphic",),
+    datasets=("digits", "fashion-mnist"),
+    config=DiffPCConfig,
+    presets=PRESETS,
+    default_profile="loihi2",
+    default_dataset="digits",
+    # the baselines' GPU profile cannot be named here: register() takes only kinds the
+    # method runs on; experiment.py defaults it to a100 (pc's and mlp's study profile)
+    study_profiles={"neuromorphic": "loihi2"},
+)
+METHOD = register(CARD, simulate=simulate, experiment=experiment)

@@ -1,0 +1,1 @@
+"""Vogels-Abbott CUBA, the neuromorphic engine's reference network: card in ``card.py``."""

@@ -5,7 +5,6 @@ import pytest
 from numba import njit
 
 import sim
-from sim.device import Device
 from sim.errors import ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
 
@@ -102,9 +101,6 @@ def test_count_synapse_writes_is_one_read_modify_write_each(toy_neuro_path):
         dev.count_synapse_writes(-1)
 
 
-@pytest.mark.skipif(not hasattr(Device, "count"),
-                    reason="Device.count (one nesting rule for every engine) is not on this "
-                           "branch yet")
 def test_count_blocks_nest_on_the_neuromorphic_engine():
     # NeuromorphicDevice inherits Device.count: counts inside go under the block's scope,
     # an inner block's under outer/inner, samples to the block's own full scope

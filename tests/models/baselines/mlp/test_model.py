@@ -1,0 +1,55 @@
+"""The backprop MLP: learns digits, counts its work, checks its inputs, is seeded."""
+import numpy as np
+import pytest
+import torch
+
+import sim
+from models.baselines.mlp.card import MLPConfig
+from models.baselines.mlp.model import MLPClassifier, build, torch_artifact
+from models.shared import datasets
+from sim.errors import ModelError
+
+
+def test_seeded_runs_are_identical(toy_gpu_path):
+    d = datasets.digits()
+    a = MLPClassifier(64, 10, MLPConfig(epochs=2, seed=3), sim.device(toy_gpu_path))
+    b = MLPClassifier(64, 10, MLPConfig(epochs=2, seed=3), sim.device(toy_gpu_path))
+    a.fit(d.x_train, d.y_train)
+    b.fit(d.x_train, d.y_train)
+    for pa, pb in zip(a.net.parameters(), b.net.parameters(), strict=True):
+        assert np.array_equal(pa.detach().numpy(), pb.detach().numpy())
+    c = MLPClassifier(64, 10, MLPConfig(epochs=2, seed=4), sim.device(toy_gpu_path))
+    assert not np.array_equal(next(c.net.parameters()).detach().numpy(),
+                              next(a.net.parameters()).detach().numpy())
+
+
+def test_bad_inputs(toy_gpu_path):
+    m = MLPClassifier(64, 10, MLPConfig(epochs=1), sim.device(toy_gpu_path))
+    with pytest.raises(ModelError, match=r"x has shape \(5, 63\), expected \(N, 64\)$"):
+        m.fit(np.zeros((5, 63), np.float32), np.zeros(5, np.int64))
+    with pytest.raises(ModelError, match="labels span 0..10, expected 0..9$"):
+        m.fit(np.zeros((2, 64), np.float32), np.array([0, 10]))
+    with pytest.raises(ModelError, match="x holds 1 NaN or infinite value"):
+        m.fit(np.array([[np.nan] + [0.0] * 63], np.float32), np.zeros(1, np.int64))
+    with pytest.raises(ModelError, match="hidden"):
+        MLPConfig(hidden=(0,))
+
+
+def test_build_has_relu_between_layers_only():
+    net = build((4, 3, 2))
+    assert [type(m).__name__ for m in net] == ["Linear", "ReLU", "Linear"]
+    assert sum(p.numel() for p in net.parameters()) == 4 * 3 + 3 + 3 * 2 + 2   # 23
+
+
+def test_torch_artifact_rebuilds_the_trained_network(toy_gpu_path):
+    """The export's network comes from the stored arrays alone and computes what the trained
+    network computes, on the stored example inputs."""
+    d = datasets.digits()
+    m = MLPClassifier(64, 10, MLPConfig(epochs=1, hidden=(16,)), sim.device(toy_gpu_path))
+    m.fit(d.x_train, d.y_train)
+    art = torch_artifact(m.trained(d.x_test[:8]))
+    assert art.example_inputs.shape == (2, 64) and art.check_inputs.shape == (8, 64)
+    with torch.no_grad():
+        want = m.net(torch.as_tensor(d.x_test[:8]))
+        got = art.module(torch.as_tensor(d.x_test[:8]))
+    torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -5,6 +5,8 @@ cards are light (no torch), so ``neuroedge models`` is quick. One line per room,
 method's line can be added or removed on its own.
 """
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
+from models.chunk_sparse_attention import card as _chunk_sparse_attention  # noqa: E402,F401
+from models.filter_heads import card as _filter_heads  # noqa: E402,F401
 from models.registry import (
            REGISTRY,
            Card,

@@ -170,7 +170,7 @@ def simulate(cfg: ChunkAttnConfig, device, data: NeedleTask, progress=None) -> O
     from models.chunk_sparse_attention.model import ChunkAttnLM
     model = ChunkAttnLM(cfg, device, task=data).fit(progress=progress)
     metrics: dict[str, float] = {}
-    for length, n in zip(cfg.eval_lengths, cfg.eval_samples):
+    for length, n in zip(cfg.eval_lengths, cfg.eval_samples, strict=True):
         r = model.evaluate(length, n=n, seed=cfg.seed + 1)
         metrics.update({f"{k}_L{length}": v for k, v in r.items()})
     ret = retention_16x(metrics, cfg.train_len)

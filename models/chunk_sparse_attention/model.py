@@ -71,7 +71,8 @@ class MLP(nn.Module):
 
 
 def rope(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-    """Rotary position embedding of ``x`` (B, h, P, d_h) at integer positions ``pos`` (P,) or (B, P)."""
+    """Rotary position embedding of ``x`` (B, h, P, d_h) at integer positions ``pos``
+    (P,) or (B, P)."""
     half = x.shape[-1] // 2
     freqs = ROPE_BASE ** (-torch.arange(half, device=x.device, dtype=x.dtype) / half)
     ang = pos.to(x.dtype).unsqueeze(-1) * freqs                      # (.., P, half)

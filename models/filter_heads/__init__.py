@@ -1,1 +1,1 @@
-"""Filter heads (arXiv:2510.26784) in a tiny transformer trained from scratch: card in ``card.py``."""
+"""Filter heads (arXiv:2510.26784) in a tiny transformer: card in ``card.py``."""

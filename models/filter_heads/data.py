@@ -93,7 +93,7 @@ def decode(tokens, tags=None) -> str:
     """Readable prompt; options with a label tag print as ``label:item``."""
     tags = np.zeros(len(tokens), np.int64) if tags is None else tags
     return " ".join((VOCAB[int(g)] + ":" if g else "") + VOCAB[int(t)]
-                    for t, g in zip(tokens, tags))
+                    for t, g in zip(tokens, tags, strict=True))
 
 
 @dataclass(frozen=True)

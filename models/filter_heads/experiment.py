@@ -62,7 +62,7 @@ def run(cfg: FilterHeadsConfig, device, progress: Progress | None = None):
         m.update(_task_accuracy(tr, rng, cfg))
     heads, mask, hist = patching.search_mask(tr, cfg.search, scope="locate")
     n_l, n_h = cfg.model.n_layer, cfg.model.n_head
-    all_heads = [(l, h) for l in range(n_l) for h in range(n_h)]
+    all_heads = [(layer, h) for layer in range(n_l) for h in range(n_h)]
     k = max(1, len(heads))
     # random sets of the same size from the other heads of layers >= 1 (a layer-0 query
     # at the last token reads only that token's embedding, the same word in source and
@@ -86,8 +86,8 @@ def run(cfg: FilterHeadsConfig, device, progress: Progress | None = None):
         rc = [patching.evaluate_heads(tr, pairs, s)["causality"] for s in rsets]
         m["causality_random_mean"] = float(np.mean(rc)) if rc else float("nan")
         m["causality_random_max"] = float(np.max(rc)) if rc else float("nan")
-        single = np.array([[patching.evaluate_heads(tr, pairs, [(l, h)])["causality"]
-                            for h in range(n_h)] for l in range(n_l)])
+        single = np.array([[patching.evaluate_heads(tr, pairs, [(layer, h)])["causality"]
+                            for h in range(n_h)] for layer in range(n_l)])
         det["single_head_causality"] = single
         m["causality_best_single_head"] = float(single.max())
         # portability: heads found on comma->comma, tested across every format pair

@@ -148,8 +148,8 @@ def search_mask(tr: TrainedLM, cfg: MaskSearchConfig, scope: str = "locate"):
     rng = np.random.default_rng(cfg.seed)
     steps = -(-cfg.n_pairs // cfg.batch_size)
     # a fixed training set of pairs, re-used every epoch as in the paper
-    train_pairs = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order, cfg.task, cfg.task)
-            for _ in range(steps)]
+    train_pairs = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order, cfg.task,
+                                cfg.task) for _ in range(steps)]
     for p in tr.model.parameters():
         p.requires_grad_(False)
     history = []
@@ -180,7 +180,7 @@ def search_mask(tr: TrainedLM, cfg: MaskSearchConfig, scope: str = "locate"):
         for p in tr.model.parameters():
             p.requires_grad_(True)
     final = mask.detach().cpu().numpy()
-    heads = [(int(l), int(h)) for l, h in zip(*np.nonzero(final > 0.5))]
+    heads = [(int(layer), int(h)) for layer, h in zip(*np.nonzero(final > 0.5), strict=True)]
     return heads, final, history
 
 
@@ -188,7 +188,8 @@ def random_head_sets(rng: np.random.Generator, tr: TrainedLM, k: int, exclude: H
                      n_sets: int) -> list[Heads]:
     """``n_sets`` random sets of ``k`` heads drawn from the heads not in ``exclude``."""
     n_l, n_h = _n_lh(tr)
-    pool = [(l, h) for l in range(n_l) for h in range(n_h) if (l, h) not in set(exclude)]
+    pool = [(layer, h) for layer in range(n_l) for h in range(n_h)
+            if (layer, h) not in set(exclude)]
     if k > len(pool):
         raise ModelError(f"random heads: {k} requested but only {len(pool)} heads are left "
                          "outside the excluded set")
@@ -215,7 +216,8 @@ def attention_on_match(tr: TrainedLM, batch: data.Batch, heads: Heads) -> float:
     tr.logits(batch, hook)
     tmpl = data.template(batch.fmt, batch.order, batch.items.shape[1], batch.task)
     pos = torch.as_tensor(tmpl.item_pos[batch.answer_slot], device=tr.device.torch_device)
-    vals = [hook.cached[("attn", l)][:, h, 0].gather(1, pos[:, None]).mean() for l, h in heads]
+    vals = [hook.cached[("attn", layer)][:, h, 0].gather(1, pos[:, None]).mean()
+            for layer, h in heads]
     return float(torch.stack(vals).mean()) if vals else float("nan")
 
 

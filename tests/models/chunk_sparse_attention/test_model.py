@@ -127,7 +127,7 @@ def test_hsa_equals_naive_loop():
                     if not sc:
                         continue
                     ws = torch.softmax(torch.tensor([s for s, _ in sc], dtype=torch.double), 0)
-                    for wi, (_, c) in zip(ws, sc):
+                    for wi, (_, c) in zip(ws, sc, strict=True):
                         p = torch.softmax(K[b, hh, c] @ q[b, t, hh] / math.sqrt(d // h), 0)
                         out[b, t, hh] += wi * (p @ V[b, hh, c])
         u = up.w_o(out.reshape(B, T, d))

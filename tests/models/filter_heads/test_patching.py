@@ -1,70 +1,34 @@
-"""Filter heads: prompts, patching machinery, causality metric, mask search, counts, errors."""
+"""Filter heads' patching (patching.py): query patching, the causality metric, the mask
+search, its counts, input errors."""
 import numpy as np
 import pytest
 import torch
 
-import models
-from models.filter_heads import patching, simulate, tasks
-from models.filter_heads.model import FilterLM, FilterLMConfig, Hook, Trained, train
+import sim
+from models.filter_heads import data, patching
+from models.filter_heads.card import FilterLMConfig
+from models.filter_heads.model import FilterLM, Hook, TrainedLM
+from models.shared.training import seeded
 from sim.errors import ModelError
-from sim.torch_engine import TorchDevice
-
-TOY = "tests/data/toy-gpu.toml"
 
 
-def tiny(seed=0, **kw) -> Trained:
-    """An untrained 2-layer, 2-head model (the machinery tests need no training)."""
-    cfg = FilterLMConfig(n_layer=2, n_head=2, d_model=16, d_mlp=32, seed=seed, **kw)
-    dev = TorchDevice(TOY)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = dev.compile(FilterLM(cfg)).eval()
-    return Trained(model, dev)
-
-
-def test_registered():
-    card = models.get("filter_heads")
-    assert card.simulate is simulate and set(card.device_kinds) == {"gpu", "cpu"}
-
-
-def test_prompt_layout():
-    t = tasks.template("bullet", "before", 3)
-    words = [tasks.VOCAB[i] for i in t.tokens]
-    words[t.cat_pos] = "<cat>"
-    for p in t.item_pos:
-        words[p] = "_"
-    assert " ".join(words) == "<bos> Which is <cat> ? Options : \\n - _ \\n - _ \\n - _ . Label"
-    assert [tasks.VOCAB[g] for g in t.tags[t.item_pos]] == ["a", "b", "c"]
-    assert np.count_nonzero(t.tags) == 3
-    assert tasks.VOCAB[tasks.template("comma", "after", 3, "item").tokens[-1]] == "Answer"
-    assert [tasks.VOCAB[i] for i in tasks.template("numbered", "after", 4).labels] == \
-        ["1", "2", "3", "4"]
-
-
-def test_batches_have_one_match_and_pairs_are_counterfactual():
-    rng = np.random.default_rng(0)
-    b = tasks.select_one(rng, 500, 7, "comma", "after")
-    cats = tasks.category_of(b.items)
-    assert np.all((cats == b.predicate[:, None]).sum(1) == 1)
-    assert np.all(cats[np.arange(500), b.answer_slot] == b.predicate)
-    assert np.all(np.sort(b.items, 1)[:, 1:] != np.sort(b.items, 1)[:, :-1])  # no repeats
-    p = tasks.counterfactual_pairs(rng, 500, 7, 7, "comma", "numbered")
-    cd, cs = tasks.category_of(p.dest.items), tasks.category_of(p.src.items)
-    assert np.all(p.src.predicate != p.dest.predicate)
-    assert np.all((cd == p.src.predicate[:, None]).sum(1) == 1)      # one c_targ
-    assert np.all((cd == p.dest.predicate[:, None]).sum(1) == 1)     # one dest answer
-    assert np.all((cs == p.src.predicate[:, None]).sum(1) == 1)
-    assert np.all(cd[np.arange(500), p.target_slot] == p.src.predicate)
-    both = np.concatenate([p.src.items, p.dest.items], 1)              # lists disjoint
-    assert np.all(np.sort(both, 1)[:, 1:] != np.sort(both, 1)[:, :-1])
-    assert {tasks.VOCAB[t] for t in p.target} <= set(tasks.DIGITS)
+@pytest.fixture
+def tiny(toy_gpu_path):
+    """Untrained 2-layer, 2-head models (the machinery tests need no training)."""
+    def make(seed=0, **kw) -> TrainedLM:
+        cfg = FilterLMConfig(n_layer=2, n_head=2, d_model=16, d_mlp=32, seed=seed, **kw)
+        dev = sim.device(toy_gpu_path)
+        with seeded(seed):
+            model = dev.compile(FilterLM(cfg)).eval()
+        return TrainedLM(model, dev)
+    return make
 
 
 def _same_shape_pairs(seed=1, b=8):
-    return tasks.counterfactual_pairs(np.random.default_rng(seed), b, 5, 5, "comma", "comma")
+    return data.counterfactual_pairs(np.random.default_rng(seed), b, 5, 5, "comma", "comma")
 
 
-def test_patching_all_heads_reproduces_donor_and_none_leaves_base():
+def test_patching_all_heads_reproduces_donor_and_none_leaves_base(tiny):
     tr = tiny()
     pairs = _same_shape_pairs()
     with torch.no_grad():
@@ -110,11 +74,16 @@ def test_causality_metric_on_constructed_logits():
         patching.option_logits(logits, opts + np.array([[0, 0, 28]] * 4))
 
 
-def test_mask_search_prunes_heads_without_effect():
+def _silenced(tiny):
     tr = tiny()
     d_head = 8
     with torch.no_grad():   # layer 1, head 0 writes nothing: its query cannot matter
         tr.model.blocks[1].attn.proj.weight[:, :d_head] = 0.0
+    return tr
+
+
+def test_mask_search_prunes_heads_without_effect(tiny):
+    tr = _silenced(tiny)
     cfg = patching.MaskSearchConfig(n_pairs=64, epochs=2, lr=0.2, lam=0.05)
     heads, mask, hist = patching.search_mask(tr, cfg)
     assert mask.shape == (2, 2) and mask.min() >= 0 and mask.max() <= 1 + cfg.eps
@@ -122,46 +91,25 @@ def test_mask_search_prunes_heads_without_effect():
     # in both prompts), so patching it changes nothing; head (1, 0) has no output. Only
     # the L1 term acts on them: 8 AdamW steps of ~lr = 0.2 drive them from 1 to 0.
     assert np.all(mask[0] == 0) and mask[1, 0] == 0
-    assert set(heads) <= {(1, 1)} and heads == [(l, h) for l, h in zip(*np.nonzero(mask > .5))]
+    assert set(heads) <= {(1, 1)} and heads == [
+        (layer, h) for layer, h in zip(*np.nonzero(mask > .5), strict=True)]
     assert len(hist) == 2
-    assert tr.device.ledger.total_ops("locate")["mac_fp32"] > 0
+    # 64 pairs in batches of 16 = 4 steps per epoch, re-used every epoch: 2 x 4 x 16
+    assert tr.device.ledger.samples() == {"locate": 128}
+    # each epoch runs the same pairs through the same shapes: the second epoch costs
+    # exactly what the first did (the MACs do not depend on the mask's values)
+    one = _silenced(tiny)
+    patching.search_mask(one, patching.MaskSearchConfig(n_pairs=64, epochs=1, lr=0.2,
+                                                        lam=0.05))
+    macs_one = one.device.ledger.total_ops("locate")["mac_fp32"]
+    assert tr.device.ledger.total_ops("locate")["mac_fp32"] == 2 * macs_one > 0
     # a huge L1 weight switches every head off
     off, _, _ = patching.search_mask(tr, patching.MaskSearchConfig(
         n_pairs=32, epochs=1, lr=1.0, lam=100.0))
     assert off == []
 
 
-def test_forward_counts_exact_macs():
-    tr = tiny()
-    b = tasks.select_one(np.random.default_rng(0), 3, 3, "comma", "after")
-    B, T, d, dm, V = 3, b.tokens.shape[1], 16, 32, tasks.VOCAB_SIZE
-    with tr.device.count("infer", samples=B), torch.no_grad():
-        tr.logits(b)
-    # per layer: qkv (3 d^2) + out proj (d^2) + MLP (2 d dm) per token; scores and
-    # weighted values: 2 x T^2 x d per prompt; head at the last token only: d x V
-    want = B * (2 * (T * (4 * d * d + 2 * d * dm) + 2 * T * T * d) + d * V)
-    assert tr.device.ledger.total_ops("infer")["mac_fp32"] == want
-    assert tr.device.ledger.uncounted() == {}
-
-
-def test_seeded_training_is_deterministic():
-    cfg = FilterLMConfig(n_layer=1, n_head=2, d_model=16, d_mlp=16, steps=3, batch_size=4)
-    a, b = train(cfg, TorchDevice(TOY)), train(cfg, TorchDevice(TOY))
-    for pa, pb in zip(a.model.parameters(), b.model.parameters()):
-        assert torch.equal(pa, pb)
-
-
-def test_bad_inputs():
-    with pytest.raises(ModelError, match="list format 'csv'"):
-        tasks.template("csv", "after", 3)
-    with pytest.raises(ModelError, match="question order 'middle'"):
-        tasks.select_one(np.random.default_rng(0), 2, 3, "comma", "middle")
-    with pytest.raises(ModelError, match=r"n = 8: expected 3..7"):
-        tasks.select_one(np.random.default_rng(0), 2, 8)
-    with pytest.raises(ModelError, match="d_model = 30 must split"):
-        FilterLMConfig(d_model=30, n_head=4)
-    with pytest.raises(ModelError, match="steps = 0"):
-        FilterLMConfig(steps=0)
+def test_bad_inputs(tiny):
     tr = tiny()
     with pytest.raises(ModelError, match=r"head \(2, 0\): expected \(layer, head\)"):
         patching.head_mask(tr, [(2, 0)])
@@ -175,5 +123,3 @@ def test_bad_inputs():
         tr.model(torch.zeros(1, 41, dtype=torch.int64))
     with pytest.raises(ModelError, match="5 requested but only 3 heads"):
         patching.random_head_sets(np.random.default_rng(0), tr, 5, [(0, 0)], 1)
-    with pytest.raises(ModelError, match="dataset 'digits' is not supported"):
-        simulate(profile=TOY, dataset="digits")

@@ -28,9 +28,9 @@ def test_card():
 def test_presets():
     quick = runner.make_config(NAME, "quick", "needle", 0)
     full = runner.make_config(NAME, "full", "needle", 0)
-    # quick trains the same model, smaller: 400 x 16 sequences (last 40% at 256 tokens)
+    # quick trains the same model, smaller: 150 x 16 sequences (last 40% at 256 tokens)
     # against 500 x 32 (last 40% at 512 tokens), tested at 1x, 4x and 16x
-    assert (quick.steps, quick.batch, quick.train_len) == (400, 16, 256)
+    assert (quick.steps, quick.batch, quick.train_len) == (150, 16, 256)
     assert quick.eval_lengths == (256, 1024, 4096)
     assert (full.steps, full.batch, full.train_len, full.warm_len) == (500, 32, 512, 128)
     assert full.eval_lengths == FULL_LENGTHS == (512, 2048, 4096, 8192, 16384, 32768)

@@ -6,7 +6,7 @@ every preset's config survives ``asdict`` -> ``config_from_dict``; ``parse_overr
 types each field's text; its quick preset runs through ``runner.run`` on a toy profile of
 its default kind and returns finite metrics, typed traces and a non-empty ledger; each
 declared export target's ``artifact`` has the type ``sim.artifacts`` names; the card is
-data only. Cards whose quick run takes more than ~10 s are in ``slow_cards.SLOW``.
+data only. Cards whose quick run takes more than ~10 s are in ``card_runs.SLOW``.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from slow_cards import SLOW, param
+from card_runs import SLOW, missing_data, param, toy_profile
 
 import models
 from hw_profiles.errors import NeuroedgeError
@@ -95,10 +95,10 @@ def test_registering_a_name_twice_raises(name):
     assert msg == f"model {name!r} is already registered"
 
 
-def test_registering_an_engine_kind_twice_raises():
+def test_registering_an_engine_kind_twice_raises(toy_gpu_path):
     import sim
     from sim.device import ENGINES, register_engine
-    sim.device("tests/data/toy-gpu.toml")                # imports (registers) every engine
+    sim.device(toy_gpu_path)                # imports (registers) every engine
     assert set(ENGINES) >= {"gpu", "cpu", "neuromorphic", "bitwise"}
     for kind, cls in dict(ENGINES).items():
         with pytest.raises(NeuroedgeError, match=f"kind '{kind}' already has engine "
@@ -195,30 +195,16 @@ def test_parse_overrides_types_values():
 
 
 # -- quick runs ------------------------------------------------------------------------------
-KIND_PROFILE = {"gpu": "tests/data/toy-gpu.toml", "cpu": "x86-avx2",
-                "neuromorphic": "tests/data/toy-neuro.toml", "bitwise": "cortex-m4"}
-"""A toy (or small shipped) profile per kind: the quick run uses the one of the card's
-default profile's kind."""
-
-
-def _profile_for(card: Card) -> str:
-    from hw_profiles import load
-    kind = load(card.default_profile).kind
-    assert kind in card.device_kinds
-    return KIND_PROFILE[kind]
-
-
 @functools.cache
 def _quick_run(name: str):
     """One quick run per card per session (the run test and the artifact test share it)."""
-    from models.errors import DatasetError
-    from models.shared import datasets
     card = _card(name)
-    try:
-        datasets.check_available(card.default_dataset)
-    except DatasetError as exc:
-        pytest.skip(f"needs {card.default_dataset}: {exc}")
-    return runner.run(name, profile=_profile_for(card), preset="quick", seed=0)
+    reason = missing_data(card)
+    if reason:
+        pytest.skip(reason)
+    assert card.default_profile and runner.load_profile(card.default_profile).kind in \
+        card.device_kinds
+    return runner.run(name, profile=toy_profile(card), preset="quick", seed=0)
 
 
 @pytest.mark.parametrize("name", [param(n) for n in NAMES])

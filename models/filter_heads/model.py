@@ -25,6 +25,7 @@ from torch import nn
 from models.filter_heads import data
 from models.filter_heads.card import FilterLMConfig
 from models.registry import Progress, Trained
+from models.shared.training import seeded
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
@@ -216,8 +217,7 @@ def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = 
     """Train on fresh random SelectOne prompts (one random shape per step); ops counted
     under ``scope`` (``None``: not counted, for tests that only need a trained model).
     AdamW with linear warm-up and cosine decay."""
-    with torch.random.fork_rng(devices=[]):   # seeded init without touching global state
-        torch.manual_seed(cfg.seed)
+    with seeded(cfg.seed):   # seeded init without touching global state
         model = device.compile(FilterLM(cfg))
     rng = np.random.default_rng(cfg.seed)
     shapes = _shapes(cfg)

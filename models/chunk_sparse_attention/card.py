@@ -20,10 +20,10 @@ Presets (one dataset, ``needle``):
   at 512 tokens, tested at 512 .. 32768 tokens (1x .. 64x).
 * ``quick``: the same training, smaller: 150 steps of 16 sequences, the last 40% at 256
   tokens (16 chunks for K = 4, still sparse), tested at 1x, 4x and 16x the training length
-  (256, 1024, 4096) on fewer sequences. About a third of the full run's time (the cost is
-  mostly per step); the loss is still on its plateau there (accuracy near chance, 0.25:
-  the method leaves it after ~250 steps), so quick checks the pipeline and the cost, and
-  the claim needs ``full`` (about a minute on 2 quiet cores, several under load).
+  (256, 1024, 4096) on fewer sequences: 7 s on 2 quiet cores against 30 s for the full
+  training (the cost is mostly per step). The loss is still on its plateau there
+  (accuracy near chance, 0.25: the method leaves it after ~250 steps), so quick checks the
+  pipeline and the cost, and the claim needs ``full``.
 
 This file stays light (no torch): ``neuroedge models`` imports every card.
 """

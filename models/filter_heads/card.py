@@ -26,6 +26,7 @@ This file stays light (no torch): ``neuroedge models`` imports every card.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from models.filter_heads import data
@@ -156,17 +157,16 @@ class FilterHeadsConfig:
     @property
     def model(self) -> FilterLMConfig:
         """The transformer's settings (seeded by ``seed``)."""
-        return FilterLMConfig(self.n_layer, self.n_head, self.d_model, self.d_mlp,
-                              self.max_len, self.abs_pos, self.tie_embeddings, self.steps,
-                              self.batch_size, self.lr, self.weight_decay, self.warmup,
-                              self.orders, self.formats, self.task_kinds, self.seed)
+        names = [f.name for f in dataclasses.fields(FilterLMConfig)]
+        return FilterLMConfig(**{k: getattr(self, k) for k in names})
 
     @property
     def search(self) -> MaskSearchConfig:
         """The mask search on question-after pairs (seeded by ``seed``)."""
-        return MaskSearchConfig(self.search_pairs, self.search_epochs, self.search_batch_size,
-                                self.search_lr, self.lam, self.eps, self.search_fmt, "after",
-                                self.search_task, self.seed)
+        return MaskSearchConfig(n_pairs=self.search_pairs, epochs=self.search_epochs,
+                                batch_size=self.search_batch_size, lr=self.search_lr,
+                                lam=self.lam, eps=self.eps, fmt=self.search_fmt,
+                                order="after", task=self.search_task, seed=self.seed)
 
 
 PRESETS = {

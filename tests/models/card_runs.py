@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 SLOW = {
-    "chunk_sparse_attention": 16,   # 150 steps x 16 at 256 tokens (load ~2; 222 s at load 9)
+    "chunk_sparse_attention": 16,   # 150 steps x 16 at 256 tokens (load ~2; 7 s quiet,
+                                    # 222 s at load 9)
     "filter_heads": 49,             # 300 steps, two mask searches, patching (load ~2)
 }
 

@@ -120,3 +120,18 @@ def test_full_training_generalises_to_16x(toy_gpu_path):
     assert run.ledger.samples()["train"] == 500 * 32
     # every op of training and inference has a cost formula
     assert run.ledger.uncounted() == {}
+
+
+@pytest.mark.slow
+def test_study_at_the_quick_preset(toy_gpu_path):
+    """The comparison (six runs at the quick preset, minutes): one run per variant with its
+    override, and the summary's checks over them."""
+    study = runner.study(NAME, preset="quick", profiles={"gpu": toy_gpu_path})
+    assert sorted(study.runs) == sorted(["hsa", "meanpool", "no_cls", "standard_residual",
+                                         "dense", "full"])
+    assert study.runs["dense"].config["top_k"] == 16                  # 256 / 16 chunks
+    assert study.runs["full"].config["arch"] == "full"
+    assert study.summary["train_len"] == 256
+    assert set(study.summary["checks"]) == {
+        "hsa_keeps_80pct_at_16x", "full_collapses_at_16x", "meanpool_worse_at_16x",
+        "no_cls_worse_at_16x", "standard_residual_worse_at_16x", "dense_worse_at_16x"}

@@ -12,6 +12,7 @@ from models.filter_heads.card import (
     FilterLMConfig,
     MaskSearchConfig,
 )
+from models.filter_heads.experiment import ROWS
 from sim.errors import ModelError
 
 NAME = "filter_heads"
@@ -79,3 +80,15 @@ def test_reduced_run_through_runner(toy_gpu_path):
         if run.traces["mask"].data[layer, h] > 0.5]
     assert math.isfinite(m["train_loss"])
     assert sum(a.size for a in run.trained.arrays.values()) == 8512
+
+
+@pytest.mark.slow
+def test_study_at_the_quick_preset(toy_gpu_path):
+    """The paper's checks on the quick run (a minute): the summary holds each checked row."""
+    study = runner.study(NAME, preset="quick", profiles={"gpu": toy_gpu_path})
+    run = study.runs["filter_heads"]
+    s = study.summary
+    assert s["metrics"]["ablation_drop_heads"] == pytest.approx(
+        run.metrics["accuracy_clean"] - run.metrics["accuracy_heads_ablated"])
+    assert set(s["checks"]) <= {name for name, _, rule in ROWS if rule is not None}
+    assert s["claim_met"] == all(s["checks"].values())

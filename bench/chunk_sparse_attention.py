@@ -1,8 +1,9 @@
 """Length generalisation of chunk sparse attention (HSA) against full attention and ablations.
 
-Multi-key needle retrieval (models/chunk_sparse_attention/task.py), every model trained at
-512 tokens (after a warm-up on 128-token sequences, same budget for all), then tested
-without fine-tuning at 512 .. 32768 tokens (1x .. 64x):
+Multi-key needle retrieval (models/chunk_sparse_attention/data.py), every model trained at
+512 tokens (the ``full`` preset: after a warm-up on 128-token sequences, same budget for
+all) through ``models.runner``, then tested without fine-tuning at 512 .. 32768 tokens
+(1x .. 64x):
 
 - ``hsa``: the full method (CLS chunk encoder, bypassing residual, top-4 of 32 chunks);
 - ablations, one ingredient removed each: ``meanpool`` (no encoder, mean landmark),
@@ -33,25 +34,28 @@ import time
 
 import torch
 
-from models.chunk_sparse_attention import VARIANTS, ChunkAttnConfig, ChunkAttnLM, build
-from sim.torch_engine import TorchDevice
+from models import runner
+from models.chunk_sparse_attention.card import VARIANTS, variant_overrides
+from models.chunk_sparse_attention.experiment import compare
+from models.chunk_sparse_attention.model import build
 
-BASE: dict = {}   # the ChunkAttnConfig defaults: d 32, 2 heads, S 16, K 4, window 4
+NAME = "chunk_sparse_attention"
+PRESET = "full"   # d 32, 2 heads, S 16, K 4, window 4, 500 steps of 32 at 512 tokens
 EVAL_N = {512: 128, 2048: 64, 4096: 32, 8192: 32, 16384: 16, 32768: 16}
 
 
 def _train_eval(args):
     name, steps, lengths, seed = args
     torch.set_num_threads(1)
-    cfg = ChunkAttnConfig(**{**BASE, **VARIANTS[name]}, steps=steps, seed=seed)
+    base = runner.make_config(NAME, PRESET, "needle", seed)
+    over = {**variant_overrides(name, base), "steps": steps, "eval_lengths": tuple(lengths),
+            "eval_samples": tuple(EVAL_N.get(L, 16) for L in lengths)}
     t0 = time.perf_counter()
-    lm = ChunkAttnLM(cfg, TorchDevice("a100")).fit()
-    train_s = time.perf_counter() - t0
-    res = {"train_s": train_s, "train_acc_last": lm.history[-1]["accuracy"]}
-    for L in lengths:
-        r = lm.evaluate(L, n=EVAL_N.get(L, 16), seed=seed + 1)
-        res.update({f"{k}_L{L}": v for k, v in r.items()})
-    print(f"  trained {name}: {train_s:.0f} s, " +
+    run = runner.run(NAME, profile="a100", preset=PRESET, seed=seed, overrides=over)
+    run_s = time.perf_counter() - t0
+    res = {"run_s": run_s, "train_acc_last": float(run.traces["train_accuracy"].data[-1]),
+           **run.metrics}
+    print(f"  trained and tested {name}: {run_s:.0f} s, " +
           ", ".join(f"L{L} {res[f'accuracy_L{L}']:.2f}" for L in lengths), flush=True)
     return name, res
 
@@ -67,7 +71,7 @@ def _rss_kb(field):
 def measure(arch: str, length: int) -> dict:
     """One full forward at ``length`` (every position): time, peak memory growth, MACs."""
     torch.set_num_threads(1)
-    cfg = ChunkAttnConfig(**{**BASE, "arch": arch})
+    cfg = runner.make_config(NAME, PRESET, "needle", 0, {"arch": arch})
     net = build(cfg).eval()
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -80,7 +84,7 @@ def measure(arch: str, length: int) -> dict:
         net(tokens)
         wall = time.perf_counter() - t0
         peak_kb = _rss_kb("VmHWM") - before
-        dev = TorchDevice("a100")
+        dev = runner.device_for(runner.method_of(NAME), "a100")
         net = dev.compile(net)
         with dev.count("infer"):
             net(tokens)
@@ -99,7 +103,8 @@ def _measure_subprocess(arch, length):
 def _slope(xs, ys):
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
     mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+    cov = sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True))
+    return cov / sum((a - mx) ** 2 for a in lx)
 
 
 def main():
@@ -133,20 +138,10 @@ def main():
           f" {'ret16x':>7} {'recall16x':>9}")
     for n in names:
         r = results[n]
-        r["retention_16x"] = (r["accuracy_L8192"] / r["accuracy_L512"]
-                              if "accuracy_L8192" in r and r["accuracy_L512"] else float("nan"))
+        r.setdefault("retention_16x", float("nan"))
         print(f"{n:>18} " + " ".join(f"{r[f'accuracy_L{L}']:7.3f}" for L in lengths) +
               f" {r['retention_16x']:7.2f} {r.get('recall_L8192', float('nan')):9.3f}")
-    checks = {}
-    if "hsa" in results and "accuracy_L8192" in results["hsa"]:
-        hsa = results["hsa"]
-        checks["hsa_keeps_80pct_at_16x"] = hsa["retention_16x"] >= 0.8
-        if "full" in results:
-            checks["full_collapses_at_16x"] = results["full"]["retention_16x"] < 0.8
-        for n in names:
-            if n not in ("hsa", "full"):
-                checks[f"{n}_worse_at_16x"] = (results[n]["accuracy_L8192"]
-                                               < hsa["accuracy_L8192"])
+    checks = compare(results, 512)["checks"]
     print("\nchecks: " + ", ".join(f"{k}={v}" for k, v in checks.items()))
 
     scaling = [int(x) for x in args.scaling.split(",")]
@@ -172,7 +167,7 @@ def main():
     print(f"total {total:.0f} s")
     print("RESULT " + json.dumps({
         "benchmark": "chunk_sparse_attention", "machine": platform.machine(),
-        "torch": torch.__version__, "steps": args.steps, "config": BASE,
+        "torch": torch.__version__, "steps": args.steps, "preset": PRESET,
         "results": results, "checks": checks, "cost": cost, "slopes": slopes,
         "total_s": total}))
 

@@ -7,7 +7,9 @@ by ruff's isort), so each method's line can be added or removed on its own.
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
 from models.baselines.pc import card as _pc  # noqa: E402,F401
 from models.bep import card as _bep  # noqa: E402,F401
+from models.chunk_sparse_attention import card as _chunk_sparse_attention  # noqa: E402,F401
 from models.diffpc import card as _diffpc  # noqa: E402,F401
+from models.filter_heads import card as _filter_heads  # noqa: E402,F401
 from models.fs_kan import card as _fs_kan  # noqa: E402,F401
 from models.klas import card as _klas  # noqa: E402,F401
 from models.registry import (

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
-from models.filter_heads import tasks
-from models.registry import Progress
+from models.filter_heads import data
+from models.filter_heads.card import FilterLMConfig
+from models.registry import Progress, Trained
+from models.shared.training import seeded
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
@@ -136,59 +138,18 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
-@dataclass
-class FilterLMConfig:
-    """Model and training hyperparameters. Defaults: the bench model (4 layers x 4 heads, d=64)."""
-
-    n_layer: int = 4
-    n_head: int = 4
-    d_model: int = 64
-    d_mlp: int = 256
-    max_len: int = 40          # longest prompt: bullet format, 7 options = 37 tokens
-    abs_pos: bool = False      # add learned absolute position embeddings (GPT-2) to RoPE
-    tie_embeddings: bool = False
-    steps: int = 500           # AdamW steps of ``batch_size`` fresh random prompts each
-                               # (the item task is solved at >= 99% by ~300)
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 0.01
-    warmup: int = 100
-    orders: tuple[str, ...] = ("after", "before")
-    formats: tuple[str, ...] = tasks.FORMATS
-    task_kinds: tuple[str, ...] = ("item",)   # MCQ did not train in budget: see tasks.py
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ("n_layer", "n_head", "d_model", "d_mlp", "steps", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ModelError(f"FilterLMConfig.{name} = {getattr(self, name)}: must be >= 1")
-        if self.d_model % self.n_head or (self.d_model // self.n_head) % 2:
-            raise ModelError(f"FilterLMConfig: d_model = {self.d_model} must split into "
-                             f"n_head = {self.n_head} heads of even size (RoPE rotates pairs)")
-        if not self.lr > 0:
-            raise ModelError(f"FilterLMConfig.lr = {self.lr}: must be > 0")
-        self.orders, self.formats = tuple(self.orders), tuple(self.formats)
-        self.task_kinds = tuple(self.task_kinds)
-        for t in self.task_kinds:
-            tasks.template("comma", "after", tasks.MIN_OPTIONS, t)   # raises on a bad task
-        for o in self.orders:
-            tasks.template("comma", o, tasks.MIN_OPTIONS)   # raises on a bad order
-        for f in self.formats:
-            tasks.template(f, "after", tasks.MIN_OPTIONS)
-
-
 class FilterLM(nn.Module):
     """Decoder-only transformer; ``forward(tokens, hook)`` -> last-position logits (B, V)."""
 
     def __init__(self, cfg: FilterLMConfig):
         super().__init__()
         self.cfg = cfg
-        self.emb = nn.Embedding(tasks.VOCAB_SIZE, cfg.d_model)
+        self.emb = nn.Embedding(data.VOCAB_SIZE, cfg.d_model)
         self.pos = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.abs_pos else None
         self.blocks = nn.ModuleList(Block(cfg.d_model, cfg.n_head, cfg.d_mlp)
                                     for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, tasks.VOCAB_SIZE, bias=False)
+        self.head = nn.Linear(cfg.d_model, data.VOCAB_SIZE, bias=False)
         if cfg.tie_embeddings:   # GPT-2 tying, GPT-2 init (tied logits must start small)
             self.head.weight = self.emb.weight
             nn.init.normal_(self.emb.weight, std=0.02)
@@ -216,33 +177,47 @@ class FilterLM(nn.Module):
 
 
 @dataclass
-class Trained:
+class TrainedLM:
     """A trained model with its device and training history."""
 
     model: FilterLM
     device: TorchDevice
     history: list[dict] = field(default_factory=list)
 
-    def tokens(self, batch: tasks.Batch) -> torch.Tensor:
+    def tokens(self, batch: data.Batch) -> torch.Tensor:
         return self.device.tensor(batch.tokens, dtype=torch.int64)
 
-    def logits(self, batch: tasks.Batch, hook: Hook | None = None) -> torch.Tensor:
+    def logits(self, batch: data.Batch, hook: Hook | None = None) -> torch.Tensor:
         return self.model(self.tokens(batch), hook,
                           self.device.tensor(batch.tags, dtype=torch.int64))
+
+    def trained(self) -> Trained:
+        """The weights as plain arrays and the model's settings (what a run file stores)."""
+        arrays = {f"param/{k}": v.detach().cpu().numpy()
+                  for k, v in self.model.state_dict().items()}
+        return Trained(arrays, {"model": asdict(self.model.cfg)})
+
+
+def from_trained(trained: Trained, device) -> TrainedLM:
+    """Rebuild a trained model on ``device`` from its arrays (no training)."""
+    cfg = FilterLMConfig(**trained.meta["model"])
+    model = FilterLM(cfg)
+    model.load_state_dict({k.removeprefix("param/"): torch.as_tensor(v)
+                           for k, v in trained.arrays.items() if k.startswith("param/")})
+    return TrainedLM(device.compile(model).eval(), device)
 
 
 def _shapes(cfg: FilterLMConfig):
     return [(f, o, n, t) for f in cfg.formats for o in cfg.orders for t in cfg.task_kinds
-            for n in range(tasks.MIN_OPTIONS, tasks.MAX_OPTIONS + 1)]
+            for n in range(data.MIN_OPTIONS, data.MAX_OPTIONS + 1)]
 
 
 def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = None,
-          scope: str | None = "train") -> Trained:
+          scope: str | None = "train") -> TrainedLM:
     """Train on fresh random SelectOne prompts (one random shape per step); ops counted
     under ``scope`` (``None``: not counted, for tests that only need a trained model).
     AdamW with linear warm-up and cosine decay."""
-    with torch.random.fork_rng(devices=[]):   # seeded init without touching global state
-        torch.manual_seed(cfg.seed)
+    with seeded(cfg.seed):   # seeded init without touching global state
         model = device.compile(FilterLM(cfg))
     rng = np.random.default_rng(cfg.seed)
     shapes = _shapes(cfg)
@@ -250,7 +225,7 @@ def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = 
                             betas=(0.9, 0.98), foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup)
                                               * 0.5 * (1 + math.cos(math.pi * s / cfg.steps)))
-    out = Trained(model, device)
+    out = TrainedLM(model, device)
     model.train()
     every = max(1, cfg.steps // 20)
     run_loss, run_acc = 0.0, 0.0
@@ -259,7 +234,7 @@ def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = 
     with counting:
         for step in range(cfg.steps):
             fmt, order, n, task = shapes[rng.integers(len(shapes))]
-            batch = tasks.select_one(rng, cfg.batch_size, n, fmt, order, task)
+            batch = data.select_one(rng, cfg.batch_size, n, fmt, order, task)
             logits = out.logits(batch)
             target = device.tensor(batch.answer, dtype=torch.int64)
             loss = nn.functional.cross_entropy(logits, target)
@@ -280,7 +255,7 @@ def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = 
 
 
 @torch.no_grad()
-def accuracy(tr: Trained, batch: tasks.Batch, hook: Hook | None = None) -> float:
+def accuracy(tr: TrainedLM, batch: data.Batch, hook: Hook | None = None) -> float:
     """Fraction of prompts whose top token over the whole vocabulary is the answer."""
     pred = tr.logits(batch, hook).argmax(1).cpu().numpy()
     return float(np.mean(pred == batch.answer))

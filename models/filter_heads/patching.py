@@ -12,11 +12,11 @@ arXiv:2510.26784), Sec. 3-4 and the official code (github.com/arnab-api/filter,
 - **Mask search**: m in [0,1]^{L x H}, init 1; ``q' = q_dest + m * (q_src - q_dest)`` for
   all heads at once; loss = -logit(c_targ) + mean logit of the other destination options
   + lambda * ||m||_1; AdamW; before each step clamp m to [0, 1] and add 1e-3 to every
-  entry > 0 (the official code's guard that keeps gradients alive; the digest says 1e-4),
+  entry > 0 (the official code's guard that keeps gradients alive; the paper's text gives 1e-4),
   after it clamp again; heads = {m > 0.5} (the code's ``mask.round()``). The distractor
-  set follows the official code (the destination options other than c_targ); the digest
-  also lists the source answer, which that code version does not use.
-- **Ablation**: the paper's ablation type was not retrieved (digest); we mean-ablate the
+  set follows the official code (the destination options other than c_targ); the paper's
+  text also lists the source answer, which that code version does not use.
+- **Ablation**: the paper does not say which ablation it uses; we mean-ablate the
   head's output ``z`` at the last token (its mean over a reference batch of the same
   prompt shape), the usual choice for necessity tests.
 - **Eager flags** (question-before prompts): replace the residual stream of one option
@@ -25,23 +25,22 @@ arXiv:2510.26784), Sec. 3-4 and the official code (github.com/arnab-api/filter,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
-from models.filter_heads import tasks
-from models.filter_heads.model import HEAD_SITES, Hook, Trained
+from models.filter_heads import data
+from models.filter_heads.card import MaskSearchConfig
+from models.filter_heads.model import HEAD_SITES, Hook, TrainedLM
 from sim.errors import ModelError
 
 Heads = list[tuple[int, int]]
 
 
-def _n_lh(tr: Trained) -> tuple[int, int]:
+def _n_lh(tr: TrainedLM) -> tuple[int, int]:
     return tr.model.cfg.n_layer, tr.model.cfg.n_head
 
 
-def head_mask(tr: Trained, heads: Heads) -> torch.Tensor:
+def head_mask(tr: TrainedLM, heads: Heads) -> torch.Tensor:
     """(L, H) 0/1 mask of ``heads`` = [(layer, head), ...]."""
     n_l, n_h = _n_lh(tr)
     m = torch.zeros(n_l, n_h, device=tr.device.torch_device)
@@ -54,7 +53,7 @@ def head_mask(tr: Trained, heads: Heads) -> torch.Tensor:
 
 
 @torch.no_grad()
-def cache_states(tr: Trained, batch: tasks.Batch, site: str = "q",
+def cache_states(tr: TrainedLM, batch: data.Batch, site: str = "q",
                  positions=(-1,)) -> list[torch.Tensor]:
     """Per layer, the heads' ``site`` states at ``positions``: (B, H, P, d_head) each."""
     if site not in HEAD_SITES:
@@ -64,7 +63,7 @@ def cache_states(tr: Trained, batch: tasks.Batch, site: str = "q",
     return [hook.cached[(site, layer)] for layer in range(_n_lh(tr)[0])]
 
 
-def patched_logits(tr: Trained, dest: tasks.Batch, donor: list[torch.Tensor],
+def patched_logits(tr: TrainedLM, dest: data.Batch, donor: list[torch.Tensor],
                    mask: torch.Tensor, site: str = "q", positions=(-1,)) -> torch.Tensor:
     """Destination logits (B, V) with ``site`` interpolated towards ``donor`` by ``mask``."""
     n_l, n_h = _n_lh(tr)
@@ -114,7 +113,7 @@ def delta_logit(patched: torch.Tensor, clean: torch.Tensor, target: np.ndarray) 
 
 
 @torch.no_grad()
-def evaluate_heads(tr: Trained, pairs: tasks.Pairs, heads: Heads | torch.Tensor,
+def evaluate_heads(tr: TrainedLM, pairs: data.Pairs, heads: Heads | torch.Tensor,
                    site: str = "q") -> dict[str, float]:
     """Causality and delta-logit of patching ``heads`` from source into destination."""
     mask = heads if isinstance(heads, torch.Tensor) else head_mask(tr, heads)
@@ -128,46 +127,16 @@ def evaluate_heads(tr: Trained, pairs: tasks.Pairs, heads: Heads | torch.Tensor,
             "kept_dest_answer": causality(patched, opts, pairs.dest.answer)}
 
 
-@dataclass
-class MaskSearchConfig:
-    """The paper's mask optimisation (lr, batch, pairs, clamp, epsilon, m > 0.5 as there).
-
-    lambda: the paper's 2e-2 was tuned for Llama-70B's 5,120 heads; we use 0.05 for a
-    16-head model, not tuned (the L1 pull per head is then ~1/20 of the target-logit
-    gain one useful head brings). Epochs: 10, the checkpoint the paper's figures use.
-    """
-
-    n_pairs: int = 512          # the paper's 512 training pairs
-    epochs: int = 10            # the paper's figures use the epoch-10 checkpoint
-    batch_size: int = 16
-    lr: float = 1e-2
-    lam: float = 0.05
-    eps: float = 1e-3
-    fmt: str = "comma"
-    order: str = "after"
-    task: str = "item"
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ("n_pairs", "epochs", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise ModelError(f"MaskSearchConfig.{name} = {getattr(self, name)}: "
-                                 "must be >= 1")
-        if not self.lr > 0 or not self.lam >= 0:
-            raise ModelError(f"MaskSearchConfig: lr = {self.lr} must be > 0 and lam = "
-                             f"{self.lam} >= 0")
-
-
 def sample_pairs(rng: np.random.Generator, b: int, fmt_src: str = "comma",
                  fmt_dest: str = "comma", order: str = "after", task_src: str = "item",
-                 task_dest: str = "item") -> tasks.Pairs:
+                 task_dest: str = "item") -> data.Pairs:
     """Counterfactual pairs with one random option count per side (3-7)."""
-    n_src, n_dest = rng.integers(tasks.MIN_OPTIONS, tasks.MAX_OPTIONS + 1, 2)
-    return tasks.counterfactual_pairs(rng, b, int(n_src), int(n_dest), fmt_src, fmt_dest,
+    n_src, n_dest = rng.integers(data.MIN_OPTIONS, data.MAX_OPTIONS + 1, 2)
+    return data.counterfactual_pairs(rng, b, int(n_src), int(n_dest), fmt_src, fmt_dest,
                                       order, task_src, task_dest)
 
 
-def search_mask(tr: Trained, cfg: MaskSearchConfig, scope: str = "locate"):
+def search_mask(tr: TrainedLM, cfg: MaskSearchConfig, scope: str = "locate"):
     """Learn the sparse head mask; returns (heads, final mask (L, H) numpy, loss history).
 
     Ops are counted under ``scope``.
@@ -179,8 +148,8 @@ def search_mask(tr: Trained, cfg: MaskSearchConfig, scope: str = "locate"):
     rng = np.random.default_rng(cfg.seed)
     steps = -(-cfg.n_pairs // cfg.batch_size)
     # a fixed training set of pairs, re-used every epoch as in the paper
-    data = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order, cfg.task, cfg.task)
-            for _ in range(steps)]
+    train_pairs = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order, cfg.task,
+                                cfg.task) for _ in range(steps)]
     for p in tr.model.parameters():
         p.requires_grad_(False)
     history = []
@@ -188,7 +157,7 @@ def search_mask(tr: Trained, cfg: MaskSearchConfig, scope: str = "locate"):
         with dev.count(scope, samples=cfg.epochs * steps * cfg.batch_size):
             for _ in range(cfg.epochs):
                 total = 0.0
-                for pairs in data:
+                for pairs in train_pairs:
                     with torch.no_grad():
                         mask.clamp_(0, 1)
                         mask[mask > 0] += cfg.eps
@@ -206,20 +175,21 @@ def search_mask(tr: Trained, cfg: MaskSearchConfig, scope: str = "locate"):
                     with torch.no_grad():
                         mask.clamp_(0, 1)
                     total += float(loss.detach())
-                history.append(total / len(data))
+                history.append(total / len(train_pairs))
     finally:
         for p in tr.model.parameters():
             p.requires_grad_(True)
     final = mask.detach().cpu().numpy()
-    heads = [(int(l), int(h)) for l, h in zip(*np.nonzero(final > 0.5))]
+    heads = [(int(layer), int(h)) for layer, h in zip(*np.nonzero(final > 0.5), strict=True)]
     return heads, final, history
 
 
-def random_head_sets(rng: np.random.Generator, tr: Trained, k: int, exclude: Heads,
+def random_head_sets(rng: np.random.Generator, tr: TrainedLM, k: int, exclude: Heads,
                      n_sets: int) -> list[Heads]:
     """``n_sets`` random sets of ``k`` heads drawn from the heads not in ``exclude``."""
     n_l, n_h = _n_lh(tr)
-    pool = [(l, h) for l in range(n_l) for h in range(n_h) if (l, h) not in set(exclude)]
+    pool = [(layer, h) for layer in range(n_l) for h in range(n_h)
+            if (layer, h) not in set(exclude)]
     if k > len(pool):
         raise ModelError(f"random heads: {k} requested but only {len(pool)} heads are left "
                          "outside the excluded set")
@@ -227,7 +197,7 @@ def random_head_sets(rng: np.random.Generator, tr: Trained, k: int, exclude: Hea
 
 
 @torch.no_grad()
-def ablated_accuracy(tr: Trained, batch: tasks.Batch, reference: tasks.Batch,
+def ablated_accuracy(tr: TrainedLM, batch: data.Batch, reference: data.Batch,
                      heads: Heads) -> float:
     """Accuracy on ``batch`` with ``heads``' last-token output mean-ablated (mean over
     ``reference``, a batch of the same prompt shape)."""
@@ -240,26 +210,27 @@ def ablated_accuracy(tr: Trained, batch: tasks.Batch, reference: tasks.Batch,
 
 
 @torch.no_grad()
-def attention_on_match(tr: Trained, batch: tasks.Batch, heads: Heads) -> float:
+def attention_on_match(tr: TrainedLM, batch: data.Batch, heads: Heads) -> float:
     """Mean attention weight that ``heads`` put, from the last token, on the matching item."""
     hook = Hook((-1,), cache=("attn",))
     tr.logits(batch, hook)
-    tmpl = tasks.template(batch.fmt, batch.order, batch.items.shape[1], batch.task)
+    tmpl = data.template(batch.fmt, batch.order, batch.items.shape[1], batch.task)
     pos = torch.as_tensor(tmpl.item_pos[batch.answer_slot], device=tr.device.torch_device)
-    vals = [hook.cached[("attn", l)][:, h, 0].gather(1, pos[:, None]).mean() for l, h in heads]
+    vals = [hook.cached[("attn", layer)][:, h, 0].gather(1, pos[:, None]).mean()
+            for layer, h in heads]
     return float(torch.stack(vals).mean()) if vals else float("nan")
 
 
 @torch.no_grad()
-def flag_patch_rates(tr: Trained, pairs: tasks.Pairs) -> list[float]:
+def flag_patch_rates(tr: TrainedLM, pairs: data.Pairs) -> list[float]:
     """Per layer l: how often replacing c_targ's residual entering block l by its latent
     from the destination prompt asking for c_targ's category makes the model pick c_targ.
 
     Same prompt length by construction (only the predicate token differs)."""
-    flag_ctx = tasks.with_predicate(pairs.dest, pairs.src.predicate)
+    flag_ctx = data.with_predicate(pairs.dest, pairs.src.predicate)
     hook = Hook(None, cache=("resid",))
     tr.logits(flag_ctx, hook)
-    tmpl = tasks.template(pairs.dest.fmt, pairs.dest.order, pairs.dest.items.shape[1],
+    tmpl = data.template(pairs.dest.fmt, pairs.dest.order, pairs.dest.items.shape[1],
                           pairs.dest.task)
     where = np.zeros(pairs.dest.tokens.shape, bool)
     where[np.arange(len(where)), tmpl.item_pos[pairs.target_slot]] = True

@@ -77,7 +77,7 @@ CAT0 = TOK[CATEGORIES[0]]                       # category token of category c: 
 ITEM0 = CAT0 + N_CAT                            # item j of category c: ITEM0 + c*N_ITEM + j
 VOCAB_SIZE = len(VOCAB)
 if len(set(VOCAB)) != VOCAB_SIZE:               # a duplicate word would merge two tokens
-    raise RuntimeError("filter_heads.tasks: duplicate word in the vocabulary")
+    raise RuntimeError("filter_heads.data: duplicate word in the vocabulary")
 
 
 def item_token(cat: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -93,7 +93,7 @@ def decode(tokens, tags=None) -> str:
     """Readable prompt; options with a label tag print as ``label:item``."""
     tags = np.zeros(len(tokens), np.int64) if tags is None else tags
     return " ".join((VOCAB[int(g)] + ":" if g else "") + VOCAB[int(t)]
-                    for t, g in zip(tokens, tags))
+                    for t, g in zip(tokens, tags, strict=True))
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,23 @@
-"""Chunk sparse attention (HSA): shapes, causality, selection, the naive twin, ledger scaling, errors."""
+"""Chunk sparse attention's networks (model.py): shapes, causality, selection, the naive
+twin, ledger scaling, seeded training, input errors."""
 import math
 
-import numpy as np
 import pytest
 import torch
 
-import models
-from models.chunk_sparse_attention import ChunkAttnConfig, ChunkAttnLM, NeedleTask, build
-from models.chunk_sparse_attention.model import select_chunks
+import sim
+from models.chunk_sparse_attention.card import ChunkAttnConfig
+from models.chunk_sparse_attention.data import NeedleTask
+from models.chunk_sparse_attention.model import ChunkAttnLM, build, select_chunks
 from sim.errors import ModelError
-from sim.torch_engine import TorchDevice
 
-TOY = "tests/data/toy-gpu.toml"
 SMALL = dict(d_model=16, heads=2, d_ff=32, window=4, chunk=8, top_k=2)
+
+
+@pytest.fixture
+def device(toy_gpu_path):
+    """A fresh engine for the toy GPU profile per call (each model its own ledger)."""
+    return lambda: sim.device(toy_gpu_path)
 
 
 def _net(**kw):
@@ -29,11 +34,6 @@ def _net(**kw):
 def _tokens(n, length, seed=0, vocab=None):
     vocab = vocab or NeedleTask().vocab
     return torch.randint(0, vocab, (n, length), generator=torch.Generator().manual_seed(seed))
-
-
-def test_registered():
-    card = models.get("chunk_sparse_attention")
-    assert card.default_profile == "a100" and set(card.device_kinds) == {"gpu", "cpu"}
 
 
 @pytest.mark.parametrize("arch", ["hsa", "full"])
@@ -127,7 +127,7 @@ def test_hsa_equals_naive_loop():
                     if not sc:
                         continue
                     ws = torch.softmax(torch.tensor([s for s, _ in sc], dtype=torch.double), 0)
-                    for wi, (_, c) in zip(ws, sc):
+                    for wi, (_, c) in zip(ws, sc, strict=True):
                         p = torch.softmax(K[b, hh, c] @ q[b, t, hh] / math.sqrt(d // h), 0)
                         out[b, t, hh] += wi * (p @ V[b, hh, c])
         u = up.w_o(out.reshape(B, T, d))
@@ -142,70 +142,61 @@ def test_standard_residual_differs_only_by_u():
     assert not torch.allclose(bypass(tok), standard(tok))
 
 
-def _forward_macs(arch, length):
+def _forward_macs(device, arch, length):
     cfg = ChunkAttnConfig(**{**SMALL, "arch": arch})
-    lm = ChunkAttnLM(cfg, TorchDevice(TOY))
+    lm = ChunkAttnLM(cfg, device())
     with torch.no_grad(), lm.device.count("infer"):
         lm.net.eval()(_tokens(1, length))
     assert lm.device.ledger.uncounted() == {}
     return lm.device.ledger.total_ops("infer")["mac_fp32"]
 
 
-def test_ledger_macs_sparse_vs_full():
+def test_ledger_macs_sparse_vs_full(device):
     """Second differences of MACs(L) isolate the L^2 term: full attention pays
     2 d L^2 (QK^T and AV over every earlier key), HSA only d L^2 / S (landmark scores);
     everything else in HSA (SWA, encoder, K S keys read per token) is linear in L."""
     d, S = SMALL["d_model"], SMALL["chunk"]
     L = 64
     for arch, quad in (("full", 2 * d), ("hsa", d / S)):
-        m1, m2, m3 = (_forward_macs(arch, k * L) for k in (1, 2, 3))
+        m1, m2, m3 = (_forward_macs(device, arch, k * L) for k in (1, 2, 3))
         assert m3 - 2 * m2 + m1 == 2 * quad * L * L, arch
     # per-token MACs: full grows 2d per extra token of context, HSA d/S = 16x less here
-    full = [_forward_macs("full", k * L) / (k * L) for k in (1, 4)]
-    hsa = [_forward_macs("hsa", k * L) / (k * L) for k in (1, 4)]
+    full = [_forward_macs(device, "full", k * L) / (k * L) for k in (1, 4)]
+    hsa = [_forward_macs(device, "hsa", k * L) / (k * L) for k in (1, 4)]
     assert full[1] - full[0] == 2 * d * 3 * L
     assert hsa[1] - hsa[0] == d / S * 3 * L
 
 
-def test_fit_is_seeded_and_counts_training():
-    cfg = ChunkAttnConfig(**SMALL, train_len=64, steps=3, batch=4, warmup=1)
-    a = ChunkAttnLM(cfg, TorchDevice(TOY)).fit()
-    b = ChunkAttnLM(cfg, TorchDevice(TOY)).fit()
-    for pa, pb in zip(a.net.parameters(), b.net.parameters()):
+def _fit(device, steps, **kw):
+    # warm_frac = 0: every step trains at train_len, so every step has the same shapes
+    cfg = ChunkAttnConfig(**SMALL, train_len=64, warm_frac=0.0, steps=steps, batch=4,
+                          warmup=1, **kw)
+    return ChunkAttnLM(cfg, device()).fit()
+
+
+def test_fit_is_seeded_and_counts_training(device):
+    a, b = _fit(device, 3), _fit(device, 3)
+    for pa, pb in zip(a.net.parameters(), b.net.parameters(), strict=True):
         assert torch.equal(pa, pb)
-    assert a.device.ledger.samples() == {"train": 12}
-    assert a.device.ledger.total_ops("train")["mac_fp32"] > 0
+    c = _fit(device, 3, seed=1)
+    assert not torch.equal(next(a.net.parameters()), next(c.net.parameters()))
+    assert a.device.ledger.samples() == {"train": 12}            # 3 steps x batch 4
+    # every step has the same shapes (64 tokens, batch 4), so the MACs of 3 steps are
+    # exactly 3 x those of one step (forward, backward and Adam's update alike)
+    one = _fit(device, 1).device.ledger.total_ops("train")
+    three = a.device.ledger.total_ops("train")
+    assert three["mac_fp32"] == 3 * one["mac_fp32"] and one["mac_fp32"] > 0
+    assert a.device.ledger.uncounted() == {}
     r = a.evaluate(128, n=4, batch=2)
+    # 4 sequences x 4 queries = 16 answers: both rates are multiples of 1/16
+    assert (16 * r["accuracy"]).is_integer() and (16 * r["recall"]).is_integer()
     assert 0.0 <= r["accuracy"] <= 1.0 and 0.0 <= r["recall"] <= 1.0
     assert a.device.ledger.samples()["infer/L128"] == 4
+    assert "recall" not in _fit(device, 1, arch="full").evaluate(128, n=2)
 
 
-def test_task_layout():
-    task = NeedleTask()
-    tok, q, ans, needle = task.batch(np.random.default_rng(0), 5, 200, 16)
-    rows = np.arange(5)[:, None]
-    assert tok.shape == (5, 200) and q.shape == ans.shape == needle.shape == (5, 4)
-    assert (tok[rows, q - 1] == task.query_token).all()
-    assert (tok[rows, q + 1] == ans).all()
-    # the needle asked for holds the queried key and the answer value
-    key = tok[rows, q] - task.key_base
-    val = ans - task.value_base
-    assert (tok[rows, needle] == task.n_filler + key * task.n_values + val).all()
-    assert (needle < ((200 - 12) // 16) * 16).all()              # complete chunks before Q
-
-
-def test_bad_inputs():
-    with pytest.raises(ModelError, match="landmark = 'avg'"):
-        ChunkAttnConfig(landmark="avg")
-    with pytest.raises(ModelError, match="d_model = 30"):
-        ChunkAttnConfig(d_model=30, heads=2)
-    with pytest.raises(ModelError, match="train_len = 20"):
-        ChunkAttnConfig(train_len=20)
-    with pytest.raises(ModelError, match="n_pairs = 5 > n_keys = 4"):
-        NeedleTask(n_pairs=5)
-    with pytest.raises(ModelError, match="warm_frac = 1"):
-        ChunkAttnConfig(warm_frac=1)
-    lm = ChunkAttnLM(ChunkAttnConfig(**SMALL), TorchDevice(TOY))
+def test_bad_inputs(device):
+    lm = ChunkAttnLM(ChunkAttnConfig(**SMALL), device())
     with pytest.raises(ModelError, match=r"tokens have shape \(5,\)"):
         lm.logits(torch.zeros(5, dtype=torch.int64))
     with pytest.raises(ModelError, match="token ids span"):
@@ -218,17 +209,5 @@ def test_bad_inputs():
         lm.evaluate(20, n=1)
     with pytest.raises(ModelError, match="n = 0"):
         lm.evaluate(128, n=0)
-    with pytest.raises(ModelError, match="dataset 'digits'"):
-        models.get("chunk_sparse_attention").simulate(profile=TOY, dataset="digits")
-
-
-@pytest.mark.slow
-def test_quick_experiment_generalises_to_16x():
-    """The paper's claim at small scale (minutes): trained at 512, retrieval holds at 8192."""
-    run = models.get("chunk_sparse_attention").simulate(profile=TOY, seed=0)
-    m = run.metrics
-    assert m["accuracy_L512"] >= 0.6                  # chance is 0.25
-    assert m["retention_16x"] >= 0.8
-    assert run.ledger.samples()["train"] == 500 * 32
-    # every op of training and inference has a cost formula
-    assert run.ledger.uncounted() == {}
+    with pytest.raises(ModelError, match="vocabulary"):
+        ChunkAttnLM(ChunkAttnConfig(**SMALL), device(), task=NeedleTask(n_filler=8))

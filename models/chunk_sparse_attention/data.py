@@ -1,4 +1,4 @@
-"""Multi-key needle-in-a-haystack (after RULER's MK-NIAH) over a synthetic vocabulary.
+"""The needle task: multi-key needle-in-a-haystack (after RULER's MK-NIAH), synthetic vocabulary.
 
 A sequence of ``length`` tokens is random filler with ``n_pairs`` needles hidden in it,
 followed by a query section that asks every needle's key once, in random order:

@@ -86,13 +86,15 @@ def simulate(cfg: FSConfig, device, data, progress=None) -> Outcome:
                "baseline_parameters": r["baseline_parameters"],
                "train_macs": macs(device, "train"), "infer_macs": macs(device, "infer"),
                "baseline_train_macs": macs(base_dev, "train"),
-               "train_s": r["fskan_train_s"], "baseline_train_s": r["baseline_train_s"],
                "footprint_bytes": device.footprint_bytes}
     bcfg = r["baseline_config"]
     facts = {"group": task_action(data.name)[0].name, "baseline_widths": list(bcfg.widths),
              "baseline_inv_width": bcfg.inv_width,
              "baseline_uncounted": base_dev.ledger.uncounted(),
-             "torch_device": str(device.torch_device), "data_source": data.source}
+             "torch_device": str(device.torch_device), "data_source": data.source,
+             # host wall times: facts about this machine, not figures of the method (and not
+             # the same twice, so they stay out of the metrics a same-seed run reproduces)
+             "host_train_s": r["fskan_train_s"], "host_baseline_train_s": r["baseline_train_s"]}
     model = r["fskan_model"]
     traces = {"train_loss": curve([h["train_loss"] for h in model.history])}
     return Outcome(metrics, traces, trained(model, data.name, data.x_test[:8]), facts)

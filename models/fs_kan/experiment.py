@@ -27,8 +27,8 @@ optimizer steps per run and the test-set size."""
 
 ROW_METRICS = {"fskan_accuracy": "test_accuracy", "baseline_accuracy": "baseline_test_accuracy",
                "fskan_loss": "test_loss", "fskan_parameters": "parameters",
-               "baseline_parameters": "baseline_parameters", "fskan_train_s": "train_s",
-               "baseline_train_s": "baseline_train_s"}
+               "baseline_parameters": "baseline_parameters"}
+ROW_FACTS = {"fskan_train_s": "host_train_s", "baseline_train_s": "host_baseline_train_s"}
 
 
 def sweep(task: str, sizes, seeds, steps: int, n_test: int, profile=None,
@@ -49,7 +49,8 @@ def sweep(task: str, sizes, seeds, steps: int, n_test: int, profile=None,
                                         "count": count})
             runs[f"{task}/n{n}/seed{seed}"] = run
             row = {"task": task, "n_train": n, "seed": seed,
-                   **{k: run.metrics[m] for k, m in ROW_METRICS.items()}}
+                   **{k: run.metrics[m] for k, m in ROW_METRICS.items()},
+                   **{k: run.facts[m] for k, m in ROW_FACTS.items()}}
             for k in ("fskan_parameters", "baseline_parameters"):   # counts, not measurements
                 row[k] = int(row[k])
             rows.append(row)

@@ -35,6 +35,8 @@ from card_runs import SLOW, missing_data, toy_profile  # noqa: E402
 # the shared 2-core machine
 REDUCED = {
     "mlp": {"epochs": 2},                                                        # ~1 s
+    "pc": {"epochs": 1},                                                         # ~1 s
+    "diffpc": {"epochs": 1},                                                     # ~1 s
     "chunk_sparse_attention": {"steps": 4, "batch": 2, "warmup": 1,              # ~3 s
                                "eval_samples": (2, 2, 2)},
     "filter_heads": {"n_layer": 2, "n_head": 2, "d_model": 16, "d_mlp": 32,      # ~9 s

@@ -16,8 +16,8 @@ def check_xy(x, y, sample_shape, n_classes: int | None, what: str) -> None:
         tuple(sample_shape)
     x = np.asarray(x) if not hasattr(x, "shape") else x
     want = "(N, " + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-    if len(x.shape) != 1 + len(shape) or any(
-            s is not None and int(d) != int(s) for d, s in zip(x.shape[1:], shape)):
+    if len(x.shape) != 1 + len(shape) or any(  # the lengths are equal once zip runs
+            s is not None and int(d) != int(s) for d, s in zip(x.shape[1:], shape, strict=True)):
         raise ModelError(f"{what}: x has shape {tuple(x.shape)}, expected {want}")
     xa = np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
     if xa.dtype.kind == "f" and not np.isfinite(xa).all():

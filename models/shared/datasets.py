@@ -2,9 +2,9 @@
 
 Every loader returns a :class:`Dataset` with float32 inputs in [0, 1] and int64 labels, so
 a method never needs to know where its data came from (the bit-coded sets of the bitwise
-rooms are Datasets too, of uint8 bits; their encoders are in ``models/shared/encoders.py``). Nothing here uses the network:
-digits ships with scikit-learn, Fashion-MNIST comes from the Debian package
-``dataset-fashion-mnist`` (or ``NEUROEDGE_DATA``), and the rest is generated from a seed.
+rooms are Datasets too, of uint8 bits; their encoders are in ``models/shared/encoders.py``).
+Nothing here uses the network: digits ships with scikit-learn, Fashion-MNIST comes from the
+Debian package ``dataset-fashion-mnist`` (or ``NEUROEDGE_DATA``), and the rest is generated from a seed.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import gzip
 import math
 import os
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -78,16 +78,19 @@ def _split(x, y, n_classes: int, test_fraction: float, seed: int, what: str):
     from sklearn.model_selection import train_test_split
 
     if not 0.0 < test_fraction < 1.0:
-        raise DatasetError(f"{what}: test_fraction = {test_fraction}: must lie strictly between 0 and 1")
+        raise DatasetError(f"{what}: test_fraction = {test_fraction}: must lie strictly "
+                           "between 0 and 1")
     n_test = math.ceil(test_fraction * len(y))  # scikit-learn's rounding
     if min(n_test, len(y) - n_test) < n_classes:
-        raise DatasetError(f"{what}: test_fraction = {test_fraction} of {len(y)} samples gives {n_test} "
-                           f"test / {len(y) - n_test} train; each side needs >= {n_classes} (one per class)")
+        raise DatasetError(f"{what}: test_fraction = {test_fraction} of {len(y)} samples gives "
+                           f"{n_test} test / {len(y) - n_test} train; each side needs >= "
+                           f"{n_classes} (one per class)")
     return train_test_split(x, y, test_size=test_fraction, random_state=seed, stratify=y)
 
 
 def digits(test_fraction: float = 0.25, seed: int = 0, flatten: bool = True) -> Dataset:
-    """scikit-learn's bundled 8x8 handwritten digits: 1797 samples, 10 classes, pixels 0..16 -> [0, 1].
+    """scikit-learn's bundled 8x8 handwritten digits: 1797 samples, 10 classes, pixels
+    0..16 -> [0, 1].
 
     ``test_fraction`` (in (0, 1)) is held out by a split stratified by class and seeded by
     ``seed``; ``flatten`` gives inputs as (N, 64), else (N, 8, 8).
@@ -102,7 +105,8 @@ def digits(test_fraction: float = 0.25, seed: int = 0, flatten: bool = True) -> 
 
     bunch = load_digits()
     x = (bunch.data / 16.0).astype(np.float32)  # (N, 64); raw pixels are 0..16
-    x_tr, x_te, y_tr, y_te = _split(x, bunch.target.astype(np.int64), 10, test_fraction, seed, "digits")
+    x_tr, x_te, y_tr, y_te = _split(x, bunch.target.astype(np.int64), 10, test_fraction, seed,
+                                    "digits")
     if not flatten:
         x_tr, x_te = x_tr.reshape(-1, 8, 8), x_te.reshape(-1, 8, 8)
     return Dataset("digits", x_tr, y_tr, x_te, y_te, 10, (8, 8),
@@ -116,7 +120,8 @@ def read_idx(path: str | os.PathLike, expected_magic: int | None = None) -> np.n
     ----------
     path : path-like
     expected_magic : int, optional
-        Required magic: ``0x00000803`` for uint8 images (N, rows, cols), ``0x00000801`` for labels (N,).
+        Required magic: ``0x00000803`` for uint8 images (N, rows, cols), ``0x00000801`` for
+        labels (N,).
 
     Returns
     -------
@@ -125,7 +130,8 @@ def read_idx(path: str | os.PathLike, expected_magic: int | None = None) -> np.n
     Raises
     ------
     DatasetError
-        Missing file, corrupt gzip, bad magic, or a payload that is not product(dims) * itemsize bytes.
+        Missing file, corrupt gzip, bad magic, or a payload that is not
+        product(dims) * itemsize bytes.
 
     Notes
     -----
@@ -138,23 +144,27 @@ def read_idx(path: str | os.PathLike, expected_magic: int | None = None) -> np.n
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     except (OSError, EOFError, zlib.error) as exc:
-        raise DatasetError(f"{path}: corrupt gzip stream ({exc}); re-download or reinstall it") from exc
+        raise DatasetError(f"{path}: corrupt gzip stream ({exc}); re-download or reinstall "
+                           "it") from exc
     magic = int.from_bytes(raw[:4], "big")
     code, ndim = (raw[2], raw[3]) if len(raw) >= 4 else (-1, 0)
     if len(raw) < 4 or raw[:2] != b"\0\0" or code not in IDX_DTYPES or ndim == 0:
-        raise DatasetError(f"{path}: bad IDX magic number 0x{magic:08X}; expected 0x0000TTDD with type code "
-                           f"TT in {[f'0x{c:02X}' for c in IDX_DTYPES]} and DD >= 1 dimensions")
+        raise DatasetError(f"{path}: bad IDX magic number 0x{magic:08X}; expected 0x0000TTDD "
+                           f"with type code TT in {[f'0x{c:02X}' for c in IDX_DTYPES]} and "
+                           "DD >= 1 dimensions")
     if expected_magic is not None and magic != expected_magic:
-        raise DatasetError(f"{path}: IDX magic number 0x{magic:08X}, expected 0x{expected_magic:08X}")
+        raise DatasetError(f"{path}: IDX magic number 0x{magic:08X}, expected "
+                           f"0x{expected_magic:08X}")
     header, dtype = 4 + 4 * ndim, np.dtype(IDX_DTYPES[code])
     if len(raw) < header:
-        raise DatasetError(f"{path}: truncated header: {ndim} dims need {header} bytes, found {len(raw)}")
+        raise DatasetError(f"{path}: truncated header: {ndim} dims need {header} bytes, "
+                           f"found {len(raw)}")
     dims = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
     expected, actual = math.prod(dims) * dtype.itemsize, len(raw) - header
     if actual != expected:
-        raise DatasetError(f"{path}: payload {'truncated' if actual < expected else 'has trailing bytes'}: "
-                           f"dimensions {dims} of {dtype.itemsize}-byte items need {expected} bytes, "
-                           f"found {actual}")
+        what = "truncated" if actual < expected else "has trailing bytes"
+        raise DatasetError(f"{path}: payload {what}: dimensions {dims} of {dtype.itemsize}-byte "
+                           f"items need {expected} bytes, found {actual}")
     data = np.frombuffer(raw, dtype, offset=header).reshape(dims)  # read-only view of `raw`
     if dtype.itemsize > 1:
         data = data.astype(dtype.newbyteorder("="))
@@ -163,7 +173,8 @@ def read_idx(path: str | os.PathLike, expected_magic: int | None = None) -> np.n
 
 
 def _fashion_dir(data_dir) -> Path:
-    """``data_dir``, else ``$NEUROEDGE_DATA`` or its ``fashion-mnist/``, else the Debian directory."""
+    """``data_dir``, else ``$NEUROEDGE_DATA`` or its ``fashion-mnist/``, else the Debian
+    directory."""
     if data_dir is not None:
         return Path(data_dir)
     env = os.environ.get("NEUROEDGE_DATA")
@@ -178,9 +189,10 @@ def _fashion_dir(data_dir) -> Path:
 def _require_fashion_files(d: Path) -> None:
     missing = [str(d / f) for f in FASHION_FILES.values() if not (d / f).is_file()]
     if missing:
-        raise DatasetError(f"Fashion-MNIST: missing {', '.join(missing)}. Install the Debian package with "
-                           f"`apt-get install dataset-fashion-mnist` (files go to {FASHION_DEFAULT_DIR}), "
-                           f"or set NEUROEDGE_DATA to a directory holding the four IDX .gz files "
+        raise DatasetError(f"Fashion-MNIST: missing {', '.join(missing)}. Install the Debian "
+                           "package with `apt-get install dataset-fashion-mnist` (files go to "
+                           f"{FASHION_DEFAULT_DIR}), or set NEUROEDGE_DATA to a directory holding "
+                           "the four IDX .gz files "
                            f"(directly or in a fashion-mnist/ subdirectory)")
 
 
@@ -191,7 +203,8 @@ def _read_fashion(directory: str) -> dict[str, np.ndarray]:
     _require_fashion_files(d)
     out = {}
     for part, n in FASHION_COUNTS.items():
-        img_path, lab_path = d / FASHION_FILES[f"{part}_images"], d / FASHION_FILES[f"{part}_labels"]
+        img_path = d / FASHION_FILES[f"{part}_images"]
+        lab_path = d / FASHION_FILES[f"{part}_labels"]
         images = read_idx(img_path, expected_magic=0x00000803)  # (N, 28, 28) uint8
         labels = read_idx(lab_path, expected_magic=0x00000801)  # (N,) uint8
         if images.shape[1:] != (28, 28):
@@ -200,9 +213,11 @@ def _read_fashion(directory: str) -> dict[str, np.ndarray]:
             raise DatasetError(f"{img_path} has {images.shape[0]} images but {lab_path} has "
                                f"{labels.shape[0]} labels; the counts must agree")
         if labels.size and labels.max() > 9:
-            raise DatasetError(f"{lab_path}: label {int(labels.max())} found; labels must be in 0..9")
+            raise DatasetError(f"{lab_path}: label {int(labels.max())} found; labels must be "
+                               "in 0..9")
         if images.shape[0] != n:
-            raise DatasetError(f"{img_path}: {images.shape[0]} samples, expected {n} for the {part} split")
+            raise DatasetError(f"{img_path}: {images.shape[0]} samples, expected {n} for the "
+                               f"{part} split")
         out[f"{part}_images"], out[f"{part}_labels"] = images, labels
     return out
 
@@ -239,15 +254,18 @@ def fashion_mnist(data_dir: str | os.PathLike | None = None, limit_train: int | 
     """
     d = _fashion_dir(data_dir)
     arrays = _read_fashion(str(d.resolve()))
-    n_tr = 60000 if limit_train is None else _check_int("fashion_mnist: limit_train", limit_train, 1, 60000)
-    n_te = 10000 if limit_test is None else _check_int("fashion_mnist: limit_test", limit_test, 1, 10000)
+    n_tr = 60000 if limit_train is None else \
+        _check_int("fashion_mnist: limit_train", limit_train, 1, 60000)
+    n_te = 10000 if limit_test is None else \
+        _check_int("fashion_mnist: limit_test", limit_test, 1, 10000)
     shape = (-1, 784) if flatten else (-1, 28, 28)
 
     def scale(images):  # uint8 (N, 28, 28) -> new float32 (N, *shape) in [0, 1]
         return (images.reshape(shape) / np.float32(255.0)).astype(np.float32)
 
     return Dataset("fashion-mnist", scale(arrays["train_images"][:n_tr]),
-                   arrays["train_labels"][:n_tr].astype(np.int64), scale(arrays["test_images"][:n_te]),
+                   arrays["train_labels"][:n_tr].astype(np.int64),
+                   scale(arrays["test_images"][:n_te]),
                    arrays["test_labels"][:n_te].astype(np.int64), 10, (28, 28),
                    f"Fashion-MNIST IDX files in {d}")
 
@@ -272,7 +290,8 @@ def load(name: str, **kwargs) -> Dataset:
     """Load a dataset by name (``"fashion_mnist"`` also works); ``kwargs`` go to its loader."""
     key = name.lower().replace("_", "-") if isinstance(name, str) else name
     if key not in LOADERS:
-        raise DatasetError(f"unknown dataset {name!r}; known datasets: {', '.join(sorted(LOADERS))}")
+        raise DatasetError(f"unknown dataset {name!r}; known datasets: "
+                           f"{', '.join(sorted(LOADERS))}")
     return LOADERS[key](**kwargs)
 
 

@@ -87,7 +87,7 @@ class MLPClassifier:
 def build(sizes) -> torch.nn.Sequential:
     """Linear layers of ``sizes`` with ReLU between them (none after the last)."""
     layers: list[torch.nn.Module] = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
         layers.append(torch.nn.Linear(a, b))
         if i < len(sizes) - 2:
             layers.append(torch.nn.ReLU())

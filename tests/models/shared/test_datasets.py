@@ -9,11 +9,13 @@ import pytest
 from models.errors import DatasetError
 from models.shared import datasets as ds
 
-IDX_CODES = {np.uint8: 0x08, np.int8: 0x09, np.int16: 0x0B, np.int32: 0x0C, np.float32: 0x0D, np.float64: 0x0E}
+IDX_CODES = {np.uint8: 0x08, np.int8: 0x09, np.int16: 0x0B, np.int32: 0x0C, np.float32: 0x0D,
+             np.float64: 0x0E}
 
 
 def write_idx(path, array, compress=True, magic=None, payload=None):
-    """Write ``array`` as an IDX file (gzipped by default); ``magic``/``payload`` override to corrupt it."""
+    """Write ``array`` as an IDX file (gzipped by default); ``magic``/``payload`` override to
+    corrupt it."""
     array = np.asarray(array)
     code = IDX_CODES[array.dtype.type]
     magic = (code << 8 | array.ndim) if magic is None else magic
@@ -145,7 +147,7 @@ def test_read_idx_missing_file(tmp_path):
         ds.read_idx(tmp_path / "nothere.gz")
 
 
-# ---------------------------------------------------------------- Fashion-MNIST: errors and discovery
+# ------------------------------------------------------ Fashion-MNIST: errors and discovery
 
 def test_fashion_missing_directory_says_how_to_get_it(tmp_path):
     with pytest.raises(DatasetError) as info:
@@ -180,7 +182,8 @@ def test_fashion_counts_must_agree_and_files_not_swapped(tmp_path):
     with pytest.raises(DatasetError, match="6 images but .* 5 labels"):
         ds.fashion_mnist(data_dir=tmp_path)
     ds.clear_cache()
-    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes((tmp_path / "train-labels-idx1-ubyte.gz").read_bytes())
+    labels = (tmp_path / "train-labels-idx1-ubyte.gz").read_bytes()
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(labels)
     with pytest.raises(DatasetError, match="expected 0x00000803"):
         ds.fashion_mnist(data_dir=tmp_path)
 

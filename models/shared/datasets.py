@@ -4,7 +4,8 @@ Every loader returns a :class:`Dataset` with float32 inputs in [0, 1] and int64 
 a method never needs to know where its data came from (the bit-coded sets of the bitwise
 rooms are Datasets too, of uint8 bits; their encoders are in ``models/shared/encoders.py``).
 Nothing here uses the network: digits ships with scikit-learn, Fashion-MNIST comes from the
-Debian package ``dataset-fashion-mnist`` (or ``NEUROEDGE_DATA``), and the rest is generated from a seed.
+Debian package ``dataset-fashion-mnist`` (or ``NEUROEDGE_DATA``), and the rest is generated
+from a seed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """KLAS scoring and selection (KL probes, stitch score, FLOPs buckets) and the baselines it beats.
 
-Equations (KLAS, ICLR 2026; numbering of the digest ../shared/papers/klas.md, "Method"):
+Equations (KLAS, ICLR 2026, the method section, numbered in the order it states them):
 - ProbeNet (1): a linear probe after every block of a frozen anchor; the last block uses
   the anchor's own head. Reading chosen: probe = Linear(LayerNorm(CLS token)), the same
   read-out as the ViT head (whose LayerNorm affine folds into its linear layer), with a

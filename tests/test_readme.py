@@ -1,4 +1,7 @@
-"""README.md runs as written: every fenced ``bash`` and ``python`` block, and what it prints.
+"""The READMEs run as written: every fenced ``bash`` and ``python`` block, and what it prints.
+
+Covered: the top ``README.md`` and every room's ``models/**/README.md`` (each room's
+commands and figures live there). Every block runs from the repository root.
 
 How a block is run (the README's "Checking this README" section says the same):
 
@@ -40,6 +43,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+READMES = [README, *sorted((ROOT / "models").rglob("README.md"))]
 RUNNABLE = ("bash", "python")
 SLOW_MARK = "<!-- readme-test: slow -->"
 MAKE_TEST = re.compile(r"^\s*make\s+test(-slow)?\b")
@@ -58,13 +62,15 @@ class Block:
     code: str
     slow: bool
     expected: str | None
+    source: str = "README.md"   # the README's path from the repository root
 
     @property
     def id(self) -> str:
-        return f"L{self.line}-{self.lang}"
+        where = "" if self.source == "README.md" else self.source.removesuffix("/README.md") + "-"
+        return f"{where}L{self.line}-{self.lang}"
 
 
-def parse_blocks(text: str) -> list[Block]:
+def parse_blocks(text: str, source: str = "README.md") -> list[Block]:
     """Every fenced block of ``text`` with its marker and expected output."""
     lines = text.splitlines()
     fences = []     # (line, lang, code, slow, end line)
@@ -80,7 +86,7 @@ def parse_blocks(text: str) -> list[Block]:
                 body.append(lines[i])
                 i += 1
             if i == len(lines):
-                raise AssertionError(f"README.md:{start + 1}: fence ```{lang} is never closed")
+                raise AssertionError(f"{source}:{start + 1}: fence ```{lang} is never closed")
             fences.append((start + 1, lang, "\n".join(body) + "\n", slow_pending, i + 1))
             slow_pending = False
         elif stripped == SLOW_MARK:
@@ -97,11 +103,12 @@ def parse_blocks(text: str) -> list[Block]:
             between = lines[end:fences[k + 1][0] - 1]
             if not any(s.strip() for s in between):
                 expected = fences[k + 1][2]
-        blocks.append(Block(line, lang, code, slow, expected))
+        blocks.append(Block(line, lang, code, slow, expected, source))
     return blocks
 
 
-BLOCKS = parse_blocks(README.read_text())
+BLOCKS = [b for path in READMES
+          for b in parse_blocks(path.read_text(), str(path.relative_to(ROOT)))]
 
 
 def _fresh_checkout(base: Path) -> Path:
@@ -146,7 +153,7 @@ def _run(block: Block, base: Path) -> str:
     proc = subprocess.run(cmd, check=False, cwd=repo, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
     if proc.returncode != 0:
-        pytest.fail(f"README.md:{block.line} ({block.lang}) exited {proc.returncode}; "
+        pytest.fail(f"{block.source}:{block.line} ({block.lang}) exited {proc.returncode}; "
                     f"output:\n{proc.stdout[-6000:]}")
     return proc.stdout
 
@@ -161,7 +168,7 @@ def test_readme_block_runs_and_prints_what_it_shows(block, readme_base):
         checker = doctest.OutputChecker()
         flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
         if not checker.check_output(block.expected, out, flags):
-            pytest.fail(f"README.md:{block.line}: the output differs from the ```text block "
+            pytest.fail(f"{block.source}:{block.line}: the output differs from the ```text block "
                         f"below it.\n--- README shows:\n{block.expected}\n--- the block "
                         f"printed:\n{out[-6000:]}")
 
@@ -172,9 +179,10 @@ def test_readme_has_runnable_blocks_in_the_default_run():
     assert sum(not b.slow for b in BLOCKS) >= 4
 
 
-def test_readme_has_no_indented_code_blocks():
+@pytest.mark.parametrize("path", READMES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_readme_has_no_indented_code_blocks(path):
     """An indented code block would not be run by this test: fence it instead."""
-    lines, inside, prev_blank, list_item = README.read_text().splitlines(), False, True, False
+    lines, inside, prev_blank, list_item = path.read_text().splitlines(), False, True, False
     offenders = []
     for n, line in enumerate(lines, 1):
         if line.strip().startswith("```"):
@@ -189,7 +197,7 @@ def test_readme_has_no_indented_code_blocks():
             if line.startswith("    ") and prev_blank and not list_item:
                 offenders.append(n)
         prev_blank = not line.strip()
-    assert offenders == [], f"README.md lines {offenders}: indented code; fence it (```bash)"
+    assert offenders == [], f"{path} lines {offenders}: indented code; fence it (```bash)"
 
 
 def test_parser_reads_markers_and_expected_output():

@@ -8,6 +8,7 @@ the rooms' own tests (tests/models/bep, tests/models/tsetlin).
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import models
@@ -57,3 +58,28 @@ def test_export_c_trains_once_and_from_the_run_file_not_at_all(name, tmp_path, m
     assert main(["export", "--target", "c", "--from", str(run), "--out", str(again)]) == 0
     # same card, data, seed and settings -> the same trained state -> byte-identical project
     assert _tree(fresh) == _tree(again) and any(p.endswith(".c") for p in _tree(fresh))
+
+
+def test_export_snn_cuba_nir_from_the_run_file_is_the_run_network(tmp_path, monkeypatch,
+                                                                  capsys):
+    """The NIR export of a run file holds the run's own network: the same weights as an
+    export that simulated it fresh (400 neurons, 10 ms: a fraction of a second each)."""
+    nir = pytest.importorskip("nir")
+    settings = ["--set", "n=400", "--set", "duration=0.01"]
+    calls = _counting(monkeypatch, "snn_cuba")
+    fresh = tmp_path / "fresh.nir"
+    assert main(["export", "snn_cuba", "--target", "nir", *settings, "--out", str(fresh)]) == 0
+    run = tmp_path / "run.h5"
+    assert main(["simulate", "snn_cuba", *settings, "--out", str(run),
+                 "--html", str(tmp_path / "run.html")]) == 0
+    assert calls == [1, 1]
+    _refusing(monkeypatch, "snn_cuba")
+    again = tmp_path / "again.nir"
+    assert main(["export", "--target", "nir", "--from", str(run), "--out", str(again)]) == 0
+    # VA CUBA has no input node (it is self-sustained), so NIR cannot infer types from one
+    a, b = nir.read(fresh, type_check=False), nir.read(again, type_check=False)
+    assert sorted(a.nodes) == sorted(b.nodes) and sorted(a.edges) == sorted(b.edges)
+    weights = [k for k, node in a.nodes.items() if hasattr(node, "weight")]
+    assert weights       # the projections are there, and equal to the last bit
+    for k in weights:
+        np.testing.assert_array_equal(a.nodes[k].weight, b.nodes[k].weight)

@@ -23,10 +23,10 @@ Hand arithmetic on toy-gpu:
 import base64
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TOY_GPU as TOY  # noqa: E402
 
 import hw_profiles
 from deploy import report as rp
@@ -34,8 +34,6 @@ from deploy.runfile import Run
 from sim.ledger import Ledger
 from sim.pricing import price
 from sim.traces import Trace, curve
-
-TOY = Path(__file__).resolve().parents[1] / "data" / "toy-gpu.toml"
 
 
 @pytest.fixture

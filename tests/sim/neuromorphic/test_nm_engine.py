@@ -1,15 +1,13 @@
 """NeuromorphicDevice: closed-form responses, a naive twin, exact counts, custom kernels."""
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TOY_NEURO as TOY  # noqa: E402
 from numba import njit
 
 from sim import device
 from sim.errors import HardwareLimitError, ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice, NeuronKernel
-
-TOY = Path(__file__).parents[2] / "data" / "toy-neuro.toml"
 
 
 def test_device_factory_gives_the_engine():

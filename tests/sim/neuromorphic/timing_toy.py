@@ -4,11 +4,10 @@ Round numbers for hand arithmetic: per-core times synop 1 ns, active update 10 n
 2 ns, spike 5 ns, learning update 7 ns; barrier 100 ns (one value unless ``one_router``
 is given); 2 x 2 mesh, one core per router; static power 1 mW.
 """
-from pathlib import Path
+
+from conftest import TOY_NEURO as TOY  # noqa: E402
 
 import hw_profiles
-
-TOY = Path(__file__).parents[2] / "data" / "toy-neuro.toml"
 
 
 def toy_chip(name="toy-timed", **kw):

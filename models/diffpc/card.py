@@ -109,6 +109,6 @@ CARD = Card(
     default_dataset="digits",
     # the baselines' GPU profile cannot be named here: register() takes only kinds the
     # method runs on; experiment.py defaults it to a100 (pc's and mlp's study profile)
-    study_profiles={"neuromorphic": "loihi2"},
+    study_profiles={"neuromorphic": "loihi2", "gpu": "a100"},   # gpu: float PC and BP
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment)

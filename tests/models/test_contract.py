@@ -62,6 +62,15 @@ def test_register_refuses_an_unknown_export_target(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_register_refuses_an_unknown_engine_or_study_kind(name):
+    _one_line_error(dataclasses.replace(_card(name), engine="jax"),
+                    r"engine = 'jax'; expected None \(the engine of the profile's kind\) or "
+                    r"'torch'")
+    _one_line_error(dataclasses.replace(_card(name), study_profiles={"tpu": "v5e"}),
+                    r"study_profiles names unknown kind\(s\) tpu; kinds are ")
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_register_refuses_a_preset_missing_a_dataset(name):
     card = _card(name)
     first = card.datasets[0]

@@ -20,7 +20,7 @@ def test_card_is_the_cli_default():
     assert cli.DEFAULT_MODEL == "diffpc"
     assert card.device_kinds == ("neuromorphic",) and card.config is DiffPCConfig
     assert (card.default_profile, card.default_dataset) == ("loihi2", "digits")
-    assert card.study_profiles == {"neuromorphic": "loihi2"} and card.exports == ()
+    assert card.study_profiles == {"neuromorphic": "loihi2", "gpu": "a100"} and card.exports == ()
 
 
 def test_presets_are_the_settings_it_always_ran_with():

@@ -275,18 +275,24 @@ def _compare_reports(plan, run, others, args, con) -> list:
     """The run priced on each ``--compare`` profile. A neuromorphic run is re-placed and
     re-simulated on each other neuromorphic chip (its step times depend on where every
     neuron sits: sim.neuromorphic.timing.reprice), with the same config and seed; any other
-    kind re-prices the ledger."""
+    kind re-prices the ledger. A chip the network does not fit on is left out of the
+    comparison with one line saying why: the run itself is already written and priced."""
     import dataclasses
 
     from models import runner
+    from sim.errors import HardwareLimitError
     from sim.neuromorphic.timing import reprice
     reports = []
     for p in others:
         if p.kind == "neuromorphic" and run.profile.kind == "neuromorphic":
             con.print(f"re-placing and re-running {plan.method.name} on {p.label} for the "
                       "comparison")
-            reports += reprice(lambda q: runner.execute(dataclasses.replace(plan, profile=q)),
-                               [p], realtime=args.realtime and bool(p.core_op_ns))
+            try:
+                reports += reprice(
+                    lambda q: runner.execute(dataclasses.replace(plan, profile=q)),
+                    [p], realtime=args.realtime and bool(p.core_op_ns))
+            except HardwareLimitError as exc:
+                con.print(f"not compared on {p.label}: {exc}", highlight=False)
         else:
             reports.append(run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns)))
     return reports

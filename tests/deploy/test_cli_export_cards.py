@@ -83,3 +83,15 @@ def test_export_snn_cuba_nir_from_the_run_file_is_the_run_network(tmp_path, monk
     assert weights       # the projections are there, and equal to the last bit
     for k in weights:
         np.testing.assert_array_equal(a.nodes[k].weight, b.nodes[k].weight)
+
+
+def test_compare_on_a_chip_too_small_leaves_it_out_with_the_reason(tmp_path, capsys):
+    """VA CUBA's 4000 neurons need 250 SpiNNaker2 cores against its 152: that chip is left
+    out of the comparison with one line, and the run, its report and the other chip stay."""
+    out = tmp_path / "run.h5"
+    assert main(["simulate", "snn_cuba", "--set", "duration=0.005", "--profile", "loihi",
+                 "--compare", "spinnaker2,loihi2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "not compared on spinnaker2: [NeuromorphicDevice.compile] population 'cuba'" in text
+    html = out.with_suffix(".html").read_text()
+    assert "loihi2" in html and "Energy on spinnaker2" not in html

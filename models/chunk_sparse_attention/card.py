@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from models.chunk_sparse_attention.data import NeedleTask
 from models.registry import Card, Outcome, Study, register
+from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -98,6 +99,7 @@ class ChunkAttnConfig:
             raise ModelError(f"ChunkAttnConfig.warm_frac = {self.warm_frac}: must be in [0, 1)")
         if not self.lr > 0:
             raise ModelError(f"ChunkAttnConfig.lr = {self.lr}: must be > 0")
+        check_at_least(self, gumbel=0)
         if not self.eval_lengths or len(self.eval_lengths) != len(self.eval_samples):
             raise ModelError(f"ChunkAttnConfig: eval_lengths {self.eval_lengths} and "
                              f"eval_samples {self.eval_samples} must be non-empty and of the "

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, register
+from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -52,6 +53,7 @@ class DiffPCConfig:
             raise ModelError(f"DiffPCConfig.decay_a = {self.decay_a}: must be in (0, 1]")
         if not (self.gamma > 0 and self.lr > 0 and self.const_c > 0):
             raise ModelError("DiffPCConfig: gamma, lr and const_c must be > 0")
+        check_at_least(self, weight_decay=0)
 
     @property
     def steps(self) -> int:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from models.filter_heads import data
 from models.registry import Card, Outcome, Study, register
+from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import Trace, curve
 
@@ -68,6 +69,7 @@ class FilterLMConfig:
                              f"n_head = {self.n_head} heads of even size (RoPE rotates pairs)")
         if not self.lr > 0:
             raise ModelError(f"FilterLMConfig.lr = {self.lr}: must be > 0")
+        check_at_least(self, max_len=1, weight_decay=0, warmup=0)
         self.orders, self.formats = tuple(self.orders), tuple(self.formats)
         self.task_kinds = tuple(self.task_kinds)
         for t in self.task_kinds:
@@ -107,6 +109,8 @@ class MaskSearchConfig:
         if not self.lr > 0 or not self.lam >= 0:
             raise ModelError(f"MaskSearchConfig: lr = {self.lr} must be > 0 and lam = "
                              f"{self.lam} >= 0")
+        if not self.eps > 0:
+            raise ModelError(f"MaskSearchConfig.eps = {self.eps}: must be > 0")
 
 
 @dataclass
@@ -148,7 +152,12 @@ class FilterHeadsConfig:
     def __post_init__(self):
         self.orders, self.formats = tuple(self.orders), tuple(self.formats)
         self.task_kinds = tuple(self.task_kinds)
-        _checked = (self.model, self.search)         # building both checks their fields
+        try:
+            _checked = (self.model, self.search)     # building both checks their fields
+        except ModelError as exc:   # name the flat settings a user gives with --set
+            raise ModelError(f"FilterHeadsConfig: {exc} (the mask search takes search_pairs, "
+                             "search_epochs, search_batch_size, search_lr as n_pairs, epochs, "
+                             "batch_size, lr)") from None
         for name in ("n_eval", "n_random"):
             if int(getattr(self, name)) < 1:
                 raise ModelError(f"FilterHeadsConfig.{name} = {getattr(self, name)}: "

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, Trained, register
+from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -46,6 +47,7 @@ class FSConfig:
                 raise ModelError(f"FSConfig.{name} = {getattr(self, name)}: must be >= 1")
         if not self.lr > 0:
             raise ModelError(f"FSConfig.lr = {self.lr}: must be > 0")
+        check_at_least(self, weight_decay=0, eta=0)
 
 
 def _task(width: int, n_train: int, steps: int, n_test: int) -> dict:

@@ -34,3 +34,12 @@ def check_xy(x, y, sample_shape, n_classes: int | None, what: str) -> None:
     if n_classes is not None and ya.size and (ya.min() < 0 or ya.max() >= n_classes):
         raise ModelError(f"{what}: labels span {ya.min()}..{ya.max()}, expected "
                          f"0..{n_classes - 1}")
+
+
+def check_at_least(cfg, **minimum) -> None:
+    """Raise a one-line ModelError naming the first field of ``cfg`` below its minimum
+    (``check_at_least(cfg, weight_decay=0, warmup=0)``); NaN fails every bound."""
+    for name, low in minimum.items():
+        value = getattr(cfg, name)
+        if not value >= low:
+            raise ModelError(f"{type(cfg).__name__}.{name} = {value}: must be >= {low}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, Trained, register
+from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import Trace, curve
 
@@ -56,6 +57,7 @@ class TverskyHeadConfig:
                              "(0 picks 1/sqrt(d))")
         if not self.lr > 0:
             raise ModelError(f"TverskyHeadConfig.lr = {self.lr}: must be > 0")
+        check_at_least(self, encoder_epochs=0)
 
 
 PRESETS = {

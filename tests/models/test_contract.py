@@ -275,3 +275,27 @@ def test_registry_has_the_template_and_outcomes_are_typed():
     with pytest.raises(NeuroedgeError, match="trace 'loss' is a ndarray"):
         Outcome({"a": 1.0}, {"loss": np.zeros(3)})
     assert Study({}, {}).runs == {}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_out_of_range_settings_are_one_line_model_errors(name):
+    """``--set FIELD=-1`` (and NaN for a float) on every numeric field is either a valid
+    setting or a one-line ModelError from the Config: never another exception later, mid-run.
+    Weight decays, warm-ups and noise scales of 0 are allowed; a negative one is refused."""
+    card = _card(name)
+    refused = 0
+    for field, tp in runner.field_types(card.config).items():
+        if field == "seed" or tp not in (int, float):
+            continue
+        for bad in ((-1, float("nan")) if tp is float else (-1,)):
+            try:
+                runner.make_config(name, "quick", card.default_dataset, 0, {field: bad})
+            except ModelError as exc:
+                assert "\n" not in str(exc) and field in str(exc), (field, str(exc))
+                refused += 1
+    assert refused >= 1      # every card has at least one bounded numeric setting
+
+
+def test_a_negative_weight_decay_names_the_field():
+    with pytest.raises(ModelError, match=r"^MLPConfig.weight_decay = -0.5: must be >= 0$"):
+        runner.make_config("mlp", "quick", "digits", 0, {"weight_decay": -0.5})

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, Trained, register
+from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -32,6 +33,7 @@ class MLPConfig:
                 raise ModelError(f"MLPConfig.{name} = {getattr(self, name)}: must be >= 1")
         if not self.lr > 0:
             raise ModelError(f"MLPConfig.lr = {self.lr}: must be > 0")
+        check_at_least(self, weight_decay=0)
 
 
 PRESETS = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, register
+from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -40,6 +41,7 @@ class PCConfig:
                 raise ModelError(f"PCConfig.{name} = {getattr(self, name)}: must be >= 1")
         if not (self.lr > 0 and self.eta > 0):
             raise ModelError(f"PCConfig lr = {self.lr}, eta = {self.eta}: both must be > 0")
+        check_at_least(self, weight_decay=0)
 
 
 PRESETS = {

@@ -3,13 +3,13 @@ from hw_profiles.errors import NeuroedgeError, ProfileError
 from hw_profiles.loader import available, from_dict, label_for, load, load_many, loads
 from hw_profiles.ops import OP_CODES, OP_NAMES, OPS
 from hw_profiles.profile import (
-                                 KINDS,
-                                 MEMORY_LEVELS,
-                                 PROVENANCES,
-                                 HardwareProfile,
-                                 MemoryLevel,
-                                 Quantity,
-                                 Source,
+    KINDS,
+    MEMORY_LEVELS,
+    PROVENANCES,
+    HardwareProfile,
+    MemoryLevel,
+    Quantity,
+    Source,
 )
 
 __all__ = ["load", "load_many", "label_for", "loads", "from_dict", "available",

@@ -86,7 +86,7 @@ import numpy as np
 import torch
 
 import sim
-from models.baselines.pc.model import PCNet
+from models.baselines.pc.model import PCNet, pcnet_trained
 from models.diffpc.card import SCHEDULES, DiffPCConfig
 from models.diffpc.kernels import KERNEL, STATE
 from models.registry import Progress, Trained
@@ -301,8 +301,4 @@ class DiffPCClassifier:
 
     def trained(self) -> Trained:
         """The weights and biases as plain arrays (what a run file stores)."""
-        arrays = {}
-        for k in range(self.net.L):
-            arrays[f"W{k + 1}"] = self.net.W[k].detach().cpu().numpy()
-            arrays[f"b{k + 1}"] = self.net.b[k].detach().cpu().numpy()
-        return Trained(arrays, {"sizes": list(self.sizes)})
+        return pcnet_trained(self.net, self.sizes)

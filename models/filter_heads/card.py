@@ -119,31 +119,31 @@ class FilterHeadsConfig:
     (:class:`FilterLMConfig`), the mask search (:class:`MaskSearchConfig`, question-after
     pairs; the question-before search copies it) and the evaluation. Defaults: ``full``."""
 
-    # the transformer and its training (FilterLMConfig)
-    n_layer: int = 4
-    n_head: int = 4
-    d_model: int = 64
-    d_mlp: int = 256
-    max_len: int = 40
-    abs_pos: bool = False
-    tie_embeddings: bool = False
-    steps: int = 500
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 0.01
-    warmup: int = 100
-    orders: tuple[str, ...] = ("after", "before")
-    formats: tuple[str, ...] = data.FORMATS
-    task_kinds: tuple[str, ...] = ("item",)
-    # the head-mask search (MaskSearchConfig)
-    search_pairs: int = 512
-    search_epochs: int = 10
-    search_batch_size: int = 16
-    search_lr: float = 1e-2
-    lam: float = 0.05
-    eps: float = 1e-3
-    search_fmt: str = "comma"
-    search_task: str = "item"
+    # the transformer and its training: FilterLMConfig's fields, its defaults (one place)
+    n_layer: int = FilterLMConfig.n_layer
+    n_head: int = FilterLMConfig.n_head
+    d_model: int = FilterLMConfig.d_model
+    d_mlp: int = FilterLMConfig.d_mlp
+    max_len: int = FilterLMConfig.max_len
+    abs_pos: bool = FilterLMConfig.abs_pos
+    tie_embeddings: bool = FilterLMConfig.tie_embeddings
+    steps: int = FilterLMConfig.steps
+    batch_size: int = FilterLMConfig.batch_size
+    lr: float = FilterLMConfig.lr
+    weight_decay: float = FilterLMConfig.weight_decay
+    warmup: int = FilterLMConfig.warmup
+    orders: tuple[str, ...] = FilterLMConfig.orders
+    formats: tuple[str, ...] = FilterLMConfig.formats
+    task_kinds: tuple[str, ...] = FilterLMConfig.task_kinds
+    # the head-mask search: MaskSearchConfig's fields under search_* names, its defaults
+    search_pairs: int = MaskSearchConfig.n_pairs
+    search_epochs: int = MaskSearchConfig.epochs
+    search_batch_size: int = MaskSearchConfig.batch_size
+    search_lr: float = MaskSearchConfig.lr
+    lam: float = MaskSearchConfig.lam
+    eps: float = MaskSearchConfig.eps
+    search_fmt: str = MaskSearchConfig.fmt
+    search_task: str = MaskSearchConfig.task
     # evaluation
     n_eval: int = 256          # held-out pairs / prompts per measurement (paper: 512-1024)
     n_random: int = 20         # random head sets averaged for each baseline

@@ -60,13 +60,16 @@ class MLPClassifier:
 
     def predict_logits(self, x: np.ndarray, scope: str = "infer") -> torch.Tensor:
         check_xy(x, None, self.n_inputs, self.n_classes, "MLPClassifier.predict")
+        return self._forward(x, scope)
+
+    def _forward(self, x: np.ndarray, scope: str) -> torch.Tensor:
         self.net.eval()
         return self.device.run(self.net, self.device.tensor(x), scope=scope)
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, scope: str = "infer") -> dict[str, float]:
         """Accuracy and mean cross-entropy; the forward pass is counted under ``scope``."""
         check_xy(x, y, self.n_inputs, self.n_classes, "MLPClassifier.evaluate")
-        logits = self.predict_logits(x, scope=scope)
+        logits = self._forward(x, scope)   # checked once, above
         yt = self.device.tensor(y, dtype=torch.int64)
         loss = torch.nn.functional.cross_entropy(logits, yt)
         acc = (logits.argmax(dim=1) == yt).float().mean()

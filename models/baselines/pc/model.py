@@ -144,13 +144,19 @@ class PCClassifier:
 
     def trained(self) -> Trained:
         """The weights and biases as plain arrays (what a run file stores)."""
-        arrays = {}
-        for k in range(self.net.L):
-            arrays[f"W{k + 1}"] = self.net.W[k].detach().cpu().numpy()
-            arrays[f"b{k + 1}"] = self.net.b[k].detach().cpu().numpy()
-        return Trained(arrays, {"sizes": list(self.sizes)})
+        return pcnet_trained(self.net, self.sizes)
 
 
 def comm_bits_per_neuron(steps: int) -> float:
     """Float PC's messages per neuron per sample: 2 x 32-bit floats per inference step."""
     return 64.0 * steps
+
+
+def pcnet_trained(net: PCNet, sizes) -> Trained:
+    """A PCNet's weights and biases as plain arrays (``W1, b1, ...``) with its layer sizes:
+    the trained state of float PC and of DiffPC, which learns with the same PCNet."""
+    arrays = {}
+    for k in range(net.L):
+        arrays[f"W{k + 1}"] = net.W[k].detach().cpu().numpy()
+        arrays[f"b{k + 1}"] = net.b[k].detach().cpu().numpy()
+    return Trained(arrays, {"sizes": list(sizes)})

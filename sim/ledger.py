@@ -34,6 +34,31 @@ _SCOPE_RE = re.compile(r"^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
 _DIRECTIONS = ("read", "write")
 _INT64_MAX = np.iinfo(np.int64).max
 
+ACTIVITY = {
+    # NeuroBench's activity counts (neurobench.metrics; names of its SynapticOperations,
+    # ActivationSparsity and MembraneUpdates): what the model did, never priced
+    "dense_synops": "synaptic operations of connection layers counting every input and "
+                    "weight, zeros included (NeuroBench SynapticOperations 'Dense')",
+    "effective_macs": "multiply-accumulates of connection layers with a non-zero, "
+                      "non-binary input and a non-zero weight (NeuroBench 'Effective_MACs')",
+    "effective_acs": "accumulates of connection layers with a spike (binary non-zero) input "
+                     "and a non-zero weight (NeuroBench 'Effective_ACs')",
+    "activations": "outputs of neuron layers (activation functions, spiking neurons)",
+    "activations_zero": "outputs of neuron layers that are zero (ActivationSparsity)",
+    "membrane_updates": "updates of a spiking neuron's membrane state (NeuroBench "
+                        "MembraneUpdates)",
+}
+"""Unpriced activity counts a ledger may hold beside its ops (:meth:`Ledger.add_activity`)."""
+
+MODEL_FACTS = ("parameters", "parameter_bytes", "buffer_bytes", "connection_weights",
+               "connection_zero_weights")
+"""What :meth:`Ledger.record_model` stores of a placed model: parameter count, bytes of
+parameters and of buffers (NeuroBench Footprint = their sum), and the weights of its
+connection layers with how many are zero (ConnectionSparsity)."""
+
+LAYER_FIELDS = ("type", "output_shape", "parameters")
+"""What :meth:`Ledger.record_layer` stores of one layer for per-layer tables."""
+
 
 def _check_count(what: str, value) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -70,6 +95,9 @@ class Ledger:
         self._uncounted: dict[str, dict[str, int]] = defaultdict(dict)
         self._timing: dict[str, StepTiming] = {}   # neuromorphic step timing (see below)
         self._footprint: dict[str, dict[str, int]] = {}  # see add_footprint
+        self._activity: dict[str, dict[str, int]] = defaultdict(dict)  # see add_activity
+        self._models: dict[str, dict[str, int]] = {}     # see record_model
+        self._layers: dict[str, dict] = {}               # see record_layer
         self._stack: list[str] = []
 
     # -- recording ---------------------------------------------------------------------
@@ -131,6 +159,76 @@ class Ledger:
         calls = _check_count(f"uncounted {name}", calls)
         bucket = self._uncounted[self.resolve_scope(scope)]
         bucket[name] = bucket.get(name, 0) + calls
+
+    # -- what the model is and did, for NeuroBench metrics and per-layer tables -----------
+    # Never priced: these say what ran (connections, neurons, zeros), not what it cost.
+    def add_activity(self, name: str, count, scope: str | None = None) -> None:
+        """Add ``count`` to the activity counter ``name`` (one of :data:`ACTIVITY`)."""
+        if name not in ACTIVITY:
+            raise LedgerError(f"unknown activity {name!r}: the ledger counts "
+                              f"{', '.join(ACTIVITY)} (sim/ledger.py ACTIVITY)")
+        count = _check_count(name, count)
+        if count:
+            bucket = self._activity[self.resolve_scope(scope)]
+            bucket[name] = bucket.get(name, 0) + count
+
+    def activity(self, within_scope: str = "") -> dict[str, int]:
+        """Activity counts summed over ``within_scope`` and its sub-scopes (all by default)."""
+        out: dict[str, int] = {}
+        for scope, bucket in self._activity.items():
+            if within(scope, within_scope):
+                for k, v in bucket.items():
+                    out[k] = out.get(k, 0) + v
+        return out
+
+    def record_model(self, name: str, **facts) -> None:
+        """Record (or replace) the facts of placed model ``name``: each of
+        :data:`MODEL_FACTS`, integers. Engines record a model when it is placed and again
+        when a counting block ends, so the ledger holds the model as it was last run (after
+        training: its pruned or trained weights)."""
+        unknown = set(facts) - set(MODEL_FACTS)
+        if unknown or set(facts) != set(MODEL_FACTS):
+            raise LedgerError(f"record_model {name!r}: expected the facts "
+                              f"{', '.join(MODEL_FACTS)}, got {', '.join(sorted(facts))}")
+        self._models[str(name)] = {k: _check_count(f"{name} {k}", facts[k])
+                                   for k in MODEL_FACTS}
+
+    def models(self) -> dict[str, dict[str, int]]:
+        """``model name -> facts`` of every recorded model."""
+        return {k: dict(v) for k, v in sorted(self._models.items())}
+
+    def record_layer(self, path: str, type: str, output_shape, parameters) -> None:
+        """Record (or replace) what layer ``path`` is: its ``type`` (class name), the
+        ``output_shape`` of its last call (per call, batch included) and its ``parameters``.
+        ``path`` is the part of a scope that names the layer (``net.0`` in
+        ``train/net.0/forward``; a population name on neuromorphic engines)."""
+        shape = [_check_count(f"layer {path} output_shape", int(d)) for d in output_shape]
+        self._layers[str(path)] = {"type": str(type), "output_shape": shape,
+                                   "parameters": _check_count(f"layer {path} parameters",
+                                                              parameters)}
+
+    def layers(self) -> dict[str, dict]:
+        """``layer path -> {"type", "output_shape", "parameters"}`` in recording order."""
+        return {k: {**v, "output_shape": list(v["output_shape"])}
+                for k, v in self._layers.items()}
+
+    def _merge_extras(self, data: Mapping, prefix: str) -> None:
+        """Activity, models and layers of a serialised ledger (optional keys)."""
+        for name, bucket in data.get("activity", {}).items():
+            full = "/".join(p for p in (prefix, name) if p)
+            for k, n in bucket.items():
+                self._add_activity_at(full, k, n)
+        for name, facts in data.get("models", {}).items():
+            self.record_model(name, **facts)
+        for path, info in data.get("layers", {}).items():
+            self.record_layer(path, info["type"], info["output_shape"], info["parameters"])
+
+    def _add_activity_at(self, full: str, name: str, n) -> None:
+        if name not in ACTIVITY:
+            raise LedgerError(f"unknown activity {name!r}: the ledger counts "
+                              f"{', '.join(ACTIVITY)} (sim/ledger.py ACTIVITY)")
+        bucket = self._activity[full]
+        bucket[name] = bucket.get(name, 0) + _check_count(name, n)
 
     # -- resident footprint: cache reuse (GPU/CPU) and capacity (MCU) --------------------
     def add_footprint(self, writable=0, read_only=0, scope: str | None = None,
@@ -235,7 +333,7 @@ class Ledger:
         return out
 
     def is_empty(self) -> bool:
-        return not self.scopes() and not self._footprint
+        return not self.scopes() and not self._footprint and not self._extras()
 
     # -- combining ---------------------------------------------------------------------
     def merge(self, other: Ledger, scope: str | None = None) -> Ledger:
@@ -259,6 +357,7 @@ class Ledger:
             if "timing" in entry:
                 self._add_timing(name, StepTiming.from_dict(entry["timing"]))
         self._merge_footprints(data.get("footprint", {}), prefix)
+        self._merge_extras(data, prefix)
         return self
 
     def __add__(self, other: Ledger) -> Ledger:
@@ -297,6 +396,20 @@ class Ledger:
         out = {"type": FORMAT, "version": FORMAT_VERSION, "scopes": scopes}
         if self._footprint:  # optional key: ledgers without one serialise as before
             out["footprint"] = self.footprints()
+        out.update(self._extras())
+        return out
+
+    def _extras(self) -> dict:
+        """The optional activity, models and layers keys (absent when empty, so ledgers
+        without them serialise as before)."""
+        out = {}
+        activity = {k: dict(sorted(v.items())) for k, v in sorted(self._activity.items()) if v}
+        if activity:
+            out["activity"] = activity
+        if self._models:
+            out["models"] = self.models()
+        if self._layers:
+            out["layers"] = self.layers()
         return out
 
     @classmethod
@@ -325,6 +438,7 @@ class Ledger:
                 if "timing" in entry:
                     led._add_timing(name, StepTiming.from_dict(entry["timing"]))
             led._merge_footprints(data.get("footprint", {}), "")
+            led._merge_extras(data, "")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LedgerError(f"malformed serialised ledger: {type(exc).__name__}: {exc}") \
                 from None
@@ -370,6 +484,9 @@ class Ledger:
         self._timing_to_hdf5(group)
         if self._footprint:
             group.attrs["footprint"] = json.dumps(self.footprints())
+        extras = self._extras()
+        if extras:
+            group.attrs["extras"] = json.dumps(extras)
 
     @staticmethod
     def _fit_int64(what, n):
@@ -417,6 +534,12 @@ class Ledger:
             except (KeyError, TypeError, ValueError) as exc:
                 raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt footprint "
                                   f"attribute: {exc}") from None
+        if "extras" in group.attrs:   # optional: activity, models, layers
+            try:
+                led._merge_extras(json.loads(group.attrs["extras"]), "")
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt extras "
+                                  f"attribute (activity, models, layers): {exc}") from None
         return led
 
     # -- neuromorphic step timing ----------------------------------------------------------

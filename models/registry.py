@@ -154,6 +154,10 @@ class Card:
     export_dataset : the dataset an export trains on (default: ``default_dataset``)
     study_profiles : device kind -> profile name ``experiment`` uses when given none (any
         kind: a study may run baselines on another kind than the method's)
+    metrics : metric name -> unit of every metric ``simulate`` reports (``"1"`` for a
+        fraction, ``"nats"``, ``"a.u. (squared prediction error)"``): reports print each
+        metric with its unit, so a loss never reads like joules
+    main_metric : the metric the report's headline leads with (one of ``metrics``)
     engine : ``"torch"`` for a torch method that also runs on microcontroller (bitwise)
         profiles: the runner then asks ``sim.device(profile, engine="torch")``, which counts
         the module with torch and prices it with the MCU's memories; ``None``: the engine of
@@ -173,6 +177,8 @@ class Card:
     exports: tuple[str, ...] = ()
     export_dataset: str | None = None
     study_profiles: Mapping[str, str] = field(default_factory=dict)
+    metrics: Mapping[str, str] = field(default_factory=dict)
+    main_metric: str | None = None
     engine: str | None = None
 
     @property

@@ -1,0 +1,63 @@
+"""Estimate: what :func:`neuroedge.estimate` returns for one model on several profiles."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sim.ledger import Ledger
+from sim.pricing import EnergyReport
+
+
+@dataclass
+class Estimate:
+    """One model counted once per engine and priced on every profile it can run on.
+
+    Attributes
+    ----------
+    model : a label for the model (its class name, or the NIR file's name)
+    source : ``"torch"`` (a torch module counted by the torch engine) or ``"nir"`` (a NIR
+        graph or spiking module run on the neuromorphic engine)
+    ledgers : profile name -> the ledger its report priced (the torch engine's counts are
+        the same on every profile of one engine; a neuromorphic run is placed per chip)
+    reports : profile name -> EnergyReport, in the order the profiles were asked for
+    skipped : profile name -> one line saying why the model cannot run there (a chip it
+        does not fit on, a kind no engine for this model serves)
+    inference_samples : samples one inference scope processed (the example's batch)
+    train_samples : samples the training step processed (0 when none was asked)
+    inference_scope, train_scope : the ledger scopes of the two
+    """
+
+    model: str
+    source: str
+    ledgers: dict[str, Ledger] = field(default_factory=dict)
+    reports: dict[str, EnergyReport] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    inference_samples: int = 0
+    train_samples: int = 0
+    inference_scope: str = "infer"
+    train_scope: str = "train"
+
+    def per_inference_j(self, profile: str) -> float:
+        """Energy of one inference sample on ``profile`` (J)."""
+        r = self.reports[profile]
+        n = r.samples.get(self.inference_scope, 0)
+        return r.energy_within(self.inference_scope) / n if n else math.nan
+
+    def per_train_sample_j(self, profile: str) -> float:
+        """Energy of one training sample on ``profile`` (J); nan without a training step."""
+        r = self.reports[profile]
+        n = r.samples.get(self.train_scope, 0)
+        return r.energy_within(self.train_scope) / n if n else math.nan
+
+    def rows(self) -> list[dict]:
+        """One plain dict per priced profile: the energy table across devices."""
+        first = next(iter(self.reports.values()), None)
+        out = []
+        for name, r in self.reports.items():
+            out.append({"profile": name, "kind": r.kind, "total_j": float(r.total_j),
+                        "per_inference_j": self.per_inference_j(name),
+                        "per_train_sample_j": self.per_train_sample_j(name),
+                        "latency_s": float(r.total_latency_s), "bound": r.bound,
+                        "vs_first": float(r.total_j / first.total_j)
+                        if first is not None and first.total_j > 0 else math.nan})
+        return out

@@ -11,12 +11,11 @@ except _metadata.PackageNotFoundError:   # a source tree that was not installed
     __version__ = "0+unknown"
 
 
-def __getattr__(name):
-    # lazy: ``import neuroedge`` stays light (torch is loaded by the first estimate)
-    if name in ("estimate", "Estimate"):
-        from neuroedge import estimate as _estimate_module
-        return getattr(_estimate_module, name)
-    raise AttributeError(f"module 'neuroedge' has no attribute {name!r}")
-
+# The submodule ``neuroedge.estimate`` and the function share a name: importing the submodule
+# sets the package attribute to the module, so the function is bound here, after that import,
+# eagerly (the submodule imports torch only inside its functions: ``import neuroedge`` stays
+# light). A lazy ``__getattr__`` would be bypassed once anything imported the submodule.
+from neuroedge.estimate import estimate  # noqa: E402
+from neuroedge.result import Estimate  # noqa: E402
 
 __all__ = ["estimate", "Estimate", "__version__"]

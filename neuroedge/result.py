@@ -25,6 +25,8 @@ class Estimate:
     inference_samples : samples one inference scope processed (the example's batch)
     train_samples : samples the training step processed (0 when none was asked)
     inference_scope, train_scope : the ledger scopes of the two
+    notes : what ran, one line each (mode, loss and optimizer of the training step, the
+        assumptions an import made), for reports to show beside the table
     """
 
     model: str
@@ -36,6 +38,7 @@ class Estimate:
     train_samples: int = 0
     inference_scope: str = "infer"
     train_scope: str = "train"
+    notes: tuple[str, ...] = ()
 
     def per_inference_j(self, profile: str) -> float:
         """Energy of one inference sample on ``profile`` (J)."""

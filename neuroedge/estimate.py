@@ -1,0 +1,424 @@
+"""``estimate(model, example_input, profiles=...)``: one call that prices a model of your own.
+
+A torch module is counted once by the torch engine (:class:`sim.torch_engine.TorchDevice`)
+and its ledger priced on every profile asked: GPUs and CPUs with their execution model,
+microcontrollers (``bitwise`` profiles such as ``cortex-m7``) with their own memories
+(:mod:`sim.execution.mcu`). The counts do not depend on the profile, so the module runs
+once, not once per profile; only the capacity check (:meth:`TorchDevice.compile`) and the
+pricing are per profile, and a profile that fails either is listed in
+``Estimate.skipped`` with its one-line reason while the others are still priced.
+Neuromorphic chips run spiking networks: a NIR graph, a ``.nir`` file or a torch module
+with snnTorch neurons goes to :mod:`neuroedge.nir_estimate`; a plain module skips them.
+
+What runs (the choices torchinfo-like tools leave open):
+
+- inference is ``module(*x)`` in eval mode without gradients, under scope ``infer`` with
+  samples = the batch (first dimension of the first input);
+- a training step (asked by ``loss``, ``optimizer`` or ``train_step``) is one forward, loss,
+  backward and optimizer step in train mode, under ``train`` with the same samples;
+- both run on a deep copy of the module on the CPU (counts do not depend on the device
+  the ops execute on), so the user's module keeps its weights, mode, device and gradients.
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import os
+from collections.abc import Sequence
+
+from hw_profiles.errors import NeuroedgeError, ProfileError
+from neuroedge.result import Estimate
+from sim.errors import HardwareLimitError, ModelError, PricingError
+
+TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torch") serves
+DEFAULT_LR = 0.01   # the default SGD step size; the counts of one step do not depend on it
+_CE_NAMES = ("cross_entropy", "nll_loss")
+
+
+def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, loss=None,
+             optimizer=None, target=None, seed: int = 0, **nir_options) -> Estimate:
+    """Count ``model`` once and price it on every profile in ``profiles``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, nir.NIRGraph, or the path of a ``.nir`` file
+        A plain module is counted by the torch engine. A module with snnTorch neurons
+        inside, a NIR graph and a ``.nir`` path go to
+        :func:`neuroedge.nir_estimate.estimate_spiking_module` /
+        :func:`~neuroedge.nir_estimate.estimate_nir` with ``nir_options``.
+    example_input : tensor, array, tuple of tensors, or a shape such as ``(1, 1, 28, 28)``
+        What one inference is run on; its first dimension is the batch (the samples the
+        per-inference energy divides by). A shape is filled with standard normal values
+        drawn with ``seed``. Required for torch modules.
+    profiles : profile names, paths or HardwareProfiles (a string may list them with commas)
+    train_step : callable ``(module, example_input) -> loss tensor``, optional
+        One training step of your own; estimate calls ``backward()`` on the loss it returns
+        and steps the optimizer.
+    loss : callable ``(output, target) -> loss``, ``"cross_entropy"``, ``"mse"`` or
+        ``"auto"``, optional
+        Asks for one training step with this loss. ``"auto"``: cross-entropy on random
+        labels when the output is ``(batch, classes)`` with 2+ classes, else MSE against
+        random normal targets. Without ``target``, a cross-entropy loss (``CrossEntropyLoss``,
+        ``NLLLoss``, ``F.cross_entropy``, ``F.nll_loss``) gets random labels over the
+        output's classes and any other loss random normal targets shaped like the output.
+    optimizer : torch optimizer class, or factory ``params -> optimizer``, optional
+        Default (when a training step is asked): ``torch.optim.SGD(params, lr=0.01)``.
+        An optimizer instance is refused: it holds the user's parameters, and the step
+        runs on a copy.
+    target : tensor, optional
+        The loss's target for the training step.
+    seed : int
+        Seeds the example input drawn from a shape and the random targets.
+    **nir_options
+        ``stimulus``, ``steps``, ``dt`` ...: forwarded to :mod:`neuroedge.nir_estimate`.
+
+    Returns
+    -------
+    Estimate
+        ``source="torch"``: one ledger shared by every priced profile, a report per
+        profile, ``skipped`` for the profiles that cannot run the model, and ``notes``
+        saying what ran (mode, loss, optimizer).
+
+    Raises
+    ------
+    ModelError
+        No example input, non-finite input, a forward or training step that fails on it,
+        a model of a type no engine takes, NIR options for a plain module.
+    ProfileError
+        An unknown profile, a profile listed twice, or no profiles.
+
+    Examples
+    --------
+    >>> import torch
+    >>> est = estimate(torch.nn.Linear(4, 3), torch.zeros(2, 4), profiles=["a100", "cortex-m7"])
+    >>> est.ledgers["a100"].total_ops()["mac_fp32"]   # 2 samples x 4 inputs x 3 outputs
+    24
+    >>> sorted(est.reports)
+    ['a100', 'cortex-m7']
+    """
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not path.endswith(".nir"):
+            raise ModelError(f"estimate: model {path!r} is a path but not a .nir file; pass a "
+                             "NIR file (.nir), a nir.NIRGraph or a torch.nn.Module (a Python "
+                             "file goes through 'neuroedge estimate FILE.py:factory')")
+        if not os.path.isfile(path):
+            raise ModelError(f"estimate: NIR file {path!r} does not exist; pass the path of "
+                             "a .nir file")
+        return _nir_call("estimate_nir", path, profiles=profiles, seed=seed, **nir_options)
+    if _is_nir_graph(model):
+        return _nir_call("estimate_nir", model, profiles=profiles, seed=seed, **nir_options)
+    import torch
+    if not isinstance(model, torch.nn.Module):
+        raise ModelError(f"estimate: model is a {type(model).__name__}; pass a "
+                         "torch.nn.Module, a nir.NIRGraph or the path of a .nir file")
+    if _is_spiking(model):
+        return _nir_call("estimate_spiking_module", model, example_input, profiles=profiles,
+                         **nir_options)
+    if nir_options:
+        raise ModelError(f"estimate: {', '.join(sorted(nir_options))} apply to NIR graphs "
+                         f"and spiking modules; {type(model).__name__} is a plain torch "
+                         "module (no snnTorch neurons inside): leave them out")
+    return _estimate_torch(model, example_input, profiles, train_step=train_step, loss=loss,
+                           optimizer=optimizer, target=target, seed=seed)
+
+
+# -- dispatch ---------------------------------------------------------------------------------
+def _is_nir_graph(obj) -> bool:
+    # by name: importing nir here would make every torch estimate pay for it
+    return type(obj).__name__ == "NIRGraph" and type(obj).__module__.split(".")[0] == "nir"
+
+
+def _is_spiking(module) -> bool:
+    """A module with an snnTorch neuron (a ``SpikingNeuron`` subclass) anywhere inside."""
+    return any(c.__name__ == "SpikingNeuron" and c.__module__.startswith("snntorch")
+               for m in module.modules() for c in type(m).__mro__)
+
+
+def _nir_call(name: str, *args, **kwargs) -> Estimate:
+    try:
+        nir_estimate = importlib.import_module("neuroedge.nir_estimate")
+    except ModuleNotFoundError as exc:
+        if exc.name != "neuroedge.nir_estimate":
+            raise
+        raise ModelError("estimate: NIR graphs and spiking modules need "
+                         "neuroedge.nir_estimate, which this installation lacks") from None
+    fn = getattr(nir_estimate, name)
+    params = inspect.signature(fn).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(kwargs) - set(params))
+        if "seed" in unknown:   # passed for estimate_nir's sake; drop where not taken
+            kwargs.pop("seed")
+            unknown.remove("seed")
+        if unknown:
+            raise ModelError(f"estimate: {name} takes no option(s) {', '.join(unknown)}; "
+                             f"it takes {', '.join(p for p in params if p not in ('self',))}")
+    return fn(*args, **kwargs)
+
+
+# -- inputs -----------------------------------------------------------------------------------
+def _profiles(profiles) -> list:
+    """Load every profile now (an unknown one fails before any work)."""
+    from hw_profiles import load_many
+    if isinstance(profiles, str):
+        profiles = [p.strip() for p in profiles.split(",") if p.strip()]
+    elif not isinstance(profiles, Sequence):
+        profiles = list(profiles) if profiles is not None else []
+    if not profiles:
+        raise ProfileError("estimate: profiles is empty; give at least one profile name or "
+                           "path, e.g. profiles=['jetson-orin', 'cortex-m7', 'a100']")
+    return load_many(profiles)
+
+
+def _example(example_input, name: str, seed: int):
+    """``example_input`` as a tuple of CPU tensors, checked finite, and its batch size."""
+    import numpy as np
+    import torch
+    if example_input is None:
+        raise ModelError(f"estimate: {name} needs example_input, one input batch such as "
+                         "torch.zeros(1, 1, 28, 28) or its shape (1, 1, 28, 28)")
+    if _is_shape(example_input):
+        shape = tuple(int(d) for d in example_input)
+        if not shape or any(d < 1 for d in shape):
+            raise ModelError(f"estimate: example_input shape {shape} must have one or more "
+                             "dimensions, each >= 1 (the first is the batch), e.g. (1, 1, 28, 28)")
+        gen = torch.Generator().manual_seed(seed)
+        xs = (torch.randn(shape, generator=gen),)
+    else:
+        items = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
+        xs = []
+        for i, x in enumerate(items):
+            if isinstance(x, np.ndarray):
+                x = torch.from_numpy(x)
+            if not isinstance(x, torch.Tensor):
+                raise ModelError(f"estimate: example_input{f'[{i}]' if len(items) > 1 else ''}"
+                                 f" is a {type(x).__name__}; give tensors or arrays, or a shape "
+                                 "of ints such as (1, 1, 28, 28)")
+            xs.append(x.detach().to("cpu"))
+        xs = tuple(xs)
+        if not xs:
+            raise ModelError("estimate: example_input is an empty tuple; give one input batch")
+    for i, x in enumerate(xs):
+        if x.is_floating_point() or x.is_complex():
+            bad = int((~torch.isfinite(x)).sum())
+            if bad:
+                where = f"example_input[{i}]" if len(xs) > 1 else "example_input"
+                raise ModelError(f"estimate: {where} of shape {tuple(x.shape)} has {bad} NaN or "
+                                 "infinite value(s); give finite numbers")
+    batch = int(xs[0].shape[0]) if xs[0].dim() else 1
+    return xs, batch
+
+
+def _is_shape(x) -> bool:
+    return (isinstance(x, (tuple, list)) and len(x) > 0
+            and all(isinstance(d, int) and not isinstance(d, bool) for d in x))
+
+
+def _shape_text(xs) -> str:
+    return ", ".join(str(tuple(x.shape)) for x in xs)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+# -- the torch path ---------------------------------------------------------------------------
+def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimizer, target,
+                    seed) -> Estimate:
+    from sim.torch_engine import TorchDevice
+    name = type(module).__name__
+    profs = _profiles(profiles)
+    xs, batch = _example(example_input, name, seed)
+    wants_train = train_step is not None or loss is not None or optimizer is not None
+    if train_step is not None and loss is not None:
+        raise ModelError("estimate: give train_step or loss, not both (train_step computes "
+                         "its own loss)")
+    if train_step is not None and not callable(train_step):
+        raise ModelError(f"estimate: train_step is a {type(train_step).__name__}; give a "
+                         "callable (module, example_input) -> loss tensor")
+    _check_optimizer(optimizer)
+    try:
+        net = copy.deepcopy(module)
+    except Exception as exc:   # a module holding a lock, a file, a generator ...
+        raise ModelError(f"estimate: {name} cannot be deep-copied ({_first_line(exc)}); "
+                         "estimate runs a copy so your module stays untouched: make its "
+                         "attributes copyable") from None
+    est = Estimate(model=name, source="torch")
+    devices = {}
+    for p in profs:   # capacity per profile; the counting itself is shared
+        if p.kind not in TORCH_KINDS:
+            est.skipped[p.label] = (f"{p.label} is a {p.kind} chip: it runs spiking networks; "
+                                    f"give a NIR graph (.nir) or a torch module with snnTorch "
+                                    f"neurons, not the plain module {name}")
+            continue
+        dev = TorchDevice(p, prefer_cuda=False)   # CPU: counts do not depend on the device
+        try:
+            dev.compile(net)
+        except HardwareLimitError as exc:
+            est.skipped[p.label] = str(exc)
+            continue
+        devices[p.label] = dev
+    est.inference_samples = batch
+    notes = ["inference: eval mode, no gradients, on a copy of the module (its weights, mode "
+             "and device are untouched)"]
+    if devices:
+        dev = next(iter(devices.values()))
+        out = _infer(dev, net, xs, batch, name)
+        if wants_train:
+            notes.append(_train(dev, net, xs, example_input, out, batch, name,
+                                train_step=train_step, loss=loss, optimizer=optimizer,
+                                target=target, seed=seed))
+            est.train_samples = batch
+        for label, d in devices.items():
+            try:
+                est.reports[label] = dev.ledger.price(d.profile)
+            except (PricingError, HardwareLimitError) as exc:
+                est.skipped[label] = str(exc)
+                continue
+            est.ledgers[label] = dev.ledger
+    # reports first, in the order asked; skipped in the order asked as well
+    order = [p.label for p in profs]
+    est.reports = {k: est.reports[k] for k in order if k in est.reports}
+    est.skipped = {k: est.skipped[k] for k in order if k in est.skipped}
+    est.notes = tuple(notes)
+    return est
+
+
+def _infer(dev, net, xs, batch: int, name: str):
+    import torch
+    net.eval()
+    try:
+        with torch.no_grad(), dev.count("infer", samples=batch):
+            return net(*xs)
+    except NeuroedgeError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"estimate: {name} forward failed on example_input of shape "
+                         f"{_shape_text(xs)} ({_first_line(exc)}); give an input of the shape "
+                         f"{name}.forward expects (batch first)") from exc
+
+
+def _check_optimizer(optimizer) -> None:
+    import torch
+    if optimizer is None:
+        return
+    if isinstance(optimizer, torch.optim.Optimizer):
+        raise ModelError(f"estimate: optimizer is a {type(optimizer).__name__} instance bound "
+                         "to your module's parameters, but the training step runs on a copy; "
+                         "give its class (torch.optim.Adam) or a factory "
+                         "(lambda params: torch.optim.SGD(params, lr=0.1))")
+    if not callable(optimizer):
+        raise ModelError(f"estimate: optimizer is a {type(optimizer).__name__}; give an "
+                         "optimizer class or a factory params -> optimizer")
+
+
+def _make_optimizer(optimizer, net):
+    import torch
+    params = [p for p in net.parameters() if p.requires_grad]
+    if not params:
+        raise ModelError(f"estimate: {type(net).__name__} has no trainable parameters; a "
+                         "training step needs some (leave loss, optimizer and train_step out)")
+    if optimizer is None:
+        return torch.optim.SGD(params, lr=DEFAULT_LR), f"SGD(lr={DEFAULT_LR})"
+    label = getattr(optimizer, "__name__", type(optimizer).__name__)
+    try:
+        opt = optimizer(params)
+    except TypeError as exc:
+        raise ModelError(f"estimate: optimizer {label}(params) failed ({_first_line(exc)}); "
+                         "give a factory with its settings, e.g. "
+                         "lambda params: torch.optim.SGD(params, lr=0.1)") from None
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise ModelError(f"estimate: optimizer {label}(params) returned a "
+                         f"{type(opt).__name__}; it must return a torch.optim.Optimizer")
+    return opt, (type(opt).__name__ if isinstance(optimizer, type) else f"{label} -> "
+                 f"{type(opt).__name__}")
+
+
+def _loss_and_target(loss, target, out, seed: int):
+    """(loss function, target, one line saying which) for ``loss`` on output ``out``."""
+    import torch
+    import torch.nn.functional as F
+    if not isinstance(out, torch.Tensor):
+        raise ModelError(f"estimate: the forward returned a {type(out).__name__}, not one "
+                         "tensor; give train_step=callable(module, x) -> loss for this model")
+    classifier = out.dim() == 2 and out.shape[1] >= 2
+    if loss == "auto":
+        loss = "cross_entropy" if classifier else "mse"
+    if isinstance(loss, str):
+        fns = {"cross_entropy": F.cross_entropy, "mse": F.mse_loss}
+        if loss not in fns:
+            raise ModelError(f"estimate: loss {loss!r} is not known; give 'cross_entropy', "
+                             "'mse', 'auto' or a callable (output, target) -> loss")
+        fn, what = fns[loss], loss
+    elif callable(loss):
+        fn = loss
+        what = getattr(loss, "__name__", type(loss).__name__)
+    else:
+        raise ModelError(f"estimate: loss is a {type(loss).__name__}; give 'cross_entropy', "
+                         "'mse', 'auto' or a callable (output, target) -> loss")
+    if target is not None:
+        return fn, torch.as_tensor(target), f"{what} on the given target"
+    gen = torch.Generator().manual_seed(seed)
+    is_ce = (isinstance(fn, (torch.nn.CrossEntropyLoss, torch.nn.NLLLoss))
+             or getattr(fn, "__name__", "") in _CE_NAMES)
+    if is_ce:
+        if out.dim() < 2:
+            raise ModelError(f"estimate: loss {what} needs an output (batch, classes, ...); "
+                             f"the forward returned shape {tuple(out.shape)}: give target= "
+                             "or another loss")
+        classes = int(out.shape[1])
+        shape = (out.shape[0],) + tuple(out.shape[2:])
+        y = torch.randint(0, classes, shape, generator=gen)
+        return fn, y, (f"{what} on random labels over {classes} classes (output "
+                       f"{tuple(out.shape)})")
+    y = torch.randn(tuple(out.shape), generator=gen, dtype=out.dtype)
+    return fn, y, f"{what} against random normal targets shaped like the output {tuple(out.shape)}"
+
+
+def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_step, loss,
+           optimizer, target, seed: int) -> str:
+    """One training step counted under ``train``; returns the line saying what ran."""
+    import torch
+    opt, opt_text = _make_optimizer(optimizer, net)
+    if train_step is None:
+        fn, y, what = _loss_and_target("auto" if loss is None else loss, target, out, seed)
+    net.train()
+    try:
+        with dev.count("train", samples=batch):
+            opt.zero_grad(set_to_none=True)
+            if train_step is not None:
+                arg = xs if isinstance(example_input, (tuple, list)) and not \
+                    _is_shape(example_input) else xs[0]
+                value = train_step(net, arg)
+            else:
+                value = fn(net(*xs), y)
+            if not isinstance(value, torch.Tensor) or value.numel() != 1 \
+                    or not value.requires_grad:
+                raise ModelError(f"estimate: the training step's loss is "
+                                 f"{_describe(value)}; it must be one tensor value that "
+                                 "requires grad (computed from the module's output)")
+            value.backward()
+            opt.step()
+    except NeuroedgeError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"estimate: {name} training step failed on example_input of shape "
+                         f"{_shape_text(xs)} ({_first_line(exc)}); check the loss and target "
+                         "against the output, or give train_step=callable(module, x) -> "
+                         "loss") from exc
+    finally:
+        net.eval()
+    if train_step is not None:
+        what = f"train_step {getattr(train_step, '__name__', type(train_step).__name__)}"
+    return f"training step: one forward, {what}, backward and {opt_text} step, train mode"
+
+
+def _describe(value) -> str:
+    import torch
+    if isinstance(value, torch.Tensor):
+        return (f"a tensor of shape {tuple(value.shape)}"
+                + ("" if value.requires_grad else " without grad"))
+    return f"a {type(value).__name__}"
+

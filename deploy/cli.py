@@ -533,6 +533,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="also write the rows and summary as JSON here")
     p.add_argument("--force", action="store_true", help="replace an existing --json file")
     p.set_defaults(func=cmd_validate)
+
+    from deploy.estimate_cli import add_estimate_parser
+    add_estimate_parser(sub)
     return parser
 
 

@@ -1,0 +1,288 @@
+"""``neuroedge estimate``: a model of your own (a Python file's factory, or a ``.nir`` file)
+priced on several profiles in one energy table.
+
+``neuroedge estimate FILE.py:factory --input-shape 1,1,28,28 --profiles jetson-orin,cortex-m7``
+imports FILE.py by path, calls ``factory`` (a function or class, with no arguments; an
+``nn.Module`` instance attribute is taken as it is) and hands the module to
+:func:`neuroedge.estimate`; ``neuroedge estimate net.nir --stimulus poisson:rate=50 --steps
+1000 --profiles loihi,loihi2`` hands the file to the same function, which reads it through
+:mod:`neuroedge.nir_estimate`. The numbers printed (and written by ``--json``) are the
+API's: ``Estimate.rows()`` unchanged.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+from hw_profiles.errors import NeuroedgeError
+from sim.errors import ModelError
+
+
+def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``estimate`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
+    from deploy.cli import SEED_MAX, _seed
+    p = subparsers.add_parser(
+        "estimate", help="price your own torch model (FILE.py:factory) or NIR file on "
+                         "several profiles in one energy table",
+        description="Count a model of your own once and price it on every profile asked: "
+                    "GPUs, CPUs and microcontrollers for a torch module; neuromorphic chips "
+                    "for a NIR file or a module with snnTorch neurons.")
+    p.add_argument("model", metavar="FILE.py:factory | FILE.nir",
+                   help="a Python file and the name in it that builds the model (a function "
+                        "or class called with no arguments, or an nn.Module instance), or a "
+                        ".nir file")
+    p.add_argument("--profiles", required=True,
+                   help="comma-separated profile names or TOML paths, e.g. "
+                        "jetson-orin,cortex-m7,a100; profiles a model cannot run on are "
+                        "listed below the table with the reason")
+    p.add_argument("--input-shape", metavar="N,C,H,W",
+                   help="FILE.py models: shape of one inference batch, batch first, e.g. "
+                        "1,1,28,28 (filled with standard normal values drawn with --seed)")
+    p.add_argument("--batch", type=_positive, metavar="N",
+                   help="samples per inference: replaces the first dimension of "
+                        "--input-shape (default: that dimension)")
+    p.add_argument("--train", action="store_true",
+                   help="also count one training step (SGD, lr 0.01): cross-entropy on random "
+                        "labels when the output is (batch, classes), else MSE against random "
+                        "targets; the output says which")
+    p.add_argument("--stimulus", metavar="SPEC",
+                   help="NIR files and spiking modules: the input spikes, e.g. poisson:rate=50, "
+                        "a .npy/.npz spike array of shape (steps, inputs), or dataset:NAME")
+    p.add_argument("--steps", type=_positive, metavar="T",
+                   help="NIR files and spiking modules: time steps to run")
+    p.add_argument("--dt", type=_positive_float, metavar="SECONDS",
+                   help="NIR files: the time step, when the graph's metadata does not give it")
+    p.add_argument("--seed", type=_seed, default=0,
+                   help=f"0..{SEED_MAX} (default 0): the module's initial weights, the "
+                        "example input, the random targets and stimulus")
+    p.add_argument("--json", metavar="PATH|-",
+                   help="write the table, skipped profiles and notes as JSON to PATH, or to "
+                        "stdout with '-' (then nothing else is printed)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --json file")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing but errors (and the JSON of '--json -')")
+    p.set_defaults(func=cmd_estimate)
+    return p
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
+                                         "number >= 1") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give seconds > 0, "
+                                         "e.g. 0.001") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0")
+    return v
+
+
+def parse_shape(text: str, option: str = "--input-shape") -> tuple[int, ...]:
+    """``"1,1,28,28"`` -> ``(1, 1, 28, 28)``; every dimension an integer >= 1."""
+    parts = [t.strip() for t in text.replace("x", ",").split(",")]
+    try:
+        shape = tuple(int(t) for t in parts)
+    except ValueError:
+        shape = ()
+    if not shape or any(d < 1 for d in shape):
+        raise ModelError(f"{option} {text!r}: expected comma-separated integers >= 1, batch "
+                         "first, e.g. 1,1,28,28")
+    return shape
+
+
+def load_model(spec: str, seed: int = 0):
+    """The object ``FILE.py:name`` names: ``name`` called with no arguments when it is a
+    function or class, taken as it is when it is an ``nn.Module``.
+
+    The torch seed is set before the file is imported and again before the call, so the
+    initial weights depend on ``seed`` alone.
+    """
+    import torch
+    file, sep, attr = spec.rpartition(":")
+    if not sep or not file or not attr:
+        raise ModelError(f"model {spec!r}: expected FILE.py:NAME (a function or class in the "
+                         "file that builds the model, e.g. net.py:make_net) or a .nir file")
+    path = Path(file)
+    if path.suffix != ".py":
+        raise ModelError(f"model {spec!r}: {file!r} is not a .py file; give FILE.py:NAME")
+    if not path.is_file():
+        raise ModelError(f"model {spec!r}: {file!r} does not exist; give the path of a "
+                         "Python file")
+    name = f"_neuroedge_user_{abs(hash(str(path.resolve())))}"
+    mod_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(mod_spec)
+    torch.manual_seed(seed)
+    sys.path.insert(0, str(path.resolve().parent))   # the file may import its neighbours
+    try:
+        mod_spec.loader.exec_module(module)
+    except NeuroedgeError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"model {spec!r}: importing {file} failed ({_where(exc, path)}); "
+                         "fix the file so 'python FILE.py' runs") from exc
+    finally:
+        sys.path.remove(str(path.resolve().parent))
+    if not hasattr(module, attr):
+        found = sorted(k for k, v in vars(module).items()
+                       if not k.startswith("_") and (callable(v) or isinstance(v, torch.nn.Module))
+                       and getattr(v, "__module__", name) == name)
+        raise ModelError(f"model {spec!r}: {file} has no {attr!r}; it defines "
+                         f"{', '.join(found) or 'no functions or classes'}")
+    obj = getattr(module, attr)
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if not callable(obj):
+        raise ModelError(f"model {spec!r}: {attr} is a {type(obj).__name__}; name a function "
+                         "or class that builds the model, or an nn.Module instance")
+    torch.manual_seed(seed)
+    try:
+        built = obj()
+    except NeuroedgeError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"model {spec!r}: {attr}() failed ({_where(exc, path)}); it is "
+                         "called with no arguments: give defaults to its parameters") from exc
+    if not isinstance(built, torch.nn.Module):
+        raise ModelError(f"model {spec!r}: {attr}() returned a {type(built).__name__}; it "
+                         "must return a torch.nn.Module")
+    return built
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    """``TypeError: ... (line 7)``: the exception and its deepest line in the user's file."""
+    text = str(exc).strip().splitlines()
+    head = f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
+    tb = exc.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f"{head}, line {line}" if line else head
+
+
+def _options(args) -> dict:
+    return {k: getattr(args, k) for k in ("stimulus", "steps", "dt")
+            if getattr(args, k) is not None}
+
+
+def run_estimate(args):
+    """The :class:`~neuroedge.result.Estimate` the command's arguments ask for."""
+    from neuroedge.estimate import estimate
+    if args.model.endswith(".nir"):
+        for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
+                            ("--train", args.train)):
+            if value:
+                raise ModelError(f"{flag} applies to FILE.py models; {args.model} is a NIR "
+                                 "file: give --stimulus and --steps")
+        return estimate(args.model, profiles=args.profiles, seed=args.seed, **_options(args))
+    if args.input_shape is None:
+        raise ModelError(f"{args.model}: --input-shape is required for a torch model, e.g. "
+                         "--input-shape 1,1,28,28 (batch first)")
+    shape = parse_shape(args.input_shape)
+    if args.batch is not None:
+        shape = (args.batch,) + shape[1:]
+    model = load_model(args.model, seed=args.seed)
+    return estimate(model, shape, profiles=args.profiles, seed=args.seed,
+                    loss="auto" if args.train else None, **_options(args))
+
+
+def to_json(est) -> dict:
+    """The command's JSON: ``Estimate.rows()`` (NaN as null), skipped profiles, notes."""
+    return _strict({"model": est.model, "source": est.source,
+                    "inference_samples": est.inference_samples,
+                    "train_samples": est.train_samples, "rows": est.rows(),
+                    "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ()))})
+
+
+def _strict(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v) for v in obj]
+    return obj
+
+
+def table(est) -> str:
+    """The energy table across devices, the skipped profiles with why, and the notes."""
+    from deploy.formatting import format_energy, format_seconds, significant
+    rows = est.rows()
+    train = est.train_samples > 0
+    head = ["profile", "kind", "per inference"] + (["per train sample"] if train else []) \
+        + ["latency", "total vs first", "figures"]
+    body = []
+    for r in rows:
+        cells = [r["profile"], r["kind"], format_energy(r["per_inference_j"])]
+        if train:
+            cells.append(format_energy(r["per_train_sample_j"]))
+        ratio = r["vs_first"]
+        cells += [format_seconds(r["latency_s"]),
+                  f"{significant(ratio)}x" if math.isfinite(ratio) else "-", r["bound"]]
+        body.append(cells)
+    ran = f"{est.inference_samples} inference sample(s)"
+    if train:
+        ran += f" and one training step of {est.train_samples} sample(s)"
+    lines = [f"{est.model} ({est.source}): {ran}; energy per sample, latency of the whole run"]
+    if body:
+        widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
+        for row in [head] + body:
+            lines.append("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    else:
+        lines.append("no profile could price this model")
+    if est.skipped:
+        lines.append("skipped:")
+        lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
+    for note in getattr(est, "notes", ()):
+        lines.append(f"note: {note}")
+    kinds: dict[str, tuple] = {}
+    for r in est.reports.values():
+        kinds.setdefault(r.kind, r.excluded)
+    for kind, excluded in kinds.items():
+        if excluded:
+            lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
+    return "\n".join(lines)
+
+
+def cmd_estimate(args) -> int:
+    """``neuroedge estimate``: print the table (or JSON); exit 2 when no profile priced it."""
+    to_stdout = args.json == "-"
+    inputs = [args.model.rpartition(":")[0] or args.model]   # never written over
+    if args.json and not to_stdout:
+        from deploy.outputs import check_output
+        check_output(args.json, force=args.force, inputs=inputs, option="--json")
+    est = run_estimate(args)
+    if not est.reports:
+        why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())
+        raise NeuroedgeError(f"estimate: no profile in {args.profiles!r} can run "
+                             f"{est.model}: {why}")
+    doc = json.dumps(to_json(est), indent=1, allow_nan=False)
+    if to_stdout:
+        print(doc)
+        return 0
+    if args.json:
+        from deploy.outputs import write_text
+        write_text(args.json, doc + "\n", force=args.force, inputs=inputs, parents=True,
+                   option="--json")
+    if not args.quiet:
+        print(table(est))
+        if args.json:
+            print(f"json: {args.json}")
+    return 0

@@ -243,8 +243,9 @@ def table(est) -> str:
     if body:
         widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
         for row in [head] + body:
+            cells = zip(row, widths, strict=True)
             lines.append("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
-                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+                                   for i, (c, w) in enumerate(cells)).rstrip())
     else:
         lines.append("no profile could price this model")
     if est.skipped:

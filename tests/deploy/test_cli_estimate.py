@@ -1,0 +1,167 @@
+"""`neuroedge estimate FILE.py:factory`: one energy table across devices, equal to the API's."""
+import json
+
+import pytest
+
+from deploy.cli import build_parser, main
+from deploy.estimate_cli import load_model
+from neuroedge import estimate
+
+CNN = '''
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.relu = nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4 * 13 * 13, 10)
+
+    def forward(self, x):
+        return self.fc(self.pool(self.relu(self.conv(x))).flatten(1))
+
+
+def make_net():
+    return Net()
+
+
+net = Net()
+big = nn.Linear(2000, 2000)
+number = 3
+
+
+def broken():
+    raise ValueError("no weights here")
+'''
+PROFILES = "jetson-orin,cortex-m7,a100"
+RAISE_LINE = CNN.splitlines().index('    raise ValueError("no weights here")') + 1   # 27
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    path = tmp_path / "user_net.py"
+    path.write_text(CNN)
+    return path
+
+
+def _json(capsys, argv):
+    assert main(argv + ["--json", "-"]) == 0
+    out = capsys.readouterr()
+    assert out.err == ""
+    return json.loads(out.out)   # stdout holds the JSON alone
+
+
+def test_one_command_one_table_for_jetson_cortex_m7_and_a100(user_file, capsys):
+    assert main(["estimate", f"{user_file}:make_net", "--input-shape", "1,1,28,28",
+                 "--profiles", PROFILES]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Net (torch): 1 inference sample")
+    assert lines[1].split() == ["profile", "kind", "per", "inference", "latency", "total", "vs",
+                                "first", "figures"]
+    assert [ln.split()[:2] for ln in lines[2:5]] == [["jetson-orin", "gpu"],
+                                                    ["cortex-m7", "bitwise"], ["a100", "gpu"]]
+    assert lines[2].split()[-2:] == ["1x", "estimate"]   # the first profile against itself
+
+
+def test_json_equals_the_api_on_the_same_module_and_seed(user_file, capsys):
+    doc = _json(capsys, ["estimate", f"{user_file}:make_net", "--input-shape", "1,1,28,28",
+                         "--profiles", PROFILES, "--train", "--seed", "5"])
+    api = estimate(load_model(f"{user_file}:make_net", seed=5), (1, 1, 28, 28),
+                   profiles=PROFILES, loss="auto", seed=5)
+    assert doc["rows"] == api.rows()   # every figure equal, nothing NaN with --train
+    assert [r["profile"] for r in doc["rows"]] == PROFILES.split(",")
+    assert doc["inference_samples"] == doc["train_samples"] == 1 and doc["skipped"] == {}
+    assert any("cross_entropy on random labels over 10 classes" in n for n in doc["notes"])
+
+
+def test_macs_of_the_users_cnn_and_mcu_memories(user_file):
+    net = load_model(f"{user_file}:make_net")
+    est = estimate(net, (1, 1, 28, 28), profiles=["cortex-m7", "a100"])
+    ledger = est.ledgers["a100"]
+    assert ledger.ops("infer/conv/forward")["mac_fp32"] == 26 * 26 * 4 * 9   # 24,336
+    assert ledger.ops("infer/fc/forward")["mac_fp32"] == 676 * 10            # 6,760
+    assert not any(k.startswith("offchip") for k in est.reports["cortex-m7"].bytes_moved())
+    assert est.reports["a100"].bytes_moved()["offchip:read"] > 0
+
+
+def test_batch_replaces_the_first_dimension(user_file, capsys):
+    doc = _json(capsys, ["estimate", f"{user_file}:net", "--input-shape", "1,1,28,28",
+                         "--batch", "4", "--profiles", "a100"])
+    assert doc["inference_samples"] == 4 and doc["model"] == "Net"
+    assert doc["rows"][0]["per_train_sample_j"] is None   # no --train: NaN written as null
+
+
+def test_too_large_for_cortex_m7_is_skipped_with_the_reason(user_file, capsys):
+    assert main(["estimate", f"{user_file}:big", "--input-shape", "1,2000",
+                 "--profiles", "cortex-m7,a100"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped:\n  cortex-m7: [TorchDevice.compile] Linear parameters + buffers = " \
+           "16008000 B exceeds cortex-m7" in out
+    assert "\na100 " in out
+
+
+def test_quiet_prints_nothing_and_json_path_is_written_once(user_file, tmp_path, capsys):
+    out = tmp_path / "res" / "est.json"
+    argv = ["estimate", f"{user_file}:make_net", "--input-shape", "1,1,28,28",
+            "--profiles", "a100", "--json", str(out), "--quiet"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == ""
+    assert json.loads(out.read_text())["rows"][0]["profile"] == "a100"
+    assert main(argv) == 2   # exists: refused without --force
+    assert "--force" in capsys.readouterr().err
+    assert main(argv + ["--force"]) == 0
+
+
+def _exit_code(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:   # argparse's errors (deploy.cli._Parser) exit this way
+        return exc.code
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["{f}:make_net", "--profiles", "a100"], "--input-shape is required"),
+    (["{f}:make_net", "--input-shape", "1,a", "--profiles", "a100"], "--input-shape '1,a'"),
+    (["{f}:make_net", "--input-shape", "1,3,28,28", "--profiles", "a100"],
+     r"Net forward failed on example_input of shape \(1, 3, 28, 28\)"),
+    (["{f}:nothing", "--input-shape", "1,1,28,28", "--profiles", "a100"],
+     "has no 'nothing'; it defines Net, broken, make_net, net"),
+    (["{f}:number", "--input-shape", "1,1,28,28", "--profiles", "a100"], "is a int"),
+    (["{f}:broken", "--input-shape", "1,1,28,28", "--profiles", "a100"],
+     rf"broken\(\) failed \(ValueError: no weights here, line {RAISE_LINE}\)"),
+    (["{f}", "--input-shape", "1,1,28,28", "--profiles", "a100"], "expected FILE.py:NAME"),
+    (["missing.py:net", "--input-shape", "1,1,28,28", "--profiles", "a100"], "does not exist"),
+    (["{f}:make_net", "--input-shape", "1,1,28,28", "--profiles", "nope"],
+     "unknown hardware profile 'nope'"),
+    (["{f}:make_net", "--input-shape", "1,1,28,28", "--profiles", "loihi"],
+     "no profile in 'loihi' can run Net"),
+    (["{f}:make_net", "--input-shape", "1,1,28,28", "--profiles", "a100", "--steps", "9"],
+     "plain torch module"),
+    (["net.nir", "--train", "--profiles", "loihi"], "--train applies to FILE.py models"),
+    (["{f}:make_net", "--input-shape", "1,1,28,28", "--profiles", "a100", "--batch", "0"],
+     "must be >= 1"),
+])
+def test_bad_arguments_are_one_error_line_exit_2(user_file, capsys, argv, match):
+    import re
+    argv = [a.replace("{f}", str(user_file)) for a in argv]
+    assert _exit_code(["estimate"] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("neuroedge: error: ") and err.count("\n") == 1, err
+    assert re.search(match, err), err
+
+
+def test_a_syntax_error_in_the_users_file_names_the_line(tmp_path, capsys):
+    path = tmp_path / "bad.py"
+    path.write_text("import torch\ndef make(:\n    pass\n")
+    assert main(["estimate", f"{path}:make", "--input-shape", "1,2", "--profiles", "a100"]) == 2
+    err = capsys.readouterr().err
+    assert "importing" in err and "SyntaxError" in err and "line 2" in err
+
+
+def test_every_flag_has_help():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    est = sub.choices["estimate"]
+    for action in est._actions:
+        assert action.help, action.option_strings or action.dest

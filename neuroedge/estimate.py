@@ -114,8 +114,10 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         raise ModelError(f"estimate: model is a {type(model).__name__}; pass a "
                          "torch.nn.Module, a nir.NIRGraph or the path of a .nir file")
     if _is_spiking(model):
-        return _nir_call("estimate_spiking_module", model, example_input, profiles=profiles,
-                         **nir_options)
+        # the same input rules as a plain module: a shape is drawn here with ``seed``
+        xs, _ = _example(example_input, type(model).__name__, seed)
+        return _nir_call("estimate_spiking_module", model, xs[0] if len(xs) == 1 else xs,
+                         profiles=profiles, seed=seed, **nir_options)
     if nir_options:
         raise ModelError(f"estimate: {', '.join(sorted(nir_options))} apply to NIR graphs "
                          f"and spiking modules; {type(model).__name__} is a plain torch "

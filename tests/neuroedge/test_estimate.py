@@ -171,7 +171,8 @@ def fake_nir(monkeypatch):
         return Estimate(model="graph", source="nir")
 
     def estimate_spiking_module(module, example_input, profiles, steps):
-        calls.append(("module", type(module).__name__, profiles, steps))
+        calls.append(("module", type(module).__name__, tuple(example_input.shape), profiles,
+                      steps))
         return Estimate(model="snn", source="nir")
 
     mod.estimate_nir, mod.estimate_spiking_module = estimate_nir, estimate_spiking_module
@@ -190,8 +191,10 @@ def test_nir_paths_go_to_estimate_nir(fake_nir, tmp_path):
 def test_spiking_modules_go_to_estimate_spiking_module(fake_nir):
     snn = pytest.importorskip("snntorch")
     net = nn.Sequential(nn.Linear(4, 3), snn.Leaky(beta=0.9, init_hidden=True))
-    est = estimate(net, torch.ones(1, 4), profiles=["loihi2"], steps=5)
-    assert est.model == "snn" and fake_nir == [("module", "Sequential", ["loihi2"], 5)]
+    est = estimate(net, (2, 4), profiles=["loihi2"], steps=5)   # a shape: drawn here
+    assert est.model == "snn" and fake_nir == [("module", "Sequential", (2, 4), ["loihi2"], 5)]
+    with pytest.raises(ModelError, match="needs example_input"):
+        estimate(net, profiles=["loihi2"], steps=5)
     with pytest.raises(ModelError, match="takes no option"):
         estimate(net, torch.ones(1, 4), profiles=["loihi2"], steps=5, dt=1e-3)
 

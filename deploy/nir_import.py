@@ -320,7 +320,7 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                       f"{', '.join(unstated)}; assuming {why}; pass reset='value', "
                       "'subtract' or 'snntorch' to choose", stacklevel=2)
     bias: dict[str, np.ndarray] = {}
-    for e, w, _d, ch, k in paths:
+    for _e, w, _d, ch, k in paths:
         if w is not None and isinstance(nodes[w], nir.Affine) and np.any(nodes[w].bias) \
                 and ch is None and not isinstance(nodes[k], nir.CubaLIF):
             n_post = np.asarray(nodes[w].weight).shape[0]

@@ -114,7 +114,7 @@ def test_snntorch_export_with_biases_and_subtract_reset_runs_with_snntorchs_spik
         warnings.simplefilter("ignore")
         net = read_nir(graph, dt=1e-4, reset="value")
     x = (np.random.default_rng(0).random((200, 10)) < 0.2).astype(np.float32)
-    assert _our_counts(net, x, LAYERS) == [181, 77, 364]
+    assert _our_counts(net, x, LAYERS) == [196, 88, 383]   # vs [236, 103, 437]
 
 
 def test_snntorch_graph_without_dt_asks_for_it(snn_graph):
@@ -186,7 +186,8 @@ def test_every_export_passes_nirs_default_type_check_and_reads_back(make, tmp_pa
         dev = NeuromorphicDevice("loihi2")
         dev.compile(n)
         runs.append(dev.run(50).counts)
-    assert runs[0] == runs[1]
+    # spikes equal; synops may not: NIR's dense Linear sums repeated (pre, post) synapses
+    assert runs[0]["spike"] == runs[1]["spike"] > 0
 
 
 def test_the_snn_cuba_cards_export_passes_nirs_default_type_check(tmp_path):
@@ -211,21 +212,29 @@ def _snntorch_run(graph, mask):
     return total
 
 
-def test_our_recurrent_export_runs_in_snntorch_with_our_counts():
-    """snnTorch's import (reset to zero, dt = 1e-4) of Input -> RLeaky -> Leaky -> Output.
-
-    Its RLeaky 'zero' reset zeroes the whole next step (``mem - reset * mem`` after the
-    input is added), which is a value reset to 0 plus one refractory step here; its layers
-    act in the step their input arrives, so over T + 2 steps the totals agree.
-    """
+def test_our_recurrent_export_runs_in_snntorch():
+    """snnTorch reads our recurrent export (Input -> RLeaky -> Leaky -> Output) and runs it,
+    but its counts are not ours, by a bug of its import: snnTorch 1.0.0's
+    ``_create_rnn_subgraph`` wires the subgraph's input into the recurrent weights
+    (edge ``(sg.input, w_rec)``), so the external input reaches the neurons through W_rec.
+    Its own RLeaky export read back has the same fault. (Ours is checked against Brian2 in
+    tests/sim/neuromorphic/test_nm_brian2.py.)"""
     pytest.importorskip("snntorch")
     net, mask = _recurrent_lif(refractory=1e-4)
     dev = NeuromorphicDevice("loihi")
     dev.compile(net, quantize=False)
-    res = dev.run(mask.shape[0] + 2)
-    ours = int(res.spikes["outl"][0].size)
-    assert ours > 20 and res.spikes["hid"][0].size > 50
-    assert _snntorch_run(to_nir(net), mask) == ours
+    ours = int(dev.run(mask.shape[0] + 2).spikes["outl"][0].size)
+    theirs = _snntorch_run(to_nir(net), mask)
+    # the network snnTorch builds: input weights W_rec @ W_in, the rest as exported
+    w_in, w_rec = (np.zeros((10, 6)), np.zeros((10, 10)))
+    for name, w in (("inp->hid", w_in), ("hid->hid", w_rec)):
+        p = net.projections[name]
+        w[p.post_idx, p.pre_idx] = p.weight
+    net.projections.pop("inp->hid")
+    net.connect("inp", "hid", weight=w_rec @ w_in, name="inp->hid")
+    dev.compile(net, quantize=False)
+    as_built = int(dev.run(mask.shape[0] + 2).spikes["outl"][0].size)
+    assert ours > 20 and as_built != ours and theirs == as_built, (ours, as_built, theirs)
 
 
 def test_our_feed_forward_lif_export_runs_in_snntorch_with_our_counts():
@@ -345,4 +354,4 @@ def test_injected_current_starts_at_its_step():
     dev.compile(net, quantize=False)
     res = dev.run(6)
     assert res.spikes["p"][0].tolist() == [5]
-    np.testing.assert_allclose(res.probes["p.v"][:5, 0], [0, 0, 0, 0.4, 0.8])
+    np.testing.assert_allclose(res.states["p.v"][:5, 0], [0, 0, 0, 0.4, 0.8])

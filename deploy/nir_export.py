@@ -16,8 +16,23 @@ source ``S`` (n channels)    ``Input`` ``S`` (its events in the node's metadata)
                              CubaLIF's current equation, once per channel)
 projection, delay d steps    ``Linear(weight[n_post, n_pre])`` ``<proj>.d<d>``, then for
                              d > 1 a ``Delay((d - 1) dt)`` node ``<proj>.d<d>.delay``
-population ``P`` w/o targets an ``Output`` ``P.out`` of its spikes
+population ``P`` w/o targets an ``Output`` ``P.out`` of its spikes (a self-loop does not
+                             count; when every population feeds another, the first probed
+                             one, else the last, gets it)
+no source at all             a placeholder ``Input`` ``input`` and a zero ``Linear``
+                             ``input.none`` into the first population (metadata
+                             ``neuroedge_placeholder``; the import drops them)
 ===========================  ===============================================================
+
+Every file therefore has an ``Input`` and an ``Output`` and passes ``nir.read`` with its
+default type check. Other readers (checked in tests/deploy/test_nir_import.py):
+snnTorch's ``import_from_nir`` takes ``LIF`` / ``CubaLIF`` / ``IF`` populations with
+``v_leak = 0``, one threshold per population and ``r = tau / 1e-4`` (its fixed dt), fed
+forward (same spike counts) or with one recurrent ``Linear`` per population (it runs, but
+snnTorch 1.0.0 routes the external input through the recurrent weights); Norse's
+``from_nir`` takes ``LIF`` / ``IF`` / ``CubaLIF`` and ``Linear`` (same counts for LIF with
+``r = 1``, forward Euler). Neither reads multi-channel CUBA (``LI`` per channel) or
+``Delay`` nodes: those files are for this project's import and NIR tools.
 
 Conventions written into the graph metadata (``neuroedge_*`` keys) and stated here, since
 NIR is continuous-time and leaves discretisation to each backend:

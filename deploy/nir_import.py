@@ -442,12 +442,17 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
 def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
     """Drive the network's ``Input`` with ``spec`` for ``steps`` steps; returns the Source.
 
-    ``spec``: ``"poisson:rate=50"`` (Hz, every channel), an array ``(T, n)`` (or
-    ``(T, 1, n)`` / ``(T, *shape)``, T <= steps) of spikes (0/1 or small integers: graded
-    payloads), the path of such an array (``.npy``, or ``.npz`` with one array or
-    ``spikes``), or ``"dataset:NAME"`` (the test images of a shared dataset, values in
-    [0, 1] rate-coded as spike probabilities per step, one image per ``steps // T``...;
-    see :func:`_dataset_spikes`). Row ``t`` of an array is the producer's time step ``t``.
+    ``spec`` is one of:
+
+    - ``"poisson:rate=50"``: every channel a Poisson train of that rate (Hz), from ``seed``;
+    - an array ``(T, n)`` (or ``(T, 1, n)``, ``(T, *shape)``), ``T <= steps``, of spikes
+      (0/1, or small integers: graded payloads); row ``t`` is the producer's step ``t``;
+    - the path of such an array: ``.npy``, or ``.npz`` holding one array or ``spikes``;
+    - ``"dataset:NAME"``: test images of a shared dataset (``models.shared.datasets``),
+      values in [0, 1] rate-coded as spike probabilities per step, a new image every
+      ``max(1, steps // 10)`` steps.
+
+    A wrong size is refused naming the Input node and the shape it expects.
     """
     names = list(getattr(net, "nir_inputs", ()))
     if input is None:

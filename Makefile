@@ -50,6 +50,10 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH_PIN)"
 	$(VENV)/bin/python -m pip install -q -e ".[dev,export]"
+	# Norse, a NIR reader the tests run our exports in: --no-deps, since its torchvision
+	# requirement (for its example tasks only) would replace the pinned CPU torch with a
+	# CUDA build; it needs nothing else that is not installed already
+	$(VENV)/bin/python -m pip install -q --no-deps norse==1.1.0
 	touch $(STAMP)
 
 # the tests that need a missing package skip, saying which (see DEBIAN_PACKAGES)

@@ -16,8 +16,23 @@ source ``S`` (n channels)    ``Input`` ``S`` (its events in the node's metadata)
                              CubaLIF's current equation, once per channel)
 projection, delay d steps    ``Linear(weight[n_post, n_pre])`` ``<proj>.d<d>``, then for
                              d > 1 a ``Delay((d - 1) dt)`` node ``<proj>.d<d>.delay``
-population ``P`` w/o targets an ``Output`` ``P.out`` of its spikes
+population ``P`` w/o targets an ``Output`` ``P.out`` of its spikes (a self-loop does not
+                             count; when every population feeds another, the first probed
+                             one, else the last, gets it)
+no source at all             a placeholder ``Input`` ``input`` and a zero ``Linear``
+                             ``input.none`` into the first population (metadata
+                             ``neuroedge_placeholder``; the import drops them)
 ===========================  ===============================================================
+
+Every file therefore has an ``Input`` and an ``Output`` and passes ``nir.read`` with its
+default type check. Other readers (checked in tests/deploy/test_nir_import.py):
+snnTorch's ``import_from_nir`` takes ``LIF`` / ``CubaLIF`` / ``IF`` populations with
+``v_leak = 0``, one threshold per population and ``r = tau / 1e-4`` (its fixed dt), fed
+forward (same spike counts) or with one recurrent ``Linear`` per population (it runs, but
+snnTorch 1.0.0 routes the external input through the recurrent weights); Norse's
+``from_nir`` takes ``LIF`` / ``IF`` / ``CubaLIF`` and ``Linear`` (same counts for LIF with
+``r = 1``, forward Euler). Neither reads multi-channel CUBA (``LI`` per channel) or
+``Delay`` nodes: those files are for this project's import and NIR tools.
 
 Conventions written into the graph metadata (``neuroedge_*`` keys) and stated here, since
 NIR is continuous-time and leaves discretisation to each backend:
@@ -48,6 +63,8 @@ from deploy.export import atomic_output
 
 FORMAT_KEY = "neuroedge_format"
 FORMAT_VALUE = "neuroedge.nir/1"
+PLACEHOLDER_KEY = "neuroedge_placeholder"   # the Input (+ zero Linear) of a source-less
+                                            # network, which nir.read's type check needs
 SUFFIX = ".neurons"   # population P is node "P.neurons" (snnTorch keys recurrent
                       # subgraphs by the part before the first dot, which must be free)
 
@@ -92,6 +109,7 @@ def to_nir(net, compiled=None):
             meta["v_init"] = P["v_init"]
         if pop.i_inj is not None:
             meta["i_inj"] = pop.i_inj
+            meta["i_inj_start"] = pop.i_inj_start
         if pop.model == "if":
             nodes[name] = nir.IF(r=P["r"], v_threshold=P["v_threshold"],
                                  v_reset=P["v_reset"], metadata=meta)
@@ -108,11 +126,9 @@ def to_nir(net, compiled=None):
             nodes[name] = nir.CubaLIF(tau_syn=P["tau_syn0"], tau_mem=P["tau_mem"], r=P["r"],
                                       v_leak=P["v_leak"], v_threshold=P["v_threshold"],
                                       v_reset=P["v_reset"], w_in=P["w_in"], metadata=meta)
-        if not any(p.pre == pname for p in net.projections.values()):
-            # sinks only: snnTorch's importer (nirtorch) does not return from mid-graph
-            # Output nodes and hangs on them
-            nodes[f"{pname}.out"] = nir.Output({"output": np.array([pop.n])})
-            edges.append((name, f"{pname}.out"))
+    for pname in _output_populations(net):
+        nodes[f"{pname}.out"] = nir.Output({"output": np.array([net.populations[pname].n])})
+        edges.append((_node(pname, net), f"{pname}.out"))
     for proj in net.projections.values():
         w = proj.weight if compiled is None else compiled.weights_of(proj.name)
         n_pre, n_post = net.size_of(proj.pre), net.size_of(proj.post)
@@ -134,11 +150,33 @@ def to_nir(net, compiled=None):
                 edges += [(lin, dl), (dl, target)]
             else:
                 edges.append((lin, target))
+    if not net.sources:
+        # nir.read's type check starts from an Input: a zero-weight one into the first
+        # population (the import drops both nodes)
+        first = next(iter(net.populations.values()))
+        target = f"{first.name}.syn0" if first.model == "cuba_lif" and first.n_channels > 1 \
+            else _node(first.name, net)
+        nodes["input"] = nir.Input({"input": np.array([1])}, metadata={PLACEHOLDER_KEY: 1})
+        nodes["input.none"] = nir.Linear(weight=np.zeros((first.n, 1)),
+                                         metadata={PLACEHOLDER_KEY: 1})
+        edges += [("input", "input.none"), ("input.none", target)]
     meta = {FORMAT_KEY: FORMAT_VALUE, "dt": net.dt, "neuroedge_time_unit": "s",
             "neuroedge_update_order": "input, currents, membrane, strict threshold, reset",
             "neuroedge_delay": "d steps = 1 step transmission + Delay((d-1) dt)",
             "neuroedge_probes": ";".join(f"{t}:{w}" for t, w in net.probes)}
     return nir.NIRGraph(nodes=nodes, edges=edges, metadata=meta, type_check=False)
+
+
+def _output_populations(net) -> list[str]:
+    """Populations given an ``Output``: those that project to no other population (a
+    self-loop is fine: snnTorch's importer wraps it as a recurrent layer, but does not return
+    from an Output in mid-graph); in a graph where every population feeds another, the
+    probed ones, else the last."""
+    out = [p for p in net.populations
+           if not any(q.pre == p and q.post != p for q in net.projections.values())]
+    if not out:
+        out = [t for t, _ in net.probes if t in net.populations][:1] or [list(net.populations)[-1]]
+    return list(dict.fromkeys(out))
 
 
 def export_nir(net, path: str | os.PathLike, compiled=None, force: bool = False) -> Path:
@@ -152,105 +190,7 @@ def export_nir(net, path: str | os.PathLike, compiled=None, force: bool = False)
 
 
 def from_nir(graph, dt: float | None = None):
-    """Rebuild a Network from a NIR graph or ``.nir`` path written by :func:`to_nir`.
-
-    Graphs from elsewhere import when they use the node types above; ``dt`` must then be
-    given (NIR carries no time step).
-    """
-    nir = _need_nir()
-    from sim.neuromorphic import Network
-    if isinstance(graph, (str, os.PathLike)):
-        graph = nir.read(graph, type_check=False)  # a source-less network has no Input
-    meta = dict(graph.metadata or {})
-    dt = dt if dt is not None else meta.get("dt")
-    if dt is None:
-        raise ExportError("NIR import: the graph has no 'dt' in its metadata; pass dt= "
-                          "(seconds), since NIR is continuous-time")
-    net = Network(dt=float(dt))
-    nodes = graph.nodes
-    incoming: dict[str, list[str]] = {}
-    for a, b in graph.edges:
-        incoming.setdefault(b, []).append(a)
-    for name, node in nodes.items():
-        if isinstance(node, nir.Input):
-            m = node.metadata or {}
-            n = int(np.prod(node.input_type["input"]))
-            if m.get("neuroedge_kind") == "poisson":
-                net.poisson(name, n, m["rate_hz"], seed=int(m.get("seed", 0)))
-            else:
-                steps = m.get("steps", np.zeros(0))
-                net.spikes(name, n, steps=steps, index=m.get("index", np.zeros(0)),
-                           payload=m.get("payload"))
-    for node_name, node in nodes.items():
-        name = _pop(node_name)
-        m = dict(node.metadata or {})
-        common = {"method": str(m.get("method", "euler")), "reset": str(m.get("reset", "value"))}
-        extra = {k: m[k] for k in ("refractory", "v_init") if k in m}
-        if "i_inj" in m:
-            common["i_inj"] = m["i_inj"]
-        if isinstance(node, nir.CubaLIF):
-            net.population(name, node.tau_mem.size, "cuba_lif", tau_syn=node.tau_syn,
-                           tau_mem=node.tau_mem, r=node.r, v_leak=node.v_leak,
-                           v_threshold=node.v_threshold, v_reset=_reset(node),
-                           w_in=np.broadcast_to(node.w_in, node.tau_mem.shape), **common,
-                           **extra)
-        elif isinstance(node, nir.LIF):
-            syns = sorted((s for s in incoming.get(node_name, []) if isinstance(nodes[s], nir.LI)),
-                          key=lambda s: int(nodes[s].metadata.get("channel", 0)))
-            if syns:
-                net.population(name, node.tau.size, "cuba_lif", n_channels=len(syns),
-                               tau_syn=tuple(nodes[s].tau for s in syns), tau_mem=node.tau,
-                               r=node.r, v_leak=node.v_leak, v_threshold=node.v_threshold,
-                               v_reset=_reset(node), w_in=nodes[syns[0]].r, **common, **extra)
-            else:
-                net.population(name, node.tau.size, "lif", tau_mem=node.tau, r=node.r,
-                               v_leak=node.v_leak, v_threshold=node.v_threshold,
-                               v_reset=_reset(node), **common, **extra)
-        elif isinstance(node, nir.IF):
-            net.population(name, node.r.size, "if", r=node.r, v_threshold=node.v_threshold,
-                           v_reset=_reset(node), **common, **extra)
-    outgoing: dict[str, list[str]] = {}
-    for a, b in graph.edges:
-        outgoing.setdefault(a, []).append(b)
-    projs: dict[str, list] = {}
-    for name, node in nodes.items():
-        if not isinstance(node, (nir.Linear, nir.Affine)):
-            continue
-        if isinstance(node, nir.Affine) and np.any(node.bias):
-            raise ExportError(f"NIR import: Affine node {name!r} has a bias; the engine "
-                              "models biases as injected currents, not synapses")
-        m = node.metadata or {}
-        (pre,) = incoming[name]
-        (nxt,) = outgoing[name]
-        delay = int(m.get("delay_steps", 1))
-        if isinstance(nodes[nxt], nir.Delay):
-            d = np.unique(nodes[nxt].delay)
-            delay = 1 + int(round(float(d[0]) / dt))
-            (nxt,) = outgoing[nxt]
-        channel = 0
-        if isinstance(nodes[nxt], nir.LI):
-            channel = int(nodes[nxt].metadata.get("channel", 0))
-            (nxt,) = outgoing[nxt]
-        post_i, pre_i = np.nonzero(node.weight)
-        key = str(m.get("projection", name))
-        projs.setdefault(key, []).append((_pop(pre), _pop(nxt), channel, pre_i, post_i,
-                                          node.weight[post_i, pre_i], delay))
-    for key, parts in projs.items():
-        pre, post, channel = parts[0][:3]
-        net.connect(pre, post, pre_idx=np.concatenate([p[3] for p in parts]),
-                    post_idx=np.concatenate([p[4] for p in parts]),
-                    weight=np.concatenate([p[5] for p in parts]),
-                    delay=np.concatenate([np.full(p[3].size, p[6]) for p in parts]),
-                    channel=channel, name=key)
-    probes = meta.get("neuroedge_probes", "")
-    probes = probes.decode() if isinstance(probes, bytes) else str(probes)
-    for entry in probes.split(";"):
-        if entry:
-            target, what = entry.split(":")
-            net.probe(target, what)
-    return net
-
-
-def _reset(node) -> np.ndarray:
-    v = getattr(node, "v_reset", None)
-    return np.zeros_like(node.v_threshold) if v is None else v
+    """Rebuild a Network from a NIR graph or ``.nir`` path: :func:`deploy.nir_import.read_nir`
+    (kept under this name for older callers)."""
+    from deploy.nir_import import read_nir
+    return read_nir(graph, dt)

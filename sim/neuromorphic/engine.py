@@ -113,10 +113,10 @@ class NeuromorphicDevice(Device):
         self.I = np.zeros((c.C, c.n_neurons))
         self.ref = np.zeros(c.n_neurons, np.int64)
         self.inj = np.zeros(c.n_neurons)
-        for p in pops:
-            if p.i_inj is not None:
-                a, b = c.offsets[p.name]
-                self.inj[a:b] = p.i_inj
+        # (start step, slice, current) of every injected current; _set_inj switches them on
+        self._inj = [(p.i_inj_start, *c.offsets[p.name], p.i_inj) for p in pops
+                     if p.i_inj is not None]
+        self._set_inj(0)
         self._inbuf = np.zeros((c.D, c.C * c.n_neurons))
         self.payload = np.zeros(c.n_neurons + c.n_sources, np.int32)
         self.zeros = np.zeros(c.n_neurons)   # the absent second channel of 1-channel CUBA
@@ -170,6 +170,16 @@ class NeuromorphicDevice(Device):
         bits = self.profile.limit("spike_payload_bits")
         top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
         self.payload_range = (1 if bits is None else -top, top)
+
+    def _set_inj(self, t: int) -> int:
+        """Injected currents as they are in step ``t``; returns the next step > t at which
+        one switches on (a kernel call must stop there), or 2**62 when none does."""
+        nxt = 2**62
+        for start, a, b, cur in self._inj:
+            self.inj[a:b] = cur if t >= start else 0.0
+            if start > t:
+                nxt = min(nxt, start)
+        return nxt
 
     # -- run -------------------------------------------------------------------------------
     def run(self, n_steps: int, scope: str | None = "run") -> SimResult:
@@ -227,8 +237,9 @@ class NeuromorphicDevice(Device):
                 spk_t = np.concatenate([spk_t, np.zeros(grow, np.int64)])
                 spk_i = np.concatenate([spk_i, np.zeros(grow, np.int64)])
                 spk_p = np.concatenate([spk_p, np.zeros(grow, np.int32)])
+            stop = min(t1, self._set_inj(t))
             if not self._customs:
-                t = K.run_builtin(t, t1, t0, *args_neur, *self.ev, self.ev_ptr,
+                t = K.run_builtin(t, stop, t0, *args_neur, *self.ev, self.ev_ptr,
                                   self.pois_prob, self.rng, *args_syn, counts, nbytes,
                                   spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
                                   SYNOP, NU_A, NU_I, SPIKE, HOP, *args_core, *args_clock)

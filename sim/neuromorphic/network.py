@@ -8,7 +8,8 @@ Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this o
 
 1. receives ``x_c[t]``: the sum over the spikes arriving in step ``t`` on synaptic channel
    ``c`` of ``weight x payload`` (payload 1 for a binary spike), plus its injected current
-   (added to channel 0 of LIF/IF, or straight into ``v`` for CUBA-LIF, see below);
+   (added to channel 0 of LIF/IF, or straight into ``v`` for CUBA-LIF, see below), from
+   step ``i_inj_start`` on (0 by default);
 2. updates its state with the *new* input (Lava's and snnTorch's order):
 
    - ``cuba_lif`` (NIR ``CubaLIF``: ``tau_syn dI/dt = -I + w_in S``,
@@ -152,6 +153,8 @@ class Population:
     reset: str = "value"
     n_channels: int = 1
     i_inj: np.ndarray | None = None   # injected current per neuron (per-step input)
+    i_inj_start: int = 0    # first step the injected current flows (NIR import: a bias of a
+                            # population L transmission steps from the input starts at L)
     state_init: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -245,7 +248,8 @@ class Network:
         return int(n)
 
     def population(self, name: str, n: int, model: str | NeuronKernel, *, method="euler",
-                   reset="value", n_channels: int = 1, i_inj=None, **params) -> Population:
+                   reset="value", n_channels: int = 1, i_inj=None, i_inj_start: int = 0,
+                   **params) -> Population:
         """Add ``n`` neurons of ``model`` (``"lif"``, ``"if"``, ``"cuba_lif"`` or a kernel).
 
         Parameters are scalars or ``(n,)`` arrays: ``tau_mem``, ``tau_syn`` (s; a tuple of
@@ -261,6 +265,10 @@ class Network:
         if reset not in RESETS:
             raise _err(where, f"{name}: reset {reset!r} is unknown; expected one of {RESETS}")
         inj = None if i_inj is None else _finite_array(where, f"{name}.i_inj", i_inj, (n,))
+        if isinstance(i_inj_start, bool) or not isinstance(i_inj_start, (int, np.integer)) \
+                or not 0 <= i_inj_start <= MAX_STEPS:
+            raise _err(where, f"{name}: i_inj_start = {i_inj_start!r}; expected a step "
+                              f"0..{MAX_STEPS}")
         if isinstance(model, NeuronKernel):
             return self._custom_population(name, n, model, inj, params)
         if model not in MODELS:
@@ -309,7 +317,8 @@ class Network:
                                   "explicit Euler (method='euler') is unstable for dt > 2 tau; "
                                   f"need tau >= dt/2 = {self.dt / 2:g} s, a smaller dt, or "
                                   "method='exact'")
-        pop = Population(name, n, model, out, method, reset, n_channels, inj)
+        pop = Population(name, n, model, out, method, reset, n_channels, inj,
+                         i_inj_start=int(i_inj_start))
         self.populations[name] = pop
         return pop
 
@@ -329,7 +338,8 @@ class Network:
                               f"{sorted(missing)}")
         out = {k: _finite_array(where, f"{name}.{k}", v, (n,)) for k, v in rest.items()}
         init = {k: _finite_array(where, f"{name}.{k}_init", v, (n,)) for k, v in inits.items()}
-        pop = Population(name, n, kernel, out, "euler", "value", kernel.n_channels, inj, init)
+        pop = Population(name, n, kernel, out, "euler", "value", kernel.n_channels, inj,
+                         state_init=init)
         self.populations[name] = pop
         return pop
 

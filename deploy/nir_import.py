@@ -1,0 +1,550 @@
+"""NIR import: a ``nir.NIRGraph`` or ``.nir`` file from any producer as an engine Network.
+
+:func:`read_nir` turns the graph into a :class:`sim.neuromorphic.Network`; :func:`stimulus`
+attaches spikes to its ``Input``. Two kinds of graph are read:
+
+- **this project's exports** (graph metadata ``neuroedge_format``, :mod:`deploy.nir_export`):
+  every field comes back as written, delays included;
+- **other producers** (snnTorch's ``export_to_nir``, Norse, hand-built graphs): nodes
+  ``Input``, ``Output``, ``Linear``, ``Affine``, ``LIF``, ``CubaLIF``, ``IF``, ``Delay``,
+  ``Flatten`` (identity: the engine's channels are flat, C order) and nested ``NIRGraph``
+  subgraphs (older snnTorch RLeaky / RSynaptic exports; nirtorch 2.x writes them flat as
+  ``lif2.lif`` + ``lif2.w_rec``). ``LI``, ``Conv*`` and pooling nodes are refused with the
+  node's name.
+
+Discretisation of a foreign graph (NIR itself is continuous-time):
+
+- ``dt`` comes from the graph metadata (``dt``, or ``time_step``) or the ``dt=`` argument;
+  without either the import stops and asks for it. snnTorch writes no ``dt``; its export
+  uses ``dt = 1e-4`` s (``tau = dt / (1 - beta)``, ``r = tau / dt``), which the error names
+  when the graph has that form.
+- neurons integrate with forward Euler (``method="euler"``): ``v[t] = (1 - dt/tau) v[t-1]
+  + (dt/tau) r I[t]``, which for snnTorch's parameters is exactly ``beta v + I`` (Leaky,
+  RLeaky) and ``syn = alpha syn + x; mem = beta mem + syn`` (Synaptic).
+- snnTorch's layers act in the step their input arrives; in the engine every spike takes at
+  least one step. The import therefore places each population at its depth ``L`` (longest
+  feed-forward path from an ``Input``), gives an edge ``a -> b`` the delay
+  ``L_b - L_a`` (+1 on a recurrent edge, the step snnTorch's RLeaky takes; + a ``Delay``
+  node's steps), and starts a population's biases at step ``L``: the run is the producer's
+  run shifted by ``L`` steps per population, spike for spike.
+- ``Affine.bias`` is an input current: into a ``LIF`` / ``IF`` target it becomes the
+  population's injected current ``i_inj`` (added to the synaptic input, the same scaling as
+  a weight); into a ``CubaLIF`` it enters the synaptic current (NIR's ``tau_syn dI/dt = -I
+  + w_in (W S + b)``), which a chip's compartment bias (into ``v``) cannot express, so it
+  becomes an input source that fires every step with weights ``b`` (priced as such).
+
+Reset rule (``reset=`` argument, or the file):
+
+- a node's metadata ``reset`` (this project's exports, or ``reset_mechanism`` from another
+  producer) is honoured;
+- otherwise the ``reset=`` argument decides: ``"value"`` (NIR's ``v <- v_reset``),
+  ``"subtract"`` (``v <- v - (v_threshold - v_reset)`` right after the spike) or
+  ``"snntorch"`` (snnTorch's default ``reset_mechanism="subtract"``, ``reset_delay=True``:
+  the threshold is subtracted in the next step after the decay, ``mem = beta mem + x -
+  thr``; the engine does it exactly as a subtraction of ``thr / beta`` right after the
+  spike);
+- with neither, a warning names the assumption: ``"snntorch"`` when every neuron node has
+  snnTorch's export form (``v_leak = 0``, ``v_reset = 0``, ``r = tau / 1e-4``), since
+  snnTorch's export does not record its reset mechanism; ``"value"`` (NIR's definition)
+  otherwise.
+
+Which reader takes which graph (of this project's exports, :mod:`deploy.nir_export`):
+``nir.read`` with its default type check takes all of them; snnTorch's ``import_from_nir``
+takes ``LIF`` / ``CubaLIF`` / ``IF`` populations with ``v_leak = 0``, one threshold per
+population and ``r = tau/1e-4``, fed forward or with one recurrent ``Linear`` per population;
+Norse's ``from_nir`` takes ``LIF`` / ``CubaLIF`` / ``IF`` / ``Linear`` graphs; neither
+takes multi-channel CUBA (``LI`` per channel) or ``Delay`` nodes.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from deploy.errors import ExportError
+from deploy.nir_export import FORMAT_KEY, FORMAT_VALUE, PLACEHOLDER_KEY, _need_nir, _pop
+
+RESETS = ("value", "subtract", "snntorch")
+SNNTORCH_DT = 1e-4   # the time step snnTorch's export_to_nir assumes (tau = dt/(1-beta))
+_RESET_WORDS = {"value": "value", "zero": "value", "subtract": "subtract",
+                "snntorch": "snntorch"}
+
+
+def _err(msg: str) -> ExportError:
+    return ExportError(f"NIR import: {msg}")
+
+
+def load(graph_or_path):
+    """A ``nir.NIRGraph`` as given, or read from a ``.nir`` path (no type check: foreign
+    files often fail it; :func:`read_nir` checks what it uses)."""
+    nir = _need_nir()
+    if isinstance(graph_or_path, nir.NIRGraph):
+        return graph_or_path
+    if isinstance(graph_or_path, (str, os.PathLike)):
+        path = Path(graph_or_path)
+        if not path.is_file():
+            raise _err(f"{str(path)!r} is not a file; expected a .nir file")
+        try:
+            return nir.read(path, type_check=False)
+        except Exception as exc:   # h5py / nir raise many kinds on a foreign file
+            raise _err(f"{str(path)!r} is not a readable NIR file ({exc})") from None
+    raise _err(f"expected a nir.NIRGraph or a .nir path, got {type(graph_or_path).__name__}")
+
+
+# -- graph preprocessing -------------------------------------------------------------------
+def _flatten(graph, nir, prefix=""):
+    """(nodes, edges, identity names): nested subgraphs inlined with ``key.`` prefixes; their
+    inner Input/Output and every Flatten are identity (pass-through) nodes."""
+    nodes, edges, ident = {}, [], set()
+    inner_in, inner_out = {}, {}
+    for key, node in graph.nodes.items():
+        name = prefix + key
+        if isinstance(node, nir.NIRGraph):
+            sub_nodes, sub_edges, sub_ident = _flatten(node, nir, name + ".")
+            nodes.update(sub_nodes)
+            edges += sub_edges
+            ident |= sub_ident
+            inner_in[name] = [name + "." + k for k, n in node.nodes.items()
+                              if isinstance(n, nir.Input)]
+            inner_out[name] = [name + "." + k for k, n in node.nodes.items()
+                               if isinstance(n, nir.Output)]
+            ident |= set(inner_in[name]) | set(inner_out[name])
+        else:
+            nodes[name] = node
+            if isinstance(node, nir.Flatten) or (prefix and isinstance(node, (nir.Input,
+                                                                               nir.Output))):
+                ident.add(name)
+    for a, b in graph.edges:
+        a, b = prefix + a, prefix + b
+        for x in inner_out.get(a, [a]):
+            for y in inner_in.get(b, [b]):
+                edges.append((x, y))
+    return nodes, list(dict.fromkeys(edges)), ident
+
+
+def _size(node, name) -> int:
+    arrs = [np.asarray(getattr(node, k)) for k in ("tau", "tau_mem", "r", "v_threshold")
+            if getattr(node, k, None) is not None]
+    n = max(a.size for a in arrs)
+    if any(a.size not in (1, n) for a in arrs):
+        raise _err(f"node {name!r}: parameters of sizes {[a.size for a in arrs]}; expected "
+                   "one size (or scalars)")
+    return int(n)
+
+
+def _vec(x, n) -> np.ndarray:
+    return np.broadcast_to(np.asarray(x, dtype=np.float64).ravel(), (n,)).copy() \
+        if np.asarray(x).size == 1 else np.asarray(x, dtype=np.float64).ravel().copy()
+
+
+def _snntorch_form(node, nir) -> bool:
+    """The parameters snnTorch's export_to_nir writes: v_leak 0, v_reset 0, r = tau/1e-4
+    (CubaLIF also w_in = tau_syn/1e-4)."""
+    def close(a, b):
+        return np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-6, atol=0)
+    if isinstance(node, nir.CubaLIF):
+        return (close(node.v_leak, 0) and close(_reset_of(node), 0)
+                and close(node.r, node.tau_mem / SNNTORCH_DT)
+                and close(node.w_in, node.tau_syn / SNNTORCH_DT))
+    if isinstance(node, nir.LIF):
+        return close(node.v_leak, 0) and close(_reset_of(node), 0) \
+            and close(node.r, node.tau / SNNTORCH_DT)
+    return False
+
+
+def _reset_of(node):
+    v = getattr(node, "v_reset", None)
+    return np.zeros_like(np.asarray(node.v_threshold, float)) if v is None else v
+
+
+def _graph_dt(graph, nodes):
+    meta = dict(graph.metadata or {})
+    for key in ("dt", "time_step", "timestep"):
+        if key in meta:
+            return float(np.asarray(meta[key]).ravel()[0])
+    return None
+
+
+# -- read ----------------------------------------------------------------------------------
+def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None):
+    """The NIR graph (or ``.nir`` file) as a Network (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    graph_or_path : ``nir.NIRGraph`` or path of a ``.nir`` file
+    dt : time step in s; overrides the graph's metadata, required when it has none
+    reset : ``"value"`` | ``"subtract"`` | ``"snntorch"``, for nodes whose reset the file
+        does not state (a stated one wins)
+
+    Every population's spikes are probed; ``net.nir_inputs`` lists the sources that stand
+    for the graph's ``Input`` nodes (what :func:`stimulus` may drive).
+    """
+    nir = _need_nir()
+    from sim.neuromorphic import Network
+    graph = load(graph_or_path)
+    label = str(graph_or_path) if isinstance(graph_or_path, (str, os.PathLike)) else "the graph"
+    if reset is not None and reset not in _RESET_WORDS:
+        raise _err(f"reset={reset!r} is unknown; expected one of {RESETS}")
+    ours = (graph.metadata or {}).get(FORMAT_KEY) in (FORMAT_VALUE, FORMAT_VALUE.encode())
+    nodes, edges, ident = _flatten(graph, nir)
+    neuron_types = (nir.LIF, nir.CubaLIF, nir.IF)
+    neurons = [k for k, v in nodes.items() if isinstance(v, neuron_types)]
+    if dt is None:
+        dt = _graph_dt(graph, nodes)
+    if dt is None:
+        hint = ""
+        if neurons and all(_snntorch_form(nodes[k], nir) for k in neurons):
+            hint = (f" (its neurons have snnTorch's export form r = tau/dt with dt = "
+                    f"{SNNTORCH_DT:g} s: pass dt={SNNTORCH_DT:g})")
+        raise _err(f"{label} has no 'dt' in its metadata; pass dt= (seconds; --dt on the "
+                   f"command line), since NIR is continuous-time{hint}")
+    dt = float(dt)
+    net = Network(dt=dt)
+    succ: dict[str, list[str]] = {}
+    pred: dict[str, list[str]] = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+        pred.setdefault(b, []).append(a)
+    for k, v in nodes.items():
+        if k in ident or isinstance(v, (*neuron_types, nir.Input, nir.Output, nir.Linear,
+                                        nir.Affine, nir.Delay)):
+            continue
+        if isinstance(v, nir.LI) and ours and "channel" in (v.metadata or {}):
+            continue
+        raise _err(f"node {k!r} is a {type(v).__name__}, which the engine has no model for; "
+                   "it reads Input, Output, Linear, Affine, LIF, CubaLIF, IF, Delay, Flatten")
+
+    # -- sources (Input nodes) ---------------------------------------------------------------
+    inputs = []
+    for k, v in nodes.items():
+        if not isinstance(v, nir.Input) or k in ident:
+            continue
+        m = dict(v.metadata or {})
+        if m.get(PLACEHOLDER_KEY):
+            continue
+        n = int(np.prod(list(v.input_type.values())[0]))
+        inputs.append(k)
+        if ours and m.get("neuroedge_kind") == "poisson":
+            net.poisson(k, n, m["rate_hz"], seed=int(m.get("seed", 0)))
+        else:
+            net.spikes(k, n, steps=m.get("steps", np.zeros(0)),
+                       index=m.get("index", np.zeros(0)), payload=m.get("payload"))
+    net.nir_inputs = tuple(inputs)
+
+    # -- paths: emitter -> [Linear|Affine] -> [Delay] -> [LI channel] -> neuron ---------------
+    def forward(start):
+        """Every (weight node, delay s, channel node, target) reached from ``start``."""
+        out, stack = [], [(b, None, 0.0, None) for b in succ.get(start, [])]
+        while stack:
+            k, w, d, ch = stack.pop()
+            node = nodes[k]
+            if k in ident:
+                stack += [(b, w, d, ch) for b in succ.get(k, [])]
+            elif isinstance(node, (nir.Linear, nir.Affine)):
+                if w is not None:
+                    raise _err(f"nodes {w!r} -> {k!r}: two weight nodes in a row; expected "
+                               "one Linear/Affine between neurons")
+                stack += [(b, k, d, ch) for b in succ.get(k, [])]
+            elif isinstance(node, nir.Delay):
+                stack += [(b, w, np.asarray(node.delay, float) + d, ch)
+                          for b in succ.get(k, [])]
+            elif isinstance(node, nir.LI):
+                stack += [(b, w, d, k) for b in succ.get(k, [])]
+            elif isinstance(node, neuron_types):
+                out.append((w, d, ch, k))
+            # Output and placeholder sinks end a path
+        return out
+
+    emitters = inputs + neurons
+    paths = [(e, *p) for e in emitters for p in forward(e)]
+    if ours:
+        placeholder = [k for k, v in nodes.items()
+                       if (v.metadata or {}).get(PLACEHOLDER_KEY)]
+        paths = [p for p in paths if p[1] not in placeholder]
+
+    # -- depth of every population (foreign graphs: the producer's zero-latency layers) -----
+    ff = {e: [] for e in emitters}
+    back = set()
+    color = dict.fromkeys(emitters, 0)
+    order = inputs + [k for k in neurons if not any(p[4] == k for p in paths)] + neurons
+    tgt_of = {}
+    for p in paths:
+        tgt_of.setdefault(p[0], []).append(p[4])
+    for root in order:
+        if color[root]:
+            continue
+        stack = [(root, iter(tgt_of.get(root, [])))]
+        color[root] = 1
+        while stack:
+            u, it = stack[-1]
+            v = next(it, None)
+            if v is None:
+                color[u] = 2
+                stack.pop()
+            elif color[v] == 1:
+                back.add((u, v))
+            else:
+                ff[u].append(v)
+                if color[v] == 0:
+                    color[v] = 1
+                    stack.append((v, iter(tgt_of.get(v, []))))
+    depth = dict.fromkeys(emitters, 0)
+    indeg = {e: 0 for e in emitters}
+    for u in ff:
+        for v in ff[u]:
+            indeg[v] += 1
+    queue = [e for e in emitters if indeg[e] == 0]
+    while queue:
+        u = queue.pop()
+        for v in ff[u]:
+            depth[v] = max(depth[v], depth[u] + 1)
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                queue.append(v)
+
+    # -- populations ---------------------------------------------------------------------------
+    if reset is not None:
+        reset = _RESET_WORDS[reset]
+    unstated = [k for k in neurons if "reset" not in (nodes[k].metadata or {})
+                and "reset_mechanism" not in (nodes[k].metadata or {})]
+    assumed = reset
+    if unstated and reset is None:
+        snn = all(_snntorch_form(nodes[k], nir) for k in neurons)
+        assumed = "snntorch" if snn else "value"
+        why = ("snnTorch's default reset_mechanism='subtract' (the nodes have snnTorch's "
+               "export form, which does not record the reset)" if snn else
+               "NIR's reset to v_reset ('value')")
+        warnings.warn(f"NIR import: {label} does not state the reset of "
+                      f"{', '.join(unstated)}; assuming {why}; pass reset='value', "
+                      "'subtract' or 'snntorch' to choose", stacklevel=2)
+    bias: dict[str, np.ndarray] = {}
+    for _e, w, _d, ch, k in paths:
+        if w is not None and isinstance(nodes[w], nir.Affine) and np.any(nodes[w].bias) \
+                and ch is None and not isinstance(nodes[k], nir.CubaLIF):
+            n_post = np.asarray(nodes[w].weight).shape[0]
+            bias[k] = bias.get(k, np.zeros(n_post)) + np.asarray(nodes[w].bias, float).ravel()
+    for k in neurons:
+        node = nodes[k]
+        n = _size(node, k)
+        m = dict(node.metadata or {})
+        stated = m.get("reset", m.get("reset_mechanism"))
+        if isinstance(stated, bytes):
+            stated = stated.decode()
+        rmode = _RESET_WORDS.get(str(stated), None) if stated is not None else assumed
+        if rmode is None:
+            raise _err(f"node {k!r} states reset {stated!r}; expected one of "
+                       f"{sorted(_RESET_WORDS)}")
+        method = str(m.get("method", "euler")) if ours else "euler"
+        kw = {"method": method}
+        kw.update({x: m[x] for x in ("refractory", "v_init") if x in m})
+        if "i_inj" in m:
+            kw["i_inj"] = m["i_inj"]
+            kw["i_inj_start"] = int(m.get("i_inj_start", 0))
+        elif k in bias:
+            kw["i_inj"] = bias[k]
+            kw["i_inj_start"] = depth[k]
+        vth = _vec(node.v_threshold, n)
+        vres = _vec(_reset_of(node), n)
+        if isinstance(node, nir.CubaLIF):
+            model, taus, tau_m = "cuba_lif", (_vec(node.tau_syn, n),), _vec(node.tau_mem, n)
+            prm = dict(tau_syn=taus[0], tau_mem=tau_m, r=_vec(node.r, n),
+                       v_leak=_vec(node.v_leak, n), w_in=_vec(node.w_in, n))
+            nch = 1
+        elif isinstance(node, nir.LIF):
+            syns = sorted((s for s in pred.get(k, []) if isinstance(nodes[s], nir.LI)),
+                          key=lambda s: int(nodes[s].metadata.get("channel", 0)))
+            tau_m = _vec(node.tau, n)
+            prm = dict(tau_mem=tau_m, r=_vec(node.r, n), v_leak=_vec(node.v_leak, n))
+            model, nch = ("cuba_lif", len(syns)) if syns else ("lif", 1)
+            if syns:
+                prm.update(tau_syn=tuple(_vec(nodes[s].tau, n) for s in syns),
+                           w_in=_vec(nodes[syns[0]].r, n))
+        else:
+            model, nch, tau_m = "if", 1, None
+            prm = dict(r=_vec(node.r, n))
+        if rmode == "snntorch":
+            if tau_m is None:
+                raise _err(f"node {k!r}: reset 'snntorch' needs a leak (LIF/CubaLIF), "
+                           "this is an IF; pass reset='value' or 'subtract'")
+            a_v = 1.0 - dt / tau_m     # forward Euler: snnTorch's beta
+            if np.any(a_v <= 0):
+                raise _err(f"node {k!r}: tau = dt gives beta = 0, where snnTorch's delayed "
+                           "subtraction has no equivalent; pass reset='value'")
+            kw.setdefault("v_init", vres)
+            vres = vth - (vth - vres) / a_v   # subtract thr/beta now = thr after the decay
+            rmode = "subtract"
+        net.population(_pop(k) if ours else k, n, model, n_channels=nch, reset=rmode,
+                       v_threshold=vth, v_reset=vres, **prm, **kw)
+
+    # -- projections -----------------------------------------------------------------------
+    def pname(k):
+        return _pop(k) if ours else k
+
+    projs: dict[str, list] = {}
+    bias_sources = 0
+    for e, w, d, ch, k in paths:
+        node = nodes[w] if w is not None else None
+        n_pre, n_post = net.size_of(pname(e)), net.populations[pname(k)].n
+        W = np.eye(n_post, n_pre) if node is None else np.asarray(node.weight, float)
+        if W.shape != (n_post, n_pre):
+            raise _err(f"{w or e!r} -> {k!r}: weight of shape {W.shape}; expected "
+                       f"({n_post}, {n_pre}) for {e!r} ({n_pre}) -> {k!r} ({n_post})")
+        m = dict(node.metadata or {}) if node is not None else {}
+        extra = np.rint(np.broadcast_to(np.asarray(d, float), (n_post,)) / dt).astype(np.int64)
+        channel = int(nodes[ch].metadata.get("channel", 0)) if ch is not None else 0
+        if ours:
+            base = int(m.get("delay_steps", 1))
+            dly = np.where(extra > 0, 1 + extra, base)
+        else:
+            step = depth[k] - depth[e] + (1 if (e, k) in back else 0)
+            if step < 1:
+                raise _err(f"edge {e!r} -> {k!r} closes a loop over {depth[e] - depth[k]} "
+                           "layers; the engine's one-step recurrence cannot express it")
+            dly = step + extra
+        post_i, pre_i = np.nonzero(W)
+        key = str(m.get("projection", w if w is not None else f"{e}->{k}"))
+        projs.setdefault(key, []).append((pname(e), pname(k), channel, pre_i, post_i,
+                                          W[post_i, pre_i], dly[post_i]))
+        if node is not None and isinstance(node, nir.Affine) and np.any(node.bias) and \
+                (ch is not None or isinstance(nodes[k], nir.CubaLIF)):
+            src = f"{w}.bias"
+            rate = 1.0 / dt
+            while rate * dt > 1.0:
+                rate = np.nextafter(rate, 0.0)
+            net.poisson(src, 1, rate)          # probability rate*dt = 1: fires every step
+            b = np.asarray(node.bias, float).ravel()
+            net.connect(src, pname(k), weight=b.reshape(-1, 1), channel=channel,
+                        delay=max(1, depth[k]), name=src)
+            bias_sources += 1
+    for key, parts in projs.items():
+        pre, post, channel = parts[0][:3]
+        net.connect(pre, post, pre_idx=np.concatenate([p[3] for p in parts]),
+                    post_idx=np.concatenate([p[4] for p in parts]),
+                    weight=np.concatenate([p[5] for p in parts]),
+                    delay=np.concatenate([p[6] for p in parts]), channel=channel, name=key)
+    probes = (graph.metadata or {}).get("neuroedge_probes", None) if ours else None
+    if probes is not None:
+        probes = probes.decode() if isinstance(probes, bytes) else str(probes)
+        for entry in probes.split(";"):
+            if entry:
+                target, what = entry.split(":")
+                net.probe(target, what)
+    else:
+        for k in neurons:
+            net.probe(k)
+    net.nir_depth = {pname(k): depth[k] for k in neurons}
+    return net
+
+
+# -- stimulus --------------------------------------------------------------------------------
+def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
+    """Drive the network's ``Input`` with ``spec`` for ``steps`` steps; returns the Source.
+
+    ``spec`` is one of:
+
+    - ``"poisson:rate=50"``: every channel a Poisson train of that rate (Hz), from ``seed``;
+    - an array ``(T, n)`` (or ``(T, 1, n)``, ``(T, *shape)``), ``T <= steps``, of spikes
+      (0/1, or small integers: graded payloads); row ``t`` is the producer's step ``t``;
+    - the path of such an array: ``.npy``, or ``.npz`` holding one array or ``spikes``;
+    - ``"dataset:NAME"``: test images of a shared dataset (``models.shared.datasets``),
+      values in [0, 1] rate-coded as spike probabilities per step, a new image every
+      ``max(1, steps // 10)`` steps.
+
+    A wrong size is refused naming the Input node and the shape it expects.
+    """
+    names = list(getattr(net, "nir_inputs", ()))
+    if input is None:
+        if len(names) != 1:
+            raise _err(f"the network has {len(names)} Input nodes ({', '.join(names) or 'none'}"
+                       "); name the one to drive with input=")
+        input = names[0]
+    elif input not in names:
+        raise _err(f"input {input!r} is not an Input node of the graph; it has "
+                   f"{', '.join(names) or 'none'}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise _err(f"steps = {steps!r}; expected an integer >= 1")
+    n = net.sources[input].n
+    del net.sources[input]
+    try:
+        if isinstance(spec, str) and spec.startswith("poisson:"):
+            rate = _poisson_rate(spec)
+            if rate * net.dt > 1:
+                raise _err(f"{spec!r}: rate {rate:g} Hz exceeds 1/dt = {1 / net.dt:g} Hz")
+            return net.poisson(input, n, rate, seed=seed)
+        if isinstance(spec, str) and spec.startswith("dataset:"):
+            arr = _dataset_spikes(spec[len("dataset:"):], n, steps, seed, input)
+        elif isinstance(spec, (str, os.PathLike)):
+            arr = _load_array(spec)
+        else:
+            arr = np.asarray(spec)
+        return _attach_array(net, input, n, arr, steps, spec)
+    except BaseException:
+        if input not in net.sources:   # leave the network as it was
+            net.spikes(input, n, steps=np.zeros(0), index=np.zeros(0))
+        raise
+
+
+def _poisson_rate(spec: str) -> float:
+    body = spec[len("poisson:"):]
+    key, _, val = body.partition("=")
+    try:
+        rate = float(val)
+    except ValueError:
+        rate = -1.0
+    if key.strip() != "rate" or not np.isfinite(rate) or rate < 0:
+        raise _err(f"stimulus {spec!r}: expected 'poisson:rate=HZ' with a rate >= 0")
+    return rate
+
+
+def _load_array(path) -> np.ndarray:
+    p = Path(path)
+    if p.suffix not in (".npy", ".npz"):
+        raise _err(f"stimulus {str(p)!r}: expected 'poisson:rate=HZ', 'dataset:NAME' or a "
+                   ".npy/.npz spike array")
+    if not p.is_file():
+        raise _err(f"stimulus file {str(p)!r} does not exist")
+    data = np.load(p, allow_pickle=False)
+    if p.suffix == ".npz":
+        keys = list(data.keys())
+        if "spikes" in keys:
+            return data["spikes"]
+        if len(keys) != 1:
+            raise _err(f"stimulus {str(p)!r} holds arrays {keys}; name one 'spikes'")
+        return data[keys[0]]
+    return data
+
+
+def _attach_array(net, input, n, arr, steps, spec):
+    what = "the array" if not isinstance(spec, (str, os.PathLike)) else repr(str(spec))
+    a = np.asarray(arr)
+    if a.ndim >= 2 and int(np.prod(a.shape[1:])) == n:
+        a = a.reshape(a.shape[0], n)
+    if a.ndim != 2 or a.shape[1] != n or a.shape[0] > steps:
+        raise _err(f"stimulus {what} has shape {tuple(np.shape(arr))}; Input {input!r} "
+                   f"expects (T, {n}) with T <= steps = {steps}")
+    if a.dtype == bool:
+        a = a.astype(np.int64)
+    if not np.all(np.isfinite(a)) or not np.array_equal(a, np.rint(a)):
+        raise _err(f"stimulus {what}: values must be spikes (0/1 or small integers); "
+                   "rate-code real values first (e.g. dataset: or poisson:)")
+    t, i = np.nonzero(a)
+    return net.spikes(input, n, steps=t, index=i, payload=a[t, i].astype(np.int64))
+
+
+def _dataset_spikes(name, n, steps, seed, input) -> np.ndarray:
+    """The first test image(s) of a shared dataset, pixel value p in [0, 1] spiking with
+    probability p per step (rate coding); consecutive images take ``steps`` together, one
+    every ``max(1, steps // 10)`` steps (at most 10 images)."""
+    from models.shared import datasets
+    ds = datasets.load(name)
+    x = ds.x_test.reshape(ds.x_test.shape[0], -1).astype(np.float64)
+    if x.shape[1] != n:
+        raise _err(f"dataset {name!r} has {x.shape[1]} values per sample; Input {input!r} "
+                   f"takes {n}")
+    per = max(1, steps // 10)
+    k = -(-steps // per)
+    probs = np.repeat(np.clip(x[:k], 0, 1), per, axis=0)[:steps]
+    rng = np.random.default_rng(seed)
+    return (rng.random(probs.shape) < probs).astype(np.int64)

@@ -1,0 +1,94 @@
+"""Estimates of NIR graphs and snnTorch modules on the neuromorphic chips.
+
+:func:`estimate_nir` reads the graph (:func:`deploy.nir_import.read_nir`), drives its
+``Input`` (:func:`deploy.nir_import.stimulus`), places it on every neuromorphic profile
+asked for and runs ``steps`` steps there as one inference sample (scope ``"infer"``,
+``samples=1``), then prices the run. :func:`estimate_spiking_module` sends a snnTorch module
+through snnTorch's own NIR export first.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from hw_profiles.errors import NeuroedgeError
+from neuroedge.result import Estimate
+
+SCOPE = "infer"
+
+
+def estimate_nir(graph_or_path, *, stimulus, steps: int, profiles, dt: float | None = None,
+                 seed: int = 0, reset: str | None = None, quantize: bool = True) -> Estimate:
+    """Price ``steps`` steps of the NIR graph driven by ``stimulus`` on each profile.
+
+    ``stimulus``: what :func:`deploy.nir_import.stimulus` takes ("poisson:rate=50", a
+    spike array (T, n) or its .npy/.npz path, "dataset:NAME"). A profile that is not a
+    neuromorphic chip, or a chip the network does not fit on, goes to ``skipped`` with the
+    one-line reason. ``quantize=False`` keeps the float weights (to compare spike counts
+    with the producer; a chip's real weights are quantised).
+    """
+    import sim
+    from deploy.nir_import import read_nir
+    from deploy.nir_import import stimulus as attach
+    from hw_profiles import load as load_profile
+    net = read_nir(graph_or_path, dt=dt, reset=reset)
+    attach(net, stimulus, steps, seed=seed)
+    label = Path(graph_or_path).name if isinstance(graph_or_path, (str, os.PathLike)) \
+        else "nir-graph"
+    est = Estimate(model=label, source="nir", inference_samples=1,
+                   inference_scope=SCOPE)
+    for name in profiles:
+        prof = load_profile(name)
+        if prof.kind != "neuromorphic":
+            est.skipped[name] = (f"{name} is a {prof.kind} profile; a NIR graph runs on the "
+                                 "neuromorphic chips (loihi, loihi2, ...)")
+            continue
+        dev = sim.device(prof)
+        try:
+            dev.compile(net, quantize=quantize)
+        except NeuroedgeError as exc:
+            est.skipped[name] = str(exc).splitlines()[0]
+            continue
+        with dev.count(SCOPE, samples=1):
+            dev.run(int(steps), scope=None)
+        est.ledgers[name] = dev.ledger
+        est.reports[name] = dev.report()
+    return est
+
+
+def estimate_spiking_module(module, example_input, profiles, steps: int | None = None, *,
+                            dt: float | None = None, quantize: bool = True) -> Estimate:
+    """Export the snnTorch ``module`` with snnTorch's ``export_to_nir`` and estimate it,
+    driven by ``example_input`` (spikes, shape (T, n) or (T, 1, n): row t is time step t).
+
+    ``steps`` defaults to T plus the network's depth (the steps the last layer needs to
+    see the last input); ``dt`` to snnTorch's export step 1e-4 s.
+    """
+    try:
+        import torch
+        from snntorch.export_nir import export_to_nir
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise NeuroedgeError("estimate_spiking_module needs snntorch: "
+                             "pip install snntorch") from exc
+    from deploy.nir_import import SNNTORCH_DT, read_nir
+    x = example_input.detach().cpu().numpy() if isinstance(example_input, torch.Tensor) \
+        else np.asarray(example_input)
+    if x.ndim < 2:
+        raise NeuroedgeError(f"estimate_spiking_module: example_input has shape {x.shape}; "
+                             "expected spikes (T, n) or (T, 1, n), time first")
+    sample = torch.zeros(int(np.prod(x.shape[1:])) if x.ndim == 2 or x.shape[1] != 1
+                         else int(np.prod(x.shape[2:])))
+    graph = export_to_nir(module, sample)
+    dt = SNNTORCH_DT if dt is None else dt
+    if steps is None:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            depth = max(read_nir(graph, dt=dt).nir_depth.values(), default=0)
+        steps = x.shape[0] + depth
+    est = estimate_nir(graph, stimulus=x, steps=steps, profiles=profiles, dt=dt,
+                       quantize=quantize)
+    est.model = type(module).__name__
+    return est

@@ -37,7 +37,6 @@ from deploy.plots import (
     plot_comparison,  # noqa: F401  (public as deploy.report.plot_comparison)
     plot_comparison_shares,
     plot_energy_bars,
-    plot_epoch_energy,
     plot_image_grid,
     plot_per_core,
     plot_raster,
@@ -45,18 +44,14 @@ from deploy.plots import (
     plot_trace,
 )
 from deploy.report_html import (
-    LAYER_CSV_HEADER,
-    LAYER_HEADER,
     Linked,
-    epoch_energy,
+    epoch_section,
     firing_rates,
-    headline_rows,
+    headline_section,
     html_table,
-    layer_cells,
-    layer_csv,
-    layer_rows,
+    layers_section,
     metric_unit,
-    neurobench_rows,
+    neurobench_section,
 )
 from deploy.runfile import Run
 from hw_profiles.profile import PROVENANCES
@@ -371,53 +366,6 @@ def _cell(x) -> str:
     return str(x)
 
 
-def _headline_section(run: Run, reports: list[EnergyReport]) -> str:
-    rows = headline_rows(run, reports)
-    lead = "; ".join(f"{k}: {v}" for k, v in rows[:5])
-    return (f"<section id=headline><h2>The answer</h2><p class=lead>{_e(lead)}.</p>"
-            + _html_table(("figure", "value"), rows, numeric=False, csv="headline")
-            + "</section>")
-
-
-def _layers_section(run: Run, first: EnergyReport) -> str:
-    rows, what = layer_rows(run, first)
-    return (f"<h2>Per layer on {_e(first.profile)}</h2><p>{_e(what)} {len(rows):,} rows.</p>"
-            + _html_table(LAYER_HEADER, [layer_cells(r) for r in rows], csv="layers",
-                          table_id="layers", csv_header=LAYER_CSV_HEADER,
-                          csv_rows=[layer_csv(r) for r in rows]))
-
-
-def _epoch_section(run: Run, first: EnergyReport) -> str:
-    ep = epoch_energy(run, first)
-    if ep is None:
-        return ("<h2>Energy per epoch</h2><p class=muted>No training epochs in this run "
-                "(no training scope with samples, or no epoch count in its config).</p>")
-    return ("<h2>Energy per epoch</h2>" + f"<p>{_e(ep.note)}</p>"
-            + _img(plot_epoch_energy(ep.per_epoch_j, ep.curve_name, ep.curve, ep.curve_unit,
-                                     f"Training energy per epoch on {first.profile}"),
-                   "energy per epoch")
-            + _html_table(("epoch", "energy", *((ep.curve_name,) if ep.curve is not None
-                                                else ())),
-                          [(str(i + 1), format_energy(j),
-                            *((f"{ep.curve[i]:.6g}",) if ep.curve is not None else ()))
-                           for i, j in enumerate(ep.per_epoch_j)], csv="epochs",
-                          csv_header=("epoch", "energy_j", *((ep.curve_name,)
-                                                             if ep.curve is not None else ())),
-                          csv_rows=[(i + 1, repr(float(j)), *((repr(float(ep.curve[i])),)
-                                                              if ep.curve is not None else ()))
-                                    for i, j in enumerate(ep.per_epoch_j)]))
-
-
-def _neurobench_section(run: Run) -> str:
-    rows = neurobench_rows(run)
-    if rows is None:
-        return ("<h2>NeuroBench metrics</h2><p class=muted>Not available in this version "
-                "(no sim.neurobench).</p>")
-    return ("<h2>NeuroBench metrics</h2><p>Under NeuroBench's names, per sample of the "
-            "inference scope; - where this run cannot give a metric.</p>"
-            + _html_table(("metric", "value", "unit"), rows, csv="neurobench"))
-
-
 def _html_sections(run: Run, reports: list[EnergyReport]):
     """Yield the HTML document piece by piece (plots are drawn as their section comes):
     the headline first, then the per-layer table, the comparison, and the detail."""
@@ -425,14 +373,14 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     title = f"neuroedge report: {run.model} on {run.dataset}"
     yield (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}"
            f"</title><style>{_CSS}</style></head><body><h1>{_e(title)}</h1>")
-    yield _headline_section(run, reports)
+    yield headline_section(run, reports)
     yield _html_table(("field", "value"), [
         ("model", run.model), ("dataset", run.dataset), ("preset", run.preset),
         ("run profile", run.profile.label),
         ("priced on", ", ".join(r.profile for r in reports)), ("run created", run.created or "-"),
         ("run file", run.path or "-")], numeric=False, csv="run")
     yield f"<p class=note>{_e(ESTIMATE_NOTE)}.</p>"
-    yield _layers_section(run, first)
+    yield layers_section(run, first)
 
     yield ("<h2>Comparison across profiles</h2><p>Totals on a log axis; the split by "
            "category as shares of each profile's own total.</p>"
@@ -447,12 +395,12 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
           *(format_energy(r.per_sample_j().get(s, math.nan)) for r in reports))
          for s in scopes], csv="per-sample")
         if scopes else "<p class=muted>No scope recorded samples.</p>")
-    yield _epoch_section(run, first)
+    yield epoch_section(run, first)
 
     yield "<h2>Metrics</h2>" + _html_table(
         ("metric", "value", "unit"),
         [(k, f"{v:.6g}", metric_unit(run, k)) for k, v in run.metrics.items()], csv="metrics")
-    yield _neurobench_section(run)
+    yield neurobench_section(run)
     yield "<h2>What these figures are</h2>" + _html_table(*tables["nature"], numeric=False,
                                                           csv="nature")
     total = first.total_j

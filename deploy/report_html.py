@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from deploy.plots import fig_to_img, plot_epoch_energy
 from deploy.runfile import Run
 from sim.pricing import EnergyReport
 
@@ -342,3 +343,51 @@ def neurobench_rows(run: Run) -> list[tuple[str, str, str]] | None:
                 f"{v:,}" if isinstance(v, int) else f"{float(v):.6g}"
             rows.append((key, text, unit))
     return rows
+
+
+# -- sections of the document -----------------------------------------------------------------
+def headline_section(run: Run, reports: list[EnergyReport]) -> str:
+    rows = headline_rows(run, reports)
+    lead = "; ".join(f"{k}: {v}" for k, v in rows[:5])
+    return (f"<section id=headline><h2>The answer</h2><p class=lead>{_e(lead)}.</p>"
+            + html_table(("figure", "value"), rows, numeric=False, csv="headline")
+            + "</section>")
+
+
+def layers_section(run: Run, first: EnergyReport) -> str:
+    rows, what = layer_rows(run, first)
+    return (f"<h2>Per layer on {_e(first.profile)}</h2><p>{_e(what)} {len(rows):,} rows.</p>"
+            + html_table(LAYER_HEADER, [layer_cells(r) for r in rows], csv="layers",
+                          table_id="layers", csv_header=LAYER_CSV_HEADER,
+                          csv_rows=[layer_csv(r) for r in rows]))
+
+
+def epoch_section(run: Run, first: EnergyReport) -> str:
+    ep = epoch_energy(run, first)
+    if ep is None:
+        return ("<h2>Energy per epoch</h2><p class=muted>No training epochs in this run "
+                "(no training scope with samples, or no epoch count in its config).</p>")
+    return ("<h2>Energy per epoch</h2>" + f"<p>{_e(ep.note)}</p>"
+            + fig_to_img(plot_epoch_energy(ep.per_epoch_j, ep.curve_name, ep.curve, ep.curve_unit,
+                                     f"Training energy per epoch on {first.profile}"),
+                   "energy per epoch")
+            + html_table(("epoch", "energy", *((ep.curve_name,) if ep.curve is not None
+                                                else ())),
+                          [(str(i + 1), format_energy(j),
+                            *((f"{ep.curve[i]:.6g}",) if ep.curve is not None else ()))
+                           for i, j in enumerate(ep.per_epoch_j)], csv="epochs",
+                          csv_header=("epoch", "energy_j", *((ep.curve_name,)
+                                                             if ep.curve is not None else ())),
+                          csv_rows=[(i + 1, repr(float(j)), *((repr(float(ep.curve[i])),)
+                                                              if ep.curve is not None else ()))
+                                    for i, j in enumerate(ep.per_epoch_j)]))
+
+
+def neurobench_section(run: Run) -> str:
+    rows = neurobench_rows(run)
+    if rows is None:
+        return ("<h2>NeuroBench metrics</h2><p class=muted>Not available in this version "
+                "(no sim.neurobench).</p>")
+    return ("<h2>NeuroBench metrics</h2><p>Under NeuroBench's names, per sample of the "
+            "inference scope; - where this run cannot give a metric.</p>"
+            + html_table(("metric", "value", "unit"), rows, csv="neurobench"))

@@ -154,7 +154,7 @@ def test_report_renders_in_chromium(built, kind, tmp_path):
     assert dom.ids["headline"] == "section"
     assert dom.ids["layers"] == "table"
     layers = next(t for t in dom.tables if t["id"] == "layers")
-    expected = rp.layer_rows(run, reports[0])[0]
+    expected = report_html.layer_rows(run, reports[0])[0]
     assert len(layers["rows"]) == len(expected) >= 1     # every row, none cut
     assert [r[0] for r in layers["rows"]] == [r.name for r in expected]
     plots = [i for i in dom.images if i.get("class") == "plot"]
@@ -187,7 +187,7 @@ def test_every_table_downloads_as_its_rows(built, kind):
     header, *rows = csv_rows(layers["csv"])
     col = header.index("energy_j")
     assert [format_energy(float(r[col])) for r in rows] == [r[6] for r in layers["rows"]]
-    assert [float(r[col]) for r in rows] == [r.energy_j for r in rp.layer_rows(
+    assert [float(r[col]) for r in rows] == [r.energy_j for r in report_html.layer_rows(
         run, reports[0])[0]]
 
 

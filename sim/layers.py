@@ -160,7 +160,7 @@ def _population_row(ledger, report, path, info, pop_scopes, by_scope) -> LayerRo
             elif c.item == "synop" or c.category == "memory":
                 energy += c.energy_j * share_syn
     return LayerRow(path, info["type"], tuple(info["output_shape"]), info["parameters"],
-                    synops, "synops", nbytes, energy, math.nan, bound_of(report, runs))
+                    synops, "synops", nbytes, energy, math.nan, "")
 
 
 def _direct_activity(by_scope, run: str) -> dict[str, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import importlib
 import io
 import math
 import re
@@ -98,15 +99,18 @@ def _top_sampled(report: EnergyReport) -> list[str]:
     return [s for s, n in report.samples.items() if n > 0 and "/" not in s]
 
 
+_TRAINING = ("train", "learn")   # training scopes, as sim.neurobench names them
+
+
 def train_scope(report: EnergyReport) -> str | None:
-    """The first depth-1 scope with samples named ``train...`` (the models' training)."""
-    return next((s for s in _top_sampled(report) if s.startswith("train")), None)
+    """The first depth-1 scope with samples named ``train...`` or ``learn...``."""
+    return next((s for s in _top_sampled(report) if s.startswith(_TRAINING)), None)
 
 
 def inference_scope(report: EnergyReport) -> str | None:
-    """The last depth-1 scope with samples that is not a training scope (NeuroBench's rule,
-    as ``sim.neurobench`` picks it)."""
-    return next((s for s in reversed(_top_sampled(report)) if not s.startswith("train")),
+    """The last depth-1 scope with samples that is not a training scope (the rule of
+    ``sim.neurobench.inference_scope``)."""
+    return next((s for s in reversed(_top_sampled(report)) if not s.startswith(_TRAINING)),
                 None)
 
 
@@ -236,17 +240,22 @@ def layer_rows(run: Run, report: EnergyReport) -> tuple[list, str]:
         from_ledger = None
     rows = list(from_ledger(run.ledger, report)) if from_ledger is not None else []
     if rows:
-        return rows, ("One row per recorded layer: its forward and backward scopes under "
-                      "every top scope summed.")
+        return rows, ("One row per recorded layer (a torch layer: its forward and backward "
+                      "scopes under every top scope summed; a spiking population: the synops "
+                      "it received and its share of the run's synapse and neuron energy).")
     return scope_rows(report), ("This run recorded no layers: one row per ledger scope, "
                                 "each with its own charges only (exclusive of sub-scopes).")
 
 
 def layer_cells(row) -> tuple:
+    """A row as shown: ``-`` where a field does not apply (no parameters, no latency of its
+    own: a spiking population's steps are timed for the whole run)."""
     shape = "x".join(str(d) for d in row.output_shape) or "-"
     return (row.name, row.type, shape, f"{row.parameters:,}" if row.parameters else "-",
             f"{row.work:,} {row.work_unit}", format_bytes(row.bytes),
-            format_energy(row.energy_j), format_seconds(row.latency_s), row.bound)
+            format_energy(row.energy_j),
+            format_seconds(row.latency_s) if math.isfinite(row.latency_s) else "-",
+            row.bound or "-")
 
 
 def layer_csv(row) -> tuple:
@@ -266,31 +275,48 @@ class EpochEnergy:
     note: str
 
 
+_EPOCH = re.compile(r"epoch_?(\d+)$")
+
+
 def epoch_energy(run: Run, report: EnergyReport) -> EpochEnergy | None:
     """Energy of each training epoch, or None for a run without training epochs.
 
-    The models' training records every epoch into one scope (``device.count("train")``
-    once per epoch), so the ledger holds the sum: each epoch is shown as that sum over
-    the epoch count (``config["epochs"]``), exact where the ops of an epoch do not depend
-    on the data (a dense network) and the mean otherwise. The epoch's curve (the first
-    ``train_*`` curve trace with one entry per epoch) is drawn beside it.
+    Where the training scope has one sub-scope per epoch (``train/epoch1``, ``train/epoch_2``
+    ...), each epoch is its own scope's energy. The models' training today records every
+    epoch into the one training scope (``device.count("train")`` once per epoch), so the
+    ledger holds only the sum: each epoch is then shown as that sum over the epoch count
+    (``config["epochs"]``), exact where an epoch's ops do not depend on the data (a dense
+    network) and the mean otherwise. The epoch's curve (the first ``train_*`` curve trace
+    with one entry per epoch, else the first such curve) is drawn beside it.
     """
     scope = train_scope(report)
-    epochs = run.config.get("epochs")
-    if scope is None or isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+    if scope is None:
         return None
+    children = {}
+    for s in report.latency_s.keys() | {c.scope for c in report.charges}:
+        parent, _, last = s.rpartition("/")
+        if parent == scope and _EPOCH.match(last):
+            children[int(_EPOCH.match(last)[1])] = s
     total = report.energy_within(scope)
+    if children:
+        per_epoch = np.array([report.energy_within(children[k]) for k in sorted(children)])
+        note = (f"Each epoch is its own scope under {scope!r} ({len(children)} epochs, "
+                f"{format_energy(total)} in all).")
+    else:
+        epochs = run.config.get("epochs")
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            return None
+        per_epoch = np.full(epochs, total / epochs)
+        note = (f"The ledger records all {epochs} epochs in one scope ({scope!r}, "
+                f"{format_energy(total)}): each epoch is shown as "
+                f"{format_energy(total / epochs)}, the total over the epoch count (exact when "
+                "an epoch's ops do not depend on the data, the mean otherwise).")
     curves = [(k, t) for k, t in run.traces.items()
-              if t.kind == "curve" and t.data.size == epochs]
+              if t.kind == "curve" and t.data.size == per_epoch.size]
     name, trace = next(((k, t) for k, t in curves if k.startswith("train")),
                        curves[0] if curves else ("", None))
-    note = (f"The ledger records all {epochs} epochs in one scope ({scope!r}, "
-            f"{format_energy(total)}): each epoch is shown as {format_energy(total / epochs)}"
-            ", the total over the epoch count (exact when an epoch's ops do not depend on "
-            "the data, the mean otherwise).")
-    return EpochEnergy(scope, np.full(epochs, total / epochs), name,
-                       None if trace is None else trace.data, "" if trace is None else
-                       trace.unit, note)
+    return EpochEnergy(scope, per_epoch, name, None if trace is None else trace.data,
+                       "" if trace is None else trace.unit, note)
 
 
 # -- firing rates -----------------------------------------------------------------------------
@@ -327,7 +353,7 @@ def neurobench_rows(run: Run) -> list[tuple[str, str, str]] | None:
     """(metric, value, unit) rows of ``sim.neurobench.metrics`` under NeuroBench's names,
     nested metrics as ``SynapticOperations.Dense``; None when that module is absent."""
     try:
-        import sim.neurobench as neurobench
+        neurobench = importlib.import_module("sim.neurobench")
     except ModuleNotFoundError as err:
         if err.name != "sim.neurobench":
             raise

@@ -226,3 +226,16 @@ def test_comparison_shares_stay_readable_across_100x(ledger, toy, tmp_path):
     for b in shares.patches:
         width[round(b.get_y(), 3)] = width.get(round(b.get_y(), 3), 0.0) + b.get_width()
     assert list(width.values()) == pytest.approx([100.0, 100.0])
+
+
+def test_epoch_energy_from_per_epoch_scopes(toy):
+    led = Ledger()
+    with led.scope("train"):
+        led.add_samples(4)
+        for epoch, macs in ((1, 100), (2, 300)):
+            with led.scope(f"epoch{epoch}"):
+                led.add("mac_fp32", macs)
+    ep = rh.epoch_energy(make_run(toy, led), price(led, toy))
+    # mac 2 pJ + static 1 W x (macs / 1e12 op/s): 100 -> 200 + 100 pJ; 300 -> 600 + 300 pJ
+    assert ep.per_epoch_j == pytest.approx([300e-12, 900e-12])
+    assert ep.note == "Each epoch is its own scope under 'train' (2 epochs, 1.2 nJ in all)."

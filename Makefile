@@ -10,11 +10,13 @@ TORCH_PIN := torch==2.13.0
 # the last line of `make demo` and `make test`: .venv/bin is not on PATH until activated
 NEXT_HINT := next: `. .venv/bin/activate` puts neuroedge on PATH (then `neuroedge --help`), or run `.venv/bin/neuroedge`
 
-# Debian packages the tests and the Fashion-MNIST runs need: the data set, and an ARM
-# toolchain + qemu so exported C runs on an emulated Cortex-M. Installed when make runs as
+# Debian packages the tests and the Fashion-MNIST runs need: the data set, an ARM
+# toolchain + qemu so exported C runs on an emulated Cortex-M, and chromium so the HTML
+# reports are checked in a real (headless) browser. Installed when make runs as
 # root; otherwise the exact apt-get line is printed and the tests that need them skip
 # (pytest -rs prints each skip's reason).
-DEBIAN_PACKAGES := dataset-fashion-mnist gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+DEBIAN_PACKAGES := dataset-fashion-mnist gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm \
+	chromium
 # Debian's python3 makes no venv without this one (ensurepip lives in it); nothing runs
 # without .venv, so as another user make stops here with the apt-get line
 VENV_PACKAGE := python3-venv

@@ -109,7 +109,8 @@ def fig_to_img(fig: Figure, alt: str) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+    # class=plot: the report's plots are found by it (and checked for size in a browser)
+    return f'<img src="data:image/png;base64,{data}" class=plot alt="{html.escape(alt)}">'
 
 
 def plot_raster(name: str, raster: np.ndarray, unit: str = "s",
@@ -142,4 +143,80 @@ def plot_per_core(name: str, values: np.ndarray, unit: str = "") -> Figure:
         ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(name, fontsize=10)
+    return fig
+
+
+def plot_comparison_shares(reports: Sequence[EnergyReport]) -> Figure:
+    """Two panels per profile, readable however far apart the totals are: the total energy
+    on a log axis (each bar labelled with its value), and the energy split by category as
+    stacked shares of that profile's own total (each bar sums to 100 %)."""
+    names = [r.profile for r in reports]
+    totals = [float(r.total_j) for r in reports]
+    data = [energy_breakdown(r) for r in reports]
+    cats = [c for c in CATEGORIES if any(d[c] > 0 for d in data)]
+    fig = Figure(figsize=(9.0, 1.5 + 0.45 * max(len(reports), 1)), layout="constrained")
+    ax_total, ax_share = fig.subplots(1, 2, sharey=True, width_ratios=(1, 1.3))
+    ys = np.arange(len(reports))
+    positive = [t for t in totals if t > 0]
+    # a zero total has no place on a log axis: drawn at the axis floor, labelled "0 J"
+    floor = min(positive) / 10 if positive else 1e-12
+    bars = ax_total.barh(ys, [t if t > 0 else floor for t in totals], color="#4C72B0")
+    ax_total.bar_label(bars, labels=[format_energy(t) for t in totals], padding=3, fontsize=8)
+    ax_total.set_xscale("log")
+    if positive:   # room for the labels right of the longest bar
+        ax_total.set_xlim(floor, max(positive) * 30)
+    ax_total.set_yticks(ys, names, fontsize=8)
+    ax_total.invert_yaxis()
+    ax_total.set_xlabel("estimated energy (J, log scale)")
+    ax_total.set_title("Total energy per profile", fontsize=10)
+    left = np.zeros(len(reports))
+    for cat in cats:
+        share = np.array([100.0 * d[cat] / t if t > 0 else 0.0
+                          for d, t in zip(data, totals, strict=True)])
+        ax_share.barh(ys, share, left=left, color=_COLORS[cat], label=cat)
+        left += share
+    ax_share.set_xlim(0, 100)
+    ax_share.set_xlabel("share of the profile's total (%)")
+    ax_share.set_title("Energy by category (stacked shares)", fontsize=10)
+    if cats:   # below the panels, where it hides no bar
+        fig.legend(*ax_share.get_legend_handles_labels(), loc="outside lower center",
+                   ncols=len(cats), fontsize=8, frameon=False)
+    return fig
+
+
+def plot_rate_histogram(rates_hz: np.ndarray, title: str) -> Figure:
+    """Histogram of per-neuron firing rates (Hz), silent neurons included in the first bin."""
+    rates = np.asarray(rates_hz, dtype=float)
+    fig = Figure(figsize=(6.0, 3.0), layout="constrained")
+    ax = fig.add_subplot()
+    top = float(rates.max()) if rates.size else 0.0
+    ax.hist(rates, bins=min(50, max(1, rates.size)), range=(0.0, top if top > 0 else 1.0),
+            color="#4C72B0")
+    ax.set_xlabel("firing rate (Hz)")
+    ax.set_ylabel("neurons")
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_epoch_energy(per_epoch_j: np.ndarray, curve_name: str = "",
+                      curve: np.ndarray | None = None, curve_unit: str = "",
+                      title: str = "Training energy per epoch") -> Figure:
+    """Bars of the training energy of each epoch (J, scaled to a readable unit) and, when a
+    per-epoch curve of the same length is given (a loss), that curve on a second axis."""
+    per_epoch = np.asarray(per_epoch_j, dtype=float)
+    scale, unit = _scale(per_epoch)
+    epochs = np.arange(1, per_epoch.size + 1)
+    fig = Figure(figsize=(7.0, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    ax.bar(epochs, per_epoch / scale, color="#4C72B0", alpha=0.8,
+           label="energy of the epoch")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(f"estimated energy ({unit})")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if curve is not None and np.asarray(curve).size == per_epoch.size:
+        twin = ax.twinx()
+        twin.plot(epochs, np.asarray(curve, dtype=float), color="#C44E52", marker="o",
+                  markersize=3)
+        twin.set_ylabel(_with_unit(curve_name, curve_unit), color="#C44E52")
+    ax.set_title(title, fontsize=10)
     return fig

@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,12 +34,24 @@ from deploy.formatting import (
 from deploy.outputs import write_file
 from deploy.plots import fig_to_img as _img
 from deploy.plots import (
-    plot_comparison,
+    plot_comparison,  # noqa: F401  (public as deploy.report.plot_comparison)
+    plot_comparison_shares,
     plot_energy_bars,
     plot_image_grid,
     plot_per_core,
     plot_raster,
+    plot_rate_histogram,
     plot_trace,
+)
+from deploy.report_html import (
+    Linked,
+    epoch_section,
+    firing_rates,
+    headline_section,
+    html_table,
+    layers_section,
+    metric_unit,
+    neurobench_section,
 )
 from deploy.runfile import Run
 from hw_profiles.profile import PROVENANCES
@@ -281,10 +294,13 @@ def comparison_table(reports: Sequence[EnergyReport], width: int = 100) -> str:
 # -- HTML -----------------------------------------------------------------------------------
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;
 color:#222;line-height:1.4}h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0 1em}
+table{border-collapse:collapse;margin:.2em 0 1em}
 th,td{padding:2px 10px;border-bottom:1px solid #eee}th{text-align:left;background:#f4f4f4}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
+#headline{border:2px solid #4C72B0;background:#f3f6fb;padding:.4em 1em;margin:1em 0}
+#headline h2{border:none;margin-top:.3em}#headline .lead{font-size:1.15em}
 .note{border:2px solid #d9a400;background:#fff8dc;padding:.6em 1em;font-weight:600}
+p.dl{margin:.6em 0 0;font-size:.8em}
 .muted{color:#666}img{max-width:100%;display:block;margin:.5em 0}"""
 
 
@@ -292,13 +308,9 @@ def _e(x) -> str:
     return html.escape(str(x))
 
 
-def _html_table(header: Sequence[str], rows, numeric: bool = True) -> str:
-    """A table; every cell but the first of a row is right-aligned when ``numeric``."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(
-        f'<td{" class=n" if numeric and i else ""}>{_e(c)}</td>' for i, c in enumerate(row))
-        + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def _html_table(header: Sequence[str], rows, numeric: bool = True, *, csv: str, **kw) -> str:
+    """A table with its CSV download (``deploy.report_html.html_table``)."""
+    return html_table(header, rows, numeric, csv=csv, **kw)
 
 
 def _json_text(v) -> str:
@@ -306,25 +318,40 @@ def _json_text(v) -> str:
 
 
 TABLE_ROWS_SHOWN = 200
-"""A table trace shows its first rows only (the run file keeps them all)."""
+"""A table trace shows its first rows only (the run file keeps them all, and so does its
+CSV download)."""
 
 
-def _trace_section(name: str, trace) -> str:
-    """One trace drawn by its kind (``sim.traces``): a line, a raster, bars per core,
-    pictures, or an HTML table; its unit labels the axis (the title of pictures)."""
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "table"
+
+
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
+
+
+def _trace_section(run: Run, name: str, trace) -> str:
+    """One trace drawn by its kind (``sim.traces``): a line, a raster with its firing-rate
+    histogram, bars per core, pictures, or an HTML table; its unit labels the axis."""
     data, unit = trace.data, trace.unit
     if trace.kind == "table":
         shown = data[:TABLE_ROWS_SHOWN]
         more = f"; first {TABLE_ROWS_SHOWN} shown" if data.shape[0] > TABLE_ROWS_SHOWN else ""
         head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{', ' + unit if unit else ''})</h3>"
         return head + _html_table(trace.columns, [tuple(_cell(x) for x in row)
-                                                  for row in shown])
+                                                  for row in shown],
+                                  csv=f"trace-{_slug(name)}", csv_rows=data.tolist())
     if data.size == 0:
         return f"<p class=muted>Trace {_e(name)} ({_e(trace.kind)}) is empty.</p>"
     if trace.kind == "curve":
         return _img(plot_trace(name, data, unit), name)
     if trace.kind == "raster":
-        return _img(plot_raster(name, data, unit), name)
+        raster = _img(plot_raster(name, data, unit), name)
+        seconds = _TIME_UNITS.get(unit or "s")
+        if seconds is None:
+            return raster + (f"<p class=muted>No firing-rate histogram: spike times are in "
+                             f"{_e(unit)}, not a unit of time this report knows.</p>")
+        rates, title = firing_rates(run, data * np.array([seconds, 1.0]))
+        return raster + _img(plot_rate_histogram(rates, title), f"{name} firing rates")
     if trace.kind == "per_core":
         return _img(plot_per_core(name, data, unit), name)
     return _img(plot_image_grid(name, data, unit), name)   # images
@@ -340,20 +367,42 @@ def _cell(x) -> str:
 
 
 def _html_sections(run: Run, reports: list[EnergyReport]):
-    """Yield the HTML document piece by piece (plots are drawn as their section comes)."""
+    """Yield the HTML document piece by piece (plots are drawn as their section comes):
+    the headline first, then the per-layer table, the comparison, and the detail."""
     first, tables = reports[0], _tables(reports[0])
     title = f"neuroedge report: {run.model} on {run.dataset}"
     yield (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}"
            f"</title><style>{_CSS}</style></head><body><h1>{_e(title)}</h1>")
+    yield headline_section(run, reports)
     yield _html_table(("field", "value"), [
         ("model", run.model), ("dataset", run.dataset), ("preset", run.preset),
         ("run profile", run.profile.label),
         ("priced on", ", ".join(r.profile for r in reports)), ("run created", run.created or "-"),
-        ("run file", run.path or "-")], numeric=False)
+        ("run file", run.path or "-")], numeric=False, csv="run")
     yield f"<p class=note>{_e(ESTIMATE_NOTE)}.</p>"
-    yield "<h2>What these figures are</h2>" + _html_table(*tables["nature"], numeric=False)
-    yield "<h2>Metrics</h2>" + _html_table(("metric", "value"),
-                                           [(k, f"{v:.6g}") for k, v in run.metrics.items()])
+    yield layers_section(run, first)
+
+    yield ("<h2>Comparison across profiles</h2><p>Totals on a log axis; the split by "
+           "category as shares of each profile's own total.</p>"
+           + _img(plot_comparison_shares(reports), "comparison"))
+    yield _html_table(*_comparison(reports), csv="comparison",
+                      csv_header=tuple(comparison_rows(reports)[0]),
+                      csv_rows=[tuple(r.values()) for r in comparison_rows(reports)])
+    scopes = _sampled_scopes(reports)
+    yield "<h2>Energy per sample</h2>" + (_html_table(
+        ("scope", "samples", *(r.profile for r in reports)),
+        [(s, f"{first.samples.get(s, 0):,}",
+          *(format_energy(r.per_sample_j().get(s, math.nan)) for r in reports))
+         for s in scopes], csv="per-sample")
+        if scopes else "<p class=muted>No scope recorded samples.</p>")
+    yield epoch_section(run, first)
+
+    yield "<h2>Metrics</h2>" + _html_table(
+        ("metric", "value", "unit"),
+        [(k, f"{v:.6g}", metric_unit(run, k)) for k, v in run.metrics.items()], csv="metrics")
+    yield neurobench_section(run)
+    yield "<h2>What these figures are</h2>" + _html_table(*tables["nature"], numeric=False,
+                                                          csv="nature")
     total = first.total_j
     yield (f"<h2>Energy on {_e(first.profile)} ({_e(first.kind)})</h2><p>Total "
            f"{_e(format_energy(total))}: dynamic {_e(format_energy(total - first.static_j))}, "
@@ -361,46 +410,41 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
            f"{_e(format_seconds(first.total_latency_s))}.</p>")
     yield _img(plot_energy_bars(energy_breakdown(first), f"Energy by category on "
                                 f"{first.profile}"), "by category")
-    yield _html_table(*tables["category"])
+    yield _html_table(*tables["category"], csv="category")
     top = {r["item"]: r["energy_j"] for r in _op_rows(first)[:12]}
     yield "<h3>By op</h3>" + _img(plot_energy_bars(top, "Energy by op (top 12)"), "by op")
-    yield _html_table(*tables["op"])
+    yield _html_table(*tables["op"], csv="op")
     for depth in (1, 2):
         # at depth 2 a one-part key holds only the charges made directly in that scope
         scopes = {k if k.count("/") + 1 >= depth else f"{k} (direct)": v
                   for k, v in first.by_scope(depth).items()}
         yield f"<h3>By scope (depth {depth})</h3>" + _img(plot_energy_bars(
             scopes, f"Energy by scope, depth {depth}"), f"scope depth {depth}")
-    yield "<h3>Bytes moved</h3>" + _html_table(*tables["bytes"])
-    yield f"<h3>{_e(_latency_title(first))}</h3>" + _html_table(*tables["latency"])
-
-    yield "<h2>Comparison across profiles</h2>" + _img(plot_comparison(reports), "comparison")
-    yield _html_table(*_comparison(reports))
-    scopes = _sampled_scopes(reports)
-    yield "<h2>Energy per sample</h2>" + (_html_table(
-        ("scope", "samples", *(r.profile for r in reports)),
-        [(s, f"{first.samples.get(s, 0):,}",
-          *(format_energy(r.per_sample_j().get(s, math.nan)) for r in reports))
-         for s in scopes]) if scopes else "<p class=muted>No scope recorded samples.</p>")
+    yield "<h3>Bytes moved</h3>" + _html_table(*tables["bytes"], csv="bytes")
+    yield f"<h3>{_e(_latency_title(first))}</h3>" + _html_table(*tables["latency"],
+                                                               csv="latency")
 
     yield "<h2>Traces</h2>" + ("" if run.traces else "<p class=muted>No traces.</p>")
     for name, trace in run.traces.items():
-        yield _trace_section(name, trace)
+        yield _trace_section(run, name, trace)
     yield "<h2>Uncounted ops</h2>" + (
         "<p>These ops were executed but not priced: their energy is in no total above.</p>"
-        + _html_table(*tables["uncounted"])
+        + _html_table(*tables["uncounted"], csv="uncounted")
         if first.uncounted else "<p class=muted>None: every executed op was priced.</p>")
     yield f"<h2>Profile entries</h2><p>{_e(ESTIMATE_NOTE)}.</p>"
     for r in reports:
-        yield f"<h3>{_e(r.profile)}</h3>" + _html_table(*_tables(r)["entries"], numeric=False)
+        yield f"<h3>{_e(r.profile)}</h3>" + _html_table(
+            ("entry", "citation"), [(k, Linked(v)) for k, v in sorted(r.entries.items())],
+            numeric=False, csv=f"entries-{_slug(r.profile)}")
     yield "<h2>Config</h2>" + _html_table(
-        ("key", "value"), [(k, _json_text(v)) for k, v in run.config.items()], numeric=False)
+        ("key", "value"), [(k, _json_text(v)) for k, v in run.config.items()], numeric=False,
+        csv="config")
     if run.facts:
         yield "<h2>Facts</h2>" + _html_table(
             ("fact", "value"), [(k, _json_text(v)) for k, v in run.facts.items()],
-            numeric=False)
+            numeric=False, csv="facts")
     yield "<h2>Versions</h2>" + _html_table(("package", "version"), run.versions.items(),
-                                             numeric=False)
+                                             numeric=False, csv="versions")
     yield "</body></html>\n"
 
 

@@ -15,6 +15,9 @@ Layout (format ``neuroedge.run``, version 3)::
                       so a reader can name the field an edit changed
     /ledger           the Ledger (see sim.ledger.Ledger.to_hdf5)
     /metrics          one attr per scalar metric
+    /                 attr neurobench (JSON): NeuroBench's metrics of the ledger
+                      (``sim.neurobench.metrics``; nan written as null), absent in files
+                      written before it; ``Run.neurobench`` recomputes them from the ledger
     /traces/NAME      typed traces (``sim.traces.Trace``), gzip-compressed; attrs kind,
                       unit, columns (JSON list, a table's column names)
     /trained          only when the run kept its trained state (``models.registry.Trained``):
@@ -53,6 +56,7 @@ from deploy.errors import RunFileError
 from deploy.outputs import write_file
 from hw_profiles import HardwareProfile, from_dict, load
 from hw_profiles.errors import NeuroedgeError
+from sim import neurobench
 from sim.ledger import Ledger
 from sim.traces import TRACE_KINDS, Trace
 
@@ -81,6 +85,12 @@ class Run:
     preset: str = "quick"
     facts: dict[str, Any] = field(default_factory=dict)
     trained: Any = None   # models.registry.Trained, or None when the run kept none
+
+    @property
+    def neurobench(self) -> dict:
+        """NeuroBench's metrics of the run's ledger (``sim.neurobench.metrics``; nan where
+        the run cannot give them): the values the file's ``neurobench`` attribute holds."""
+        return neurobench.metrics(self.ledger)
 
     def __post_init__(self):
         bad = [k for k, v in self.traces.items() if not isinstance(v, Trace)]
@@ -317,6 +327,7 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
         f.attrs["profile"] = prof.label
         f.attrs["dataset"] = dataset
         f.attrs["preset"] = str(preset)
+        f.attrs["neurobench"] = json.dumps(_nan_to_null(neurobench.metrics(ledger)))
         f.create_group("config").attrs["json"] = json.dumps(config, default=_json_default)
         f.create_group("facts").attrs["json"] = facts_json
         g = f.create_group("profile")
@@ -502,6 +513,13 @@ def read_run(path: str | os.PathLike) -> Run:
             # a foreign or hand-edited file can fail anywhere h5py/json/numpy look at it
             raise RunFileError(_one_line(f"{where} is corrupt or incomplete: "
                                          f"{type(exc).__name__}: {exc}")) from None
+
+
+def _nan_to_null(value):
+    """``value`` with every nan float as None, so its JSON is standard (``null``)."""
+    if isinstance(value, dict):
+        return {k: _nan_to_null(v) for k, v in value.items()}
+    return None if isinstance(value, float) and value != value else value
 
 
 def _one_line(text: str) -> str:

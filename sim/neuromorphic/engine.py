@@ -99,7 +99,61 @@ class NeuromorphicDevice(Device):
         self.compiled = c = compile_network(net, self.profile, quantize=quantize,
                                             weight_lsb=weight_lsb)
         self._alloc(c)
+        self._record_network(c)
         return c
+
+    # -- NeuroBench facts and activity (sim/neurobench.py) ---------------------------------
+    def _record_network(self, c: Compiled) -> None:
+        """Model facts and one layer record per population; per-row synapse counts for the
+        activity of each run (:meth:`_record_activity`).
+
+        NeuroBench's reading of a spiking network on a chip (Yik et al. 2025, Methods
+        "Complexity metrics"): the stored synapses are its parameters and connection
+        weights (``entry_bytes`` each in synapse memory), a population is a neuron layer
+        whose parameters are its incoming synapses."""
+        net = c.net
+        pops = list(net.populations)
+        n_pre = c.row_ptr.size - 1
+        pop_lo = np.array([c.offsets[p][0] for p in pops], np.int64)
+        row = np.repeat(np.arange(n_pre, dtype=np.int64), np.diff(c.row_ptr))
+        target_pop = np.searchsorted(pop_lo, c.col % c.n_neurons, side="right") - 1
+        nz = c.w != 0
+        # non-zero synapses of every presynaptic row into every population: the effective
+        # accumulates one spike of that row causes there
+        self._row_pop_nz = np.bincount(row[nz] * len(pops) + target_pop[nz],
+                                       minlength=n_pre * len(pops)).reshape(n_pre, len(pops))
+        self._pop_synapses = np.bincount(target_pop, minlength=len(pops))
+        for k, p in enumerate(pops):
+            pop = net.populations[p]
+            kind = pop.model if isinstance(pop.model, str) else type(pop.model).__name__
+            self.ledger.record_layer(p, kind, (pop.n,), int(self._pop_synapses[k]))
+        self.ledger.record_model("network", parameters=int(c.w.size),
+                                 parameter_bytes=int(c.w.size) * c.entry_bytes,
+                                 buffer_bytes=0, connection_weights=int(c.w.size),
+                                 connection_zero_weights=int(c.w.size - nz.sum()))
+
+    def _record_activity(self, scope: str | None, n_steps: int, spk_i, spk_p) -> None:
+        """NeuroBench activity of one run, per population under ``<scope>/<population>``:
+        ``effective_acs`` the non-zero synapses reached by binary spikes (graded payloads
+        other than +-1: ``effective_macs``), ``dense_synops`` its incoming synapses x steps,
+        ``activations`` neurons x steps, ``activations_zero`` those without a spike,
+        ``membrane_updates`` neurons x steps (every neuron's state is updated each step)."""
+        c = self.compiled
+        n_pre = c.row_ptr.size - 1
+        binary = np.abs(spk_p) == 1
+        acs = np.bincount(spk_i[binary], minlength=n_pre) @ self._row_pop_nz
+        macs = np.bincount(spk_i[~binary], minlength=n_pre) @ self._row_pop_nz
+        for k, (name, pop) in enumerate(c.net.populations.items()):
+            a, b = c.offsets[name]
+            where = name if scope is None else f"{scope}/{name}"
+            fired = int(np.count_nonzero((spk_i >= a) & (spk_i < b)))
+            self.ledger.add_activity("effective_acs", int(acs[k]), scope=where)
+            self.ledger.add_activity("effective_macs", int(macs[k]), scope=where)
+            self.ledger.add_activity("dense_synops", int(self._pop_synapses[k]) * n_steps,
+                                     scope=where)
+            self.ledger.add_activity("activations", pop.n * n_steps, scope=where)
+            self.ledger.add_activity("activations_zero", pop.n * n_steps - fired, scope=where)
+            self.ledger.add_activity("membrane_updates", pop.n * n_steps, scope=where)
 
     def _alloc(self, c: Compiled) -> None:
         net = c.net
@@ -261,6 +315,7 @@ class NeuromorphicDevice(Device):
         self.ledger.add_bytes("local", read=int(nbytes[0]), scope=scope)
         if n_steps:
             self.ledger.add_timing(clk.record(n_steps, n_steps * net.dt), scope=scope)
+        self._record_activity(scope, n_steps, spk_i[:spk_n[0]], spk_p[:spk_n[0]])
         return self._result(t0, n_steps, spk_t[:spk_n[0]], spk_i[:spk_n[0]],
                             spk_p[:spk_n[0]], rec, spans, custom_rec, counts, int(nbytes[0]))
 

@@ -1,0 +1,419 @@
+"""Parts of the HTML report that only the HTML needs: tables with a CSV download, source
+links, the headline figures, the per-layer rows, per-epoch energy, firing rates and the
+NeuroBench table.
+
+Everything here is a view of figures already in the run and its
+:class:`~sim.pricing.EnergyReport`\\ s; nothing is priced again. The document itself is
+assembled by :func:`deploy.report.html_report`.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import importlib
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from deploy.plots import fig_to_img, plot_epoch_energy
+from deploy.runfile import Run
+from sim.pricing import EnergyReport
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+# -- tables and their CSV ---------------------------------------------------------------------
+class Linked(str):
+    """A cell whose text holds URLs: ``str`` is the plain text (what the CSV gets), ``html``
+    the escaped text with each URL or DOI as a link."""
+
+    @property
+    def html(self) -> str:
+        return linkify(str(self))
+
+
+# http(s) URLs up to white space or a closing bracket/quote; a DOI as "doi:10.x/y"
+_URL = re.compile(r"https?://[^\s<>\"')\]]+|\bdoi:\s?10\.\d{4,9}/[^\s<>\"')\];,]+")
+_TRAILING = ".,;:"   # punctuation that ends a sentence, not the URL
+
+
+def linkify(text: str) -> str:
+    """``text`` escaped for HTML with every http(s) URL and ``doi:10...`` as an ``<a href>``."""
+    out, at = [], 0
+    for m in _URL.finditer(text):
+        url = m.group(0).rstrip(_TRAILING)
+        end = m.start() + len(url)
+        href = url if url.startswith("http") else "https://doi.org/" + url[4:].lstrip()
+        out += [_e(text[at:m.start()]), f'<a href="{_e(href)}">{_e(url)}</a>']
+        at = end
+    return "".join(out) + _e(text[at:])
+
+
+def csv_text(header: Sequence, rows) -> str:
+    """RFC 4180 CSV (``\\r\\n`` line ends) of ``header`` and ``rows``, cells as text."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([str(h) for h in header])
+    w.writerows([[str(c) for c in row] for row in rows])
+    return buf.getvalue()
+
+
+def csv_link(name: str, header: Sequence, rows) -> str:
+    """A link that downloads ``name``.csv from a data: URI (the file stays self-contained)."""
+    data = base64.b64encode(csv_text(header, rows).encode("utf-8")).decode("ascii")
+    return (f'<a class=csv download="{_e(name)}.csv" href="data:text/csv;charset=utf-8;'
+            f'base64,{data}">{_e(name)}.csv</a>')
+
+
+def html_table(header: Sequence[str], rows, numeric: bool = True, *, csv: str,
+               table_id: str = "", csv_header: Sequence[str] | None = None,
+               csv_rows=None) -> str:
+    """A table with its CSV download link above it.
+
+    Every cell but the first of a row is right-aligned when ``numeric``. The CSV holds the
+    table's cells as shown, unless ``csv_header``/``csv_rows`` give full-precision values
+    (figures in base units, every row of a table that shows only its first ones).
+    """
+    rows = [tuple(r) for r in rows]
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(
+        f'<td{" class=n" if numeric and i else ""}>{getattr(c, "html", None) or _e(c)}</td>'
+        for i, c in enumerate(row)) + "</tr>" for row in rows)
+    link = csv_link(csv, header if csv_header is None else csv_header,
+                    rows if csv_rows is None else csv_rows)
+    ident = f" id={table_id}" if table_id else ""
+    return (f"<p class=dl>{link}</p><table{ident}><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+# -- scopes, metrics and the headline ---------------------------------------------------------
+def _top_sampled(report: EnergyReport) -> list[str]:
+    return [s for s, n in report.samples.items() if n > 0 and "/" not in s]
+
+
+_TRAINING = ("train", "learn")   # training scopes, as sim.neurobench names them
+
+
+def train_scope(report: EnergyReport) -> str | None:
+    """The first depth-1 scope with samples named ``train...`` or ``learn...``."""
+    return next((s for s in _top_sampled(report) if s.startswith(_TRAINING)), None)
+
+
+def inference_scope(report: EnergyReport) -> str | None:
+    """The last depth-1 scope with samples that is not a training scope (the rule of
+    ``sim.neurobench.inference_scope``)."""
+    return next((s for s in reversed(_top_sampled(report)) if not s.startswith(_TRAINING)),
+                None)
+
+
+def per_sample(report: EnergyReport, scope: str | None) -> float:
+    n = report.samples.get(scope, 0) if scope else 0
+    return report.energy_within(scope) / n if n else math.nan
+
+
+def _card(run: Run):
+    try:
+        from models.registry import get
+        return get(run.model).card
+    except Exception:   # a user's model, or a name no longer registered: no card, no units
+        return None
+
+
+def metric_unit(run: Run, name: str) -> str:
+    """The unit the model's card declares for metric ``name`` (``""`` when none)."""
+    card = _card(run)
+    return str(getattr(card, "metrics", {}).get(name, "")) if card is not None else ""
+
+
+def _value(v: float, unit: str = "") -> str:
+    return f"{v:.6g}" + (f" {unit}" if unit else "")
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{significant(a / b)}x" if b > 0 and math.isfinite(a / b) else "-"
+
+
+def headline_rows(run: Run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
+    """(what, value) pairs the report leads with: the main metric with its unit, total
+    energy, energy per inference and per training sample, latency, and each compared
+    profile's ratio to the first.
+
+    A stand-in until ``deploy.report.headline(run, reports)`` provides the same figures to
+    the terminal and the HTML.
+    """
+    first = reports[0]
+    card = _card(run)
+    main = getattr(card, "main_metric", None) if card is not None else None
+    if main not in run.metrics:   # the card names none: an accuracy, else the first metric
+        main = next((k for k in ("test_accuracy", "accuracy") if k in run.metrics),
+                    next(iter(run.metrics), None))
+    inf, train = inference_scope(first), train_scope(first)
+    rows = []
+    if main is not None:
+        rows.append((main, _value(run.metrics[main], metric_unit(run, main))))
+    rows.append((f"total energy on {first.profile}", format_energy(first.total_j)
+                 + f" (dynamic {format_energy(first.total_j - first.static_j)}, static "
+                   f"{format_energy(first.static_j)})"))
+    rows.append(("energy per inference" + (f" ({inf})" if inf else ""),
+                 format_energy(per_sample(first, inf)) if inf else "- (no inference scope)"))
+    rows.append(("energy per training sample" + (f" ({train})" if train else ""),
+                 format_energy(per_sample(first, train)) if train else "- (no training)"))
+    rows.append(("estimated latency", format_seconds(first.total_latency_s)))
+    for r in reports[1:]:
+        rows.append((f"{r.profile} vs {first.profile}",
+                     f"{format_energy(r.total_j)} total = {_ratio(r.total_j, first.total_j)}"
+                     + (f"; per inference {_ratio(per_sample(r, inf), per_sample(first, inf))}"
+                        if inf else "")))
+    return rows
+
+
+# -- per-layer rows ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScopeRow:
+    """A per-layer row made from one ledger scope, for runs that recorded no layers; the
+    fields are those of ``sim.layers.LayerRow``."""
+
+    name: str
+    type: str
+    output_shape: tuple
+    parameters: int
+    work: int
+    work_unit: str
+    bytes: int
+    energy_j: float
+    latency_s: float
+    bound: str
+
+
+LAYER_HEADER = ("layer", "type", "output shape", "parameters", "work", "bytes", "energy",
+                "latency", "bound")
+LAYER_CSV_HEADER = ("name", "type", "output_shape", "parameters", "work", "work_unit",
+                    "bytes", "energy_j", "latency_s", "bound")
+
+
+def scope_rows(report: EnergyReport) -> list[ScopeRow]:
+    """One row per scope that was charged, its own charges only (exclusive), in recording
+    order: work is the count of priced compute, learning and communication ops."""
+    rows: dict[str, dict] = {}
+    for c in report.charges:
+        r = rows.setdefault(c.scope, {"work": 0, "bytes": 0, "energy": 0.0,
+                                      "compute": 0.0, "memory": 0.0, "launch": 0.0})
+        r["energy"] += c.energy_j
+        if c.category == "memory":
+            r["bytes"] += int(c.count)
+            r["memory"] += c.seconds
+        elif c.category == "overhead":
+            r["launch"] += c.seconds
+        elif c.category != "static":
+            r["work"] += int(c.count)
+            r["compute"] += c.seconds
+    out = []
+    for scope, r in rows.items():
+        parts = {k: r[k] for k in ("compute", "memory", "launch")}
+        bound = report.time_model.get(scope) or (max(parts, key=parts.get)
+                                                 if any(parts.values()) else "-")
+        out.append(ScopeRow(scope or "(root)", "scope", (), 0, r["work"], "ops", r["bytes"],
+                            r["energy"], float(report.latency_s.get(scope, 0.0)), bound))
+    return out
+
+
+def layer_rows(run: Run, report: EnergyReport) -> tuple[list, str]:
+    """The per-layer rows of ``report`` and a line saying what they are.
+
+    The rows are ``sim.layers.layer_rows`` (one per recorded layer, its forward and backward
+    scopes under every top scope summed); a run that recorded no layers (a spiking network,
+    a bitwise machine) gets one row per ledger scope instead (:func:`scope_rows`).
+    """
+    try:
+        from sim.layers import layer_rows as from_ledger
+    except ModuleNotFoundError as err:
+        if err.name != "sim.layers":
+            raise
+        from_ledger = None
+    rows = list(from_ledger(run.ledger, report)) if from_ledger is not None else []
+    if rows:
+        return rows, ("One row per recorded layer (a torch layer: its forward and backward "
+                      "scopes under every top scope summed; a spiking population: the synops "
+                      "it received and its share of the run's synapse and neuron energy).")
+    return scope_rows(report), ("This run recorded no layers: one row per ledger scope, "
+                                "each with its own charges only (exclusive of sub-scopes).")
+
+
+def layer_cells(row) -> tuple:
+    """A row as shown: ``-`` where a field does not apply (no parameters, no latency of its
+    own: a spiking population's steps are timed for the whole run)."""
+    shape = "x".join(str(d) for d in row.output_shape) or "-"
+    return (row.name, row.type, shape, f"{row.parameters:,}" if row.parameters else "-",
+            f"{row.work:,} {row.work_unit}", format_bytes(row.bytes),
+            format_energy(row.energy_j),
+            format_seconds(row.latency_s) if math.isfinite(row.latency_s) else "-",
+            row.bound or "-")
+
+
+def layer_csv(row) -> tuple:
+    return (row.name, row.type, "x".join(str(d) for d in row.output_shape), row.parameters,
+            row.work, row.work_unit, row.bytes, repr(float(row.energy_j)),
+            repr(float(row.latency_s)), row.bound)
+
+
+# -- per-epoch energy -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EpochEnergy:
+    scope: str
+    per_epoch_j: np.ndarray
+    curve_name: str
+    curve: np.ndarray | None
+    curve_unit: str
+    note: str
+
+
+_EPOCH = re.compile(r"epoch_?(\d+)$")
+
+
+def epoch_energy(run: Run, report: EnergyReport) -> EpochEnergy | None:
+    """Energy of each training epoch, or None for a run without training epochs.
+
+    Where the training scope has one sub-scope per epoch (``train/epoch1``, ``train/epoch_2``
+    ...), each epoch is its own scope's energy. The models' training today records every
+    epoch into the one training scope (``device.count("train")`` once per epoch), so the
+    ledger holds only the sum: each epoch is then shown as that sum over the epoch count
+    (``config["epochs"]``), exact where an epoch's ops do not depend on the data (a dense
+    network) and the mean otherwise. The epoch's curve (the first ``train_*`` curve trace
+    with one entry per epoch, else the first such curve) is drawn beside it.
+    """
+    scope = train_scope(report)
+    if scope is None:
+        return None
+    children = {}
+    for s in report.latency_s.keys() | {c.scope for c in report.charges}:
+        parent, _, last = s.rpartition("/")
+        if parent == scope and _EPOCH.match(last):
+            children[int(_EPOCH.match(last)[1])] = s
+    total = report.energy_within(scope)
+    if children:
+        per_epoch = np.array([report.energy_within(children[k]) for k in sorted(children)])
+        note = (f"Each epoch is its own scope under {scope!r} ({len(children)} epochs, "
+                f"{format_energy(total)} in all).")
+    else:
+        epochs = run.config.get("epochs")
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            return None
+        per_epoch = np.full(epochs, total / epochs)
+        note = (f"The ledger records all {epochs} epochs in one scope ({scope!r}, "
+                f"{format_energy(total)}): each epoch is shown as "
+                f"{format_energy(total / epochs)}, the total over the epoch count (exact when "
+                "an epoch's ops do not depend on the data, the mean otherwise).")
+    curves = [(k, t) for k, t in run.traces.items()
+              if t.kind == "curve" and t.data.size == per_epoch.size]
+    name, trace = next(((k, t) for k, t in curves if k.startswith("train")),
+                       curves[0] if curves else ("", None))
+    return EpochEnergy(scope, per_epoch, name, None if trace is None else trace.data,
+                       "" if trace is None else trace.unit, note)
+
+
+# -- firing rates -----------------------------------------------------------------------------
+def firing_rates(run: Run, raster: np.ndarray) -> tuple[np.ndarray, str]:
+    """Per-neuron firing rates (Hz) of a (k, 2) raster of (time in s, neuron) and a title
+    saying how the population and duration were taken.
+
+    The population is ``config["n"]`` when the run has it (silent neurons are then in the
+    first bin), otherwise the neurons that fired; the duration is ``config["duration"]``
+    (s) when given, otherwise the span of the spike times.
+    """
+    raster = np.asarray(raster, dtype=float).reshape(-1, 2)
+    ids = raster[:, 1].astype(np.int64)
+    fired = int(ids.max()) + 1 if ids.size else 0
+    n = run.config.get("n")
+    if isinstance(n, int) and not isinstance(n, bool) and n >= fired and n > 0:
+        counts, who = np.bincount(ids, minlength=n), f"all {n:,} neurons"
+    else:
+        counts = np.bincount(ids)[np.unique(ids)] if ids.size else np.zeros(0, np.int64)
+        who = f"the {counts.size:,} neurons that fired"
+    duration = run.config.get("duration")
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration > 0:
+        seconds, span = float(duration), f"{significant(float(duration))} s run"
+    else:
+        seconds = float(raster[:, 0].max() - raster[:, 0].min()) if ids.size else 0.0
+        span = f"{significant(seconds)} s between first and last spike"
+    rates = counts / seconds if seconds > 0 else np.zeros(counts.size)
+    mean = float(rates.mean()) if rates.size else 0.0
+    return rates, f"Firing rates of {who} over the {span} (mean {significant(mean)} Hz)"
+
+
+# -- NeuroBench -------------------------------------------------------------------------------
+def neurobench_rows(run: Run) -> list[tuple[str, str, str]] | None:
+    """(metric, value, unit) rows of ``sim.neurobench.metrics`` under NeuroBench's names,
+    nested metrics as ``SynapticOperations.Dense``; None when that module is absent."""
+    try:
+        neurobench = importlib.import_module("sim.neurobench")
+    except ModuleNotFoundError as err:
+        if err.name != "sim.neurobench":
+            raise
+        return None
+    units = getattr(neurobench, "METRIC_UNITS", {})
+    rows = []
+    for name, value in neurobench.metrics(run.ledger).items():
+        items = value.items() if isinstance(value, dict) else [("", value)]
+        for sub, v in items:
+            key = f"{name}.{sub}" if sub else name
+            unit = units.get(key, units.get(name, ""))
+            text = "-" if v is None or (isinstance(v, float) and math.isnan(v)) else \
+                f"{v:,}" if isinstance(v, int) else f"{float(v):.6g}"
+            rows.append((key, text, unit))
+    return rows
+
+
+# -- sections of the document -----------------------------------------------------------------
+def headline_section(run: Run, reports: list[EnergyReport]) -> str:
+    rows = headline_rows(run, reports)
+    lead = "; ".join(f"{k}: {v}" for k, v in rows[:5])
+    return (f"<section id=headline><h2>The answer</h2><p class=lead>{_e(lead)}.</p>"
+            + html_table(("figure", "value"), rows, numeric=False, csv="headline")
+            + "</section>")
+
+
+def layers_section(run: Run, first: EnergyReport) -> str:
+    rows, what = layer_rows(run, first)
+    return (f"<h2>Per layer on {_e(first.profile)}</h2><p>{_e(what)} {len(rows):,} rows.</p>"
+            + html_table(LAYER_HEADER, [layer_cells(r) for r in rows], csv="layers",
+                          table_id="layers", csv_header=LAYER_CSV_HEADER,
+                          csv_rows=[layer_csv(r) for r in rows]))
+
+
+def epoch_section(run: Run, first: EnergyReport) -> str:
+    ep = epoch_energy(run, first)
+    if ep is None:
+        return ("<h2>Energy per epoch</h2><p class=muted>No training epochs in this run "
+                "(no training scope with samples, or no epoch count in its config).</p>")
+    return ("<h2>Energy per epoch</h2>" + f"<p>{_e(ep.note)}</p>"
+            + fig_to_img(plot_epoch_energy(ep.per_epoch_j, ep.curve_name, ep.curve, ep.curve_unit,
+                                     f"Training energy per epoch on {first.profile}"),
+                   "energy per epoch")
+            + html_table(("epoch", "energy", *((ep.curve_name,) if ep.curve is not None
+                                                else ())),
+                          [(str(i + 1), format_energy(j),
+                            *((f"{ep.curve[i]:.6g}",) if ep.curve is not None else ()))
+                           for i, j in enumerate(ep.per_epoch_j)], csv="epochs",
+                          csv_header=("epoch", "energy_j", *((ep.curve_name,)
+                                                             if ep.curve is not None else ())),
+                          csv_rows=[(i + 1, repr(float(j)), *((repr(float(ep.curve[i])),)
+                                                              if ep.curve is not None else ()))
+                                    for i, j in enumerate(ep.per_epoch_j)]))
+
+
+def neurobench_section(run: Run) -> str:
+    rows = neurobench_rows(run)
+    if rows is None:
+        return ("<h2>NeuroBench metrics</h2><p class=muted>Not available in this version "
+                "(no sim.neurobench).</p>")
+    return ("<h2>NeuroBench metrics</h2><p>Under NeuroBench's names, per sample of the "
+            "inference scope; - where this run cannot give a metric.</p>"
+            + html_table(("metric", "value", "unit"), rows, csv="neurobench"))

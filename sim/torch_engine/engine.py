@@ -199,9 +199,9 @@ class TorchDevice(Device):
         module = module.to(self.torch_device)
         if not any(m is module for m in self._placed):
             self._placed.append(module)
-        facts = model_facts(module)
-        self._buffer_bytes[id(module)] = facts["buffer_bytes"]
-        self.ledger.record_model(type(module).__name__, **facts)
+        # the ledger gets the model's facts when a counting block ends (_record_layers): a
+        # run that counts nothing leaves its ledger empty
+        self._buffer_bytes[id(module)] = model_facts(module)["buffer_bytes"]
         return module
 
     def tensor(self, x, dtype=torch.float32) -> torch.Tensor:

@@ -8,6 +8,8 @@ parameters) are joined with the counts and charges of the scopes the layer's wor
   ``train/net.0/backward``, ``train/epoch1/net.0/forward``); the root layer ``""`` (a model
   that is itself one leaf module) owns the scopes with neither suffix. Its work is its
   multiply-accumulates (the ``mac_*`` ops), or, with none, every op it ran.
+* bitwise engine: a layer ``L{i}_{name}`` owns every scope with that part
+  (``infer/L0_h1``); its work is every op it ran.
 * neuromorphic engine: all ops of a run land in the run's scope; a population records its
   activity (synops it received, its neuron updates) under ``<run scope>/<population>``.
   Its work is the synops it received; its energy is its share of the run's lines priced
@@ -73,6 +75,8 @@ def bound_of(report, scopes) -> str:
 
 
 def _owned_scopes(scopes, path: str) -> list[str]:
+    """Scopes of layer ``path``: the torch rule, else (bitwise engine, ``infer/L0_h1``)
+    every scope with a part equal to ``path``."""
     out = []
     for s in scopes:
         parts = s.split("/") if s else [""]
@@ -82,6 +86,8 @@ def _owned_scopes(scopes, path: str) -> list[str]:
                 out.append(s)
         elif suffixed and parts[-2] == path:
             out.append(s)
+    if not out and path:
+        out = [s for s in scopes if path in s.split("/")]
     return out
 
 

@@ -466,7 +466,35 @@ class BitwiseDevice(Device):
             self._limit_error("packed weights + thresholds", f"{need} B",
                               "largest memory capacity_bytes", f"{cap:.0f} B",
                               "use narrower layers or a device with more memory")
+        self._record_network(layers, need)
         return layers
+
+    def _record_network(self, layers, nbytes: int) -> None:
+        """NeuroBench's static facts and one layer record per layer (scope ``L{i}_{name}``).
+
+        Weights are +-1 bits (Sign/Scores layers: never zero) or, in a clause layer, the
+        include bits of each clause's plain and negated literals (an excluded literal is a
+        zero weight); thresholds, biases, clause classes and votes are parameters too."""
+        from sim.bitwise.network import ClauseLayer
+        params = weights = zeros = 0
+        for i, layer in enumerate(layers):
+            if isinstance(layer, ClauseLayer):
+                n_clauses = layer.pos.shape[0]
+                w = 2 * n_clauses * layer.k
+                included = int(np.unpackbits(layer.pos.view(np.uint8)).sum()
+                               + np.unpackbits(layer.neg.view(np.uint8)).sum())
+                own = w + 2 * n_clauses
+                zeros += w - included
+            else:
+                w = layer.n_out * layer.k
+                own = w + layer.n_out
+            params += own
+            weights += w
+            self.ledger.record_layer(f"L{i}_{layer.name}", type(layer).__name__,
+                                     (layer.n_out,), own)
+        self.ledger.record_model("network", parameters=params, parameter_bytes=nbytes,
+                                 buffer_bytes=0, connection_weights=weights,
+                                 connection_zero_weights=zeros)
 
     def run(self, layers: Sequence, x_words, scope: str = "infer"):
         """Inference of a packed network on inputs ``x_words`` [N, W]: a NetworkOutput."""

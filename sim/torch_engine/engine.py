@@ -175,6 +175,7 @@ class TorchDevice(Device):
         self.torch_device = torch.device("cuda" if use_cuda else "cpu")
         self.footprint_bytes = 0
         self._placed: list[torch.nn.Module] = []   # compiled modules (record_model)
+        self._buffer_bytes: dict[int, int] = {}      # id(compiled module) -> its buffers' B
         self._mode: _CountingMode | None = None   # the outermost count() block's, while open
 
     def compile(self, module: torch.nn.Module) -> torch.nn.Module:
@@ -198,7 +199,9 @@ class TorchDevice(Device):
         module = module.to(self.torch_device)
         if not any(m is module for m in self._placed):
             self._placed.append(module)
-        self.ledger.record_model(type(module).__name__, **model_facts(module))
+        # the ledger gets the model's facts when a counting block ends (_record_layers): a
+        # run that counts nothing leaves its ledger empty
+        self._buffer_bytes[id(module)] = model_facts(module)["buffer_bytes"]
         return module
 
     def tensor(self, x, dtype=torch.float32) -> torch.Tensor:
@@ -258,7 +261,8 @@ class TorchDevice(Device):
         """Layers, activity and models of an outermost block into the ledger: every leaf
         that ran (its last call's output shape), NeuroBench activity under its layer's
         forward scope, and the facts of the compiled modules and of every outermost module
-        with parameters, as they are now (after training: the trained weights)."""
+        with parameters, as they are now (after training: the trained weights; a compiled
+        module's buffers as compiled)."""
         for path, (kind, shape, params) in recorder.layers.items():
             self.ledger.record_layer(path, kind, shape, params)
         for name, bucket in recorder.activity.items():
@@ -268,7 +272,12 @@ class TorchDevice(Device):
         models += [m for m in recorder.roots if not any(m is p for p in models)
                    and next(m.parameters(), None) is not None]
         for module in models:
-            self.ledger.record_model(type(module).__name__, **model_facts(module))
+            facts = model_facts(module)
+            # buffers as compiled: state buffers that take the batch's shape when run
+            # (snnTorch's membranes) are the run's state, not the model (NeuroBench's
+            # Footprint is taken before the run)
+            facts["buffer_bytes"] = self._buffer_bytes.get(id(module), facts["buffer_bytes"])
+            self.ledger.record_model(type(module).__name__, **facts)
 
     def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer"):
         """Inference: ``module(x)`` without gradients, counted under ``scope``."""

@@ -1,0 +1,158 @@
+"""NeuroBench metrics: neuroedge's counts against the ``neurobench`` package, same weights.
+
+The ``neurobench`` package runs in its own environment (it pins its own dependencies):
+
+    python3 -m venv bench/.venv-neurobench
+    bench/.venv-neurobench/bin/pip install torch==2.13.0
+    bench/.venv-neurobench/bin/pip install neurobench      # keeps torch 2.13.0
+
+Then, from the repository root, with neuroedge's environment:
+
+    PYTHONPATH=$PWD .venv/bin/python bench/neurobench_compare.py
+
+This side builds two models with seeded weights and inputs and saves them
+(``bench/out/neurobench_compare.pt``): the MLP card's network (``models.baselines.mlp``:
+64-32-10 with ReLU, digits-sized) with weights below 0.05 in magnitude pruned to zero, on
+64 non-negative inputs with zeros; and an snnTorch network (20 -> Leaky -> 16 -> Leaky -> 4,
+biases, beta 0.9, subtract reset) on 8 samples x 25 steps of Bernoulli(0.3) spikes. It
+counts both on the torch engine (``sim.neurobench.metrics``), runs the other environment's
+``neurobench.benchmarks.Benchmark`` on the saved file (``--neurobench-side``), and prints
+both sides and their ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out" / "neurobench_compare.pt"
+VENV_PY = HERE / ".venv-neurobench" / "bin" / "python"
+NAMES = ("Footprint", "ParameterCount", "ConnectionSparsity", "ActivationSparsity",
+         "SynapticOperations", "MembraneUpdates")
+
+
+def mlp() -> nn.Sequential:
+    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+def snn_net():
+    import snntorch as snn
+    return nn.Sequential(
+        nn.Linear(20, 16), snn.Leaky(beta=0.9, init_hidden=True, reset_mechanism="subtract"),
+        nn.Linear(16, 4), snn.Leaky(beta=0.9, init_hidden=True, output=True,
+                                    reset_mechanism="subtract"))
+
+
+def make_models() -> dict:
+    torch.manual_seed(14)
+    net = mlp()
+    with torch.no_grad():
+        for m in net:
+            if isinstance(m, nn.Linear):
+                m.weight[m.weight.abs() < 0.05] = 0.0
+    x = torch.relu(torch.randn(64, 64))               # about half the inputs are zero
+    s = snn_net()
+    spikes = (torch.rand(8, 25, 20) < 0.3).float()    # (batch, steps, features)
+    return {"mlp": net.state_dict(), "mlp_x": x, "snn": s.state_dict(), "snn_x": spikes}
+
+
+# -- this side ---------------------------------------------------------------------------
+def ours(saved: dict) -> dict:
+    from snntorch import utils
+
+    from sim.neurobench import metrics
+    from sim.torch_engine.engine import TorchDevice
+    out = {}
+    dev = TorchDevice("a100", prefer_cuda=False)
+    net = mlp()
+    net.load_state_dict(saved["mlp"])
+    net = dev.compile(net)
+    dev.run(net, saved["mlp_x"])
+    out["mlp"] = metrics(dev.ledger)
+    dev = TorchDevice("a100", prefer_cuda=False)
+    net = snn_net()
+    net.load_state_dict(saved["snn"])
+    net = dev.compile(net)
+    x = saved["snn_x"]
+    utils.reset(net)
+    with torch.no_grad(), dev.count("infer", samples=x.shape[0]):
+        for t in range(x.shape[1]):
+            net(x[:, t])
+    out["snn"] = metrics(dev.ledger)
+    return out
+
+
+# -- the neurobench side (run in bench/.venv-neurobench) ----------------------------------
+def theirs(saved: dict) -> dict:
+    from neurobench.benchmarks import Benchmark
+    from neurobench.metrics.static import ConnectionSparsity, Footprint, ParameterCount
+    from neurobench.metrics.workload import (
+        ActivationSparsity,
+        MembraneUpdates,
+        SynapticOperations,
+    )
+    from neurobench.models import SNNTorchModel, TorchModel
+    from torch.utils.data import DataLoader, TensorDataset
+    static = [Footprint, ParameterCount, ConnectionSparsity]
+    workload = [ActivationSparsity, SynapticOperations, MembraneUpdates]
+    canon = {n.lower(): n for n in NAMES}
+    out = {}
+    for name, build, wrap in (("mlp", mlp, TorchModel), ("snn", snn_net, SNNTorchModel)):
+        net = build()
+        net.load_state_dict(saved[name])
+        x = saved[f"{name}_x"]
+        data = DataLoader(TensorDataset(x, torch.zeros(x.shape[0])), batch_size=x.shape[0])
+        bench = Benchmark(wrap(net), data, [], [], [static, workload])
+        res = bench.run(quiet=True)
+        out[name] = {canon[k.replace("_", "").lower()]: (dict(v) if isinstance(v, dict)
+                                                           else float(v))
+                     for k, v in res.items()}
+    return out
+
+
+def _flat(m: dict) -> dict:
+    flat = {}
+    for k in NAMES:
+        v = m[k]
+        if isinstance(v, dict):
+            flat.update({f"{k}.{kk}": float(vv) for kk, vv in v.items()})
+        else:
+            flat[k] = float(v)
+    return flat
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--neurobench-side", action="store_true",
+                    help="compute the neurobench package's values of the saved file (run "
+                         "with bench/.venv-neurobench's python) and print them as JSON")
+    args = ap.parse_args()
+    if args.neurobench_side:
+        print(json.dumps(theirs(torch.load(OUT))))
+        return
+    OUT.parent.mkdir(exist_ok=True)
+    torch.save(make_models(), OUT)
+    saved = torch.load(OUT)
+    mine = ours(saved)
+    if not VENV_PY.exists():
+        sys.exit(f"neurobench_compare: {VENV_PY} is missing; make it as the docstring says")
+    done = subprocess.run([str(VENV_PY), __file__, "--neurobench-side"], check=True,
+                          capture_output=True, text=True)
+    other = json.loads(done.stdout.strip().splitlines()[-1])
+    for name in ("mlp", "snn"):
+        a, b = _flat(mine[name]), _flat(other[name])
+        print(f"\n{name}: {'metric':36s} {'neuroedge':>14s} {'neurobench':>14s} {'ratio':>8s}")
+        for k in a:
+            ratio = a[k] / b[k] if b[k] else (1.0 if a[k] == b[k] else math.inf)
+            print(f"{'':5s}{k:36s} {a[k]:14.6g} {b[k]:14.6g} {ratio:8.4f}")
+
+
+if __name__ == "__main__":
+    main()

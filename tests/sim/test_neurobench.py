@@ -1,0 +1,172 @@
+"""NeuroBench metrics (sim/neurobench.py) from the engines' counts, against hand counts."""
+import json
+import math
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import deploy.runfile as runfile
+from sim.ledger import Ledger
+from sim.neurobench import METRIC_UNITS, flat, inference_scope, metrics
+from sim.neuromorphic import Network
+from sim.neuromorphic.engine import NeuromorphicDevice
+from sim.torch_engine.engine import TorchDevice
+
+
+def _linear_4_3():
+    lin = nn.Linear(4, 3)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[0.0, 1.0, 2.0, 3.0],
+                                       [4.0, 5.0, 0.0, 6.0],
+                                       [7.0, 8.0, 9.0, 1.0]]))
+        lin.bias.fill_(0.5)    # a bias is no synaptic operation
+    return lin
+
+
+def _run(module, x, profile="a100"):
+    dev = TorchDevice(profile)
+    module = dev.compile(module)
+    dev.run(module, x)
+    return dev.ledger
+
+
+def test_linear_effective_macs_and_dense():
+    # non-zero weights per input column: col0 2 (W[0,0] = 0), col1 3, col2 2 (W[1,2] = 0),
+    # col3 3; input 1 of 4 is zero (column 1), the others are not 0/+-1 -> MACs:
+    # effective = 2 + 2 + 3 = 7; dense = 4 inputs x 3 outputs = 12
+    led = _run(nn.Sequential(_linear_4_3()), torch.tensor([[0.5, 0.0, 2.0, -1.5]]))
+    m = metrics(led)
+    assert m["SynapticOperations"] == {"Effective_MACs": 7.0, "Effective_ACs": 0.0,
+                                       "Dense": 12.0}
+    # static: 12 weights + 3 biases = 15 parameters x 4 B; 2 of 12 connection weights zero
+    assert (m["ParameterCount"], m["Footprint"]) == (15, 60)
+    assert m["ConnectionSparsity"] == pytest.approx(2 / 12)
+    assert math.isnan(m["ActivationSparsity"])    # no activation layer ran
+    assert m["MembraneUpdates"] == 0.0
+
+
+def test_binary_input_counts_accumulates_per_sample():
+    # sample 1: inputs 0 and 3 spike -> 2 + 3 = 5 ACs; sample 2: 1, 2 -> 3 + 2 = 5;
+    # per sample (5 + 5) / 2 = 5 ACs, dense 12
+    x = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]])
+    m = metrics(_run(nn.Sequential(_linear_4_3()), x))
+    assert m["SynapticOperations"] == {"Effective_MACs": 0.0, "Effective_ACs": 5.0,
+                                       "Dense": 12.0}
+
+
+def test_conv_with_padding_counts_border_pairs_only():
+    # Conv1d k=3, padding=1 over 4 inputs: output j meets inputs j-1..j+1 inside [0, 3]:
+    # dense = 2 + 3 + 3 + 2 = 10 (the engine's MACs count 4 x 3 = 12, padding included).
+    # weights [1, 0, 2]: tap 0 reads input j-1 (j = 1..3 -> inputs 0..2), tap 2 reads j+1
+    # (j = 0..2 -> inputs 1..3); non-zero inputs {0, 2, 3}: tap 0 -> 2, tap 2 -> 2; 4 MACs
+    conv = nn.Conv1d(1, 1, 3, padding=1, bias=False)
+    with torch.no_grad():
+        conv.weight.copy_(torch.tensor([[[1.0, 0.0, 2.0]]]))
+    led = _run(nn.Sequential(conv), torch.tensor([[[1.5, 0.0, 2.0, 3.0]]]))
+    assert metrics(led)["SynapticOperations"] == {"Effective_MACs": 4.0,
+                                                  "Effective_ACs": 0.0, "Dense": 10.0}
+    assert led.total_ops("infer")["mac_fp32"] == 12
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2, padding=2, dilation=2),
+                                dict(padding=1, groups=2, padding_mode="reflect")])
+def test_conv2d_matches_binary_copy_rule(kw):
+    # NeuroBench's rule, written out: the layer with weights and inputs binarised (non-zero
+    # -> 1), no bias, summed over outputs; dense the same with every weight and input 1
+    torch.manual_seed(0)
+    conv = nn.Conv2d(2, 4, 3, **kw)
+    with torch.no_grad():
+        conv.weight[conv.weight.abs() < 0.1] = 0.0
+    x = torch.relu(torch.randn(3, 2, 7, 6))
+    led = _run(nn.Sequential(conv), x)
+
+    def pairs(xb, wb):
+        return int(conv._conv_forward(xb, wb, None).sum())
+    eff = pairs((x != 0).float(), (conv.weight != 0).float())
+    dense = pairs(torch.ones_like(x), torch.ones_like(conv.weight))
+    syn = metrics(led)["SynapticOperations"]
+    assert (syn["Effective_MACs"], syn["Dense"]) == (eff / 3, dense / 3)
+    assert 0 < eff < dense
+
+
+def test_relu_activation_sparsity():
+    # ReLU of [-1, 2, -3, 4, 0, 5]: zeros at -1, -3, 0 -> 3 of 6
+    led = _run(nn.Sequential(nn.ReLU()), torch.tensor([[-1.0, 2.0, -3.0, 4.0, 0.0, 5.0]]))
+    assert metrics(led)["ActivationSparsity"] == 0.5
+
+
+def test_snntorch_leaky_membrane_updates():
+    snn = pytest.importorskip("snntorch")
+    # beta 0.5, no spike (max membrane 0.9 < 1): mem per step [0, .4], [0, .2], [0, .9];
+    # first call counts both elements (2), then only neuron 1 changes: 2 + 1 + 1 = 4
+    lif = snn.Leaky(beta=0.5, threshold=1.0, reset_mechanism="subtract")
+    dev = TorchDevice("a100")
+    mem = lif.init_leaky()
+    with torch.no_grad(), dev.count("infer", samples=1):
+        for cur in ([0.0, 0.4], [0.0, 0.0], [0.0, 0.8]):
+            _, mem = lif(torch.tensor([cur]), mem)
+    m = metrics(dev.ledger)
+    assert m["MembraneUpdates"] == 4.0
+    assert m["ActivationSparsity"] == 1.0       # 6 outputs, no spike
+
+
+def _spiking_device():
+    # 2 input channels -> 2 LIF neurons, W = [[20, 0], [20, 20]] (the zero is no synapse):
+    # 3 synapses. Input spikes: step 0 channels 0, 1; step 3 channel 0.
+    net = Network(dt=1e-3)
+    net.population("out", 2, "lif", tau_mem=0.01, v_threshold=1.0)
+    net.spikes("in", 2, steps=[0, 0, 3], index=[0, 1, 0])
+    net.connect("in", "out", weight=[[20.0, 0.0], [20.0, 20.0]])
+    net.probe("out")
+    dev = NeuromorphicDevice("loihi")
+    dev.compile(net)
+    return dev
+
+
+def test_spiking_network_on_the_neuromorphic_engine():
+    dev = _spiking_device()
+    with dev.count("infer", samples=1):
+        res = dev.run(5)
+    # each input spike reaches its targets one step later: both neurons fire in steps 1, 4
+    assert res.spikes["out"][0].tolist() == [1, 1, 4, 4]
+    m = metrics(dev.ledger)
+    # ACs: channel 0 spikes twice x 2 synapses + channel 1 once x 1 = 5 (= the synop count);
+    # dense: 3 synapses x 5 steps = 15; activations 2 neurons x 5 steps = 10, 4 spikes ->
+    # 6 zero; membrane updates: every neuron every step = 10
+    assert m["SynapticOperations"] == {"Effective_MACs": 0.0, "Effective_ACs": 5.0,
+                                       "Dense": 15.0}
+    assert dev.ledger.total_ops("infer")["synop"] == 5
+    assert m["ActivationSparsity"] == 0.6
+    assert m["MembraneUpdates"] == 10.0
+    assert (m["ParameterCount"], m["ConnectionSparsity"]) == (3, 0.0)
+
+
+def test_inference_scope_and_nan_without_samples():
+    led = Ledger()
+    led.add_samples(8, scope="train")
+    led.add_samples(2, scope="test")
+    led.add_samples(1, scope="eval")
+    led.add_samples(5, scope="eval/x")    # not depth 1
+    assert inference_scope(led) == "eval"
+    led.add_activity("dense_synops", 6, scope="eval/0/forward")
+    assert metrics(led)["SynapticOperations"]["Dense"] == 6.0
+    assert math.isnan(metrics(led, "test")["SynapticOperations"]["Dense"])   # no activity
+    empty = metrics(Ledger())
+    assert all(math.isnan(v) for v in flat(empty).values())
+    assert set(flat(empty)) | {"SynapticOperations"} == set(METRIC_UNITS)
+
+
+def test_run_file_stores_the_metrics(tmp_path, toy_gpu_path):
+    led = _run(nn.Sequential(_linear_4_3()), torch.tensor([[0.5, 0.0, 2.0, -1.5]]))
+    path = runfile.write_run(tmp_path / "r.h5", model="mlp", profile=toy_gpu_path,
+                             dataset="digits", config={}, metrics={}, ledger=led)
+    with h5py.File(path) as f:
+        stored = json.loads(f.attrs["neurobench"])
+    assert stored["SynapticOperations"]["Effective_MACs"] == 7.0
+    assert stored["ActivationSparsity"] is None       # nan is written as null
+    run = runfile.read_run(path)
+    assert run.neurobench["Footprint"] == stored["Footprint"] == 60
+    assert np.isnan(run.neurobench["ActivationSparsity"])

@@ -97,6 +97,8 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     >>> sorted(est.reports)
     ['a100', 'cortex-m7']
     """
+    if isinstance(profiles, str):   # "loihi,loihi2": the same list for every model kind
+        profiles = [p.strip() for p in profiles.split(",") if p.strip()]
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not path.endswith(".nir"):

@@ -19,14 +19,16 @@ from neuroedge.result import Estimate
 SCOPE = "infer"
 
 
-def estimate_nir(graph_or_path, *, stimulus, steps: int, profiles, dt: float | None = None,
+def estimate_nir(graph_or_path, *, stimulus=None, steps: int, profiles, dt: float | None = None,
                  seed: int = 0, reset: str | None = None, quantize: bool = True) -> Estimate:
     """Price ``steps`` steps of the NIR graph driven by ``stimulus`` on each profile.
 
     ``stimulus``: what :func:`deploy.nir_import.stimulus` takes ("poisson:rate=50", a
     spike array (T, n) or its .npy/.npz path, "dataset:NAME"). A profile that is not a
     neuromorphic chip, or a chip the network does not fit on, goes to ``skipped`` with the
-    one-line reason. ``quantize=False`` keeps the float weights (to compare spike counts
+    one-line reason. ``stimulus=None`` runs the graph on its own activity: the sources a
+    neuroedge export stores (Poisson rates, event lists) and its injected currents; a graph
+    whose ``Input`` carries no events then needs a stimulus. ``quantize=False`` keeps the float weights (to compare spike counts
     with the producer; a chip's real weights are quantised).
     """
     import sim
@@ -34,13 +36,22 @@ def estimate_nir(graph_or_path, *, stimulus, steps: int, profiles, dt: float | N
     from deploy.nir_import import stimulus as attach
     from hw_profiles import load as load_profile
     net = read_nir(graph_or_path, dt=dt, reset=reset)
-    attach(net, stimulus, steps, seed=seed)
+    if stimulus is not None:
+        attach(net, stimulus, steps, seed=seed)
+    else:
+        _check_self_driven(net, graph_or_path)
     label = Path(graph_or_path).name if isinstance(graph_or_path, (str, os.PathLike)) \
         else "nir-graph"
     est = Estimate(model=label, source="nir", inference_samples=1,
                    inference_scope=SCOPE)
-    for name in profiles:
-        prof = load_profile(name)
+    if isinstance(profiles, str):
+        profiles = [p.strip() for p in profiles.split(",") if p.strip()]
+    if not profiles:
+        raise NeuroedgeError("estimate_nir: profiles is empty; give at least one "
+                             "neuromorphic chip, e.g. profiles=['loihi', 'loihi2']")
+    for asked in profiles:
+        prof = load_profile(asked)
+        name = prof.name
         if prof.kind != "neuromorphic":
             est.skipped[name] = (f"{name} is a {prof.kind} profile; a NIR graph runs on the "
                                  "neuromorphic chips (loihi, loihi2, ...)")
@@ -56,6 +67,18 @@ def estimate_nir(graph_or_path, *, stimulus, steps: int, profiles, dt: float | N
         est.ledgers[name] = dev.ledger
         est.reports[name] = dev.report()
     return est
+
+
+def _check_self_driven(net, graph_or_path) -> None:
+    """Refuse to run with no stimulus a graph whose Inputs bring no activity of their own."""
+    silent = [k for k in getattr(net, "nir_inputs", ())
+              if net.sources[k].kind == "events" and not len(net.sources[k].steps)]
+    if silent:
+        where = graph_or_path if isinstance(graph_or_path, (str, os.PathLike)) else "the graph"
+        raise NeuroedgeError(
+            f"NIR {str(where)!r}: Input {', '.join(map(repr, silent))} carries no events and "
+            "no stimulus was given; give one (--stimulus poisson:rate=50, a .npy spike array "
+            "(steps, inputs), or dataset:NAME)")
 
 
 def estimate_spiking_module(module, example_input, profiles, steps: int | None = None, *,

@@ -28,8 +28,9 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int, profiles, dt: floa
     neuromorphic chip, or a chip the network does not fit on, goes to ``skipped`` with the
     one-line reason. ``stimulus=None`` runs the graph on its own activity: the sources a
     neuroedge export stores (Poisson rates, event lists) and its injected currents; a graph
-    whose ``Input`` carries no events then needs a stimulus. ``quantize=False`` keeps the float weights (to compare spike counts
-    with the producer; a chip's real weights are quantised).
+    whose ``Input`` carries no events then needs a stimulus. ``quantize=False`` keeps the
+    float weights (to compare spike counts with the producer; a chip's real weights are
+    quantised).
     """
     import sim
     from deploy.nir_import import read_nir

@@ -355,3 +355,23 @@ def test_injected_current_starts_at_its_step():
     res = dev.run(6)
     assert res.spikes["p"][0].tolist() == [5]
     np.testing.assert_allclose(res.states["p.v"][:5, 0], [0, 0, 0, 0.4, 0.8])
+
+
+def test_estimate_nir_runs_our_export_on_its_own_sources_and_asks_foreign_inputs_for_one(
+        tmp_path, snn_graph):
+    from hw_profiles.errors import NeuroedgeError
+    from neuroedge.nir_estimate import estimate_nir
+    # 5 Poisson channels at 200 Hz, dt 1 ms, into 3 IF neurons: the file keeps the source
+    net = Network(dt=1e-3)
+    net.poisson("in", 5, 200.0, seed=3)
+    net.population("p", 3, "if", r=1e3, v_threshold=1.0)
+    net.connect("in", "p", pre_idx=np.arange(5), post_idx=np.arange(5) % 3,
+                weight=np.full(5, 0.6))
+    path = export_nir(net, tmp_path / "own.nir")
+    est = estimate_nir(path, steps=100, profiles="loihi,loihi2")
+    assert list(est.reports) == ["loihi", "loihi2"]
+    assert est.ledgers["loihi"].total_ops()["spike"] > 0     # the source drove the neurons
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(NeuroedgeError, match="carries no events and no stimulus"):
+            estimate_nir(snn_graph[1], steps=10, profiles=["loihi"], dt=1e-4)

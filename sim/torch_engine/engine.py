@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
+from sim.torch_engine.activity import LayerRecorder, model_facts
 from sim.torch_engine.costs import op_cost, reads_selected_rows_of_first_arg, tensor_bytes
 from sim.torch_engine.scopes import ScopeTracker
 
@@ -34,6 +35,10 @@ class _CountingMode(TorchDispatchMode):
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.uncounted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.resident = _Resident()
+
+    def forward_scope(self, path: str) -> str:
+        """The scope a forward op of module ``path`` lands in now (see ``_scope``)."""
+        return "/".join(list(self.bases) + ([path, "forward"] if path else []))
 
     def _scope(self) -> str:
         path, backward = self.tracker.where()
@@ -169,6 +174,7 @@ class TorchDevice(Device):
         use_cuda = prefer_cuda and self.profile.kind == "gpu" and torch.cuda.is_available()
         self.torch_device = torch.device("cuda" if use_cuda else "cpu")
         self.footprint_bytes = 0
+        self._placed: list[torch.nn.Module] = []   # compiled modules (record_model)
         self._mode: _CountingMode | None = None   # the outermost count() block's, while open
 
     def compile(self, module: torch.nn.Module) -> torch.nn.Module:
@@ -189,7 +195,11 @@ class TorchDevice(Device):
                               f"{capacity:.0f} B", "use a smaller model or a profile with "
                               "more device memory")
         self.footprint_bytes = footprint
-        return module.to(self.torch_device)
+        module = module.to(self.torch_device)
+        if not any(m is module for m in self._placed):
+            self._placed.append(module)
+        self.ledger.record_model(type(module).__name__, **model_facts(module))
+        return module
 
     def tensor(self, x, dtype=torch.float32) -> torch.Tensor:
         """``x`` (array or tensor) as a tensor on this device."""
@@ -220,7 +230,8 @@ class TorchDevice(Device):
                 if samples:
                     self.ledger.add_samples(samples)
                 return
-            tracker = ScopeTracker()
+            recorder = LayerRecorder(lambda path: mode.forward_scope(path))
+            tracker = ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
             mode = self._mode = _CountingMode(scope, tracker)
             try:
                 with tracker, mode:
@@ -236,11 +247,28 @@ class TorchDevice(Device):
         for name, bucket in mode.uncounted.items():
             for op, n in bucket.items():
                 self.ledger.add_uncounted(op, n, scope=name)
+        self._record_layers(recorder)
         if mode.resident.seen:
             writable, read_only, streamed = mode.resident.footprint()
             self.ledger.add_footprint(writable, read_only, scope=scope, streamed=streamed)
         if samples:
             self.ledger.add_samples(samples, scope=scope)
+
+    def _record_layers(self, recorder: LayerRecorder) -> None:
+        """Layers, activity and models of an outermost block into the ledger: every leaf
+        that ran (its last call's output shape), NeuroBench activity under its layer's
+        forward scope, and the facts of the compiled modules and of every outermost module
+        with parameters, as they are now (after training: the trained weights)."""
+        for path, (kind, shape, params) in recorder.layers.items():
+            self.ledger.record_layer(path, kind, shape, params)
+        for name, bucket in recorder.activity.items():
+            for what, n in bucket.items():
+                self.ledger.add_activity(what, n, scope=name)
+        models = list(self._placed)
+        models += [m for m in recorder.roots if not any(m is p for p in models)
+                   and next(m.parameters(), None) is not None]
+        for module in models:
+            self.ledger.record_model(type(module).__name__, **model_facts(module))
 
     def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer"):
         """Inference: ``module(x)`` without gradients, counted under ``scope``."""

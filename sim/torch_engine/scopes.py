@@ -47,7 +47,10 @@ class ScopeTracker:
     code) and dotted below it (``0.attn.qkv``).
     """
 
-    def __init__(self):
+    def __init__(self, on_enter=None, on_leave=None):
+        # on_enter(mod, path, args) / on_leave(mod, path, args, out): called for every module
+        # whose forward runs, with its path (the engine records layers and activity there)
+        self._on_enter, self._on_leave = on_enter, on_leave
         self._stack: list[tuple[nn.Module, str]] = []
         self._names: dict[nn.Module, dict[nn.Module, str]] = {}  # caller -> {descendant: name}
         self._starts: list[int] = []   # sequence numbers at which the path changed ...
@@ -84,6 +87,8 @@ class ScopeTracker:
         else:
             path = ""                           # the outermost module is the block's root
         self._stack.append((mod, path))
+        if self._on_enter is not None:
+            self._on_enter(mod, path, args)
         for p in mod.parameters(recurse=False):
             self._param_paths.setdefault(p, path)
         self._mark(path)
@@ -92,6 +97,8 @@ class ScopeTracker:
         # pop down to ``mod``: a module whose forward raised never ran its post hook
         for i in range(len(self._stack) - 1, -1, -1):
             if self._stack[i][0] is mod:
+                if self._on_leave is not None:
+                    self._on_leave(mod, self._stack[i][1], args, out)
                 del self._stack[i:]
                 break
         self._mark(self._stack[-1][1] if self._stack else "")

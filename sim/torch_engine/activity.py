@@ -1,0 +1,201 @@
+"""Layer records and NeuroBench activity counts of the modules a counting block runs.
+
+:class:`LayerRecorder` is called by the :class:`~sim.torch_engine.scopes.ScopeTracker` when a
+module's forward starts and ends. It records every *leaf* module that ran (one without
+children: what torchinfo's per-layer summary lists with parameters, and where every op of a
+container's forward lands anyway) with :meth:`sim.ledger.Ledger.record_layer`, and counts,
+under the scope the layer's ops land in (``infer/net.0/forward``), NeuroBench's activity
+(Yik et al., "NeuroBench: A Framework for Benchmarking Neuromorphic Computing Algorithms and
+Systems", Nature Communications 2025, arXiv:2304.04640, Methods "Complexity metrics"), with
+the definitions of its reference harness:
+
+* connection layers are ``nn.Linear`` and ``nn.Conv1d/2d/3d``; per call, ``dense_synops``
+  counts every (input, weight) pair that reaches an output (a convolution's padded
+  positions are not inputs, so border outputs count fewer), ``effective_*`` the pairs whose
+  input and weight are both non-zero; a call whose every input is 0, 1 or -1 is spiking and
+  its pairs are accumulates (``effective_acs``), otherwise multiply-accumulates
+  (``effective_macs``). Biases are not synaptic operations.
+* activation layers are ``nn.ReLU``, ``nn.Sigmoid`` and snnTorch's spiking neurons
+  (``snntorch.SpikingNeuron``, when snnTorch is installed): ``activations`` counts their
+  output elements (the spikes, for a neuron), ``activations_zero`` the zeros among them.
+* ``membrane_updates``: for a spiking neuron, every element of its membrane on its first
+  call in the block and, on later calls, the elements whose membrane changed.
+
+Nothing here loops over elements in Python. A Linear's effective pairs are the batch's
+non-zero-input indicators dotted with each input column's count of non-zero weights; a
+convolution's are ``sum(mask * F)``, where ``F[c, position]`` counts the non-zero weights
+input ``(c, position)`` meets, the gradient of ``sum(conv(x, weight != 0))`` with respect to
+``x`` (one single-sample convolution and its backward per layer, input shape and weight
+version, cached for the block; the module's own padding mode is honoured).
+
+The counts are computed with the counting dispatch mode suspended, so they cost no ops in
+the ledger.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import _disable_current_modes
+
+CONNECTION_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+"""NeuroBench's stateless connection layers (neurobench.blocks.layer.STATELESS_LAYERS)."""
+
+ACTIVATION_LAYERS: tuple[type, ...] = (nn.ReLU, nn.Sigmoid)
+"""NeuroBench's default activation layers (neurobench.blocks.activation), plus snnTorch's
+neurons below when snnTorch is installed (NeuroBench adds them for snnTorch models)."""
+try:   # snnTorch is optional (the ``export`` extra)
+    from snntorch import SpikingNeuron as _SpikingNeuron
+except ImportError:   # pragma: no cover - depends on the environment
+    _SpikingNeuron = None
+else:
+    ACTIVATION_LAYERS = ACTIVATION_LAYERS + (_SpikingNeuron,)
+
+
+def is_spiking_neuron(mod: nn.Module) -> bool:
+    return _SpikingNeuron is not None and isinstance(mod, _SpikingNeuron)
+
+
+def _first_tensor(x):
+    if isinstance(x, torch.Tensor):
+        return x
+    if isinstance(x, (list, tuple)):
+        for t in x:
+            found = _first_tensor(t)
+            if found is not None:
+                return found
+    return None
+
+
+def _neuron_output(mod: nn.Module, out):
+    """The spikes of an snnTorch neuron's output, as NeuroBench's NeuronHook takes them."""
+    if getattr(mod, "init_hidden", False) and not getattr(mod, "output", False) \
+            and not isinstance(out, tuple):
+        return out
+    return _first_tensor(out)
+
+
+def model_facts(module: nn.Module) -> dict[str, int]:
+    """:data:`sim.ledger.MODEL_FACTS` of a torch module (NeuroBench's Footprint,
+    ParameterCount and ConnectionSparsity: the weights of Linear/Conv layers, biases not
+    included, and those of recurrent layers and cells with their biases)."""
+    params = list(module.parameters())
+    buffers = list(module.buffers())
+    weights = zeros = 0
+    with torch.no_grad(), _disable_current_modes():
+        for mod in module.modules():
+            if isinstance(mod, CONNECTION_LAYERS):
+                tensors = [mod.weight]
+            elif isinstance(mod, (nn.RNNBase, nn.RNNCellBase)):
+                tensors = [p for name, p in mod.named_parameters(recurse=False)
+                           if name.startswith(("weight", "bias"))]
+            else:
+                continue
+            for t in tensors:
+                weights += t.numel()
+                zeros += int((t == 0).sum())
+    return {"parameters": sum(p.numel() for p in params),
+            "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
+            "buffer_bytes": sum(b.numel() * b.element_size() for b in buffers),
+            "connection_weights": weights, "connection_zero_weights": zeros}
+
+
+class LayerRecorder:
+    """Per-block layer records and activity tallies; the engine flushes them at block end.
+
+    ``scope_of(path)`` gives the ledger scope an op of layer ``path`` lands in (the
+    counting mode's rule, so activity and ops share scopes).
+    """
+
+    def __init__(self, scope_of):
+        self.scope_of = scope_of
+        self.layers: dict[str, tuple[str, tuple, int]] = {}   # path -> (type, shape, params)
+        self.activity: dict[str, dict[str, int]] = {}          # scope -> name -> count
+        self.roots: list[nn.Module] = []    # outermost modules run, in order (no duplicates)
+        self._seen_neurons: set[int] = set()   # id() of neurons called once in this block
+        self._pre_mem: dict[int, torch.Tensor | None] = {}
+        self._conv_f: dict[tuple, torch.Tensor] = {}
+
+    # -- tracker callbacks -------------------------------------------------------------
+    def enter(self, mod: nn.Module, path: str, args) -> None:
+        if path == "" and not any(m is mod for m in self.roots):
+            self.roots.append(mod)
+        if is_spiking_neuron(mod):
+            mem = getattr(mod, "mem", None)
+            self._pre_mem[id(mod)] = mem if isinstance(mem, torch.Tensor) else None
+
+    def leave(self, mod: nn.Module, path: str, args, out) -> None:
+        if next(mod.children(), None) is not None:
+            return                           # containers: their ops land in their leaves
+        with torch.no_grad(), _disable_current_modes():
+            self._leaf(mod, path, args, out)
+
+    # -- one leaf call -----------------------------------------------------------------
+    def _leaf(self, mod, path, args, out) -> None:
+        y = _neuron_output(mod, out) if is_spiking_neuron(mod) else _first_tensor(out)
+        params = sum(p.numel() for p in mod.parameters(recurse=False))
+        if path or params:   # a parameter-free root (a loss) is no layer of the model
+            shape = tuple(y.shape) if y is not None else ()
+            self.layers.pop(path, None)           # re-insert: recording order = last call
+            self.layers[path] = (type(mod).__name__, shape, params)
+        scope = self.scope_of(path)
+        x = _first_tensor(args)
+        if isinstance(mod, CONNECTION_LAYERS) and x is not None:
+            dense, effective = self._synops(mod, x)
+            spiking = bool(((x == 0) | (x == 1) | (x == -1)).all())
+            self._add(scope, "dense_synops", dense)
+            self._add(scope, "effective_acs" if spiking else "effective_macs", effective)
+        if isinstance(mod, ACTIVATION_LAYERS) and y is not None:
+            self._add(scope, "activations", y.numel())
+            self._add(scope, "activations_zero", y.numel() - int(torch.count_nonzero(y)))
+        if is_spiking_neuron(mod):
+            self._membrane(mod, scope)
+
+    def _add(self, scope: str, name: str, n: int) -> None:
+        bucket = self.activity.setdefault(scope, {})
+        bucket[name] = bucket.get(name, 0) + int(n)
+
+    def _membrane(self, mod, scope) -> None:
+        post = getattr(mod, "mem", None)
+        if not isinstance(post, torch.Tensor):
+            return
+        pre = self._pre_mem.pop(id(mod), None)
+        if id(mod) not in self._seen_neurons or pre is None or pre.shape != post.shape:
+            # NeuroBench counts every element on a neuron's first call of a batch
+            self._seen_neurons.add(id(mod))
+            self._add(scope, "membrane_updates", post.numel())
+        else:
+            self._add(scope, "membrane_updates", int(torch.count_nonzero(pre - post)))
+
+    # -- synaptic operations -----------------------------------------------------------
+    def _synops(self, mod, x: torch.Tensor) -> tuple[int, int]:
+        """(dense, effective) (input, weight) pairs of one call of a connection layer."""
+        nz = (x != 0)
+        wnz = (mod.weight != 0)
+        if isinstance(mod, nn.Linear):
+            rows = x.numel() // max(x.shape[-1], 1)
+            dense = rows * mod.in_features * mod.out_features
+            per_column = wnz.sum(dim=0).to(torch.int64)          # (in,)
+            per_input = nz.reshape(-1, x.shape[-1]).sum(dim=0).to(torch.int64)   # (in,)
+            return dense, int((per_input * per_column).sum())
+        unbatched = x.dim() == mod.weight.dim() - 1
+        sample_shape = tuple(x.shape if unbatched else x.shape[1:])
+        batch = 1 if unbatched else x.shape[0]
+        f_ones = self._fan_out(mod, sample_shape, None)
+        f_eff = self._fan_out(mod, sample_shape, wnz)
+        nzs = nz if unbatched else nz.sum(dim=0)
+        return batch * int(f_ones.sum()), int((nzs.to(torch.int64) * f_eff).sum())
+
+    def _fan_out(self, mod, sample_shape, wnz) -> torch.Tensor:
+        """``F[c, position]``: weights (non-zero ones, or all when ``wnz`` is None) that
+        each input element meets in one convolution of ``sample_shape``."""
+        key = (id(mod), sample_shape, None if wnz is None else mod.weight._version)
+        f = self._conv_f.get(key)
+        if f is None:
+            w = torch.ones_like(mod.weight) if wnz is None else wnz.to(mod.weight.dtype)
+            with torch.enable_grad():
+                ones = torch.ones((1, *sample_shape), dtype=w.dtype, device=w.device,
+                                  requires_grad=True)
+                total = mod._conv_forward(ones, w, None).sum()
+                (grad,) = torch.autograd.grad(total, ones)
+            f = self._conv_f[key] = grad[0].round().to(torch.int64)
+        return f

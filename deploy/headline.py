@@ -154,7 +154,10 @@ def neurobench_text(value: float, unit: str) -> str:
         return "n/a"
     if unit == "B":
         return format_bytes(value)
-    text = f"{value:,.0f}" if value == int(value) and abs(value) >= 1 else significant(value)
+    # per-sample counts are means (fractional); thousands separated from 1000 up
+    text = f"{value:,.0f}" if abs(value) >= 1000 else significant(value)
+    if unit.endswith("/sample"):   # "MACs/sample": the title says per sample
+        unit = unit[:-len("/sample")]
     return f"{text} {unit}" if unit and unit not in ("fraction", "parameters") else text
 
 

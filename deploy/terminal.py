@@ -110,16 +110,24 @@ def metric_lines(run, width: int, n: int | None = TOP_METRICS) -> list[str]:
 
 
 def neurobench_lines(run, report: EnergyReport, width: int) -> list[str]:
-    """NeuroBench's metrics, two per row; nothing when ``sim.neurobench`` is missing."""
+    """NeuroBench's metrics under their names, as three wrapped lines; nothing when
+    ``sim.neurobench`` is missing."""
     values = hl.neurobench(run, report)
     if values is None:
         return []
-    cells = [(k, hl.neurobench_text(v, u)) for k, (v, u) in values.items()]
-    pairs = [cells[i] + (cells[i + 1] if i + 1 < len(cells) else ("", ""))
-             for i in range(0, len(cells), 2)]
+    text = {k: hl.neurobench_text(v, u) for k, (v, u) in values.items()}
+    syn = [k for k in values if k.startswith("SynapticOperations.")]
+    model = [k for k in values if "." not in k and k not in ("MembraneUpdates",)
+             and k != "SynapticOperations"]
     scope = hl.inference_scope(report)
+    lines = [", ".join(f"{k} {text[k]}" for k in model)]
+    if syn:
+        lines.append("SynapticOperations: " + ", ".join(
+            f"{k.split('.', 1)[1]} {text[k]}" for k in syn))
+    if "MembraneUpdates" in values:
+        lines.append(f"MembraneUpdates {text['MembraneUpdates']}")
     title = "NeuroBench metrics" + (f" (workload per sample of {scope})" if scope else "")
-    return _lines(width, _compact(title, ("metric", "value", "metric", "value"), pairs)) + [""]
+    return _lines(width, Text(title), *(Text("  " + ln) for ln in lines)) + [""]
 
 
 def _shape(shape) -> str:
@@ -181,28 +189,31 @@ def op_lines(report: EnergyReport, width: int, n: int = TOP_ROWS) -> list[str]:
 
 
 def nature_lines(report: EnergyReport, width: int) -> list[str]:
-    """What the figures are, in three rows; exclusions and notes are counted, not listed."""
+    """What the figures are and what they leave out, as one paragraph (``--all``: the
+    table of every exclusion and note, and the uncounted ops)."""
     err = report.validation_error
-    rows = [("figures are", report.bound),
-            # its name only (the text before the rules; --all gives them)
-            ("execution model", report.execution_model.split(": ", 1)[0] or "(not recorded)"),
-            ("validation error", f"{100 * err:.0f}% median on held-out measurements"
-             if err is not None else "not validated for this device kind")]
-    extra = len(report.excluded) + len(report.notes)
-    if extra:
-        rows.append(("exclusions, notes", f"{len(report.excluded)}, {len(report.notes)} "
-                                          "(--all lists them)"))
-    return _lines(width, _compact("What these figures are", ("what", "value"), rows,
-                                  numeric=False)) + [""]
+    # the execution model by its name only (the text before its rules)
+    model = report.execution_model.split(": ", 1)[0] or "execution model not recorded"
+    parts = [f"What these figures are: {report.bound} ({model}); validation error "
+             + (f"{100 * err:.0f}% median on held-out measurements" if err is not None
+                else "none (this device kind is not validated)")]
+    if report.excluded or report.notes:
+        parts.append(f"{len(report.excluded)} exclusion(s) and {len(report.notes)} note(s) "
+                     "(--all lists them)")
+    if report.uncounted:
+        calls = sum(report.uncounted.values())
+        parts.append(f"UNCOUNTED: {len(report.uncounted)} op(s), {calls:,} call(s) executed "
+                     "but not priced, in no total (--all lists them)")
+    else:
+        parts.append("every executed op was priced")
+    return _lines(width, Text("; ".join(parts) + ".")) + [""]
 
 
 def uncounted_lines(report: EnergyReport, width: int) -> list[str]:
     if not report.uncounted:
-        return _lines(width, Text("Uncounted ops: none (every executed op was priced).")) + [""]
-    calls = sum(report.uncounted.values())
-    return _lines(width, Text(f"Uncounted ops: {len(report.uncounted)} op(s), {calls:,} "
-                              "call(s) executed but not priced; their energy is in no total "
-                              "(--all lists them).")) + [""]
+        return _lines(width, Text("Uncounted ops: none (every executed op was priced)."))
+    return _lines(width, Text("Uncounted ops: executed but not priced; their energy is in no "
+                              "total."), _table("Uncounted ops", *_tables(report)["uncounted"]))
 
 
 def source_lines(reports: Sequence[EnergyReport], width: int) -> list[str]:
@@ -232,12 +243,7 @@ def _full_lines(run, report, compared, width: int) -> list[str]:
         out += _lines(width, _table(title, *tables[key]))
     out += _lines(width, _table(_latency_title(report) + " (own, per scope)",
                                 *tables["latency"]))
-    if report.uncounted:
-        out += _lines(width, Text("Uncounted ops: executed but not priced; their energy is "
-                                  "in no total."), _table("Uncounted ops", *tables["uncounted"]))
-    else:
-        out += uncounted_lines(report, width)
-    return out
+    return out + uncounted_lines(report, width)
 
 
 def terminal_report(run, report: EnergyReport, width: int = 100, *,
@@ -265,14 +271,13 @@ def terminal_report(run, report: EnergyReport, width: int = 100, *,
     if full:
         out += _full_lines(run, report, compared, width)
     else:
-        sections = [("comparison", comparison_lines(reports, width) if compared else []),
+        sections = [("what these figures are", nature_lines(report, width)),
+                    ("comparison", comparison_lines(reports, width) if compared else []),
                     ("metrics", metric_lines(run, width)),
                     ("NeuroBench metrics", neurobench_lines(run, report, width)),
                     ("layers", layer_lines(run, report, width)),
                     ("energy by category", category_lines(report, width)),
                     ("energy by scope", scope_lines(report, width)),
-                    ("what these figures are", nature_lines(report, width)),
-                    ("uncounted ops", uncounted_lines(report, width)),
                     ("energy by op", op_lines(report, width))]
         footer = _lines(width, Text(f"Citations of the {len(report.entries)} profile entries "
                                     "used: --sources. Every table and row: --all."))

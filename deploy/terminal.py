@@ -47,8 +47,13 @@ FULL_TITLES = {"category": "Energy by category",
 
 
 def _lines(width: int, *renderables) -> list[str]:
+    """Rendered lines; a table's title is its own line (rich would wrap it to the width of
+    a narrow table)."""
     con = _console(width)
     for r in renderables:
+        if isinstance(r, Table) and r.title is not None:
+            con.print(r.title)
+            r.title = None
         con.print(r)
     return [ln.rstrip() for ln in con.file.getvalue().splitlines()]
 

@@ -291,9 +291,10 @@ def _progress_bar(con, name: str):
     """A rich progress bar and the ``progress(step, total, metrics)`` callback that draws it.
 
     The bar is cleared when done (``transient``): on a terminal the report that follows
-    starts with its headline. ``con`` None (``--quiet``): no bar, no callback."""
+    starts with its headline. ``con`` None (``--quiet``) or not a terminal (a log file):
+    no bar, no callback."""
     import contextlib
-    if con is None:
+    if con is None or not con.is_terminal:
         return contextlib.nullcontext(), None
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     bar = Progress(TextColumn("{task.description}"), BarColumn(),

@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -33,6 +34,8 @@ DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shar
 EXIT_ERROR = 2
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a shell reports for `cat big | head -1`
 SEED_MAX = 2**32 - 1       # numpy's SeedSequence-free legacy seeding and torch both take this
+MIN_WIDTH = 40             # narrower terminals cannot hold a table of figures
+STDOUT = "-"               # --json -: the JSON on stdout, every other word on stderr
 PRESETS = ("quick", "full")   # models.registry.PRESETS, spelled here so that building the
                               # parser imports no model (tests check the two agree)
 
@@ -109,13 +112,95 @@ def _run_file_arg(text: str) -> str:
     return text
 
 
+def _width(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer width") from None
+    if value < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"{value} is too narrow; give at least {MIN_WIDTH} "
+                                         "characters")
+    return value
+
+
 def _check_outputs(outputs: dict, *, force: bool, inputs) -> None:
-    """Every output of a command checked together, before any work (deploy.outputs rules)."""
+    """Every output of a command checked together, before any work (deploy.outputs rules);
+    ``--json -`` is stdout, not a file."""
     from deploy.outputs import check_distinct, check_output
+    outputs = {k: v for k, v in outputs.items() if not (k == "--json" and v == STDOUT)}
     for option, path in outputs.items():
         if path is not None:
             check_output(path, force=force, inputs=inputs, option=option)
     check_distinct(outputs)
+
+
+class _Out:
+    """Where a command's words go. The report and the closing lines go to stdout, status
+    lines and the progress bar to stderr (so the report starts with its headline); with
+    ``--json -`` stdout holds the JSON alone and the report goes to stderr; with ``--quiet``
+    only errors are printed (files are still written, the JSON still goes to stdout)."""
+
+    def __init__(self, args):
+        self.quiet = bool(getattr(args, "quiet", False))
+        self.json_stdout = getattr(args, "json", None) == STDOUT
+        self.width = getattr(args, "width", None) or shutil.get_terminal_size((100, 24)).columns
+        self.width = max(self.width, MIN_WIDTH)
+        self._status = None
+
+    def report(self, text: str) -> None:
+        """The report (or a closing line): stdout, or stderr when stdout holds the JSON."""
+        if not self.quiet:
+            stream = sys.stderr if self.json_stdout else sys.stdout
+            stream.write(text if text.endswith("\n") else text + "\n")
+
+    @property
+    def status(self):
+        """A rich console on stderr for status lines and the progress bar (None: quiet)."""
+        if self.quiet:
+            return None
+        if self._status is None:
+            from rich.console import Console
+            self._status = Console(stderr=True)
+        return self._status
+
+    def say(self, text: str, **kw) -> None:
+        if self.status is not None:
+            self.status.print(text, soft_wrap=True, highlight=False, **kw)
+
+    def json(self, path, doc, *, force: bool, inputs) -> None:
+        """``doc`` as strict JSON on stdout (``-``) or into ``path`` (deploy.outputs rules)."""
+        text = json.dumps(doc, indent=1, allow_nan=False)
+        if path == STDOUT:
+            sys.stdout.write(text + "\n")
+            return
+        from deploy.outputs import write_text
+        _make_parent(path)
+        write_text(path, text, force=force, inputs=inputs, option="--json")
+
+
+def _report_options(p, json_help: str) -> None:
+    """How a command shows its report: --width, --all, --sources, --json, --quiet."""
+    p.add_argument("--width", type=_width, default=None, metavar="N",
+                   help="characters per line of the terminal report (default: the terminal's "
+                        f"width; at least {MIN_WIDTH})")
+    p.add_argument("--all", dest="full_report", action="store_true",
+                   help="the long report: every table and every row (default: the headline "
+                        "and what fits in 60 lines)")
+    p.add_argument("--sources", action="store_true",
+                   help="append the citation of every profile entry the figures use")
+    p.add_argument("--json", metavar="PATH", help=json_help + "; '-' writes it to stdout "
+                   "(the report then goes to stderr)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing but errors (files are still written; --json - still "
+                        "goes to stdout)")
+
+
+def _terminal(out: _Out, args, run, reports) -> None:
+    from deploy import report as rep
+    if out.quiet:
+        return
+    out.report(rep.terminal_report(run, reports[0], out.width, compared=reports[1:],
+                                   full=args.full_report, sources=args.sources))
 
 
 def _make_parent(path) -> None:
@@ -203,11 +288,18 @@ def _preset(args) -> str:
 
 
 def _progress_bar(con, name: str):
-    """A rich progress bar and the ``progress(step, total, metrics)`` callback that draws it."""
+    """A rich progress bar and the ``progress(step, total, metrics)`` callback that draws it.
+
+    The bar is cleared when done (``transient``): on a terminal the report that follows
+    starts with its headline. ``con`` None (``--quiet``) or not a terminal (a log file):
+    no bar, no callback."""
+    import contextlib
+    if con is None or not con.is_terminal:
+        return contextlib.nullcontext(), None
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     bar = Progress(TextColumn("{task.description}"), BarColumn(),
                    TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=con,
-                   transient=False)
+                   transient=True)
     task = bar.add_task(name, total=None, info="")
 
     def progress(step, total, metrics):
@@ -230,6 +322,7 @@ def _settings_text(plan) -> str:
 
 def cmd_simulate(args) -> int:
     from deploy import report as rep
+    from deploy.headline import summary
     from deploy.runfile import read_run, write_result
     from models import runner
 
@@ -249,12 +342,13 @@ def cmd_simulate(args) -> int:
     out = Path(args.out) if args.out else runner.run_file_name(plan)
     html = Path(args.html) if args.html else out.with_suffix(".html")
     inputs = [p.path for p in (profile, *others) if p.path]
-    _check_outputs({"--out": out, "--html": html}, force=args.force, inputs=inputs)
+    _check_outputs({"--out": out, "--html": html, "--json": args.json}, force=args.force,
+                   inputs=inputs)
 
-    con = _console()
-    con.print(f"simulating [bold]{method.name}[/bold] on {plan.dataset} with profile "
-              f"{profile.label} ({_settings_text(plan)})", soft_wrap=True)
-    bar, progress = _progress_bar(con, method.name)
+    o = _Out(args)
+    o.say(f"simulating [bold]{method.name}[/bold] on {plan.dataset} with profile "
+          f"{profile.label} ({_settings_text(plan)})")
+    bar, progress = _progress_bar(o.status, method.name)
     with bar:
         result = runner.execute(plan, progress)
     # the run records the profile object it ran on (RunResult refuses a name): a user's
@@ -263,15 +357,18 @@ def cmd_simulate(args) -> int:
     write_result(out, result, force=args.force, inputs=inputs)
     run = read_run(out)
     energy = run.ledger.price(run.profile, realtime=args.realtime)
-    print(rep.terminal_report(run, energy))
-    reports = [energy] + _compare_reports(plan, run, others, args, con)
+    # compared first: the headline carries the ratio to every compared profile
+    reports = [energy] + _compare_reports(plan, run, others, args, o)
+    _terminal(o, args, run, reports)
     _make_parent(html)
     rep.html_report(run, reports, html, force=args.force, inputs=inputs)
-    con.print(f"run file: {out}\nreport:   {html}", soft_wrap=True, highlight=False)
+    if args.json:
+        o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
+    o.report(f"run file: {out}\nreport:   {html}")
     return 0
 
 
-def _compare_reports(plan, run, others, args, con) -> list:
+def _compare_reports(plan, run, others, args, o: _Out) -> list:
     """The run priced on each ``--compare`` profile. A neuromorphic run is re-placed and
     re-simulated on each other neuromorphic chip (its step times depend on where every
     neuron sits: sim.neuromorphic.timing.reprice), with the same config and seed; any other
@@ -285,14 +382,14 @@ def _compare_reports(plan, run, others, args, con) -> list:
     reports = []
     for p in others:
         if p.kind == "neuromorphic" and run.profile.kind == "neuromorphic":
-            con.print(f"re-placing and re-running {plan.method.name} on {p.label} for the "
-                      "comparison")
+            o.say(f"re-placing and re-running {plan.method.name} on {p.label} for the "
+                  "comparison")
             try:
                 reports += reprice(
                     lambda q: runner.execute(dataclasses.replace(plan, profile=q)),
                     [p], realtime=args.realtime and bool(p.core_op_ns))
             except HardwareLimitError as exc:
-                con.print(f"not compared on {p.label}: {exc}", highlight=False)
+                o.say(f"not compared on {p.label}: {exc}", markup=False)
         else:
             reports.append(run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns)))
     return reports
@@ -324,7 +421,6 @@ def _finite(obj):
 
 def cmd_validate(args) -> int:
     """Predicted against measured energy and latency for the published measurements."""
-    from deploy.outputs import write_text
     from sim.validation import format_rows, load_table, summarise, validate
     only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
     if only:
@@ -334,21 +430,20 @@ def cmd_validate(args) -> int:
             raise NeuroedgeError(f"--only {', '.join(unknown)}: no such validation row; rows "
                                  f"are {', '.join(sorted(known))}")
     _check_outputs({"--json": args.json}, force=args.force, inputs=())
+    o = _Out(args)
     rows = validate(only=only)
-    print(format_rows(rows))
+    o.report(format_rows(rows))
     summary = summarise(rows)
-    print("summary " + json.dumps(summary))
+    o.report("summary " + json.dumps(summary))
     if args.json:
-        _make_parent(args.json)
-        write_text(args.json, json.dumps({"rows": [r.to_dict() for r in rows],
-                                          "summary": summary}, indent=1),
-                   force=args.force, inputs=(), option="--json")
+        o.json(args.json, {"rows": [r.to_dict() for r in rows], "summary": summary},
+               force=args.force, inputs=())
     return 0
 
 
 def cmd_report(args) -> int:
     from deploy import report as rep
-    from deploy.outputs import write_text
+    from deploy.headline import summary
     from deploy.runfile import read_run
     run = read_run(_run_file_arg(args.run))
     profile = _load_profile(args.profile, "--profile") if args.profile else run.profile
@@ -356,17 +451,18 @@ def cmd_report(args) -> int:
     _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
     _check_realtime(args.realtime, [profile])
+    o = _Out(args)
     energy = run.ledger.price(profile, realtime=args.realtime)
-    print(rep.terminal_report(run, energy))
+    _terminal(o, args, run, [energy])
     if args.html:
         _make_parent(args.html)
         path = rep.html_report(run, [energy], Path(args.html), force=args.force,
                                inputs=inputs)
-        print(f"report: {path}")
+        o.report(f"report: {path}")
     if args.json:
-        _make_parent(args.json)
-        write_text(args.json, json.dumps(energy.to_dict(), indent=1), force=args.force,
-                   inputs=inputs, option="--json")
+        # the summary, and the energy report itself (what --json wrote before the summary)
+        doc = {**summary(run, [energy]), "energy_report": energy.to_dict()}
+        o.json(args.json, doc, force=args.force, inputs=inputs)
     return 0
 
 
@@ -410,7 +506,7 @@ def cmd_export(args) -> int:
 
 def cmd_compare(args) -> int:
     from deploy import report as rep
-    from deploy.outputs import write_text
+    from deploy.headline import summary
     from deploy.runfile import read_run
     run = read_run(_run_file_arg(args.run))
     profiles = _load_profiles(args.profiles, "--profiles")
@@ -422,17 +518,15 @@ def cmd_compare(args) -> int:
     # `simulate --compare` re-places it on each chip
     reports = [run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns))
                for p in profiles]
-    print(rep.comparison_table(reports))
+    o = _Out(args)
+    # the first profile is the reference: the headline is its figures and every ratio
+    _terminal(o, args, run, reports)
     if args.html:
         _make_parent(args.html)
         path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs)
-        print(f"report: {path}")
+        o.report(f"report: {path}")
     if args.json:
-        rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-                for r in rep.comparison_rows(reports)]  # NaN (scope absent) -> null: strict JSON
-        _make_parent(args.json)
-        write_text(args.json, json.dumps(rows, indent=1, allow_nan=False), force=args.force,
-                   inputs=inputs, option="--json")
+        o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
     return 0
 
 
@@ -472,19 +566,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run file path (default: runs/MODEL-DATASET-PROFILE-PRESET-"
                                  "seedN[-KEY=VALUE...].h5)")
     p.add_argument("--html", help="HTML report path (default: next to the run file)")
-    p.add_argument("--compare", help="also price on these profiles in the HTML report")
+    p.add_argument("--compare", metavar="PROFILES",
+                   help="also price on these comma-separated profiles: ratios in the headline, "
+                        "a comparison table in the terminal and the HTML")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
+    _report_options(p, "write the headline figures, metrics with units and NeuroBench metrics "
+                       "as JSON here")
     p.set_defaults(func=cmd_simulate)
 
     from deploy.export import TARGETS
     p = sub.add_parser("export", help="train a model once (or read a run file) and export it "
                                       "to an edge target")
     p.add_argument("model", nargs="?", help="registered model (optional with --from)")
-    p.add_argument("--target", required=True, choices=TARGETS)
+    p.add_argument("--target", required=True, choices=TARGETS,
+                   help=f"what to write: {', '.join(TARGETS)}")
     p.add_argument("--from", dest="run_from", metavar="RUN.h5",
                    help="export the trained state this run file stored: no training")
     p.add_argument("--profile", help="profile to train on (default: the model's)")
@@ -507,30 +606,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run file (.h5)")
     p.add_argument("--profile", help="price on this profile instead of the run's own")
     p.add_argument("--html", help="write a self-contained HTML report here")
-    p.add_argument("--json", help="write the energy report as JSON here")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
+    _report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
+                       "and the energy report as JSON here")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("compare", help="price one run on several profiles")
     p.add_argument("run", help="run file (.h5)")
-    p.add_argument("--profiles", required=True, help="comma-separated, e.g. a100,h100")
+    p.add_argument("--profiles", required=True,
+                   help="comma-separated, e.g. a100,h100; the first is the reference of "
+                        "every ratio")
     p.add_argument("--html", help="write a self-contained HTML comparison here")
-    p.add_argument("--json", help="write the comparison rows as JSON here")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
+    _report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
+                       "and one row of figures per profile as JSON here")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("validate", help="predicted against measured energy for published "
                                          "measurements of real chips")
     p.add_argument("--only", help="comma-separated row ids (default: every row)")
-    p.add_argument("--json", help="also write the rows and summary as JSON here")
+    p.add_argument("--json", metavar="PATH", help="also write the rows and summary as JSON "
+                   "here; '-' writes it to stdout (the table then goes to stderr)")
     p.add_argument("--force", action="store_true", help="replace an existing --json file")
     p.set_defaults(func=cmd_validate)
 

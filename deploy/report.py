@@ -31,6 +31,7 @@ from deploy.formatting import (
     format_seconds,
     significant,
 )
+from deploy.headline import headline  # noqa: F401  (shared by the terminal and the HTML)
 from deploy.outputs import write_file
 from deploy.plots import fig_to_img as _img
 from deploy.plots import (
@@ -215,20 +216,19 @@ def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Tab
     # Cells are Text, never markup: citation lines hold "[derived: ...]", which rich
     # would otherwise read as a style tag and drop.
     t = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
+    rows = list(rows)
+    # on a narrow terminal the first column keeps up to 10 characters (rich would squeeze
+    # it to nothing before wrapping the figures)
+    first = min(10, max((len(str(r[0])) for r in rows), default=0), len(str(header[0])) + 10)
     for i, h in enumerate(header):
         # the first column (a scope, or a profile label with its file path) folds rather
         # than squeeze the figures out of the table
         t.add_column(Text(h), justify="right" if numeric and i else "left",
-                     no_wrap=0 < i < len(header) - 1, overflow="fold" if i == 0 else "ellipsis")
+                     no_wrap=0 < i < len(header) - 1, overflow="fold" if i == 0 else "ellipsis",
+                     min_width=first if i == 0 else None)
     for row in rows:
         t.add_row(*(Text(str(c)) for c in row))
     return t
-
-
-_TERMINAL_TITLES = {"category": "Energy by category", "op": "Energy by op",
-                    "scope1": "Energy by scope (depth 1)", "scope": "Energy by scope (full)",
-                    "per_sample": "Energy per sample", "bytes": "Bytes moved",
-                    "latency": "Estimated latency"}
 
 
 def _latency_title(report: EnergyReport) -> str:
@@ -238,41 +238,13 @@ def _latency_title(report: EnergyReport) -> str:
     return "Estimated latency"   # the "What these figures are" table names the model
 
 
-def terminal_report(run: Run, report: EnergyReport, width: int = 100) -> str:
-    """Render ``report`` (the pricing of ``run``'s ledger) as plain-text tables.
-
-    Parameters
-    ----------
-    run : the run whose ledger was priced (header, metrics)
-    report : the priced ledger
-    width : characters per line
-
-    Returns
-    -------
-    str
-        Header, metrics, energy by category / op / scope, per-sample energy, bytes moved,
-        latency, uncounted ops and the profile entries every figure was built from.
-    """
-    con, tables = _console(width), _tables(report)
-    con.print(Text(f"neuroedge report: {run.model} on {run.dataset}"))
-    con.print(_table("Run", ("field", "value"), [
-        ("model", run.model), ("dataset", run.dataset),
-        ("profile", f"{report.profile} ({report.kind})"), ("run created", run.created or "-")],
-        numeric=False))
-    con.print(_table("Metrics", ("metric", "value"),
-                     [(k, f"{v:.6g}") for k, v in run.metrics.items()]))
-    con.print(_table("What these figures are", *tables["nature"], numeric=False))
-    for key, title in _TERMINAL_TITLES.items():
-        con.print(_table(_latency_title(report) if key == "latency" else title, *tables[key]))
-    if report.uncounted:
-        con.print(Text("Uncounted ops: executed but not priced; their energy is in no total."))
-        con.print(_table("Uncounted ops", *tables["uncounted"]))
-    else:
-        con.print(Text("Uncounted ops: none (every executed op was priced)."))
-    con.print(Text(f"Figures ({report.bound}) are built from the entries of profile "
-                   f"{report.profile!r} listed below (provenance: {'/'.join(PROVENANCES)})."))
-    con.print(_table("Profile entries", *tables["entries"], numeric=False))
-    return con.file.getvalue()
+def terminal_report(run: Run, report: EnergyReport, width: int = 100, **options) -> str:
+    """Render ``report`` (the pricing of ``run``'s ledger) for a terminal, headline first:
+    :func:`deploy.terminal.terminal_report` (options ``compared``, ``full``, ``sources``,
+    ``max_lines``). By default at most 60 lines of at most ``width`` characters; citations
+    only with ``sources=True``."""
+    from deploy.terminal import terminal_report as render  # it imports this module
+    return render(run, report, width, **options)
 
 
 def comparison_table(reports: Sequence[EnergyReport], width: int = 100) -> str:

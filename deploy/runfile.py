@@ -18,6 +18,10 @@ Layout (format ``neuroedge.run``, version 3)::
     /                 attr neurobench (JSON): NeuroBench's metrics of the ledger
                       (``sim.neurobench.metrics``; nan written as null), absent in files
                       written before it; ``Run.neurobench`` recomputes them from the ledger
+    /metric_units     attr json: ``{metric: unit}`` (the card's units); attr main_metric:
+                      the metric a report's headline leads with ("" when none). Optional:
+                      files written before units existed have no such group, and read every
+                      unit as ``"?"`` (:meth:`Run.unit`) with no main metric
     /traces/NAME      typed traces (``sim.traces.Trace``), gzip-compressed; attrs kind,
                       unit, columns (JSON list, a table's column names)
     /trained          only when the run kept its trained state (``models.registry.Trained``):
@@ -85,6 +89,8 @@ class Run:
     preset: str = "quick"
     facts: dict[str, Any] = field(default_factory=dict)
     trained: Any = None   # models.registry.Trained, or None when the run kept none
+    units: dict[str, str] = field(default_factory=dict)
+    main_metric: str | None = None
 
     @property
     def neurobench(self) -> dict:
@@ -97,6 +103,10 @@ class Run:
         if bad:
             raise RunFileError(f"Run.traces[{bad[0]!r}] is not a sim.traces.Trace; a run's "
                                "traces say their kind (read old files with read_run)")
+
+    def unit(self, metric: str) -> str:
+        """The unit of ``metric``; ``"?"`` when the file records none (an older file)."""
+        return self.units.get(metric, "?")
 
 
 def package_versions() -> dict[str, str]:
@@ -283,14 +293,16 @@ _TRACE_DTYPES = _NUMERIC + "US"
 def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
               config: dict, metrics: dict, ledger: Ledger,
               traces: dict[str, Trace] | None = None, preset: str = "quick",
-              facts: dict | None = None, trained=None, force: bool = False,
-              inputs=()) -> Path:
+              facts: dict | None = None, trained=None, units: dict | None = None,
+              main_metric: str | None = None, force: bool = False, inputs=()) -> Path:
     """Write a run file atomically (temporary name in the same directory, then rename).
 
     ``traces`` are typed (:class:`sim.traces.Trace`); ``trained`` is the run's
     ``models.registry.Trained`` or ``None`` (then the file has no ``/trained`` group and
-    cannot be exported from). An existing ``path`` is replaced only with ``force``;
-    ``path`` may not be one of the command's ``inputs`` (the rules of :mod:`deploy.outputs`).
+    cannot be exported from). ``units`` maps metric names to their units and
+    ``main_metric`` names the headline's metric (both from the card). An existing ``path``
+    is replaced only with ``force``; ``path`` may not be one of the command's ``inputs``
+    (the rules of :mod:`deploy.outputs`).
 
     Raises
     ------
@@ -314,6 +326,11 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
             raise RunFileError(f"metric {k!r} = {v!r}: metrics must be scalars") from None
     clean_traces = _clean_traces(traces)
     kept = _clean_trained(trained)
+    units = {str(k): v for k, v in dict(units or {}).items()}
+    bad = [k for k, v in units.items() if not isinstance(v, str)]
+    if bad:
+        raise RunFileError(f"unit of metric {bad[0]!r} = {units[bad[0]]!r}: units are text "
+                           "(e.g. '1', 'nats', 'B')")
     try:
         facts_json = json.dumps(dict(facts or {}), default=_json_default)
     except (TypeError, ValueError) as exc:
@@ -338,6 +355,9 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
         g = f.create_group("metrics")
         for k, v in clean_metrics.items():
             g.attrs[k] = v
+        g = f.create_group("metric_units")
+        g.attrs["json"] = json.dumps(units)
+        g.attrs["main_metric"] = str(main_metric or "")
         g = f.create_group("traces", track_order=True)   # the report shows them in order
         for k, tr in clean_traces.items():
             data = tr.data
@@ -371,7 +391,10 @@ def write_result(path, result, *, force: bool = False, inputs=()) -> Path:
                      config=result.config, metrics=result.metrics, ledger=result.ledger,
                      traces=result.traces, preset=getattr(result, "preset", "quick"),
                      facts=getattr(result, "facts", None),
-                     trained=getattr(result, "trained", None), force=force, inputs=inputs)
+                     trained=getattr(result, "trained", None),
+                     units=getattr(result, "units", None),
+                     main_metric=getattr(result, "main_metric", None), force=force,
+                     inputs=inputs)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -454,6 +477,19 @@ def _read_trained(f, where: str):
     return Trained(arrays, meta)
 
 
+def _read_units(f, where: str) -> tuple[dict[str, str], str | None]:
+    """``/metric_units``: metric -> unit and the main metric; ``({}, None)`` in a file
+    written before units were stored (any format version)."""
+    if "metric_units" not in f:
+        return {}, None
+    g = f["metric_units"]
+    units = json.loads(g.attrs["json"])
+    if not isinstance(units, dict) or not all(isinstance(v, str) for v in units.values()):
+        raise RunFileError(f"{where}: /metric_units attribute json is not an object of "
+                           "unit strings")
+    return units, str(g.attrs.get("main_metric", "")) or None
+
+
 def read_run(path: str | os.PathLike) -> Run:
     """Read and check a run file (any supported version; see the module doc).
 
@@ -500,11 +536,13 @@ def read_run(path: str | os.PathLike) -> Run:
                 trained = _read_trained(f, where)
             else:
                 preset, facts, trained = "quick", {}, None
+            units, main_metric = _read_units(f, where)
             return Run(model=str(f.attrs["model"]), profile=profile,
                        dataset=str(f.attrs["dataset"]), config=config, metrics=metrics,
                        ledger=ledger, traces=traces, versions=versions,
                        created=str(f.attrs["created"]), path=str(path),
-                       format_version=version, preset=preset, facts=facts, trained=trained)
+                       format_version=version, preset=preset, facts=facts, trained=trained,
+                       units=units, main_metric=main_metric)
         except RunFileError as exc:
             raise RunFileError(_one_line(str(exc))) from None
         except NeuroedgeError as exc:

@@ -26,6 +26,7 @@ export targets); registering a name twice is an error.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -105,6 +106,8 @@ class RunResult:
     preset : the preset the config started from (``quick``/``full``)
     facts : plain values about the run that are not settings (``Outcome.facts``)
     trained : the trained state, for exports from the run file (``None`` when not exportable)
+    units : metric name -> its unit (the card's, see :func:`metric_unit`)
+    main_metric : the metric a report's headline leads with (the card's)
     """
 
     model: str
@@ -117,6 +120,8 @@ class RunResult:
     preset: str = "quick"
     facts: dict[str, Any] = field(default_factory=dict)
     trained: Trained | None = None
+    units: dict[str, str] = field(default_factory=dict)
+    main_metric: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.profile, HardwareProfile):
@@ -155,9 +160,13 @@ class Card:
     study_profiles : device kind -> profile name ``experiment`` uses when given none (any
         kind: a study may run baselines on another kind than the method's)
     metrics : metric name -> unit of every metric ``simulate`` reports (``"1"`` for a
-        fraction, ``"nats"``, ``"a.u. (squared prediction error)"``): reports print each
-        metric with its unit, so a loss never reads like joules
-    main_metric : the metric the report's headline leads with (one of ``metrics``)
+        dimensionless fraction or ratio, ``"count"``, ``"B"``, ``"nats"``, ``"a.u. (squared
+        prediction error)"``): reports print each metric with its unit, so a loss never
+        reads like joules. A name may hold ``*`` for a family whose members the config
+        decides (``"accuracy_L*"``: one per tested length); the runner refuses a metric
+        no name matches (:func:`metric_unit`)
+    main_metric : the metric the report's headline leads with (a name of ``metrics``
+        without ``*``)
     engine : ``"torch"`` for a torch method that also runs on microcontroller (bitwise)
         profiles: the runner then asks ``sim.device(profile, engine="torch")``, which counts
         the module with torch and prices it with the MCU's memories; ``None``: the engine of
@@ -189,6 +198,17 @@ class Card:
     @property
     def fields(self) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(self.config))
+
+
+def metric_unit(card: Card, name: str) -> str | None:
+    """The unit ``card`` declares for metric ``name``: its own entry, else the first
+    ``*`` pattern (fnmatch) that matches it; ``None`` when the card does not declare it."""
+    if name in card.metrics:
+        return card.metrics[name]
+    for pattern, unit in card.metrics.items():
+        if "*" in pattern and fnmatch.fnmatchcase(name, pattern):
+            return unit
+    return None
 
 
 def default_load_data(dataset: str, cfg) -> Any:
@@ -262,6 +282,14 @@ def _check_card(card: Card, artifact) -> None:
                          f"{', '.join(EXPORT_TARGETS)}")
     if card.exports and artifact is None:
         raise ModelError(f"{where}: exports {', '.join(card.exports)} but no artifact function")
+    bad = [k for k, u in card.metrics.items() if not (isinstance(u, str) and u.strip())]
+    if not card.metrics or bad:
+        raise ModelError(f"{where}: metrics = {dict(card.metrics)!r}; every metric simulate "
+                         "reports needs a unit (e.g. {'test_accuracy': '1', 'test_loss': "
+                         "'nats'})")
+    if card.main_metric not in card.metrics or "*" in card.main_metric:
+        raise ModelError(f"{where}: main_metric = {card.main_metric!r} is not one of its "
+                         f"metrics ({', '.join(k for k in card.metrics if '*' not in k)})")
     if card.engine not in (None, "torch"):
         raise ModelError(f"{where}: engine = {card.engine!r}; expected None (the engine of the "
                          "profile's kind) or 'torch'")

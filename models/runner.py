@@ -26,7 +26,16 @@ from typing import Any
 
 from hw_profiles.errors import NeuroedgeError
 from hw_profiles.profile import HardwareProfile
-from models.registry import PRESETS, Method, Outcome, Progress, RunResult, Study, get
+from models.registry import (
+    PRESETS,
+    Method,
+    Outcome,
+    Progress,
+    RunResult,
+    Study,
+    get,
+    metric_unit,
+)
 from sim.errors import ModelError
 
 
@@ -217,7 +226,23 @@ def execute(plan: Plan, progress: Progress | None = None) -> RunResult:
     return RunResult(method.name, device.profile, plan.dataset,
                      dataclasses.asdict(plan.config), outcome.metrics, device.ledger,
                      outcome.traces, preset=plan.preset, facts=outcome.facts,
-                     trained=outcome.trained)
+                     trained=outcome.trained, units=metric_units(method, outcome.metrics),
+                     main_metric=method.card.main_metric)
+
+
+def metric_units(method: Method, metrics) -> dict[str, str]:
+    """Metric name -> the unit the card declares; a metric it does not declare is refused
+    (a report would show it without a unit, and a loss could read like joules)."""
+    card, units = method.card, {}
+    for name in metrics:
+        unit = metric_unit(card, name)
+        if unit is None:
+            declared = ", ".join(card.metrics) or "none"
+            raise ModelError(f"{card.name}.simulate reported metric {name!r}, which card "
+                             f"{card.name!r} does not declare; add it to Card.metrics with "
+                             f"its unit (declared: {declared})")
+        units[name] = unit
+    return units
 
 
 def run(model: str | Method, *, profile=None, dataset: str | None = None,

@@ -148,6 +148,10 @@ def artifact(trained: Trained, target: str):
                            trained.meta["profile"])
 
 
+METRICS = {"test_accuracy": "1", "train_error": "1", "weights": "count",
+           "state_bits_per_weight": "bits", "state_bytes": "B"}
+"""Metric units: accuracy and the training error are fractions of samples."""
+
 CARD = Card(
     name="bep",
     title="BEP: A Binary Error Propagation Algorithm for Binary Neural Networks Training",
@@ -164,6 +168,8 @@ CARD = Card(
     exports=("c",),
     export_dataset="digits",
     study_profiles={"bitwise": "cortex-m4"},
+    metrics=METRICS,
+    main_metric="test_accuracy",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
                   load_data=load_data)

@@ -204,6 +204,11 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
     return Study(runs, compare({k: r.metrics for k, r in runs.items()}, base.train_len))
 
 
+METRICS = {"accuracy_L*": "1", "recall_L*": "1", "retention_16x": "1", "train_loss": "nats",
+           "parameters": "count", "footprint_bytes": "B"}
+"""Metric units (``*``: one metric per tested length): accuracies and recalls are
+fractions, retention a ratio of two accuracies, the loss a cross-entropy (natural log)."""
+
 CARD = Card(
     name="chunk_sparse_attention",
     title="Hierarchical (chunk-based) sparse attention with length generalisation",
@@ -217,5 +222,7 @@ CARD = Card(
     default_profile="a100",
     default_dataset=DATASET,
     study_profiles={"gpu": "a100"},
+    metrics=METRICS,
+    main_metric="retention_16x",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, load_data=load_data)

@@ -98,6 +98,14 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
     return run(dataset, preset, seed, profiles, progress=progress)
 
 
+METRICS = {"test_accuracy": "1", "spikes_per_neuron_per_sample": "spikes",
+           "error_spikes_per_neuron_per_sample": "spikes",
+           "ff_messages_per_neuron_per_sample": "messages",
+           "spike_bits_per_neuron_per_sample": "bits", "bits_per_neuron_per_sample": "bits",
+           "output_energy": "a.u. (squared prediction error)"}
+"""Metric units: ``output_energy`` is half the output layer's squared prediction error per
+sample (a loss), not joules; the per-neuron counts are per neuron and per training sample."""
+
 CARD = Card(
     name="diffpc",
     title="DiffPC: difference predictive coding with ternary spikes",
@@ -112,5 +120,7 @@ CARD = Card(
     # the baselines' GPU profile cannot be named here: register() takes only kinds the
     # method runs on; experiment.py defaults it to a100 (pc's and mlp's study profile)
     study_profiles={"neuromorphic": "loihi2", "gpu": "a100"},   # gpu: float PC and BP
+    metrics=METRICS,
+    main_metric="test_accuracy",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment)

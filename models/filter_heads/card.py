@@ -240,6 +240,15 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
     return Study({"filter_heads": run}, summary)
 
 
+METRICS = {"accuracy_*": "1", "n_heads": "count", "head_fraction": "1", "causality": "1",
+           "causality_*": "1", "delta_logit": "logit", "attention_on_match": "1",
+           "before_causality_*": "1", "before_flag_patch_best": "1",
+           "after_flag_patch_best": "1", "before_n_heads_searched": "count",
+           "parameters": "count", "footprint_bytes": "B", "train_loss": "nats"}
+"""Metric units: accuracies, causality (the fraction of patched prompts whose answer
+follows the source) and attention weights are fractions; ``delta_logit`` is a difference
+of logits; the loss a cross-entropy (natural log)."""
+
 CARD = Card(
     name="filter_heads",
     title="LLMs Process Lists With General Filter Heads (tiny transformer replication)",
@@ -254,5 +263,7 @@ CARD = Card(
     default_profile="a100",
     default_dataset=DATASET,
     study_profiles={"gpu": "a100"},
+    metrics=METRICS,
+    main_metric="causality",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, load_data=load_data)

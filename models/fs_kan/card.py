@@ -115,6 +115,13 @@ def artifact(trained: Trained, target: str):
     return torch_artifact(trained)
 
 
+METRICS = {"test_accuracy": "1", "test_loss": "nats", "baseline_test_accuracy": "1",
+           "accuracy_gain": "1", "parameters": "count", "baseline_parameters": "count",
+           "train_macs": "MACs", "infer_macs": "MACs", "baseline_train_macs": "MACs",
+           "footprint_bytes": "B"}
+"""Metric units: accuracies (and their difference) are fractions; the loss is a
+cross-entropy (natural log)."""
+
 CARD = Card(
     name="fs_kan",
     title="FS-KAN: permutation-equivariant Kolmogorov-Arnold networks via function sharing",
@@ -130,6 +137,8 @@ CARD = Card(
     exports=("onnx",),
     export_dataset="signal-sets",       # a small graph (72 points, 24 orbits)
     study_profiles={"gpu": "a100"},
+    metrics=METRICS,
+    main_metric="test_accuracy",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
                   load_data=load_data)

@@ -100,6 +100,14 @@ def artifact(trained: Trained, target: str):
     return torch_artifact(trained)
 
 
+METRICS = {"spearman_klas_gamma_vs_acc_ft": "1",   # the claim's figure (the headline)
+           "anchor*_accuracy": "1", "anchor*_flops": "FLOPs", "spearman_*": "1",
+           "kendall_*": "1", "oracle_auc_*": "1", "recovery_*": "1", "n_selected_*": "count",
+           "supernet_auc_*": "1", "klas_direct_stitching": "1"}
+"""Metric units (``*``: one metric per anchor, score or selection): accuracies, rank
+correlations, normalised frontier areas and recovery are dimensionless;
+``klas_direct_stitching`` is 1 or 0."""
+
 CARD = Card(
     name="klas",
     title="KLAS: KL-divergence-based anchor stitching for accuracy-efficiency tradeoffs",
@@ -114,6 +122,8 @@ CARD = Card(
     default_dataset="fashion-mnist",
     exports=("onnx",),
     study_profiles={"gpu": "a100"},
+    metrics=METRICS,
+    main_metric="spearman_klas_gamma_vs_acc_ft",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
                   load_data=load_data)

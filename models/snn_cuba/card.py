@@ -76,6 +76,12 @@ def artifact(trained: Trained, target: str):
     return nir_artifact(trained)
 
 
+METRICS = {"rate_hz": "Hz", "spikes": "spikes", "synapses": "count", "cores_used": "count",
+           "neurons_util_mean": "1", "synapse_bytes_util_mean": "1", "fan_in_util_max": "1",
+           "fan_out_util_max": "1", "mean_hops_per_spike": "hops", "routes": "count",
+           "max_route_hops": "hops"}
+"""Metric units: the utilisations are fractions of a core's limits."""
+
 CARD = Card(
     name="snn_cuba",
     title="Vogels-Abbott CUBA network (4000 LIF neurons, current-based synapses)",
@@ -90,6 +96,8 @@ CARD = Card(
     default_dataset="va-cuba",
     exports=("nir",),
     study_profiles={"neuromorphic": "loihi"},
+    metrics=METRICS,
+    main_metric="rate_hz",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
                   load_data=load_data)

@@ -126,6 +126,11 @@ def artifact(trained: Trained, target: str):
     return BitwiseArtifact([layer], trained.arrays["golden_x"], trained.meta["profile"])
 
 
+METRICS = {"test_accuracy": "1", "energy_per_train_sample_j": "J",
+           "energy_per_inference_j": "J", "included_literals_per_clause": "literals",
+           "state_bytes": "B", "model_bytes": "B"}
+"""Metric units: the two energies are the run's own pricing on its profile."""
+
 CARD = Card(
     name="tsetlin",
     title="The Tsetlin Machine (Granmo 2018) + Convergence Analysis of Tsetlin Machines "
@@ -143,6 +148,8 @@ CARD = Card(
     exports=("c",),
     export_dataset="digits",
     study_profiles={"bitwise": "cortex-m4"},
+    metrics=METRICS,
+    main_metric="test_accuracy",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
                   load_data=load_data)

@@ -109,6 +109,14 @@ def artifact(trained: Trained, target: str):
     return torch_artifact(trained)
 
 
+METRICS = {"test_accuracy": "1", "tversky_test_accuracy": "1", "linear_test_accuracy": "1",
+           "tversky_data_domain_test_accuracy": "1", "linear_data_domain_test_accuracy": "1",
+           "accuracy_gain_vs_linear": "1", "tversky_head_parameters": "count",
+           "linear_head_parameters": "count", "footprint_bytes": "B", "alpha": "1",
+           "beta": "1", "theta": "1"}
+"""Metric units: accuracies are fractions; alpha, beta, theta are the learned
+(dimensionless) weights of the Tversky contrast."""
+
 CARD = Card(
     name="tversky",
     title="Tversky Neural Networks: differentiable Tversky similarity and projection layers",
@@ -123,6 +131,8 @@ CARD = Card(
     default_dataset="fashion-mnist",
     exports=("onnx",),
     study_profiles={"gpu": "a100"},
+    metrics=METRICS,
+    main_metric="test_accuracy",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
                   load_data=load_data)

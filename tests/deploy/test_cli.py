@@ -1,4 +1,5 @@
 """The neuroedge CLI end to end: simulate -> run file -> report -> compare, and one-line errors."""
+import argparse
 import dataclasses
 import json
 import os
@@ -83,7 +84,7 @@ def test_compare_prints_energies_as_profiles_say(run_path, capsys, tmp_path):
                  "--json", str(out_json)]) == 0
     table = capsys.readouterr().out
     run = read_run(run_path)
-    rows = {r["profile"]: r for r in json.loads(out_json.read_text())}
+    rows = {r["profile"]: r for r in json.loads(out_json.read_text())["profiles"]}
     assert list(rows) == COMPARED
     for name in COMPARED:
         expected = _hand_priced_total(run, name)
@@ -247,7 +248,8 @@ def _fake_method(name, *, kinds, profile, simulate, artifact=None, exports=()):
     card = Card(name=name, title=f"fake {name}", reference="-", claim="-",
                 device_kinds=kinds, datasets=("digits",), config=FakeConfig,
                 presets={"quick": {"digits": {}}, "full": {"digits": {"width": 5}}},
-                default_profile=profile, default_dataset="digits", exports=exports)
+                default_profile=profile, default_dataset="digits", exports=exports,
+                metrics={"acc": "1"}, main_metric="acc")
     return Method(card, simulate, lambda *a: Study({}, {}), artifact,
                   lambda dataset, cfg: None)
 
@@ -417,7 +419,8 @@ def test_report_existing_json_needs_force(tiny_run, capsys, tmp_path):
     assert main(["report", str(tiny_run), "--json", str(js), "--force"]) == 0
     run = read_run(tiny_run)
     want = json.loads(json.dumps(run.ledger.price(run.profile).to_dict()))
-    assert json.loads(js.read_text()) == want and want["profile"] == "a100"
+    # the summary, with the energy report itself under energy_report
+    assert json.loads(js.read_text())["energy_report"] == want and want["profile"] == "a100"
 
 
 def test_directory_given_as_an_input_is_named_as_one(tmp_path, capsys):
@@ -519,7 +522,7 @@ def test_duplicate_profiles_in_compare(tiny_run, capsys, tmp_path):
     mine.write_text(_a100_with_double_mac())
     js = tmp_path / "rows.json"
     assert main(["compare", str(tiny_run), "--profiles", f"a100,{mine}", "--json", str(js)]) == 0
-    rows = json.loads(js.read_text())
+    rows = json.loads(js.read_text())["profiles"]
     assert len(rows) == 2
     # 1000 MAC at twice a100's mac_fp32 energy: +1000 x that energy; byte and static terms
     # are equal (time depends on the rates, which are unchanged)
@@ -578,7 +581,8 @@ def test_simulate_compare_re_places_a_spiking_run_on_each_chip(tmp_path, monkeyp
                  "--set", "width=7", "--compare", "loihi2,truenorth"]) == 0
     # the run, then one re-run per chip, each with the run's seed and --set
     assert seen == [("loihi", 4, 7), ("loihi2", 4, 7), ("truenorth", 4, 7)]
-    assert "re-placing and re-running fake_snn on truenorth" in capsys.readouterr().out
+    # a status line: on stderr, so the report on stdout starts with its headline
+    assert "re-placing and re-running fake_snn on truenorth" in capsys.readouterr().err
     # truenorth's 1 ms tick paces its 20 steps: 20 ms there, whatever the placement
     from models import runner
     from sim.neuromorphic.timing import reprice
@@ -621,8 +625,9 @@ def test_set_is_parsed_and_recorded_in_the_run_file(tmp_path, monkeypatch, fake_
     monkeypatch.chdir(tmp_path)
     assert main(["simulate", "mlp", "--set", "epochs=3", "--set", "hidden=8,4",
                  "--set", "lr=0.01"]) == 0
-    out = capsys.readouterr().out
-    assert "(quick preset, seed 0, set epochs=3, hidden=8,4, lr=0.01)" in out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "(quick preset, seed 0, set epochs=3, hidden=8,4, lr=0.01)" in captured.err
     name = "mlp-digits-a100-quick-seed0-epochs=3-hidden=8,4-lr=0.01"
     assert f"run file: runs/{name}.h5" in out
     run = read_run(tmp_path / "runs" / f"{name}.h5")
@@ -675,6 +680,7 @@ def test_full_is_an_alias_of_preset_full(tmp_path, monkeypatch, fake_mlp, capsys
     assert main(["simulate", "mlp", "--full"]) == 0
     run = read_run("runs/mlp-digits-a100-full-seed0.h5")
     assert run.preset == "full"
+    capsys.readouterr()
     assert main(["simulate", "mlp", "--preset", "full"]) == 2      # the same file name
     _one_line_error(capsys, "runs/mlp-digits-a100-full-seed0.h5' already exists")
     assert main(["simulate", "mlp", "--full", "--preset", "quick"]) == 2
@@ -834,3 +840,145 @@ def test_export_c_trains_once_and_the_project_matches_the_bitwise_device(tmp_pat
     layers, x = _packed_network()
     run = check_c_project(out, BitwiseDevice("cortex-m4").run(layers, x), target="host")
     assert run.all_match
+
+
+# -- reports that lead with the answer (issue 14 item 4) -------------------------------------
+@pytest.fixture(scope="module")
+def simulate_mlp_quick(tmp_path_factory):
+    """`neuroedge simulate mlp --preset quick` as a user runs it: stdout and stderr in one
+    stream (what a terminal shows), 80 columns."""
+    d = tmp_path_factory.mktemp("quick")
+    env = {**os.environ, "COLUMNS": "80",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]),
+                                          os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "deploy.cli", "simulate", "mlp", "--preset",
+                           "quick", "--out", str(d / "run.h5")], cwd=d, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout
+    return proc.stdout, read_run(d / "run.h5")
+
+
+def test_simulate_headline_is_in_the_first_12_lines(simulate_mlp_quick):
+    text, run = simulate_mlp_quick
+    head = text.splitlines()[:12]
+    energy = run.ledger.price(run.profile)
+    labels = [ln.split("  ")[0] for ln in head]
+    for label in ("test_accuracy", "total energy", "energy per inference",
+                  "energy per train sample", "latency"):
+        assert label in labels, (label, head)
+    joined = "\n".join(head)
+    assert f"{run.metrics['test_accuracy']:.6g}" in joined
+    assert f"{format_energy(energy.total_j)} on a100" in joined
+    # infer and train record their samples directly: per sample = energy within / samples
+    for scope in ("infer", "train"):
+        per = energy.energy_within(scope) / energy.samples[scope]
+        assert f"{format_energy(per)} ({scope}: {energy.samples[scope]:,} samples)" in joined
+
+
+def test_default_terminal_report_fits_60_lines_and_the_width(simulate_mlp_quick):
+    text, _ = simulate_mlp_quick
+    lines = text.splitlines()
+    # the report, then "run file:" and "report:"; the status line "simulating ..." above it
+    assert len(lines) <= 60 + 3, text
+    assert max(map(len, lines)) <= 80
+    assert "Profile entries" not in text and "--sources" in text
+
+
+def test_report_sources_all_and_width(run_path, capsys):
+    capsys.readouterr()
+    assert main(["report", str(run_path), "--width", "70"]) == 0
+    short = capsys.readouterr().out
+    assert max(map(len, short.splitlines())) <= 70 and len(short.splitlines()) <= 60 + 1
+    assert "Profile entries" not in short
+    assert main(["report", str(run_path), "--width", "70", "--sources"]) == 0
+    cited = capsys.readouterr().out
+    assert "Profile entries of a100" in cited and "energy_pj.mac_fp32" in cited
+    assert main(["report", str(run_path), "--all"]) == 0
+    full = capsys.readouterr().out
+    assert "Energy by scope (own charges; sub-scopes apart)" in full
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(run_path), "--width", "20"])
+    assert exc.value.code == 2
+    _one_line_error(capsys, "argument --width: 20 is too narrow; give at least 40")
+
+
+def test_json_to_stdout_is_the_only_stdout_and_leaves_no_file(run_path, capsys, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["report", str(run_path), "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)          # stdout is the JSON and nothing else
+    assert "total energy" in captured.err   # the report went to stderr
+    assert not (tmp_path / "-").exists() and list(tmp_path.iterdir()) == []
+    run = read_run(run_path)
+    energy = run.ledger.price("a100")
+    assert doc["model"] == "mlp" and doc["main_metric"] == "test_accuracy"
+    assert doc["metrics"]["test_accuracy"] == {"value": run.metrics["test_accuracy"],
+                                               "unit": "1"}
+    assert doc["metrics"]["test_loss"]["unit"] == "nats"
+    row = doc["profiles"][0]
+    assert row["total_j"] == pytest.approx(energy.total_j, rel=1e-12)
+    assert row["per_inference_j"] == pytest.approx(
+        energy.energy_within("infer") / energy.samples["infer"], rel=1e-12)
+    assert row["per_train_sample_j"] == pytest.approx(
+        energy.energy_within("train") / energy.samples["train"], rel=1e-12)
+    assert row["latency_s"] == pytest.approx(energy.total_latency_s, rel=1e-12)
+    assert doc["energy_report"]["profile"] == "a100"
+    assert "neurobench" in doc   # None where sim.neurobench is missing
+    # compare: one row per profile, the first the reference
+    assert main(["compare", str(run_path), "--profiles", "a100,h100", "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["profile"] for r in doc["profiles"]] == ["a100", "h100"]
+    assert doc["profiles"][1]["relative_energy"] == pytest.approx(
+        doc["profiles"][1]["total_j"] / doc["profiles"][0]["total_j"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_quiet_prints_nothing_and_still_writes(tmp_path, fake_mlp, capsys):
+    out = tmp_path / "r.h5"
+    assert main(["simulate", "mlp", "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert out.is_file() and out.with_suffix(".html").is_file()
+    assert main(["report", str(out), "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")
+    # --quiet with --json -: the JSON alone
+    assert main(["simulate", "mlp", "--out", str(out), "--force", "--quiet", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and json.loads(captured.out)["model"] == "mlp"
+    # errors still print
+    assert main(["report", str(tmp_path / "missing.h5"), "--quiet"]) == 2
+    _one_line_error(capsys, "does not exist")
+
+
+def test_simulate_compare_shows_the_comparison_in_the_terminal(tmp_path, fake_mlp, capsys):
+    assert main(["simulate", "mlp", "--out", str(tmp_path / "r.h5"), "--compare",
+                 "h100,x86-avx2", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    head = out.splitlines()[:12]
+    assert any(ln.startswith("vs h100 ") for ln in head)
+    assert any(ln.startswith("vs x86-avx2 ") for ln in head)
+    assert "Comparison across profiles (vs a100)" in out
+
+
+def _arguments(parser, path=()):
+    """(command path, argparse action) of every argument of every subcommand."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _arguments(sub, (*path, name))
+        else:
+            yield path, action
+
+
+def test_every_flag_of_every_subcommand_has_help():
+    from deploy.cli import build_parser
+    missing = [f"{' '.join(path) or 'neuroedge'} {'/'.join(a.option_strings) or a.dest}"
+               for path, a in _arguments(build_parser())
+               if not (a.help and a.help.strip()) or a.help == argparse.SUPPRESS]
+    assert missing == []
+    # and every subcommand has a help line in `neuroedge --help`
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    assert sorted(c.dest for c in sub._choices_actions if c.help) == sorted(sub.choices)

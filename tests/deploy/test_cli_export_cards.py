@@ -91,7 +91,7 @@ def test_compare_on_a_chip_too_small_leaves_it_out_with_the_reason(tmp_path, cap
     out = tmp_path / "run.h5"
     assert main(["simulate", "snn_cuba", "--set", "duration=0.005", "--profile", "loihi",
                  "--compare", "spinnaker2,loihi2", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+    text = capsys.readouterr().err   # a status line, beside the progress bar
     assert "not compared on spinnaker2: [NeuromorphicDevice.compile] population 'cuba'" in text
     html = out.with_suffix(".html").read_text()
     assert "loihi2" in html and "Energy on spinnaker2" not in html

@@ -172,7 +172,7 @@ def test_comparison_rows_needs_a_report():
 
 # -- terminal ----------------------------------------------------------------------------------
 def test_terminal_report_figures(run, ledger, toy):
-    text = rp.terminal_report(run, price(ledger, toy), width=100)
+    text = rp.terminal_report(run, price(ledger, toy), width=100, full=True)
     assert "mlp" in text and "digits" in text and "2024-05-06T07:08:09+00:00" in text
     assert "toy-gpu (gpu)" in text
     assert "0.9611" in text
@@ -184,7 +184,7 @@ def test_terminal_report_figures(run, ledger, toy):
     assert cat["static"] == ["44.5", "nJ", "46.5%"]
     assert cat["total"] == ["95.6", "nJ", "100.0%"]
     # by op: count, each, J, %; largest first (static: 44.5 ns at 1 W)
-    ops = rows_of(text, "Energy by op")
+    ops = rows_of(text, "Energy by op (summed over scopes)")
     assert list(ops) == ["static", "offchip:read", "offchip:write", "mac_fp32", "flop_fp32"]
     assert ops["static"] == ["44.5", "ns", "1", "W", "44.5", "nJ", "46.5%"]
     assert ops["offchip:read"] == ["4", "kB", "10", "pJ/B", "40", "nJ", "41.8%"]
@@ -192,23 +192,23 @@ def test_terminal_report_figures(run, ledger, toy):
     assert ops["mac_fp32"] == ["1,500", "2", "pJ", "3", "nJ", "3.1%"]  # 1000 + 500 MACs
     assert ops["flop_fp32"] == ["100", "1", "pJ", "100", "pJ", "0.1%"]
     # scopes: 94.1 / 95.6 = 98.4%, 1.5 / 95.6 = 1.6%
-    assert rows_of(text, "Energy by scope (depth 1)") == {
+    assert rows_of(text, "Energy by scope, depth 1 (incl. sub-scopes)") == {
         "infer": ["94.1", "nJ", "98.4%"], "train": ["1.5", "nJ", "1.6%"]}
-    assert rows_of(text, "Energy by scope (full)") == {
+    assert rows_of(text, "Energy by scope (own charges; sub-scopes apart)") == {
         "infer": ["94.1", "nJ", "98.4%"], "train/fc1": ["1.5", "nJ", "1.6%"]}
-    assert rows_of(text, "Energy per sample") == {
+    assert rows_of(text, "Energy per sample (incl. sub-scopes)") == {
         "infer": ["10", "94.1", "nJ", "9.41", "nJ"], "train": ["5", "1.5", "nJ", "300", "pJ"]}
     assert rows_of(text, "Bytes moved") == {
         "offchip:read": ["4", "kB", "4,000"], "offchip:write": ["400", "B", "400"],
         "total": ["4.4", "kB", "4,400"]}
     # train holds only samples: no latency of its own, so no row
-    assert rows_of(text, "Estimated latency") == {
+    assert rows_of(text, "Estimated latency (own, per scope)") == {
         "infer": ["44", "ns", "memory"], "train/fc1": ["0.5", "ns", "compute"],
         "total": ["44.5", "ns"]}
 
 
 def test_terminal_report_uncounted_and_entries(run, ledger, toy):
-    text = rp.terminal_report(run, price(ledger, toy), width=120)
+    text = rp.terminal_report(run, price(ledger, toy), width=120, full=True, sources=True)
     assert "executed but not priced" in text
     assert re.search(r"aten::weird\s+3", text)
     assert "What these figures are" in text
@@ -225,8 +225,78 @@ def test_terminal_report_without_uncounted(toy):
     led = Ledger()
     led.add("flop_fp32", 10, scope="infer")
     r = Run(model="m", profile=toy, dataset="d", config={}, metrics={}, ledger=led)
-    text = rp.terminal_report(r, price(led, toy))
+    text = rp.terminal_report(r, price(led, toy), full=True)
     assert "Uncounted ops: none" in text and "executed but not priced" not in text
+    assert "every executed op was priced" in rp.terminal_report(r, price(led, toy))
+
+
+# -- the headline and the default terminal report (issue 14 item 4) ---------------------------
+def test_headline_figures(run, ledger, toy, toy2x):
+    rows = dict(rp.headline(run, [price(ledger, toy), price(ledger, toy2x)]))
+    assert list(rows) == ["test_accuracy", "total energy", "energy per inference",
+                          "energy per train sample", "latency", "vs toy-gpu-2x"]
+    assert rows["test_accuracy"] == "0.9611"   # unit "1": the number alone
+    assert rows["total energy"] == ("95.6 nJ on toy-gpu (estimate; dynamic 51.1 nJ, "
+                                    "static 44.5 nJ)")
+    assert rows["energy per inference"] == "9.41 nJ (infer: 10 samples)"    # 94.1 nJ / 10
+    assert rows["energy per train sample"] == "300 pJ (train: 5 samples)"   # 1.5 nJ / 5
+    # whole run 44 + 0.5 ns; infer alone 44 ns (memory bound)
+    assert rows["latency"] == "44.5 ns whole run; infer 44 ns"
+    # 98.6 / 95.6 = 1.031 -> 1.03x; infer on 2x: 96.1 nJ / 10
+    assert rows["vs toy-gpu-2x"] == ("1.03x the energy (98.6 nJ; latency 44.5 ns; 9.61 nJ "
+                                     "per inference)")
+
+
+def test_headline_units_and_scopes_within_sub_scopes(toy):
+    """Samples recorded only below the depth-1 scope (infer/L256, infer/L1024) count for it;
+    a metric with a unit shows it; a file without units says so."""
+    led = Ledger()
+    led.add("flop_fp32", 100, scope="infer/L256")
+    led.add_samples(3, scope="infer/L256")
+    led.add("flop_fp32", 300, scope="infer/L1024")
+    led.add_samples(1, scope="infer/L1024")
+    r = Run(model="nobody", profile=toy, dataset="d", config={},
+            metrics={"loss": 1.5, "acc": 0.5}, ledger=led, units={"loss": "nats"},
+            main_metric="loss")
+    rows = dict(rp.headline(r, [price(led, toy)]))
+    assert rows["loss"] == "1.5 nats"
+    # 400 flop x 1 pJ + static 1 W x 400 / 1e12 s = 800 pJ over 3 + 1 samples
+    assert rows["energy per inference"] == "200 pJ (infer: 4 samples)"
+    assert rows["energy per train sample"] == "- (no training scope recorded samples)"
+    r.units, r.main_metric = {}, None   # an older file: no units, no main metric
+    assert rp.headline(r, [price(led, toy)])[0] == ("loss", "1.5 (unit not recorded)")
+
+
+def test_default_terminal_report_leads_with_the_headline_and_fits(run, ledger, toy, toy2x):
+    for width in (60, 80, 100):
+        text = rp.terminal_report(run, price(ledger, toy), width=width,
+                                  compared=[price(ledger, toy2x)])
+        lines = text.splitlines()
+        assert len(lines) <= 60 and max(map(len, lines)) <= width, width
+        head = "\n".join(lines[:12])
+        for needle in ("0.9611", "95.6 nJ", "9.41 nJ", "300 pJ", "44.5 ns", "1.03x"):
+            assert needle in head, (width, needle)
+        assert "Test fixture: numbers chosen" not in text    # citations: --sources only
+        assert "Comparison across profiles (vs toy-gpu)" in text
+        assert "incl. sub-scopes" in text
+    # a line limit is kept by leaving sections out, and saying which
+    short = rp.terminal_report(run, price(ledger, toy), width=100, max_lines=20).splitlines()
+    assert len(short) <= 20 and short[-2].startswith("Not shown for space: ")
+
+
+def test_sources_append_the_citations(run, ledger, toy):
+    text = rp.terminal_report(run, price(ledger, toy), width=100, sources=True)
+    flat = " ".join(text.split())
+    assert "Profile entries of toy-gpu" in text
+    assert "Test fixture: numbers chosen for hand arithmetic" in flat
+    assert "energy_pj.mac_fp32" in text
+
+
+def test_metric_table_carries_units(run, ledger, toy):
+    run.units = {"test_accuracy": "1", "parameters": "count"}
+    text = rp.terminal_report(run, price(ledger, toy), width=100)
+    assert rows_of(text, "Metrics") == {"test_accuracy": ["0.9611", "1"],
+                                        "parameters": ["2410", "count"]}
 
 
 def test_comparison_table(ledger, toy, toy2x):

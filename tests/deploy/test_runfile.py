@@ -385,6 +385,37 @@ def test_write_result_keeps_preset_facts_and_trained(tmp_path, toy_gpu):
     run = runfile.read_run(runfile.write_result(tmp_path / "r.h5", result))
     assert (run.preset, run.facts, run.config) == ("full", {"k": 1}, {"seed": 3})
     assert sorted(run.trained.arrays) == sorted(_trained().arrays)
+    assert (run.units, run.main_metric) == ({}, None)   # the result declared none
+
+
+def test_metric_units_and_main_metric_round_trip(tmp_path, toy_gpu):
+    from models.registry import RunResult
+    led = Ledger()
+    led.add("mac_fp32", 10, scope="infer")
+    result = RunResult("mlp", toy_gpu, "digits", {"seed": 3}, {"acc": 0.5, "loss": 1.2}, led,
+                       units={"acc": "1", "loss": "nats"}, main_metric="acc")
+    run = runfile.read_run(runfile.write_result(tmp_path / "r.h5", result))
+    assert run.units == {"acc": "1", "loss": "nats"} and run.main_metric == "acc"
+    assert (run.unit("loss"), run.unit("other")) == ("nats", "?")
+    with pytest.raises(RunFileError, match=r"^unit of metric 'acc' = 1: units are text"):
+        runfile.write_run(tmp_path / "bad.h5", model="m", profile=toy_gpu, dataset="d",
+                          config={}, metrics={"acc": 0.5}, ledger=led, units={"acc": 1})
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_a_file_without_units_reads_every_unit_as_unknown(tmp_path, toy_gpu_path, version):
+    """Files of formats 1-3 written before units were stored have no /metric_units."""
+    path, _ = _write(tmp_path / "run.h5", toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        del f["metric_units"]
+        f.attrs["format_version"] = version
+        if version == 1:
+            f.attrs["profile"] = "toy-gpu"
+            for k in ("label", "digest", "field_digests"):
+                del f["profile"].attrs[k]
+    run = runfile.read_run(path)
+    assert run.format_version == version and run.units == {} and run.main_metric is None
+    assert all(run.unit(k) == "?" for k in run.metrics) and run.metrics
 
 
 @pytest.mark.parametrize("kw, match", [

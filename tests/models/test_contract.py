@@ -99,6 +99,46 @@ def test_register_refuses_a_config_without_seed(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_every_card_declares_units_and_a_main_metric(name):
+    card = _card(name)
+    assert card.main_metric in card.metrics and "*" not in card.main_metric
+    assert all(isinstance(u, str) and u.strip() for u in card.metrics.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_register_refuses_a_main_metric_not_declared(name):
+    card = _card(name)
+    _one_line_error(dataclasses.replace(card, main_metric="no_such"),
+                    r"main_metric = 'no_such' is not one of its metrics \(")
+    _one_line_error(dataclasses.replace(card, metrics={}), r"metrics = \{\}; every metric")
+    _one_line_error(dataclasses.replace(card, metrics={**card.metrics, "x": ""}),
+                    "every metric simulate reports needs a unit")
+
+
+def test_metric_unit_reads_names_then_patterns():
+    from models.registry import metric_unit
+    card = dataclasses.replace(_card("mlp"), metrics={"accuracy_L*": "1", "accuracy_L0": "%",
+                                                      "loss": "nats"})
+    assert metric_unit(card, "loss") == "nats"
+    assert metric_unit(card, "accuracy_L0") == "%"       # its own entry before the pattern
+    assert metric_unit(card, "accuracy_L4096") == "1"
+    assert metric_unit(card, "recall_L256") is None
+
+
+def test_the_runner_refuses_a_metric_the_card_does_not_declare(toy_gpu_path):
+    method = models.REGISTRY["mlp"]
+    fake = dataclasses.replace(method, simulate=lambda cfg, dev, data, progress: Outcome(
+        {"test_accuracy": 1.0, "energy": 3.0}), load_data=lambda dataset, cfg: None)
+    plan = runner.prepare("mlp", profile=toy_gpu_path)
+    with pytest.raises(ModelError) as info:
+        runner.execute(dataclasses.replace(plan, method=fake))
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith("mlp.simulate reported metric 'energy', which card 'mlp' does not "
+                          "declare; add it to Card.metrics with its unit (declared: ")
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_registering_a_name_twice_raises(name):
     msg = _one_line_error(_card(name), "already registered")
     assert msg == f"model {name!r} is already registered"
@@ -223,6 +263,9 @@ def test_quick_preset_runs(name):
     assert run.model == name and run.preset == "quick" and run.dataset == card.default_dataset
     assert run.config == dataclasses.asdict(runner.make_config(name, "quick", run.dataset, 0))
     assert run.metrics and all(isinstance(v, float) for v in run.metrics.values())
+    # every metric carries the card's unit (the runner refuses one it does not declare)
+    assert set(run.units) == set(run.metrics) and run.main_metric == card.main_metric
+    assert card.main_metric in run.metrics, f"{name}: its main metric is not reported"
     bad = {k: v for k, v in run.metrics.items() if not math.isfinite(v)}
     assert not bad, f"{name}: metrics not finite: {bad}"
     assert all(isinstance(t, Trace) and t.kind in TRACE_KINDS for t in run.traces.values())

@@ -79,6 +79,10 @@ def artifact(trained: Trained, target: str):
     return torch_artifact(trained)
 
 
+METRICS = {"test_accuracy": "1", "test_loss": "nats", "train_loss": "nats",
+           "parameters": "count", "footprint_bytes": "B"}
+"""Metric units: accuracy is a fraction; losses are cross-entropies (natural log)."""
+
 CARD = Card(
     name="mlp",
     title="Backprop multilayer perceptron (baseline)",
@@ -93,5 +97,7 @@ CARD = Card(
     exports=("onnx",),
     study_profiles={"gpu": "a100"},
     engine="torch",   # on a bitwise (MCU) profile: torch counts, the MCU's memories price
+    metrics=METRICS,
+    main_metric="test_accuracy",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact)

@@ -84,6 +84,11 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
                   "claim_met": bool(a >= b - ACCURACY_GAP)})
 
 
+METRICS = {"test_accuracy": "1", "energy": "a.u. (squared prediction error)",
+           "bits_per_neuron_per_sample": "bits"}
+"""Metric units: ``energy`` is PC's energy function (half the summed squared prediction
+errors per sample), not joules."""
+
 CARD = Card(
     name="pc",
     title="Float predictive coding (Strict PC, DiffPC's PC-SE baseline)",
@@ -97,5 +102,7 @@ CARD = Card(
     default_profile="a100",
     default_dataset="digits",
     study_profiles={"gpu": "a100"},
+    metrics=METRICS,
+    main_metric="test_accuracy",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment)

@@ -1,0 +1,256 @@
+"""The figures a report leads with, shared by the terminal, the HTML and ``--json``.
+
+A run's answer is a handful of numbers: its main metric with its unit, the total energy,
+the energy of one inference and of one training sample, the latency, and how every
+compared profile stands against the first. :func:`headline` gives them as (label, text)
+pairs for the renderers, :func:`summary` as plain floats for ``--json``.
+
+Which scope is "inference" and which "training" is read from the scopes that recorded
+samples, by depth-1 name (a scope holds its sub-scopes: ``infer`` holds ``infer/L256``):
+
+* training: a depth-1 scope whose name starts with ``train`` or ``learn`` (``train`` first);
+* inference: ``infer`` when it (or a sub-scope) recorded samples, else the last other
+  depth-1 scope that did (NeuroBench's rule in ``sim.neurobench.inference_scope``).
+
+The samples of a depth-1 scope are those of its topmost sampled scopes (a scope that
+records samples inside one that already does is not counted twice); its energy and
+latency include its sub-scopes.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from sim.ledger import within
+from sim.pricing import EnergyReport
+
+TRAINING_PREFIXES = ("train", "learn")
+
+
+# -- scopes ---------------------------------------------------------------------------------
+def _depth1_sampled(report: EnergyReport) -> list[str]:
+    """Depth-1 names of every scope with samples, in recording order, each once."""
+    out: list[str] = []
+    for scope, n in report.samples.items():
+        top = scope.split("/")[0] if scope else ""
+        if n > 0 and top and top not in out:
+            out.append(top)
+    return out
+
+
+def train_scope(report: EnergyReport) -> str | None:
+    """The depth-1 training scope (``train`` if sampled, else the first ``train*``/``learn*``)."""
+    tops = [s for s in _depth1_sampled(report) if s.startswith(TRAINING_PREFIXES)]
+    return "train" if "train" in tops else next(iter(tops), None)
+
+
+def inference_scope(report: EnergyReport) -> str | None:
+    """The depth-1 inference scope (``infer`` if sampled, else the last non-training one)."""
+    tops = [s for s in _depth1_sampled(report) if not s.startswith(TRAINING_PREFIXES)]
+    return "infer" if "infer" in tops else (tops[-1] if tops else None)
+
+
+def scope_samples(report: EnergyReport, scope: str | None) -> int:
+    """Samples of ``scope``: those of its topmost sampled scopes (itself or sub-scopes)."""
+    if scope is None:
+        return 0
+    sampled = [s for s, n in report.samples.items() if n > 0 and within(s, scope)]
+    return sum(report.samples[s] for s in sampled
+               if not any(t != s and within(s, t) for t in sampled))
+
+
+def per_sample_j(report: EnergyReport, scope: str | None) -> float:
+    """Energy of ``scope`` (sub-scopes included) per sample of it; nan without samples."""
+    n = scope_samples(report, scope)
+    return report.energy_within(scope) / n if n else math.nan
+
+
+def latency_within(report: EnergyReport, scope: str | None) -> float:
+    """Estimated seconds of ``scope`` and its sub-scopes; nan for no scope."""
+    if scope is None:
+        return math.nan
+    return sum(s for k, s in report.latency_s.items() if within(k, scope))
+
+
+# -- metrics ----------------------------------------------------------------------------------
+def _card(model: str):
+    """The registered card of ``model``; None for a user's model or a name no longer
+    registered (its run file then says all there is)."""
+    import models
+    method = models.REGISTRY.get(model)
+    return method.card if method is not None else None
+
+
+def main_metric(run) -> str | None:
+    """The metric the headline leads with: the run file's, else its card's, else an
+    accuracy, else the first metric; None for a run without metrics."""
+    names = list(run.metrics)
+    candidates = [getattr(run, "main_metric", None)]
+    if candidates[0] not in run.metrics:
+        card = _card(run.model)
+        candidates.append(getattr(card, "main_metric", None) if card is not None else None)
+    candidates += ["test_accuracy", "accuracy", *names[:1]]
+    return next((c for c in candidates if c in run.metrics), None)
+
+
+def unit_of(run, name: str) -> str:
+    """The unit the run file records for ``name``; for a file without units the card's
+    (``models.registry.metric_unit``), else ``"?"``."""
+    units = getattr(run, "units", None) or {}
+    if name in units:
+        return units[name]
+    card = _card(run.model)
+    if card is not None:
+        from models.registry import metric_unit
+        unit = metric_unit(card, name)
+        if unit is not None:
+            return unit
+    return "?"
+
+
+def value_text(value: float, unit: str) -> str:
+    """A metric as read: 6 significant digits, then its unit (none shown for ``"1"``,
+    ``"unit not recorded"`` for ``"?"``); bytes in engineering units, joules as energies."""
+    if not math.isfinite(value):
+        return f"{value} {unit}" if unit not in ("1", "?") else str(value)
+    if unit == "B":
+        return format_bytes(value)
+    if unit == "J":
+        return format_energy(value)
+    text = f"{value:,.0f}" if unit == "count" and value == int(value) else f"{value:.6g}"
+    if unit == "1":
+        return text
+    return text + (" (unit not recorded)" if unit == "?" else f" {unit}")
+
+
+def metric_rows(run) -> list[tuple[str, str, str]]:
+    """(metric, value, unit) of every metric, the main metric first."""
+    main = main_metric(run)
+    order = ([main] if main else []) + [k for k in run.metrics if k != main]
+    return [(k, f"{run.metrics[k]:.6g}", unit_of(run, k)) for k in order]
+
+
+def neurobench(run, report: EnergyReport | None = None) -> dict | None:
+    """NeuroBench's metrics of the run (``sim.neurobench``), flat: ``{name: (value, unit)}``
+    with SynapticOperations' parts as ``SynapticOperations.KEY``; workload metrics per
+    sample of the headline's inference scope. None where ``sim.neurobench`` is missing."""
+    try:
+        from sim import neurobench as nb
+    except ImportError:
+        return None
+    scope = inference_scope(report) if report is not None else None
+    values = nb.metrics(run.ledger, scope) if scope is not None else nb.metrics(run.ledger)
+    out: dict[str, tuple[float, str]] = {}
+    for k, v in values.items():
+        for name, x in ({f"{k}.{kk}": vv for kk, vv in v.items()} if isinstance(v, dict)
+                        else {k: v}).items():
+            out[name] = (float(x), nb.METRIC_UNITS.get(name, nb.METRIC_UNITS.get(k, "")))
+    return out
+
+
+def neurobench_text(value: float, unit: str) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    if unit == "B":
+        return format_bytes(value)
+    # per-sample counts are means (fractional); thousands separated from 1000 up
+    text = f"{value:,.0f}" if abs(value) >= 1000 else significant(value)
+    if unit.endswith("/sample"):   # "MACs/sample": the title says per sample
+        unit = unit[:-len("/sample")]
+    return f"{text} {unit}" if unit and unit not in ("fraction", "parameters") else text
+
+
+# -- the headline -------------------------------------------------------------------------
+def ratio_text(a: float, b: float) -> str:
+    return f"{significant(a / b)}x" if b > 0 and math.isfinite(a) and a >= 0 else "-"
+
+
+def _samples_text(n: int) -> str:
+    return f"{n:,} sample{'s' if n != 1 else ''}"
+
+
+def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
+    """(label, value text) of the figures a report leads with, in order: the main metric
+    with its unit, total energy on the first report's profile (dynamic and static), energy
+    per inference and per training sample (scopes as in the module docstring), latency,
+    then one row per further report: its total, its ratio to the first, per inference.
+
+    Parameters
+    ----------
+    run : the run (``deploy.runfile.Run``) whose ledger the reports priced
+    reports : its pricings; the first is the reference (the run's own profile, or the first
+        of ``compare --profiles``)
+    """
+    first = reports[0]
+    inf, train = inference_scope(first), train_scope(first)
+    rows: list[tuple[str, str]] = []
+    main = main_metric(run)
+    if main is not None:
+        rows.append((main, value_text(run.metrics[main], unit_of(run, main))))
+    rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile} "
+                 f"({first.bound}; dynamic {format_energy(first.total_j - first.static_j)}, "
+                 f"static {format_energy(first.static_j)})"))
+    if inf is not None:
+        rows.append(("energy per inference", f"{format_energy(per_sample_j(first, inf))} "
+                     f"({inf}: {_samples_text(scope_samples(first, inf))})"))
+    else:
+        rows.append(("energy per inference", "- (no inference scope recorded samples)"))
+    if train is not None:
+        rows.append(("energy per train sample", f"{format_energy(per_sample_j(first, train))}"
+                     f" ({train}: {_samples_text(scope_samples(first, train))})"))
+    else:
+        rows.append(("energy per train sample", "- (no training scope recorded samples)"))
+    lat = format_seconds(first.total_latency_s) + " whole run"
+    if inf is not None:
+        lat += f"; {inf} {format_seconds(latency_within(first, inf))}"
+    rows.append(("latency", lat))
+    for r in reports[1:]:
+        text = (f"{ratio_text(r.total_j, first.total_j)} the energy ({format_energy(r.total_j)}"
+                f"; latency {format_seconds(r.total_latency_s)}")
+        if inf is not None:
+            text += f"; {format_energy(per_sample_j(r, inf))} per inference"
+        rows.append((f"vs {r.profile}", text + ")"))
+    return rows
+
+
+def _num(x) -> float | None:
+    """A float for strict JSON: nan and infinities as None."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def profile_row(report: EnergyReport, first: EnergyReport) -> dict:
+    """One profile's figures as plain floats (J, s; None where a figure does not exist)."""
+    inf, train = inference_scope(first), train_scope(first)
+    return {"profile": report.profile, "kind": report.kind, "bound": report.bound,
+            "total_j": _num(report.total_j), "dynamic_j": _num(report.total_j - report.static_j),
+            "static_j": _num(report.static_j), "latency_s": _num(report.total_latency_s),
+            "per_inference_j": _num(per_sample_j(report, inf)),
+            "per_train_sample_j": _num(per_sample_j(report, train)),
+            "relative_energy": _num(report.total_j / first.total_j) if first.total_j > 0
+            else None,
+            "per_sample_j": {s: _num(j) for s, j in report.per_sample_j().items()}}
+
+
+def summary(run, reports: Sequence[EnergyReport]) -> dict:
+    """What ``--json`` writes: the run, its metrics with units, NeuroBench's metrics and
+    one row of energy figures per report (the first is the reference). Strict JSON: no
+    nan (None instead)."""
+    first = reports[0]
+    nb = neurobench(run, first)
+    return {
+        "format": "neuroedge.summary", "format_version": 1,
+        "model": run.model, "dataset": run.dataset, "preset": run.preset,
+        "run_profile": run.profile.label, "run_file": run.path or None,
+        "main_metric": main_metric(run),
+        "metrics": {k: {"value": _num(v), "unit": unit_of(run, k)}
+                    for k, v in run.metrics.items()},
+        "neurobench": None if nb is None else {k: {"value": _num(v), "unit": u}
+                                               for k, (v, u) in nb.items()},
+        "inference_scope": inference_scope(first), "train_scope": train_scope(first),
+        "inference_samples": scope_samples(first, inference_scope(first)),
+        "train_samples": scope_samples(first, train_scope(first)),
+        "headline": [list(pair) for pair in headline(run, reports)],
+        "profiles": [profile_row(r, first) for r in reports],
+    }

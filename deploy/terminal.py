@@ -1,0 +1,309 @@
+"""The terminal report: the headline first, then what fits the terminal.
+
+By default the report fits ``width`` characters and :data:`MAX_LINES` lines: the headline
+(:func:`deploy.headline.headline`), then the top rows of the comparison, metrics (with
+units), NeuroBench metrics, layers, energy by category, scope and op, and what the figures
+are. A table shows its first rows and says how many more there are; a section that does not
+fit is named at the end. ``full=True`` shows every table and row (the report as it was
+before the headline, plus the new sections); ``sources=True`` appends the citation of every
+profile entry the figures were built from, which never counts against the line limit.
+
+Scope tables say what they sum: a depth-1 row includes its sub-scopes ("incl.
+sub-scopes"); a row of the full scope table holds only the charges made in that scope
+("own").
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from deploy import headline as hl
+from deploy.formatting import energy_breakdown, format_bytes, format_energy, format_seconds
+from deploy.report import (
+    _comparison,
+    _console,
+    _latency_title,
+    _pct,
+    _table,
+    _tables,
+)
+from hw_profiles.profile import PROVENANCES
+from sim.pricing import EnergyReport
+
+MAX_LINES = 60
+"""Lines of the default terminal report (the headline and what fits after it)."""
+TOP_ROWS = 5
+"""Rows a table shows by default (the metrics table: :data:`TOP_METRICS`)."""
+TOP_METRICS = 8
+
+FULL_TITLES = {"category": "Energy by category",
+               "op": "Energy by op (summed over scopes)",
+               "scope1": "Energy by scope, depth 1 (incl. sub-scopes)",
+               "scope": "Energy by scope (own charges; sub-scopes apart)",
+               "per_sample": "Energy per sample (incl. sub-scopes)",
+               "bytes": "Bytes moved"}
+
+
+def _lines(width: int, *renderables) -> list[str]:
+    """Rendered lines; a table's title is its own line (rich would wrap it to the width of
+    a narrow table)."""
+    con = _console(width)
+    for r in renderables:
+        if isinstance(r, Table) and r.title is not None:
+            con.print(r.title)
+            r.title = None
+        con.print(r)
+    return [ln.rstrip() for ln in con.file.getvalue().splitlines()]
+
+
+def _compact(title: str, header, rows, numeric: bool = True) -> Table:
+    """A table without its top and bottom blank lines (title, header, rule, rows)."""
+    t = _table(title, header, rows, numeric)
+    t.show_edge = False
+    return t
+
+
+def _top(title: str, header, rows, n: int, width: int, numeric: bool = True,
+         what: str = "rows") -> list[str]:
+    """A compact table of the first ``n`` rows, a line saying how many more there are,
+    and a blank line."""
+    rows = list(rows)
+    out = _lines(width, _compact(title, header, rows[:n], numeric))
+    if len(rows) > n:
+        out.append(f"  ... {len(rows) - n} more {what} (--all)")
+    return out + [""]
+
+
+# -- sections -------------------------------------------------------------------------------
+def headline_lines(run, reports: Sequence[EnergyReport], width: int) -> list[str]:
+    """The report's first lines: a title and the headline figures, then a blank line."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, value in hl.headline(run, reports):
+        grid.add_row(Text(label), Text(value))
+    title = Text(f"neuroedge report: {run.model} on {run.dataset} ({run.preset} preset, "
+                 f"run on {run.profile.label})")
+    return _lines(width, title, grid) + [""]
+
+
+def _comparison_rows(reports: Sequence[EnergyReport]) -> list[tuple]:
+    first = reports[0]
+    return [(r.profile, format_energy(r.total_j),
+             format_energy(hl.per_sample_j(r, hl.inference_scope(first))),
+             format_energy(hl.per_sample_j(r, hl.train_scope(first))),
+             format_seconds(r.total_latency_s), hl.ratio_text(r.total_j, first.total_j))
+            for r in reports]
+
+
+def comparison_lines(reports, width: int, n: int | None = 10) -> list[str]:
+    first = reports[0]
+    rows = _comparison_rows(reports)
+    return _top(f"Comparison across profiles (vs {first.profile})",
+                ("profile", "total", "per inference", "per train sample", "latency", "vs first"),
+                rows, n or len(rows), width, what="profiles")
+
+
+def metric_lines(run, width: int, n: int | None = TOP_METRICS) -> list[str]:
+    rows = hl.metric_rows(run)
+    if not rows:
+        return ["Metrics: none recorded.", ""]
+    return _top("Metrics", ("metric", "value", "unit"), rows, n or len(rows), width,
+                what="metrics")
+
+
+def neurobench_lines(run, report: EnergyReport, width: int) -> list[str]:
+    """NeuroBench's metrics under their names, as three wrapped lines; nothing when
+    ``sim.neurobench`` is missing."""
+    values = hl.neurobench(run, report)
+    if values is None:
+        return []
+    text = {k: hl.neurobench_text(v, u) for k, (v, u) in values.items()}
+    syn = [k for k in values if k.startswith("SynapticOperations.")]
+    model = [k for k in values if "." not in k and k not in ("MembraneUpdates",)
+             and k != "SynapticOperations"]
+    scope = hl.inference_scope(report)
+    lines = [", ".join(f"{k} {text[k]}" for k in model)]
+    if syn:
+        lines.append("SynapticOperations: " + ", ".join(
+            f"{k.split('.', 1)[1]} {text[k]}" for k in syn))
+    if "MembraneUpdates" in values:
+        lines.append(f"MembraneUpdates {text['MembraneUpdates']}")
+    title = "NeuroBench metrics" + (f" (workload per sample of {scope})" if scope else "")
+    return _lines(width, Text(title), *(Text("  " + ln) for ln in lines)) + [""]
+
+
+def _shape(shape) -> str:
+    return "x".join(str(d) for d in shape) if shape else "-"
+
+
+def layer_table_rows(run, report: EnergyReport) -> list | None:
+    """``sim.layers.layer_rows`` of the run; None where that module is missing or the run
+    recorded no layers."""
+    try:
+        from sim.layers import layer_rows
+    except ImportError:
+        return None
+    return layer_rows(run.ledger, report) or None
+
+
+def layer_lines(run, report: EnergyReport, width: int, n: int | None = TOP_ROWS) -> list[str]:
+    rows = layer_table_rows(run, report)
+    if rows is None:
+        return []
+    shown = sorted(rows, key=lambda r: -r.energy_j) if n else rows
+    title = (f"Layers, top {min(n, len(rows))} of {len(rows)} by energy" if n
+             else f"Layers ({len(rows)}, in recording order)")
+    cells = [(r.name, r.type, _shape(r.output_shape), f"{r.parameters:,}",
+              f"{r.work:,} {r.work_unit}", format_bytes(r.bytes), format_energy(r.energy_j),
+              r.bound or "-") for r in shown]
+    return _top(title + " (forward + backward, every top scope)",
+                ("layer", "type", "output", "params", "work", "bytes", "energy", "bound"),
+                cells, n or len(cells), width, what="layers")
+
+
+def category_lines(report: EnergyReport, width: int) -> list[str]:
+    total = report.total_j
+    rows = [(c, format_energy(e), _pct(e, total)) for c, e in energy_breakdown(report).items()
+            if e != 0] + [("total", format_energy(total), _pct(total, total))]
+    return _lines(width, _compact("Energy by category", ("category", "energy", "%"), rows)) \
+        + [""]
+
+
+def scope_lines(report: EnergyReport, width: int, n: int = TOP_ROWS + 1) -> list[str]:
+    """Depth-1 scopes with their sub-scopes: energy, share, samples, per sample, latency."""
+    total = report.total_j
+    rows = []
+    for scope, e in report.by_scope(1).items():
+        name = "" if scope == "(root)" else scope
+        k = hl.scope_samples(report, name) if name else 0
+        rows.append((scope, format_energy(e), _pct(e, total), f"{k:,}" if k else "-",
+                     format_energy(e / k) if k else "-",
+                     format_seconds(hl.latency_within(report, name))))
+    return _top("Energy by scope, depth 1 (incl. sub-scopes)",
+                ("scope", "energy", "%", "samples", "per sample", "latency"), rows, n, width,
+                what="scopes")
+
+
+def op_lines(report: EnergyReport, width: int, n: int = TOP_ROWS) -> list[str]:
+    header, rows = _tables(report)["op"]
+    return _top(f"Energy by op (top {min(n, len(rows))} of {len(rows)}, summed over scopes)",
+                header, rows, n, width, what="ops")
+
+
+def nature_lines(report: EnergyReport, width: int) -> list[str]:
+    """What the figures are and what they leave out, as one paragraph (``--all``: the
+    table of every exclusion and note, and the uncounted ops)."""
+    err = report.validation_error
+    # the execution model by its name only (the text before its rules)
+    model = report.execution_model.split(": ", 1)[0] or "execution model not recorded"
+    parts = [f"What these figures are: {report.bound} ({model}); validation error "
+             + (f"{100 * err:.0f}% median on held-out measurements" if err is not None
+                else "none (this device kind is not validated)")]
+    if report.excluded or report.notes:
+        parts.append(f"{len(report.excluded)} exclusion(s) and {len(report.notes)} note(s) "
+                     "(--all lists them)")
+    if report.uncounted:
+        calls = sum(report.uncounted.values())
+        parts.append(f"UNCOUNTED: {len(report.uncounted)} op(s), {calls:,} call(s) executed "
+                     "but not priced, in no total (--all lists them)")
+    else:
+        parts.append("every executed op was priced")
+    return _lines(width, Text("; ".join(parts) + ".")) + [""]
+
+
+def uncounted_lines(report: EnergyReport, width: int) -> list[str]:
+    if not report.uncounted:
+        return _lines(width, Text("Uncounted ops: none (every executed op was priced)."))
+    return _lines(width, Text("Uncounted ops: executed but not priced; their energy is in no "
+                              "total."), _table("Uncounted ops", *_tables(report)["uncounted"]))
+
+
+def source_lines(reports: Sequence[EnergyReport], width: int) -> list[str]:
+    """Every profile entry the figures were built from, with its citation, per profile."""
+    out = _lines(width, Text(f"Figures ({reports[0].bound}) are built from these profile "
+                             f"entries (provenance: {'/'.join(PROVENANCES)})."))
+    for r in reports:
+        out += _lines(width, _table(f"Profile entries of {r.profile}", *_tables(r)["entries"],
+                                    numeric=False))
+    return out
+
+
+def _full_lines(run, report, compared, width: int) -> list[str]:
+    """Every table and row: the report as it was before the headline, plus the new parts."""
+    tables = _tables(report)
+    out = _lines(width, _table("Run", ("field", "value"), [
+        ("model", run.model), ("dataset", run.dataset),
+        ("profile", f"{report.profile} ({report.kind})"), ("run created", run.created or "-")],
+        numeric=False))
+    if compared:
+        out += _lines(width, _table(f"Comparison across profiles (vs {report.profile})",
+                                    *_comparison([report, *compared])))
+    out += metric_lines(run, width, None) + neurobench_lines(run, report, width)
+    out += layer_lines(run, report, width, None)
+    out += _lines(width, _table("What these figures are", *tables["nature"], numeric=False))
+    for key, title in FULL_TITLES.items():
+        out += _lines(width, _table(title, *tables[key]))
+    out += _lines(width, _table(_latency_title(report) + " (own, per scope)",
+                                *tables["latency"]))
+    return out + uncounted_lines(report, width)
+
+
+def terminal_report(run, report: EnergyReport, width: int = 100, *,
+                    compared: Sequence[EnergyReport] = (), full: bool = False,
+                    sources: bool = False, max_lines: int = MAX_LINES) -> str:
+    """Render ``report`` (the pricing of ``run``'s ledger) for a terminal, headline first.
+
+    Parameters
+    ----------
+    run : the run whose ledger was priced (``deploy.runfile.Run``)
+    report : the priced ledger; the reference of every ratio
+    width : characters per line; no line is longer
+    compared : the same ledger priced on other profiles (headline ratios, comparison table)
+    full : every table and every row, no line limit
+    sources : append the citation of every profile entry used (outside the line limit)
+    max_lines : lines of the default report (headline included; ignored with ``full``)
+
+    Returns
+    -------
+    str
+        The report, one line per line, ending in a newline.
+    """
+    reports = [report, *compared]
+    out = headline_lines(run, reports, width)
+    if full:
+        out += _full_lines(run, report, compared, width)
+    else:
+        sections = [("what these figures are", nature_lines(report, width)),
+                    ("comparison", comparison_lines(reports, width) if compared else []),
+                    ("metrics", metric_lines(run, width)),
+                    ("NeuroBench metrics", neurobench_lines(run, report, width)),
+                    ("layers", layer_lines(run, report, width)),
+                    ("energy by category", category_lines(report, width)),
+                    ("energy by scope", scope_lines(report, width)),
+                    ("energy by op", op_lines(report, width))]
+        footer = _lines(width, Text(f"Citations of the {len(report.entries)} profile entries "
+                                    "used: --sources. Every table and row: --all."))
+        shown: list[tuple[str, list[str]]] = []
+        skipped: list[str] = []
+        used = len(out) + len(footer) + 2   # two lines for the note naming what is left out
+        for name, lines in sections:
+            if used + len(lines) <= max_lines:
+                shown.append((name, lines))
+                used += len(lines)
+            elif lines:
+                skipped.append(name)
+        note = []
+        while True:   # a note that wraps to more lines than kept gives up the last section
+            if skipped:
+                note = _lines(width, Text(f"Not shown for space: {', '.join(skipped)}."))
+            body = [ln for _, lines in shown for ln in lines]
+            if len(out) + len(body) + len(note) + len(footer) <= max_lines or not shown:
+                break
+            skipped.insert(0, shown.pop()[0])
+        out += body + note + footer
+    if sources:
+        out += [""] + source_lines(reports, width)
+    return "\n".join(out) + "\n"

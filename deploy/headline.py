@@ -5,16 +5,9 @@ the energy of one inference and of one training sample, the latency, and how eve
 compared profile stands against the first. :func:`headline` gives them as (label, text)
 pairs for the renderers, :func:`summary` as plain floats for ``--json``.
 
-Which scope is "inference" and which "training" is read from the scopes that recorded
-samples, by depth-1 name (a scope holds its sub-scopes: ``infer`` holds ``infer/L256``):
-
-* training: a depth-1 scope whose name starts with ``train`` or ``learn`` (``train`` first);
-* inference: ``infer`` when it (or a sub-scope) recorded samples, else the last other
-  depth-1 scope that did (NeuroBench's rule in ``sim.neurobench.inference_scope``).
-
-The samples of a depth-1 scope are those of its topmost sampled scopes (a scope that
-records samples inside one that already does is not counted twice); its energy and
-latency include its sub-scopes.
+Which scope is "inference" and which "training", and how many samples each processed, is
+the rule of :mod:`sim.phases` (one rule for the terminal, the HTML, ``--json`` and the
+NeuroBench metrics); energy and latency of a scope include its sub-scopes.
 """
 from __future__ import annotations
 
@@ -22,42 +15,25 @@ import math
 from collections.abc import Sequence
 
 from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from sim import phases
 from sim.ledger import within
 from sim.pricing import EnergyReport
 
-TRAINING_PREFIXES = ("train", "learn")
 
-
-# -- scopes ---------------------------------------------------------------------------------
-def _depth1_sampled(report: EnergyReport) -> list[str]:
-    """Depth-1 names of every scope with samples, in recording order, each once."""
-    out: list[str] = []
-    for scope, n in report.samples.items():
-        top = scope.split("/")[0] if scope else ""
-        if n > 0 and top and top not in out:
-            out.append(top)
-    return out
-
-
+# -- scopes (the rule lives in sim.phases; these read it off a report) ----------------------
 def train_scope(report: EnergyReport) -> str | None:
-    """The depth-1 training scope (``train`` if sampled, else the first ``train*``/``learn*``)."""
-    tops = [s for s in _depth1_sampled(report) if s.startswith(TRAINING_PREFIXES)]
-    return "train" if "train" in tops else next(iter(tops), None)
+    """The report's depth-1 training scope (:func:`sim.phases.train_scope`)."""
+    return phases.train_scope(report.samples)
 
 
 def inference_scope(report: EnergyReport) -> str | None:
-    """The depth-1 inference scope (``infer`` if sampled, else the last non-training one)."""
-    tops = [s for s in _depth1_sampled(report) if not s.startswith(TRAINING_PREFIXES)]
-    return "infer" if "infer" in tops else (tops[-1] if tops else None)
+    """The report's depth-1 inference scope (:func:`sim.phases.inference_scope`)."""
+    return phases.inference_scope(report.samples)
 
 
 def scope_samples(report: EnergyReport, scope: str | None) -> int:
-    """Samples of ``scope``: those of its topmost sampled scopes (itself or sub-scopes)."""
-    if scope is None:
-        return 0
-    sampled = [s for s, n in report.samples.items() if n > 0 and within(s, scope)]
-    return sum(report.samples[s] for s in sampled
-               if not any(t != s and within(s, t) for t in sampled))
+    """Samples of ``scope`` and its sub-scopes (:func:`sim.phases.scope_samples`)."""
+    return phases.scope_samples(report.samples, scope)
 
 
 def per_sample_j(report: EnergyReport, scope: str | None) -> float:

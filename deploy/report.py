@@ -51,7 +51,6 @@ from deploy.report_html import (
     headline_section,
     html_table,
     layers_section,
-    metric_unit,
     neurobench_section,
 )
 from deploy.runfile import Run
@@ -371,7 +370,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
 
     yield "<h2>Metrics</h2>" + _html_table(
         ("metric", "value", "unit"),
-        [(k, f"{v:.6g}", metric_unit(run, k)) for k, v in run.metrics.items()], csv="metrics")
+        [(k, f"{v:.6g}", run.unit(k)) for k, v in run.metrics.items()], csv="metrics")
     yield neurobench_section(run)
     yield "<h2>What these figures are</h2>" + _html_table(*tables["nature"], numeric=False,
                                                           csv="nature")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from deploy.headline import headline, train_scope
 from deploy.plots import fig_to_img, plot_epoch_energy
 from deploy.runfile import Run
 from sim.pricing import EnergyReport
@@ -92,87 +93,6 @@ def html_table(header: Sequence[str], rows, numeric: bool = True, *, csv: str,
     ident = f" id={table_id}" if table_id else ""
     return (f"<p class=dl>{link}</p><table{ident}><thead><tr>{head}</tr></thead>"
             f"<tbody>{body}</tbody></table>")
-
-
-# -- scopes, metrics and the headline ---------------------------------------------------------
-def _top_sampled(report: EnergyReport) -> list[str]:
-    return [s for s, n in report.samples.items() if n > 0 and "/" not in s]
-
-
-_TRAINING = ("train", "learn")   # training scopes, as sim.neurobench names them
-
-
-def train_scope(report: EnergyReport) -> str | None:
-    """The first depth-1 scope with samples named ``train...`` or ``learn...``."""
-    return next((s for s in _top_sampled(report) if s.startswith(_TRAINING)), None)
-
-
-def inference_scope(report: EnergyReport) -> str | None:
-    """The last depth-1 scope with samples that is not a training scope (the rule of
-    ``sim.neurobench.inference_scope``)."""
-    return next((s for s in reversed(_top_sampled(report)) if not s.startswith(_TRAINING)),
-                None)
-
-
-def per_sample(report: EnergyReport, scope: str | None) -> float:
-    n = report.samples.get(scope, 0) if scope else 0
-    return report.energy_within(scope) / n if n else math.nan
-
-
-def _card(run: Run):
-    try:
-        from models.registry import get
-        return get(run.model).card
-    except Exception:   # a user's model, or a name no longer registered: no card, no units
-        return None
-
-
-def metric_unit(run: Run, name: str) -> str:
-    """The unit the model's card declares for metric ``name`` (``""`` when none)."""
-    card = _card(run)
-    return str(getattr(card, "metrics", {}).get(name, "")) if card is not None else ""
-
-
-def _value(v: float, unit: str = "") -> str:
-    return f"{v:.6g}" + (f" {unit}" if unit else "")
-
-
-def _ratio(a: float, b: float) -> str:
-    return f"{significant(a / b)}x" if b > 0 and math.isfinite(a / b) else "-"
-
-
-def headline_rows(run: Run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
-    """(what, value) pairs the report leads with: the main metric with its unit, total
-    energy, energy per inference and per training sample, latency, and each compared
-    profile's ratio to the first.
-
-    A stand-in until ``deploy.report.headline(run, reports)`` provides the same figures to
-    the terminal and the HTML.
-    """
-    first = reports[0]
-    card = _card(run)
-    main = getattr(card, "main_metric", None) if card is not None else None
-    if main not in run.metrics:   # the card names none: an accuracy, else the first metric
-        main = next((k for k in ("test_accuracy", "accuracy") if k in run.metrics),
-                    next(iter(run.metrics), None))
-    inf, train = inference_scope(first), train_scope(first)
-    rows = []
-    if main is not None:
-        rows.append((main, _value(run.metrics[main], metric_unit(run, main))))
-    rows.append((f"total energy on {first.profile}", format_energy(first.total_j)
-                 + f" (dynamic {format_energy(first.total_j - first.static_j)}, static "
-                   f"{format_energy(first.static_j)})"))
-    rows.append(("energy per inference" + (f" ({inf})" if inf else ""),
-                 format_energy(per_sample(first, inf)) if inf else "- (no inference scope)"))
-    rows.append(("energy per training sample" + (f" ({train})" if train else ""),
-                 format_energy(per_sample(first, train)) if train else "- (no training)"))
-    rows.append(("estimated latency", format_seconds(first.total_latency_s)))
-    for r in reports[1:]:
-        rows.append((f"{r.profile} vs {first.profile}",
-                     f"{format_energy(r.total_j)} total = {_ratio(r.total_j, first.total_j)}"
-                     + (f"; per inference {_ratio(per_sample(r, inf), per_sample(first, inf))}"
-                        if inf else "")))
-    return rows
 
 
 # -- per-layer rows ---------------------------------------------------------------------------
@@ -373,7 +293,7 @@ def neurobench_rows(run: Run) -> list[tuple[str, str, str]] | None:
 
 # -- sections of the document -----------------------------------------------------------------
 def headline_section(run: Run, reports: list[EnergyReport]) -> str:
-    rows = headline_rows(run, reports)
+    rows = headline(run, reports)
     lead = "; ".join(f"{k}: {v}" for k, v in rows[:5])
     return (f"<section id=headline><h2>The answer</h2><p class=lead>{_e(lead)}.</p>"
             + html_table(("figure", "value"), rows, numeric=False, csv="headline")

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import math
 
+from sim import phases
+
 METRIC_UNITS = {
     "Footprint": "B",
     "ParameterCount": "parameters",
@@ -44,17 +46,9 @@ METRIC_UNITS = {
 """Unit of every metric :func:`metrics` returns (the inner keys of SynapticOperations as
 ``SynapticOperations.KEY``)."""
 
-_TRAINING = ("train", "learn")
-
-
 def inference_scope(ledger) -> str | None:
-    """The last depth-1 scope with samples whose name does not start with ``train`` or
-    ``learn`` (those are training scopes); None when there is none."""
-    found = None
-    for scope, n in ledger.samples().items():
-        if n > 0 and scope and "/" not in scope and not scope.startswith(_TRAINING):
-            found = scope
-    return found
+    """The run's inference scope (:func:`sim.phases.inference_scope`); None when none."""
+    return phases.inference_scope(ledger.samples())
 
 
 def _ratio(num, den) -> float:
@@ -87,7 +81,7 @@ def metrics(ledger, scope: str | None = None) -> dict:
         footprint = params = sparsity = math.nan
     if scope is None:
         scope = inference_scope(ledger)
-    samples = ledger.samples().get(scope, 0) if scope is not None else 0
+    samples = phases.scope_samples(ledger.samples(), scope)
     act = ledger.activity(scope) if scope is not None else {}
 
     def per_sample(name):

@@ -24,6 +24,7 @@ import pytest
 from conftest import TOY_GPU as TOY  # noqa: E402
 
 import hw_profiles
+from deploy import headline as hl
 from deploy import plots
 from deploy import report as rp
 from deploy import report_html as rh
@@ -97,27 +98,20 @@ def test_table_csv_holds_the_cells_and_linked_cells_are_links():
 
 
 # -- headline ---------------------------------------------------------------------------------
-def test_headline_rows(ledger, toy, toy2x):
-    run = make_run(toy, ledger)
-    rows = rh.headline_rows(run, [price(ledger, toy), price(ledger, toy2x)])
-    assert rows == [
-        ("test_accuracy", "0.9611"),     # no card: an accuracy leads
-        ("total energy on toy-gpu", "95.6 nJ (dynamic 51.1 nJ, static 44.5 nJ)"),
-        ("energy per inference (infer)", "9.41 nJ"),
-        ("energy per training sample (train)", "300 pJ"),
-        ("estimated latency", "44.5 ns"),
-        # 98.6 / 95.6 = 1.031; per inference 9.61 / 9.41 = 1.021
-        ("toy-gpu-2x vs toy-gpu", "98.6 nJ total = 1.03x; per inference 1.02x")]
-
-
 def test_inference_and_train_scopes(ledger, toy):
     led = ledger.copy()
     with led.scope("validate"):
         led.add_samples(3)
     r = price(led, toy)
-    # the last depth-1 scope with samples that is not training; the first train* scope
-    assert (rh.inference_scope(r), rh.train_scope(r)) == ("validate", "train")
-    assert rh.inference_scope(price(Ledger(), toy)) is None
+    # sim.phases: "infer" when it recorded samples, else the last non-training depth-1
+    # scope; the training scope is "train"
+    assert (hl.inference_scope(r), hl.train_scope(r)) == ("infer", "train")
+    no_infer = Ledger()
+    with no_infer.scope("validate"):
+        no_infer.add("mac_fp32", 1)
+        no_infer.add_samples(3)
+    assert hl.inference_scope(price(no_infer, toy)) == "validate"
+    assert hl.inference_scope(price(Ledger(), toy)) is None
 
 
 # -- per-layer rows ---------------------------------------------------------------------------
@@ -202,9 +196,12 @@ def test_document_leads_with_the_answer(ledger, toy, toy2x, tmp_path):
              "<h2>Profile entries"]
     at = [doc.index(s) for s in order]
     assert at == sorted(at) and doc.index("<h1>") < at[0]
-    assert ("<p class=lead>test_accuracy: 0.9611; total energy on toy-gpu: 95.6 nJ (dynamic "
-            "51.1 nJ, static 44.5 nJ); energy per inference (infer): 9.41 nJ; energy per "
-            "training sample (train): 300 pJ; estimated latency: 44.5 ns.</p>") in doc
+    # deploy.headline.headline's figures: 95.6 nJ total, 94.1 nJ / 10 samples per inference,
+    # 1.5 nJ / 5 samples per train sample (the run records no units: "unit not recorded")
+    assert ("<p class=lead>test_accuracy: 0.9611 (unit not recorded); total energy: 95.6 nJ "
+            "on toy-gpu (estimate; dynamic 51.1 nJ, static 44.5 nJ); energy per inference: "
+            "9.41 nJ (infer: 10 samples); energy per train sample: 300 pJ (train: 5 samples); "
+            "latency: 44.5 ns whole run; infer 44 ns.</p>") in doc
     assert 'alt="energy per epoch"' in doc and doc.count("class=plot") == 7
     # every table has its own CSV download
     assert doc.count("<table") == doc.count("<a class=csv") == len(

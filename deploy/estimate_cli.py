@@ -203,11 +203,23 @@ def run_estimate(args):
 
 
 def to_json(est) -> dict:
-    """The command's JSON: ``Estimate.rows()`` (NaN as null), skipped profiles, notes."""
+    """The command's JSON: ``Estimate.rows()`` (NaN as null), skipped profiles, notes, the
+    NeuroBench metrics of the inference and the per-layer rows on the first profile."""
+    from dataclasses import asdict
+
+    from sim import neurobench
+    from sim.layers import layer_rows
+    first = next(iter(est.reports), None)
+    ledger = est.ledgers[first] if first is not None else None
     return _strict({"model": est.model, "source": est.source,
                     "inference_samples": est.inference_samples,
                     "train_samples": est.train_samples, "rows": est.rows(),
-                    "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ()))})
+                    "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ())),
+                    "neurobench": neurobench.metrics(ledger, est.inference_scope)
+                    if ledger is not None else None,
+                    "layers_profile": first,
+                    "layers": [asdict(r) for r in layer_rows(ledger, est.reports[first])]
+                    if ledger is not None else []})
 
 
 def _strict(obj):
@@ -253,6 +265,7 @@ def table(est) -> str:
         lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
     for note in getattr(est, "notes", ()):
         lines.append(f"note: {note}")
+    lines += _detail_lines(est)
     kinds: dict[str, tuple] = {}
     for r in est.reports.values():
         kinds.setdefault(r.kind, r.excluded)
@@ -260,6 +273,26 @@ def table(est) -> str:
         if excluded:
             lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
     return "\n".join(lines)
+
+
+def _detail_lines(est, n_layers: int = 10) -> list[str]:
+    """NeuroBench metrics of the inference and the top layers by energy on the first
+    profile (the renderers of ``neuroedge report``, fed the estimate's ledger)."""
+    import shutil
+    from types import SimpleNamespace
+
+    from deploy import terminal
+    first = next(iter(est.reports), None)
+    if first is None:
+        return []
+    run = SimpleNamespace(ledger=est.ledgers[first])
+    report = est.reports[first]
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
+    out = [""] + terminal.neurobench_lines(run, report, width)
+    layers = terminal.layer_lines(run, report, width, n=n_layers)
+    if layers:
+        out += [f"on {first}:"] + layers
+    return [ln.rstrip() for ln in out]
 
 
 def cmd_estimate(args) -> int:

@@ -165,3 +165,22 @@ def test_every_flag_has_help():
     est = sub.choices["estimate"]
     for action in est._actions:
         assert action.help, action.option_strings or action.dest
+
+
+def test_json_and_table_carry_neurobench_metrics_and_layers(user_file, capsys):
+    doc = _json(capsys, ["estimate", f"{user_file}:make_net", "--input-shape", "1,1,28,28",
+                         "--profiles", PROFILES])
+    nb = doc["neurobench"]
+    # Dense: conv 26*26 outputs x 4 channels x 9 taps = 24,336 + fc 676 x 10 = 6,760
+    assert nb["SynapticOperations"]["Dense"] == 24_336 + 6_760
+    # parameters: conv 4*9 + 4 = 40, fc 6,760 + 10 = 6,770; float32 bytes
+    assert nb["ParameterCount"] == 6_810 and nb["Footprint"] == 4 * 6_810
+    assert doc["layers_profile"] == "jetson-orin"
+    layers = {r["name"]: r for r in doc["layers"]}
+    assert layers["conv"]["work"] == 24_336 and layers["conv"]["output_shape"] == [1, 4, 26, 26]
+    assert layers["fc"]["type"] == "Linear" and layers["fc"]["parameters"] == 6_770
+    assert main(["estimate", f"{user_file}:make_net", "--input-shape", "1,1,28,28",
+                 "--profiles", "a100"]) == 0
+    out = capsys.readouterr().out
+    assert "NeuroBench metrics (workload per sample of infer)" in out
+    assert "Layers, top 4 of 4 by energy" in out and "Conv2d" in out

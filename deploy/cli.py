@@ -25,6 +25,7 @@ import math
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from deploy.errors import RunFileError
@@ -643,6 +644,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"neuroedge: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -655,7 +660,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.action is None and args.name:
             parser.error(f"unexpected argument {args.name!r}: use 'profiles show NAME'")
     try:
-        code = args.func(args)
+        with warnings.catch_warnings():
+            # an assumption neuroedge made (a NIR file that does not state its reset rule)
+            # is one line on stderr, not Python's warning with its source line
+            warnings.showwarning = _show_warning
+            code = args.func(args)
         sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at exit
         return code
     except NeuroedgeError as exc:

@@ -56,6 +56,11 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="NIR files and spiking modules: time steps to run")
     p.add_argument("--dt", type=_positive_float, metavar="SECONDS",
                    help="NIR files: the time step, when the graph's metadata does not give it")
+    p.add_argument("--reset", choices=("value", "subtract", "snntorch"),
+                   help="NIR files: the reset rule when the file does not state it (value: "
+                        "v <- v_reset, NIR's; subtract: v <- v - threshold; snntorch: "
+                        "snnTorch's subtract after the decay); without it a warning names "
+                        "the rule assumed")
     p.add_argument("--seed", type=_seed, default=0,
                    help=f"0..{SEED_MAX} (default 0): the module's initial weights, the "
                         "example input, the random targets and stimulus")
@@ -177,7 +182,7 @@ def _where(exc: BaseException, path: Path) -> str:
 
 
 def _options(args) -> dict:
-    return {k: getattr(args, k) for k in ("stimulus", "steps", "dt")
+    return {k: getattr(args, k) for k in ("stimulus", "steps", "dt", "reset")
             if getattr(args, k) is not None}
 
 

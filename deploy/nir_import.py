@@ -318,7 +318,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                "NIR's reset to v_reset ('value')")
         warnings.warn(f"NIR import: {label} does not state the reset of "
                       f"{', '.join(unstated)}; assuming {why}; pass reset='value', "
-                      "'subtract' or 'snntorch' to choose", stacklevel=2)
+                      "'subtract' or 'snntorch' (--reset on the command line) to choose",
+                      stacklevel=2)
     bias: dict[str, np.ndarray] = {}
     for _e, w, _d, ch, k in paths:
         if w is not None and isinstance(nodes[w], nir.Affine) and np.any(nodes[w].bias) \

@@ -184,3 +184,26 @@ def test_json_and_table_carry_neurobench_metrics_and_layers(user_file, capsys):
     out = capsys.readouterr().out
     assert "NeuroBench metrics (workload per sample of infer)" in out
     assert "Layers, top 4 of 4 by energy" in out and "Conv2d" in out
+
+
+def test_nir_file_reset_warning_is_one_line_and_reset_flag_silences_it(tmp_path, capsys):
+    import nir
+    import numpy as np
+    # a hand-built graph: Input(2) -> Linear -> LIF(2) -> Output, no reset stated anywhere
+    graph = nir.NIRGraph(
+        nodes={"in": nir.Input({"input": np.array([2])}),
+               "w": nir.Linear(weight=np.eye(2) * 2.0),
+               "lif": nir.LIF(tau=np.full(2, 0.01), r=np.ones(2), v_leak=np.zeros(2),
+                              v_threshold=np.ones(2), v_reset=np.zeros(2)),
+               "out": nir.Output({"output": np.array([2])})},
+        edges=[("in", "w"), ("w", "lif"), ("lif", "out")])
+    path = tmp_path / "hand.nir"
+    nir.write(path, graph)
+    argv = ["estimate", str(path), "--stimulus", "poisson:rate=100", "--steps", "20",
+            "--dt", "1e-3", "--profiles", "loihi"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("neuroedge: warning: NIR import:")
+    assert "assuming NIR's reset to v_reset" in err[0] and "--reset" in err[0]
+    assert main(argv + ["--reset", "value"]) == 0
+    assert capsys.readouterr().err == ""

@@ -107,22 +107,13 @@ def metric_rows(run) -> list[tuple[str, str, str]]:
     return [(k, f"{run.metrics[k]:.6g}", unit_of(run, k)) for k in order]
 
 
-def neurobench(run, report: EnergyReport | None = None) -> dict | None:
+def neurobench(run, report: EnergyReport | None = None) -> dict[str, tuple[float, str]]:
     """NeuroBench's metrics of the run (``sim.neurobench``), flat: ``{name: (value, unit)}``
     with SynapticOperations' parts as ``SynapticOperations.KEY``; workload metrics per
-    sample of the headline's inference scope. None where ``sim.neurobench`` is missing."""
-    try:
-        from sim import neurobench as nb
-    except ImportError:
-        return None
-    scope = inference_scope(report) if report is not None else None
-    values = nb.metrics(run.ledger, scope) if scope is not None else nb.metrics(run.ledger)
-    out: dict[str, tuple[float, str]] = {}
-    for k, v in values.items():
-        for name, x in ({f"{k}.{kk}": vv for kk, vv in v.items()} if isinstance(v, dict)
-                        else {k: v}).items():
-            out[name] = (float(x), nb.METRIC_UNITS.get(name, nb.METRIC_UNITS.get(k, "")))
-    return out
+    sample of the inference scope (``sim.phases``)."""
+    from sim import neurobench as nb
+    values = nb.flat(nb.metrics(run.ledger, inference_scope(report) if report else None))
+    return {k: (float(v), nb.METRIC_UNITS.get(k, "")) for k, v in values.items()}
 
 
 def neurobench_text(value: float, unit: str) -> str:

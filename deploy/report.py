@@ -371,7 +371,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield "<h2>Metrics</h2>" + _html_table(
         ("metric", "value", "unit"),
         [(k, f"{v:.6g}", run.unit(k)) for k, v in run.metrics.items()], csv="metrics")
-    yield neurobench_section(run)
+    yield neurobench_section(run, first)
     yield "<h2>What these figures are</h2>" + _html_table(*tables["nature"], numeric=False,
                                                           csv="nature")
     total = first.total_j

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import csv
 import html
-import importlib
 import io
 import math
 import re
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deploy.formatting import format_bytes, format_energy, format_seconds, significant
-from deploy.headline import headline, train_scope
+from deploy.headline import headline, neurobench, train_scope
 from deploy.plots import fig_to_img, plot_epoch_energy
 from deploy.runfile import Run
 from sim.pricing import EnergyReport
@@ -152,13 +151,8 @@ def layer_rows(run: Run, report: EnergyReport) -> tuple[list, str]:
     scopes under every top scope summed); a run that recorded no layers (a spiking network,
     a bitwise machine) gets one row per ledger scope instead (:func:`scope_rows`).
     """
-    try:
-        from sim.layers import layer_rows as from_ledger
-    except ModuleNotFoundError as err:
-        if err.name != "sim.layers":
-            raise
-        from_ledger = None
-    rows = list(from_ledger(run.ledger, report)) if from_ledger is not None else []
+    from sim.layers import layer_rows as from_ledger
+    rows = list(from_ledger(run.ledger, report))
     if rows:
         return rows, ("One row per recorded layer (a torch layer: its forward and backward "
                       "scopes under every top scope summed; a spiking population: the synops "
@@ -269,26 +263,11 @@ def firing_rates(run: Run, raster: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 # -- NeuroBench -------------------------------------------------------------------------------
-def neurobench_rows(run: Run) -> list[tuple[str, str, str]] | None:
-    """(metric, value, unit) rows of ``sim.neurobench.metrics`` under NeuroBench's names,
-    nested metrics as ``SynapticOperations.Dense``; None when that module is absent."""
-    try:
-        neurobench = importlib.import_module("sim.neurobench")
-    except ModuleNotFoundError as err:
-        if err.name != "sim.neurobench":
-            raise
-        return None
-    units = getattr(neurobench, "METRIC_UNITS", {})
-    rows = []
-    for name, value in neurobench.metrics(run.ledger).items():
-        items = value.items() if isinstance(value, dict) else [("", value)]
-        for sub, v in items:
-            key = f"{name}.{sub}" if sub else name
-            unit = units.get(key, units.get(name, ""))
-            text = "-" if v is None or (isinstance(v, float) and math.isnan(v)) else \
-                f"{v:,}" if isinstance(v, int) else f"{float(v):.6g}"
-            rows.append((key, text, unit))
-    return rows
+def neurobench_rows(run: Run, report: EnergyReport) -> list[tuple[str, str, str]]:
+    """(metric, value, unit) rows of NeuroBench's metrics (:func:`deploy.headline.neurobench`,
+    the terminal's figures) at full precision; ``-`` where the run cannot give one."""
+    return [(name, "-" if math.isnan(v) else f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}",
+             unit) for name, (v, unit) in neurobench(run, report).items()]
 
 
 # -- sections of the document -----------------------------------------------------------------
@@ -329,11 +308,8 @@ def epoch_section(run: Run, first: EnergyReport) -> str:
                                     for i, j in enumerate(ep.per_epoch_j)]))
 
 
-def neurobench_section(run: Run) -> str:
-    rows = neurobench_rows(run)
-    if rows is None:
-        return ("<h2>NeuroBench metrics</h2><p class=muted>Not available in this version "
-                "(no sim.neurobench).</p>")
+def neurobench_section(run: Run, report: EnergyReport) -> str:
+    rows = neurobench_rows(run, report)
     return ("<h2>NeuroBench metrics</h2><p>Under NeuroBench's names, per sample of the "
             "inference scope; - where this run cannot give a metric.</p>"
             + html_table(("metric", "value", "unit"), rows, csv="neurobench"))

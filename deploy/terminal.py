@@ -115,11 +115,8 @@ def metric_lines(run, width: int, n: int | None = TOP_METRICS) -> list[str]:
 
 
 def neurobench_lines(run, report: EnergyReport, width: int) -> list[str]:
-    """NeuroBench's metrics under their names, as three wrapped lines; nothing when
-    ``sim.neurobench`` is missing."""
+    """NeuroBench's metrics under their names, as three wrapped lines."""
     values = hl.neurobench(run, report)
-    if values is None:
-        return []
     text = {k: hl.neurobench_text(v, u) for k, (v, u) in values.items()}
     syn = [k for k in values if k.startswith("SynapticOperations.")]
     model = [k for k in values if "." not in k and k not in ("MembraneUpdates",)
@@ -140,12 +137,8 @@ def _shape(shape) -> str:
 
 
 def layer_table_rows(run, report: EnergyReport) -> list | None:
-    """``sim.layers.layer_rows`` of the run; None where that module is missing or the run
-    recorded no layers."""
-    try:
-        from sim.layers import layer_rows
-    except ImportError:
-        return None
+    """``sim.layers.layer_rows`` of the run; None where it recorded no layers."""
+    from sim.layers import layer_rows
     return layer_rows(run.ledger, report) or None
 
 

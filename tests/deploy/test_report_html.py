@@ -14,10 +14,7 @@ toy-gpu-2x (mac_fp32 4 pJ): infer 1000 x 4 + 100 + 40 000 + 8 000 pJ = 52.1 nJ +
 import base64
 import csv
 import io
-import math
 import re
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -130,16 +127,17 @@ def test_scope_rows_are_exclusive_per_charged_scope(ledger, toy):
                                    "1.5 nJ", "0.5 ns", "compute")
 
 
-def test_layer_rows_come_from_sim_layers_when_it_gives_rows(ledger, toy, monkeypatch):
+def test_layer_rows_come_from_sim_layers_when_it_gives_rows(ledger, toy):
+    led = Ledger()
+    with led.scope("infer"):
+        led.add_samples(10)
+        led.add("mac_fp32", 640, scope="fc1/forward")
+    led.record_layer("fc1", "Linear", (10, 64), 650)
+    rows, what = rh.layer_rows(make_run(toy, led), price(led, toy))
+    assert [(r.name, r.type, r.work, r.work_unit) for r in rows] == [
+        ("fc1", "Linear", 640, "MACs")] and what.startswith("One row per recorded layer")
+    assert rh.layer_csv(rows[0])[:7] == ("fc1", "Linear", "10x64", 650, 640, "MACs", 0)
     report = price(ledger, toy)
-    row = rh.ScopeRow("fc1", "Linear", (1, 10), 650, 640, "MACs", 2600, 1e-9, 1e-6, "compute")
-    fake = types.ModuleType("sim.layers")
-    fake.layer_rows = lambda led, rep: [row] if led is ledger else []
-    monkeypatch.setitem(sys.modules, "sim.layers", fake)
-    rows, what = rh.layer_rows(make_run(toy, ledger), report)
-    assert rows == [row] and what.startswith("One row per recorded layer")
-    assert rh.layer_csv(row) == ("fc1", "Linear", "1x10", 650, 640, "MACs", 2600, "1e-09",
-                                 "1e-06", "compute")
     # no layers recorded: the scope rows stand in, and say so
     rows, what = rh.layer_rows(make_run(toy, Ledger()), report)
     assert [r.name for r in rows] == ["infer", "train/fc1"] and "recorded no layers" in what
@@ -173,17 +171,21 @@ def test_firing_rates(ledger, toy):
                      "and last spike (mean 75 Hz)")
 
 
-def test_neurobench_rows_flatten_nested_metrics(ledger, toy, monkeypatch):
-    fake = types.ModuleType("sim.neurobench")
-    fake.METRIC_UNITS = {"Footprint": "B", "SynapticOperations": "ops/sample"}
-    fake.metrics = lambda led, scope=None: {
-        "Footprint": 9640, "ActivationSparsity": math.nan,
-        "SynapticOperations": {"Effective_MACs": 1234.5, "Dense": 2000.0}}
-    monkeypatch.setitem(sys.modules, "sim.neurobench", fake)
-    assert rh.neurobench_rows(make_run(toy, ledger)) == [
-        ("Footprint", "9,640", "B"), ("ActivationSparsity", "-", ""),
-        ("SynapticOperations.Effective_MACs", "1234.5", "ops/sample"),
-        ("SynapticOperations.Dense", "2000", "ops/sample")]
+def test_neurobench_rows_flatten_nested_metrics(toy):
+    led = Ledger()
+    led.record_model("m", parameters=2410, parameter_bytes=9640, buffer_bytes=0,
+                     connection_weights=2368, connection_zero_weights=0)
+    with led.scope("infer"):
+        led.add_samples(2)
+        led.add("mac_fp32", 4000, scope="0/forward")
+        led.add_activity("effective_macs", 2469, scope="0/forward")
+        led.add_activity("dense_synops", 4000, scope="0/forward")
+    rows = {k: (v, u) for k, v, u in rh.neurobench_rows(make_run(toy, led), price(led, toy))}
+    assert rows["Footprint"] == ("9,640", "B")
+    # per inference sample: 2469 / 2 = 1234.5 MACs, 4000 / 2 = 2000 ops
+    assert rows["SynapticOperations.Effective_MACs"] == ("1,234.5", "MACs/sample")
+    assert rows["SynapticOperations.Dense"] == ("2,000", "ops/sample")
+    assert rows["ActivationSparsity"][0] == "-"      # no neuron layer recorded activations
 
 
 # -- the document -----------------------------------------------------------------------------

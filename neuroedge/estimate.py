@@ -22,7 +22,6 @@ What runs (the choices torchinfo-like tools leave open):
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import os
 from collections.abc import Sequence
@@ -34,6 +33,10 @@ from sim.errors import HardwareLimitError, ModelError, PricingError
 TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torch") serves
 DEFAULT_LR = 0.01   # the default SGD step size; the counts of one step do not depend on it
 _CE_NAMES = ("cross_entropy", "nll_loss")
+
+
+SPIKE_PROBABILITY = 0.2
+"""Per step and input, of the spikes drawn for a spiking module given only a shape."""
 
 
 def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, loss=None,
@@ -116,10 +119,21 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         raise ModelError(f"estimate: model is a {type(model).__name__}; pass a "
                          "torch.nn.Module, a nir.NIRGraph or the path of a .nir file")
     if _is_spiking(model):
-        # the same input rules as a plain module: a shape is drawn here with ``seed``
+        # time first, (T, n) or (T, 1, n); a shape is drawn here with ``seed`` as spikes
+        # (Bernoulli, p = SPIKE_PROBABILITY per step and input), not as normal values
+        drawn = _is_shape(example_input)
         xs, _ = _example(example_input, type(model).__name__, seed)
-        return _nir_call("estimate_spiking_module", model, xs[0] if len(xs) == 1 else xs,
-                         profiles=profiles, seed=seed, **nir_options)
+        x = xs[0] if len(xs) == 1 else xs
+        if drawn:
+            gen = torch.Generator().manual_seed(seed)
+            x = torch.bernoulli(torch.full(x.shape, SPIKE_PROBABILITY), generator=gen)
+        est = _nir_call("estimate_spiking_module", model, x, profiles=profiles, seed=seed,
+                        **nir_options)
+        if drawn:
+            est.notes = (*est.notes, f"input: random spikes of shape {tuple(x.shape)} (time "
+                         f"first), each input spiking with probability {SPIKE_PROBABILITY} "
+                         f"per step, seed {seed}")
+        return est
     if nir_options:
         raise ModelError(f"estimate: {', '.join(sorted(nir_options))} apply to NIR graphs "
                          f"and spiking modules; {type(model).__name__} is a plain torch "
@@ -141,13 +155,7 @@ def _is_spiking(module) -> bool:
 
 
 def _nir_call(name: str, *args, **kwargs) -> Estimate:
-    try:
-        nir_estimate = importlib.import_module("neuroedge.nir_estimate")
-    except ModuleNotFoundError as exc:
-        if exc.name != "neuroedge.nir_estimate":
-            raise
-        raise ModelError("estimate: NIR graphs and spiking modules need "
-                         "neuroedge.nir_estimate, which this installation lacks") from None
+    from neuroedge import nir_estimate  # lazily: it imports nir and the neuromorphic engine
     fn = getattr(nir_estimate, name)
     params = inspect.signature(fn).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):

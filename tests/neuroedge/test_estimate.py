@@ -1,6 +1,4 @@
 """neuroedge.estimate: a torch module counted once, priced on GPUs, CPUs and MCUs; skips; errors."""
-import sys
-import types
 
 import pytest
 import torch
@@ -160,48 +158,47 @@ def test_not_a_model_and_paths_that_are_not_nir():
         estimate("missing.nir")
 
 
-@pytest.fixture
-def fake_nir(monkeypatch):
-    """A stand-in neuroedge.nir_estimate recording its calls (the real one is helper nir's)."""
-    calls = []
-    mod = types.ModuleType("neuroedge.nir_estimate")
+def _own_export(tmp_path):
+    """A network of ours with its own Poisson source, exported to NIR."""
+    import numpy as np
 
-    def estimate_nir(graph_or_path, *, stimulus, steps, profiles, dt=None, seed=0):
-        calls.append(("nir", graph_or_path, stimulus, steps, profiles, dt, seed))
-        return Estimate(model="graph", source="nir")
-
-    def estimate_spiking_module(module, example_input, profiles, steps):
-        calls.append(("module", type(module).__name__, tuple(example_input.shape), profiles,
-                      steps))
-        return Estimate(model="snn", source="nir")
-
-    mod.estimate_nir, mod.estimate_spiking_module = estimate_nir, estimate_spiking_module
-    monkeypatch.setitem(sys.modules, "neuroedge.nir_estimate", mod)
-    return calls
+    from deploy.nir_export import export_nir
+    from sim.neuromorphic import Network
+    net = Network(dt=1e-3)
+    net.poisson("in", 5, 200.0, seed=3)
+    net.population("p", 3, "if", r=1e3, v_threshold=1.0)
+    net.connect("in", "p", pre_idx=np.arange(5), post_idx=np.arange(5) % 3,
+                weight=np.full(5, 0.6))
+    return export_nir(net, tmp_path / "own.nir")
 
 
-def test_nir_paths_go_to_estimate_nir(fake_nir, tmp_path):
-    path = tmp_path / "net.nir"
-    path.write_bytes(b"")
-    est = estimate(str(path), profiles=["loihi"], stimulus="poisson:rate=50", steps=7, seed=2)
-    assert est.source == "nir"
-    assert fake_nir == [("nir", str(path), "poisson:rate=50", 7, ["loihi"], None, 2)]
+def test_nir_paths_and_graphs_go_to_the_neuromorphic_chips(tmp_path):
+    import nir
+    path = _own_export(tmp_path)
+    est = estimate(str(path), profiles="loihi,a100", steps=50, seed=2)
+    assert est.source == "nir" and list(est.reports) == ["loihi"]
+    assert est.skipped["a100"].startswith("a100 is a gpu profile")
+    graph = nir.read(path)
+    again = estimate(graph, profiles=["loihi"], steps=50)
+    # the same network and source seed: the same counts, from the path or the graph
+    assert again.ledgers["loihi"].total_ops() == est.ledgers["loihi"].total_ops()
 
 
-def test_spiking_modules_go_to_estimate_spiking_module(fake_nir):
+def test_a_spiking_module_runs_on_the_chips_with_its_spikes(tmp_path):
     snn = pytest.importorskip("snntorch")
-    net = nn.Sequential(nn.Linear(4, 3), snn.Leaky(beta=0.9, init_hidden=True))
-    est = estimate(net, (2, 4), profiles=["loihi2"], steps=5)   # a shape: drawn here
-    assert est.model == "snn" and fake_nir == [("module", "Sequential", (2, 4), ["loihi2"], 5)]
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 3), snn.Leaky(beta=torch.full((3,), 0.9),
+                                                   threshold=torch.ones(3), init_hidden=True,
+                                                   output=True))
+    x = (torch.rand(30, 4) < 0.3).float()                    # 30 steps of spikes, time first
+    est = estimate(net, x, profiles=["loihi2", "a100"])
+    assert list(est.reports) == ["loihi2"] and "a100" in est.skipped
+    led = est.ledgers["loihi2"]
+    # every input spike reaches the 3 neurons of the Linear layer: 3 synops per spike
+    assert led.activity()["effective_acs"] == 3 * int(x.sum())
+    drawn = estimate(net, (30, 4), profiles=["loihi2"], seed=1)   # a shape: random spikes
+    assert any("random spikes of shape (30, 4)" in n for n in drawn.notes)
     with pytest.raises(ModelError, match="needs example_input"):
-        estimate(net, profiles=["loihi2"], steps=5)
+        estimate(net, profiles=["loihi2"])
     with pytest.raises(ModelError, match="takes no option"):
-        estimate(net, torch.ones(1, 4), profiles=["loihi2"], steps=5, dt=1e-3)
-
-
-def test_nir_without_the_nir_module_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "neuroedge.nir_estimate", None)   # import fails
-    path = tmp_path / "net.nir"
-    path.write_bytes(b"")
-    with pytest.raises(ModelError, match="neuroedge.nir_estimate"):
-        estimate(str(path), profiles=["loihi"])
+        estimate(net, x, profiles=["loihi2"], stimulus="poisson:rate=5")

@@ -18,6 +18,14 @@ biases, beta 0.9, subtract reset) on 8 samples x 25 steps of Bernoulli(0.3) spik
 counts both on the torch engine (``sim.neurobench.metrics``), runs the other environment's
 ``neurobench.benchmarks.Benchmark`` on the saved file (``--neurobench-side``), and prints
 both sides and their ratio.
+
+A third column runs the same spiking network the way a chip would: exported by snnTorch's
+``export_to_nir``, read by ``deploy.nir_import`` and run on the neuromorphic engine
+(``loihi``, float weights so the spikes are snnTorch's), one sample after the other. Its
+ActivationSparsity and Effective_ACs follow from the spikes and should equal NeuroBench's;
+Footprint (synapse memory, not float32 bytes), Dense (stored synapses x steps) and
+MembraneUpdates (every neuron every step) are the chip's readings of those metrics and are
+expected to differ (see README "What the figures mean").
 """
 from __future__ import annotations
 
@@ -89,6 +97,33 @@ def ours(saved: dict) -> dict:
     return out
 
 
+def ours_on_chip(saved: dict) -> dict:
+    """The spiking network through NIR on the neuromorphic engine, per sample, summed."""
+    import warnings
+
+    import snntorch as snn
+
+    from neuroedge.nir_estimate import estimate_spiking_module
+    from sim.ledger import Ledger
+    from sim.neurobench import metrics
+    # snnTorch's NIR export wants per-neuron beta and threshold: the same 0.9 and 1.0
+    net = nn.Sequential(
+        nn.Linear(20, 16), snn.Leaky(beta=torch.full((16,), 0.9), threshold=torch.ones(16),
+                                     init_hidden=True, reset_mechanism="subtract"),
+        nn.Linear(16, 4), snn.Leaky(beta=torch.full((4,), 0.9), threshold=torch.ones(4),
+                                    init_hidden=True, output=True, reset_mechanism="subtract"))
+    weights = {k: v for k, v in saved["snn"].items() if k.split(".")[0] in ("0", "2")}
+    net.load_state_dict(weights, strict=False)
+    total = Ledger()
+    x = saved["snn_x"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # the reset warning: subtract is snnTorch's
+        for sample in x:                      # (steps, features), time first
+            est = estimate_spiking_module(net, sample, ["loihi"], quantize=False)
+            total.merge(est.ledgers["loihi"])
+    return metrics(total, "infer")
+
+
 # -- the neurobench side (run in bench/.venv-neurobench) ----------------------------------
 def theirs(saved: dict) -> dict:
     from neurobench.benchmarks import Benchmark
@@ -146,12 +181,18 @@ def main() -> None:
     done = subprocess.run([str(VENV_PY), __file__, "--neurobench-side"], check=True,
                           capture_output=True, text=True)
     other = json.loads(done.stdout.strip().splitlines()[-1])
+    def ratio(a, b):
+        return a / b if b else (1.0 if a == b else math.inf)
     for name in ("mlp", "snn"):
         a, b = _flat(mine[name]), _flat(other[name])
         print(f"\n{name}: {'metric':36s} {'neuroedge':>14s} {'neurobench':>14s} {'ratio':>8s}")
         for k in a:
-            ratio = a[k] / b[k] if b[k] else (1.0 if a[k] == b[k] else math.inf)
-            print(f"{'':5s}{k:36s} {a[k]:14.6g} {b[k]:14.6g} {ratio:8.4f}")
+            print(f"{'':5s}{k:36s} {a[k]:14.6g} {b[k]:14.6g} {ratio(a[k], b[k]):8.4f}")
+    chip, b = _flat(ours_on_chip(saved)), _flat(other["snn"])
+    print(f"\nsnn through NIR on loihi (float weights): {'metric':36s} {'chip':>14s} "
+          f"{'neurobench':>14s} {'ratio':>8s}")
+    for k in chip:
+        print(f"{'':5s}{k:36s} {chip[k]:14.6g} {b[k]:14.6g} {ratio(chip[k], b[k]):8.4f}")
 
 
 if __name__ == "__main__":

@@ -152,7 +152,10 @@ def layer_lines(run, report: EnergyReport, width: int, n: int | None = TOP_ROWS)
     cells = [(r.name, r.type, _shape(r.output_shape), f"{r.parameters:,}",
               f"{r.work:,} {r.work_unit}", format_bytes(r.bytes), format_energy(r.energy_j),
               r.bound or "-") for r in shown]
-    return _top(title + " (forward + backward, every top scope)",
+    what = (" (synops received; its share of the synapse and neuron-update energy)"
+            if all(r.work_unit == "synops" for r in rows)
+            else " (forward + backward, every top scope)")
+    return _top(title + what,
                 ("layer", "type", "output", "params", "work", "bytes", "energy", "bound"),
                 cells, n or len(cells), width, what="layers")
 

@@ -315,5 +315,8 @@ def get(name: str) -> Method:
     try:
         return REGISTRY[name]
     except KeyError:
+        own = str(name).endswith((".nir", ".py")) or ".py:" in str(name)
+        hint = (f"; a model of your own goes through `neuroedge estimate {name}` (a NIR "
+                "file, or FILE.py:factory with --input-shape)" if own else "")
         raise ModelError(f"unknown model {name!r}: registered models are "
-                         f"{', '.join(sorted(REGISTRY)) or '(none)'}") from None
+                         f"{', '.join(sorted(REGISTRY)) or '(none)'}{hint}") from None

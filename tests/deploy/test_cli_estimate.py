@@ -207,3 +207,10 @@ def test_nir_file_reset_warning_is_one_line_and_reset_flag_silences_it(tmp_path,
     assert "assuming NIR's reset to v_reset" in err[0] and "--reset" in err[0]
     assert main(argv + ["--reset", "value"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_simulate_of_a_users_file_points_at_estimate(capsys):
+    for name in ("net.nir", "my_net.py:make_net"):
+        assert main(["simulate", name]) == 2
+        err = capsys.readouterr().err
+        assert f"unknown model '{name}'" in err and f"`neuroedge estimate {name}`" in err

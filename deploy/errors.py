@@ -16,6 +16,11 @@ class ReportError(NeuroedgeError):
     """A report cannot be built from what it was given (no reports, missing directory)."""
 
 
+class SweepError(NeuroedgeError):
+    """A sweep spec is malformed (unknown key, model, setting or profile) or its directory
+    already holds run files the sweep would replace."""
+
+
 class OutputError(NeuroedgeError):
     """An output path cannot be written safely (a directory, an existing file without
     ``--force``, an input of the same command, an unwritable place)."""

@@ -1,0 +1,775 @@
+"""Sweeps: models x datasets x presets x settings x seeds, simulated once each, priced on
+several profiles, serially or on Dask distributed.
+
+A spec (TOML, or the same as a dict)::
+
+    name = "mlp-widths"
+    models = ["mlp"]
+    seeds = [0, 1, 2]
+    profiles = ["a100", "jetson-orin"]   # priced on; runs simulate on the first ...
+    [simulate_profile]                   # ... unless a model names its own
+    mlp = "jetson-orin"
+    [grid]                               # --set overrides, every combination
+    epochs = [1]
+    [grid.mlp]                           # a model's own grid (replaces a shared key)
+    hidden = [16, 64]
+
+expands (:func:`expand`) to one :class:`RunSpec` per combination. Every run is checked by
+:func:`models.runner.prepare` before any runs (a typo fails in a second, on one line). Each run
+is one :func:`models.runner.run` call on its simulate profile, written to
+``OUT/runs/<key>.h5`` (the name ``neuroedge simulate`` gives the same run) through
+:mod:`deploy.runfile`, whose write is atomic: a killed worker leaves no partial file. The
+other profiles re-price the stored ledger (``Ledger.price``); nothing is simulated twice. A
+neuromorphic run priced on another chip is its ledger priced there, not the network placed
+again on that chip's cores: the ``pricing`` column says so.
+
+Results: ``OUT/results.csv`` (one row per run x profile, sorted by run key, with the run's
+status and error) and ``OUT/summary.html`` (main metric against energy per inference per
+profile with the Pareto front, the spread over seeds and the table). A run that raises is a
+row with status ``error`` and the sweep goes on; ``resume=True`` keeps every run whose file
+reads back whole; Ctrl-C leaves the complete run files and a table of what finished.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import itertools
+import math
+import os
+import shutil
+import tomllib
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploy.errors import SweepError
+from hw_profiles.errors import NeuroedgeError
+
+SPEC_KEYS = ("name", "description", "models", "datasets", "presets", "seeds", "grid",
+             "profiles", "simulate_profile")
+THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+              "NUMBA_NUM_THREADS": "1"}
+ENERGY_COLUMNS = ("bound", "energy_j", "per_inference_j", "per_train_sample_j", "latency_s")
+RUN_COLUMNS = ("key", "model", "dataset", "preset", "seed", "overrides", "simulate_profile",
+               "profile", "pricing", "status", "error", "main_metric")
+RETRIES = 2   # a task whose worker died is run again elsewhere this many times
+
+
+# -- the spec -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Spec:
+    """A checked sweep spec (:func:`load_spec`)."""
+
+    name: str
+    models: tuple[str, ...]
+    datasets: tuple[str, ...] | None
+    presets: tuple[str, ...]
+    seeds: tuple[int, ...]
+    grid: dict[str, tuple]               # shared --set grid
+    model_grids: dict[str, dict[str, tuple]]
+    profiles: tuple[str, ...]            # names or absolute TOML paths
+    simulate_profile: dict[str, str]     # model -> profile it simulates on
+    source: str = "<dict>"
+
+    def grid_for(self, model: str) -> dict[str, tuple]:
+        return {**self.grid, **self.model_grids.get(model, {})}
+
+    def simulate_on(self, model: str) -> str:
+        return self.simulate_profile.get(model, self.profiles[0])
+
+
+@dataclass(frozen=True, eq=True)
+class RunSpec:
+    """One run of a sweep: what ``neuroedge simulate`` would be given."""
+
+    model: str
+    dataset: str
+    preset: str
+    seed: int
+    overrides: dict[str, Any]    # typed values of the card's Config
+    profile: str                 # where it simulates (name or TOML path)
+
+    __hash__ = None  # a dict field: compared, never hashed
+
+    def plan(self):
+        from models import runner
+        return runner.prepare(self.model, profile=self.profile, dataset=self.dataset,
+                              preset=self.preset, seed=self.seed, overrides=self.overrides)
+
+    @property
+    def key(self) -> str:
+        """The run file's stem, ``MODEL-DATASET-PROFILE-PRESET-seedN[-key=value...]``
+        (:func:`models.runner.run_file_name`: the name ``neuroedge simulate`` writes)."""
+        from models import runner
+        return runner.run_file_name(self.plan(), "").stem
+
+    @property
+    def overrides_text(self) -> str:
+        return overrides_text(self.overrides)
+
+    def line(self) -> str:
+        """One line for ``--dry-run``."""
+        sets = " ".join(f"--set {k}={_value_text(v)}" for k, v in sorted(self.overrides.items()))
+        return (f"{self.key}: {self.model} on {self.profile}, {self.dataset}, {self.preset}, "
+                f"seed {self.seed}" + (f", {sets}" if sets else ""))
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return ",".join(_value_text(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def overrides_text(overrides: Mapping[str, Any]) -> str:
+    """``"epochs=1 hidden=16,16"``: the settings of a run, sorted (a table's group key)."""
+    return " ".join(f"{k}={_value_text(v)}" for k, v in sorted(overrides.items()))
+
+
+def _where(source: str) -> str:
+    return f"sweep spec {source}"
+
+
+def _list(doc, key, kind, source, default=None) -> tuple | None:
+    if key not in doc:
+        return default
+    value = doc[key]
+    if not isinstance(value, list) or not value:
+        raise SweepError(f"{_where(source)}: {key} = {value!r} must be a non-empty list")
+    bad = [v for v in value if not isinstance(v, kind) or isinstance(v, bool) and kind is int]
+    if bad:
+        raise SweepError(f"{_where(source)}: {key} holds {bad[0]!r}; give "
+                         f"{'integers' if kind is int else 'text'}")
+    return tuple(value)
+
+
+def _grid_values(value, where: str) -> tuple:
+    values = tuple(value) if isinstance(value, list) else (value,)
+    if not values:
+        raise SweepError(f"{where}: an empty list of values gives no runs; give at least one")
+    return values
+
+
+def _profile_ref(text, base: Path | None, where: str) -> str:
+    """A profile name, or a TOML path made absolute (relative to the spec's directory)."""
+    from models import runner
+    if not isinstance(text, str):
+        raise SweepError(f"{where}: profile {text!r} must be a name or a TOML path")
+    ref = text
+    if text.endswith(".toml") and base is not None and not Path(text).is_absolute():
+        ref = str((base / text).resolve())
+    try:
+        runner.load_profile(ref)
+    except NeuroedgeError as exc:
+        raise SweepError(f"{where}: {exc}") from None
+    return ref
+
+
+def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
+    """Read and check a sweep spec (a TOML file, or the same content as a dict).
+
+    Raises SweepError (one line) for an unreadable file, an unknown key, model, preset or
+    profile, a grid key the model's Config does not have, or a value of the wrong type.
+    """
+    from models import runner
+    from models.registry import PRESETS, REGISTRY
+    base = None
+    if isinstance(spec, Mapping):
+        doc, source = dict(spec), "<dict>"
+    else:
+        path = Path(spec)
+        source, base = str(path), path.parent
+        try:
+            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SweepError(f"{_where(source)}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SweepError(f"{_where(source)}: cannot read it ({exc})") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SweepError(f"{_where(source)}: not valid TOML ({exc})") from None
+    unknown = [k for k in doc if k not in SPEC_KEYS]
+    if unknown:
+        raise SweepError(f"{_where(source)}: unknown key {unknown[0]!r}; keys are "
+                         f"{', '.join(SPEC_KEYS)}")
+    name = doc.get("name", Path(source).stem if base is not None else "sweep")
+    if not isinstance(name, str) or not name:
+        raise SweepError(f"{_where(source)}: name = {name!r} must be non-empty text")
+    models = _list(doc, "models", str, source)
+    if models is None:
+        raise SweepError(f"{_where(source)}: no models; give e.g. models = [\"mlp\"]")
+    for m in models:
+        if m not in REGISTRY:
+            raise SweepError(f"{_where(source)}: unknown model {m!r}; models are "
+                             f"{', '.join(sorted(REGISTRY))}")
+    datasets = _list(doc, "datasets", str, source)
+    presets = _list(doc, "presets", str, source, ("quick",))
+    for p in presets:
+        if p not in PRESETS:
+            raise SweepError(f"{_where(source)}: preset {p!r}; presets are {', '.join(PRESETS)}")
+    seeds = _list(doc, "seeds", int, source, (0,))
+    profiles = _list(doc, "profiles", str, source)
+    if profiles is None:
+        raise SweepError(f"{_where(source)}: no profiles; give e.g. profiles = [\"a100\"]")
+    profiles = tuple(_profile_ref(p, base, _where(source)) for p in profiles)
+
+    sim = doc.get("simulate_profile", {})
+    if isinstance(sim, str):
+        sim = {m: sim for m in models}
+    if not isinstance(sim, dict):
+        raise SweepError(f"{_where(source)}: simulate_profile must be a profile or a table "
+                         "MODEL = PROFILE")
+    for m in sim:
+        if m not in models:
+            raise SweepError(f"{_where(source)}: simulate_profile.{m}: {m!r} is not one of "
+                             f"the spec's models ({', '.join(models)})")
+    sim = {m: _profile_ref(p, base, f"{_where(source)}: simulate_profile.{m}")
+           for m, p in sim.items()}
+
+    grid_doc = doc.get("grid", {})
+    if not isinstance(grid_doc, dict):
+        raise SweepError(f"{_where(source)}: grid must be a table KEY = [values]")
+    grid, model_grids = {}, {}
+    for k, v in grid_doc.items():
+        if isinstance(v, dict):
+            if k not in models:
+                raise SweepError(f"{_where(source)}: [grid.{k}]: {k!r} is not one of the "
+                                 f"spec's models ({', '.join(models)})")
+            model_grids[k] = {kk: _grid_values(vv, f"{_where(source)}: grid.{k}.{kk}")
+                              for kk, vv in v.items()}
+        else:
+            grid[k] = _grid_values(v, f"{_where(source)}: grid.{k}")
+    spec_obj = Spec(name, models, datasets, presets, seeds, grid, model_grids, profiles,
+                    sim, source)
+    for m in models:   # every grid key must be a setting of the model it applies to
+        for k in spec_obj.grid_for(m):
+            try:
+                runner.parse_overrides(m, {k: 0})
+            except NeuroedgeError as exc:
+                where = f"grid.{m}.{k}" if k in model_grids.get(m, {}) else f"grid.{k}"
+                raise SweepError(f"{_where(source)}: {where}: {exc}") from None
+    return spec_obj
+
+
+def _override_text(value) -> str:
+    """A TOML value as the text ``--set`` would take (the runner parses it to the field's
+    type, so ``hidden = 16`` becomes the tuple ``(16,)`` a tuple field wants)."""
+    return _value_text(value)
+
+
+def expand(spec: Spec | str | os.PathLike | Mapping) -> list[RunSpec]:
+    """Every run of ``spec``, each checked by :func:`models.runner.prepare` (profile kind,
+    dataset and its files, preset, settings and their values), before any runs.
+
+    Order: models, datasets, presets, grid combinations (keys sorted), seeds. Raises
+    SweepError naming the first run that fails a check, or two runs that would share a file.
+    """
+    from models import runner
+    from models.registry import get
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec)
+    runs: list[RunSpec] = []
+    seen: dict[str, RunSpec] = {}
+    for model in spec.models:
+        card = get(model).card
+        datasets = spec.datasets or (card.default_dataset,)
+        grid = spec.grid_for(model)
+        keys = sorted(grid)
+        for dataset, preset in itertools.product(datasets, spec.presets):
+            for combo in itertools.product(*(grid[k] for k in keys)):
+                text = {k: _override_text(v) for k, v in zip(keys, combo, strict=True)}
+                where = (f"{_where(spec.source)}: {model} on {spec.simulate_on(model)}, "
+                         f"{dataset}, {preset}" + (f", {overrides_text(text)}" if text else ""))
+                try:
+                    typed = runner.parse_overrides(model, text)
+                    for seed in spec.seeds:
+                        run = RunSpec(model, dataset, preset, int(seed), typed,
+                                      spec.simulate_on(model))
+                        key = run.key   # runner.prepare: every check that needs no training
+                        if key in seen:
+                            raise SweepError(f"seed {seed} gives run file {key}.h5 twice; "
+                                             "remove the repeated value")
+                        seen[key] = run
+                        runs.append(run)
+                except NeuroedgeError as exc:
+                    hint = ("; give [simulate_profile] " + model + " = a profile it runs on"
+                            if "profiles; model" in str(exc) else "")
+                    raise SweepError(f"{where}: {exc}{hint}") from None
+    return runs
+
+
+# -- one run (in a worker process, or here when serial) -------------------------------------
+def single_thread() -> None:
+    """One thread for torch, numba and the BLAS libraries: a worker is one core (the
+    environment variables matter for libraries not loaded yet; torch's call for torch)."""
+    import sys
+    for k, v in THREAD_ENV.items():
+        if k != "NUMBA_NUM_THREADS" or "numba" not in sys.modules:  # numba reads it once
+            os.environ[k] = v
+    import torch
+    torch.set_num_threads(1)
+    if "numba" in sys.modules:
+        import numba
+        numba.set_num_threads(1)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or "(no message)"
+    return text if isinstance(exc, NeuroedgeError) else f"{type(exc).__name__}: {text}"
+
+
+def run_is_complete(path: Path) -> bool:
+    """True when ``path`` is a run file that :func:`deploy.runfile.read_run` reads whole."""
+    from deploy.runfile import read_run
+    if not path.is_file():
+        return False
+    try:
+        read_run(path)
+    except Exception:   # any unreadable file is incomplete: the sweep runs it again
+        return False
+    return True
+
+
+def _base_row(run: RunSpec, key: str) -> dict[str, Any]:
+    return {"key": key, "model": run.model, "dataset": run.dataset, "preset": run.preset,
+            "seed": run.seed, "overrides": run.overrides_text}
+
+
+def _pricing_note(stored, prof) -> str:
+    if prof.label == stored.profile.label:
+        return "simulated here"
+    if stored.profile.kind == "neuromorphic" and prof.kind == "neuromorphic":
+        return (f"ledger of {stored.profile.label} re-priced here; the network is not "
+                "re-placed on this chip's cores")
+    return f"ledger of {stored.profile.label} re-priced here"
+
+
+def price_rows(run: RunSpec, key: str, path: Path, profiles: Sequence[str]) -> list[dict]:
+    """The table rows of a stored run: one per profile (the simulate profile first when the
+    spec does not price on it), each its ledger priced there."""
+    from deploy.headline import profile_row
+    from deploy.runfile import read_run
+    from models import runner
+    stored = read_run(path)
+    base = {**_base_row(run, key), "simulate_profile": stored.profile.label}
+    main = stored.main_metric
+    targets = list(profiles)
+    loaded = [runner.load_profile(p) for p in targets]
+    if stored.profile.label not in [p.label for p in loaded]:
+        loaded.insert(0, stored.profile)
+    rows = []
+    for prof in loaded:
+        if prof.label == stored.profile.label:
+            prof = stored.profile   # the numbers it ran with, from the file
+        row = {**base, "profile": prof.label, "pricing": _pricing_note(stored, prof),
+               "status": "ok", "error": "", "main_metric": main or "",
+               **{k: float(v) for k, v in stored.metrics.items()},
+               "run_file": f"runs/{path.name}"}
+        try:
+            rep = stored.ledger.price(prof)
+            fig = profile_row(rep, rep)
+            row.update(bound=rep.bound, energy_j=fig["total_j"],
+                       per_inference_j=fig["per_inference_j"],
+                       per_train_sample_j=fig["per_train_sample_j"],
+                       latency_s=fig["latency_s"])
+        except NeuroedgeError as exc:
+            row.update(status="error", error=f"pricing: {_one_line(exc)}")
+        rows.append(row)
+    return rows
+
+
+def _error_rows(run: RunSpec, key: str, profiles: Sequence[str], error: str) -> list[dict]:
+    from models import runner
+    sim = runner.load_profile(run.profile).label
+    labels = [runner.load_profile(p).label for p in profiles]
+    if sim not in labels:
+        labels.insert(0, sim)
+    return [{**_base_row(run, key), "simulate_profile": sim, "profile": label,
+             "pricing": "", "status": "error", "error": error, "main_metric": "",
+             "run_file": ""} for label in labels]
+
+
+def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str]) -> list[dict]:
+    """Simulate ``run``, write its run file, price it on ``profiles``: its table rows.
+
+    A run that raises gives rows with status ``error`` and the one-line error (the sweep goes
+    on). The run file is written under a temporary name and renamed when whole
+    (:func:`deploy.runfile.write_run`), so a worker killed here leaves no partial file.
+    """
+    from deploy.runfile import write_result
+    from models import runner
+    single_thread()
+    key = run.key
+    path = Path(runs_dir) / f"{key}.h5"
+    try:
+        result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
+                            preset=run.preset, seed=run.seed, overrides=run.overrides)
+        write_result(path, result, force=True)   # force: an unreadable leftover is replaced
+        return price_rows(run, key, path, profiles)
+    except Exception as exc:   # recorded in the table; the sweep goes on
+        return _error_rows(run, key, profiles, _one_line(exc))
+
+
+# -- the sweep ------------------------------------------------------------------------------
+@dataclass
+class SweepResult:
+    """What :func:`run_sweep` did: the rows (sorted by run key, then the spec's profile
+    order), the files written, and how many runs were simulated, resumed or failed."""
+
+    rows: list[dict]
+    table_path: Path
+    html_path: Path
+    out_dir: Path
+    simulated: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+Progress = Callable[[int, int, str, str], None]   # (done, total, run key, what happened)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def _serial_threads():
+    """Serial runs use one thread too, so their numbers equal a cluster's bit for bit."""
+    import torch
+    before = torch.get_num_threads()
+    single_thread()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run_serial(todo, runs_dir, profiles, done):
+    with _serial_threads():
+        for run, key in todo:
+            done(key, run_task(run, str(runs_dir), profiles))
+
+
+def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
+    import logging
+
+    from distributed import Client, LocalCluster, as_completed
+    cluster = None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            raise SweepError(f"--scheduler {scheduler}: cannot connect ({_one_line(exc)}); "
+                             "give the address a running dask-scheduler prints, "
+                             "tcp://HOST:8786") from None
+    else:
+        n = workers or _cores()
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR,
+                               env=dict(THREAD_ENV))
+        client = Client(cluster)
+    token = uuid.uuid4().hex[:8]
+    futures, by_future = [], {}
+    try:
+        for run, key in todo:
+            fut = client.submit(run_task, run, str(runs_dir), list(profiles),
+                                key=f"neuroedge-sweep-{token}-{key}", retries=RETRIES,
+                                pure=False)
+            futures.append(fut)
+            by_future[fut.key] = (run, key)
+        for fut in as_completed(futures):
+            run, key = by_future[fut.key]
+            try:
+                rows = fut.result()
+            except Exception as exc:   # the task's worker died RETRIES + 1 times
+                rows = _error_rows(run, key, profiles, f"worker lost: {_one_line(exc)}")
+            done(key, rows)
+    finally:
+        for fut in futures:
+            fut.cancel()
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _clean_temporaries(runs_dir: Path) -> None:
+    """Remove the temporary directories of run files a killed worker did not finish
+    (``deploy.outputs.write_file`` names them ``.NAME.XXXX.tmp``)."""
+    for p in runs_dir.glob(".*.tmp"):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | None = None,
+              resume: bool = False, force: bool = False, serial: bool = False,
+              progress: Progress | None = None) -> SweepResult:
+    """Run every run of ``spec`` into ``out_dir`` (``runs/``, ``results.csv``,
+    ``summary.html``).
+
+    ``serial``: one run after another in this process; else on Dask: a LocalCluster of
+    ``workers`` processes (default: one per core, one thread each), or the running cluster
+    at ``scheduler`` (``tcp://HOST:8786``). ``resume`` keeps every run whose file reads back
+    whole and runs the rest; ``force`` runs them all again. Without either, run files of this
+    sweep already in ``out_dir`` are an error (nothing is replaced unasked).
+
+    On KeyboardInterrupt the table and summary of what finished are written, then it is
+    raised again.
+    """
+    spec = spec if isinstance(spec, Spec) else load_spec(spec)
+    runs = expand(spec)                    # every check first
+    out = Path(out_dir)
+    runs_dir = out / "runs"
+    keyed = [(r, r.key) for r in runs]
+    existing = [k for _, k in keyed if (runs_dir / f"{k}.h5").exists()]
+    if existing and not (resume or force):
+        raise SweepError(f"{runs_dir}: {len(existing)} of this sweep's run files exist "
+                         f"(e.g. {existing[0]}.h5); give --resume to keep them or --force "
+                         "to run them again")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweepError(f"--out {out}: cannot create {runs_dir} ({exc.strerror})") from None
+    result = SweepResult([], out / "results.csv", out / "summary.html", out)
+    profiles = spec.profiles
+    total = len(keyed)
+    by_key: dict[str, list[dict]] = {}
+
+    def done(key, rows, how=None):
+        by_key[key] = rows
+        failed = any(r["status"] == "error" and not r["error"].startswith("pricing:")
+                     for r in rows)
+        (result.failed if failed else result.resumed if how == "resumed"
+         else result.simulated).append(key)
+        if progress is not None:
+            progress(len(by_key), total, key, how or ("error" if failed else "simulated"))
+
+    todo = []
+    for run, key in keyed:
+        path = runs_dir / f"{key}.h5"
+        if resume and run_is_complete(path):
+            done(key, price_rows(run, key, path, profiles), "resumed")
+        else:
+            todo.append((run, key))
+    try:
+        if todo and serial:
+            _run_serial(todo, runs_dir, profiles, done)
+        elif todo:
+            _run_cluster(todo, runs_dir, profiles, done, workers, scheduler)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.rows = _sorted_rows(by_key, profiles)
+        write_results(result.rows, out, spec)
+        raise
+    _clean_temporaries(runs_dir)
+    result.rows = _sorted_rows(by_key, profiles)
+    write_results(result.rows, out, spec)
+    return result
+
+
+def _sorted_rows(by_key: dict[str, list[dict]], profiles) -> list[dict]:
+    return [row for key in sorted(by_key) for row in by_key[key]]
+
+
+# -- the table ------------------------------------------------------------------------------
+def columns(rows: Sequence[Mapping]) -> list[str]:
+    """Run columns, then every metric (sorted), then the energy columns, then the run file."""
+    fixed = set(RUN_COLUMNS) | set(ENERGY_COLUMNS) | {"run_file"}
+    metrics = sorted({k for r in rows for k in r if k not in fixed})
+    return [*RUN_COLUMNS, *metrics, *ENERGY_COLUMNS, "run_file"]
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(value)   # repr: every digit, round-trips
+    return str(value)
+
+
+def table_text(rows: Sequence[Mapping]) -> str:
+    """The rows as CSV (empty cell: no value)."""
+    buf = io.StringIO()
+    cols = columns(rows)
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in cols])
+    return buf.getvalue()
+
+
+def read_table(path) -> list[dict]:
+    """``results.csv`` back as rows of text (empty cells dropped)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return [{k: v for k, v in row.items() if v != ""} for row in csv.DictReader(f)]
+
+
+def write_results(rows: Sequence[Mapping], out: Path, spec: Spec) -> None:
+    """``results.csv`` and ``summary.html``, each written under a temporary name first."""
+    from deploy.outputs import write_text
+    write_text(out / "results.csv", table_text(rows), force=True)
+    write_text(out / "summary.html", html_summary(rows, spec), force=True)
+
+
+# -- the spread over seeds ------------------------------------------------------------------
+def _number(v) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def _stats(values: Sequence[float]) -> dict[str, float]:
+    vals = [v for v in values if math.isfinite(v)]
+    n = len(vals)
+    if not n:
+        return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan, "n": 0}
+    mean = sum(vals) / n
+    # sample standard deviation (n - 1): the seeds are a sample of the seeds one could run
+    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else math.nan
+    return {"mean": mean, "std": std, "min": min(vals), "max": max(vals), "n": n}
+
+
+def main_metric_of(rows: Sequence[Mapping]) -> str | None:
+    """The first ok row's main metric (the card's)."""
+    for r in rows:
+        if r.get("status") == "ok" and r.get("main_metric"):
+            return r["main_metric"]
+    return None
+
+
+def summary(rows: Sequence[Mapping], by: Sequence[str] = ("model", "overrides", "profile"),
+            metric: str | None = None) -> list[dict]:
+    """Spread over seeds: per group of ``by`` (ok rows only), ``metric`` (default: the main
+    metric) and the energy per inference as mean, std (n - 1; nan for one seed), min, max
+    and n. Groups in first-seen order."""
+    metric = metric or main_metric_of(rows)
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in rows:
+        if r.get("status") == "ok":
+            groups.setdefault(tuple(r.get(k, "") for k in by), []).append(r)
+    out = []
+    for key, members in groups.items():
+        m = _stats([_number(r.get(metric)) for r in members]) if metric else _stats([])
+        e = _stats([_number(r.get("per_inference_j")) for r in members])
+        out.append({**dict(zip(by, key, strict=True)), "metric": metric, **m,
+                    **{f"per_inference_j_{k}": v for k, v in e.items() if k != "n"}})
+    return out
+
+
+def pareto(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points (energy, metric) no other point beats: less or equal energy and
+    higher metric (a higher main metric is the better one), cheapest first."""
+    order = sorted((i for i, (e, m) in enumerate(points) if math.isfinite(e) and
+                    math.isfinite(m)), key=lambda i: (points[i][0], -points[i][1]))
+    front, best = [], -math.inf
+    for i in order:
+        if points[i][1] > best:
+            front.append(i)
+            best = points[i][1]
+    return front
+
+
+# -- the HTML summary -----------------------------------------------------------------------
+SPREAD_BY = ("model", "dataset", "preset", "overrides", "profile")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return "–" if not math.isfinite(v) else f"{v:.4g}"
+    return str(v)
+
+
+def _plot(groups: list[dict], metric: str, profiles: list[str]):
+    from matplotlib.figure import Figure
+    n = len(profiles)
+    cols = min(n, 2)
+    rows = -(-n // cols)
+    fig = Figure(figsize=(6.0 * cols, 4.2 * rows), layout="constrained")
+    for i, prof in enumerate(profiles):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        gs = [g for g in groups if g["profile"] == prof]
+        pts = [(g["per_inference_j_mean"], g["mean"]) for g in gs]
+        for g, (x, y) in zip(gs, pts, strict=True):
+            if math.isfinite(x) and math.isfinite(y):
+                yerr = g["std"] if math.isfinite(g["std"]) else 0.0
+                xerr = g["per_inference_j_std"] if math.isfinite(g["per_inference_j_std"]) \
+                    else 0.0
+                ax.errorbar([x], [y], yerr=[yerr], xerr=[xerr], fmt="o", capsize=3,
+                            label=f"{g['model']} {g['overrides']}".strip())
+        front = pareto(pts)
+        if front:
+            ax.plot([pts[j][0] for j in front], [pts[j][1] for j in front], "k--", lw=1,
+                    label="Pareto front")
+        if any(math.isfinite(x) and x > 0 for x, _ in pts):
+            ax.set_xscale("log")
+        ax.set_title(prof)
+        ax.set_xlabel("energy per inference (J)")
+        ax.set_ylabel(metric)
+        if gs:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no run priced here", ha="center", transform=ax.transAxes)
+    return fig
+
+
+def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
+    """A self-contained page: the plot (PNG inline), the spread over seeds, the table."""
+    import html
+
+    from deploy.plots import fig_to_img
+    esc = html.escape
+    metric = main_metric_of(rows)
+    groups = summary(rows, by=SPREAD_BY, metric=metric)
+    profiles = list(dict.fromkeys(r["profile"] for r in rows))
+    name = spec.name if spec is not None else "sweep"
+    runs = len({r["key"] for r in rows})
+    failed = sorted({r["key"] for r in rows if r["status"] == "error"
+                     and not str(r.get("error", "")).startswith("pricing:")})
+    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{esc(name)}</title>"
+             "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:"
+             "collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:"
+             "right}td:first-child,th:first-child{text-align:left}.err{color:#a00}</style>"
+             f"</head><body><h1>Sweep {esc(name)}</h1>",
+             f"<p>{runs} runs, {len(failed)} failed, priced on {len(profiles)} profiles. "
+             "A run's ledger priced on a profile it was not simulated on is re-priced, not "
+             "re-simulated (a neuromorphic network is not re-placed on another chip's cores)."
+             "</p>"]
+    if metric and groups:
+        fig = _plot(groups, metric, profiles)
+        parts.append(fig_to_img(fig, f"{metric} against energy per inference per profile"))
+        parts.append(f"<p>Points: mean over seeds; bars: standard deviation (n - 1). The "
+                     f"dashed line is the Pareto front (higher {esc(metric)}, less energy).</p>")
+    parts.append(f"<h2>Spread over seeds ({esc(metric or 'no metric')})</h2><table><tr>")
+    heads = [*SPREAD_BY, "n", "mean", "std", "min", "max", "J/inference mean",
+             "J/inference std", "J/inference min", "J/inference max"]
+    parts.append("".join(f"<th>{esc(h)}</th>" for h in heads) + "</tr>")
+    for g in groups:
+        cells = [*(g[k] for k in SPREAD_BY), g["n"], g["mean"], g["std"], g["min"], g["max"],
+                 g["per_inference_j_mean"], g["per_inference_j_std"], g["per_inference_j_min"],
+                 g["per_inference_j_max"]]
+        parts.append("<tr>" + "".join(f"<td>{esc(_fmt(c))}</td>" for c in cells) + "</tr>")
+    parts.append("</table><h2>Every run x profile</h2><table><tr>")
+    cols = columns(rows)
+    parts.append("".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>")
+    for r in rows:
+        cls = " class=err" if r.get("status") == "error" else ""
+        parts.append(f"<tr{cls}>" + "".join(f"<td>{esc(_fmt(r.get(c, '')))}</td>"
+                                              for c in cols) + "</tr>")
+    parts.append("</table></body></html>\n")
+    return "".join(parts)
+
+
+def dry_run_lines(spec) -> list[str]:
+    """One line per run (``--dry-run``)."""
+    return [r.line() for r in expand(spec)]
+
+
+__all__ = ["Spec", "RunSpec", "SweepResult", "load_spec", "expand", "run_sweep", "summary",
+           "pareto", "table_text", "read_table", "html_summary", "dry_run_lines",
+           "price_rows", "run_task", "single_thread"]

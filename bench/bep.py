@@ -14,6 +14,11 @@ Parts (all single-threaded; the machine is shared, so wall times are indicative 
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/bep.py [--quick] [--seeds 5]
 
+Part 1's BEP and local-rule runs are one sweep (``deploy.sweep``: K x local x seed, run
+serially in this process so the runs stay single-threaded; run files and table in
+``bench/out/bep-prototypes-sweep``), so their accuracies come with the spread over seeds
+(mean, std, min, max). QAT keeps its own seed loop beside it: it is not a registered
+method, so a sweep cannot run it. Parts 2 and 3 are one seed each (seed 0), as before.
 BEP and the local rule run through ``models.runner`` (the card's config with overrides),
 except where the card must refuse: BEP's Fashion-MNIST training state (599,040 B) does not
 fit cortex-m4's SRAM, so the runner stops that run with a capacity error; part 2 counts it
@@ -35,6 +40,7 @@ import numpy as np
 import torch
 
 import sim
+from bench import _sweeps
 from hw_profiles import load
 from models import runner
 from models.baselines.qat.model import QAT, QATConfig
@@ -104,6 +110,11 @@ def fmt(accs):
     return f"{100 * np.mean(accs):5.1f} +/- {100 * np.std(accs):3.1f}"
 
 
+def fmt_s(spread: dict) -> str:
+    """:func:`fmt` of a sweep's spread over seeds."""
+    return f"{100 * spread['mean']:5.1f} +/- {100 * spread['std']:3.1f}"
+
+
 def static_parts(q, seeds, res):
     """Parts 1, 2 and 4 (prototypes, Fashion-MNIST, cost), filling ``res``."""
     # 1. Random Prototypes ---------------------------------------------------------------
@@ -113,20 +124,35 @@ def static_parts(q, seeds, res):
     print(f"== Random Prototypes 1000-K-K-10, {len(seeds)} seeds, {ep} epochs (test acc %)")
     print(f"{'K':>4} {'BEP':>14} {'local rule':>14} {'QAT noBN 1e-3':>14} {'QAT noBN 1e-2':>14} "
           f"{'QAT+BN 1e-3':>14}  BEP-local  BEP-QATnoBN")
-    for k in ((32,) if q else (32, 64)):
-        row = {name: [] for name in ("bep", "local", "qat_nobn", "qat_nobn_lr1e-2", "qat_bn")}
-        for s in seeds:
-            row["bep"].append(bep_run("random-prototypes", (k, k), ep, s)[0])
-            row["local"].append(bep_run("random-prototypes", (k, k), ep, s, local=True)[0])
+    ks = (32,) if q else (32, 64)
+    # BEP and the local rule: one sweep (K x local x seed), spread over seeds
+    result = _sweeps.sweep({"name": "bep-prototypes", "models": ["bep"],
+                            "datasets": ["random-prototypes"], "presets": ["quick"],
+                            "seeds": list(seeds), "profiles": ["cortex-m4"],
+                            "grid": {"hidden": [[k, k] for k in ks], "epochs": [ep],
+                                     "local": [False, True]}})
+    rows = _sweeps.ok_rows(result)
+    for k in ks:
+        row = {name: [] for name in ("qat_nobn", "qat_nobn_lr1e-2", "qat_bn")}
+        for s in seeds:   # QAT is not a registered method: its own seed loop
             row["qat_nobn"].append(qat_run(protos, (k, k), ep, s)[0])
             row["qat_nobn_lr1e-2"].append(qat_run(protos, (k, k), ep, s, lr=1e-2)[0])
             row["qat_bn"].append(qat_run(protos, (k, k), ep, s, batch_norm=True)[0])
-        d_local = 100 * (np.mean(row["bep"]) - np.mean(row["local"]))
-        d_qat = 100 * (np.mean(row["bep"]) - np.mean(row["qat_nobn"]))
-        print(f"{k:>4} " + " ".join(f"{fmt(v):>14}" for v in row.values())
+        bep = _sweeps.spread(rows, "test_accuracy", hidden=[k, k], local=False)
+        loc = _sweeps.spread(rows, "test_accuracy", hidden=[k, k], local=True)
+        d_local = 100 * (bep["mean"] - loc["mean"])
+        d_qat = 100 * (bep["mean"] - np.mean(row["qat_nobn"]))
+        print(f"{k:>4} {fmt_s(bep):>14} {fmt_s(loc):>14} "
+              + " ".join(f"{fmt(v):>14}" for v in row.values())
               + f"  {d_local:+8.2f}  {d_qat:+10.2f}   (paper: BEP-local up to +6.89)", flush=True)
-        part[str(k)] = {n: float(np.mean(v)) for n, v in row.items()} | {
-            "bep_minus_local_pts": d_local, "bep_minus_qat_nobn_pts": d_qat, "seeds": len(seeds)}
+        print(f"     BEP range {_sweeps.fmt(bep)}, local rule range {_sweeps.fmt(loc)} "
+              f"(mean +/- std [min, max] over {bep['n']} seeds)")
+        part[str(k)] = ({"bep": bep["mean"], "local": loc["mean"]}
+                        | {n: float(np.mean(v)) for n, v in row.items()}
+                        | {"bep_spread": bep, "local_spread": loc,
+                           "bep_minus_local_pts": d_local, "bep_minus_qat_nobn_pts": d_qat,
+                           "seeds": len(seeds)})
+    res["parts"]["random_prototypes_sweep_table"] = str(result.table_path)
     res["parts"]["random_prototypes"] = part
 
     # 2. Fashion-MNIST 784-256-256-10 ----------------------------------------------------
@@ -173,13 +199,14 @@ def static_parts(q, seeds, res):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=None,
+                    help="seeds of part 1 (default 5; 1 with --quick)")
     ap.add_argument("--quick", action="store_true", help="tiny setting (smoke test)")
     ap.add_argument("--only", choices=("sequences",), help="run one part only")
     args = ap.parse_args()
     torch.set_num_threads(1)
     q = args.quick
-    seeds = range(1 if q else args.seeds)
+    seeds = range(args.seeds or (1 if q else 5))
     res = {"machine": f"{platform.machine()} {os.cpu_count()} cores (shared)", "parts": {}}
     t0 = time.perf_counter()
 

@@ -18,14 +18,22 @@ peak memory (peak RSS growth during the forward: /proc/self/clear_refs resets Vm
 before it, VmHWM - VmRSS after; includes allocator slack), and the ledger's MACs
 (TorchDevice). Last line: ``RESULT {json}``.
 
-    .venv/bin/python bench/chunk_sparse_attention.py [--steps 500] [--jobs 2]
+The training runs are sweeps (``deploy.sweep``): one per variant over ``--seeds``, on a
+Dask ``LocalCluster`` of ``--jobs`` worker processes (``--jobs 1``: serially in this
+process), run files and table in ``bench/out/chunk_sparse_attention-<variant>-sweep``; the
+accuracies printed are means over the seeds, each with its spread (mean, std, min, max)
+in the progress lines and the RESULT's ``spread``. One sweep per variant, not one grid: the
+variants change different settings (``card.VARIANTS``), not a product of them. The cost
+part is not a sweep: it times bare forwards, each in a fresh process, not runner runs.
+
+    .venv/bin/python bench/chunk_sparse_attention.py [--steps 500] [--jobs 2] [--seeds 0,1,2]
+    .venv/bin/python bench/chunk_sparse_attention.py --quick --seeds 0,1 --jobs 1   # smoke run
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import multiprocessing as mp
 import os
 import platform
 import subprocess
@@ -34,6 +42,7 @@ import time
 
 import torch
 
+from bench import _sweeps
 from models import runner
 from models.chunk_sparse_attention.card import VARIANTS, variant_overrides
 from models.chunk_sparse_attention.experiment import compare
@@ -44,20 +53,36 @@ PRESET = "full"   # d 32, 2 heads, S 16, K 4, window 4, 500 steps of 32 at 512 t
 EVAL_N = {512: 128, 2048: 64, 4096: 32, 8192: 32, 16384: 16, 32768: 16}
 
 
-def _train_eval(args):
-    name, steps, lengths, seed = args
-    torch.set_num_threads(1)
-    base = runner.make_config(NAME, PRESET, "needle", seed)
-    over = {**variant_overrides(name, base), "steps": steps, "eval_lengths": tuple(lengths),
-            "eval_samples": tuple(EVAL_N.get(L, 16) for L in lengths)}
+def variant_spec(name: str, steps: int, lengths, seeds) -> dict:
+    """The sweep of one variant over ``seeds``: its overrides, each a one-value grid (the
+    variants differ in different settings, so they are not one product grid)."""
+    base = runner.make_config(NAME, PRESET, "needle", seeds[0])
+    over = {**variant_overrides(name, base), "steps": steps, "eval_lengths": list(lengths),
+            "eval_samples": [EVAL_N.get(L, 16) for L in lengths]}
+    return {"name": f"{NAME}-{name}", "models": [NAME], "datasets": ["needle"],
+            "presets": [PRESET], "seeds": list(seeds), "profiles": ["a100"],
+            "grid": {k: [v] for k, v in over.items()}}
+
+
+def train_eval(name: str, steps: int, lengths, seeds, jobs: int) -> tuple[dict, dict]:
+    """Variant ``name`` trained and tested once per seed (one sweep): (means over seeds of
+    every metric, plus ``train_acc_last`` and ``seeds``; each metric's spread)."""
     t0 = time.perf_counter()
-    run = runner.run(NAME, profile="a100", preset=PRESET, seed=seed, overrides=over)
-    run_s = time.perf_counter() - t0
-    res = {"run_s": run_s, "train_acc_last": float(run.traces["train_accuracy"].data[-1]),
-           **run.metrics}
-    print(f"  trained and tested {name}: {run_s:.0f} s, " +
-          ", ".join(f"L{L} {res[f'accuracy_L{L}']:.2f}" for L in lengths), flush=True)
-    return name, res
+    result = _sweeps.sweep(variant_spec(name, steps, lengths, seeds), workers=jobs,
+                           serial=jobs <= 1)
+    rows = _sweeps.ok_rows(result)
+    metrics = [k for k, v in rows[0].items() if k.startswith(("accuracy_L", "recall_L",
+                                                              "retention_16x", "train_loss"))
+               and isinstance(v, (int, float)) and v == v]
+    spreads = {k: _sweeps.spread(rows, k) for k in metrics}
+    last = [float(_sweeps.read(result, r).traces["train_accuracy"].data[-1]) for r in rows]
+    res = {k: sp["mean"] for k, sp in spreads.items()} | {
+        "train_acc_last": sum(last) / len(last), "seeds": len(rows),
+        "sweep_s": time.perf_counter() - t0, "sweep_table": str(result.table_path)}
+    print(f"  trained and tested {name} ({len(rows)} seeds): {res['sweep_s']:.0f} s, " +
+          ", ".join(f"L{L} {_sweeps.fmt(spreads[f'accuracy_L{L}'], scale=1, digits=2)}"
+                    for L in lengths), flush=True)
+    return res, spreads
 
 
 def _rss_kb(field):
@@ -109,31 +134,37 @@ def _slope(xs, ys):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=500)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lengths", default="512,2048,4096,8192,16384,32768")
-    ap.add_argument("--scaling", default="512,2048,8192,32768")
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--steps", type=int, default=None, help="training steps (default 500)")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="Dask worker processes per variant's sweep (1: serial, in-process)")
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    ap.add_argument("--lengths", default=None,
+                    help="test lengths (default 512,2048,4096,8192,16384,32768)")
+    ap.add_argument("--scaling", default=None, help="cost lengths (default 512,2048,8192,32768)")
+    ap.add_argument("--variants", default=None, help=f"default {','.join(VARIANTS)}")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 30 steps, hsa and full, lengths 512,2048 (defaults only)")
     ap.add_argument("--measure", nargs=2, metavar=("ARCH", "LENGTH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure[0], int(args.measure[1]))))
         return
-    lengths = [int(x) for x in args.lengths.split(",")]
-    names = args.variants.split(",")
+    q = args.quick
+    steps = args.steps or (30 if q else 500)
+    lengths = [int(x) for x in (args.lengths or (
+        "512,2048" if q else "512,2048,4096,8192,16384,32768")).split(",")]
+    args.scaling = args.scaling or ("512,2048" if q else "512,2048,8192,32768")
+    names = (args.variants or ("hsa,full" if q else ",".join(VARIANTS))).split(",")
+    seeds = [int(x) for x in args.seeds.split(",")]
     t_start = time.perf_counter()
-    print(f"training {len(names)} models at 512 tokens ({args.steps} steps, "
-          f"{args.jobs} processes), testing at {lengths}", flush=True)
-    jobs = [(n, args.steps, lengths, args.seed) for n in names]
-    if args.jobs > 1:
-        with mp.get_context("spawn").Pool(args.jobs) as pool:
-            results = dict(pool.map(_train_eval, jobs))
-    else:
-        results = dict(map(_train_eval, jobs))
+    print(f"training {len(names)} models at 512 tokens ({steps} steps, seeds {seeds}, "
+          f"{args.jobs} worker processes per variant), testing at {lengths}", flush=True)
+    results, spreads = {}, {}
+    for n in names:
+        results[n], spreads[n] = train_eval(n, steps, lengths, seeds, args.jobs)
 
-    print("\naccuracy (chance 0.25) | retention = acc(16x) / acc(1x) | HSA recall = needle "
-          "chunk in top-K")
+    print(f"\naccuracy (chance 0.25; mean over {len(seeds)} seeds) | retention = acc(16x) / "
+          "acc(1x) | HSA recall = needle chunk in top-K")
     print(f"{'variant':>18} " + " ".join(f"{'L' + str(L):>7}" for L in lengths) +
           f" {'ret16x':>7} {'recall16x':>9}")
     for n in names:
@@ -167,8 +198,8 @@ def main():
     print(f"total {total:.0f} s")
     print("RESULT " + json.dumps({
         "benchmark": "chunk_sparse_attention", "machine": platform.machine(),
-        "torch": torch.__version__, "steps": args.steps, "preset": PRESET,
-        "results": results, "checks": checks, "cost": cost, "slopes": slopes,
+        "torch": torch.__version__, "steps": steps, "preset": PRESET, "seeds": seeds,
+        "results": results, "spread": spreads, "checks": checks, "cost": cost, "slopes": slopes,
         "total_s": total}))
 
 

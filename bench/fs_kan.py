@@ -10,13 +10,18 @@ Two tasks, each over several training-set sizes and 3 seeds (same fixed test set
   group S_64 (2 pair orbits).
 
 Both models train for the same number of AdamW steps at every size; the baseline's widths
-are scaled to match FS-KAN's parameter count. Every run goes through the runner
-(``models.fs_kan.experiment.sweep``); the sweep's runs are not op-counted (``count=False``:
-counting costs ~2x); one short counted run gives both models' MACs per training sample.
+are scaled to match FS-KAN's parameter count. Per task, the sizes x seeds are one sweep
+(``deploy.sweep``, run serially in this process: the train times stay single-threaded; run
+files and table in ``bench/out/fs_kan-<task>-sweep``), so every accuracy comes with its
+spread over seeds (mean +- std, min-max); ``models.fs_kan.experiment.sweep`` stays the
+card's own study (``neuroedge experiment fs_kan``), with the same rows. The sweep's runs are not
+op-counted (``count=False``: counting costs ~2x); one short counted run gives both models'
+MACs per training sample.
 Prints a table per task and ends with ``RESULT {json}``.
 
     python bench/fs_kan.py                      # full: both tasks, 3 seeds
     python bench/fs_kan.py --quick              # smoke run: smallest sizes, 1 seed
+    python bench/fs_kan.py --quick --seeds 0,1  # the same with a spread over 2 seeds
 """
 from __future__ import annotations
 
@@ -33,12 +38,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from bench import _sweeps  # noqa: E402
 from models import runner  # noqa: E402
-from models.fs_kan.experiment import PLANS, summarize, sweep  # noqa: E402
+from models.fs_kan.experiment import PLANS, ROW_FACTS, ROW_METRICS, summarize  # noqa: E402
 from models.fs_kan.model import task_action  # noqa: E402
 
 SIZES = {task: plan["sizes"] for task, plan in PLANS["full"].items()}
 TEST = {task: plan["n_test"] for task, plan in PLANS["full"].items()}
+
+
+def _row(row: dict, result) -> dict:
+    """A sweep row in the names ``summarize`` reads (``experiment.sweep``'s rows)."""
+    facts = _sweeps.facts(result, row)
+    out = {"task": row["dataset"], "n_train": int(_sweeps.field(row, "n_train")),
+           "seed": int(row["seed"]), **{k: row[m] for k, m in ROW_METRICS.items()},
+           **{k: facts[m] for k, m in ROW_FACTS.items()}}
+    for k in ("fskan_parameters", "baseline_parameters"):   # counts, not measurements
+        out[k] = int(out[k])
+    return out
 
 
 def macs_per_sample(task: str, steps: int = 4) -> dict[str, float]:
@@ -56,12 +73,12 @@ def macs_per_sample(task: str, steps: int = 4) -> dict[str, float]:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", default="signal-sets,fashion-points")
-    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2; 0 with --quick)")
     p.add_argument("--steps", type=int, default=PLANS["full"]["signal-sets"]["steps"])
-    p.add_argument("--quick", action="store_true", help="two smallest sizes, one seed, 60 steps")
+    p.add_argument("--quick", action="store_true", help="two smallest sizes, 60 steps")
     args = p.parse_args(argv)
     torch.set_num_threads(1)   # shared machine; tiny tensors gain nothing from threads
-    seeds = (0,) if args.quick else tuple(int(s) for s in args.seeds.split(","))
+    seeds = tuple(int(s) for s in (args.seeds or ("0" if args.quick else "0,1,2")).split(","))
     steps = 60 if args.quick else args.steps
     print(f"FS-KAN low-data benchmark: torch {torch.__version__}, 1 thread, "
           f"{platform.processor() or platform.machine()}, seeds {seeds}, {steps} steps")
@@ -70,8 +87,16 @@ def main(argv=None):
     for task in args.tasks.split(","):
         sizes = SIZES[task][:2] if args.quick else SIZES[task]
         t0 = time.perf_counter()
-        rows, _ = sweep(task, sizes, seeds, steps, TEST[task], profile="a100", count=False)
+        result = _sweeps.sweep({
+            "name": f"fs_kan-{task}", "models": ["fs_kan"], "datasets": [task],
+            "presets": ["quick"], "seeds": list(seeds), "profiles": ["a100"],
+            "grid": {"n_train": list(sizes), "steps": [steps], "n_test": [TEST[task]],
+                     "count": [False]}})
+        rows = [_row(r, result) for r in _sweeps.ok_rows(result)]
         summary = summarize(rows)
+        spreads = {n: {"fskan": _sweeps.spread(rows, "fskan_accuracy", n_train=n),
+                       "baseline": _sweeps.spread(rows, "baseline_accuracy", n_train=n)}
+                   for n in summary}
         fk_s = np.mean([r["fskan_train_s"] for r in rows])
         bl_s = np.mean([r["baseline_train_s"] for r in rows])
         macs = macs_per_sample(task)
@@ -80,9 +105,12 @@ def main(argv=None):
               f"baseline {rows[0]['baseline_parameters']}, test sets {TEST[task]}")
         print(f"{'n_train':>8} {'FS-KAN acc':>16} {'baseline acc':>16} {'gain':>7} {'wins':>5}")
         for n, s in summary.items():
+            sp = spreads[n]
             print(f"{n:>8} {s['fskan_mean']:>9.3f}+-{s['fskan_std']:.3f} "
                   f"{s['baseline_mean']:>9.3f}+-{s['baseline_std']:.3f} {s['gain']:>+7.3f} "
-                  f"{s['wins']:>2}/{s['seeds']}")
+                  f"{s['wins']:>2}/{s['seeds']}   min-max FS-KAN "
+                  f"{sp['fskan']['min']:.3f}-{sp['fskan']['max']:.3f}, baseline "
+                  f"{sp['baseline']['min']:.3f}-{sp['baseline']['max']:.3f}")
         print(f"train time per run: FS-KAN {fk_s:.1f} s, baseline {bl_s:.1f} s "
               f"({fk_s / bl_s:.2f}x); training MACs per set: FS-KAN {macs['fskan']:.3g}, "
               f"baseline {macs['baseline']:.3g} ({macs['fskan'] / macs['baseline']:.2f}x); "
@@ -91,7 +119,10 @@ def main(argv=None):
         result["tasks"][task] = {
             "group": action.name, "fskan_parameters": rows[0]["fskan_parameters"],
             "baseline_parameters": rows[0]["baseline_parameters"],
-            "by_size": {str(n): s for n, s in summary.items()},
+            "by_size": {str(n): s | {"fskan_spread": spreads[n]["fskan"],
+                                      "baseline_spread": spreads[n]["baseline"]}
+                        for n, s in summary.items()},
+            "sweep_table": str(result.table_path),
             "fskan_wins_at_smallest": summary[smallest]["gain"] > 0,
             "train_time_ratio": fk_s / bl_s,
             "train_macs_per_set": {"fskan": macs["fskan"], "baseline": macs["baseline"]},

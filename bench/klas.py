@@ -8,9 +8,13 @@ fine-tune of T and g_{>j}), then compares:
    (measured accuracies), and per-bucket recovery of the best stitch;
 3. stitched fine-tuning: one SN-Net supernet per selection (same steps), frontier AUC.
 FLOPs per stitched model are the TorchDevice ledger's counts of its test-set inference.
-The run goes through the runner (``runner.run("klas", ...)``), as ``neuroedge simulate klas``.
+The runs are one sweep over ``--seeds`` (``deploy.sweep``, serially in this process, one
+thread; run files and table in ``bench/out/klas-<preset>-sweep``), each a runner call as
+``neuroedge simulate klas``: the tables are the first seed's run, then each headline
+figure's spread over seeds (mean, std, min, max).
 
     OMP_NUM_THREADS=1 nice -n 10 /work/main/.venv/bin/python bench/klas.py [--quick] [--seed 0]
+    OMP_NUM_THREADS=1 nice -n 10 /work/main/.venv/bin/python bench/klas.py --seeds 0,1,2
 
 Last line: ``RESULT {json}``.
 """
@@ -28,26 +32,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from models import runner  # noqa: E402
+from bench import _sweeps  # noqa: E402
 from models.klas.model import STITCH_COLUMNS  # noqa: E402
 
+HEADLINE = ("anchor0_accuracy", "anchor1_accuracy", "anchor2_accuracy",
+            "spearman_klas_gamma_vs_acc_ft", "spearman_cka_vs_acc_ft",
+            "kendall_klas_gamma_vs_acc_ft", "kendall_cka_vs_acc_ft",
+            "oracle_auc_klas", "oracle_auc_snnet", "recovery_klas", "recovery_snnet",
+            "supernet_auc_klas", "supernet_auc_snnet")
+"""The metrics whose spread over seeds the bench prints (the RESULTS table's rows)."""
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="the quick (~1 min) preset")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--profile", default="a100")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    run = runner.run("klas", profile=args.profile, preset="quick" if args.quick else "full",
-                     seed=args.seed, progress=lambda i, n, m: print(
-                         f"  [{m['stage']} {i}/{n}] {m.get('stitch', '')} "
-                         f"{time.perf_counter() - t0:.0f} s", flush=True))
-    wall = time.perf_counter() - t0
+
+def report(run, wall: float) -> None:
+    """The tables of one run (a run file's content: metrics, facts, config, traces)."""
     m, facts, cfg = run.metrics, run.facts, run.config
     sel = facts["selected"]
-
     print(f"\nmachine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"1 thread, shared; device {facts['torch_device']}; wall {wall:.0f} s")
     print(f"config: {cfg}")
@@ -91,9 +90,40 @@ def main() -> None:
     k, s = m["supernet_auc_klas"], m["supernet_auc_snnet"]
     print(f"  KLAS / SN-Net AUC ratio {k / s:.4f} (difference {k - s:+.4f})")
 
-    out = {"wall_s": round(wall, 1), "quick": args.quick, "seed": args.seed,
-           **{k: round(v, 5) for k, v in m.items()},
-           "klas_pairs": facts["klas_pairs"], "selected": sel}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the quick (~1 min) preset")
+    ap.add_argument("--seed", type=int, default=0, help="one seed (the tables of its run)")
+    ap.add_argument("--seeds", default=None,
+                    help="comma-separated seeds: one sweep; tables of the first seed's run, "
+                         "then the spread over seeds")
+    ap.add_argument("--profile", default="a100")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
+    preset = "quick" if args.quick else "full"
+    t0 = time.perf_counter()
+    result = _sweeps.sweep({"name": f"klas-{preset}", "models": ["klas"], "presets": [preset],
+                            "seeds": seeds, "profiles": [args.profile]})
+    wall = time.perf_counter() - t0
+    rows = sorted(_sweeps.ok_rows(result), key=lambda r: seeds.index(int(r["seed"])))
+    first = _sweeps.read(result, rows[0])
+    report(first, wall / len(rows))
+    spreads = {k: _sweeps.spread(rows, k) for k in HEADLINE}
+    ratios = [r["supernet_auc_klas"] / r["supernet_auc_snnet"] for r in rows]
+    if len(rows) > 1:
+        print(f"\nspread over seeds {seeds} (mean +/- std [min, max]):")
+        for k, sp in spreads.items():
+            print(f"  {k:32s} {_sweeps.fmt(sp, scale=1, digits=4)}")
+        print("  KLAS / SN-Net supernet AUC ratio per seed: "
+              + ", ".join(f"{x:.4f}" for x in ratios))
+    out = {"wall_s": round(wall, 1), "quick": args.quick, "seeds": seeds,
+           **{k: round(v, 5) for k, v in first.metrics.items()},
+           "klas_pairs": first.facts["klas_pairs"], "selected": first.facts["selected"],
+           "spread": spreads, "supernet_auc_ratio": ratios,
+           "sweep_table": str(result.table_path)}
     print("RESULT " + json.dumps(out))
 
 

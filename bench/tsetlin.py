@@ -7,12 +7,16 @@ The reference packages are not runtime dependencies: they run in a separate venv
 fed the same arrays through an .npz file; tmu needs numpy < 2 and runs from
 ``TMU_BENCH_PYTHON`` (default ``/tmp/tmuvenv/bin/python``: ``pip install "numpy<2" tmu``).
 
-    python bench/tsetlin.py [--dataset digits|fashion-mnist]
+    python bench/tsetlin.py [--dataset digits|fashion-mnist] [--seeds 0,1,2]
 
 Ours runs through ``models.runner`` (the card's quick preset, whose digits and Fashion-MNIST
 settings are ``SETTINGS``) on ``fpga-bnn`` (64-bit words, as the x86 host's registers);
 the wall seconds of training and prediction are the run's ``host_fit_s`` / ``host_infer_s``
-facts, so they leave out data loading.
+facts, so they leave out data loading. Our runs are one sweep over ``--seeds``
+(``deploy.sweep``, serially in this process after the numba warm-up, so the times stay
+single-threaded and compile-free; run files and table in ``bench/out/tsetlin-<dataset>-sweep``):
+our accuracy comes with its spread over seeds, our times are the means. The reference
+packages are not registered methods: each runs once, with its own fixed seed, as before.
 """
 from __future__ import annotations
 
@@ -91,20 +95,30 @@ def run_other(which, npz, cfg, python):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="digits", choices=sorted(SETTINGS))
+    ap.add_argument("--seeds", default="0",
+                    help="comma-separated seeds of ours (one sweep; default 0)")
     args = ap.parse_args()
+    from bench import _sweeps
     from models import runner
     cfg = SETTINGS[args.dataset]
+    seeds = [int(s) for s in args.seeds.split(",")]
     # warm the numba cache (compile) on a few samples, then time the quick preset
     runner.run("tsetlin", profile="fpga-bnn", dataset=args.dataset,
                overrides={"epochs": 1, "limit_train": 20, "limit_test": 5})
-    run = runner.run("tsetlin", profile="fpga-bnn", dataset=args.dataset, overrides=cfg)
+    result = _sweeps.sweep({"name": f"tsetlin-{args.dataset}", "models": ["tsetlin"],
+                            "datasets": [args.dataset], "presets": ["quick"], "seeds": seeds,
+                            "profiles": ["fpga-bnn"],
+                            "grid": {k: [v] for k, v in cfg.items()}})
+    rows = _sweeps.ok_rows(result)
+    facts = [_sweeps.facts(result, r) for r in rows]
     data = runner.method_of("tsetlin").load_data(args.dataset, runner.make_config(
-        "tsetlin", "quick", args.dataset, 0, cfg))                  # the arrays it trained on
+        "tsetlin", "quick", args.dataset, seeds[0], cfg))     # the arrays the first seed used
     xtr, ytr, xte, yte = data.x_train, data.y_train, data.x_test, data.y_test
     n_tr, n_te = len(ytr), len(yte)
-    res = {"neuroedge": {"train_s": run.facts["host_fit_s"],
-                         "predict_s": run.facts["host_infer_s"],
-                         "accuracy": run.metrics["test_accuracy"]}}
+    acc = _sweeps.spread(rows, "test_accuracy")
+    res = {"neuroedge": {"train_s": float(np.mean([f["host_fit_s"] for f in facts])),
+                         "predict_s": float(np.mean([f["host_infer_s"] for f in facts])),
+                         "accuracy": acc["mean"], "accuracy_spread": acc, "seeds": seeds}}
 
     python = os.environ.get("TM_BENCH_PYTHON", "/tmp/tmvenv/bin/python")
     with tempfile.TemporaryDirectory() as d:
@@ -132,6 +146,9 @@ def main():
               f"{100 * r['accuracy']:8.2f}% {ours['train_s'] / r['train_s']:13.2f}x "
               f"{ours['predict_s'] / r['predict_s']:15.2f}x")
     print("(ratios > 1: that implementation is faster than ours)")
+    if len(seeds) > 1:
+        print(f"ours over seeds {seeds}: accuracy {_sweeps.fmt(acc, digits=2)} % "
+              "(mean +/- std [min, max]); its times above are the means over seeds")
     print("RESULT " + json.dumps({"bench": "tsetlin", "dataset": args.dataset, **cfg,
                                   "results": res}))
 

@@ -8,7 +8,11 @@ seeds. Prints the table (paper's prediction vs simulation), writes a plot and th
     python bench/tsetlin_convergence.py [--full] [--out bench/tsetlin_convergence.png]
 
 The table is the card's experiment (``models.runner.study("tsetlin")``), which also runs
-Noisy XOR over a few seeds.
+Noisy XOR over a few seeds. Its seed loops are not a sweep (``deploy.sweep``): each seed of
+a setting is a short training of the bare convergence machine inside the study, not a
+runner call of the card, so there is no run to sweep, and the study reports the spread
+over seeds itself (fraction absorbed, median updates); the Noisy XOR seeds are card runs,
+but they belong to the study (``neuroedge experiment tsetlin``), which this bench prints.
 """
 from __future__ import annotations
 

@@ -17,8 +17,9 @@ Parts (all single-threaded; the machine is shared, so wall times are indicative 
 Part 1's BEP and local-rule runs are one sweep (``deploy.sweep``: K x local x seed, run
 serially in this process so the runs stay single-threaded; run files and table in
 ``bench/out/bep-prototypes-sweep``), so their accuracies come with the spread over seeds
-(mean, std, min, max). QAT keeps its own seed loop beside it: it is not a registered
-method, so a sweep cannot run it. Parts 2 and 3 are one seed each (seed 0), as before.
+(mean, std over n - 1, min, max). QAT keeps its own seed loop beside it (std over n, as
+before): it is not a registered method, so a sweep cannot run it. Parts 2 and 3 are one
+seed each (seed 0), as before.
 BEP and the local rule run through ``models.runner`` (the card's config with overrides),
 except where the card must refuse: BEP's Fashion-MNIST training state (599,040 B) does not
 fit cortex-m4's SRAM, so the runner stops that run with a capacity error; part 2 counts it
@@ -122,8 +123,6 @@ def static_parts(q, seeds, res):
     ep = 3 if q else 15
     part = {}
     print(f"== Random Prototypes 1000-K-K-10, {len(seeds)} seeds, {ep} epochs (test acc %)")
-    print(f"{'K':>4} {'BEP':>14} {'local rule':>14} {'QAT noBN 1e-3':>14} {'QAT noBN 1e-2':>14} "
-          f"{'QAT+BN 1e-3':>14}  BEP-local  BEP-QATnoBN")
     ks = (32,) if q else (32, 64)
     # BEP and the local rule: one sweep (K x local x seed), spread over seeds
     result = _sweeps.sweep({"name": "bep-prototypes", "models": ["bep"],
@@ -132,6 +131,8 @@ def static_parts(q, seeds, res):
                             "grid": {"hidden": [[k, k] for k in ks], "epochs": [ep],
                                      "local": [False, True]}})
     rows = _sweeps.ok_rows(result)
+    print(f"{'K':>4} {'BEP':>14} {'local rule':>14} {'QAT noBN 1e-3':>14} {'QAT noBN 1e-2':>14} "
+          f"{'QAT+BN 1e-3':>14}  BEP-local  BEP-QATnoBN")
     for k in ks:
         row = {name: [] for name in ("qat_nobn", "qat_nobn_lr1e-2", "qat_bn")}
         for s in seeds:   # QAT is not a registered method: its own seed loop

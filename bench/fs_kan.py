@@ -87,15 +87,16 @@ def main(argv=None):
     for task in args.tasks.split(","):
         sizes = SIZES[task][:2] if args.quick else SIZES[task]
         t0 = time.perf_counter()
-        result = _sweeps.sweep({
+        swept = _sweeps.sweep({
             "name": f"fs_kan-{task}", "models": ["fs_kan"], "datasets": [task],
             "presets": ["quick"], "seeds": list(seeds), "profiles": ["a100"],
             "grid": {"n_train": list(sizes), "steps": [steps], "n_test": [TEST[task]],
                      "count": [False]}})
-        rows = [_row(r, result) for r in _sweeps.ok_rows(result)]
+        raw = _sweeps.ok_rows(swept)
+        rows = [_row(r, swept) for r in raw]
         summary = summarize(rows)
-        spreads = {n: {"fskan": _sweeps.spread(rows, "fskan_accuracy", n_train=n),
-                       "baseline": _sweeps.spread(rows, "baseline_accuracy", n_train=n)}
+        spreads = {n: {"fskan": _sweeps.spread(raw, "test_accuracy", n_train=n),
+                       "baseline": _sweeps.spread(raw, "baseline_test_accuracy", n_train=n)}
                    for n in summary}
         fk_s = np.mean([r["fskan_train_s"] for r in rows])
         bl_s = np.mean([r["baseline_train_s"] for r in rows])
@@ -122,7 +123,7 @@ def main(argv=None):
             "by_size": {str(n): s | {"fskan_spread": spreads[n]["fskan"],
                                       "baseline_spread": spreads[n]["baseline"]}
                         for n, s in summary.items()},
-            "sweep_table": str(result.table_path),
+            "sweep_table": str(swept.table_path),
             "fskan_wins_at_smallest": summary[smallest]["gain"] > 0,
             "train_time_ratio": fk_s / bl_s,
             "train_macs_per_set": {"fskan": macs["fskan"], "baseline": macs["baseline"]},

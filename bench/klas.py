@@ -44,11 +44,12 @@ HEADLINE = ("anchor0_accuracy", "anchor1_accuracy", "anchor2_accuracy",
 
 
 def report(run, wall: float) -> None:
-    """The tables of one run (a run file's content: metrics, facts, config, traces)."""
+    """The tables of one run (a run file's content: metrics, facts, config, traces);
+    ``wall``: the sweep's wall seconds per run."""
     m, facts, cfg = run.metrics, run.facts, run.config
     sel = facts["selected"]
     print(f"\nmachine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"1 thread, shared; device {facts['torch_device']}; wall {wall:.0f} s")
+          f"1 thread, shared; device {facts['torch_device']}; wall {wall:.0f} s per run")
     print(f"config: {cfg}")
     print("\nanchors   width  test acc  FLOPs/sample (ledger)  probe acc per block (D_v)")
     for a, w in enumerate(cfg["widths"]):
@@ -110,6 +111,7 @@ def main() -> None:
     wall = time.perf_counter() - t0
     rows = sorted(_sweeps.ok_rows(result), key=lambda r: seeds.index(int(r["seed"])))
     first = _sweeps.read(result, rows[0])
+    print(f"\ntables of seed {rows[0]['seed']}'s run (of {len(rows)})")
     report(first, wall / len(rows))
     spreads = {k: _sweeps.spread(rows, k) for k in HEADLINE}
     ratios = [r["supernet_auc_klas"] / r["supernet_auc_snnet"] for r in rows]

@@ -23,8 +23,11 @@ Dask ``LocalCluster`` of ``--jobs`` worker processes (``--jobs 1``: serially in 
 process), run files and table in ``bench/out/chunk_sparse_attention-<variant>-sweep``; the
 accuracies printed are means over the seeds, each with its spread (mean, std, min, max)
 in the progress lines and the RESULT's ``spread``. One sweep per variant, not one grid: the
-variants change different settings (``card.VARIANTS``), not a product of them. The cost
-part is not a sweep: it times bare forwards, each in a fresh process, not runner runs.
+variants change different settings (``card.VARIANTS``), not a product of them. So the
+variants run one after another and the workers share out a variant's seeds (at most one
+worker per seed; one seed runs serially): with one seed this takes about twice the wall
+time the script's old pool of 2 (two variants at once) took. The cost part is not a
+sweep: it times bare forwards, each in a fresh process, not runner runs.
 
     .venv/bin/python bench/chunk_sparse_attention.py [--steps 500] [--jobs 2] [--seeds 0,1,2]
     .venv/bin/python bench/chunk_sparse_attention.py --quick --seeds 0,1 --jobs 1   # smoke run
@@ -68,8 +71,9 @@ def train_eval(name: str, steps: int, lengths, seeds, jobs: int) -> tuple[dict, 
     """Variant ``name`` trained and tested once per seed (one sweep): (means over seeds of
     every metric, plus ``train_acc_last`` and ``seeds``; each metric's spread)."""
     t0 = time.perf_counter()
-    result = _sweeps.sweep(variant_spec(name, steps, lengths, seeds), workers=jobs,
-                           serial=jobs <= 1)
+    workers = min(jobs, len(seeds))   # a cluster of more workers than runs would idle
+    result = _sweeps.sweep(variant_spec(name, steps, lengths, seeds), workers=workers,
+                           serial=workers <= 1)
     rows = _sweeps.ok_rows(result)
     metrics = [k for k, v in rows[0].items() if k.startswith(("accuracy_L", "recall_L",
                                                               "retention_16x", "train_loss"))
@@ -136,7 +140,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=None, help="training steps (default 500)")
     ap.add_argument("--jobs", type=int, default=2,
-                    help="Dask worker processes per variant's sweep (1: serial, in-process)")
+                    help="Dask worker processes per variant's sweep, at most one per seed "
+                         "(1: serial, in-process)")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     ap.add_argument("--lengths", default=None,
                     help="test lengths (default 512,2048,4096,8192,16384,32768)")

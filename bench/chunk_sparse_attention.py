@@ -163,7 +163,8 @@ def main():
     seeds = [int(x) for x in args.seeds.split(",")]
     t_start = time.perf_counter()
     print(f"training {len(names)} models at 512 tokens ({steps} steps, seeds {seeds}, "
-          f"{args.jobs} worker processes per variant), testing at {lengths}", flush=True)
+          f"{min(args.jobs, len(seeds))} worker processes per variant), testing at {lengths}",
+          flush=True)
     results, spreads = {}, {}
     for n in names:
         results[n], spreads[n] = train_eval(n, steps, lengths, seeds, args.jobs)

@@ -228,3 +228,12 @@ def test_summary_spread_and_pareto():
     assert sweep.pareto([(3.0, 0.7), (2.0, 0.4), (1.0, 0.5)]) == [2, 0]
     (one,) = sweep.summary(rows[:1])
     assert one["n"] == 1 and math.isnan(one["std"])
+
+
+def test_example_spec_expands_to_twelve_runs():
+    from pathlib import Path
+    runs = sweep.expand(Path(__file__).parents[2] / "examples" / "sweep-diffpc.toml")
+    # 2 models x 2 hidden sizes x 3 seeds; diffpc simulates on loihi2, pc on a100
+    assert len(runs) == 12
+    assert {(r.model, r.profile) for r in runs} == {("diffpc", "loihi2"), ("pc", "a100")}
+    assert {r.overrides["hidden"] for r in runs} == {(64,), (128,)}

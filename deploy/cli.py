@@ -641,6 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from deploy.estimate_cli import add_estimate_parser
     add_estimate_parser(sub)
+    from deploy.sweep_cli import add_sweep_parser
+    add_sweep_parser(sub)
     return parser
 
 

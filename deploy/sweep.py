@@ -294,7 +294,7 @@ def expand(spec: Spec | str | os.PathLike | Mapping) -> list[RunSpec]:
                         runs.append(run)
                 except NeuroedgeError as exc:
                     hint = ("; give [simulate_profile] " + model + " = a profile it runs on"
-                            if "profiles; model" in str(exc) else "")
+                            if " profile; model " in str(exc) else "")
                     raise SweepError(f"{where}: {exc}{hint}") from None
     return runs
 

@@ -1,0 +1,95 @@
+"""``neuroedge sweep SPEC.toml``: every run of a sweep spec (:mod:`deploy.sweep`), on a Dask
+LocalCluster by default, serially with ``--serial``, or on a running cluster with
+``--scheduler tcp://HOST:8786``; ``--dry-run`` lists the runs and exits."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``sweep`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
+    p = subparsers.add_parser(
+        "sweep", help="run a sweep spec: models x datasets x settings x seeds, priced on "
+                      "several profiles, on Dask (local processes or a cluster)",
+        description="Expand a sweep spec (TOML) to runs, simulate each once into "
+                    "OUT/runs/, re-price every stored ledger on the spec's profiles, and "
+                    "write OUT/results.csv and OUT/summary.html.")
+    p.add_argument("spec", metavar="SPEC.toml",
+                   help="the sweep spec: models, datasets, presets, seeds, [grid] of --set "
+                        "values, profiles (see the README's Sweeps section)")
+    p.add_argument("--out", metavar="DIR",
+                   help="the sweep's directory (default: sweeps/NAME, NAME the spec's name)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the runs, one line each, and exit (nothing runs)")
+    p.add_argument("--workers", type=_positive, metavar="N",
+                   help="worker processes of the local Dask cluster, one thread each "
+                        "(default: one per core)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run on the Dask cluster whose scheduler is at this address "
+                        "(e.g. workers started by dask-jobqueue on Slurm) instead of a local one")
+    p.add_argument("--serial", action="store_true",
+                   help="run one run after another in this process (no Dask)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep every run whose run file in DIR/runs reads back whole; run "
+                        "the others")
+    p.add_argument("--force", action="store_true",
+                   help="run every run again, replacing its run file")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing but errors")
+    p.set_defaults(func=cmd_sweep)
+    return p
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+    return v
+
+
+def cmd_sweep(args) -> int:
+    from deploy import sweep
+    from deploy.errors import SweepError
+    spec = sweep.load_spec(args.spec)
+    if args.serial and (args.workers or args.scheduler):
+        raise SweepError("--serial runs in this process; drop --workers / --scheduler, or "
+                         "--serial")
+    if args.workers and args.scheduler:
+        raise SweepError("--workers sizes a local cluster; a --scheduler cluster has its "
+                         "own workers: give one of them")
+    if args.resume and args.force:
+        raise SweepError("--resume keeps finished runs and --force runs them again: give "
+                         "one of them")
+    if args.dry_run:
+        lines = sweep.dry_run_lines(spec)
+        print("\n".join(lines))
+        if not args.quiet:
+            print(f"{len(lines)} runs, priced on {', '.join(spec.profiles)}", file=sys.stderr)
+        return 0
+    out = Path(args.out) if args.out else Path("sweeps") / spec.name
+
+    def progress(done, total, key, how):
+        if not args.quiet:
+            print(f"[{done}/{total}] {how}: {key}", file=sys.stderr, flush=True)
+
+    try:
+        res = sweep.run_sweep(spec, out, workers=args.workers, scheduler=args.scheduler,
+                              resume=args.resume, force=args.force, serial=args.serial,
+                              progress=progress)
+    except KeyboardInterrupt:
+        print(f"neuroedge: interrupted; the complete run files are in {out / 'runs'}, "
+              f"what finished is in {out / 'results.csv'}; --resume runs the rest",
+              file=sys.stderr)
+        raise
+    if not args.quiet:
+        print(f"{len(res.simulated)} simulated, {len(res.resumed)} resumed, "
+              f"{len(res.failed)} failed\ntable:   {res.table_path}\nsummary: {res.html_path}")
+        for key in res.failed:
+            err = next(r["error"] for r in res.rows if r["key"] == key)
+            print(f"failed: {key}: {err}", file=sys.stderr)
+    return 0

@@ -1,0 +1,239 @@
+"""deploy.sweep and ``neuroedge sweep``: specs, expansion, serial against a real Dask
+LocalCluster, a worker killed mid-run, --resume after an interruption, failing runs."""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import threading
+import time
+
+import pytest
+
+from deploy import sweep
+from deploy.cli import main
+from deploy.errors import SweepError
+from deploy.runfile import read_run
+
+# mlp on digits, one epoch: about a second a run. hidden = [2000, 2000] does not fit
+# cortex-m4's 1,245,184 B (64*2000 + 2000*2000 + 2000*10 weights + biases, 4 B each, is
+# 16.6 MB): TorchDevice.compile raises at run time, after every spec check passed.
+SPEC = {
+    "name": "tiny",
+    "models": ["mlp"],
+    "seeds": [0, 1],
+    "profiles": ["cortex-m4", "a100"],
+    "grid": {"epochs": [1], "mlp": {"hidden": [[8], [2000, 2000]]}},
+}
+OK = ["mlp-digits-cortex-m4-quick-seed0-epochs=1-hidden=8",
+      "mlp-digits-cortex-m4-quick-seed1-epochs=1-hidden=8"]
+BAD = ["mlp-digits-cortex-m4-quick-seed0-epochs=1-hidden=2000,2000",
+       "mlp-digits-cortex-m4-quick-seed1-epochs=1-hidden=2000,2000"]
+
+
+@pytest.fixture(scope="module")
+def serial_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("serial")
+    res = sweep.run_sweep(SPEC, out, serial=True)
+    return out, res
+
+
+def _spec_error(spec) -> str:
+    with pytest.raises(SweepError) as info:
+        sweep.expand(spec)
+    text = str(info.value)
+    assert "\n" not in text
+    return text
+
+
+def test_spec_errors_are_one_line(tmp_path):
+    assert "unknown key 'seed'; keys are name," in _spec_error({**SPEC, "seed": [0]})
+    assert "unknown model 'mpl'" in _spec_error({**SPEC, "models": ["mpl"]})
+    assert "grid.mlp.hiddn: --set hiddn: mlp has no setting 'hiddn'" in _spec_error(
+        {**SPEC, "grid": {"mlp": {"hiddn": [8]}}})
+    assert "unknown hardware profile 'a1000'" in _spec_error({**SPEC, "profiles": ["a1000"]})
+    assert "seeds holds 'x'; give integers" in _spec_error({**SPEC, "seeds": ["x"]})
+    # a value the Config refuses fails at expansion (runner.prepare), before anything runs
+    assert "--set epochs=0" not in _spec_error({**SPEC, "grid": {"epochs": [0]}})
+    assert "epochs = 0: must be >= 1" in _spec_error({**SPEC, "grid": {"epochs": [0]}})
+    # diffpc runs on neuromorphic profiles only: the first profile is a cortex-m4
+    text = _spec_error({**SPEC, "models": ["mlp", "diffpc"], "grid": {}})
+    assert text.endswith("give [simulate_profile] diffpc = a profile it runs on")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("models = [\"mlp\"\n")
+    assert "not valid TOML" in _spec_error(bad)
+
+
+def test_expand_order_keys_and_typed_overrides():
+    runs = sweep.expand(SPEC)
+    # 2 hidden values x 2 seeds, seeds innermost
+    assert [r.key for r in runs] == [OK[0], OK[1], BAD[0], BAD[1]]
+    assert runs[2].overrides == {"epochs": 1, "hidden": (2000, 2000)}
+    assert runs[0].profile == "cortex-m4"
+
+
+def test_dry_run_lists_one_line_per_run(capsys):
+    assert main(["sweep", "--dry-run", "--quiet", _toml_path()]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == [OK[0], OK[1], BAD[0], BAD[1]]
+
+
+def _toml_path():
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), "tiny.toml")
+    with open(path, "w") as f:
+        f.write('name = "tiny"\nmodels = ["mlp"]\nseeds = [0, 1]\n'
+                'profiles = ["cortex-m4", "a100"]\n[grid]\nepochs = [1]\n'
+                '[grid.mlp]\nhidden = [[8], [2000, 2000]]\n')
+    return path
+
+
+def test_cli_spec_error_exit_2(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text('models = ["mlp"]\nprofiles = ["a100"]\n[grid]\nlr = ["fast"]\n')
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("neuroedge: error: sweep spec ")
+    assert "'fast' is not a number" in err
+
+
+def test_failing_run_is_recorded_and_others_go_on(serial_dir):
+    out, res = serial_dir
+    assert res.simulated == OK and res.failed == BAD
+    # one row per run x profile, sorted by key ("hidden=2000,2000" < "hidden=8": '2' < '8')
+    assert [(r["key"], r["profile"]) for r in res.rows] == [
+        (k, p) for k in sorted(OK + BAD) for p in ("cortex-m4", "a100")]
+    for r in res.rows:
+        if r["key"] in BAD:
+            assert r["status"] == "error"
+            assert "exceeds cortex-m4 memory.local.capacity_bytes" in r["error"]
+            assert "\n" not in r["error"]
+        else:
+            assert r["status"] == "ok" and r["error"] == ""
+            assert 0 <= r["test_accuracy"] <= 1 and r["energy_j"] > 0
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(k + ".h5" for k in OK)
+    table = sweep.read_table(out / "results.csv")
+    assert len(table) == 8
+    assert (out / "summary.html").read_text().count("data:image/png;base64,") == 1
+
+
+def test_pricing_rows_reprice_the_stored_ledger(serial_dir):
+    out, res = serial_dir
+    run = read_run(out / "runs" / f"{OK[0]}.h5")
+    a100 = run.ledger.price("a100")
+    row = next(r for r in res.rows if r["key"] == OK[0] and r["profile"] == "a100")
+    assert row["energy_j"] == a100.total_j
+    assert row["pricing"] == "ledger of cortex-m4 re-priced here"
+    assert row["simulate_profile"] == "cortex-m4"
+
+
+def test_cluster_equals_serial(serial_dir, tmp_path):
+    out, _ = serial_dir
+    res = sweep.run_sweep(SPEC, tmp_path, workers=2)
+    assert res.simulated == OK and res.failed == BAD
+    assert (tmp_path / "results.csv").read_text() == (out / "results.csv").read_text()
+
+
+def test_existing_run_files_need_resume_or_force(serial_dir, tmp_path):
+    out, _ = serial_dir
+    shutil.copytree(out, tmp_path / "s")
+    with pytest.raises(SweepError, match="give --resume to keep them or --force"):
+        sweep.run_sweep(SPEC, tmp_path / "s", serial=True)
+
+
+def test_resume_after_interruption_runs_only_the_rest(serial_dir, tmp_path):
+    out, _ = serial_dir
+    seen = []
+
+    def stop_after_first(done, total, key, how):
+        seen.append((key, how))
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_sweep(SPEC, tmp_path, serial=True, progress=stop_after_first)
+    # only the finished run's file, and a table of it alone
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [OK[0] + ".h5"]
+    assert {r["key"] for r in sweep.read_table(tmp_path / "results.csv")} == {OK[0]}
+    kept = (tmp_path / "runs" / f"{OK[0]}.h5").stat().st_mtime_ns
+    seen.clear()
+    res = sweep.run_sweep(SPEC, tmp_path, serial=True, resume=True,
+                          progress=lambda d, t, k, how: seen.append((k, how)))
+    assert res.resumed == [OK[0]] and res.simulated == [OK[1]] and res.failed == BAD
+    assert (tmp_path / "runs" / f"{OK[0]}.h5").stat().st_mtime_ns == kept
+    assert (tmp_path / "results.csv").read_text() == (out / "results.csv").read_text()
+
+
+def test_resume_reruns_a_truncated_file(serial_dir, tmp_path):
+    out, _ = serial_dir
+    shutil.copytree(out, tmp_path / "s")
+    broken = tmp_path / "s" / "runs" / f"{OK[1]}.h5"
+    broken.write_bytes(broken.read_bytes()[:1000])
+    spec = {**SPEC, "grid": {"epochs": [1], "mlp": {"hidden": [[8]]}}}
+    res = sweep.run_sweep(spec, tmp_path / "s", serial=True, resume=True)
+    assert res.resumed == [OK[0]] and res.simulated == [OK[1]]
+    read_run(broken)
+
+
+def _executing(dask_worker) -> int:
+    return len(dask_worker.state.executing)
+
+
+def test_killed_worker_does_not_lose_the_run(tmp_path):
+    from distributed import Client, LocalCluster
+    # three epochs of a wider net: a few seconds a run, time to kill its worker mid-run
+    spec = {**SPEC, "profiles": ["a100"], "seeds": [0],
+            "grid": {"epochs": [3], "mlp": {"hidden": [[256, 256]]}}}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        box = {}
+        t = threading.Thread(target=lambda: box.update(res=sweep.run_sweep(
+            spec, tmp_path / "c", scheduler=cluster.scheduler_address)))
+        t.start()
+        killed = None
+        deadline = time.monotonic() + 60
+        while killed is None and time.monotonic() < deadline:
+            busy = [a for a, n in client.run(_executing).items() if n]
+            if busy:
+                time.sleep(0.3)   # inside the run (training), not at its first line
+                killed = client.run(os.getpid)[busy[0]]
+                os.kill(killed, signal.SIGKILL)
+            time.sleep(0.05)
+        t.join(120)
+        assert killed is not None and not t.is_alive()
+        assert killed not in client.run(os.getpid).values()   # the nanny started a new one
+    res = box["res"]
+    assert [r["status"] for r in res.rows] == ["ok"]
+    assert [p.name for p in (tmp_path / "c" / "runs").iterdir()] == [res.rows[0]["key"] + ".h5"]
+    # the retried run equals a serial one, bit for bit
+    ser = sweep.run_sweep(spec, tmp_path / "s", serial=True)
+    assert (tmp_path / "c" / "results.csv").read_text() == \
+        (tmp_path / "s" / "results.csv").read_text()
+    assert ser.rows[0]["energy_j"] == res.rows[0]["energy_j"]
+
+
+def test_summary_spread_and_pareto():
+    rows = [{"model": "m", "overrides": "a=1", "profile": "p", "status": "ok",
+             "main_metric": "acc", "acc": a, "per_inference_j": e}
+            for a, e in ((0.5, 1.0), (0.7, 3.0))]
+    rows.append({**rows[0], "status": "error", "acc": 0.0})
+    (g,) = sweep.summary(rows)
+    # mean (0.5 + 0.7) / 2 = 0.6; std sqrt(((0.1)^2 + (0.1)^2) / (2 - 1)) = 0.1414...
+    assert g["n"] == 2 and g["mean"] == pytest.approx(0.6)
+    assert g["std"] == pytest.approx(math.sqrt(0.02))
+    assert (g["min"], g["max"]) == (0.5, 0.7)
+    assert g["per_inference_j_mean"] == 2.0
+    # (1, 0.5) and (3, 0.7) are both on the front; (2, 0.4) is beaten by (1, 0.5)
+    assert sweep.pareto([(3.0, 0.7), (2.0, 0.4), (1.0, 0.5)]) == [2, 0]
+    (one,) = sweep.summary(rows[:1])
+    assert one["n"] == 1 and math.isnan(one["std"])
+
+
+def test_example_spec_expands_to_twelve_runs():
+    from pathlib import Path
+    runs = sweep.expand(Path(__file__).parents[2] / "examples" / "sweep-diffpc.toml")
+    # 2 models x 2 hidden sizes x 3 seeds; diffpc simulates on loihi2, pc on a100
+    assert len(runs) == 12
+    assert {(r.model, r.profile) for r in runs} == {("diffpc", "loihi2"), ("pc", "a100")}
+    assert {r.overrides["hidden"] for r in runs} == {(64,), (128,)}

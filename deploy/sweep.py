@@ -685,36 +685,48 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
+    """One accuracy-against-energy panel: mean +/- std over seeds, the Pareto front."""
+    pts = [(g["per_inference_j_mean"], g["mean"]) for g in gs]
+    drawn = False
+    for g, (x, y) in zip(gs, pts, strict=True):
+        if math.isfinite(x) and math.isfinite(y):
+            yerr = g["std"] if math.isfinite(g["std"]) else 0.0
+            xerr = g["per_inference_j_std"] if math.isfinite(g["per_inference_j_std"]) else 0.0
+            ax.errorbar([x], [y], yerr=[yerr], xerr=[xerr], fmt="o", capsize=3, label=label(g))
+            drawn = True
+    front = pareto(pts)
+    if front:
+        ax.plot([pts[j][0] for j in front], [pts[j][1] for j in front], "k--", lw=1,
+                label="Pareto front")
+    xs = [x for x, _ in pts if math.isfinite(x) and x > 0]
+    # a log axis only where the energies span more than a decade: within one, its minor
+    # tick labels crowd into each other and a linear axis reads better
+    if xs and max(xs) / min(xs) > 10:
+        ax.set_xscale("log")
+    ax.set_title(title)
+    ax.set_xlabel("energy per inference (J)")
+    ax.set_ylabel(metric)
+    if drawn:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no run priced here", ha="center", transform=ax.transAxes)
+
+
 def _plot(groups: list[dict], metric: str, profiles: list[str]):
+    """The answer first (every model and setting on every profile it was priced on, one
+    Pareto front: which chip, at what accuracy, for how many joules), then one panel per
+    profile."""
     from matplotlib.figure import Figure
-    n = len(profiles)
+    n = len(profiles) + 1
     cols = min(n, 2)
     rows = -(-n // cols)
     fig = Figure(figsize=(6.0 * cols, 4.2 * rows), layout="constrained")
+    _panel(fig.add_subplot(rows, cols, 1), groups, metric, "every profile",
+           lambda g: f"{g['model']} {g['overrides']} @ {g['profile']}".replace("  ", " "))
     for i, prof in enumerate(profiles):
-        ax = fig.add_subplot(rows, cols, i + 1)
-        gs = [g for g in groups if g["profile"] == prof]
-        pts = [(g["per_inference_j_mean"], g["mean"]) for g in gs]
-        for g, (x, y) in zip(gs, pts, strict=True):
-            if math.isfinite(x) and math.isfinite(y):
-                yerr = g["std"] if math.isfinite(g["std"]) else 0.0
-                xerr = g["per_inference_j_std"] if math.isfinite(g["per_inference_j_std"]) \
-                    else 0.0
-                ax.errorbar([x], [y], yerr=[yerr], xerr=[xerr], fmt="o", capsize=3,
-                            label=f"{g['model']} {g['overrides']}".strip())
-        front = pareto(pts)
-        if front:
-            ax.plot([pts[j][0] for j in front], [pts[j][1] for j in front], "k--", lw=1,
-                    label="Pareto front")
-        if any(math.isfinite(x) and x > 0 for x, _ in pts):
-            ax.set_xscale("log")
-        ax.set_title(prof)
-        ax.set_xlabel("energy per inference (J)")
-        ax.set_ylabel(metric)
-        if gs:
-            ax.legend(fontsize=7)
-        else:
-            ax.text(0.5, 0.5, "no run priced here", ha="center", transform=ax.transAxes)
+        _panel(fig.add_subplot(rows, cols, i + 2), [g for g in groups if g["profile"] == prof],
+               metric, prof, lambda g: f"{g['model']} {g['overrides']}".strip())
     return fig
 
 
@@ -732,7 +744,7 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
     failed = sorted({r["key"] for r in rows if r["status"] == "error"
                      and not str(r.get("error", "")).startswith("pricing:")})
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{esc(name)}</title>"
-             "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:"
+             "<style>body{font-family:sans-serif;margin:1.5em}img{max-width:100%}table{border-collapse:"
              "collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:"
              "right}td:first-child,th:first-child{text-align:left}.err{color:#a00}</style>"
              f"</head><body><h1>Sweep {esc(name)}</h1>",

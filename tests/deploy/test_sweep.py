@@ -237,3 +237,16 @@ def test_example_spec_expands_to_twelve_runs():
     assert len(runs) == 12
     assert {(r.model, r.profile) for r in runs} == {("diffpc", "loihi2"), ("pc", "a100")}
     assert {r.overrides["hidden"] for r in runs} == {(64,), (128,)}
+
+
+def test_summary_plot_leads_with_every_profile_then_one_panel_each():
+    from deploy.sweep import _plot
+    g = dict(model="mlp", overrides="hidden=8", mean=0.9, std=0.01,
+             per_inference_j_std=0.0)
+    groups = [{**g, "profile": "a100", "per_inference_j_mean": 2e-6},
+              {**g, "profile": "cortex-m4", "per_inference_j_mean": 1e-8}]
+    fig = _plot(groups, "test_accuracy", ["a100", "cortex-m4"])
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["every profile", "a100", "cortex-m4"]
+    # 2e-6 / 1e-8 = 200 > 10: the joint panel is logarithmic; a single point is not
+    assert fig.axes[0].get_xscale() == "log" and fig.axes[1].get_xscale() == "linear"

@@ -562,13 +562,22 @@ def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | Non
             _run_cluster(todo, runs_dir, profiles, done, workers, scheduler)
     except KeyboardInterrupt:
         result.interrupted = True
-        result.rows = _sorted_rows(by_key, profiles)
+        _finish(result, by_key, profiles, [k for _, k in keyed])
         write_results(result.rows, out, spec)
         raise
     _clean_temporaries(runs_dir)
-    result.rows = _sorted_rows(by_key, profiles)
+    _finish(result, by_key, profiles, [k for _, k in keyed])
     write_results(result.rows, out, spec)
     return result
+
+
+def _finish(result: SweepResult, by_key, profiles, order: list[str]) -> None:
+    """Rows sorted by run key; the simulated/resumed/failed lists in the spec's run order,
+    not in the order a cluster happened to finish them (the same on every run)."""
+    result.rows = _sorted_rows(by_key, profiles)
+    rank = {k: i for i, k in enumerate(order)}
+    for keys in (result.simulated, result.resumed, result.failed):
+        keys.sort(key=rank.__getitem__)
 
 
 def _sorted_rows(by_key: dict[str, list[dict]], profiles) -> list[dict]:

@@ -530,6 +530,11 @@ def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | Non
         raise SweepError(f"{runs_dir}: {len(existing)} of this sweep's run files exist "
                          f"(e.g. {existing[0]}.h5); give --resume to keep them or --force "
                          "to run them again")
+    tables = [p for p in (out / "results.csv", out / "summary.html") if p.exists()]
+    if tables and not (resume or force):
+        # the table and summary are rewritten at the end: never over files a user made
+        raise SweepError(f"--out {out}: {tables[0].name} exists; give another --out, or "
+                         "--resume / --force to rewrite this sweep's table and summary")
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -140,6 +140,14 @@ def test_existing_run_files_need_resume_or_force(serial_dir, tmp_path):
     shutil.copytree(out, tmp_path / "s")
     with pytest.raises(SweepError, match="give --resume to keep them or --force"):
         sweep.run_sweep(SPEC, tmp_path / "s", serial=True)
+    # a results.csv the user made in --out is never written over, and nothing runs
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "results.csv").write_text("my own table\n")
+    with pytest.raises(SweepError, match="results.csv exists; give another --out"):
+        sweep.run_sweep(SPEC, mine, serial=True)
+    assert (mine / "results.csv").read_text() == "my own table\n"
+    assert not (mine / "runs").exists()
 
 
 def test_resume_after_interruption_runs_only_the_rest(serial_dir, tmp_path):

@@ -183,17 +183,21 @@ def main() -> None:
     other = json.loads(done.stdout.strip().splitlines()[-1])
     def ratio(a, b):
         return a / b if b else (1.0 if a == b else math.inf)
-    for name in ("mlp", "snn"):
-        a, b = _flat(mine[name]), _flat(other[name])
-        print(f"\n{name}: {'metric':36s} {'neuroedge':>14s} {'neurobench':>14s} {'ratio':>8s}")
+
+    sides = {"mlp": (_flat(mine["mlp"]), _flat(other["mlp"]), "neuroedge"),
+             "snn": (_flat(mine["snn"]), _flat(other["snn"]), "neuroedge"),
+             "snn_chip": (_flat(ours_on_chip(saved)), _flat(other["snn"]), "chip")}
+    titles = {"mlp": "mlp", "snn": "snn", "snn_chip": "snn through NIR on loihi (float weights)"}
+    worst = {}
+    for name, (a, b, ours_label) in sides.items():
+        print(f"\n{titles[name]}: {'metric':36s} {ours_label:>14s} {'neurobench':>14s} "
+              f"{'ratio':>8s}")
         for k in a:
             print(f"{'':5s}{k:36s} {a[k]:14.6g} {b[k]:14.6g} {ratio(a[k], b[k]):8.4f}")
-    chip, b = _flat(ours_on_chip(saved)), _flat(other["snn"])
-    print(f"\nsnn through NIR on loihi (float weights): {'metric':36s} {'chip':>14s} "
-          f"{'neurobench':>14s} {'ratio':>8s}")
-    for k in chip:
-        print(f"{'':5s}{k:36s} {chip[k]:14.6g} {b[k]:14.6g} {ratio(chip[k], b[k]):8.4f}")
-
+        worst[name] = max(a, key=lambda k: abs(ratio(a[k], b[k]) - 1.0))
+    # the metric furthest from neurobench's value, per network and side
+    print("RESULT " + json.dumps({name: {"furthest": k, "ratio": round(
+        ratio(sides[name][0][k], sides[name][1][k]), 6)} for name, k in worst.items()}))
 
 if __name__ == "__main__":
     main()

@@ -273,8 +273,10 @@ def table(est) -> str:
     lines += _detail_lines(est)
     kinds: dict[str, tuple] = {}
     for r in est.reports.values():
-        kinds.setdefault(r.kind, r.excluded)
-    for kind, excluded in kinds.items():
+        kinds.setdefault(r.kind, (r.execution_model, r.excluded))
+    for kind, (model, excluded) in kinds.items():
+        if model:
+            lines.append(f"execution model ({kind}): {model}")
         if excluded:
             lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
     return "\n".join(lines)

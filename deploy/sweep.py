@@ -52,7 +52,8 @@ SPEC_KEYS = ("name", "description", "models", "datasets", "presets", "seeds", "g
              "profiles", "simulate_profile")
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "NUMBA_NUM_THREADS": "1"}
-ENERGY_COLUMNS = ("bound", "energy_j", "per_inference_j", "per_train_sample_j", "latency_s")
+ENERGY_COLUMNS = ("bound", "energy_j", "per_inference_j", "per_train_sample_j", "latency_s",
+                  "execution_model", "excludes")
 RUN_COLUMNS = ("key", "model", "dataset", "preset", "seed", "overrides", "simulate_profile",
                "profile", "pricing", "status", "error", "main_metric")
 RETRIES = 2   # a task whose worker died is run again elsewhere this many times
@@ -372,7 +373,8 @@ def price_rows(run: RunSpec, key: str, path: Path, profiles: Sequence[str]) -> l
             row.update(bound=rep.bound, energy_j=fig["total_j"],
                        per_inference_j=fig["per_inference_j"],
                        per_train_sample_j=fig["per_train_sample_j"],
-                       latency_s=fig["latency_s"])
+                       latency_s=fig["latency_s"], execution_model=rep.execution_model,
+                       excludes="; ".join(rep.excluded))
         except NeuroedgeError as exc:
             row.update(status="error", error=f"pricing: {_one_line(exc)}")
         rows.append(row)
@@ -771,6 +773,17 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
         parts.append(fig_to_img(fig, f"{metric} against energy per inference per profile"))
         parts.append(f"<p>Points: mean over seeds; bars: standard deviation (n - 1). The "
                      f"dashed line is the Pareto front (higher {esc(metric)}, less energy).</p>")
+    models = {}   # profile -> (figures are, execution model, what they leave out)
+    for r in rows:
+        if r.get("execution_model"):
+            models.setdefault(r["profile"], (r.get("bound", ""), r["execution_model"],
+                                             r.get("excludes", "")))
+    if models:
+        parts.append("<h2>What these figures are</h2><table><tr><th>profile</th>"
+                     "<th>figures are</th><th>execution model</th><th>excludes</th></tr>")
+        parts += [f"<tr><td>{esc(p)}</td><td>{esc(b)}</td><td>{esc(m)}</td><td>{esc(x)}</td>"
+                  "</tr>" for p, (b, m, x) in models.items()]
+        parts.append("</table>")
     parts.append(f"<h2>Spread over seeds ({esc(metric or 'no metric')})</h2><table><tr>")
     heads = [*SPREAD_BY, "n", "mean", "std", "min", "max", "J/inference mean",
              "J/inference std", "J/inference min", "J/inference max"]

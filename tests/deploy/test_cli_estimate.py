@@ -63,6 +63,12 @@ def test_one_command_one_table_for_jetson_cortex_m7_and_a100(user_file, capsys):
     assert [ln.split()[:2] for ln in lines[2:5]] == [["jetson-orin", "gpu"],
                                                     ["cortex-m7", "bitwise"], ["a100", "gpu"]]
     assert lines[2].split()[-2:] == ["1x", "estimate"]   # the first profile against itself
+    # each kind's execution model and exclusions are named once
+    est = estimate(load_model(f"{user_file}:make_net"), (1, 1, 28, 28), profiles=PROFILES)
+    for kind, name in (("gpu", "a100"), ("bitwise", "cortex-m7")):
+        rep = est.reports[name]
+        assert lines.count(f"execution model ({kind}): {rep.execution_model}") == 1
+        assert lines.count(f"excludes ({kind}): {'; '.join(rep.excluded)}") == 1
 
 
 def test_json_equals_the_api_on_the_same_module_and_seed(user_file, capsys):

@@ -126,6 +126,11 @@ def test_pricing_rows_reprice_the_stored_ledger(serial_dir):
     assert row["energy_j"] == a100.total_j
     assert row["pricing"] == "ledger of cortex-m4 re-priced here"
     assert row["simulate_profile"] == "cortex-m4"
+    # every figure says which execution model made it and what it leaves out
+    assert row["execution_model"] == a100.execution_model and row["bound"] == a100.bound
+    assert row["excludes"] == "; ".join(a100.excluded) != ""
+    page = (out / "summary.html").read_text()
+    assert "<h2>What these figures are</h2>" in page and a100.execution_model in page
 
 
 def test_cluster_equals_serial(serial_dir, tmp_path):

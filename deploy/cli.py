@@ -68,6 +68,18 @@ def _seed(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number >= 1 (counts of workers, steps, samples)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
+                                         "number >= 1") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+    return v
+
+
 def _load_profile(text: str, option: str = "profile"):
     """A profile by name or path, with a directory named as such (not "does not exist")."""
     import hw_profiles

@@ -24,7 +24,7 @@ from sim.errors import ModelError
 
 def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``estimate`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
-    from deploy.cli import SEED_MAX, _seed
+    from deploy.cli import SEED_MAX, _positive, _seed
     p = subparsers.add_parser(
         "estimate", help="price your own torch model (FILE.py:factory) or NIR file on "
                          "several profiles in one energy table",
@@ -73,17 +73,6 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="print nothing but errors (and the JSON of '--json -')")
     p.set_defaults(func=cmd_estimate)
     return p
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
-                                         "number >= 1") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
-    return v
 
 
 def _positive_float(text: str) -> float:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``sweep`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
+    from deploy.cli import _positive
     p = subparsers.add_parser(
         "sweep", help="run a sweep spec: models x datasets x settings x seeds, priced on "
                       "several profiles, on Dask (local processes or a cluster)",
@@ -40,16 +41,6 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                    help="print nothing but errors")
     p.set_defaults(func=cmd_sweep)
     return p
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
-    return v
 
 
 def cmd_sweep(args) -> int:

@@ -114,6 +114,7 @@ class LayerRecorder:
         self._seen_neurons: set[int] = set()   # id() of neurons called once in this block
         self._pre_mem: dict[int, torch.Tensor | None] = {}
         self._conv_f: dict[tuple, torch.Tensor] = {}
+        self._columns: dict[int, tuple] = {}   # id(Linear) -> ((id, weight version), counts)
 
     # -- tracker callbacks -------------------------------------------------------------
     def enter(self, mod: nn.Module, path: str, args) -> None:
@@ -140,8 +141,10 @@ class LayerRecorder:
         scope = self.scope_of(path)
         x = _first_tensor(args)
         if isinstance(mod, CONNECTION_LAYERS) and x is not None:
-            dense, effective = self._synops(mod, x)
-            spiking = bool(((x == 0) | (x == 1) | (x == -1)).all())
+            nz = x != 0
+            dense, effective = self._synops(mod, x, nz)
+            # spikes: every element 0 or +-1, i.e. |x| equals its non-zero indicator
+            spiking = bool(torch.equal(x.abs(), nz.to(x.dtype)))
             self._add(scope, "dense_synops", dense)
             self._add(scope, "effective_acs" if spiking else "effective_macs", effective)
         if isinstance(mod, ACTIVATION_LAYERS) and y is not None:
@@ -167,16 +170,16 @@ class LayerRecorder:
             self._add(scope, "membrane_updates", int(torch.count_nonzero(pre - post)))
 
     # -- synaptic operations -----------------------------------------------------------
-    def _synops(self, mod, x: torch.Tensor) -> tuple[int, int]:
-        """(dense, effective) (input, weight) pairs of one call of a connection layer."""
-        nz = (x != 0)
-        wnz = (mod.weight != 0)
+    def _synops(self, mod, x: torch.Tensor, nz: torch.Tensor) -> tuple[int, int]:
+        """(dense, effective) (input, weight) pairs of one call of a connection layer;
+        ``nz`` is ``x != 0``."""
         if isinstance(mod, nn.Linear):
             rows = x.numel() // max(x.shape[-1], 1)
             dense = rows * mod.in_features * mod.out_features
-            per_column = wnz.sum(dim=0).to(torch.int64)          # (in,)
-            per_input = nz.reshape(-1, x.shape[-1]).sum(dim=0).to(torch.int64)   # (in,)
-            return dense, int((per_input * per_column).sum())
+            per_input = nz.reshape(-1, x.shape[-1]).sum(dim=0, dtype=torch.int64)   # (in,)
+            # elementwise then sum: CUDA has no int64 matmul
+            return dense, int((per_input * self._per_column(mod)).sum())
+        wnz = mod.weight != 0
         unbatched = x.dim() == mod.weight.dim() - 1
         sample_shape = tuple(x.shape if unbatched else x.shape[1:])
         batch = 1 if unbatched else x.shape[0]
@@ -184,6 +187,16 @@ class LayerRecorder:
         f_eff = self._fan_out(mod, sample_shape, wnz)
         nzs = nz if unbatched else nz.sum(dim=0)
         return batch * int(f_ones.sum()), int((nzs.to(torch.int64) * f_eff).sum())
+
+    def _per_column(self, mod) -> torch.Tensor:
+        """Non-zero weights per input column of a Linear, kept while its weights are
+        unchanged (an evaluation loop calls it once per batch with the same weights)."""
+        key = (id(mod), mod.weight._version)
+        col = self._columns.get(id(mod))
+        if col is None or col[0] != key:
+            col = self._columns[id(mod)] = (key, (mod.weight != 0).sum(dim=0,
+                                                                        dtype=torch.int64))
+        return col[1]
 
     def _fan_out(self, mod, sample_shape, wnz) -> torch.Tensor:
         """``F[c, position]``: weights (non-zero ones, or all when ``wnz`` is None) that

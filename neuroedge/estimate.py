@@ -24,10 +24,9 @@ from __future__ import annotations
 import copy
 import inspect
 import os
-from collections.abc import Sequence
 
 from hw_profiles.errors import NeuroedgeError, ProfileError
-from neuroedge.result import Estimate
+from neuroedge.result import Estimate, profile_list
 from sim.errors import HardwareLimitError, ModelError, PricingError
 
 TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torch") serves
@@ -100,8 +99,7 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     >>> sorted(est.reports)
     ['a100', 'cortex-m7']
     """
-    if isinstance(profiles, str):   # "loihi,loihi2": the same list for every model kind
-        profiles = [p.strip() for p in profiles.split(",") if p.strip()]
+    profiles = profile_list(profiles)   # "loihi,loihi2": the same list for every model kind
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not path.endswith(".nir"):
@@ -173,10 +171,7 @@ def _nir_call(name: str, *args, **kwargs) -> Estimate:
 def _profiles(profiles) -> list:
     """Load every profile now (an unknown one fails before any work)."""
     from hw_profiles import load_many
-    if isinstance(profiles, str):
-        profiles = [p.strip() for p in profiles.split(",") if p.strip()]
-    elif not isinstance(profiles, Sequence):
-        profiles = list(profiles) if profiles is not None else []
+    profiles = profile_list(profiles)
     if not profiles:
         raise ProfileError("estimate: profiles is empty; give at least one profile name or "
                            "path, e.g. profiles=['jetson-orin', 'cortex-m7', 'a100']")

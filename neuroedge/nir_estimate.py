@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from hw_profiles.errors import NeuroedgeError
-from neuroedge.result import Estimate
+from neuroedge.result import Estimate, profile_list
 
 SCOPE = "infer"
 
@@ -45,8 +45,7 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int, profiles, dt: floa
         else "nir-graph"
     est = Estimate(model=label, source="nir", inference_samples=1,
                    inference_scope=SCOPE)
-    if isinstance(profiles, str):
-        profiles = [p.strip() for p in profiles.split(",") if p.strip()]
+    profiles = profile_list(profiles)
     if not profiles:
         raise NeuroedgeError("estimate_nir: profiles is empty; give at least one "
                              "neuromorphic chip, e.g. profiles=['loihi', 'loihi2']")

@@ -8,6 +8,13 @@ from sim.ledger import Ledger
 from sim.pricing import EnergyReport
 
 
+def profile_list(profiles) -> list:
+    """``profiles`` as a list: a string may name several, comma-separated ("loihi,loihi2")."""
+    if isinstance(profiles, str):
+        return [p.strip() for p in profiles.split(",") if p.strip()]
+    return list(profiles) if profiles is not None else []
+
+
 @dataclass
 class Estimate:
     """One model counted once per engine and priced on every profile it can run on.

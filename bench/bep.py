@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 import sim
-from bench import _sweeps
+from bench import _checks, _sweeps
 from hw_profiles import load
 from models import runner
 from models.baselines.qat.model import QAT, QATConfig
@@ -69,6 +69,7 @@ def bep_run(dataset, hidden, epochs, seed, local=False, profile="cortex-m4", pre
     run = runner.run("bep", profile=profile, dataset=dataset, preset=preset, seed=seed,
                      overrides={"hidden": hidden, "epochs": epochs, "local": local, **kw},
                      progress=timed)
+    _checks.epochs_trained(f"BEP on {dataset}", len(run.traces["train_error"].data), epochs)
     return run.metrics["test_accuracy"], run, timed.end - timed.start
 
 
@@ -79,6 +80,7 @@ def bep_unreserved(data, hidden, epochs, seed, profile="cortex-m4"):
     t = time.perf_counter()
     m = BEP(data.n_features, data.n_classes, cfg, dev).fit(data.x_train, data.y_train)
     wall = time.perf_counter() - t
+    _checks.epochs_trained("BEP (bare device)", len(m.history), epochs)
     return m.evaluate(data.x_test, data.y_test)["accuracy"], dev, wall
 
 
@@ -88,8 +90,10 @@ def qat_run(data, hidden, epochs, seed, count=False, batch_size=100, **kw):
     t = time.perf_counter()
     m = QAT(bep_data.bits_per_step(data), data.n_classes, cfg, dev,
             recurrent=bep_data.is_sequence(data))
-    m.fit(data.x_train, data.y_train, count=count)
+    done = _checks.EpochCounter()              # QAT keeps no history: count its callbacks
+    m.fit(data.x_train, data.y_train, progress=done, count=count)
     wall = time.perf_counter() - t
+    _checks.epochs_trained("QAT", done.epochs, epochs)
     return m.evaluate(data.x_test, data.y_test)["accuracy"], dev, wall, m
 
 
@@ -131,6 +135,9 @@ def static_parts(q, seeds, res):
                             "grid": {"hidden": [[k, k] for k in ks], "epochs": [ep],
                                      "local": [False, True]}})
     rows = _sweeps.ok_rows(result)
+    for r in rows:                             # each run's train_error trace: one per epoch
+        _checks.epochs_trained(f"sweep run {r['key']}",
+                               len(_sweeps.read(result, r).traces["train_error"].data), ep)
     print(f"{'K':>4} {'BEP':>14} {'local rule':>14} {'QAT noBN 1e-3':>14} {'QAT noBN 1e-2':>14} "
           f"{'QAT+BN 1e-3':>14}  BEP-local  BEP-QATnoBN")
     for k in ks:

@@ -28,6 +28,7 @@ import json
 import numpy as np
 
 import sim
+from bench import _checks
 from models.bep import data as bep_data
 from models.bep.card import TT_SETTING, BEPConfig
 from models.bep.model_tt import BEPTT
@@ -73,6 +74,7 @@ def main():
         xt, xe = (x.reshape(len(x), steps, -1) for x in (d.x_train, d.x_test))
         cfg = tt_config(epochs=10, batch_size=20)
         m = BEPTT(xt.shape[2], 10, cfg, sim.device("cortex-m4")).fit(xt, d.y_train)
+        _checks.epochs_trained(f"BEP-TT at T = {steps}", len(m.history), cfg.epochs)
         acc = m.evaluate(xe, d.y_test)["accuracy"]
         res[f"digits_T{steps}_accuracy"] = acc
         print(f"  T = {steps}: {100 * acc:.1f}%", flush=True)

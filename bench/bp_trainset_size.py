@@ -21,7 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import _checks  # noqa: E402
+
 PROFILES = ("a100", "jetson-orin", "x86-avx2")
+FASHION_TRAIN_ROWS = 60_000
 
 
 def train_energy_per_sample(limit_train: int | None, epochs: int) -> tuple[dict, int, float]:
@@ -42,7 +45,15 @@ def train_energy_per_sample(limit_train: int | None, epochs: int) -> tuple[dict,
                      overrides={"hidden": (1000,), "epochs": epochs, "batch_size": 100})
     cpu_s = time.process_time() - t0          # training and the test pass
     per = {p: run.ledger.price(p).per_sample_j()["train"] for p in PROFILES}
-    return per, run.ledger.samples()["train"] // epochs, cpu_s
+    # the per-sample figures are only comparable if each run trained all its epochs on all
+    # its rows: the card's train_loss trace has one point per epoch, the ledger the samples
+    _checks.epochs_trained(f"mlp on {limit_train or 'all'} rows",
+                           len(run.traces["train_loss"].data), epochs)
+    rows = limit_train or FASHION_TRAIN_ROWS
+    if run.ledger.samples()["train"] != rows * epochs:
+        raise RuntimeError(f"bench: the mlp run counted {run.ledger.samples()['train']} "
+                           f"training samples, expected {rows} rows x {epochs} epochs")
+    return per, rows, cpu_s
 
 
 def main() -> int:

@@ -29,8 +29,9 @@ Peak, measured in the same run, two ways (``_measure_clock``, ``_measure_l1_peak
   two rows of 512 words (8 KB, in L1, 64-byte aligned) re-read many times, so LLVM runs its
   widest vector loop (the 32-word one the kernel has too) with no memory traffic past L1:
   peak binary MAC/s = word bits x words/s of that loop; divided by the measured clock it
-  gives words per cycle (2026-12-01, Zen 5 VM: 8.0 = one 512-bit VPOPCNTQ per cycle; rows
-  not 64-byte aligned split every 64-byte load across two cache lines and get 4.0). The
+  gives words per cycle (2026-12-01, Zen 5 VM: 8.0, i.e. per cycle one 512-bit VPOPCNTQ and
+  two 512-bit loads; rows not 64-byte aligned split every load across two cache lines and
+  get 4.0). The
   kernel's loops are the same instructions (or narrower ones) on the same kind of data, plus
   loop, reduction and tile overhead, so its fraction of this peak is at most 1 up to
   timing noise. A second chain (``imul`` + ``xor``, 3 + 1 cycles) checks the clock.

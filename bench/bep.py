@@ -36,7 +36,6 @@ import json
 import os
 import platform
 import time
-import warnings
 
 import numpy as np
 import torch
@@ -92,9 +91,7 @@ def qat_run(data, hidden, epochs, seed, count=False, batch_size=100, **kw):
     m = QAT(bep_data.bits_per_step(data), data.n_classes, cfg, dev,
             recurrent=bep_data.is_sequence(data))
     done = _checks.EpochCounter()              # QAT keeps no history: count its callbacks
-    with warnings.catch_warnings():            # its callback record reads float(loss)
-        warnings.filterwarnings("ignore", "Converting a tensor with requires_grad")
-        m.fit(data.x_train, data.y_train, progress=done, count=count)
+    m.fit(data.x_train, data.y_train, progress=done, count=count)
     wall = time.perf_counter() - t
     _checks.epochs_trained("QAT", done.epochs, epochs)
     return m.evaluate(data.x_test, data.y_test)["accuracy"], dev, wall, m

@@ -148,7 +148,7 @@ class QAT:
                             if isinstance(lay, BinaryLinear):
                                 lay.weight.clamp_(-1, 1)
             if progress:
-                progress(epoch + 1, cfg.epochs, {"epoch": epoch + 1, "loss": float(loss)})
+                progress(epoch + 1, cfg.epochs, {"epoch": epoch + 1, "loss": float(loss.detach())})
         return self
 
     def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:

@@ -107,6 +107,7 @@ class NeuromorphicDevice(Device):
             raise ModelError("[NeuromorphicDevice.compile] the network has no population")
         self.compiled = c = compile_network(net, self.profile, quantize=quantize,
                                             weight_lsb=weight_lsb)
+        self._syn_rows = {}     # update_weights: per projection, its synapses' core rows
         self._alloc(c)
         self._record_network(c)
         return c
@@ -508,10 +509,14 @@ class NeuromorphicDevice(Device):
                              f"has shape {delta.shape}; expected finite values of shape "
                              f"{perm.shape} (one per synapse)")
         q = next((x for x in c.quantisation if x.projection == projection), None)
+        rows = self._syn_rows.get(projection)
+        if rows is None:     # each synapse's target core (1 + core), kept: the layout is fixed
+            rows = (c.core_of[c.col[perm] % c.n_neurons] + 1).astype(np.int32)
+            self._syn_rows[projection] = rows
         per_row = np.zeros(self.clock.rows, np.int64)
         changed = int(W.add_weights(c.w, perm, delta, 0.0 if q is None else q.scale,
-                                    0.0 if q is None else 2.0 ** (q.bits - 1) - 1, c.col,
-                                    c.n_neurons, c.core_of, per_row))
+                                    0.0 if q is None else 2.0 ** (q.bits - 1) - 1, rows,
+                                    per_row))
         self.ledger.add("syn_update", changed, scope=scope)
         self.ledger.add_bytes("local", read=changed * c.entry_bytes,
                               write=changed * c.entry_bytes, scope=scope)

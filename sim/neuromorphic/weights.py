@@ -10,11 +10,12 @@ from numba import njit
 
 
 @njit(cache=True)
-def add_weights(w, perm, delta, scale, top, col, n_neurons, core_of, per_row):
+def add_weights(w, perm, delta, scale, top, rows, per_row):
     """``w[perm] += delta``, rounded to multiples of ``scale`` clipped to +-``top`` steps
     when ``scale > 0`` (``np.round``'s half-to-even, as the numpy form); counts into
-    ``per_row[1 + core]`` each synapse whose stored value changes, by its target neuron's
-    core. Returns the number changed."""
+    ``per_row[rows[k]]`` each synapse ``k`` whose stored value changes (``rows``: the table
+    row, 1 + core, of each synapse's target neuron, in the projection's order). Returns the
+    number changed."""
     changed = 0
     for k in range(perm.size):
         j = perm[k]
@@ -23,6 +24,6 @@ def add_weights(w, perm, delta, scale, top, col, n_neurons, core_of, per_row):
             new = min(max(np.rint(new / scale), -top), top) * scale
         if new != w[j]:
             changed += 1
-            per_row[core_of[col[j] % n_neurons] + 1] += 1
+            per_row[rows[k]] += 1
         w[j] = new
     return changed

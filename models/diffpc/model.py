@@ -48,6 +48,10 @@ weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 
 (``NeuromorphicDevice.count_synapse_writes``). Between batches the device's public state
 methods reset the network: ``clear_in_flight`` (no spike of the previous batch arrives),
 ``set_custom_state`` (the feed-forward initialisation), ``custom_state`` (read back).
+Each iteration is one ``run`` call, and the engine runs all its steps inside numba (its
+compiled loop for custom-kernel populations, ``sim/neuromorphic/custom_loop.py``): no
+Python call per step. ``loop="python"`` (one step per Python iteration) is the reference
+the compiled loop is tested against, with identical counts.
 
 The learning step (counted as float PC's)
 -----------------------------------------

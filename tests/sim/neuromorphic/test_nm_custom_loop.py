@@ -42,15 +42,17 @@ TERNARY = NeuronKernel("ternary", _ternary, state_names=("e",), param_names=("th
 
 
 def _network(ternary=TERNARY):
-    """Two kernels, built-in LIF and CUBA, event and Poisson sources, delays 1-3, an injected
-    current switching on at step 30, a population only partly targeted."""
+    """Two kernels, built-in LIF and CUBA, event and Poisson sources, delays 1-3, injected
+    currents switching on at steps 30 and 60, a population only partly targeted."""
     rng = np.random.default_rng(4)
     net = Network(dt=1e-3)
     inj = np.where(np.arange(20) % 3 == 0, 0.3, 0.0)
     net.population("a", 20, LEAKY2, a=rng.uniform(0.5, 0.9, 20), x_init=0.2, i_inj=inj,
                    i_inj_start=30)
     net.population("o", 8, "lif", tau_mem=0.01, v_threshold=1.0)
-    net.population("t", 30, ternary, theta=0.7)
+    # injected current on t from step 60, also on neurons no synapse reaches (t[:5], t[25:])
+    net.population("t", 30, ternary, theta=0.7, i_inj=np.where(np.arange(30) % 4 == 0, 0.05,
+                                                                  0.0), i_inj_start=60)
     net.population("c", 6, "cuba_lif", n_channels=2, tau_mem=0.02, tau_syn=[0.005, 0.01],
                    v_threshold=0.5)
     st, ix = np.nonzero(rng.random((300, 10)) < 0.15)
@@ -91,8 +93,8 @@ def _assert_same(a, b):
 
 
 def test_compiled_loop_equals_python_path():
-    # 3 runs: resume at step 40 (injection on from 30), 260 more steps (the 1024-entry spike
-    # record grows inside a run), an empty run
+    # 3 runs: resume at step 40 (injection into a from 30, into t from 60), 260 more steps
+    # (the 1024-entry spike record grows inside a run), an empty run
     (dc, rc), (dp, rp) = _run_both(_network(), [40, 260, 0])
     assert dc._cu is not None                      # the compiled loop did run
     for a, b in zip(rc, rp, strict=True):

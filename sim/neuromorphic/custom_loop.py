@@ -34,9 +34,12 @@ which kernel share that compilation.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import literal_unroll, njit
+from numba.extending import is_jitted
 
 from sim.neuromorphic import kernels as K
+from sim.neuromorphic.network import MAX_CHANNELS
 
 
 @njit(cache=True)
@@ -188,3 +191,98 @@ def run_custom(kernels, t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_r
                        SPIKE, HOP, core_row, rc_ptr, rc_row, rc_cnt, cc)
         K.end_step(cc, tot, tau, sync, stats)
     return t1
+
+
+# -- tables (numpy, once per compile / run) ------------------------------------------------
+def custom_tables(c, pops) -> tuple[dict, dict | None]:
+    """The custom populations' state and parameter matrices, and ``run_custom``'s tables.
+
+    Returns ``(customs, tables)``: ``customs`` maps a population to its ``(rows, n)`` state
+    and params, views into one flat array each, so ``custom_state``/``set_custom_state``
+    and both loops see the same memory; ``tables`` is ``None`` when there is no custom
+    population or one of their updates is not jitted (the engine then runs the Python path).
+    """
+    cus = [p for p in pops if p.custom]
+    customs = {}
+    if not cus:
+        return customs, None
+    sizes = [len(p.model.state_names) * p.n for p in cus]
+    psizes = [len(p.model.param_names) * p.n for p in cus]
+    st_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    pr_off = np.concatenate([[0], np.cumsum(psizes)]).astype(np.int64)
+    st_flat, pr_flat = np.zeros(int(st_off[-1])), np.zeros(int(pr_off[-1]))
+    for j, p in enumerate(cus):
+        st = st_flat[st_off[j]:st_off[j + 1]].reshape(len(p.model.state_names), p.n)
+        for k, name in enumerate(p.model.state_names):
+            if name in p.state_init:
+                st[k] = p.state_init[name]
+        prm = pr_flat[pr_off[j]:pr_off[j + 1]].reshape(len(p.model.param_names), p.n)
+        for k, name in enumerate(p.model.param_names):
+            prm[k] = p.params[name]
+        customs[p.name] = (st, prm)
+    # the compiled loop calls jitted updates only; any other kind runs the Python path
+    updates = [p.model.update for p in cus]
+    if not all(is_jitted(f) for f in updates):
+        return customs, None
+    distinct = list(dict.fromkeys(updates))
+    lo = np.array([c.offsets[p.name][0] for p in cus], np.int64)
+    n = np.array([p.n for p in cus], np.int64)
+    nch = np.array([p.n_channels for p in cus], np.int64)
+    inp_off = np.concatenate([[0], np.cumsum(n * nch)]).astype(np.int64)
+    # per population and channel, the interval of neurons some synapse targets (the only
+    # ring-buffer columns that can be non-zero; module docstring)
+    N = c.n_neurons
+    ch, post = c.col // N, c.col % N
+    g_lo = np.zeros((len(cus), MAX_CHANNELS), np.int64)
+    g_hi = np.zeros((len(cus), MAX_CHANNELS), np.int64)
+    for j in range(len(cus)):
+        for k in range(nch[j]):
+            hit = post[(ch == k) & (post >= lo[j]) & (post < lo[j] + n[j])]
+            if hit.size:
+                g_lo[j, k], g_hi[j, k] = hit.min() - lo[j], hit.max() + 1 - lo[j]
+    # runs of neurons on one core: the per-core tally of a population in O(cores)
+    seg_ptr, seg_lo, seg_hi, seg_row = [0], [], [], []
+    for j in range(len(cus)):
+        rows = c.core_of[lo[j]:lo[j] + n[j]] + 1
+        cut = np.flatnonzero(np.diff(rows)) + 1
+        starts = np.concatenate([[0], cut])
+        seg_lo += starts.tolist()
+        seg_hi += np.concatenate([cut, [n[j]]]).tolist()
+        seg_row += rows[starts].tolist()
+        seg_ptr.append(len(seg_lo))
+    builtin = [p for p in pops if not p.custom]
+
+    def i64(x):
+        return np.array(x, np.int64)
+
+    return customs, dict(
+        kernels=tuple(distinct),
+        b_lo=i64([c.offsets[p.name][0] for p in builtin]),
+        b_hi=i64([c.offsets[p.name][1] for p in builtin]),
+        cu_kid=i64([distinct.index(f) for f in updates]), cu_lo=lo, cu_n=n, cu_nch=nch,
+        st_flat=st_flat, st_off=st_off, st_rows=i64([len(p.model.state_names) for p in cus]),
+        pr_flat=pr_flat, pr_off=pr_off, pr_rows=i64([len(p.model.param_names) for p in cus]),
+        inp_flat=np.zeros(int(inp_off[-1])), inp_off=inp_off, g_lo=g_lo, g_hi=g_hi,
+        base_nz=np.zeros(c.n_neurons, np.uint8),
+        seg_ptr=i64(seg_ptr), seg_lo=i64(seg_lo), seg_hi=i64(seg_hi), seg_row=i64(seg_row),
+        names=[p.name for p in cus])
+
+
+def probe_tables(names, net, probes, n_steps):
+    """Probed custom state variables as ``run_custom`` records them: returns
+    ``(custom_rec, cp_ptr, cp_row, cp_col, crec)``, ``custom_rec`` mapping "pop.var" to
+    its (n_steps, n) view of the one record array ``crec``; per population in ``names``
+    (``cp_ptr``) the probed state rows and their first columns."""
+    cp, cols = [[] for _ in names], {}
+    for target, what in probes:
+        key, pop = f"{target}.{what}", net.populations[target]
+        if pop.custom and key not in cols:
+            w0 = sum(b - a for a, b in cols.values())
+            cols[key] = (w0, w0 + pop.n)
+            cp[names.index(target)].append((pop.model.state_names.index(what), w0))
+    crec = np.zeros((n_steps, sum(b - a for a, b in cols.values())))
+    custom_rec = {k: crec[:, a:b] for k, (a, b) in cols.items()}
+    cp_ptr = np.cumsum([0] + [len(x) for x in cp]).astype(np.int64)
+    cp_row = np.array([r for x in cp for r, _ in x], np.int64)
+    cp_col = np.array([k for x in cp for _, k in x], np.int64)
+    return custom_rec, cp_ptr, cp_row, cp_col, crec

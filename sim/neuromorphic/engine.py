@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba.core.errors import NumbaExperimentalFeatureWarning
-from numba.extending import is_jitted
 
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.device import Device, register_engine
@@ -32,7 +31,7 @@ from sim.neuromorphic import kernels as K
 from sim.neuromorphic import timing
 from sim.neuromorphic import weights as W
 from sim.neuromorphic.compiler import MODEL_CODES, Compiled, compile_network
-from sim.neuromorphic.network import MAX_CHANNELS, Network
+from sim.neuromorphic.network import Network
 
 LOOPS = ("compiled", "python")
 _OPS = tuple(OP_CODES[k] for k in ("synop", "neuron_update_active", "neuron_update_idle",
@@ -188,7 +187,8 @@ class NeuromorphicDevice(Device):
         # this step's spiking indices (neurons and sources), so delivery walks spikes only
         self.spk_list = np.zeros(c.n_neurons + c.n_sources, np.int64)
         self.nspk = np.zeros(1, np.int64)
-        self._alloc_customs(c, pops)
+        # custom populations: their state and params, and the compiled loop's tables
+        self._customs, self._cu = CL.custom_tables(c, pops)
         # sources: events merged into one sorted list; Poisson probabilities per channel
         ev_s, ev_i, ev_p = [], [], []
         self.pois_prob = np.zeros(c.n_sources)
@@ -224,78 +224,6 @@ class NeuromorphicDevice(Device):
         bits = self.profile.limit("spike_payload_bits")
         top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
         self.payload_range = (1 if bits is None else -top, top)
-
-    def _alloc_customs(self, c: Compiled, pops) -> None:
-        """Custom populations' state and parameter matrices, and the tables of the compiled
-        loop (``custom_loop.run_custom``'s arguments).
-
-        Every population's ``(rows, n)`` state and params are views into one flat array each,
-        so ``custom_state``/``set_custom_state`` and both loops see the same memory."""
-        cus = [p for p in pops if p.custom]
-        self._customs = {}
-        self._cu = None
-        if not cus:
-            return
-        sizes = [len(p.model.state_names) * p.n for p in cus]
-        psizes = [len(p.model.param_names) * p.n for p in cus]
-        st_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        pr_off = np.concatenate([[0], np.cumsum(psizes)]).astype(np.int64)
-        st_flat, pr_flat = np.zeros(int(st_off[-1])), np.zeros(int(pr_off[-1]))
-        for j, p in enumerate(cus):
-            st = st_flat[st_off[j]:st_off[j + 1]].reshape(len(p.model.state_names), p.n)
-            for k, name in enumerate(p.model.state_names):
-                if name in p.state_init:
-                    st[k] = p.state_init[name]
-            prm = pr_flat[pr_off[j]:pr_off[j + 1]].reshape(len(p.model.param_names), p.n)
-            for k, name in enumerate(p.model.param_names):
-                prm[k] = p.params[name]
-            self._customs[p.name] = (st, prm)
-        # the compiled loop calls jitted updates only; any other kind runs the Python path
-        updates = [p.model.update for p in cus]
-        if not all(is_jitted(f) for f in updates):
-            return
-        distinct = list(dict.fromkeys(updates))
-        lo = np.array([c.offsets[p.name][0] for p in cus], np.int64)
-        n = np.array([p.n for p in cus], np.int64)
-        nch = np.array([p.n_channels for p in cus], np.int64)
-        inp_off = np.concatenate([[0], np.cumsum(n * nch)]).astype(np.int64)
-        # per population and channel, the interval of neurons some synapse targets (the
-        # only ring-buffer columns that can be non-zero; custom_loop's docstring)
-        N = c.n_neurons
-        ch, post = c.col // N, c.col % N
-        g_lo = np.zeros((len(cus), MAX_CHANNELS), np.int64)
-        g_hi = np.zeros((len(cus), MAX_CHANNELS), np.int64)
-        for j in range(len(cus)):
-            for k in range(nch[j]):
-                hit = post[(ch == k) & (post >= lo[j]) & (post < lo[j] + n[j])]
-                if hit.size:
-                    g_lo[j, k], g_hi[j, k] = hit.min() - lo[j], hit.max() + 1 - lo[j]
-        # runs of neurons on one core: the per-core tally of a population in O(cores)
-        seg_ptr, seg_lo, seg_hi, seg_row = [0], [], [], []
-        for j in range(len(cus)):
-            rows = c.core_of[lo[j]:lo[j] + n[j]] + 1
-            cut = np.flatnonzero(np.diff(rows)) + 1
-            starts = np.concatenate([[0], cut])
-            ends = np.concatenate([cut, [n[j]]])
-            seg_lo += starts.tolist()
-            seg_hi += ends.tolist()
-            seg_row += rows[starts].tolist()
-            seg_ptr.append(len(seg_lo))
-        builtin = [p for p in pops if not p.custom]
-        i64 = lambda x: np.array(x, np.int64)  # noqa: E731
-        self._cu = dict(
-            kernels=tuple(distinct),
-            b_lo=i64([c.offsets[p.name][0] for p in builtin]),
-            b_hi=i64([c.offsets[p.name][1] for p in builtin]),
-            cu_kid=i64([distinct.index(f) for f in updates]), cu_lo=lo, cu_n=n, cu_nch=nch,
-            st_flat=st_flat, st_off=st_off,
-            st_rows=i64([len(p.model.state_names) for p in cus]),
-            pr_flat=pr_flat, pr_off=pr_off,
-            pr_rows=i64([len(p.model.param_names) for p in cus]),
-            inp_flat=np.zeros(int(inp_off[-1])), inp_off=inp_off, g_lo=g_lo, g_hi=g_hi,
-            base_nz=np.zeros(c.n_neurons, np.uint8),
-            seg_ptr=i64(seg_ptr), seg_lo=i64(seg_lo), seg_hi=i64(seg_hi),
-            seg_row=i64(seg_row), names=[p.name for p in cus])
 
     def _set_inj(self, t: int) -> int:
         """Injected currents as they are in step ``t``; returns the next step > t at which
@@ -368,27 +296,14 @@ class NeuromorphicDevice(Device):
         args_clock = (clk.tot, clk.tau, clk.sync, clk.stats)
         cu = self._cu if loop == "compiled" else None
         if cu is not None:
-            # custom probes: (state row, first column) per population into one record
-            cp, cols = [[] for _ in cu["names"]], {}
-            for target, what in probes:
-                key, pop = f"{target}.{what}", net.populations[target]
-                if pop.custom and key not in cols:
-                    w0 = sum(b - a for a, b in cols.values())
-                    cols[key] = (w0, w0 + pop.n)
-                    cp[cu["names"].index(target)].append(
-                        (pop.model.state_names.index(what), w0))
-            crec = np.zeros((n_steps, sum(b - a for a, b in cols.values())))
-            custom_rec = {k: crec[:, a:b] for k, (a, b) in cols.items()}
-            cp_ptr = np.cumsum([0] + [len(x) for x in cp]).astype(np.int64)
-            cp_row = np.array([r for x in cp for r, _ in x], np.int64)
-            cp_col = np.array([k for x in cp for _, k in x], np.int64)
+            custom_rec, *args_probe = CL.probe_tables(cu["names"], net, probes, n_steps)
             err = np.full(3, -1, np.int64)
             args_cu = (cu["b_lo"], cu["b_hi"], cu["cu_kid"], cu["cu_lo"], cu["cu_n"],
                        cu["cu_nch"], cu["st_flat"], cu["st_off"], cu["st_rows"],
                        cu["pr_flat"], cu["pr_off"], cu["pr_rows"], cu["inp_flat"],
                        cu["inp_off"], cu["g_lo"], cu["g_hi"], cu["base_nz"], cu["seg_ptr"],
-                       cu["seg_lo"], cu["seg_hi"], cu["seg_row"], cp_ptr, cp_row, cp_col,
-                       crec, *self.payload_range, err)
+                       cu["seg_lo"], cu["seg_hi"], cu["seg_row"], *args_probe,
+                       *self.payload_range, err)
         t = t0
         while t < t1:
             if spk_n[0] + self.payload.size > spk_t.size:

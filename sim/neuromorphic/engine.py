@@ -2,8 +2,11 @@
 
 The device owns the state arrays of a compiled network and calls the numba kernels of
 ``kernels.py``. A network of built-in neurons runs whole in one kernel call
-(``run_builtin``); a network with a custom :class:`NeuronKernel` population runs one step
-per Python iteration, the same kernels around the user's update function. Counts are
+(``run_builtin``); a network with custom :class:`NeuronKernel` populations whose updates are
+numba-jitted runs whole in one call of ``custom_loop.run_custom``, the same per-step
+kernels around the users' update functions, called inside the compiled loop. Updates that
+are not jitted (plain Python) run one step per Python iteration (``run(...,
+loop="python")``, also the reference the compiled loop is tested against). Counts are
 accumulated in an int64 array inside the kernels and flushed to the ledger once per
 ``run`` call (a batch of steps), under the scope given to ``run``.
 
@@ -13,19 +16,24 @@ to the ledger as a :class:`~sim.ledger.StepTiming` record of its scope.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from numba.core.errors import NumbaExperimentalFeatureWarning
 
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.device import Device, register_engine
 from sim.errors import HardwareLimitError, ModelError
+from sim.neuromorphic import custom_loop as CL
 from sim.neuromorphic import kernels as K
 from sim.neuromorphic import timing
+from sim.neuromorphic import weights as W
 from sim.neuromorphic.compiler import MODEL_CODES, Compiled, compile_network
 from sim.neuromorphic.network import Network
 
+LOOPS = ("compiled", "python")
 _OPS = tuple(OP_CODES[k] for k in ("synop", "neuron_update_active", "neuron_update_idle",
                                    "spike", "hop"))
 
@@ -98,6 +106,7 @@ class NeuromorphicDevice(Device):
             raise ModelError("[NeuromorphicDevice.compile] the network has no population")
         self.compiled = c = compile_network(net, self.profile, quantize=quantize,
                                             weight_lsb=weight_lsb)
+        self._syn_rows = {}     # update_weights: per projection, its synapses' core rows
         self._alloc(c)
         self._record_network(c)
         return c
@@ -178,17 +187,8 @@ class NeuromorphicDevice(Device):
         # this step's spiking indices (neurons and sources), so delivery walks spikes only
         self.spk_list = np.zeros(c.n_neurons + c.n_sources, np.int64)
         self.nspk = np.zeros(1, np.int64)
-        # custom populations: their own state and parameter matrices
-        self._customs = {}
-        for p in pops:
-            if p.custom:
-                st = np.zeros((len(p.model.state_names), p.n))
-                for k, name in enumerate(p.model.state_names):
-                    if name in p.state_init:
-                        st[k] = p.state_init[name]
-                prm = np.array([p.params[k] for k in p.model.param_names]).reshape(
-                    len(p.model.param_names), p.n)
-                self._customs[p.name] = (st, np.ascontiguousarray(prm))
+        # custom populations: their state and params, and the compiled loop's tables
+        self._customs, self._cu = CL.custom_tables(c, pops)
         # sources: events merged into one sorted list; Poisson probabilities per channel
         ev_s, ev_i, ev_p = [], [], []
         self.pois_prob = np.zeros(c.n_sources)
@@ -236,17 +236,27 @@ class NeuromorphicDevice(Device):
         return nxt
 
     # -- run -------------------------------------------------------------------------------
-    def run(self, n_steps: int, scope: str | None = "run") -> SimResult:
+    def run(self, n_steps: int, scope: str | None = "run", *,
+            loop: str = "compiled") -> SimResult:
         """Advance ``n_steps`` steps from the current step; count into ``ledger[scope]``.
 
         Inside ``with dev.count(outer):`` the counts go to ``outer/scope`` (``scope=None``:
         the block's own scope), the one nesting rule of every engine (``Device.count``).
+
+        ``loop``: ``"compiled"`` runs all steps inside numba (``kernels.run_builtin``, or
+        ``custom_loop.run_custom`` when the network has custom populations whose updates are
+        all jitted; otherwise the Python path); ``"python"`` runs a network with custom
+        populations one step per Python iteration (the reference the compiled loop is
+        tested against: the same spikes, states, counts, bytes and times).
         """
         c = self._need_compiled()
         if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) \
                 or n_steps < 0:
             raise ModelError(f"[NeuromorphicDevice.run] n_steps = {n_steps!r}; expected an "
                              "integer >= 0")
+        if loop not in LOOPS:
+            raise ModelError(f"[NeuromorphicDevice.run] loop = {loop!r}; expected one of "
+                             f"{LOOPS}")
         n_steps = int(n_steps)
         net = c.net
         probes = [(t, w) for t, w in net.probes if w != "spikes"]
@@ -284,6 +294,16 @@ class NeuromorphicDevice(Device):
         clk.start()
         args_core = (self.core_row, *self.rc, clk.cc)
         args_clock = (clk.tot, clk.tau, clk.sync, clk.stats)
+        cu = self._cu if loop == "compiled" else None
+        if cu is not None:
+            custom_rec, *args_probe = CL.probe_tables(cu["names"], net, probes, n_steps)
+            err = np.full(3, -1, np.int64)
+            args_cu = (cu["b_lo"], cu["b_hi"], cu["cu_kid"], cu["cu_lo"], cu["cu_n"],
+                       cu["cu_nch"], cu["st_flat"], cu["st_off"], cu["st_rows"],
+                       cu["pr_flat"], cu["pr_off"], cu["pr_rows"], cu["inp_flat"],
+                       cu["inp_off"], cu["g_lo"], cu["g_hi"], cu["base_nz"], cu["seg_ptr"],
+                       cu["seg_lo"], cu["seg_hi"], cu["seg_row"], *args_probe,
+                       *self.payload_range, err)
         t = t0
         while t < t1:
             if spk_n[0] + self.payload.size > spk_t.size:
@@ -297,6 +317,22 @@ class NeuromorphicDevice(Device):
                                   self.pois_prob, self.rng, *args_syn, counts, nbytes,
                                   spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
                                   SYNOP, NU_A, NU_I, SPIKE, HOP, *args_core, *args_clock)
+                continue
+            if cu is not None:
+                CL.prepare_inputs(cu["cu_lo"], cu["cu_n"], cu["cu_nch"], cu["inp_flat"],
+                                  cu["inp_off"], cu["g_lo"], cu["g_hi"], self.inj,
+                                  cu["base_nz"])
+                with warnings.catch_warnings():
+                    # literal_unroll over dispatchers is numba's first-class function
+                    # feature, flagged experimental when the loop is compiled
+                    warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+                    t = CL.run_custom(cu["kernels"], t, stop, t0, *args_neur, *self.ev,
+                                      self.ev_ptr, self.pois_prob, self.rng, *args_syn,
+                                      counts, nbytes, spk_t, spk_i, spk_p, spk_n, probe_idx,
+                                      probe_var, rec, SYNOP, NU_A, NU_I, SPIKE, HOP,
+                                      *args_core, *args_clock, *args_cu)
+                if err[0] >= 0:
+                    self._payload_error(cu["names"][err[0]], int(err[1]), int(err[2]))
                 continue
             K.sources_step(t, c.n_neurons, self.payload, *self.ev, self.ev_ptr,
                            self.pois_prob, self.rng, self.spk_list, self.nspk)
@@ -334,10 +370,7 @@ class NeuromorphicDevice(Device):
             lo, hi = self.payload_range
             bad = np.flatnonzero((pl != 0) & ((pl < lo) | (pl > hi)))
             if bad.size:
-                raise HardwareLimitError(
-                    f"[NeuromorphicDevice.run] population {name!r} neuron {int(bad[0])} "
-                    f"emitted payload {int(pl[bad[0]])}; {self.profile.name} carries payloads "
-                    f"in {lo}..{hi} (limits.spike_payload_bits; binary spikes when absent)")
+                self._payload_error(name, int(bad[0]), int(pl[bad[0]]))
             fired = np.flatnonzero(pl) + a
             k = int(self.nspk[0])
             self.spk_list[k:k + fired.size] = fired
@@ -351,6 +384,13 @@ class NeuromorphicDevice(Device):
                 key = f"{name}.{sname}"
                 if key in custom_rec:
                     custom_rec[key][row] = state[k]
+
+    def _payload_error(self, name: str, i: int, payload: int) -> None:
+        lo, hi = self.payload_range
+        raise HardwareLimitError(
+            f"[NeuromorphicDevice.run] population {name!r} neuron {i} emitted payload "
+            f"{payload}; {self.profile.name} carries payloads in {lo}..{hi} "
+            "(limits.spike_payload_bits; binary spikes when absent)")
 
     def _result(self, t0, n_steps, st, si, sp, rec, spans, custom_rec, counts, nbytes):
         c = self.compiled
@@ -384,19 +424,20 @@ class NeuromorphicDevice(Device):
                              f"has shape {delta.shape}; expected finite values of shape "
                              f"{perm.shape} (one per synapse)")
         q = next((x for x in c.quantisation if x.projection == projection), None)
-        new = c.w[perm] + delta
-        if q is not None:
-            top = 2 ** (q.bits - 1) - 1
-            new = np.clip(np.round(new / q.scale), -top, top) * q.scale
-        hit = new != c.w[perm]
-        changed = int(np.count_nonzero(hit))
-        c.w[perm] = new
+        rows = self._syn_rows.get(projection)
+        if rows is None:     # each synapse's target core (1 + core), kept: the layout is fixed
+            rows = (c.core_of[c.col[perm] % c.n_neurons] + 1).astype(np.int32)
+            self._syn_rows[projection] = rows
+        per_row = np.zeros(self.clock.rows, np.int64)
+        changed = int(W.add_weights(c.w, perm, delta, 0.0 if q is None else q.scale,
+                                    0.0 if q is None else 2.0 ** (q.bits - 1) - 1, rows,
+                                    per_row))
         self.ledger.add("syn_update", changed, scope=scope)
         self.ledger.add_bytes("local", read=changed * c.entry_bytes,
                               write=changed * c.entry_bytes, scope=scope)
         if changed:
             # one learning phase: each update on the core of its synapse's target neuron
-            rows = c.core_of[c.col[perm[hit]] % c.n_neurons] + 1
+            rows = np.repeat(np.arange(per_row.size), per_row)
             self.ledger.add_timing(self.clock.phase(rows, "syn_update"), scope=scope)
         return changed
 

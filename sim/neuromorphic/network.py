@@ -111,17 +111,23 @@ def _finite_array(where: str, name: str, value, shape=None, dtype=np.float64) ->
 class NeuronKernel:
     """A user-supplied neuron model: a numba (or numpy) function plus named state and params.
 
-    ``update(inp, state, params, payload)`` is called once per step for the population:
+    ``update(inp, state, params, payload) -> None`` is called once per step for the
+    population, with C-contiguous arrays of its own neurons only:
 
     - ``inp``: float64 ``(n, n_channels)``, the step's synaptic input (weight x payload summed)
-      plus injected current on channel 0;
+      plus injected current on channel 0; read only (the engine reuses it between steps);
     - ``state``: float64 ``(len(state_names), n)``, updated in place;
     - ``params``: float64 ``(len(param_names), n)``, read only;
-    - ``payload``: int32 ``(n,)``, zeroed by the engine; write a non-zero signed integer to
-      emit a spike carrying it (``|payload| < 2**(spike_payload_bits-1)`` of the profile).
+    - ``payload``: int32 ``(n,)``, all 0 on entry; write a non-zero signed integer to emit a
+      spike carrying it (``|payload| < 2**(spike_payload_bits-1)`` of the profile).
 
-    Give it a numba ``@njit(cache=True)`` function for speed; the engine calls it from Python
-    once per step (per population), so a custom population runs step by step.
+    Kernel authors' contract for speed: make ``update`` a numba ``@njit`` function
+    (``cache=True`` caches its own compilation) of exactly these four arguments that returns
+    nothing, writes only ``state`` and ``payload`` and reads no global state that changes.
+    The engine then calls it inside its compiled step loop (``custom_loop.run_custom``): all
+    steps of a ``run`` in one numba call, compiled once per process for each distinct set
+    of update functions in a network. Any other callable (plain Python or numpy) is called
+    from Python once per step (``run(..., loop="python")``), with the same results.
     """
 
     name: str

@@ -190,3 +190,52 @@ def test_bits_include_the_feed_forward_messages():
     assert c["bits_per_neuron_per_sample"] == \
         (2 * (sp["act"] + sp["err"]) + FF_PAYLOAD_BITS * sp["ff"]) / per
     assert FF_PAYLOAD_BITS == 32                  # the float32 each message carries
+
+
+def test_compiled_loop_gives_the_python_paths_ledger_op_by_op():
+    # 3 training batches of 32 on digits (64-32-10), n = 4, 3 cycles: every ledger record
+    # (ops, bytes, step timing, activity), the host's torch counts, the weights and the
+    # spike tallies equal those of the per-step Python path
+    from models.diffpc.model import DiffPCClassifier
+    from models.shared import datasets
+    d = datasets.digits()
+    x, y = d.x_train[:96], d.y_train[:96]
+    cfg = DiffPCConfig(hidden=(32,), n=4, cycles=3, epochs=1, batch_size=32)
+    runs = []
+    for loop in ("compiled", "python"):
+        m = DiffPCClassifier(d.n_features, d.n_classes, cfg, _chip(), loop=loop)
+        m.fit(x, y)
+        runs.append(m)
+    a, b = runs
+    assert a.device.ledger.to_dict() == b.device.ledger.to_dict()
+    assert a.host_ledger.to_dict() == b.host_ledger.to_dict()
+    assert a.engine.spikes == b.engine.spikes and a.engine.spikes["err"] > 0
+    assert a.device.ledger.total_ops("train")["syn_update"] > 0
+    for wa, wb in zip(a.net.W, b.net.W, strict=True):
+        assert torch.equal(wa, wb)
+    np.testing.assert_array_equal(a.device.compiled.w, b.device.compiled.w)
+
+
+def test_compiled_loop_gives_the_python_paths_states_and_spikes():
+    # one iteration of 2 hidden layers (3 custom populations, one kernel), 3 copies, the
+    # decay schedule: every state variable, every spike (step, index, payload) identical
+    sizes = (10, 8, 6, 4)
+    x = np.random.default_rng(2).uniform(0, 1, (3, 10))
+    y1h = np.eye(4)[[1, 2, 3]]
+    cfg = DiffPCConfig(hidden=(8, 6), n=5, cycles=4, batch_size=3, schedule="cyclic-decay",
+                       decay_a=0.5)
+    out, res = [], []
+    for loop in ("compiled", "python"):
+        dev = _chip()
+        eng = DiffPCNetwork(PCNet(sizes, 1e-3, 0.0, seed=5), 3, cfg, dev, loop=loop)
+        run = dev.run
+        dev.run = lambda *a, _run=run, **k: res.append(_run(*a, **k)) or res[-1]
+        out.append(eng.iterate(x, y1h))
+    for layer in (1, 2, 3):
+        for var in STATE[:-1]:
+            np.testing.assert_array_equal(out[0][layer][var], out[1][layer][var])
+    assert res[0].counts == res[1].counts and res[0].bytes_read == res[1].bytes_read
+    for pop in ("h1", "h2", "h3"):
+        for a, b in zip(res[0].spikes[pop], res[1].spikes[pop], strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert res[0].spikes["h2"][0].size > 0 and res[0].spikes["h3"][0].size > 0

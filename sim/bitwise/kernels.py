@@ -10,8 +10,15 @@ XOR form needs no mask for the zero padding bits and is one instruction per word
 Thumb-2 and x86 (XNOR is two there), so that is what runs and what is counted
 (``xor_word``), as the Cortex-M and x86 profiles ask.
 
-Popcount is LLVM's ``ctpop``, which numba compiles for the host CPU: ``POPCNT`` on x86-64,
-and ``VPOPCNTQ`` when LLVM vectorises the word loop on a CPU with AVX-512 VPOPCNTDQ.
+Popcount is LLVM's ``ctpop``, which numba compiles for the host CPU. The products run one
+word of a row of a against the same word of 128 rows of b laid out side by side, a loop over
+rows of b that LLVM vectorises at full width for any W (see ``_lane_blocks``); 32-bit words
+are paired into 64-bit ones first (same sums). What that loop compiles to, read from the
+assembly (``bench/bitwise_gemm.py`` lists it): on an AVX-512 VPOPCNTDQ core (the Zen 5 the
+project is benchmarked on) ``vpxorq`` / ``vpopcntq`` / ``vpaddq`` on 512-bit zmm registers,
+4 words x 8 rows of b per iteration; a build for an AVX2-only core (``NUMBA_CPU_NAME=haswell``)
+has no vector popcount and counts bits with a nibble table, ``vpshufb`` + ``vpsadbw`` on
+256-bit ymm; the scalar fallbacks (alias checks failed, loop tails) use ``POPCNT``.
 """
 from __future__ import annotations
 

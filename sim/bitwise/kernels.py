@@ -134,22 +134,39 @@ def _acc_block(acc, a64, i0, i1, bt, jb, v0, v1):
 def _acc_block_masked(acc, a64, i0, i1, bt, mt, ma, jb, v0, v1):
     """As ``_acc_block`` with each word ANDed with the mask: mt [blocks, w64, _LANES] (one
     mask per row of b, lane-major like bt) when ma has no rows, else ma [N, w64] (one per
-    row of a)."""
+    row of a). Four words per pass over the lanes, as there."""
     lanes = bt.shape[2]
-    if ma.shape[0] == 0:
-        for i in range(i0, i1):
-            r = i - i0
-            for v in range(v0, v1):
-                x = a64[i, v]
+    per_b = ma.shape[0] == 0
+    for i in range(i0, i1):
+        r = i - i0
+        v = v0
+        while v + 4 <= v1:
+            x0, x1, x2, x3 = a64[i, v], a64[i, v + 1], a64[i, v + 2], a64[i, v + 3]
+            if per_b:
+                for lane in range(lanes):
+                    acc[r, lane] += (
+                        (popc((x0 ^ bt[jb, v, lane]) & mt[jb, v, lane])
+                         + popc((x1 ^ bt[jb, v + 1, lane]) & mt[jb, v + 1, lane]))
+                        + (popc((x2 ^ bt[jb, v + 2, lane]) & mt[jb, v + 2, lane])
+                           + popc((x3 ^ bt[jb, v + 3, lane]) & mt[jb, v + 3, lane])))
+            else:
+                m0, m1, m2, m3 = ma[i, v], ma[i, v + 1], ma[i, v + 2], ma[i, v + 3]
+                for lane in range(lanes):
+                    acc[r, lane] += ((popc((x0 ^ bt[jb, v, lane]) & m0)
+                                      + popc((x1 ^ bt[jb, v + 1, lane]) & m1))
+                                     + (popc((x2 ^ bt[jb, v + 2, lane]) & m2)
+                                        + popc((x3 ^ bt[jb, v + 3, lane]) & m3)))
+            v += 4
+        while v < v1:
+            x = a64[i, v]
+            if per_b:
                 for lane in range(lanes):
                     acc[r, lane] += popc((x ^ bt[jb, v, lane]) & mt[jb, v, lane])
-    else:
-        for i in range(i0, i1):
-            r = i - i0
-            for v in range(v0, v1):
-                x, mx = a64[i, v], ma[i, v]
+            else:
+                mx = ma[i, v]
                 for lane in range(lanes):
                     acc[r, lane] += popc((x ^ bt[jb, v, lane]) & mx)
+            v += 1
 
 
 @njit(cache=True, nogil=True)

@@ -66,6 +66,7 @@ from sim.bitwise import BitwiseDevice, kernels, pack_signs
 CHAIN_ITERS = 20_000_000      # ~12 ms at 3 GHz: one call of the clock chain
 PEAK_WORDS = 512              # words per row in the L1 peak loop: two rows = 8 KB of 64-bit words
 PEAK_REPS = 4_000             # re-reads of those rows per call (~2 M words, ~0.1 ms at 16/cycle)
+PATH_REPS = 200               # repetitions of one path of the inner call (~6.5 M words)
 
 
 # ---- measured clock and popcount peak ---------------------------------------------------------
@@ -116,7 +117,12 @@ def _aligned_words(rng, dtype) -> np.ndarray:
 
 # ---- what the compiled kernel runs --------------------------------------------------------------
 
-_POPCOUNT_OPS = ("vpopcntq", "vpopcntd", "popcnt", "vpsadbw", "vpshufb")
+# popcount instructions and the bits of each lane they count (vpsadbw: the byte sums of the
+# nibble-table popcount of an AVX2-only build, one per 64-bit lane; vpshufb, its table
+# lookup, is not a count of its own)
+_VECTOR_POPCOUNT_BITS = {"vpopcntq": 64, "vpopcntd": 32, "vpopcntw": 16, "vpopcntb": 8,
+                         "vpsadbw": 64}
+_REGISTER_BITS = {"zmm": 512, "ymm": 256, "xmm": 128}
 
 
 def _instructions(asm: str):
@@ -134,16 +140,35 @@ def _instructions(asm: str):
     return labels, ins
 
 
-def _words_per_iteration(body, word_bytes: int) -> int | None:
-    """Words of a row one iteration consumes, from the loop's induction step.
+def popcount_lanes(mnem: str, ops: str) -> tuple[int, int] | None:
+    """(bits per lane, lanes) one instruction popcounts, or None when it counts no bits.
 
-    LLVM steps an index register by the element count (``addq $32, %r9`` with operands
-    ``(%base,%r9,8)``) or a pointer by bytes (``addq $256, %rax`` with ``(%rax)``).
+    ``vpopcntq %zmm4, %zmm4`` counts 8 lanes of 64 bits, ``vpopcntd`` on ymm 8 of 32,
+    ``popcntq %rax, %rax`` one of 64 (``popcntl`` 32); the width is the destination
+    register's (the last operand).
+    """
+    if mnem.startswith("popcnt"):
+        dest = ops.rsplit(",", 1)[-1].strip()
+        return (64 if mnem == "popcntq" or dest.startswith("%r") else
+                16 if mnem == "popcntw" else 32), 1
+    bits = _VECTOR_POPCOUNT_BITS.get(mnem)
+    if bits is None:
+        return None
+    dest = ops.rsplit(",", 1)[-1].strip().lstrip("%")[:3]
+    return bits, _REGISTER_BITS.get(dest, 128) // bits
+
+
+def _elements_per_iteration(body, element_bytes: int) -> int | None:
+    """Array elements the loop's induction variable advances per iteration.
+
+    LLVM steps an index register by elements (``addq $8, %r12`` with operands
+    ``(%base,%r12,8)``) or an offset / pointer by bytes (``addq $8, %r13`` with
+    ``(%rsi,%r13)``, ``addq $256, %rax`` with ``(%rax)``).
     """
     for mnem, ops in body:
         m = re.fullmatch(r"\$(-?\d+), %(\w+)", ops)
         if mnem.startswith(("add", "sub")) and m:
-            step, reg = int(m.group(1)) * (1 if mnem.startswith("add") else -1), m.group(2)
+            step, reg = abs(int(m.group(1))), m.group(2)
         elif mnem.startswith("inc") and re.fullmatch(r"%\w+", ops):
             step, reg = 1, ops[1:]
         else:
@@ -151,18 +176,21 @@ def _words_per_iteration(body, word_bytes: int) -> int | None:
         for _, o in body:
             scaled = re.search(rf"\(%\w+,%{reg},(\d)\)", o)
             if scaled:
-                return abs(step) * int(scaled.group(1)) // word_bytes
-            if re.search(rf"\(%{reg}[,)]", o) and "popcnt" not in o:
-                return abs(step) // word_bytes
+                return step * int(scaled.group(1)) // element_bytes
+            if re.search(rf"\(%\w+,%{reg}\)|\(%{reg}[,)]", o):
+                return step // element_bytes
     return None
 
 
-def hot_loops(asm: str, words_per_row: int, word_bytes: int) -> list[dict]:
-    """The innermost loops that popcount, widest first, with the words each handles.
+def popcount_loops(asm: str) -> list[dict]:
+    """Every innermost loop that popcounts (a backward branch with no other inside), in order.
 
-    Each: {"label", "instructions" (mnemonic counts), "words_per_iter", "words"}; "words"
-    follows LLVM's vector-loop structure (each loop runs whole iterations on what the wider
-    loops before it left), so the loop with most words is the one the time goes to.
+    Each: {"label", "instructions" (mnemonic counts), "popcounts" ({"vpopcntq zmm": 4}),
+    "lane_bits", "vector" (a vector popcount in it), "popcounts_per_iter" (lanes counted per
+    iteration, summed over its popcount instructions), "elements_per_iter" (the induction
+    step in elements of lane_bits), "words_per_element" (popcounts_per_iter /
+    elements_per_iter: how many words of a row of a each element of b meets per pass, i.e.
+    which source loop this is; None where the step is not read)}.
     """
     labels, ins = _instructions(asm)
     loops = []
@@ -174,18 +202,32 @@ def hot_loops(asm: str, words_per_row: int, word_bytes: int) -> list[dict]:
     found = []
     for s, e, name in inner:
         body = ins[s:e + 1]
-        counts = Counter(m for m, _ in body)
-        if not any(m.startswith(p) for m in counts for p in _POPCOUNT_OPS):
+        pops, per_iter, bits, vector = Counter(), 0, None, False
+        for mnem, ops in body:
+            lanes = popcount_lanes(mnem, ops)
+            if lanes is None:
+                continue
+            bits = lanes[0] if bits is None else bits
+            per_iter += lanes[1]
+            vector |= not mnem.startswith("popcnt")
+            reg = ops.rsplit(",", 1)[-1].strip().lstrip("%")[:3]
+            pops[f"{mnem} {reg if reg in _REGISTER_BITS else 'gpr'}"] += 1
+        if not per_iter:
             continue
-        wpi = _words_per_iteration(body, word_bytes)
-        found.append({"label": name, "instructions": dict(counts), "words_per_iter": wpi})
-    found.sort(key=lambda d: -(d["words_per_iter"] or 0))
-    left = words_per_row
-    for d in found:
-        take = (left // d["words_per_iter"]) * d["words_per_iter"] if d["words_per_iter"] else 0
-        d["words"] = take
-        left -= take
+        elems = _elements_per_iteration(body, bits // 8)
+        found.append({"label": name, "instructions": dict(Counter(m for m, _ in body)),
+                      "popcounts": dict(pops), "lane_bits": bits, "vector": vector,
+                      "popcounts_per_iter": per_iter, "elements_per_iter": elems,
+                      "words_per_element": per_iter // elems if elems else None})
     return found
+
+
+def loops_of_path(loops: list[dict], words_per_element: int, vector: bool) -> list[dict]:
+    """The loops of one source path (words of a per element of b, vector or scalar code),
+    widest (most popcounts per iteration) first: the first is the one that path runs in
+    full iterations, the others its epilogue / remainder loops."""
+    return sorted((d for d in loops if d["words_per_element"] == words_per_element
+                   and d["vector"] == vector), key=lambda d: -d["popcounts_per_iter"])
 
 
 def kernel_asm(signature_index: int) -> tuple[str, str]:
@@ -209,9 +251,30 @@ def kernel_asm(signature_index: int) -> tuple[str, str]:
     return twin.inspect_asm(twin.signatures[0]), "uncached twin of the cached dispatcher"
 
 
-def _vector_summary(ins: dict) -> str:
-    vec = {m: c for m, c in ins.items() if m.startswith(("v", "popcnt", "k"))}
-    return ", ".join(f"{m} x{c}" for m, c in sorted(vec.items(), key=lambda kv: (-kv[1], kv[0])))
+@numba.njit(cache=True, nogil=True)
+def _drive_acc_block(accs, a64, bt, rows, words, step, reps):
+    """The product's inner call ``kernels._acc_block`` on one row of a at a time, ``step``
+    words per call (4: only its four-word pass runs; 1: only its one-word pass), the row's
+    accumulators ``accs[v]`` for the call starting at word v.
+
+    With accs a separate array (as the kernel's own accumulators are) LLVM's runtime alias
+    check passes and the vector loops run; with accs a view of bt's own memory (accs[v] is
+    word v of block 0 of b, which that call reads) every check fails and the scalar copies
+    of the loops run: the two timings say which code the kernel's rate matches.
+    """
+    for _ in range(reps):
+        for i in range(rows):
+            for v in range(0, words - step + 1, step):
+                kernels._acc_block(accs[v], a64, i, i + 1, bt, 0, v, v + step)
+
+
+def _path_words(rows: int, words: int, step: int, lanes: int) -> int:
+    """Word popcounts of one ``_drive_acc_block`` repetition."""
+    return rows * (words // step) * step * lanes
+
+
+def _popcount_summary(d: dict) -> str:
+    return ", ".join(f"{k} x{c}" for k, c in d["popcounts"].items())
 
 
 # ---- timing --------------------------------------------------------------------------------
@@ -285,6 +348,20 @@ def main():
     _l1_popcount_loop(pa, pb, 1, pout)
     _l1_popcount_loop(pa32, pb32, 1, pout)
 
+    # the kernel's inner call on its own operands at this shape: 64-bit words (the 32-bit
+    # kernel pairs its words into these first), one chunk of words, its rows of a
+    w64 = -(-n // 64)
+    a64, bt = kernels._wide_rows(aw, w64), kernels._lane_blocks(bw, w64)
+    rows, words, lanes = min(kernels._ROWS, n), min(kernels._CHUNK, w64), bt.shape[2]
+    bt_alias = bt[:1].copy()                           # written through by the aliased path
+    accs = {False: np.zeros((words, 1, lanes), np.int64),
+            True: bt_alias[0].view(np.int64).reshape(w64, 1, lanes)[:words]}
+    paths = {(step, alias): (lambda s=step, al=alias: _drive_acc_block(
+        accs[al], a64, bt_alias if al else bt, rows, words, s, PATH_REPS))
+        for step in (4, 1) for alias in (False, True)}
+    for fn in paths.values():
+        fn()
+
     t = _best_interleaved({
         "device": lambda: dev.sign_matmul(aw, bw, n),
         "kernel": lambda: kernels.xor_popcount_matmul(aw, bw, n, out, counts),
@@ -293,7 +370,8 @@ def main():
         "clock": lambda: _chain(CHAIN_ITERS, 1),
         "clock_mul": lambda: _chain_mul(CHAIN_ITERS, 1),
         "peak64": lambda: _l1_popcount_loop(pa, pb, PEAK_REPS, pout),
-        "peak32": lambda: _l1_popcount_loop(pa32, pb32, PEAK_REPS, pout)}, args.repeats)
+        "peak32": lambda: _l1_popcount_loop(pa32, pb32, PEAK_REPS, pout),
+        **{("path", *k): fn for k, fn in paths.items()}}, args.repeats)
     t_dev, t_kernel, t_dev32, t_torch = t["device"], t["kernel"], t["device32"], t["torch"]
 
     clock_hz = 2 * CHAIN_ITERS / t["clock"]                      # 2 dependent 1-cycle ops/iter
@@ -301,13 +379,21 @@ def main():
     peak64 = 64 * PEAK_WORDS * PEAK_REPS / t["peak64"]           # binary MAC/s: 64 per word
     peak32 = 32 * PEAK_WORDS * PEAK_REPS / t["peak32"]
     scalar_bound = 64 * clock_hz                                 # one 64-bit POPCNT per cycle
+    # 64-bit word popcounts per cycle: the kernel's (n x n outputs, w64 words each) and each
+    # path's
+    kernel_wpc = n * n * w64 / t_kernel / clock_hz
+    path_wpc = {k: _path_words(rows, words, k[0], lanes) * PATH_REPS / t[("path", *k)]
+                / clock_hz for k in paths}
+    hot_path = min(path_wpc, key=lambda k: abs(np.log(path_wpc[k] / kernel_wpc)))
 
     sig_index = {sig[0].dtype.bitwidth: i                        # word width -> signature
                  for i, sig in enumerate(kernels.xor_popcount_matmul.signatures)}
     loops = {}
     for bits in (64, 32):
         asm, src = kernel_asm(sig_index[bits])
-        loops[bits] = (hot_loops(asm, -(-n // bits), bits // 8), src)
+        found = popcount_loops(asm)
+        of_path = loops_of_path(found, hot_path[0], vector=not hot_path[1])
+        loops[bits] = (found, of_path[0] if of_path else None, src)
 
     model, mhz = _cpu()
     r_dev, r_kernel, r_dev32, r_torch = (macs / t_dev, macs / t_kernel, macs / t_dev32,
@@ -321,37 +407,51 @@ def main():
         print(f"measured {bits}-bit popcount-loop peak: {peak / 1e9:.1f} G binary MAC/s = "
               f"{bits} x {peak / bits / 1e9:.2f} G words/s (two {PEAK_WORDS}-word rows in L1) "
               f"= {peak / bits / clock_hz:.2f} words/cycle")
+    names = {4: "four-word pass", 1: "one-word pass"}
+    print(f"the kernel's inner call (_acc_block: {rows} rows of a x {lanes} rows of b x "
+          f"{words} 64-bit words), measured per path, in 64-bit word popcounts per cycle; "
+          f"the whole kernel: {kernel_wpc:.2f}")
+    for k, wpc in path_wpc.items():
+        how = ("accumulators a view of b: runtime alias check fails, scalar copy"
+               if k[1] else "separate accumulators (as in the kernel): vector loop")
+        print(f"  {'HOT' if k == hot_path else '   '} {names[k[0]]}, {how}: {wpc:.2f}")
+    print("  HOT = the path whose rate is nearest the whole kernel's")
     for bits in (64, 32):
-        found, src = loops[bits]
-        print(f"{bits}-bit kernel ({src}), K = {n} bits = {-(-n // bits)} words per row; "
-              f"innermost popcount loops:")
-        for i, d in enumerate(found):
-            mark = "HOT" if i == int(np.argmax([x["words"] for x in found])) else "   "
-            print(f"  {mark} {d['label']}: {d['words_per_iter']} words/iteration, "
-                  f"{d['words']} of each row's words; {_vector_summary(d['instructions'])}")
-            if mark == "HOT":
-                print("        every instruction of the hot loop: " + ", ".join(
-                    f"{m} x{c}" for m, c in d["instructions"].items()))
+        found, hot, src = loops[bits]
+        paired = "; 32-bit words paired into 64-bit ones" if bits == 32 else ""
+        print(f"{bits}-bit kernel ({src}{paired}), innermost popcount loops:")
+        for d in found:
+            wpe = d["words_per_element"]
+            role = (f"{names.get(wpe, f'{wpe}-word pass')}, {'vector' if d['vector'] else 'scalar'}"
+                    if wpe else "pass not read")
+            print(f"  {'HOT' if d is hot else '   '} {d['label']}: {_popcount_summary(d)} = "
+                  f"{d['popcounts_per_iter']} x {d['lane_bits']}-bit popcounts/iteration, "
+                  f"{d['elements_per_iter']} rows of b/iteration; {role}")
+        if hot:
+            print("        every instruction of the hot loop: " + ", ".join(
+                f"{m} x{c}" for m, c in hot["instructions"].items()))
+    print("  (HOT: the widest loop of the measured hot path; the others are that pass's "
+          "epilogue/remainder loops, the other pass, and the scalar copies run when an alias "
+          "check fails)")
     print(f"{'':34s}{'seconds':>10s}{'G MAC/s':>10s}{'x torch':>9s}{'MAC/cyc':>9s}"
           f"{'of peak':>9s}{'x POPCNT':>9s}")
-    rows = [("BitwiseDevice.sign_matmul, 64-bit", t_dev, r_dev, peak64),
-            ("  bare numba kernel, 64-bit", t_kernel, r_kernel, peak64),
-            ("BitwiseDevice.sign_matmul, 32-bit", t_dev32, r_dev32, peak32),
-            ("torch.matmul float32 (anchor)", t_torch, r_torch, None)]
-    for name, sec, r, peak in rows:
+    rows_out = [("BitwiseDevice.sign_matmul, 64-bit", t_dev, r_dev, peak64),
+                ("  bare numba kernel, 64-bit", t_kernel, r_kernel, peak64),
+                ("BitwiseDevice.sign_matmul, 32-bit", t_dev32, r_dev32, peak64),
+                ("torch.matmul float32 (anchor)", t_torch, r_torch, None)]
+    for name, sec, r, peak in rows_out:
         frac = f"{r / peak:8.0%}" if peak else "      --"
         sc = f"{r / scalar_bound:9.2f}" if peak else "       --"
         print(f"{name:34s}{sec:10.4f}{r / 1e9:10.1f}{r / r_torch:9.2f}{r / clock_hz:9.1f}"
               f"{frac:>9s}{sc}")
-    print("of peak = rate / measured popcount-loop peak of the same word width; "
-          "x POPCNT = rate / (64 binary MACs x measured clock), one scalar 64-bit POPCNT "
-          "per cycle (a vector loop can pass it)")
+    print("of peak = rate / measured 64-bit popcount-loop peak (the 32-bit kernel pairs its "
+          "words into 64-bit ones, so it runs 64-bit popcounts too); x POPCNT = rate / "
+          "(64 binary MACs x measured clock), one scalar 64-bit POPCNT per cycle (a vector "
+          "loop can pass it)")
     print(f"packed product equals the float32 product exactly: {exact}")
     print(f"targets: >= 4x float32 -> {r_dev / r_torch:.2f}x "
           f"({'met' if r_dev / r_torch >= 4 else 'NOT met'}); >= 30% of peak -> "
           f"{r_dev / peak64:.0%} ({'met' if r_dev / peak64 >= 0.3 else 'NOT met'})")
-    hot = {bits: max(found, key=lambda d: d["words"]) if found else None
-           for bits, (found, _) in loops.items()}
     result = {"n": n, "threads": 1, "timer": "process_time", "cpu": model,
               "nominal_clock_mhz": mhz, "measured_clock_hz": clock_hz,
               "measured_clock_imul_chain_hz": clock_mul_hz,
@@ -361,9 +461,14 @@ def main():
               "device32_binary_macs_per_s": r_dev32,
               "torch_fp32_macs_per_s": r_torch, "ratio_vs_torch_fp32": r_dev / r_torch,
               "fraction_of_peak": r_dev / peak64, "kernel_fraction_of_peak": r_kernel / peak64,
-              "device32_fraction_of_peak": r_dev32 / peak32,
+              "device32_fraction_of_peak_64": r_dev32 / peak64,
               "multiple_of_scalar_popcnt_rate": r_dev / scalar_bound,
-              "hot_loop_64": hot[64], "hot_loop_32": hot[32], "asm_source": loops[64][1],
+              "kernel_words_per_cycle": kernel_wpc,
+              "path_words_per_cycle": {f"{names[k[0]]}{', aliased' if k[1] else ''}": v
+                                       for k, v in path_wpc.items()},
+              "hot_path": f"{names[hot_path[0]]}{', aliased' if hot_path[1] else ''}",
+              "hot_loop_64": loops[64][1], "hot_loop_32": loops[32][1],
+              "asm_source": loops[64][2],
               "exact": exact, "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
     print("RESULT " + json.dumps(result))
 

@@ -3,38 +3,51 @@
 One run, same shape (default 1024 x 1024 x 1024), all single-threaded, CPU time:
 
 - neuroedge: ``BitwiseDevice.sign_matmul`` on +/-1 matrices packed in 64-bit words (the
-  numba kernel: ``K - 2 popcount(a XOR b)``, tiled over rows of b), timed through the
-  device method (validation + ledger flush included) and as the bare kernel; the same on
-  32-bit words;
+  numba kernel: ``K - 2 popcount(a XOR b)``, b copied into lane-major blocks of 128 rows, each
+  word of a row of a XOR-popcounted against those 128 rows with one accumulator per row of
+  b, four words of a per pass), timed through the device method (validation + ledger flush
+  included) and as the bare kernel; the same on 32-bit words, which the kernel pairs into
+  64-bit words first (so it runs 64-bit popcounts too);
 - anchor: ``torch.matmul`` of the same +/-1 matrices as float32 (MKL/oneDNN sgemm), with
   ``torch.set_num_threads(1)``: the full N x M product, computed eagerly; its result must
   equal the packed product exactly.
 
-What the kernel runs is read from its own machine code, not assumed: the compiled
-dispatcher's assembly (``inspect_asm``) is split into its innermost loops (a backward
-branch with no other backward branch inside), each loop's words per iteration is read from
-its induction step, and the loop that handles most of the K/word words of a row at this
-shape is the hot one (LLVM's vectorised loop runs whole iterations only: a 32-word main
-loop, then a 4-word epilogue loop, then a scalar tail, each taking what the previous left;
-at K = 1024 bits = 16 words the 32-word loop never runs). Its vector instructions are
-printed with their counts.
+What the kernel runs is read from its own machine code, not assumed. The compiled
+dispatcher's assembly (``inspect_asm``, or that of an uncached twin compiled for the same
+signature) is split into its innermost loops (a backward branch with no other backward
+branch inside); every one that popcounts is printed with its popcount instructions, each
+counted at its register's width (``vpopcntq`` on zmm: 8 lanes of 64 bits, ymm 4, xmm 2,
+``vpopcntd`` 32-bit lanes, scalar ``popcnt`` 1), so popcounts per iteration, and with its
+induction step (rows of b per iteration): their ratio is the words of a per row of b of
+one pass, i.e. which source loop it is (the four-word pass or the one-word tail pass).
+Each pass has a vector loop (with epilogue loops) and LLVM's scalar copy, which runs when
+the runtime alias check before the vector loop fails. Which of them the time goes to is
+measured, not modelled: the kernel's inner call (``kernels._acc_block``) is timed on the
+kernel's own operands at this shape, one pass at a time, once with separate accumulators
+(as in the kernel: the alias check passes) and once with the accumulators a view of the b
+words being read (the check fails, the scalar copy runs); the path whose words per cycle is
+nearest the whole kernel's is the hot one, and the widest loop of that path (most popcounts
+per iteration) is marked HOT, its instructions printed. On the Zen 5 machine that is the
+four-word pass's vector loop: 4 ``vpxorq`` (b loads folded in), 4 512-bit ``vpopcntq``,
+4 ``vpaddq``, one store of 8 accumulators, 32 word popcounts per iteration.
 
-Peak, measured in the same run, two ways (``_measure_clock``, ``_measure_l1_peak``):
+Peak, measured in the same run, two ways (``_chain`` / ``_chain_mul``, ``_l1_popcount_loop``):
 
 - clock: a chain of dependent integer ``add`` and ``xor`` (1 cycle latency each on x86-64),
   2 cycles per iteration, timed with CPU time: cycles per CPU-second = 2 x iterations / s.
   CPU time, not the nominal /proc/cpuinfo clock: the core boosts above it (and in a VM,
   time stolen by the host also shows up as fewer cycles per second, to both sides alike).
-- popcount-loop peak: the kernel's own inner statement ``s += popcount(a[v] ^ b[v])`` over
-  two rows of 512 words (8 KB, in L1, 64-byte aligned) re-read many times, so LLVM runs its
-  widest vector loop (the 32-word one the kernel has too) with no memory traffic past L1:
-  peak binary MAC/s = word bits x words/s of that loop; divided by the measured clock it
+- popcount-loop peak: ``s += popcount(a[v] ^ b[v])`` over two rows of 512 words (8 KB, in
+  L1, 64-byte aligned) re-read many times, so LLVM runs its widest vector loop (4 x 512-bit
+  VPOPCNTQ per iteration, the width of the kernel's hot loop) with no memory traffic past
+  L1: peak binary MAC/s = word bits x words/s of that loop; divided by the measured clock it
   gives words per cycle (2026-12-01, Zen 5 VM: 8.0, i.e. per cycle one 512-bit VPOPCNTQ and
   two 512-bit loads; rows not 64-byte aligned split every load across two cache lines and
-  get 4.0). The
-  kernel's loops are the same instructions (or narrower ones) on the same kind of data, plus
-  loop, reduction and tile overhead, so its fraction of this peak is at most 1 up to
-  timing noise. A second chain (``imul`` + ``xor``, 3 + 1 cycles) checks the clock.
+  get 4.0). The kernel's hot loop is the same instructions on the same kind of data, plus a
+  load and store of accumulators and loop and block overhead, so its fraction of this peak
+  is at most 1 up to timing noise. Both word widths' rows are given as a fraction of the
+  64-bit peak (the 32-bit kernel pairs its words; the 32-bit peak loop is printed for
+  reference). A second chain (``imul`` + ``xor``, 3 + 1 cycles) checks the clock.
 
 Also printed: the rate against one scalar POPCNT per cycle at the measured clock (the
 bound ANCHORS.md section 5 uses, 64 binary MACs per cycle): a vectorised kernel can pass it,

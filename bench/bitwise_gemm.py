@@ -24,10 +24,12 @@ Each pass has a vector loop (with epilogue loops) and LLVM's scalar copy, which 
 the runtime alias check before the vector loop fails. Which of them the time goes to is
 measured, not modelled: the kernel's inner call (``kernels._acc_block``) is timed on the
 kernel's own operands at this shape, one pass at a time, once with separate accumulators
-(as in the kernel: the alias check passes) and once with the accumulators a view of the b
-words being read (the check fails, the scalar copy runs); the path whose words per cycle is
-nearest the whole kernel's is the hot one, and the widest loop of that path (most popcounts
-per iteration) is marked HOT, its instructions printed. On the Zen 5 machine that is the
+(all rows per call, as in the kernel: the alias check passes) and once with the
+accumulators a view of the b words being read (a row per call: the check fails, the scalar
+copy runs). The whole kernel cannot run faster than the loops it runs, so its own rate
+bounds the share of its words any slower path can carry (``max_share``); the fastest path
+is the hot one, and the widest loop of that path (most popcounts per iteration) is marked
+HOT, its instructions printed. On the Zen 5 machine that is the
 four-word pass's vector loop: 4 ``vpxorq`` (b loads folded in), 4 512-bit ``vpopcntq``,
 4 ``vpaddq``, one store of 8 accumulators, 32 word popcounts per iteration.
 
@@ -265,25 +267,43 @@ def kernel_asm(signature_index: int) -> tuple[str, str]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _drive_acc_block(accs, a64, bt, rows, words, step, reps):
-    """The product's inner call ``kernels._acc_block`` on one row of a at a time, ``step``
-    words per call (4: only its four-word pass runs; 1: only its one-word pass), the row's
-    accumulators ``accs[v]`` for the call starting at word v.
+def _drive_acc_block(accs, a64, bt, rows, words, span, per_row, reps):
+    """The product's inner call ``kernels._acc_block`` over ``rows`` rows of a and ``words``
+    words, ``span`` words per call (a multiple of 4: only its four-word pass runs; 1: only its
+    one-word pass).
 
-    With accs a separate array (as the kernel's own accumulators are) LLVM's runtime alias
-    check passes and the vector loops run; with accs a view of bt's own memory (accs[v] is
-    word v of block 0 of b, which that call reads) every check fails and the scalar copies
-    of the loops run: the two timings say which code the kernel's rate matches.
+    ``per_row`` False: all rows in one call on accumulators ``accs[0]``, a separate array as
+    in the kernel, so LLVM's runtime alias check passes and the vector loops run (with span
+    = the words, this is the kernel's own call). ``per_row`` True: one row per call on
+    ``accs[v]``, a view of word v of block 0 of b, which that call reads: every check fails
+    and the scalar copies of the loops run. The timings say which code the kernel's rate
+    matches.
     """
     for _ in range(reps):
-        for i in range(rows):
-            for v in range(0, words - step + 1, step):
-                kernels._acc_block(accs[v], a64, i, i + 1, bt, 0, v, v + step)
+        for v in range(0, words - span + 1, span):
+            if per_row:
+                for i in range(rows):
+                    kernels._acc_block(accs[v], a64, i, i + 1, bt, 0, v, v + span)
+            else:
+                kernels._acc_block(accs[0], a64, 0, rows, bt, 0, v, v + span)
 
 
-def _path_words(rows: int, words: int, step: int, lanes: int) -> int:
+def _path_words(rows: int, words: int, span: int, lanes: int) -> int:
     """Word popcounts of one ``_drive_acc_block`` repetition."""
-    return rows * (words // step) * step * lanes
+    return rows * (words // span) * span * lanes
+
+
+def max_share(kernel: float, fast: float, slow: float) -> float:
+    """Most of the kernel's words a path of rate ``slow`` can carry, the rest going at the
+    fastest path's rate ``fast``, when the whole kernel runs at ``kernel`` (any one unit).
+
+    Time per word: x / slow + (1 - x) / fast <= 1 / kernel, so
+    x <= (1 / kernel - 1 / fast) / (1 / slow - 1 / fast), clipped to [0, 1] (1 when slow is
+    not slower than fast: the time says nothing then).
+    """
+    if slow >= fast:
+        return 1.0
+    return min(1.0, max(0.0, (1 / kernel - 1 / fast) / (1 / slow - 1 / fast)))
 
 
 def _popcount_summary(d: dict) -> str:
@@ -367,11 +387,12 @@ def main():
     a64, bt = kernels._wide_rows(aw, w64), kernels._lane_blocks(bw, w64)
     rows, words, lanes = min(kernels._ROWS, n), min(kernels._CHUNK, w64), bt.shape[2]
     bt_alias = bt[:1].copy()                           # written through by the aliased path
-    accs = {False: np.zeros((words, 1, lanes), np.int64),
+    accs = {False: np.zeros((1, rows, lanes), np.int64),
             True: bt_alias[0].view(np.int64).reshape(w64, 1, lanes)[:words]}
-    paths = {(step, alias): (lambda s=step, al=alias: _drive_acc_block(
-        accs[al], a64, bt_alias if al else bt, rows, words, s, PATH_REPS))
-        for step in (4, 1) for alias in (False, True)}
+    spans = {4: words - words % 4, 1: 1}               # four-word pass, one-word pass
+    paths = {(p, alias): (lambda p=p, al=alias: _drive_acc_block(
+        accs[al], a64, bt_alias if al else bt, rows, words, spans[p] if not al else p, al,
+        PATH_REPS)) for p in (4, 1) for alias in (False, True)}
     for fn in paths.values():
         fn()
 
@@ -395,9 +416,11 @@ def main():
     # 64-bit word popcounts per cycle: the kernel's (n x n outputs, w64 words each) and each
     # path's
     kernel_wpc = n * n * w64 / t_kernel / clock_hz
-    path_wpc = {k: _path_words(rows, words, k[0], lanes) * PATH_REPS / t[("path", *k)]
+    path_wpc = {k: _path_words(rows, words, spans[k[0]] if not k[1] else k[0], lanes)
+                * PATH_REPS / t[("path", *k)]
                 / clock_hz for k in paths}
-    hot_path = min(path_wpc, key=lambda k: abs(np.log(path_wpc[k] / kernel_wpc)))
+    hot_path = max(path_wpc, key=path_wpc.get)
+    share = {k: max_share(kernel_wpc, path_wpc[hot_path], r) for k, r in path_wpc.items()}
 
     sig_index = {sig[0].dtype.bitwidth: i                        # word width -> signature
                  for i, sig in enumerate(kernels.xor_popcount_matmul.signatures)}
@@ -425,10 +448,15 @@ def main():
           f"{words} 64-bit words), measured per path, in 64-bit word popcounts per cycle; "
           f"the whole kernel: {kernel_wpc:.2f}")
     for k, wpc in path_wpc.items():
-        how = ("accumulators a view of b: runtime alias check fails, scalar copy"
-               if k[1] else "separate accumulators (as in the kernel): vector loop")
-        print(f"  {'HOT' if k == hot_path else '   '} {names[k[0]]}, {how}: {wpc:.2f}")
-    print("  HOT = the path whose rate is nearest the whole kernel's")
+        how = ("a row per call, accumulators a view of the b words read: alias check fails, "
+               "scalar copy" if k[1] else
+               "all rows per call, separate accumulators as in the kernel: vector loop")
+        bound = "" if k == hot_path else f"; can carry at most {share[k]:.0%} of the kernel's words"
+        print(f"  {'HOT' if k == hot_path else '   '} {names[k[0]]}, {how}: {wpc:.2f}{bound}")
+    print("  HOT = the fastest path; a slower path's share x of the kernel's words is bounded by "
+          "the kernel's time: x / path + (1 - x) / HOT <= 1 / kernel (rates per cycle)"
+          + ("" if kernel_wpc <= 1.05 * path_wpc[hot_path] else
+             "; WARNING: the kernel outruns every measured path, so this reading is doubtful"))
     for bits in (64, 32):
         found, hot, src = loops[bits]
         paired = "; 32-bit words paired into 64-bit ones" if bits == 32 else ""
@@ -446,7 +474,7 @@ def main():
     print("  (HOT: the widest loop of the measured hot path; the others are that pass's "
           "epilogue/remainder loops, the other pass, and the scalar copies run when an alias "
           "check fails)")
-    print(f"{'':34s}{'seconds':>10s}{'G MAC/s':>10s}{'x torch':>9s}{'MAC/cyc':>9s}"
+    print(f"{'':34s}{'ms':>10s}{'G MAC/s':>10s}{'x torch':>9s}{'MAC/cyc':>9s}"
           f"{'of peak':>9s}{'x POPCNT':>9s}")
     rows_out = [("BitwiseDevice.sign_matmul, 64-bit", t_dev, r_dev, peak64),
                 ("  bare numba kernel, 64-bit", t_kernel, r_kernel, peak64),
@@ -455,7 +483,7 @@ def main():
     for name, sec, r, peak in rows_out:
         frac = f"{r / peak:8.0%}" if peak else "      --"
         sc = f"{r / scalar_bound:9.2f}" if peak else "       --"
-        print(f"{name:34s}{sec:10.4f}{r / 1e9:10.1f}{r / r_torch:9.2f}{r / clock_hz:9.1f}"
+        print(f"{name:34s}{sec * 1e3:10.3f}{r / 1e9:10.1f}{r / r_torch:9.2f}{r / clock_hz:9.1f}"
               f"{frac:>9s}{sc}")
     print("of peak = rate / measured 64-bit popcount-loop peak (the 32-bit kernel pairs its "
           "words into 64-bit ones, so it runs 64-bit popcounts too); x POPCNT = rate / "
@@ -480,6 +508,9 @@ def main():
               "path_words_per_cycle": {f"{names[k[0]]}{', aliased' if k[1] else ''}": v
                                        for k, v in path_wpc.items()},
               "hot_path": f"{names[hot_path[0]]}{', aliased' if hot_path[1] else ''}",
+              "path_max_share_of_words": {
+                  f"{names[k[0]]}{', aliased' if k[1] else ''}": v for k, v in share.items()
+                  if k != hot_path},
               "hot_loop_64": loops[64][1], "hot_loop_32": loops[32][1],
               "asm_source": loops[64][2],
               "exact": exact, "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}

@@ -3,7 +3,7 @@ benches' epoch check (bench/_checks.py), on hand-written inputs: no compile, no 
 import pytest
 
 from bench import _checks
-from bench.bitwise_gemm import loops_of_path, popcount_lanes, popcount_loops
+from bench.bitwise_gemm import loops_of_path, max_share, popcount_lanes, popcount_loops
 
 # The shape of LLVM's output for the product's inner call (sim/bitwise/kernels.py
 # ``_acc_block``) on an AVX-512 VPOPCNTDQ core (numba 0.68, LLVM 14), loops as compiled on
@@ -125,3 +125,14 @@ def test_epochs_check_raises_on_fewer_epochs():
     for epoch in range(3):
         count(epoch + 1, 3, {})
     assert count.epochs == 3
+
+
+def test_max_share_of_a_slower_path():
+    # kernel 4 words/cycle, fastest path 5, scalar copy 1: x / 1 + (1 - x) / 5 <= 1 / 4
+    # -> x <= (1/4 - 1/5) / (1 - 1/5) = 0.05 / 0.8 = 1/16
+    assert max_share(4.0, 5.0, 1.0) == pytest.approx(1 / 16)
+    # kernel at the fastest path's rate: no room for any slower path
+    assert max_share(5.0, 5.0, 1.0) == 0.0
+    # kernel slower than the slow path: the time says nothing, bound 1
+    assert max_share(0.5, 5.0, 1.0) == 1.0
+    assert max_share(4.0, 5.0, 5.0) == 1.0

@@ -467,7 +467,7 @@ def main():
                     if wpe else "pass not read")
             print(f"  {'HOT' if d is hot else '   '} {d['label']}: {_popcount_summary(d)} = "
                   f"{d['popcounts_per_iter']} x {d['lane_bits']}-bit popcounts/iteration, "
-                  f"{d['elements_per_iter']} rows of b/iteration; {role}")
+                  f"step {d['elements_per_iter']} rows of b; {role}")
         if hot:
             print("        every instruction of the hot loop: " + ", ".join(
                 f"{m} x{c}" for m, c in hot["instructions"].items()))

@@ -51,9 +51,9 @@ Peak, measured in the same run, two ways (``_chain`` / ``_chain_mul``, ``_l1_pop
   64-bit peak (the 32-bit kernel pairs its words; the 32-bit peak loop is printed for
   reference). A second chain (``imul`` + ``xor``, 3 + 1 cycles) checks the clock.
 
-Also printed: the rate against one scalar POPCNT per cycle at the measured clock (the
-bound ANCHORS.md section 5 uses, 64 binary MACs per cycle): a vectorised kernel can pass it,
-which is why it is a multiple, not a "% of peak".
+Also printed: the rate against one scalar 64-bit POPCNT per cycle at the measured clock
+(64 binary MACs per cycle): a vectorised kernel can pass it, which is why it is a multiple,
+not a "% of peak".
 
 Timing: best of ``--repeats`` samples, each looping one side for ~0.25 s of CPU time, the
 sides (and the clock and peak loops) taking turns (see ``_best_interleaved``), so load on a

@@ -411,10 +411,16 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     route_list = list(zip((route_keys // nc).tolist(), (route_keys % nc).tolist(),
                           route_hops.tolist(), route_n.tolist(), strict=True))
 
+    # the per-synapse arrays the run reads, in the narrowest exact integer types: the
+    # ring-buffer column (< C x N) and the delay (< D <= 2^29, the buffer cap) fit int32,
+    # the projection id int32; the weights stay float64 (the run's arithmetic)
+    col = ch[order] * n_neurons + post_sorted
+    col = col.astype(np.int32) if C * n_neurons < 2 ** 31 else col
     return Compiled(net=net, profile=profile, n_neurons=n_neurons, n_sources=n_sources, C=C,
                     D=max_delay + 1, offsets=offsets, coeff=coefficients(net),
-                    row_ptr=row_ptr, col=ch[order] * n_neurons + post_sorted, w=w[order],
-                    dly=dly[order], syn_proj=pid[order], proj_perm=proj_perm, hops=hops,
+                    row_ptr=row_ptr, col=col, w=w[order],
+                    dly=dly[order].astype(np.int32), syn_proj=pid[order].astype(np.int32),
+                    proj_perm=proj_perm, hops=hops,
                     chip_hops=chip_hops,
                     entry_bytes=entry_bytes, core_of=core_of, cores=cores,
                     routes=route_list, quantisation=quant)

@@ -348,6 +348,49 @@ def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entr
 
 
 @njit(cache=True)
+def _deliver_counted(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
+                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
+                     core_row, syn_row, syn_core, d0, cc):
+    """:func:`deliver_step` with each synapse's destination table row in ``syn_row``: a
+    synop is counted into ``syn_core`` (one int64 per table row, small enough to stay in
+    L1) instead of walking the row's per-core list; the caller adds ``syn_core`` into
+    ``cc``'s synop column before ``end_step``; ``d0`` >= 0 when every synapse has that
+    delay (then one ring-buffer row takes the whole step). Same counts, same values in the
+    same order of additions."""
+    n = spk_n[0]
+    base = t % D
+    row = inbuf[(t + max(d0, 0)) % D]
+    for s in range(nspk[0]):
+        j = spk_list[s]
+        r = core_row[j]
+        cc[r, 3] += 1
+        cc[r, 4] += hops[j]
+        pl = payload[j]
+        payload[j] = 0
+        spk_t[n] = t
+        spk_i[n] = j
+        spk_p[n] = pl
+        n += 1
+        lo, hi = row_ptr[j], row_ptr[j + 1]
+        if d0 >= 0:                       # every synapse has delay d0: one ring-buffer row
+            for k in range(lo, hi):
+                row[col[k]] += w[k] * pl
+                syn_core[syn_row[k]] += 1
+        else:
+            for k in range(lo, hi):
+                q = base + dly[k]
+                q = q - D if q >= D else q
+                inbuf[q, col[k]] += w[k] * pl
+                syn_core[syn_row[k]] += 1
+        counts[SPIKE] += 1
+        counts[HOP] += hops[j]
+        counts[SYNOP] += hi - lo
+        nbytes[0] += (hi - lo) * entry_bytes
+    spk_n[0] = n
+    nspk[0] = 0
+
+
+@njit(cache=True)
 def tally_neurons(core_row, flag, cc):
     """Per-core neuron updates of this step: ``flag[i]`` = 1 when neuron i was active."""
     for i in range(flag.size):
@@ -413,6 +456,20 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
     n_pop = pop_lo.size
     fused = np.zeros(n_pop, np.bool_)
     use_inj = np.zeros(n_pop, np.bool_)
+    # each synapse's destination table row (1 + core of its target neuron), for
+    # _deliver_counted; O(synapses) once per call
+    syn_row = np.empty(col.size, np.int32)
+    for k in range(col.size):
+        x = col[k]
+        while x >= n_neurons:             # column = channel x N + target
+            x -= n_neurons
+        syn_row[k] = core_row[x]
+    syn_core = np.zeros(cc.shape[0], np.int64)
+    d0 = dly[0] if dly.size else 0
+    for k in range(dly.size):
+        if dly[k] != d0:
+            d0 = -1
+            break
     mark = np.zeros((n_neurons + 15) // 8 * 8, np.uint8)   # whole uint64 words
     words = mark.view(np.uint64)
     run_ptr = np.zeros(n_pop + 1, np.int64)
@@ -464,9 +521,12 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
             counts[NU_IDLE] += hi - lo - active
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
-        deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
-                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
-                     core_row, rc_ptr, rc_row, rc_cnt, cc)
+        _deliver_counted(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops,
+                         entry_bytes, inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
+                         SPIKE, HOP, core_row, syn_row, syn_core, d0, cc)
+        for r in range(syn_core.size):
+            cc[r, 0] += syn_core[r]
+            syn_core[r] = 0
         end_step(cc, tot, tau, sync, stats)
     return t1
 

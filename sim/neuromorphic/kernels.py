@@ -156,21 +156,26 @@ def _integrate_mark(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, us
     return ns
 
 
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
 @njit(cache=True)
-def _count_active(mark, words, a, b):
-    """Neurons in ``a .. b-1`` whose mark has bit 0 set; 8 marks per uint64 word (each
-    byte 0, 1 or 3: (w & 0x01..01) x 0x01..01 >> 56 sums the 8 low bits)."""
-    n = 0
-    i = a
-    while i < b and i & 7:
-        n += mark[i] & 1
-        i += 1
-    while i + 8 <= b:
-        n += ((words[i >> 3] & _ONES) * _ONES) >> np.uint64(56)
-        i += 8
-    while i < b:
-        n += mark[i] & 1
-        i += 1
+def _count_active(words, a, b):
+    """Marks with bit 0 set among bytes ``a .. b-1`` (b > a), 8 per uint64 word: bytes
+    outside the range masked off in the first and last word (x86 is little-endian: byte
+    i & 7 of word i >> 3 is bits 8 (i & 7) ..), then (w & 0x01..01) x 0x01..01 >> 56 sums
+    a word's 8 low bits (each 0 or 1, so the sum fits the top byte)."""
+    ka = a >> 3
+    kb = (b - 1) >> 3
+    lo = _ALL << np.uint64(8 * (a & 7))
+    s = ((b - 1) & 7) + 1
+    hi = _ALL if s == 8 else (np.uint64(1) << np.uint64(8 * s)) - np.uint64(1)
+    if ka == kb:
+        return ((words[ka] & _ONES & lo & hi) * _ONES) >> np.uint64(56)
+    n = ((words[ka] & _ONES & lo) * _ONES) >> np.uint64(56)
+    for k in range(ka + 1, kb):
+        n += ((words[k] & _ONES) * _ONES) >> np.uint64(56)
+    n += ((words[kb] & _ONES & hi) * _ONES) >> np.uint64(56)
     return n
 
 
@@ -210,7 +215,7 @@ def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, 
             k += 1
     active = 0
     for r in range(run_row.size):
-        act = _count_active(mark, words, run_lo[r], run_lo[r + 1])
+        act = np.int64(_count_active(words, run_lo[r], run_lo[r + 1]))
         cc[run_row[r], 1] += act
         cc[run_row[r], 2] += (run_lo[r + 1] - run_lo[r]) - act
         active += act

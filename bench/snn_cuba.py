@@ -1,23 +1,40 @@
-"""Vogels-Abbott CUBA (4000 neurons, p = 0.02, dt = 0.1 ms): NeuromorphicDevice vs Brian2.
+"""Vogels-Abbott CUBA at scale: NeuromorphicDevice vs Brian2 (cpp_standalone, runtime).
 
-Three simulators, each in its own fresh process, on the *same* network (the same
-connectivity and the same initial potentials, from ``models.snn_cuba``):
+For each size N (default 4,000 / 16,000 / 64,000 / 256,000 neurons) the connection
+probability is p = 80 / N, so every neuron keeps ~80 targets (4,000 x 0.02 = 80, the Brian2
+example). Every simulator runs in its own fresh process, one thread, on the *same* network:
+the same connectivity and initial potentials, from ``models.snn_cuba`` (above 16,384
+neurons the pairs are skip-sampled, ``model.connectivity``), dt = 0.1 ms, 1 s simulated.
 
-- ``engine``: NeuromorphicDevice on the loihi profile (one thread);
-- ``runtime``: Brian2 runtime mode, cython code generation (one thread);
-- ``standalone``: Brian2 ``cpp_standalone`` (g++ -O3 as Brian2 configures it, no OpenMP).
+- ``engine``: NeuromorphicDevice, its built-in loop (``kernels.run_builtin``), on a profile
+  that holds the network (``loihi`` up to 4,000 neurons, else ``loihi-pohoiki-beach``: the
+  64-chip system, see hw_profiles/data);
+- ``standalone``: Brian2 ``cpp_standalone`` with Brian2's default g++ flags (-O3
+  -ffast-math -fno-finite-math-only -march=native), no OpenMP: the speed anchor;
+- ``exact``: the same standalone project built without -ffast-math (-O3 -march=native):
+  its floating-point arithmetic is IEEE, as the engine's, so its spikes can be compared
+  one for one (-ffast-math lets g++ reassociate the exp/multiply-add chain, and a chaotic
+  network turns a last-bit difference into a few different spikes);
+- ``runtime`` (``--runtime``): Brian2 runtime mode, cython target.
 
-Printed for each: CPU time and wall time per simulated second (run only; the ratios use
-CPU time, because on the shared 2-core machine wall time mostly measures waiting for a
-core), synaptic events per CPU second (spikes x out-degree / run CPU time), build/JIT
-time apart (engine: compile + numba cache load or JIT; Brian2 runtime: code generation +
-cython compile/cache load in the first 1-step run; standalone: code generation + g++), and
-the mean firing rate, which must agree across the three (the trajectories are chaotic, so
-spike trains differ in detail; the rate is the statistic). Brian2 uses its example's own
-equations and default schedule.
+Timed: the CPU time of the run only. Engine: ``time.process_time`` around ``dev.run``
+(after a 1-step warm-up that loads the numba cache). Standalone: ``device._last_run_time``,
+which without OpenMP Brian2 measures with ``std::clock()`` around the main loop
+(templates/network.cpp), i.e. the process CPU time of the loop alone (no array loading,
+no result writing). Runtime: ``time.process_time`` around ``net.run``. Wall times are
+printed too; on the shared machine they mostly measure waiting for a core.
 
-Usage: ``python bench/snn_cuba.py [--duration 1.0] [--skip-standalone]``. The last line is
-``RESULT {json}`` with the ratios (> 1 means the engine is faster).
+Checked in the same run: the spike count of the engine equals that of the exact
+standalone build (and of runtime, when run), spike for spike (the same (step, neuron)
+pairs); the engine's synop count equals spikes x out-degree. Memory: bytes of the engine's
+per-synapse arrays of the run (``col``, ``w``, ``dly``) per synapse, and Brian2's
+per-synapse arrays (the ``_synaptic_pre``/``_synaptic_post`` int32 index arrays and the
+synapse-to-delay arrays it allocates), from the standalone project's array files.
+
+Usage: ``python bench/snn_cuba.py [--sizes 4000,16000] [--duration 1.0] [--runtime]``.
+The last line is ``RESULT {json}``: per size the ratio standalone CPU / engine CPU (> 1:
+the engine is faster) and whether the spikes matched; ``targets.ge_2x_all`` is the issue's
+target (at least 2x at every size).
 """
 from __future__ import annotations
 
@@ -33,6 +50,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+SIZES = (4000, 16000, 64000, 256000)
+OUT_DEGREE = 80
+FAST = ["-w", "-O3", "-ffast-math", "-fno-finite-math-only", "-march=native", "-std=c++11"]
+EXACT = ["-w", "-O3", "-march=native", "-std=c++11"]
+
+
+def profile_for(n: int) -> str:
+    return "loihi" if n <= 4000 else "loihi-pohoiki-beach"
+
+
+def _cfg(n: int, duration: float):
+    from models.snn_cuba.card import CubaConfig
+    return CubaConfig(n=n, p=OUT_DEGREE / n if n != 4000 else 0.02, duration=duration)
+
 
 def _events(spike_idx, pre, n):
     import numpy as np
@@ -40,38 +71,55 @@ def _events(spike_idx, pre, n):
     return int(out_degree[spike_idx].sum())
 
 
-def run_engine(duration: float) -> dict:
-    # build, compile, JIT and run are timed apart, so the steps of the card's simulate are
-    # taken one by one here; the device still comes from the runner (profile -> engine)
+def _digest(steps, idx) -> str:
+    import hashlib
+
+    import numpy as np
+    o = np.lexsort((idx, steps))
+    pairs = np.stack([np.asarray(steps)[o], np.asarray(idx)[o]]).astype(np.int64)
+    return hashlib.sha256(pairs.tobytes()).hexdigest()[:16]
+
+
+def run_engine(n: int, duration: float, profile: str) -> dict:
     from models import runner
     from models.snn_cuba.model import build, connectivity
-    cfg = runner.make_config("snn_cuba", "full", "va-cuba", 0, {"duration": duration})
+    cfg = _cfg(n, duration)
     t0 = time.perf_counter()
     net = build(cfg)
-    dev = runner.device_for(runner.method_of("snn_cuba"), "loihi")
-    dev.compile(net)
+    dev = runner.device_for(runner.method_of("snn_cuba"), profile)
+    c = dev.compile(net)
     t1 = time.perf_counter()
-    dev.run(1, scope="warmup")          # numba: load the cached machine code (or JIT)
+    warm = dev.run(1, scope="warmup")   # numba: load the cached machine code (or JIT)
     t2 = time.perf_counter()
     n_steps = int(round(duration / cfg.dt))
     c0 = time.process_time()
     res = dev.run(n_steps)
     cpu = time.process_time() - c0
     t3 = time.perf_counter()
-    idx = res.spikes["cuba"][1]
+    import numpy as np
+    st, idx, _ = res.spikes["cuba"]
     pre, _ = connectivity(cfg)
+    events = _events(idx, pre, cfg.n)       # of the timed run: its synop count must match
+    # the compared trains: steps 0 .. n_steps-1, as Brian2 standalone runs them (the
+    # warm-up is step 0; the timed run's last step, n_steps, has no Brian2 counterpart)
+    st = np.concatenate([warm.spikes["cuba"][0], st])
+    idx = np.concatenate([warm.spikes["cuba"][1], idx])
+    keep = st < n_steps
+    st, idx = st[keep], idx[keep]
+    syn_bytes = c.col.nbytes + c.w.nbytes + c.dly.nbytes
     return {"sim": "engine", "build_s": t1 - t0, "jit_s": t2 - t1, "run_s": t3 - t2,
-            "run_cpu_s": cpu,
-            "spikes": int(idx.size), "events": _events(idx, pre, cfg.n),
-            "synop_counted": res.counts.get("synop", 0),
+            "run_cpu_s": cpu, "spikes": int(idx.size), "digest": _digest(st, idx),
+            "events": events, "synop_counted": res.counts.get("synop", 0),
+            "synapses": int(c.w.size), "bytes_per_synapse": syn_bytes / max(1, c.w.size),
+            "row_bytes": c.row_ptr.nbytes, "cores": c.n_cores,
+            "chip_hops": res.counts.get("chip_hop", 0), "hops": res.counts.get("hop", 0),
             "rate_hz": idx.size / (cfg.n * duration)}
 
 
-def run_brian2(duration: float, standalone: bool) -> dict:
+def run_brian2(n: int, duration: float, mode: str) -> dict:
     import brian2 as b2
     import numpy as np
 
-    from models.snn_cuba.card import CubaConfig
     from models.snn_cuba.model import (
         EL,
         REFRACTORY,
@@ -84,13 +132,15 @@ def run_brian2(duration: float, standalone: bool) -> dict:
         WI,
         connectivity,
     )
-    cfg = CubaConfig(duration=duration)
+    cfg = _cfg(n, duration)
     pre, post = connectivity(cfg)
     rng = np.random.default_rng(cfg.seed + 1)     # the engine's initial potentials
     v0 = VR + rng.random(cfg.n) * (VT - VR)
     workdir = tempfile.mkdtemp(prefix="cuba_standalone_")
+    standalone = mode in ("standalone", "exact")
     if standalone:
         b2.set_device("cpp_standalone", directory=workdir, build_on_run=False)
+        b2.prefs.codegen.cpp.extra_compile_args_gcc = FAST if mode == "standalone" else EXACT
     else:
         b2.prefs.codegen.target = "cython"
     mV = b2.mV
@@ -112,20 +162,20 @@ def run_brian2(duration: float, standalone: bool) -> dict:
     Ci.connect(i=pre[~exc], j=post[~exc])
     s_mon = b2.SpikeMonitor(P)
     net = b2.Network(P, Ce, Ci, s_mon)
+    out = {"sim": mode}
     if standalone:
-        import resource
         t0 = time.perf_counter()
         net.run(duration * b2.second)
         b2.device.build(directory=workdir, compile=True, run=True, debug=False)
         total = time.perf_counter() - t0
-        run_s = float(b2.device._last_run_time)   # wall time of the C++ main loop
-        build_s, jit_s = total - run_s, 0.0
-        # CPU time of the whole binary (load + loop + write), run once more by itself
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        binary = "./main.exe" if os.name == "nt" else "./main"
-        subprocess.run([binary], cwd=workdir, check=True, capture_output=True)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        # Network::run times its loop with std::clock() (process CPU time) when OpenMP
+        # is off: the main loop alone, no loading of arrays, no writing of results
+        cpu = float(b2.device._last_run_time)
+        out.update(build_s=total, jit_s=0.0, run_s=float("nan"), run_cpu_s=cpu)
+        syn = sum(p.stat().st_size for p in (Path(workdir) / "results").iterdir()
+                  if "synapses" in p.name and ("_synaptic_" in p.name or "delay" in p.name
+                                               or "_N_" in p.name))
+        out["brian_syn_bytes"] = syn
     else:
         t0 = time.perf_counter()
         net.run(cfg.dt * b2.second)     # code generation + cython compile (or cache load)
@@ -133,21 +183,26 @@ def run_brian2(duration: float, standalone: bool) -> dict:
         c0 = time.process_time()
         net.run(duration * b2.second)
         cpu = time.process_time() - c0
-        run_s = time.perf_counter() - t1
-        build_s, jit_s = t1 - t0, 0.0
+        out.update(build_s=t1 - t0, jit_s=0.0, run_s=time.perf_counter() - t1, run_cpu_s=cpu)
     idx = np.asarray(s_mon.i, np.int64)
+    steps = np.round(np.asarray(s_mon.t / b2.second) / cfg.dt).astype(np.int64)
     if not standalone:
-        idx = idx[np.asarray(s_mon.t / b2.second) >= cfg.dt]  # drop the 1-step warm-up
-    return {"sim": "standalone" if standalone else "runtime", "build_s": build_s,
-            "jit_s": jit_s, "run_s": run_s, "run_cpu_s": cpu, "spikes": int(idx.size),
-            "events": _events(idx, pre, cfg.n), "rate_hz": idx.size / (cfg.n * duration)}
+        # the warm-up step is step 0 of the same trajectory: compare steps 0 .. n-1
+        keep = steps < int(round(duration / cfg.dt))
+        idx, steps = idx[keep], steps[keep]
+    out.update(spikes=int(idx.size), digest=_digest(steps, idx),
+               events=_events(idx, pre, cfg.n), synapses=int(pre.size),
+               rate_hz=idx.size / (cfg.n * duration))
+    if standalone and out.get("brian_syn_bytes"):
+        out["bytes_per_synapse"] = out.pop("brian_syn_bytes") / max(1, pre.size)
+    return out
 
 
-def _child(mode: str, duration: float) -> dict:
+def _child(mode: str, n: int, duration: float, profile: str) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, __file__, "--child", mode, "--duration",
-                          str(duration)], capture_output=True, text=True, env=env,
-                         cwd=ROOT)
+    out = subprocess.run([sys.executable, __file__, "--child", mode, "--n", str(n),
+                          "--duration", str(duration), "--profile", profile],
+                         capture_output=True, text=True, env=env, cwd=ROOT)
     lines = [line for line in out.stdout.splitlines() if line.startswith("CHILD ")]
     if out.returncode != 0 or not lines:
         return {"sim": mode, "error": (out.stderr or out.stdout)[-800:]}
@@ -156,54 +211,67 @@ def _child(mode: str, duration: float) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--duration", type=float, default=1.0, help="simulated seconds")
-    ap.add_argument("--skip-standalone", action="store_true")
+    ap.add_argument("--runtime", action="store_true", help="also run Brian2 runtime (cython)")
+    ap.add_argument("--profile", default=None, help="engine profile (default: by size)")
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         if args.child == "engine":
-            r = run_engine(args.duration)
+            r = run_engine(args.n, args.duration, args.profile)
         else:
-            r = run_brian2(args.duration, standalone=args.child == "standalone")
+            r = run_brian2(args.n, args.duration, args.child)
         print("CHILD " + json.dumps(r))
         return
-    modes = ["engine", "runtime"] + ([] if args.skip_standalone else ["standalone"])
-    rows = {m: _child(m, args.duration) for m in modes}
-    print(f"Vogels-Abbott CUBA, 4000 neurons, p=0.02, dt=0.1 ms, {args.duration:g} s "
-          "simulated, one thread each")
-    print("CPU s/sim s = CPU time of the run per simulated second (the comparison: on a "
-          "shared machine wall time also counts waiting for a core); Mevents/s per CPU s")
-    print(f"{'simulator':<12}{'CPU s/sim s':>12}{'wall s/sim s':>14}{'Mevents/s':>11}"
-          f"{'build s':>9}{'JIT s':>7}{'rate Hz':>9}{'spikes':>9}")
-    for m, r in rows.items():
-        if "error" in r:
-            print(f"{m:<12} failed: {r['error']}")
-            continue
-        r["wall_per_sim_s"] = r["run_s"] / args.duration
-        r["cpu_per_sim_s"] = r["run_cpu_s"] / args.duration
-        r["events_per_s"] = r["events"] / r["run_cpu_s"]
-        print(f"{m:<12}{r['cpu_per_sim_s']:>12.3f}{r['wall_per_sim_s']:>14.3f}"
-              f"{r['events_per_s'] / 1e6:>11.2f}{r['build_s']:>9.2f}{r['jit_s']:>7.2f}"
-              f"{r['rate_hz']:>9.3f}{r['spikes']:>9d}")
-    eng = rows["engine"]
-    result = {"duration_s": args.duration, "engine_cpu_per_sim_s": eng.get("cpu_per_sim_s"),
-              "engine_wall_per_sim_s": eng.get("wall_per_sim_s")}
-    for m in modes[1:]:
-        r = rows[m]
-        if "error" in r or "error" in eng:
-            result[f"speedup_vs_{m}"] = None
-            continue
-        result[f"speedup_vs_{m}"] = r["run_cpu_s"] / eng["run_cpu_s"]
-        result[f"wall_speedup_vs_{m}"] = r["run_s"] / eng["run_s"]
-        result[f"rate_ratio_{m}"] = eng["rate_hz"] / r["rate_hz"]
-        print(f"engine vs brian2 {m}: {result[f'speedup_vs_{m}']:.2f}x less CPU time (run "
-              f"only; wall {result[f'wall_speedup_vs_{m}']:.2f}x); rate ratio "
-              f"{result[f'rate_ratio_{m}']:.3f}")
-    if "error" not in eng:
-        result["engine_rate_hz"] = eng["rate_hz"]
-        result["engine_synop_equals_events"] = eng["synop_counted"] == eng["events"]
-    result["targets"] = {"vs_runtime_ge_5x": (result.get("speedup_vs_runtime") or 0) >= 5,
-                         "vs_standalone_ge_1x": (result.get("speedup_vs_standalone") or 0) >= 1}
+    sizes = [int(s) for s in args.sizes.split(",")]
+    modes = ["engine", "standalone", "exact"] + (["runtime"] if args.runtime else [])
+    print(f"Vogels-Abbott CUBA, ~{OUT_DEGREE} synapses per neuron, dt = 0.1 ms, "
+          f"{args.duration:g} s simulated, one thread each; CPU s/sim s = CPU time of the run "
+          "(standalone: its main loop, std::clock) per simulated second")
+    print(f"{'N':>8} {'simulator':<11}{'CPU s/sim s':>12}{'build s':>9}{'spikes':>9}"
+          f"{'rate Hz':>9}{'B/synapse':>10}  notes")
+    result = {"duration_s": args.duration, "out_degree": OUT_DEGREE, "sizes": {}}
+    for n in sizes:
+        prof = args.profile or profile_for(n)
+        rows = {m: _child(m, n, args.duration, prof) for m in modes}
+        for m, r in rows.items():
+            if "error" in r:
+                print(f"{n:>8} {m:<11} failed: {r['error']}")
+                continue
+            note = f"profile {prof}, {r['cores']} cores" if m == "engine" else ""
+            bps = r.get("bytes_per_synapse")
+            print(f"{n:>8} {m:<11}{r['run_cpu_s'] / args.duration:>12.4f}"
+                  f"{r['build_s']:>9.1f}{r['spikes']:>9d}{r['rate_hz']:>9.3f}"
+                  f"{(f'{bps:.1f}' if bps else '-'):>10}  {note}")
+        eng = rows["engine"]
+        entry = {"profile": prof}
+        if "error" not in eng:
+            entry.update(engine_cpu_per_sim_s=eng["run_cpu_s"] / args.duration,
+                         engine_spikes=eng["spikes"], synapses=eng["synapses"],
+                         engine_bytes_per_synapse=eng["bytes_per_synapse"],
+                         synop_equals_events=eng["synop_counted"] == eng["events"],
+                         cores=eng["cores"], chip_hops=eng["chip_hops"])
+        for m in modes[1:]:
+            r = rows[m]
+            if "error" in r or "error" in eng:
+                entry[f"speedup_vs_{m}"] = None
+                continue
+            entry[f"{m}_cpu_per_sim_s"] = r["run_cpu_s"] / args.duration
+            entry[f"speedup_vs_{m}"] = r["run_cpu_s"] / eng["run_cpu_s"]
+            entry[f"{m}_spikes"] = r["spikes"]
+            entry[f"same_spikes_{m}"] = r["digest"] == eng["digest"]
+            if r.get("bytes_per_synapse"):
+                entry[f"{m}_bytes_per_synapse"] = r["bytes_per_synapse"]
+            print(f"{n:>8} engine vs {m}: {entry[f'speedup_vs_{m}']:.2f}x less CPU time; "
+                  f"spikes {eng['spikes']} vs {r['spikes']} "
+                  f"({'identical' if entry[f'same_spikes_{m}'] else 'differ'})")
+        result["sizes"][str(n)] = entry
+    ok = [e.get("speedup_vs_standalone") or 0 for e in result["sizes"].values()]
+    result["targets"] = {"ge_2x_all": bool(ok) and min(ok) >= 2.0,
+                         "exact_spikes_all": all(e.get("same_spikes_exact", False)
+                                                 for e in result["sizes"].values())}
     print("RESULT " + json.dumps(result))
 
 

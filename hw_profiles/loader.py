@@ -45,13 +45,14 @@ _QUANTITY_KEYS = {"value", "unit", "provenance", "source", "derivation", "note"}
 _MEMORY_QUANTITIES = {"capacity_bytes": "B", "read_pj_per_byte": "pJ/B",
                       "write_pj_per_byte": "pJ/B", "bandwidth_bytes_per_s": "B/s"}
 _INTERCONNECT_UNITS = {"mesh_x": "1", "mesh_y": "1", "cores_per_router": "1",
-                       "bits_per_packet": "bit"}
+                       "bits_per_packet": "bit", "chips_x": "1", "chips_y": "1"}
 _LIMIT_UNITS = {"cores": "1", "neurons_per_core": "1", "synapse_bytes_per_core": "B",
                 "fan_in_per_core": "1", "fan_out_per_core": "1", "weight_bits": "bit",
                 "spike_payload_bits": "bit", "word_bits": "bit", "clock_hz": "Hz"}
 _INTEGER_LIMITS = {"cores", "neurons_per_core", "synapse_bytes_per_core", "fan_in_per_core",
                    "fan_out_per_core", "weight_bits", "spike_payload_bits", "word_bits",
-                   "mesh_x", "mesh_y", "cores_per_router", "bits_per_packet"}
+                   "mesh_x", "mesh_y", "cores_per_router", "bits_per_packet", "chips_x",
+                   "chips_y"}
 _REQUIRED_LIMITS = {
     "neuromorphic": ("cores", "neurons_per_core", "synapse_bytes_per_core",
                      "fan_in_per_core", "fan_out_per_core", "weight_bits"),

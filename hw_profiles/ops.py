@@ -53,6 +53,11 @@ _OPS = {
     # one per executed aten op that runs a kernel); priced by the execution model of the
     # profile's kind from [execution] launch_s, not from [energy_pj].
     "kernel_launch": ("overhead", "one kernel launch (one executed aten op that runs a kernel)"),
+    # multi-chip neuromorphic systems, appended last (codes above keep their numbers): the
+    # tree edges of a spike's multicast that cross from one chip to the next; each is also
+    # one of its "hop"s, so a profile prices only the crossing's extra cost here
+    "chip_hop": ("communication", "one chip-to-chip link crossing of one spike packet "
+                                  "(extra to its hop)"),
 }
 
 OPS = MappingProxyType({name: cat for name, (cat, _) in _OPS.items()})

@@ -43,10 +43,23 @@ PROJECTIONS = ("exc", "inh")   # synaptic channel 0 and 1 of the one population
 ROUTE_COLUMNS = ("src_core", "dst_core", "hops", "neurons")
 
 
+DENSE_DRAW_MAX_N = 16384
+"""Up to this size the pairs are drawn as one Bernoulli trial per (pre, post) pair, row block
+by row block (the stream every run so far used); above it that is O(n^2) random numbers
+(6.6e10 at 256k neurons), so the gaps between connected pairs are drawn instead."""
+
+
 def connectivity(cfg: CubaConfig) -> tuple[np.ndarray, np.ndarray]:
     """Random pre/post index pairs, each pair present with probability p (no autapse rule,
-    as in Brian2's ``connect(p=0.02)``, which allows i == j)."""
+    as in Brian2's ``connect(p=0.02)``, which allows i == j), sorted by (pre, post).
+
+    For ``n > DENSE_DRAW_MAX_N`` the same distribution comes from skip sampling: over the
+    n^2 pairs in row-major order the gap to the next connected pair is Geometric(p), so
+    each pair is present independently with probability p, in O(n^2 p) time and memory.
+    """
     rng = np.random.default_rng(cfg.seed)
+    if cfg.n > DENSE_DRAW_MAX_N:
+        return _skip_sample(rng, cfg.n, cfg.p)
     # Bernoulli per pair, drawn row by row to keep memory at O(n) per row
     pre, post = [], []
     for start in range(0, cfg.n, 500):
@@ -55,6 +68,23 @@ def connectivity(cfg: CubaConfig) -> tuple[np.ndarray, np.ndarray]:
         pre.append(i + start)
         post.append(j)
     return np.concatenate(pre), np.concatenate(post)
+
+
+def _skip_sample(rng: np.random.Generator, n: int, p: float) -> tuple[np.ndarray,
+                                                                      np.ndarray]:
+    total = n * n
+    out, last = [], -1
+    chunk = max(1024, int(total * p * 1.01) + 1024)
+    while True:
+        pos = last + np.cumsum(rng.geometric(p, chunk))
+        done = pos[-1] >= total
+        pos = pos[pos < total]
+        out.append(pos)
+        if done:
+            break
+        last = int(pos[-1])
+    pos = np.concatenate(out)
+    return pos // n, pos % n
 
 
 def trained_state(cfg: CubaConfig) -> Trained:

@@ -44,6 +44,51 @@ free memory of the machine at hand, makes the same network compile or fail the s
 on every host, and 4 GiB fits a laptop beside the rest of the run."""
 
 
+@dataclass(frozen=True)
+class MeshGeometry:
+    """Where each core's router sits: ``chips_x x chips_y`` chips, each a ``mesh_x x mesh_y``
+    router mesh with ``cores_per_router`` cores per router, joined edge to edge into one
+    mesh of ``grid_x x grid_y`` routers (Loihi: "off-chip communication interfaces that
+    hierarchically extend the mesh in 4 planar directions to other chips", Davies et al.
+    2018, "Chip overview"). Cores are numbered chip by chip (chips row-major), routers
+    row-major within a chip: a population fills one chip before the next."""
+
+    mesh_x: int
+    mesh_y: int
+    cores_per_router: int
+    chips_x: int
+    chips_y: int
+
+    @property
+    def grid_x(self) -> int:
+        return self.mesh_x * self.chips_x
+
+    @property
+    def cores_per_chip(self) -> int:
+        return self.mesh_x * self.mesh_y * self.cores_per_router
+
+    @property
+    def routers(self) -> int:
+        return self.mesh_x * self.mesh_y * self.chips_x * self.chips_y
+
+    def core_xy(self, n_cores: int) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) router coordinates on the whole mesh of cores ``0 .. n_cores-1``."""
+        c = np.arange(max(n_cores, 1), dtype=np.int64)
+        chip, local = c // self.cores_per_chip, (c % self.cores_per_chip) // self.cores_per_router
+        x = (chip % self.chips_x) * self.mesh_x + local % self.mesh_x
+        y = (chip // self.chips_x) * self.mesh_y + local // self.mesh_x
+        return x, y
+
+
+def mesh_geometry(profile: HardwareProfile) -> MeshGeometry:
+    ix = profile.interconnect
+
+    def get(key):
+        return int(ix[key].value) if key in ix else 1
+    return MeshGeometry(get("mesh_x"), get("mesh_y"), get("cores_per_router"),
+                        get("chips_x"), get("chips_y"))
+
+
 def _limit_error(what: str, value, key: str, limit, profile: HardwareProfile, hint: str):
     return HardwareLimitError(f"[NeuromorphicDevice.compile] {what} = {value} exceeds "
                               f"{profile.name} {key} = {limit:g}; {hint}")
@@ -80,6 +125,7 @@ class Compiled:
     syn_proj: np.ndarray                  # projection id of each CSR entry
     proj_perm: dict[str, np.ndarray]      # projection -> CSR positions of its synapses
     hops: np.ndarray                      # per presynaptic index: hops of its multicast tree
+    chip_hops: np.ndarray                 # per presynaptic index: its tree's chip crossings
     entry_bytes: int
     core_of: np.ndarray                   # core of each neuron
     cores: list[dict] = field(default_factory=list)
@@ -291,9 +337,7 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     max_fan_in = int(profile.limit("fan_in_per_core", _UNLIMITED))
     max_cores = int(profile.limit("cores", _UNLIMITED))
     max_fan_out = int(profile.limit("fan_out_per_core", _UNLIMITED))
-    ix = profile.interconnect
-    mesh_x = int(ix["mesh_x"].value) if "mesh_x" in ix else 1
-    cpr = int(ix["cores_per_router"].value) if "cores_per_router" in ix else 1
+    geo = mesh_geometry(profile)
     # Fan-out depends on where the targets land, so it is checked after placement; a
     # population whose cores exceed it is placed again with fewer neurons per core (what
     # Loihi's compiler does: split cores until the constraints pass), until it fits or a
@@ -330,8 +374,11 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     # sources sit at the host link: router (0, 0) = core 0's router for the X-Y tree
     tree_core = np.where(src_core < 0, 0, src_core)
     hops = np.zeros(n_pre, np.int64)
+    chip_hops = np.zeros(n_pre, np.int64)
     post_sorted = post[order]
-    K.multicast_hops(n_pre, row_ptr, post_sorted, core_of, tree_core, cpr, mesh_x, nc, hops)
+    core_x, core_y = geo.core_xy(nc)
+    K.multicast_hops(n_pre, row_ptr, post_sorted, core_of, tree_core, core_x, core_y,
+                     geo.grid_x, geo.mesh_x, geo.mesh_y, nc, hops, chip_hops)
     route_keys, route_n = np.unique(edge_src * nc + edges % nc, return_counts=True)
 
     # -- per-core report ------------------------------------------------------------------
@@ -350,24 +397,32 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     else:
         fan_in = np.zeros(n_cores, np.int64)
     for c in range(n_cores):
-        router = c // cpr
-        entry = {"core": c, "population": pop_of_core[c], "router_x": router % mesh_x,
-                 "router_y": router // mesh_x, "neurons": int(n_on[c]),
+        entry = {"core": c, "population": pop_of_core[c], "router_x": int(core_x[c]),
+                 "router_y": int(core_y[c]), "chip": int(c // geo.cores_per_chip),
+                 "neurons": int(n_on[c]),
                  "synapses": int(syn_on[c]), "synapse_bytes": int(syn_on[c] * entry_bytes),
                  "fan_in": int(fan_in[c]), "fan_out": int(fan_out[c])}
         for key, lim in (("neurons", npc), ("synapse_bytes", max_bytes),
                          ("fan_in", max_fan_in), ("fan_out", max_fan_out)):
             entry[f"{key}_util"] = entry[key] / lim if lim < _UNLIMITED else 0.0
         cores.append(entry)
-    rs, rd = (route_keys // nc) // cpr, (route_keys % nc) // cpr
-    route_hops = np.abs(rs % mesh_x - rd % mesh_x) + np.abs(rs // mesh_x - rd // mesh_x)
+    rs, rd = route_keys // nc, route_keys % nc
+    route_hops = np.abs(core_x[rs] - core_x[rd]) + np.abs(core_y[rs] - core_y[rd])
     route_list = list(zip((route_keys // nc).tolist(), (route_keys % nc).tolist(),
                           route_hops.tolist(), route_n.tolist(), strict=True))
 
+    # the per-synapse arrays the run reads, in narrow exact integer types: the ring-buffer
+    # column (< C x N) fits uint32, the delay (< D <= 2^29, the buffer cap) and the
+    # projection id int32; the weights stay float64 (the run's arithmetic)
+    col = ch[order] * n_neurons + post_sorted
+    # unsigned: numba then indexes without a negative-index check (half the time per synop)
+    col = col.astype(np.uint32) if C * n_neurons < 2 ** 32 else col
     return Compiled(net=net, profile=profile, n_neurons=n_neurons, n_sources=n_sources, C=C,
                     D=max_delay + 1, offsets=offsets, coeff=coefficients(net),
-                    row_ptr=row_ptr, col=ch[order] * n_neurons + post_sorted, w=w[order],
-                    dly=dly[order], syn_proj=pid[order], proj_perm=proj_perm, hops=hops,
+                    row_ptr=row_ptr, col=col, w=w[order],
+                    dly=dly[order].astype(np.int32), syn_proj=pid[order].astype(np.int32),
+                    proj_perm=proj_perm, hops=hops,
+                    chip_hops=chip_hops,
                     entry_bytes=entry_bytes, core_of=core_of, cores=cores,
                     routes=route_list, quantisation=quant)
 

@@ -347,6 +347,8 @@ class NeuromorphicDevice(Device):
             K.end_step(clk.cc, *args_clock)
             t += 1
         self.t = t1
+        if c.chip_hops.any():    # chip-to-chip crossings of the multicast trees (compiler.py)
+            counts[OP_CODES["chip_hop"]] += int(c.chip_hops[spk_i[:spk_n[0]]].sum())
         self.ledger.flush(counts, scope=scope)
         self.ledger.add_bytes("local", read=int(nbytes[0]), scope=scope)
         if n_steps:

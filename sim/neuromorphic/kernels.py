@@ -117,6 +117,160 @@ def _cuba_uniform(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset
                  vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q], spk_list, nspk)
 
 
+_ONES = np.uint64(0x0101010101010101)
+_TWOS = np.uint64(0x0202020202020202)
+
+
+@njit(cache=True)
+def _integrate_mark(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, use_inj,
+                    a_v, b_v, k_in, th, mark):
+    """The fused CUBA pass over one population's slices: currents, membrane (refractory v
+    held), strict threshold, the ring-buffer slot consumed. ``mark[i]`` = 1 (active: had
+    input) | 3 (crossed the threshold: active and spiking) | 0; returns the crossings.
+
+    The arithmetic is :func:`_integrate`'s term for term (``use_inj`` = 0 drops the
+    ``k_in * inj`` term, +-0 then, which cannot change a non-zero sum); selects, no
+    branches, 1-D slices from index 0: LLVM vectorises it (as :func:`_integrate`)."""
+    ns = 0
+    for i in range(v.size):
+        xa = x0[i]
+        xb = x1[i]
+        j0 = a0 * I0[i] + g0 * xa
+        j1 = a1 * I1[i] + g1 * xb
+        I0[i] = j0
+        I1[i] = j1
+        if use_inj:
+            vn = a_v * v[i] + b_v + (k_in * inj[i] + k0 * j0 + k1 * j1)
+            f = (xa != 0.0) | (xb != 0.0) | (inj[i] != 0.0)
+        else:
+            vn = a_v * v[i] + b_v + (k0 * j0 + k1 * j1)
+            f = (xa != 0.0) | (xb != 0.0)
+        ok = until[i] <= t
+        vv = vn if ok else v[i]
+        v[i] = vv
+        s = (vv > th) & ok
+        mark[i] = np.uint8(f | s) | (np.uint8(s) << np.uint8(1))
+        ns += s
+        x0[i] = 0.0
+        x1[i] = 0.0
+    return ns
+
+
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(cache=True)
+def _count_active(words, a, b):
+    """Marks with bit 0 set among bytes ``a .. b-1`` (b > a), 8 per uint64 word: bytes
+    outside the range masked off in the first and last word (x86 is little-endian: byte
+    i & 7 of word i >> 3 is bits 8 (i & 7) ..), then (w & 0x01..01) x 0x01..01 >> 56 sums
+    a word's 8 low bits (each 0 or 1, so the sum fits the top byte)."""
+    ka = a >> 3
+    kb = (b - 1) >> 3
+    lo = _ALL << np.uint64(8 * (a & 7))
+    s = ((b - 1) & 7) + 1
+    hi = _ALL if s == 8 else (np.uint64(1) << np.uint64(8 * s)) - np.uint64(1)
+    if ka == kb:
+        return ((words[ka] & _ONES & lo & hi) * _ONES) >> np.uint64(56)
+    n = ((words[ka] & _ONES & lo) * _ONES) >> np.uint64(56)
+    for k in range(ka + 1, kb):
+        n += ((words[k] & _ONES) * _ONES) >> np.uint64(56)
+    n += ((words[kb] & _ONES & hi) * _ONES) >> np.uint64(56)
+    return n
+
+
+@njit(cache=True)
+def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,  # noqa: E741 (I: synaptic current, NIR's name)
+                refsteps, aI, gI, kI, inj, use_inj, inbuf, payload, zeros, mark, words,
+                spk_list, nspk, run_lo, run_row, cc):
+    """The uniform CUBA update (:func:`_cuba_uniform`) fused with the per-core tally
+    (:func:`tally_neurons`): one vectorised pass writes a mark byte per neuron; the spikes
+    are found 8 marks at a time and reset in index order; each core run ``run_lo[r] ..
+    run_lo[r+1]`` (table row ``run_row[r]``) counts its active marks. Same values, same
+    spike order, same counts as the two-pass update + tally."""
+    N = v.size
+    x = inbuf[slot]
+    n = hi - lo
+    a1 = aI[q, 1] if nch > 1 else 0.0
+    g1 = gI[q, 1] if nch > 1 else 0.0
+    k1 = kI[q, 1] if nch > 1 else 0.0
+    x1 = x[N + lo:N + hi] if nch > 1 else zeros[:n]
+    I1 = I[1, lo:hi] if nch > 1 else zeros[:n]
+    ns = _integrate_mark(t, I[0, lo:hi], x[lo:hi], aI[q, 0], gI[q, 0], kI[q, 0], I1, x1, a1,
+                         g1, k1, v[lo:hi], until[lo:hi], inj[lo:hi], use_inj, av[q], bv[q],
+                         kin[q], thr[q], mark[lo:hi])
+    if ns:
+        vr, sub, mode, rs = vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q]
+        k = lo >> 3
+        while ns > 0:                   # the crossings, in index order
+            if words[k] & _TWOS:
+                for i in range(max(lo, k << 3), min(hi, (k << 3) + 8)):
+                    if mark[i] & 2:
+                        payload[i] = 1
+                        spk_list[nspk[0]] = i
+                        nspk[0] += 1
+                        v[i] = vr if mode == 0 else v[i] - sub
+                        until[i] = t + rs
+                        ns -= 1
+            k += 1
+    active = 0
+    for r in range(run_row.size):
+        act = np.int64(_count_active(words, run_lo[r], run_lo[r + 1]))
+        cc[run_row[r], 1] += act
+        cc[run_row[r], 2] += (run_lo[r + 1] - run_lo[r]) - act
+        active += act
+    return active
+
+
+@njit(cache=True)
+def _general_pop(t, lo, hi, code, nch, row0, stride, slot, N, v, I, ref, av, bv, kin, thr,  # noqa: E741 (I: synaptic current, NIR's name)
+                 vreset, rmode, refsteps, aI, gI, kI, inj, inbuf, payload, flag, spk_list,
+                 nspk):
+    """neurons_step's per-neuron update of one population (any model, any coefficient
+    stride); returns its active neurons."""
+    active = 0
+    for i in range(lo, hi):
+        q = row0 + (i - lo) * stride
+        had_input = inj[i] != 0.0
+        if code == CUBA:
+            drive = kin[q] * inj[i]
+            for c in range(nch):
+                x = inbuf[slot, c * N + i]
+                inbuf[slot, c * N + i] = 0.0
+                if x != 0.0:
+                    had_input = True
+                j = aI[q, c] * I[c, i] + gI[q, c] * x
+                I[c, i] = j
+                drive += kI[q, c] * j
+        else:
+            x = inbuf[slot, i]
+            inbuf[slot, i] = 0.0
+            if x != 0.0:
+                had_input = True
+            drive = kin[q] * (x + inj[i])
+        if t < ref[i]:           # refractory: v held, currents integrate
+            flag[i] = had_input
+            if had_input:
+                active += 1
+            continue
+        vi = av[q] * v[i] + bv[q] + drive
+        if vi > thr[q]:          # strict threshold (NIR)
+            payload[i] = 1
+            spk_list[nspk[0]] = i
+            nspk[0] += 1
+            if rmode[q] == 0:
+                vi = vreset[q]
+            else:
+                vi -= thr[q] - vreset[q]
+            ref[i] = t + refsteps[q]
+            had_input = True
+        v[i] = vi
+        flag[i] = had_input      # per-core tally (end_step) reads it
+        if had_input:
+            active += 1
+    return active
+
+
 @njit(cache=True)
 def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,  # noqa: E741 (I: synaptic current, NIR's name)
                  ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
@@ -147,46 +301,9 @@ def neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, 
             counts[NU_ACTIVE] += active
             counts[NU_IDLE] += pop_hi[p] - lo - active
             continue
-        active = 0
-        for i in range(lo, pop_hi[p]):
-            q = row0 + (i - lo) * stride
-            had_input = inj[i] != 0.0
-            if code == CUBA:
-                drive = kin[q] * inj[i]
-                for c in range(nch):
-                    x = inbuf[slot, c * N + i]
-                    inbuf[slot, c * N + i] = 0.0
-                    if x != 0.0:
-                        had_input = True
-                    j = aI[q, c] * I[c, i] + gI[q, c] * x
-                    I[c, i] = j
-                    drive += kI[q, c] * j
-            else:
-                x = inbuf[slot, i]
-                inbuf[slot, i] = 0.0
-                if x != 0.0:
-                    had_input = True
-                drive = kin[q] * (x + inj[i])
-            if t < ref[i]:           # refractory: v held, currents integrate
-                flag[i] = had_input
-                if had_input:
-                    active += 1
-                continue
-            vi = av[q] * v[i] + bv[q] + drive
-            if vi > thr[q]:          # strict threshold (NIR)
-                payload[i] = 1
-                spk_list[nspk[0]] = i
-                nspk[0] += 1
-                if rmode[q] == 0:
-                    vi = vreset[q]
-                else:
-                    vi -= thr[q] - vreset[q]
-                ref[i] = t + refsteps[q]
-                had_input = True
-            v[i] = vi
-            flag[i] = had_input      # per-core tally (end_step) reads it
-            if had_input:
-                active += 1
+        active = _general_pop(t, lo, pop_hi[p], code, nch, row0, stride, slot, N, v, I, ref,
+                              av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj,
+                              inbuf, payload, flag, spk_list, nspk)
         counts[NU_ACTIVE] += active
         counts[NU_IDLE] += pop_hi[p] - lo - active
 
@@ -207,6 +324,7 @@ def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entr
     and synapse counts).
     """
     n = spk_n[0]
+    base = t % D
     for s in range(nspk[0]):
         j = spk_list[s]
         r = core_row[j]
@@ -222,7 +340,53 @@ def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entr
         n += 1
         lo, hi = row_ptr[j], row_ptr[j + 1]
         for k in range(lo, hi):
-            inbuf[(t + dly[k]) % D, col[k]] += w[k] * pl
+            # slot (t + d) mod D without a division per synapse: 0 <= d < D
+            q = base + dly[k]
+            q = q - D if q >= D else q
+            inbuf[q, col[k]] += w[k] * pl
+        counts[SPIKE] += 1
+        counts[HOP] += hops[j]
+        counts[SYNOP] += hi - lo
+        nbytes[0] += (hi - lo) * entry_bytes
+    spk_n[0] = n
+    nspk[0] = 0
+
+
+@njit(cache=True)
+def _deliver_counted(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
+                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
+                     core_row, syn_row, syn_core, d0, cc):
+    """:func:`deliver_step` with each synapse's destination table row in ``syn_row``: a
+    synop is counted into ``syn_core`` (one int64 per table row, small enough to stay in
+    L1) instead of walking the row's per-core list; the caller adds ``syn_core`` into
+    ``cc``'s synop column before ``end_step``; ``d0`` >= 0 when every synapse has that
+    delay (then one ring-buffer row takes the whole step). Same counts, same values in the
+    same order of additions."""
+    n = spk_n[0]
+    base = t % D
+    row = inbuf[(t + max(d0, 0)) % D]
+    for s in range(nspk[0]):
+        j = spk_list[s]
+        r = core_row[j]
+        cc[r, 3] += 1
+        cc[r, 4] += hops[j]
+        pl = payload[j]
+        payload[j] = 0
+        spk_t[n] = t
+        spk_i[n] = j
+        spk_p[n] = pl
+        n += 1
+        lo, hi = row_ptr[j], row_ptr[j + 1]
+        if d0 >= 0:                       # every synapse has delay d0: one ring-buffer row
+            for k in range(lo, hi):
+                row[col[k]] += w[k] * pl
+                syn_core[syn_row[k]] += 1
+        else:
+            for k in range(lo, hi):
+                q = base + dly[k]
+                q = q - D if q >= D else q
+                inbuf[q, col[k]] += w[k] * pl
+                syn_core[syn_row[k]] += 1
         counts[SPIKE] += 1
         counts[HOP] += hops[j]
         counts[SYNOP] += hi - lo
@@ -291,20 +455,83 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
     overflow (the caller grows it and calls again; all state lives in the arrays).
     """
     n_neurons = v.size
+    # per population: fused (uniform CUBA, <= 2 channels) or general; its core runs; and
+    # whether any injected current is on (constant within a call: the engine stops a
+    # call where one switches on)
+    n_pop = pop_lo.size
+    fused = np.zeros(n_pop, np.bool_)
+    use_inj = np.zeros(n_pop, np.bool_)
+    # each synapse's destination table row (1 + core of its target neuron), for
+    # _deliver_counted; O(synapses) once per call
+    syn_row = np.empty(col.size, np.int32)
+    for k in range(col.size):
+        x = col[k]
+        while x >= n_neurons:             # column = channel x N + target
+            x -= n_neurons
+        syn_row[k] = core_row[x]
+    syn_core = np.zeros(cc.shape[0], np.int64)
+    d0 = dly[0] if dly.size else 0
+    for k in range(dly.size):
+        if dly[k] != d0:
+            d0 = -1
+            break
+    mark = np.zeros((n_neurons + 15) // 8 * 8, np.uint8)   # whole uint64 words
+    words = mark.view(np.uint64)
+    run_ptr = np.zeros(n_pop + 1, np.int64)
+    run_lo = np.zeros(n_neurons + n_pop, np.int64)   # pop p: its runs' starts, then its hi
+    run_row = np.zeros(n_neurons, np.int64)
+    for p in range(n_pop):
+        lo, hi = pop_lo[p], pop_hi[p]
+        fused[p] = pop_stride[p] == 0 and pop_code[p] == CUBA and pop_nch[p] <= 2 and hi > lo
+        for i in range(lo, hi):
+            if inj[i] != 0.0:
+                use_inj[p] = True
+                break
+        k = run_ptr[p]
+        if fused[p]:
+            run_lo[k + p] = lo
+            run_row[k] = core_row[lo]
+            for i in range(lo + 1, hi):
+                if core_row[i] != core_row[i - 1]:
+                    k += 1
+                    run_lo[k + p] = i
+                    run_row[k] = core_row[i]
+            k += 1
+            run_lo[k + p] = hi
+        run_ptr[p + 1] = k
     for t in range(t0, t1):
         if spk_n[0] + payload.size > spk_t.size:
             return t
         sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
                      pois_prob, rng_state, spk_list, nspk)
-        neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v, I,
-                     ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
-                     payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE, NU_IDLE)
+        slot = t % D
+        for p in range(n_pop):
+            lo, hi = pop_lo[p], pop_hi[p]
+            if fused[p]:
+                r0, r1 = run_ptr[p], run_ptr[p + 1]
+                active = _cuba_fused(t, slot, lo, hi, pop_nch[p], pop_row0[p], v, I, ref, av,
+                                     bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj,
+                                     use_inj[p], inbuf, payload, zeros, mark, words, spk_list,
+                                     nspk, run_lo[r0 + p:r1 + p + 1], run_row[r0:r1], cc)
+            else:
+                active = _general_pop(t, lo, hi, pop_code[p], pop_nch[p], pop_row0[p],
+                                      pop_stride[p], slot, n_neurons, v, I, ref, av, bv, kin,
+                                      thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,
+                                      payload, flag, spk_list, nspk)
+                for i in range(lo, hi):
+                    a = flag[i]
+                    cc[core_row[i], 1] += a
+                    cc[core_row[i], 2] += 1 - a
+            counts[NU_ACTIVE] += active
+            counts[NU_IDLE] += hi - lo - active
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
-        tally_neurons(core_row, flag, cc)
-        deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
-                     inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
-                     core_row, rc_ptr, rc_row, rc_cnt, cc)
+        _deliver_counted(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops,
+                         entry_bytes, inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
+                         SPIKE, HOP, core_row, syn_row, syn_core, d0, cc)
+        for r in range(syn_core.size):
+            cc[r, 0] += syn_core[r]
+            syn_core[r] = 0
         end_step(cc, tot, tau, sync, stats)
     return t1
 
@@ -359,24 +586,26 @@ def place_population(lo, hi, in_ptr, in_pre, entry_bytes, max_neurons, max_bytes
 
 
 @njit(cache=True)
-def multicast_hops(n_pre, row_ptr, post, core_of, src_core, cores_per_router, mesh_x,
-                   n_cores, hops):
+def multicast_hops(n_pre, row_ptr, post, core_of, src_core, core_x, core_y, grid_x, chip_w,
+                   chip_h, n_cores, hops, chip_hops):
     """Multicast trees with dimension-order (X then Y) routing over the router mesh.
 
-    For presynaptic index ``j`` on core ``src_core[j]`` the packet goes once along the
-    source row in X to every destination column, then along each column in Y; shared
-    segments are traversed once (the tree's edges), so ``hops[j]`` = X span + sum over
-    destination columns of their Y span.
+    ``core_x``/``core_y``: the router coordinates of each core on the whole mesh
+    (``grid_x`` columns; several chips of ``chip_w x chip_h`` routers extend one mesh, as
+    Loihi's off-chip interfaces do). For presynaptic index ``j`` on core ``src_core[j]``
+    the packet goes once along the source row in X to every destination column, then
+    along each column in Y; shared segments are traversed once (the tree's edges), so
+    ``hops[j]`` = X span + sum over destination columns of their Y span. ``chip_hops[j]``
+    counts the tree edges that cross a chip boundary (included in ``hops[j]``).
     """
     mark = np.full(n_cores, -1, np.int64)
-    col_lo = np.empty(mesh_x, np.int64)
-    col_hi = np.empty(mesh_x, np.int64)
+    col_lo = np.empty(grid_x, np.int64)
+    col_hi = np.empty(grid_x, np.int64)
     for j in range(n_pre):
         s = src_core[j]
-        sr = s // cores_per_router
-        sx, sy = sr % mesh_x, sr // mesh_x
+        sx, sy = core_x[s], core_y[s]
         xmin, xmax = sx, sx
-        for c in range(mesh_x):
+        for c in range(grid_x):
             col_lo[c] = sy
             col_hi[c] = sy
         for k in range(row_ptr[j], row_ptr[j + 1]):
@@ -384,13 +613,15 @@ def multicast_hops(n_pre, row_ptr, post, core_of, src_core, cores_per_router, me
             if mark[d] == j:
                 continue
             mark[d] = j
-            dr = d // cores_per_router
-            dx, dy = dr % mesh_x, dr // mesh_x
+            dx, dy = core_x[d], core_y[d]
             xmin = min(xmin, dx)
             xmax = max(xmax, dx)
             col_lo[dx] = min(col_lo[dx], dy)
             col_hi[dx] = max(col_hi[dx], dy)
         h = xmax - xmin
-        for c in range(mesh_x):
+        ch = xmax // chip_w - xmin // chip_w
+        for c in range(grid_x):
             h += col_hi[c] - col_lo[c]
+            ch += col_hi[c] // chip_h - col_lo[c] // chip_h
         hops[j] = h
+        chip_hops[j] = ch

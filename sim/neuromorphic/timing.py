@@ -79,6 +79,8 @@ def barrier_s(profile: HardwareProfile, routers_used: int) -> float:
     lo_q = sync.get("barrier_one_router_ns")
     ix = profile.interconnect
     total = int(ix["mesh_x"].value * ix["mesh_y"].value) if "mesh_x" in ix else 1
+    for key in ("chips_x", "chips_y"):      # a multi-chip mesh: all its routers
+        total *= int(ix[key].value) if key in ix else 1
     if lo_q is None or total <= 1:
         return hi * NS
     frac = (min(max(routers_used, 1), total) - 1) / (total - 1)

@@ -85,3 +85,39 @@ def test_bad_config():
         CubaConfig(p=1.5)
     with pytest.raises(ModelError, match="model 'snn_cuba' takes datasets va-cuba; got 'digits'"):
         runner.run("snn_cuba", dataset="digits")
+
+
+def test_skip_sampled_connectivity_above_the_dense_limit():
+    from models.snn_cuba.model import DENSE_DRAW_MAX_N
+    n = DENSE_DRAW_MAX_N + 616                 # 17,000 neurons, p = 80 / n
+    cfg = CubaConfig(n=n, p=80 / n)
+    pre, post = connectivity(cfg)
+    key = pre * n + post
+    # distinct pairs in row-major order, all inside the n x n grid
+    assert np.all(np.diff(key) > 0) and key[0] >= 0 and key[-1] < n * n
+    # the count is Binomial(n^2, p): mean n x 80 = 1,360,000, sd sqrt(n^2 p (1-p)) ~ 1,166;
+    # 6 sd is a bound a correct sampler misses with probability ~2e-9 (not a seed pin)
+    mean, sd = n * 80, np.sqrt(n * n * cfg.p * (1 - cfg.p))
+    assert abs(pre.size - mean) < 6 * sd
+    # the same config draws the same network (the engine and Brian2 get one network)
+    pre2, post2 = connectivity(cfg)
+    assert np.array_equal(pre, pre2) and np.array_equal(post, post2)
+
+
+@pytest.mark.slow
+def test_16k_needs_more_cores_than_one_loihi_because_of_fan_in():
+    # ~80 distinct inputs per neuron that barely overlap at 16k neurons: Loihi's 4,096 input
+    # axons per core hold ~51 neurons (4096 / 80), so 16,000 neurons need > 128 cores
+    with pytest.raises(HardwareLimitError, match=r"cores needed \(cumulative\) = \d+ exceeds "
+                                                 r"loihi limits.cores = 128"):
+        _run("loihi", n=16000, p=0.005, duration=0.001)
+
+
+@pytest.mark.slow
+def test_64k_fits_pohoiki_beach_and_crosses_chips():
+    run = _run("loihi-pohoiki-beach", n=64000, p=0.00125, duration=0.002)
+    ops = run.ledger.total_ops()
+    # 64,000 / ~52 neurons per core = 1,280 cores: 10 of the 64 chips (128 cores each)
+    assert 128 < run.metrics["cores_used"] <= 8192
+    assert ops["chip_hop"] > 0 and ops["hop"] > ops["chip_hop"]
+    assert run.metrics["fan_in_util_max"] <= 1.0

@@ -88,17 +88,17 @@ class TsetlinMachine:
         b = int(config.state_bits)
         dt = device.word_dtype
         self.valid = pack_bits(np.ones((1, self.n_lit), np.uint8), wb)[0]          # (W,)
-        self.nbits = np.minimum(wb, self.n_lit - wb * np.arange(self.n_w)).astype(np.int64)
-        self.bit = (np.ones(wb, dt) << np.arange(wb, dtype=dt)).astype(dt)         # (wb,)
         # every automaton at N - 1: all planes but the top one are ones over the literals
-        self.state = np.zeros((self.n_classes, config.clauses, self.n_w, b), dt)   # (C, m, W, B)
-        self.state[..., :b - 1] = self.valid[:, None]
+        self.state = np.zeros((self.n_classes, config.clauses, b, self.n_w), dt)   # (C, m, B, W)
+        self.state[:, :, :b - 1] = self.valid
+        self._pdig = K.probability_digits(1.0 / config.s)
         pol = np.ones(config.clauses, np.int64)
         if config.polarity == "alternate":
             pol[1::2] = -1
         self.sign = pol
         rs = np.random.default_rng(config.seed)
-        self._rng = np.array([rs.integers(1, 2**63, dtype=np.uint64)], np.uint64)
+        # [xorshift state of the counted draws, splitmix state of the host's mask sampler]
+        self._rng = rs.integers(1, 2**63, size=2, dtype=np.uint64)
         self._order_rng = rs
         self.history: list[dict] = []
         self.updates = 0
@@ -146,8 +146,7 @@ class TsetlinMachine:
         mem = np.zeros(2, np.int64)
         fn = K.train_single if self.n_classes == 1 else K.train_multiclass
         fn(lit, np.asarray(y, np.int64), np.asarray(order, np.int64), self.state, self.valid,
-           self.nbits, self.bit, self.sign, int(cfg.T), 1.0 / cfg.s,
-           float(np.log1p(-1.0 / cfg.s)) if cfg.s > 1 else -np.inf,
+           self.n_lit, self.sign, int(cfg.T), self._pdig, bool(cfg.s == 1.0),
            bool(cfg.boost_true_positive), self._rng, counts, mem)
         with self.device.count(scope, samples=len(order)):
             self._flush(counts, mem)
@@ -159,13 +158,13 @@ class TsetlinMachine:
         b = self.config.state_bits
         out = np.zeros((self.n_classes, self.config.clauses, self.n_lit), np.int64)
         for p in range(b):
-            plane = unpack_bits(self.state[..., p].reshape(-1, self.n_w), self.n_lit)
+            plane = unpack_bits(self.state[:, :, p].reshape(-1, self.n_w), self.n_lit)
             out += plane.reshape(out.shape).astype(np.int64) << p
         return out
 
     def include(self) -> np.ndarray:
         """Include actions [C, m, 2o] (bool): the top plane."""
-        top = self.state[..., -1].reshape(-1, self.n_w)
+        top = self.state[:, :, -1].reshape(-1, self.n_w)
         return unpack_bits(top, self.n_lit).reshape(self.n_classes, self.config.clauses,
                                                     self.n_lit).astype(bool)
 

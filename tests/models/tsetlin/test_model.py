@@ -11,13 +11,13 @@ from sim.errors import ModelError
 
 
 def _planes(states, b, wb):
-    """Integer states [R, L] -> bit-planes [R, W, b] (naive twin of the machine's layout)."""
-    return np.stack([pack_bits((states >> p) & 1, wb) for p in range(b)], axis=-1)
+    """Integer states [R, L] -> bit-planes [R, b, W] (naive twin of the machine's layout)."""
+    return np.stack([pack_bits((states >> p) & 1, wb) for p in range(b)], axis=-2)
 
 
 def _ints(planes, n):
-    return sum(unpack_bits(planes[..., p], n).astype(np.int64) << p
-               for p in range(planes.shape[-1]))
+    return sum(unpack_bits(planes[..., p, :], n).astype(np.int64) << p
+               for p in range(planes.shape[-2]))
 
 
 def test_initial_state_and_literal_layout():

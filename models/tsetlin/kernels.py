@@ -25,7 +25,8 @@ writes into ``mem`` ([0] words read, [1] words written). Counting conventions:
 The counts are what the device does; the host computes the same machine more cheaply where
 the result cannot differ: counters are local and flushed once per update, and the Type I
 1/s mask (one device draw per literal, TsetlinMachineC) is sampled bit-parallel (see
-:func:`_bernoulli_word`), the same law, not the same stream.
+:func:`_mask_rows`), the same law, not the same stream; the plane ripple runs over all
+words of a clause at once, branch-free, and its early-exit tallies are counted word by word.
 """
 from __future__ import annotations
 
@@ -65,93 +66,140 @@ def _draw(rng, counts):
     return u
 
 
+LEVELS = 10
+"""Digit levels of the 1/s mask drawn for every word of a clause at once (vectorised); a
+64-bit word still has an undecided bit after 10 levels with probability 6%, finished one
+word at a time (:func:`_mask_rows`)."""
+
+
 @njit(cache=True, inline="always")
-def _sm(h):
-    """One splitmix64 step (Steele, Lea, Flood 2014) of state ``h``: (new state, 64 bits)."""
-    h += _GOLD
-    z = h
+def _mix(z):
+    """splitmix64's output function (Steele, Lea, Flood 2014) of counter ``z``."""
     z = (z ^ (z >> _S30)) * _M1
     z = (z ^ (z >> _S27)) * _M2
-    return h, z ^ (z >> _S31)
+    return z ^ (z >> _S31)
 
 
 @njit(cache=True, inline="always")
-def _bernoulli_word(h, pdig, keep):
-    """A word whose bits in ``keep`` are each 1 independently with probability p.
+def _mask_rows(h, dm, valid, fb, und):
+    """``fb[w]`` = a word whose bits in ``valid[w]`` are each 1 independently with probability
+    p, for every word of a clause; returns the new counter ``h``.
 
     Bit-parallel inversion: bit i is 1 iff U_i < p, U_i = 0.r1 r2 r3 ... (bit i of
-    successive random words) compared with p = 0.d1 d2 d3 ... (``pdig``) digit by digit;
-    a bit is decided at the first digit where r differs from d (r = 0 < d = 1: U < p), so
-    each level decides half the bits still open, ~8 levels per 64-bit word. Exact for p's
-    ``len(pdig)`` digits (a bit whose U matches all of them has U >= p: 0).
-    Returns (new splitmix state, mask)."""
-    und = keep
-    m = _ZERO
-    k = 0
-    while und != _ZERO and k < pdig.shape[0]:
-        h, r = _sm(h)
-        if pdig[k]:
-            m |= und & ~r
-            und &= r
-        else:
-            und &= ~r
-        k += 1
-    return h, m
+    independent random words) compared with p = 0.d1 d2 d3 ... digit by digit (``dm[k]`` =
+    all ones where d_k = 1); a bit is decided at the first digit where r differs from d
+    (r = 0 < d = 1: U < p), so each level decides half the open bits. Exact for p's
+    ``len(dm)`` digits (a bit whose U matches all of them has U >= p: 0). The first
+    :data:`LEVELS` levels run over all words (independent splitmix counters: a loop the
+    compiler vectorises), then each word with open bits goes on alone.
+    """
+    nw = fb.shape[0]
+    for w in range(nw):
+        und[w] = np.uint64(valid[w])
+        fb[w] = _ZERO
+    for k in range(LEVELS):
+        d = dm[k]
+        base = h + np.uint64(k * nw) * _GOLD
+        for w in range(nw):
+            r = _mix(base + np.uint64(w + 1) * _GOLD)
+            u = und[w]
+            fb[w] |= u & ~r & d
+            und[w] = u & ~(r ^ d)
+    h += np.uint64(LEVELS * nw) * _GOLD
+    for w in range(nw):
+        u = und[w]
+        k = LEVELS
+        while u != _ZERO and k < dm.shape[0]:
+            h += _GOLD
+            r = _mix(h)
+            fb[w] |= u & ~r & dm[k]
+            u &= ~(r ^ dm[k])
+            k += 1
+    return h
 
 
 @njit(cache=True, inline="always")
-def _ripple(sj, w, active, up):
-    """+1 (``up``) or -1, saturating, on the automata of column ``w`` of planes ``sj`` [B, W]
-    selected by ``active``. Returns (planes toggled n, 1 if the saturation fix-up ran)."""
-    carry = np.uint64(active)
-    nb = sj.shape[0]
-    n = 0
-    while n < nb and carry != _ZERO:
-        p = np.uint64(sj[n, w])
-        nxt = (p & carry) if up else (~p & carry)    # bits that were 1 carry / 0 borrow on
-        sj[n, w] = p ^ carry
-        carry = nxt
-        n += 1
-    if carry == _ZERO:
-        return n, 0
-    for b in range(nb):          # past 2^B - 1 (inc) or below 0 (dec): back to the end state
-        p = np.uint64(sj[b, w])
-        sj[b, w] = (p | carry) if up else (p & ~carry)
-    return n, 1
+def _ripple_rows(sj, act, car, up):
+    """+1 (``up``) or -1, saturating, on the automata of clause planes ``sj`` [B, W] selected
+    by ``act`` [W]: the ripple-carry of every word at once, plane by plane (branch-free: a
+    word whose carry is spent is toggled by 0, a loop the compiler vectorises).
+
+    Returns the device's tallies of its early-exit ripple, word by word: (planes toggled,
+    zero tests, words saturated). A word's ripple tests once more than it toggles unless
+    its carry entered the top plane (then it tests every plane and stops)."""
+    nb, nw = sj.shape[0], sj.shape[1]
+    tog = 0
+    full = 0
+    for w in range(nw):
+        car[w] = act[w]
+    for b in range(nb):
+        row = sj[b]
+        if b == nb - 1:
+            for w in range(nw):
+                full += car[w] != _ZERO
+        if up:
+            for w in range(nw):
+                c = car[w]
+                p = np.uint64(row[w])
+                tog += c != _ZERO
+                row[w] = p ^ c
+                car[w] = p & c                    # bits that were 1 carry on
+        else:
+            for w in range(nw):
+                c = car[w]
+                p = np.uint64(row[w])
+                tog += c != _ZERO
+                row[w] = p ^ c
+                car[w] = ~p & c                   # bits that were 0 borrow on
+    sat = 0
+    for w in range(nw):
+        sat += car[w] != _ZERO
+    if sat:                        # past 2^B - 1 (inc) or below 0 (dec): back to the end state
+        for b in range(nb):
+            row = sj[b]
+            for w in range(nw):
+                c = car[w]
+                row[w] = (np.uint64(row[w]) | c) if up else (np.uint64(row[w]) & ~c)
+    return tog, tog + nw - full, sat
 
 
 @njit(cache=True)
 def planes_add(st, masks, delta, counts, mem):
     """Test/utility entry: ``st`` [R, B, W], ``masks`` [R, W]; +1 (delta > 0) or -1 per
     masked automaton, counted as in the training kernels."""
-    nb = st.shape[1]
+    nb, nw = st.shape[1], st.shape[2]
+    car = np.zeros(nw, np.uint64)
+    act = np.zeros(nw, np.uint64)
     for r in range(st.shape[0]):
-        for w in range(st.shape[2]):
-            n, sat = _ripple(st[r], w, masks[r, w], delta > 0)
-            counts[CMP] += n + 1 if n < nb else nb
-            counts[AND] += n + (sat * nb if delta <= 0 else 0)
-            counts[XOR] += n
-            counts[OR] += sat * nb if delta > 0 else 0
-            mem[0] += n + sat * nb
-            mem[1] += n + sat * nb
+        for w in range(nw):
+            act[w] = masks[r, w]
+        tog, tests, sat = _ripple_rows(st[r], act, car, delta > 0)
+        counts[CMP] += tests
+        counts[AND] += tog + (sat * nb if delta <= 0 else 0)
+        counts[XOR] += tog
+        counts[OR] += sat * nb if delta > 0 else 0
+        mem[0] += tog + sat * nb
+        mem[1] += tog + sat * nb
 
 
 @njit(cache=True)
-def update_class(st, c, y, lit, valid, n_lit, sign, T, pdig, p_one, boost, fired, rng,
+def update_class(st, c, y, lit, valid, n_lit, sign, T, dm, p_one, boost, fired, scratch, rng,
                  counts, mem):
     """One TM update of class ``c`` toward output ``y`` (1: the sample's class; 0: another).
 
     Clause selection with probability (T - v)/(2T) (y = 1) or (T + v)/(2T) (y = 0), v the
     clipped vote; Type I to clauses whose polarity agrees with y, Type II to the others
-    (Granmo 2018, Algorithm 1; TsetlinMachineC ``tm_update``). ``pdig`` are the binary
-    digits of 1/s (``p_one``: s = 1, every literal). ``rng`` = [xorshift state of the
-    counted draws, splitmix state of the host's mask sampler]. Returns the clipped vote.
+    (Granmo 2018, Algorithm 1; TsetlinMachineC ``tm_update``). ``dm`` are the binary
+    digits of 1/s as all-zero / all-one words (``p_one``: s = 1, every literal).
+    ``scratch`` [5, W] uint64 work rows. ``rng`` = [xorshift state of the counted draws,
+    splitmix counter of the host's mask sampler]. Returns the clipped vote.
     """
     m, nb, nw = st.shape[1], st.shape[2], st.shape[3]
     top = nb - 1
-    # local tallies (flushed once: the arrays may alias nothing, but numba cannot know)
+    fb, und, car, inc, dec = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]
+    # local tallies, flushed once per update
     c_and = c_xor = c_or = c_add = c_cmp = rd = 0
-    tog = cmp_r = sat_i = sat_d = 0           # ripple: planes toggled, tests, fix-ups
+    tog = tests = sat_i = sat_d = 0           # ripple: planes toggled, zero tests, fix-ups
     v = 0
     for j in range(m):
         row = st[c, j, top]
@@ -176,10 +224,8 @@ def update_class(st, c, y, lit, valid, n_lit, sign, T, pdig, p_one, boost, fired
         v = -T
     p = (T - v) / (2.0 * T) if y == 1 else (T + v) / (2.0 * T)
     xs, h = rng[0], rng[1]
-    n_sel = 0
     for j in range(m):
         xs, u = _xs(xs)
-        n_sel += 1
         if u >= p:
             continue
         sj = st[c, j]
@@ -187,42 +233,44 @@ def update_class(st, c, y, lit, valid, n_lit, sign, T, pdig, p_one, boost, fired
             c_xor += 3 * n_lit                              # one device draw per literal
             c_add += 3 * n_lit
             c_cmp += n_lit
+            if p_one:
+                for w in range(nw):
+                    fb[w] = np.uint64(valid[w])
+            else:
+                h = _mask_rows(h, dm, valid, fb, und)       # each literal w.p. 1/s
             for w in range(nw):
-                keep = np.uint64(valid[w])
-                if p_one:
-                    fb = keep
-                else:
-                    h, fb = _bernoulli_word(h, pdig, keep)  # each literal w.p. 1/s
-                c_or += popc(fb)
-                if fired[j]:
+                c_or += popc(fb[w])
+            if fired[j]:
+                for w in range(nw):
                     lw = np.uint64(lit[w])
-                    inc = lw if boost else lw & ~fb             # w.p. (s-1)/s
-                    dec = ~lw & fb & keep
-                    c_and += 2 if boost else 3
-                    rd += 1
-                    n, s_ = _ripple(sj, w, inc, True)
-                    tog += n
-                    cmp_r += n + 1 if n < nb else nb
-                    sat_i += s_
-                    n, s_ = _ripple(sj, w, dec, False)
-                else:
-                    n, s_ = _ripple(sj, w, fb, False)
-                tog += n
-                cmp_r += n + 1 if n < nb else nb
-                sat_d += s_
-        elif fired[j]:                                        # Type II: discriminate
-            for w in range(nw):
-                inc = ~np.uint64(lit[w]) & ~np.uint64(sj[top, w]) & np.uint64(valid[w])
-                c_and += 2
-                rd += 2
-                n, s_ = _ripple(sj, w, inc, True)             # excluded literals that are 0
-                tog += n
-                cmp_r += n + 1 if n < nb else nb
+                    inc[w] = lw if boost else lw & ~fb[w]       # w.p. (s-1)/s
+                    dec[w] = ~lw & fb[w] & np.uint64(valid[w])
+                c_and += (2 if boost else 3) * nw
+                rd += nw
+                t, e, s_ = _ripple_rows(sj, inc, car, True)
+                tog += t
+                tests += e
                 sat_i += s_
+                t, e, s_ = _ripple_rows(sj, dec, car, False)
+            else:
+                t, e, s_ = _ripple_rows(sj, fb, car, False)
+            tog += t
+            tests += e
+            sat_d += s_
+        elif fired[j]:                                        # Type II: discriminate
+            trow = sj[top]
+            for w in range(nw):                               # excluded literals that are 0
+                inc[w] = ~np.uint64(lit[w]) & ~np.uint64(trow[w]) & np.uint64(valid[w])
+            c_and += 2 * nw
+            rd += 2 * nw
+            t, e, s_ = _ripple_rows(sj, inc, car, True)
+            tog += t
+            tests += e
+            sat_i += s_
     rng[0], rng[1] = xs, h
-    counts[XOR] += c_xor + 3 * n_sel + tog
-    counts[ADD] += c_add + 3 * n_sel
-    counts[CMP] += c_cmp + n_sel + cmp_r
+    counts[XOR] += c_xor + 3 * m + tog                # m counted selection draws
+    counts[ADD] += c_add + 3 * m
+    counts[CMP] += c_cmp + m + tests
     counts[AND] += c_and + tog + sat_d * nb
     counts[OR] += c_or + sat_i * nb
     mem[0] += rd + tog + (sat_i + sat_d) * nb
@@ -231,41 +279,44 @@ def update_class(st, c, y, lit, valid, n_lit, sign, T, pdig, p_one, boost, fired
 
 
 @njit(cache=True)
-def train_multiclass(lit, y, order, st, valid, n_lit, sign, T, pdig, p_one, boost, rng, counts,
+def train_multiclass(lit, y, order, st, valid, n_lit, sign, T, dm, p_one, boost, rng, counts,
                      mem):
     """One epoch of the multiclass TM: per sample, its class toward 1 and one uniformly
     drawn other class toward 0 (pyTsetlinMachine / MultiClassTsetlinMachine.c)."""
     n_cls = st.shape[0]
     fired = np.zeros(st.shape[1], np.int64)
+    scratch = np.zeros((5, st.shape[3]), np.uint64)
     for i in order:
-        update_class(st, y[i], 1, lit[i], valid, n_lit, sign, T, pdig, p_one, boost, fired,
-                     rng, counts, mem)
+        update_class(st, y[i], 1, lit[i], valid, n_lit, sign, T, dm, p_one, boost, fired,
+                     scratch, rng, counts, mem)
         if n_cls > 1:
             other = int(_draw(rng, counts) * (n_cls - 1))
             counts[CMP] += 1
             counts[ADD] += 1
             if other >= y[i]:
                 other += 1
-            update_class(st, other, 0, lit[i], valid, n_lit, sign, T, pdig, p_one, boost,
-                         fired, rng, counts, mem)
+            update_class(st, other, 0, lit[i], valid, n_lit, sign, T, dm, p_one, boost,
+                         fired, scratch, rng, counts, mem)
 
 
 @njit(cache=True)
-def train_single(lit, y, order, st, valid, n_lit, sign, T, pdig, p_one, boost, rng, counts,
+def train_single(lit, y, order, st, valid, n_lit, sign, T, dm, p_one, boost, rng, counts,
                  mem):
     """One pass of the single-output TM of the convergence paper: class 0 toward y[i]."""
     fired = np.zeros(st.shape[1], np.int64)
+    scratch = np.zeros((5, st.shape[3]), np.uint64)
     for i in order:
-        update_class(st, 0, y[i], lit[i], valid, n_lit, sign, T, pdig, p_one, boost, fired,
-                     rng, counts, mem)
+        update_class(st, 0, y[i], lit[i], valid, n_lit, sign, T, dm, p_one, boost, fired,
+                     scratch, rng, counts, mem)
 
 
 def probability_digits(p: float, n: int = 64) -> np.ndarray:
-    """The first ``n`` binary digits of p in [0, 1) (d1 = the 1/2 digit), as uint8."""
-    d = np.zeros(n, np.uint8)
+    """The first ``n`` binary digits of p in [0, 1) (d1 = the 1/2 digit) as words: all ones
+    where the digit is 1, 0 where it is 0 (uint64), what :func:`_mask_rows` compares with."""
+    d = np.zeros(n, np.uint64)
     for k in range(n):
         p *= 2.0
         if p >= 1.0:
-            d[k] = 1
+            d[k] = np.uint64(0xFFFFFFFFFFFFFFFF)
             p -= 1.0
     return d

@@ -43,7 +43,8 @@ _S7, _S13, _S17 = np.uint64(7), np.uint64(13), np.uint64(17)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
-_ZERO = np.uint64(0)
+_ZERO, _ONE = np.uint64(0), np.uint64(1)
+_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @njit(cache=True, inline="always")
@@ -182,17 +183,55 @@ def planes_add(st, masks, delta, counts, mem):
         mem[1] += tog + sat * nb
 
 
+@njit(cache=True, inline="always")
+def _ctz(x):
+    """Index of the lowest set bit of a non-zero uint64 (popcount of the bits below it)."""
+    return popc((x & (~x + _ONE)) - _ONE)
+
+
+@njit(cache=True, inline="always")
+def _first_violation(row, lit):
+    """Index of the first word where an included literal is 0 (``row[w] AND NOT lit[w]``
+    non-zero), or ``len(row)`` when the clause fires: the words the device's early exit
+    visits are known exactly."""
+    for w in range(row.shape[0]):
+        if row[w] & ~lit[w]:
+            return w
+    return row.shape[0]
+
+
+@njit(cache=True, inline="always")
+def _digits(p, pd):
+    """The binary digits of p in [0, 1] as all-zero / all-one words into ``pd``."""
+    q = p
+    for k in range(pd.shape[0]):
+        q *= 2.0
+        if q >= 1.0:
+            pd[k] = _ONES
+            q -= 1.0
+        else:
+            pd[k] = _ZERO
+
+
 @njit(cache=True)
-def update_class(st, c, y, lit, valid, n_lit, sign, T, dm, p_one, boost, fired, scratch, rng,
-                 counts, mem):
+def update_class(st, c, y, lit, valid, n_lit, sign, T, dm, p_one, boost, fired, scratch, sel,
+                 pd, incT, first, rng, counts, mem):
     """One TM update of class ``c`` toward output ``y`` (1: the sample's class; 0: another).
 
     Clause selection with probability (T - v)/(2T) (y = 1) or (T + v)/(2T) (y = 0), v the
     clipped vote; Type I to clauses whose polarity agrees with y, Type II to the others
     (Granmo 2018, Algorithm 1; TsetlinMachineC ``tm_update``). ``dm`` are the binary
     digits of 1/s as all-zero / all-one words (``p_one``: s = 1, every literal).
-    ``scratch`` [5, W] uint64 work rows. ``rng`` = [xorshift state of the counted draws,
-    splitmix counter of the host's mask sampler]. Returns the clipped vote.
+    ``scratch`` [5, W] uint64 work rows; ``sel`` [3, ceil(m / 64)] the selection mask
+    rows (row 2: the valid clause bits); ``pd`` [64] the digits of the selection
+    probability. ``incT`` [C, W, m]: the include rows transposed (clause index innermost)
+    when the clause test runs word-major over all clauses, else [C, 0, m] (then clause by
+    clause, early exit); ``first`` [m] int64 scratch. ``rng`` = [xorshift state of the
+    counted draws, splitmix counter of the host's sampler]. Returns the clipped vote.
+
+    The device draws one number per clause for the selection (counted); the host draws the
+    selected set as one Bernoulli mask over the clauses (:func:`_mask_rows`: same law) and
+    visits only the selected clauses.
     """
     m, nb, nw = st.shape[1], st.shape[2], st.shape[3]
     top = nb - 1
@@ -201,18 +240,24 @@ def update_class(st, c, y, lit, valid, n_lit, sign, T, dm, p_one, boost, fired, 
     c_and = c_xor = c_or = c_add = c_cmp = rd = 0
     tog = tests = sat_i = sat_d = 0           # ripple: planes toggled, zero tests, fix-ups
     v = 0
-    for j in range(m):
-        row = st[c, j, top]
-        f = 1
-        wv = nw
+    word_major = incT.shape[1] == nw
+    if word_major:                 # all clauses at once, word by word (vectorised over j)
+        it = incT[c]
+        for j in range(m):
+            first[j] = nw
         for w in range(nw):
-            if row[w] & ~lit[w]:
-                f = 0
-                wv = w + 1
-                break
+            lw = ~np.uint64(lit[w])
+            row = it[w]
+            for j in range(m):
+                f = first[j]
+                first[j] = w if (f == nw) and (np.uint64(row[j]) & lw) != _ZERO else f
+    for j in range(m):
+        fw = first[j] if word_major else _first_violation(st[c, j, top], lit)
+        wv = nw if fw == nw else fw + 1           # words the device's early exit visits
         c_and += wv
         c_cmp += wv
         rd += 2 * wv
+        f = 1 if fw == nw else 0
         fired[j] = f
         if f:
             v += sign[j]
@@ -223,52 +268,64 @@ def update_class(st, c, y, lit, valid, n_lit, sign, T, dm, p_one, boost, fired, 
     elif v < -T:
         v = -T
     p = (T - v) / (2.0 * T) if y == 1 else (T + v) / (2.0 * T)
-    xs, h = rng[0], rng[1]
-    for j in range(m):
-        xs, u = _xs(xs)
-        if u >= p:
-            continue
-        sj = st[c, j]
-        if (sign[j] > 0) == (y == 1):                       # Type I: recognise
-            c_xor += 3 * n_lit                              # one device draw per literal
-            c_add += 3 * n_lit
-            c_cmp += n_lit
-            if p_one:
+    h = rng[1]
+    smask = sel[0]
+    if p >= 1.0:
+        for k in range(smask.shape[0]):
+            smask[k] = sel[2, k]
+    else:
+        _digits(p, pd)
+        h = _mask_rows(h, pd, sel[2], smask, sel[1])
+    for k in range(smask.shape[0]):
+        bits = smask[k]
+        while bits != _ZERO:
+            j = k * 64 + _ctz(bits)
+            bits &= bits - _ONE
+            sj = st[c, j]
+            if (sign[j] > 0) == (y == 1):                       # Type I: recognise
+                c_xor += 3 * n_lit                              # one device draw per literal
+                c_add += 3 * n_lit
+                c_cmp += n_lit
+                if p_one:
+                    for w in range(nw):
+                        fb[w] = np.uint64(valid[w])
+                else:
+                    h = _mask_rows(h, dm, valid, fb, und)       # each literal w.p. 1/s
                 for w in range(nw):
-                    fb[w] = np.uint64(valid[w])
-            else:
-                h = _mask_rows(h, dm, valid, fb, und)       # each literal w.p. 1/s
-            for w in range(nw):
-                c_or += popc(fb[w])
-            if fired[j]:
-                for w in range(nw):
-                    lw = np.uint64(lit[w])
-                    inc[w] = lw if boost else lw & ~fb[w]       # w.p. (s-1)/s
-                    dec[w] = ~lw & fb[w] & np.uint64(valid[w])
-                c_and += (2 if boost else 3) * nw
-                rd += nw
+                    c_or += popc(fb[w])
+                if fired[j]:
+                    for w in range(nw):
+                        lw = np.uint64(lit[w])
+                        inc[w] = lw if boost else lw & ~fb[w]       # w.p. (s-1)/s
+                        dec[w] = ~lw & fb[w] & np.uint64(valid[w])
+                    c_and += (2 if boost else 3) * nw
+                    rd += nw
+                    t, e, s_ = _ripple_rows(sj, inc, car, True)
+                    tog += t
+                    tests += e
+                    sat_i += s_
+                    t, e, s_ = _ripple_rows(sj, dec, car, False)
+                else:
+                    t, e, s_ = _ripple_rows(sj, fb, car, False)
+                tog += t
+                tests += e
+                sat_d += s_
+            elif fired[j]:                                        # Type II: discriminate
+                trow = sj[top]
+                for w in range(nw):                               # excluded literals that are 0
+                    inc[w] = ~np.uint64(lit[w]) & ~np.uint64(trow[w]) & np.uint64(valid[w])
+                c_and += 2 * nw
+                rd += 2 * nw
                 t, e, s_ = _ripple_rows(sj, inc, car, True)
                 tog += t
                 tests += e
                 sat_i += s_
-                t, e, s_ = _ripple_rows(sj, dec, car, False)
-            else:
-                t, e, s_ = _ripple_rows(sj, fb, car, False)
-            tog += t
-            tests += e
-            sat_d += s_
-        elif fired[j]:                                        # Type II: discriminate
-            trow = sj[top]
-            for w in range(nw):                               # excluded literals that are 0
-                inc[w] = ~np.uint64(lit[w]) & ~np.uint64(trow[w]) & np.uint64(valid[w])
-            c_and += 2 * nw
-            rd += 2 * nw
-            t, e, s_ = _ripple_rows(sj, inc, car, True)
-            tog += t
-            tests += e
-            sat_i += s_
-    rng[0], rng[1] = xs, h
-    counts[XOR] += c_xor + 3 * m + tog                # m counted selection draws
+            if word_major:                                        # the include copy follows
+                trow = sj[top]
+                for w in range(nw):
+                    incT[c, w, j] = trow[w]
+    rng[1] = h
+    counts[XOR] += c_xor + 3 * m + tog                # the device's m selection draws
     counts[ADD] += c_add + 3 * m
     counts[CMP] += c_cmp + m + tests
     counts[AND] += c_and + tog + sat_d * nb
@@ -278,6 +335,31 @@ def update_class(st, c, y, lit, valid, n_lit, sign, T, dm, p_one, boost, fired, 
     return v
 
 
+WORD_MAJOR_MAX = 64
+"""Clauses of at most this many literal words are tested word-major over all clauses of a
+class (vectorised, no early exit on the host); longer ones clause by clause with early
+exit. Either way the device's early-exit words are what is counted."""
+
+
+@njit(cache=True)
+def _work(st):
+    """Scratch of one machine: feedback words, selection mask rows, digits, the include
+    rows transposed (clause index innermost) and the first violated word per clause."""
+    n_cls, m, nb, nw = st.shape
+    scratch = np.zeros((5, nw), np.uint64)
+    mw = (m + 63) // 64
+    sel = np.zeros((3, mw), np.uint64)
+    for j in range(m):
+        sel[2, j // 64] |= _ONE << np.uint64(j % 64)
+    incT = np.zeros((n_cls, nw if nw <= WORD_MAJOR_MAX else 0, m), np.uint64)
+    if nw <= WORD_MAJOR_MAX:
+        for c in range(n_cls):
+            for j in range(m):
+                for w in range(nw):
+                    incT[c, w, j] = st[c, j, nb - 1, w]
+    return scratch, sel, np.zeros(64, np.uint64), incT, np.zeros(m, np.int64)
+
+
 @njit(cache=True)
 def train_multiclass(lit, y, order, st, valid, n_lit, sign, T, dm, p_one, boost, rng, counts,
                      mem):
@@ -285,10 +367,10 @@ def train_multiclass(lit, y, order, st, valid, n_lit, sign, T, dm, p_one, boost,
     drawn other class toward 0 (pyTsetlinMachine / MultiClassTsetlinMachine.c)."""
     n_cls = st.shape[0]
     fired = np.zeros(st.shape[1], np.int64)
-    scratch = np.zeros((5, st.shape[3]), np.uint64)
+    scratch, sel, pd, incT, first = _work(st)
     for i in order:
         update_class(st, y[i], 1, lit[i], valid, n_lit, sign, T, dm, p_one, boost, fired,
-                     scratch, rng, counts, mem)
+                     scratch, sel, pd, incT, first, rng, counts, mem)
         if n_cls > 1:
             other = int(_draw(rng, counts) * (n_cls - 1))
             counts[CMP] += 1
@@ -296,7 +378,7 @@ def train_multiclass(lit, y, order, st, valid, n_lit, sign, T, dm, p_one, boost,
             if other >= y[i]:
                 other += 1
             update_class(st, other, 0, lit[i], valid, n_lit, sign, T, dm, p_one, boost,
-                         fired, scratch, rng, counts, mem)
+                         fired, scratch, sel, pd, incT, first, rng, counts, mem)
 
 
 @njit(cache=True)
@@ -304,10 +386,10 @@ def train_single(lit, y, order, st, valid, n_lit, sign, T, dm, p_one, boost, rng
                  mem):
     """One pass of the single-output TM of the convergence paper: class 0 toward y[i]."""
     fired = np.zeros(st.shape[1], np.int64)
-    scratch = np.zeros((5, st.shape[3]), np.uint64)
+    scratch, sel, pd, incT, first = _work(st)
     for i in order:
         update_class(st, 0, y[i], lit[i], valid, n_lit, sign, T, dm, p_one, boost, fired,
-                     scratch, rng, counts, mem)
+                     scratch, sel, pd, incT, first, rng, counts, mem)
 
 
 def probability_digits(p: float, n: int = 64) -> np.ndarray:
@@ -317,6 +399,6 @@ def probability_digits(p: float, n: int = 64) -> np.ndarray:
     for k in range(n):
         p *= 2.0
         if p >= 1.0:
-            d[k] = np.uint64(0xFFFFFFFFFFFFFFFF)
+            d[k] = _ONES
             p -= 1.0
     return d

@@ -191,10 +191,12 @@ class TsetlinMachine:
         return Trained(arrays, meta)
 
     # -- inference ---------------------------------------------------------------------
-    def scores(self, x, scope: str = "infer") -> np.ndarray:
-        """Class sums [N, C] (unclipped; empty clauses silent) run on the device."""
+    def scores(self, x, scope: str = "infer", layer: ClauseLayer | None = None) -> np.ndarray:
+        """Class sums [N, C] (unclipped; empty clauses silent) run on the device; ``layer``
+        is :meth:`clause_layer` built beforehand (rebuilt from the state when None)."""
         x = _bits(x, self.o, "TsetlinMachine.scores")
-        out = self.device.run([self.clause_layer()], pack_bits(x, self.device.word_bits), scope)
+        layer = self.clause_layer() if layer is None else layer
+        out = self.device.run([layer], pack_bits(x, self.device.word_bits), scope)
         return out.scores
 
     def labels(self, scores: np.ndarray) -> np.ndarray:
@@ -202,8 +204,8 @@ class TsetlinMachine:
         return (scores[:, 0] >= 0).astype(np.int64) if self.n_classes == 1 \
             else np.argmax(scores, 1)
 
-    def predict(self, x, scope: str = "infer") -> np.ndarray:
-        return self.labels(self.scores(x, scope))
+    def predict(self, x, scope: str = "infer", layer: ClauseLayer | None = None) -> np.ndarray:
+        return self.labels(self.scores(x, scope, layer))
 
     def evaluate(self, x, y, scope: str = "infer") -> dict:
         return {"accuracy": float(np.mean(self.predict(x, scope) == np.asarray(y)))}

@@ -128,13 +128,17 @@ def clause_votes(x, pos, neg, cls, wt, votes, fired, counts):
     wb = fired.itemsize * 8
     one = fired.dtype.type(1)
     adds = 0
+    zero = x.dtype.type(0)
     for i in range(n):
         for c in range(c_total):
-            viol = x.dtype.type(0)
+            viol = zero
+            # the host stops at the first violated word; the device evaluates all W words
+            # (counted below), so the counts do not depend on where the host stops
             for v in range(w):
-                viol |= pos[c, v] & ~x[i, v]
-                viol |= neg[c, v] & x[i, v]
-            if viol == 0:
+                viol = (pos[c, v] & ~x[i, v]) | (neg[c, v] & x[i, v])
+                if viol != zero:
+                    break
+            if viol == zero:
                 votes[i, cls[c]] += wt[c]
                 fired[i, c // wb] |= one << fired.dtype.type(c % wb)
                 adds += 1

@@ -76,3 +76,25 @@ def test_plane_counts_are_exact():
     assert mem.tolist() == [3, 3]
 
 
+
+
+@pytest.mark.parametrize("p", [0.1, 1 / 3.9, 0.5])
+def test_feedback_masks_are_independent_bits_of_probability_p(p):
+    # 20,000 masks of 3 words, the last one 16 valid bits (144 bits each): the sampler must
+    # set each valid bit with probability p (mean and every position within 5 standard
+    # errors), independently (per-mask count variance = binomial n p (1 - p) within 5%),
+    # and never a bit outside ``valid``
+    valid = np.array([2 ** 64 - 1, 2 ** 64 - 1, 2 ** 16 - 1], np.uint64)
+    fb, und = np.zeros(3, np.uint64), np.zeros(3, np.uint64)
+    h = np.uint64(12345)
+    dm = K.probability_digits(p)
+    masks = np.zeros((20000, 3), np.uint64)
+    for i in range(len(masks)):
+        h = np.uint64(K._mask_rows(h, dm, valid, fb, und))
+        masks[i] = fb
+    assert not np.any(masks & ~valid)
+    bits = unpack_bits(masks, 192)[:, :144].astype(float)
+    se = np.sqrt(p * (1 - p) / bits.size)
+    assert abs(bits.mean() - p) < 5 * se
+    assert np.all(np.abs(bits.mean(0) - p) < 5 * np.sqrt(p * (1 - p) / len(bits)))
+    assert abs(bits.sum(1).var() / (144 * p * (1 - p)) - 1) < 0.05

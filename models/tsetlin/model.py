@@ -34,8 +34,10 @@ Readings chosen where sources differ or are unsure:
   only creates ties; it changes no decision when one class sum exceeds T.
 - the Type I 1/s mask sets every literal independently (TsetlinMachineC), not the
   normal-approximated count of the fast bit-plane code. The ledger counts the device's
-  one draw per literal; the host samples the same law by geometric skipping between set
-  bits (far fewer draws), so the masks match in distribution, not stream for stream.
+  one draw per literal; the host samples the same law bit-parallel (64 literals per
+  random word and digit of 1/s, ``kernels._mask_rows``), so the masks match in
+  distribution, not stream for stream. Likewise the clause selection: the device draws
+  once per clause (counted), the host draws the selected set as one mask over the clauses.
 - absorbing state (:meth:`TsetlinMachine.is_absorbing`): clause outputs, votes and selection
   probabilities depend only on the include/exclude actions, so an action configuration
   is absorbing iff no sample with positive probability can push any automaton towards the

@@ -34,8 +34,10 @@ Readings chosen where sources differ or are unsure:
   only creates ties; it changes no decision when one class sum exceeds T.
 - the Type I 1/s mask sets every literal independently (TsetlinMachineC), not the
   normal-approximated count of the fast bit-plane code. The ledger counts the device's
-  one draw per literal; the host samples the same law by geometric skipping between set
-  bits (far fewer draws), so the masks match in distribution, not stream for stream.
+  one draw per literal; the host samples the same law bit-parallel (64 literals per
+  random word and digit of 1/s, ``kernels._mask_rows``), so the masks match in
+  distribution, not stream for stream. Likewise the clause selection: the device draws
+  once per clause (counted), the host draws the selected set as one mask over the clauses.
 - absorbing state (:meth:`TsetlinMachine.is_absorbing`): clause outputs, votes and selection
   probabilities depend only on the include/exclude actions, so an action configuration
   is absorbing iff no sample with positive probability can push any automaton towards the
@@ -88,17 +90,17 @@ class TsetlinMachine:
         b = int(config.state_bits)
         dt = device.word_dtype
         self.valid = pack_bits(np.ones((1, self.n_lit), np.uint8), wb)[0]          # (W,)
-        self.nbits = np.minimum(wb, self.n_lit - wb * np.arange(self.n_w)).astype(np.int64)
-        self.bit = (np.ones(wb, dt) << np.arange(wb, dtype=dt)).astype(dt)         # (wb,)
         # every automaton at N - 1: all planes but the top one are ones over the literals
-        self.state = np.zeros((self.n_classes, config.clauses, self.n_w, b), dt)   # (C, m, W, B)
-        self.state[..., :b - 1] = self.valid[:, None]
+        self.state = np.zeros((self.n_classes, config.clauses, b, self.n_w), dt)   # (C, m, B, W)
+        self.state[:, :, :b - 1] = self.valid
+        self._pdig = K.probability_digits(1.0 / config.s)
         pol = np.ones(config.clauses, np.int64)
         if config.polarity == "alternate":
             pol[1::2] = -1
         self.sign = pol
         rs = np.random.default_rng(config.seed)
-        self._rng = np.array([rs.integers(1, 2**63, dtype=np.uint64)], np.uint64)
+        # [xorshift state of the counted draws, splitmix state of the host's mask sampler]
+        self._rng = rs.integers(1, 2**63, size=2, dtype=np.uint64)
         self._order_rng = rs
         self.history: list[dict] = []
         self.updates = 0
@@ -146,8 +148,7 @@ class TsetlinMachine:
         mem = np.zeros(2, np.int64)
         fn = K.train_single if self.n_classes == 1 else K.train_multiclass
         fn(lit, np.asarray(y, np.int64), np.asarray(order, np.int64), self.state, self.valid,
-           self.nbits, self.bit, self.sign, int(cfg.T), 1.0 / cfg.s,
-           float(np.log1p(-1.0 / cfg.s)) if cfg.s > 1 else -np.inf,
+           self.n_lit, self.sign, int(cfg.T), self._pdig, bool(cfg.s == 1.0),
            bool(cfg.boost_true_positive), self._rng, counts, mem)
         with self.device.count(scope, samples=len(order)):
             self._flush(counts, mem)
@@ -159,13 +160,13 @@ class TsetlinMachine:
         b = self.config.state_bits
         out = np.zeros((self.n_classes, self.config.clauses, self.n_lit), np.int64)
         for p in range(b):
-            plane = unpack_bits(self.state[..., p].reshape(-1, self.n_w), self.n_lit)
+            plane = unpack_bits(self.state[:, :, p].reshape(-1, self.n_w), self.n_lit)
             out += plane.reshape(out.shape).astype(np.int64) << p
         return out
 
     def include(self) -> np.ndarray:
         """Include actions [C, m, 2o] (bool): the top plane."""
-        top = self.state[..., -1].reshape(-1, self.n_w)
+        top = self.state[:, :, -1].reshape(-1, self.n_w)
         return unpack_bits(top, self.n_lit).reshape(self.n_classes, self.config.clauses,
                                                     self.n_lit).astype(bool)
 
@@ -192,10 +193,12 @@ class TsetlinMachine:
         return Trained(arrays, meta)
 
     # -- inference ---------------------------------------------------------------------
-    def scores(self, x, scope: str = "infer") -> np.ndarray:
-        """Class sums [N, C] (unclipped; empty clauses silent) run on the device."""
+    def scores(self, x, scope: str = "infer", layer: ClauseLayer | None = None) -> np.ndarray:
+        """Class sums [N, C] (unclipped; empty clauses silent) run on the device; ``layer``
+        is :meth:`clause_layer` built beforehand (rebuilt from the state when None)."""
         x = _bits(x, self.o, "TsetlinMachine.scores")
-        out = self.device.run([self.clause_layer()], pack_bits(x, self.device.word_bits), scope)
+        layer = self.clause_layer() if layer is None else layer
+        out = self.device.run([layer], pack_bits(x, self.device.word_bits), scope)
         return out.scores
 
     def labels(self, scores: np.ndarray) -> np.ndarray:
@@ -203,8 +206,8 @@ class TsetlinMachine:
         return (scores[:, 0] >= 0).astype(np.int64) if self.n_classes == 1 \
             else np.argmax(scores, 1)
 
-    def predict(self, x, scope: str = "infer") -> np.ndarray:
-        return self.labels(self.scores(x, scope))
+    def predict(self, x, scope: str = "infer", layer: ClauseLayer | None = None) -> np.ndarray:
+        return self.labels(self.scores(x, scope, layer))
 
     def evaluate(self, x, y, scope: str = "infer") -> dict:
         return {"accuracy": float(np.mean(self.predict(x, scope) == np.asarray(y)))}

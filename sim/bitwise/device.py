@@ -49,6 +49,13 @@ def _zeros_counts() -> np.ndarray:
     return np.zeros(len(OP_NAMES), dtype=np.int64)
 
 
+
+def _ones(words: np.ndarray) -> int:
+    """Set bits in packed words (numpy >= 2: ``bitwise_count``; else unpacked bytes)."""
+    if hasattr(np, "bitwise_count"):
+        return int(np.bitwise_count(words).sum(dtype=np.int64))
+    return int(np.unpackbits(np.ascontiguousarray(words).view(np.uint8)).sum())
+
 class BitwiseDevice(Device):
     """Packed-word engine for ``bitwise`` profiles (Cortex-M, FPGA BNN fabric).
 
@@ -481,8 +488,7 @@ class BitwiseDevice(Device):
             if isinstance(layer, ClauseLayer):
                 n_clauses = layer.pos.shape[0]
                 w = 2 * n_clauses * layer.k
-                included = int(np.unpackbits(layer.pos.view(np.uint8)).sum()
-                               + np.unpackbits(layer.neg.view(np.uint8)).sum())
+                included = _ones(layer.pos) + _ones(layer.neg)
                 own = w + 2 * n_clauses
                 zeros += w - included
             else:

@@ -268,13 +268,28 @@ def clause_votes(x, pos, neg, cls, wt, votes, fired, counts):
     wb = fired.itemsize * 8
     one = fired.dtype.type(1)
     adds = 0
+    # the host runs word-major over all clauses (include words transposed, clause index
+    # innermost: a loop the compiler vectorises); the device evaluates every word of every
+    # clause (counted below), so the counts do not depend on the host's order
+    pt = np.empty((w, c_total), x.dtype)
+    nt = np.empty((w, c_total), x.dtype)
+    for c in range(c_total):
+        for v in range(w):
+            pt[v, c] = pos[c, v]
+            nt[v, c] = neg[c, v]
+    viol = np.empty(c_total, x.dtype)
     for i in range(n):
         for c in range(c_total):
-            viol = x.dtype.type(0)
-            for v in range(w):
-                viol |= pos[c, v] & ~x[i, v]
-                viol |= neg[c, v] & x[i, v]
-            if viol == 0:
+            viol[c] = 0
+        for v in range(w):
+            xv = x[i, v]
+            nx = ~xv
+            prow = pt[v]
+            nrow = nt[v]
+            for c in range(c_total):
+                viol[c] |= (prow[c] & nx) | (nrow[c] & xv)
+        for c in range(c_total):
+            if viol[c] == 0:
                 votes[i, cls[c]] += wt[c]
                 fired[i, c // wb] |= one << fired.dtype.type(c % wb)
                 adds += 1

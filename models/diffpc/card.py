@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
+from models.shared.schedules import check_schedule
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -37,6 +38,7 @@ class DiffPCConfig:
     batch_size: int = 32
     lr: float = 1e-3
     weight_decay: float = 1e-4
+    lr_schedule: str = "constant"   # or "cosine" (models.shared.schedules.lr_factor)
     seed: int = 0
 
     def __post_init__(self):
@@ -54,6 +56,7 @@ class DiffPCConfig:
         if not (self.gamma > 0 and self.lr > 0 and self.const_c > 0):
             raise ModelError("DiffPCConfig: gamma, lr and const_c must be > 0")
         check_at_least(self, weight_decay=0)
+        check_schedule("DiffPCConfig", self.lr_schedule)
 
     @property
     def steps(self) -> int:
@@ -78,6 +81,9 @@ def simulate(cfg: DiffPCConfig, device, data, progress=None) -> Outcome:
     from models.diffpc.model import DiffPCClassifier
     torch.set_num_threads(1)   # the counts do not depend on it; one thread, as measured
     model = DiffPCClassifier(data.n_features, data.n_classes, cfg, device)
+    # PCNet.step follows the schedule over the run's batches (fit skips partial batches)
+    model.net.set_schedule(cfg.lr_schedule,
+                           cfg.epochs * (len(data.x_train) // cfg.batch_size))
     model.fit(data.x_train, data.y_train, progress=progress)
     acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
     metrics = {"test_accuracy": acc, **model.comm(),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
+from models.shared.schedules import check_schedule
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -29,6 +30,7 @@ class PCConfig:
     batch_size: int = 32
     lr: float = 1e-3         # AdamW step size (not reported in the paper)
     weight_decay: float = 1e-4
+    lr_schedule: str = "constant"   # or "cosine" (models.shared.schedules.lr_factor)
     seed: int = 0
 
     def __post_init__(self):
@@ -42,6 +44,7 @@ class PCConfig:
         if not (self.lr > 0 and self.eta > 0):
             raise ModelError(f"PCConfig lr = {self.lr}, eta = {self.eta}: both must be > 0")
         check_at_least(self, weight_decay=0)
+        check_schedule("PCConfig", self.lr_schedule)
 
 
 PRESETS = {

@@ -109,11 +109,14 @@ class DiffPCNetwork:
     batch : B, samples run side by side
     config : DiffPCConfig
     device : NeuromorphicDevice
+    loop : the engine's step loop, ``"compiled"`` (all steps of an iteration in one numba
+        call) or ``"python"`` (one step per Python iteration: the reference, same counts)
     """
 
     def __init__(self, net: PCNet, batch: int, config: DiffPCConfig,
-                 device: NeuromorphicDevice):
+                 device: NeuromorphicDevice, loop: str = "compiled"):
         self.net, self.B, self.cfg, self.dev = net, int(batch), config, device
+        self.loop = loop
         cfg = config
         bits = device.profile.limit("spike_payload_bits")
         if cfg.schedule != "constant-decay" and (bits is None or cfg.n > int(bits) - 1):
@@ -190,7 +193,7 @@ class DiffPCNetwork:
                 rows["xA"] = np.maximum(mu, 0.0)                # xA = phi(xT)
             dev.set_custom_state(f"h{layer}", {k: np.concatenate([v, np.zeros(h)])
                                                for k, v in rows.items()}, reset=True)
-        res = dev.run(self.cfg.steps, scope=scope)
+        res = dev.run(self.cfg.steps, scope=scope, loop=self.loop)
         out = {}
         for layer in range(1, len(sizes)):
             name, h = f"h{layer}", B * sizes[layer]
@@ -224,11 +227,11 @@ class DiffPCClassifier:
     """DiffPC trained on a NeuromorphicDevice; weights and AdamW from PCNet."""
 
     def __init__(self, n_inputs: int, n_classes: int, config: DiffPCConfig,
-                 device: NeuromorphicDevice):
+                 device: NeuromorphicDevice, loop: str = "compiled"):
         self.config, self.device = config, device
         self.sizes = (n_inputs, *config.hidden, n_classes)
         self.net = PCNet(self.sizes, config.lr, config.weight_decay, config.seed)
-        self.engine = DiffPCNetwork(self.net, config.batch_size, config, device)
+        self.engine = DiffPCNetwork(self.net, config.batch_size, config, device, loop=loop)
         # counts the learning step with the torch engine, as float PC's (module docstring)
         self.host = sim.device(HOST_PROFILE, prefer_cuda=False)
         self.history: list[dict] = []

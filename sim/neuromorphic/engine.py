@@ -2,8 +2,11 @@
 
 The device owns the state arrays of a compiled network and calls the numba kernels of
 ``kernels.py``. A network of built-in neurons runs whole in one kernel call
-(``run_builtin``); a network with a custom :class:`NeuronKernel` population runs one step
-per Python iteration, the same kernels around the user's update function. Counts are
+(``run_builtin``); a network with custom :class:`NeuronKernel` populations whose updates are
+numba-jitted runs whole in one call of ``custom_loop.run_custom``, the same per-step
+kernels around the users' update functions, called inside the compiled loop. Updates that
+are not jitted (plain Python) run one step per Python iteration (``run(...,
+loop="python")``, also the reference the compiled loop is tested against). Counts are
 accumulated in an int64 array inside the kernels and flushed to the ledger once per
 ``run`` call (a batch of steps), under the scope given to ``run``.
 
@@ -13,19 +16,25 @@ to the ledger as a :class:`~sim.ledger.StepTiming` record of its scope.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.extending import is_jitted
 
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.device import Device, register_engine
 from sim.errors import HardwareLimitError, ModelError
+from sim.neuromorphic import custom_loop as CL
 from sim.neuromorphic import kernels as K
 from sim.neuromorphic import timing
+from sim.neuromorphic import weights as W
 from sim.neuromorphic.compiler import MODEL_CODES, Compiled, compile_network
-from sim.neuromorphic.network import Network
+from sim.neuromorphic.network import MAX_CHANNELS, Network
 
+LOOPS = ("compiled", "python")
 _OPS = tuple(OP_CODES[k] for k in ("synop", "neuron_update_active", "neuron_update_idle",
                                    "spike", "hop"))
 
@@ -178,17 +187,7 @@ class NeuromorphicDevice(Device):
         # this step's spiking indices (neurons and sources), so delivery walks spikes only
         self.spk_list = np.zeros(c.n_neurons + c.n_sources, np.int64)
         self.nspk = np.zeros(1, np.int64)
-        # custom populations: their own state and parameter matrices
-        self._customs = {}
-        for p in pops:
-            if p.custom:
-                st = np.zeros((len(p.model.state_names), p.n))
-                for k, name in enumerate(p.model.state_names):
-                    if name in p.state_init:
-                        st[k] = p.state_init[name]
-                prm = np.array([p.params[k] for k in p.model.param_names]).reshape(
-                    len(p.model.param_names), p.n)
-                self._customs[p.name] = (st, np.ascontiguousarray(prm))
+        self._alloc_customs(c, pops)
         # sources: events merged into one sorted list; Poisson probabilities per channel
         ev_s, ev_i, ev_p = [], [], []
         self.pois_prob = np.zeros(c.n_sources)
@@ -225,6 +224,78 @@ class NeuromorphicDevice(Device):
         top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
         self.payload_range = (1 if bits is None else -top, top)
 
+    def _alloc_customs(self, c: Compiled, pops) -> None:
+        """Custom populations' state and parameter matrices, and the tables of the compiled
+        loop (``custom_loop.run_custom``'s arguments).
+
+        Every population's ``(rows, n)`` state and params are views into one flat array each,
+        so ``custom_state``/``set_custom_state`` and both loops see the same memory."""
+        cus = [p for p in pops if p.custom]
+        self._customs = {}
+        self._cu = None
+        if not cus:
+            return
+        sizes = [len(p.model.state_names) * p.n for p in cus]
+        psizes = [len(p.model.param_names) * p.n for p in cus]
+        st_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        pr_off = np.concatenate([[0], np.cumsum(psizes)]).astype(np.int64)
+        st_flat, pr_flat = np.zeros(int(st_off[-1])), np.zeros(int(pr_off[-1]))
+        for j, p in enumerate(cus):
+            st = st_flat[st_off[j]:st_off[j + 1]].reshape(len(p.model.state_names), p.n)
+            for k, name in enumerate(p.model.state_names):
+                if name in p.state_init:
+                    st[k] = p.state_init[name]
+            prm = pr_flat[pr_off[j]:pr_off[j + 1]].reshape(len(p.model.param_names), p.n)
+            for k, name in enumerate(p.model.param_names):
+                prm[k] = p.params[name]
+            self._customs[p.name] = (st, prm)
+        # the compiled loop calls jitted updates only; any other kind runs the Python path
+        updates = [p.model.update for p in cus]
+        if not all(is_jitted(f) for f in updates):
+            return
+        distinct = list(dict.fromkeys(updates))
+        lo = np.array([c.offsets[p.name][0] for p in cus], np.int64)
+        n = np.array([p.n for p in cus], np.int64)
+        nch = np.array([p.n_channels for p in cus], np.int64)
+        inp_off = np.concatenate([[0], np.cumsum(n * nch)]).astype(np.int64)
+        # per population and channel, the interval of neurons some synapse targets (the
+        # only ring-buffer columns that can be non-zero; custom_loop's docstring)
+        N = c.n_neurons
+        ch, post = c.col // N, c.col % N
+        g_lo = np.zeros((len(cus), MAX_CHANNELS), np.int64)
+        g_hi = np.zeros((len(cus), MAX_CHANNELS), np.int64)
+        for j in range(len(cus)):
+            for k in range(nch[j]):
+                hit = post[(ch == k) & (post >= lo[j]) & (post < lo[j] + n[j])]
+                if hit.size:
+                    g_lo[j, k], g_hi[j, k] = hit.min() - lo[j], hit.max() + 1 - lo[j]
+        # runs of neurons on one core: the per-core tally of a population in O(cores)
+        seg_ptr, seg_lo, seg_hi, seg_row = [0], [], [], []
+        for j in range(len(cus)):
+            rows = c.core_of[lo[j]:lo[j] + n[j]] + 1
+            cut = np.flatnonzero(np.diff(rows)) + 1
+            starts = np.concatenate([[0], cut])
+            ends = np.concatenate([cut, [n[j]]])
+            seg_lo += starts.tolist()
+            seg_hi += ends.tolist()
+            seg_row += rows[starts].tolist()
+            seg_ptr.append(len(seg_lo))
+        builtin = [p for p in pops if not p.custom]
+        i64 = lambda x: np.array(x, np.int64)  # noqa: E731
+        self._cu = dict(
+            kernels=tuple(distinct),
+            b_lo=i64([c.offsets[p.name][0] for p in builtin]),
+            b_hi=i64([c.offsets[p.name][1] for p in builtin]),
+            cu_kid=i64([distinct.index(f) for f in updates]), cu_lo=lo, cu_n=n, cu_nch=nch,
+            st_flat=st_flat, st_off=st_off,
+            st_rows=i64([len(p.model.state_names) for p in cus]),
+            pr_flat=pr_flat, pr_off=pr_off,
+            pr_rows=i64([len(p.model.param_names) for p in cus]),
+            inp_flat=np.zeros(int(inp_off[-1])), inp_off=inp_off, g_lo=g_lo, g_hi=g_hi,
+            base_nz=np.zeros(c.n_neurons, np.uint8),
+            seg_ptr=i64(seg_ptr), seg_lo=i64(seg_lo), seg_hi=i64(seg_hi),
+            seg_row=i64(seg_row), names=[p.name for p in cus])
+
     def _set_inj(self, t: int) -> int:
         """Injected currents as they are in step ``t``; returns the next step > t at which
         one switches on (a kernel call must stop there), or 2**62 when none does."""
@@ -236,17 +307,27 @@ class NeuromorphicDevice(Device):
         return nxt
 
     # -- run -------------------------------------------------------------------------------
-    def run(self, n_steps: int, scope: str | None = "run") -> SimResult:
+    def run(self, n_steps: int, scope: str | None = "run", *,
+            loop: str = "compiled") -> SimResult:
         """Advance ``n_steps`` steps from the current step; count into ``ledger[scope]``.
 
         Inside ``with dev.count(outer):`` the counts go to ``outer/scope`` (``scope=None``:
         the block's own scope), the one nesting rule of every engine (``Device.count``).
+
+        ``loop``: ``"compiled"`` runs all steps inside numba (``kernels.run_builtin``, or
+        ``custom_loop.run_custom`` when the network has custom populations whose updates are
+        all jitted; otherwise the Python path); ``"python"`` runs a network with custom
+        populations one step per Python iteration (the reference the compiled loop is
+        tested against: the same spikes, states, counts, bytes and times).
         """
         c = self._need_compiled()
         if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) \
                 or n_steps < 0:
             raise ModelError(f"[NeuromorphicDevice.run] n_steps = {n_steps!r}; expected an "
                              "integer >= 0")
+        if loop not in LOOPS:
+            raise ModelError(f"[NeuromorphicDevice.run] loop = {loop!r}; expected one of "
+                             f"{LOOPS}")
         n_steps = int(n_steps)
         net = c.net
         probes = [(t, w) for t, w in net.probes if w != "spikes"]
@@ -284,6 +365,29 @@ class NeuromorphicDevice(Device):
         clk.start()
         args_core = (self.core_row, *self.rc, clk.cc)
         args_clock = (clk.tot, clk.tau, clk.sync, clk.stats)
+        cu = self._cu if loop == "compiled" else None
+        if cu is not None:
+            # custom probes: (state row, first column) per population into one record
+            cp, cols = [[] for _ in cu["names"]], {}
+            for target, what in probes:
+                key, pop = f"{target}.{what}", net.populations[target]
+                if pop.custom and key not in cols:
+                    w0 = sum(b - a for a, b in cols.values())
+                    cols[key] = (w0, w0 + pop.n)
+                    cp[cu["names"].index(target)].append(
+                        (pop.model.state_names.index(what), w0))
+            crec = np.zeros((n_steps, sum(b - a for a, b in cols.values())))
+            custom_rec = {k: crec[:, a:b] for k, (a, b) in cols.items()}
+            cp_ptr = np.cumsum([0] + [len(x) for x in cp]).astype(np.int64)
+            cp_row = np.array([r for x in cp for r, _ in x], np.int64)
+            cp_col = np.array([k for x in cp for _, k in x], np.int64)
+            err = np.full(3, -1, np.int64)
+            args_cu = (cu["b_lo"], cu["b_hi"], cu["cu_kid"], cu["cu_lo"], cu["cu_n"],
+                       cu["cu_nch"], cu["st_flat"], cu["st_off"], cu["st_rows"],
+                       cu["pr_flat"], cu["pr_off"], cu["pr_rows"], cu["inp_flat"],
+                       cu["inp_off"], cu["g_lo"], cu["g_hi"], cu["base_nz"], cu["seg_ptr"],
+                       cu["seg_lo"], cu["seg_hi"], cu["seg_row"], cp_ptr, cp_row, cp_col,
+                       crec, *self.payload_range, err)
         t = t0
         while t < t1:
             if spk_n[0] + self.payload.size > spk_t.size:
@@ -297,6 +401,22 @@ class NeuromorphicDevice(Device):
                                   self.pois_prob, self.rng, *args_syn, counts, nbytes,
                                   spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
                                   SYNOP, NU_A, NU_I, SPIKE, HOP, *args_core, *args_clock)
+                continue
+            if cu is not None:
+                CL.prepare_inputs(cu["cu_lo"], cu["cu_n"], cu["cu_nch"], cu["inp_flat"],
+                                  cu["inp_off"], cu["g_lo"], cu["g_hi"], self.inj,
+                                  cu["base_nz"])
+                with warnings.catch_warnings():
+                    # literal_unroll over dispatchers is numba's first-class function
+                    # feature, flagged experimental when the loop is compiled
+                    warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+                    t = CL.run_custom(cu["kernels"], t, stop, t0, *args_neur, *self.ev,
+                                      self.ev_ptr, self.pois_prob, self.rng, *args_syn,
+                                      counts, nbytes, spk_t, spk_i, spk_p, spk_n, probe_idx,
+                                      probe_var, rec, SYNOP, NU_A, NU_I, SPIKE, HOP,
+                                      *args_core, *args_clock, *args_cu)
+                if err[0] >= 0:
+                    self._payload_error(cu["names"][err[0]], int(err[1]), int(err[2]))
                 continue
             K.sources_step(t, c.n_neurons, self.payload, *self.ev, self.ev_ptr,
                            self.pois_prob, self.rng, self.spk_list, self.nspk)
@@ -334,10 +454,7 @@ class NeuromorphicDevice(Device):
             lo, hi = self.payload_range
             bad = np.flatnonzero((pl != 0) & ((pl < lo) | (pl > hi)))
             if bad.size:
-                raise HardwareLimitError(
-                    f"[NeuromorphicDevice.run] population {name!r} neuron {int(bad[0])} "
-                    f"emitted payload {int(pl[bad[0]])}; {self.profile.name} carries payloads "
-                    f"in {lo}..{hi} (limits.spike_payload_bits; binary spikes when absent)")
+                self._payload_error(name, int(bad[0]), int(pl[bad[0]]))
             fired = np.flatnonzero(pl) + a
             k = int(self.nspk[0])
             self.spk_list[k:k + fired.size] = fired
@@ -351,6 +468,13 @@ class NeuromorphicDevice(Device):
                 key = f"{name}.{sname}"
                 if key in custom_rec:
                     custom_rec[key][row] = state[k]
+
+    def _payload_error(self, name: str, i: int, payload: int) -> None:
+        lo, hi = self.payload_range
+        raise HardwareLimitError(
+            f"[NeuromorphicDevice.run] population {name!r} neuron {i} emitted payload "
+            f"{payload}; {self.profile.name} carries payloads in {lo}..{hi} "
+            "(limits.spike_payload_bits; binary spikes when absent)")
 
     def _result(self, t0, n_steps, st, si, sp, rec, spans, custom_rec, counts, nbytes):
         c = self.compiled
@@ -384,19 +508,16 @@ class NeuromorphicDevice(Device):
                              f"has shape {delta.shape}; expected finite values of shape "
                              f"{perm.shape} (one per synapse)")
         q = next((x for x in c.quantisation if x.projection == projection), None)
-        new = c.w[perm] + delta
-        if q is not None:
-            top = 2 ** (q.bits - 1) - 1
-            new = np.clip(np.round(new / q.scale), -top, top) * q.scale
-        hit = new != c.w[perm]
-        changed = int(np.count_nonzero(hit))
-        c.w[perm] = new
+        per_row = np.zeros(self.clock.rows, np.int64)
+        changed = int(W.add_weights(c.w, perm, delta, 0.0 if q is None else q.scale,
+                                    0.0 if q is None else 2.0 ** (q.bits - 1) - 1, c.col,
+                                    c.n_neurons, c.core_of, per_row))
         self.ledger.add("syn_update", changed, scope=scope)
         self.ledger.add_bytes("local", read=changed * c.entry_bytes,
                               write=changed * c.entry_bytes, scope=scope)
         if changed:
             # one learning phase: each update on the core of its synapse's target neuron
-            rows = c.core_of[c.col[perm[hit]] % c.n_neurons] + 1
+            rows = np.repeat(np.arange(per_row.size), per_row)
             self.ledger.add_timing(self.clock.phase(rows, "syn_update"), scope=scope)
         return changed
 

@@ -87,3 +87,67 @@ def test_one_step_by_hand():
     diffpc_update(inp, state, _params(1, 2, 0), pl)
     assert pl.tolist() == [1, 1]
     assert state[:6, 0].tolist() == [2.5, 1.5, 0.75, 1.75, 1.5, 0.0]
+
+
+def _naive_update(inp, state, params, payload):
+    # the kernel's first form, plain Python with nested branches: the twin of diffpc_update
+    h = state.shape[1] // 2
+    gamma, n, m = params[0, 0], int(params[1, 0]), params[2, 0]
+    clamped, emit_err, sched = params[3, 0], params[4, 0], int(params[5, 0])
+    a, T_iter, c = params[6, 0], int(params[7, 0]), params[8, 0]
+    clk = int(state[6, 0])
+    k = clk % n
+    T = threshold.py_func(clk, n, m, sched, a, T_iter, c)
+    d_prev = 1.0 - (1.0 - a) * ((clk - 1) % T_iter) / T_iter if clk > 0 else 0.0
+    grade = 1 if sched == 2 else 1 << (n - 1 - k)
+    for i in range(h):
+        xT, xA, xF = state[0, i], state[1, i], state[2, i]
+        eA, b = state[4, i], state[5, i]
+        xF += d_prev * inp[i, 0]
+        b += d_prev * inp[i, 1]
+        eT = xT - xF
+        if k == 0 and clamped == 0.0:
+            xT += gamma * (-eT + (1.0 if xT > 0.0 else 0.0) * b)
+        s = 0
+        if clamped == 0.0:
+            dx = xT - xA
+            s = 1 if dx > T else (-1 if dx < -T else 0)
+            if xA + T * s < 0.0:
+                s = 0
+            xA += T * s
+        de = eT - eA
+        se = 1 if de > T else (-1 if de < -T else 0)
+        eA += T * se
+        payload[i] = s * grade
+        if emit_err != 0.0:
+            payload[h + i] = se * grade
+        state[0, i], state[1, i], state[2, i] = xT, xA, xF
+        state[3, i], state[4, i], state[5, i] = eT, eA, b
+    state[6, :] = clk + 1
+
+
+@pytest.mark.parametrize("clamped", [0.0, 1.0])
+@pytest.mark.parametrize("emit_err", [0.0, 1.0])
+@pytest.mark.parametrize("sched", [0, 1, 2])
+def test_kernel_equals_its_naive_twin_bit_for_bit(clamped, emit_err, sched):
+    # 2 x 6 = 12 steps (a cycle start every 6, the iteration of 9 steps wraps) on random
+    # states and sparse random input, including xT <= 0 (the ReLU gate) and xA near 0
+    rng = np.random.default_rng(int(10 * clamped + 2 * emit_err + sched))
+    h = 200
+    states = [np.zeros((len(STATE), 2 * h)) for _ in range(2)]
+    for st in states:
+        st[0, :h] = np.random.default_rng(1).uniform(-0.3, 1.0, h)
+        st[1, :h] = np.maximum(st[0, :h] + np.random.default_rng(2).normal(0, 0.1, h), 0)
+        st[2, :h] = np.random.default_rng(3).uniform(0, 1, h)
+    prm = _params(h, 6, 0, gamma=0.1, clamped=clamped, emit_err=emit_err, sched=sched,
+                  a=0.3, T_iter=9, c=0.05)
+    sent = 0
+    for _ in range(12):
+        inp = rng.normal(0, 0.05, (2 * h, 2)) * (rng.random((2 * h, 2)) < 0.3)
+        pls = [np.zeros(2 * h, np.int32) for _ in range(2)]
+        diffpc_update(inp, states[0], prm, pls[0])
+        _naive_update(inp, states[1], prm, pls[1])
+        np.testing.assert_array_equal(pls[0], pls[1])
+        np.testing.assert_array_equal(states[0], states[1])
+        sent += np.count_nonzero(pls[0])
+    assert sent > 0 or clamped == 1.0 and emit_err == 0.0    # spikes were compared

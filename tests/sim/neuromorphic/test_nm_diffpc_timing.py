@@ -57,9 +57,9 @@ def test_diffpc_latency_is_slowest_core_plus_barrier_per_step():
     batches = []
     run = dev.run
 
-    def recording_run(n_steps, scope="run"):
+    def recording_run(n_steps, scope="run", **kw):
         w = dev.compiled.w.copy()              # the weights in force during this batch
-        res = run(n_steps, scope=scope)
+        res = run(n_steps, scope=scope, **kw)
         batches.append((w, res))
         return res
     dev.run = recording_run

@@ -83,6 +83,8 @@ def one_seed(dataset, preset, seed, overrides, limit_train, out: str) -> dict:
     epochs = cfg["epochs"]
     return {"seed": seed, "arch": arch, "hidden": list(cfg["hidden"]), "wall_s": wall,
             "cpu_s": cpu, "config": {k: cfg[k] for k in PROTOCOL_KEYS if k in cfg},
+            "configs": {n: {k: r.config[k] for k in PROTOCOL_KEYS if k in r.config}
+                        for n, r in study.runs.items()},
             # DiffPC skips each epoch's partial batch; float PC and BP train on all rows
             "train_samples_diffpc": d_run.ledger.samples()["train"] // epochs,
             "train_samples": study.runs["pc"].ledger.samples()["train"] // epochs,
@@ -151,6 +153,8 @@ def main() -> None:
           f"{first['test_samples']} test; protocol "
           + ", ".join(f"{k} {v}" for k, v in cfg.items())
           + f"; seeds {[r['seed'] for r in done]}")
+    for name, c in first["configs"].items():
+        print(f"  {LABEL[name]}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
     paper = PAPER.get(hidden) if args.fashion else None
     target = TARGET.get(hidden) if args.fashion and limit is None else None
     acc = {n: spread([r["summary"][n]["test_accuracy"] for r in done]) for n in METHODS}
@@ -201,6 +205,7 @@ def main() -> None:
           + ", ".join(f"{r['cpu_s']:.0f} s" for r in done))
     result = {"dataset": dataset, "arch": arch, "train_samples": first["train_samples"],
               "protocol": cfg, "epochs": cfg["epochs"], "batch": cfg["batch_size"],
+              "configs": {LABEL[n]: c for n, c in first["configs"].items()},
               "seeds": [r["seed"] for r in done], "wall_s": wall,
               "cpu_s_per_seed": [r["cpu_s"] for r in done],
               **{f"acc_{LABEL[n]}": acc[n] for n in METHODS},

@@ -66,7 +66,8 @@ class DiffPCConfig:
 PRESETS = {
     "quick": {"digits": {}, "fashion-mnist": {}},
     "full": {"digits": {},
-             "fashion-mnist": {"hidden": (1000,), "epochs": 3, "batch_size": 100}},
+             "fashion-mnist": {"hidden": (1000,), "epochs": 8, "batch_size": 100, "lr": 5e-4,
+                               "lr_schedule": "cosine"}},
 }
 
 

@@ -34,9 +34,9 @@ GPU_PROFILES = ("a100", "jetson-orin", "x86-avx2")
 BASELINE_PROFILE = "a100"          # where float PC and BP train unless profiles["gpu"] says
 BP_BITS_PER_NEURON = 32.0          # one float32 activation per neuron per sample (the paper)
 METHODS = ("diffpc", "pc", "mlp")  # the study's runs, in the order they train
-PROTOCOL = ("hidden", "epochs", "batch_size", "lr", "lr_schedule")
-SHARED = {"pc": PROTOCOL + ("weight_decay",),   # the same AdamW as DiffPC (PCNet)
-          "mlp": PROTOCOL}                      # BP keeps its own Adam without decay
+PROTOCOL = ("hidden", "epochs", "batch_size", "lr_schedule")
+SHARED = {"pc": PROTOCOL + ("lr", "weight_decay"),   # the same AdamW as DiffPC (PCNet)
+          "mlp": PROTOCOL}   # BP keeps its own Adam: step 1e-3 (its best), no decay
 """DiffPC's config values each baseline trains with: the training protocol."""
 
 

@@ -50,7 +50,8 @@ class PCConfig:
 PRESETS = {
     "quick": {"digits": {}, "fashion-mnist": {}},
     "full": {"digits": {},
-             "fashion-mnist": {"hidden": (1000,), "epochs": 10, "batch_size": 100}},
+             "fashion-mnist": {"hidden": (1000,), "epochs": 8, "batch_size": 100, "lr": 5e-4,
+                               "lr_schedule": "cosine"}},
 }
 
 

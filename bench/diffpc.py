@@ -68,7 +68,17 @@ def one_seed(dataset, preset, seed, overrides, limit_train, out: str) -> dict:
     torch.set_num_threads(1)
     from models.diffpc.experiment import run
     t0, c0 = time.time(), time.process_time()
-    study = run(dataset, preset, seed, {}, overrides=overrides, limit_train=limit_train)
+    names = iter(("diffpc", "pc", "bp"))   # the order run() trains them in
+    state = {"name": next(names)}
+
+    def progress(epoch, epochs, rec):       # one line per epoch: a long run shows progress
+        print(f"  seed {seed} {state['name']} epoch {epoch}/{epochs} "
+              f"cpu {time.process_time() - c0:.0f} s wall {time.time() - t0:.0f} s", flush=True)
+        if epoch == epochs:
+            state["name"] = next(names, "?")
+
+    study = run(dataset, preset, seed, {}, overrides=overrides, limit_train=limit_train,
+                progress=progress)
     wall, cpu = time.time() - t0, time.process_time() - c0
     d_run = study.runs["diffpc"]
     cfg, sizes = d_run.config, d_run.facts["sizes"]

@@ -28,11 +28,11 @@ def test_presets_quick_is_the_defaults_full_the_protocol():
     assert quick == DiffPCConfig(seed=3)               # quick: the defaults, either dataset
     assert runner.make_config("diffpc", "full", "digits", 0) == DiffPCConfig()
     full = runner.make_config("diffpc", "full", "fashion-mnist", 0)
-    # the training protocol: 8 epochs, batch 100, AdamW 5e-4 annealed to 0 (cosine)
+    # the training protocol: 6 epochs, batch 100, AdamW 5e-4 annealed to 0 (cosine)
     assert (full.hidden, full.epochs, full.batch_size, full.lr, full.lr_schedule) == \
-        ((1000,), 8, 100, 5e-4, "cosine")
+        ((1000,), 6, 100, 5e-4, "cosine")
     assert full.steps == 8 * 15                        # n x cycles
-    back = runner.config_from_dict("diffpc", {"hidden": [1000], "epochs": 8, "seed": 0,
+    back = runner.config_from_dict("diffpc", {"hidden": [1000], "epochs": 6, "seed": 0,
                                               "batch_size": 100, "lr": 5e-4,
                                               "lr_schedule": "cosine"})
     assert back == full

@@ -5,8 +5,8 @@ Usage::
     OMP_NUM_THREADS=1 python bench/diffpc.py                       # digits 64-32-10
     OMP_NUM_THREADS=1 python bench/diffpc.py --fashion --hidden 400 --limit-train 6000 \
         --epochs 3 --batch 100
-    OMP_NUM_THREADS=1 python bench/diffpc.py --fashion --hidden 1000 --seeds 0,1,2   # the
-        # full 60k split with DiffPC's full preset (the training protocol), three seeds
+    OMP_NUM_THREADS=1 python bench/diffpc.py --fashion --hidden 1000 --seeds 0,1,2 --jobs 3
+        # the full 60k split, DiffPC's full preset (the training protocol), three seeds
 
 Anchors (the paper, Karlsson et al. ICLR 2026): Fashion-MNIST 784-1000-10 DiffPC 89.6%,
 784-400-10 89.2% (full data; epochs not reported); MNIST bits/neuron: DiffPC 0.08-0.18,

@@ -618,7 +618,7 @@ def test_version(capsys):
 
 
 # -- one runner: --preset, --set, --seed in the run file name (issue 12 item 3) ------------
-MLP_FIELDS = "hidden, epochs, batch_size, lr, weight_decay"
+MLP_FIELDS = "hidden, epochs, batch_size, lr, weight_decay, lr_schedule"
 
 
 def test_set_is_parsed_and_recorded_in_the_run_file(tmp_path, monkeypatch, fake_mlp, capsys):

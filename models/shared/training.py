@@ -4,14 +4,18 @@
 method's run never shifts another's). :func:`train_minibatch` is mini-batch training with
 Adam (Kingma & Ba 2015, arXiv:1412.6980) or AdamW, one ``device.count(scope)`` block per
 epoch so every forward, backward and optimizer op lands in the ledger, the order drawn from
-its own generator (``seed``), progress once per epoch.
+its own generator (``seed``), progress once per epoch. Its step-size schedule is
+``models.shared.schedules.lr_factor``, the one float PC's ``PCNet`` (and so DiffPC) follows.
 """
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator
 
 import torch
+
+from models.shared.schedules import lr_factor
 
 
 @contextlib.contextmanager
@@ -25,19 +29,22 @@ def seeded(seed: int) -> Iterator[None]:
 def train_minibatch(device, params, batch_loss: Callable[[torch.Tensor], torch.Tensor],
                     n: int, *, epochs: int, batch_size: int, lr: float, seed: int,
                     weight_decay: float = 0.0, optimizer: str = "adam",
-                    scope: str = "train", progress=None,
+                    lr_schedule: str = "constant", scope: str = "train", progress=None,
                     after_epoch: Callable[[dict], None] | None = None) -> list[dict]:
     """Train ``params`` for ``epochs`` over ``n`` samples; returns one record per epoch.
 
     ``batch_loss(idx)`` returns the mean loss of the samples ``idx`` (a LongTensor on the
     device). Each record holds ``epoch`` and ``train_loss`` (the sample-weighted mean over
     the epoch); ``after_epoch(record)`` may add to it (a validation accuracy) before
-    ``progress(epoch, epochs, record)`` is called.
+    ``progress(epoch, epochs, record)`` is called. ``lr_schedule`` (:func:`lr_factor`) sets
+    each step's size over the ``epochs x ceil(n / batch_size)`` steps of the run.
     """
     params = list(params)
     kinds = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
     opt = kinds[optimizer](params, lr=lr, weight_decay=weight_decay, foreach=True)
     gen = torch.Generator().manual_seed(int(seed))
+    lr_factor(lr_schedule, 0, 1)   # an unknown schedule fails before any training
+    n_steps, step = epochs * math.ceil(n / batch_size), 0
     history: list[dict] = []
     for epoch in range(epochs):
         order = torch.randperm(n, generator=gen).to(device.torch_device)
@@ -45,6 +52,9 @@ def train_minibatch(device, params, batch_loss: Callable[[torch.Tensor], torch.T
         with device.count(scope, samples=n):
             for start in range(0, n, batch_size):
                 idx = order[start:start + batch_size]
+                for group in opt.param_groups:
+                    group["lr"] = lr * lr_factor(lr_schedule, step, n_steps)
+                step += 1
                 loss = batch_loss(idx)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()

@@ -618,7 +618,7 @@ def test_version(capsys):
 
 
 # -- one runner: --preset, --set, --seed in the run file name (issue 12 item 3) ------------
-MLP_FIELDS = "hidden, epochs, batch_size, lr, weight_decay"
+MLP_FIELDS = "hidden, epochs, batch_size, lr, weight_decay, lr_schedule"
 
 
 def test_set_is_parsed_and_recorded_in_the_run_file(tmp_path, monkeypatch, fake_mlp, capsys):
@@ -634,7 +634,7 @@ def test_set_is_parsed_and_recorded_in_the_run_file(tmp_path, monkeypatch, fake_
     # the overrides typed from MLPConfig's annotations; the rest is the quick digits preset
     # (MLPConfig's defaults: batch 32, no weight decay)
     assert run.config == {"hidden": [8, 4], "epochs": 3, "batch_size": 32, "lr": 0.01,
-                          "weight_decay": 0.0, "seed": 0}
+                          "weight_decay": 0.0, "lr_schedule": "constant", "seed": 0}
     assert run.preset == "quick"
 
 

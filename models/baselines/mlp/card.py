@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, Trained, register
 from models.shared.checks import check_at_least
+from models.shared.schedules import check_schedule
 from sim.errors import ModelError
 from sim.traces import curve
 
@@ -22,12 +23,14 @@ class MLPConfig:
     batch_size: int = 32
     lr: float = 1e-3                  # Adam's default step size
     weight_decay: float = 0.0
+    lr_schedule: str = "constant"     # or "cosine" (models.shared.schedules.lr_factor)
     seed: int = 0
 
     def __post_init__(self):
         self.hidden = tuple(int(h) for h in self.hidden)
         if any(h < 1 for h in self.hidden):
             raise ModelError(f"MLPConfig.hidden = {self.hidden}: every layer needs >= 1 unit")
+        check_schedule("MLPConfig", self.lr_schedule)
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ModelError(f"MLPConfig.{name} = {getattr(self, name)}: must be >= 1")

@@ -54,6 +54,7 @@ class MLPClassifier:
         self.history += train_minibatch(dev, self.net.parameters(), batch_loss, len(xt),
                                         epochs=cfg.epochs, batch_size=cfg.batch_size,
                                         lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                        lr_schedule=cfg.lr_schedule,
                                         seed=cfg.seed, progress=progress,
                                         after_epoch=validate)
         return self

@@ -30,6 +30,7 @@ from models.baselines.pc.card import PCConfig
 from models.registry import Progress, Trained
 from models.shared import datasets
 from models.shared.checks import check_xy
+from models.shared.schedules import lr_factor
 from sim.torch_engine import TorchDevice
 
 
@@ -59,6 +60,13 @@ class PCNet:
             self.b.append(((torch.rand(k, generator=gen) * 2 - 1) * bound).to(torch_device))
         self.opt = torch.optim.AdamW(self.W + self.b, lr=lr, weight_decay=weight_decay,
                                      foreach=True)
+        self.lr, self.schedule, self.total_steps, self.steps_taken = lr, "constant", 1, 0
+
+    def set_schedule(self, schedule: str, total_steps: int) -> None:
+        """Follow ``schedule`` (``models.shared.schedules.lr_factor``) over the next
+        ``total_steps`` calls of :meth:`step` (a whole training run: epochs x batches)."""
+        lr_factor(schedule, 0, 1)   # an unknown name fails here, before any training
+        self.schedule, self.total_steps, self.steps_taken = schedule, int(total_steps), 0
 
     @property
     def L(self) -> int:
@@ -91,13 +99,18 @@ class PCNet:
         return xs, eps
 
     def step(self, pre: list[torch.Tensor], eps: list[torch.Tensor]) -> None:
-        """PC weight rule through AdamW: grad W_l = -eps_l pre_{l-1}^T / B.
+        """PC weight rule through AdamW: grad W_l = -eps_l pre_{l-1}^T / B, at the step
+        size the schedule gives this call (:meth:`set_schedule`; constant by default).
 
         ``pre[l]`` is the presynaptic activity phi(x_l) (or DiffPC's announced copy)."""
         B = eps[1].shape[0]
         for k in range(1, self.L + 1):
             self.W[k - 1].grad = -(eps[k].T @ pre[k - 1]) / B
             self.b[k - 1].grad = -eps[k].mean(0)
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr * lr_factor(self.schedule, self.steps_taken,
+                                              self.total_steps)
+        self.steps_taken += 1
         self.opt.step()
 
     def presyn(self, xs):
@@ -120,6 +133,7 @@ class PCClassifier:
         xt = dev.tensor(x)
         yt = torch.nn.functional.one_hot(torch.as_tensor(y), self.sizes[-1]).float() \
             .to(dev.torch_device)
+        net.set_schedule(cfg.lr_schedule, cfg.epochs * -(-len(x) // cfg.batch_size))
         for epoch in range(cfg.epochs):
             order = datasets.rng(cfg.seed + epoch).permutation(len(x))
             energy = 0.0

@@ -1,4 +1,4 @@
-"""DiffPC's card: registered as the CLI default, presets as before, the quick digits run
+"""DiffPC's card: registered as the CLI default, presets, the quick digits run
 through the runner (accuracy, communication, counts worked out by hand)."""
 import numpy as np
 import pytest
@@ -23,15 +23,18 @@ def test_card_is_the_cli_default():
     assert card.study_profiles == {"neuromorphic": "loihi2", "gpu": "a100"} and card.exports == ()
 
 
-def test_presets_are_the_settings_it_always_ran_with():
+def test_presets_quick_is_the_defaults_full_the_protocol():
     quick = runner.make_config("diffpc", "quick", "fashion-mnist", 3)
     assert quick == DiffPCConfig(seed=3)               # quick: the defaults, either dataset
     assert runner.make_config("diffpc", "full", "digits", 0) == DiffPCConfig()
     full = runner.make_config("diffpc", "full", "fashion-mnist", 0)
-    assert (full.hidden, full.epochs, full.batch_size) == ((1000,), 3, 100)
+    # the training protocol: 6 epochs, batch 100, AdamW 5e-4 annealed to 0 (cosine)
+    assert (full.hidden, full.epochs, full.batch_size, full.lr, full.lr_schedule) == \
+        ((1000,), 6, 100, 5e-4, "cosine")
     assert full.steps == 8 * 15                        # n x cycles
-    back = runner.config_from_dict("diffpc", {"hidden": [1000], "epochs": 3, "seed": 0,
-                                              "batch_size": 100})
+    back = runner.config_from_dict("diffpc", {"hidden": [1000], "epochs": 6, "seed": 0,
+                                              "batch_size": 100, "lr": 5e-4,
+                                              "lr_schedule": "cosine"})
     assert back == full
 
 
@@ -43,6 +46,9 @@ def test_overrides_are_typed_and_checked():
         runner.parse_overrides("diffpc", ["epoch=2"])
     with pytest.raises(ModelError, match="runs on neuromorphic profiles"):
         runner.prepare("diffpc", profile="a100")
+    with pytest.raises(ModelError, match=r"DiffPCConfig.lr_schedule = 'step'; expected one "
+                                         r"of \('constant', 'cosine'\)"):
+        DiffPCConfig(lr_schedule="step")
 
 
 def test_digits_quick_reaches_90_percent(quick_run):

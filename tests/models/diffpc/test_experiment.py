@@ -46,9 +46,12 @@ def test_comparison_prices_both_readings_of_the_learning_step():
     assert table["comm_ratio_pc_over_diffpc"] == 480.0
 
 
+PROTOCOL = {"epochs": 1, "lr": 2e-3, "lr_schedule": "cosine"}   # handed to PC and BP too
+
+
 @pytest.fixture(scope="module")
 def one_epoch_study():
-    return run("digits", "quick", 0, {"neuromorphic": "loihi2"}, overrides={"epochs": 1})
+    return run("digits", "quick", 0, {"neuromorphic": "loihi2"}, overrides=PROTOCOL)
 
 
 def test_one_epoch_study_runs_the_three_on_the_same_settings(one_epoch_study):
@@ -58,13 +61,16 @@ def test_one_epoch_study_runs_the_three_on_the_same_settings(one_epoch_study):
     assert (d.profile.name, pc.profile.name, bp.profile.name) == ("loihi2", "a100", "a100")
     for r in (d, pc, bp):
         assert (r.dataset, r.preset, r.config["seed"]) == ("digits", "quick", 0)
-        assert (r.config["hidden"], r.config["epochs"], r.config["batch_size"]) == \
-            ((32,), 1, 32)
+        assert (r.config["hidden"], r.config["epochs"], r.config["batch_size"],
+                r.config["lr_schedule"]) == ((32,), 1, 32, "cosine")
+    # float PC takes DiffPC's AdamW step and decay; BP keeps its own Adam (1e-3, no decay)
+    assert (pc.config["lr"], pc.config["weight_decay"]) == (2e-3, d.config["weight_decay"])
+    assert (bp.config["lr"], bp.config["weight_decay"]) == (1e-3, 0.0)
     # DiffPC skips the last partial batch (1347 = 42 x 32 + 3); PC and BP train on all 1347
     assert d.ledger.samples()["train"] == 42 * 32
     assert pc.ledger.samples()["train"] == bp.ledger.samples()["train"] == 1347
     # the same run the runner gives for DiffPC alone (one code path)
-    alone = runner.run("diffpc", overrides={"epochs": 1})
+    alone = runner.run("diffpc", overrides=PROTOCOL)
     assert alone.ledger.total_ops() == d.ledger.total_ops()
     assert alone.metrics == d.metrics
 

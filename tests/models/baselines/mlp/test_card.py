@@ -45,7 +45,7 @@ def test_ledger_counts_training_and_inference(digits_run):
 
 def test_run_records_config_facts_and_trained_state(digits_run):
     assert digits_run.config == {"hidden": (32,), "epochs": 30, "batch_size": 32, "lr": 1e-3,
-                                 "weight_decay": 0.0, "seed": 0}
+                                 "weight_decay": 0.0, "lr_schedule": "constant", "seed": 0}
     assert digits_run.facts["n_inputs"] == 64 and digits_run.facts["n_classes"] == 10
     arrays = digits_run.trained.arrays
     assert arrays["param/0.weight"].shape == (32, 64) and arrays["example_x"].shape == (8, 64)

@@ -1,4 +1,4 @@
-"""Float PC's card: presets as before, a run through the runner counted by hand."""
+"""Float PC's card: presets, a run through the runner counted by hand."""
 import pytest
 
 import models
@@ -12,7 +12,9 @@ def test_registered_with_its_presets():
     assert (card.default_profile, card.default_dataset) == ("a100", "digits")
     assert runner.make_config("pc", "quick", "fashion-mnist", 1) == PCConfig(seed=1)
     full = runner.make_config("pc", "full", "fashion-mnist", 0)
-    assert (full.hidden, full.epochs, full.batch_size) == ((1000,), 10, 100)
+    # the DiffPC comparison's protocol: 6 epochs, batch 100, AdamW 5e-4 annealed (cosine)
+    assert (full.hidden, full.epochs, full.batch_size, full.lr, full.lr_schedule) == \
+        ((1000,), 6, 100, 5e-4, "cosine")
     assert runner.make_config("pc", "full", "digits", 0) == PCConfig()
 
 

@@ -101,9 +101,6 @@ def simulate(cfg: DiffPCConfig, device, data, progress=None) -> Outcome:
     from models.diffpc.model import DiffPCClassifier
     torch.set_num_threads(1)   # the counts do not depend on it; one thread, as measured
     model = DiffPCClassifier(data.n_features, data.n_classes, cfg, device)
-    # PCNet.step follows the schedule over the run's batches (fit skips partial batches)
-    model.net.set_schedule(cfg.lr_schedule,
-                           cfg.epochs * (len(data.x_train) // cfg.batch_size))
     model.fit(data.x_train, data.y_train, progress=progress)
     acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
     metrics = {"test_accuracy": acc, **model.comm(),

@@ -248,6 +248,8 @@ class DiffPCClassifier:
         if len(x) < B:
             raise ModelError(f"DiffPCClassifier.fit: {len(x)} samples < batch_size {B}")
         y1h = np.eye(self.sizes[-1])[y]
+        # PCNet.step follows the schedule over the run's batches (partial ones are skipped)
+        self.net.set_schedule(cfg.lr_schedule, cfg.epochs * (len(x) // B))
         for epoch in range(cfg.epochs):
             order = datasets.rng(cfg.seed + epoch).permutation(len(x))
             err = 0.0

@@ -24,6 +24,7 @@ from models.registry import (
     register,
 )
 from models.snn_cuba import card as _snn_cuba  # noqa: E402,F401
+from models.trainref import card as _trainref  # noqa: E402,F401
 from models.tsetlin import card as _tsetlin  # noqa: E402,F401
 from models.tversky import card as _tversky  # noqa: E402,F401
 

@@ -1,0 +1,1 @@
+"""TrainRef: noisy labels curated into label distributions with a minimal reference set."""

@@ -1,0 +1,352 @@
+"""TrainRef (ICLR 2026): noisy labels curated into label distributions with a reference set.
+
+Three phases of the paper (Sec. 3), at Fashion-MNIST scale:
+
+I. Label-free pre-training (Sec. 3.2, masked image modelling). The paper trains a BEiT-v2
+   ViT-B/16; here a small masked autoencoder: the 28x28 image as 16 patches of 7x7, a
+   fraction ``mask_ratio`` of them zeroed, an MLP encoder 784 -> hidden -> dim (no final
+   activation: signed features for the cosines) and an MLP decoder back to 784, mean squared
+   error on the masked pixels only. Labels are never read.
+II. Reference augmentation (Sec. 3.3). A random linear head on the frozen encoder is trained
+   on D_ref for ``probe_epochs`` (checkpoints at 1/3, 2/3 and 3/3 of them). The influence of
+   candidate s_i on reference s_r is the TracIn-style gradient cosine
+   IF = cos(grad_phi L(s_i), grad_phi L(s_r)), averaged over checkpoints. For a linear head
+   with bias the per-sample gradient of cross-entropy is the outer product (p - y) x [h; 1],
+   so cos = cos(p_i - y_i, p_r - y_r) * cos([h_i; 1], [h_r; 1]) (``influence``): two small
+   GEMMs instead of N x R full gradients. Each candidate's score is its mean IF over the
+   references of its *given* class; readings where the paper is silent: the score is
+   min-max normalised within each given class, and a candidate enters D*_ref when it is
+   >= ``delta_if`` = 0.8 (the paper's delta_IF). The probe sees encoder features centred on
+   the pool mean (the same reading as in phase III; it raised D*_ref precision from 0.59
+   to 0.65 at sym-80 %, 1 ref/class, 6k images). The classifier (encoder + head) is then
+   trained on D_ref + D*_ref (given labels) for ``aug_epochs`` (no RandAugment/MixUp: not
+   run here).
+III. Co-evolution (Sec. 3.4), ``rounds`` = 2 rounds. C-step: every pool image x gets
+   y_hat(x) = (1/Z) sum_{r in V(x)} y_r cos(f(x), f(x_r)) over D_ref + D*_ref, V(x) the
+   voting pool: the references above the 75th percentile tau of x's similarities, then the
+   ``k`` = 10 most mutually diverse of them (reading: greedy farthest-point selection
+   starting from the most similar, max-min cosine distance; the paper gives neither k nor
+   the rule), then sharpened y_hat^(1/t), t = 0.5. Negative cosines vote 0 (reading).
+   Features are centred on the pool mean before cosines (reading: the paper's ViT features
+   are not centred, but an MLP's are all of one sign and every cosine is near 1).
+   P-step: the classifier fine-tuned ``ft_epochs`` on the soft labels with cross-entropy
+   (AdamW, weight decay 5e-4: the digest's lambda). The hard-relabel variant takes the
+   argmax of y_hat instead (the paper's Sec. 5 ablation).
+
+Baselines (Sec. 5): cross-entropy on the given labels for ``ce_epochs`` without early
+stopping ("trained to convergence"), the same with label smoothing 0.1, and temperature
+scaling (Guo et al. 2017) of the CE model fitted on the clean validation set; TrainRef + TS
+too. Every baseline starts from the same pre-trained encoder (reading: the paper's baselines
+train their own backbones). ECE: 15 equal-width confidence bins.
+
+Ledger scopes: ``pretrain``, ``probe``, ``influence``, ``augment``, ``vote/round{n}``,
+``finetune/round{n}``, ``ce``, ``label_smoothing``, ``calibrate``, ``infer/...``, one
+``hard/...`` set for the hard-relabel variant.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from models.shared.training import seeded, train_minibatch
+
+PATCH = 7
+
+
+def patch_mask(n: int, ratio: float, gen: torch.Generator, device) -> torch.Tensor:
+    """(n, 784) 0/1 mask: 1 where a 7x7 patch is masked, ``round(16 ratio)`` per image."""
+    k = round(16 * ratio)
+    scores = torch.rand(n, 16, generator=gen)
+    masked = torch.zeros(n, 16)
+    masked.scatter_(1, scores.argsort(1)[:, :k], 1.0)
+    grid = masked.view(n, 4, 1, 4, 1).expand(n, 4, PATCH, 4, PATCH)
+    return grid.reshape(n, 784).to(device)
+
+
+def encoder(seed: int, hidden: int, dim: int) -> nn.Sequential:
+    with seeded(seed):
+        return nn.Sequential(nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, dim))
+
+
+def pretrain(x: torch.Tensor, cfg, dev) -> nn.Sequential:
+    """Phase I: the masked autoencoder (module docstring); returns the encoder."""
+    enc = encoder(cfg.seed, cfg.hidden, cfg.dim)
+    with seeded(cfg.seed + 1):
+        dec = nn.Sequential(nn.Linear(cfg.dim, cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, 784))
+    mae = dev.compile(nn.Sequential(enc, dec))
+    gen = torch.Generator().manual_seed(cfg.seed + 2)
+    masks = patch_mask(len(x), cfg.mask_ratio, gen, dev.torch_device) if cfg.mae_epochs else None
+
+    def loss(idx):
+        m = masks[idx]
+        rec = mae(x[idx] * (1 - m))
+        return ((rec - x[idx]) ** 2 * m).sum() / m.sum()
+
+    train_minibatch(dev, mae.parameters(), loss, len(x), epochs=cfg.mae_epochs,
+                    batch_size=cfg.batch_size, lr=1e-3, seed=cfg.seed, scope="pretrain")
+    return enc
+
+
+@torch.no_grad()
+def features(module: nn.Module, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+    return torch.cat([module(x[i:i + chunk]) for i in range(0, len(x), chunk)])
+
+
+def influence(h_c, y_c, h_r, y_r, heads: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Closed-form gradient cosines, (Nc, R), averaged over the head checkpoints.
+
+    ``heads``: (W (C, d), b (C,)) per checkpoint; y one-hot (float). For a linear head the
+    cross-entropy gradient w.r.t. [W, b] of one sample is (p - y) [h; 1]^T, and the Frobenius
+    inner product of two outer products factorises: <a u^T, b v^T> = (a.b)(u.v).
+    """
+    one_c = torch.ones(len(h_c), 1, dtype=h_c.dtype, device=h_c.device)
+    one_r = torch.ones(len(h_r), 1, dtype=h_r.dtype, device=h_r.device)
+    u = F.normalize(torch.cat([h_c, one_c], 1), dim=1)
+    v = F.normalize(torch.cat([h_r, one_r], 1), dim=1)
+    feat_cos = u @ v.T                                         # same for every checkpoint
+    total = torch.zeros_like(feat_cos)
+    for w, b in heads:
+        e_c = F.normalize(torch.softmax(h_c @ w.T + b, 1) - y_c, dim=1)
+        e_r = F.normalize(torch.softmax(h_r @ w.T + b, 1) - y_r, dim=1)
+        total += e_c @ e_r.T
+    return total / len(heads) * feat_cos
+
+
+def probe_checkpoints(h_ref, y_ref, cfg, dev, classes: int = 10):
+    """Phase II's linear probe on D_ref: full-batch Adam, three checkpoints (W, b)."""
+    with seeded(cfg.seed + 3):
+        head = dev.compile(nn.Linear(h_ref.shape[1], classes))
+    opt = torch.optim.Adam(head.parameters(), lr=cfg.probe_lr)
+    marks = {round(cfg.probe_epochs * f) for f in (1 / 3, 2 / 3, 1.0)}
+    out = []
+    with dev.count("probe", samples=len(h_ref) * cfg.probe_epochs):
+        for epoch in range(1, cfg.probe_epochs + 1):
+            loss = F.cross_entropy(head(h_ref), y_ref)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if epoch in marks:
+                out.append((head.weight.detach().clone(), head.bias.detach().clone()))
+    return out
+
+
+def select(scores: torch.Tensor, y: torch.Tensor, delta: float, classes: int = 10):
+    """Candidates whose min-max-normalised (within given class) score is >= ``delta``."""
+    keep = torch.zeros(len(y), dtype=torch.bool, device=y.device)
+    norm = torch.zeros_like(scores)
+    for c in range(classes):
+        m = y == c
+        if m.sum() < 2:
+            continue
+        s = scores[m]
+        norm[m] = (s - s.min()) / (s.max() - s.min()).clamp_min(1e-12)
+    keep = norm >= delta
+    return keep, norm
+
+
+def vote(f_x, f_r, y_r, k: int, quantile: float, t: float, classes: int = 10,
+         chunk: int = 2048, pool: str = "diverse") -> torch.Tensor:
+    """C-step (module docstring): soft labels (N, C) from the references' similarity votes.
+
+    ``pool="diverse"``: the paper's voting pool (above tau, then k mutually diverse by
+    greedy farthest-point); ``"nearest"``: the k most similar above tau (the public code's
+    top-10 neighbours), kept as an ablation.
+    """
+    fr = F.normalize(f_r, dim=1)
+    y1 = F.one_hot(y_r, classes).to(f_x.dtype)
+    rr = fr @ fr.T                                             # reference-reference cosines
+    out = []
+    for i in range(0, len(f_x), chunk):
+        s = F.normalize(f_x[i:i + chunk], dim=1) @ fr.T        # (n, R)
+        tau = torch.quantile(s, quantile, dim=1, keepdim=True)
+        cand = s >= tau
+        kk = min(k, int(cand.sum(1).min()))
+        first = torch.where(cand, s, torch.full_like(s, -2.0)).argmax(1)
+        chosen = F.one_hot(first, len(fr)).bool()
+        mind = 1 - rr[first]                                   # distance to chosen set
+        for _ in range(kk - 1):                                # greedy farthest point
+            key = mind if pool == "diverse" else s
+            nxt = torch.where(cand & ~chosen, key, torch.full_like(s, -3.0)).argmax(1)
+            chosen |= F.one_hot(nxt, len(fr)).bool()
+            mind = torch.minimum(mind, 1 - rr[nxt])
+        w = torch.where(chosen, s.clamp_min(0), torch.zeros_like(s))
+        y = w @ y1 + 1e-12
+        y = y ** (1 / t)
+        out.append(y / y.sum(1, keepdim=True))
+    return torch.cat(out)
+
+
+def ece(probs: np.ndarray, y: np.ndarray, bins: int = 15) -> float:
+    """Expected calibration error over ``bins`` equal-width confidence bins."""
+    conf, pred = probs.max(1), probs.argmax(1)
+    idx = np.minimum((conf * bins).astype(int), bins - 1)
+    err = 0.0
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            err += m.mean() * abs((pred[m] == y[m]).mean() - conf[m].mean())
+    return float(err)
+
+
+def fit_temperature(logits: torch.Tensor, y: torch.Tensor, dev) -> float:
+    """Temperature scaling: the T of a log-spaced grid (0.05..20) minimising the NLL."""
+    grid = torch.logspace(-1.3, 1.3, 200, device=logits.device)
+    with dev.count("calibrate", samples=len(y)):
+        nll = torch.stack([F.cross_entropy(logits / t, y) for t in grid])
+    return float(grid[int(nll.argmin())])
+
+
+class Classifier(nn.Module):
+    def __init__(self, enc: nn.Module, dim: int, classes: int, seed: int):
+        super().__init__()
+        self.enc = copy.deepcopy(enc)
+        with seeded(seed):
+            self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.head(self.enc(x))
+
+
+def fit(model: nn.Module, x, target, cfg, dev, scope: str, epochs: int, smoothing: float = 0.0,
+        seed: int = 0, lr: float | None = None):
+    """Mini-batch AdamW on cross-entropy; ``target`` int labels or soft (N, C) labels."""
+    def loss(idx):
+        return F.cross_entropy(model(x[idx]), target[idx], label_smoothing=smoothing)
+    return train_minibatch(dev, model.parameters(), loss, len(x), epochs=epochs,
+                           batch_size=cfg.batch_size, lr=lr or cfg.lr, seed=seed,
+                           weight_decay=5e-4, optimizer="adamw", lr_schedule="cosine",
+                           scope=scope)
+
+
+def evaluate(model, sp, dev, scope: str, temperature: float = 1.0) -> dict:
+    model.eval()
+    logits = dev.run(model, sp["x_test"], scope=f"infer/{scope}")
+    model.train()
+    p = torch.softmax(logits / temperature, 1).cpu().numpy()
+    y = sp["y_test"].cpu().numpy()
+    return {"accuracy": float((p.argmax(1) == y).mean()), "ece": ece(p, y)}
+
+
+def to_device(sp, dev) -> dict:
+    """The split's arrays as device tensors (labels int64)."""
+    out = {}
+    for k, v in vars(sp).items():
+        if isinstance(v, np.ndarray):
+            out[k] = dev.tensor(v, dtype=torch.int64 if k.startswith("y") else torch.float32)
+    return out
+
+
+def trainref(enc, s, cfg, dev, keep=None, prefix: str = "") -> dict:
+    """Phases II and III on the split ``s`` (``to_device``) from encoder ``enc``; given
+    ``keep`` (the soft run's D*_ref), the hard-relabel variant on the same D*_ref."""
+    hard = keep is not None
+    classes = 10
+    res = {}
+    h_pool = features(enc, s["x_pool"])
+    mu = h_pool.mean(0)                     # centred: see the module docstring (phase III)
+    h_ref, h_pool = features(enc, s["x_ref"]) - mu, h_pool - mu
+    if not hard:
+        heads = probe_checkpoints(h_ref, s["y_ref"], cfg, dev)
+        with dev.count("influence", samples=len(h_pool)):
+            y_c = F.one_hot(s["y_noisy"], classes).float()
+            y_r = F.one_hot(s["y_ref"], classes).float()
+            scores = torch.zeros(len(h_pool), device=h_pool.device)
+            for i in range(0, len(h_pool), 8192):
+                inf = influence(h_pool[i:i + 8192], y_c[i:i + 8192], h_ref, y_r, heads)
+                same = y_c[i:i + 8192] @ y_r.T                    # 1 where classes match
+                scores[i:i + 8192] = (inf * same).sum(1) / same.sum(1).clamp_min(1)
+            keep, _ = select(scores, s["y_noisy"], cfg.delta_if)
+        res["keep"] = keep
+    keep = keep if hard else res["keep"]
+    sel_true = s["y_true"][keep] == s["y_noisy"][keep]
+    res["dstar_size"] = int(keep.sum())
+    res["dstar_precision"] = float(sel_true.float().mean()) if keep.any() else 0.0
+    x_aug = torch.cat([s["x_ref"], s["x_pool"][keep]])
+    y_aug = torch.cat([s["y_ref"], s["y_noisy"][keep]])
+    model = dev.compile(Classifier(enc, cfg.dim, classes, cfg.seed + 4))
+    fit(model, x_aug, y_aug, cfg, dev, f"{prefix}augment", cfg.aug_epochs, seed=cfg.seed)
+    res["after_augment"] = evaluate(model, s, dev, f"{prefix}augment")
+    for rnd in range(1, cfg.rounds + 1):
+        with dev.count(f"{prefix}vote/round{rnd}", samples=len(s["x_pool"])):
+            model.eval()
+            f_all = features(model.enc, torch.cat([x_aug, s["x_pool"]]))
+            model.train()
+            mu = f_all[len(x_aug):].mean(0)
+            soft = vote(f_all[len(x_aug):] - mu, f_all[:len(x_aug)] - mu, y_aug, cfg.k,
+                        cfg.quantile, cfg.sharpen, pool=cfg.pool)
+        if hard:
+            soft = F.one_hot(soft.argmax(1), classes).float()
+        res[f"relabel_accuracy_round{rnd}"] = float((soft.argmax(1) == s["y_true"]).float().mean())
+        x_ft = torch.cat([s["x_ref"], s["x_pool"]])
+        y_ft = torch.cat([F.one_hot(s["y_ref"], classes).float(), soft])
+        fit(model, x_ft, y_ft, cfg, dev, f"{prefix}finetune/round{rnd}", cfg.ft_epochs,
+            seed=cfg.seed + rnd)
+    res["model"] = model
+    res["test"] = evaluate(model, s, dev, f"{prefix}trainref")
+    model.eval()
+    t = fit_temperature(dev.run(model, s["x_val"], scope=f"infer/{prefix}val"), s["y_val"], dev)
+    model.train()
+    res["temperature"] = t
+    res["test_ts"] = evaluate(model, s, dev, f"{prefix}trainref_ts", t)
+    return res
+
+
+def baselines(enc, s, cfg, dev) -> dict:
+    """CE (to the end of ``ce_epochs``), label smoothing 0.1, CE + temperature scaling."""
+    out = {}
+    for name, smooth in (("ce", 0.0), ("label_smoothing", 0.1)):
+        model = dev.compile(Classifier(enc, cfg.dim, 10, cfg.seed + 4))
+        fit(model, s["x_pool"], s["y_noisy"], cfg, dev, name, cfg.ce_epochs, smoothing=smooth,
+            seed=cfg.seed)
+        out[name] = evaluate(model, s, dev, name)
+        if name == "ce":
+            model.eval()
+            t = fit_temperature(dev.run(model, s["x_val"], scope="infer/val"), s["y_val"], dev)
+            out["ce_ts"] = evaluate(model, s, dev, "ce_ts", t)
+            out["ce_ts"]["temperature"] = t
+    return out
+
+
+def run_all(data, cfg, dev, enc=None, progress=None) -> dict:
+    """One setting: split, pre-train (or reuse ``enc``), baselines, TrainRef soft and hard."""
+    from models.trainref.data import split
+    sp = split(data.x_train, data.y_train, data.x_test, data.y_test, cfg.refs_per_class,
+               cfg.val, cfg.noise, cfg.noise_rate, cfg.seed, data.source)
+    s = to_device(sp, dev)
+    if enc is None:
+        enc = pretrain(torch.cat([s["x_ref"], s["x_val"], s["x_pool"]]), cfg, dev)
+    for p in enc.parameters():
+        p.requires_grad_(True)
+    if progress:
+        progress(1, 4, {"phase": "pretrained"})
+    base = baselines(enc, s, cfg, dev)
+    if progress:
+        progress(2, 4, {"phase": "baselines"})
+    soft = trainref(enc, s, cfg, dev)
+    if progress:
+        progress(3, 4, {"phase": "trainref"})
+    hard = trainref(enc, s, cfg, dev, keep=soft["keep"], prefix="hard/")
+    if progress:
+        progress(4, 4, {"phase": "hard relabel"})
+    return {"split": sp, "enc": enc, "base": base, "soft": soft, "hard": hard}
+
+
+def metrics_of(r) -> dict:
+    b, so, ha = r["base"], r["soft"], r["hard"]
+    m = {"realised_noise": r["split"].realised_noise}
+    for name in ("ce", "label_smoothing", "ce_ts"):
+        m[f"{name}_accuracy"], m[f"{name}_ece"] = b[name]["accuracy"], b[name]["ece"]
+    m["trainref_accuracy"], m["trainref_ece"] = so["test"]["accuracy"], so["test"]["ece"]
+    m["trainref_ts_accuracy"], m["trainref_ts_ece"] = so["test_ts"]["accuracy"], so["test_ts"]["ece"]
+    m["hard_accuracy"], m["hard_ece"] = ha["test"]["accuracy"], ha["test"]["ece"]
+    m["augment_accuracy"] = so["after_augment"]["accuracy"]
+    m["dstar_size"], m["dstar_precision"] = so["dstar_size"], so["dstar_precision"]
+    for k, v in so.items():
+        if k.startswith("relabel_accuracy"):
+            m[k] = v
+    m["test_accuracy"] = m["trainref_accuracy"]
+    return m

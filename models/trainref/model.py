@@ -341,7 +341,8 @@ def metrics_of(r) -> dict:
     for name in ("ce", "label_smoothing", "ce_ts"):
         m[f"{name}_accuracy"], m[f"{name}_ece"] = b[name]["accuracy"], b[name]["ece"]
     m["trainref_accuracy"], m["trainref_ece"] = so["test"]["accuracy"], so["test"]["ece"]
-    m["trainref_ts_accuracy"], m["trainref_ts_ece"] = so["test_ts"]["accuracy"], so["test_ts"]["ece"]
+    ts = so["test_ts"]
+    m["trainref_ts_accuracy"], m["trainref_ts_ece"] = ts["accuracy"], ts["ece"]
     m["hard_accuracy"], m["hard_ece"] = ha["test"]["accuracy"], ha["test"]["ece"]
     m["augment_accuracy"] = so["after_augment"]["accuracy"]
     m["dstar_size"], m["dstar_precision"] = so["dstar_size"], so["dstar_precision"]

@@ -173,6 +173,7 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
               if variant.representation or not name.startswith("bit_head")]
     opt = torch.optim.Adam(params, lr=cfg.lr, foreach=True)
     tgen = torch.Generator().manual_seed(cfg.seed + 7)
+    ngen = torch.Generator().manual_seed(cfg.seed + 11)   # feature noise: never the global RNG
     ema, history = None, []
     steps = math.ceil(len(tr) / cfg.batch_size)
     for epoch in range(cfg.epochs):
@@ -198,7 +199,8 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
             for step in range(steps):
                 si = s_order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
                 ti = t_order[step * cfg.batch_size:step * cfg.batch_size + len(si)]
-                loss, parts = batch_loss(net, xs[si], ys[si], xt[ti], qhat, cfg, variant)
+                loss, parts = batch_loss(net, xs[si], ys[si], xt[ti], qhat, cfg, variant,
+                                         ngen)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
@@ -212,7 +214,7 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
             "hold": hold, "train_idx": tr}
 
 
-def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant):
+def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant, gen: torch.Generator):
     """The COLA objective on one source and one target batch (readings 4-7)."""
     fs, hs, ls = net(xs)
     ft, ht, lt = net(xt)
@@ -236,7 +238,8 @@ def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant):
         f = torch.cat([fs, ft])
         sigma = cfg.sigma_rel * f.detach().std()
         with torch.no_grad():
-            hp = torch.tanh(net.hash(f + sigma * torch.randn_like(f)))
+            noise = torch.randn(f.shape, generator=gen).to(f.device)
+            hp = torch.tanh(net.hash(f + sigma * noise))
             stable = (torch.sign(h) == torch.sign(hp)).to(h.dtype)
         # BCE written out: the fused BCE and log-sigmoid kernels are not among the counted ops
         w_bit = torch.sigmoid(net.bit_head(f.detach()))

@@ -16,7 +16,7 @@ and 64 bits, 3 seeds; the full model's codes also ranked by plain Hamming (packe
 XOR + popcount on ``BitwiseDevice``). Target queries vs the source database, MAP@all. The
 sweep runs uncounted (``count=False``); one counted run per pair (full, 32 bits, seed 0)
 gives the training ops on TorchDevice and both retrieval costs. Writes
-``bench/out/conformal_hashing_map.png`` (MAP per variant and code length) and ends with
+``bench/out/conformal_hashing_map-PAIRS.png`` (MAP per variant and code length) and ends with
 ``RESULT {json}``.
 
     python bench/conformal_hashing.py                 # the plan above (~15-25 min, 1 core)
@@ -111,7 +111,7 @@ def main(argv=None) -> None:
                          if v in e)
         print(f"{key}: {line}")
     OUT.mkdir(exist_ok=True)
-    fig_path = OUT / "conformal_hashing_map.png"
+    fig_path = OUT / f"conformal_hashing_map-{'+'.join(plan['pairs'])}.png"
     figure(summary, fig_path)
     costs = {pair: counted(pair) for pair in plan["pairs"]}
     for pair, c in costs.items():

@@ -43,6 +43,8 @@ REDUCED = {
                      "steps": 4, "batch_size": 8, "warmup": 1, "search_pairs": 20,
                      "search_epochs": 2, "search_batch_size": 8, "n_eval": 8,
                      "n_random": 2},
+    "conformal_hashing": {"epochs": 1, "n_source": 400, "n_target": 200,         # ~3 s
+                          "n_database": 200, "n_query": 100},
 }
 SEED = 0
 

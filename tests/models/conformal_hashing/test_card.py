@@ -1,0 +1,72 @@
+"""The COLA card through the runner and the CLI: a short counted digits run, its counts,
+the same seed twice, config errors, ``neuroedge simulate`` writing a run file and report."""
+import pytest
+import torch
+from conftest import TOY_GPU
+
+import models
+from models import runner
+from models.conformal_hashing.card import ColaConfig
+from sim.errors import ModelError
+
+SHORT = {"epochs": 2}   # the quick digits preset (1257 source / 540 target), 2 epochs
+
+
+@pytest.fixture(scope="module")
+def short_run():
+    torch.set_num_threads(1)
+    return runner.run("conformal_hashing", profile=TOY_GPU, dataset="digits", overrides=SHORT)
+
+
+def test_registered_card():
+    card = models.get("conformal_hashing").card
+    assert card.datasets == ("fashion-mnist", "digits") and card.main_metric == "map"
+    cfg = runner.make_config("conformal_hashing", "quick", "digits", seed=3)
+    assert (cfg.n_source, cfg.n_target, cfg.epochs, cfg.bits, cfg.seed) == (1257, 540, 10, 32, 3)
+
+
+def test_config_errors():
+    with pytest.raises(ModelError, match="variant = 'half'"):
+        ColaConfig(variant="half")
+    with pytest.raises(ModelError, match="r_cal = 1.0: must lie strictly between 0 and 1"):
+        ColaConfig(r_cal=1.0)
+    with pytest.raises(ModelError, match="bits = 0"):
+        ColaConfig(bits=0)
+
+
+def test_short_run_counts(short_run):
+    m, led = short_run.metrics, short_run.ledger
+    # 1257 source images, round(0.25 * 1257) = 314 held out: 943 train per epoch, 2 epochs;
+    # database min(940, 943) = 940 training images, 540 queries
+    assert led.samples() == {"train": 2 * 943, "encode": 940 + 540, "retrieve/uwhd": 540,
+                             "retrieve/hamming_rank": 540}
+    # plain Hamming on the x86 bitwise engine: 32 bits fit one 64-bit word, so one XOR and
+    # one popcount per query/database pair: 540 * 940
+    assert m["hamming_popcount_words"] == 540 * 940
+    assert short_run.facts["hamming_ledger_ops"]["xor_word"] == 540 * 940
+    assert m["uwhd_macs"] == 540 * 940 * 32
+    # the UWHD matmul is in the ledger: at least its 540 x 32 x 940 MACs
+    macs = sum(v for k, v in led.total_ops("retrieve/uwhd").items() if k.startswith("mac_"))
+    assert macs >= 540 * 940 * 32
+    # what is not counted: the RNG of the bit-stability noise and MAP's cumulative sum
+    assert set(led.uncounted()) <= {"randn", "cumsum"}
+    assert 0 <= m["map"] <= 1 and m["map"] == m["map_uwhd"]
+    assert 0 <= m["target_coverage"] <= 1 and 1 <= m["first_epoch_set_size"] <= 10
+    assert short_run.traces["alpha_t"].data.shape == (2,)
+
+
+def test_same_seed_same_run(short_run):
+    again = runner.run("conformal_hashing", profile=TOY_GPU, dataset="digits", overrides=SHORT)
+    for key in ("map", "map_hamming", "target_coverage", "final_train_loss"):
+        assert again.metrics[key] == short_run.metrics[key], key
+    assert again.ledger.total_ops() == short_run.ledger.total_ops()
+
+
+def test_cli_simulate_writes_run_file_and_report(tmp_path):
+    from deploy.cli import main
+    out = tmp_path / "cola.h5"
+    assert main(["simulate", "conformal_hashing", "--profile", str(TOY_GPU), "--dataset",
+                 "digits", "--set", "epochs=1", "--set", "n_query=100", "--out", str(out),
+                 "--quiet"]) == 0
+    assert out.stat().st_size > 0
+    assert list(tmp_path.glob("*.html"))

@@ -172,6 +172,19 @@ class OnlineGMM:
         return F.normalize(self.mu, dim=1)
 
 
+def kmeanspp(h: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
+    """k-means++ seeding (Arthur & Vassilvitskii 2007): k rows of ``h``, each drawn with
+    probability proportional to its squared distance to the rows already drawn."""
+    first = int(torch.randint(len(h), (1,), generator=gen))
+    picked = [first]
+    d2 = ((h - h[first]) ** 2).sum(1)
+    for _ in range(k - 1):
+        i = int(torch.multinomial((d2 / d2.sum()).cpu(), 1, generator=gen))
+        picked.append(i)
+        d2 = torch.minimum(d2, ((h - h[i]) ** 2).sum(1))
+    return h[picked].clone()
+
+
 # --- collapse measures --------------------------------------------------------------------
 @torch.no_grad()
 def unique_count(protos: torch.Tensor, eps: float) -> int:

@@ -78,7 +78,7 @@ def augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     rows = (r[None] >= top[:, None]) & (r[None] < (top + h)[:, None])
     cols = (r[None] >= left[:, None]) & (r[None] < (left + w)[:, None])
     erase = (rows[:, :, None] & cols[:, None, :]) & (u(b) < 0.3)[:, None, None]
-    return v.masked_fill(erase[:, None], 0.0)
+    return v * (~erase[:, None]).to(v.dtype)          # a multiply: counted (masked_fill_ is not)
 
 
 # --- networks -----------------------------------------------------------------------------
@@ -195,7 +195,8 @@ def unique_count(protos: torch.Tensor, eps: float) -> int:
     covered = torch.zeros(len(c), dtype=torch.bool, device=c.device)
     groups = 0
     while not bool(covered.all()):
-        i = int(torch.nonzero(~covered)[0])
+        i = int(torch.argmax((~covered).to(torch.uint8)))   # first uncovered (argmax: a
+        #                                                     counted op; nonzero is not)
         covered |= close[i]
         groups += 1
     return groups

@@ -20,7 +20,8 @@ Readings where the paper is silent (the exact EM schedule was not retrieved):
   ``eta ** (n_k K / B)`` (its share of the batch against the uniform share), so an unused
   component keeps its statistics. M-step ``pi = N / sum N``, ``mu = S / N``,
   ``var = max(Q / N - mu^2, var_min)``.
-* Init: the means are K distinct teacher features of the first batch (both views), the
+* Init: the means are K distinct teacher features (one augmented view of K random training
+  images, before the first step), the
   variances ``1 / D`` (unit vectors in D dimensions), one pseudo-count per component
   (``N = 1``, so the first M-step has no 0/0).
 * The GMM sees both views' teacher features (L2-normalised bottleneck outputs); the loss
@@ -47,6 +48,7 @@ from models.decoupled_prototypes.card import EPSILONS, DecoupledPrototypesConfig
 from models.registry import Outcome, Progress
 from models.shared.checks import check_xy
 from models.shared.training import seeded
+from sim.errors import ModelError
 from sim.traces import Trace, curve
 
 
@@ -261,14 +263,23 @@ class Trainer:
     def teacher_protos(self):
         return None if self.variant == "joint" else self.gmm.prototypes()
 
+    def init_gmm(self, x: torch.Tensor, gen: torch.Generator) -> None:
+        """Means: K distinct teacher features of one augmented view of ``x`` (>= K images)."""
+        k = self.cfg.prototypes
+        if len(x) < k:
+            raise ModelError(f"decoupled_prototypes: {len(x)} images to seed the mixture; "
+                             f"needs >= prototypes = {k} (raise train or lower prototypes)")
+        with torch.no_grad():
+            pick = torch.randperm(len(x), generator=gen)[:k].to(x.device)
+            h = self.teacher.embed(augment(x[pick], gen))
+        self.gmm = OnlineGMM(h, self.cfg.forget, self.cfg.var_min, self.cfg.forgetting)
+
     def em_step(self, views, gen: torch.Generator) -> None:
         """Step (i): the mixture on the teacher's features of both views (no gradient)."""
         with torch.no_grad():
             h = torch.cat([self.teacher.embed(v) for v in views])
             if self.gmm is None:
-                pick = torch.randperm(len(h), generator=gen)[:self.cfg.prototypes]
-                self.gmm = OnlineGMM(h[pick.to(h.device)], self.cfg.forget, self.cfg.var_min,
-                                     self.cfg.forgetting)
+                self.init_gmm(views[0], gen)
             with self.dev.count("em"):
                 self.gmm.step(h, self.beta())
 
@@ -324,6 +335,9 @@ def train_variant(variant: str, cfg: DecoupledPrototypesConfig, dev, xt, yt, xs,
     gen = torch.Generator().manual_seed(cfg.seed)
     hist = {"step": [], **{f"unique_eps{e}": [] for e in EPSILONS}}
     losses, knn = [], []
+    if variant == "decoupled":         # seeded from K training images, so any batch size
+        with dev.count(f"{variant}/train/init"):
+            tr.init_gmm(xt, gen)
 
     def measure():
         with dev.count(f"{variant}/measure"):

@@ -15,7 +15,7 @@ SLOW = {               # measured 2026-12-01, load ~2: wall s (CPU s)
     "diffpc": 13,      # 30 epochs of 15 x 8 spike steps per sample on loihi2
     "klas": 16,        # trains the anchor family, the probes and the supernet
     "filter_heads": 25,   # 300 steps, two mask searches, patching
-    "decoupled_prototypes": 75,   # 2 x 2 epochs of DINO on 2000 images (load ~6: 60 CPU s)
+    "decoupled_prototypes": 10,   # 2 x 2 epochs of DINO on 2000 images (75 s at load ~6)
 }
 # not slow: mlp 4, bep 1, chunk_sparse_attention 5 (11 CPU s), fs_kan 7, snn_cuba 0.2,
 # tsetlin 0.3, tversky 6

@@ -13,7 +13,9 @@ on a TorchDevice (a100 profile) and is counted; the ledger's totals are printed.
     OMP_NUM_THREADS=2 .venv/bin/python bench/trainref.py [--seeds 3] [--train 6000]
         [--pool diverse|nearest]
 
-Last line: ``RESULT {json}``.
+Writes ``bench/trainref.png`` (``--plot``): test accuracy and ECE per setting for every
+method, bars at the mean over seeds with the standard deviation as error bars, and the
+precision of D*_ref. Last line: ``RESULT {json}``.
 """
 from __future__ import annotations
 
@@ -39,6 +41,42 @@ KEYS = ("ce_accuracy", "ce_ece", "label_smoothing_accuracy", "label_smoothing_ec
         "hard_ece", "dstar_size", "dstar_precision", "relabel_accuracy_round2")
 
 
+METHODS = (("ce", "CE"), ("label_smoothing", "label smoothing"), ("trainref", "TrainRef"),
+           ("hard", "hard relabel"))
+
+
+def plot(summary: dict, path: str) -> None:
+    """Accuracy, ECE and D*_ref precision per setting: the picture of the tables printed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    keys = list(summary)
+    x = np.arange(len(keys))
+    width = 0.8 / len(METHODS)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    for panel, metric in zip(axes[:2], ("accuracy", "ece"), strict=True):
+        for i, (name, label) in enumerate(METHODS):
+            k = f"{name}_{metric}"
+            mean = [summary[key][k][0] for key in keys]
+            sd = [summary[key][k][1] for key in keys]
+            panel.bar(x + (i - (len(METHODS) - 1) / 2) * width, mean, width, yerr=sd,
+                      label=label, capsize=2)
+        panel.set_title(f"test {metric} (mean +- std over seeds)")
+    prec = [summary[key]["dstar_precision"][0] for key in keys]
+    axes[2].bar(x, prec, 0.6, yerr=[summary[key]["dstar_precision"][1] for key in keys],
+                capsize=2, color="tab:green")
+    axes[2].axhline(0.9, color="k", ls="--", lw=1, label="target 0.90 (80% noise, 1 ref)")
+    axes[2].set_title("precision of the enlarged reference set D*_ref")
+    for ax in axes:
+        ax.set_xticks(x, keys, rotation=30, ha="right")
+    axes[0].legend(fontsize=8)
+    axes[2].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
@@ -46,6 +84,8 @@ def main() -> None:
     ap.add_argument("--pool", default="diverse")
     ap.add_argument("--refs", default="1,5")
     ap.add_argument("--settings", default="all", help="all, or e.g. symmetric:0.8")
+    ap.add_argument("--plot", default=str(Path(__file__).with_suffix(".png")),
+                    help="where the figure goes (default bench/trainref.png)")
     args = ap.parse_args()
     settings = SETTINGS if args.settings == "all" else tuple(
         (s.split(":")[0], float(s.split(":")[1])) for s in args.settings.split(","))
@@ -87,6 +127,8 @@ def main() -> None:
               f"{s['trainref_ece'][0]:.3f} +TS {s['trainref_ts_ece'][0]:.3f} hard "
               f"{s['hard_ece'][0]:.3f} | D* {s['dstar_size'][0]:.0f} prec "
               f"{s['dstar_precision'][0]:.3f}+-{s['dstar_precision'][1]:.3f}")
+    plot(summary, args.plot)
+    print(f"figure: {args.plot}")
     ops = dev.ledger.total_ops()
     print("ledger totals:", {k: int(v) for k, v in sorted(ops.items())})
     print("RESULT " + json.dumps({"bench": "trainref", "train": args.train, "seeds": args.seeds,

@@ -439,8 +439,7 @@ class NeuromorphicDevice(Device):
                               write=changed * c.entry_bytes, scope=scope)
         if changed:
             # one learning phase: each update on the core of its synapse's target neuron
-            rows = np.repeat(np.arange(per_row.size), per_row)
-            self.ledger.add_timing(self.clock.phase(rows, "syn_update"), scope=scope)
+            self.ledger.add_timing(self.clock.phase(per_row, "syn_update"), scope=scope)
         return changed
 
     def count_synapse_writes(self, n: int, scope: str | None = "learn") -> None:

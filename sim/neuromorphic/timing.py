@@ -123,10 +123,10 @@ class StepClock:
         return StepTiming(self.profile.name, self.key, int(n_steps), float(w), float(s),
                           float(p), float(bio_s), int(over), self.tot.copy())
 
-    def phase(self, core_rows: np.ndarray, op: str) -> StepTiming:
-        """One synchronised phase outside the time steps (a learning phase): ``core_rows``
-        lists, per op event, its row (1 + core); time = slowest core + barrier, not paced."""
-        counts = np.bincount(core_rows, minlength=self.rows)
+    def phase(self, counts: np.ndarray, op: str) -> StepTiming:
+        """One synchronised phase outside the time steps (a learning phase): ``counts[r]``
+        ops of kind ``op`` on table row ``r`` (1 + core; ``self.rows`` entries); time =
+        slowest core + barrier, not paced."""
         ops = np.zeros((self.rows, len(TIMED_OPS)), np.int64)
         ops[:, COL[op]] = counts
         work = float(counts[1:].max(initial=0) * self.tau[COL[op]])

@@ -11,7 +11,7 @@ accuracy, ECE (15 bins), D*_ref size and precision, mean +- std over seeds. Ever
 on a TorchDevice (a100 profile) and is counted; the ledger's totals are printed.
 
     OMP_NUM_THREADS=2 .venv/bin/python bench/trainref.py [--seeds 3] [--train 6000]
-        [--pool diverse|nearest]
+        [--pool mmr|farthest|nearest]
 
 Writes ``bench/trainref.png`` (``--plot``): test accuracy and ECE per setting for every
 method, bars at the mean over seeds with the standard deviation as error bars, and the
@@ -81,7 +81,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--train", type=int, default=6000)
-    ap.add_argument("--pool", default="diverse")
+    ap.add_argument("--pool", default="mmr", choices=("mmr", "farthest", "nearest"))
     ap.add_argument("--refs", default="1,5")
     ap.add_argument("--settings", default="all", help="all, or e.g. symmetric:0.8")
     ap.add_argument("--plot", default=str(Path(__file__).with_suffix(".png")),

@@ -14,7 +14,7 @@ from sim.errors import ModelError
 from sim.traces import curve
 
 NOISES = ("symmetric", "asymmetric")
-POOLS = ("diverse", "nearest")
+POOLS = ("mmr", "farthest", "nearest")
 
 
 @dataclass
@@ -40,7 +40,8 @@ class TrainRefConfig:
     k: int = 10                      # voting pool size (public code's top-10)
     quantile: float = 0.75           # tau: 75th percentile of x's similarities
     sharpen: float = 0.5             # t
-    pool: str = "diverse"            # voting pool: paper's diverse-k, or nearest-k (ablation)
+    pool: str = "mmr"                # voting pool: diverse-k read as MMR; farthest, nearest
+    relevance: float = 0.5           # MMR's weight on similarity to x (vs. redundancy)
     ce_epochs: int = 10              # CE / label-smoothing baselines, no early stopping
     lr: float = 1e-3
     batch_size: int = 128
@@ -53,7 +54,7 @@ class TrainRefConfig:
             raise ModelError(f"TrainRefConfig.pool = {self.pool!r}: must be one of {POOLS}")
         if not 0.0 <= self.noise_rate < 1.0:
             raise ModelError(f"TrainRefConfig.noise_rate = {self.noise_rate}: must be in [0, 1)")
-        for name in ("mask_ratio", "delta_if", "quantile", "sharpen"):
+        for name in ("mask_ratio", "delta_if", "quantile", "sharpen", "relevance"):
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise ModelError(f"TrainRefConfig.{name} = {getattr(self, name)}: must be in "
                                  "(0, 1]")

@@ -24,9 +24,13 @@ II. Reference augmentation (Sec. 3.3). A random linear head on the frozen encode
 III. Co-evolution (Sec. 3.4), ``rounds`` = 2 rounds. C-step: every pool image x gets
    y_hat(x) = (1/Z) sum_{r in V(x)} y_r cos(f(x), f(x_r)) over D_ref + D*_ref, V(x) the
    voting pool: the references above the 75th percentile tau of x's similarities, then the
-   ``k`` = 10 most mutually diverse of them (reading: greedy farthest-point selection
-   starting from the most similar, max-min cosine distance; the paper gives neither k nor
-   the rule), then sharpened y_hat^(1/t), t = 0.5. Negative cosines vote 0 (reading).
+   ``k`` = 10 most mutually diverse of them. The paper gives neither k nor the diversity
+   rule. Reading: maximal marginal relevance (Carbonell & Goldstein 1998), greedy from the
+   most similar, each next reference maximising 0.5 s(x, r) - 0.5 max_{c in V} s(r, c):
+   diverse among the relevant. Pure farthest-point (max-min distance, similarity ignored)
+   was the first reading and is kept as the ``farthest`` ablation: within a top quartile of
+   hundreds of references it picks the far edge, other classes. Then sharpened
+   y_hat^(1/t), t = 0.5. Negative cosines vote 0 (reading).
    Features are centred on the pool mean before cosines (reading: the paper's ViT features
    are not centred, but an MLP's are all of one sign and every cosine is near 1).
    P-step: the classifier fine-tuned ``ft_epochs`` on the soft labels with cross-entropy
@@ -149,12 +153,16 @@ def select(scores: torch.Tensor, y: torch.Tensor, delta: float, classes: int = 1
 
 
 def vote(f_x, f_r, y_r, k: int, quantile: float, t: float, classes: int = 10,
-         chunk: int = 2048, pool: str = "diverse") -> torch.Tensor:
+         chunk: int = 2048, pool: str = "mmr", relevance: float = 0.5) -> torch.Tensor:
     """C-step (module docstring): soft labels (N, C) from the references' similarity votes.
 
-    ``pool="diverse"``: the paper's voting pool (above tau, then k mutually diverse by
-    greedy farthest-point); ``"nearest"``: the k most similar above tau (the public code's
-    top-10 neighbours), kept as an ablation.
+    The voting pool V(x) is grown greedily from x's most similar reference among those above
+    tau. ``pool="mmr"`` (default, the paper's "k most mutually diverse" read as maximal
+    marginal relevance): the next reference maximises ``relevance * s(x, r) - (1 -
+    relevance) * max_{c in V} s(r, c)``; ``"farthest"``: pure farthest-point (max-min
+    distance to V, similarity ignored); ``"nearest"``: the k most similar (the public code's
+    top-10). The last two are ablations (README: farthest-point votes with the top
+    quartile's far edge and loses 30 points of relabel accuracy even with a clean D*_ref).
     """
     fr = F.normalize(f_r, dim=1)
     y1 = F.one_hot(y_r, classes).to(f_x.dtype)
@@ -167,12 +175,17 @@ def vote(f_x, f_r, y_r, k: int, quantile: float, t: float, classes: int = 10,
         kk = min(k, int(cand.sum(1).min()))
         first = torch.where(cand, s, torch.full_like(s, -2.0)).argmax(1)
         chosen = F.one_hot(first, len(fr)).bool()
-        mind = 1 - rr[first]                                   # distance to chosen set
-        for _ in range(kk - 1):                                # greedy farthest point
-            key = mind if pool == "diverse" else s
-            nxt = torch.where(cand & ~chosen, key, torch.full_like(s, -3.0)).argmax(1)
+        redundancy = rr[first]                                 # max cosine to the chosen set
+        for _ in range(kk - 1):
+            if pool == "mmr":
+                key = relevance * s - (1 - relevance) * redundancy
+            elif pool == "farthest":
+                key = -redundancy                              # max-min cosine distance
+            else:
+                key = s
+            nxt = torch.where(cand & ~chosen, key, torch.full_like(s, -9.0)).argmax(1)
             chosen |= F.one_hot(nxt, len(fr)).bool()
-            mind = torch.minimum(mind, 1 - rr[nxt])
+            redundancy = torch.maximum(redundancy, rr[nxt])
         w = torch.where(chosen, s.clamp_min(0), torch.zeros_like(s))
         y = w @ y1 + 1e-12
         y = y ** (1 / t)
@@ -277,7 +290,8 @@ def trainref(enc, s, cfg, dev, keep=None, prefix: str = "") -> dict:
             model.train()
             mu = f_all[len(x_aug):].mean(0)
             soft = vote(f_all[len(x_aug):] - mu, f_all[:len(x_aug)] - mu, y_aug, cfg.k,
-                        cfg.quantile, cfg.sharpen, pool=cfg.pool)
+                        cfg.quantile, cfg.sharpen, pool=cfg.pool,
+                        relevance=cfg.relevance)
         if hard:
             soft = F.one_hot(soft.argmax(1), classes).float()
         res[f"relabel_accuracy_round{rnd}"] = float((soft.argmax(1) == s["y_true"]).float().mean())

@@ -1,4 +1,6 @@
 """TrainRef's parts: the closed-form influence, the noise, the split, voting, ECE, the card."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -91,6 +93,33 @@ def test_vote_sharpening_squares_the_normalised_votes():
     out = M.vote(torch.tensor([[1.0, 0.0]]), f_r, torch.tensor([0, 1]), k=2, quantile=0.0,
                  t=0.5, classes=2)
     np.testing.assert_allclose(out.numpy(), [[0.8, 0.2]], atol=1e-6)
+
+
+def _unit(lon_deg: float, lat_deg: float = 0.0) -> list[float]:
+    lon, lat = math.radians(lon_deg), math.radians(lat_deg)
+    return [math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)]
+
+
+@pytest.mark.parametrize("pool, expected", [
+    # query at (lon 0, lat 0); references A lon 5 (class 0), B lon 8 (class 0), C lon -25
+    # (class 1), D lon 5 lat 70 (class 2); k = 2, every reference above tau (quantile 0).
+    # s(q, .) = cos: A 0.99619, B 0.99027, C 0.90631, D cos70 cos5 = 0.34072; all start at A.
+    # nearest: A, B -> all mass on class 0.
+    # mmr: 0.5 s - 0.5 s(., A): B 0.5(0.99027 - 0.99863) = -0.0042, C 0.5(0.90631 - 0.86603)
+    #   = +0.0201, D 0.5(0.34072 - 0.34202) = -0.0007 -> C; votes (0.99619, 0.90631, 0),
+    #   squared (t = 0.5) (0.99240, 0.82140) / 1.81380 = (0.54714, 0.45286, 0).
+    # farthest: min cosine to A is D's 0.34202 -> D; votes (0.99619, 0, 0.34072), squared
+    #   (0.99240, 0, 0.11609) / 1.10849 = (0.89527, 0, 0.10473).
+    ("nearest", [1.0, 0.0, 0.0]),
+    ("mmr", [0.54714, 0.45286, 0.0]),
+    ("farthest", [0.89527, 0.0, 0.10473]),
+])
+def test_voting_pool_rules_pick_the_expected_references(pool, expected):
+    f_r = torch.tensor([_unit(5), _unit(8), _unit(-25), _unit(5, 70)], dtype=torch.float64)
+    y_r = torch.tensor([0, 0, 1, 2])
+    out = M.vote(torch.tensor([_unit(0)], dtype=torch.float64), f_r, y_r, k=2, quantile=0.0,
+                 t=0.5, classes=3, pool=pool)
+    np.testing.assert_allclose(out[0].numpy(), expected, atol=2e-5)
 
 
 def test_ece_of_a_known_case():

@@ -11,7 +11,7 @@ accuracy, ECE (15 bins), D*_ref size and precision, mean +- std over seeds. Ever
 on a TorchDevice (a100 profile) and is counted; the ledger's totals are printed.
 
     OMP_NUM_THREADS=2 .venv/bin/python bench/trainref.py [--seeds 3] [--train 6000]
-        [--pool mmr|farthest|nearest]
+        [--pool mmr|farthest|nearest] [--oracle] [--plot PATH]
 
 Writes ``bench/trainref.png`` (``--plot``): test accuracy and ECE per setting for every
 method, bars at the mean over seeds with the standard deviation as error bars, and the
@@ -83,6 +83,9 @@ def main() -> None:
     ap.add_argument("--train", type=int, default=6000)
     ap.add_argument("--pool", default="mmr", choices=("mmr", "farthest", "nearest"))
     ap.add_argument("--refs", default="1,5")
+    ap.add_argument("--oracle", action="store_true",
+                    help="diagnostic: D*_ref with its true labels (phase III without selection "
+                         "errors); not the method")
     ap.add_argument("--settings", default="all", help="all, or e.g. symmetric:0.8")
     ap.add_argument("--plot", default=str(Path(__file__).with_suffix(".png")),
                     help="where the figure goes (default bench/trainref.png)")
@@ -101,7 +104,7 @@ def main() -> None:
         for noise, rate in settings:
             for r in refs:
                 c = dataclasses.replace(cfg, noise=noise, noise_rate=rate, refs_per_class=r)
-                m = M.metrics_of(M.run_all(data, c, dev, enc=enc))
+                m = M.metrics_of(M.run_all(data, c, dev, enc=enc, oracle=args.oracle))
                 key = f"{noise[:3]}{int(rate * 100)}_ref{r}"
                 rows.setdefault(key, []).append(m)
                 print(f"seed {seed} {key}: CE {m['ce_accuracy']:.4f} LS "
@@ -112,7 +115,7 @@ def main() -> None:
                       f"{m['dstar_precision']:.4f} ({time.time() - t0:.0f} s)", flush=True)
     summary = {}
     print(f"\n== mean +- std over {args.seeds} seeds, {args.train} training images, pool "
-          f"{args.pool} ==")
+          f"{args.pool}{' ORACLE D*_ref labels' if args.oracle else ''} ==")
     for key, ms in rows.items():
         summary[key] = {}
         for k in KEYS:
@@ -125,14 +128,16 @@ def main() -> None:
               f"+-{s['trainref_accuracy'][1]:.3f} hard {s['hard_accuracy'][0]:.3f} | ECE CE "
               f"{s['ce_ece'][0]:.3f} CE+TS {s['ce_ts_ece'][0]:.3f} TrainRef "
               f"{s['trainref_ece'][0]:.3f} +TS {s['trainref_ts_ece'][0]:.3f} hard "
-              f"{s['hard_ece'][0]:.3f} | D* {s['dstar_size'][0]:.0f} prec "
+              f"{s['hard_ece'][0]:.3f} | vote {s['relabel_accuracy_round2'][0]:.3f} | D* "
+              f"{s['dstar_size'][0]:.0f} prec "
               f"{s['dstar_precision'][0]:.3f}+-{s['dstar_precision'][1]:.3f}")
     plot(summary, args.plot)
     print(f"figure: {args.plot}")
     ops = dev.ledger.total_ops()
     print("ledger totals:", {k: int(v) for k, v in sorted(ops.items())})
     print("RESULT " + json.dumps({"bench": "trainref", "train": args.train, "seeds": args.seeds,
-                                  "pool": args.pool, "wall_s": round(time.time() - t0, 1),
+                                  "pool": args.pool, "oracle": args.oracle,
+                                  "wall_s": round(time.time() - t0, 1),
                                   "settings": summary,
                                   "ops": {k: int(v) for k, v in ops.items()}}))
 

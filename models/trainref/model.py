@@ -253,9 +253,13 @@ def to_device(sp, dev) -> dict:
     return out
 
 
-def trainref(enc, s, cfg, dev, keep=None, prefix: str = "") -> dict:
+def trainref(enc, s, cfg, dev, keep=None, prefix: str = "", oracle: bool = False) -> dict:
     """Phases II and III on the split ``s`` (``to_device``) from encoder ``enc``; given
-    ``keep`` (the soft run's D*_ref), the hard-relabel variant on the same D*_ref."""
+    ``keep`` (the soft run's D*_ref), the hard-relabel variant on the same D*_ref.
+
+    ``oracle``: a diagnostic, not the method: D*_ref keeps its selected images but with
+    their *true* labels, so phase III's relabelling is measured without selection errors.
+    """
     hard = keep is not None
     classes = 10
     res = {}
@@ -279,7 +283,7 @@ def trainref(enc, s, cfg, dev, keep=None, prefix: str = "") -> dict:
     res["dstar_size"] = int(keep.sum())
     res["dstar_precision"] = float(sel_true.float().mean()) if keep.any() else 0.0
     x_aug = torch.cat([s["x_ref"], s["x_pool"][keep]])
-    y_aug = torch.cat([s["y_ref"], s["y_noisy"][keep]])
+    y_aug = torch.cat([s["y_ref"], (s["y_true"] if oracle else s["y_noisy"])[keep]])
     model = dev.compile(Classifier(enc, cfg.dim, classes, cfg.seed + 4))
     fit(model, x_aug, y_aug, cfg, dev, f"{prefix}augment", cfg.aug_epochs, seed=cfg.seed)
     res["after_augment"] = evaluate(model, s, dev, f"{prefix}augment")
@@ -325,8 +329,9 @@ def baselines(enc, s, cfg, dev) -> dict:
     return out
 
 
-def run_all(data, cfg, dev, enc=None, progress=None) -> dict:
-    """One setting: split, pre-train (or reuse ``enc``), baselines, TrainRef soft and hard."""
+def run_all(data, cfg, dev, enc=None, progress=None, oracle: bool = False) -> dict:
+    """One setting: split, pre-train (or reuse ``enc``), baselines, TrainRef soft and hard
+    (``oracle``: the diagnostic of :func:`trainref`, D*_ref with its true labels)."""
     from models.trainref.data import split
     sp = split(data.x_train, data.y_train, data.x_test, data.y_test, cfg.refs_per_class,
                cfg.val, cfg.noise, cfg.noise_rate, cfg.seed, data.source)
@@ -340,10 +345,10 @@ def run_all(data, cfg, dev, enc=None, progress=None) -> dict:
     base = baselines(enc, s, cfg, dev)
     if progress:
         progress(2, 4, {"phase": "baselines"})
-    soft = trainref(enc, s, cfg, dev)
+    soft = trainref(enc, s, cfg, dev, oracle=oracle)
     if progress:
         progress(3, 4, {"phase": "trainref"})
-    hard = trainref(enc, s, cfg, dev, keep=soft["keep"], prefix="hard/")
+    hard = trainref(enc, s, cfg, dev, keep=soft["keep"], prefix="hard/", oracle=oracle)
     if progress:
         progress(4, 4, {"phase": "hard relabel"})
     return {"split": sp, "enc": enc, "base": base, "soft": soft, "hard": hard}

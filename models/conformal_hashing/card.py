@@ -15,6 +15,7 @@ from sim.traces import curve
 
 DATASETS = ("fashion-mnist", "digits")   # = data.PAIRS: source data; target = shifted copy
 VARIANT_NAMES = ("full", "no_sc", "no_rc", "no_sr", "none")   # = model.VARIANTS
+UWHD_KERNELS = ("matmul", "lut")
 
 
 @dataclass
@@ -38,6 +39,8 @@ class ColaConfig:
     n_database: int = 1000          # source training images in the retrieval database
     n_query: int = 500              # target queries
     hamming_profile: str = "x86-avx2"   # bitwise engine of the plain-Hamming retrieval
+    uwhd_kernel: str = "matmul"     # UWHD as one matmul, or "lut": 256-entry tables per code
+                                    # byte and query, lookups on the packed database
     count: bool = True              # count torch ops (False: the bench's repeated runs)
     seed: int = 0
 
@@ -45,6 +48,9 @@ class ColaConfig:
         if self.variant not in VARIANT_NAMES:
             raise ModelError(f"ColaConfig.variant = {self.variant!r}: must be one of "
                              f"{', '.join(VARIANT_NAMES)}")
+        if self.uwhd_kernel not in UWHD_KERNELS:
+            raise ModelError(f"ColaConfig.uwhd_kernel = {self.uwhd_kernel!r}: must be one of "
+                             f"{', '.join(UWHD_KERNELS)}")
         for name in ("bits", "width", "feat", "n_source", "n_target", "epochs", "batch_size",
                      "n_database", "n_query"):
             if getattr(self, name) < 1:
@@ -112,8 +118,8 @@ METRICS = {"map": "1", "map_uwhd": "1", "map_hamming": "1", "target_coverage": "
            "target_set_size": "count", "target_accuracy": "1", "auroc_w_sem": "1",
            "auroc_w_bit": "1", "bit_flip_rate": "1", "alpha_final": "1", "tv_hat": "1",
            "hamming_word_ops": "count", "hamming_popcount_words": "count",
-           "uwhd_macs": "MACs", "final_train_loss": "nats", "first_epoch_set_size": "count",
-           "last_epoch_set_size": "count"}
+           "uwhd_macs": "MACs", "uwhd_lookups": "count", "final_train_loss": "nats",
+           "first_epoch_set_size": "count", "last_epoch_set_size": "count"}
 """Metric units: MAP, coverage, accuracies, AUROCs and TV are fractions; set sizes are
 labels per set (means); the training loss sums cross-entropies (nats) and squared terms."""
 

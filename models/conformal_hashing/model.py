@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numba import njit
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
@@ -279,6 +280,73 @@ def uwhd(w_q: torch.Tensor, b_q: torch.Tensor, b_db: torch.Tensor) -> torch.Tens
     return 0.5 * (w_q.sum(1, keepdim=True) - (w_q * b_q) @ b_db.T)
 
 
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float32)
+"""(256, 8): bit i of byte value v, LSB first (the packed layout of ``sim.bitwise.packing``)."""
+
+
+def code_bytes(b: np.ndarray) -> np.ndarray:
+    """+-1 codes (N, L) as bytes (N, ceil(L/8)) uint8: bit i of byte j is element ``8j + i``,
+    bit 1 = +1, zero padding; the first bytes of ``sim.bitwise.packing.pack_signs``'s
+    little-endian words, i.e. the same stored database as plain Hamming reads."""
+    return np.packbits(np.asarray(b) > 0, axis=1, bitorder="little")
+
+
+def uwhd_tables(w_q: torch.Tensor, b_q: torch.Tensor) -> torch.Tensor:
+    """UWHD as table lookups, step 1: per query and code byte ``j`` the 256-entry table
+    ``T[q, j, v] = sum_i w_q,8j+i [bit i of v != bit 8j+i of q]`` (Q, ceil(L/8), 256).
+
+    With ``b`` in +-1 and ``p_i`` bit i of ``v``, a bit differs iff ``p_i != (1 + b_i)/2``,
+    so ``T = sum_i w_i (1 + b_i)/2 - sum_i p_i w_i b_i``: one (Q ceil(L/8), 8) x (8, 256)
+    matmul, Q ceil(L/8) 256 8 MACs, independent of the database size. Padding bits of a
+    last partial byte get weight 0 (they never count).
+    """
+    q, bits = w_q.shape
+    nb = -(-bits // 8)
+    pad = nb * 8 - bits
+    w = F.pad(w_q, (0, pad)) if pad else w_q
+    b = F.pad(b_q, (0, pad), value=1.0) if pad else b_q
+    wb = w * b
+    base = (0.5 * (w + wb)).reshape(q, nb, 8).sum(2, keepdim=True)
+    p = torch.as_tensor(_BYTE_BITS, dtype=w.dtype, device=w.device)
+    return base - wb.reshape(q, nb, 8) @ p.T
+
+
+def uwhd_lut(tables: torch.Tensor, db_bytes: torch.Tensor) -> torch.Tensor:
+    """UWHD as table lookups, step 2: ``d[q, n] = sum_j T[q, j, byte_j(x_n)]``, Q N ceil(L/8)
+    lookups (a gather: bytes, no arithmetic) and adds (the sum), on the packed database.
+    Equal to :func:`uwhd` up to float rounding (tests/models/conformal_hashing)."""
+    q, nb, _ = tables.shape
+    idx = db_bytes.to(torch.int64) + 256 * torch.arange(nb, device=db_bytes.device)
+    return tables.reshape(q, nb * 256)[:, idx].sum(2)
+
+
+@njit(cache=True, nogil=True)
+def uwhd_lut_kernel(tables, db_bytes, out):
+    """:func:`uwhd_lut` on the host CPU: ``out[q, n] = sum_j tables[q, j, db_bytes[n, j]]``.
+
+    tables (Q, nb, 256) float32, db_bytes (N, nb) uint8, out (Q, N) float32. The bytes are
+    first laid out byte-major (nb, N), as the bitwise kernel re-lays its database rows per
+    call, so the inner loop runs over database rows (one table of 1 KB, in L1, per pass)
+    and LLVM can vectorise it (gathers); the sum over j runs in byte order.
+    """
+    q, nb, _ = tables.shape
+    n = db_bytes.shape[0]
+    dbt = np.empty((nb, n), np.uint8)
+    for i in range(n):
+        for j in range(nb):
+            dbt[j, i] = db_bytes[i, j]
+    for a in range(q):
+        t0 = tables[a, 0]
+        c0 = dbt[0]
+        for i in range(n):
+            out[a, i] = t0[c0[i]]
+        for j in range(1, nb):
+            t = tables[a, j]
+            c = dbt[j]
+            for i in range(n):
+                out[a, i] += t[c[i]]
+
+
 def hamming_bitwise(bdev, b_q: np.ndarray, b_db: np.ndarray) -> np.ndarray:
     """Plain Hamming distances of +-1 codes on packed words: ``(L - <b_q, b_x>) / 2``, the
     inner product by XOR + popcount (``BitwiseDevice.sign_matmul``)."""
@@ -352,7 +420,12 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
         m["auroc_w_bit"] = auroc(wq.cpu().numpy().ravel(), stable)
         m["bit_flip_rate"] = float(1.0 - stable.mean())
     with _ctx(dev, "retrieve/uwhd", len(xq), cfg.count), torch.no_grad():
-        m["map_uwhd"] = rank_map(uwhd(wq, bq, bdb), ydb, yq)
+        if cfg.uwhd_kernel == "lut":   # the database as stored for plain Hamming: packed bytes
+            db_bytes = dev.tensor(code_bytes(bdb.cpu().numpy()), dtype=torch.uint8)
+            dist = uwhd_lut(uwhd_tables(wq, bq), db_bytes)
+        else:
+            dist = uwhd(wq, bq, bdb)
+        m["map_uwhd"] = rank_map(dist, ydb, yq)
     ham = hamming_bitwise(bdev, bq.cpu().numpy(), bdb.cpu().numpy())
     with _ctx(dev, "retrieve/hamming_rank", len(xq), cfg.count), torch.no_grad():
         m["map_hamming"] = rank_map(dev.tensor(ham), ydb, yq)
@@ -361,5 +434,9 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
     m["hamming_word_ops"] = float(sum(ops.values()))
     m["hamming_popcount_words"] = float(ops.get("popcount_word", 0))
     q, nd, bits = len(xq), len(xdb), cfg.bits
-    m["uwhd_macs"] = float(q * nd * bits)   # the (w * b_q) @ b_db.T product
+    if cfg.uwhd_kernel == "lut":   # the tables' matmul; then one lookup and add per byte
+        m["uwhd_macs"] = float(q * -(-bits // 8) * 256 * 8)
+        m["uwhd_lookups"] = float(q * nd * -(-bits // 8))
+    else:
+        m["uwhd_macs"] = float(q * nd * bits)   # the (w * b_q) @ b_db.T product
     return m

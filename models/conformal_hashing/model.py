@@ -132,12 +132,16 @@ class Variant:
     semantic: bool = True
     representation: bool = True
     self_regulation: bool = True
+    adapt: bool = True           # False: no target term in the loss (the source-only model)
 
 
 VARIANTS = {"full": Variant(), "no_sc": Variant(semantic=False),
             "no_rc": Variant(representation=False), "no_sr": Variant(self_regulation=False),
-            "none": Variant(False, False, False)}
-"""The ablation of the paper's Table (Office-Home): each component removed, and all."""
+            "none": Variant(False, False, False),
+            "source_only": Variant(False, False, False, adapt=False)}
+"""The ablation of the paper's Table (Office-Home): each component removed, and all; and
+the source-only model (no alignment, no target loss), the "before alignment" reference of
+the coverage bound (Thm 3.1)."""
 
 
 def _ctx(dev, scope: str, samples: int, count: bool):
@@ -181,7 +185,7 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
         with _ctx(dev, "train/calibrate", 0, cfg.count), torch.no_grad():
             net.eval()
             fh, _, lh = _chunks(net, xh)
-            ft, _, _ = _chunks(net, xt)
+            ft, _, lt = _chunks(net, xt)
             acc = float((lh.argmax(1) == yh).float().mean())
             ema = acc if ema is None else cfg.ema * ema + (1 - cfg.ema) * acc
             alpha = min(max(1.0 - ema, 0.05), 0.5)
@@ -191,11 +195,12 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
             scores = 1.0 - lh[cal].softmax(1).gather(1, yh[cal, None])[:, 0]
             qhat = conformal_threshold(scores, alpha)
             net.train()
+        diag = _shift_diagnostics(lh, yh, lt, pair.y_target, qhat)   # outside the ledger
         s_order = torch.randperm(len(tr), generator=tgen).to(dev.torch_device)
         t_order = torch.randint(0, len(xt), (steps * cfg.batch_size,), generator=tgen)
         t_order = t_order.to(dev.torch_device)
         rec = {"epoch": epoch + 1, "alpha": alpha, "qhat": qhat, "source_holdout_acc": acc,
-               "loss": 0.0, "w_sem": 0.0, "w_bit": 0.0, "set_size": 0.0}
+               **diag, "loss": 0.0, "w_sem": 0.0, "w_bit": 0.0, "set_size": 0.0}
         with _ctx(dev, "train", len(tr), cfg.count):
             for step in range(steps):
                 si = s_order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
@@ -215,10 +220,27 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
             "hold": hold, "train_idx": tr}
 
 
+@torch.no_grad()
+def _shift_diagnostics(lh, yh, lt, y_target, qhat) -> dict:
+    """Target coverage of this epoch's sets and TV-hat of the source hold-out and target
+    score distributions (the terms of Thm 3.1's bound). Evaluation only: the target labels
+    never reach the loss, and this runs outside any counting scope."""
+    yt = torch.as_tensor(y_target, dtype=torch.int64, device=lt.device)
+    pt = lt.softmax(1)
+    cov = float(prediction_sets(pt, qhat).gather(1, yt[:, None]).float().mean())
+    s_src = 1.0 - lh.softmax(1).gather(1, yh[:, None])[:, 0]
+    s_tgt = 1.0 - pt.gather(1, yt[:, None])[:, 0]
+    return {"target_coverage": cov, "tv_hat": tv_hat(s_src.cpu().numpy(), s_tgt.cpu().numpy())}
+
+
 def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant, gen: torch.Generator):
     """The COLA objective on one source and one target batch (readings 4-7)."""
     fs, hs, ls = net(xs)
-    ft, ht, lt = net(xt)
+    if variant.adapt:
+        ft, ht, lt = net(xt)
+    else:   # source-only: the target batch is only looked at (set sizes of the trace)
+        with torch.no_grad():
+            ft, ht, lt = net(xt)
     loss = F.cross_entropy(ls, ys) + pair_loss(hs, ys)
     pt = lt.softmax(1)
     with torch.no_grad():
@@ -230,10 +252,14 @@ def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant, gen: torch.Generato
             sets = F.one_hot(pt.argmax(1), pt.shape[1]).bool()
             w_sem = torch.ones(len(pt), device=pt.device)
             target = sets.to(pt.dtype)
-    ce_t = -(target * F.log_softmax(lt, 1)).sum(1)
-    l_target = (w_sem * ce_t).mean()
-    l_align = w_sem.mean() * mmd2(fs, ft)
-    h = torch.cat([hs, ht])
+    if variant.adapt:
+        ce_t = -(target * F.log_softmax(lt, 1)).sum(1)
+        l_target = (w_sem * ce_t).mean()
+        l_align = w_sem.mean() * mmd2(fs, ft)
+        h = torch.cat([hs, ht])
+    else:
+        l_target = l_align = 0.0
+        h = hs
     margin = F.relu(1.0 - h.abs())
     if variant.representation:
         f = torch.cat([fs, ft])

@@ -41,6 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from models import runner  # noqa: E402
@@ -124,8 +125,10 @@ def checks(pairs: tuple, seeds: int) -> None:
                   f", TV-hat {c['tv_hat']['mean']:.3f}+-{c['tv_hat']['std']:.3f}, gap "
                   f"{c['coverage_gap']['mean']:.3f}+-{c['coverage_gap']['std']:.3f}; "
                   f"coverage >= 1 - alpha - TV-hat in {c['bound_met']}/{c['runs']} runs "
-                  f"(margin {c['coverage_bound_margin']['mean']:+.3f})")
-            print(f"    per epoch: set size {_trace(c['per_epoch_mean_set_size'])} | "
+                  f"(margin {c['coverage_bound_margin']['mean']:+.3f}); MAP "
+                  f"{c['map']['mean']:.4f}+-{c['map']['std']:.4f}")
+            print(f"    per epoch: conformal set size {_trace(c['per_epoch_conformal_set_size'])}"
+                  f" | training sets {_trace(c['per_epoch_mean_set_size'])} | "
                   f"coverage gap {_trace(c['per_epoch_coverage_gap'])} | TV-hat "
                   f"{_trace(c['per_epoch_tv_hat'])}")
         if "source_only" in cov:
@@ -134,17 +137,25 @@ def checks(pairs: tuple, seeds: int) -> None:
                     g, g0 = cov[v]["coverage_gap"]["mean"], cov["source_only"]["coverage_gap"][
                         "mean"]
                     tv, tv0 = cov[v]["tv_hat"]["mean"], cov["source_only"]["tv_hat"]["mean"]
+                    # paired by seed: the same seed gives both the same data and init
+                    by_seed = {r["seed"]: r for r in rows
+                               if f"{r['pair']}/{r['bits']}" == key and r["variant"] == v}
+                    paired = [by_seed[r["seed"]]["coverage_gap"] < r["coverage_gap"]
+                              for r in rows if f"{r['pair']}/{r['bits']}" == key
+                              and r["variant"] == "source_only"]
                     out[key][f"gap_shrinks_{v}"] = bool(g < g0)
+                    out[key][f"gap_shrinks_{v}_seeds"] = int(sum(paired))
                     out[key][f"tv_shrinks_{v}"] = bool(tv < tv0)
                     print(f"CHECK 2 {key}: coverage gap source_only {g0:.3f} -> {v} {g:.3f} "
-                          f"({'shrinks' if g < g0 else 'does not shrink'}); TV-hat {tv0:.3f} "
-                          f"-> {tv:.3f}")
+                          f"({'shrinks' if g < g0 else 'does not shrink'}; smaller in "
+                          f"{sum(paired)}/{len(paired)} seeds); TV-hat {tv0:.3f} -> {tv:.3f}")
         f = cov["full"]
         sz = f["per_epoch_mean_set_size"]
         out[key]["set_size_decreases"] = bool(sz[-1] < sz[0])
+        out[key]["set_size_min_epoch"] = int(np.argmin(sz)) + 1
         print(f"CHECK 3 {key}: full's mean set size epoch 1 {sz[0]:.3f} -> epoch {len(sz)} "
               f"{sz[-1]:.3f} (lower at the end in {f['set_size_last_below_first']}/{f['runs']} "
-              f"seeds; per epoch {_trace(sz)})")
+              f"seeds; smallest {min(sz):.3f} at epoch {int(np.argmin(sz)) + 1})")
     result = {"plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()},
               "checks": out, "rows": rows, "wall_s": time.perf_counter() - t0}
     print("RESULT " + json.dumps(result))

@@ -107,6 +107,7 @@ def simulate(cfg: ColaConfig, device, data, progress=None) -> Outcome:
               "target_coverage": curve([r["target_coverage"] for r in h]),
               "coverage_gap": curve([1.0 - r["alpha"] - r["target_coverage"] for r in h]),
               "tv_hat": curve([r["tv_hat"] for r in h]),
+              "conformal_set_size": curve([r["conformal_set_size"] for r in h]),
               "mean_w_sem": curve([r["w_sem"] for r in h]),
               "mean_w_bit": curve([r["w_bit"] for r in h])}
     facts = {"torch_device": str(device.torch_device), "data_source": data.source,

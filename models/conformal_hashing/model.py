@@ -36,6 +36,15 @@ Readings where the public description is silent (R in the digest), fixed here:
    quantisation weights 1, plain Hamming retrieval.
 8. Retrieval protocol (UDAH's): target queries against the source training database, MAP over
    the full ranking (ties kept in database order: a stable sort).
+9. UWHD by lookup tables (``uwhd_kernel="lut"``; the paper gives no UWHD runtime, reviewers
+   asked for one): per query and code byte a 256-entry table of the weighted mismatches of
+   that byte, then one lookup and add per database byte on the packed codes plain Hamming
+   reads; equal to the matmul form up to float rounding.
+10. "Before alignment" for Thm 3.1's coverage bound: the ``source_only`` variant (source
+    cross-entropy, pair and quantisation losses only; the same calibration), and each
+    epoch's coverage and TV-hat measured before that epoch's updates (epoch 1: the untrained
+    network). TV-hat compares the scores of the whole source hold-out with the target's
+    (the hold-out, not the 20 % nearest ``D_cal``: 20 bins need more than its ~60-100 scores).
 
 Ledger scopes (TorchDevice): ``train`` (every forward, backward and Adam op),
 ``train/calibrate`` (features of the held-out and target sets, the quantile),
@@ -222,15 +231,19 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
 
 @torch.no_grad()
 def _shift_diagnostics(lh, yh, lt, y_target, qhat) -> dict:
-    """Target coverage of this epoch's sets and TV-hat of the source hold-out and target
-    score distributions (the terms of Thm 3.1's bound). Evaluation only: the target labels
-    never reach the loss, and this runs outside any counting scope."""
+    """Target coverage and mean size of this epoch's conformal sets on the whole target set
+    (whichever variant: without SC training uses argmax labels, but the sets exist), and
+    TV-hat of the source hold-out and target score distributions (Thm 3.1's terms).
+    Evaluation only: the target labels never reach the loss, and this runs outside any
+    counting scope."""
     yt = torch.as_tensor(y_target, dtype=torch.int64, device=lt.device)
     pt = lt.softmax(1)
-    cov = float(prediction_sets(pt, qhat).gather(1, yt[:, None]).float().mean())
+    sets = prediction_sets(pt, qhat)
     s_src = 1.0 - lh.softmax(1).gather(1, yh[:, None])[:, 0]
     s_tgt = 1.0 - pt.gather(1, yt[:, None])[:, 0]
-    return {"target_coverage": cov, "tv_hat": tv_hat(s_src.cpu().numpy(), s_tgt.cpu().numpy())}
+    return {"target_coverage": float(sets.gather(1, yt[:, None]).float().mean()),
+            "conformal_set_size": float(sets.sum(1).float().mean()),
+            "tv_hat": tv_hat(s_src.cpu().numpy(), s_tgt.cpu().numpy())}
 
 
 def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant, gen: torch.Generator):

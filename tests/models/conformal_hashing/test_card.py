@@ -87,6 +87,9 @@ def test_short_run_counts(short_run):
         (1 - tr["alpha_t"].data - tr["target_coverage"].data).tolist())
     assert tr["tv_hat"].data.shape == (2,) and ((0 <= tr["tv_hat"].data) & (
         tr["tv_hat"].data <= 1)).all()
+    # epoch 1 calibrates the untrained network at alpha = 0.5 (reading 3): its sets are
+    # larger than the argmax label alone
+    assert tr["conformal_set_size"].data.shape == (2,) and tr["conformal_set_size"].data[0] > 1
 
 
 def test_lookup_table_retrieval_option(short_run):

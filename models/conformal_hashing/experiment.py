@@ -5,7 +5,9 @@ Per domain pair, code length and seed the card trains each variant (``full``; ``
 queries from the source database; the full model's run also gives plain Hamming MAP on the
 same codes (``map_hamming``: the UWHD comparison without retraining). The summary is the
 mean and standard deviation over seeds of every variant's MAP, and the acceptance checks
-of the digest that the runs can answer.
+of the digest that the runs can answer; per variant (``coverage``) the terms of the
+coverage bound (Thm 3.1) and the per-epoch set sizes, which ``bench/conformal_hashing.py
+--checks`` compares against the ``source_only`` variant.
 """
 from __future__ import annotations
 

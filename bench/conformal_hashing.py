@@ -21,6 +21,15 @@ gives the training ops on TorchDevice and both retrieval costs. Writes
 
     python bench/conformal_hashing.py                 # the plan above (~15-25 min, 1 core)
     python bench/conformal_hashing.py --pairs digits  # one pair
+    python bench/conformal_hashing.py --checks        # the coverage and set-size checks only
+
+``--checks``: the digest's checks 2 and 3 (second half) at 32 bits on both pairs, 3 seeds,
+for ``full``, ``none`` (alignment without the conformal weights) and ``source_only`` (no
+alignment, no target loss: "before alignment"): target coverage against ``1 - alpha_t -
+TV-hat`` (TV-hat: 20-bin histograms of the non-conformity scores of the source hold-out
+and of the labelled target), the coverage gap ``1 - alpha_t - coverage`` with and without
+alignment and per epoch, and the mean prediction-set size per epoch (the training batches'
+target sets; the same trace the HTML report draws as ``mean_set_size``).
 """
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from models import runner  # noqa: E402
@@ -87,12 +97,81 @@ def counted(pair: str) -> dict:
             "map": run.metrics["map"]}
 
 
+def _trace(xs) -> str:
+    return " ".join(f"{x:.3f}" for x in xs)
+
+
+def checks(pairs: tuple, seeds: int) -> None:
+    """Checks 2 and 3 (second half) of the digest: bench lines and a ``RESULT`` line."""
+    plan = {"pairs": pairs, "bits": (32,), "ablate_bits": (),
+            "variants": ("full", "none", "source_only"), "seeds": seeds}
+    t0 = time.perf_counter()
+
+    def progress(i, n, row):
+        print(f"[{i}/{n}] {row['pair']} {row['variant']:>11} seed{row['seed']}: coverage "
+              f"{row['target_coverage']:.3f} (1 - alpha {1 - row['alpha_final']:.3f}, TV-hat "
+              f"{row['tv_hat']:.3f}) MAP {row['map']:.4f} [{time.perf_counter() - t0:.0f} s]",
+              flush=True)
+
+    rows, _ = sweep(plan, 0, preset="quick", count=False, progress=progress)
+    summary = summarize(rows)
+    out = {}
+    for key, e in summary.items():
+        cov = e["coverage"]
+        out[key] = {"coverage": cov}
+        for v, c in cov.items():
+            print(f"{key} {v:>11}: coverage {c['target_coverage']['mean']:.3f}+-"
+                  f"{c['target_coverage']['std']:.3f}, 1 - alpha {1 - c['alpha_final']['mean']:.3f}"
+                  f", TV-hat {c['tv_hat']['mean']:.3f}+-{c['tv_hat']['std']:.3f}, gap "
+                  f"{c['coverage_gap']['mean']:.3f}+-{c['coverage_gap']['std']:.3f}; "
+                  f"coverage >= 1 - alpha - TV-hat in {c['bound_met']}/{c['runs']} runs "
+                  f"(margin {c['coverage_bound_margin']['mean']:+.3f}); MAP "
+                  f"{c['map']['mean']:.4f}+-{c['map']['std']:.4f}")
+            print(f"    per epoch: conformal set size {_trace(c['per_epoch_conformal_set_size'])}"
+                  f" | training sets {_trace(c['per_epoch_mean_set_size'])} | "
+                  f"coverage gap {_trace(c['per_epoch_coverage_gap'])} | TV-hat "
+                  f"{_trace(c['per_epoch_tv_hat'])}")
+        if "source_only" in cov:
+            for v in ("full", "none"):
+                if v in cov:
+                    g, g0 = cov[v]["coverage_gap"]["mean"], cov["source_only"]["coverage_gap"][
+                        "mean"]
+                    tv, tv0 = cov[v]["tv_hat"]["mean"], cov["source_only"]["tv_hat"]["mean"]
+                    # paired by seed: the same seed gives both the same data and init
+                    by_seed = {r["seed"]: r for r in rows
+                               if f"{r['pair']}/{r['bits']}" == key and r["variant"] == v}
+                    paired = [by_seed[r["seed"]]["coverage_gap"] < r["coverage_gap"]
+                              for r in rows if f"{r['pair']}/{r['bits']}" == key
+                              and r["variant"] == "source_only"]
+                    out[key][f"gap_shrinks_{v}"] = bool(g < g0)
+                    out[key][f"gap_shrinks_{v}_seeds"] = int(sum(paired))
+                    out[key][f"tv_shrinks_{v}"] = bool(tv < tv0)
+                    print(f"CHECK 2 {key}: coverage gap source_only {g0:.3f} -> {v} {g:.3f} "
+                          f"({'shrinks' if g < g0 else 'does not shrink'}; smaller in "
+                          f"{sum(paired)}/{len(paired)} seeds); TV-hat {tv0:.3f} -> {tv:.3f}")
+        f = cov["full"]
+        sz = f["per_epoch_mean_set_size"]
+        out[key]["set_size_decreases"] = bool(sz[-1] < sz[0])
+        out[key]["set_size_min_epoch"] = int(np.argmin(sz)) + 1
+        print(f"CHECK 3 {key}: full's mean set size epoch 1 {sz[0]:.3f} -> epoch {len(sz)} "
+              f"{sz[-1]:.3f} (lower at the end in {f['set_size_last_below_first']}/{f['runs']} "
+              f"seeds; smallest {min(sz):.3f} at epoch {int(np.argmin(sz)) + 1})")
+    result = {"plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()},
+              "checks": out, "rows": rows, "wall_s": time.perf_counter() - t0}
+    print("RESULT " + json.dumps(result))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", default="fashion-mnist,digits")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--checks", action="store_true",
+                    help="only the coverage and set-size checks (full, none, source_only)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.checks:
+        checks(tuple(args.pairs.split(",")), args.seeds)
+        return
     plan = {**PLANS["full"], "pairs": tuple(args.pairs.split(",")), "seeds": args.seeds}
     t0 = time.perf_counter()
 

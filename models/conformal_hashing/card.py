@@ -14,14 +14,16 @@ from sim.errors import ModelError
 from sim.traces import curve
 
 DATASETS = ("fashion-mnist", "digits")   # = data.PAIRS: source data; target = shifted copy
-VARIANT_NAMES = ("full", "no_sc", "no_rc", "no_sr", "none")   # = model.VARIANTS
+VARIANT_NAMES = ("full", "no_sc", "no_rc", "no_sr", "none", "source_only")   # model.VARIANTS
+UWHD_KERNELS = ("matmul", "lut")
 
 
 @dataclass
 class ColaConfig:
     """One training run of COLA or one of its ablations; defaults say why."""
 
-    variant: str = "full"           # full, or a component removed (no_sc/no_rc/no_sr/none)
+    variant: str = "full"           # full, a component removed (no_sc/no_rc/no_sr/none), or
+                                    # source_only (no target term: the coverage reference)
     bits: int = 32                  # code length L (paper: 16-128, 64 main)
     width: int = 16                 # conv channels (16, 32): a small CNN for 2 CPU cores
     feat: int = 128                 # feature dimension of f (the digest's plan)
@@ -38,6 +40,8 @@ class ColaConfig:
     n_database: int = 1000          # source training images in the retrieval database
     n_query: int = 500              # target queries
     hamming_profile: str = "x86-avx2"   # bitwise engine of the plain-Hamming retrieval
+    uwhd_kernel: str = "matmul"     # UWHD as one matmul, or "lut": 256-entry tables per code
+                                    # byte and query, lookups on the packed database
     count: bool = True              # count torch ops (False: the bench's repeated runs)
     seed: int = 0
 
@@ -45,6 +49,9 @@ class ColaConfig:
         if self.variant not in VARIANT_NAMES:
             raise ModelError(f"ColaConfig.variant = {self.variant!r}: must be one of "
                              f"{', '.join(VARIANT_NAMES)}")
+        if self.uwhd_kernel not in UWHD_KERNELS:
+            raise ModelError(f"ColaConfig.uwhd_kernel = {self.uwhd_kernel!r}: must be one of "
+                             f"{', '.join(UWHD_KERNELS)}")
         for name in ("bits", "width", "feat", "n_source", "n_target", "epochs", "batch_size",
                      "n_database", "n_query"):
             if getattr(self, name) < 1:
@@ -90,9 +97,17 @@ def simulate(cfg: ColaConfig, device, data, progress=None) -> Outcome:
     m["final_train_loss"] = h[-1]["loss"]
     m["first_epoch_set_size"] = h[0]["set_size"]
     m["last_epoch_set_size"] = h[-1]["set_size"]
+    # Thm 3.1: target coverage >= 1 - alpha - TV; the gap and the bound's slack, final model
+    m["coverage_gap"] = 1.0 - m["alpha_final"] - m["target_coverage"]
+    m["coverage_bound_margin"] = m["target_coverage"] - (1.0 - m["alpha_final"] - m["tv_hat"])
     traces = {"train_loss": curve([r["loss"] for r in h]),
               "alpha_t": curve([r["alpha"] for r in h]),
               "mean_set_size": curve([r["set_size"] for r in h]),
+              # each epoch's sets on the whole target set before that epoch's updates
+              "target_coverage": curve([r["target_coverage"] for r in h]),
+              "coverage_gap": curve([1.0 - r["alpha"] - r["target_coverage"] for r in h]),
+              "tv_hat": curve([r["tv_hat"] for r in h]),
+              "conformal_set_size": curve([r["conformal_set_size"] for r in h]),
               "mean_w_sem": curve([r["w_sem"] for r in h]),
               "mean_w_bit": curve([r["w_bit"] for r in h])}
     facts = {"torch_device": str(device.torch_device), "data_source": data.source,
@@ -112,8 +127,9 @@ METRICS = {"map": "1", "map_uwhd": "1", "map_hamming": "1", "target_coverage": "
            "target_set_size": "count", "target_accuracy": "1", "auroc_w_sem": "1",
            "auroc_w_bit": "1", "bit_flip_rate": "1", "alpha_final": "1", "tv_hat": "1",
            "hamming_word_ops": "count", "hamming_popcount_words": "count",
-           "uwhd_macs": "MACs", "final_train_loss": "nats", "first_epoch_set_size": "count",
-           "last_epoch_set_size": "count"}
+           "uwhd_macs": "MACs", "uwhd_lookups": "count", "final_train_loss": "nats",
+           "first_epoch_set_size": "count", "last_epoch_set_size": "count",
+           "coverage_gap": "1", "coverage_bound_margin": "1"}
 """Metric units: MAP, coverage, accuracies, AUROCs and TV are fractions; set sizes are
 labels per set (means); the training loss sums cross-entropies (nats) and squared terms."""
 

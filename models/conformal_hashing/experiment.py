@@ -5,7 +5,9 @@ Per domain pair, code length and seed the card trains each variant (``full``; ``
 queries from the source database; the full model's run also gives plain Hamming MAP on the
 same codes (``map_hamming``: the UWHD comparison without retraining). The summary is the
 mean and standard deviation over seeds of every variant's MAP, and the acceptance checks
-of the digest that the runs can answer.
+of the digest that the runs can answer; per variant (``coverage``) the terms of the
+coverage bound (Thm 3.1) and the per-epoch set sizes, which ``bench/conformal_hashing.py
+--checks`` compares against the ``source_only`` variant.
 """
 from __future__ import annotations
 
@@ -57,12 +59,37 @@ def summarize(rows: list[dict]) -> dict:
             entry["uwhd_minus_hamming"] = entry["full"]["mean"] - entry["full_hamming"]["mean"]
         if "none" in entry and "full" in entry:
             entry["full_minus_none"] = entry["full"]["mean"] - entry["none"]["mean"]
+        entry["coverage"] = {v: coverage_summary([r for r in sel if r["variant"] == v])
+                             for v in sorted({r["variant"] for r in sel})}
         out[f"{key[0]}/{key[1]}"] = entry
     return out
 
 
+def coverage_summary(rows: list[dict]) -> dict:
+    """The digest's checks 2 and 3 over the seeds of one variant: target coverage, its gap
+    to ``1 - alpha`` and TV-hat of the final model, how many runs meet ``coverage >= 1 -
+    alpha - TV-hat``, the same terms per epoch (the model before each epoch's updates;
+    epoch 1 = the untrained network), the mean set size per epoch (``mean_set_size``: the
+    training batches' sets, argmax labels without SC; ``conformal_set_size``: the conformal
+    sets on the whole target set at each epoch's start) and MAP, seed means."""
+    out = {k: mean_std([r[k] for r in rows])
+           for k in ("target_coverage", "coverage_gap", "tv_hat", "alpha_final",
+                     "coverage_bound_margin", "target_set_size", "map")}
+    out["bound_met"] = sum(r["coverage_bound_margin"] >= 0 for r in rows)
+    out["runs"] = len(rows)
+    for k in ("mean_set_size", "conformal_set_size", "target_coverage", "coverage_gap",
+              "tv_hat"):
+        out[f"per_epoch_{k}"] = np.mean([r["traces"][k] for r in rows], 0).tolist()
+    sizes = np.array([r["traces"]["mean_set_size"] for r in rows])
+    out["set_size_last_below_first"] = int((sizes[:, -1] < sizes[:, 0]).sum())
+    return out
+
+
 ROW_METRICS = ("map", "map_uwhd", "map_hamming", "target_coverage", "target_set_size",
-               "target_accuracy", "auroc_w_sem", "tv_hat", "alpha_final")
+               "target_accuracy", "auroc_w_sem", "tv_hat", "alpha_final", "coverage_gap",
+               "coverage_bound_margin")
+ROW_TRACES = ("mean_set_size", "conformal_set_size", "target_coverage", "coverage_gap",
+              "tv_hat", "alpha_t")
 
 
 def sweep(plan, seed: int, profile=None, preset: str = "quick", count: bool = False,
@@ -78,7 +105,8 @@ def sweep(plan, seed: int, profile=None, preset: str = "quick", count: bool = Fa
         runs[f"{pair}/L{bits}/{variant}/seed{s}"] = run
         row = {"pair": pair, "bits": bits, "variant": variant, "seed": s,
                **{k: run.metrics[k] for k in ROW_METRICS},
-               "auroc_w_bit": run.metrics.get("auroc_w_bit", float("nan"))}
+               "auroc_w_bit": run.metrics.get("auroc_w_bit", float("nan")),
+               "traces": {k: run.traces[k].data.tolist() for k in ROW_TRACES}}
         rows.append(row)
         if progress:
             progress(len(rows), len(todo), row)

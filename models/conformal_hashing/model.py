@@ -36,6 +36,15 @@ Readings where the public description is silent (R in the digest), fixed here:
    quantisation weights 1, plain Hamming retrieval.
 8. Retrieval protocol (UDAH's): target queries against the source training database, MAP over
    the full ranking (ties kept in database order: a stable sort).
+9. UWHD by lookup tables (``uwhd_kernel="lut"``; the paper gives no UWHD runtime, reviewers
+   asked for one): per query and code byte a 256-entry table of the weighted mismatches of
+   that byte, then one lookup and add per database byte on the packed codes plain Hamming
+   reads; equal to the matmul form up to float rounding.
+10. "Before alignment" for Thm 3.1's coverage bound: the ``source_only`` variant (source
+    cross-entropy, pair and quantisation losses only; the same calibration), and each
+    epoch's coverage and TV-hat measured before that epoch's updates (epoch 1: the untrained
+    network). TV-hat compares the scores of the whole source hold-out with the target's
+    (the hold-out, not the 20 % nearest ``D_cal``: 20 bins need more than its ~60-100 scores).
 
 Ledger scopes (TorchDevice): ``train`` (every forward, backward and Adam op),
 ``train/calibrate`` (features of the held-out and target sets, the quantile),
@@ -52,6 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numba import njit
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
@@ -131,12 +141,16 @@ class Variant:
     semantic: bool = True
     representation: bool = True
     self_regulation: bool = True
+    adapt: bool = True           # False: no target term in the loss (the source-only model)
 
 
 VARIANTS = {"full": Variant(), "no_sc": Variant(semantic=False),
             "no_rc": Variant(representation=False), "no_sr": Variant(self_regulation=False),
-            "none": Variant(False, False, False)}
-"""The ablation of the paper's Table (Office-Home): each component removed, and all."""
+            "none": Variant(False, False, False),
+            "source_only": Variant(False, False, False, adapt=False)}
+"""The ablation of the paper's Table (Office-Home): each component removed, and all; and
+the source-only model (no alignment, no target loss), the "before alignment" reference of
+the coverage bound (Thm 3.1)."""
 
 
 def _ctx(dev, scope: str, samples: int, count: bool):
@@ -180,7 +194,7 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
         with _ctx(dev, "train/calibrate", 0, cfg.count), torch.no_grad():
             net.eval()
             fh, _, lh = _chunks(net, xh)
-            ft, _, _ = _chunks(net, xt)
+            ft, _, lt = _chunks(net, xt)
             acc = float((lh.argmax(1) == yh).float().mean())
             ema = acc if ema is None else cfg.ema * ema + (1 - cfg.ema) * acc
             alpha = min(max(1.0 - ema, 0.05), 0.5)
@@ -190,11 +204,12 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
             scores = 1.0 - lh[cal].softmax(1).gather(1, yh[cal, None])[:, 0]
             qhat = conformal_threshold(scores, alpha)
             net.train()
+        diag = _shift_diagnostics(lh, yh, lt, pair.y_target, qhat)   # outside the ledger
         s_order = torch.randperm(len(tr), generator=tgen).to(dev.torch_device)
         t_order = torch.randint(0, len(xt), (steps * cfg.batch_size,), generator=tgen)
         t_order = t_order.to(dev.torch_device)
         rec = {"epoch": epoch + 1, "alpha": alpha, "qhat": qhat, "source_holdout_acc": acc,
-               "loss": 0.0, "w_sem": 0.0, "w_bit": 0.0, "set_size": 0.0}
+               **diag, "loss": 0.0, "w_sem": 0.0, "w_bit": 0.0, "set_size": 0.0}
         with _ctx(dev, "train", len(tr), cfg.count):
             for step in range(steps):
                 si = s_order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
@@ -214,10 +229,31 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
             "hold": hold, "train_idx": tr}
 
 
+@torch.no_grad()
+def _shift_diagnostics(lh, yh, lt, y_target, qhat) -> dict:
+    """Target coverage and mean size of this epoch's conformal sets on the whole target set
+    (whichever variant: without SC training uses argmax labels, but the sets exist), and
+    TV-hat of the source hold-out and target score distributions (Thm 3.1's terms).
+    Evaluation only: the target labels never reach the loss, and this runs outside any
+    counting scope."""
+    yt = torch.as_tensor(y_target, dtype=torch.int64, device=lt.device)
+    pt = lt.softmax(1)
+    sets = prediction_sets(pt, qhat)
+    s_src = 1.0 - lh.softmax(1).gather(1, yh[:, None])[:, 0]
+    s_tgt = 1.0 - pt.gather(1, yt[:, None])[:, 0]
+    return {"target_coverage": float(sets.gather(1, yt[:, None]).float().mean()),
+            "conformal_set_size": float(sets.sum(1).float().mean()),
+            "tv_hat": tv_hat(s_src.cpu().numpy(), s_tgt.cpu().numpy())}
+
+
 def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant, gen: torch.Generator):
     """The COLA objective on one source and one target batch (readings 4-7)."""
     fs, hs, ls = net(xs)
-    ft, ht, lt = net(xt)
+    if variant.adapt:
+        ft, ht, lt = net(xt)
+    else:   # source-only: the target batch is only looked at (set sizes of the trace)
+        with torch.no_grad():
+            ft, ht, lt = net(xt)
     loss = F.cross_entropy(ls, ys) + pair_loss(hs, ys)
     pt = lt.softmax(1)
     with torch.no_grad():
@@ -229,10 +265,14 @@ def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant, gen: torch.Generato
             sets = F.one_hot(pt.argmax(1), pt.shape[1]).bool()
             w_sem = torch.ones(len(pt), device=pt.device)
             target = sets.to(pt.dtype)
-    ce_t = -(target * F.log_softmax(lt, 1)).sum(1)
-    l_target = (w_sem * ce_t).mean()
-    l_align = w_sem.mean() * mmd2(fs, ft)
-    h = torch.cat([hs, ht])
+    if variant.adapt:
+        ce_t = -(target * F.log_softmax(lt, 1)).sum(1)
+        l_target = (w_sem * ce_t).mean()
+        l_align = w_sem.mean() * mmd2(fs, ft)
+        h = torch.cat([hs, ht])
+    else:
+        l_target = l_align = 0.0
+        h = hs
     margin = F.relu(1.0 - h.abs())
     if variant.representation:
         f = torch.cat([fs, ft])
@@ -277,6 +317,73 @@ def rank_map(dist: torch.Tensor, db_labels: torch.Tensor, q_labels: torch.Tensor
 def uwhd(w_q: torch.Tensor, b_q: torch.Tensor, b_db: torch.Tensor) -> torch.Tensor:
     """``sum_k w_qk (1 - b_qk b_xk) / 2`` for every query/database pair, one matmul."""
     return 0.5 * (w_q.sum(1, keepdim=True) - (w_q * b_q) @ b_db.T)
+
+
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float32)
+"""(256, 8): bit i of byte value v, LSB first (the packed layout of ``sim.bitwise.packing``)."""
+
+
+def code_bytes(b: np.ndarray) -> np.ndarray:
+    """+-1 codes (N, L) as bytes (N, ceil(L/8)) uint8: bit i of byte j is element ``8j + i``,
+    bit 1 = +1, zero padding; the first bytes of ``sim.bitwise.packing.pack_signs``'s
+    little-endian words, i.e. the same stored database as plain Hamming reads."""
+    return np.packbits(np.asarray(b) > 0, axis=1, bitorder="little")
+
+
+def uwhd_tables(w_q: torch.Tensor, b_q: torch.Tensor) -> torch.Tensor:
+    """UWHD as table lookups, step 1: per query and code byte ``j`` the 256-entry table
+    ``T[q, j, v] = sum_i w_q,8j+i [bit i of v != bit 8j+i of q]`` (Q, ceil(L/8), 256).
+
+    With ``b`` in +-1 and ``p_i`` bit i of ``v``, a bit differs iff ``p_i != (1 + b_i)/2``,
+    so ``T = sum_i w_i (1 + b_i)/2 - sum_i p_i w_i b_i``: one (Q ceil(L/8), 8) x (8, 256)
+    matmul, Q ceil(L/8) 256 8 MACs, independent of the database size. Padding bits of a
+    last partial byte get weight 0 (they never count).
+    """
+    q, bits = w_q.shape
+    nb = -(-bits // 8)
+    pad = nb * 8 - bits
+    w = F.pad(w_q, (0, pad)) if pad else w_q
+    b = F.pad(b_q, (0, pad), value=1.0) if pad else b_q
+    wb = w * b
+    base = (0.5 * (w + wb)).reshape(q, nb, 8).sum(2, keepdim=True)
+    p = torch.as_tensor(_BYTE_BITS, dtype=w.dtype, device=w.device)
+    return base - wb.reshape(q, nb, 8) @ p.T
+
+
+def uwhd_lut(tables: torch.Tensor, db_bytes: torch.Tensor) -> torch.Tensor:
+    """UWHD as table lookups, step 2: ``d[q, n] = sum_j T[q, j, byte_j(x_n)]``, Q N ceil(L/8)
+    lookups (a gather: bytes, no arithmetic) and adds (the sum), on the packed database.
+    Equal to :func:`uwhd` up to float rounding (tests/models/conformal_hashing)."""
+    q, nb, _ = tables.shape
+    idx = db_bytes.to(torch.int64) + 256 * torch.arange(nb, device=db_bytes.device)
+    return tables.reshape(q, nb * 256)[:, idx].sum(2)
+
+
+@njit(cache=True, nogil=True)
+def uwhd_lut_kernel(tables, db_bytes, out):
+    """:func:`uwhd_lut` on the host CPU: ``out[q, n] = sum_j tables[q, j, db_bytes[n, j]]``.
+
+    tables (Q, nb, 256) float32, db_bytes (N, nb) uint8, out (Q, N) float32. The bytes are
+    first laid out byte-major (nb, N), as the bitwise kernel re-lays its database rows per
+    call, so the inner loop runs over database rows (one table of 1 KB, in L1, per pass)
+    and LLVM can vectorise it (gathers); the sum over j runs in byte order.
+    """
+    q, nb, _ = tables.shape
+    n = db_bytes.shape[0]
+    dbt = np.empty((nb, n), np.uint8)
+    for i in range(n):
+        for j in range(nb):
+            dbt[j, i] = db_bytes[i, j]
+    for a in range(q):
+        t0 = tables[a, 0]
+        c0 = dbt[0]
+        for i in range(n):
+            out[a, i] = t0[c0[i]]
+        for j in range(1, nb):
+            t = tables[a, j]
+            c = dbt[j]
+            for i in range(n):
+                out[a, i] += t[c[i]]
 
 
 def hamming_bitwise(bdev, b_q: np.ndarray, b_db: np.ndarray) -> np.ndarray:
@@ -352,7 +459,12 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
         m["auroc_w_bit"] = auroc(wq.cpu().numpy().ravel(), stable)
         m["bit_flip_rate"] = float(1.0 - stable.mean())
     with _ctx(dev, "retrieve/uwhd", len(xq), cfg.count), torch.no_grad():
-        m["map_uwhd"] = rank_map(uwhd(wq, bq, bdb), ydb, yq)
+        if cfg.uwhd_kernel == "lut":   # the database as stored for plain Hamming: packed bytes
+            db_bytes = dev.tensor(code_bytes(bdb.cpu().numpy()), dtype=torch.uint8)
+            dist = uwhd_lut(uwhd_tables(wq, bq), db_bytes)
+        else:
+            dist = uwhd(wq, bq, bdb)
+        m["map_uwhd"] = rank_map(dist, ydb, yq)
     ham = hamming_bitwise(bdev, bq.cpu().numpy(), bdb.cpu().numpy())
     with _ctx(dev, "retrieve/hamming_rank", len(xq), cfg.count), torch.no_grad():
         m["map_hamming"] = rank_map(dev.tensor(ham), ydb, yq)
@@ -361,5 +473,9 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
     m["hamming_word_ops"] = float(sum(ops.values()))
     m["hamming_popcount_words"] = float(ops.get("popcount_word", 0))
     q, nd, bits = len(xq), len(xdb), cfg.bits
-    m["uwhd_macs"] = float(q * nd * bits)   # the (w * b_q) @ b_db.T product
+    if cfg.uwhd_kernel == "lut":   # the tables' matmul; then one lookup and add per byte
+        m["uwhd_macs"] = float(q * -(-bits // 8) * 256 * 8)
+        m["uwhd_lookups"] = float(q * nd * -(-bits // 8))
+    else:
+        m["uwhd_macs"] = float(q * nd * bits)   # the (w * b_q) @ b_db.T product
     return m

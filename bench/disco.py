@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -131,6 +130,39 @@ def disagreements(cases: dict) -> list[dict]:
     return out
 
 
+class PeakRSS:
+    """Samples this process's resident set (``/proc/self/statm``) every 2 ms in a thread:
+    ``peak`` is the largest seen since ``start``, ``base`` the size at ``start`` (torch's CPU
+    allocator keeps no statistics, and ``ru_maxrss`` is the process's lifetime peak)."""
+
+    def __init__(self):
+        import os
+        import threading
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.base = self.peak = self.now()
+
+    def now(self) -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * self._page
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.now())
+            self._stop.wait(0.002)
+
+    def __enter__(self):
+        self.base = self.peak = self.now()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.now())
+
+
 def one_size(n: int, others: bool) -> dict:
     """Time and peak memory of DISCO (and DBCV/Silhouette if ``others``) at n points."""
     import torch
@@ -143,26 +175,28 @@ def one_size(n: int, others: bool) -> dict:
     dev = TorchDevice("a100")
     dc_structure(ps.x[:50], 5, dev)                  # numba load / compile outside the clock
     dev = TorchDevice("a100")
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    t0 = time.perf_counter()
-    dc = dc_structure(ps.x, 5, dev)
-    t1 = time.perf_counter()
-    disco_samples(ps.x, ps.y, dev, dc=dc)
-    t2 = time.perf_counter()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        dc = dc_structure(ps.x, 5, dev)
+        t1 = time.perf_counter()
+        disco_samples(ps.x, ps.y, dev, dc=dc)
+        t2 = time.perf_counter()
     rep = dev.ledger.price(dev.profile)
     out = {"n": n, "disco_s": t2 - t0, "dc_s": t1 - t0, "index_s": t2 - t1,
-           "disco_peak_bytes": peak - base, "dense_n2_bytes": 8 * n * n,
+           "disco_peak_bytes": mem.peak - mem.base, "dense_n2_bytes": 8 * n * n,
            "a100_priced_s": float(rep.total_latency_s), "a100_priced_j": float(rep.total_j)}
     if others:
         from models.disco.experiment import silhouette
-        t = time.perf_counter()
-        dbcv(ps.x, ps.y)
-        out["dbcv_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        silhouette(ps.x, ps.y)
-        out["silhouette_s"] = time.perf_counter() - t
-        out["others_peak_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+        with PeakRSS() as mem:
+            t = time.perf_counter()
+            dbcv(ps.x, ps.y)
+            out["dbcv_s"] = time.perf_counter() - t
+        out["dbcv_peak_bytes"] = mem.peak - mem.base
+        with PeakRSS() as mem:
+            t = time.perf_counter()
+            silhouette(ps.x, ps.y)
+            out["silhouette_s"] = time.perf_counter() - t
+        out["silhouette_peak_bytes"] = mem.peak - mem.base
     return out
 
 
@@ -236,6 +270,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="2000,5000,10000,20000")
     ap.add_argument("--others-upto", type=int, default=5000)
     ap.add_argument("--no-single", action="store_true")
+    ap.add_argument("--reuse-quality", action="store_true",
+                    help="read the quality part from bench/out/disco_quality.json")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--others", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plot", default=str(Path(__file__).with_suffix(".png")))
@@ -244,7 +280,13 @@ def main() -> None:
         print(json.dumps(one_size(a.one, a.others)))
         return
     t = time.time()
-    q = quality(a.n, a.seeds, not a.no_single)
+    cache = OUT / "disco_quality.json"
+    if a.reuse_quality and cache.exists():
+        q = json.loads(cache.read_text())
+    else:
+        q = quality(a.n, a.seeds, not a.no_single)
+        OUT.mkdir(exist_ok=True)
+        cache.write_text(json.dumps(q))
     print(f"quality: {time.time() - t:.0f} s", flush=True)
     s = scaling([int(v) for v in a.sizes.split(",") if v], a.others_upto)
     figure(q, s, Path(a.plot))
@@ -267,9 +309,11 @@ def main() -> None:
     for r in s["rows"]:
         result[f"disco_s_{r['n']}"] = round(r["disco_s"], 2)
         result[f"disco_mib_{r['n']}"] = round(r["disco_peak_bytes"] / 2**20, 1)
-        for key in ("dbcv_s", "silhouette_s"):
-            if key in r:
-                result[f"{key[:-2]}_s_{r['n']}"] = round(r[key], 2)
+        result[f"disco_a100_priced_s_{r['n']}"] = round(r["a100_priced_s"], 4)
+        for key in ("dbcv", "silhouette"):
+            if f"{key}_s" in r:
+                result[f"{key}_s_{r['n']}"] = round(r[f"{key}_s"], 2)
+                result[f"{key}_mib_{r['n']}"] = round(r[f"{key}_peak_bytes"] / 2**20, 1)
     for key in ("slope_disco_s", "slope_dc_s", "slope_index_s", "slope_disco_peak_bytes"):
         if key in s:
             result[key] = round(s[key], 2)

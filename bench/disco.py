@@ -13,9 +13,10 @@ Indices: DISCO (ours, counted on TorchDevice, mu = 5), DBCV (the ``hdbscan`` pac
 Euclidean, non-noise points). Per data set: PCC(index, ARI) mean +- std over seeds (an index
 is left out on clusterings where it is undefined), the clustering each index ranks first,
 pairwise concordance with ARI, and named disagreement cases. Cost: DISCO at 2K/5K/10K/20K
-points (each size in its own process: wall seconds and peak RSS over the process's
-baseline), the slope of log time against log n, the A100-priced seconds of its ledger; DBCV
-and Silhouette timed up to 5K (DBCV's dense per-cluster matrices grow past that).
+points (each size in its own process, one torch thread: wall seconds and peak RSS over the
+process's baseline, glibc's mmap threshold fixed at 1 MiB so freed blocks leave the RSS),
+the slope of log time against log n, the A100-priced seconds of its ledger; DBCV and
+Silhouette timed up to 5K (DBCV's dense per-cluster matrices grow past that).
 ``clustpy`` (which ships a DISCO) is not used: the only offline version is 0.0.3, without it.
 
 Writes ``bench/disco.png`` (PCC per set and index, cost against n, pointwise DISCO scores of
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -205,7 +207,11 @@ def scaling(sizes, others_upto: int) -> dict:
     for n in sizes:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--others"] if n <= others_upto
                                                             else [])
-        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        # glibc's dynamic mmap threshold keeps freed 16 MB blocks on the heap, so RSS would
+        # grow towards n^2 bytes though at most a few blocks are alive; a fixed threshold
+        # returns each block to the OS when torch frees it (the same for DBCV, Silhouette)
+        env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20)}
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
         rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
         print(f"  n={n}: {rows[-1]}", flush=True)
     ns = np.array([r["n"] for r in rows], float)

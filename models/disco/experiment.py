@@ -17,7 +17,8 @@ import numpy as np
 
 from models.registry import Progress, Study
 
-SEEDS = 3
+PLANS = {"quick": {"seeds": 3, "overrides": {}}, "full": {"seeds": 3, "overrides": {}}}
+"""Seeds per data set (from the study's seed up) and config overrides of the preset."""
 
 
 def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
@@ -78,22 +79,24 @@ def protocol(ps, dev, cfg, extra=None, labelings=None) -> dict:
 
 
 def experiment(preset: str, seed: int, profiles, progress: Progress | None = None) -> Study:
-    """PCC with ARI of DISCO and Silhouette, per data set over :data:`SEEDS` seeds."""
+    """PCC with ARI of DISCO and Silhouette, per data set over the seeds of :data:`PLANS`."""
     from models import runner
     from models.disco.card import DATASETS
+    plan = PLANS[preset]
+    seeds = plan["seeds"]
     runs, per = {}, {d: {"disco": [], "silhouette": []} for d in DATASETS}
-    total, done = len(DATASETS) * SEEDS, 0
+    total, done = len(DATASETS) * seeds, 0
     for dataset in DATASETS:
-        for s in range(seed, seed + SEEDS):
+        for s in range(seed, seed + seeds):
             run = runner.run("disco", profile=profiles.get("gpu"), dataset=dataset,
-                             preset=preset, seed=s)
+                             preset=preset, seed=s, overrides=plan["overrides"])
             runs[f"{dataset}/seed{s}"] = run
             per[dataset]["disco"].append(run.metrics["pcc_disco_ari"])
             per[dataset]["silhouette"].append(run.metrics["pcc_silhouette_ari"])
             done += 1
             if progress:
                 progress(done, total, {"dataset": dataset, "seed": s})
-    summary = {"seeds": SEEDS}
+    summary = {"seeds": seeds}
     for dataset, vals in per.items():
         for key, v in vals.items():
             summary[f"{dataset}_pcc_{key}_mean"] = float(np.nanmean(v))

@@ -49,7 +49,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.nn import functional as F  # noqa: N812
 
 from models.disco import kernels
 from sim.errors import ModelError
@@ -103,14 +102,17 @@ def core_distances(x: torch.Tensor, min_pts: int, chunk_bytes: int) -> torch.Ten
     """kappa (n,): the mu-th smallest distance of each row, itself (0) counted first."""
     n = x.shape[0]
     sq = (x * x).sum(1)                                          # (n,)
-    cols = torch.arange(n, device=x.device)
-    out = []
     step = _rows_per_chunk(n, chunk_bytes)
+    # one block reused by every chunk: a fresh (b, n) block per chunk costs page faults
+    block = torch.empty(min(step, n), n, dtype=x.dtype, device=x.device)
+    out = []
     for s in range(0, n, step):
         e = min(n, s + step)
-        d2 = sq[s:e, None] + sq[None, :] - 2.0 * (x[s:e] @ x.T)    # (b, n) squared
+        d2 = block[:e - s]
+        torch.addmm(sq[None, :], x[s:e], x.T, alpha=-2.0, out=d2)   # (b, n) |x_j|^2 - 2 x.x
+        d2.add_(sq[s:e, None]).clamp_min_(0.0)
         # the GEMM trick leaves round-off on the diagonal: the self-distance is exactly 0
-        d2 = torch.where(cols[None, :] == cols[s:e, None], 0.0, d2.clamp_min(0.0))
+        d2.diagonal(offset=s).zero_()
         out.append(torch.kthvalue(d2, min_pts, dim=1).values)
     return torch.cat(out).sqrt()
 
@@ -148,18 +150,47 @@ def _flush(dev, counts: np.ndarray) -> None:
                          write=int(counts[kernels.WRITE]))
 
 
-def dc_rows(link: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+class RowBlocks:
+    """Work tensors for :func:`dc_rows`, allocated once for up to ``rows`` rows of n points
+    and reused by every chunk (fresh (b, n) tensors per chunk cost page faults)."""
+
+    def __init__(self, link: torch.Tensor, rows: int):
+        m, dev = link.numel(), link.device
+        self.link = link
+        self.link_rev = link.flip(0)                             # (n-1,) link read backwards
+        self.k = torch.arange(m, device=dev)[None, :]            # (1, n-1)
+        self.rev = torch.arange(m - 1, -1, -1, device=dev)       # (n-1,) m-1 .. 0
+        self.mask = torch.empty(rows, m, dtype=torch.bool, device=dev)
+        self.masked = torch.empty(rows, m, dtype=link.dtype, device=dev)
+        self.run = torch.empty(rows, m, dtype=link.dtype, device=dev)
+        self.arg = torch.empty(rows, m, dtype=torch.int64, device=dev)
+        self.out = torch.empty(rows, m + 1, dtype=link.dtype, device=dev)
+
+
+def dc_rows(link: torch.Tensor, pos: torch.Tensor, work: RowBlocks | None = None):
     """dc-distances (b, n) of the points at leaf positions ``pos`` (b,) to all, leaf order.
 
-    Right of p: running max of link[p:], left of p: running max of link[:p] read backwards.
-    Links are >= 0, so masking with 0 leaves each running max exact; the two padded halves
-    are 0 where the other is defined, so their sum is the row (0 on the diagonal).
+    Right of p: the running max of link[p:]; left of p: the running max of link[:p] read
+    backwards (a running max over the reversed links from position n-1-p on). Links are
+    >= 0, so masking with 0 leaves each running max exact; each half is 0 where the other is
+    defined, so their sum is the row (0 on the diagonal). The result is a view of ``work``'s
+    buffer when one is given: valid until the next call.
     """
-    k = torch.arange(link.numel(), device=link.device)[None, :]   # (1, n-1)
-    right = torch.cummax(torch.where(k >= pos[:, None], link, 0.0), 1).values
-    left = torch.where(k < pos[:, None], link, 0.0).flip(1)
-    left = torch.cummax(left, 1).values.flip(1)
-    return F.pad(left, (0, 1)) + F.pad(right, (1, 0))             # (b, n)
+    w = work if work is not None else RowBlocks(link, pos.numel())
+    b, m = pos.numel(), link.numel()
+    mask, masked, run, arg = w.mask[:b], w.masked[:b], w.run[:b], w.arg[:b]
+    out = w.out[:b]                                              # (b, n)
+    torch.ge(w.k, pos[:, None], out=mask)                        # right of p
+    torch.mul(mask, link, out=masked)
+    torch.cummax(masked, 1, out=(run, arg))
+    out[:, 0].zero_()
+    out[:, 1:].copy_(run)                                        # d(p, j) = run[j-1], j > p
+    torch.ge(w.k, (m - pos)[:, None], out=mask)                  # reversed: k' >= n-1-p
+    torch.mul(mask, w.link_rev, out=masked)
+    torch.cummax(masked, 1, out=(run, arg))
+    torch.index_select(run, 1, w.rev, out=masked)
+    out[:, :m].add_(masked)                                      # d(p, j) = run'[n-2-j], j < p
+    return out
 
 
 def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
@@ -223,10 +254,11 @@ def pointwise(dc: DCStructure, ids: np.ndarray, k: int, chunk_bytes: int):
     sparse = torch.full((n,), float("nan"), dtype=torch.float64, device=dev)
     far = sparse.clone()
     inf = torch.tensor(float("inf"), dtype=torch.float64, device=dev)
+    work = RowBlocks(dc.link, min(step, n))
     rows_c = torch.as_tensor(np.flatnonzero(lab_np != k), device=dev)
     for s in range(0, rows_c.numel(), step):
         pos = rows_c[s:s + step]
-        d = dc_rows(dc.link, pos)                                # (b, n)
+        d = dc_rows(dc.link, pos, work)                          # (b, n)
         sums = torch.zeros(pos.numel(), k + 1, dtype=torch.float64,
                            device=dev).index_add_(1, lab, d)     # (b, k+1)
         own = lab[pos]
@@ -248,7 +280,7 @@ def pointwise(dc: DCStructure, ids: np.ndarray, k: int, chunk_bytes: int):
         sparse[rows_n] = _ratio(kn - kc, torch.maximum(kn, kc)).amin(1)
         for s in range(0, rows_n.numel(), step):
             pos = rows_n[s:s + step]
-            d = dc_rows(dc.link, pos)                            # (b, n)
+            d = dc_rows(dc.link, pos, work)                      # (b, n)
             delta = torch.full((pos.numel(), k + 1), float("inf"), dtype=torch.float64,
                                device=dev).scatter_reduce_(
                 1, lab.expand(pos.numel(), n), d, "amin")[:, :k]  # (b, k) delta_C

@@ -47,3 +47,16 @@ def test_disco_correlates_with_ari_better_than_silhouette(dataset):
         got["disco"].append(res["pcc_disco"])
         got["silhouette"].append(res["pcc_silhouette"])
     assert np.mean(got["disco"]) >= np.mean(got["silhouette"])
+
+
+@pytest.mark.slow   # 12 runs of the protocol at n = 300 (~40 s here)
+def test_the_study_reports_mean_and_spread_over_seeds(monkeypatch):
+    from models import runner
+    from models.disco import experiment
+    monkeypatch.setitem(experiment.PLANS, "quick", {"seeds": 3, "overrides": {"n": 300}})
+    study = runner.study("disco", preset="quick", profiles={"gpu": TOY_GPU})
+    assert len(study.runs) == 4 * 3 and study.summary["seeds"] == 3
+    for d in ("moons", "circles", "blobs", "aniso"):
+        assert np.isfinite(study.summary[f"{d}_pcc_disco_mean"])
+        assert study.summary[f"{d}_pcc_disco_std"] >= 0
+    assert isinstance(study.summary["claim_met"], bool)

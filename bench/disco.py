@@ -19,8 +19,10 @@ the slope of log time against log n, the A100-priced seconds of its ledger; DBCV
 Silhouette timed up to 5K (DBCV's dense per-cluster matrices grow past that).
 ``clustpy`` (which ships a DISCO) is not used: the only offline version is 0.0.3, without it.
 
-Writes ``bench/disco.png`` (PCC per set and index, cost against n, pointwise DISCO scores of
-a moons ground truth) and ``bench/out/disco.json``; last line ``RESULT {json}``.
+Writes ``bench/disco.png`` (PCC per set and index, time and memory against n, pointwise
+DISCO scores of a moons ground truth) and ``bench/out/disco.json`` (the quality part also to
+``bench/out/disco_quality.json``: ``--reuse-quality``, ``--replot``); last line
+``RESULT {json}``.
 
     nice -n 5 python bench/disco.py                      # n = 1000, 3 seeds, 2K..20K (~6 min)
     python bench/disco.py --n 500 --seeds 1 --sizes 2000  # a smoke run
@@ -227,37 +229,48 @@ def figure(q: dict, s: dict, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4.6))
     ax = axes[0]
     dss = list(q["per_dataset"])
     w = 0.27
     for i, key in enumerate(INDICES):
-        m = [q["per_dataset"][d][f"pcc_{key}"]["mean"] for d in dss]
-        e = [q["per_dataset"][d][f"pcc_{key}"]["std"] for d in dss]
+        m = [q["per_dataset"][d][f"pcc_{key}_digest"]["mean"] for d in dss]
+        e = [q["per_dataset"][d][f"pcc_{key}_digest"]["std"] for d in dss]
         ax.bar(np.arange(len(dss)) + (i - 1) * w, m, w, yerr=e, capsize=3, label=key)
+    with_single = [q["per_dataset"][d]["pcc_disco"]["mean"] for d in dss]
+    ax.plot(np.arange(len(dss)) - w, with_single, "kv", label="disco, single linkage added")
     ax.set_xticks(range(len(dss)), dss)
     ax.axhline(0, color="k", lw=0.6)
     ax.set_ylabel("PCC(index, ARI) over clusterings")
     ax.set_title("correlation with ARI (mean +- std over seeds)")
-    ax.legend()
+    ax.legend(fontsize=8)
     ax = axes[1]
     ns = [r["n"] for r in s["rows"]]
-    ax.loglog(ns, [r["disco_s"] for r in s["rows"]], "o-", label="DISCO wall s (1 thread)")
+    ax.loglog(ns, [r["disco_s"] for r in s["rows"]], "o-", label="DISCO s (1 thread)")
     ax.loglog(ns, [r["dc_s"] for r in s["rows"]], "s--", label="  of which dc structure")
     for key, lab in (("dbcv_s", "DBCV (hdbscan) s"), ("silhouette_s", "Silhouette s")):
         pts = [(r["n"], r[key]) for r in s["rows"] if key in r]
         if pts:
             ax.loglog(*zip(*pts, strict=True), "^:", label=lab)
-    ax2 = ax.twinx()
-    ax2.loglog(ns, [max(r["disco_peak_bytes"], 1) / 2**20 for r in s["rows"]], "kx-",
-               label="DISCO peak RSS MiB")
-    ax2.set_ylabel("MiB")
     ax.set_xlabel("points n")
     ax.set_ylabel("seconds")
-    ax.set_title(f"cost: DISCO time slope {s.get('slope_disco_s', float('nan')):.2f}")
+    ax.set_title(f"time: DISCO slope {s.get('slope_disco_s', float('nan')):.2f} (log-log)")
     ax.legend(loc="upper left", fontsize=8)
-    ax2.legend(loc="lower right", fontsize=8)
     ax = axes[2]
+    ax.loglog(ns, [max(r["disco_peak_bytes"], 1) / 2**20 for r in s["rows"]], "o-",
+              label=f"DISCO peak RSS (slope {s.get('slope_disco_peak_bytes', float('nan')):.2f})")
+    ax.loglog(ns, [r["dense_n2_bytes"] / 2**20 for r in s["rows"]], "k--",
+              label="one dense n x n float64 matrix")
+    for key, lab in (("dbcv_peak_bytes", "DBCV peak RSS"),
+                     ("silhouette_peak_bytes", "Silhouette peak RSS")):
+        pts = [(r["n"], max(r[key], 1) / 2**20) for r in s["rows"] if key in r]
+        if pts:
+            ax.loglog(*zip(*pts, strict=True), "^:", label=lab)
+    ax.set_xlabel("points n")
+    ax.set_ylabel("MiB")
+    ax.set_title("memory: chunked rows keep it flat")
+    ax.legend(fontsize=8)
+    ax = axes[3]
     ex = q["example"]
     x, sc = np.asarray(ex["x"]), np.asarray(ex["score"])
     lim = float(np.abs(sc).max())
@@ -269,6 +282,35 @@ def figure(q: dict, s: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def summary(q: dict, s: dict, dis: list, n: int, seeds: int) -> dict:
+    """The RESULT line: PCCs on the digest's clusterings (``_with_single``: single linkage
+    added), concordance, cost per size, slopes, reversals among the named pairs."""
+    result = {"n": n, "seeds": seeds}
+    for ds, summ in q["per_dataset"].items():
+        for key in INDICES:
+            result[f"{ds}_pcc_{key}"] = round(summ[f"pcc_{key}_digest"]["mean"], 3)
+            result[f"{ds}_pcc_{key}_std"] = round(summ[f"pcc_{key}_digest"]["std"], 3)
+            result[f"{ds}_pcc_{key}_with_single"] = round(summ[f"pcc_{key}"]["mean"], 3)
+            result[f"{ds}_conc_{key}"] = round(summ[f"conc_{key}"]["mean"], 3)
+    for r in s["rows"]:
+        result[f"disco_s_{r['n']}"] = round(r["disco_s"], 2)
+        result[f"disco_mib_{r['n']}"] = round(r["disco_peak_bytes"] / 2**20, 1)
+        result[f"disco_a100_priced_s_{r['n']}"] = round(r["a100_priced_s"], 4)
+        for key in ("dbcv", "silhouette"):
+            if f"{key}_s" in r:
+                result[f"{key}_s_{r['n']}"] = round(r[f"{key}_s"], 2)
+                result[f"{key}_mib_{r['n']}"] = round(r[f"{key}_peak_bytes"] / 2**20, 1)
+    for key in ("slope_disco_s", "slope_dc_s", "slope_index_s", "slope_disco_peak_bytes"):
+        if key in s:
+            result[key] = round(s[key], 2)
+    result["reversals"] = {k: sum(k in d["reversed_by"] for d in dis) for k in INDICES}
+    result["reversals_without_single"] = {
+        k: sum(k in d["reversed_by"] for d in dis if "single" not in d["pair"])
+        for k in INDICES}
+    result["pairs"] = len(dis)
+    return result
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000)
@@ -278,6 +320,8 @@ def main() -> None:
     ap.add_argument("--no-single", action="store_true")
     ap.add_argument("--reuse-quality", action="store_true",
                     help="read the quality part from bench/out/disco_quality.json")
+    ap.add_argument("--replot", action="store_true",
+                    help="redraw the picture from bench/out/disco_quality.json and disco.json")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--others", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plot", default=str(Path(__file__).with_suffix(".png")))
@@ -285,8 +329,15 @@ def main() -> None:
     if a.one:
         print(json.dumps(one_size(a.one, a.others)))
         return
-    t = time.time()
     cache = OUT / "disco_quality.json"
+    if a.replot:
+        saved = json.loads((OUT / "disco.json").read_text())
+        q = json.loads(cache.read_text())
+        figure(q, saved["scaling"], Path(a.plot))
+        print("RESULT " + json.dumps(summary(q, saved["scaling"], saved["disagreements"],
+                                             saved["n"], saved["seeds"])))
+        return
+    t = time.time()
     if a.reuse_quality and cache.exists():
         q = json.loads(cache.read_text())
     else:
@@ -305,27 +356,9 @@ def main() -> None:
     full = {"n": a.n, "seeds": a.seeds, "quality": {k: v for k, v in q.items() if k != "example"},
             "disagreements": dis, "scaling": s}
     (OUT / "disco.json").write_text(json.dumps(full, indent=1))
-    result = {"n": a.n, "seeds": a.seeds}
-    for ds, summ in q["per_dataset"].items():
-        for key in INDICES:
-            result[f"{ds}_pcc_{key}"] = round(summ[f"pcc_{key}"]["mean"], 3)
-            result[f"{ds}_pcc_{key}_std"] = round(summ[f"pcc_{key}"]["std"], 3)
-            result[f"{ds}_pcc_{key}_digest"] = round(summ[f"pcc_{key}_digest"]["mean"], 3)
-            result[f"{ds}_conc_{key}"] = round(summ[f"conc_{key}"]["mean"], 3)
-    for r in s["rows"]:
-        result[f"disco_s_{r['n']}"] = round(r["disco_s"], 2)
-        result[f"disco_mib_{r['n']}"] = round(r["disco_peak_bytes"] / 2**20, 1)
-        result[f"disco_a100_priced_s_{r['n']}"] = round(r["a100_priced_s"], 4)
-        for key in ("dbcv", "silhouette"):
-            if f"{key}_s" in r:
-                result[f"{key}_s_{r['n']}"] = round(r[f"{key}_s"], 2)
-                result[f"{key}_mib_{r['n']}"] = round(r[f"{key}_peak_bytes"] / 2**20, 1)
-    for key in ("slope_disco_s", "slope_dc_s", "slope_index_s", "slope_disco_peak_bytes"):
-        if key in s:
-            result[key] = round(s[key], 2)
-    result["reversals"] = {k: sum(k in d["reversed_by"] for d in dis) for k in INDICES}
-    result["pairs"] = len(dis)
-    print("RESULT " + json.dumps(result))
+    print("RESULT " + json.dumps(summary(q, s, dis, a.n, a.seeds)))
+
+
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def test_pcc_leaves_out_undefined_clusterings():
     assert np.isnan(r) and n == 3
 
 
-@pytest.mark.slow   # ~13 s per data set here
+@pytest.mark.slow   # 13-26 s per data set here (load 6-11)
 @pytest.mark.parametrize("dataset", ["moons", "circles"])
 def test_disco_correlates_with_ari_better_than_silhouette(dataset):
     # the digest's miniature protocol, mean over 3 seeds at n = 500 (10% background)
@@ -49,7 +49,7 @@ def test_disco_correlates_with_ari_better_than_silhouette(dataset):
     assert np.mean(got["disco"]) >= np.mean(got["silhouette"])
 
 
-@pytest.mark.slow   # 12 runs of the protocol at n = 300 (~40 s here)
+@pytest.mark.slow   # 12 runs of the protocol at n = 300 (~55 s at load ~8)
 def test_the_study_reports_mean_and_spread_over_seeds(monkeypatch):
     from models import runner
     from models.disco import experiment

@@ -104,6 +104,31 @@ def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
     return fig
 
 
+def plot_scatter(name: str, points: np.ndarray, unit: str = "",
+                 max_points: int = 50_000) -> Figure:
+    """A ``scatter`` trace (k, 3) of (x, y, value): the points coloured by value (a diverging
+    map centred on 0 when the values change sign, e.g. per-point scores in [-1, 1]), with a
+    colour bar in the trace's unit; thinned evenly past ``max_points``."""
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    step = max(1, -(-points.shape[0] // max_points))
+    shown = points[::step]
+    lo, hi = float(shown[:, 2].min()), float(shown[:, 2].max())
+    fig = Figure(figsize=(5.6, 4.4), layout="constrained")
+    ax = fig.add_subplot()
+    if lo < 0 < hi:
+        lim = max(-lo, hi)
+        kw = {"cmap": "RdBu", "vmin": -lim, "vmax": lim}
+    else:
+        kw = {"cmap": "viridis"}
+    sc = ax.scatter(shown[:, 0], shown[:, 1], c=shown[:, 2], s=6, linewidths=0, **kw)
+    fig.colorbar(sc, ax=ax, label=_with_unit("value", unit))
+    ax.set_aspect("equal", adjustable="datalim")
+    note = f", every {step}th of {points.shape[0]:,}" if step > 1 else \
+        f", {points.shape[0]:,} points"
+    ax.set_title(f"{name}{note}", fontsize=10)
+    return fig
+
+
 def fig_to_img(fig: Figure, alt: str) -> str:
     """The figure as a PNG embedded in an HTML <img> tag (no external file)."""
     buf = io.BytesIO()

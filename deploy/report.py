@@ -42,6 +42,7 @@ from deploy.plots import (
     plot_per_core,
     plot_raster,
     plot_rate_histogram,
+    plot_scatter,
     plot_trace,
 )
 from deploy.report_html import (
@@ -325,6 +326,8 @@ def _trace_section(run: Run, name: str, trace) -> str:
         return raster + _img(plot_rate_histogram(rates, title), f"{name} firing rates")
     if trace.kind == "per_core":
         return _img(plot_per_core(name, data, unit), name)
+    if trace.kind == "scatter":
+        return _img(plot_scatter(name, data, unit), name)
     return _img(plot_image_grid(name, data, unit), name)   # images
 
 

@@ -11,6 +11,7 @@ from models.chunk_sparse_attention import card as _chunk_sparse_attention  # noq
 from models.conformal_hashing import card as _conformal_hashing  # noqa: E402,F401
 from models.decoupled_prototypes import card as _decoupled_prototypes  # noqa: E402,F401
 from models.diffpc import card as _diffpc  # noqa: E402,F401
+from models.disco import card as _disco  # noqa: E402,F401
 from models.filter_heads import card as _filter_heads  # noqa: E402,F401
 from models.fs_kan import card as _fs_kan  # noqa: E402,F401
 from models.klas import card as _klas  # noqa: E402,F401

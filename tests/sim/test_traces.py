@@ -14,7 +14,7 @@ def test_curve_is_a_float_line_with_its_unit():
 
 @pytest.mark.parametrize("kind,data,match", [
     ("line", np.zeros(3), r"^Trace kind 'line' is not known; kinds are curve, raster, per_core, "
-                          r"images, table$"),
+                          r"images, table, scatter$"),
     ("curve", np.zeros((2, 2)), r"^Trace of kind 'curve' has shape \(2, 2\); expected 1-D$"),
     ("raster", np.zeros((4, 3)), r"^Trace of kind 'raster' has shape \(4, 3\); expected "
                                  r"\(k, 2\)$"),

@@ -42,6 +42,7 @@ class Earth:
     betas: np.ndarray       # (32,) spectral slopes
     mask_coeffs: np.ndarray  # (81,)
     mask_threshold: float
+    inland: tuple[float, float]   # (lon, lat) of the mask's maximum: the most inland point
 
 
 def _random_field(rng, degree: int, beta: float) -> np.ndarray:
@@ -60,7 +61,9 @@ def make_earth(seed: int) -> Earth:
     mask = _random_field(rng, MASK_DEGREE, 2.0)
     probe = uniform_lonlat(20000, rng)
     vals = real_sph_harm(torch.as_tensor(probe), MASK_DEGREE).numpy() @ mask
-    return Earth(coeffs, betas, mask, float(np.quantile(vals, 1 - LAND_FRACTION)))
+    top = probe[int(np.argmax(vals))]
+    return Earth(coeffs, betas, mask, float(np.quantile(vals, 1 - LAND_FRACTION)),
+                 (float(top[0]), float(top[1])))
 
 
 def field_values(earth: Earth, lonlat: np.ndarray, chunk: int = 4096) -> np.ndarray:
@@ -120,21 +123,24 @@ class GeoData:
     pretrain_y: np.ndarray        # (n_pretrain, 24)
     eval_lonlat: np.ndarray       # (n_eval, 2) land points: ID, local map, probes
     eval_y: np.ndarray            # (n_eval, 8) held-out fields
+    cap_centre: tuple[float, float]   # (lon, lat) of the densely covered cap
     source: str = "procedural"
 
 
 def load(n_pretrain: int, n_eval: int, seed: int, cap_boost: float = 1.0,
-         cap_centre: tuple[float, float] = (0.0, 0.6), cap_radius: float = 0.5) -> GeoData:
+         cap_centre: tuple[float, float] | None = None, cap_radius: float = 0.5) -> GeoData:
     """The Earth of ``seed`` with its point sets; the points come from their own streams so a
-    change of one size leaves the other set as it was."""
+    change of one size leaves the other set as it was. ``cap_centre`` None: the Earth's most
+    inland point, so the cap holds land (evaluation points) whatever the seed."""
     for name, v in (("n_pretrain", n_pretrain), ("n_eval", n_eval)):
         if v < 10:
             raise ModelError(f"geo_inr_id data: {name} = {v}; expected >= 10 points")
     earth = make_earth(seed)
+    cap_centre = earth.inland if cap_centre is None else tuple(cap_centre)
     pre = sample_pretrain(n_pretrain, np.random.default_rng([seed, 1]), cap_boost,
                           cap_centre, cap_radius)
     ev = sample_land(earth, n_eval, np.random.default_rng([seed, 2]))
     return GeoData(earth, pre, field_values(earth, pre)[:, :N_PRETRAIN_FIELDS], ev,
-                   field_values(earth, ev)[:, N_PRETRAIN_FIELDS:],
+                   field_values(earth, ev)[:, N_PRETRAIN_FIELDS:], cap_centre,
                    source=f"procedural earth seed {seed}: {N_FIELDS} fields l <= "
                           f"{FIELD_DEGREE}, land {LAND_FRACTION:.0%}")

@@ -78,6 +78,10 @@ def knn(x: torch.Tensor, k: int, chunk: int = 1024) -> tuple[torch.Tensor, torch
         d2 = d2.clamp_min(0.0)
         d2[:, s:e].diagonal().fill_(float("inf"))                 # a point is not its neighbour
         v, i = torch.topk(d2, k, dim=1, largest=False)            # ascending (sorted=True)
+        # |a|^2 + |b|^2 - 2 a.b leaves rounding of order eps (|a|^2 + |b|^2) where a = b:
+        # below 1000 eps of that scale a distance is a duplicate's zero
+        tol = 1e3 * torch.finfo(x.dtype).eps * (sq[s:e, None] + sq[i])
+        v = torch.where(v <= tol, torch.zeros_like(v), v)
         dists.append(v.sqrt())
         idx.append(i)
     return torch.cat(dists), torch.cat(idx)
@@ -150,7 +154,8 @@ def fisher_s(x: torch.Tensor, dev=None, conditional_number: float = 10.0,
 
     Returns
     -------
-    dict with ``dimension`` (float), ``alpha`` (the margin chosen), ``n_alpha`` (20,) the
+    dict with ``dimension`` (float; nan when every point is separable at every alpha, as
+    scikit-dimension gives), ``alpha`` (the margin chosen), ``n_alpha`` (20,) the
     dimension profile (nan where every point is separable) and ``p_alpha`` (20,) the mean
     inseparable fraction, and ``components`` (principal components kept)
     """
@@ -188,9 +193,10 @@ def fisher_s(x: torch.Tensor, dev=None, conditional_number: float = 10.0,
     prof = n_alpha.cpu().numpy()
     finite = np.flatnonzero(np.isfinite(prof))
     if finite.size == 0:
-        raise ModelError(f"fisher_s: every one of the {n} points is separable at every alpha "
-                         f"({ALPHAS[0]:.2f}..{ALPHAS[-1]:.2f}); the data's ID exceeds what "
-                         "FisherS can read from N points: give more points")
+        # as scikit-dimension: nan when every point is separable at every alpha (the ID is
+        # beyond what N points can show); the caller reports it, a sweep goes on
+        return {"dimension": float("nan"), "alpha": float("nan"), "n_alpha": prof,
+                "p_alpha": p.cpu().numpy(), "components": comps}
     ref = 0.9 * ALPHAS[finite].max()
     # the package's choice: the finite grid alpha whose distance to ref is the grid's least
     dist = np.abs(ALPHAS[finite] - ref)

@@ -159,7 +159,8 @@ def r2_per_column(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def pretrain(enc: LocationEncoder, data, cfg, dev, progress=None) -> dict:
     """Regress the 24 pre-training fields from the embedding (Adam, MSE, ``cfg.steps``
     mini-batches of ``cfg.batch_size`` drawn from the seed's generator)."""
-    head = dev.compile(nn.Linear(cfg.embed, data.pretrain_y.shape[1]))
+    with seeded(cfg.seed + 2):
+        head = dev.compile(nn.Linear(cfg.embed, data.pretrain_y.shape[1]))
     enc = dev.compile(enc)
     x, y = dev.tensor(data.pretrain_lonlat), dev.tensor(data.pretrain_y)
     params = list(enc.parameters()) + list(head.parameters())

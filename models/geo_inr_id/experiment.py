@@ -64,10 +64,11 @@ def mean_std(values) -> dict:
 
 
 def rho(x, y) -> float:
-    """Spearman's rank correlation (nan when either side is constant)."""
+    """Spearman's rank correlation (nan when either side is constant or fewer than two
+    pairs are finite; two pairs give +-1, the quick plan's two resolutions)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+    if ok.sum() < 2 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
         return float("nan")
     return float(spearmanr(x[ok], y[ok]).statistic)
 

@@ -30,7 +30,8 @@ with one hidden layer), trained full-batch with Adam; its "penultimate activatio
 ReLU outputs on the test half; the TwoNN of those drops rows with a zero nearest-neighbour
 distance (dead-ReLU duplicates), as scikit-dimension does with a warning.
 
-Ledger scopes (TorchDevice): ``pretrain`` (features, forward, backward, Adam),
+Ledger scopes (TorchDevice): ``pretrain/features`` (the positional features of every
+pre-training point, once), ``pretrain`` (MLP and head forward, backward, Adam),
 ``embed`` (the frozen encoder on the evaluation points), ``id/knn`` (the chunked distance
 GEMM and top-k), ``id/mle_twonn``, ``id/fishers/{pca,eigh,separability}``, ``id/local``
 (pointwise MLE at k = 100), ``probe/ridge`` (+ ``probe/ridge/solve``, the counted LU solve),
@@ -168,10 +169,14 @@ def pretrain(enc: LocationEncoder, data, cfg, dev, progress=None) -> dict:
     gen = torch.Generator().manual_seed(cfg.seed)
     losses = []
     n, b = len(x), min(cfg.batch_size, len(x))
+    # the positional features are fixed functions of the location: computed once per point
+    # (as a data loader would cache them), not once per step
+    with torch.no_grad(), dev.count("pretrain/features", samples=n):
+        feats = enc.features(x)                                        # (n, F)
     with dev.count("pretrain", samples=cfg.steps * b):
         for step in range(cfg.steps):
             idx = torch.randint(0, n, (b,), generator=gen).to(x.device)
-            loss = ((head(enc(x[idx])) - y[idx]) ** 2).mean()
+            loss = ((head(enc.mlp(feats[idx])) - y[idx]) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -179,7 +184,7 @@ def pretrain(enc: LocationEncoder, data, cfg, dev, progress=None) -> dict:
             if progress and (step + 1) % max(1, cfg.steps // 10) == 0:
                 progress(step + 1, cfg.steps, {"pretrain_mse": losses[-1]})
     with torch.no_grad(), dev.count("pretrain/fit", samples=n):
-        fit = float(r2_per_column(head(enc(x)), y).mean())
+        fit = float(r2_per_column(head(enc.mlp(feats)), y).mean())
     return {"losses": losses, "pretrain_r2": fit, "head": head}
 
 

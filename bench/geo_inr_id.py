@@ -49,7 +49,7 @@ def globe_panels(study, seed: int):
     """(title, raster) of the four maps of the picture, from the study's runs at ``seed``."""
     want = [(f"resolution/sh/20/seed{seed}", "sh, L = 20"),
             (f"resolution/rff/16/seed{seed}", "rff, sigma = 16"),
-            (f"artifact/grid/4/grid_base=4/seed{seed}", "grid-cell, S = 4, base 4"),
+            (f"artifact/grid/4/grid_base=4/seed{seed}", "grid-cell, S = 4, base 4 (whole sphere)"),
             (f"coverage/sh/10/cap_boost=10/seed{seed}", "sh, L = 10, cap 10x denser"),
             (f"coverage/sh/10/cap_boost=1/seed{seed}", "sh, L = 10, uniform coverage")]
     out = []
@@ -161,10 +161,13 @@ def main(argv=None):
     for k in ("representativeness_rho_fishers_mlp_r2", "representativeness_rho_fishers_ridge_r2",
               "representativeness_rho_mle20_mlp_r2", "task_alignment_rho_act_twonn_mlp_r2"):
         print(f"  {k}: {s[k]:.3f}")
+    print("  per family rho(FisherS, MLP R^2):", s["representativeness_rho_per_family"])
     print("\n== 3. coverage bias and grid artifact ==")
     for b, v in s["coverage_in_minus_out"].items():
         print(f"  {b}: local ID in cap - out of cap = {v['mean']:.3f} +- {v['std']:.3f}")
-    print(f"  grid base {X.ARTIFACT_BASE}: longitude-spectrum peaks {s['artifact_lon_peaks']}")
+    print(f"  grid base {X.ARTIFACT_BASE}: longitude-spectrum peaks {s['artifact_lon_peaks']}, "
+          "power share at multiples of the base "
+          f"{[round(f, 3) for f in s['artifact_power_at_base']]}")
     print("  checks:", s["checks"])
     pictures = draw(study, s, 0, 0.5)
     print("  pictures:", ", ".join(pictures))
@@ -182,13 +185,15 @@ def main(argv=None):
     res = {"preset": preset, "seeds": args.seeds, **extra, "wall_s": round(wall, 1),
            "resolution_rho_fishers": s["resolution_rho_fishers"],
            "resolution_rho_mle20": s["resolution_rho_mle20"],
+           "representativeness_rho_per_family": s["representativeness_rho_per_family"],
            **{k: s[k] for k in ("representativeness_rho_fishers_mlp_r2",
                                 "representativeness_rho_fishers_ridge_r2",
                                 "representativeness_rho_mle20_mlp_r2",
                                 "task_alignment_rho_act_twonn_mlp_r2")},
            "coverage_in_minus_out": {b: v["mean"] for b, v in
                                      s["coverage_in_minus_out"].items()},
-           "artifact_lon_peaks": s["artifact_lon_peaks"], "checks": s["checks"],
+           "artifact_lon_peaks": s["artifact_lon_peaks"],
+           "artifact_power_at_base": s["artifact_power_at_base"], "checks": s["checks"],
            "encoders": {k: {m: round(e[m]["mean"], 4) for m in
                             ("fishers", "mle_k20", "twonn", "mlp_r2", "ridge_r2",
                              "probe_activation_twonn")} for k, e in s["encoders"].items()},

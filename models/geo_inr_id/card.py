@@ -32,6 +32,7 @@ class GeoIdConfig:
     batch_size: int = 512
     lr: float = 1e-3
     n_eval: int = 2000              # land points for ID, local map and probes (plan: 20k)
+    eval_region: str = "land"       # land (the paper's sampler) or sphere (whole globe)
     k_local: int = 100              # the paper's pointwise MLE k
     probe_hidden: int = 256
     probe_steps: int = 200          # full-batch Adam steps of the MLP probe
@@ -57,6 +58,9 @@ class GeoIdConfig:
                      "map_height", "map_width", "chunk", "grid_base"):
             if getattr(self, name) < 1:
                 raise ModelError(f"GeoIdConfig.{name} = {getattr(self, name)}: must be >= 1")
+        if self.eval_region not in ("land", "sphere"):
+            raise ModelError(f"GeoIdConfig.eval_region = {self.eval_region!r}: must be 'land' "
+                             "or 'sphere'")
         if self.n_eval <= self.k_local + 1 or self.k_local < 2:
             raise ModelError(f"GeoIdConfig: n_eval = {self.n_eval}, k_local = {self.k_local}; "
                              "need 2 <= k_local < n_eval - 1 (the local MLE uses k_local "
@@ -80,7 +84,8 @@ def load_data(dataset: str, cfg: GeoIdConfig):
     """The procedural Earth of ``cfg.seed`` with its point sets (``data.load``)."""
     from models.geo_inr_id import data
     return data.load(cfg.n_pretrain, cfg.n_eval, cfg.seed, cfg.cap_boost,
-                     None if cfg.cap_inland else (cfg.cap_lon, cfg.cap_lat), cfg.cap_radius)
+                     None if cfg.cap_inland else (cfg.cap_lon, cfg.cap_lat), cfg.cap_radius,
+                     cfg.eval_region)
 
 
 def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
@@ -110,14 +115,18 @@ def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
     ridge_r2 = model.ridge_probe(z, y, train, test, cfg.ridge, device)
     mlp = model.mlp_probe(z, y, train, test, cfg, device)
     inside = angular_distance(data.eval_lonlat, data.cap_centre) <= cfg.cap_radius
-    peak, _ = model.lon_spectrum_peak(data.eval_lonlat, local)
+    peak, power = model.lon_spectrum_peak(data.eval_lonlat, local)
+    # share of the longitude power at multiples of the grid base frequency (an encoder that
+    # repeats every 2 pi / b puts all of it there; white noise 1/b of it)
+    at_base = float(power[cfg.grid_base::cfg.grid_base].sum() / max(power[1:].sum(), 1e-300))
     m = {"mle_k10": ids["mle_k10"], "mle_k20": ids["mle_k20"],
          f"mle_k{cfg.k_local}": ids[f"mle_k{cfg.k_local}"], "twonn": ids["twonn"],
          "fishers": ids["fishers"], "local_id_mean": float(local.mean()),
          "local_id_std": float(local.std()),
          "local_id_in_cap": float(local[inside].mean()) if inside.any() else float("nan"),
          "local_id_out_cap": float(local[~inside].mean()),
-         "local_id_lon_peak": peak, "pretrain_r2": pre["pretrain_r2"],
+         "local_id_lon_peak": peak, "local_id_lon_power_at_base": at_base,
+         "pretrain_r2": pre["pretrain_r2"],
          "final_pretrain_mse": pre["losses"][-1], "ridge_r2": ridge_r2, "mlp_r2": mlp["r2"],
          "probe_activation_twonn": mlp["activation_twonn"],
          "probe_dead_duplicates": mlp["dead_duplicates"]}
@@ -148,6 +157,7 @@ METRICS = {"mle_k*": "ID (dimensions)", "twonn": "ID (dimensions)",
            "fishers": "ID (dimensions)", "local_id_mean": "ID (dimensions)",
            "local_id_std": "ID (dimensions)", "local_id_in_cap": "ID (dimensions)",
            "local_id_out_cap": "ID (dimensions)", "local_id_lon_peak": "cycles per circle",
+           "local_id_lon_power_at_base": "1",
            "pretrain_r2": "1", "final_pretrain_mse": "a.u. (squared error, unit-variance "
                                                      "fields)",
            "ridge_r2": "1", "mlp_r2": "1", "probe_activation_twonn": "ID (dimensions)",

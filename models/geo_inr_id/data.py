@@ -128,10 +128,16 @@ class GeoData:
 
 
 def load(n_pretrain: int, n_eval: int, seed: int, cap_boost: float = 1.0,
-         cap_centre: tuple[float, float] | None = None, cap_radius: float = 0.5) -> GeoData:
+         cap_centre: tuple[float, float] | None = None, cap_radius: float = 0.5,
+         eval_region: str = "land") -> GeoData:
     """The Earth of ``seed`` with its point sets; the points come from their own streams so a
     change of one size leaves the other set as it was. ``cap_centre`` None: the Earth's most
-    inland point, so the cap holds land (evaluation points) whatever the seed."""
+    inland point, so the cap holds land (evaluation points) whatever the seed.
+    ``eval_region``: ``land`` (the paper's land-only sampler) or ``sphere`` (uniform over the
+    whole sphere: every longitude sees the same latitudes, which a longitude spectrum needs)."""
+    if eval_region not in ("land", "sphere"):
+        raise ModelError(f"geo_inr_id data: eval_region = {eval_region!r}; expected 'land' or "
+                         "'sphere'")
     for name, v in (("n_pretrain", n_pretrain), ("n_eval", n_eval)):
         if v < 10:
             raise ModelError(f"geo_inr_id data: {name} = {v}; expected >= 10 points")
@@ -139,7 +145,9 @@ def load(n_pretrain: int, n_eval: int, seed: int, cap_boost: float = 1.0,
     cap_centre = earth.inland if cap_centre is None else tuple(cap_centre)
     pre = sample_pretrain(n_pretrain, np.random.default_rng([seed, 1]), cap_boost,
                           cap_centre, cap_radius)
-    ev = sample_land(earth, n_eval, np.random.default_rng([seed, 2]))
+    ev_rng = np.random.default_rng([seed, 2])
+    ev = (sample_land(earth, n_eval, ev_rng) if eval_region == "land"
+          else uniform_lonlat(n_eval, ev_rng))
     return GeoData(earth, pre, field_values(earth, pre)[:, :N_PRETRAIN_FIELDS], ev,
                    field_values(earth, ev)[:, N_PRETRAIN_FIELDS:], cap_centre,
                    source=f"procedural earth seed {seed}: {N_FIELDS} fields l <= "

@@ -25,16 +25,20 @@ def test_summary_reads_the_checks():
                                 probe_activation_twonn=5.0 - i - (0.5 if fam == "rff" else 0)))
     rows += [row("coverage", "sh", 10, s, cap_boost=b, local_id_in_cap=3.0 + 0.1 * b,
                  local_id_out_cap=3.0) for b in (1.0, 10.0) for s in (0, 1)]
-    rows += [row("artifact", "grid", 4, s, local_id_lon_peak=p) for s, p in ((0, 4), (1, 5))]
+    rows += [row("artifact", "grid", 4, s, local_id_lon_peak=p, local_id_lon_power_at_base=f)
+             for s, p, f in ((0, 4, 0.9), (1, 5, 0.6))]
     out = X.summarize(rows)
     assert out["resolution_rho_fishers"] == {"rff": 1.0, "sh": 1.0}
     assert out["encoders"]["sh/10"]["fishers"]["mean"] == pytest.approx(5.05)
     assert out["encoders"]["sh/10"]["fishers"]["std"] == pytest.approx(0.05)
     assert out["representativeness_rho_fishers_mlp_r2"] > 0.9
+    assert out["representativeness_rho_per_family"] == {"rff": 1.0, "sh": 1.0}
     assert out["task_alignment_rho_act_twonn_mlp_r2"] < -0.9
     # boost 10: in - out = 1.0; boost 1: 0.1
     assert out["coverage_in_minus_out"]["boost10"]["mean"] == pytest.approx(1.0)
     assert out["artifact_lon_peaks"] == [4, 5]
+    # 5 is within 4 +- 1 but not a multiple of 4
+    assert out["checks"].pop("artifact_periodic") is False
     assert all(out["checks"].values())
 
 
@@ -46,4 +50,4 @@ def test_rho_is_nan_for_a_constant_side():
 def test_cells_cover_every_resolution_plus_coverage_and_artifact():
     c = X.cells(X.PLANS["full"])
     assert len(c) == 16 + 2 + 1
-    assert ("artifact", "grid", 4.0, {"grid_base": 4}) in c
+    assert ("artifact", "grid", 4.0, {"grid_base": 4, "eval_region": "sphere"}) in c

@@ -1,7 +1,7 @@
 """A procedural "Earth": seeded scalar fields on the sphere, a land mask, and the point sets.
 
 The paper's encoders are pre-trained on satellite images, photos and species records, and
-probed on air temperature, elevation and population (Rao et al. 2026, Sec. 4); none of that
+probed on air temperature, elevation and population (Rao et al. 2026); none of that
 ships offline. Its digest's plan replaces them with ``K = 32`` random fields
 ``f_k = sum_{l <= 30, m} c_lm Y_lm``, ``c_lm ~ N(0, (1 + l)^-beta / (2 l + 1))`` (the degree
 power falls as ``(1 + l)^-beta``), scaled so each field has unit variance over the sphere

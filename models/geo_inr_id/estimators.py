@@ -3,31 +3,31 @@
 Written in torch so that every step runs (and is counted) on a ``TorchDevice``; the callers
 open the ``dev.count`` scopes. The readings follow the estimators the paper runs through
 ``scikit-dimension`` (Rao et al., "Measuring the intrinsic dimension of Earth
-representations", ICLR 2026, arXiv:2511.02101, Sec. 3: MLE, TwoNN, FisherS with the package's
+representations", ICLR 2026, arXiv:2511.02101, method: MLE, TwoNN, FisherS with the package's
 defaults), so that they agree with that package on the same data:
 
-* MLE (Levina & Bickel 2005, Eq. 8; global combination of MacKay & Ghahramani): with the
+* MLE (Levina & Bickel 2005; global combination of MacKay & Ghahramani): with the
   sorted distances ``T_1 <= ... <= T_k`` to the ``k`` nearest neighbours (self excluded),
   ``m(x) = (k - 1) / sum_{j=1..k} ln(T_k / T_j)``; the global ID is ``1 / mean_x(1/m(x))``.
   The pointwise ``m(x)`` at ``k = 100`` is the paper's local ID map.
-* TwoNN (Facco et al. 2017, Sci. Rep. 7:12140, Eq. 4): ``mu_i = r_2 / r_1``; sort, keep the
+* TwoNN (Facco et al. 2017, Sci. Rep. 7:12140): ``mu_i = r_2 / r_1``; sort, keep the
   smallest ``int(N (1 - 0.1))``, ``F_i = i / N``; the ID is the slope through the origin of
   ``-ln(1 - F_i)`` against ``ln mu_(i)``.
-* FisherS (Albergante et al. 2019, Entropy 21:1173; Mirkes et al., Sec. 2): centre, keep the
+* FisherS (Albergante et al. 2019, Entropy 21:1173): centre, keep the
   principal components with ``lambda / lambda_max > 1 / 10``, whiten each to unit variance,
   project every row on the unit sphere; ``p_alpha(i)`` = fraction of the other ``N - 1`` points
   with ``<x_i, x_j> >= alpha <x_i, x_i>`` for ``alpha = 0.60, 0.62, ..., 0.98``;
   ``n(alpha) = W(-w / (2 pi pbar^2 alpha^2 (1 - alpha^2))) / (-w)``, ``w = ln(1 - alpha^2)``,
   ``W`` the principal branch of Lambert's W; the estimate is ``n`` at the grid alpha nearest
-  ``0.9 max{alpha : pbar_alpha > 0}``. The paper's digest writes ``/N``; the package divides
-  by ``N - 1`` (self excluded), which is followed here.
+  ``0.9 max{alpha : pbar_alpha > 0}``. The fraction is over ``N - 1`` points (self
+  excluded), as the package computes it, not over ``N``.
 
 Where torch has no op for a step, the step is made of ops it has: Lambert's W is Halley's
-iteration (Corless et al. 1996, Eq. 5.9) on 20 scalars. The one exception is the symmetric
-eigen-decomposition of the ``D x D`` covariance in FisherS (``torch.linalg.eigh``, which the
-counter has no formula for): :func:`fisher_s` runs it between two counted blocks and adds
-``9 D^3`` fp64 operations (symmetric QR with eigenvectors, Golub & Van Loan, 4th ed., Sec.
-8.3.3) to the ledger itself.
+iteration (Corless et al. 1996, Adv. Comput. Math. 5:329) on 20 scalars. The one exception
+is the symmetric eigen-decomposition of the ``D x D`` covariance in FisherS
+(``torch.linalg.eigh``, which the counter has no formula for): :func:`fisher_s` runs it
+between two counted blocks and adds ``9 D^3`` fp64 operations (symmetric QR with
+eigenvectors; Golub & Van Loan, Matrix Computations) to the ledger itself.
 """
 from __future__ import annotations
 

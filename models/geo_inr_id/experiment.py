@@ -1,4 +1,4 @@
-"""The paper's comparisons at small scale, over seeds (Rao et al. 2026, Secs. 5.1-5.3).
+"""The paper's comparisons at small scale, over seeds (Rao et al. 2026, arXiv:2511.02101).
 
 Per encoder family and resolution and seed the card pre-trains an encoder on the seed's
 procedural Earth and measures it (``card.simulate``). The summary gives, with the spread over

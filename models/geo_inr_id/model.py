@@ -2,11 +2,11 @@
 
 Rao et al., "Measuring the intrinsic dimension of Earth representations", ICLR 2026,
 arXiv:2511.02101. The paper measures frozen location encoders ``f: (lon, lat) -> R^D`` by the
-intrinsic dimension (ID) of their embedding manifold (Sec. 3): global MLE, TwoNN and FisherS
-IDs of the embeddings of uniform land points, pointwise MLE maps (k = 100, Sec. 5.3), and
-relates the ID to encoder resolution (Sec. 5.1), to linear/MLP probe performance
-("representativeness", Sec. 5.2) and the ID of the probe's penultimate activations to its
-performance ("task alignment", Sec. 5.2). Without the paper's pretrained weights this room
+intrinsic dimension (ID) of their embedding manifold: global MLE, TwoNN and FisherS
+IDs of the embeddings of uniform land points, pointwise MLE maps (k = 100), and
+relates the ID to encoder resolution, to linear/MLP probe performance
+("representativeness") and the ID of the probe's penultimate activations to its
+performance ("task alignment"). Without the paper's pretrained weights this room
 builds its own small encoders and pre-trains them on procedural fields (``data.py``):
 
 * ``sh``: real spherical harmonics up to degree ``L`` (SatCLIP's positional encoding, its

@@ -3,7 +3,8 @@ harmonics (torch, so the spherical-harmonic encoder's features are counted on th
 
 Conventions: longitude ``lon`` in [-pi, pi), latitude ``lat`` in [-pi/2, pi/2] (radians);
 unit vector ``(cos lat cos lon, cos lat sin lon, sin lat)``. Uniform sampling on the sphere is
-the paper's sampler (Rao et al. 2026, Sec. 3.1): ``lon ~ U(-pi, pi)``, ``lat = asin(U(-1, 1))``.
+the paper's sampler (Rao et al. 2026, arXiv:2511.02101): ``lon ~ U(-pi, pi)``,
+``lat = asin(U(-1, 1))``.
 """
 from __future__ import annotations
 

@@ -51,3 +51,19 @@ def test_cells_cover_every_resolution_plus_coverage_and_artifact():
     c = X.cells(X.PLANS["full"])
     assert len(c) == 16 + 2 + 1
     assert ("artifact", "grid", 4.0, {"grid_base": 4, "eval_region": "sphere"}) in c
+
+
+@pytest.mark.slow
+def test_quick_study_runs_and_reads_the_resolution_check():
+    # 11 cells x 3 seeds, uncounted, 1000 land points each (113 s on one thread, load ~6)
+    from models import runner
+    study = runner.study("geo_inr_id", preset="quick")
+    s = study.summary
+    assert len(study.runs) == 33 and len(s["rows"]) == 33
+    # two resolutions per family: rho is +-1; the bench's four-resolution run reads 1.0
+    assert set(s["resolution_rho_fishers"]) == {"sh", "rff", "grid", "siren"}
+    # (scipy's rho of two pairs is 1 - 1e-16, hence approx)
+    assert all(v == pytest.approx(1.0) for v in s["resolution_rho_fishers"].values())
+    assert s["checks"]["resolution_monotone"]
+    assert set(s["checks"]) == {"resolution_monotone", "representativeness", "task_alignment",
+                                "artifact_peak", "artifact_periodic", "coverage_bias"}

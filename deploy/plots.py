@@ -93,6 +93,8 @@ def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
     """An ``images`` trace (N, H, W) as a row of grey pictures (e.g. learned prototypes),
     N <= 16; the title carries the unit of the grey scale."""
     images = np.asarray(images, dtype=float)[:max_images]
+    if len(images) == 1:
+        return _plot_one_image(name, images[0], unit)
     lo, hi = float(images.min()), float(images.max())
     fig = Figure(figsize=(0.9 * len(images) + 0.4, 1.4), layout="constrained")
     for i, ax in enumerate(fig.subplots(1, len(images), squeeze=False)[0]):
@@ -126,6 +128,23 @@ def plot_scatter(name: str, points: np.ndarray, unit: str = "",
     note = f", every {step}th of {points.shape[0]:,}" if step > 1 else \
         f", {points.shape[0]:,} points"
     ax.set_title(f"{name}{note}", fontsize=10)
+    return fig
+
+
+def _plot_one_image(name: str, image: np.ndarray, unit: str) -> Figure:
+    """A single picture (a map: a local-ID globe) drawn large in colour with a colour bar;
+    nan cells (no data) stay blank."""
+    finite = image[np.isfinite(image)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    h, w = image.shape
+    fig = Figure(figsize=(7.0, max(1.5, 6.0 * h / w + 0.6)), layout="constrained")
+    ax = fig.add_subplot()
+    shown = ax.imshow(np.ma.masked_invalid(image), cmap="viridis", vmin=lo,
+                      vmax=hi if hi > lo else lo + 1.0, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    fig.colorbar(shown, ax=ax, shrink=0.8).set_label(unit or "value", fontsize=8)
+    ax.set_title(name, fontsize=10)
     return fig
 
 

@@ -44,7 +44,7 @@ class Task:
     target: np.ndarray       # (P, L) int: the optimum y*(x), rare tokens only
     decoy: float             # reward of an all-common answer
     source: str
-    credit: str = "prefix"   # prefix: y*'s matching prefix earns; match: every matching token
+    credit: str = "match"    # match: every token matching y* earns; prefix: its matching prefix
 
     @property
     def enumerable(self) -> bool:
@@ -60,7 +60,7 @@ class Task:
 
 
 def make_task(name: str, seed: int, common_mass: float = 0.9, n_common: int = 2,
-              decoy: float = 0.5, credit: str = "prefix") -> Task:
+              decoy: float = 0.5, credit: str = "match") -> Task:
     """The task ``name`` (``toy`` or ``chars``) drawn from ``seed``: per prompt and
     position ``n_common`` common tokens share ``common_mass`` of the reference mass, the
     rest share what is left; the optimum takes a rare token at every position."""

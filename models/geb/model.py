@@ -299,6 +299,7 @@ def summary_row(res: dict, first: int = 2) -> dict:
     row = {}
     for arm in ARM_NAMES:
         h, fin = res[arm]["history"], res[arm]["final"]
+        first = min(first, len(h) - 1)   # a run shorter than the window: its last iteration
         row[arm] = {**fin, "explore_logp_ref": float(np.mean([r["sampled_logp_ref"]
                                                                for r in h[first:]]))}
     return row

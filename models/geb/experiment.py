@@ -126,17 +126,25 @@ def experiment(preset: str, seed: int, profiles, progress: Progress | None = Non
     summary = {"rows": rows, "claim": "GEB explores lower-pi_ref responses than passive "
                "f-DPO (paired Wilcoxon p < 0.05) and reaches >= passive + 0.05 true reward "
                "and >= the prior form's"}
+    summary.update(judge(rows, PLANS[preset]["f_divs"]))
+    return Study(runs, summary)
+
+
+def judge(rows: list[dict], f_divs) -> dict:
+    """Per divergence: does some GEB cell explore (GEB's sampled log pi_ref below passive's,
+    Wilcoxon p < 0.05), and the reward gains of its best cell (form and kappa selected on
+    the same seeds: optimistic); ``claim_met`` when every divergence explores and gains
+    >= 0.05 over passive and >= 0 over the prior form."""
     per_div = {}
-    for f_div in PLANS[preset]["f_divs"]:
+    for f_div in f_divs:
         sel = [r for r in rows if r["f_div"] == f_div]
-        best = max(sel, key=lambda r: r["reward_geb"])   # best form and kappa: selected on
-        per_div[f_div] = {                                # the same seeds (optimistic)
+        best = max(sel, key=lambda r: r["reward_geb"])
+        per_div[f_div] = {
             "explores": any(r["explore_gain_geb_vs_passive"] > 0
                             and r["wilcoxon_p_explore"] < 0.05 for r in sel),
             "best": f"{best['bonus']} kappa {best['kappa']}",
             "reward_gain_vs_passive": best["reward_gain_geb_vs_passive"],
             "reward_gain_vs_prior": best["reward_gain_geb_vs_prior"]}
-    summary["per_divergence"] = per_div
-    summary["claim_met"] = all(v["explores"] and v["reward_gain_vs_passive"] >= 0.05
-                               and v["reward_gain_vs_prior"] >= 0 for v in per_div.values())
-    return Study(runs, summary)
+    return {"per_divergence": per_div,
+            "claim_met": all(v["explores"] and v["reward_gain_vs_passive"] >= 0.05
+                             and v["reward_gain_vs_prior"] >= 0 for v in per_div.values())}

@@ -1,6 +1,7 @@
 """GEB's comparison: the paired tests over seeds and the verdict per divergence."""
 import numpy as np
 import pytest
+import torch
 
 from models.geb.experiment import judge, sign_p, wilcoxon_p
 
@@ -34,3 +35,20 @@ def test_judge_needs_exploration_and_a_reward_gain_per_divergence():
     # a gain of 0.04 (< 5 % of the reward range) fails too
     rows[2].update(wilcoxon_p_explore=0.01, reward_gain_geb_vs_passive=0.04)
     assert not judge(rows, ("rkl", "fkl"))["claim_met"]
+
+
+def test_sweep_runs_one_card_run_per_cell():
+    from conftest import TOY_GPU
+
+    from models.geb.experiment import sweep
+    torch.set_num_threads(1)   # two threads on the shared cores run ~10x slower here
+    plan = {"f_divs": ("fkl",), "bonuses": ("geb_f", "geb_tanh"), "kappas": (0.01,),
+            "seeds": 2}
+    tiny = {"iterations": 1, "steps": 2, "sft_samples": 128, "sft_steps": 5}
+    rows, runs = sweep(plan, 3, profile=TOY_GPU, overrides=tiny)
+    assert sorted(runs) == ["toy/fkl/geb_f/k0.01", "toy/fkl/geb_tanh/k0.01"]
+    run = runs["toy/fkl/geb_f/k0.01"]
+    assert (run.config["f_div"], run.config["bonus"], run.config["seed"]) == ("fkl", "geb_f", 3)
+    assert [r["bonus"] for r in rows] == ["geb_f", "geb_tanh"] and rows[0]["seeds"] == 2
+    # the passive arm does not depend on the GEB form: same seeds, same loop
+    assert rows[0]["reward_passive"] == rows[1]["reward_passive"]

@@ -95,8 +95,11 @@ def load_data(dataset: str, cfg: GebConfig):
 def simulate(cfg: GebConfig, device, data, progress=None) -> Outcome:
     """Per seed: pretrain pi_ref, run passive, prior-form and GEB loops from it (counted on
     ``device`` when ``cfg.count``); metrics are seed means and paired tests over seeds."""
+    import torch
+
     from models.geb.experiment import run_comparison
-    return run_comparison(cfg, device, data, progress)
+    torch.set_num_threads(1)   # ~2k-parameter ops: a second thread only adds contention;
+    return run_comparison(cfg, device, data, progress)   # the counts do not depend on it
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

@@ -37,7 +37,8 @@ class GebConfig:
     iterations: int = 10            # T online iterations (digest: 10; paper: 3 at 20k prompts)
     pairs: int = 4                  # pairs per prompt and iteration (toy: 16 x 4 = 64)
     steps: int = 20                 # full-batch Adam steps per iteration on all pairs so far;
-                                    # 100-200 collapse the policy within 3 iterations here
+                                    # at 100 the passive policy's entropy fell 4.5 -> 0.1
+                                    # nats by iteration 10 (2 seeds), reward not above 0.45
     lr: float = 1e-3
     beta: float = 0.1               # f-DPO beta (TRL's default, which the script keeps)
     bt_scale: float = 10.0          # Bradley-Terry: P(y1 > y2) = sigma(10 (r1 - r2)), r in [0,1]

@@ -88,6 +88,28 @@ def plot_trace(name: str, values: np.ndarray, unit: str = "") -> Figure:
     return fig
 
 
+def plot_bands(name: str, data: np.ndarray, series: Sequence[str], unit: str = "") -> Figure:
+    """A ``bands`` trace (series, seeds, steps): per series the mean over seeds as a line and
+    a band from mean - std to mean + std (population std over seeds), x counted from 1."""
+    data = np.asarray(data, dtype=float)
+    fig = Figure(figsize=(6.0, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(1, data.shape[2] + 1)
+    for label, runs in zip(series, data, strict=True):
+        mean, std = runs.mean(0), runs.std(0)
+        (line,) = ax.plot(x, mean, marker="o" if x.size <= 50 else None, markersize=3,
+                          label=label)
+        ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.2,
+                        linewidth=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("entry (iteration / epoch)")
+    ax.set_ylabel(_with_unit(name, unit))
+    ax.set_title(f"{name}: mean over {data.shape[1]} seeds, band +-1 std", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
                     max_images: int = 16) -> Figure:
     """An ``images`` trace (N, H, W) as a row of grey pictures (e.g. learned prototypes),

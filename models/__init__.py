@@ -14,6 +14,7 @@ from models.diffpc import card as _diffpc  # noqa: E402,F401
 from models.disco import card as _disco  # noqa: E402,F401
 from models.filter_heads import card as _filter_heads  # noqa: E402,F401
 from models.fs_kan import card as _fs_kan  # noqa: E402,F401
+from models.geb import card as _geb  # noqa: E402,F401
 from models.geo_inr_id import card as _geo_inr_id  # noqa: E402,F401
 from models.klas import card as _klas  # noqa: E402,F401
 from models.registry import (

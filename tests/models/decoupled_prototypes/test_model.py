@@ -44,15 +44,34 @@ def test_decoupled_prototypes_get_no_gradient_and_no_optimizer_update(dev):
     assert any(not torch.equal(a, b.detach()) for a, b in zip(enc_before, after, strict=True))
 
 
-def test_joint_prototypes_are_trained_by_the_optimizer(dev):
-    """The baseline's contrast: its prototypes are a parameter Adam moves."""
-    tr = Trainer(DecoupledPrototypesConfig(**TINY), "joint", dev, steps_per_epoch=10)
+def test_joint_prototypes_are_frozen_in_epoch_one_then_trained_by_the_optimizer(dev):
+    """The baseline's contrast: its prototypes are a parameter Adam moves, after DINO's
+    ``freeze_last_layer`` = 1 epoch (2 steps here) in which they get no gradient."""
+    tr = Trainer(DecoupledPrototypesConfig(**TINY), "joint", dev, steps_per_epoch=2)
     views, _ = _batch()
     before = tr.student.prototypes.detach().clone()
-    tr.encoder_step(views)
-    assert tr.student.prototypes.grad is not None
     assert any(p is tr.student.prototypes for p in tr.opt.param_groups[0]["params"])
+    enc = tr.student.head[0].weight.detach().clone()
+    for _ in range(2):                         # epoch 1: frozen, the rest of the head moves
+        tr.encoder_step(views)
+        assert tr.student.prototypes.grad is None
+    assert torch.equal(before, tr.student.prototypes.detach())
+    # the EMA of an unchanged copy (0.996 t + 0.004 t: equal up to float rounding)
+    assert torch.allclose(before, tr.teacher.prototypes, rtol=0, atol=1e-6)
+    assert not torch.equal(enc, tr.student.head[0].weight.detach())
+    tr.encoder_step(views)                     # epoch 2, step 3: Adam moves them
+    assert tr.student.prototypes.grad is not None
     assert not torch.equal(before, tr.student.prototypes.detach())
+
+
+def test_joint_prototypes_start_from_the_linear_layer_init():
+    """DINOHead's last layer keeps nn.Linear's init, U(-1/sqrt(D), 1/sqrt(D)): with D = 8
+    every entry is within 1/sqrt(8) = 0.354 and the sample std near 0.354 / sqrt(3) = 0.204
+    (128 entries: the std of a sample std is about 0.204 / sqrt(2 x 128) = 0.013)."""
+    from models.decoupled_prototypes.model import Student
+    w = Student(DecoupledPrototypesConfig(**TINY), joint=True).prototypes.detach()
+    assert w.shape == (16, 8) and float(w.abs().max()) <= 8 ** -0.5
+    assert abs(float(w.std()) - 0.204) < 0.05
 
 
 def test_online_em_recovers_make_blobs_means():

@@ -86,6 +86,9 @@ _PER_ELEMENT = {
     aten.mse_loss: 3, aten.mse_loss_backward: 3,
     aten.bernoulli_: 1, aten.bernoulli: 1, aten.normal_: 1, aten.uniform_: 1,
     aten.randn: 1, aten.rand: 1, aten.randint: 1, aten.randperm: 1,
+    # the in-place form of the pointwise masked_fill (aten tags only the out-of-place one):
+    # one select per element (norm backward zeroes the gradient where the norm is 0)
+    aten.masked_fill_: 1,
 }
 # Ops that compare rather than compute: integer/bool inputs count int_cmp.
 _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maximum,

@@ -584,3 +584,19 @@ def test_nearest_border_grid_sample_and_uncounted_modes(toy_gpu_path):
         torch.nn.functional.grid_sample(x, grid, padding_mode="reflection",
                                         align_corners=False)
     assert dev.ledger.uncounted() == {"grid_sampler_2d": 2}        # executed, not priced
+
+
+def test_in_place_masked_fill_counts_as_its_pointwise_form(toy_gpu_path):
+    x, mask = torch.randn(4, 5), torch.rand(4, 5) < 0.5
+    flops = []
+    for inplace in (False, True):
+        y = x.clone()
+        dev = TorchDevice(toy_gpu_path)
+        with dev.count("x"):
+            y.masked_fill_(mask, 0.0) if inplace else y.masked_fill(mask, 0.0)
+        assert dev.ledger.uncounted() == {}
+        flops.append(dev.ledger.ops("x")["flop_fp32"])
+        # reads y (20 floats, 80 B) and the mask (20 B); writes 20 floats (80 B): y in
+        # place, a new tensor out of place
+        assert _bytes(dev) == (100, 80)
+    assert flops == [20, 20]                   # one select per element, both forms

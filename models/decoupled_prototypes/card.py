@@ -36,7 +36,8 @@ class DecoupledPrototypesConfig:
     ema: float = 0.996              # teacher EMA (kept fixed; DINO anneals it to 1)
     freeze_last_layer: int = 1      # epochs the joint prototypes stay frozen (DINO's default)
     forget: float = 0.99            # eta, online-EM forgetting of the GMM statistics
-    forgetting: str = "global"      # or "responsibility": decay a component by its batch mass
+    forgetting: str = "responsibility"  # decay a component by its batch mass (the paper's
+    #                                     "responsibility forgetting"); or "global": all by eta
     beta0: float = 0.5              # deterministic annealing: inverse temperature start
     beta_epochs: float = 2.0        # ... linear to 1 over this many epochs
     var_min: float = 1e-4           # floor of the diagonal variances

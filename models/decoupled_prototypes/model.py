@@ -15,11 +15,15 @@ Readings where the paper is silent (the exact EM schedule was not retrieved):
 
 * E-step ``gamma = softmax_k(beta_t * l_ik)``, ``l_ik`` the diagonal-Gaussian log-density
   plus ``log pi_k``; ``beta_t`` linear from ``beta0`` to 1 over ``beta_epochs`` epochs.
-* Statistics with forgetting ``N <- eta N + sum gamma``, ``S <- eta S + gamma^T h``,
-  ``Q <- eta Q + gamma^T h^2``; option ``responsibility``: component k decays by
-  ``eta ** (n_k K / B)`` (its share of the batch against the uniform share), so an unused
-  component keeps its statistics. M-step ``pi = N / sum N``, ``mu = S / N``,
-  ``var = max(Q / N - mu^2, var_min)``.
+* Statistics with forgetting ``N <- eta_k N + sum gamma``, ``S <- eta_k S + gamma^T h``,
+  ``Q <- eta_k Q + gamma^T h^2``. The paper names "responsibility forgetting": the default
+  ``responsibility`` decays component k by ``eta_k = eta ** (n_k K / B)`` (its share of the
+  batch against the uniform share), so a component that receives no responsibility keeps
+  its statistics. Option ``global`` (``eta_k = eta``) erases unused components: over
+  thousands of batches their ``N`` falls to ~0 (0.99^2800 = 6e-13) and the next tiny
+  responsibility moves the mean onto data another component already covers (measured
+  in the README: 61% unique at eps 0.025 after 2820 steps, against 100%). M-step
+  ``pi = N / sum N``, ``mu = S / N``, ``var = max(Q / N - mu^2, var_min)``.
 * Init: the means are K distinct teacher features (one augmented view of K random training
   images, before the first step), the
   variances ``1 / D`` (unit vectors in D dimensions), one pseudo-count per component
@@ -144,7 +148,7 @@ class OnlineGMM:
     """
 
     def __init__(self, means: torch.Tensor, forget: float = 0.99, var_min: float = 1e-4,
-                 forgetting: str = "global", var0: float | None = None):
+                 forgetting: str = "responsibility", var0: float | None = None):
         k, d = means.shape
         self.forget, self.var_min, self.forgetting = forget, var_min, forgetting
         self.mu = means.detach().clone()

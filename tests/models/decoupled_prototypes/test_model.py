@@ -100,6 +100,26 @@ def test_online_em_recovers_make_blobs_means():
     assert np.allclose(gmm.var.numpy().mean(1), 0.25, rtol=0.1)
 
 
+def test_responsibility_forgetting_decays_a_component_by_its_batch_mass():
+    """The paper's "responsibility forgetting" (the default): component k decays by
+    0.99 ** (n_k K / B). Data at the origin, K = 2, B = 64: the component at the origin
+    takes all 64 points, twice the uniform share 32, so its count is 0.99^2 x 1 + 64 =
+    64.9801; the one at (6, 0) takes ~e^-18 of each point, so it keeps its count 1 and its
+    statistics (global forgetting: 0.99 x 1, the statistics of an unused component erased
+    by 1% a batch)."""
+    h = 0.3 * torch.randn(64, 2, generator=torch.Generator().manual_seed(0))
+    mu = torch.tensor([[0.0, 0.0], [6.0, 0.0]])
+    resp = OnlineGMM(mu, forget=0.99, var0=1.0)
+    glob = OnlineGMM(mu, forget=0.99, var0=1.0, forgetting="global")
+    assert resp.forgetting == "responsibility"
+    resp.step(h), glob.step(h)
+    assert resp.n[0] == pytest.approx(64.9801, abs=1e-3)
+    assert resp.n[1] == pytest.approx(1.0, abs=1e-5)
+    assert glob.n[0] == pytest.approx(64.99, abs=1e-3)            # 0.99 x 1 + 64
+    assert glob.n[1] == pytest.approx(0.99, abs=1e-5)
+    assert torch.allclose(resp.s[1], mu[1], atol=1e-4)        # 1 x (6, 0) kept
+
+
 def test_unique_count_greedy_cover():
     # e1, a copy rotated by 0.1 rad (cosine distance 1 - cos 0.1 = 0.005), and e2
     c = torch.tensor([[1.0, 0.0], [np.cos(0.1), np.sin(0.1)], [0.0, 1.0]])

@@ -60,7 +60,8 @@ def main():
     ap.add_argument("--prototypes", type=int, default=256)
     ap.add_argument("--batch", type=int, default=64, help="64: 4x the steps of the card's 256")
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--forgetting", default="global", help="global or responsibility")
+    ap.add_argument("--forgetting", default="responsibility",
+                    help="responsibility (the card's default, the paper's) or global")
     ap.add_argument("--measure-every", type=int, default=5, help="steps between counts")
     ap.add_argument("--uncounted", action="store_true", help="no ledger (long runs)")
     ap.add_argument("--plot", default=str(Path(__file__).with_suffix(".png")))

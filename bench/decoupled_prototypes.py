@@ -6,9 +6,13 @@ teacher's features). Prints the fraction of unique prototypes at eps = 0.025 / 0
 (final and minimum over training), the usage entropy of the teacher's test assignments and
 the k-NN accuracy, mean +- std over seeds; writes ``bench/decoupled_prototypes.png`` (unique
 fraction against training step, both variants, every eps). Runs on CPU (torch) priced on
-the A100 profile. Last line: ``RESULT {json}``.
+the A100 profile, one torch thread (two threads on the shared 2-core machine ran ~10x
+slower). ``--uncounted`` skips the ledger (the long collapse runs: ~2x faster; the card's
+counted runs price the same ops per step). Last line: ``RESULT {json}``.
 
     python bench/decoupled_prototypes.py --train 2000 --epochs 4 --batch 64 --seeds 3
+    python bench/decoupled_prototypes.py --train 6000 --epochs 30 --batch 64 \
+        --prototypes 1024 --seeds 3 --uncounted          # the collapse run (README)
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -55,10 +60,16 @@ def main():
     ap.add_argument("--prototypes", type=int, default=256)
     ap.add_argument("--batch", type=int, default=64, help="64: 4x the steps of the card's 256")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--forgetting", default="responsibility",
+                    help="responsibility (the card's default, the paper's) or global")
+    ap.add_argument("--measure-every", type=int, default=5, help="steps between counts")
+    ap.add_argument("--uncounted", action="store_true", help="no ledger (long runs)")
     ap.add_argument("--plot", default=str(Path(__file__).with_suffix(".png")))
     a = ap.parse_args()
+    torch.set_num_threads(1)
     over = {"train": a.train, "test": a.test, "epochs": a.epochs, "prototypes": a.prototypes,
-            "batch_size": a.batch}
+            "batch_size": a.batch, "forgetting": a.forgetting,
+            "measure_every": a.measure_every, "count": not a.uncounted}
     study = experiment("quick", 0, {"gpu": "a100"}, overrides=over, seeds=a.seeds)
     s = study.summary
     for variant in ("joint", "decoupled"):

@@ -34,14 +34,17 @@ class DecoupledPrototypesConfig:
     teacher_temp: float = 0.04      # tau_t, DINO's start value (kept fixed here)
     center_momentum: float = 0.9    # m of DINO's centering
     ema: float = 0.996              # teacher EMA (kept fixed; DINO anneals it to 1)
+    freeze_last_layer: int = 1      # epochs the joint prototypes stay frozen (DINO's default)
     forget: float = 0.99            # eta, online-EM forgetting of the GMM statistics
-    forgetting: str = "global"      # or "responsibility": decay a component by its batch mass
+    forgetting: str = "responsibility"  # decay a component by its batch mass (the paper's
+    #                                     "responsibility forgetting"); or "global": all by eta
     beta0: float = 0.5              # deterministic annealing: inverse temperature start
     beta_epochs: float = 2.0        # ... linear to 1 over this many epochs
     var_min: float = 1e-4           # floor of the diagonal variances
     knn_k: int = 20
     measure_every: int = 5          # steps between unique-prototype measurements
     seed: int = 0
+    count: bool = True              # False: no ledger (the bench's long runs; ~Nx faster)
 
     def __post_init__(self):
         if self.forgetting not in FORGETTING:
@@ -63,7 +66,7 @@ class DecoupledPrototypesConfig:
         if self.beta0 > 1:
             raise ModelError(f"DecoupledPrototypesConfig.beta0 = {self.beta0}: must be <= 1 "
                              "(annealing goes from beta0 up to 1)")
-        check_at_least(self, beta_epochs=0)
+        check_at_least(self, beta_epochs=0, freeze_last_layer=0)
 
 
 PRESETS = {

@@ -35,6 +35,23 @@ and no cache hits:
   nothing (only the shape); ``index_put_`` reads the values and indices and writes the
   indexed elements only.
 
+Spatial transforms (``F.affine_grid`` / ``F.grid_sample``), counted as their kernels run:
+
+- ``affine_grid_generator``: ATen fills a base grid of ``[x, y, 1]`` per output pixel and
+  multiplies it by theta transposed in one ``bmm`` (N x HW x 3 by 3 x 2): 3 MACs per output
+  coordinate, 6 per pixel (4-D; 12 per voxel for 5-D). Bytes: theta read, the base grid
+  written and read back, the grid written. The two coordinate vectors (H + W values per
+  call) are left out: 56 values against 2,352 base-grid floats per 28 x 28 image.
+- ``grid_sampler_2d``, bilinear: per output pixel, each of the 2 coordinates unnormalised
+  (``((g + 1) W - 1) / 2``: 4 ops; 3 with ``align_corners``: ``(g + 1) / 2 (W - 1)``), plus
+  a clip (2 ops) with border padding, floored (2), the 4 corner weights (each 2 subtractions
+  and a product: 12); 2 integer adds for the far corner's indices and 4 comparisons per
+  corner for its bounds (16 ``int_cmp``); per output element 4 multiply-adds (weight times
+  neighbour, ``mac``). Nearest: the coordinates, a rounding each (2), one bounds check (4
+  ``int_cmp``), no arithmetic per element. Bytes: per output element 4 neighbours (1 for
+  nearest) read, not the whole input (a gather, as above); the grid read; the output
+  written. Bicubic and reflection padding have no rule (uncounted).
+
 Anything else is *uncounted*: the engine records its name and the report lists it; it is
 never silently zero.
 """
@@ -71,6 +88,9 @@ _PER_ELEMENT = {
     aten.randn: 1, aten.rand: 1, aten.randint: 1, aten.randperm: 1,
     # running max/min along a dimension: one compare-and-keep per element (a scan)
     aten.cummax: 1, aten.cummin: 1,
+    # the in-place form of the pointwise masked_fill (aten tags only the out-of-place one):
+    # one select per element (norm backward zeroes the gradient where the norm is 0)
+    aten.masked_fill_: 1,
 }
 # Ops that compare rather than compute: integer/bool inputs count int_cmp.
 _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maximum,
@@ -230,6 +250,47 @@ def _traffic(func, packet, args, kwargs, inputs, outputs) -> tuple[int, int]:
     return read, write
 
 
+# grid_sampler_2d's integer codes (ATen's GridSamplerInterpolation / GridSamplerPadding)
+_BILINEAR, _NEAREST = 0, 1
+_ZEROS, _BORDER = 0, 1
+
+
+def _affine_grid_cost(args, kwargs, suffix: str, size: int):
+    """(counts, read, write) of ``affine_grid_generator(theta, size, align_corners)``: the
+    base grid ``[coords..., 1]`` (N x P x (d + 1)) times theta^T (d + 1 x d) in one bmm."""
+    theta, shape = args[0], _arg(args, kwargs, 1, "size")
+    n, pixels, d = shape[0], math.prod(shape[2:]), len(shape) - 2
+    base = n * pixels * (d + 1)                               # base-grid elements
+    counts = {f"mac_{suffix}": base * d}                      # (d + 1) MACs per coordinate
+    read = _distinct_bytes(theta) + base * size               # bmm reads theta and base grid
+    write = base * size + n * pixels * d * size               # base grid, then the grid
+    return counts, read, write
+
+
+def _grid_sample_cost(args, kwargs, suffix: str, size: int, out: torch.Tensor):
+    """(counts, read, write) of ``grid_sampler_2d``, or None for a mode without a rule."""
+    inp, grid = args[0], args[1]
+    mode, padding = _arg(args, kwargs, 2, "interpolation_mode"), _arg(args, kwargs, 3,
+                                                                        "padding_mode")
+    align = bool(_arg(args, kwargs, 4, "align_corners"))
+    if mode not in (_BILINEAR, _NEAREST) or padding not in (_ZEROS, _BORDER):
+        return None
+    pixels, elements = grid.numel() // 2, out.numel()        # N H W; N C H W
+    coord = (3 if align else 4) + (2 if padding == _BORDER else 0)   # unnormalise (+ clip)
+    if mode == _BILINEAR:
+        # per pixel: 2 coordinates, 2 floors, 4 weights x (2 sub + 1 mul); per element:
+        # 4 multiply-adds; indices: 2 adds, 4 corners x 4 bounds comparisons
+        counts = {f"flop_{suffix}": pixels * (2 * coord + 2 + 12),
+                  f"mac_{suffix}": 4 * elements,
+                  "int_add": 2 * pixels, "int_cmp": 16 * pixels}
+        taps = 4
+    else:
+        counts = {f"flop_{suffix}": pixels * (2 * coord + 2), "int_cmp": 4 * pixels}
+        taps = 1
+    read = taps * elements * inp.element_size() + _distinct_bytes(grid)
+    return counts, read, elements * size
+
+
 def _elementwise_op(packet, dtype: torch.dtype) -> str:
     if dtype in _FLOAT_SUFFIX:
         return f"flop_{_FLOAT_SUFFIX[dtype]}"
@@ -292,6 +353,17 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         else:
             n = first.numel() * window               # spread each gradient over its window
         counts[_elementwise_op(packet, first.dtype)] = n
+    elif packet in (aten.affine_grid_generator, aten.grid_sampler_2d):
+        if first.dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        suffix, size = _FLOAT_SUFFIX[first.dtype], first.element_size()
+        cost = (_affine_grid_cost(args, kwargs, suffix, size)
+                if packet is aten.affine_grid_generator
+                else _grid_sample_cost(args, kwargs, suffix, size, outputs[0]))
+        if cost is None:
+            return {}, 0, 0, name
+        counts, read, write = cost
+        return {k: v for k, v in counts.items() if v}, read, write, ""
     elif packet in MEMORY_ONLY:
         pass
     elif packet in _SORTS:

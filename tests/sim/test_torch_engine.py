@@ -545,3 +545,70 @@ def test_cuda_scopes_equal_cpu_scopes(toy_gpu_path):
     assert per_scope[0] == per_scope[1]
     assert per_scope[0]["t/a/backward"] == {"mac_fp32": B * IN * H, "flop_fp32": B * H,
                                             "kernel_launch": 2}
+
+
+def test_affine_grid_is_a_bmm_of_the_base_grid(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    theta = torch.randn(2, 2, 3)
+    with dev.count("x"):
+        torch.nn.functional.affine_grid(theta, [2, 1, 5, 7], align_corners=False)
+    # 2 x 5 x 7 = 70 pixels, each [x, y, 1] times the 3 x 2 theta^T: 70 x 6 = 420 MACs
+    assert dev.ledger.total_ops() == {"mac_fp32": 420, "kernel_launch": 1}
+    # reads theta (12 floats) + the base grid (70 x 3 = 210); writes the base grid (210)
+    # + the grid (70 x 2 = 140): (12 + 210) x 4 = 888 B read, (210 + 140) x 4 = 1,400 B
+    assert _bytes(dev) == (888, 1_400)
+    assert dev.ledger.uncounted() == {}
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_bilinear_grid_sample_counts_per_pixel_and_per_element(toy_gpu_path, align):
+    dev = TorchDevice(toy_gpu_path)
+    x, grid = torch.randn(2, 3, 6, 6), torch.rand(2, 4, 5, 2) * 2 - 1
+    with dev.count("x"):
+        torch.nn.functional.grid_sample(x, grid, align_corners=align)
+    # 2 x 4 x 5 = 40 pixels, 3 channels: 120 output elements.
+    # per pixel: 2 coordinates x 4 ops (3 with align_corners) + 2 floors + 4 weights x 3
+    # = 22 (20); per element 4 multiply-adds = 480 MACs; indices 2 adds, 16 comparisons
+    per_pixel = 20 if align else 22
+    assert dev.ledger.total_ops() == {"flop_fp32": 40 * per_pixel, "mac_fp32": 480,
+                                      "int_add": 80, "int_cmp": 640, "kernel_launch": 1}
+    # reads 4 neighbours per output element (480 floats) + the grid (80), not the 216-float
+    # input: (480 + 80) x 4 = 2,240 B; writes the 120-float output: 480 B
+    assert _bytes(dev) == (2_240, 480)
+    assert dev.ledger.uncounted() == {}
+
+
+def test_nearest_border_grid_sample_and_uncounted_modes(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    x, grid = torch.randn(1, 2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1
+    with dev.count("x"):
+        torch.nn.functional.grid_sample(x, grid, mode="nearest", padding_mode="border",
+                                        align_corners=False)
+    # 9 pixels x (2 coordinates x (4 + 2 clip) + 2 roundings) = 9 x 14 = 126; one bounds
+    # check (4 comparisons) per pixel = 36; no arithmetic per element
+    assert dev.ledger.total_ops() == {"flop_fp32": 126, "int_cmp": 36, "kernel_launch": 1}
+    # reads 1 neighbour per output element (18 floats) + the grid (18): 144 B; writes 72 B
+    assert _bytes(dev) == (144, 72)
+    assert dev.ledger.uncounted() == {}
+    dev = TorchDevice(toy_gpu_path)
+    with dev.count("x"):
+        torch.nn.functional.grid_sample(x, grid, mode="bicubic", align_corners=False)
+        torch.nn.functional.grid_sample(x, grid, padding_mode="reflection",
+                                        align_corners=False)
+    assert dev.ledger.uncounted() == {"grid_sampler_2d": 2}        # executed, not priced
+
+
+def test_in_place_masked_fill_counts_as_its_pointwise_form(toy_gpu_path):
+    x, mask = torch.randn(4, 5), torch.rand(4, 5) < 0.5
+    flops = []
+    for inplace in (False, True):
+        y = x.clone()
+        dev = TorchDevice(toy_gpu_path)
+        with dev.count("x"):
+            y.masked_fill_(mask, 0.0) if inplace else y.masked_fill(mask, 0.0)
+        assert dev.ledger.uncounted() == {}
+        flops.append(dev.ledger.ops("x")["flop_fp32"])
+        # reads y (20 floats, 80 B) and the mask (20 B); writes 20 floats (80 B): y in
+        # place, a new tensor out of place
+        assert _bytes(dev) == (100, 80)
+    assert flops == [20, 20]                   # one select per element, both forms

@@ -24,6 +24,8 @@ def test_bad_settings_are_refused():
         DecoupledPrototypesConfig(beta0=1.5)
     with pytest.raises(ModelError, match=r"ema = 1.0: must be in \[0, 1\)"):
         DecoupledPrototypesConfig(ema=1.0)
+    with pytest.raises(ModelError, match=r"freeze_last_layer = -1: must be >= 0"):
+        DecoupledPrototypesConfig(freeze_last_layer=-1)
 
 
 def test_spread_is_mean_and_sample_std():

@@ -44,15 +44,34 @@ def test_decoupled_prototypes_get_no_gradient_and_no_optimizer_update(dev):
     assert any(not torch.equal(a, b.detach()) for a, b in zip(enc_before, after, strict=True))
 
 
-def test_joint_prototypes_are_trained_by_the_optimizer(dev):
-    """The baseline's contrast: its prototypes are a parameter Adam moves."""
-    tr = Trainer(DecoupledPrototypesConfig(**TINY), "joint", dev, steps_per_epoch=10)
+def test_joint_prototypes_are_frozen_in_epoch_one_then_trained_by_the_optimizer(dev):
+    """The baseline's contrast: its prototypes are a parameter Adam moves, after DINO's
+    ``freeze_last_layer`` = 1 epoch (2 steps here) in which they get no gradient."""
+    tr = Trainer(DecoupledPrototypesConfig(**TINY), "joint", dev, steps_per_epoch=2)
     views, _ = _batch()
     before = tr.student.prototypes.detach().clone()
-    tr.encoder_step(views)
-    assert tr.student.prototypes.grad is not None
     assert any(p is tr.student.prototypes for p in tr.opt.param_groups[0]["params"])
+    enc = tr.student.head[0].weight.detach().clone()
+    for _ in range(2):                         # epoch 1: frozen, the rest of the head moves
+        tr.encoder_step(views)
+        assert tr.student.prototypes.grad is None
+    assert torch.equal(before, tr.student.prototypes.detach())
+    # the EMA of an unchanged copy (0.996 t + 0.004 t: equal up to float rounding)
+    assert torch.allclose(before, tr.teacher.prototypes, rtol=0, atol=1e-6)
+    assert not torch.equal(enc, tr.student.head[0].weight.detach())
+    tr.encoder_step(views)                     # epoch 2, step 3: Adam moves them
+    assert tr.student.prototypes.grad is not None
     assert not torch.equal(before, tr.student.prototypes.detach())
+
+
+def test_joint_prototypes_start_from_the_linear_layer_init():
+    """DINOHead's last layer keeps nn.Linear's init, U(-1/sqrt(D), 1/sqrt(D)): with D = 8
+    every entry is within 1/sqrt(8) = 0.354 and the sample std near 0.354 / sqrt(3) = 0.204
+    (128 entries: the std of a sample std is about 0.204 / sqrt(2 x 128) = 0.013)."""
+    from models.decoupled_prototypes.model import Student
+    w = Student(DecoupledPrototypesConfig(**TINY), joint=True).prototypes.detach()
+    assert w.shape == (16, 8) and float(w.abs().max()) <= 8 ** -0.5
+    assert abs(float(w.std()) - 0.204) < 0.05
 
 
 def test_online_em_recovers_make_blobs_means():
@@ -79,6 +98,26 @@ def test_online_em_recovers_make_blobs_means():
     assert ll[1] >= ll[0] - 1e-3 and ll[2] >= ll[1] - 1e-3, ll
     # the fitted variances are the blobs' 0.5^2 = 0.25 within 10%
     assert np.allclose(gmm.var.numpy().mean(1), 0.25, rtol=0.1)
+
+
+def test_responsibility_forgetting_decays_a_component_by_its_batch_mass():
+    """The paper's "responsibility forgetting" (the default): component k decays by
+    0.99 ** (n_k K / B). Data at the origin, K = 2, B = 64: the component at the origin
+    takes all 64 points, twice the uniform share 32, so its count is 0.99^2 x 1 + 64 =
+    64.9801; the one at (6, 0) takes ~e^-18 of each point, so it keeps its count 1 and its
+    statistics (global forgetting: 0.99 x 1, the statistics of an unused component erased
+    by 1% a batch)."""
+    h = 0.3 * torch.randn(64, 2, generator=torch.Generator().manual_seed(0))
+    mu = torch.tensor([[0.0, 0.0], [6.0, 0.0]])
+    resp = OnlineGMM(mu, forget=0.99, var0=1.0)
+    glob = OnlineGMM(mu, forget=0.99, var0=1.0, forgetting="global")
+    assert resp.forgetting == "responsibility"
+    resp.step(h), glob.step(h)
+    assert resp.n[0] == pytest.approx(64.9801, abs=1e-3)
+    assert resp.n[1] == pytest.approx(1.0, abs=1e-5)
+    assert glob.n[0] == pytest.approx(64.99, abs=1e-3)            # 0.99 x 1 + 64
+    assert glob.n[1] == pytest.approx(0.99, abs=1e-5)
+    assert torch.allclose(resp.s[1], mu[1], atol=1e-4)        # 1 x (6, 0) kept
 
 
 def test_unique_count_greedy_cover():

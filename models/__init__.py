@@ -14,6 +14,7 @@ from models.diffpc import card as _diffpc  # noqa: E402,F401
 from models.filter_heads import card as _filter_heads  # noqa: E402,F401
 from models.fs_kan import card as _fs_kan  # noqa: E402,F401
 from models.klas import card as _klas  # noqa: E402,F401
+from models.latent import card as _latent  # noqa: E402,F401
 from models.registry import (
     REGISTRY,
     Card,

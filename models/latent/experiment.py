@@ -1,0 +1,176 @@
+"""The PROBE comparison over seeds: LatEnt, observation entropy, a random policy (and the
+state-entropy oracle and the no-regulariser ablation where asked), then the downstream
+sparse task from LatEnt pre-training against scratch.
+
+Reinforcement learning is noisy, so every claim is a paired comparison over seeds (seed
+``s`` of LatEnt against seed ``s`` of the baseline: the same environment noise streams and
+initial states), tested with the one-sided Wilcoxon signed-rank test
+(``scipy.stats.wilcoxon(a, b, alternative="greater")``); with 5 seeds its smallest p-value
+is 1/32 = 0.031, reached only when all five differences are positive, so a claim at
+p < 0.05 needs every seed to agree. The sign test (``scipy.stats.binomtest``) is reported
+beside it. Spreads are the standard deviation and min..max over seeds.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models.registry import Outcome, Progress, Study
+from sim.traces import Trace, curve
+
+PLANS = {"quick": {"seeds": 5, "iterations": 20},
+         "full": {"seeds": 5, "iterations": 60}}
+"""``experiment`` per preset: seeds (>= 5: every claim is over five seeds or more) and
+pre-training iterations on each environment."""
+
+
+def paired(a, b) -> dict:
+    """One-sided paired tests that ``a`` > ``b`` over seeds: Wilcoxon signed-rank p, sign
+    test p, wins, mean difference and its min..max."""
+    from scipy.stats import binomtest, wilcoxon
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    d = a - b
+    wins, ties = int((d > 0).sum()), int((d == 0).sum())
+    nonzero = d[d != 0]
+    p_w = float(wilcoxon(nonzero, alternative="greater").pvalue) if nonzero.size else 1.0
+    p_s = float(binomtest(wins, d.size - ties, 0.5, alternative="greater").pvalue) \
+        if d.size > ties else 1.0
+    return {"mean_diff": float(d.mean()), "min_diff": float(d.min()),
+            "max_diff": float(d.max()), "wins": wins, "n": int(d.size),
+            "wilcoxon_p": p_w, "sign_p": p_s, "holds": bool(p_w < 0.05)}
+
+
+def _band(rows: list[list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    arr = np.asarray(rows, float)
+    return arr.mean(0), arr.min(0), arr.max(0)
+
+
+def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> Outcome:
+    """Every method of ``cfg.methods`` for ``cfg.seeds`` seeds on ``env_name`` (and the
+    downstream fine-tune when ``cfg.finetune_iterations > 0``); the card's ``simulate``."""
+    from models.latent import envs
+    from models.latent.model import Replay, finetune, pretrain
+    rep = Replay(device)
+    seeds = list(range(cfg.seed, cfg.seed + cfg.seeds))
+    total = len(seeds) * (len(cfg.methods) * cfg.iterations + 2 * cfg.finetune_iterations)
+    done = [0]
+
+    def tick():
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total, {})
+
+    per: dict[str, list[dict]] = {m: [] for m in cfg.methods}
+    curves: dict[str, list[list[float]]] = {m: [] for m in cfg.methods}
+    success: dict[str, list[list[float]]] = {"pretrained": [], "scratch": []}
+    for s in seeds:
+        env = envs.make(env_name, cfg.num_envs, cfg.horizon, seed=s)
+        with device.ledger.scope(f"seed{s}"):
+            results, warm = {}, {}
+            for m in cfg.methods:
+                res = pretrain(env, m, cfg, rep, s, tick, warm)
+                results[m] = res
+                per[m].append(res.final)
+                curves[m].append(res.curves["state_entropy"])
+            if cfg.finetune_iterations:
+                init = results.get("latent")
+                if init is None:
+                    init = pretrain(env, "latent", cfg, rep, s, warm=warm)
+                success["pretrained"].append(finetune(env, cfg, rep, s, init, tick))
+                success["scratch"].append(finetune(env, cfg, rep, s, None, tick))
+
+    metrics: dict[str, float] = {"seeds": float(len(seeds)),
+                                 "env_steps": float(cfg.num_envs * cfg.horizon
+                                                    * cfg.iterations)}
+    for m, finals in per.items():
+        for key in finals[0]:
+            if key in ("model_mse", "copy_last_mse"):
+                continue
+            vals = np.array([f[key] for f in finals])
+            metrics[f"{m}_{key}"] = float(vals.mean())
+            if key in ("state_entropy", "coverage"):
+                metrics[f"{m}_{key}_std"] = float(vals.std())
+    learned = [f for m in cfg.methods if m != "random" for f in per[m]]
+    if learned and "model_mse" in learned[0]:
+        metrics["model_mse"] = float(np.mean([f["model_mse"] for f in learned]))
+        metrics["copy_last_mse"] = float(np.mean([f["copy_last_mse"] for f in learned]))
+        metrics["model_mse_ratio"] = metrics["model_mse"] / max(metrics["copy_last_mse"], 1e-12)
+    if "latent" in per and "observation" in per:
+        metrics["entropy_gain_vs_observation"] = (metrics["latent_state_entropy"]
+                                                  - metrics["observation_state_entropy"])
+    for tag, rows in success.items():
+        if rows:
+            # the last third of fine-tuning: where the policy has had time to learn
+            tail = max(1, len(rows[0]) // 3)
+            metrics[f"finetune_success_{tag}"] = float(np.mean([r[-tail:] for r in rows]))
+
+    traces: dict[str, Trace] = {}
+    columns, table = ["iteration"], [np.arange(1, cfg.iterations + 1, dtype=float)]
+    for m, rows in curves.items():
+        mean, lo, hi = _band(rows)
+        traces[f"{m}_state_entropy"] = curve(mean, "nats")
+        columns += [f"{m} mean", f"{m} min", f"{m} max"]
+        table += [mean, lo, hi]
+    # one row per iteration: mean and min..max over seeds, the band the report draws
+    traces["state_entropy_over_seeds"] = Trace("table", np.stack(table, 1), "nats",
+                                               tuple(columns))
+    for tag, rows in success.items():
+        if rows:
+            mean, lo, hi = _band(rows)
+            traces[f"finetune_success_{tag}"] = curve(mean, "1")
+            traces[f"finetune_success_{tag}_over_seeds"] = Trace(
+                "table", np.stack([np.arange(1, len(mean) + 1.0), mean, lo, hi], 1), "1",
+                ("iteration", f"{tag} mean", f"{tag} min", f"{tag} max"))
+    finals = np.array([[s] + [per[m][i]["state_entropy"] for m in cfg.methods]
+                       for i, s in enumerate(seeds)], float)
+    traces["final_state_entropy_per_seed"] = Trace("table", finals, "nats",
+                                                   ("seed", *cfg.methods))
+    facts = {"environment": env_name, "seeds": seeds, "torch_device": str(device.torch_device),
+             "counting": "each block kind counted once, replayed for identical repeats "
+                         "(models/latent/model.py Replay)"}
+    return Outcome(metrics, traces, None, facts)
+
+
+def experiment(preset: str, seed: int, profiles, progress: Progress | None = None) -> Study:
+    """Each environment with LatEnt, observation entropy and random over the plan's seeds,
+    the no-regulariser ablation on the noisy puck and the masked pendulum, and the four-rooms
+    downstream task; a paired test per claim."""
+    from models import runner
+    plan = PLANS[preset]
+    base = {"seeds": plan["seeds"], "iterations": plan["iterations"]}
+    specs = {
+        "masked-pendulum": {"methods": ("latent", "observation", "random", "latent_noreg")},
+        "noisy-puck": {"methods": ("latent", "observation", "random", "latent_noreg")},
+        "four-rooms": {"methods": ("latent", "observation", "random"),
+                       "finetune_iterations": plan["iterations"]},
+    }
+    runs = {env: runner.run("latent", profile=profiles.get("gpu"), dataset=env, preset=preset,
+                            seed=seed, overrides={**base, **spec}, progress=progress)
+            for env, spec in specs.items()}
+    summary = summarise(runs)
+    return Study(runs, summary)
+
+
+def _per_seed(run, method: str) -> np.ndarray:
+    tr = run.traces["final_state_entropy_per_seed"]
+    return tr.data[:, list(tr.columns).index(method)]
+
+
+def summarise(runs) -> dict:
+    """The claims of the digest's acceptance checks as paired tests over seeds."""
+    out = {"test": "one-sided Wilcoxon signed-rank over paired seeds (scipy.stats.wilcoxon, "
+                   "alternative='greater'); sign test beside it"}
+    for env, run in runs.items():
+        out[f"{env}/latent_gt_observation"] = paired(_per_seed(run, "latent"),
+                                                     _per_seed(run, "observation"))
+        out[f"{env}/observation_gt_random"] = paired(_per_seed(run, "observation"),
+                                                     _per_seed(run, "random"))
+        cols = run.traces["final_state_entropy_per_seed"].columns
+        if "latent_noreg" in cols:
+            out[f"{env}/latent_gt_noreg"] = paired(_per_seed(run, "latent"),
+                                                   _per_seed(run, "latent_noreg"))
+        ft = run.traces.get("finetune_success_pretrained_over_seeds")
+        if ft is not None:
+            a = run.metrics["finetune_success_pretrained"]
+            b = run.metrics["finetune_success_scratch"]
+            out[f"{env}/finetune_pretrained_minus_scratch"] = a - b
+    return out

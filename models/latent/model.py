@@ -305,7 +305,8 @@ def ppo_update(ac, opt, batch: Batch, reward, cfg, gen) -> dict:
             loss.backward()
             nn.utils.clip_grad_norm_(ac.parameters(), 0.5)
             opt.step()
-            stats = {"policy_loss": float(pg.mean()), "value_loss": float(vf.mean())}
+            stats = {"policy_loss": float(pg.mean().detach()),
+                     "value_loss": float(vf.mean().detach())}
     return stats
 
 
@@ -386,6 +387,11 @@ def build(env, cfg, dev, seed: int):
             torch.optim.Adam(ac.parameters(), lr=cfg.policy_lr))
 
 
+def _fresh(opt) -> str:
+    """Part of a block's key: an optimiser's first step creates its state (more ops)."""
+    return "fresh" if not opt.state else "warm"
+
+
 def _shape_key(env, cfg) -> str:
     return (f"{type(env).__name__}:n{env.num_envs}:T{env.horizon}:d{cfg.latent_dim}"
             f":h{cfg.hidden}")
@@ -401,7 +407,8 @@ def warm_up(env, model, mopt, cfg, rep: Replay, gen, seed: int) -> tuple[list[Ba
             data.append(rollout(env, model, None, dev, gen, seed * 1000 + 900 + i))
     data = data[-cfg.model_buffer:]
     for _ in range(cfg.warmup_steps):
-        with rep.count("warmup/model", f"{len(data)}:{key}", samples=steps * len(data)):
+        with rep.count("warmup/model", f"{len(data)}:{_fresh(mopt)}:{key}",
+                       samples=steps * len(data)):
             model_update(model, mopt, data, 1, cfg.alpha, cfg.beta)
     with rep.count("warmup/evaluate", f"mse:{key}"):
         held = rollout(env, model, None, dev, gen, seed * 1000 + 999)
@@ -456,12 +463,13 @@ def pretrain(env, method: str, cfg, rep: Replay, seed: int, tick=None,
             if method != "random":
                 with rep.count("reward", f"z{zdim}:{key}", samples=steps):
                     reward = _rewards(method, env, batch, cfg)
-                with rep.count("train/policy", f"ppo:{key}", samples=steps * cfg.ppo_epochs):
+                with rep.count("train/policy", f"ppo:{_fresh(popt)}:{key}",
+                               samples=steps * cfg.ppo_epochs):
                     ppo_update(ac, popt, batch, reward, cfg, gen)
                 buffer = (buffer + [batch])[-cfg.model_buffer:]
                 if (it + 1) % cfg.model_every == 0 and method != "state":
                     for _ in range(cfg.model_steps):
-                        with rep.count("train/model", f"{len(buffer)}:{key}",
+                        with rep.count("train/model", f"{len(buffer)}:{_fresh(mopt)}:{key}",
                                        samples=steps * len(buffer)):
                             loss, _ = model_update(model, mopt, buffer, 1, alpha, beta)
             for name in ("state_entropy", "coverage"):
@@ -503,8 +511,9 @@ def finetune(env, cfg, rep: Replay, seed: int, init: PretrainResult | None,
             with rep.count("rollout", f"policy:{key}", samples=steps):
                 batch = rollout(env, model, ac, dev, gen, seed * 1000 + 500 + it)
             success.append(float((batch.extrinsic.max(0) > 0).mean()))
-            with rep.count("train/policy", f"ppo:{key}", samples=steps * cfg.ppo_epochs):
-                reward = dev.tensor(batch.extrinsic)
+            reward = dev.tensor(batch.extrinsic)
+            with rep.count("train/policy", f"ppo-sparse:{_fresh(popt)}:{key}",
+                           samples=steps * cfg.ppo_epochs):
                 ppo_update(ac, popt, batch, reward, cfg, gen)
             if tick is not None:
                 tick()

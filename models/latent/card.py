@@ -106,8 +106,18 @@ def simulate(cfg: LatEntConfig, device, data, progress=None) -> Outcome:
     Ledger scopes: ``seed<i>/pretrain/<method>/{warmup,rollout,reward,train/policy,
     train/model,evaluate}`` and ``seed<i>/finetune/{pretrained,scratch}/...``.
     """
+    import torch
+
     from models.latent.experiment import run_seeds
-    return run_seeds(cfg, device, data, progress)
+    # one intra-op thread: these tensors are tiny (16 x 64), and on a shared 2-core machine
+    # two threads wait on each other at every op (70x slower measured at load 9); the
+    # counts do not depend on it
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return run_seeds(cfg, device, data, progress)
+    finally:
+        torch.set_num_threads(before)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

@@ -120,10 +120,21 @@ def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> O
             traces[f"finetune_success_{tag}_over_seeds"] = Trace(
                 "table", np.stack([np.arange(1, len(mean) + 1.0), mean, lo, hi], 1), "1",
                 ("iteration", f"{tag} mean", f"{tag} min", f"{tag} max"))
-    finals = np.array([[s] + [per[m][i]["state_entropy"] for m in cfg.methods]
-                       for i, s in enumerate(seeds)], float)
-    traces["final_state_entropy_per_seed"] = Trace("table", finals, "nats",
-                                                   ("seed", *cfg.methods))
+    # per-seed finals, one table per figure: the rows the paired tests compare
+    for key in per[cfg.methods[0]][0]:
+        if key in ("model_mse", "copy_last_mse"):
+            continue
+        rows = [[s] + [per[m][i].get(key, np.nan) for m in cfg.methods]
+                for i, s in enumerate(seeds)]
+        traces[f"final_{key}_per_seed"] = Trace("table", np.array(rows, float),
+                                                "1" if key == "coverage" else "",
+                                                ("seed", *cfg.methods))
+    if success["pretrained"]:
+        tail = max(1, cfg.finetune_iterations // 3)
+        rows = [[s, np.mean(success["pretrained"][i][-tail:]),
+                 np.mean(success["scratch"][i][-tail:])] for i, s in enumerate(seeds)]
+        traces["finetune_success_per_seed"] = Trace("table", np.array(rows, float), "1",
+                                                    ("seed", "pretrained", "scratch"))
     facts = {"environment": env_name, "seeds": seeds, "torch_device": str(device.torch_device),
              "counting": "each block kind counted once, replayed for identical repeats "
                          "(models/latent/model.py Replay)"}
@@ -150,8 +161,8 @@ def experiment(preset: str, seed: int, profiles, progress: Progress | None = Non
     return Study(runs, summary)
 
 
-def _per_seed(run, method: str) -> np.ndarray:
-    tr = run.traces["final_state_entropy_per_seed"]
+def _per_seed(run, method: str, key: str = "state_entropy") -> np.ndarray:
+    tr = run.traces[f"final_{key}_per_seed"]
     return tr.data[:, list(tr.columns).index(method)]
 
 
@@ -168,9 +179,15 @@ def summarise(runs) -> dict:
         if "latent_noreg" in cols:
             out[f"{env}/latent_gt_noreg"] = paired(_per_seed(run, "latent"),
                                                    _per_seed(run, "latent_noreg"))
-        ft = run.traces.get("finetune_success_pretrained_over_seeds")
+        if "final_puck_distance_per_seed" in run.traces and "observation" in cols:
+            # the trap: more observed-puck entropy, less true-state entropy, farther away
+            out[f"{env}/observation_gt_latent_observed_puck_entropy"] = paired(
+                _per_seed(run, "observation", "observed_puck_entropy"),
+                _per_seed(run, "latent", "observed_puck_entropy"))
+            out[f"{env}/observation_gt_latent_puck_distance"] = paired(
+                _per_seed(run, "observation", "puck_distance"),
+                _per_seed(run, "latent", "puck_distance"))
+        ft = run.traces.get("finetune_success_per_seed")
         if ft is not None:
-            a = run.metrics["finetune_success_pretrained"]
-            b = run.metrics["finetune_success_scratch"]
-            out[f"{env}/finetune_pretrained_minus_scratch"] = a - b
+            out[f"{env}/finetune_pretrained_gt_scratch"] = paired(ft.data[:, 1], ft.data[:, 2])
     return out

@@ -166,3 +166,29 @@ def test_warm_up_trains_the_model_to_predict_the_next_observation(toy_gpu_path):
     _, facts = M.warm_up(env, model, mopt, cfg, M.Replay(dev), torch.Generator(), 0)
     after, _ = M.next_obs_mse(model, held)
     assert after < 0.5 * before and facts["model_mse"] < 0.5 * before
+
+
+def test_summarise_pairs_seeds_per_claim():
+    from models.latent.experiment import summarise
+    from sim.traces import Trace
+
+    def table(rows, cols):
+        return Trace("table", np.array(rows, float), "", cols)
+
+    cols = ("seed", "latent", "observation", "random", "latent_noreg")
+    ent = [[s, 1.0 + s, 0.5 + s, 0.0, 0.9 + s] for s in range(5)]
+    far = [[s, 0.3, 1.2, 0.8, 0.4] for s in range(5)]
+    run = types.SimpleNamespace(metrics={}, traces={
+        "final_state_entropy_per_seed": table(ent, cols),
+        "final_observed_puck_entropy_per_seed": table(far, cols),
+        "final_puck_distance_per_seed": table(far, cols),
+        "finetune_success_per_seed": table([[s, 0.5, 0.5 - 0.1 * (s % 2)] for s in range(5)],
+                                           ("seed", "pretrained", "scratch"))})
+    out = summarise({"noisy-puck": run})
+    assert out["noisy-puck/latent_gt_observation"]["holds"]          # +0.5 on every seed
+    assert out["noisy-puck/latent_gt_noreg"]["wins"] == 5
+    assert out["noisy-puck/observation_gt_latent_puck_distance"]["mean_diff"] == \
+        pytest.approx(0.9)
+    # fine-tune: 2 wins, 3 ties (ties dropped): not a claim that holds
+    ft = out["noisy-puck/finetune_pretrained_gt_scratch"]
+    assert ft["wins"] == 2 and not ft["holds"]

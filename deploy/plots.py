@@ -88,39 +88,6 @@ def plot_trace(name: str, values: np.ndarray, unit: str = "") -> Figure:
     return fig
 
 
-def band_series(columns) -> list[str] | None:
-    """The series of a table whose columns are ``x, "A mean", "A min", "A max", ...`` (a
-    learning curve over seeds: its mean and band), or None for any other table."""
-    cols = list(columns)[1:]
-    if not cols or len(cols) % 3:
-        return None
-    names = []
-    for i in range(0, len(cols), 3):
-        stem = cols[i].rsplit(" ", 1)[0]
-        if cols[i:i + 3] != [f"{stem} mean", f"{stem} min", f"{stem} max"]:
-            return None
-        names.append(stem)
-    return names
-
-
-def plot_bands(name: str, data: np.ndarray, columns, unit: str = "") -> Figure:
-    """A band table (:func:`band_series`) as one line per series (the mean) over a shaded
-    min..max band, against its first column."""
-    data = np.asarray(data, dtype=float)
-    fig = Figure(figsize=(6.0, 3.0), layout="constrained")
-    ax = fig.add_subplot()
-    for i, series in enumerate(band_series(columns)):
-        mean, lo, hi = data[:, 1 + 3 * i], data[:, 2 + 3 * i], data[:, 3 + 3 * i]
-        (line,) = ax.plot(data[:, 0], mean, label=series)
-        ax.fill_between(data[:, 0], lo, hi, color=line.get_color(), alpha=0.2)
-    ax.set_xlabel(str(list(columns)[0]))
-    ax.set_ylabel(_with_unit(name, unit))
-    ax.set_title(f"{name} (line: mean, band: min..max)", fontsize=10)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return fig
-
-
 def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
                     max_images: int = 16) -> Figure:
     """An ``images`` trace (N, H, W) as a row of grey pictures (e.g. learned prototypes),

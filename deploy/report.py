@@ -33,9 +33,8 @@ from deploy.formatting import (
 )
 from deploy.headline import headline  # noqa: F401  (shared by the terminal and the HTML)
 from deploy.outputs import write_file
+from deploy.plots import fig_to_img as _img
 from deploy.plots import (
-    band_series,
-    plot_bands,
     plot_comparison,  # noqa: F401  (public as deploy.report.plot_comparison)
     plot_comparison_shares,
     plot_energy_bars,
@@ -45,7 +44,6 @@ from deploy.plots import (
     plot_rate_histogram,
     plot_trace,
 )
-from deploy.plots import fig_to_img as _img
 from deploy.report_html import (
     Linked,
     epoch_section,
@@ -310,8 +308,6 @@ def _trace_section(run: Run, name: str, trace) -> str:
         shown = data[:TABLE_ROWS_SHOWN]
         more = f"; first {TABLE_ROWS_SHOWN} shown" if data.shape[0] > TABLE_ROWS_SHOWN else ""
         head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{', ' + unit if unit else ''})</h3>"
-        if data.size and band_series(trace.columns):   # a curve over seeds: mean and band
-            head += _img(plot_bands(name, data, trace.columns, unit), name)
         return head + _html_table(trace.columns, [tuple(_cell(x) for x in row)
                                                   for row in shown],
                                   csv=f"trace-{_slug(name)}", csv_rows=data.tolist())

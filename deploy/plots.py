@@ -88,11 +88,35 @@ def plot_trace(name: str, values: np.ndarray, unit: str = "") -> Figure:
     return fig
 
 
+def plot_bands(name: str, data: np.ndarray, series: Sequence[str], unit: str = "") -> Figure:
+    """A ``bands`` trace (series, seeds, steps): per series the mean over seeds as a line and
+    a band from mean - std to mean + std (population std over seeds), x counted from 1."""
+    data = np.asarray(data, dtype=float)
+    fig = Figure(figsize=(6.0, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(1, data.shape[2] + 1)
+    for label, runs in zip(series, data, strict=True):
+        mean, std = runs.mean(0), runs.std(0)
+        (line,) = ax.plot(x, mean, marker="o" if x.size <= 50 else None, markersize=3,
+                          label=label)
+        ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.2,
+                        linewidth=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("entry (iteration / epoch)")
+    ax.set_ylabel(_with_unit(name, unit))
+    ax.set_title(f"{name}: mean over {data.shape[1]} seeds, band +-1 std", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
                     max_images: int = 16) -> Figure:
     """An ``images`` trace (N, H, W) as a row of grey pictures (e.g. learned prototypes),
     N <= 16; the title carries the unit of the grey scale."""
     images = np.asarray(images, dtype=float)[:max_images]
+    if len(images) == 1:
+        return _plot_one_image(name, images[0], unit)
     lo, hi = float(images.min()), float(images.max())
     fig = Figure(figsize=(0.9 * len(images) + 0.4, 1.4), layout="constrained")
     for i, ax in enumerate(fig.subplots(1, len(images), squeeze=False)[0]):
@@ -101,6 +125,48 @@ def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
         ax.set_yticks([])
         ax.set_title(str(i), fontsize=7)
     fig.suptitle(_with_unit(name, unit), fontsize=9)
+    return fig
+
+
+def plot_scatter(name: str, points: np.ndarray, unit: str = "",
+                 max_points: int = 50_000) -> Figure:
+    """A ``scatter`` trace (k, 3) of (x, y, value): the points coloured by value (a diverging
+    map centred on 0 when the values change sign, e.g. per-point scores in [-1, 1]), with a
+    colour bar in the trace's unit; thinned evenly past ``max_points``."""
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    step = max(1, -(-points.shape[0] // max_points))
+    shown = points[::step]
+    lo, hi = float(shown[:, 2].min()), float(shown[:, 2].max())
+    fig = Figure(figsize=(5.6, 4.4), layout="constrained")
+    ax = fig.add_subplot()
+    if lo < 0 < hi:
+        lim = max(-lo, hi)
+        kw = {"cmap": "RdBu", "vmin": -lim, "vmax": lim}
+    else:
+        kw = {"cmap": "viridis"}
+    sc = ax.scatter(shown[:, 0], shown[:, 1], c=shown[:, 2], s=6, linewidths=0, **kw)
+    fig.colorbar(sc, ax=ax, label=_with_unit("value", unit))
+    ax.set_aspect("equal", adjustable="datalim")
+    note = f", every {step}th of {points.shape[0]:,}" if step > 1 else \
+        f", {points.shape[0]:,} points"
+    ax.set_title(f"{name}{note}", fontsize=10)
+    return fig
+
+
+def _plot_one_image(name: str, image: np.ndarray, unit: str) -> Figure:
+    """A single picture (a map: a local-ID globe) drawn large in colour with a colour bar;
+    nan cells (no data) stay blank."""
+    finite = image[np.isfinite(image)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    h, w = image.shape
+    fig = Figure(figsize=(7.0, max(1.5, 6.0 * h / w + 0.6)), layout="constrained")
+    ax = fig.add_subplot()
+    shown = ax.imshow(np.ma.masked_invalid(image), cmap="viridis", vmin=lo,
+                      vmax=hi if hi > lo else lo + 1.0, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    fig.colorbar(shown, ax=ax, shrink=0.8).set_label(unit or "value", fontsize=8)
+    ax.set_title(name, fontsize=10)
     return fig
 
 

@@ -11,8 +11,11 @@ from models.chunk_sparse_attention import card as _chunk_sparse_attention  # noq
 from models.conformal_hashing import card as _conformal_hashing  # noqa: E402,F401
 from models.decoupled_prototypes import card as _decoupled_prototypes  # noqa: E402,F401
 from models.diffpc import card as _diffpc  # noqa: E402,F401
+from models.disco import card as _disco  # noqa: E402,F401
 from models.filter_heads import card as _filter_heads  # noqa: E402,F401
 from models.fs_kan import card as _fs_kan  # noqa: E402,F401
+from models.geb import card as _geb  # noqa: E402,F401
+from models.geo_inr_id import card as _geo_inr_id  # noqa: E402,F401
 from models.klas import card as _klas  # noqa: E402,F401
 from models.latent import card as _latent  # noqa: E402,F401
 from models.registry import (

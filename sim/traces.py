@@ -11,6 +11,9 @@ raster     (k, 2): spike time (s), neuron   a spike raster
 per_core   1-D, one value per core          bars per core
 images     (N, H, W)                        a row of pictures
 table      2-D, rows x ``columns``          an HTML table
+scatter    (k, 3): x, y, value              points at (x, y) coloured by value
+bands      (A, S, T): A series (``columns`` one line per series: the mean over the S
+           name them) x S seeds x T steps   seeds, shaded from mean - std to mean + std
 ========== ================================ ===========================================
 """
 from __future__ import annotations
@@ -22,14 +25,15 @@ import numpy as np
 
 from sim.errors import ModelError
 
-TRACE_KINDS = ("curve", "raster", "per_core", "images", "table")
+TRACE_KINDS = ("curve", "raster", "per_core", "images", "table", "scatter", "bands")
 
 
 @dataclass(frozen=True)
 class Trace:
     """One recorded array with its kind and unit (``""``: a plain count or a fraction).
 
-    ``columns`` names the columns of a ``table`` (and only of a table).
+    ``columns`` names the columns of a ``table`` and the series of ``bands`` (and only
+    those).
     """
 
     kind: str
@@ -45,24 +49,37 @@ class Trace:
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
         expected = {"curve": "1-D", "per_core": "1-D", "raster": "(k, 2)",
-                    "images": "(N, H, W)", "table": "2-D"}[self.kind]
+                    "images": "(N, H, W)", "table": "2-D", "scatter": "(k, 3)",
+                    "bands": "(series, seeds, steps)"}[self.kind]
         ok = {"curve": data.ndim == 1, "per_core": data.ndim == 1,
               "raster": data.ndim == 2 and data.shape[1] == 2,
-              "images": data.ndim == 3, "table": data.ndim == 2}[self.kind]
+              "images": data.ndim == 3, "table": data.ndim == 2,
+              "scatter": data.ndim == 2 and data.shape[1] == 3,
+              "bands": data.ndim == 3}[self.kind]
         if not ok:
             raise ModelError(f"Trace of kind {self.kind!r} has shape {data.shape}; expected "
                               f"{expected}")
         if self.kind == "table" and len(self.columns) != data.shape[1]:
             raise ModelError(f"table Trace has {data.shape[1]} columns but "
                               f"{len(self.columns)} column names")
-        if self.kind != "table" and self.columns:
+        if self.kind == "bands" and len(self.columns) != data.shape[0]:
+            raise ModelError(f"bands Trace has {data.shape[0]} series but "
+                              f"{len(self.columns)} series names")
+        if self.kind not in ("table", "bands") and self.columns:
             raise ModelError(f"Trace of kind {self.kind!r} has column names; only a "
-                              "table has them")
+                              "table or bands have them")
 
 
 def curve(values, unit: str = "") -> Trace:
     """A 1-D trace (one value per epoch or step)."""
     return Trace("curve", np.asarray(values, dtype=float), unit)
+
+
+def bands(series: Mapping[str, object], unit: str = "") -> Trace:
+    """A ``bands`` trace from ``{name: (seeds, steps) array}``: curves over seeds per series."""
+    names = list(series)
+    return Trace("bands", np.stack([np.asarray(series[k], dtype=float) for k in names]), unit,
+                 tuple(names))
 
 
 def as_traces(traces: Mapping) -> dict[str, Trace]:

@@ -69,6 +69,8 @@ _PER_ELEMENT = {
     aten.mse_loss: 3, aten.mse_loss_backward: 3,
     aten.bernoulli_: 1, aten.bernoulli: 1, aten.normal_: 1, aten.uniform_: 1,
     aten.randn: 1, aten.rand: 1, aten.randint: 1, aten.randperm: 1,
+    # running max/min along a dimension: one compare-and-keep per element (a scan)
+    aten.cummax: 1, aten.cummin: 1,
 }
 # Ops that compare rather than compute: integer/bool inputs count int_cmp.
 _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maximum,
@@ -76,8 +78,10 @@ _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maxim
                 aten.argmin, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max,
                 aten.sort, aten.topk}
 _BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward}
-# Scatter/index adds: one add per element of the source (the last tensor argument).
-_SCATTER_ADDS = {aten.scatter_add, aten.scatter_add_, aten.index_add, aten.index_add_}
+# Scatter/index adds: one add per element of the source (the last tensor argument);
+# scatter_reduce likewise, one sum/prod/min/max step per source element.
+_SCATTER_ADDS = {aten.scatter_add, aten.scatter_add_, aten.index_add, aten.index_add_,
+                 aten.scatter_reduce, aten.scatter_reduce_}
 # Pooling with a window (kernel_size is the argument after the input).
 _POOLS = {aten.max_pool2d_with_indices, aten.avg_pool2d, aten.max_pool2d_with_indices_backward,
           aten.avg_pool2d_backward}

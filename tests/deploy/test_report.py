@@ -424,7 +424,8 @@ def test_each_trace_kind_has_its_drawing(toy, tmp_path, monkeypatch):
     """The name says nothing: a curve named like a raster is a curve, a per-core trace needs
     no core_ prefix. Each kind goes to its own plot, with the trace's unit."""
     seen = []
-    for fn in ("plot_trace", "plot_raster", "plot_per_core", "plot_image_grid"):
+    for fn in ("plot_trace", "plot_raster", "plot_per_core", "plot_image_grid",
+               "plot_scatter"):
         real = getattr(rp, fn)
 
         def spy(name, data, unit, _fn=fn, _real=real):
@@ -436,12 +437,14 @@ def test_each_trace_kind_has_its_drawing(toy, tmp_path, monkeypatch):
               "neurons": Trace("per_core", np.array([3.0, 4.0]), "neurons"),
               "core_routes": Trace("images", np.zeros((2, 4, 4)), "a.u."),
               "routes": Trace("table", np.array([[0.5, 2.0]]), "", ("x", "y")),
+              "scores": Trace("scatter", np.array([[0.0, 1.0, -0.5], [1.0, 0.0, 0.5]]), "1"),
               "empty": curve([])}
     rp.html_report(_kinds_run(toy, traces), [price(Ledger(), toy)], tmp_path / "r.html")
     assert seen == [("plot_trace", "spike_raster", "J", (2,)),
                     ("plot_raster", "spikes", "ms", (2, 2)),
                     ("plot_per_core", "neurons", "neurons", (2,)),
-                    ("plot_image_grid", "core_routes", "a.u.", (2, 4, 4))]
+                    ("plot_image_grid", "core_routes", "a.u.", (2, 4, 4)),
+                    ("plot_scatter", "scores", "1", (2, 3))]
     doc = (tmp_path / "r.html").read_text()
     assert "<h3>routes (1 rows)</h3>" in doc and "<td>0.5</td><td class=n>2</td>" in doc
     assert "<p class=muted>Trace empty (curve) is empty.</p>" in doc

@@ -45,6 +45,8 @@ REDUCED = {
                      "n_random": 2},
     "conformal_hashing": {"epochs": 1, "n_source": 400, "n_target": 200,         # ~3 s
                           "n_database": 200, "n_query": 100},
+    "geo_inr_id": {"steps": 20, "n_pretrain": 500, "n_eval": 400,                # ~2 s
+                   "probe_steps": 10},
 }
 SEED = 0
 

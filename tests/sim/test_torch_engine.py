@@ -101,6 +101,18 @@ def test_scatter_and_index_adds_count_one_add_per_source_element(toy_gpu_path):
     assert dev.ledger.uncounted() == {}
 
 
+def test_scatter_reduce_and_running_max_count_one_op_per_element(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    src = torch.arange(21.0).reshape(7, 3)
+    idx = torch.tensor([0, 1, 1, 4, 2, 0, 3])
+    with dev.count("x"):
+        torch.zeros(5, 3).scatter_reduce_(0, idx[:, None].expand(7, 3), src, "amin")  # 21
+        torch.cummax(src, 1)                                                      # 21
+        torch.cummin(src, 0)                                                      # 21
+    assert dev.ledger.ops("x")["flop_fp32"] == 63
+    assert dev.ledger.uncounted() == {}
+
+
 def test_unknown_op_reported_uncounted(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     with dev.count("x"):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sim.errors import ModelError
-from sim.traces import TRACE_KINDS, Trace, as_traces, curve
+from sim.traces import TRACE_KINDS, Trace, as_traces, bands, curve
 
 
 def test_curve_is_a_float_line_with_its_unit():
@@ -14,7 +14,7 @@ def test_curve_is_a_float_line_with_its_unit():
 
 @pytest.mark.parametrize("kind,data,match", [
     ("line", np.zeros(3), r"^Trace kind 'line' is not known; kinds are curve, raster, per_core, "
-                          r"images, table$"),
+                          r"images, table, scatter, bands$"),
     ("curve", np.zeros((2, 2)), r"^Trace of kind 'curve' has shape \(2, 2\); expected 1-D$"),
     ("raster", np.zeros((4, 3)), r"^Trace of kind 'raster' has shape \(4, 3\); expected "
                                  r"\(k, 2\)$"),
@@ -32,8 +32,18 @@ def test_table_columns():
     with pytest.raises(ModelError, match=r"^table Trace has 2 columns but 1 column names$"):
         Trace("table", np.zeros((3, 2)), columns=("a",))
     with pytest.raises(ModelError, match=r"^Trace of kind 'curve' has column names; only a "
-                                         r"table has them$"):
+                                         r"table or bands have them$"):
         Trace("curve", np.zeros(3), columns=("a",))
+
+
+def test_bands_name_their_series():
+    t = bands({"a": np.zeros((5, 3)), "b": np.ones((5, 3))}, "nats")   # 2 series x 5 seeds x 3
+    assert (t.kind, t.data.shape, t.columns, t.unit) == ("bands", (2, 5, 3), ("a", "b"), "nats")
+    with pytest.raises(ModelError, match=r"^bands Trace has 2 series but 1 series names$"):
+        Trace("bands", np.zeros((2, 5, 3)), columns=("a",))
+    with pytest.raises(ModelError, match=r"^Trace of kind 'bands' has shape \(2, 3\); expected "
+                                         r"\(series, seeds, steps\)$"):
+        Trace("bands", np.zeros((2, 3)), columns=("a", "b"))
 
 
 def test_as_traces_refuses_a_bare_array():

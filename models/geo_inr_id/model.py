@@ -1,0 +1,270 @@
+"""Intrinsic dimension of small geographic INRs (location encoders), top to bottom.
+
+Rao et al., "Measuring the intrinsic dimension of Earth representations", ICLR 2026,
+arXiv:2511.02101. The paper measures frozen location encoders ``f: (lon, lat) -> R^D`` by the
+intrinsic dimension (ID) of their embedding manifold: global MLE, TwoNN and FisherS
+IDs of the embeddings of uniform land points, pointwise MLE maps (k = 100), and
+relates the ID to encoder resolution, to linear/MLP probe performance
+("representativeness") and the ID of the probe's penultimate activations to its
+performance ("task alignment"). Without the paper's pretrained weights this room
+builds its own small encoders and pre-trains them on procedural fields (``data.py``):
+
+* ``sh``: real spherical harmonics up to degree ``L`` (SatCLIP's positional encoding, its
+  resolution ``L``) -> MLP;
+* ``rff``: random Fourier features ``[cos 2pi B u, sin 2pi B u]`` of the unit vector ``u``,
+  ``B ~ N(0, sigma^2)`` (GeoCLIP's RFF, resolution ``sigma``) -> MLP;
+* ``grid``: "grid-cell" ``sin/cos(b s lon), sin/cos(b s lat)`` for ``s = 1..S`` (CSP's
+  Space2Vec-style encoding at integer frequencies, base frequency ``b``, resolution ``S``) ->
+  MLP; for ``b > 1`` every feature repeats ``b`` times around a parallel (the stripes the paper
+  sees in CSP's local ID map);
+* ``siren``: a SIREN on ``u`` (Sitzmann et al. 2020, Sec. 3.2 initialisation), first-layer
+  frequency ``omega_0`` = resolution (SINR/SatCLIP's SIREN, without the harmonics).
+
+Each MLP is ``Linear(F, 256) - act - Linear(256, 256)``; the 256-d output is the embedding
+(ReLU for sh/rff/grid, sine for siren); a linear head on it regresses the 24 pre-training
+fields (Adam, MSE). Readings where the paper is silent, fixed here: embeddings are taken
+in fp32 and cast to fp64 for the estimators; probes see the embeddings standardised with the
+probe-training half's statistics; the ridge penalty is ``ridge * n_train`` on standardised
+features; the MLP probe is ``Linear(256, hidden) - ReLU - Linear(hidden, 8)`` (the paper's head
+with one hidden layer), trained full-batch with Adam; its "penultimate activations" are the
+ReLU outputs on the test half; the TwoNN of those drops rows with a zero nearest-neighbour
+distance (dead-ReLU duplicates), as scikit-dimension does with a warning.
+
+Ledger scopes (TorchDevice): ``pretrain/features`` (the positional features of every
+pre-training point, once), ``pretrain`` (MLP and head forward, backward, Adam),
+``embed`` (the frozen encoder on the evaluation points), ``id/knn`` (the chunked distance
+GEMM and top-k), ``id/mle_twonn``, ``id/fishers/{pca,eigh,separability}``, ``id/local``
+(pointwise MLE at k = 100), ``probe/ridge`` (+ ``probe/ridge/solve``, the counted LU solve),
+``probe/mlp`` (training and test), ``probe/activations_id``.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from models.geo_inr_id import estimators as est
+from models.geo_inr_id.sphere import n_harmonics, real_sph_harm
+from models.shared.training import seeded
+from sim.errors import ModelError
+
+FAMILIES = ("sh", "rff", "grid", "siren")
+
+
+class Uncounted:
+    """A TorchDevice stand-in that runs on the same torch device and counts nothing (the
+    study's repeated runs with ``count=False``: counting costs a Python call per aten op);
+    its ledger is a fresh one that is thrown away."""
+
+    def __init__(self, dev):
+        from sim.ledger import Ledger
+        self.dev, self.ledger, self.torch_device = dev, Ledger(), dev.torch_device
+
+    def count(self, scope: str, samples: int = 0):
+        return contextlib.nullcontext()
+
+    def compile(self, module):
+        return module.to(self.torch_device)
+
+    def tensor(self, x, dtype=torch.float32):
+        return self.dev.tensor(x, dtype)
+
+    def run(self, module, x, scope: str = "infer"):
+        with torch.no_grad():
+            return module(x)
+
+
+class Sine(nn.Module):
+    """``sin(omega * x)``: SIREN's activation."""
+
+    def __init__(self, omega: float):
+        super().__init__()
+        self.omega = float(omega)
+
+    def forward(self, x):
+        return torch.sin(self.omega * x)
+
+
+class LocationEncoder(nn.Module):
+    """Positional features of one family -> 2-layer MLP -> 256-d embedding."""
+
+    def __init__(self, family: str, resolution: float, base: int = 1, width: int = 256,
+                 embed: int = 256, n_rff: int = 128):
+        super().__init__()
+        if family not in FAMILIES:
+            raise ModelError(f"LocationEncoder family = {family!r}; expected one of "
+                             f"{', '.join(FAMILIES)}")
+        self.family, self.resolution, self.base = family, float(resolution), int(base)
+        if family == "sh":
+            if resolution < 1 or resolution != int(resolution):
+                raise ModelError(f"sh encoder: degree L = {resolution}; expected an integer "
+                                 ">= 1")
+            n_in = n_harmonics(int(resolution))
+        elif family == "rff":
+            self.register_buffer("freqs", torch.randn(3, n_rff) * resolution)   # (3, R)
+            n_in = 2 * n_rff
+        elif family == "grid":
+            if resolution < 1 or resolution != int(resolution) or base < 1:
+                raise ModelError(f"grid encoder: S = {resolution}, base = {base}; expected "
+                                 "integers >= 1")
+            self.register_buffer("freqs", base * torch.arange(1, int(resolution) + 1,
+                                                              dtype=torch.float32))
+            n_in = 4 * int(resolution)
+        else:
+            n_in = 3
+        if family == "siren":
+            first, hidden = nn.Linear(3, width), nn.Linear(width, embed)
+            with torch.no_grad():   # Sitzmann et al. Sec. 3.2: U(-1/n, 1/n), then sqrt(6/n)/30
+                first.weight.uniform_(-1 / 3, 1 / 3)
+                hidden.weight.uniform_(-math.sqrt(6 / width) / 30, math.sqrt(6 / width) / 30)
+            self.mlp = nn.Sequential(first, Sine(resolution), hidden, Sine(30.0))
+        else:
+            self.mlp = nn.Sequential(nn.Linear(n_in, width), nn.ReLU(), nn.Linear(width, embed))
+
+    def features(self, lonlat: torch.Tensor) -> torch.Tensor:
+        """(N, 2) lon/lat radians -> (N, F) positional features of the family."""
+        lon, lat = lonlat[:, 0], lonlat[:, 1]
+        if self.family == "sh":
+            return real_sph_harm(lonlat, int(self.resolution)) * math.sqrt(4 * math.pi)
+        u = torch.stack([torch.cos(lat) * torch.cos(lon), torch.cos(lat) * torch.sin(lon),
+                         torch.sin(lat)], 1)                          # (N, 3)
+        if self.family == "rff":
+            proj = 2 * math.pi * (u @ self.freqs)                      # (N, R)
+            return torch.cat([torch.cos(proj), torch.sin(proj)], 1)
+        if self.family == "grid":
+            a, b = lon[:, None] * self.freqs, lat[:, None] * self.freqs   # (N, S)
+            return torch.cat([torch.sin(a), torch.cos(a), torch.sin(b), torch.cos(b)], 1)
+        return u
+
+    def forward(self, lonlat):
+        return self.mlp(self.features(lonlat))                         # (N, 256)
+
+
+def build_encoder(cfg) -> LocationEncoder:
+    """The encoder of ``cfg`` with weights (and RFF frequencies) drawn from ``cfg.seed``."""
+    with seeded(cfg.seed):
+        return LocationEncoder(cfg.family, cfg.resolution, cfg.grid_base, cfg.width,
+                               cfg.embed)
+
+
+def r2_per_column(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Coefficient of determination per target column: ``1 - SSE / SST``."""
+    sse = ((pred - y) ** 2).sum(0)
+    sst = ((y - y.mean(0, keepdim=True)) ** 2).sum(0)
+    return 1 - sse / sst
+
+
+def pretrain(enc: LocationEncoder, data, cfg, dev, progress=None) -> dict:
+    """Regress the 24 pre-training fields from the embedding (Adam, MSE, ``cfg.steps``
+    mini-batches of ``cfg.batch_size`` drawn from the seed's generator)."""
+    with seeded(cfg.seed + 2):
+        head = dev.compile(nn.Linear(cfg.embed, data.pretrain_y.shape[1]))
+    enc = dev.compile(enc)
+    x, y = dev.tensor(data.pretrain_lonlat), dev.tensor(data.pretrain_y)
+    params = list(enc.parameters()) + list(head.parameters())
+    opt = torch.optim.Adam(params, lr=cfg.lr, foreach=True)   # list ops: few per step
+    gen = torch.Generator().manual_seed(cfg.seed)
+    losses = []
+    n, b = len(x), min(cfg.batch_size, len(x))
+    # the positional features are fixed functions of the location: computed once per point
+    # (as a data loader would cache them), not once per step
+    with torch.no_grad(), dev.count("pretrain/features", samples=n):
+        feats = enc.features(x)                                        # (n, F)
+    with dev.count("pretrain", samples=cfg.steps * b):
+        for step in range(cfg.steps):
+            idx = torch.randint(0, n, (b,), generator=gen).to(x.device)
+            loss = ((head(enc.mlp(feats[idx])) - y[idx]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+            if progress and (step + 1) % max(1, cfg.steps // 10) == 0:
+                progress(step + 1, cfg.steps, {"pretrain_mse": losses[-1]})
+    with torch.no_grad(), dev.count("pretrain/fit", samples=n):
+        fit = float(r2_per_column(head(enc.mlp(feats)), y).mean())
+    return {"losses": losses, "pretrain_r2": fit, "head": head}
+
+
+def embed(enc: LocationEncoder, lonlat: np.ndarray, dev) -> torch.Tensor:
+    """Frozen embeddings (N, 256) of the points, fp32 on the device."""
+    with torch.no_grad():
+        return dev.run(enc, dev.tensor(lonlat), scope="embed")
+
+
+def _standardise(z_train, z):
+    mu, sd = z_train.mean(0, keepdim=True), z_train.std(0, keepdim=True).clamp_min(1e-8)
+    return (z_train - mu) / sd, (z - mu) / sd
+
+
+def ridge_probe(z: torch.Tensor, y: torch.Tensor, train: torch.Tensor, test: torch.Tensor,
+                ridge: float, dev) -> float:
+    """Mean test R^2 of ridge regression of the held-out fields on standardised features."""
+    with dev.count("probe/ridge"):
+        zt, zs = _standardise(z[train], z[test])
+        ym = y[train].mean(0, keepdim=True)
+        zt1 = torch.cat([zt, torch.ones_like(zt[:, :1])], 1)         # (n, D + 1), bias column
+        a = zt1.T @ zt1                                               # (D+1, D+1)
+        a = a + ridge * len(zt) * torch.eye(a.shape[0], dtype=a.dtype, device=a.device)
+        rhs = zt1.T @ (y[train] - ym)                                 # (D+1, K)
+    w = torch.linalg.solve(a, rhs)
+    d, k = a.shape[0], rhs.shape[1]
+    # LU with partial pivoting 2/3 d^3, two triangular solves 2 d^2 per right-hand side
+    dev.ledger.add("flop_fp32", (2 * d ** 3) // 3 + 2 * d * d * k, scope="probe/ridge/solve")
+    with dev.count("probe/ridge"):
+        zs1 = torch.cat([zs, torch.ones_like(zs[:, :1])], 1)
+        return float(r2_per_column(zs1 @ w + ym, y[test]).mean())
+
+
+def mlp_probe(z: torch.Tensor, y: torch.Tensor, train: torch.Tensor, test: torch.Tensor,
+              cfg, dev) -> dict:
+    """Train the MLP probe on the held-out fields; test R^2 and the TwoNN ID of its
+    penultimate (hidden ReLU) activations on the test half."""
+    with seeded(cfg.seed + 1):
+        net = dev.compile(nn.Sequential(nn.Linear(z.shape[1], cfg.probe_hidden), nn.ReLU(),
+                                        nn.Linear(cfg.probe_hidden, y.shape[1])))
+    zt, zs = _standardise(z[train], z[test])
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, foreach=True)
+    with dev.count("probe/mlp", samples=cfg.probe_steps * len(zt)):
+        for _ in range(cfg.probe_steps):
+            loss = ((net(zt) - y[train]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad(), dev.count("probe/mlp/test", samples=len(zs)):
+        hidden = net[1](net[0](zs))                                    # (n_test, hidden)
+        r2 = float(r2_per_column(net[2](hidden), y[test]).mean())
+    with dev.count("probe/activations_id"):
+        h = hidden.double()
+        dists, _ = est.knn(h, 2, cfg.chunk)
+        keep = dists[:, 0] > 0
+        act_id = float(est.twonn(dists[keep])) if int(keep.sum()) > 10 else float("nan")
+    return {"r2": r2, "activation_twonn": act_id, "dead_duplicates": int((~keep).sum())}
+
+
+def map_raster(lonlat: np.ndarray, values: np.ndarray, h: int, w: int) -> np.ndarray:
+    """Equirectangular (h, w) raster of ``values`` averaged per cell (north up, lon -180 at
+    the left); cells with no point are nan (ocean or unsampled)."""
+    col = np.clip(((lonlat[:, 0] + math.pi) / (2 * math.pi) * w).astype(int), 0, w - 1)
+    row = np.clip(((math.pi / 2 - lonlat[:, 1]) / math.pi * h).astype(int), 0, h - 1)
+    flat = row * w + col
+    tot = np.bincount(flat, values, h * w)
+    cnt = np.bincount(flat, minlength=h * w)
+    out = np.full(h * w, np.nan)
+    out[cnt > 0] = tot[cnt > 0] / cnt[cnt > 0]
+    return out.reshape(h, w)
+
+
+def lon_spectrum_peak(lonlat: np.ndarray, values: np.ndarray, bins: int = 72) -> tuple[int,
+                                                                                     np.ndarray]:
+    """Longitude power spectrum of ``values`` (mean per longitude bin over all latitudes,
+    empty bins at the overall mean, mean removed) and its peak frequency (cycles per
+    circle, >= 1)."""
+    col = np.clip(((lonlat[:, 0] + math.pi) / (2 * math.pi) * bins).astype(int), 0, bins - 1)
+    cnt = np.bincount(col, minlength=bins)
+    prof = np.full(bins, values.mean())
+    prof[cnt > 0] = np.bincount(col, values, bins)[cnt > 0] / cnt[cnt > 0]
+    power = np.abs(np.fft.rfft(prof - prof.mean())) ** 2
+    return int(np.argmax(power[1:]) + 1), power

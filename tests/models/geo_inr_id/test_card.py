@@ -1,0 +1,81 @@
+"""The card through the runner and the CLI: a short counted run, its counts and traces, the
+same seed twice, config errors, ``neuroedge simulate geo_inr_id`` writing a run file and an
+HTML report with the globe map."""
+import numpy as np
+import pytest
+from conftest import TOY_GPU
+
+import models
+from models import runner
+from models.geo_inr_id.card import GeoIdConfig
+from sim.errors import ModelError
+
+SHORT = {"n_pretrain": 1000, "steps": 40, "n_eval": 600, "probe_steps": 30}
+"""40 Adam steps of 512 points; 600 land points for the IDs, map and probes."""
+
+
+@pytest.fixture(scope="module")
+def short_run():
+    return runner.run("geo_inr_id", profile=TOY_GPU, overrides=SHORT)
+
+
+def test_registered_card():
+    card = models.get("geo_inr_id").card
+    assert card.datasets == ("procedural-earth",) and card.main_metric == "fishers"
+    cfg = runner.make_config("geo_inr_id", "full", "procedural-earth", seed=2)
+    assert (cfg.n_pretrain, cfg.steps, cfg.n_eval, cfg.seed) == (20000, 2000, 20000, 2)
+
+
+def test_config_errors():
+    with pytest.raises(ModelError, match="family = 'cnn': must be one of sh, rff, grid, siren"):
+        GeoIdConfig(family="cnn")
+    with pytest.raises(ModelError, match="n_eval = 100, k_local = 100; need 2 <= k_local"):
+        GeoIdConfig(n_eval=100)
+    with pytest.raises(ModelError, match="cap_boost = 0.5: must be >= 1"):
+        GeoIdConfig(cap_boost=0.5)
+
+
+def test_short_run_counts(short_run):
+    led = short_run.ledger
+    assert led.samples() == {"pretrain": 40 * 512, "pretrain/features": 1000,
+                             "pretrain/fit": 1000, "embed": 600,
+                             "probe/mlp": 30 * 300, "probe/mlp/test": 300}
+    # the distance GEMMs of the kNN: 600 x 600 points x 256 dimensions, fp64
+    assert led.total_ops("id/knn")["mac_fp64"] == 600 * 600 * 256
+    # FisherS's covariance: 600 x 256 x 256 MACs; the eigen-decomposition 9 x 256^3
+    assert led.total_ops("id/fishers/pca")["mac_fp64"] == 600 * 256 * 256
+    assert led.total_ops("id/fishers/eigh") == {"flop_fp64": 9 * 256 ** 3}
+    assert led.uncounted() == {}
+
+
+def test_short_run_metrics_and_globe(short_run):
+    m, tr = short_run.metrics, short_run.traces
+    for k in ("mle_k10", "mle_k20", "mle_k100", "twonn", "fishers", "local_id_mean"):
+        assert 1.0 < m[k] < 30.0, (k, m[k])
+    assert 0 < short_run.facts["eval_points_in_cap"] < 600 and "local_id_in_cap" in m
+    globe = tr["local_id_map"]
+    assert globe.kind == "images" and globe.data.shape == (1, 36, 72)
+    # 600 land points over 2592 cells: most cells are empty (ocean or unsampled)
+    filled = np.isfinite(globe.data)
+    assert 100 < filled.sum() <= 600 and np.all(globe.data[filled] > 0)
+    assert tr["pretrain_mse"].data.shape == (40,)
+    assert tr["pretrain_mse"].data[-5:].mean() < tr["pretrain_mse"].data[:5].mean()
+
+
+def test_same_seed_same_run(short_run):
+    again = runner.run("geo_inr_id", profile=TOY_GPU, overrides=SHORT)
+    assert again.metrics == short_run.metrics
+    assert again.ledger.total_ops() == short_run.ledger.total_ops()
+
+
+def test_cli_simulate_writes_run_file_and_report_with_the_globe(tmp_path):
+    from deploy.cli import main
+    out = tmp_path / "geo.h5"
+    assert main(["simulate", "geo_inr_id", "--profile", str(TOY_GPU), "--set", "steps=20",
+                 "--set", "n_eval=400", "--set", "n_pretrain=500", "--set", "probe_steps=10",
+                 "--out", str(out), "--quiet"]) == 0
+    assert out.stat().st_size > 0
+    html = list(tmp_path.glob("*.html"))
+    assert html
+    text = html[0].read_text()
+    assert 'alt="local_id_map"' in text and "data:image/png;base64" in text

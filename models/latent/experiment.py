@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.registry import Outcome, Progress, Study
-from sim.traces import Trace, curve
+from sim.traces import Trace, bands, curve
 
 PLANS = {"quick": {"seeds": 5, "iterations": 20},
          "full": {"seeds": 5, "iterations": 60}}
@@ -46,11 +46,6 @@ def paired(a, b) -> dict:
     return {"mean_diff": float(d.mean()), "min_diff": float(d.min()),
             "max_diff": float(d.max()), "wins": wins, "n": int(d.size),
             "wilcoxon_p": p_w, "sign_p": p_s, "holds": bool(p_w < 0.05)}
-
-
-def _band(rows: list[list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    arr = np.asarray(rows, float)
-    return arr.mean(0), arr.min(0), arr.max(0)
 
 
 def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> Outcome:
@@ -113,30 +108,22 @@ def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> O
             metrics[f"finetune_success_{tag}"] = float(np.mean([r[-tail:] for r in rows]))
 
     traces: dict[str, Trace] = {}
-    columns, table = ["iteration"], [np.arange(1, cfg.iterations + 1, dtype=float)]
     for m, rows in curves.items():
-        mean, lo, hi = _band(rows)
-        traces[f"{m}_state_entropy"] = curve(mean, "nats")
-        columns += [f"{m} mean", f"{m} min", f"{m} max"]
-        table += [mean, lo, hi]
-    # one row per iteration: mean and min..max over seeds, the band the report draws
-    traces["state_entropy_over_seeds"] = Trace("table", np.stack(table, 1), "nats",
-                                               tuple(columns))
-    for tag, rows in success.items():
-        if rows:
-            mean, lo, hi = _band(rows)
-            traces[f"finetune_success_{tag}"] = curve(mean, "1")
-            traces[f"finetune_success_{tag}_over_seeds"] = Trace(
-                "table", np.stack([np.arange(1, len(mean) + 1.0), mean, lo, hi], 1), "1",
-                ("iteration", f"{tag} mean", f"{tag} min", f"{tag} max"))
+        traces[f"{m}_state_entropy"] = curve(np.mean(rows, 0), "nats")
+    # learning curves over seeds: the report draws the mean and a +-1 std band per method
+    traces["state_entropy_over_seeds"] = bands({m: np.array(r) for m, r in curves.items()},
+                                               "nats")
+    if success["pretrained"]:
+        traces["finetune_success_over_seeds"] = bands(
+            {tag: np.array(rows) for tag, rows in success.items()}, "1")
     # per-seed finals, one table per figure: the rows the paired tests compare
     for key in per[cfg.methods[0]][0]:
         if key in ("model_mse", "copy_last_mse"):
             continue
         rows = [[s] + [per[m][i].get(key, np.nan) for m in cfg.methods]
                 for i, s in enumerate(seeds)]
-        traces[f"final_{key}_per_seed"] = Trace("table", np.array(rows, float),
-                                                "1" if key == "coverage" else "",
+        unit = "nats" if "entropy" in key else "1" if key == "coverage" else ""
+        traces[f"final_{key}_per_seed"] = Trace("table", np.array(rows, float), unit,
                                                 ("seed", *cfg.methods))
     if success["pretrained"]:
         tail = max(1, cfg.finetune_iterations // 3)

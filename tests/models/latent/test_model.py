@@ -192,3 +192,14 @@ def test_summarise_pairs_seeds_per_claim():
     # fine-tune: 2 wins, 3 ties (ties dropped): not a claim that holds
     ft = out["noisy-puck/finetune_pretrained_gt_scratch"]
     assert ft["wins"] == 2 and not ft["holds"]
+
+
+@pytest.mark.slow
+def test_quick_study_runs_every_claim(toy_gpu_path):
+    """The quick study (3 environments x 5 seeds; ~25 min on the shared cores): one paired
+    test per claim, each over 5 seeds."""
+    from models import runner
+    study = runner.study("latent", preset="quick", profiles={"gpu": toy_gpu_path})
+    assert set(study.runs) == {"masked-pendulum", "noisy-puck", "four-rooms"}
+    tests = {k: v for k, v in study.summary.items() if isinstance(v, dict)}
+    assert len(tests) == 10 and all(t["n"] == 5 for t in tests.values())

@@ -202,4 +202,6 @@ def test_quick_study_runs_every_claim(toy_gpu_path):
     study = runner.study("latent", preset="quick", profiles={"gpu": toy_gpu_path})
     assert set(study.runs) == {"masked-pendulum", "noisy-puck", "four-rooms"}
     tests = {k: v for k, v in study.summary.items() if isinstance(v, dict)}
-    assert len(tests) == 10 and all(t["n"] == 5 for t in tests.values())
+    # pendulum 3 (vs obs, obs vs random, vs no-regulariser), puck 3 + the trap 2, rooms 2 +
+    # the fine-tune 1
+    assert len(tests) == 11 and all(t["n"] == 5 for t in tests.values())

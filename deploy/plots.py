@@ -88,6 +88,23 @@ def plot_trace(name: str, values: np.ndarray, unit: str = "") -> Figure:
     return fig
 
 
+def plot_bands(name: str, curves: np.ndarray, unit: str = "") -> Figure:
+    """A ``bands`` trace (S, T), one curve per seed: the mean over seeds as a line and the
+    seeds' min-max range as a shaded band, x counted from 1; the title gives S."""
+    curves = np.asarray(curves, dtype=float)
+    x = np.arange(1, curves.shape[1] + 1)
+    fig = Figure(figsize=(6.0, 3.0), layout="constrained")
+    ax = fig.add_subplot()
+    ax.fill_between(x, curves.min(0), curves.max(0), alpha=0.25, linewidth=0)
+    ax.plot(x, curves.mean(0), marker="o" if x.size <= 50 else None, markersize=3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("entry (evaluation point)")
+    ax.set_ylabel(_with_unit(name, unit))
+    ax.set_title(f"{name}: mean of {curves.shape[0]} seeds, band min-max", fontsize=10)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
                     max_images: int = 16) -> Figure:
     """An ``images`` trace (N, H, W) as a row of grey pictures (e.g. learned prototypes),

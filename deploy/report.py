@@ -35,6 +35,7 @@ from deploy.headline import headline  # noqa: F401  (shared by the terminal and 
 from deploy.outputs import write_file
 from deploy.plots import fig_to_img as _img
 from deploy.plots import (
+    plot_bands,
     plot_comparison,  # noqa: F401  (public as deploy.report.plot_comparison)
     plot_comparison_shares,
     plot_energy_bars,
@@ -325,6 +326,8 @@ def _trace_section(run: Run, name: str, trace) -> str:
         return raster + _img(plot_rate_histogram(rates, title), f"{name} firing rates")
     if trace.kind == "per_core":
         return _img(plot_per_core(name, data, unit), name)
+    if trace.kind == "bands":
+        return _img(plot_bands(name, data, unit), name)
     return _img(plot_image_grid(name, data, unit), name)   # images
 
 

@@ -11,6 +11,7 @@ raster     (k, 2): spike time (s), neuron   a spike raster
 per_core   1-D, one value per core          bars per core
 images     (N, H, W)                        a row of pictures
 table      2-D, rows x ``columns``          an HTML table
+bands      (S, T): S seeds' curves          their mean over the index, a min-max band
 ========== ================================ ===========================================
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from sim.errors import ModelError
 
-TRACE_KINDS = ("curve", "raster", "per_core", "images", "table")
+TRACE_KINDS = ("curve", "raster", "per_core", "images", "table", "bands")
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,12 @@ class Trace:
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
         expected = {"curve": "1-D", "per_core": "1-D", "raster": "(k, 2)",
-                    "images": "(N, H, W)", "table": "2-D"}[self.kind]
+                    "images": "(N, H, W)", "table": "2-D",
+                    "bands": "(S, T): one row per seed"}[self.kind]
         ok = {"curve": data.ndim == 1, "per_core": data.ndim == 1,
               "raster": data.ndim == 2 and data.shape[1] == 2,
-              "images": data.ndim == 3, "table": data.ndim == 2}[self.kind]
+              "images": data.ndim == 3, "table": data.ndim == 2,
+              "bands": data.ndim == 2}[self.kind]
         if not ok:
             raise ModelError(f"Trace of kind {self.kind!r} has shape {data.shape}; expected "
                               f"{expected}")

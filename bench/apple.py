@@ -43,7 +43,7 @@ def main(argv=None):
         run = runner.run("apple", profile="a100", dataset=ds, preset="full", overrides=ov)
         abl = None if args.no_ablation else runner.run(
             "apple", profile="a100", dataset=ds, preset="full",
-            overrides={**ov, "policies": ("apple",), "rl_into_backbone": False})
+            overrides={**ov, "policies": "apple", "rl_into_backbone": False})
         s = summarize(ds, run, abl)
         s["seconds"] = round(time.time() - t0, 1)
         result[ds] = s
@@ -64,7 +64,7 @@ def main(argv=None):
         t0 = time.time()
         run = runner.run("apple", profile="a100", dataset="fashion-mnist", preset="full",
                          overrides={"count": False, "seeds": 3, "iterations": args.iterations,
-                                    "policies": ("random",)})
+                                    "policies": "random"})
         seeds = run.facts["per_seed_final"]["random"]
         result["fashion_supervised_random"] = {"final": seeds, "threshold": 0.3,
                                                "holds": min(seeds) > 0.3,

@@ -51,15 +51,18 @@ class AppleConfig:
     n_train: int = 5000           # images the episodes draw from (digits: all 1347)
     n_test: int = 1000
     seeds: int = 3                # seeds per policy: seed, seed + 1, ...
-    policies: tuple = POLICIES
+    policies: str = "apple,random,scan"   # comma-separated subset of POLICIES
     trajectories: int = 6         # test episodes drawn per policy in the report
     count: bool = True            # count the first seed's torch ops (False: the bench)
     seed: int = 0
 
+    @property
+    def policy_list(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in self.policies.split(",") if p.strip())
+
     def __post_init__(self):
-        self.policies = tuple(self.policies)
-        bad = [p for p in self.policies if p not in POLICIES]
-        if bad or not self.policies:
+        bad = [p for p in self.policy_list if p not in POLICIES]
+        if bad or not self.policy_list:
             raise ModelError(f"AppleConfig.policies = {self.policies}: must be a non-empty "
                              f"subset of {', '.join(POLICIES)}")
         for name in ("canvas", "glimpse", "width", "layers", "heads", "ffn", "critic_hidden",

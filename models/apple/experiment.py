@@ -83,7 +83,7 @@ def experiment(preset: str, seed: int, profiles, progress: Progress | None = Non
         if plan["ablation"]:
             abl = runner.run("apple", profile=profiles.get("gpu"), dataset=ds,
                              preset=preset, seed=seed, progress=progress,
-                             overrides={**extra, "policies": ("apple",),
+                             overrides={**extra, "policies": "apple",
                                         "rl_into_backbone": False})
             runs[f"{ds}/rl_detached"] = abl
         summary[ds] = summarize(ds, run, abl)

@@ -66,7 +66,7 @@ def one_thread():
 
 
 def simulate(cfg, dev, data, progress=None) -> Outcome:
-    """Train and test every policy of ``cfg.policies`` for seeds ``cfg.seed ..``."""
+    """Train and test every policy of ``cfg.policy_list`` for seeds ``cfg.seed ..``."""
     with one_thread():
         return _simulate(cfg, dev, data, progress)
 
@@ -75,13 +75,13 @@ def _simulate(cfg, dev, data, progress=None) -> Outcome:
     from models.apple.model import train
     task, test_task = tasks(cfg, data, dev)
     seeds = [cfg.seed + k for k in range(cfg.seeds)]
-    results = {p: [] for p in cfg.policies}
-    total, done = len(seeds) * len(cfg.policies) * cfg.iterations, 0
+    results = {p: [] for p in cfg.policy_list}
+    total, done = len(seeds) * len(cfg.policy_list) * cfg.iterations, 0
     for s in seeds:
         # the ledger prices one seed's run of each policy (the first): counting every op
         # costs ~4x the run's time, and the other seeds repeat the same op counts
         run_cfg = cfg if s == cfg.seed else dataclasses.replace(cfg, count=False)
-        for p in cfg.policies:
+        for p in cfg.policy_list:
             def prog(it, _n, rec, base=done):
                 if progress:
                     progress(base + it, total, rec)

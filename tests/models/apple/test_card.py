@@ -30,7 +30,7 @@ def test_registered_card_and_presets():
 
 def test_config_refuses_unknown_policy_and_bad_width():
     with pytest.raises(ModelError, match="policies"):
-        AppleConfig(policies=("apple", "oracle"))
+        AppleConfig(policies="apple,oracle")
     with pytest.raises(ModelError, match="not a multiple of heads"):
         AppleConfig(width=30, heads=4)
 

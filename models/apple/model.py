@@ -25,8 +25,13 @@ raster of waypoints, the sensor steered toward the next one, same predictor).
 
 Readings at this scale (the digest's small-scale plan): a dense glimpse encoder (the paper
 skips the ViT for glimpses under 101 px), 2 layers of width 64 with 4 heads (paper: 3 x 128,
-8 heads), no dropout, Adam (not AdamW), a fixed number of updates per rollout of
-``n_envs`` episodes instead of the UTD warm-up schedule, updates from the first full batch.
+8 heads), no dropout, Adam (not AdamW) at 1e-3 (backbone, actor, predictor) and 3e-4
+(critic; the released ratio is 1/5 to 1/10), batch 32 episodes, a fixed number of updates
+per rollout of ``n_envs`` episodes instead of the UTD warm-up schedule, updates from the
+first full batch, BatchNorm momentum 0.1 (running statistics for the actor step, as CrossQ
+evaluates the critic there), alpha initialised to 1. Ablation ``rl_into_backbone=False``:
+the critic and SAC terms read detached features, so only the prediction loss trains the
+backbone.
 
 Ledger scopes (TorchDevice): ``rollout`` (acting: the backbone on each prefix),
 ``train/critic`` and ``train/actor`` (forward, backward, Adam), ``eval``.

@@ -439,7 +439,7 @@ def test_trace_of_an_unknown_kind_is_a_one_line_error(tmp_path, toy_gpu_path):
     with h5py.File(path, "a") as f:
         f["traces"]["train_loss"].attrs["kind"] = "histogram"
     _one_line_error(path, r"^run file '.*run.h5': trace 'train_loss' has kind 'histogram'; "
-                          r"kinds are curve, raster, per_core, images, table$")
+                          r"kinds are curve, raster, per_core, images, table, bands$")
 
 
 def test_trace_whose_shape_does_not_fit_its_kind_is_a_one_line_error(tmp_path, toy_gpu_path):

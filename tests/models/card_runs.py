@@ -18,7 +18,7 @@ SLOW = {               # measured 2026-12-01, load ~2: wall s (CPU s)
     "trainref": 15,    # MAE pre-training, probe checkpoints, two vote rounds, 4 baselines
     "conformal_hashing": 41,   # 6 counted epochs of 1500 source + target images (9 s idle)
     "decoupled_prototypes": 10,   # 2 x 2 epochs of DINO on 2000 images (75 s at load ~6)
-    "apple": 65,       # 3 seeds x 3 policies x 12 rollouts, seed 0 counted (load ~8)
+    "apple": 17,       # 3 seeds x 3 policies x 12 rollouts, seed 0 counted (65 s at load ~8)
 }
 # not slow: mlp 4, bep 1, chunk_sparse_attention 5 (11 CPU s), fs_kan 7, snn_cuba 0.2,
 # tsetlin 0.3, tversky 6

@@ -4,6 +4,7 @@ Importing this package imports every room's ``card.py``, which registers the met
 cards are light (no torch), so ``neuroedge models`` is quick. One line per room (sorted
 by ruff's isort), so each method's line can be added or removed on its own.
 """
+from models.apple import card as _apple  # noqa: E402,F401
 from models.baselines.mlp import card as _mlp  # noqa: E402,F401
 from models.baselines.pc import card as _pc  # noqa: E402,F401
 from models.bep import card as _bep  # noqa: E402,F401

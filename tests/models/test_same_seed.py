@@ -34,6 +34,8 @@ from card_runs import SLOW, missing_data, toy_profile  # noqa: E402
 # overrides of a card's quick preset for the default (reduced) run; CPU seconds per run on
 # the shared 2-core machine
 REDUCED = {
+    "apple": {"iterations": 2, "seeds": 2, "n_envs": 8, "batch": 8,             # ~2 s
+              "eval_episodes": 16, "n_train": 200, "n_test": 50},
     "mlp": {"epochs": 2},                                                        # ~1 s
     "pc": {"epochs": 1},                                                         # ~1 s
     "diffpc": {"epochs": 1},                                                     # ~1 s

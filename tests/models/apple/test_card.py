@@ -1,0 +1,64 @@
+"""The APPLE card: registration, presets, a small run through the runner with its traces,
+the run file and the HTML report (seed bands, glimpse trajectories)."""
+import numpy as np
+import pytest
+
+import models
+from models import runner
+from models.apple.card import AppleConfig
+from sim.errors import ModelError
+
+TINY = {"iterations": 2, "n_envs": 8, "batch": 8, "updates_per_rollout": 2, "eval_every": 1,
+        "eval_episodes": 16, "width": 16, "heads": 2, "ffn": 16, "critic_hidden": 32,
+        "seeds": 2, "trajectories": 3, "n_train": 200, "n_test": 50}
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    return runner.run("apple", profile="tests/data/toy-gpu.toml", dataset="digits-locate",
+                      preset="quick", seed=0, overrides=TINY)
+
+
+def test_registered_card_and_presets():
+    card = models.get("apple").card
+    assert card.datasets == ("digits", "fashion-mnist", "digits-locate", "fashion-locate")
+    full = runner.make_config("apple", "full", "fashion-mnist", seed=1)
+    assert (full.canvas, full.glimpse, full.seeds, full.iterations) == (28, 5, 5, 150)
+    quick = runner.make_config("apple", "quick", "digits", seed=0)
+    assert (quick.canvas, quick.glimpse, quick.steps, quick.iterations) == (8, 3, 6, 12)
+
+
+def test_config_refuses_unknown_policy_and_bad_width():
+    with pytest.raises(ModelError, match="policies"):
+        AppleConfig(policies="apple,oracle")
+    with pytest.raises(ModelError, match="not a multiple of heads"):
+        AppleConfig(width=30, heads=4)
+
+
+def test_run_metrics_traces_and_ledger(tiny_run):
+    m = tiny_run.metrics
+    for p in ("apple", "random", "scan"):
+        assert 0.0 <= m[f"final_accuracy_{p}"] <= 1.0 and m[f"final_error_px_{p}"] > 0
+        band = tiny_run.traces[f"learning_curve_{p}"]
+        assert band.kind == "bands" and band.data.shape == (1, 2, 2)  # series, seeds, evals
+        traj = tiny_run.traces[f"trajectories_{p}"]
+        assert traj.kind == "images" and traj.data.shape == (3, 80, 80)   # canvas 20 x zoom 4
+        assert tiny_run.traces[f"glance_{p}"].data.shape == (8,)   # one score per step
+    assert m["wins_vs_random"] in (0.0, 1.0, 2.0) and m["seeds"] == 2
+    assert m["env_steps"] == 2 * 8 * 8   # 2 rollouts x 8 episodes x 8 steps
+    seeds = tiny_run.facts["per_seed_final"]["apple"]
+    assert m["final_accuracy_apple"] == pytest.approx(np.mean(seeds))
+    scopes = {s.split("/")[0] for s in tiny_run.ledger.scopes()}
+    assert {"rollout", "train", "eval"} <= scopes
+    assert tiny_run.facts["counted_seed"] == 0
+
+
+def test_run_file_and_report_show_bands_and_trajectories(tiny_run, tmp_path):
+    from deploy.report import html_report
+    from deploy.runfile import read_run, write_result
+    run = read_run(write_result(tmp_path / "apple.h5", tiny_run))
+    assert run.traces["learning_curve_apple"].kind == "bands"
+    np.testing.assert_array_equal(run.traces["trajectories_scan"].data,
+                                  tiny_run.traces["trajectories_scan"].data)
+    html = html_report(run, [run.ledger.price(run.profile)], tmp_path / "a.html").read_text()
+    assert 'alt="learning_curve_apple"' in html and 'alt="trajectories_apple"' in html

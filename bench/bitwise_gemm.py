@@ -56,8 +56,8 @@ Also printed: the rate against one scalar 64-bit POPCNT per cycle at the measure
 not a "% of peak".
 
 Timing: best of ``--repeats`` samples, each looping one side for ~0.25 s of CPU time, the
-sides (and the clock and peak loops) taking turns (see ``_best_interleaved``), so load on a
-shared machine hits all of them alike. Last line: ``RESULT {json}``.
+sides (and the clock and peak loops) taking turns (``bench._timing.best_interleaved``), so
+load on a shared machine hits all of them alike. Last line: ``RESULT {json}``.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/bitwise_gemm.py [--n 1024] [--repeats 5]
 """
@@ -68,7 +68,6 @@ import json
 import os
 import platform
 import re
-import time
 import warnings
 from collections import Counter
 
@@ -76,6 +75,7 @@ import numba
 import numpy as np
 import torch
 
+from bench._timing import best_interleaved
 from sim.bitwise import BitwiseDevice, kernels, pack_signs
 
 CHAIN_ITERS = 20_000_000      # ~12 ms at 3 GHz: one call of the clock chain
@@ -312,27 +312,6 @@ def _popcount_summary(d: dict) -> str:
 
 # ---- timing --------------------------------------------------------------------------------
 
-def _best_interleaved(fns: dict, repeats: int, window_s: float = 0.25) -> dict:
-    """Best-of-``repeats`` CPU seconds per call for each function, the functions taking turns.
-
-    Each sample loops a function for about ``window_s`` (a 3 ms kernel runs ~80 times, a
-    100 ms sgemm ~3 times), so on a shared machine all sides see preemption alike: the
-    best of many short runs would otherwise favour the short kernel. Taking turns makes a
-    burst of load hit all of them.
-    """
-    reps = {}
-    for name, fn in fns.items():
-        t = time.process_time()
-        fn()
-        reps[name] = max(1, round(window_s / max(time.process_time() - t, 1e-6)))
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t = time.process_time()
-            for _ in range(reps[name]):
-                fn()
-            best[name] = min(best[name], (time.process_time() - t) / reps[name])
-    return best
 
 
 def _cpu():
@@ -396,7 +375,7 @@ def main():
     for fn in paths.values():
         fn()
 
-    t = _best_interleaved({
+    t, _ = best_interleaved({
         "device": lambda: dev.sign_matmul(aw, bw, n),
         "kernel": lambda: kernels.xor_popcount_matmul(aw, bw, n, out, counts),
         "device32": lambda: dev32.sign_matmul(aw32, bw32, n),

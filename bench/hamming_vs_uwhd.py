@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from bench._timing import best_interleaved  # noqa: E402
 from hw_profiles.ops import OP_CODES  # noqa: E402
 from models.conformal_hashing.model import (  # noqa: E402
     code_bytes,
@@ -66,23 +67,6 @@ from sim.bitwise.packing import pack_signs  # noqa: E402
 CHUNK = 8_000_000   # elements of a broadcast / gathered block (32 MB of float32)
 
 
-def best_interleaved(fns: dict, repeats: int, window_s: float = 0.25) -> tuple[dict, dict]:
-    """Best-of-``repeats`` CPU seconds per call of each function, taking turns; the last
-    output of each."""
-    reps, outs = {}, {}
-    for name, fn in fns.items():
-        fn()                       # warm-up: numba's cache load, allocator, BLAS setup
-        t = time.process_time()
-        outs[name] = fn()
-        reps[name] = max(1, round(window_s / max(time.process_time() - t, 1e-6)))
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t = time.process_time()
-            for _ in range(reps[name]):
-                outs[name] = fn()
-            best[name] = min(best[name], (time.process_time() - t) / reps[name])
-    return best, outs
 
 
 def paths(w, bq, bdb, bits):

@@ -1,0 +1,1 @@
+"""Screener: density of self-supervised voxel embeddings for unsupervised lesion segmentation."""

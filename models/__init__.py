@@ -30,6 +30,7 @@ from models.registry import (
     get,
     register,
 )
+from models.screener import card as _screener  # noqa: E402,F401
 from models.snn_cuba import card as _snn_cuba  # noqa: E402,F401
 from models.trainref import card as _trainref  # noqa: E402,F401
 from models.tsetlin import card as _tsetlin  # noqa: E402,F401

@@ -71,7 +71,8 @@ class ScreenerConfig:
 PRESETS = {
     "quick": {"synthetic-ct": {}},
     "full": {"synthetic-ct": {"shape": (32, 48, 48), "crop": (16, 24, 24), "train": 300,
-                              "test": 60, "width": 8, "expander": 256, "pairs": 256, "ssl_steps": 2000,
+                              "test": 60,
+                              "width": 8, "expander": 256, "pairs": 256, "ssl_steps": 2000,
                               "density_steps": 2000, "lr": 3e-4, "density_lr": 3e-4}},
 }
 

@@ -128,18 +128,32 @@ def masked_input(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return torch.cat([x * (1 - m), m], 1)
 
 
+def counted_steps(dev, scope: str, n: int, counted: int, step, samples_per_step: int):
+    """Run ``step()`` ``n`` times; the first ``counted`` inside ``dev.count(scope)`` (every
+    step costs the same ops, so a few counted steps price the loop: the runner scales
+    energy per sample), the rest uncounted (counting costs ~20x the step's own time)."""
+    k = min(counted, n)
+    losses = []
+    if k:
+        with dev.count(scope, samples=k * samples_per_step):
+            losses += [step() for _ in range(k)]
+    return losses + [step() for _ in range(n - k)]
+
+
 def train_ssl(net: nn.Module, head: nn.Module, vols: torch.Tensor, cfg, dev, masked: bool,
-              seed: int) -> list[float]:
-    """DenseVICReg on voxel pairs of overlapping crops (``masked``: block masking too)."""
+              seed: int, scope: str = "train/ssl") -> list[float]:
+    """DenseVICReg on voxel pairs of overlapping crops (``masked``: block masking too); the
+    first ``cfg.count_steps`` steps are counted under ``scope``."""
     gen = torch.Generator().manual_seed(seed)
     params = list(net.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=1e-6)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.lr, total_steps=cfg.ssl_steps,
                                                 pct_start=0.1)
-    crop, losses = tuple(cfg.crop), []
-    for _ in range(cfg.ssl_steps):
+    crop = tuple(cfg.crop)
+
+    def step():
         pick = torch.randint(0, len(vols), (cfg.batch,), generator=gen)
-        x1, x2, o1, o2 = crop_pairs(gen, vols[pick], crop, cfg.max_shift)
+        x1, x2, o1, o2 = crop_pairs(gen, vols[pick].cpu(), crop, cfg.max_shift)
         x1, x2 = jitter(gen, x1), jitter(gen, x2)
         if masked:
             x1 = masked_input(x1, block_mask(gen, len(x1), crop))
@@ -152,8 +166,8 @@ def train_ssl(net: nn.Module, head: nn.Module, vols: torch.Tensor, cfg, dev, mas
         nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
-        losses.append(float(loss.detach()))
-    return losses
+        return float(loss.detach())
+    return counted_steps(dev, scope, cfg.ssl_steps, cfg.count_steps, step, 2 * cfg.batch)
 
 
 # --- conditions other than g (the paper's Tab. 3 rows) -------------------------------------
@@ -245,14 +259,15 @@ def make_density(kind: str, d: int, dc: int) -> nn.Module:
 
 
 def train_density(dens: nn.Module, ys: torch.Tensor, cs: torch.Tensor | None, cfg, seed: int,
-                  dev) -> list[float]:
-    """Mean per-voxel -log q on pooled (f, g frozen) features; noise sigma on y and c."""
+                  dev, scope: str = "train/density", counted: int | None = None) -> list[float]:
+    """Mean per-voxel -log q on pooled (f, g frozen) features; noise sigma on y and c; the
+    first ``counted`` steps (default ``cfg.count_steps``) are counted under ``scope``."""
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(dens.parameters(), lr=cfg.density_lr, weight_decay=1e-6)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.density_lr,
                                                 total_steps=cfg.density_steps, pct_start=0.1)
-    losses = []
-    for _ in range(cfg.density_steps):
+
+    def step():
         pick = torch.randint(0, len(ys), (cfg.batch,), generator=gen)
         y = ys[pick] + cfg.noise * torch.randn(ys[pick].shape, generator=gen).to(ys.device)
         c = None
@@ -264,8 +279,9 @@ def train_density(dens: nn.Module, ys: torch.Tensor, cs: torch.Tensor | None, cf
         nn.utils.clip_grad_norm_(dens.parameters(), 1.0)
         opt.step()
         sched.step()
-        losses.append(float(loss.detach()))
-    return losses
+        return float(loss.detach())
+    k = cfg.count_steps if counted is None else counted
+    return counted_steps(dev, scope, cfg.density_steps, k, step, cfg.batch)
 
 
 @torch.no_grad()

@@ -7,6 +7,8 @@ condition g: Screener with a Gaussian), ``flow_none`` and ``flow_mask`` (conditi
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 
@@ -35,7 +37,14 @@ def invariance_ratio(f, g, clean: torch.Tensor, lesioned: torch.Tensor, lesion: 
 
 
 def run(cfg, dev, data) -> dict:
-    """Everything one card run measures; ``data`` = (train Volumes, test Volumes)."""
+    """Everything one card run measures; ``data`` = (train Volumes, test Volumes).
+
+    Counted (``cfg.count_steps`` first steps of each loop; the rest runs uncounted, since
+    the dispatch-mode counting costs ~20x a step and every step costs the same ops): f's and
+    g's SSL steps, f and g on one batch of training volumes and on every test volume, the
+    deployed variant's (``cfg.deployed``) density steps and its scoring of the test volumes.
+    The other variants (the paper's ablations) and the invariance probe run uncounted.
+    """
     train, test = data
     xt = dev.tensor(train.x[:, None])
     xs = dev.tensor(test.x[:, None])
@@ -46,20 +55,26 @@ def run(cfg, dev, data) -> dict:
         hf, hg = M.expander(d, cfg.expander), M.expander(d, cfg.expander)
     f, g, f_rand = dev.compile(f), dev.compile(g), dev.compile(f_rand)
     hf, hg = hf.to(dev.torch_device), hg.to(dev.torch_device)
-    with dev.count("train/descriptor", samples=cfg.ssl_steps * cfg.batch * 2):
-        loss_f = M.train_ssl(f, hf, xt, cfg, dev, masked=False, seed=cfg.seed + 1)
-    with dev.count("train/condition", samples=cfg.ssl_steps * cfg.batch * 2):
-        loss_g = M.train_ssl(g, hg, xt, cfg, dev, masked=True, seed=cfg.seed + 2)
+    loss_f = M.train_ssl(f, hf, xt, cfg, dev, masked=False, seed=cfg.seed + 1,
+                         scope="train/descriptor")
+    loss_g = M.train_ssl(g, hg, xt, cfg, dev, masked=True, seed=cfg.seed + 2,
+                         scope="train/condition")
     for net in (f, g, f_rand):
         net.eval().requires_grad_(False)
     nomask_t = torch.zeros_like(xt)
     nomask_s = torch.zeros_like(xs)
-    with dev.count("features/train", samples=len(xt)):
-        ys_t = {"ssl": M.pool(M.features(f, xt)), "rand": M.pool(M.features(f_rand, xt))}
-        cs_t = {"mask": M.pool(M.features(g, M.masked_input(xt, nomask_t)))}
+    b = min(cfg.batch, len(xt))
+    with dev.count("features/train", samples=b):   # one batch counted; the rest the same
+        y0 = M.features(f, xt[:b])
+        c0 = M.features(g, M.masked_input(xt[:b], nomask_t[:b]))
+    ys_t = {"ssl": M.pool(torch.cat([y0, M.features(f, xt[b:])])),
+            "rand": M.pool(M.features(f_rand, xt))}
+    cs_t = {"mask": M.pool(torch.cat([c0, M.features(g, M.masked_input(xt[b:],
+                                                                       nomask_t[b:]))]))}
     with dev.count("infer/features", samples=len(xs)):
-        ys_s = {"ssl": M.pool(M.features(f, xs)), "rand": M.pool(M.features(f_rand, xs))}
+        ys_s = {"ssl": M.pool(M.features(f, xs))}
         cs_s = {"mask": M.pool(M.features(g, M.masked_input(xs, nomask_s)))}
+    ys_s["rand"] = M.pool(M.features(f_rand, xs))
     pos = M.pool(M.sincos(train.x.shape[1:]).to(dev.torch_device))
     cs_t["sincos"] = pos.expand(len(xt), -1, -1, -1, -1)
     cs_s["sincos"] = pos.expand(len(xs), -1, -1, -1, -1)
@@ -71,34 +86,71 @@ def run(cfg, dev, data) -> dict:
     out = {"losses": {"descriptor": loss_f, "condition": loss_g}, "metrics": {}, "maps": {}}
     for i, name in enumerate(cfg.variants):
         kind, cond, desc = VARIANTS[name]
+        deployed = name == cfg.deployed
         dc = 0 if cond == "none" else cs_t[cond].shape[1]
         with seeded(cfg.seed + 10 + i):
-            dens = dev.compile(M.make_density(kind, d, dc))
+            dens = M.make_density(kind, d, dc)
+        dens = dev.compile(dens) if deployed else dens.to(dev.torch_device)
         ct = None if cond == "none" else cs_t[cond]
         cs = None if cond == "none" else cs_s[cond]
-        with dev.count(f"train/density/{name}", samples=cfg.density_steps * cfg.batch):
-            out["losses"][name] = M.train_density(dens, ys_t[desc], ct, cfg, cfg.seed + 3, dev)
-        with dev.count(f"infer/density/{name}", samples=len(xs)):
-            maps = M.score_maps(dens, ys_s[desc], cs).cpu().numpy()
+        out["losses"][name] = M.train_density(dens, ys_t[desc], ct, cfg, cfg.seed + 3, dev,
+                                              scope=f"train/density/{name}",
+                                              counted=cfg.count_steps if deployed else 0)
+        ctx = dev.count(f"infer/density/{name}", samples=len(xs)) if deployed \
+            else contextlib.nullcontext()
+        with ctx:
+            maps = M.score_maps(dens, ys_s[desc], cs)
+        maps = maps.cpu().numpy()
         out["metrics"][f"auroc_{name}"] = M.auroc(maps, test.lesion)
         out["metrics"][f"pauroc30_{name}"] = M.auroc(maps, test.lesion, max_fpr=0.3)
         out["maps"][name] = maps
-    with dev.count("infer/invariance", samples=2 * len(xs)):
-        r, dc_, dy_ = invariance_ratio(f, g, dev.tensor(test.clean[:, None]), xs, test.lesion)
+    r, dc_, dy_ = invariance_ratio(f, g, dev.tensor(test.clean[:, None]), xs, test.lesion)
     out["metrics"].update(invariance_ratio=r, delta_condition=dc_, delta_descriptor=dy_)
     return out
 
 
-def picture(test, maps: dict, n: int = 2) -> np.ndarray:
-    """(rows, H, W): per test volume, the middle slice through its largest lesion: image,
-    ground truth, then each variant's score map scaled to [0, 1] on that slice."""
-    rows = []
+def _outline(mask: np.ndarray) -> np.ndarray:
+    """The boundary pixels of a 2-D bool mask (mask minus its 4-neighbour erosion)."""
+    inner = mask.copy()
+    inner[1:] &= mask[:-1]
+    inner[:-1] &= mask[1:]
+    inner[:, 1:] &= mask[:, :-1]
+    inner[:, :-1] &= mask[:, 1:]
+    return mask & ~inner
+
+
+def heat_panel(img: np.ndarray, heat: np.ndarray | None, lesion: np.ndarray,
+               zoom: int = 4) -> np.ndarray:
+    """(H*zoom, W*zoom, 3): the grey slice, ``heat`` in [0, 1] blended over it in the
+    inferno colours (alpha grows with the heat, so cold voxels show the anatomy), and the
+    ground-truth lesion outline in cyan (drawn at the zoomed resolution, one pixel wide)."""
+    from matplotlib import colormaps
+    up = np.ones((zoom, zoom))
+    grey = np.kron(np.clip(img, 0, 1), up)[..., None].repeat(3, axis=2)
+    rgb = grey
+    if heat is not None:
+        h = np.kron(np.clip(heat, 0, 1), up)
+        a = (0.25 + 0.6 * h)[..., None]
+        rgb = (1 - a) * grey + a * colormaps["inferno"](h)[..., :3]
+    rgb = rgb.copy()
+    rgb[_outline(np.kron(lesion, up).astype(bool))] = (0.0, 1.0, 1.0)
+    return np.clip(rgb, 0, 1)
+
+
+def pictures(test, maps: dict, n: int = 4, zoom: int = 4) -> np.ndarray:
+    """(n, H*zoom, (1 + len(maps)) * (W*zoom + 2), 3): one picture per test volume, the
+    axial slice through its largest lesion: the image with the lesion outline, then each
+    variant's score map as heat over that slice (same outline). Each map is scaled to [0, 1]
+    between its 1st and 99.5th percentile over the whole volume, so a panel shows how far
+    the lesion stands out of that volume's normal tissue."""
+    out = []
     for v in range(min(n, len(test.x))):
         z = int(test.lesion[v].sum((1, 2)).argmax())
-        rows += [test.x[v, z], test.lesion[v, z].astype(np.float32)]
+        panels = [heat_panel(test.x[v, z], None, test.lesion[v, z], zoom)]
         for m in maps.values():
-            s = m[v, z]
-            rows.append((s - s.min()) / max(float(s.max() - s.min()), 1e-8))
-    return np.stack(rows).astype(np.float32)
-
-
+            lo, hi = np.percentile(m[v], [1, 99.5])
+            panels.append(heat_panel(test.x[v, z], (m[v, z] - lo) / max(hi - lo, 1e-8),
+                                     test.lesion[v, z], zoom))
+        gap = np.ones((panels[0].shape[0], 2, 3))
+        out.append(np.concatenate([q for p in panels for q in (p, gap)], axis=1))
+    return np.stack(out).astype(np.float32)

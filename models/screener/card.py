@@ -20,7 +20,7 @@ VARIANT_NAMES = ("gauss_none", "gauss_sincos", "gauss_mask", "flow_none", "flow_
 class ScreenerConfig:
     """Quick setting (the digest's small-scale plan, shrunk to fit the contract run)."""
 
-    shape: tuple[int, ...] = (16, 24, 24)     # volume D, H, W (digest: 32 x 48 x 48 for the bench)
+    shape: tuple[int, ...] = (16, 24, 24)     # volume D, H, W (digest: 32 x 48 x 48)
     crop: tuple[int, ...] = (8, 12, 12)       # SSL crop (digest: 16 x 24 x 24)
     train: int = 24                 # unlabeled training volumes (15 % hold lesions)
     test: int = 6                   # test volumes, 1-3 lesions each
@@ -37,7 +37,7 @@ class ScreenerConfig:
     density_lr: float = 3e-3
     noise: float = 0.1              # sigma on y and c while fitting the density (App. D)
     variants: tuple[str, ...] = VARIANT_NAMES
-    deployed: str = "gauss_mask"    # the variant counted (and exported as "the" Screener)
+    deployed: str = "gauss_mask"    # the variant counted and reported as `auroc`
     count_steps: int = 2            # counted steps of each training loop (the rest run
                                     # uncounted: every step costs the same ops)
     seed: int = 0
@@ -77,11 +77,13 @@ class ScreenerConfig:
 
 
 PRESETS = {
+    # quick: 30 SSL and 100 density steps (a demo: the nets barely train; ~20 s)
     "quick": {"synthetic-ct": {}},
-    "full": {"synthetic-ct": {"shape": (32, 48, 48), "crop": (16, 24, 24), "train": 300,
-                              "test": 60,
-                              "width": 8, "expander": 256, "pairs": 256, "ssl_steps": 2000,
-                              "density_steps": 2000, "lr": 3e-4, "density_lr": 3e-4}},
+    # full: the smallest scale at which the paper's Gaussian-row effects show here (the
+    # bench's): 48 train / 12 test volumes, 300 SSL and 1000 density steps (~2-3 min a run
+    # on one CPU thread). The digest's 32 x 48 x 48, 2k-step plan was not run (~8x longer).
+    "full": {"synthetic-ct": {"train": 48, "test": 12, "ssl_steps": 300,
+                              "density_steps": 1000}},
 }
 
 
@@ -109,9 +111,11 @@ def simulate(cfg: ScreenerConfig, device, data, progress=None) -> Outcome:
     m = res["metrics"]
     m["auroc"] = m[f"auroc_{cfg.deployed}"]
     traces = {f"{k}_loss": curve(v) for k, v in res["losses"].items()}
-    traces["anomaly_maps"] = Trace("pictures", pictures(data[1], res["maps"]))
+    shown = {cfg.deployed: res["maps"][cfg.deployed],
+             **{k: v for k, v in res["maps"].items() if k != cfg.deployed}}
+    traces["anomaly_maps"] = Trace("pictures", pictures(data[1], shown))
     facts = {"anomaly_maps_panels": ["image + lesion outline (cyan)",
-                                     *[f"{v} heat" for v in res["maps"]]],
+                                     *[f"{v} heat" for v in shown]],
              "counted": f"first {cfg.count_steps} steps of each SSL loop and of the "
                         f"{cfg.deployed} density; f, g and {cfg.deployed} on the test volumes",
              "torch_device": str(device.torch_device), "data_source": "procedural (data.py)",
@@ -120,26 +124,19 @@ def simulate(cfg: ScreenerConfig, device, data, progress=None) -> Outcome:
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
-    """Three seeds of the card's run; mean and spread of each variant's AUROC."""
-    import numpy as np
-
-    from models import runner
-    runs = {f"seed{s}": runner.run("screener", profile=(profiles or {}).get("gpu"),
-                                   preset=preset, seed=s, progress=progress)
-            for s in range(seed, seed + 3)}
-    summary = {}
-    for v in VARIANT_NAMES:
-        vals = [r.metrics[f"auroc_{v}"] for r in runs.values()]
-        summary[f"auroc_{v}_mean"], summary[f"auroc_{v}_std"] = float(np.mean(vals)), \
-            float(np.std(vals))
-    ratio = [r.metrics["invariance_ratio"] for r in runs.values()]
-    summary["invariance_ratio_mean"] = float(np.mean(ratio))
-    summary["claim"] = ("masking-invariant condition beats no condition and sin-cos under a "
-                        "Gaussian; conditions move less than descriptors at lesions")
-    summary["claim_met"] = bool(summary["auroc_gauss_mask_mean"]
-                                > max(summary["auroc_gauss_none_mean"],
-                                      summary["auroc_gauss_sincos_mean"])
-                                and summary["invariance_ratio_mean"] <= 0.5)
+    """Three seeds: every variant at 15 % contamination, the deployed variant at 0 %; mean
+    and std of each AUROC, the paired gaps and the digest's checks a-e, each judged on the
+    mean and counted seed by seed (``experiment.py``)."""
+    from models.screener.experiment import per_seed_metrics, seed_runs, summarize
+    runs = seed_runs(preset, range(seed, seed + 3), (profiles or {}).get("gpu"),
+                     progress=progress)
+    summary = summarize(per_seed_metrics(runs))
+    summary["claim"] = ("the masking-invariant condition lifts a Gaussian density's voxel "
+                        "AUROC over no condition and over sin-cos positions; conditions move "
+                        "less than descriptors where a lesion is inserted")
+    summary["claim_met"] = all(summary["checks"][k]["holds_on_mean"]
+                               for k in ("a_vs_none_ge_+0.05", "a_vs_sincos_ge_+0.03",
+                                         "c_ratio_le_0.5"))
     return Study(runs, summary)
 
 

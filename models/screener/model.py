@@ -205,32 +205,35 @@ class GaussianDensity(nn.Module):
 
 
 class Coupling(nn.Module):
-    """Affine coupling on channel halves: y_b <- y_b * exp(s) + t, (s, t) = net(y_a, c),
-    1x1x1 convs (per voxel); s through tanh for stability."""
+    """A fixed random rotation of the channels (Glow's invertible 1x1 conv, here frozen
+    orthogonal: log|det| = 0), then an affine coupling on channel halves:
+    y_b <- y_b * exp(s) + t, (s, t) = net(y_a, c), 1x1x1 convs (per voxel); s through tanh
+    for stability. ``rotate=False``: the halves as they come (a plain coupling)."""
 
-    def __init__(self, d: int, dc: int, hidden: int, flip: bool):
+    def __init__(self, d: int, dc: int, hidden: int, rotate: bool = True, seed: int = 0):
         super().__init__()
-        self.h, self.flip = d // 2, flip
+        self.h = d // 2
+        q = torch.linalg.qr(torch.randn(d, d, generator=torch.Generator().manual_seed(seed)))[0]
+        self.register_buffer("rot", q if rotate else torch.eye(d))
         self.net = nn.Sequential(nn.Conv3d(self.h + dc, hidden, 1), nn.GELU(),
                                  nn.Conv3d(hidden, 2 * (d - self.h), 1))
         nn.init.zeros_(self.net[-1].weight)
         nn.init.zeros_(self.net[-1].bias)
 
     def forward(self, y, c):
-        if self.flip:
-            y = y.flip(1)
+        y = torch.einsum("ij,nj...->ni...", self.rot, y)
         a, b = y[:, :self.h], y[:, self.h:]
         st = self.net(torch.cat([a, c], 1) if c is not None else a)
         s, t = torch.tanh(st[:, :b.shape[1]]), st[:, b.shape[1]:]
-        out = torch.cat([a, b * torch.exp(s) + t], 1)
-        return (out.flip(1) if self.flip else out), s.sum(1)
+        return torch.cat([a, b * torch.exp(s) + t], 1), s.sum(1)
 
 
 class FlowDensity(nn.Module):
-    """Per-voxel conditional flow: actnorm from c (scale/shift), then ``k`` couplings, each
-    seeing c through a 3x3x3 context conv; -log q = 0.5 |z|^2 + d/2 log 2pi - log|det|."""
+    """Per-voxel conditional flow: actnorm from c (scale/shift), then ``k`` (rotation,
+    coupling) steps, each coupling seeing c through a shared 3x3x3 context conv;
+    -log q = 0.5 |z|^2 + d/2 log 2pi - log|det|."""
 
-    def __init__(self, d: int, dc: int, k: int = 4, hidden: int = 32):
+    def __init__(self, d: int, dc: int, k: int = 8, hidden: int = 64):
         super().__init__()
         self.d, self.dc = d, dc
         ctx = hidden // 2 if dc else 0
@@ -238,7 +241,7 @@ class FlowDensity(nn.Module):
         self.act = nn.Conv3d(ctx, 2 * d, 1) if dc else None
         self.loc = nn.Parameter(torch.zeros(1, d, 1, 1, 1))
         self.logs = nn.Parameter(torch.zeros(1, d, 1, 1, 1))
-        self.layers = nn.ModuleList(Coupling(d, ctx, hidden, i % 2 == 1) for i in range(k))
+        self.layers = nn.ModuleList(Coupling(d, ctx, hidden, seed=i) for i in range(k))
 
     def nll(self, y, c):
         h = F.gelu(self.ctx(c)) if self.dc else None

@@ -98,16 +98,26 @@ def load_data(dataset: str, cfg: ScreenerConfig):
 
 
 def simulate(cfg: ScreenerConfig, device, data, progress=None) -> Outcome:
-    """Train f, g, every density variant; score the test volumes.
+    """Train f, g, every density variant; score the test volumes (``pipeline.run``).
 
-    Ledger scopes: ``train/descriptor``, ``train/condition``, ``features/train``,
-    ``infer/features``, ``train/density/<variant>``, ``infer/density/<variant>``,
-    ``infer/invariance``.
+    Ledger scopes, each holding only what is counted (the first ``count_steps`` steps of
+    a loop, one batch of training features; the deployed variant only): ``train/descriptor``,
+    ``train/condition``, ``features/train``, ``infer/features``,
+    ``train/density/<deployed>``, ``infer/density/<deployed>``. The ablation variants and
+    the invariance probe run uncounted.
     """
     import numpy as np
+    import torch
 
     from models.screener.pipeline import pictures, run
-    res = run(cfg, device, data)
+    threads = torch.get_num_threads()
+    # one thread: these small 3D convs gain little from a second, and on the shared loaded
+    # machine two threads per process thrash (a tiny run: 9 s on one thread, 43 s on two)
+    torch.set_num_threads(1)
+    try:
+        res = run(cfg, device, data)
+    finally:
+        torch.set_num_threads(threads)
     m = res["metrics"]
     m["auroc"] = m[f"auroc_{cfg.deployed}"]
     traces = {f"{k}_loss": curve(v) for k, v in res["losses"].items()}

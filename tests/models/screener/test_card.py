@@ -1,0 +1,84 @@
+"""The Screener card end to end at a tiny size: CLI run file + HTML report with the anomaly
+pictures (the same run as the runner's: seeded), what is counted, the checks' arithmetic."""
+import numpy as np
+import pytest
+
+from deploy.cli import main
+from deploy.runfile import read_run
+from models import runner
+from models.screener.experiment import checks, summarize
+from tests.conftest import TOY_GPU
+
+TOY = str(TOY_GPU)
+
+TINY = {"train": 6, "test": 2, "ssl_steps": 3, "density_steps": 3, "count_steps": 1,
+        "variants": ("gauss_none", "gauss_mask", "flow_mask")}
+SETS = [x for k, v in TINY.items()
+        for x in ("--set", f"{k}={','.join(v) if isinstance(v, tuple) else v}")]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return runner.run("screener", profile=TOY, overrides=TINY)
+
+
+def test_cli_writes_run_file_and_html_with_the_pictures(tmp_path, tiny):
+    out = tmp_path / "s.h5"
+    assert main(["simulate", "screener", "--profile", TOY, "--out", str(out),
+                 "--quiet", *SETS]) == 0
+    run = read_run(out)
+    pic = run.traces["anomaly_maps"]
+    # 2 test volumes; 1 image + 3 variant panels in one row of 4: (24*4 + 2) x 4*(24*4 + 2)
+    assert pic.kind == "pictures" and pic.data.shape == (2, 98, 392, 3)
+    doc = out.with_suffix(".html").read_text()
+    assert "anomaly_maps" in doc and doc.count("data:image/png;base64,") >= 2
+    # the same config and seed through the CLI and through the runner: the same run
+    assert run.metrics == pytest.approx(tiny.metrics, rel=0, abs=0)
+    np.testing.assert_array_equal(pic.data, tiny.traces["anomaly_maps"].data)
+
+
+def test_only_the_deployed_variant_and_a_few_steps_are_counted(tiny):
+    scopes = {s.split("/")[0] + "/" + s.split("/")[1] for s in tiny.ledger.scopes()
+              if s.count("/")}
+    assert "train/density" in scopes and "infer/density" in scopes
+    density = [s for s in tiny.ledger.scopes() if "/density/" in s]
+    assert density and all("gauss_mask" in s for s in density)     # never gauss_none/flow
+    # count_steps = 1: one SSL step of batch 4 crop pairs = 8 crops; one density step of 4
+    samples = tiny.ledger.samples()
+    assert samples["train/descriptor"] == 8 and samples["train/condition"] == 8
+    assert samples["train/density/gauss_mask"] == 4
+    assert samples["infer/density/gauss_mask"] == 2                 # the 2 test volumes
+    assert tiny.metrics["auroc"] == tiny.metrics["auroc_gauss_mask"]
+
+
+def _seed(gm, none, sincos, randf, fnone, fmask, ratio, clean):
+    return {"auroc_gauss_mask": gm, "auroc_gauss_none": none, "auroc_gauss_sincos": sincos,
+            "auroc_gauss_mask_randf": randf, "auroc_flow_none": fnone,
+            "auroc_flow_mask": fmask, "invariance_ratio": ratio,
+            "auroc_clean_gauss_mask": clean, "delta_condition": 0.1, "delta_descriptor": 1.0}
+
+
+def test_checks_are_judged_on_the_mean_and_counted_per_seed():
+    seeds = [_seed(0.90, 0.80, 0.85, 0.80, 0.82, 0.88, 0.2, 0.91),
+             _seed(0.84, 0.81, 0.80, 0.82, 0.80, 0.86, 0.6, 0.80)]
+    c = checks(seeds)
+    # a: mean 0.87 >= 0.85 though seed 2 (0.84) is below
+    assert c["a_auroc_ge_0.85"] == {"holds_on_mean": True, "seeds_holding": 1, "seeds": 2}
+    # vs none: gaps 0.10, 0.03 -> mean 0.065 >= 0.05, one seed
+    assert c["a_vs_none_ge_+0.05"]["holds_on_mean"] and \
+        c["a_vs_none_ge_+0.05"]["seeds_holding"] == 1
+    # vs sincos: gaps 0.05, 0.04 -> both hold; vs randf: 0.10, 0.02 -> mean 0.06 holds, 1 seed
+    assert c["a_vs_sincos_ge_+0.03"]["seeds_holding"] == 2
+    assert c["b_vs_randf_ge_+0.05"] == {"holds_on_mean": True, "seeds_holding": 1,
+                                        "seeds": 2}
+    # c: ratios 0.2, 0.6 -> mean 0.4 holds, one seed; d: gaps -0.01, +0.04 -> mean 0.015
+    assert c["c_ratio_le_0.5"]["holds_on_mean"] and c["c_ratio_le_0.5"]["seeds_holding"] == 1
+    assert c["d_contamination_gap_le_0.03"] == {"holds_on_mean": True, "seeds_holding": 1,
+                                                "seeds": 2}
+    # e: |flow_mask - gauss_mask| 0.02, 0.02 vs |flow_none - gauss_none| 0.02, 0.01: fails
+    assert c["e_gap_mask_lt_gap_none"] == {"holds_on_mean": False, "seeds_holding": 0,
+                                           "seeds": 2}
+    s = summarize(seeds)
+    assert s["mask_minus_none_mean"] == pytest.approx(0.065)
+    assert s["mask_minus_none_std"] == pytest.approx(0.035)     # population std of .10, .03
+    assert s["contaminated_minus_clean_mean"] == pytest.approx(0.015)

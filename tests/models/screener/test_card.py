@@ -82,3 +82,28 @@ def test_checks_are_judged_on_the_mean_and_counted_per_seed():
     assert s["mask_minus_none_mean"] == pytest.approx(0.065)
     assert s["mask_minus_none_std"] == pytest.approx(0.035)     # population std of .10, .03
     assert s["contaminated_minus_clean_mean"] == pytest.approx(0.015)
+
+
+def test_experiment_runs_three_seeds_and_a_clean_run_each(monkeypatch):
+    from types import SimpleNamespace
+
+    from models.screener import card
+    calls = []
+
+    def fake_run(name, profile=None, preset="quick", seed=0, overrides=None, progress=None):
+        calls.append((seed, dict(overrides or {})))
+        clean = (overrides or {}).get("contamination") == 0.0
+        m = _seed(0.9 + 0.01 * seed, 0.7, 0.8, 0.8, 0.75, 0.88, 0.1, 0.0)
+        m["auroc_gauss_mask"] = 0.91 + 0.01 * seed if clean else m["auroc_gauss_mask"]
+        return SimpleNamespace(metrics=m)
+    monkeypatch.setattr(runner, "run", fake_run)
+    study = card.experiment("quick", 5, {"gpu": "a100"})
+    assert [s for s, _ in calls] == [5, 5, 6, 6, 7, 7]
+    assert calls[1][1] == {"contamination": 0.0, "variants": ("gauss_mask",),
+                           "deployed": "gauss_mask"}
+    assert sorted(study.runs) == ["seed5", "seed5_clean", "seed6", "seed6_clean", "seed7",
+                                  "seed7_clean"]
+    # gauss_mask 0.95, 0.96, 0.97 -> mean 0.96; clean 0.96, 0.97, 0.98 -> gap -0.01
+    assert study.summary["auroc_gauss_mask_mean"] == pytest.approx(0.96)
+    assert study.summary["contaminated_minus_clean_mean"] == pytest.approx(-0.01)
+    assert study.summary["claim_met"] is True       # +0.26 / +0.16 gaps, ratio 0.1

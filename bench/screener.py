@@ -45,9 +45,10 @@ THRESHOLDS = {"a_auroc_ge_0.85": "gauss_mask AUROC >= 0.85",
 
 
 def panels(run) -> tuple[list[str], np.ndarray]:
-    """The anomaly_maps trace cut back into its panels: (names, (vol, panel, H, W, 3))."""
-    names = run.facts["anomaly_maps_panels"]
-    pic = run.traces["anomaly_maps"].data
+    """The anomaly_maps_all_variants trace (4 panels a row) cut back into its panels:
+    (names, (vol, panel, H, W, 3))."""
+    names = run.facts["anomaly_maps_all_variants_panels"]
+    pic = run.traces["anomaly_maps_all_variants"].data
     cols = 4
     rows = -(-len(names) // cols)
     ph, pw = pic.shape[1] // rows - 2, pic.shape[2] // cols - 2

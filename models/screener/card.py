@@ -121,11 +121,17 @@ def simulate(cfg: ScreenerConfig, device, data, progress=None) -> Outcome:
     m = res["metrics"]
     m["auroc"] = m[f"auroc_{cfg.deployed}"]
     traces = {f"{k}_loss": curve(v) for k, v in res["losses"].items()}
+    # anomaly_maps: the paper's Gaussian rows (deployed, marginal, sin-cos) in a 2 x 2 grid,
+    # large enough to read in the report; anomaly_maps_all_variants: every variant, 4 a row
     shown = {cfg.deployed: res["maps"][cfg.deployed],
              **{k: v for k, v in res["maps"].items() if k != cfg.deployed}}
-    traces["anomaly_maps"] = Trace("pictures", pictures(data[1], shown))
+    main = {k: v for k, v in shown.items() if k in (cfg.deployed, "gauss_none", "gauss_sincos")}
+    traces["anomaly_maps"] = Trace("pictures", pictures(data[1], main, cols=2))
+    traces["anomaly_maps_all_variants"] = Trace("pictures", pictures(data[1], shown, cols=4))
     facts = {"anomaly_maps_panels": ["image + lesion outline (cyan)",
-                                     *[f"{v} heat" for v in shown]],
+                                     *[f"{v} heat" for v in main]],
+             "anomaly_maps_all_variants_panels": ["image + lesion outline (cyan)",
+                                                  *[f"{v} heat" for v in shown]],
              "counted": f"first {cfg.count_steps} steps of each SSL loop and of the "
                         f"{cfg.deployed} density; f, g and {cfg.deployed} on the test volumes",
              "torch_device": str(device.torch_device), "data_source": "procedural (data.py)",

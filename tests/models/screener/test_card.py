@@ -27,14 +27,19 @@ def test_cli_writes_run_file_and_html_with_the_pictures(tmp_path, tiny):
     assert main(["simulate", "screener", "--profile", TOY, "--out", str(out),
                  "--quiet", *SETS]) == 0
     run = read_run(out)
-    pic = run.traces["anomaly_maps"]
+    pic = run.traces["anomaly_maps_all_variants"]
     # 2 test volumes; 1 image + 3 variant panels in one row of 4: (24*4 + 2) x 4*(24*4 + 2)
     assert pic.kind == "pictures" and pic.data.shape == (2, 98, 392, 3)
+    # the Gaussian rows present (gauss_mask, gauss_none) + the image in 2 columns: 2 x 2
+    assert run.traces["anomaly_maps"].data.shape == (2, 196, 196, 3)
+    assert run.facts["anomaly_maps_panels"] == ["image + lesion outline (cyan)",
+                                                "gauss_mask heat", "gauss_none heat"]
     doc = out.with_suffix(".html").read_text()
-    assert "anomaly_maps" in doc and doc.count("data:image/png;base64,") >= 2
+    for name in ("anomaly_maps", "anomaly_maps_all_variants"):
+        assert f'class=plot alt="{name}"' in doc
     # the same config and seed through the CLI and through the runner: the same run
     assert run.metrics == pytest.approx(tiny.metrics, rel=0, abs=0)
-    np.testing.assert_array_equal(pic.data, tiny.traces["anomaly_maps"].data)
+    np.testing.assert_array_equal(pic.data, tiny.traces["anomaly_maps_all_variants"].data)
 
 
 def test_only_the_deployed_variant_and_a_few_steps_are_counted(tiny):

@@ -24,7 +24,8 @@ SLOW = {               # measured 2026-12-01, load ~2: wall s (CPU s)
     "latent": 53,      # 3 seeds x 3 methods x 20 PPO iterations (36 s CPU; 192 s at load ~10)
     "apple": 17,       # 3 seeds x 3 policies x 12 rollouts, seed 0 counted (65 s at load ~8)
     "screener": 19,    # 2 x 30 SSL steps of two 3D UNets + 6 densities x 100 steps; the first
-                       # 2 steps of each loop and the deployed density counted (load ~1)
+                       # 2 steps of each loop and the deployed density counted (load ~1;
+                       # 33 s at load ~4)
 }
 # not slow: mlp 4, bep 1, chunk_sparse_attention 5 (11 CPU s), fs_kan 7, snn_cuba 0.2,
 # tsetlin 0.3, tversky 6

@@ -23,6 +23,8 @@ def test_volumes_are_seeded_and_lesions_sit_in_their_organ():
     assert set(np.unique(a.organ[a.lesion])) <= hosts
     none = make_volumes(6, (16, 24, 24), contamination=0.0, seed=3)
     assert not none.lesion.any()
+    # lesions have their own generator: at 0 % the same patients, without their lesions
+    np.testing.assert_array_equal(none.x, a.clean)
     with pytest.raises(ModelError, match=r"shape = \(16, 24, 22\)"):
         make_volumes(2, (16, 24, 22))
 

@@ -1,11 +1,10 @@
 """The digest's checks a (condition gaps) and c (masking invariance) at a reduced scale,
-over three seeds, judged on the mean as the bench does (slow: 272 s at load ~4.5).
+over three seeds, judged on the mean as the bench does (slow: 205 s at load ~4).
 
 The bench (``bench/screener.py``, full preset) runs all five checks with all six variants;
-this test keeps the three Gaussian rows at 300 density steps and 6 test volumes. Margins at
-this scale (seed 0: gauss_mask 0.856, gauss_none 0.660, gauss_sincos 0.795, ratio 0.057;
-the full preset over 3 seeds: gaps +0.22 +- 0.06 and +0.10 +- 0.05, ratio 0.13 +- 0.06)
-are well clear of the thresholds, so a pass is not a lucky seed.
+this test keeps the three Gaussian rows at 300 density steps and 6 test volumes. The full
+preset's margins over 3 seeds (gaps +0.23 +- 0.03 and +0.11 +- 0.03, ratio 0.15 +- 0.09, every
+seed holding) are well clear of the thresholds, so a pass is not a lucky seed.
 """
 import numpy as np
 import pytest

@@ -49,22 +49,26 @@ class DaveConfig:
     seed: int = 0
 
     def __post_init__(self):
+        check_at_least(self, side=16, patch=2, width=8, depth=1, heads=1, mae_dec_width=4,
+                       mae_dec_depth=1, mae_steps=1, stage2_steps=1, dec_width=8,
+                       merge_steps=1, heldout_steps=1, generalist_steps=1, n_unlabeled=1,
+                       n_labeled=1, n_test=1, n_generalist=1, batch_size=1)
         if self.side % self.patch:
             raise ModelError(f"DaveConfig.patch = {self.patch}: must divide side = "
                              f"{self.side}")
         if self.width % self.heads:
             raise ModelError(f"DaveConfig.heads = {self.heads}: must divide width = "
                              f"{self.width}")
+        if self.dec_width % 8:
+            raise ModelError(f"DaveConfig.dec_width = {self.dec_width}: must be a multiple "
+                             "of 8 (the decoders use dec_width / 2 and 3 dec_width / 4 with "
+                             "2 or 4 heads)")
         if not 2 <= self.decoders <= len(STAGE2_DECODERS):
             raise ModelError(f"DaveConfig.decoders = {self.decoders}: must be 2.."
                              f"{len(STAGE2_DECODERS)} (merging needs two copies)")
         if not 0.0 < self.mask_ratio < 1.0:
             raise ModelError(f"DaveConfig.mask_ratio = {self.mask_ratio}: must lie strictly "
                              "between 0 and 1")
-        check_at_least(self, side=16, patch=2, width=8, depth=1, heads=1, mae_dec_width=4,
-                       mae_dec_depth=1, mae_steps=1, stage2_steps=1, dec_width=8,
-                       merge_steps=1, heldout_steps=1, generalist_steps=1, n_unlabeled=1,
-                       n_labeled=1, n_test=1, n_generalist=1, batch_size=1)
         for name in ("mae_lr", "stage2_lr", "merge_lr", "generalist_lr"):
             if not getattr(self, name) > 0:
                 raise ModelError(f"DaveConfig.{name} = {getattr(self, name)}: must be > 0")

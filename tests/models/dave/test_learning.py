@@ -10,8 +10,8 @@ from models.dave.card import DaveConfig
 def test_a_stage2_copy_learns_to_parse_on_every_seed():
     """Encoder + decoder B (2-layer transformer), 150 teacher-forced steps from a fresh
     ViT on 512 labelled pages, greedy parses of 64 unseen test pages: box F1 (IoU 0.5)
-    above 0.3 on each of 3 seeds (it is 0 before training: an untrained decoder emits no
-    well-formed box). Measured 2026-12-01: see the README."""
+    above 0.3 on each of 3 seeds. Measured 2026-12-01: 0.571, 0.586, 0.602 (0.0 on all
+    three with the untrained decoder); loss 4.0-4.2 -> 0.51-0.58 nats."""
     import torch
     torch.set_num_threads(1)
     f1 = []

@@ -97,7 +97,8 @@ def main(argv=None):
                   f"{'PASS' if c['holds'] else 'FAIL'}")
             continue
         print(f"  {name:28s} {c['mean']:+.3f} +- {c['std']:.3f} {c['threshold']:>8s} "
-              f"({c['seeds_passing']}/{c['n']} seeds)  {'PASS' if c['holds'] else 'FAIL'}"
+              f"({c['seeds_passing']}/{c['n']} seeds)  "
+              f"{('PASS' + ('' if c['clear'] else ' (within noise)')) if c['holds'] else 'FAIL'}"
               f"  {c['asks']}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 Each seed is one ``simulate`` run (its own pages, MAE, Stage-2 copies, merge, generalist,
 fresh decoders D); a check is a per-seed difference against a threshold, reported as its
 mean +- std over seeds, how many seeds pass, and ``holds`` when the mean passes. Check a
-is a property of the pages, measured on the first seed's pages against Fashion-MNIST.
+is a property of the pages, measured on the first seed's pages against Fashion-MNIST. A
+pass is ``clear`` when the mean minus two standard errors still passes.
 """
 from __future__ import annotations
 
@@ -50,16 +51,21 @@ def _passes(v: float, op: str, thr: float) -> bool:
 
 
 def judge(per_seed: list[dict]) -> dict:
-    """Every check of :data:`CHECKS` the runs measured: mean +- std, seeds passing, holds."""
+    """Every check of :data:`CHECKS` the runs measured: mean +- std, seeds passing,
+    ``holds`` (the mean passes the threshold) and ``clear`` (mean - 2 standard errors still
+    passes: the seeds' spread cannot explain the pass; every threshold is a lower bound)."""
     out = {}
     for name, metric, op, thr, text in CHECKS:
         vals = [m[metric] for m in per_seed if metric in m]
         if not vals:
             continue
         s = mean_std(vals)
+        sem = s["std"] / np.sqrt(s["n"] - 1) if s["n"] > 1 else float("inf")
         out[name] = {"metric": metric, "threshold": f"{op} {thr:g}", "asks": text, **s,
+                     "sem": float(sem),
                      "seeds_passing": sum(_passes(v, op, thr) for v in vals),
-                     "holds": _passes(s["mean"], op, thr)}
+                     "holds": _passes(s["mean"], op, thr),
+                     "clear": _passes(s["mean"] - 2 * sem, op, thr)}
     return out
 
 

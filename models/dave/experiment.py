@@ -47,7 +47,7 @@ def mean_std(values) -> dict:
 
 
 def _passes(v: float, op: str, thr: float) -> bool:
-    return v >= thr if op == ">=" else v > thr
+    return bool(v >= thr if op == ">=" else v > thr)     # a Python bool: JSON-safe
 
 
 def judge(per_seed: list[dict]) -> dict:
@@ -60,9 +60,9 @@ def judge(per_seed: list[dict]) -> dict:
         if not vals:
             continue
         s = mean_std(vals)
-        sem = s["std"] / np.sqrt(s["n"] - 1) if s["n"] > 1 else float("inf")
+        sem = float(s["std"] / np.sqrt(s["n"] - 1)) if s["n"] > 1 else float("inf")
         out[name] = {"metric": metric, "threshold": f"{op} {thr:g}", "asks": text, **s,
-                     "sem": float(sem),
+                     "sem": sem,
                      "seeds_passing": sum(_passes(v, op, thr) for v in vals),
                      "holds": _passes(s["mean"], op, thr),
                      "clear": _passes(s["mean"] - 2 * sem, op, thr)}
@@ -83,7 +83,7 @@ def check_a(pages, fashion_x, patch: int) -> dict:
     fashion_frac = flat_fraction(f, patch)
     return {"pages_flat_fraction": pages_frac, "fashion_flat_fraction": fashion_frac,
             "asks": "pages >= 0.5 and Fashion-MNIST <= 0.1 of patches with std < 0.01",
-            "holds": pages_frac >= 0.5 and fashion_frac <= 0.1}
+            "holds": bool(pages_frac >= 0.5 and fashion_frac <= 0.1)}
 
 
 def with_derived(m: dict) -> dict:

@@ -105,7 +105,7 @@ def test_judge_reports_mean_seeds_passing_and_verdict():
     assert c["mean"] == pytest.approx(0.01) and c["seeds_passing"] == 2 and c["holds"]
     # population std sqrt((0.02^2 + 0.02^2 + 0^2) / 3) = 0.01633, sem = std / sqrt(2) =
     # 0.01155: mean - 2 sem = -0.0131 < 0.01, so the pass is not clear
-    assert c["sem"] == pytest.approx(0.011547, rel=1e-4) and not c["clear"]
+    assert c["sem"] == pytest.approx(0.011547, rel=1e-4) and c["clear"] is False
     tight = X.judge([{"merge_minus_single_box_f1": v} for v in (0.05, 0.06, 0.07)])
     assert tight["c_merge_vs_single"]["clear"]      # 0.06 - 2 * 0.00577 = 0.048 >= 0.01
     assert list(X.judge(runs)) == ["c_merge_vs_single"]   # unmeasured checks are left out

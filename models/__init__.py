@@ -10,6 +10,7 @@ from models.baselines.pc import card as _pc  # noqa: E402,F401
 from models.bep import card as _bep  # noqa: E402,F401
 from models.chunk_sparse_attention import card as _chunk_sparse_attention  # noqa: E402,F401
 from models.conformal_hashing import card as _conformal_hashing  # noqa: E402,F401
+from models.dave import card as _dave  # noqa: E402,F401
 from models.decoupled_prototypes import card as _decoupled_prototypes  # noqa: E402,F401
 from models.diffpc import card as _diffpc  # noqa: E402,F401
 from models.disco import card as _disco  # noqa: E402,F401

@@ -23,6 +23,8 @@ SLOW = {               # measured 2026-12-01, load ~2: wall s (CPU s)
     "geb": 62,         # 5 seeds x 3 arms x 10 online iterations, counted (145 s at load ~11)
     "latent": 53,      # 3 seeds x 3 methods x 20 PPO iterations (36 s CPU; 192 s at load ~10)
     "apple": 17,       # 3 seeds x 3 policies x 12 rollouts, seed 0 counted (65 s at load ~8)
+    "dave": 79,        # MAE, 2 Stage-2 copies, merge, generalist, 6 fresh decoders D (load ~5;
+                       # 58 CPU s)
     "screener": 19,    # 2 x 30 SSL steps of two 3D UNets + 6 densities x 100 steps; the first
                        # 2 steps of each loop and the deployed density counted (load ~1;
                        # 33 s at load ~4)

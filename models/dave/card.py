@@ -1,0 +1,249 @@
+"""The DAVE card: config, presets and the contract functions.
+
+Light on purpose (no torch at import): ``neuroedge models`` imports every card. Pages are
+in ``data.py``, the encoders, decoders, merge and fusion in ``model.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.registry import Card, Outcome, Study, register
+from models.shared.checks import check_at_least
+from sim.errors import ModelError
+from sim.traces import Trace, curve
+
+STAGE2_DECODERS = ("gru", "tf2", "tf1_class")   # = model.DECODERS less the held-out one
+
+
+@dataclass
+class DaveConfig:
+    """One DAVE pipeline at small scale; defaults say why (the digest's plan, shrunk to
+    fit the quick preset on 2 shared cores)."""
+
+    side: int = 64                  # page side in pixels
+    patch: int = 8                  # 64 tokens per page
+    width: int = 64                 # plan: 128; halved for the quick preset
+    depth: int = 2                  # plan: 4
+    heads: int = 4
+    mae_dec_width: int = 32
+    mae_dec_depth: int = 1
+    mask_ratio: float = 0.75        # the paper's
+    mae_steps: int = 60             # plan: ~2k
+    mae_lr: float = 1e-3
+    stage2_steps: int = 100         # per decoder; plan: 1.5k
+    stage2_lr: float = 2e-3         # plan 3e-4; higher (with warm-up) for the few steps
+    dec_width: int = 64
+    decoders: int = 2               # the first N of STAGE2_DECODERS (>= 2 to merge)
+    merge_steps: int = 20           # plan: 500
+    merge_lr: float = 0.05
+    heldout_steps: int = 300        # fresh decoder D on each frozen encoder's cached
+                                    # features (cheap: no encoder pass per step); plan 1k
+    generalist_steps: int = 100
+    generalist_lr: float = 1e-3
+    n_unlabeled: int = 256          # plan: 20k / 3k / 1k
+    n_labeled: int = 512
+    n_test: int = 64
+    n_generalist: int = 2000
+    batch_size: int = 32
+    count_all: bool = False         # count every stage; False: Stage 1 and the fused
+                                    # inference only (dispatch counting triples the time)
+    counted_steps: int = 3          # MAE steps counted (all cost the same)
+    checks: bool = False            # the probes of check b and the fine-tuned generalist (e)
+    pictures: int = 6               # parsed test pages drawn per pictures trace
+    seed: int = 0
+
+    def __post_init__(self):
+        check_at_least(self, side=16, patch=2, width=8, depth=1, heads=1, mae_dec_width=4,
+                       mae_dec_depth=1, mae_steps=1, stage2_steps=1, dec_width=8,
+                       merge_steps=1, heldout_steps=1, generalist_steps=1, n_unlabeled=1,
+                       n_labeled=1, n_test=1, n_generalist=1, batch_size=1)
+        if self.side % self.patch:
+            raise ModelError(f"DaveConfig.patch = {self.patch}: must divide side = "
+                             f"{self.side}")
+        if self.width % self.heads:
+            raise ModelError(f"DaveConfig.heads = {self.heads}: must divide width = "
+                             f"{self.width}")
+        if self.dec_width % 8:
+            raise ModelError(f"DaveConfig.dec_width = {self.dec_width}: must be a multiple "
+                             "of 8 (the decoders use dec_width / 2 and 3 dec_width / 4 with "
+                             "2 or 4 heads)")
+        if not 2 <= self.decoders <= len(STAGE2_DECODERS):
+            raise ModelError(f"DaveConfig.decoders = {self.decoders}: must be 2.."
+                             f"{len(STAGE2_DECODERS)} (merging needs two copies)")
+        if not 0.0 < self.mask_ratio < 1.0:
+            raise ModelError(f"DaveConfig.mask_ratio = {self.mask_ratio}: must lie strictly "
+                             "between 0 and 1")
+        for name in ("mae_lr", "stage2_lr", "merge_lr", "generalist_lr"):
+            if not getattr(self, name) > 0:
+                raise ModelError(f"DaveConfig.{name} = {getattr(self, name)}: must be > 0")
+
+
+PRESETS = {
+    "quick": {"fashion-mnist": {}},
+    "full": {"fashion-mnist": {"width": 128, "depth": 4, "mae_steps": 2000,
+                               "stage2_steps": 1500, "stage2_lr": 3e-4, "decoders": 3,
+                               "merge_steps": 500, "heldout_steps": 1000,
+                               "generalist_steps": 1500, "n_unlabeled": 20000,
+                               "n_labeled": 3000, "n_test": 1000, "n_generalist": 20000,
+                               "batch_size": 64}},
+}
+
+
+def load_data(dataset: str, cfg: DaveConfig):
+    """Rendered pages with Fashion-MNIST figures (``data.load``)."""
+    from models.dave import data
+    return data.load(cfg)
+
+
+def simulate(cfg: DaveConfig, device, data, progress=None) -> Outcome:
+    """Stage 1 (MAE, raw pixels), Stage 2 (one encoder copy per decoder), the learned
+    merge against the plain average and each copy under a fresh decoder D, and the fused
+    encoder (generalist + merged specialist) against each branch alone; with ``checks``
+    also the linear probes of check b (MAE-pixel, random init, norm-pix MAE) and the
+    fine-tuned generalist of check e.
+
+    Ledger scopes: ``stage1`` (its first ``counted_steps`` MAE steps: every step costs the
+    same) and ``infer`` (the fused encoder + decoder D parsing the test pages, the deployed
+    inference) always; with ``count_all`` also ``stage2/<decoder>``, ``merge``,
+    ``generalist``, ``heldout/<encoder>`` and ``eval/<encoder>``.
+    """
+    import contextlib
+
+    import torch
+
+    from models.dave import model as M
+    from models.dave import pictures
+    torch.set_num_threads(1)      # 2 shared cores: a second thread only spins
+    total = 7
+    tick = (lambda i, m: progress(i, total, m)) if progress else (lambda i, m: None)
+    cdev = device if cfg.count_all else None      # the stages counted only on request
+    enc0, mae_losses = M.train_mae(cfg, data.unlabeled, device)
+    tick(1, {"mae_loss": mae_losses[-1]})
+    names = STAGE2_DECODERS[:cfg.decoders]
+    copies, s2 = [], {}
+    for i, name in enumerate(names):
+        enc = M.clone_vit(cfg, enc0)
+        _, s2[name] = M.train_parser(cfg, enc, name, data.labeled, cdev, cfg.stage2_steps,
+                                     scope=f"stage2/{name}", seed_offset=10 * i)
+        enc.eval()
+        copies.append(enc)
+    tick(2, {"stage2_loss": sum(v[-1] for v in s2.values()) / len(s2)})
+    merged, merge_losses = M.train_merge(cfg, M.clone_vit(cfg, enc0), copies,
+                                         data.unlabeled, cdev)
+    with torch.no_grad():
+        avg = M.Merged(M.clone_vit(cfg, enc0), copies)      # logits 0: the plain average
+    tick(3, {"merge_loss": merge_losses[-1]})
+    gen_enc = M.train_generalist(cfg, data.fashion_x, data.fashion_y, cdev)
+    encoders = {"fused": M.Fused(gen_enc, merged), "merged": merged, "average": avg,
+                "generalist": gen_enc}
+    encoders.update({f"copy_{n}": c for n, c in zip(names, copies, strict=True)})
+    m = {}
+    if cfg.checks:       # check e: the generalist fine-tuned on the labelled pages alone
+        ft = M.clone_vit(cfg, gen_enc)
+        for p in ft.parameters():
+            p.requires_grad_(True)
+        M.train_parser(cfg, ft, "tf2", data.labeled, cdev, cfg.stage2_steps,
+                       scope="finetune_generalist", seed_offset=50)
+        encoders["finetuned_generalist"] = ft
+    tick(4, {})
+    seqs = {}
+    for name, enc in encoders.items():
+        for p in enc.parameters():
+            p.requires_grad_(False)
+        enc.eval()
+        dec, _ = M.train_parser(cfg, enc, "heldout", data.labeled, cdev, cfg.heldout_steps,
+                                train_encoder=False, scope=f"heldout/{name}")
+        counted = name == "fused" or cfg.count_all
+        scope = "infer" if name == "fused" else f"eval/{name}"
+        with (device.count(scope, samples=len(data.test.images)) if counted
+              else contextlib.nullcontext()):
+            r = M.evaluate_parser(enc, dec, data.test)
+        m[f"{name}_box_f1"] = r["box_f1"]
+        m[f"{name}_figure_accuracy"] = r["figure_accuracy"]
+        seqs[name] = r["seqs"]
+    tick(5, {"fused_box_f1": m["fused_box_f1"]})
+    singles = [m[f"copy_{n}_box_f1"] for n in names]
+    m["mean_single_box_f1"] = sum(singles) / len(singles)
+    m["merge_minus_average_box_f1"] = m["merged_box_f1"] - m["average_box_f1"]
+    m["merge_minus_single_box_f1"] = m["merged_box_f1"] - m["mean_single_box_f1"]
+    m["distill_mse_merged"] = M.distill_mse(merged, copies, data.test.images)
+    m["distill_mse_average"] = M.distill_mse(avg, copies, data.test.images)
+    m["fused_minus_specialist_figure_accuracy"] = (m["fused_figure_accuracy"]
+                                                   - m["merged_figure_accuracy"])
+    m["fused_minus_specialist_box_f1"] = m["fused_box_f1"] - m["merged_box_f1"]
+    m["fused_minus_generalist_box_f1"] = m["fused_box_f1"] - m["generalist_box_f1"]
+    m["mae_final_loss"] = mae_losses[-1]
+    m["box_f1"] = m["fused_box_f1"]
+    traces = {"mae_loss": curve(mae_losses), "merge_loss": curve(merge_losses)}
+    if cfg.checks:
+        m["fused_minus_finetuned_generalist_box_f1"] = (m["fused_box_f1"]
+                                                        - m["finetuned_generalist_box_f1"])
+        with M.seeded(cfg.seed + 8):
+            rand = M.new_vit(cfg)
+        enc_np, np_losses = M.train_mae(cfg, data.unlabeled, None, norm_pix=True)
+        for name, enc in (("mae_pixel", enc0), ("random_init", rand), ("norm_pix", enc_np)):
+            enc.eval()
+            m[f"probe_{name}"] = M.probe_accuracy(cfg, enc, data.labeled, data.test)
+        m["probe_pixel_minus_random"] = m["probe_mae_pixel"] - m["probe_random_init"]
+        m["probe_pixel_minus_norm_pix"] = m["probe_mae_pixel"] - m["probe_norm_pix"]
+        m["norm_pix_loss_spikes"] = M.loss_spikes(np_losses)
+        m["pixel_loss_spikes"] = M.loss_spikes(mae_losses)
+        traces["mae_norm_pix_loss"] = curve(np_losses)
+    tick(6, m)
+    traces.update({f"stage2_{k}_loss": curve(v) for k, v in s2.items()})
+    n_pic = min(cfg.pictures, len(data.test.images))
+    for name in ("fused", "merged"):
+        traces[f"pictures_{name}"] = Trace("pictures", pictures.parsed_pages(
+            data.test.images, data.test.boxes, data.test.fashion, seqs[name], n_pic))
+    tick(7, {})
+    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
+             "decoders": list(names), "tokens_per_page": (cfg.side // cfg.patch) ** 2,
+             "counted": f"stage1: the first {min(cfg.counted_steps, cfg.mae_steps)} of "
+                        f"{cfg.mae_steps} MAE steps; infer: the fused encoder + decoder D on "
+                        f"{len(data.test.images)} test pages"
+                        + ("; every other stage too" if cfg.count_all else ""),
+             "pictures": "test pages, ground-truth boxes (left) and the boxes decoder D "
+                         "parsed (right); N nav, T title, x text, B button, F figure"}
+    return Outcome(m, traces, None, facts)
+
+
+BENCH = {"mae_steps": 200, "stage2_steps": 250, "decoders": 3, "merge_steps": 50,
+         "heldout_steps": 800, "generalist_steps": 300, "n_labeled": 1024, "n_test": 128,
+         "n_generalist": 4000, "checks": True}
+"""The smallest scale at which parsing learns on every decoder (box F1 ~0.6) and the checks
+can be read: ``bench/dave.py``'s default (~4 min a seed on a loaded 2-core machine)."""
+
+
+def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
+    """The digest's checks over 3 seeds (``experiment.experiment``)."""
+    from models.dave.experiment import experiment as run_experiment
+    return run_experiment(preset, seed, profiles, progress)
+
+
+METRICS = {"*_box_f1": "1", "*_figure_accuracy": "1", "box_f1": "1",
+           "mean_single_box_f1": "1", "distill_mse_*": "a.u. (squared feature error)",
+           "mae_final_loss": "a.u. (squared pixel error)", "probe_*": "1",
+           "*_loss_spikes": "count"}
+"""Box F1 (IoU 0.5) and figure-class accuracies are fractions; MSEs are squared errors of
+features (distillation) or of [0, 1] pixels (MAE); probes are per-patch element-class
+accuracies; loss spikes count MAE steps above 10x the running median."""
+
+CARD = Card(
+    name="dave",
+    title="DAVE: a vision encoder for documents and web agents (MAE-pixel, multi-decoder "
+          "pretraining, learned merge, generalist fusion)",
+    reference="Huang, Hua, Yu, Darrell, Feris & Herzig, ICLR 2026, arXiv:2512.17221",
+    claim="learned merging of decoder-specific encoders beats the plain average and single "
+          "copies (Doc 63.4 vs 62.8 vs 55.6), and fusion with SigLIP2 gives +10.5% on "
+          "doc/web benchmarks",
+    device_kinds=("gpu", "cpu"),
+    datasets=("fashion-mnist",),
+    config=DaveConfig,
+    presets=PRESETS,
+    default_profile="a100",
+    default_dataset="fashion-mnist",
+    study_profiles={"gpu": "a100"},
+    metrics=METRICS,
+    main_metric="box_f1",
+)
+METHOD = register(CARD, simulate=simulate, experiment=experiment, load_data=load_data)

@@ -1,0 +1,23 @@
+"""DAVE's config refuses what the pipeline cannot run, with one-line errors."""
+import pytest
+
+from models.dave.card import PRESETS, DaveConfig
+from sim.errors import ModelError
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"decoders": 1}, r"^DaveConfig.decoders = 1: must be 2..3 \(merging needs two copies\)$"),
+    ({"patch": 7}, r"^DaveConfig.patch = 7: must divide side = 64$"),
+    ({"heads": 3}, r"^DaveConfig.heads = 3: must divide width = 64$"),
+    ({"dec_width": 12}, r"^DaveConfig.dec_width = 12: must be a multiple of 8"),
+    ({"mask_ratio": 1.0}, r"^DaveConfig.mask_ratio = 1.0: must lie strictly between 0 and 1$"),
+    ({"merge_lr": 0.0}, r"^DaveConfig.merge_lr = 0.0: must be > 0$"),
+])
+def test_config_refuses(bad, match):
+    with pytest.raises(ModelError, match=match):
+        DaveConfig(**bad)
+
+
+def test_full_preset_is_a_valid_config():
+    cfg = DaveConfig(**PRESETS["full"]["fashion-mnist"])
+    assert cfg.decoders == 3 and cfg.mae_steps == 2000

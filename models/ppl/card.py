@@ -39,6 +39,7 @@ class PPLConfig:
     lr: float = 3e-4                # Adam (digest; paper 1e-4 at batch 64)
     batch_size: int = 32
     steps: int = 150
+    counted_steps: int = 3          # training steps the ledger counts (all are alike)
     iterations: int = 4             # iterative inference (paper's default)
     occlusion: str = "center"       # CenterMasking or 30% RandomMasking
     occluded: int = 200             # test images the iteration check runs on
@@ -51,7 +52,7 @@ class PPLConfig:
                 raise ModelError(f"PPLConfig.{name} = {getattr(self, name)!r}: must be one "
                                  f"of {allowed}")
         check_at_least(self, size=16, train=8, test=8, keypoints=2, width=4, banks=1, codes=1,
-                       memory_dim=2, batch_size=1, steps=1, iterations=1, occluded=1,
+                       memory_dim=2, batch_size=1, steps=1, counted_steps=0, iterations=1, occluded=1,
                        mask_blocks=1)
         if self.size % 8:
             raise ModelError(f"PPLConfig.size = {self.size}: must be a multiple of 8 (the "
@@ -67,8 +68,10 @@ class PPLConfig:
 
 
 PRESETS = {
-    # quick: 2000 32-px figures, 150 steps (~1 min on 2 busy cores)
-    "quick": {"procedural-figures": {}},
+    # quick: 512 32-px figures, 40 steps of 16, width 8 (a smoke run: ~0.5 s a step at
+    # load ~5 on 2 cores; it trains too little for the checks, see README)
+    "quick": {"procedural-figures": {"train": 512, "test": 128, "width": 8, "batch_size": 16,
+                                     "steps": 40, "occluded": 64}},
     # full: the digest's small-scale plan (64 px, 10k/1k figures, 3k steps)
     "full": {"procedural-figures": {"size": 64, "train": 10000, "test": 1000,
                                     "steps": 3000, "occluded": 1000}},

@@ -52,8 +52,8 @@ class PPLConfig:
                 raise ModelError(f"PPLConfig.{name} = {getattr(self, name)!r}: must be one "
                                  f"of {allowed}")
         check_at_least(self, size=16, train=8, test=8, keypoints=2, width=4, banks=1, codes=1,
-                       memory_dim=2, batch_size=1, steps=1, counted_steps=0, iterations=1, occluded=1,
-                       mask_blocks=1)
+                       memory_dim=2, batch_size=1, steps=1, counted_steps=0, iterations=1,
+                       occluded=1, mask_blocks=1)
         if self.size % 8:
             raise ModelError(f"PPLConfig.size = {self.size}: must be a multiple of 8 (the "
                              "UNet halves it twice; RandomMasking uses 8 x 8 blocks)")

@@ -57,7 +57,9 @@ def test_memory_quantises_to_the_nearest_code_and_reports_perplexity():
 
 def test_memory_ema_moves_a_used_code_toward_its_vectors():
     mem = P.Memory(4, banks=1, codes=2, dim=3, decay=0.9)
-    mem.codebook.zero_(); mem.ema_sum.zero_(); mem.ema_count.fill_(1.0)
+    mem.codebook.zero_()
+    mem.ema_sum.zero_()
+    mem.ema_count.fill_(1.0)
     g = torch.ones(2, 1, 3)                                  # two vectors on code 0
     mem.ema_update(g, torch.zeros(2, 1, dtype=torch.long))
     # count0 = 0.9 + 0.1 * 2 = 1.1, sum0 = 0.1 * 2 = 0.2; Laplace smoothing of the counts
@@ -127,7 +129,7 @@ def test_figures_are_seeded_and_limbs_keep_their_proportions():
     assert 0 <= f1.images.min() and f1.images.max() <= 1
     # every limb length / its base length is the figure's one scale (1.2 x U(0.6, 0.9))
     ratio = np.stack([np.linalg.norm(f1.joints[:, c] - f1.joints[:, p], axis=-1) / L
-                      for (p, c), L in zip(D.EDGES, D.LENGTHS)], 1)
+                      for (p, c), L in zip(D.EDGES, D.LENGTHS, strict=True)], 1)
     assert np.allclose(ratio, ratio[:, :1], rtol=1e-5)
     assert 0.72 - 1e-6 <= ratio.min() and ratio.max() <= 1.08 + 1e-6
     assert not np.array_equal(f1.images, f1.refs)           # another pose, same look

@@ -172,6 +172,19 @@ class Memory(nn.Module):
         self.register_buffer("ema_count", torch.ones(banks, codes))
         self.register_buffer("ema_sum", self.codebook.clone())
         self.register_buffer("usage", torch.zeros(banks, codes))
+        self.register_buffer("started", torch.zeros((), dtype=torch.bool))
+
+    @torch.no_grad()
+    def start_from(self, g: torch.Tensor) -> None:
+        """Data-dependent codebook start: each bank's codes are bank vectors of the first
+        training batch (cycled when the batch is smaller than ``codes``). A deviation from
+        the release, whose N(0, 1) codes sit far from the encoder's outputs, so that every
+        vector picks the same code and the banks collapse (perplexity 1 in our runs)."""
+        pick = torch.arange(self.codes, device=g.device) % len(g)
+        self.codebook.copy_(g[pick].transpose(0, 1))                       # (m, k, d)
+        self.ema_sum.copy_(self.codebook)
+        self.ema_count.fill_(1.0)
+        self.started.fill_(True)
 
     def encode(self, pts: torch.Tensor) -> torch.Tensor:
         x = self.enc_norm(self.enc(self.inp(pts)))                         # (B, N, d)
@@ -204,6 +217,8 @@ class Memory(nn.Module):
     def forward(self, pts: torch.Tensor, update: bool = False):
         """Reconstruct poses through the memory: (T'_rec, commitment loss, indices)."""
         g = self.encode(pts)
+        if update and not bool(self.started):
+            self.start_from(g.detach())
         q, idx = self.quantise(g)
         if update:
             self.ema_update(g.detach(), idx)

@@ -149,3 +149,17 @@ def test_center_occlusion_zeroes_a_quarter_of_the_image():
 def test_config_refuses_bad_values(field, value, match):
     with pytest.raises(ModelError, match=match):
         PPLConfig(**{field: value})
+
+
+def test_memory_codebook_starts_from_the_first_batch():
+    mem = P.Memory(12, banks=3, codes=4, dim=8)
+    pts = torch.rand(6, 12, 2)
+    g = mem.encode(pts).detach()                            # (6, 3, 8)
+    mem.start_from(g)
+    # code c of bank b is vector c's bank-b vector; each of those picks its own code
+    assert torch.equal(mem.codebook, g[:4].transpose(0, 1))
+    assert mem.quantise(g[:4])[1].tolist() == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]
+    assert bool(mem.started)
+    mem2 = P.Memory(12, banks=3, codes=4, dim=8)
+    mem2(pts, update=True)                                  # the first update starts it
+    assert bool(mem2.started) and not bool(P.Memory(12).started)

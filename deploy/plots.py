@@ -128,6 +128,22 @@ def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
     return fig
 
 
+def plot_pictures(name: str, pictures: np.ndarray, unit: str = "",
+                  max_images: int = 8) -> Figure:
+    """A ``pictures`` trace (N, H, W, 3), RGB in [0, 1], as a row of colour pictures large
+    enough to read the overlays drawn into them (keypoints, boxes, anomaly heat), N <= 8."""
+    pictures = np.asarray(pictures, dtype=float)[:max_images]
+    n = len(pictures)
+    fig = Figure(figsize=(2.2 * n + 0.4, 2.6), layout="constrained")
+    for i, ax in enumerate(fig.subplots(1, n, squeeze=False)[0]):
+        ax.imshow(pictures[i], interpolation="nearest")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(str(i), fontsize=7)
+    fig.suptitle(_with_unit(name, unit), fontsize=9)
+    return fig
+
+
 def plot_scatter(name: str, points: np.ndarray, unit: str = "",
                  max_points: int = 50_000) -> Figure:
     """A ``scatter`` trace (k, 3) of (x, y, value): the points coloured by value (a diverging

@@ -41,6 +41,7 @@ from deploy.plots import (
     plot_energy_bars,
     plot_image_grid,
     plot_per_core,
+    plot_pictures,
     plot_raster,
     plot_rate_histogram,
     plot_scatter,
@@ -331,6 +332,8 @@ def _trace_section(run: Run, name: str, trace) -> str:
         return _img(plot_scatter(name, data, unit), name)
     if trace.kind == "bands":
         return _img(plot_bands(name, data, trace.columns, unit), name)
+    if trace.kind == "pictures":
+        return _img(plot_pictures(name, data, unit), name)
     return _img(plot_image_grid(name, data, unit), name)   # images
 
 

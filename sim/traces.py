@@ -10,6 +10,8 @@ curve      1-D, one value per step / epoch  a line over the index
 raster     (k, 2): spike time (s), neuron   a spike raster
 per_core   1-D, one value per core          bars per core
 images     (N, H, W)                        a row of pictures
+pictures   (N, H, W, 3): RGB in [0, 1]          a row of colour pictures (overlays drawn in:
+                                            keypoints, boxes, heat over a slice)
 table      2-D, rows x ``columns``          an HTML table
 scatter    (k, 3): x, y, value              points at (x, y) coloured by value
 bands      (A, S, T): A series (``columns`` one line per series: the mean over the S
@@ -25,7 +27,8 @@ import numpy as np
 
 from sim.errors import ModelError
 
-TRACE_KINDS = ("curve", "raster", "per_core", "images", "table", "scatter", "bands")
+TRACE_KINDS = ("curve", "raster", "per_core", "images", "pictures", "table", "scatter",
+               "bands")
 
 
 @dataclass(frozen=True)
@@ -49,16 +52,22 @@ class Trace:
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
         expected = {"curve": "1-D", "per_core": "1-D", "raster": "(k, 2)",
-                    "images": "(N, H, W)", "table": "2-D", "scatter": "(k, 3)",
+                    "images": "(N, H, W)", "pictures": "(N, H, W, 3)", "table": "2-D",
+                    "scatter": "(k, 3)",
                     "bands": "(series, seeds, steps)"}[self.kind]
         ok = {"curve": data.ndim == 1, "per_core": data.ndim == 1,
               "raster": data.ndim == 2 and data.shape[1] == 2,
-              "images": data.ndim == 3, "table": data.ndim == 2,
+              "images": data.ndim == 3,
+              "pictures": data.ndim == 4 and data.shape[3] == 3, "table": data.ndim == 2,
               "scatter": data.ndim == 2 and data.shape[1] == 3,
               "bands": data.ndim == 3}[self.kind]
         if not ok:
             raise ModelError(f"Trace of kind {self.kind!r} has shape {data.shape}; expected "
                               f"{expected}")
+        if self.kind == "pictures" and data.size and not (
+                np.isfinite(data).all() and data.min() >= 0.0 and data.max() <= 1.0):
+            raise ModelError(f"pictures Trace holds values in [{np.nanmin(data):.4g}, "
+                              f"{np.nanmax(data):.4g}] or non-finite ones; expected RGB in [0, 1]")
         if self.kind == "table" and len(self.columns) != data.shape[1]:
             raise ModelError(f"table Trace has {data.shape[1]} columns but "
                               f"{len(self.columns)} column names")

@@ -425,7 +425,7 @@ def test_each_trace_kind_has_its_drawing(toy, tmp_path, monkeypatch):
     no core_ prefix. Each kind goes to its own plot, with the trace's unit."""
     seen = []
     for fn in ("plot_trace", "plot_raster", "plot_per_core", "plot_image_grid",
-               "plot_scatter"):
+               "plot_pictures", "plot_scatter"):
         real = getattr(rp, fn)
 
         def spy(name, data, unit, _fn=fn, _real=real):
@@ -436,6 +436,7 @@ def test_each_trace_kind_has_its_drawing(toy, tmp_path, monkeypatch):
               "spikes": Trace("raster", np.array([[0.5, 1], [1.5, 0]]), "ms"),
               "neurons": Trace("per_core", np.array([3.0, 4.0]), "neurons"),
               "core_routes": Trace("images", np.zeros((2, 4, 4)), "a.u."),
+              "overlays": Trace("pictures", np.ones((3, 4, 5, 3)), "RGB"),
               "routes": Trace("table", np.array([[0.5, 2.0]]), "", ("x", "y")),
               "scores": Trace("scatter", np.array([[0.0, 1.0, -0.5], [1.0, 0.0, 0.5]]), "1"),
               "empty": curve([])}
@@ -444,6 +445,7 @@ def test_each_trace_kind_has_its_drawing(toy, tmp_path, monkeypatch):
                     ("plot_raster", "spikes", "ms", (2, 2)),
                     ("plot_per_core", "neurons", "neurons", (2,)),
                     ("plot_image_grid", "core_routes", "a.u.", (2, 4, 4)),
+                    ("plot_pictures", "overlays", "RGB", (3, 4, 5, 3)),
                     ("plot_scatter", "scores", "1", (2, 3))]
     doc = (tmp_path / "r.html").read_text()
     assert "<h3>routes (1 rows)</h3>" in doc and "<td>0.5</td><td class=n>2</td>" in doc

@@ -328,6 +328,7 @@ def _typed_traces():
         "spike_raster": Trace("raster", np.array([[0.001, 3], [0.002, 0]]), "s"),
         "neurons": Trace("per_core", np.array([0.5, 0.25, 1.0]), "fraction of the core's limit"),
         "prototypes": Trace("images", np.arange(12, dtype=np.float32).reshape(3, 2, 2)),
+        "overlays": Trace("pictures", np.linspace(0, 1, 24).reshape(2, 2, 2, 3)),
         "routes": Trace("table", np.array([[0, 1, 1, 7], [1, 3, 2, 9]], np.int64), "",
                         ("src_core", "dst_core", "hops", "neurons")),
         "labels": Trace("table", np.array([["a", "b"], ["c", "d"]]), "", ("x", "y")),
@@ -439,7 +440,8 @@ def test_trace_of_an_unknown_kind_is_a_one_line_error(tmp_path, toy_gpu_path):
     with h5py.File(path, "a") as f:
         f["traces"]["train_loss"].attrs["kind"] = "histogram"
     _one_line_error(path, r"^run file '.*run.h5': trace 'train_loss' has kind 'histogram'; "
-                          r"kinds are curve, raster, per_core, images, table, scatter, bands$")
+                          r"kinds are curve, raster, per_core, images, pictures, table, scatter, "
+                          r"bands$")
 
 
 def test_trace_whose_shape_does_not_fit_its_kind_is_a_one_line_error(tmp_path, toy_gpu_path):

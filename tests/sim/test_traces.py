@@ -14,12 +14,16 @@ def test_curve_is_a_float_line_with_its_unit():
 
 @pytest.mark.parametrize("kind,data,match", [
     ("line", np.zeros(3), r"^Trace kind 'line' is not known; kinds are curve, raster, per_core, "
-                          r"images, table, scatter, bands$"),
+                          r"images, pictures, table, scatter, bands$"),
     ("curve", np.zeros((2, 2)), r"^Trace of kind 'curve' has shape \(2, 2\); expected 1-D$"),
     ("raster", np.zeros((4, 3)), r"^Trace of kind 'raster' has shape \(4, 3\); expected "
                                  r"\(k, 2\)$"),
     ("images", np.zeros((2, 3)), r"^Trace of kind 'images' has shape \(2, 3\); expected "
                                  r"\(N, H, W\)$"),
+    ("pictures", np.zeros((2, 3, 3)), r"^Trace of kind 'pictures' has shape \(2, 3, 3\); "
+                                      r"expected \(N, H, W, 3\)$"),
+    ("pictures", np.full((1, 2, 2, 3), 1.5), r"^pictures Trace holds values in \[1.5, 1.5\] "
+                                             r"or non-finite ones; expected RGB in \[0, 1\]$"),
 ])
 def test_shape_must_fit_the_kind(kind, data, match):
     with pytest.raises(ModelError, match=match):

@@ -37,6 +37,9 @@ class PPLConfig:
     mask_blocks: int = 16           # block grid of the I_ref mask (release default)
     missing: float = 0.8            # share of blocks removed (release default)
     lr: float = 3e-4                # Adam (digest; paper 1e-4 at batch 64)
+    link_lr: float = 1e-4           # Adam on the link logits S (their 512 scale makes
+                                    # each step move softplus's argument by ~512 lr)
+    link_start: float = -4.0        # W starts at softplus(N(0,1) + link_start)
     batch_size: int = 32
     steps: int = 150
     counted_steps: int = 3          # training steps the ledger counts (all are alike)

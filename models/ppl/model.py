@@ -30,12 +30,13 @@ def link_pairs(n: int) -> tuple[torch.Tensor, torch.Tensor]:
 class Prior(nn.Module):
     """Link weights over the template (the template itself lives in the memory, or frozen)."""
 
-    def __init__(self, n: int, sklr: float = 512.0, seed: int = 0):
+    def __init__(self, n: int, sklr: float = 512.0, seed: int = 0, start: float = -4.0):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
         self.sklr = sklr
-        # (N(0,1) - 4) / sklr: W starts at softplus(-4 + noise) ~ 0.02 (the release's init)
-        self.s = nn.Parameter((torch.randn(n, n, generator=g) - 4) / sklr)
+        # (N(0,1) + start) / sklr: W starts at softplus(start + noise); the release's start
+        # is -4 (W ~ 0.02)
+        self.s = nn.Parameter((torch.randn(n, n, generator=g) + start) / sklr)
 
     def weights(self) -> torch.Tensor:
         w = torch.triu(F.softplus(self.sklr * self.s), 1)
@@ -44,17 +45,20 @@ class Prior(nn.Module):
 
 def render(points: torch.Tensor, w: torch.Tensor, size: int, thick: float) -> torch.Tensor:
     """Link heatmap (B, 1, size, size): the max over links of ``w_ij exp(-d^2 / thick)``,
-    ``d`` the distance of each pixel centre (in [-1, 1] units) to segment ``P_i P_j``."""
+    ``d`` the distance of each pixel centre (in [-1, 1] units) to segment ``P_i P_j``.
+
+    x and y are kept as separate (B, L, HW) tensors: sums over a trailing axis of 2 cost
+    a reduction kernel each and dominated a training step."""
     b, n, _ = points.shape
     i, j = link_pairs(n)
     c = (torch.arange(size, device=points.device, dtype=points.dtype) + 0.5) / size * 2 - 1
-    yy, xx = torch.meshgrid(c, c, indexing="ij")
-    u = torch.stack([xx, yy], -1).reshape(1, 1, -1, 2)                     # (1, 1, HW, 2)
-    a, e = points[:, i, None], points[:, j, None]                          # (B, L, 1, 2)
-    ab = e - a
-    t = (((u - a) * ab).sum(-1) / (ab.pow(2).sum(-1) + 1e-8)).clamp(0, 1)   # (B, L, HW)
-    d2 = (u - a - t[..., None] * ab).pow(2).sum(-1)
-    s = (w[i, j][None, :, None] * torch.exp(-d2 / thick)).amax(1)           # (B, HW)
+    ux, uy = c.repeat(size).view(1, 1, -1), c.repeat_interleave(size).view(1, 1, -1)
+    ax, ay = points[:, i, 0, None], points[:, i, 1, None]                  # (B, L, 1)
+    abx, aby = points[:, j, 0, None] - ax, points[:, j, 1, None] - ay
+    dx, dy = ux - ax, uy - ay                                              # (B, L, HW)
+    t = ((dx * abx + dy * aby) / (abx * abx + aby * aby + 1e-8)).clamp(0, 1)
+    ex, ey = dx - t * abx, dy - t * aby
+    s = (w[i, j][None, :, None] * torch.exp((ex * ex + ey * ey) / -thick)).amax(1)
     return s.reshape(b, 1, size, size)
 
 
@@ -105,6 +109,11 @@ class Regressor(nn.Module):
         tp = template.expand(b, -1, -1)
         z = torch.cat([feat, self.coord(where), self.point(tp)], -1)
         theta = self.mlp(z).view(b, self.n, 2, 3)
+        # the translation column is a residual over (attended coordinate - P_i), so the
+        # identity start gives P'_i = the attention centroid of map i rather than the
+        # image-independent P_i: from the release's identity start the regressor's output
+        # stayed the same for every image (std < 1e-3 after 300 steps at 32 px)
+        theta = theta + F.pad((where - tp)[..., None], (2, 0))
         homog = torch.cat([tp, torch.ones_like(tp[..., :1])], -1)          # (B, N, 3)
         return torch.einsum("bnij,bnj->bni", theta, homog), theta
 
@@ -155,9 +164,11 @@ class Memory(nn.Module):
     """
 
     def __init__(self, n: int, banks: int = 8, codes: int = 8, dim: int = 64, layers: int = 2,
-                 decay: float = 0.9, eps: float = 1e-5):
+                 decay: float = 0.9, eps: float = 1e-5, restart: float = 0.1,
+                 spread: float = 0.3):
         super().__init__()
         self.banks, self.codes, self.dim, self.decay, self.eps = banks, codes, dim, decay, eps
+        self.restart = restart
         self.inp = nn.Linear(2, dim)
         self.enc = nn.Sequential(*[Mixer(n, dim, 32, dim) for _ in range(layers)])
         self.enc_norm = nn.LayerNorm(dim)
@@ -173,6 +184,19 @@ class Memory(nn.Module):
         self.register_buffer("ema_sum", self.codebook.clone())
         self.register_buffer("usage", torch.zeros(banks, codes))
         self.register_buffer("started", torch.zeros((), dtype=torch.bool))
+        if spread:
+            self._spread_template(spread)
+
+    @torch.no_grad()
+    def _spread_template(self, spread: float) -> None:
+        """Rescale the decoder's last layer so the initial template is centred with
+        per-axis std ``spread``, like the frozen random template (U(-0.5, 0.5): std 0.29).
+        The random decoder alone puts template points outside [-1, 1], where the boundary
+        loss, the same for every image, drowned the reconstruction gradient."""
+        y = self.decode(self.codebook.mean(1)[None])[0]                    # (N, 2)
+        k = spread / y.std(0)
+        self.dec_out.weight.mul_(k[:, None])
+        self.dec_out.bias.copy_((self.dec_out.bias - y.mean(0)) * k)
 
     @torch.no_grad()
     def start_from(self, g: torch.Tensor) -> None:
@@ -213,6 +237,19 @@ class Memory(nn.Module):
         tot = self.ema_count.sum(1, keepdim=True)
         smoothed = (self.ema_count + self.eps) / (tot + self.codes * self.eps) * tot
         self.codebook.copy_(self.ema_sum / smoothed[..., None])
+        # dead-code restart (not in the release): a code whose EMA count falls below
+        # ``restart`` x its uniform share of the batch moves to a random vector of this
+        # batch plus noise, so a bank cannot stay at one code (the release's banks
+        # collapsed to perplexity 1 here)
+        dead = self.ema_count < self.restart * len(g) / self.codes             # (m, k)
+        if self.restart and bool(dead.any()):
+            pick = torch.randint(len(g), dead.shape, device=g.device)
+            new = g[pick, torch.arange(self.banks, device=g.device)[:, None]]   # (m, k, d)
+            new = new + 0.1 * g.std(0).mean() * torch.randn_like(new)
+            self.codebook.copy_(torch.where(dead[..., None], new, self.codebook))
+            self.ema_sum.copy_(torch.where(dead[..., None], new, self.ema_sum))
+            self.ema_count.copy_(torch.where(dead, torch.ones_like(self.ema_count),
+                                             self.ema_count))
 
     def forward(self, pts: torch.Tensor, update: bool = False):
         """Reconstruct poses through the memory: (T'_rec, commitment loss, indices)."""
@@ -265,7 +302,7 @@ class PPL(nn.Module):
         self.cfg = cfg
         n = cfg.keypoints
         torch.manual_seed(cfg.seed)
-        self.prior = Prior(n, seed=cfg.seed)
+        self.prior = Prior(n, seed=cfg.seed, start=cfg.link_start)
         self.regressor = Regressor(n, cfg.width)
         self.unet = UNet(cfg.width)
         self.alpha = nn.Parameter(torch.ones(()))

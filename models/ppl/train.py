@@ -44,7 +44,9 @@ def references(model: PPL, img: torch.Tensor, pair: torch.Tensor, gen) -> torch.
 
 def fit(model: PPL, tr: figs.Figures, cfg, dev, progress=None) -> list[float]:
     """Adam on the summed losses; the memory's EMA codebook follows each batch."""
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
+    links = [model.prior.s]
+    rest = [p for p in model.parameters() if p.requires_grad and p is not model.prior.s]
+    opt = torch.optim.Adam([{"params": rest}, {"params": links, "lr": cfg.link_lr}], lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed + 1)
     rng = np.random.default_rng([cfg.seed, 2])
     x_all = torch.as_tensor(tr.images)

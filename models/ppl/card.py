@@ -33,6 +33,7 @@ class PPLConfig:
     memory_dim: int = 64            # d (paper 512)
     prior: str = "learned"          # or frozen_random: fixed random template, no memory
     reference: str = "masked_self"  # the release's I_ref; "pair": another pose, same look
+    limb_px: float = 0.0            # limb width of the figures, pixels (0: size / 16)
     thick: float = 0.0              # 0 picks (2 * 1.5 / size)^2, ~1.5 px lines
     mask_blocks: int = 16           # block grid of the I_ref mask (release default)
     missing: float = 0.8            # share of blocks removed (release default)
@@ -93,7 +94,9 @@ def simulate(cfg: PPLConfig, device, data, progress=None) -> Outcome:
     ``infer/iterative``."""
     import dataclasses
 
+    from models.ppl import data as figs
     from models.ppl import model as ppl_model
+    from models.ppl import pictures as pics
     from models.ppl import train
     if not cfg.thick:
         cfg = dataclasses.replace(cfg, thick=ppl_model.thick_for(cfg.size))
@@ -104,29 +107,33 @@ def simulate(cfg: PPLConfig, device, data, progress=None) -> Outcome:
     m = res["metrics"]
     m["parameters"] = float(ppl_model.parameters(net))
     m["final_loss"] = losses[-1]
+    w = net.prior.weights().detach().cpu().numpy()
+    k = len(figs.EDGES)
+    te, show = data.test, slice(0, 8)
     traces = {"train_loss": curve(losses, "a.u. (summed losses)"),
               "occluded_error_per_iteration": curve(res["per_iteration_error"],
                                                     "% of image size"),
+              "occluded_raw_error_per_iteration": curve(res["per_iteration_raw_error"],
+                                                        "% of image size"),
               "prototype_distance_per_iteration": curve(res["prototype_distance"],
                                                         "[-1, 1] units"),
-              "keypoints_over_images": Trace("images", overlay(data.test.images[:8],
-                                                               res["detections"][:8]))}
+              # GT skeleton green, prediction (detections through the regression map) red
+              "keypoints_over_images": Trace("pictures", pics.poses_over_images(
+                  te.images[show], te.joints[show], res["joints_pred"][show], figs.EDGES)),
+              # raw detections yellow, the K - 1 strongest learned links cyan
+              "detections_and_links": Trace("pictures", pics.detections_with_links(
+                  te.images[show], res["detections"][show], w, k)),
+              # the template at the start and at the end, with the top K - 1 links
+              "template_and_links": Trace("pictures", pics.template_with_links(
+                  [template0[0], net.template().cpu().numpy()[0]], w, k)),
+              # occluded: GT green, one pass red, after the iterations magenta
+              "occlusion_iterations": Trace("pictures", pics.occlusion_iterations(
+                  res["occluded"], te.joints[:len(res["occluded"])],
+                  res["occluded_one_pass"], res["occluded_iterated"], figs.EDGES))}
     facts = {"torch_device": str(device.torch_device), "data_source": data.source,
              "thick": cfg.thick,
              "template": net.template().cpu().numpy()[0].round(4).tolist()}
     return Outcome(m, traces, None, facts)
-
-
-def overlay(images, points):
-    """Grey images (n, H, W) with each detected keypoint marked as a white 2 x 2 dot."""
-    import numpy as np
-    grey = images.mean(1) * 0.7
-    size = grey.shape[-1]
-    pix = np.clip(((points + 1) / 2 * size).astype(int), 0, size - 2)
-    for k in range(len(grey)):
-        for x, y in pix[k]:
-            grey[k, y:y + 2, x:x + 2] = 1.0
-    return grey
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
@@ -140,6 +147,8 @@ METRICS = {"keypoint_error": "% of image size", "matching_error": "% of image si
            "memory_keypoint_error": "% of image size",
            "occluded_one_pass_error": "% of image size",
            "occluded_iterative_error": "% of image size", "iteration_gain": "1",
+           "occluded_iterative_raw_error": "% of image size",
+           "clean_error_same_images": "% of image size", "prototype_distance_shrinks": "1", "mean_pose_error": "% of image size",
            "template_procrustes": "1", "template_procrustes_init": "1", "link_recall": "1",
            "memory_gap": "[-1, 1] units", "min_bank_perplexity": "codes",
            "parameters": "count", "final_loss": "a.u. (summed losses)"}

@@ -133,6 +133,7 @@ def load(dataset: str, cfg) -> FigureData:
     another seed stream so no test figure repeats a training one."""
     if dataset not in DATASETS:
         raise ModelError(f"ppl: dataset {dataset!r}: only {DATASETS} is supported")
-    tr = make(cfg.train, cfg.size, cfg.seed * 2)
-    te = make(cfg.test, cfg.size, cfg.seed * 2 + 1)
+    w = getattr(cfg, "limb_px", 0.0) or None
+    tr = make(cfg.train, cfg.size, cfg.seed * 2, w)
+    te = make(cfg.test, cfg.size, cfg.seed * 2 + 1, w)
     return FigureData(tr, te, f"procedural: figures(size={cfg.size}, seed={cfg.seed})")

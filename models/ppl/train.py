@@ -139,10 +139,22 @@ def evaluate(model: PPL, tr: figs.Figures, te: figs.Figures, cfg, dev,
     r_it, m_it = iterative(model, occ, dev, cfg.iterations, cfg.seed)
     gt = te.joints[:n_occ]
     out["occluded_one_pass_error"] = M.l2_error(M.apply_regression(coef, r_it[0]), gt)
+    out["clean_error_same_images"] = M.l2_error(M.apply_regression(coef, raw_te[:n_occ]), gt)
     per_iter = [M.l2_error(M.apply_regression(coef, m), gt) for m in m_it]
+    # the regressor's pose at the last iteration (on the reconstruction), the other reading
+    raw_iter = [M.l2_error(M.apply_regression(coef, r), gt) for r in r_it]
+    out["occluded_iterative_raw_error"] = raw_iter[-1]
+    # distance to the nearest family prototype: the one-pass pose, then each iteration's
+    # memory pose (check d wants it to shrink at every iteration)
     dist = [float(np.linalg.norm(m[:, None] - protos[None], axis=-1).mean(-1).min(1).mean())
-            for m in m_it]
+            for m in (r_it[0], *m_it)]
+    out["prototype_distance_shrinks"] = float(all(b < a for a, b in zip(dist, dist[1:])))
     out["occluded_iterative_error"] = per_iter[-1]
     out["iteration_gain"] = out["occluded_iterative_error"] / out["occluded_one_pass_error"]
+    out["mean_pose_error"] = M.l2_error(np.broadcast_to(mean_gt, te.joints.shape), te.joints)
+    show = min(8, n_occ)
     return {"metrics": out, "per_iteration_error": per_iter, "prototype_distance": dist,
-            "detections": raw_te, "coef": coef}
+            "per_iteration_raw_error": raw_iter, "detections": raw_te, "coef": coef,
+            "joints_pred": M.apply_regression(coef, raw_te),
+            "occluded": occ[:show], "occluded_one_pass": M.apply_regression(coef, r_it[0, :show]),
+            "occluded_iterated": M.apply_regression(coef, m_it[-1, :show])}

@@ -34,12 +34,19 @@ def test_prior_links_are_symmetric_and_start_near_softplus_minus_4():
     assert 0.015 < w[torch.triu_indices(12, 12, 1).unbind()].mean().item() < 0.05
 
 
-def test_regressor_starts_at_the_identity_transform():
+def test_regressor_starts_at_the_attention_centroid():
+    # identity A and zero MLP output: P'_i = P_i + (where_i - P_i) = where_i, the centroid
+    # of attention map i over the 8 x 8 grid of cell centres
     reg = P.Regressor(12, 8)
     tpl = torch.rand(1, 12, 2) - 0.5
-    pts, theta = reg(torch.rand(3, 3, 32, 32), tpl)
-    assert torch.allclose(pts, tpl.expand(3, -1, -1))
-    assert torch.equal(theta[0, 0], torch.tensor([[1.0, 0, 0], [0, 1.0, 0]]))
+    x = torch.rand(3, 3, 32, 32)
+    pts, theta = reg(x, tpl)
+    a = reg.att(reg.cnn(x)).flatten(2).softmax(-1)                       # (3, 12, 64)
+    c = (torch.arange(8) + 0.5) / 8 * 2 - 1
+    where = torch.stack([(a * c.repeat(8)).sum(-1), (a * c.repeat_interleave(8)).sum(-1)], -1)
+    assert torch.allclose(pts, where, atol=1e-6)
+    assert torch.equal(theta[0, 0, :, :2], torch.eye(2))
+    assert pts.std(0).mean() > 0                             # depends on the image
 
 
 def test_memory_quantises_to_the_nearest_code_and_reports_perplexity():
@@ -163,3 +170,66 @@ def test_memory_codebook_starts_from_the_first_batch():
     mem2 = P.Memory(12, banks=3, codes=4, dim=8)
     mem2(pts, update=True)                                  # the first update starts it
     assert bool(mem2.started) and not bool(P.Memory(12).started)
+
+
+def test_dead_code_restart_moves_an_unused_code_onto_a_batch_vector():
+    # batch 8, codes 2, restart 0.5: a code is dead below 0.5 * 8 / 2 = 2 counts. Both
+    # vectors pick code 0: code 1's count 1 * 0.9 = 0.9 < 2 -> restarted on a batch vector
+    # (plus noise 0.1 x std, std 0 here), count reset to 1; code 0: 0.9 + 0.1 * 8 = 1.7
+    # is also < 2 and restarts too, so the bank holds batch vectors only
+    mem = P.Memory(4, banks=1, codes=2, dim=3, restart=0.5)
+    g = torch.full((8, 1, 3), 2.0)
+    mem.ema_update(g, torch.zeros(8, 1, dtype=torch.long))
+    assert torch.equal(mem.codebook, torch.full((1, 2, 3), 2.0))
+    assert torch.equal(mem.ema_count, torch.ones(1, 2))
+    off = P.Memory(4, banks=1, codes=2, dim=3, restart=0.0)
+    before = off.codebook[0, 1].clone()
+    off.ema_update(g, torch.zeros(8, 1, dtype=torch.long))
+    # unused code: sum and count both decay by 0.9 (Laplace smoothing moves it ~1e-5)
+    assert torch.allclose(off.codebook[0, 1], before, rtol=1e-4)
+
+
+def test_initial_template_is_centred_with_the_chosen_spread():
+    mem = P.Memory(12, banks=4, codes=4, dim=16, spread=0.3)
+    t = mem.template()[0]
+    assert torch.allclose(t.mean(0), torch.zeros(2), atol=1e-5)
+    assert torch.allclose(t.std(0), torch.full((2,), 0.3), atol=1e-5)
+
+
+def test_pictures_draw_ground_truth_and_prediction_in_their_colours():
+    from models.ppl import pictures as pics
+    img = np.zeros((1, 3, 32, 32), np.float32)
+    gt = np.zeros((1, 11, 2)) - 0.5                          # every joint at pixel 32 (x4)
+    pred = np.zeros((1, 11, 2)) + 0.5                        # every joint at pixel 96
+    out = pics.poses_over_images(img, gt, pred, D.EDGES)
+    assert out.shape == (1, 128, 128, 3) and 0 <= out.min() and out.max() <= 1
+    assert np.allclose(out[0, 32, 32], np.array(pics.GT) / 255)
+    assert np.allclose(out[0, 96, 96], np.array(pics.PRED) / 255)
+    assert out[0, 5, 5].sum() == 0                           # background left dark
+    w = np.zeros((12, 12))
+    w[0, 1] = w[1, 0] = 1.0
+    assert pics.top_links(w, 1) == [(0, 1)]
+    tpl = pics.template_with_links([np.random.default_rng(0).uniform(-1, 1, (12, 2))], w, 3)
+    assert tpl.shape == (1, 128, 128, 3)
+
+
+def test_summary_checks_use_the_digest_thresholds_and_count_seeds():
+    from types import SimpleNamespace
+
+    from models.ppl.experiment import summarize
+    base = {"template_procrustes": 0.1, "template_procrustes_init": 0.4, "link_recall": 0.6,
+            "iteration_gain": 0.9, "prototype_distance_shrinks": 1.0,
+            "min_bank_perplexity": 3.0, "memory_gap": 0.04}
+    runs = {}
+    for s, (e_l, e_f) in enumerate([(8.0, 10.0), (9.5, 10.0), (7.0, 10.0)]):
+        runs[f"learned/seed{s}"] = SimpleNamespace(metrics={**base, "keypoint_error": e_l})
+        runs[f"frozen_random/seed{s}"] = SimpleNamespace(metrics={"keypoint_error": e_f})
+    out = summarize(runs)
+    a = out["checks"]["a_learned_prior_helps"]
+    # mean 8.1667 vs 10: gain 0.1833 >= 0.10 holds; per seed 0.2, 0.05, 0.3 -> 2 of 3
+    assert a["measured"] == pytest.approx(1 - 8.5 / 10 * (8.1666667 / 8.5))
+    assert a["holds"] and a["seeds_holding"] == "2/3"
+    assert out["checks"]["b_prior_emerges"]["measured"] == pytest.approx(0.25)
+    assert all(c["holds"] for c in out["checks"].values()) and out["claim_met"]
+    assert out["table"]["learned"]["keypoint_error"]["std"] == pytest.approx(
+        np.std([8.0, 9.5, 7.0], ddof=1))

@@ -72,13 +72,15 @@ class PPLConfig:
 
 
 PRESETS = {
-    # quick: 512 32-px figures, 40 steps of 16, width 8 (a smoke run: ~0.5 s a step at
-    # load ~5 on 2 cores; it trains too little for the checks, see README)
+    # quick: a smoke run that shows every part and picture (60 steps of 16 32-px figures at
+    # width 8, the first step counted; it trains too little for the checks: bench/ppl.py
+    # trains longer)
     "quick": {"procedural-figures": {"train": 512, "test": 128, "width": 8, "batch_size": 16,
-                                     "steps": 40, "occluded": 64}},
+                                     "steps": 60, "counted_steps": 1, "occluded": 64,
+                                     "reference": "pair"}},
     # full: the digest's small-scale plan (64 px, 10k/1k figures, 3k steps)
     "full": {"procedural-figures": {"size": 64, "train": 10000, "test": 1000,
-                                    "steps": 3000, "occluded": 1000}},
+                                    "steps": 3000, "occluded": 1000, "reference": "pair"}},
 }
 
 
@@ -90,8 +92,8 @@ def load_data(dataset: str, cfg: PPLConfig):
 
 def simulate(cfg: PPLConfig, device, data, progress=None) -> Outcome:
     """Train PPL on ``data.train`` (images only), evaluate on ``data.test`` with the GT
-    joints. Ledger scopes: ``train``, ``infer/train_split``, ``infer/test``,
-    ``infer/iterative``."""
+    joints. Ledger scopes: ``train`` (the first ``counted_steps`` steps), ``infer/test``,
+    ``infer/iterative`` (``train.py``)."""
     import dataclasses
 
     from models.ppl import data as figs

@@ -58,8 +58,10 @@ def render(points: torch.Tensor, w: torch.Tensor, size: int, thick: float) -> to
     dx, dy = ux - ax, uy - ay                                              # (B, L, HW)
     t = ((dx * abx + dy * aby) / (abx * abx + aby * aby + 1e-8)).clamp(0, 1)
     ex, ey = dx - t * abx, dy - t * aby
-    s = (w[i, j][None, :, None] * torch.exp((ex * ex + ey * ey) / -thick)).amax(1)
-    return s.reshape(b, 1, size, size)
+    # max_l w_l exp(-d_l^2 / thick) = exp(max_l (log w_l - d_l^2 / thick)): one exp per
+    # pixel instead of one per (link, pixel); the gradient still reaches the winning link
+    logit = torch.log(w[i, j])[None, :, None] - (ex * ex + ey * ey) / thick
+    return torch.exp(logit.amax(1)).reshape(b, 1, size, size)
 
 
 def block_mask(b: int, size: int, blocks: int, missing: float, gen: torch.Generator,

@@ -1,8 +1,10 @@
 """Training and evaluation of PPL on the procedural figures, counted on a TorchDevice.
 
-Ledger scopes: ``train`` (Adam steps on reconstruction + boundary + memory + commitment
-losses), ``infer/train_split`` and ``infer/test`` (one pass for the metrics' regression fit
-and its test), ``infer/iterative`` (iterative inference on occluded test images).
+Ledger scopes: ``train`` (the first ``counted_steps`` Adam steps on reconstruction +
+boundary + memory + commitment losses; every step runs the same ops), ``infer/test`` (one
+pass over the test split), ``infer/iterative`` (iterative inference on occluded test
+images). The pass over the training split that fits the metrics' regression map is not
+counted.
 """
 from __future__ import annotations
 
@@ -75,11 +77,12 @@ def fit(model: PPL, tr: figs.Figures, cfg, dev, progress=None) -> list[float]:
 
 
 @torch.no_grad()
-def detect(model: PPL, images: np.ndarray, dev, scope: str, chunk: int = 256):
-    """One regressor pass and the memory's reconstruction: (T', T'_rec, codes) as numpy."""
+def detect(model: PPL, images: np.ndarray, dev, scope: str | None, chunk: int = 256):
+    """One regressor pass and the memory's reconstruction: (T', T'_rec, codes) as numpy.
+    ``scope`` None: not counted (the metrics' own passes)."""
     model.eval()
     raw, mem, codes = [], [], []
-    with dev.count(scope, samples=len(images)):
+    with dev.count(scope, samples=len(images)) if scope else nullcontext():
         for s in range(0, len(images), chunk):
             x = torch.as_tensor(images[s:s + chunk]).to(dev.torch_device)
             pts, _ = model.regressor(x, model.template())
@@ -114,7 +117,8 @@ def iterative(model: PPL, images: np.ndarray, dev, steps: int, seed: int, chunk:
 def evaluate(model: PPL, tr: figs.Figures, te: figs.Figures, cfg, dev,
              template0: np.ndarray) -> dict:
     """Every metric of the digest's checks a-e on the test split (GT used only here)."""
-    raw_tr, mem_tr, _ = detect(model, tr.images, dev, "infer/train_split")
+    # the pass over the training split only fits the metrics' regression map: not counted
+    raw_tr, mem_tr, _ = detect(model, tr.images, dev, None)
     raw_te, mem_te, codes = detect(model, te.images, dev, "infer/test")
     err, coef = M.regression_error(raw_tr, tr.joints, raw_te, te.joints)
     out = {"keypoint_error": err,

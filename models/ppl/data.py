@@ -111,15 +111,20 @@ def render(joints: np.ndarray, colours: np.ndarray, background: np.ndarray,
     return img.astype(np.float32)
 
 
-def make(n: int, size: int, seed: int, width_px: float | None = None) -> Figures:
-    """``n`` figures of ``size`` x ``size`` pixels, all from ``seed``."""
+def make(n: int, size: int, seed: int, width_px: float | None = None,
+         ref_family: str = "same") -> Figures:
+    """``n`` figures of ``size`` x ``size`` pixels, all from ``seed``. The reference shows
+    the same look in a pose of the same family (``ref_family="same"``) or of any family
+    (``"any"``: the reference's figure then sits far from the target's more often, so
+    copying it reconstructs less and the keypoints must carry the pose)."""
     if n < 1 or size < 16 or size % 4:
         raise ModelError(f"figures: n = {n}, size = {size}; need n >= 1 and size >= 16, a "
                          "multiple of 4")
     rng = np.random.default_rng([seed, 20])
     family = rng.integers(0, len(FAMILIES), n)
     joints = poses(family, rng)
-    ref_joints = poses(family, rng)                                        # same family
+    other = rng.integers(0, len(FAMILIES), n)
+    ref_joints = poses(family if ref_family == "same" else other, rng)
     colours = rng.uniform(0.0, 1.0, (n, len(EDGES), 3))
     colours[:, 0] = colours[:, 1]                                          # head = torso colour
     bg = textures(n, size, rng)
@@ -133,7 +138,7 @@ def load(dataset: str, cfg) -> FigureData:
     another seed stream so no test figure repeats a training one."""
     if dataset not in DATASETS:
         raise ModelError(f"ppl: dataset {dataset!r}: only {DATASETS} is supported")
-    w = getattr(cfg, "limb_px", 0.0) or None
-    tr = make(cfg.train, cfg.size, cfg.seed * 2, w)
-    te = make(cfg.test, cfg.size, cfg.seed * 2 + 1, w)
+    w, rf = getattr(cfg, "limb_px", 0.0) or None, getattr(cfg, "ref_family", "same")
+    tr = make(cfg.train, cfg.size, cfg.seed * 2, w, rf)
+    te = make(cfg.test, cfg.size, cfg.seed * 2 + 1, w, rf)
     return FigureData(tr, te, f"procedural: figures(size={cfg.size}, seed={cfg.seed})")

@@ -111,11 +111,13 @@ class Regressor(nn.Module):
         tp = template.expand(b, -1, -1)
         z = torch.cat([feat, self.coord(where), self.point(tp)], -1)
         theta = self.mlp(z).view(b, self.n, 2, 3)
-        # the translation column is a residual over (attended coordinate - P_i), so the
-        # identity start gives P'_i = the attention centroid of map i rather than the
-        # image-independent P_i: from the release's identity start the regressor's output
-        # stayed the same for every image (std < 1e-3 after 300 steps at 32 px)
-        theta = theta + F.pad((where - tp)[..., None], (2, 0))
+        # the translation column adds the attended coordinate (the centroid of map i), so
+        # P'_i = P_i + where_i at the identity start: the pose depends on the image from
+        # step 0 while keeping the template's layout. From the release's identity start
+        # the regressor's output stayed the same for every image (std < 1e-3 after 300
+        # steps at 32 px); starting at P'_i = where_i instead put every keypoint at the
+        # image centre and they stayed in one clump on the torso
+        theta = theta + F.pad(where[..., None], (2, 0))
         homog = torch.cat([tp, torch.ones_like(tp[..., :1])], -1)          # (B, N, 3)
         return torch.einsum("bnij,bnj->bni", theta, homog), theta
 

@@ -98,16 +98,18 @@ def detect(model: PPL, images: np.ndarray, dev, scope: str | None, chunk: int = 
 
 @torch.no_grad()
 def iterative(model: PPL, images: np.ndarray, dev, steps: int, seed: int, chunk: int = 256):
-    """Iterative inference on ``images`` with the block-masked image as I_ref (the test-time
-    reading of Sec. 3.4): per iteration, regressed and memory poses (steps, n, N, 2)."""
+    """Iterative inference on ``images`` (the test-time reading of Sec. 3.4): per
+    iteration, regressed and memory poses (steps, n, N, 2). I_ref is what training fed the
+    UNet: the block-masked image (``masked_self``), or, for a model trained on pairs, the
+    (occluded) image itself, the only frame at hand."""
     model.eval()
     gen = torch.Generator().manual_seed(seed + 5)
     raw, mem = [], []
     with dev.count("infer/iterative", samples=len(images) * steps):
         for s in range(0, len(images), chunk):
             x = torch.as_tensor(images[s:s + chunk]).to(dev.torch_device)
-            ref = x * block_mask(len(x), x.shape[-1], model.cfg.mask_blocks, model.cfg.missing,
-                                 gen, x.device)
+            ref = x if model.cfg.reference == "pair" else x * block_mask(
+                len(x), x.shape[-1], model.cfg.mask_blocks, model.cfg.missing, gen, x.device)
             r, m = model.iterate(x, ref, steps)
             raw.append(r.cpu())
             mem.append(m.cpu())

@@ -34,9 +34,9 @@ def test_prior_links_are_symmetric_and_start_near_softplus_minus_4():
     assert 0.015 < w[torch.triu_indices(12, 12, 1).unbind()].mean().item() < 0.05
 
 
-def test_regressor_starts_at_the_attention_centroid():
-    # identity A and zero MLP output: P'_i = P_i + (where_i - P_i) = where_i, the centroid
-    # of attention map i over the 8 x 8 grid of cell centres
+def test_regressor_starts_at_the_template_moved_by_the_attention_centroid():
+    # identity A and zero MLP output: P'_i = P_i + where_i, where_i the centroid of
+    # attention map i over the 8 x 8 grid of cell centres
     reg = P.Regressor(12, 8)
     tpl = torch.rand(1, 12, 2) - 0.5
     x = torch.rand(3, 3, 32, 32)
@@ -44,7 +44,7 @@ def test_regressor_starts_at_the_attention_centroid():
     a = reg.att(reg.cnn(x)).flatten(2).softmax(-1)                       # (3, 12, 64)
     c = (torch.arange(8) + 0.5) / 8 * 2 - 1
     where = torch.stack([(a * c.repeat(8)).sum(-1), (a * c.repeat_interleave(8)).sum(-1)], -1)
-    assert torch.allclose(pts, where, atol=1e-6)
+    assert torch.allclose(pts, tpl + where, atol=1e-6)
     assert torch.equal(theta[0, 0, :, :2], torch.eye(2))
     assert pts.std(0).mean() > 0                             # depends on the image
 

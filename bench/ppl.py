@@ -45,7 +45,7 @@ def write_pictures(study, out: Path) -> list[str]:
             continue
         pics = np.asarray(tr.data)
         fig, axes = plt.subplots(1, len(pics), figsize=(1.6 * len(pics), 1.9), squeeze=False)
-        for ax, p in zip(axes[0], pics):
+        for ax, p in zip(axes[0], pics, strict=True):
             ax.imshow(p)
             ax.axis("off")
         fig.suptitle(f"{name} ({first})", fontsize=8)

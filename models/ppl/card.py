@@ -152,7 +152,8 @@ METRICS = {"keypoint_error": "% of image size", "matching_error": "% of image si
            "occluded_one_pass_error": "% of image size",
            "occluded_iterative_error": "% of image size", "iteration_gain": "1",
            "occluded_iterative_raw_error": "% of image size",
-           "clean_error_same_images": "% of image size", "prototype_distance_shrinks": "1", "mean_pose_error": "% of image size",
+           "clean_error_same_images": "% of image size", "prototype_distance_shrinks": "1",
+           "mean_pose_error": "% of image size",
            "template_procrustes": "1", "template_procrustes_init": "1", "link_recall": "1",
            "memory_gap": "[-1, 1] units", "min_bank_perplexity": "codes",
            "parameters": "count", "final_loss": "a.u. (summed losses)"}

@@ -43,25 +43,36 @@ class Prior(nn.Module):
         return w + w.T
 
 
+def _link_logits(ux, uy, ax, ay, abx, aby, logw, thick):
+    """``log w - d^2 / thick`` of each pixel (ux, uy) to segments a -> a + ab, broadcast."""
+    dx, dy = ux - ax, uy - ay
+    t = ((dx * abx + dy * aby) / (abx * abx + aby * aby + 1e-8)).clamp(0, 1)
+    ex, ey = dx - t * abx, dy - t * aby
+    return logw - (ex * ex + ey * ey) / thick
+
+
 def render(points: torch.Tensor, w: torch.Tensor, size: int, thick: float) -> torch.Tensor:
     """Link heatmap (B, 1, size, size): the max over links of ``w_ij exp(-d^2 / thick)``,
     ``d`` the distance of each pixel centre (in [-1, 1] units) to segment ``P_i P_j``.
 
-    x and y are kept as separate (B, L, HW) tensors: sums over a trailing axis of 2 cost
-    a reduction kernel each and dominated a training step."""
+    ``max_l w_l exp(-d_l^2 / thick) = exp(max_l (log w_l - d_l^2 / thick))``. The winning
+    link of each pixel is found without autograd over all (B, links, pixels); the value is
+    then recomputed with autograd for the winner only, (B, pixels): the same value and the
+    same gradient as a max (which reaches only the winner), at 1/links of the backward
+    cost that dominated a training step."""
     b, n, _ = points.shape
     i, j = link_pairs(n)
     c = (torch.arange(size, device=points.device, dtype=points.dtype) + 0.5) / size * 2 - 1
-    ux, uy = c.repeat(size).view(1, 1, -1), c.repeat_interleave(size).view(1, 1, -1)
-    ax, ay = points[:, i, 0, None], points[:, i, 1, None]                  # (B, L, 1)
-    abx, aby = points[:, j, 0, None] - ax, points[:, j, 1, None] - ay
-    dx, dy = ux - ax, uy - ay                                              # (B, L, HW)
-    t = ((dx * abx + dy * aby) / (abx * abx + aby * aby + 1e-8)).clamp(0, 1)
-    ex, ey = dx - t * abx, dy - t * aby
-    # max_l w_l exp(-d_l^2 / thick) = exp(max_l (log w_l - d_l^2 / thick)): one exp per
-    # pixel instead of one per (link, pixel); the gradient still reaches the winning link
-    logit = torch.log(w[i, j])[None, :, None] - (ex * ex + ey * ey) / thick
-    return torch.exp(logit.amax(1)).reshape(b, 1, size, size)
+    ux, uy = c.repeat(size).view(1, -1), c.repeat_interleave(size).view(1, -1)   # (1, HW)
+    ax, ay = points[:, i, 0], points[:, i, 1]                              # (B, L)
+    abx, aby = points[:, j, 0] - ax, points[:, j, 1] - ay
+    logw = torch.log(w[i, j])[None]                                        # (1, L)
+    with torch.no_grad():
+        win = _link_logits(ux[:, None], uy[:, None], ax[..., None], ay[..., None],
+                           abx[..., None], aby[..., None], logw[..., None], thick).argmax(1)
+    pick = lambda v: v.expand(b, -1).gather(1, win)                        # (B, HW)  # noqa: E731
+    logit = _link_logits(ux, uy, pick(ax), pick(ay), pick(abx), pick(aby), pick(logw), thick)
+    return torch.exp(logit).reshape(b, 1, size, size)
 
 
 def block_mask(b: int, size: int, blocks: int, missing: float, gen: torch.Generator,

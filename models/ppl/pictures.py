@@ -54,7 +54,7 @@ def top_links(w: np.ndarray, k: int) -> list[tuple[int, int]]:
 def poses_over_images(images, gt, pred, edges, scale: int = 4) -> np.ndarray:
     """GT skeleton (green) and predicted skeleton (red) over each image (n, 3, H, W)."""
     out = []
-    for img, g, p in zip(images, gt, pred):
+    for img, g, p in zip(images, gt, pred, strict=True):
         c = _canvas(img, scale)
         d = ImageDraw.Draw(c)
         _skeleton(d, g, edges, GT, c.size[0])
@@ -67,7 +67,7 @@ def detections_with_links(images, det, w, k: int, scale: int = 4) -> np.ndarray:
     """Raw detected keypoints (yellow) joined by the ``k`` strongest learned links (cyan)."""
     links = top_links(w, k)
     out = []
-    for img, p in zip(images, det):
+    for img, p in zip(images, det, strict=True):
         c = _canvas(img, scale)
         d = ImageDraw.Draw(c)
         q = _px(p, c.size[0])
@@ -106,7 +106,7 @@ def occlusion_iterations(images, gt, one_pass, iterated, edges, scale: int = 4):
     """Occluded images with GT (green), the one-pass pose (red) and the pose after the
     iterations (magenta), all as joint skeletons."""
     out = []
-    for img, g, p, q in zip(images, gt, one_pass, iterated):
+    for img, g, p, q in zip(images, gt, one_pass, iterated, strict=True):
         c = _canvas(img, scale)
         d = ImageDraw.Draw(c)
         _skeleton(d, g, edges, GT, c.size[0])

@@ -154,7 +154,8 @@ def evaluate(model: PPL, tr: figs.Figures, te: figs.Figures, cfg, dev,
     # memory pose (check d wants it to shrink at every iteration)
     dist = [float(np.linalg.norm(m[:, None] - protos[None], axis=-1).mean(-1).min(1).mean())
             for m in (r_it[0], *m_it)]
-    out["prototype_distance_shrinks"] = float(all(b < a for a, b in zip(dist, dist[1:])))
+    out["prototype_distance_shrinks"] = float(all(b < a for a, b in zip(dist, dist[1:],
+                                                                        strict=False)))
     out["occluded_iterative_error"] = per_iter[-1]
     out["iteration_gain"] = out["occluded_iterative_error"] / out["occluded_one_pass_error"]
     out["mean_pose_error"] = M.l2_error(np.broadcast_to(mean_gt, te.joints.shape), te.joints)

@@ -88,7 +88,7 @@ def main(argv=None):
     ap.add_argument("--out", default="bench/out/ppl")
     args = ap.parse_args(argv)
     t0 = time.time()
-    ov = {"steps": args.steps, "train": args.train, "size": args.size,
+    ov = {"steps": args.steps, "train": args.train, "size": args.size, "count": False,
           "reference": args.reference}
     study = run_pairs(args.preset, args.seed, args.seeds, {"gpu": "a100"}, ov)
     s = summarize(study.runs)

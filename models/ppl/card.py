@@ -15,6 +15,7 @@ from sim.traces import Trace, curve
 
 PRIORS = ("learned", "frozen_random")
 REF_FAMILIES = ("same", "any")
+ANCHORS = ("template", "centroid")
 REFERENCES = ("masked_self", "pair")
 OCCLUSIONS = ("center", "random")
 DATASETS = ("procedural-figures",)
@@ -47,6 +48,10 @@ class PPLConfig:
     batch_size: int = 16            # (digest 32; 16 trained as well per step here)
     steps: int = 600
     counted_steps: int = 3          # training steps the ledger counts (all are alike)
+    anchor: str = "centroid"        # P' at the start: the attention centroid, or "template"
+                                    # + that centroid (model.Regressor)
+    restart: float = 0.1            # dead-code restart threshold (0: none, the release)
+    count: bool = True              # count ops on the device (False: the bench's runs)
     iterations: int = 4             # iterative inference (paper's default)
     occlusion: str = "center"       # CenterMasking or 30% RandomMasking
     occluded: int = 200             # test images the iteration check runs on
@@ -54,7 +59,8 @@ class PPLConfig:
 
     def __post_init__(self):
         for name, allowed in (("prior", PRIORS), ("reference", REFERENCES),
-                              ("occlusion", OCCLUSIONS), ("ref_family", REF_FAMILIES)):
+                              ("occlusion", OCCLUSIONS), ("ref_family", REF_FAMILIES),
+                              ("anchor", ANCHORS)):
             if getattr(self, name) not in allowed:
                 raise ModelError(f"PPLConfig.{name} = {getattr(self, name)!r}: must be one "
                                  f"of {allowed}")

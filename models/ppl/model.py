@@ -96,10 +96,10 @@ class Regressor(nn.Module):
     training starts from ``P' = P``.
     """
 
-    def __init__(self, n: int, width: int = 16):
+    def __init__(self, n: int, width: int = 16, anchor: str = "template"):
         super().__init__()
         c = 4 * width
-        self.n = n
+        self.n, self.anchor = n, anchor
         self.cnn = nn.Sequential(_conv(3, width), _conv(width, 2 * width, 2),
                                  _conv(2 * width, c, 2), _conv(c, c))
         self.att = nn.Conv2d(c, n, 1)
@@ -123,12 +123,13 @@ class Regressor(nn.Module):
         z = torch.cat([feat, self.coord(where), self.point(tp)], -1)
         theta = self.mlp(z).view(b, self.n, 2, 3)
         # the translation column adds the attended coordinate (the centroid of map i), so
-        # P'_i = P_i + where_i at the identity start: the pose depends on the image from
-        # step 0 while keeping the template's layout. From the release's identity start
+        # the pose depends on the image from step 0: from the release's identity start
         # the regressor's output stayed the same for every image (std < 1e-3 after 300
-        # steps at 32 px); starting at P'_i = where_i instead put every keypoint at the
-        # image centre and they stayed in one clump on the torso
-        theta = theta + F.pad(where[..., None], (2, 0))
+        # steps at 32 px). anchor "template": P'_i = P_i + where_i at the start (the
+        # template's layout kept); "centroid": P'_i = where_i (every keypoint starts at
+        # the image centre)
+        shift = where if self.anchor == "template" else where - tp
+        theta = theta + F.pad(shift[..., None], (2, 0))
         homog = torch.cat([tp, torch.ones_like(tp[..., :1])], -1)          # (B, N, 3)
         return torch.einsum("bnij,bnj->bni", theta, homog), theta
 
@@ -318,10 +319,10 @@ class PPL(nn.Module):
         n = cfg.keypoints
         torch.manual_seed(cfg.seed)
         self.prior = Prior(n, seed=cfg.seed, start=cfg.link_start)
-        self.regressor = Regressor(n, cfg.width)
+        self.regressor = Regressor(n, cfg.width, cfg.anchor)
         self.unet = UNet(cfg.width)
         self.alpha = nn.Parameter(torch.ones(()))
-        self.memory = Memory(n, cfg.banks, cfg.codes, cfg.memory_dim) \
+        self.memory = Memory(n, cfg.banks, cfg.codes, cfg.memory_dim, restart=cfg.restart) \
             if cfg.prior == "learned" else None
         g = torch.Generator().manual_seed(cfg.seed + 7)
         self.register_buffer("fixed_template", torch.rand(1, n, 2, generator=g) - 0.5)

@@ -58,7 +58,7 @@ def fit(model: PPL, tr: figs.Figures, cfg, dev, progress=None) -> list[float]:
     for step in range(cfg.steps):
         # the ledger counts the first ``counted_steps`` steps (every step is the same ops;
         # counting costs a Python call per aten op, ~30x a step here); the rest run plain
-        counted = step < cfg.counted_steps
+        counted = cfg.count and step < cfg.counted_steps
         scope = dev.count("train", samples=cfg.batch_size) if counted else nullcontext()
         with scope:
             idx = torch.as_tensor(rng.integers(0, len(x_all), cfg.batch_size))
@@ -82,7 +82,7 @@ def detect(model: PPL, images: np.ndarray, dev, scope: str | None, chunk: int = 
     ``scope`` None: not counted (the metrics' own passes)."""
     model.eval()
     raw, mem, codes = [], [], []
-    with dev.count(scope, samples=len(images)) if scope else nullcontext():
+    with dev.count(scope, samples=len(images)) if scope and model.cfg.count else nullcontext():
         for s in range(0, len(images), chunk):
             x = torch.as_tensor(images[s:s + chunk]).to(dev.torch_device)
             pts, _ = model.regressor(x, model.template())
@@ -105,7 +105,8 @@ def iterative(model: PPL, images: np.ndarray, dev, steps: int, seed: int, chunk:
     model.eval()
     gen = torch.Generator().manual_seed(seed + 5)
     raw, mem = [], []
-    with dev.count("infer/iterative", samples=len(images) * steps):
+    with dev.count("infer/iterative", samples=len(images) * steps) if model.cfg.count \
+            else nullcontext():
         for s in range(0, len(images), chunk):
             x = torch.as_tensor(images[s:s + chunk]).to(dev.torch_device)
             ref = x if model.cfg.reference == "pair" else x * block_mask(

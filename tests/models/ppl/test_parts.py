@@ -47,6 +47,9 @@ def test_regressor_starts_at_the_template_moved_by_the_attention_centroid():
     assert torch.allclose(pts, tpl + where, atol=1e-6)
     assert torch.equal(theta[0, 0, :, :2], torch.eye(2))
     assert pts.std(0).mean() > 0                             # depends on the image
+    cen = P.Regressor(12, 8, anchor="centroid")              # P'_i = where_i at the start
+    cen.load_state_dict(reg.state_dict())
+    assert torch.allclose(cen(x, tpl)[0], where, atol=1e-6)
 
 
 def test_memory_quantises_to_the_nearest_code_and_reports_perplexity():

@@ -107,7 +107,7 @@ def main(argv=None):
         print(f"  {k:30s} {cell[0]:>18s} {cell[1]:>18s}")
     for name, c in s["checks"].items():
         print(f"  check {name:28s} {c['measured']:>10.3f}  needs {c['needs']:14s} "
-              f"{'PASS' if c['holds'] else 'FAIL'} ({c['seeds_holding']} of {args.seeds} seeds)")
+              f"{'PASS' if c['holds'] else 'FAIL'} ({c['seeds_holding']} seeds)")
     s["pictures"] = write_pictures(study, Path(args.out))
     print("  pictures: " + ", ".join(s["pictures"]))
     s.pop("rows", None)

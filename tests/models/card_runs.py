@@ -23,8 +23,9 @@ SLOW = {               # measured 2026-12-01, load ~2: wall s (CPU s)
     "geb": 62,         # 5 seeds x 3 arms x 10 online iterations, counted (145 s at load ~11)
     "latent": 53,      # 3 seeds x 3 methods x 20 PPO iterations (36 s CPU; 192 s at load ~10)
     "apple": 17,       # 3 seeds x 3 policies x 12 rollouts, seed 0 counted (65 s at load ~8)
-    "ppl": 49,         # 60 Adam steps of 16 32-px figures, 1 counted; counted eval + 4
-                       # iterations on 64 occluded images (49 s wall, 30 s CPU at load 3.5)
+    "ppl": 14,         # 60 Adam steps of 16 32-px figures, 1 counted; counted eval + 4
+                       # iterations on 64 occluded images (14 s wall at load 0.5; 49 s wall,
+                       # 30 s CPU at load 3.5)
 }
 # not slow: mlp 4, bep 1, chunk_sparse_attention 5 (11 CPU s), fs_kan 7, snn_cuba 0.2,
 # tsetlin 0.3, tversky 6

@@ -20,6 +20,7 @@ from models.geb import card as _geb  # noqa: E402,F401
 from models.geo_inr_id import card as _geo_inr_id  # noqa: E402,F401
 from models.klas import card as _klas  # noqa: E402,F401
 from models.latent import card as _latent  # noqa: E402,F401
+from models.ppl import card as _ppl  # noqa: E402,F401
 from models.registry import (
     REGISTRY,
     Card,

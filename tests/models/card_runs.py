@@ -28,6 +28,9 @@ SLOW = {               # measured 2026-12-01, load ~2: wall s (CPU s)
     "screener": 19,    # 2 x 30 SSL steps of two 3D UNets + 6 densities x 100 steps; the first
                        # 2 steps of each loop and the deployed density counted (load ~1;
                        # 33 s at load ~4)
+    "ppl": 14,         # 60 Adam steps of 16 32-px figures, 1 counted; counted eval + 4
+                       # iterations on 64 occluded images (14 s wall at load 0.5; 49 s wall,
+                       # 30 s CPU at load 3.5)
 }
 # not slow: mlp 4, bep 1, chunk_sparse_attention 5 (11 CPU s), fs_kan 7, snn_cuba 0.2,
 # tsetlin 0.3, tversky 6

@@ -47,8 +47,9 @@ READMES = [README, *sorted((ROOT / "models").rglob("README.md"))]
 RUNNABLE = ("bash", "python")
 SLOW_MARK = "<!-- readme-test: slow -->"
 MAKE_TEST = re.compile(r"^\s*make\s+test(-slow)?\b")
-# what a fresh checkout does not have: version control, the environment, outputs
-COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "__pycache__", ".pytest_cache",
+# what a fresh checkout does not have: version control, the environments (the project's and
+# the benches' own, e.g. bench/.venv-neurobench, 1.4 GB), outputs
+COPY_IGNORE = shutil.ignore_patterns(".git", ".venv*", "__pycache__", ".pytest_cache",
                                      ".hypothesis", "build", "*.egg-info", "runs", "exports",
                                      "*.h5", "*.html", "*.onnx", "*.nir")
 DEFAULT_TIMEOUT_S = 600

@@ -38,6 +38,7 @@ import itertools
 import math
 import os
 import shutil
+import threading
 import tomllib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -315,6 +316,56 @@ def single_thread() -> None:
         numba.set_num_threads(1)
 
 
+# Dask's statistical profiler samples the task thread's stack every 10 ms from the worker's
+# event loop (``sys._current_frames()``). A sampled frame keeps its locals alive for a moment,
+# a gradient among them; autograd's AccumulateGrad then finds the gradient still referenced
+# and copies it into ``.grad`` instead of taking it, and the run counts one more kernel than
+# the same run in a process nobody samples. Seen as a retried run that differed from its
+# serial twin in the fourth digit of the training energy. A run pauses the sampling.
+_PAUSE = {"lock": threading.Lock(), "runs": 0}
+
+
+def _on_worker_loop(worker, fn) -> None:
+    """Call ``fn`` on the worker's event loop (tornado's callbacks are not thread-safe) and
+    wait for it: when it returns, no sample is in progress."""
+    done = threading.Event()
+
+    def call():
+        try:
+            fn()
+        finally:
+            done.set()
+    worker.loop.add_callback(call)
+    done.wait(10)
+
+
+@contextlib.contextmanager
+def worker_profiler_paused():
+    """Inside a Dask worker: no stack sampling while the block runs (several runs on one
+    worker's threads pause it once; the last one out starts it again). Elsewhere: nothing."""
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except (ImportError, ValueError):   # not in a worker (a serial run)
+        yield
+        return
+    sampler = worker.periodic_callbacks.get("profile")
+    if sampler is None:   # distributed.worker.profile.enabled is off
+        yield
+        return
+    with _PAUSE["lock"]:
+        _PAUSE["runs"] += 1
+        if _PAUSE["runs"] == 1:
+            _on_worker_loop(worker, sampler.stop)
+    try:
+        yield
+    finally:
+        with _PAUSE["lock"]:
+            _PAUSE["runs"] -= 1
+            if _PAUSE["runs"] == 0:
+                _on_worker_loop(worker, sampler.start)
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or "(no message)"
     return text if isinstance(exc, NeuroedgeError) else f"{type(exc).__name__}: {text}"
@@ -405,8 +456,9 @@ def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str]) -> list[dict]
     key = run.key
     path = Path(runs_dir) / f"{key}.h5"
     try:
-        result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
-                            preset=run.preset, seed=run.seed, overrides=run.overrides)
+        with worker_profiler_paused():
+            result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
+                                preset=run.preset, seed=run.seed, overrides=run.overrides)
         write_result(path, result, force=True)   # force: an unreadable leftover is replaced
         return price_rows(run, key, path, profiles)
     except Exception as exc:   # recorded in the table; the sweep goes on

@@ -6,6 +6,11 @@ and :class:`sim.torch_engine.scopes.ScopeTracker` tells which module it belongs 
 backward: the module whose forward made the autograd node being run), so a ledger scope
 reads ``train/net.0/forward`` or ``train/net.0/backward``, the same every run. Counts are
 kept in local dicts and flushed into the ledger once, when the counting block ends.
+
+Counts are those of the ops torch actually runs, and torch's choice can depend on Python
+references: autograd takes a fresh gradient into ``.grad`` when nothing else holds it and
+copies it when something does. A thread sampling this thread's frames (Dask's worker
+profiler) holds them for a moment and can add a copy kernel; ``deploy.sweep`` pauses it.
 """
 from __future__ import annotations
 

@@ -189,6 +189,25 @@ def test_resume_reruns_a_truncated_file(serial_dir, tmp_path):
     read_run(broken)
 
 
+def _sampling_inside_and_after() -> tuple[bool, bool]:
+    from distributed import get_worker
+    sampler = get_worker().periodic_callbacks["profile"]
+    with sweep.worker_profiler_paused():
+        inside = sampler.is_running()
+    return inside, sampler.is_running()
+
+
+def test_a_run_pauses_the_workers_stack_sampling():
+    # dask samples the task thread's frames every 10 ms; a sampled frame keeps a gradient
+    # alive, autograd copies it instead of taking it, and the run counts one kernel more
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        assert client.submit(_sampling_inside_and_after, pure=False).result() == (False, True)
+    with sweep.worker_profiler_paused():   # outside a worker: nothing to pause, no error
+        pass
+
+
 def _executing(dask_worker) -> int:
     return len(dask_worker.state.executing)
 

@@ -115,7 +115,7 @@ def simulate(cfg: ScreenerConfig, device, data, progress=None) -> Outcome:
     # machine two threads per process thrash (a tiny run: 9 s on one thread, 43 s on two)
     torch.set_num_threads(1)
     try:
-        res = run(cfg, device, data)
+        res = run(cfg, device, data, progress)
     finally:
         torch.set_num_threads(threads)
     m = res["metrics"]

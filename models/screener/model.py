@@ -128,10 +128,19 @@ def masked_input(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return torch.cat([x * (1 - m), m], 1)
 
 
-def counted_steps(dev, scope: str, n: int, counted: int, step, samples_per_step: int):
+def counted_steps(dev, scope: str, n: int, counted: int, step, samples_per_step: int,
+                  on_step=None):
     """Run ``step()`` ``n`` times; the first ``counted`` inside ``dev.count(scope)`` (every
     step costs the same ops, so a few counted steps price the loop: the runner scales
-    energy per sample), the rest uncounted (counting costs ~20x the step's own time)."""
+    energy per sample), the rest uncounted (counting costs ~20x the step's own time).
+    ``on_step(loss)`` after each step (progress)."""
+    if on_step is not None:
+        inner = step
+
+        def step():
+            loss = inner()
+            on_step(loss)
+            return loss
     k = min(counted, n)
     losses = []
     if k:
@@ -141,7 +150,7 @@ def counted_steps(dev, scope: str, n: int, counted: int, step, samples_per_step:
 
 
 def train_ssl(net: nn.Module, head: nn.Module, vols: torch.Tensor, cfg, dev, masked: bool,
-              seed: int, scope: str = "train/ssl") -> list[float]:
+              seed: int, scope: str = "train/ssl", on_step=None) -> list[float]:
     """DenseVICReg on voxel pairs of overlapping crops (``masked``: block masking too); the
     first ``cfg.count_steps`` steps are counted under ``scope``."""
     gen = torch.Generator().manual_seed(seed)
@@ -167,7 +176,8 @@ def train_ssl(net: nn.Module, head: nn.Module, vols: torch.Tensor, cfg, dev, mas
         opt.step()
         sched.step()
         return float(loss.detach())
-    return counted_steps(dev, scope, cfg.ssl_steps, cfg.count_steps, step, 2 * cfg.batch)
+    return counted_steps(dev, scope, cfg.ssl_steps, cfg.count_steps, step, 2 * cfg.batch,
+                         on_step)
 
 
 # --- conditions other than g (the paper's Tab. 3 rows) -------------------------------------
@@ -262,7 +272,8 @@ def make_density(kind: str, d: int, dc: int) -> nn.Module:
 
 
 def train_density(dens: nn.Module, ys: torch.Tensor, cs: torch.Tensor | None, cfg, seed: int,
-                  dev, scope: str = "train/density", counted: int | None = None) -> list[float]:
+                  dev, scope: str = "train/density", counted: int | None = None,
+                  on_step=None) -> list[float]:
     """Mean per-voxel -log q on pooled (f, g frozen) features; noise sigma on y and c; the
     first ``counted`` steps (default ``cfg.count_steps``) are counted under ``scope``."""
     gen = torch.Generator().manual_seed(seed)
@@ -284,7 +295,7 @@ def train_density(dens: nn.Module, ys: torch.Tensor, cs: torch.Tensor | None, cf
         sched.step()
         return float(loss.detach())
     k = cfg.count_steps if counted is None else counted
-    return counted_steps(dev, scope, cfg.density_steps, k, step, cfg.batch)
+    return counted_steps(dev, scope, cfg.density_steps, k, step, cfg.batch, on_step)
 
 
 @torch.no_grad()

@@ -36,7 +36,7 @@ def invariance_ratio(f, g, clean: torch.Tensor, lesioned: torch.Tensor, lesion: 
     return float(dc / dy), float(dc), float(dy)
 
 
-def run(cfg, dev, data) -> dict:
+def run(cfg, dev, data, progress=None) -> dict:
     """Everything one card run measures; ``data`` = (train Volumes, test Volumes).
 
     Counted (``cfg.count_steps`` first steps of each loop; the rest runs uncounted, since
@@ -44,8 +44,18 @@ def run(cfg, dev, data) -> dict:
     g's SSL steps, f and g on one batch of training volumes and on every test volume, the
     deployed variant's (``cfg.deployed``) density steps and its scoring of the test volumes.
     The other variants (the paper's ablations) and the invariance probe run uncounted.
+    ``progress(done, total, {loop: loss})`` every 10 training steps over all the loops.
     """
     train, test = data
+    total = 2 * cfg.ssl_steps + len(cfg.variants) * cfg.density_steps
+    done = [0]
+
+    def ticker(loop: str):
+        def on_step(loss: float):
+            done[0] += 1
+            if progress is not None and (done[0] % 10 == 0 or done[0] == total):
+                progress(done[0], total, {loop: loss})
+        return on_step
     xt = dev.tensor(train.x[:, None])
     xs = dev.tensor(test.x[:, None])
     d = cfg.d
@@ -56,9 +66,9 @@ def run(cfg, dev, data) -> dict:
     f, g, f_rand = dev.compile(f), dev.compile(g), dev.compile(f_rand)
     hf, hg = hf.to(dev.torch_device), hg.to(dev.torch_device)
     loss_f = M.train_ssl(f, hf, xt, cfg, dev, masked=False, seed=cfg.seed + 1,
-                         scope="train/descriptor")
+                         scope="train/descriptor", on_step=ticker("descriptor"))
     loss_g = M.train_ssl(g, hg, xt, cfg, dev, masked=True, seed=cfg.seed + 2,
-                         scope="train/condition")
+                         scope="train/condition", on_step=ticker("condition"))
     for net in (f, g, f_rand):
         net.eval().requires_grad_(False)
     nomask_t = torch.zeros_like(xt)
@@ -67,10 +77,11 @@ def run(cfg, dev, data) -> dict:
     with dev.count("features/train", samples=b):   # one batch counted; the rest the same
         y0 = M.features(f, xt[:b])
         c0 = M.features(g, M.masked_input(xt[:b], nomask_t[:b]))
-    ys_t = {"ssl": M.pool(torch.cat([y0, M.features(f, xt[b:])])),
+    rest = len(xt) > b   # a training set of one batch or less has no uncounted rest
+    ys_t = {"ssl": M.pool(torch.cat([y0, M.features(f, xt[b:])]) if rest else y0),
             "rand": M.pool(M.features(f_rand, xt))}
-    cs_t = {"mask": M.pool(torch.cat([c0, M.features(g, M.masked_input(xt[b:],
-                                                                       nomask_t[b:]))]))}
+    cs_t = {"mask": M.pool(torch.cat([c0, M.features(g, M.masked_input(
+        xt[b:], nomask_t[b:]))]) if rest else c0)}
     with dev.count("infer/features", samples=len(xs)):
         ys_s = {"ssl": M.pool(M.features(f, xs))}
         cs_s = {"mask": M.pool(M.features(g, M.masked_input(xs, nomask_s)))}
@@ -96,7 +107,8 @@ def run(cfg, dev, data) -> dict:
         cs = None if cond == "none" else cs_s[cond]
         out["losses"][name] = M.train_density(dens, ys_t[desc], ct, cfg, cfg.seed + 3, dev,
                                               scope=f"train/density/{name}",
-                                              counted=cfg.count_steps if deployed else 0)
+                                              counted=cfg.count_steps if deployed else 0,
+                                              on_step=ticker(name))
         ctx = dev.count(f"infer/density/{name}", samples=len(xs)) if deployed \
             else contextlib.nullcontext()
         with ctx:

@@ -56,6 +56,16 @@ def test_only_the_deployed_variant_and_a_few_steps_are_counted(tiny):
     assert tiny.metrics["auroc"] == tiny.metrics["auroc_gauss_mask"]
 
 
+def test_a_training_set_within_one_batch_runs_and_progress_reaches_the_total():
+    seen = []
+    # train = 2 < batch 4: the counted feature batch is the whole set, no rest to add
+    res = runner.run("screener", profile=TOY, overrides={**TINY, "train": 2},
+                     progress=lambda done, total, m: seen.append((done, total, *m)))
+    assert np.isfinite(res.metrics["auroc"])
+    # 2 SSL loops x 3 steps + 3 variants x 3 density steps = 15 steps: reports at 10 and 15
+    assert seen == [(10, 15, "gauss_mask"), (15, 15, "flow_mask")]
+
+
 def _seed(gm, none, sincos, randf, fnone, fmask, ratio, clean):
     return {"auroc_gauss_mask": gm, "auroc_gauss_none": none, "auroc_gauss_sincos": sincos,
             "auroc_gauss_mask_randf": randf, "auroc_flow_none": fnone,

@@ -261,7 +261,8 @@ class Memory(nn.Module):
         if self.restart and bool(dead.any()):
             pick = torch.randint(len(g), dead.shape, device=g.device)
             new = g[pick, torch.arange(self.banks, device=g.device)[:, None]]   # (m, k, d)
-            new = new + 0.1 * g.std(0).mean() * torch.randn_like(new)
+            spread = g.std(0).mean() if len(g) > 1 else g.new_zeros(())   # one vector: none
+            new = new + 0.1 * spread * torch.randn_like(new)
             self.codebook.copy_(torch.where(dead[..., None], new, self.codebook))
             self.ema_sum.copy_(torch.where(dead[..., None], new, self.ema_sum))
             self.ema_count.copy_(torch.where(dead, torch.ones_like(self.ema_count),

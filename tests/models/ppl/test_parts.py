@@ -192,6 +192,17 @@ def test_dead_code_restart_moves_an_unused_code_onto_a_batch_vector():
     assert torch.allclose(off.codebook[0, 1], before, rtol=1e-4)
 
 
+def test_dead_code_restart_from_a_batch_of_one_stays_finite():
+    # batch_size = 1: the batch has no spread (std of one vector is nan); the restarted
+    # codes sit on the one vector, no noise. Before the fix the codebook went nan.
+    # restart 5, codes 3: dead below 5 * 1 / 3 = 1.67 counts; every code is (0.9 unused,
+    # 0.9 + 0.1 picked), so each bank's codes all restart on the bank's vector
+    mem = P.Memory(4, banks=2, codes=3, dim=3, restart=5.0)
+    g = torch.tensor([[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]])
+    mem.ema_update(g, torch.zeros(1, 2, dtype=torch.long))
+    assert torch.equal(mem.codebook, g[0][:, None].expand(2, 3, 3))
+
+
 def test_initial_template_is_centred_with_the_chosen_spread():
     mem = P.Memory(12, banks=4, codes=4, dim=16, spread=0.3)
     t = mem.template()[0]

@@ -15,6 +15,11 @@ from sim.traces import Trace, curve
 STAGE2_DECODERS = ("gru", "tf2", "tf1_class")   # = model.DECODERS less the held-out one
 
 
+def visible_patches(n: int, mask_ratio: float) -> int:
+    """Patches the MAE encoder sees of ``n``: round(n (1 - ratio)), at least one."""
+    return max(1, int(round(n * (1 - mask_ratio))))
+
+
 @dataclass
 class DaveConfig:
     """One DAVE pipeline at small scale; defaults say why (the digest's plan, shrunk to
@@ -73,6 +78,10 @@ class DaveConfig:
         if not 0.0 < self.mask_ratio < 1.0:
             raise ModelError(f"DaveConfig.mask_ratio = {self.mask_ratio}: must lie strictly "
                              "between 0 and 1")
+        n = (self.side // self.patch) ** 2
+        if visible_patches(n, self.mask_ratio) == n:   # the MAE loss averages over none
+            raise ModelError(f"DaveConfig.mask_ratio = {self.mask_ratio}: masks none of the "
+                             f"{n} patches; give >= 1/{n} = {1 / n:.3g}")
         for name in ("mae_lr", "stage2_lr", "merge_lr", "generalist_lr"):
             if not getattr(self, name) > 0:
                 raise ModelError(f"DaveConfig.{name} = {getattr(self, name)}: must be > 0")

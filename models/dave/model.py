@@ -18,6 +18,7 @@ from torch.func import functional_call
 from torch.nn import functional as F  # noqa: N812
 
 from models.dave import data as D
+from models.dave.card import visible_patches
 from models.shared.training import seeded
 
 
@@ -73,7 +74,7 @@ class MAE(nn.Module):
     def loss(self, x, ratio: float, gen: torch.Generator, norm_pix: bool = False):
         """L = (1/|M|) sum_{i in M} ||f(x~)_i - target_i||^2 over the masked patches M."""
         b, n = x.shape[0], self.enc.n
-        n_keep = max(1, int(round(n * (1 - ratio))))
+        n_keep = visible_patches(n, ratio)
         order = torch.rand(b, n, generator=gen).argsort(1).to(x.device)
         keep = order[:, :n_keep]
         z = self.proj(self.enc(x, keep))

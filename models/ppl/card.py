@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.ppl.data import JOINTS
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
@@ -64,9 +65,13 @@ class PPLConfig:
             if getattr(self, name) not in allowed:
                 raise ModelError(f"PPLConfig.{name} = {getattr(self, name)!r}: must be one "
                                  f"of {allowed}")
-        check_at_least(self, size=16, train=8, test=8, keypoints=2, width=4, banks=1, codes=1,
+        check_at_least(self, size=16, train=8, test=8, width=4, banks=1, codes=1,
                        memory_dim=2, batch_size=1, steps=1, counted_steps=0, iterations=1,
                        occluded=1, mask_blocks=1)
+        if self.keypoints < len(JOINTS):
+            raise ModelError(f"PPLConfig.keypoints = {self.keypoints}: the matching error pairs "
+                             f"one keypoint with each of the figures' {len(JOINTS)} joints; "
+                             f"give >= {len(JOINTS)}")
         if self.size % 8:
             raise ModelError(f"PPLConfig.size = {self.size}: must be a multiple of 8 (the "
                              "UNet halves it twice; RandomMasking uses 8 x 8 blocks)")

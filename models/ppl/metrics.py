@@ -43,6 +43,9 @@ def regression_error(det_tr, gt_tr, det_te, gt_te) -> tuple[float, np.ndarray]:
 
 def match(det_tr: np.ndarray, gt_tr: np.ndarray) -> np.ndarray:
     """For each GT joint, the detected keypoint assigned to it (K,), needs N >= K."""
+    if det_tr.shape[1] < gt_tr.shape[1]:
+        raise ValueError(f"matching needs a keypoint per joint: {det_tr.shape[1]} keypoints, "
+                         f"{gt_tr.shape[1]} joints")
     cost = np.linalg.norm(det_tr[:, :, None] - gt_tr[:, None], axis=-1).mean(0)   # (N, K)
     rows, cols = linear_sum_assignment(cost)
     out = np.empty(gt_tr.shape[1], dtype=int)

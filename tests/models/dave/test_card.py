@@ -12,10 +12,21 @@ from sim.errors import ModelError
     ({"dec_width": 12}, r"^DaveConfig.dec_width = 12: must be a multiple of 8"),
     ({"mask_ratio": 1.0}, r"^DaveConfig.mask_ratio = 1.0: must lie strictly between 0 and 1$"),
     ({"merge_lr": 0.0}, r"^DaveConfig.merge_lr = 0.0: must be > 0$"),
+    # 64 patches: round(64 x (1 - 0.0078125)) = round(63.5) = 64 visible (half to even),
+    # none masked and the MAE loss 0/0; 1/64 masks exactly one
+    ({"mask_ratio": 0.0078125},
+     r"^DaveConfig.mask_ratio = 0.0078125: masks none of the 64 patches; give >= 1/64"),
+    ({"patch": 4, "mask_ratio": 0.001}, r"masks none of the 256 patches; give >= 1/256"),
 ])
 def test_config_refuses(bad, match):
     with pytest.raises(ModelError, match=match):
         DaveConfig(**bad)
+
+
+def test_the_smallest_ratio_asked_for_masks_one_patch():
+    from models.dave.card import visible_patches
+    assert visible_patches(64, 1 / 64) == 63 and visible_patches(256, 1 / 256) == 255
+    DaveConfig(mask_ratio=1 / 64)
 
 
 def test_full_preset_is_a_valid_config():

@@ -155,6 +155,9 @@ def test_center_occlusion_zeroes_a_quarter_of_the_image():
     ("prior", "fixed", "PPLConfig.prior = 'fixed': must be one of"),
     ("size", 36, "PPLConfig.size = 36: must be a multiple of 8"),
     ("missing", 1.0, r"PPLConfig.missing = 1.0: must be in \[0, 1\)"),
+    # fewer keypoints than the 11 joints: the Hungarian matching left joints unassigned
+    ("keypoints", 10, "PPLConfig.keypoints = 10: the matching error pairs one keypoint "
+                      "with each of the figures' 11 joints; give >= 11"),
 ])
 def test_config_refuses_bad_values(field, value, match):
     with pytest.raises(ModelError, match=match):

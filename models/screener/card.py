@@ -56,6 +56,10 @@ class ScreenerConfig:
         if bad or not self.variants:
             raise ModelError(f"ScreenerConfig.variants = {self.variants}: each must be one of "
                              f"{VARIANT_NAMES}")
+        twice = sorted({v for v in self.variants if self.variants.count(v) > 1})
+        if twice:   # a variant's metrics and maps are keyed by its name: the second overwrote
+            raise ModelError(f"ScreenerConfig.variants = {self.variants}: {', '.join(twice)} "
+                             "given twice; give each variant once")
         if self.deployed not in self.variants:
             raise ModelError(f"ScreenerConfig.deployed = {self.deployed!r}: must be one of "
                              f"the variants run, {self.variants}")

@@ -101,6 +101,8 @@ def test_config_refuses_bad_values():
         ScreenerConfig(d=5)
     with pytest.raises(ModelError, match="ScreenerConfig.deployed = 'flow_mask'"):
         ScreenerConfig(variants=("gauss_mask",), deployed="flow_mask")
+    with pytest.raises(ModelError, match=r"gauss_mask given twice; give each variant once$"):
+        ScreenerConfig(variants=("gauss_mask", "gauss_none", "gauss_mask"))
 
 
 def test_counted_steps_counts_only_the_first_k():

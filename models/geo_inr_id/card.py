@@ -122,7 +122,8 @@ def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
         raise ModelError(f"GeoIdConfig: the {cfg.family} encoder (width {cfg.width}, embed "
                          f"{cfg.embed}, {cfg.steps} steps) gives {e.count} of {len(zd)} "
                          "evaluation points the same embedding as another; the IDs need "
-                         "distinct embeddings: use a larger width (default 256)") from e
+                         "distinct embeddings: use a larger width (default 256) or resolution "
+                         "(default 10)") from e
     with device.count("id/local"):
         local = est.mle_pointwise(dists[:, :cfg.k_local]).cpu().numpy()   # (N,)
     n = len(z)
@@ -153,6 +154,9 @@ def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
         m.pop("local_id_in_cap")
     if inside.all():                  # a cap over every evaluation point leaves no outside
         m.pop("local_id_out_cap")
+    if not math.isfinite(m["probe_activation_twonn"]):
+        # at most 10 distinct probe activations (a narrow probe's dead ReLUs): no TwoNN
+        m.pop("probe_activation_twonn")
     globe = model.map_raster(data.eval_lonlat, local, cfg.map_height, cfg.map_width)
     traces = {"pretrain_mse": curve(pre["losses"], "a.u. (squared error, unit-variance "
                                                    "fields)"),

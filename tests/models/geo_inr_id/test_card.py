@@ -120,3 +120,13 @@ def test_cap_over_every_point_has_no_outside_mean():
     assert r.facts["eval_points_in_cap"] == 100
     assert "local_id_out_cap" not in r.metrics and "local_id_in_cap" in r.metrics
     assert all(np.isfinite(v) for v in r.metrics.values() if isinstance(v, float))
+
+
+def test_probe_with_too_few_distinct_activations_has_no_activation_id():
+    # n_eval 22: a test half of 11 points; a probe of one hidden ReLU unit is dead (0) on some
+    # of them, leaving <= 10 distinct rows, too few for TwoNN (nan before): left out
+    r = runner.run("geo_inr_id", profile=TOY_GPU,
+                   overrides={**TINY, "n_eval": 22, "k_local": 2, "probe_hidden": 1})
+    assert r.metrics["probe_dead_duplicates"] >= 1
+    assert "probe_activation_twonn" not in r.metrics
+    assert all(np.isfinite(v) for v in r.metrics.values() if isinstance(v, float))

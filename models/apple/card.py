@@ -6,6 +6,7 @@ the seed comparison in ``experiment.py``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from models.registry import Card, Outcome, Study, register
@@ -78,6 +79,22 @@ class AppleConfig:
                              f"{self.heads}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ModelError(f"AppleConfig.gamma = {self.gamma}: must lie in [0, 1]")
+        if not 0.0 < self.max_step < math.inf:
+            raise ModelError(f"AppleConfig.max_step = {self.max_step}: must be a finite move "
+                             "> 0 in position units (the canvas spans 2; default 0.5)")
+        for name in ("lr_actor", "lr_critic", "lr_alpha"):
+            if not 0.0 <= getattr(self, name) < math.inf:   # torch's Adam refuses lr < 0
+                raise ModelError(f"AppleConfig.{name} = {getattr(self, name)}: must be a "
+                                 "finite learning rate >= 0")
+        if not self.hit_px >= 0:
+            raise ModelError(f"AppleConfig.hit_px = {self.hit_px}: must be a distance >= 0 px")
+        if self.trajectories < 0:
+            raise ModelError(f"AppleConfig.trajectories = {self.trajectories}: must be >= 0 "
+                             "(test episodes drawn per policy)")
+        if self.replay_episodes < self.batch:
+            # the replay never holds a batch: not one gradient step would run
+            raise ModelError(f"AppleConfig.replay_episodes = {self.replay_episodes}: must be "
+                             f">= batch = {self.batch} (else no update ever runs)")
 
 
 _FASHION = {"canvas": 28, "glimpse": 5, "steps": 10, "max_step": 0.3}

@@ -47,6 +47,7 @@ from torch import nn
 
 from models.apple.env import GlimpseTask
 from models.shared.training import seeded
+from sim.errors import ModelError
 
 POLICIES = ("apple", "random", "scan")
 LOG_STD = (-5.0, 2.0)   # the released actor's log-std range
@@ -354,6 +355,15 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
                             task.steps, "final": ev["final"], "final_loss": ev["final_loss"],
                             "alpha": float(agent.log_alpha.detach().exp()),
                             "critic_loss": float(np.mean(losses[-50:])) if losses else 0.0})
+            if not all(np.isfinite([history[-1]["final_loss"], history[-1]["alpha"]])):
+                # cross-entropy / squared error of finite predictions is finite: nan or inf
+                # means the networks (or log alpha) diverged
+                raise ModelError(
+                    f"AppleConfig: the {policy} agent's training diverged (test loss "
+                    f"{history[-1]['final_loss']}, alpha {history[-1]['alpha']} at rollout "
+                    f"{it + 1}) at lr_actor = {cfg.lr_actor}, lr_critic = {cfg.lr_critic}, "
+                    f"lr_alpha = {cfg.lr_alpha}; use smaller learning rates (defaults 1e-3, "
+                    "3e-4, 3e-4)")
             if progress:
                 progress(it + 1, cfg.iterations, history[-1])
     return {"agent": agent, "history": history, "eval": ev}

@@ -33,6 +33,7 @@ from torch import nn
 from models.geb import losses
 from models.geb.data import Task, all_responses, sample_reference
 from models.shared.training import seeded
+from sim.errors import ModelError
 
 
 class Policy(nn.Module):
@@ -216,7 +217,12 @@ def run_loop(task: Task, ref0: Policy, cfg, dev, bonus: str, kappa: float, count
     ref = ref0
     for it in range(cfg.iterations):
         with _ctx(dev, "sample", count, samples=cfg.pairs * task.prompts * 2), torch.no_grad():
-            x, y1, y2 = sample_pairs(pol, task, ev, cfg, gen)
+            try:
+                x, y1, y2 = sample_pairs(pol, task, ev, cfg, gen)
+            except RuntimeError as e:   # torch.multinomial on the nan of a diverged policy
+                if "multinomial" not in str(e) and "probability" not in str(e):
+                    raise
+                _diverged(cfg, bonus, f"nan probabilities at iteration {it + 1}", e)
             lref = torch.stack([ref0(x, y1), ref0(x, y2)])                   # (2, N)
         xn, y1n, y2n = x.cpu().numpy(), y1.cpu().numpy(), y2.cpu().numpy()
         margin = cfg.bt_scale * (task.reward(xn, y1n) - task.reward(xn, y2n))
@@ -239,7 +245,18 @@ def run_loop(task: Task, ref0: Policy, cfg, dev, bonus: str, kappa: float, count
         if progress:
             progress(it + 1, cfg.iterations, row)
     final = ev.measure(pol)
+    if not all(np.isfinite(v) for v in final.values()):
+        _diverged(cfg, bonus, "nan in its final measures")
     return {"history": hist, "final": final, "policy": pol}
+
+
+def _diverged(cfg, bonus: str, what: str, cause=None):
+    """A policy whose training diverged (nan weights): a one-line error naming the step
+    size, not torch's multinomial error or nan metrics."""
+    arm = "passive" if bonus == "none" else bonus
+    raise ModelError(f"GebConfig: the {arm} arm's policy diverged ({what}) at lr = "
+                     f"{cfg.lr}, beta = {cfg.beta}, f_div = {cfg.f_div}; use a smaller lr "
+                     "(default 1e-3) or beta (default 0.1)") from cause
 
 
 def _train(pol, ref, ev, X, YW, YL, cfg, bonus, kappa, exact_bonus) -> dict:

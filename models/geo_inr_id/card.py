@@ -54,6 +54,11 @@ class GeoIdConfig:
                              f"{', '.join(FAMILIES)}")
         if not self.resolution > 0:
             raise ModelError(f"GeoIdConfig.resolution = {self.resolution}: must be > 0")
+        if self.family in ("sh", "grid") and self.resolution != int(self.resolution):
+            # sh's degree L and grid's frequency count S are integers (model.LocationEncoder)
+            raise ModelError(f"GeoIdConfig.resolution = {self.resolution}: the {self.family} "
+                             "family's resolution (sh: degree L, grid: frequencies S) must "
+                             "be an integer >= 1")
         for name in ("width", "embed", "steps", "batch_size", "probe_hidden", "probe_steps",
                      "map_height", "map_width", "chunk", "grid_base"):
             if getattr(self, name) < 1:
@@ -61,10 +66,11 @@ class GeoIdConfig:
         if self.eval_region not in ("land", "sphere"):
             raise ModelError(f"GeoIdConfig.eval_region = {self.eval_region!r}: must be 'land' "
                              "or 'sphere'")
-        if self.n_eval <= self.k_local + 1 or self.k_local < 2:
+        if self.n_eval <= max(20, self.k_local) + 1 or self.k_local < 2:
+            # the global MLEs at k = 10 and 20 need as many neighbours as the local one
             raise ModelError(f"GeoIdConfig: n_eval = {self.n_eval}, k_local = {self.k_local}; "
-                             "need 2 <= k_local < n_eval - 1 (the local MLE uses k_local "
-                             "neighbours of each evaluation point)")
+                             "need 2 <= k_local < n_eval - 1 and n_eval >= 22 (the MLEs use "
+                             "k_local, 10 and 20 neighbours of each evaluation point)")
         if not (self.lr > 0 and 0 < self.cap_radius < math.pi):
             raise ModelError(f"GeoIdConfig: lr = {self.lr}, cap_radius = {self.cap_radius}; "
                              "need lr > 0 and 0 < cap_radius < pi")
@@ -101,10 +107,23 @@ def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
         device = model.Uncounted(device)
     enc = model.build_encoder(cfg)
     pre = model.pretrain(enc, data, cfg, device, progress)
+    if not all(map(math.isfinite, pre["losses"])):
+        bad = next(i for i, v in enumerate(pre["losses"]) if not math.isfinite(v))
+        raise ModelError(f"GeoIdConfig.lr = {cfg.lr}: pre-training diverged (mse "
+                         f"{pre['losses'][bad]} at step {bad + 1}); use a smaller lr "
+                         "(default 1e-3)")
     z = model.embed(enc, data.eval_lonlat, device)                 # (N, 256) fp32
     with device.count("id/cast"):
         zd = z.double()
-    ids, dists = est.global_ids(zd, ks=(10, 20, cfg.k_local), dev=device, chunk=cfg.chunk)
+    try:
+        ids, dists = est.global_ids(zd, ks=(10, 20, cfg.k_local), dev=device, chunk=cfg.chunk)
+    except est.DuplicatePoints as e:
+        # a narrow ReLU encoder maps every point where its units are dead onto one embedding
+        raise ModelError(f"GeoIdConfig: the {cfg.family} encoder (width {cfg.width}, embed "
+                         f"{cfg.embed}, {cfg.steps} steps) gives {e.count} of {len(zd)} "
+                         "evaluation points the same embedding as another; the IDs need "
+                         "distinct embeddings: use a larger width (default 256) or resolution "
+                         "(default 10)") from e
     with device.count("id/local"):
         local = est.mle_pointwise(dists[:, :cfg.k_local]).cpu().numpy()   # (N,)
     n = len(z)
@@ -124,7 +143,8 @@ def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
          "fishers": ids["fishers"], "local_id_mean": float(local.mean()),
          "local_id_std": float(local.std()),
          "local_id_in_cap": float(local[inside].mean()) if inside.any() else float("nan"),
-         "local_id_out_cap": float(local[~inside].mean()),
+         "local_id_out_cap": float(local[~inside].mean()) if not inside.all() else
+                             float("nan"),
          "local_id_lon_peak": peak, "local_id_lon_power_at_base": at_base,
          "pretrain_r2": pre["pretrain_r2"],
          "final_pretrain_mse": pre["losses"][-1], "ridge_r2": ridge_r2, "mlp_r2": mlp["r2"],
@@ -132,6 +152,11 @@ def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
          "probe_dead_duplicates": mlp["dead_duplicates"]}
     if not inside.any():
         m.pop("local_id_in_cap")
+    if inside.all():                  # a cap over every evaluation point leaves no outside
+        m.pop("local_id_out_cap")
+    if not math.isfinite(m["probe_activation_twonn"]):
+        # at most 10 distinct probe activations (a narrow probe's dead ReLUs): no TwoNN
+        m.pop("probe_activation_twonn")
     globe = model.map_raster(data.eval_lonlat, local, cfg.map_height, cfg.map_width)
     traces = {"pretrain_mse": curve(pre["losses"], "a.u. (squared error, unit-variance "
                                                    "fields)"),

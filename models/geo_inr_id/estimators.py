@@ -87,11 +87,20 @@ def knn(x: torch.Tensor, k: int, chunk: int = 1024) -> tuple[torch.Tensor, torch
     return torch.cat(dists), torch.cat(idx)
 
 
+class DuplicatePoints(ModelError):
+    """Some points coincide with another (nearest-neighbour distance 0): the MLE and TwoNN
+    divide by that distance. ``count`` is how many; the card names the config behind it."""
+
+    def __init__(self, message: str, count: int):
+        super().__init__(message)
+        self.count = count
+
+
 def _no_duplicates(r1: torch.Tensor, what: str) -> None:
     zero = int((r1 <= 0).sum())
     if zero:
-        raise ModelError(f"{what}: {zero} points have distance 0 to their nearest neighbour "
-                         "(duplicate points); drop duplicates before estimating the ID")
+        raise DuplicatePoints(f"{what}: {zero} points have distance 0 to their nearest neighbour "
+                         "(duplicate points); drop duplicates before estimating the ID", zero)
 
 
 def mle_pointwise(dists: torch.Tensor) -> torch.Tensor:

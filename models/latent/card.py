@@ -62,11 +62,19 @@ class LatEntConfig:
         if not self.methods or bad:
             raise ModelError(f"LatEntConfig.methods = {self.methods}: each must be one of "
                              f"{', '.join(METHOD_NAMES)} (at least one)")
+        if len(set(self.methods)) < len(self.methods):
+            # one run per method and seed: a repeat would pair a method's seed with itself
+            raise ModelError(f"LatEntConfig.methods = {self.methods}: each method at most once")
         check_at_least(self, seeds=1, num_envs=2, horizon=2, iterations=1, latent_dim=1,
                        hidden=1, knn_k=1, model_every=1, model_steps=0, model_buffer=1,
                        warmup_batches=1, warmup_steps=0, ppo_epochs=1, minibatches=1,
                        finetune_iterations=0, alpha=0.0, beta=0.0, vf_coef=0.0,
                        ent_coef=0.0)
+        if self.num_envs * self.horizon < 11:
+            # the oracle evaluation's Kozachenko-Leonenko estimator uses k = 10 neighbours
+            raise ModelError(f"LatEntConfig: num_envs x horizon = {self.num_envs} x "
+                             f"{self.horizon} = {self.num_envs * self.horizon} points per "
+                             "batch; need >= 11 (the evaluation's k = 10 entropy estimate)")
         if self.knn_k >= self.num_envs * self.horizon:
             raise ModelError(f"LatEntConfig.knn_k = {self.knn_k}: must be below the batch's "
                              f"{self.num_envs * self.horizon} points (num_envs x horizon)")
@@ -77,8 +85,11 @@ class LatEntConfig:
             if not 0 <= getattr(self, name) <= 1:
                 raise ModelError(f"LatEntConfig.{name} = {getattr(self, name)}: must be in "
                                  "[0, 1]")
-        if self.log_std != self.log_std:
-            raise ModelError("LatEntConfig.log_std = nan: must be a number")
+        if not -20 <= self.log_std <= 20:
+            # exp(log_std) leaves fp32 beyond +-88 (inf or denormal std: nan log-probabilities);
+            # +-20 already means a deterministic or a uniform-on-the-clip policy
+            raise ModelError(f"LatEntConfig.log_std = {self.log_std}: must be a number in "
+                             "[-20, 20] (the actor's initial log std; default -0.5)")
 
 
 _FULL = {"seeds": 5, "iterations": 60, "num_envs": 32}

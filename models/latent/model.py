@@ -387,6 +387,14 @@ def build(env, cfg, dev, seed: int):
             torch.optim.Adam(ac.parameters(), lr=cfg.policy_lr))
 
 
+def _finite(value: float, what: str, cfg, field: str, default: str) -> None:
+    """Refuse a run whose training diverged (a nan would reach every metric) with the
+    learning rate behind it."""
+    if not math.isfinite(value):
+        raise ModelError(f"LatEntConfig.{field} = {getattr(cfg, field)}: {what} diverged "
+                         f"({value}); use a smaller {field} (default {default})")
+
+
 def _fresh(opt) -> str:
     """Part of a block's key: an optimiser's first step creates its state (more ops)."""
     return "fresh" if not opt.state else "warm"
@@ -409,7 +417,8 @@ def warm_up(env, model, mopt, cfg, rep: Replay, gen, seed: int) -> tuple[list[Ba
     for _ in range(cfg.warmup_steps):
         with rep.count("warmup/model", f"{len(data)}:{_fresh(mopt)}:{key}",
                        samples=steps * len(data)):
-            model_update(model, mopt, data, 1, cfg.alpha, cfg.beta)
+            loss, _ = model_update(model, mopt, data, 1, cfg.alpha, cfg.beta)
+        _finite(loss, "the latent model's warm-up loss", cfg, "model_lr", "3e-3")
     with rep.count("warmup/evaluate", f"mse:{key}"):
         held = rollout(env, model, None, dev, gen, seed * 1000 + 999)
         mse, copy = next_obs_mse(model, held)
@@ -459,6 +468,9 @@ def pretrain(env, method: str, cfg, rep: Replay, seed: int, tick=None,
                            samples=steps):
                 batch = rollout(env, model, policy, dev, gen, seed * 1000 + it)
             ev = evaluate(env, batch)
+            # nan states come from nan actions: the policy (its log std) diverged
+            _finite(ev["state_entropy"], f"{method}'s policy (state entropy)", cfg, "policy_lr",
+                    "1e-3")
             loss = math.nan
             if method != "random":
                 with rep.count("reward", f"z{zdim}:{key}", samples=steps):
@@ -472,6 +484,7 @@ def pretrain(env, method: str, cfg, rep: Replay, seed: int, tick=None,
                         with rep.count("train/model", f"{len(buffer)}:{_fresh(mopt)}:{key}",
                                        samples=steps * len(buffer)):
                             loss, _ = model_update(model, mopt, buffer, 1, alpha, beta)
+                        _finite(loss, "the latent model's loss", cfg, "model_lr", "3e-3")
             for name in ("state_entropy", "coverage"):
                 curves[name].append(ev[name])
             curves["model_loss"].append(loss)
@@ -514,7 +527,9 @@ def finetune(env, cfg, rep: Replay, seed: int, init: PretrainResult | None,
             reward = dev.tensor(batch.extrinsic)
             with rep.count("train/policy", f"ppo-sparse:{_fresh(popt)}:{key}",
                            samples=steps * cfg.ppo_epochs):
-                ppo_update(ac, popt, batch, reward, cfg, gen)
+                stats = ppo_update(ac, popt, batch, reward, cfg, gen)
+            _finite(stats["policy_loss"] + stats["value_loss"], "fine-tuning's PPO loss", cfg,
+                    "policy_lr", "1e-3")
             if tick is not None:
                 tick()
     return success

@@ -62,3 +62,29 @@ def test_run_file_and_report_show_bands_and_trajectories(tiny_run, tmp_path):
                                   tiny_run.traces["trajectories_scan"].data)
     html = html_report(run, [run.ledger.price(run.profile)], tmp_path / "a.html").read_text()
     assert 'alt="learning_curve_apple"' in html and 'alt="trajectories_apple"' in html
+
+
+@pytest.mark.parametrize("field, value, message", [
+    # torch's Adam raised ValueError("Invalid learning rate: -1.0") with a traceback
+    ("lr_actor", -1.0, "lr_actor = -1.0: must be a finite learning rate >= 0"),
+    # an infinite move: 0 x inf = nan positions, the scan baseline's loss nan
+    ("max_step", float("inf"), "max_step = inf: must be a finite move > 0"),
+    ("hit_px", -1.0, "hit_px = -1.0: must be a distance >= 0 px"),
+    # min(-2, n) sliced ev["index"][:-2]: n - 2 trajectories drawn, not none
+    ("trajectories", -2, "trajectories = -2: must be >= 0"),
+    # a 4-episode replay never holds a batch of 32: not one update ran, silently
+    ("replay_episodes", 4, "replay_episodes = 4: must be >= batch = 32"),
+])
+def test_config_refuses_values_that_crashed_or_ran_nothing(field, value, message):
+    with pytest.raises(ModelError, match=message):
+        AppleConfig(**{field: value})
+
+
+def test_diverged_training_is_a_config_error_not_nan_metrics():
+    # lr_actor 1e6: the predictor's weights go nan in the first rollout's updates; the test
+    # cross-entropy was nan (final_loss_random = nan) and the run finished
+    with pytest.raises(ModelError, match=r"the random agent's training diverged \(test loss "
+                                         r"nan, alpha 1.0 at rollout 1\) at lr_actor = "
+                                         r"1000000.0"):
+        runner.run("apple", profile="tests/data/toy-gpu.toml", dataset="digits",
+                   overrides={**TINY, "policies": "random", "seeds": 1, "lr_actor": 1e6})

@@ -53,3 +53,24 @@ def test_cli_simulate_writes_run_file_and_report(tmp_path):
     assert out.stat().st_size > 0
     html = next(tmp_path.glob("*.html")).read_text()
     assert html.count("data:image/png") >= 4                # the four seed-band curves
+
+
+def test_diverged_policy_is_a_config_error_not_a_multinomial_traceback():
+    # forward KL at lr 1: exp(-r) overflows in the f-DPO logits, inf - inf = nan weights
+    # after iteration 1's training, and iteration 2's torch.multinomial raised on them
+    from sim.errors import ModelError
+    with pytest.raises(ModelError, match=r"the passive arm's policy diverged \(nan "
+                                         r"probabilities at iteration 2\) at lr = 1.0, "
+                                         r"beta = 0.1, f_div = fkl; use a smaller lr"):
+        runner.run("geb", profile=TOY_GPU, overrides={**SHORT, "f_div": "fkl", "lr": 1.0})
+
+
+def test_policy_diverged_in_its_last_steps_is_refused_not_nan():
+    # Hellinger at beta 1e6, lr 1: the prior arm's weights go nan during its last
+    # iteration's training, so no later sampling raises; its final measures (and metrics)
+    # were all nan
+    from sim.errors import ModelError
+    with pytest.raises(ModelError, match=r"the prior arm's policy diverged \(nan in its final "
+                                         r"measures\) at lr = 1.0, beta = 1000000.0"):
+        runner.run("geb", profile=TOY_GPU, overrides={**SHORT, "f_div": "hel", "beta": 1e6,
+                                                      "lr": 1.0})

@@ -79,3 +79,54 @@ def test_cli_simulate_writes_run_file_and_report_with_the_globe(tmp_path):
     assert html
     text = html[0].read_text()
     assert 'alt="local_id_map"' in text and "data:image/png;base64" in text
+
+
+def test_config_refuses_too_few_points_for_the_k20_mle_and_fractional_degrees():
+    # the global MLE at k = 20 needs 20 neighbours: n_eval = 21 with k_local = 2 passed the
+    # old check (21 > 2 + 1) and knn raised k = 20 with N = 21 ... (needs max(20, 2) + 2 = 22)
+    with pytest.raises(ModelError, match="n_eval = 21, k_local = 2; need .* n_eval >= 22"):
+        GeoIdConfig(n_eval=21, k_local=2)
+    assert GeoIdConfig(n_eval=22, k_local=2).n_eval == 22
+    # sh's degree and grid's frequency count are integers; rff's sigma and siren's w0 are not
+    for family in ("sh", "grid"):
+        with pytest.raises(ModelError, match=f"resolution = 1.5: the {family} family"):
+            GeoIdConfig(family=family, resolution=1.5)
+    assert GeoIdConfig(family="rff", resolution=1.5).resolution == 1.5
+
+
+TINY = {"n_pretrain": 200, "steps": 5, "n_eval": 100, "k_local": 10, "probe_steps": 2}
+"""5 Adam steps, 100 land points: seconds, for the edge cases below."""
+
+
+def test_diverged_pretraining_is_a_config_error():
+    # lr = 1e6 sends the MSE to inf at step 2 and every metric to nan
+    with pytest.raises(ModelError, match=r"GeoIdConfig.lr = 1000000.0: pre-training "
+                                         r"diverged \(mse (inf|nan) at step \d"):
+        runner.run("geo_inr_id", profile=TOY_GPU, overrides={**TINY, "lr": 1e6})
+
+
+def test_dead_narrow_encoder_is_a_config_error():
+    # width 1: one ReLU unit, every point where it is dead gets the head's bias as its
+    # embedding, so the MLE divides by a zero neighbour distance
+    with pytest.raises(ModelError, match=r"GeoIdConfig: the sh encoder \(width 1, embed 256, "
+                                         r"5 steps\) gives \d+ of 100 evaluation points"):
+        runner.run("geo_inr_id", profile=TOY_GPU, overrides={**TINY, "width": 1})
+
+
+def test_cap_over_every_point_has_no_outside_mean():
+    # cap_radius 3.14 rad covers the sphere but a 0.0016 rad hole: no land point is outside,
+    # so the outside mean (of no point) is left out, as the inside one is for an empty cap
+    r = runner.run("geo_inr_id", profile=TOY_GPU, overrides={**TINY, "cap_radius": 3.14})
+    assert r.facts["eval_points_in_cap"] == 100
+    assert "local_id_out_cap" not in r.metrics and "local_id_in_cap" in r.metrics
+    assert all(np.isfinite(v) for v in r.metrics.values() if isinstance(v, float))
+
+
+def test_probe_with_too_few_distinct_activations_has_no_activation_id():
+    # n_eval 22: a test half of 11 points; a probe of one hidden ReLU unit is dead (0) on some
+    # of them, leaving <= 10 distinct rows, too few for TwoNN (nan before): left out
+    r = runner.run("geo_inr_id", profile=TOY_GPU,
+                   overrides={**TINY, "n_eval": 22, "k_local": 2, "probe_hidden": 1})
+    assert r.metrics["probe_dead_duplicates"] >= 1
+    assert "probe_activation_twonn" not in r.metrics
+    assert all(np.isfinite(v) for v in r.metrics.values() if isinstance(v, float))

@@ -357,7 +357,13 @@ def train_variant(variant: str, cfg: DecoupledPrototypesConfig, dev, xt, yt, xs,
                   progress: Progress | None = None) -> dict:
     """Train one variant; unique fractions every ``measure_every`` steps, k-NN per epoch."""
     n = len(xt)
-    per_epoch = math.ceil(n / cfg.batch_size)
+    starts = list(range(0, n, cfg.batch_size))
+    if len(starts) > 1 and n - starts[-1] == 1:
+        # a last batch of one image: the head's batch norm in training refuses it, so the
+        # batch before takes it (batch_size + 1 images); every image still trains each epoch
+        starts.pop()
+    ends = starts[1:] + [n]
+    per_epoch = len(starts)
     tr = Trainer(cfg, variant, dev, per_epoch)
     gen = torch.Generator().manual_seed(cfg.seed)
     hist = {"step": [], **{f"unique_eps{e}": [] for e in EPSILONS}}
@@ -379,8 +385,8 @@ def train_variant(variant: str, cfg: DecoupledPrototypesConfig, dev, xt, yt, xs,
         order = torch.randperm(n, generator=gen).to(dev.torch_device)
         total = 0.0
         with counted(dev, cfg, f"{variant}/train", samples=n):
-            for start in range(0, n, cfg.batch_size):
-                total += tr.step(xt[order[start:start + cfg.batch_size]], gen)
+            for start, end in zip(starts, ends, strict=True):
+                total += tr.step(xt[order[start:end]], gen)
                 if tr.steps % cfg.measure_every == 0 or tr.steps == 1:
                     measure()
         losses.append(total / per_epoch)

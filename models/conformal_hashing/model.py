@@ -174,6 +174,11 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
     gen = np.random.default_rng(cfg.seed)
     perm = gen.permutation(n)
     n_hold = max(10, int(round(cfg.holdout * n)))
+    if n_hold >= n:   # no image left to train on (and an empty retrieval database)
+        raise ModelError(f"conformal_hashing: {n} source images (n_source = {cfg.n_source}) "
+                         f"leave none to train on after the calibration hold-out of {n_hold} "
+                         f"(holdout = {cfg.holdout}, at least 10); use more images or a "
+                         "smaller holdout")
     hold, tr = perm[:n_hold], perm[n_hold:]
     xs_all = dev.tensor(pair.x_source)
     ys_all = dev.tensor(pair.y_source, dtype=torch.int64)

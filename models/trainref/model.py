@@ -202,10 +202,10 @@ def vote(f_x, f_r, y_r, k: int, quantile: float, t: float, classes: int = 10,
 def sharpen_finite(soft: torch.Tensor, f_x, f_r, y_r, cfg, dev, scope: str) -> torch.Tensor:
     """``soft`` with its non-finite rows voted again in log space.
 
-    y^(1/t) of a vote sum y <= 1e-12 + k underflows float32 to 0 for every class once t is
-    small (0/0: a nan row), or overflows (inf/inf). The check runs outside any count block,
-    so a run without such rows (the presets' t = 0.5: 1e-24 at worst) records the same
-    ledger; the re-vote is counted under ``scope``.
+    y^(1/t) of the vote sums y (1e-12 up to k + 1e-12) underflows float32 to 0 for every
+    class of a row once t is small (0/0: a nan row), or overflows (inf/inf). The check runs
+    outside any count block, so a run without such rows (the presets' t = 0.5: 1e-24 at
+    worst) records the same ledger; the re-vote is counted under ``scope``.
     """
     bad = ~torch.isfinite(soft).all(1)
     if not bool(bad.any()):

@@ -146,3 +146,30 @@ def test_unique_count_greedy_cover():
     assert unique_count(c, 0.025) == 2          # 0.005 < 0.025: the first two are one group
     assert unique_count(c, 0.001) == 3          # 0.005 >= 0.001: all distinct
     assert unique_count(c, 1.5) == 1            # orthogonal: distance 1 < 1.5
+
+
+def test_unique_count_refuses_nan_prototypes_instead_of_looping_forever():
+    # a NaN row is not within eps of itself (NaN < eps is False), so it never got covered
+    # and the greedy cover's loop never ended; 1 of the 3 rows is NaN
+    from sim.errors import ModelError
+    c = torch.tensor([[1.0, 0.0], [float("nan"), 0.0], [0.0, 1.0]])
+    with pytest.raises(ModelError, match=r"1 of 3 prototypes are not finite"):
+        unique_count(c, 0.025)
+    assert unique_count(torch.eye(4), 0.025) == 4    # all unique: K groups, then finished
+
+
+def test_global_forgetting_of_an_unused_component_stops_at_the_float32_floor():
+    # component 2 at (6, 0) takes ~e^-18 of each point at the origin, below float32's
+    # resolution next to 1: its N decays as 0.5^t and 0.5^t < 1.18e-38 (finfo.tiny) from
+    # t = 127 on; float32 0 (and a 0/0 mean) came at t ~ 150. The decay now stops at the
+    # floor: after 300 steps N is still >= tiny and the mean finite
+    h = 0.3 * torch.randn(64, 2, generator=torch.Generator().manual_seed(0))
+    gmm = OnlineGMM(torch.tensor([[0.0, 0.0], [6.0, 0.0]]), forget=0.5, var0=1.0,
+                    forgetting="global")
+    for _ in range(300):
+        gmm.step(h)
+    assert float(gmm.n[1]) >= torch.finfo(torch.float32).tiny
+    assert torch.isfinite(gmm.mu).all() and torch.isfinite(gmm.var).all()
+    # the used component is the batch's mean (forget 0.5: N = 64 (1 + 0.5 + ...) -> 128)
+    assert float(gmm.n[0]) == pytest.approx(128.0, rel=1e-6)
+    np.testing.assert_allclose(gmm.mu[0].numpy(), h.mean(0).numpy(), atol=1e-5)

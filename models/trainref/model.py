@@ -57,6 +57,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from models.shared.training import seeded, train_minibatch
+from sim.errors import ModelError
 
 PATCH = 7
 
@@ -263,6 +264,10 @@ def evaluate(model, sp, dev, scope: str, temperature: float = 1.0) -> dict:
     logits = dev.run(model, sp["x_test"], scope=f"infer/{scope}")
     model.train()
     p = torch.softmax(logits / temperature, 1).cpu().numpy()
+    if not np.isfinite(p).all():   # numpy, outside any count block: the ledger is unchanged
+        # NaN weights: the accuracy would be an argmax of NaNs and the ECE 0 (no bin matches)
+        raise ModelError(f"trainref: the {scope} model's test predictions are not finite: "
+                         "its training diverged; lower lr")
     y = sp["y_test"].cpu().numpy()
     return {"accuracy": float((p.argmax(1) == y).mean()), "ece": ece(p, y)}
 

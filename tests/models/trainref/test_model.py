@@ -185,3 +185,19 @@ def test_config_refuses_bad_values():
         TrainRefConfig(mask_ratio=0.03)
     TrainRefConfig(mask_ratio=0.03, mae_epochs=0)    # no pre-training: the mask is unused
     TrainRefConfig(mask_ratio=0.04)                  # round(0.64) = 1 patch
+
+
+def test_evaluate_refuses_a_diverged_model():
+    # NaN weights (lr = 1e6 on the CE baseline did it): softmax gives NaN probabilities,
+    # whose argmax scored an "accuracy" and whose ECE was 0 (NaN -> int fills no bin)
+    from sim.torch_engine.engine import TorchDevice
+    dev = TorchDevice("tests/data/toy-gpu.toml")
+    net = torch.nn.Linear(784, 10)
+    sp = {"x_test": torch.zeros(4, 784), "y_test": torch.zeros(4, dtype=torch.int64)}
+    ok = M.evaluate(dev.compile(net), sp, dev, "ce")
+    assert ok["accuracy"] in (0.0, 1.0)              # four equal rows: all right or all wrong
+    with torch.no_grad():
+        net.bias.fill_(float("nan"))
+    with pytest.raises(ModelError, match="the ce model's test predictions are not finite: "
+                                         "its training diverged; lower lr"):
+        M.evaluate(dev.compile(net), sp, dev, "ce")

@@ -436,6 +436,11 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
         fq, hq, lq = _chunks(net, xq)
         bdb, bq = signs(hdb), signs(hq)
         wq = torch.sigmoid(net.bit_head(fq)) if variant.representation else torch.ones_like(hq)
+    # outside the count block (no ledger change): NaN weights give NaN codes, whose sign is
+    # -1 everywhere, and a MAP of identical codes that looks like a result
+    if not all(bool(torch.isfinite(t).all()) for t in (hdb, hq, lq, wq)):
+        raise ModelError(f"conformal_hashing: the trained network's codes or class scores "
+                         f"are not finite: training diverged (lr = {cfg.lr}); lower lr")
     m = {}
     # conformal diagnostics (target labels used only here)
     pt = lq.softmax(1)

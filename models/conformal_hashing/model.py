@@ -174,6 +174,11 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
     gen = np.random.default_rng(cfg.seed)
     perm = gen.permutation(n)
     n_hold = max(10, int(round(cfg.holdout * n)))
+    if n_hold >= n:   # no image left to train on (and an empty retrieval database)
+        raise ModelError(f"conformal_hashing: {n} source images (n_source = {cfg.n_source}) "
+                         f"leave none to train on after the calibration hold-out of {n_hold} "
+                         f"(holdout = {cfg.holdout}, at least 10); use more images or a "
+                         "smaller holdout")
     hold, tr = perm[:n_hold], perm[n_hold:]
     xs_all = dev.tensor(pair.x_source)
     ys_all = dev.tensor(pair.y_source, dtype=torch.int64)
@@ -431,6 +436,11 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
         fq, hq, lq = _chunks(net, xq)
         bdb, bq = signs(hdb), signs(hq)
         wq = torch.sigmoid(net.bit_head(fq)) if variant.representation else torch.ones_like(hq)
+    # outside the count block (no ledger change): NaN weights give NaN codes, whose sign is
+    # -1 everywhere, and a MAP of identical codes that looks like a result
+    if not all(bool(torch.isfinite(t).all()) for t in (hdb, hq, lq, wq)):
+        raise ModelError(f"conformal_hashing: the trained network's codes or class scores "
+                         f"are not finite: training diverged (lr = {cfg.lr}); lower lr")
     m = {}
     # conformal diagnostics (target labels used only here)
     pt = lq.softmax(1)

@@ -55,6 +55,12 @@ class DecoupledPrototypesConfig:
             if getattr(self, name) < 1:
                 raise ModelError(f"DecoupledPrototypesConfig.{name} = {getattr(self, name)}: "
                                  "must be >= 1")
+        for name in ("train", "prototypes", "batch_size"):
+            # the head's BatchNorm1d normalises over a batch in training: one sample has no
+            # batch variance (torch refuses it); the mixture is seeded from K images at once
+            if getattr(self, name) < 2:
+                raise ModelError(f"DecoupledPrototypesConfig.{name} = {getattr(self, name)}: "
+                                 "must be >= 2 (the head's batch norm needs 2 samples a batch)")
         for name in ("lr", "student_temp", "teacher_temp", "var_min", "beta0"):
             if not getattr(self, name) > 0:
                 raise ModelError(f"DecoupledPrototypesConfig.{name} = {getattr(self, name)}: "

@@ -141,6 +141,9 @@ class Student(nn.Module):
 
 
 # --- the online Gaussian mixture ----------------------------------------------------------
+_TINY = torch.finfo(torch.float32).tiny
+
+
 class OnlineGMM:
     """Diagonal Gaussian mixture fitted by online EM with forgetting and annealing.
 
@@ -176,6 +179,11 @@ class OnlineGMM:
         nk = gamma.sum(0)
         if self.forgetting == "global":
             eta = torch.full_like(nk, self.forget)
+            # a component with no responsibility decays by eta each step, and its N, S, Q
+            # reach float32 0 (a 0/0 mean: NaN prototypes) after ~ -103 / ln(eta) steps; the
+            # decay leaves their ratios (mean, variance) as they are, so it stops at the
+            # smallest normal float32 (never reached in 2820 steps at eta 0.99: 5e-13)
+            eta = torch.where(eta * self.n + nk < _TINY, 1.0, eta)
         else:          # decay in proportion to the batch mass received (uniform share: B / K)
             eta = self.forget ** (nk * len(nk) / len(h))
         self.n = eta * self.n + nk
@@ -212,11 +220,19 @@ def unique_count(protos: torch.Tensor, eps: float) -> int:
     close = (1.0 - c @ c.T) < eps                                 # (K, K)
     covered = torch.zeros(len(c), dtype=torch.bool, device=c.device)
     groups = 0
-    while not bool(covered.all()):
+    while groups < len(c):          # at most K groups: the same ops as an unbounded loop
+        if bool(covered.all()):
+            return groups
         i = int(torch.argmax((~covered).to(torch.uint8)))   # first uncovered (argmax: a
         #                                                     counted op; nonzero is not)
         covered |= close[i]
         groups += 1
+    if not bool(covered.all()):     # a NaN row is not within eps of itself: it never got
+        #                             covered, and the loop would have run forever
+        bad = int((~torch.isfinite(c).all(1)).sum())
+        raise ModelError(f"decoupled_prototypes: {bad} of {len(c)} "
+                         "prototypes are not finite (training diverged: lower lr, or raise "
+                         "var_min)")
     return groups
 
 
@@ -357,7 +373,13 @@ def train_variant(variant: str, cfg: DecoupledPrototypesConfig, dev, xt, yt, xs,
                   progress: Progress | None = None) -> dict:
     """Train one variant; unique fractions every ``measure_every`` steps, k-NN per epoch."""
     n = len(xt)
-    per_epoch = math.ceil(n / cfg.batch_size)
+    starts = list(range(0, n, cfg.batch_size))
+    if len(starts) > 1 and n - starts[-1] == 1:
+        # a last batch of one image: the head's batch norm in training refuses it, so the
+        # batch before takes it (batch_size + 1 images); every image still trains each epoch
+        starts.pop()
+    ends = starts[1:] + [n]
+    per_epoch = len(starts)
     tr = Trainer(cfg, variant, dev, per_epoch)
     gen = torch.Generator().manual_seed(cfg.seed)
     hist = {"step": [], **{f"unique_eps{e}": [] for e in EPSILONS}}
@@ -379,8 +401,8 @@ def train_variant(variant: str, cfg: DecoupledPrototypesConfig, dev, xt, yt, xs,
         order = torch.randperm(n, generator=gen).to(dev.torch_device)
         total = 0.0
         with counted(dev, cfg, f"{variant}/train", samples=n):
-            for start in range(0, n, cfg.batch_size):
-                total += tr.step(xt[order[start:start + cfg.batch_size]], gen)
+            for start, end in zip(starts, ends, strict=True):
+                total += tr.step(xt[order[start:end]], gen)
                 if tr.steps % cfg.measure_every == 0 or tr.steps == 1:
                     measure()
         losses.append(total / per_epoch)

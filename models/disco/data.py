@@ -55,6 +55,10 @@ def make(name: str, n: int, noise_frac: float, seed: int) -> PointSet:
     rng = np.random.default_rng(seed)
     n_noise = int(round(noise_frac * n))
     m = n - n_noise
+    if m < 2:   # one point has std 0: the unit-variance scaling below would divide by it
+        raise ModelError(f"disco data: noise_frac = {noise_frac} of n = {n} leaves {m} cluster "
+                         f"point(s) (n - round(noise_frac n)); need >= 2: lower noise_frac or "
+                         "raise n")
     rs = int(rng.integers(2**31 - 1))
     if name == "moons":
         x, y = skd.make_moons(m, noise=0.06, random_state=rs)

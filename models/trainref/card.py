@@ -58,6 +58,11 @@ class TrainRefConfig:
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise ModelError(f"TrainRefConfig.{name} = {getattr(self, name)}: must be in "
                                  "(0, 1]")
+        if self.mae_epochs and round(16 * self.mask_ratio) < 1:
+            # no patch masked: the masked-pixel MSE is 0 / 0, every weight and metric nan
+            raise ModelError(f"TrainRefConfig.mask_ratio = {self.mask_ratio} masks "
+                             f"round(16 x {self.mask_ratio}) = 0 of the 16 patches; must be "
+                             "> 1/32 (one patch) when mae_epochs > 0")
         check_at_least(self, refs_per_class=1, train=100, test=1, val=10, hidden=1, dim=1,
                        probe_epochs=3, rounds=1, k=1, batch_size=1, mae_epochs=0,
                        aug_epochs=0, ft_epochs=0, ce_epochs=1)

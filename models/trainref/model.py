@@ -57,6 +57,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from models.shared.training import seeded, train_minibatch
+from sim.errors import ModelError
 
 PATCH = 7
 
@@ -153,7 +154,8 @@ def select(scores: torch.Tensor, y: torch.Tensor, delta: float, classes: int = 1
 
 
 def vote(f_x, f_r, y_r, k: int, quantile: float, t: float, classes: int = 10,
-         chunk: int = 2048, pool: str = "mmr", relevance: float = 0.5) -> torch.Tensor:
+         chunk: int = 2048, pool: str = "mmr", relevance: float = 0.5,
+         log_space: bool = False) -> torch.Tensor:
     """C-step (module docstring): soft labels (N, C) from the references' similarity votes.
 
     The voting pool V(x) is grown greedily from x's most similar reference among those above
@@ -163,6 +165,8 @@ def vote(f_x, f_r, y_r, k: int, quantile: float, t: float, classes: int = 10,
     distance to V, similarity ignored); ``"nearest"``: the k most similar (the public code's
     top-10). The last two are ablations (README: farthest-point votes with the top
     quartile's far edge and loses 30 points of relabel accuracy even with a clean D*_ref).
+    ``log_space``: sharpen as softmax(log y / t), the same distribution, finite where
+    y^(1/t) under- or overflows float32 (t near 0; :func:`sharpen_finite`).
     """
     fr = F.normalize(f_r, dim=1)
     y1 = F.one_hot(y_r, classes).to(f_x.dtype)
@@ -188,9 +192,29 @@ def vote(f_x, f_r, y_r, k: int, quantile: float, t: float, classes: int = 10,
             redundancy = torch.maximum(redundancy, rr[nxt])
         w = torch.where(chosen, s.clamp_min(0), torch.zeros_like(s))
         y = w @ y1 + 1e-12
+        if log_space:
+            out.append(torch.softmax(torch.log(y) / t, 1))
+            continue
         y = y ** (1 / t)
         out.append(y / y.sum(1, keepdim=True))
     return torch.cat(out)
+
+
+def sharpen_finite(soft: torch.Tensor, f_x, f_r, y_r, cfg, dev, scope: str) -> torch.Tensor:
+    """``soft`` with its non-finite rows voted again in log space.
+
+    y^(1/t) of the vote sums y (1e-12 up to k + 1e-12) underflows float32 to 0 for every
+    class of a row once t is small (0/0: a nan row), or overflows (inf/inf). The check runs
+    outside any count block, so a run without such rows (the presets' t = 0.5: 1e-24 at
+    worst) records the same ledger; the re-vote is counted under ``scope``.
+    """
+    bad = ~torch.isfinite(soft).all(1)
+    if not bool(bad.any()):
+        return soft
+    with dev.count(scope, samples=int(bad.sum())):
+        soft[bad] = vote(f_x[bad], f_r, y_r, cfg.k, cfg.quantile, cfg.sharpen, pool=cfg.pool,
+                         relevance=cfg.relevance, log_space=True)
+    return soft
 
 
 def ece(probs: np.ndarray, y: np.ndarray, bins: int = 15) -> float:
@@ -240,6 +264,10 @@ def evaluate(model, sp, dev, scope: str, temperature: float = 1.0) -> dict:
     logits = dev.run(model, sp["x_test"], scope=f"infer/{scope}")
     model.train()
     p = torch.softmax(logits / temperature, 1).cpu().numpy()
+    if not np.isfinite(p).all():   # numpy, outside any count block: the ledger is unchanged
+        # NaN weights: the accuracy would be an argmax of NaNs and the ECE 0 (no bin matches)
+        raise ModelError(f"trainref: the {scope} model's test predictions are not finite: "
+                         "its training diverged; lower lr")
     y = sp["y_test"].cpu().numpy()
     return {"accuracy": float((p.argmax(1) == y).mean()), "ece": ece(p, y)}
 
@@ -293,9 +321,10 @@ def trainref(enc, s, cfg, dev, keep=None, prefix: str = "", oracle: bool = False
             f_all = features(model.enc, torch.cat([x_aug, s["x_pool"]]))
             model.train()
             mu = f_all[len(x_aug):].mean(0)
-            soft = vote(f_all[len(x_aug):] - mu, f_all[:len(x_aug)] - mu, y_aug, cfg.k,
-                        cfg.quantile, cfg.sharpen, pool=cfg.pool,
+            f_x, f_r = f_all[len(x_aug):] - mu, f_all[:len(x_aug)] - mu
+            soft = vote(f_x, f_r, y_aug, cfg.k, cfg.quantile, cfg.sharpen, pool=cfg.pool,
                         relevance=cfg.relevance)
+        soft = sharpen_finite(soft, f_x, f_r, y_aug, cfg, dev, f"{prefix}vote/round{rnd}/log")
         if hard:
             soft = F.one_hot(soft.argmax(1), classes).float()
         res[f"relabel_accuracy_round{rnd}"] = float((soft.argmax(1) == s["y_true"]).float().mean())

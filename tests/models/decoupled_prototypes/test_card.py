@@ -26,6 +26,10 @@ def test_bad_settings_are_refused():
         DecoupledPrototypesConfig(ema=1.0)
     with pytest.raises(ModelError, match=r"freeze_last_layer = -1: must be >= 0"):
         DecoupledPrototypesConfig(freeze_last_layer=-1)
+    # one image a batch: BatchNorm1d in training has no batch variance (torch raises)
+    for name in ("train", "prototypes", "batch_size"):
+        with pytest.raises(ModelError, match=rf"\.{name} = 1: must be >= 2 \(the head's batch"):
+            DecoupledPrototypesConfig(**{name: 1})
 
 
 def test_spread_is_mean_and_sample_std():

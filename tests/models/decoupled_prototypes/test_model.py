@@ -6,7 +6,13 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from models.decoupled_prototypes.card import DecoupledPrototypesConfig
-from models.decoupled_prototypes.model import OnlineGMM, Trainer, kmeanspp, unique_count
+from models.decoupled_prototypes.model import (
+    OnlineGMM,
+    Trainer,
+    kmeanspp,
+    train_variant,
+    unique_count,
+)
 
 TINY = {"prototypes": 16, "bottleneck": 8, "width": 4, "batch_size": 32}
 
@@ -62,6 +68,20 @@ def test_joint_prototypes_are_frozen_in_epoch_one_then_trained_by_the_optimizer(
     tr.encoder_step(views)                     # epoch 2, step 3: Adam moves them
     assert tr.student.prototypes.grad is not None
     assert not torch.equal(before, tr.student.prototypes.detach())
+
+
+@pytest.mark.parametrize("variant", ["joint", "decoupled"])
+def test_a_last_batch_of_one_image_joins_the_batch_before(dev, variant):
+    # 33 images at batch_size 32: batches of 32 and 1, and the head's BatchNorm1d refuses a
+    # training batch of 1 ("Expected more than 1 value per channel"); now one batch of 33,
+    # so one step per epoch and 2 steps over 2 epochs
+    g = torch.Generator().manual_seed(3)
+    xt, xs = torch.rand(33, 1, 28, 28, generator=g), torch.rand(5, 1, 28, 28, generator=g)
+    yt, ys = torch.randint(0, 10, (33,), generator=g), torch.randint(0, 10, (5,), generator=g)
+    cfg = DecoupledPrototypesConfig(**{**TINY, "epochs": 2, "measure_every": 1})
+    r = train_variant(variant, cfg, dev, xt, yt, xs, ys)
+    assert r["trainer"].steps == 2 and r["trainer"].steps_per_epoch == 1
+    assert len(r["losses"]) == 2 and all(np.isfinite(r["losses"]))
 
 
 def test_joint_prototypes_start_from_the_linear_layer_init():
@@ -126,3 +146,30 @@ def test_unique_count_greedy_cover():
     assert unique_count(c, 0.025) == 2          # 0.005 < 0.025: the first two are one group
     assert unique_count(c, 0.001) == 3          # 0.005 >= 0.001: all distinct
     assert unique_count(c, 1.5) == 1            # orthogonal: distance 1 < 1.5
+
+
+def test_unique_count_refuses_nan_prototypes_instead_of_looping_forever():
+    # a NaN row is not within eps of itself (NaN < eps is False), so it never got covered
+    # and the greedy cover's loop never ended; 1 of the 3 rows is NaN
+    from sim.errors import ModelError
+    c = torch.tensor([[1.0, 0.0], [float("nan"), 0.0], [0.0, 1.0]])
+    with pytest.raises(ModelError, match=r"1 of 3 prototypes are not finite"):
+        unique_count(c, 0.025)
+    assert unique_count(torch.eye(4), 0.025) == 4    # all unique: K groups, then finished
+
+
+def test_global_forgetting_of_an_unused_component_stops_at_the_float32_floor():
+    # component 2 at (6, 0) takes ~e^-18 of each point at the origin, below float32's
+    # resolution next to 1: its N decays as 0.5^t and 0.5^t < 1.18e-38 (finfo.tiny) from
+    # t = 127 on; float32 0 (and a 0/0 mean) came at t ~ 150. The decay now stops at the
+    # floor: after 300 steps N is still >= tiny and the mean finite
+    h = 0.3 * torch.randn(64, 2, generator=torch.Generator().manual_seed(0))
+    gmm = OnlineGMM(torch.tensor([[0.0, 0.0], [6.0, 0.0]]), forget=0.5, var0=1.0,
+                    forgetting="global")
+    for _ in range(300):
+        gmm.step(h)
+    assert float(gmm.n[1]) >= torch.finfo(torch.float32).tiny
+    assert torch.isfinite(gmm.mu).all() and torch.isfinite(gmm.var).all()
+    # the used component is the batch's mean (forget 0.5: N = 64 (1 + 0.5 + ...) -> 128)
+    assert float(gmm.n[0]) == pytest.approx(128.0, rel=1e-6)
+    np.testing.assert_allclose(gmm.mu[0].numpy(), h.mean(0).numpy(), atol=1e-5)

@@ -1,5 +1,6 @@
 """TrainRef's parts: the closed-form influence, the noise, the split, voting, ECE, the card."""
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -95,6 +96,40 @@ def test_vote_sharpening_squares_the_normalised_votes():
     np.testing.assert_allclose(out.numpy(), [[0.8, 0.2]], atol=1e-6)
 
 
+def test_vote_sharpening_near_zero_t_stays_finite():
+    # one query, references of class 0 and 1 at cosines 0.1 and 0.05, t = 0.01: the plain
+    # y^(1/t) is 0.1^100 = 1e-100 and 0.05^100, both 0 in float32, so 0 / 0 = nan. In log
+    # space softmax(log(0.1) / t, log(0.05) / t): class 1 gets exp(100 log 0.5) = 2^-100
+    # = 7.9e-31 of class 0's mass, so the row is (1, 7.9e-31) to float32
+    f_r = torch.tensor([[0.1, 0.99 ** 0.5], [0.05, -(0.9975 ** 0.5)]])
+    args = (torch.tensor([[1.0, 0.0]]), f_r, torch.tensor([0, 1]))
+    plain = M.vote(*args, k=2, quantile=0.0, t=0.01, classes=2)
+    assert torch.isnan(plain).all()                  # the failure sharpen_finite repairs
+    out = M.vote(*args, k=2, quantile=0.0, t=0.01, classes=2, log_space=True)
+    np.testing.assert_allclose(out.numpy(), [[1.0, 2.0 ** -100]], rtol=1e-4, atol=0)
+    # at the presets' t = 0.5 the log-space form is the same distribution:
+    # (0.1^2, 0.05^2) / 0.0125 = (0.8, 0.2)
+    half = M.vote(*args, k=2, quantile=0.0, t=0.5, classes=2, log_space=True)
+    np.testing.assert_allclose(half.numpy(), [[0.8, 0.2]], atol=1e-6)
+
+
+def test_sharpen_finite_revotes_only_the_nan_rows_and_counts_them():
+    from sim.torch_engine.engine import TorchDevice
+    dev = TorchDevice("tests/data/toy-gpu.toml")
+    # vote's own settings (quantile 0: every reference a candidate; the config needs > 0)
+    cfg = SimpleNamespace(k=2, quantile=0.0, sharpen=0.01, pool="mmr", relevance=0.5)
+    f_r = torch.tensor([[0.1, 0.99 ** 0.5], [0.05, -(0.9975 ** 0.5)]])
+    f_x = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    # row 1: cosines 0.995 and -0.999 -> votes (0.995, 0): 0.995^100 = 0.61, finite
+    soft = M.vote(f_x, f_r, torch.tensor([0, 1]), 2, 0.0, 0.01, classes=10)
+    kept = soft[1].clone()
+    assert torch.isnan(soft[0]).all() and torch.isfinite(kept).all()
+    out = M.sharpen_finite(soft, f_x, f_r, torch.tensor([0, 1]), cfg, dev, "vote/log")
+    assert torch.isfinite(out).all() and torch.equal(out[1], kept)
+    np.testing.assert_allclose(out[0, :2].numpy(), [1.0, 2.0 ** -100], rtol=1e-4, atol=0)
+    assert dev.ledger.scopes() == ["vote/log"]       # one row re-voted, under its own scope
+
+
 def _unit(lon_deg: float, lat_deg: float = 0.0) -> list[float]:
     lon, lat = math.radians(lon_deg), math.radians(lat_deg)
     return [math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)]
@@ -145,3 +180,24 @@ def test_config_refuses_bad_values():
         TrainRefConfig(noise_rate=1.0)
     with pytest.raises(ModelError, match="pool = 'random'"):
         TrainRefConfig(pool="random")
+    # round(16 x 0.03) = round(0.48) = 0 patches masked: the masked MSE would be 0 / 0
+    with pytest.raises(ModelError, match=r"mask_ratio = 0.03 masks round\(16 x 0.03\) = 0 "):
+        TrainRefConfig(mask_ratio=0.03)
+    TrainRefConfig(mask_ratio=0.03, mae_epochs=0)    # no pre-training: the mask is unused
+    TrainRefConfig(mask_ratio=0.04)                  # round(0.64) = 1 patch
+
+
+def test_evaluate_refuses_a_diverged_model():
+    # NaN weights (lr = 1e6 on the CE baseline did it): softmax gives NaN probabilities,
+    # whose argmax scored an "accuracy" and whose ECE was 0 (NaN -> int fills no bin)
+    from sim.torch_engine.engine import TorchDevice
+    dev = TorchDevice("tests/data/toy-gpu.toml")
+    net = torch.nn.Linear(784, 10)
+    sp = {"x_test": torch.zeros(4, 784), "y_test": torch.zeros(4, dtype=torch.int64)}
+    ok = M.evaluate(dev.compile(net), sp, dev, "ce")
+    assert ok["accuracy"] in (0.0, 1.0)              # four equal rows: all right or all wrong
+    with torch.no_grad():
+        net.bias.fill_(float("nan"))
+    with pytest.raises(ModelError, match="the ce model's test predictions are not finite: "
+                                         "its training diverged; lower lr"):
+        M.evaluate(dev.compile(net), sp, dev, "ce")

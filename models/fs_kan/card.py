@@ -42,9 +42,15 @@ class FSConfig:
         if not self.widths or min(self.widths) < 1 or self.inv_width < 1:
             raise ModelError(f"FSConfig.widths = {self.widths}, inv_width = {self.inv_width}: "
                              "need at least one layer and widths >= 1")
-        for name in ("steps", "batch_size", "grid", "n_train", "n_test"):
+        for name in ("steps", "grid", "n_test"):
             if getattr(self, name) < 1:
                 raise ModelError(f"FSConfig.{name} = {getattr(self, name)}: must be >= 1")
+        # BatchNorm needs two sets in a batch: training skips a batch of one, so batch_size
+        # or n_train = 1 would train no step at all and report the untrained network
+        for name in ("batch_size", "n_train"):
+            if getattr(self, name) < 2:
+                raise ModelError(f"FSConfig.{name} = {getattr(self, name)}: must be >= 2 "
+                                 "(BatchNorm needs two sets in a batch)")
         if not self.lr > 0:
             raise ModelError(f"FSConfig.lr = {self.lr}: must be > 0")
         check_at_least(self, weight_decay=0, eta=0)

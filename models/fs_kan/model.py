@@ -166,6 +166,12 @@ class FSClassifier:
             for start in range(0, len(x), batch_size):
                 logits.append(self.net(self.device.tensor(x[start:start + batch_size])))
         logits = torch.cat(logits)
+        # outside the count block (no ledger change): NaN weights give NaN logits, whose
+        # argmax 'accuracy' and NaN loss would be reported as a result
+        if not bool(torch.isfinite(logits).all()):
+            raise ModelError(f"FSClassifier.evaluate ({self.action.name}, phi = "
+                             f"{self.config.phi!r}): the network's class scores are not "
+                             f"finite: training diverged (lr = {self.config.lr}); lower lr")
         yt = self.device.tensor(y, dtype=torch.int64)
         return {"accuracy": float((logits.argmax(1) == yt).float().mean()),
                 "loss": float(torch.nn.functional.cross_entropy(logits, yt))}

@@ -37,6 +37,11 @@ def test_config_and_dataset_errors(toy_gpu_path):
         FSConfig(steps=0)
     with pytest.raises(ModelError, match="n_train = 0"):
         FSConfig(n_train=0)
+    # a batch of one set is skipped (BatchNorm needs two): batch_size = 1 or n_train = 1
+    # trained no step (train loss 0.0) and reported the untrained network's accuracy
+    for name in ("batch_size", "n_train"):
+        with pytest.raises(ModelError, match=rf"FSConfig.{name} = 1: must be >= 2 \(BatchNorm"):
+            FSConfig(**{name: 1})
     with pytest.raises(ModelError, match="takes datasets signal-sets, fashion-points; got 'cifar'"):
         runner.prepare("fs_kan", profile=toy_gpu_path, dataset="cifar")
     with pytest.raises(ModelError, match="no setting 'width'"):

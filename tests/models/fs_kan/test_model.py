@@ -114,3 +114,18 @@ def test_trained_arrays_rebuild_the_network_exactly(toy_gpu_path):
     xt = torch.as_tensor(x[:5])
     with torch.no_grad():                     # the same weights and BatchNorm statistics
         assert torch.equal(net(xt), clf.net.cpu().eval()(xt))
+
+
+def test_evaluate_refuses_a_diverged_network(toy_gpu_path):
+    # lr = 1e6 left NaN weights: the test loss was NaN and the argmax of NaN logits (class 0
+    # everywhere) was reported as an accuracy
+    action, d_in, n_classes = task_action("signal-sets")
+    x, y = tasks.signal_sets(20, n=6, length=12, seed=2)
+    cfg = FSConfig(widths=(4,), inv_width=4, steps=2, seed=3)
+    clf = FSClassifier(action, d_in, n_classes, cfg, sim.device(toy_gpu_path)).fit(x, y)
+    assert 0.0 <= clf.evaluate(x, y)["accuracy"] <= 1.0
+    with torch.no_grad():
+        clf.net.head.bias.fill_(float("nan"))
+    with pytest.raises(ModelError, match=r"class scores are not finite: training diverged "
+                                         r"\(lr = 0.003\); lower lr"):
+        clf.evaluate(x, y)

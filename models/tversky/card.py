@@ -48,10 +48,13 @@ class TverskyHeadConfig:
             if getattr(self, name) not in allowed:
                 raise ModelError(f"TverskyHeadConfig.{name} = {getattr(self, name)!r}: "
                                  f"must be one of {allowed}")
-        for name in ("width", "bank_size", "train", "test", "epochs", "batch_size"):
+        for name in ("width", "bank_size", "test", "epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ModelError(f"TverskyHeadConfig.{name} = {getattr(self, name)}: "
                                  "must be >= 1")
+        if self.train < 2:   # one image has no feature std: the standardised features were NaN
+            raise ModelError(f"TverskyHeadConfig.train = {self.train}: must be >= 2 (the "
+                             "encoder's standardisation needs a feature std)")
         if self.init_scale < 0:
             raise ModelError(f"TverskyHeadConfig.init_scale = {self.init_scale}: must be >= 0 "
                              "(0 picks 1/sqrt(d))")

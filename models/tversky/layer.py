@@ -56,7 +56,12 @@ def intersection(ma, ba, mb, bb, reduction: str = "product") -> torch.Tensor:
     if reduction == "mean":
         return 0.5 * (ia + ib)
     if reduction == "gmean":  # = the code's exp(mean log) for I >= 0; 0 when a side shares nothing
-        return torch.sqrt(ia * ib)
+        # sqrt has an infinite slope at 0, and inf * 0 = NaN reached every weight after one
+        # step wherever a pair shares no feature; the inner where keeps sqrt off 0 (same
+        # values), so such pairs pass no gradient instead
+        p = ia * ib
+        shared = p > 0
+        return torch.where(shared, torch.sqrt(torch.where(shared, p, 1.0)), 0.0)
     if reduction == "softmin":
         return -torch.logaddexp(-ia, -ib)
     raise ModelError(f"intersection reduction {reduction!r}: must be one of {INTERSECTIONS}")

@@ -12,8 +12,10 @@ from models.tversky.layer import (
     INTERSECTIONS,
     SIMILARITIES,
     TverskyProjection,
+    intersection,
     tversky_similarity,
 )
+from models.tversky.layer import _project as _masked
 from sim.errors import ModelError
 
 
@@ -112,3 +114,23 @@ def test_bad_layer_arguments():
         TverskyProjection(4, 2, feature_bank=nn.Parameter(torch.zeros(3, 5)))
     with pytest.raises(ModelError, match=r"prototypes has shape \(3, 4\), expected \(2, 4\)"):
         TverskyProjection(4, 2, prototypes=nn.Parameter(torch.zeros(3, 4)))
+
+
+def test_gmean_passes_no_nan_gradient_where_a_pair_shares_nothing():
+    # x has only bank feature 0, the prototype only feature 1 (bank = identity): I_a = I_b
+    # = 0, so gmean = sqrt(0 * 0) = 0, whose slope 1 / (2 sqrt(0)) = inf times 0 made every
+    # gradient NaN (the head run reported alpha = beta = theta = nan)
+    x = torch.tensor([[1.0, 0.0]], requires_grad=True)
+    protos = torch.tensor([[0.0, 1.0]], requires_grad=True)
+    bank = torch.eye(2, requires_grad=True)
+    common = intersection(*_masked(x, bank), *_masked(protos, bank), "gmean")
+    assert common.item() == 0.0
+    common.sum().backward()
+    for t in (x, protos, bank):
+        assert torch.equal(t.grad, torch.zeros_like(t))
+    # a shared feature keeps sqrt's gradient: x = y = (1, 0) gives I_a = I_b = 1, gmean
+    # sqrt(I_a I_b) with d/dI_a = I_b / (2 sqrt(I_a I_b)) = 1/2 and dI_a/dx_0 = 1
+    x = torch.tensor([[1.0, 0.0]], requires_grad=True)
+    y = torch.tensor([[1.0, 0.0]])
+    intersection(*_masked(x, torch.eye(2)), *_masked(y, torch.eye(2)), "gmean").sum().backward()
+    assert x.grad.tolist() == [[0.5, 0.0]]

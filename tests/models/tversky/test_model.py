@@ -58,6 +58,10 @@ def test_bad_inputs(toy_gpu_path):
         TverskyHeadConfig(encoder="resnet")
     with pytest.raises(ModelError, match="epochs = 0"):
         TverskyHeadConfig(epochs=0)
+    # one training image: its feature std (N - 1 = 0 degrees of freedom) is NaN, and the
+    # standardised features, so every head, were NaN
+    with pytest.raises(ModelError, match=r"train = 1: must be >= 2 \(the encoder's "):
+        TverskyHeadConfig(train=1)
     with pytest.raises(ModelError, match="takes datasets fashion-mnist; got 'digits'"):
         runner.prepare("tversky", profile=toy_gpu_path, dataset="digits")
     bad = Dataset("fashion-mnist", np.zeros((3, 10), np.float32), np.zeros(3, np.int64),

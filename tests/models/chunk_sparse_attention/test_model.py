@@ -8,7 +8,13 @@ import torch
 import sim
 from models.chunk_sparse_attention.card import ChunkAttnConfig
 from models.chunk_sparse_attention.data import NeedleTask
-from models.chunk_sparse_attention.model import ChunkAttnLM, build, select_chunks
+from models.chunk_sparse_attention.model import (
+    ChunkAttnLM,
+    build,
+    causal_attention,
+    select_chunks,
+    sliding_window_attention,
+)
 from sim.errors import ModelError
 
 SMALL = dict(d_model=16, heads=2, d_ff=32, window=4, chunk=8, top_k=2)
@@ -211,3 +217,13 @@ def test_bad_inputs(device):
         lm.evaluate(128, n=0)
     with pytest.raises(ModelError, match="vocabulary"):
         ChunkAttnLM(ChunkAttnConfig(**SMALL), device(), task=NeedleTask(n_filler=8))
+
+
+def test_window_longer_than_the_sequence_is_causal_attention():
+    # window = 100000 at T = 64 built (B, h, 1, 1e5, 2e5) scores: a 320 GB allocation that
+    # crashed the run; a window >= T sees every earlier position, as plain causal attention
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 10, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    wide = sliding_window_attention(q, k, v, 100000)
+    assert torch.equal(wide, sliding_window_attention(q, k, v, 10))
+    torch.testing.assert_close(wide, causal_attention(q, k, v, torch.arange(10).expand(2, 10)))

@@ -38,6 +38,17 @@ from sim.traces import Trace, curve
 DATASET = "synthetic-lists"
 
 
+def check_max_len(owner: str, max_len: int, formats) -> None:
+    """``max_len`` must hold the longest prompt (``MAX_OPTIONS`` options; the question order
+    and task only reorder or swap words) of every list format a run builds."""
+    need = max(len(data.template(f, "after", data.MAX_OPTIONS, "item").tokens)
+               for f in formats)
+    if max_len < need:
+        raise ModelError(f"{owner}.max_len = {max_len}: the longest prompt of formats "
+                         f"{', '.join(dict.fromkeys(formats))} has {need} tokens; set "
+                         f"max_len >= {need}")
+
+
 @dataclass
 class FilterLMConfig:
     """Model and training hyperparameters. Defaults: the bench model (4 layers x 4 heads, d=64)."""
@@ -78,6 +89,7 @@ class FilterLMConfig:
             data.template("comma", o, data.MIN_OPTIONS)   # raises on a bad order
         for f in self.formats:
             data.template(f, "after", data.MIN_OPTIONS)
+        check_max_len("FilterLMConfig", self.max_len, self.formats)
 
 
 
@@ -162,6 +174,7 @@ class FilterHeadsConfig:
             if int(getattr(self, name)) < 1:
                 raise ModelError(f"FilterHeadsConfig.{name} = {getattr(self, name)}: "
                                  "must be >= 1")
+        check_max_len("FilterHeadsConfig", self.max_len, (*self.formats, self.search_fmt))
 
     @property
     def model(self) -> FilterLMConfig:

@@ -72,7 +72,7 @@ def run(cfg: FilterHeadsConfig, device, progress: Progress | None = None):
     pool_excl = others if len(all_heads) - len(others) >= k else []
     rsets = patching.random_head_sets(rng, tr, k, pool_excl, cfg.n_random) \
         if len(heads) < len(all_heads) else []
-    m_random_from = "others" if pool_excl else "all"
+    m_random_from = ("others" if pool_excl else "all") if rsets else "none"
     det = {"heads": heads, "mask": mask, "mask_loss": np.array(hist),
            "random_from": m_random_from}
     task, fmt0 = cfg.search.task, cfg.search.fmt
@@ -84,8 +84,9 @@ def run(cfg: FilterHeadsConfig, device, progress: Progress | None = None):
                   "causality_all_heads":
                       patching.evaluate_heads(tr, pairs, all_heads)["causality"]})
         rc = [patching.evaluate_heads(tr, pairs, s)["causality"] for s in rsets]
-        m["causality_random_mean"] = float(np.mean(rc)) if rc else float("nan")
-        m["causality_random_max"] = float(np.max(rc)) if rc else float("nan")
+        if rc:   # no random set when every head is located: no baseline, not a NaN metric
+            m["causality_random_mean"] = float(np.mean(rc))
+            m["causality_random_max"] = float(np.max(rc))
         single = np.array([[patching.evaluate_heads(tr, pairs, [(layer, h)])["causality"]
                             for h in range(n_h)] for layer in range(n_l)])
         det["single_head_causality"] = single

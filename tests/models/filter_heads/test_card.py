@@ -48,6 +48,19 @@ def test_bad_config():
         FilterHeadsConfig(orders=("after", "middle"))
     with pytest.raises(ModelError, match="n_random = 0"):
         FilterHeadsConfig(n_random=0)
+    # max_len = 1 passed the config and crashed the first training batch (12 tokens); the
+    # longest prompt is bullet with 7 options: <bos> Options : + 7 x (\\n - item) + . +
+    # Which is <cat> ? + Answer = 1 + 2 + 21 + 1 + 4 + 1 = 30 tokens
+    with pytest.raises(ModelError, match=r"FilterLMConfig.max_len = 29: the longest prompt of "
+                                         r"formats comma, bullet, numbered has 30 tokens"):
+        FilterHeadsConfig(max_len=29)
+    assert FilterHeadsConfig(max_len=30).max_len == 30
+    # comma alone: 1 + 2 + 7 items + 6 commas + 1 + 4 + 1 = 22 tokens; the search format
+    # counts too (a bullet search needs 30)
+    assert FilterHeadsConfig(max_len=22, formats=("comma",)).max_len == 22
+    with pytest.raises(ModelError, match=r"FilterHeadsConfig.max_len = 22: the longest prompt "
+                                         r"of formats comma, bullet has 30"):
+        FilterHeadsConfig(max_len=22, formats=("comma",), search_fmt="bullet")
     with pytest.raises(ModelError, match="takes datasets synthetic-lists; got 'digits'"):
         runner.prepare(NAME, dataset="digits")
 
@@ -79,6 +92,12 @@ def test_reduced_run_through_runner(toy_gpu_path):
         (layer, h) for layer in range(2) for h in range(2)
         if run.traces["mask"].data[layer, h] > 0.5]
     assert math.isfinite(m["train_loss"])
+    # every metric finite: when the search locates all 4 heads (this tiny model does) no
+    # random set of the same size exists, and the random baseline was reported as NaN
+    assert [k for k, v in m.items() if not math.isfinite(v)] == []
+    every = len(run.facts["heads"]) == 4
+    assert ("causality_random_mean" in m) == (not every)
+    assert (run.facts["random_heads_from"] == "none") == every
     assert sum(a.size for a in run.trained.arrays.values()) == 8512
 
 

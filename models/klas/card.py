@@ -43,9 +43,10 @@ class KLASConfig:
         if len(self.widths) != len(self.heads) or len(self.widths) < 2:
             raise ModelError(f"KLASConfig: widths {self.widths} and heads {self.heads} must "
                              "have the same length >= 2 (one entry per anchor)")
-        if list(self.widths) != sorted(self.widths):
+        if any(a >= b for a, b in zip(self.widths, self.widths[1:], strict=False)):
             raise ModelError(f"KLASConfig.widths = {self.widths}: list anchors from cheapest "
-                             "to costliest (increasing widths)")
+                             "to costliest (strictly increasing widths: equal anchors leave "
+                             "no FLOPs range to bucket)")
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name not in ("tau", "seed", "widths", "heads") and not v > 0:
@@ -54,6 +55,9 @@ class KLASConfig:
             raise ModelError(f"KLASConfig.tau = {self.tau}: must be >= 0")
         if self.depth < 2:
             raise ModelError(f"KLASConfig.depth = {self.depth}: stitching needs >= 2 blocks")
+        if self.batch_size < 2:   # stitch fine-tunes and the supernet take batch_size // 2
+            raise ModelError(f"KLASConfig.batch_size = {self.batch_size}: must be >= 2 (the "
+                             "stitch fine-tunes and the supernet train on batch_size // 2)")
 
     @classmethod
     def quick(cls, **overrides) -> KLASConfig:

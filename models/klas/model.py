@@ -31,6 +31,7 @@ from models.klas.vit import TinyViT, cls_token
 from models.registry import Trained
 from models.shared.training import seeded
 from sim.artifacts import TorchArtifact
+from sim.errors import ModelError
 from sim.traces import Trace
 
 # -- small helpers -------------------------------------------------------------------------
@@ -90,6 +91,20 @@ def rank_corr(score: np.ndarray, acc: np.ndarray) -> dict[str, float]:
     """Spearman rho and Kendall tau of a score (higher = predicted better) with accuracy."""
     return {"spearman": float(stats.spearmanr(score, acc).statistic),
             "kendall": float(stats.kendalltau(score, acc).statistic)}
+
+
+def check_rankable(col: dict[str, np.ndarray], cfg: KLASConfig) -> None:
+    """Refuse a score or accuracy column that is the same for every stitch: it has no
+    ranking, and Spearman's rho and Kendall's tau of it are NaN (e.g. ``n_test = 1``, where
+    every stitch scored 0 or 1 on the one image)."""
+    for c in ("gamma", "omega", "cka", "acc_ls", "acc_ft"):
+        if not np.isfinite(col[c]).all():
+            raise ModelError(f"klas: the stitches' {c} is not finite: training diverged (lr = "
+                             f"{cfg.lr}, probe_lr = {cfg.probe_lr}); lower them")
+        if np.ptp(col[c]) == 0:
+            raise ModelError(f"klas: all {len(col[c])} stitches have the same {c} "
+                             f"({col[c][0]:.4g}; n_test = {cfg.n_test}, n_val = {cfg.n_val}): "
+                             "no ranking to correlate; raise n_test and the training budget")
 
 
 # -- the pipeline --------------------------------------------------------------------------
@@ -192,6 +207,7 @@ def run(cfg: KLASConfig, dev, data, progress=None) -> dict:
     # correlations of each score with stitched accuracy, over every stitch
     col = {c: np.array([table[s][c] for s in stitches]) for c in
            ("gamma", "omega", "cka", "acc_ls", "acc_ft", "flops")}
+    check_rankable(col, cfg)
     corr = {target: {"klas_gamma": rank_corr(-col["gamma"], col[target]),
                      "kl_omega": rank_corr(-col["omega"], col[target]),
                      "cka": rank_corr(col["cka"], col[target])}

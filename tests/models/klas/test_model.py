@@ -98,7 +98,32 @@ def test_config_errors():
         KLASConfig(widths=(64, 32, 16))
     with pytest.raises(ModelError, match="stitch_steps = 0"):
         KLASConfig(stitch_steps=0)
+    # batch_size = 1: the stitch fine-tunes and the supernet drew batches of 1 // 2 = 0
+    # images, a NaN loss with zero gradients, so no stitch was fine-tuned, silently
+    with pytest.raises(ModelError, match=r"batch_size = 1: must be >= 2 \(the stitch"):
+        KLASConfig(batch_size=1)
+    # equal widths: every anchor (and stitch) had the same FLOPs, and bucket_edges failed on
+    # the empty range [F, F] with a message naming no setting
+    with pytest.raises(ModelError, match=r"widths = \(8, 8, 8\): .* \(strictly increasing"):
+        KLASConfig(widths=(8, 8, 8), heads=(2, 2, 2))
     with pytest.raises(ModelError, match="tau = -0.1"):
         KLASConfig(tau=-0.1)
     with pytest.raises(ModelError, match="dataset 'digits' is not supported"):
         load_data("digits", KLASConfig())
+
+
+def test_constant_column_has_no_rank_correlation():
+    # n_test = 1: every stitch's accuracy was 0 or 1 on the one image, here all the same,
+    # and spearmanr / kendalltau of a constant column are NaN (reported as metrics)
+    from models.klas.model import check_rankable
+    col = {"gamma": np.array([0.5, 0.7, 0.9]), "omega": np.array([1.0, 2.0, 3.0]),
+           "cka": np.array([0.1, 0.2, 0.3]), "acc_ls": np.array([0.0, 1.0, 1.0]),
+           "acc_ft": np.array([1.0, 1.0, 1.0])}
+    check_rankable({**col, "acc_ft": np.array([1.0, 0.0, 1.0])}, KLASConfig.quick())
+    with pytest.raises(ModelError, match=r"all 3 stitches have the same acc_ft \(1; n_test = "
+                                         r"1, n_val = 300\): no ranking to correlate"):
+        check_rankable(col, KLASConfig.quick(n_test=1))
+    # a diverged anchor gives NaN KL scores, whose correlations were NaN too
+    with pytest.raises(ModelError, match=r"the stitches' gamma is not finite: training "
+                                         r"diverged \(lr = 0.003, probe_lr = 0.01\)"):
+        check_rankable({**col, "gamma": np.array([0.5, np.nan, 0.9])}, KLASConfig.quick())

@@ -118,6 +118,11 @@ def train_anchors(cfg: KLASConfig, dev, x, y, progress=None) -> list[TinyViT]:
         _train(dev, m.parameters(), lambda s, xb, yb, m=m: F.cross_entropy(m(xb), yb), x, y,
                f"train/anchor{a}", steps, cfg.batch_size, cfg.lr, cfg.seed * 100 + a,
                cosine=True)
+        # outside the count block: a diverged anchor gave NaN log-probabilities, refused
+        # later by theta_matrix with a message naming no setting
+        if not all(bool(torch.isfinite(p).all()) for p in m.parameters()):
+            raise ModelError(f"klas: anchor {a} (width {w}) has non-finite weights after "
+                             f"training: it diverged (lr = {cfg.lr}); lower lr")
         m.eval().requires_grad_(False)
         anchors.append(m)
         if progress:

@@ -127,3 +127,18 @@ def test_constant_column_has_no_rank_correlation():
     with pytest.raises(ModelError, match=r"the stitches' gamma is not finite: training "
                                          r"diverged \(lr = 0.003, probe_lr = 0.01\)"):
         check_rankable({**col, "gamma": np.array([0.5, np.nan, 0.9])}, KLASConfig.quick())
+
+
+def test_diverged_anchor_is_refused(toy_gpu_path):
+    # lr = 1e6 left non-finite anchor weights, refused only later by theta_matrix without
+    # naming a setting; lr = inf makes the first Adam step inf for every weight with a
+    # nonzero gradient (no chance involved)
+    import sim
+    from models.klas.model import train_anchors
+    cfg = KLASConfig(widths=(4, 8), heads=(1, 1), depth=2, lr=float("inf"), batch_size=4,
+                     anchor_epochs=1)
+    x = torch.rand(8, 784)
+    y = torch.arange(8) % 10
+    with pytest.raises(ModelError, match=r"anchor 0 \(width 4\) has non-finite weights after "
+                                         r"training: it diverged \(lr = inf\); lower lr"):
+        train_anchors(cfg, sim.device(toy_gpu_path), x, y)

@@ -187,9 +187,10 @@ class DiffPCNetwork:
                                                   device=net.W[0].device))
         mus = [m.cpu().double().numpy() for m in mus]
         if not all(np.isfinite(m).all() for m in mus):   # numpy, before anything is counted
-            raise ModelError(f"DiffPCConfig.lr = {self.cfg.lr}: training diverged "
-                             "(non-finite feed-forward states from overflowing weights); "
-                             "expected a smaller lr")
+            raise ModelError(f"DiffPCConfig lr = {self.cfg.lr}, gamma = {self.cfg.gamma}: "
+                             "training diverged (non-finite feed-forward states from "
+                             "overflowing weights); expected a smaller lr or gamma (defaults "
+                             "1e-3, 0.1)")
         self.spikes["ff"] += _count_ff(dev, mus, scope=f"{scope}/ffinit")
         dev.clear_in_flight()      # no spike of the previous batch is still in flight
         for layer in range(1, len(sizes)):
@@ -273,9 +274,10 @@ class DiffPCClassifier:
                 # (e.g. lr = 1e6) is named here, before the engine is handed NaN weights
                 if not all(np.isfinite(t.detach().cpu().numpy()).all()
                            for t in self.net.W + self.net.b):
-                    raise ModelError(f"DiffPCConfig.lr = {cfg.lr}: training diverged in "
-                                     f"epoch {epoch + 1} (non-finite weights after AdamW); "
-                                     "expected a smaller lr")
+                    raise ModelError(f"DiffPCConfig lr = {cfg.lr}, gamma = {cfg.gamma}: "
+                                     f"training diverged in epoch {epoch + 1} (non-finite "
+                                     "weights after AdamW); expected a smaller lr or gamma "
+                                     "(defaults 1e-3, 0.1)")
                 self.engine.push_weights()
                 self.device.ledger.add_samples(B, scope="train")
                 self.samples += B

@@ -255,7 +255,8 @@ def test_a_profile_with_binary_spikes_only_is_refused_up_front(schedule):
 @pytest.mark.parametrize("lr, message", [
     # AdamW's first steps move every weight by ~lr: 1e30 weights give feed-forward states
     # past float32's 3.4e38 (inf), which the engine refused as a shape error
-    (1e30, r"DiffPCConfig.lr = 1e\+30: training diverged \(non-finite feed-forward"),
+    (1e30, r"DiffPCConfig lr = 1e\+30, gamma = 0.1: training diverged \(non-finite "
+           r"feed-forward"),
     # 1e38 / (1 - 0.9) = 1e39 is AdamW's first step size: not a float32 (torch RuntimeError)
     (1e38, r"DiffPCConfig.lr = 1e\+38: AdamW's step overflows float32")])
 def test_a_diverging_lr_is_a_one_line_error(lr, message):
@@ -265,3 +266,4 @@ def test_a_diverging_lr_is_a_one_line_error(lr, message):
     cfg = DiffPCConfig(hidden=(5,), n=2, cycles=1, epochs=3, batch_size=2, lr=lr)
     with pytest.raises(ModelError, match=message):
         DiffPCClassifier(6, 3, cfg, _chip()).fit(x, y)
+

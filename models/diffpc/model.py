@@ -123,10 +123,13 @@ class DiffPCNetwork:
         self.loop = loop
         cfg = config
         bits = device.profile.limit("spike_payload_bits")
-        if cfg.schedule != "constant-decay" and (bits is None or cfg.n > int(bits) - 1):
+        if bits is None:   # binary spikes only: even constant-decay's -1 spikes cannot go
+            raise ModelError(f"profile {device.profile.name!r} has binary spikes only (no "
+                             "spike_payload_bits); DiffPC's ternary and graded spikes need a "
+                             "profile with signed payloads, e.g. loihi2")
+        if cfg.schedule != "constant-decay" and cfg.n > int(bits) - 1:
             raise ModelError(f"DiffPCConfig.n = {cfg.n}: graded payloads up to 2^(n-1) need "
-                             f"n <= spike_payload_bits - 1 = "
-                             f"{None if bits is None else int(bits) - 1} on "
+                             f"n <= spike_payload_bits - 1 = {int(bits) - 1} on "
                              f"{device.profile.name}")
         self.scale = cfg.const_c if cfg.schedule == "constant-decay" \
             else 2.0 ** (cfg.m - cfg.n + 1)
@@ -183,6 +186,11 @@ class DiffPCNetwork:
             mus = net.feedforward(torch.as_tensor(x, dtype=torch.float32,
                                                   device=net.W[0].device))
         mus = [m.cpu().double().numpy() for m in mus]
+        if not all(np.isfinite(m).all() for m in mus):   # numpy, before anything is counted
+            raise ModelError(f"DiffPCConfig lr = {self.cfg.lr}, gamma = {self.cfg.gamma}: "
+                             "training diverged (non-finite feed-forward states from "
+                             "overflowing weights); expected a smaller lr or gamma (defaults "
+                             "1e-3, 0.1)")
         self.spikes["ff"] += _count_ff(dev, mus, scope=f"{scope}/ffinit")
         dev.clear_in_flight()      # no spike of the previous batch is still in flight
         for layer in range(1, len(sizes)):
@@ -262,6 +270,14 @@ class DiffPCClassifier:
                 eps = [None] + [torch.as_tensor(st[k]["eT"], dtype=torch.float32)
                                 for k in range(1, len(self.sizes))]
                 self.learn(pre, eps)
+                # numpy, outside any count block (the ledger is unchanged): a diverged step
+                # (e.g. lr = 1e6) is named here, before the engine is handed NaN weights
+                if not all(np.isfinite(t.detach().cpu().numpy()).all()
+                           for t in self.net.W + self.net.b):
+                    raise ModelError(f"DiffPCConfig lr = {cfg.lr}, gamma = {cfg.gamma}: "
+                                     f"training diverged in epoch {epoch + 1} (non-finite "
+                                     "weights after AdamW); expected a smaller lr or gamma "
+                                     "(defaults 1e-3, 0.1)")
                 self.engine.push_weights()
                 self.device.ledger.add_samples(B, scope="train")
                 self.samples += B
@@ -282,8 +298,15 @@ class DiffPCClassifier:
         host ledger and, as learning-engine updates, on the chip (``train/learn/rule``)."""
         led = self.host.ledger
         before = sum(led.total_ops().values())
-        with self.host.count("train", samples=len(eps[1])), torch.no_grad():
-            self.net.step(pre, eps)
+        try:
+            with self.host.count("train", samples=len(eps[1])), torch.no_grad():
+                self.net.step(pre, eps)
+        except RuntimeError as e:
+            # AdamW's step size lr / (1 - beta1^t) past float32's range (lr ~ 1e38)
+            if "overflow" not in str(e):
+                raise
+            raise ModelError(f"DiffPCConfig.lr = {self.config.lr}: AdamW's step overflows "
+                             "float32; expected a smaller lr") from None
         self.device.ledger.add("syn_update", sum(led.total_ops().values()) - before,
                                scope="train/learn/rule")
 

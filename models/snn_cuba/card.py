@@ -40,6 +40,11 @@ class CubaConfig:
         if not (self.dt > 0 and self.duration > 0):
             raise ModelError(f"CubaConfig: dt = {self.dt}, duration = {self.duration}: "
                              "both must be > 0 seconds")
+        # the run is round(duration / dt) steps (model.simulate): fewer than one step would
+        # run nothing and leave no raster to report
+        if round(self.duration / self.dt) < 1:
+            raise ModelError(f"CubaConfig.duration = {self.duration}: round(duration / dt) = 0 "
+                             f"steps at dt = {self.dt} s; expected duration >= dt")
 
 
 PRESETS = {"quick": {"va-cuba": {"duration": 0.25}}, "full": {"va-cuba": {}}}

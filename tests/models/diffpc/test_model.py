@@ -239,3 +239,31 @@ def test_compiled_loop_gives_the_python_paths_states_and_spikes():
         for a, b in zip(res[0].spikes[pop], res[1].spikes[pop], strict=True):
             np.testing.assert_array_equal(a, b)
     assert res[0].spikes["h2"][0].size > 0 and res[0].spikes["h3"][0].size > 0
+
+
+@pytest.mark.parametrize("schedule", ["cyclic", "constant-decay"])
+def test_a_profile_with_binary_spikes_only_is_refused_up_front(schedule):
+    # truenorth has no spike_payload_bits: the message said "n <= ... - 1 = None", and
+    # constant-decay (no such check) failed mid-run on its first -1 spike
+    net = PCNet((4, 3, 2), 1e-3, 0.0, seed=0)
+    with pytest.raises(ModelError, match=r"profile 'truenorth' has binary spikes only \(no "
+                                         r"spike_payload_bits\); DiffPC's ternary"):
+        DiffPCNetwork(net, 1, DiffPCConfig(hidden=(3,), batch_size=1, schedule=schedule),
+                      _chip("truenorth"))
+
+
+@pytest.mark.parametrize("lr, message", [
+    # AdamW's first steps move every weight by ~lr: 1e30 weights give feed-forward states
+    # past float32's 3.4e38 (inf), which the engine refused as a shape error
+    (1e30, r"DiffPCConfig lr = 1e\+30, gamma = 0.1: training diverged \(non-finite "
+           r"feed-forward"),
+    # 1e38 / (1 - 0.9) = 1e39 is AdamW's first step size: not a float32 (torch RuntimeError)
+    (1e38, r"DiffPCConfig.lr = 1e\+38: AdamW's step overflows float32")])
+def test_a_diverging_lr_is_a_one_line_error(lr, message):
+    from models.diffpc.model import DiffPCClassifier
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, (4, 6)), np.array([0, 1, 2, 1])
+    cfg = DiffPCConfig(hidden=(5,), n=2, cycles=1, epochs=3, batch_size=2, lr=lr)
+    with pytest.raises(ModelError, match=message):
+        DiffPCClassifier(6, 3, cfg, _chip()).fit(x, y)
+

@@ -70,3 +70,13 @@ def test_artifact_of_a_run_is_its_network():
     assert art.network.summary()["synapses"] == r.metrics["synapses"]
     with pytest.raises(ModelError, match="snn_cuba exports to 'nir' only, not 'onnx'"):
         artifact(r.trained, "onnx")
+
+
+def test_a_run_shorter_than_one_step_is_a_config_error():
+    # 4e-5 s at dt = 1e-4 s is round(0.4) = 0 steps: nothing would run (np.concatenate of no
+    # rasters raised ValueError); 1e-4 s is exactly one step and is accepted
+    with pytest.raises(ModelError, match=r"CubaConfig.duration = 4e-05: round\(duration / "
+                                         r"dt\) = 0 steps at dt = 0.0001 s; expected "
+                                         r"duration >= dt"):
+        CubaConfig(n=50, duration=4e-5)
+    assert round(CubaConfig(n=50, duration=1e-4).duration / 1e-4) == 1

@@ -53,3 +53,18 @@ def test_torch_artifact_rebuilds_the_trained_network(toy_gpu_path):
         want = m.net(torch.as_tensor(d.x_test[:8]))
         got = art.module(torch.as_tensor(d.x_test[:8]))
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("lr, message", [
+    # Adam's first step moves every weight by ~lr = 1e20: logits ~1e40 overflow float32
+    # (3.4e38) and the losses and weights go NaN; the run reported test_loss = nan
+    (1e20, r"MLPConfig.lr = 1e\+20: training diverged \(non-finite weights\)"),
+    # 1e38 / (1 - 0.9) = 1e39 is Adam's first step size: not a float32 (torch RuntimeError)
+    (1e38, r"MLPConfig.lr = 1e\+38: Adam's step overflows float32")])
+def test_a_diverging_lr_is_a_one_line_error(toy_gpu_path, lr, message):
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, (8, 64)), np.arange(8) % 4
+    m = MLPClassifier(64, 4, MLPConfig(epochs=2, batch_size=4, hidden=(8,), lr=lr),
+                      sim.device(toy_gpu_path))
+    with pytest.raises(ModelError, match=message):
+        m.fit(x, y)

@@ -86,3 +86,20 @@ def test_classifier_checks_its_inputs():
         clf.fit(np.zeros((2, 4)), np.array([0, 3]))
     with pytest.raises(ModelError, match=r"PCClassifier.evaluate: x holds 1 NaN"):
         clf.evaluate(np.array([[0.0, np.nan, 0.0, 0.0]]), np.zeros(1, int))
+
+
+@pytest.mark.parametrize("over, message", [
+    # AdamW's first step moves every weight by ~lr = 1e20: the states overflow float32 and
+    # the run reported energy = nan
+    ({"lr": 1e20}, r"PCConfig lr = 1e\+20, eta = 0.1: training diverged in epoch 1"),
+    # eta = 1000: each inference step overshoots the equilibrium ~1000-fold (energy nan)
+    ({"eta": 1000.0}, r"PCConfig lr = 0.001, eta = 1000.0: training diverged in epoch 1"),
+    # 1e38 / (1 - 0.9) = 1e39 is AdamW's first step size: not a float32 (torch RuntimeError)
+    ({"lr": 1e38}, r"PCConfig.lr = 1e\+38: AdamW's step overflows float32")])
+def test_a_diverging_run_is_a_one_line_error(over, message):
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, (8, 6)), np.arange(8) % 3
+    cfg = PCConfig(hidden=(5,), epochs=2, batch_size=4, **over)
+    m = PCClassifier(6, 3, cfg, sim.device("x86-avx2", prefer_cuda=False))
+    with pytest.raises(ModelError, match=message):
+        m.fit(x, y)

@@ -95,7 +95,7 @@ from models.diffpc.card import SCHEDULES, DiffPCConfig
 from models.diffpc.kernels import KERNEL, STATE
 from models.registry import Progress, Trained
 from models.shared import datasets
-from models.shared.checks import check_xy
+from models.shared.checks import all_finite, check_xy, optimizer_overflow_is_config_error
 from sim.errors import ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice
 
@@ -272,8 +272,7 @@ class DiffPCClassifier:
                 self.learn(pre, eps)
                 # numpy, outside any count block (the ledger is unchanged): a diverged step
                 # (e.g. lr = 1e6) is named here, before the engine is handed NaN weights
-                if not all(np.isfinite(t.detach().cpu().numpy()).all()
-                           for t in self.net.W + self.net.b):
+                if not all_finite(self.net.W + self.net.b):
                     raise ModelError(f"DiffPCConfig lr = {cfg.lr}, gamma = {cfg.gamma}: "
                                      f"training diverged in epoch {epoch + 1} (non-finite "
                                      "weights after AdamW); expected a smaller lr or gamma "
@@ -298,15 +297,9 @@ class DiffPCClassifier:
         host ledger and, as learning-engine updates, on the chip (``train/learn/rule``)."""
         led = self.host.ledger
         before = sum(led.total_ops().values())
-        try:
-            with self.host.count("train", samples=len(eps[1])), torch.no_grad():
-                self.net.step(pre, eps)
-        except RuntimeError as e:
-            # AdamW's step size lr / (1 - beta1^t) past float32's range (lr ~ 1e38)
-            if "overflow" not in str(e):
-                raise
-            raise ModelError(f"DiffPCConfig.lr = {self.config.lr}: AdamW's step overflows "
-                             "float32; expected a smaller lr") from None
+        with optimizer_overflow_is_config_error("DiffPCConfig", self.config.lr, "AdamW"), \
+                self.host.count("train", samples=len(eps[1])), torch.no_grad():
+            self.net.step(pre, eps)
         self.device.ledger.add("syn_update", sum(led.total_ops().values()) - before,
                                scope="train/learn/rule")
 

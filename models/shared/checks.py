@@ -1,5 +1,8 @@
-"""The x/y input check every method runs before it trains or predicts, written once."""
+"""Checks every method shares, written once: the x/y input check run before it trains or
+predicts, config minimums, and the checks that a run has not diverged."""
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
@@ -43,3 +46,24 @@ def check_at_least(cfg, **minimum) -> None:
         value = getattr(cfg, name)
         if not value >= low:
             raise ModelError(f"{type(cfg).__name__}.{name} = {value}: must be >= {low}")
+
+
+def all_finite(tensors) -> bool:
+    """True when every value of every tensor is finite. Read in numpy on the host, so a
+    check inside a counting block adds nothing to the ledger."""
+    return all(np.isfinite(t.detach().cpu().numpy()).all() for t in tensors)
+
+
+@contextlib.contextmanager
+def optimizer_overflow_is_config_error(what: str, lr: float, optimizer: str):
+    """torch's Adam/AdamW raise a RuntimeError naming an overflow when the step size
+    lr / (1 - beta1^t) leaves float32's range (lr ~ 1e38): a one-line error naming ``lr``
+    (``what``: the config class, e.g. ``MLPConfig``; ``optimizer``: its name in the
+    message). Any other RuntimeError passes."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if "overflow" not in str(exc):
+            raise
+        raise ModelError(f"{what}.lr = {lr}: {optimizer}'s step overflows float32; "
+                         "expected a smaller lr") from None

@@ -12,7 +12,7 @@ import torch
 
 from models.baselines.mlp.card import MLPConfig
 from models.registry import Progress, Trained
-from models.shared.checks import check_xy
+from models.shared.checks import all_finite, check_xy, optimizer_overflow_is_config_error
 from models.shared.training import seeded, train_minibatch
 from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
@@ -52,22 +52,16 @@ class MLPClassifier:
             if x_val is not None:
                 record["val_accuracy"] = self.evaluate(x_val, y_val, scope="validate")["accuracy"]
 
-        try:
+        with optimizer_overflow_is_config_error("MLPConfig", cfg.lr, "Adam"):
             self.history += train_minibatch(dev, self.net.parameters(), batch_loss, len(xt),
                                             epochs=cfg.epochs, batch_size=cfg.batch_size,
                                             lr=cfg.lr, weight_decay=cfg.weight_decay,
                                             lr_schedule=cfg.lr_schedule,
                                             seed=cfg.seed, progress=progress,
                                             after_epoch=validate)
-        except RuntimeError as e:
-            # Adam's step size lr / (1 - beta1^t) past float32's range (lr ~ 1e38)
-            if "overflow" not in str(e):
-                raise
-            raise ModelError(f"MLPConfig.lr = {cfg.lr}: Adam's step overflows float32; "
-                             "expected a smaller lr") from None
-        # numpy, outside any count block (the ledger is unchanged): a diverged run (e.g.
-        # lr = 1e20) has NaN weights, and its NaN losses would be reported as metrics
-        if not all(np.isfinite(p.detach().cpu().numpy()).all() for p in self.net.parameters()):
+        # a diverged run (e.g. lr = 1e20) has NaN weights, and its NaN losses would be
+        # reported as metrics
+        if not all_finite(self.net.parameters()):
             raise ModelError(f"MLPConfig.lr = {cfg.lr}: training diverged (non-finite "
                              "weights); expected a smaller lr")
         return self

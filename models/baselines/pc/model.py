@@ -29,7 +29,7 @@ import torch
 from models.baselines.pc.card import PCConfig
 from models.registry import Progress, Trained
 from models.shared import datasets
-from models.shared.checks import check_xy
+from models.shared.checks import all_finite, check_xy, optimizer_overflow_is_config_error
 from models.shared.schedules import lr_factor
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
@@ -138,23 +138,16 @@ class PCClassifier:
         for epoch in range(cfg.epochs):
             order = datasets.rng(cfg.seed + epoch).permutation(len(x))
             energy = 0.0
-            try:
-                with dev.count("train", samples=len(x)), torch.no_grad():
-                    for s in range(0, len(x), cfg.batch_size):
-                        idx = torch.as_tensor(order[s:s + cfg.batch_size])
-                        xs, eps = net.infer(xt[idx], yt[idx], cfg.steps, cfg.eta)
-                        net.step(net.presyn(xs), eps)
-                        energy += float(sum((e ** 2).sum() for e in eps[1:])) / 2
-            except RuntimeError as e:
-                # AdamW's step size lr / (1 - beta1^t) past float32's range (lr ~ 1e38)
-                if "overflow" not in str(e):
-                    raise
-                raise ModelError(f"PCConfig.lr = {cfg.lr}: AdamW's step overflows float32; "
-                                 "expected a smaller lr") from None
-            # numpy, outside the count block (the ledger is unchanged): a diverged run (lr =
-            # 1e20, or eta = 1000 making the inference iteration blow up) reported energy nan
-            if not (np.isfinite(energy) and all(np.isfinite(t.detach().cpu().numpy()).all()
-                                                for t in net.W + net.b)):
+            with optimizer_overflow_is_config_error("PCConfig", cfg.lr, "AdamW"), \
+                    dev.count("train", samples=len(x)), torch.no_grad():
+                for s in range(0, len(x), cfg.batch_size):
+                    idx = torch.as_tensor(order[s:s + cfg.batch_size])
+                    xs, eps = net.infer(xt[idx], yt[idx], cfg.steps, cfg.eta)
+                    net.step(net.presyn(xs), eps)
+                    energy += float(sum((e ** 2).sum() for e in eps[1:])) / 2
+            # a diverged run (lr = 1e20, or eta = 1000 making the inference iteration blow
+            # up) reported energy nan
+            if not (np.isfinite(energy) and all_finite(net.W + net.b)):
                 raise ModelError(f"PCConfig lr = {cfg.lr}, eta = {cfg.eta}: training "
                                  f"diverged in epoch {epoch + 1} (non-finite energy or "
                                  "weights); expected a smaller lr or eta (defaults 1e-3, 0.1)")

@@ -1,9 +1,12 @@
-"""The READMEs run as written: every fenced ``bash`` and ``python`` block, and what it prints.
+"""README and docs run as written: every fenced ``bash`` and ``python`` block, and what it prints.
 
-Covered: the top ``README.md`` and every room's ``models/**/README.md`` (each room's
-commands and figures live there). Every block runs from the repository root.
+Covered: the top ``README.md``, every page ``docs/*.md`` (the CLI guide, the engine
+tutorials, ... moved there from the README) and every room's ``models/**/README.md`` (each
+room's commands and figures live there). Every block runs from the repository root,
+whichever file it is in. The README also stays a front door (at most 12 KB), and every
+relative link of the README and of the docs points to a file that exists.
 
-How a block is run (the README's "Checking this README" section says the same):
+How a block is run (``docs/doc-tests.md`` says the same):
 
 - Blocks fenced as `````bash`` or `````python`` run; other fences (```````text``, plain) do not.
   Indented code blocks are refused (``test_readme_has_no_indented_code_blocks``): they
@@ -43,7 +46,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-READMES = [README, *sorted((ROOT / "models").rglob("README.md"))]
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+READMES = [README, *DOCS, *sorted((ROOT / "models").rglob("README.md"))]
+README_MAX_BYTES = 12 * 1024     # a front door: what it is, two commands, a tour, links
 RUNNABLE = ("bash", "python")
 SLOW_MARK = "<!-- readme-test: slow -->"
 MAKE_TEST = re.compile(r"^\s*make\s+test(-slow)?\b")
@@ -63,11 +68,17 @@ class Block:
     code: str
     slow: bool
     expected: str | None
-    source: str = "README.md"   # the README's path from the repository root
+    source: str = "README.md"   # the file's path from the repository root
 
     @property
     def id(self) -> str:
-        where = "" if self.source == "README.md" else self.source.removesuffix("/README.md") + "-"
+        """``L12-bash`` in README.md, ``models/diffpc-L9-bash``, ``docs/cli-L16-bash``."""
+        if self.source == "README.md":
+            where = ""
+        elif self.source.endswith("/README.md"):
+            where = self.source.removesuffix("/README.md") + "-"
+        else:
+            where = self.source.removesuffix(".md") + "-"
         return f"{where}L{self.line}-{self.lang}"
 
 
@@ -178,6 +189,56 @@ def test_readme_has_runnable_blocks_in_the_default_run():
     """The parser found the README's blocks, and not all of them are slow."""
     assert len(BLOCKS) >= 10
     assert sum(not b.slow for b in BLOCKS) >= 4
+
+
+def test_block_ids_are_unique():
+    """Two blocks with one id would hide each other in ``-k`` selections and reports."""
+    ids = [b.id for b in BLOCKS]
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
+
+
+def test_docs_blocks_are_collected():
+    """The pages moved out of the README still run: each one's blocks are in BLOCKS."""
+    sources = {b.source for b in BLOCKS}
+    for page in ("docs/cli.md", "docs/estimate.md", "docs/sweeps.md", "docs/neuromorphic.md",
+                 "docs/bitwise.md", "docs/methods.md"):
+        assert page in sources, f"{page}: no runnable block found"
+
+
+def test_readme_is_a_front_door():
+    """README.md stays at most 12 KB; the details live in docs/."""
+    size = len(README.read_bytes())
+    assert size <= README_MAX_BYTES, (
+        f"README.md is {size} bytes, over {README_MAX_BYTES}: move the details to docs/")
+
+
+# [text](target) and ![alt](target), the target up to a closing parenthesis or a title
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def relative_links(text: str) -> list[str]:
+    """The link targets of ``text`` that name a file of the repository (no URL, no anchor)."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)   # code is not a link
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    targets = []
+    for target in LINK.findall(prose):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue        # https:, mailto:, an anchor in the same page
+        targets.append(target.split("#", 1)[0])
+    return targets
+
+
+@pytest.mark.parametrize("path", [README, *DOCS], ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_point_to_files_that_exist(path):
+    missing = [t for t in relative_links(path.read_text())
+               if not (path.parent / t).resolve().exists()]
+    assert missing == [], f"{path.relative_to(ROOT)}: links to missing files {missing}"
+
+
+def test_relative_links_reads_markdown_links():
+    text = ("[a](docs/cli.md) ![img](x.png) [web](https://example.org) [here](#top)\n"
+            "[sec](../bench/RESULTS.md#figures) `[not](code.md)`\n```text\n[no](block.md)\n```\n")
+    assert relative_links(text) == ["docs/cli.md", "x.png", "../bench/RESULTS.md"]
 
 
 @pytest.mark.parametrize("path", READMES, ids=lambda p: str(p.relative_to(ROOT)))

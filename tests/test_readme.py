@@ -72,7 +72,7 @@ class Block:
 
     @property
     def id(self) -> str:
-        """``L12-bash`` in README.md, ``models/diffpc-L9-bash``, ``docs/cli-L16-bash``."""
+        """``L19-bash`` in README.md, ``models/diffpc-L11-bash``, ``docs/cli-L12-bash``."""
         if self.source == "README.md":
             where = ""
         elif self.source.endswith("/README.md"):
@@ -216,31 +216,59 @@ def test_readme_is_a_front_door():
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
-def relative_links(text: str) -> list[str]:
-    """The link targets of ``text`` that name a file of the repository (no URL, no anchor)."""
-    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)   # code is not a link
-    prose = re.sub(r"`[^`\n]*`", "", prose)
-    targets = []
-    for target in LINK.findall(prose):
-        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-            continue        # https:, mailto:, an anchor in the same page
-        targets.append(target.split("#", 1)[0])
-    return targets
+def _without_fences(text: str) -> str:
+    return re.sub(r"^\s*```.*?^\s*```", "", text, flags=re.S | re.M)
+
+
+def _without_code(text: str) -> str:
+    return re.sub(r"`[^`\n]*`", "", _without_fences(text))      # and inline code
+
+
+def relative_links(text: str) -> list[tuple[str, str]]:
+    """``(file, anchor)`` of each link in ``text`` that stays in the repository.
+
+    ``file`` is ``""`` for an anchor in the same page, ``anchor`` is ``""`` when there is none;
+    URLs (``https:``, ``mailto:``) and links inside code are left out.
+    """
+    links = []
+    for target in LINK.findall(_without_code(text)):
+        if not re.match(r"[a-z][a-z0-9+.-]*:", target):
+            file, _, anchor = target.partition("#")
+            links.append((file, anchor))
+    return links
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of ``text``: lower case, punctuation dropped,
+    spaces -> ``-`` (``## The `simulate` run (quick)`` -> ``the-simulate-run-quick``)."""
+    return {re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*$", _without_fences(text),
+                                 flags=re.M)}
 
 
 @pytest.mark.parametrize("path", [README, *DOCS, ROOT / "CONTRIBUTING.md"],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_point_to_files_that_exist(path):
-    """A page moved into docs/ keeps its links working (``docs/x.md`` -> ``../bench/...``)."""
-    missing = [t for t in relative_links(path.read_text())
-               if not (path.parent / t).resolve().exists()]
-    assert missing == [], f"{path.relative_to(ROOT)}: links to missing files {missing}"
+    """A page moved into docs/ keeps its links working (``docs/x.md`` -> ``../bench/...``),
+    and a link to a section of a Markdown page names a heading that page has."""
+    broken = []
+    for file, anchor in relative_links(path.read_text()):
+        target = (path.parent / file).resolve() if file else path
+        if not target.exists():
+            broken.append(f"{file}: no such file")
+        elif anchor and target.suffix == ".md" and anchor not in heading_anchors(
+                target.read_text()):
+            broken.append(f"{file}#{anchor}: no such heading")
+    assert broken == [], f"{path.relative_to(ROOT)}: broken links {broken}"
 
 
 def test_relative_links_reads_markdown_links():
     text = ("[a](docs/cli.md) ![img](x.png) [web](https://example.org) [here](#top)\n"
             "[sec](../bench/RESULTS.md#figures) `[not](code.md)`\n```text\n[no](block.md)\n```\n")
-    assert relative_links(text) == ["docs/cli.md", "x.png", "../bench/RESULTS.md"]
+    assert relative_links(text) == [("docs/cli.md", ""), ("x.png", ""), ("", "top"),
+                                    ("../bench/RESULTS.md", "figures")]
+    assert heading_anchors("# A `b` (c), d_e\n```\n# not a heading\n```\n## Two\n") == {
+        "a-b-c-d_e", "two"}
 
 
 @pytest.mark.parametrize("path", READMES, ids=lambda p: str(p.relative_to(ROOT)))

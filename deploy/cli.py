@@ -28,17 +28,26 @@ import sys
 import warnings
 from pathlib import Path
 
-from deploy.errors import RunFileError
-from hw_profiles.errors import NeuroedgeError, ProfileError
+from deploy.cli_args import (
+    MIN_WIDTH,
+    PRESETS,
+    SEED_MAX,
+    add_report_options,
+    add_training_options,
+    check_realtime,
+    load_profile,
+    load_profiles,
+    parse_run_file,
+    parse_seed,
+)
+from deploy.estimate_cli import add_estimate_parser
+from deploy.sweep_cli import add_sweep_parser
+from hw_profiles.errors import NeuroedgeError
 
 DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a shell reports for `cat big | head -1`
-SEED_MAX = 2**32 - 1       # numpy's SeedSequence-free legacy seeding and torch both take this
-MIN_WIDTH = 40             # narrower terminals cannot hold a table of figures
 STDOUT = "-"               # --json -: the JSON on stdout, every other word on stderr
-PRESETS = ("quick", "full")   # models.registry.PRESETS, spelled here so that building the
-                              # parser imports no model (tests check the two agree)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,86 +63,6 @@ def _version() -> str:
         return metadata.version("neuroedge")
     except metadata.PackageNotFoundError:   # run from a source tree that was not installed
         return "(not installed)"
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; seeds are "
-                                         f"integers 0..{SEED_MAX}") from None
-    if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f"{value} is out of range; seeds are integers "
-                                         f"0..{SEED_MAX}")
-    return value
-
-
-def _positive(text: str) -> int:
-    """An argparse type: a whole number >= 1 (counts of workers, steps, samples)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
-                                         "number >= 1") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
-    return v
-
-
-def _load_profile(text: str, option: str = "profile"):
-    """A profile by name or path, with a directory named as such (not "does not exist")."""
-    import hw_profiles
-    if Path(text).is_dir():
-        raise ProfileError(f"{option} {text!r} is a directory; pass a shipped profile name "
-                           f"or the path of a .toml file")
-    return hw_profiles.load(text)
-
-
-def _load_profiles(text: str, option: str) -> list:
-    """Every profile of a comma-separated list, loaded now; the same profile twice is an error
-    (``hw_profiles.load_many``: same label; a shipped ``a100`` and a user's file named
-    ``a100`` are two profiles, shown by their labels)."""
-    import hw_profiles
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise NeuroedgeError(f"{option} {text!r}: expected a comma-separated list of "
-                             "profile names or paths, e.g. a100,h100,x86-avx2")
-    for name in names:
-        if Path(name).is_dir():
-            raise ProfileError(f"{option} entry {name!r} is a directory; pass a shipped "
-                               "profile name or the path of a .toml file")
-    try:
-        return hw_profiles.load_many(names)
-    except ProfileError as exc:
-        raise ProfileError(f"{option}: {exc}") from None
-
-
-def _check_realtime(realtime: bool, profiles) -> None:
-    """``--realtime`` needs a neuromorphic step-time model on the run's profile (checked
-    before any work; other profiles in a comparison are priced without pacing)."""
-    for p in profiles:
-        if realtime and not p.core_op_ns:
-            raise ProfileError(f"--realtime: profile {p.label!r} ({p.kind}) has no per-core "
-                               "step-time model ([core_op_ns], [step_sync]); real-time pacing "
-                               "applies to neuromorphic profiles such as loihi2 or truenorth")
-
-
-def _run_file_arg(text: str) -> str:
-    if Path(text).is_dir():
-        raise RunFileError(f"run file {text!r} is a directory; pass the path of a run file "
-                           "(.h5) written by 'neuroedge simulate'")
-    return text
-
-
-def _width(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer width") from None
-    if value < MIN_WIDTH:
-        raise argparse.ArgumentTypeError(f"{value} is too narrow; give at least {MIN_WIDTH} "
-                                         "characters")
-    return value
 
 
 def _check_outputs(outputs: dict, *, force: bool, inputs) -> None:
@@ -191,23 +120,6 @@ class _Out:
         write_text(path, text, force=force, inputs=inputs, option="--json")
 
 
-def _report_options(p, json_help: str) -> None:
-    """How a command shows its report: --width, --all, --sources, --json, --quiet."""
-    p.add_argument("--width", type=_width, default=None, metavar="N",
-                   help="characters per line of the terminal report (default: the terminal's "
-                        f"width; at least {MIN_WIDTH})")
-    p.add_argument("--all", dest="full_report", action="store_true",
-                   help="the long report: every table and every row (default: the headline "
-                        "and what fits in 60 lines)")
-    p.add_argument("--sources", action="store_true",
-                   help="append the citation of every profile entry the figures use")
-    p.add_argument("--json", metavar="PATH", help=json_help + "; '-' writes it to stdout "
-                   "(the report then goes to stderr)")
-    p.add_argument("--quiet", action="store_true",
-                   help="print nothing but errors (files are still written; --json - still "
-                        "goes to stdout)")
-
-
 def _terminal(out: _Out, args, run, reports) -> None:
     from deploy import report as rep
     if out.quiet:
@@ -247,7 +159,7 @@ def cmd_profiles(args) -> int:
 
 def _show_profile(name: str) -> int:
     from rich.table import Table
-    p = _load_profile(name)
+    p = load_profile(name)
     con = _console()
     con.print(f"[bold]{p.name}[/bold] ({p.kind}): {p.description}")
     if p.path:
@@ -341,14 +253,14 @@ def cmd_simulate(args) -> int:
 
     # -- everything that can fail without training, checked first (runner.prepare: model,
     # profile and its kind, dataset and its files, preset, --set keys and values)
-    profile = _load_profile(args.profile, "--profile") if args.profile else None
+    profile = load_profile(args.profile, "--profile") if args.profile else None
     plan = runner.prepare(args.model, profile=profile, dataset=args.dataset,
                           preset=_preset(args), seed=args.seed, overrides=args.set)
     method, profile = plan.method, plan.profile
-    _check_realtime(args.realtime, [profile])
+    check_realtime(args.realtime, [profile])
     others = []
     if args.compare is not None:
-        for p in _load_profiles(args.compare, "--compare"):
+        for p in load_profiles(args.compare, "--compare"):
             runner.check_kind(method, p, "--compare")
             if p.label != profile.label:  # the run's own is the first row
                 others.append(p)
@@ -458,12 +370,12 @@ def cmd_report(args) -> int:
     from deploy import report as rep
     from deploy.headline import summary
     from deploy.runfile import read_run
-    run = read_run(_run_file_arg(args.run))
-    profile = _load_profile(args.profile, "--profile") if args.profile else run.profile
+    run = read_run(parse_run_file(args.run))
+    profile = load_profile(args.profile, "--profile") if args.profile else run.profile
     inputs = [args.run] + ([profile.path] if args.profile and profile.path else [])
     _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
-    _check_realtime(args.realtime, [profile])
+    check_realtime(args.realtime, [profile])
     o = _Out(args)
     energy = run.ledger.price(profile, realtime=args.realtime)
     _terminal(o, args, run, [energy])
@@ -491,13 +403,13 @@ def cmd_export(args) -> int:
                                  f"{'apply' if len(given) > 1 else 'applies'} to training "
                                  f"only: leave {'them' if len(given) > 1 else 'it'} out")
         xplan = prepare_export(args.model, args.target, args.out,
-                               run_file=_run_file_arg(args.run_from), force=args.force,
+                               run_file=parse_run_file(args.run_from), force=args.force,
                                option="--out")
     else:
         if args.model is None:
             raise NeuroedgeError("export: name the model to train and export (neuroedge "
                                  "export MODEL --target T), or give --from RUN.h5")
-        profile = _load_profile(args.profile, "--profile") if args.profile else None
+        profile = load_profile(args.profile, "--profile") if args.profile else None
         xplan = prepare_export(args.model, args.target, args.out, preset=_preset(args),
                                seed=args.seed or 0, overrides=args.set, profile=profile,
                                force=args.force, option="--out")
@@ -521,8 +433,8 @@ def cmd_compare(args) -> int:
     from deploy import report as rep
     from deploy.headline import summary
     from deploy.runfile import read_run
-    run = read_run(_run_file_arg(args.run))
-    profiles = _load_profiles(args.profiles, "--profiles")
+    run = read_run(parse_run_file(args.run))
+    profiles = load_profiles(args.profiles, "--profiles")
     inputs = [args.run] + [p.path for p in profiles if p.path]
     _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
@@ -541,18 +453,6 @@ def cmd_compare(args) -> int:
     if args.json:
         o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
     return 0
-
-
-def _training_options(p, seed_default) -> None:
-    """--preset / --full / --set / --seed: how a model is trained (simulate, export)."""
-    p.add_argument("--preset", choices=PRESETS, default=None,
-                   help="quick (default: seconds to a minute) or full (the paper's scale)")
-    p.add_argument("--full", action="store_true", help="the same as --preset full")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="change one setting of the model's config (repeatable, e.g. --set "
-                        "epochs=3); 'neuroedge models' lists the settings")
-    p.add_argument("--seed", type=_seed, default=seed_default,
-                   help=f"0..{SEED_MAX} (default 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -575,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"registered model (default: {DEFAULT_MODEL})")
     p.add_argument("--profile", help="profile name or TOML path (default: the model's)")
     p.add_argument("--dataset", help="dataset (default: the model's)")
-    _training_options(p, seed_default=0)
+    add_training_options(p, seed_default=0)
     p.add_argument("--out", help="run file path (default: runs/MODEL-DATASET-PROFILE-PRESET-"
                                  "seedN[-KEY=VALUE...].h5)")
     p.add_argument("--html", help="HTML report path (default: next to the run file)")
@@ -587,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
-    _report_options(p, "write the headline figures, metrics with units and NeuroBench metrics "
+    add_report_options(p, "write the headline figures, metrics with units and NeuroBench metrics "
                        "as JSON here")
     p.set_defaults(func=cmd_simulate)
 
@@ -600,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="run_from", metavar="RUN.h5",
                    help="export the trained state this run file stored: no training")
     p.add_argument("--profile", help="profile to train on (default: the model's)")
-    _training_options(p, seed_default=None)
+    add_training_options(p, seed_default=None)
     p.add_argument("--out", help="output path (default: exports/MODEL-TARGET[.ext]); the C "
                    "target writes a new (or empty) directory there")
     p.add_argument("--force", action="store_true",
@@ -612,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="registered model")
     p.add_argument("--preset", choices=PRESETS, default="quick",
                    help="quick (default) or full, the paper's scale")
-    p.add_argument("--seed", type=_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
+    p.add_argument("--seed", type=parse_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("report", help="print (and optionally write) a run file's report")
@@ -624,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
-    _report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
+    add_report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
                        "and the energy report as JSON here")
     p.set_defaults(func=cmd_report)
 
@@ -639,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
-    _report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
+    add_report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
                        "and one row of figures per profile as JSON here")
     p.set_defaults(func=cmd_compare)
 
@@ -651,9 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing --json file")
     p.set_defaults(func=cmd_validate)
 
-    from deploy.estimate_cli import add_estimate_parser
     add_estimate_parser(sub)
-    from deploy.sweep_cli import add_sweep_parser
     add_sweep_parser(sub)
     return parser
 

@@ -18,13 +18,13 @@ import math
 import sys
 from pathlib import Path
 
+from deploy.cli_args import SEED_MAX, parse_positive, parse_positive_float, parse_seed
 from hw_profiles.errors import NeuroedgeError
 from sim.errors import ModelError
 
 
 def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``estimate`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
-    from deploy.cli import SEED_MAX, _positive, _seed
     p = subparsers.add_parser(
         "estimate", help="price your own torch model (FILE.py:factory) or NIR file on "
                          "several profiles in one energy table",
@@ -42,7 +42,7 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="FILE.py models: shape of one inference batch, batch first, e.g. "
                         "1,1,28,28 (filled with standard normal values drawn with --seed)")
-    p.add_argument("--batch", type=_positive, metavar="N",
+    p.add_argument("--batch", type=parse_positive, metavar="N",
                    help="samples per inference: replaces the first dimension of "
                         "--input-shape (default: that dimension)")
     p.add_argument("--train", action="store_true",
@@ -52,16 +52,16 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--stimulus", metavar="SPEC",
                    help="NIR files and spiking modules: the input spikes, e.g. poisson:rate=50, "
                         "a .npy/.npz spike array of shape (steps, inputs), or dataset:NAME")
-    p.add_argument("--steps", type=_positive, metavar="T",
+    p.add_argument("--steps", type=parse_positive, metavar="T",
                    help="NIR files and spiking modules: time steps to run")
-    p.add_argument("--dt", type=_positive_float, metavar="SECONDS",
+    p.add_argument("--dt", type=parse_positive_float, metavar="SECONDS",
                    help="NIR files: the time step, when the graph's metadata does not give it")
     p.add_argument("--reset", choices=("value", "subtract", "snntorch"),
                    help="NIR files: the reset rule when the file does not state it (value: "
                         "v <- v_reset, NIR's; subtract: v <- v - threshold; snntorch: "
                         "snnTorch's subtract after the decay); without it a warning names "
                         "the rule assumed")
-    p.add_argument("--seed", type=_seed, default=0,
+    p.add_argument("--seed", type=parse_seed, default=0,
                    help=f"0..{SEED_MAX} (default 0): the module's initial weights, the "
                         "example input, the random targets and stimulus")
     p.add_argument("--json", metavar="PATH|-",
@@ -73,17 +73,6 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="print nothing but errors (and the JSON of '--json -')")
     p.set_defaults(func=cmd_estimate)
     return p
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give seconds > 0, "
-                                         "e.g. 0.001") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0")
-    return v
 
 
 def parse_shape(text: str, option: str = "--input-shape") -> tuple[int, ...]:

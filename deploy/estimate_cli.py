@@ -4,10 +4,10 @@ priced on several profiles in one energy table.
 ``neuroedge estimate FILE.py:factory --input-shape 1,1,28,28 --profiles jetson-orin,cortex-m7``
 imports FILE.py by path, calls ``factory`` (a function or class, with no arguments; an
 ``nn.Module`` instance attribute is taken as it is) and hands the module to
-:func:`neuroedge.estimate`; ``neuroedge estimate net.nir --stimulus poisson:rate=50 --steps
-1000 --profiles loihi,loihi2`` hands the file to the same function, which reads it through
-:mod:`neuroedge.nir_estimate`. The numbers printed (and written by ``--json``) are the
-API's: ``Estimate.rows()`` unchanged.
+:func:`deploy.estimate.estimate` (public as ``neuroedge.estimate``); ``neuroedge estimate
+net.nir --stimulus poisson:rate=50 --steps 1000 --profiles loihi,loihi2`` hands the file to
+the same function, which reads it through :mod:`deploy.nir_estimate`. The numbers printed
+(and written by ``--json``) are the API's: ``Estimate.rows()`` unchanged.
 """
 from __future__ import annotations
 
@@ -165,8 +165,8 @@ def _options(args) -> dict:
 
 
 def run_estimate(args):
-    """The :class:`~neuroedge.result.Estimate` the command's arguments ask for."""
-    from neuroedge.estimate import estimate
+    """The :class:`~deploy.estimate_result.Estimate` the command's arguments ask for."""
+    from deploy.estimate import estimate
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
                             ("--train", args.train)):

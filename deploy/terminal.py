@@ -11,6 +11,11 @@ profile entry the figures were built from, which never counts against the line l
 Scope tables say what they sum: a depth-1 row includes its sub-scopes ("incl.
 sub-scopes"); a row of the full scope table holds only the charges made in that scope
 ("own").
+
+This module owns the rich rendering of every terminal table (and :func:`comparison_table`,
+the comparison across profiles on its own); the figures in the cells, as strings, come from
+:mod:`deploy.formatting`. :mod:`deploy.report` re-exports :func:`terminal_report` and
+:func:`comparison_table`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """deploy.nir_format: the node names and metadata keys the NIR writer and reader share."""
 from types import SimpleNamespace
 
+import pytest
+
 from deploy import nir_export, nir_import
 from deploy.nir_format import (
     FORMAT_KEY,
@@ -29,7 +31,6 @@ def test_one_set_of_conventions_for_both_directions():
 
 def test_a_written_file_carries_the_format_tag():
     import numpy as np
-    import pytest
     pytest.importorskip("nir")
 
     from sim.neuromorphic import Network

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from deploy.cli_args import SEED_MAX, parse_positive, parse_positive_float, parse_seed
+from deploy.cli_output import STDOUT, finite
 from hw_profiles.errors import NeuroedgeError
 from sim.errors import ModelError
 
@@ -194,7 +195,7 @@ def to_json(est) -> dict:
     from sim.layers import layer_rows
     first = next(iter(est.reports), None)
     ledger = est.ledgers[first] if first is not None else None
-    return _strict({"model": est.model, "source": est.source,
+    return finite({"model": est.model, "source": est.source,
                     "inference_samples": est.inference_samples,
                     "train_samples": est.train_samples, "rows": est.rows(),
                     "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ())),
@@ -203,16 +204,6 @@ def to_json(est) -> dict:
                     "layers_profile": first,
                     "layers": [asdict(r) for r in layer_rows(ledger, est.reports[first])]
                     if ledger is not None else []})
-
-
-def _strict(obj):
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
-    return obj
 
 
 def table(est) -> str:
@@ -282,7 +273,7 @@ def _detail_lines(est, n_layers: int = 10) -> list[str]:
 
 def cmd_estimate(args) -> int:
     """``neuroedge estimate``: print the table (or JSON); exit 2 when no profile priced it."""
-    to_stdout = args.json == "-"
+    to_stdout = args.json == STDOUT
     inputs = [args.model.rpartition(":")[0] or args.model]   # never written over
     if args.json and not to_stdout:
         from deploy.outputs import check_output

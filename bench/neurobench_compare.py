@@ -103,7 +103,7 @@ def ours_on_chip(saved: dict) -> dict:
 
     import snntorch as snn
 
-    from neuroedge.nir_estimate import estimate_spiking_module
+    from neuroedge import estimate_spiking_module
     from sim.ledger import Ledger
     from sim.neurobench import metrics
     # snnTorch's NIR export wants per-neuron beta and threshold: the same 0.9 and 1.0

@@ -21,24 +21,38 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import shutil
 import sys
 import warnings
 from pathlib import Path
 
-from deploy.errors import RunFileError
-from hw_profiles.errors import NeuroedgeError, ProfileError
+from deploy.cli_args import (
+    PRESETS,
+    SEED_MAX,
+    add_report_options,
+    add_training_options,
+    check_realtime,
+    load_profile,
+    load_profiles,
+    parse_run_file,
+    parse_seed,
+)
+from deploy.cli_output import (
+    CommandOutput,
+    check_outputs,
+    console,
+    finite,
+    make_parent,
+    print_report,
+    progress_bar,
+)
+from deploy.estimate_cli import add_estimate_parser
+from deploy.sweep_cli import add_sweep_parser
+from hw_profiles.errors import NeuroedgeError
 
 DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2
 EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a shell reports for `cat big | head -1`
-SEED_MAX = 2**32 - 1       # numpy's SeedSequence-free legacy seeding and torch both take this
-MIN_WIDTH = 40             # narrower terminals cannot hold a table of figures
-STDOUT = "-"               # --json -: the JSON on stdout, every other word on stderr
-PRESETS = ("quick", "full")   # models.registry.PRESETS, spelled here so that building the
-                              # parser imports no model (tests check the two agree)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,175 +68,6 @@ def _version() -> str:
         return metadata.version("neuroedge")
     except metadata.PackageNotFoundError:   # run from a source tree that was not installed
         return "(not installed)"
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; seeds are "
-                                         f"integers 0..{SEED_MAX}") from None
-    if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f"{value} is out of range; seeds are integers "
-                                         f"0..{SEED_MAX}")
-    return value
-
-
-def _positive(text: str) -> int:
-    """An argparse type: a whole number >= 1 (counts of workers, steps, samples)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
-                                         "number >= 1") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
-    return v
-
-
-def _load_profile(text: str, option: str = "profile"):
-    """A profile by name or path, with a directory named as such (not "does not exist")."""
-    import hw_profiles
-    if Path(text).is_dir():
-        raise ProfileError(f"{option} {text!r} is a directory; pass a shipped profile name "
-                           f"or the path of a .toml file")
-    return hw_profiles.load(text)
-
-
-def _load_profiles(text: str, option: str) -> list:
-    """Every profile of a comma-separated list, loaded now; the same profile twice is an error
-    (``hw_profiles.load_many``: same label; a shipped ``a100`` and a user's file named
-    ``a100`` are two profiles, shown by their labels)."""
-    import hw_profiles
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise NeuroedgeError(f"{option} {text!r}: expected a comma-separated list of "
-                             "profile names or paths, e.g. a100,h100,x86-avx2")
-    for name in names:
-        if Path(name).is_dir():
-            raise ProfileError(f"{option} entry {name!r} is a directory; pass a shipped "
-                               "profile name or the path of a .toml file")
-    try:
-        return hw_profiles.load_many(names)
-    except ProfileError as exc:
-        raise ProfileError(f"{option}: {exc}") from None
-
-
-def _check_realtime(realtime: bool, profiles) -> None:
-    """``--realtime`` needs a neuromorphic step-time model on the run's profile (checked
-    before any work; other profiles in a comparison are priced without pacing)."""
-    for p in profiles:
-        if realtime and not p.core_op_ns:
-            raise ProfileError(f"--realtime: profile {p.label!r} ({p.kind}) has no per-core "
-                               "step-time model ([core_op_ns], [step_sync]); real-time pacing "
-                               "applies to neuromorphic profiles such as loihi2 or truenorth")
-
-
-def _run_file_arg(text: str) -> str:
-    if Path(text).is_dir():
-        raise RunFileError(f"run file {text!r} is a directory; pass the path of a run file "
-                           "(.h5) written by 'neuroedge simulate'")
-    return text
-
-
-def _width(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer width") from None
-    if value < MIN_WIDTH:
-        raise argparse.ArgumentTypeError(f"{value} is too narrow; give at least {MIN_WIDTH} "
-                                         "characters")
-    return value
-
-
-def _check_outputs(outputs: dict, *, force: bool, inputs) -> None:
-    """Every output of a command checked together, before any work (deploy.outputs rules);
-    ``--json -`` is stdout, not a file."""
-    from deploy.outputs import check_distinct, check_output
-    outputs = {k: v for k, v in outputs.items() if not (k == "--json" and v == STDOUT)}
-    for option, path in outputs.items():
-        if path is not None:
-            check_output(path, force=force, inputs=inputs, option=option)
-    check_distinct(outputs)
-
-
-class _Out:
-    """Where a command's words go. The report and the closing lines go to stdout, status
-    lines and the progress bar to stderr (so the report starts with its headline); with
-    ``--json -`` stdout holds the JSON alone and the report goes to stderr; with ``--quiet``
-    only errors are printed (files are still written, the JSON still goes to stdout)."""
-
-    def __init__(self, args):
-        self.quiet = bool(getattr(args, "quiet", False))
-        self.json_stdout = getattr(args, "json", None) == STDOUT
-        self.width = getattr(args, "width", None) or shutil.get_terminal_size((100, 24)).columns
-        self.width = max(self.width, MIN_WIDTH)
-        self._status = None
-
-    def report(self, text: str) -> None:
-        """The report (or a closing line): stdout, or stderr when stdout holds the JSON."""
-        if not self.quiet:
-            stream = sys.stderr if self.json_stdout else sys.stdout
-            stream.write(text if text.endswith("\n") else text + "\n")
-
-    @property
-    def status(self):
-        """A rich console on stderr for status lines and the progress bar (None: quiet)."""
-        if self.quiet:
-            return None
-        if self._status is None:
-            from rich.console import Console
-            self._status = Console(stderr=True)
-        return self._status
-
-    def say(self, text: str, **kw) -> None:
-        if self.status is not None:
-            self.status.print(text, soft_wrap=True, highlight=False, **kw)
-
-    def json(self, path, doc, *, force: bool, inputs) -> None:
-        """``doc`` as strict JSON on stdout (``-``) or into ``path`` (deploy.outputs rules)."""
-        text = json.dumps(doc, indent=1, allow_nan=False)
-        if path == STDOUT:
-            sys.stdout.write(text + "\n")
-            return
-        from deploy.outputs import write_text
-        _make_parent(path)
-        write_text(path, text, force=force, inputs=inputs, option="--json")
-
-
-def _report_options(p, json_help: str) -> None:
-    """How a command shows its report: --width, --all, --sources, --json, --quiet."""
-    p.add_argument("--width", type=_width, default=None, metavar="N",
-                   help="characters per line of the terminal report (default: the terminal's "
-                        f"width; at least {MIN_WIDTH})")
-    p.add_argument("--all", dest="full_report", action="store_true",
-                   help="the long report: every table and every row (default: the headline "
-                        "and what fits in 60 lines)")
-    p.add_argument("--sources", action="store_true",
-                   help="append the citation of every profile entry the figures use")
-    p.add_argument("--json", metavar="PATH", help=json_help + "; '-' writes it to stdout "
-                   "(the report then goes to stderr)")
-    p.add_argument("--quiet", action="store_true",
-                   help="print nothing but errors (files are still written; --json - still "
-                        "goes to stdout)")
-
-
-def _terminal(out: _Out, args, run, reports) -> None:
-    from deploy import report as rep
-    if out.quiet:
-        return
-    out.report(rep.terminal_report(run, reports[0], out.width, compared=reports[1:],
-                                   full=args.full_report, sources=args.sources))
-
-
-def _make_parent(path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-
-
-def _console():
-    from rich.console import Console
-    return Console()
 
 
 def cmd_profiles(args) -> int:
@@ -241,14 +86,14 @@ def cmd_profiles(args) -> int:
         node = f"{p.technology_node_nm.value:g} nm" if p.technology_node_nm else "-"
         table.add_row(p.name, p.kind, node, str(len(p.energy_pj)), ", ".join(p.memory),
                       f"{p.static_power_w.value:g}", p.description)
-    _console().print(table)
+    console().print(table)
     return 0
 
 
 def _show_profile(name: str) -> int:
     from rich.table import Table
-    p = _load_profile(name)
-    con = _console()
+    p = load_profile(name)
+    con = console()
     con.print(f"[bold]{p.name}[/bold] ({p.kind}): {p.description}")
     if p.path:
         con.print(f"file: {p.path}")
@@ -280,7 +125,7 @@ def cmd_models(args) -> int:
         table.add_row(card.name, card.title, ", ".join(card.device_kinds),
                       ", ".join(card.datasets), card.default_profile,
                       ", ".join(card.exports) or "-")
-    con = _console()
+    con = console()
     con.print(table)
     # the claim and the settings read better as lines than as narrow columns
     for method in models.REGISTRY.values():
@@ -298,27 +143,6 @@ def _preset(args) -> str:
         raise NeuroedgeError(f"--full is --preset full; it contradicts --preset {args.preset}: "
                              "give one of them")
     return "full" if args.full else (args.preset or "quick")
-
-
-def _progress_bar(con, name: str):
-    """A rich progress bar and the ``progress(step, total, metrics)`` callback that draws it.
-
-    The bar is cleared when done (``transient``): on a terminal the report that follows
-    starts with its headline. ``con`` None (``--quiet``) or not a terminal (a log file):
-    no bar, no callback."""
-    import contextlib
-    if con is None or not con.is_terminal:
-        return contextlib.nullcontext(), None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=con,
-                   transient=True)
-    task = bar.add_task(name, total=None, info="")
-
-    def progress(step, total, metrics):
-        info = "  ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, float))
-        bar.update(task, completed=step, total=total, info=info)
-    return bar, progress
 
 
 def _value_text(v) -> str:
@@ -341,39 +165,39 @@ def cmd_simulate(args) -> int:
 
     # -- everything that can fail without training, checked first (runner.prepare: model,
     # profile and its kind, dataset and its files, preset, --set keys and values)
-    profile = _load_profile(args.profile, "--profile") if args.profile else None
+    profile = load_profile(args.profile, "--profile") if args.profile else None
     plan = runner.prepare(args.model, profile=profile, dataset=args.dataset,
                           preset=_preset(args), seed=args.seed, overrides=args.set)
     method, profile = plan.method, plan.profile
-    _check_realtime(args.realtime, [profile])
+    check_realtime(args.realtime, [profile])
     others = []
     if args.compare is not None:
-        for p in _load_profiles(args.compare, "--compare"):
+        for p in load_profiles(args.compare, "--compare"):
             runner.check_kind(method, p, "--compare")
             if p.label != profile.label:  # the run's own is the first row
                 others.append(p)
     out = Path(args.out) if args.out else runner.run_file_name(plan)
     html = Path(args.html) if args.html else out.with_suffix(".html")
     inputs = [p.path for p in (profile, *others) if p.path]
-    _check_outputs({"--out": out, "--html": html, "--json": args.json}, force=args.force,
+    check_outputs({"--out": out, "--html": html, "--json": args.json}, force=args.force,
                    inputs=inputs)
 
-    o = _Out(args)
+    o = CommandOutput(args)
     o.say(f"simulating [bold]{method.name}[/bold] on {plan.dataset} with profile "
           f"{profile.label} ({_settings_text(plan)})")
-    bar, progress = _progress_bar(o.status, method.name)
+    bar, progress = progress_bar(o.status, method.name)
     with bar:
         result = runner.execute(plan, progress)
     # the run records the profile object it ran on (RunResult refuses a name): a user's
     # file is never looked up again by its name (which may be unknown, or shadow a shipped one)
-    _make_parent(out)
+    make_parent(out)
     write_result(out, result, force=args.force, inputs=inputs)
     run = read_run(out)
     energy = run.ledger.price(run.profile, realtime=args.realtime)
     # compared first: the headline carries the ratio to every compared profile
     reports = [energy] + _compare_reports(plan, run, others, args, o)
-    _terminal(o, args, run, reports)
-    _make_parent(html)
+    print_report(o, args, run, reports)
+    make_parent(html)
     rep.html_report(run, reports, html, force=args.force, inputs=inputs)
     if args.json:
         o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
@@ -381,7 +205,7 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def _compare_reports(plan, run, others, args, o: _Out) -> list:
+def _compare_reports(plan, run, others, args, o: CommandOutput) -> list:
     """The run priced on each ``--compare`` profile. A neuromorphic run is re-placed and
     re-simulated on each other neuromorphic chip (its step times depend on where every
     neuron sits: sim.neuromorphic.timing.reprice), with the same config and seed; any other
@@ -417,19 +241,8 @@ def cmd_experiment(args) -> int:
            "summary": study.summary,
            "runs": {k: {"profile": r.profile.label, "dataset": r.dataset, "metrics": r.metrics}
                     for k, r in study.runs.items()}}
-    print(json.dumps(_finite(doc), indent=1, default=str, allow_nan=False))
+    print(json.dumps(finite(doc), indent=1, default=str, allow_nan=False))
     return 0
-
-
-def _finite(obj):
-    """NaN and infinities as null, so the printed JSON is strict."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def cmd_validate(args) -> int:
@@ -442,8 +255,8 @@ def cmd_validate(args) -> int:
         if unknown:
             raise NeuroedgeError(f"--only {', '.join(unknown)}: no such validation row; rows "
                                  f"are {', '.join(sorted(known))}")
-    _check_outputs({"--json": args.json}, force=args.force, inputs=())
-    o = _Out(args)
+    check_outputs({"--json": args.json}, force=args.force, inputs=())
+    o = CommandOutput(args)
     rows = validate(only=only)
     o.report(format_rows(rows))
     summary = summarise(rows)
@@ -458,17 +271,17 @@ def cmd_report(args) -> int:
     from deploy import report as rep
     from deploy.headline import summary
     from deploy.runfile import read_run
-    run = read_run(_run_file_arg(args.run))
-    profile = _load_profile(args.profile, "--profile") if args.profile else run.profile
+    run = read_run(parse_run_file(args.run))
+    profile = load_profile(args.profile, "--profile") if args.profile else run.profile
     inputs = [args.run] + ([profile.path] if args.profile and profile.path else [])
-    _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
+    check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
-    _check_realtime(args.realtime, [profile])
-    o = _Out(args)
+    check_realtime(args.realtime, [profile])
+    o = CommandOutput(args)
     energy = run.ledger.price(profile, realtime=args.realtime)
-    _terminal(o, args, run, [energy])
+    print_report(o, args, run, [energy])
     if args.html:
-        _make_parent(args.html)
+        make_parent(args.html)
         path = rep.html_report(run, [energy], Path(args.html), force=args.force,
                                inputs=inputs)
         o.report(f"report: {path}")
@@ -491,17 +304,17 @@ def cmd_export(args) -> int:
                                  f"{'apply' if len(given) > 1 else 'applies'} to training "
                                  f"only: leave {'them' if len(given) > 1 else 'it'} out")
         xplan = prepare_export(args.model, args.target, args.out,
-                               run_file=_run_file_arg(args.run_from), force=args.force,
+                               run_file=parse_run_file(args.run_from), force=args.force,
                                option="--out")
     else:
         if args.model is None:
             raise NeuroedgeError("export: name the model to train and export (neuroedge "
                                  "export MODEL --target T), or give --from RUN.h5")
-        profile = _load_profile(args.profile, "--profile") if args.profile else None
+        profile = load_profile(args.profile, "--profile") if args.profile else None
         xplan = prepare_export(args.model, args.target, args.out, preset=_preset(args),
                                seed=args.seed or 0, overrides=args.set, profile=profile,
                                force=args.force, option="--out")
-    con = _console()
+    con = console()
     if xplan.plan is None:
         con.print(f"exporting [bold]{xplan.method.name}[/bold] to {args.target} from "
                   f"{xplan.source} (its stored trained state; no training)", soft_wrap=True)
@@ -510,7 +323,7 @@ def cmd_export(args) -> int:
         con.print(f"exporting [bold]{xplan.method.name}[/bold] to {args.target}: training "
                   f"once on {xplan.plan.dataset} with profile {xplan.plan.profile.label} "
                   f"({_settings_text(xplan.plan)})", soft_wrap=True)
-        bar, progress = _progress_bar(con, xplan.method.name)
+        bar, progress = progress_bar(con, xplan.method.name)
         with bar:
             path = execute_export(xplan, progress, force=args.force)
     con.print(f"exported: {path}", soft_wrap=True, highlight=False)
@@ -521,38 +334,26 @@ def cmd_compare(args) -> int:
     from deploy import report as rep
     from deploy.headline import summary
     from deploy.runfile import read_run
-    run = read_run(_run_file_arg(args.run))
-    profiles = _load_profiles(args.profiles, "--profiles")
+    run = read_run(parse_run_file(args.run))
+    profiles = load_profiles(args.profiles, "--profiles")
     inputs = [args.run] + [p.path for p in profiles if p.path]
-    _check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
+    check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
     # a stored ledger is re-priced, never re-simulated: a neuromorphic run priced on another
     # chip keeps its placement, and the report's time model says so (a lower bound);
     # `simulate --compare` re-places it on each chip
     reports = [run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns))
                for p in profiles]
-    o = _Out(args)
+    o = CommandOutput(args)
     # the first profile is the reference: the headline is its figures and every ratio
-    _terminal(o, args, run, reports)
+    print_report(o, args, run, reports)
     if args.html:
-        _make_parent(args.html)
+        make_parent(args.html)
         path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs)
         o.report(f"report: {path}")
     if args.json:
         o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
     return 0
-
-
-def _training_options(p, seed_default) -> None:
-    """--preset / --full / --set / --seed: how a model is trained (simulate, export)."""
-    p.add_argument("--preset", choices=PRESETS, default=None,
-                   help="quick (default: seconds to a minute) or full (the paper's scale)")
-    p.add_argument("--full", action="store_true", help="the same as --preset full")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="change one setting of the model's config (repeatable, e.g. --set "
-                        "epochs=3); 'neuroedge models' lists the settings")
-    p.add_argument("--seed", type=_seed, default=seed_default,
-                   help=f"0..{SEED_MAX} (default 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -575,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"registered model (default: {DEFAULT_MODEL})")
     p.add_argument("--profile", help="profile name or TOML path (default: the model's)")
     p.add_argument("--dataset", help="dataset (default: the model's)")
-    _training_options(p, seed_default=0)
+    add_training_options(p, seed_default=0)
     p.add_argument("--out", help="run file path (default: runs/MODEL-DATASET-PROFILE-PRESET-"
                                  "seedN[-KEY=VALUE...].h5)")
     p.add_argument("--html", help="HTML report path (default: next to the run file)")
@@ -587,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
-    _report_options(p, "write the headline figures, metrics with units and NeuroBench metrics "
+    add_report_options(p, "write the headline figures, metrics with units and NeuroBench metrics "
                        "as JSON here")
     p.set_defaults(func=cmd_simulate)
 
@@ -600,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="run_from", metavar="RUN.h5",
                    help="export the trained state this run file stored: no training")
     p.add_argument("--profile", help="profile to train on (default: the model's)")
-    _training_options(p, seed_default=None)
+    add_training_options(p, seed_default=None)
     p.add_argument("--out", help="output path (default: exports/MODEL-TARGET[.ext]); the C "
                    "target writes a new (or empty) directory there")
     p.add_argument("--force", action="store_true",
@@ -612,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="registered model")
     p.add_argument("--preset", choices=PRESETS, default="quick",
                    help="quick (default) or full, the paper's scale")
-    p.add_argument("--seed", type=_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
+    p.add_argument("--seed", type=parse_seed, default=0, help=f"0..{SEED_MAX} (default 0)")
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("report", help="print (and optionally write) a run file's report")
@@ -624,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
-    _report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
+    add_report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
                        "and the energy report as JSON here")
     p.set_defaults(func=cmd_report)
 
@@ -639,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--realtime", action="store_true",
                    help="neuromorphic profiles: pace every time step to the network's dt and "
                         "charge static power over that real-time duration")
-    _report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
+    add_report_options(p, "write the headline figures, metrics with units, NeuroBench metrics "
                        "and one row of figures per profile as JSON here")
     p.set_defaults(func=cmd_compare)
 
@@ -651,9 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing --json file")
     p.set_defaults(func=cmd_validate)
 
-    from deploy.estimate_cli import add_estimate_parser
     add_estimate_parser(sub)
-    from deploy.sweep_cli import add_sweep_parser
     add_sweep_parser(sub)
     return parser
 

@@ -4,10 +4,10 @@ priced on several profiles in one energy table.
 ``neuroedge estimate FILE.py:factory --input-shape 1,1,28,28 --profiles jetson-orin,cortex-m7``
 imports FILE.py by path, calls ``factory`` (a function or class, with no arguments; an
 ``nn.Module`` instance attribute is taken as it is) and hands the module to
-:func:`neuroedge.estimate`; ``neuroedge estimate net.nir --stimulus poisson:rate=50 --steps
-1000 --profiles loihi,loihi2`` hands the file to the same function, which reads it through
-:mod:`neuroedge.nir_estimate`. The numbers printed (and written by ``--json``) are the
-API's: ``Estimate.rows()`` unchanged.
+:func:`deploy.estimate.estimate` (public as ``neuroedge.estimate``); ``neuroedge estimate
+net.nir --stimulus poisson:rate=50 --steps 1000 --profiles loihi,loihi2`` hands the file to
+the same function, which reads it through :mod:`deploy.nir_estimate`. The numbers printed
+(and written by ``--json``) are the API's: ``Estimate.rows()`` unchanged.
 """
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ import math
 import sys
 from pathlib import Path
 
+from deploy.cli_args import SEED_MAX, parse_positive, parse_positive_float, parse_seed
+from deploy.cli_output import STDOUT, finite
 from hw_profiles.errors import NeuroedgeError
 from sim.errors import ModelError
 
 
 def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``estimate`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
-    from deploy.cli import SEED_MAX, _positive, _seed
     p = subparsers.add_parser(
         "estimate", help="price your own torch model (FILE.py:factory) or NIR file on "
                          "several profiles in one energy table",
@@ -42,7 +43,7 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="FILE.py models: shape of one inference batch, batch first, e.g. "
                         "1,1,28,28 (filled with standard normal values drawn with --seed)")
-    p.add_argument("--batch", type=_positive, metavar="N",
+    p.add_argument("--batch", type=parse_positive, metavar="N",
                    help="samples per inference: replaces the first dimension of "
                         "--input-shape (default: that dimension)")
     p.add_argument("--train", action="store_true",
@@ -52,16 +53,16 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--stimulus", metavar="SPEC",
                    help="NIR files and spiking modules: the input spikes, e.g. poisson:rate=50, "
                         "a .npy/.npz spike array of shape (steps, inputs), or dataset:NAME")
-    p.add_argument("--steps", type=_positive, metavar="T",
+    p.add_argument("--steps", type=parse_positive, metavar="T",
                    help="NIR files and spiking modules: time steps to run")
-    p.add_argument("--dt", type=_positive_float, metavar="SECONDS",
+    p.add_argument("--dt", type=parse_positive_float, metavar="SECONDS",
                    help="NIR files: the time step, when the graph's metadata does not give it")
     p.add_argument("--reset", choices=("value", "subtract", "snntorch"),
                    help="NIR files: the reset rule when the file does not state it (value: "
                         "v <- v_reset, NIR's; subtract: v <- v - threshold; snntorch: "
                         "snnTorch's subtract after the decay); without it a warning names "
                         "the rule assumed")
-    p.add_argument("--seed", type=_seed, default=0,
+    p.add_argument("--seed", type=parse_seed, default=0,
                    help=f"0..{SEED_MAX} (default 0): the module's initial weights, the "
                         "example input, the random targets and stimulus")
     p.add_argument("--json", metavar="PATH|-",
@@ -73,17 +74,6 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="print nothing but errors (and the JSON of '--json -')")
     p.set_defaults(func=cmd_estimate)
     return p
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give seconds > 0, "
-                                         "e.g. 0.001") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0")
-    return v
 
 
 def parse_shape(text: str, option: str = "--input-shape") -> tuple[int, ...]:
@@ -176,8 +166,8 @@ def _options(args) -> dict:
 
 
 def run_estimate(args):
-    """The :class:`~neuroedge.result.Estimate` the command's arguments ask for."""
-    from neuroedge.estimate import estimate
+    """The :class:`~deploy.estimate_result.Estimate` the command's arguments ask for."""
+    from deploy.estimate import estimate
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
                             ("--train", args.train)):
@@ -205,7 +195,7 @@ def to_json(est) -> dict:
     from sim.layers import layer_rows
     first = next(iter(est.reports), None)
     ledger = est.ledgers[first] if first is not None else None
-    return _strict({"model": est.model, "source": est.source,
+    return finite({"model": est.model, "source": est.source,
                     "inference_samples": est.inference_samples,
                     "train_samples": est.train_samples, "rows": est.rows(),
                     "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ())),
@@ -214,16 +204,6 @@ def to_json(est) -> dict:
                     "layers_profile": first,
                     "layers": [asdict(r) for r in layer_rows(ledger, est.reports[first])]
                     if ledger is not None else []})
-
-
-def _strict(obj):
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
-    return obj
 
 
 def table(est) -> str:
@@ -293,7 +273,7 @@ def _detail_lines(est, n_layers: int = 10) -> list[str]:
 
 def cmd_estimate(args) -> int:
     """``neuroedge estimate``: print the table (or JSON); exit 2 when no profile priced it."""
-    to_stdout = args.json == "-"
+    to_stdout = args.json == STDOUT
     inputs = [args.model.rpartition(":")[0] or args.model]   # never written over
     if args.json and not to_stdout:
         from deploy.outputs import check_output

@@ -24,50 +24,26 @@ dataset and settings, the output path), so a bad ``--out`` fails in a second:
   ``trains_on`` dataset) and exports ``artifact(result.trained, target)``;
 * :func:`export_run` exports the trained state a run file stored, training nothing.
 
-:func:`atomic_output` is why a failed export leaves nothing half-written and why an export
-never destroys anything: it is :mod:`deploy.outputs` (temporary sibling, then rename; an
-existing file only with ``force``; a directory only if empty or an earlier neuroedge
-export).
+Every writer goes through :func:`deploy.outputs.atomic_output`, which is why a failed
+export leaves nothing half-written and why an export never destroys anything (temporary
+sibling, then rename; an existing file only with ``force``; a directory only if empty or an
+earlier neuroedge export).
 """
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deploy.errors import ExportError
-from deploy.outputs import check_output, write_directory, write_file
+from deploy.outputs import check_output
 
 TARGETS = ("c", "nir", "onnx")
 """Every export target the CLI knows (``models.registry.EXPORT_TARGETS``); a card lists
 the subset its ``artifact`` builds."""
-
-
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, *, directory: bool = False, force: bool = False,
-                  inputs=(), disposable=(), option: str | None = None) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; move it onto ``path`` only on success.
-
-    With ``directory=True`` the temporary path is an empty directory and the export may
-    fill it with several files (the C target writes a header, sources and a Makefile).
-    The rules are :mod:`deploy.outputs`': an existing file is replaced only with
-    ``force``, an existing directory only when it is empty or (with ``force``) an earlier
-    neuroedge export, and an input of the command is never an output.
-    """
-    if directory:
-        with write_directory(path, force=force, inputs=inputs, disposable=disposable,
-                             option=option) as tmp:
-            yield tmp
-    else:
-        with write_file(path, force=force, inputs=inputs, parents=True,
-                        option=option) as tmp:
-            yield tmp
-
-
 DIRECTORY_TARGETS = ("c",)
 """Targets whose export is a directory (a C project), not a single file."""
 SUFFIXES = {"c": "", "nir": ".nir", "onnx": ".onnx"}

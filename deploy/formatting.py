@@ -1,13 +1,23 @@
-"""Figures as people read them: engineering units with 3 significant digits, and the
-fixed order of energy categories that tables and plots share."""
+"""Figures as people read them: engineering units with 3 significant digits, the fixed
+order of energy categories, and every table of an :class:`~sim.pricing.EnergyReport` as rows
+of strings.
+
+The one place that turns figures into text: the terminal report (:mod:`deploy.terminal`),
+the HTML report (:mod:`deploy.report`, :mod:`deploy.report_html`), the plots and
+``neuroedge estimate`` all take their units and tables from here, so a figure reads the
+same everywhere. Nothing here renders (no rich, no HTML) and nothing computes a new figure.
+"""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+from deploy.errors import ReportError
 from hw_profiles.ops import CATEGORIES
-from sim.pricing import EnergyReport
+from sim.pricing import PJ, EnergyReport
 
-_ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))
+ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))
+"""(scale in joules, unit) from the smallest up: :func:`format_energy` and the plots' axes."""
 _BYTE_UNITS = ((1.0, "B"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB"), (1e12, "TB"))
 _SECOND_UNITS = ((1e-9, "ns"), (1e-6, "us"), (1e-3, "ms"), (1.0, "s"))
 
@@ -48,7 +58,7 @@ def format_energy(j: float) -> str:
     >>> format_energy(50.1e-9), format_energy(0.5e-12), format_energy(0.0)
     ('50.1 nJ', '0.5 pJ', '0 J')
     """
-    return _engineering(j, _ENERGY_UNITS)
+    return _engineering(j, ENERGY_UNITS)
 
 
 def format_bytes(n: float) -> str:
@@ -81,3 +91,155 @@ def energy_breakdown(report: EnergyReport) -> dict[str, float]:
     """
     by_cat = report.by_category()
     return {cat: float(by_cat.get(cat, 0.0)) for cat in CATEGORIES}
+
+
+# -- the tables of an energy report, as rows of strings -------------------------------------
+def percent(part: float, total: float) -> str:
+    """``part`` as a share of ``total``, one decimal (``"50.2%"``); ``"-"`` for a zero total."""
+    return f"{100.0 * part / total:.1f}%" if total > 0 else "-"
+
+
+def op_rows(report: EnergyReport) -> list[dict]:
+    """One row per op, memory line or static, summed over scopes, largest energy first."""
+    rows: dict[str, dict] = {}
+    for c in report.charges:
+        r = rows.setdefault(c.item, {"item": c.item, "category": c.category, "count": 0.0,
+                                     "unit_pj": c.unit_pj, "energy_j": 0.0})
+        r["count"] += c.count
+        r["energy_j"] += c.energy_j
+    return sorted(rows.values(), key=lambda r: -r["energy_j"])
+
+
+def _count_text(row) -> str:
+    if row["category"] == "memory":
+        return format_bytes(row["count"])
+    if row["category"] == "static":
+        return format_seconds(row["count"])
+    return f"{int(row['count']):,}"
+
+
+def _unit_text(row) -> str:
+    if row["category"] == "static":
+        return f"{significant(row['unit_pj'] * PJ)} W"  # static lines carry pJ per second
+    return f"{significant(row['unit_pj'])} pJ" + ("/B" if row["category"] == "memory" else "")
+
+
+def _latency_rows(report: EnergyReport) -> list[tuple[str, str, str]]:
+    """(scope, latency, bound): the largest of the compute, memory and launch parts.
+
+    Scopes with no latency of their own (they only record samples) are left out.
+    """
+    out = []
+    for scope, seconds in report.latency_s.items():
+        if seconds == 0:
+            continue
+        part = {"compute": 0.0, "memory": 0.0, "launch": 0.0}
+        for c in report.charges:
+            if c.scope == scope and c.category != "static":
+                key = {"memory": "memory", "overhead": "launch"}.get(c.category, "compute")
+                part[key] += c.seconds
+        bound = max(part, key=part.get)
+        # neuromorphic step model (issue 13 items 3, 5): say which model made the figure
+        bound = report.time_model.get(scope, bound)
+        out.append((scope or "(root)", format_seconds(seconds), bound))
+    basis = report.static_basis if report.time_model else ""
+    return out + [("total", format_seconds(report.total_latency_s), basis)]
+
+
+def sampled_scopes(reports: Sequence[EnergyReport]) -> list[str]:
+    """Every scope that recorded samples in any of ``reports``, in first-seen order."""
+    scopes: list[str] = []
+    for r in reports:
+        scopes += [s for s, n in r.samples.items() if n > 0 and s not in scopes]
+    return scopes
+
+
+def report_tables(report: EnergyReport) -> dict[str, tuple[tuple[str, ...], list]]:
+    """Every table of one report, as ``key -> (header, rows of strings)``; renderers pick."""
+    total, moved = report.total_j, report.bytes_moved()
+    n_moved = sum(moved.values())
+    return {
+        "category": (("category", "energy", "%"), [
+            (c, format_energy(e), percent(e, total)) for c, e in energy_breakdown(report).items()]
+            + [("total", format_energy(total), percent(total, total))]),
+        "op": (("op", "count", "each", "energy", "%"), [
+            (r["item"], _count_text(r), _unit_text(r), format_energy(r["energy_j"]),
+             percent(r["energy_j"], total)) for r in op_rows(report)]),
+        "scope1": (("scope", "energy", "%"), [
+            (s, format_energy(e), percent(e, total)) for s, e in report.by_scope(1).items()]),
+        "scope": (("scope", "energy", "%"), [
+            (s, format_energy(e), percent(e, total)) for s, e in report.by_scope().items()]),
+        "per_sample": (("scope", "samples", "energy", "per sample"), [
+            (s, f"{report.samples[s]:,}", format_energy(report.energy_within(s)),
+             format_energy(j)) for s, j in report.per_sample_j().items()]),
+        "bytes": (("level:direction", "bytes", "exact"),
+                  [(k, format_bytes(n), f"{n:,}") for k, n in moved.items()]
+                  + [("total", format_bytes(n_moved), f"{n_moved:,}")]),
+        "latency": (("scope", "latency", "time model" if report.time_model else "bound"),
+                    _latency_rows(report)),
+        "uncounted": (("op", "calls"), [(k, f"{n:,}") for k, n in report.uncounted.items()]),
+        "entries": (("entry", "citation"), sorted(report.entries.items())),
+        "nature": (("what", "value"), _nature_rows(report)),
+    }
+
+
+def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
+    """What the figures are: bound or estimate, model, validation, exclusions, decisions."""
+    err = report.validation_error
+    rows = [("figures are", report.bound),
+            ("execution model", report.execution_model or "(not recorded)"),
+            ("validation error of this device kind",
+             f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "
+             "measurements)" if err is not None
+             else "not validated (no held-out measurement of this kind can be rebuilt yet; "
+             "see neuroedge validate)")]
+    rows += [("excludes", x) for x in report.excluded]
+    rows += [("note", x) for x in report.notes]
+    return rows
+
+
+def comparison_rows(reports: Sequence[EnergyReport]) -> list[dict]:
+    """The cross-profile comparison as plain floats, one dict per report.
+
+    Keys: ``profile``, ``kind``, ``total_j``, ``dynamic_j``, ``static_j``, ``latency_s``,
+    ``relative_energy`` (total over the first report's total) and one ``"SCOPE J/sample"``
+    per scope that recorded samples in any report (nan where a report has none).
+
+    Raises
+    ------
+    ReportError
+        ``reports`` is empty.
+    """
+    reports = list(reports)
+    if not reports:
+        raise ReportError("comparison_rows: got no energy reports; pass at least one "
+                          "(the first is the reference of relative_energy)")
+    ref = reports[0].total_j
+    rows = []
+    for r in reports:
+        row = {"profile": r.profile, "kind": r.kind, "total_j": float(r.total_j),
+               "dynamic_j": float(r.total_j - r.static_j), "static_j": float(r.static_j),
+               "latency_s": float(r.total_latency_s),
+               "relative_energy": float(r.total_j / ref) if ref > 0 else math.nan}
+        per_sample = r.per_sample_j()
+        for scope in sampled_scopes(reports):
+            row[f"{scope} J/sample"] = float(per_sample.get(scope, math.nan))
+        rows.append(row)
+    return rows
+
+
+def comparison_cells(reports: Sequence[EnergyReport]) -> tuple[tuple[str, ...], list]:
+    """(header, rows of strings): :func:`comparison_rows` formatted for a table."""
+    rows = comparison_rows(reports)
+    keys = [k for k in rows[0] if k.endswith(" J/sample")]
+    return (("profile", "total", "dynamic", "static", *keys, "latency", "vs first"), [
+        (r["profile"], format_energy(r["total_j"]), format_energy(r["dynamic_j"]),
+         format_energy(r["static_j"]), *(format_energy(r[k]) for k in keys),
+         format_seconds(r["latency_s"]), f"{significant(r['relative_energy'])}x") for r in rows])
+
+
+def latency_title(report: EnergyReport) -> str:
+    """The latency table's title names its execution model (issue 13 item 5)."""
+    if report.time_model:
+        return "Estimated latency (per step: slowest core + barrier)"
+    return "Estimated latency"   # the "What these figures are" table names the model

@@ -59,36 +59,19 @@ from pathlib import Path
 import numpy as np
 
 from deploy.errors import ExportError
-from deploy.export import atomic_output
-
-FORMAT_KEY = "neuroedge_format"
-FORMAT_VALUE = "neuroedge.nir/1"
-PLACEHOLDER_KEY = "neuroedge_placeholder"   # the Input (+ zero Linear) of a source-less
-                                            # network, which nir.read's type check needs
-SUFFIX = ".neurons"   # population P is node "P.neurons" (snnTorch keys recurrent
-                      # subgraphs by the part before the first dot, which must be free)
-
-
-def _node(name: str, net) -> str:
-    return f"{name}{SUFFIX}" if name in net.populations else name
-
-
-def _pop(node: str) -> str:
-    return node[:-len(SUFFIX)] if node.endswith(SUFFIX) else node
-
-
-def _need_nir():
-    try:
-        import nir
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ExportError("NIR export needs the 'nir' package: "
-                          "pip install 'neuroedge[export]'") from exc
-    return nir
+from deploy.nir_format import (
+    FORMAT_KEY,
+    FORMAT_VALUE,
+    PLACEHOLDER_KEY,
+    node_name,
+    require_nir,
+)
+from deploy.outputs import atomic_output
 
 
 def to_nir(net, compiled=None):
     """The network as a ``nir.NIRGraph``; with ``compiled``, its quantised weights."""
-    nir = _need_nir()
+    nir = require_nir()
     nodes, edges = {}, []
     for name, src in net.sources.items():
         meta = {"neuroedge_kind": src.kind, "seed": src.seed}
@@ -98,7 +81,7 @@ def to_nir(net, compiled=None):
             meta["rate_hz"] = src.rate_hz
         nodes[name] = nir.Input({"input": np.array([src.n])}, metadata=meta)
     for pname, pop in net.populations.items():
-        name = _node(pname, net)
+        name = node_name(pname, net)
         if pop.custom:
             raise ExportError(f"NIR export: population {pname!r} uses custom kernel "
                               f"{pop.model_name!r}, which has no NIR node")
@@ -128,12 +111,12 @@ def to_nir(net, compiled=None):
                                       v_reset=P["v_reset"], w_in=P["w_in"], metadata=meta)
     for pname in _output_populations(net):
         nodes[f"{pname}.out"] = nir.Output({"output": np.array([net.populations[pname].n])})
-        edges.append((_node(pname, net), f"{pname}.out"))
+        edges.append((node_name(pname, net), f"{pname}.out"))
     for proj in net.projections.values():
         w = proj.weight if compiled is None else compiled.weights_of(proj.name)
         n_pre, n_post = net.size_of(proj.pre), net.size_of(proj.post)
         post = net.populations[proj.post]
-        target = _node(proj.post, net) if post.n_channels == 1 or post.model != "cuba_lif" \
+        target = node_name(proj.post, net) if post.n_channels == 1 or post.model != "cuba_lif" \
             else f"{proj.post}.syn{proj.channel}"
         for d in np.unique(proj.delay):
             sel = proj.delay == d
@@ -143,7 +126,7 @@ def to_nir(net, compiled=None):
             nodes[lin] = nir.Linear(weight=dense, metadata={"projection": proj.name,
                                                             "delay_steps": int(d),
                                                             "channel": proj.channel})
-            edges.append((_node(proj.pre, net), lin))
+            edges.append((node_name(proj.pre, net), lin))
             if d > 1:
                 dl = f"{lin}.delay"
                 nodes[dl] = nir.Delay(delay=np.full(n_post, (d - 1) * net.dt))
@@ -155,7 +138,7 @@ def to_nir(net, compiled=None):
         # population (the import drops both nodes)
         first = next(iter(net.populations.values()))
         target = f"{first.name}.syn0" if first.model == "cuba_lif" and first.n_channels > 1 \
-            else _node(first.name, net)
+            else node_name(first.name, net)
         nodes["input"] = nir.Input({"input": np.array([1])}, metadata={PLACEHOLDER_KEY: 1})
         nodes["input.none"] = nir.Linear(weight=np.zeros((first.n, 1)),
                                          metadata={PLACEHOLDER_KEY: 1})
@@ -182,7 +165,7 @@ def _output_populations(net) -> list[str]:
 def export_nir(net, path: str | os.PathLike, compiled=None, force: bool = False) -> Path:
     """Write ``net`` as a ``.nir`` file (atomically; nothing is left on failure). An existing
     ``path`` is replaced only with ``force`` (the rules of :mod:`deploy.outputs`)."""
-    nir = _need_nir()
+    nir = require_nir()
     graph = to_nir(net, compiled)
     with atomic_output(path, force=force) as tmp:
         nir.write(tmp, graph)

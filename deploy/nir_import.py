@@ -64,7 +64,13 @@ from pathlib import Path
 import numpy as np
 
 from deploy.errors import ExportError
-from deploy.nir_export import FORMAT_KEY, FORMAT_VALUE, PLACEHOLDER_KEY, _need_nir, _pop
+from deploy.nir_format import (
+    FORMAT_KEY,
+    FORMAT_VALUE,
+    PLACEHOLDER_KEY,
+    population_name,
+    require_nir,
+)
 
 RESETS = ("value", "subtract", "snntorch")
 SNNTORCH_DT = 1e-4   # the time step snnTorch's export_to_nir assumes (tau = dt/(1-beta))
@@ -79,7 +85,7 @@ def _err(msg: str) -> ExportError:
 def load(graph_or_path):
     """A ``nir.NIRGraph`` as given, or read from a ``.nir`` path (no type check: foreign
     files often fail it; :func:`read_nir` checks what it uses)."""
-    nir = _need_nir()
+    nir = require_nir()
     if isinstance(graph_or_path, nir.NIRGraph):
         return graph_or_path
     if isinstance(graph_or_path, (str, os.PathLike)):
@@ -181,7 +187,7 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     Every population's spikes are probed; ``net.nir_inputs`` lists the sources that stand
     for the graph's ``Input`` nodes (what :func:`stimulus` may drive).
     """
-    nir = _need_nir()
+    nir = require_nir()
     from sim.neuromorphic import Network
     graph = load(graph_or_path)
     label = str(graph_or_path) if isinstance(graph_or_path, (str, os.PathLike)) else "the graph"
@@ -376,12 +382,12 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             kw.setdefault("v_init", vres)
             vres = vth - (vth - vres) / a_v   # subtract thr/beta now = thr after the decay
             rmode = "subtract"
-        net.population(_pop(k) if ours else k, n, model, n_channels=nch, reset=rmode,
+        net.population(population_name(k) if ours else k, n, model, n_channels=nch, reset=rmode,
                        v_threshold=vth, v_reset=vres, **prm, **kw)
 
     # -- projections -----------------------------------------------------------------------
     def pname(k):
-        return _pop(k) if ours else k
+        return population_name(k) if ours else k
 
     projs: dict[str, list] = {}
     bias_sources = 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from deploy.errors import ExportError
-from deploy.export import atomic_output
+from deploy.outputs import atomic_output
 
 OPSET = 18
 

@@ -374,3 +374,26 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)  # the temporary directory made above
+
+
+@contextlib.contextmanager
+def atomic_output(path: PathLike, *, directory: bool = False, force: bool = False,
+                  inputs: Iterable[PathLike] = (), disposable: Iterable[str] = (),
+                  option: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; move it onto ``path`` only on success.
+
+    The one entry point of the exporters (C, NIR, ONNX): :func:`write_file`, or with
+    ``directory=True`` :func:`write_directory`, whose temporary path is an empty directory
+    the export may fill with several files (the C target writes a header, sources and a
+    Makefile). So a failed export leaves nothing half-written, an existing file is replaced
+    only with ``force``, an existing directory only when it is empty or (with ``force``) an
+    earlier neuroedge export, and an input of the command is never an output.
+    """
+    if directory:
+        with write_directory(path, force=force, inputs=inputs, disposable=disposable,
+                             option=option) as tmp:
+            yield tmp
+    else:
+        with write_file(path, force=force, inputs=inputs, parents=True,
+                        option=option) as tmp:
+            yield tmp

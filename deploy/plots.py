@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from deploy.formatting import _ENERGY_UNITS, energy_breakdown, format_energy
+from deploy.formatting import ENERGY_UNITS, energy_breakdown, format_energy
 from hw_profiles.ops import CATEGORIES
 from sim.pricing import EnergyReport
 
@@ -20,7 +20,7 @@ _COLORS = dict(zip(CATEGORIES, ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8C
 _LOG_RATIO = 100.0  # comparison plots switch to a log axis past this spread of totals
 
 
-def _scale(values, units=_ENERGY_UNITS) -> tuple[float, str]:
+def _scale(values, units=ENERGY_UNITS) -> tuple[float, str]:
     top = max((abs(v) for v in values), default=0.0)
     return next(((s, u) for s, u in reversed(units) if top >= s), units[0])
 

@@ -1,15 +1,17 @@
-"""Reports of priced runs: unit formatting, terminal tables, profile comparison, HTML.
+"""Reports of priced runs: the HTML report, and the one import for every report.
 
-This module owns how :class:`~sim.pricing.EnergyReport` figures are shown; it computes
-nothing new, so every figure is an estimate built from the profile entries the report
-lists. Terminal tables are rendered by rich; :func:`html_report` writes one self-contained
-file (plots as base64 PNG) atomically. Plots use :class:`matplotlib.figure.Figure`
-directly: no pyplot, no global backend state.
+:func:`html_report` writes one self-contained file (plots as base64 PNG) atomically; its
+sections come from :mod:`deploy.report_html`, its plots from :mod:`deploy.plots` (which use
+:class:`matplotlib.figure.Figure` directly: no pyplot, no global backend state). The units
+and the tables of figures are :mod:`deploy.formatting`'s, the terminal report and the
+comparison table :mod:`deploy.terminal`'s; this module re-exports them (``terminal_report``,
+``comparison_table``, ``comparison_rows``, ``format_energy``, ...) so that a caller imports
+one module. Nothing here computes a new figure: every figure is an estimate built from the
+profile entries the report lists.
 """
 from __future__ import annotations
 
 import html
-import io
 import json
 import math
 import os
@@ -18,17 +20,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from deploy.errors import ReportError
-from deploy.formatting import (
+from deploy.formatting import (  # noqa: F401  (comparison_rows, format_bytes: public here)
+    comparison_cells,
+    comparison_rows,
     energy_breakdown,
     format_bytes,
     format_energy,
     format_seconds,
+    latency_title,
+    op_rows,
+    report_tables,
+    sampled_scopes,
     significant,
 )
 from deploy.headline import headline  # noqa: F401  (shared by the terminal and the HTML)
@@ -57,212 +61,14 @@ from deploy.report_html import (
     neurobench_section,
 )
 from deploy.runfile import Run
+from deploy.terminal import comparison_table, terminal_report  # noqa: F401  (public here)
 from hw_profiles.profile import PROVENANCES
-from sim.pricing import PJ, EnergyReport
+from sim.pricing import EnergyReport
 
 ESTIMATE_NOTE = ("Energy and latency figures are built from the profile entries listed at the "
                  "bottom (provenance: " + "/".join(PROVENANCES) + "); the table What these "
                  "figures are says whether they are estimates or bounds, by which execution "
                  "model, and what they leave out")
-
-
-def _pct(part: float, total: float) -> str:
-    return f"{100.0 * part / total:.1f}%" if total > 0 else "-"
-
-
-# -- aggregates shared by every rendering ---------------------------------------------------
-def _op_rows(report: EnergyReport) -> list[dict]:
-    """One row per op, memory line or static, summed over scopes, largest energy first."""
-    rows: dict[str, dict] = {}
-    for c in report.charges:
-        r = rows.setdefault(c.item, {"item": c.item, "category": c.category, "count": 0.0,
-                                     "unit_pj": c.unit_pj, "energy_j": 0.0})
-        r["count"] += c.count
-        r["energy_j"] += c.energy_j
-    return sorted(rows.values(), key=lambda r: -r["energy_j"])
-
-
-def _count_text(row) -> str:
-    if row["category"] == "memory":
-        return format_bytes(row["count"])
-    if row["category"] == "static":
-        return format_seconds(row["count"])
-    return f"{int(row['count']):,}"
-
-
-def _unit_text(row) -> str:
-    if row["category"] == "static":
-        return f"{significant(row['unit_pj'] * PJ)} W"  # static lines carry pJ per second
-    return f"{significant(row['unit_pj'])} pJ" + ("/B" if row["category"] == "memory" else "")
-
-
-def _latency_rows(report: EnergyReport) -> list[tuple[str, str, str]]:
-    """(scope, latency, bound): the largest of the compute, memory and launch parts.
-
-    Scopes with no latency of their own (they only record samples) are left out.
-    """
-    out = []
-    for scope, seconds in report.latency_s.items():
-        if seconds == 0:
-            continue
-        part = {"compute": 0.0, "memory": 0.0, "launch": 0.0}
-        for c in report.charges:
-            if c.scope == scope and c.category != "static":
-                key = {"memory": "memory", "overhead": "launch"}.get(c.category, "compute")
-                part[key] += c.seconds
-        bound = max(part, key=part.get)
-        # neuromorphic step model (issue 13 items 3, 5): say which model made the figure
-        bound = report.time_model.get(scope, bound)
-        out.append((scope or "(root)", format_seconds(seconds), bound))
-    basis = report.static_basis if report.time_model else ""
-    return out + [("total", format_seconds(report.total_latency_s), basis)]
-
-
-def _sampled_scopes(reports: Sequence[EnergyReport]) -> list[str]:
-    scopes: list[str] = []
-    for r in reports:
-        scopes += [s for s, n in r.samples.items() if n > 0 and s not in scopes]
-    return scopes
-
-
-def _tables(report: EnergyReport) -> dict[str, tuple[tuple[str, ...], list]]:
-    """Every table of one report, as ``key -> (header, rows of strings)``; renderers pick."""
-    total, moved = report.total_j, report.bytes_moved()
-    n_moved = sum(moved.values())
-    return {
-        "category": (("category", "energy", "%"), [
-            (c, format_energy(e), _pct(e, total)) for c, e in energy_breakdown(report).items()]
-            + [("total", format_energy(total), _pct(total, total))]),
-        "op": (("op", "count", "each", "energy", "%"), [
-            (r["item"], _count_text(r), _unit_text(r), format_energy(r["energy_j"]),
-             _pct(r["energy_j"], total)) for r in _op_rows(report)]),
-        "scope1": (("scope", "energy", "%"), [
-            (s, format_energy(e), _pct(e, total)) for s, e in report.by_scope(1).items()]),
-        "scope": (("scope", "energy", "%"), [
-            (s, format_energy(e), _pct(e, total)) for s, e in report.by_scope().items()]),
-        "per_sample": (("scope", "samples", "energy", "per sample"), [
-            (s, f"{report.samples[s]:,}", format_energy(report.energy_within(s)),
-             format_energy(j)) for s, j in report.per_sample_j().items()]),
-        "bytes": (("level:direction", "bytes", "exact"),
-                  [(k, format_bytes(n), f"{n:,}") for k, n in moved.items()]
-                  + [("total", format_bytes(n_moved), f"{n_moved:,}")]),
-        "latency": (("scope", "latency", "time model" if report.time_model else "bound"),
-                    _latency_rows(report)),
-        "uncounted": (("op", "calls"), [(k, f"{n:,}") for k, n in report.uncounted.items()]),
-        "entries": (("entry", "citation"), sorted(report.entries.items())),
-        "nature": (("what", "value"), _nature_rows(report)),
-    }
-
-
-def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
-    """What the figures are: bound or estimate, model, validation, exclusions, decisions."""
-    err = report.validation_error
-    rows = [("figures are", report.bound),
-            ("execution model", report.execution_model or "(not recorded)"),
-            ("validation error of this device kind",
-             f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "
-             "measurements)" if err is not None
-             else "not validated (no held-out measurement of this kind can be rebuilt yet; "
-             "see neuroedge validate)")]
-    rows += [("excludes", x) for x in report.excluded]
-    rows += [("note", x) for x in report.notes]
-    return rows
-
-
-def comparison_rows(reports: Sequence[EnergyReport]) -> list[dict]:
-    """The cross-profile comparison as plain floats, one dict per report.
-
-    Keys: ``profile``, ``kind``, ``total_j``, ``dynamic_j``, ``static_j``, ``latency_s``,
-    ``relative_energy`` (total over the first report's total) and one ``"SCOPE J/sample"``
-    per scope that recorded samples in any report (nan where a report has none).
-
-    Raises
-    ------
-    ReportError
-        ``reports`` is empty.
-    """
-    reports = list(reports)
-    if not reports:
-        raise ReportError("comparison_rows: got no energy reports; pass at least one "
-                          "(the first is the reference of relative_energy)")
-    ref = reports[0].total_j
-    rows = []
-    for r in reports:
-        row = {"profile": r.profile, "kind": r.kind, "total_j": float(r.total_j),
-               "dynamic_j": float(r.total_j - r.static_j), "static_j": float(r.static_j),
-               "latency_s": float(r.total_latency_s),
-               "relative_energy": float(r.total_j / ref) if ref > 0 else math.nan}
-        per_sample = r.per_sample_j()
-        for scope in _sampled_scopes(reports):
-            row[f"{scope} J/sample"] = float(per_sample.get(scope, math.nan))
-        rows.append(row)
-    return rows
-
-
-def _comparison(reports: Sequence[EnergyReport]) -> tuple[tuple[str, ...], list]:
-    rows = comparison_rows(reports)
-    keys = [k for k in rows[0] if k.endswith(" J/sample")]
-    return (("profile", "total", "dynamic", "static", *keys, "latency", "vs first"), [
-        (r["profile"], format_energy(r["total_j"]), format_energy(r["dynamic_j"]),
-         format_energy(r["static_j"]), *(format_energy(r[k]) for k in keys),
-         format_seconds(r["latency_s"]), f"{significant(r['relative_energy'])}x") for r in rows])
-
-
-# -- terminal -------------------------------------------------------------------------------
-def _console(width: int) -> Console:
-    return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None)
-
-
-def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Table:
-    """A rich table; columns after the first are right-aligned when ``numeric``."""
-    # Cells are Text, never markup: citation lines hold "[derived: ...]", which rich
-    # would otherwise read as a style tag and drop.
-    t = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
-    rows = list(rows)
-    # on a narrow terminal the first column keeps up to 10 characters (rich would squeeze
-    # it to nothing before wrapping the figures)
-    first = min(10, max((len(str(r[0])) for r in rows), default=0), len(str(header[0])) + 10)
-    for i, h in enumerate(header):
-        # the first column (a scope, or a profile label with its file path) folds rather
-        # than squeeze the figures out of the table
-        t.add_column(Text(h), justify="right" if numeric and i else "left",
-                     no_wrap=0 < i < len(header) - 1, overflow="fold" if i == 0 else "ellipsis",
-                     min_width=first if i == 0 else None)
-    for row in rows:
-        t.add_row(*(Text(str(c)) for c in row))
-    return t
-
-
-def _latency_title(report: EnergyReport) -> str:
-    """The latency table's title names its execution model (issue 13 item 5)."""
-    if report.time_model:
-        return "Estimated latency (per step: slowest core + barrier)"
-    return "Estimated latency"   # the "What these figures are" table names the model
-
-
-def terminal_report(run: Run, report: EnergyReport, width: int = 100, **options) -> str:
-    """Render ``report`` (the pricing of ``run``'s ledger) for a terminal, headline first:
-    :func:`deploy.terminal.terminal_report` (options ``compared``, ``full``, ``sources``,
-    ``max_lines``). By default at most 60 lines of at most ``width`` characters; citations
-    only with ``sources=True``."""
-    from deploy.terminal import terminal_report as render  # it imports this module
-    return render(run, report, width, **options)
-
-
-def comparison_table(reports: Sequence[EnergyReport], width: int = 100) -> str:
-    """One row per profile: totals, per-sample energy, latency and ratio to the first.
-
-    The numbers are those of :func:`comparison_rows`, formatted.
-
-    Raises
-    ------
-    ReportError
-        ``reports`` is empty.
-    """
-    con = _console(width)
-    kinds = sorted({r.bound for r in reports})
-    con.print(_table(f"Comparison across profiles ({', '.join(kinds)})", *_comparison(reports)))
-    return con.file.getvalue()
 
 
 # -- HTML -----------------------------------------------------------------------------------
@@ -349,7 +155,7 @@ def _cell(x) -> str:
 def _html_sections(run: Run, reports: list[EnergyReport]):
     """Yield the HTML document piece by piece (plots are drawn as their section comes):
     the headline first, then the per-layer table, the comparison, and the detail."""
-    first, tables = reports[0], _tables(reports[0])
+    first, tables = reports[0], report_tables(reports[0])
     title = f"neuroedge report: {run.model} on {run.dataset}"
     yield (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_e(title)}"
            f"</title><style>{_CSS}</style></head><body><h1>{_e(title)}</h1>")
@@ -365,10 +171,10 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield ("<h2>Comparison across profiles</h2><p>Totals on a log axis; the split by "
            "category as shares of each profile's own total.</p>"
            + _img(plot_comparison_shares(reports), "comparison"))
-    yield _html_table(*_comparison(reports), csv="comparison",
+    yield _html_table(*comparison_cells(reports), csv="comparison",
                       csv_header=tuple(comparison_rows(reports)[0]),
                       csv_rows=[tuple(r.values()) for r in comparison_rows(reports)])
-    scopes = _sampled_scopes(reports)
+    scopes = sampled_scopes(reports)
     yield "<h2>Energy per sample</h2>" + (_html_table(
         ("scope", "samples", *(r.profile for r in reports)),
         [(s, f"{first.samples.get(s, 0):,}",
@@ -391,7 +197,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield _img(plot_energy_bars(energy_breakdown(first), f"Energy by category on "
                                 f"{first.profile}"), "by category")
     yield _html_table(*tables["category"], csv="category")
-    top = {r["item"]: r["energy_j"] for r in _op_rows(first)[:12]}
+    top = {r["item"]: r["energy_j"] for r in op_rows(first)[:12]}
     yield "<h3>By op</h3>" + _img(plot_energy_bars(top, "Energy by op (top 12)"), "by op")
     yield _html_table(*tables["op"], csv="op")
     for depth in (1, 2):
@@ -401,7 +207,7 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
         yield f"<h3>By scope (depth {depth})</h3>" + _img(plot_energy_bars(
             scopes, f"Energy by scope, depth {depth}"), f"scope depth {depth}")
     yield "<h3>Bytes moved</h3>" + _html_table(*tables["bytes"], csv="bytes")
-    yield f"<h3>{_e(_latency_title(first))}</h3>" + _html_table(*tables["latency"],
+    yield f"<h3>{_e(latency_title(first))}</h3>" + _html_table(*tables["latency"],
                                                                csv="latency")
 
     yield "<h2>Traces</h2>" + ("" if run.traces else "<p class=muted>No traces.</p>")

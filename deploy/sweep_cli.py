@@ -7,10 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from deploy.cli_args import parse_positive
+
 
 def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``sweep`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
-    from deploy.cli import _positive
     p = subparsers.add_parser(
         "sweep", help="run a sweep spec: models x datasets x settings x seeds, priced on "
                       "several profiles, on Dask (local processes or a cluster)",
@@ -24,7 +25,7 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                    help="the sweep's directory (default: sweeps/NAME, NAME the spec's name)")
     p.add_argument("--dry-run", action="store_true",
                    help="list the runs, one line each, and exit (nothing runs)")
-    p.add_argument("--workers", type=_positive, metavar="N",
+    p.add_argument("--workers", type=parse_positive, metavar="N",
                    help="worker processes of the local Dask cluster, one thread each "
                         "(default: one per core)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",

@@ -11,23 +11,32 @@ profile entry the figures were built from, which never counts against the line l
 Scope tables say what they sum: a depth-1 row includes its sub-scopes ("incl.
 sub-scopes"); a row of the full scope table holds only the charges made in that scope
 ("own").
+
+This module owns the rich rendering of every terminal table (and :func:`comparison_table`,
+the comparison across profiles on its own); the figures in the cells, as strings, come from
+:mod:`deploy.formatting`. :mod:`deploy.report` re-exports :func:`terminal_report` and
+:func:`comparison_table`.
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
+from rich import box
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from deploy import headline as hl
-from deploy.formatting import energy_breakdown, format_bytes, format_energy, format_seconds
-from deploy.report import (
-    _comparison,
-    _console,
-    _latency_title,
-    _pct,
-    _table,
-    _tables,
+from deploy.formatting import (
+    comparison_cells,
+    energy_breakdown,
+    format_bytes,
+    format_energy,
+    format_seconds,
+    latency_title,
+    percent,
+    report_tables,
 )
 from hw_profiles.profile import PROVENANCES
 from sim.pricing import EnergyReport
@@ -44,6 +53,31 @@ FULL_TITLES = {"category": "Energy by category",
                "scope": "Energy by scope (own charges; sub-scopes apart)",
                "per_sample": "Energy per sample (incl. sub-scopes)",
                "bytes": "Bytes moved"}
+
+
+# -- rendering -----------------------------------------------------------------------------
+def _console(width: int) -> Console:
+    return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None)
+
+
+def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Table:
+    """A rich table; columns after the first are right-aligned when ``numeric``."""
+    # Cells are Text, never markup: citation lines hold "[derived: ...]", which rich
+    # would otherwise read as a style tag and drop.
+    t = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
+    rows = list(rows)
+    # on a narrow terminal the first column keeps up to 10 characters (rich would squeeze
+    # it to nothing before wrapping the figures)
+    first = min(10, max((len(str(r[0])) for r in rows), default=0), len(str(header[0])) + 10)
+    for i, h in enumerate(header):
+        # the first column (a scope, or a profile label with its file path) folds rather
+        # than squeeze the figures out of the table
+        t.add_column(Text(h), justify="right" if numeric and i else "left",
+                     no_wrap=0 < i < len(header) - 1, overflow="fold" if i == 0 else "ellipsis",
+                     min_width=first if i == 0 else None)
+    for row in rows:
+        t.add_row(*(Text(str(c)) for c in row))
+    return t
 
 
 def _lines(width: int, *renderables) -> list[str]:
@@ -162,8 +196,8 @@ def layer_lines(run, report: EnergyReport, width: int, n: int | None = TOP_ROWS)
 
 def category_lines(report: EnergyReport, width: int) -> list[str]:
     total = report.total_j
-    rows = [(c, format_energy(e), _pct(e, total)) for c, e in energy_breakdown(report).items()
-            if e != 0] + [("total", format_energy(total), _pct(total, total))]
+    rows = [(c, format_energy(e), percent(e, total)) for c, e in energy_breakdown(report).items()
+            if e != 0] + [("total", format_energy(total), percent(total, total))]
     return _lines(width, _compact("Energy by category", ("category", "energy", "%"), rows)) \
         + [""]
 
@@ -175,7 +209,7 @@ def scope_lines(report: EnergyReport, width: int, n: int = TOP_ROWS + 1) -> list
     for scope, e in report.by_scope(1).items():
         name = "" if scope == "(root)" else scope
         k = hl.scope_samples(report, name) if name else 0
-        rows.append((scope, format_energy(e), _pct(e, total), f"{k:,}" if k else "-",
+        rows.append((scope, format_energy(e), percent(e, total), f"{k:,}" if k else "-",
                      format_energy(e / k) if k else "-",
                      format_seconds(hl.latency_within(report, name))))
     return _top("Energy by scope, depth 1 (incl. sub-scopes)",
@@ -184,7 +218,7 @@ def scope_lines(report: EnergyReport, width: int, n: int = TOP_ROWS + 1) -> list
 
 
 def op_lines(report: EnergyReport, width: int, n: int = TOP_ROWS) -> list[str]:
-    header, rows = _tables(report)["op"]
+    header, rows = report_tables(report)["op"]
     return _top(f"Energy by op (top {min(n, len(rows))} of {len(rows)}, summed over scopes)",
                 header, rows, n, width, what="ops")
 
@@ -214,7 +248,8 @@ def uncounted_lines(report: EnergyReport, width: int) -> list[str]:
     if not report.uncounted:
         return _lines(width, Text("Uncounted ops: none (every executed op was priced)."))
     return _lines(width, Text("Uncounted ops: executed but not priced; their energy is in no "
-                              "total."), _table("Uncounted ops", *_tables(report)["uncounted"]))
+                              "total."),
+                  _table("Uncounted ops", *report_tables(report)["uncounted"]))
 
 
 def source_lines(reports: Sequence[EnergyReport], width: int) -> list[str]:
@@ -222,27 +257,27 @@ def source_lines(reports: Sequence[EnergyReport], width: int) -> list[str]:
     out = _lines(width, Text(f"Figures ({reports[0].bound}) are built from these profile "
                              f"entries (provenance: {'/'.join(PROVENANCES)})."))
     for r in reports:
-        out += _lines(width, _table(f"Profile entries of {r.profile}", *_tables(r)["entries"],
+        out += _lines(width, _table(f"Profile entries of {r.profile}", *report_tables(r)["entries"],
                                     numeric=False))
     return out
 
 
 def _full_lines(run, report, compared, width: int) -> list[str]:
     """Every table and row: the report as it was before the headline, plus the new parts."""
-    tables = _tables(report)
+    tables = report_tables(report)
     out = _lines(width, _table("Run", ("field", "value"), [
         ("model", run.model), ("dataset", run.dataset),
         ("profile", f"{report.profile} ({report.kind})"), ("run created", run.created or "-")],
         numeric=False))
     if compared:
         out += _lines(width, _table(f"Comparison across profiles (vs {report.profile})",
-                                    *_comparison([report, *compared])))
+                                    *comparison_cells([report, *compared])))
     out += metric_lines(run, width, None) + neurobench_lines(run, report, width)
     out += layer_lines(run, report, width, None)
     out += _lines(width, _table("What these figures are", *tables["nature"], numeric=False))
     for key, title in FULL_TITLES.items():
         out += _lines(width, _table(title, *tables[key]))
-    out += _lines(width, _table(_latency_title(report) + " (own, per scope)",
+    out += _lines(width, _table(latency_title(report) + " (own, per scope)",
                                 *tables["latency"]))
     return out + uncounted_lines(report, width)
 
@@ -303,3 +338,20 @@ def terminal_report(run, report: EnergyReport, width: int = 100, *,
     if sources:
         out += [""] + source_lines(reports, width)
     return "\n".join(out) + "\n"
+
+
+def comparison_table(reports: Sequence[EnergyReport], width: int = 100) -> str:
+    """One row per profile: totals, per-sample energy, latency and ratio to the first.
+
+    The numbers are those of :func:`deploy.formatting.comparison_rows`, formatted.
+
+    Raises
+    ------
+    ReportError
+        ``reports`` is empty.
+    """
+    con = _console(width)
+    kinds = sorted({r.bound for r in reports})
+    con.print(_table(f"Comparison across profiles ({', '.join(kinds)})",
+                     *comparison_cells(reports)))
+    return con.file.getvalue()

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from deploy.errors import ExportError
-from deploy.export import atomic_output
+from deploy.outputs import atomic_output
 from hw_profiles.errors import NeuroedgeError
 from sim.bitwise.network import (
     FINAL_KINDS,

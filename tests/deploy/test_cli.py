@@ -16,6 +16,7 @@ import models
 from deploy import export as export_mod
 from deploy.cli import main
 from deploy.formatting import format_energy
+from deploy.outputs import atomic_output
 from deploy.runfile import read_run, write_run
 from models.registry import Card, Method, Outcome, Study, Trained
 from sim.artifacts import BitwiseArtifact
@@ -320,9 +321,9 @@ def test_export_out_existing_dir_or_file_is_refused_before_training(tmp_path, mo
 
 
 def _fake_file_exporter(monkeypatch, target, payload):
-    """The ``target`` exporter writes ``payload`` through the real writer (deploy.export)."""
+    """The ``target`` exporter writes ``payload`` through the real writer (deploy.outputs)."""
     def export(art, out, *, force=False):
-        with export_mod.atomic_output(out, force=force) as tmp:
+        with atomic_output(out, force=force) as tmp:
             tmp.write_bytes(payload)
         return out
     monkeypatch.setitem(export_mod.EXPORTERS, target, export)

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from deploy.cli import build_parser, main
+from deploy.estimate import estimate
 from deploy.estimate_cli import load_model
-from neuroedge import estimate
 
 CNN = '''
 import torch.nn as nn

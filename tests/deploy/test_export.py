@@ -1,40 +1,14 @@
-"""The export scaffolding: atomic writes, target validation, ONNX checked by onnxruntime,
+"""The export scaffolding: target validation, ONNX checked by onnxruntime,
 and the exporters fed sim artifacts built directly (no model card)."""
 import numpy as np
 import pytest
 import torch
 
 from deploy.cli import main
-from deploy.errors import ExportError, OutputError
-from deploy.export import EXPORTERS, atomic_output, export_model, write_artifact
+from deploy.errors import ExportError
+from deploy.export import EXPORTERS, export_model, write_artifact
 from deploy.onnx_export import check_onnx, export_onnx
 from sim.artifacts import ARTIFACT_TYPES, BitwiseArtifact, NetworkArtifact, TorchArtifact
-
-
-def test_atomic_output_leaves_nothing_when_the_writer_fails(tmp_path):
-    out = tmp_path / "model.bin"
-    with pytest.raises(RuntimeError):
-        with atomic_output(out) as tmp:
-            tmp.write_bytes(b"half")
-            raise RuntimeError("writer crashed")
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_atomic_output_replaces_only_its_own_directory_export(tmp_path):
-    out = tmp_path / "c"
-    out.mkdir()
-    (out / "old.h").write_text("old")        # the user's: refused even with force
-    with pytest.raises(OutputError, match="has no .neuroedge-manifest.json"), \
-            atomic_output(out, directory=True, force=True) as tmp:
-        (tmp / "new.h").write_text("new")
-    assert [p.name for p in out.iterdir()] == ["old.h"]
-    (out / "old.h").unlink()                 # empty: an export may go there
-    with atomic_output(out, directory=True) as tmp:
-        (tmp / "v1.h").write_text("v1")
-    with atomic_output(out, directory=True, force=True) as tmp:   # its own: replaced
-        (tmp / "v2.h").write_text("v2")
-    assert sorted(p.name for p in out.iterdir()) == [".neuroedge-manifest.json", "v2.h"]
-    assert [p.name for p in tmp_path.iterdir()] == ["c"]
 
 
 def test_export_rejects_unknown_target_and_unsupported_model():

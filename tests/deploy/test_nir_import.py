@@ -333,7 +333,7 @@ def test_stimulus_poisson_and_dataset():
 
 
 def test_estimate_nir_skips_other_kinds_and_prices_the_chips(snn_graph):
-    from neuroedge.nir_estimate import estimate_nir
+    from deploy.nir_estimate import estimate_nir
     x = (np.random.default_rng(0).random((50, 10)) < 0.2).astype(np.int64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -359,8 +359,8 @@ def test_injected_current_starts_at_its_step():
 
 def test_estimate_nir_runs_our_export_on_its_own_sources_and_asks_foreign_inputs_for_one(
         tmp_path, snn_graph):
+    from deploy.nir_estimate import estimate_nir
     from hw_profiles.errors import NeuroedgeError
-    from neuroedge.nir_estimate import estimate_nir
     # 5 Poisson channels at 200 Hz, dt 1 ms, into 3 IF neurons: the file keeps the source
     net = Network(dt=1e-3)
     net.poisson("in", 5, 200.0, seed=3)

@@ -7,6 +7,7 @@ import pytest
 from deploy.errors import OutputError
 from deploy.outputs import (
     MANIFEST,
+    atomic_output,
     check_distinct,
     check_output,
     own_export,
@@ -175,3 +176,30 @@ def test_force_replaces_only_an_untouched_neuroedge_export(tmp_path):
 def test_empty_path_is_refused():
     with pytest.raises(OutputError, match="--json: empty path"):
         check_output("", option="--json")
+
+
+# -- atomic_output: the exporters' entry point -----------------------------------------------
+def test_atomic_output_leaves_nothing_when_the_writer_fails(tmp_path):
+    out = tmp_path / "model.bin"
+    with pytest.raises(RuntimeError):
+        with atomic_output(out) as tmp:
+            tmp.write_bytes(b"half")
+            raise RuntimeError("writer crashed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_output_replaces_only_its_own_directory_export(tmp_path):
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "old.h").write_text("old")        # the user's: refused even with force
+    with pytest.raises(OutputError, match="has no .neuroedge-manifest.json"), \
+            atomic_output(out, directory=True, force=True) as tmp:
+        (tmp / "new.h").write_text("new")
+    assert [p.name for p in out.iterdir()] == ["old.h"]
+    (out / "old.h").unlink()                 # empty: an export may go there
+    with atomic_output(out, directory=True) as tmp:
+        (tmp / "v1.h").write_text("v1")
+    with atomic_output(out, directory=True, force=True) as tmp:   # its own: replaced
+        (tmp / "v2.h").write_text("v2")
+    assert sorted(p.name for p in out.iterdir()) == [".neuroedge-manifest.json", "v2.h"]
+    assert [p.name for p in tmp_path.iterdir()] == ["c"]

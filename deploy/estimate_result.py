@@ -1,4 +1,5 @@
-"""Estimate: what :func:`neuroedge.estimate` returns for one model on several profiles."""
+"""Estimate: what :func:`deploy.estimate.estimate` (public as :func:`neuroedge.estimate`)
+returns for one model on several profiles."""
 from __future__ import annotations
 
 import math

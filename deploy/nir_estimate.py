@@ -4,7 +4,8 @@
 ``Input`` (:func:`deploy.nir_import.stimulus`), places it on every neuromorphic profile
 asked for and runs ``steps`` steps there as one inference sample (scope ``"infer"``,
 ``samples=1``), then prices the run. :func:`estimate_spiking_module` sends a snnTorch module
-through snnTorch's own NIR export first.
+through snnTorch's own NIR export first. Both are public in the facade too
+(``neuroedge.estimate_nir``, ``neuroedge.estimate_spiking_module``).
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from deploy.estimate_result import Estimate, profile_list
 from hw_profiles.errors import NeuroedgeError
-from neuroedge.result import Estimate, profile_list
 
 SCOPE = "infer"
 

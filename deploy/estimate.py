@@ -1,5 +1,8 @@
 """``estimate(model, example_input, profiles=...)``: one call that prices a model of your own.
 
+Public as :func:`neuroedge.estimate` (the facade re-exports it); ``neuroedge estimate`` on the
+command line (:mod:`deploy.estimate_cli`) calls it too.
+
 A torch module is counted once by the torch engine (:class:`sim.torch_engine.TorchDevice`)
 and its ledger priced on every profile asked: GPUs and CPUs with their execution model,
 microcontrollers (``bitwise`` profiles such as ``cortex-m7``) with their own memories
@@ -8,7 +11,7 @@ once, not once per profile; only the capacity check (:meth:`TorchDevice.compile`
 pricing are per profile, and a profile that fails either is listed in
 ``Estimate.skipped`` with its one-line reason while the others are still priced.
 Neuromorphic chips run spiking networks: a NIR graph, a ``.nir`` file or a torch module
-with snnTorch neurons goes to :mod:`neuroedge.nir_estimate`; a plain module skips them.
+with snnTorch neurons goes to :mod:`deploy.nir_estimate`; a plain module skips them.
 
 What runs (the choices torchinfo-like tools leave open):
 
@@ -25,8 +28,9 @@ import copy
 import inspect
 import os
 
+from deploy import nir_estimate  # light: nir and the engine are imported in its functions
+from deploy.estimate_result import Estimate, profile_list
 from hw_profiles.errors import NeuroedgeError, ProfileError
-from neuroedge.result import Estimate, profile_list
 from sim.errors import HardwareLimitError, ModelError, PricingError
 
 TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torch") serves
@@ -47,8 +51,8 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     model : torch.nn.Module, nir.NIRGraph, or the path of a ``.nir`` file
         A plain module is counted by the torch engine. A module with snnTorch neurons
         inside, a NIR graph and a ``.nir`` path go to
-        :func:`neuroedge.nir_estimate.estimate_spiking_module` /
-        :func:`~neuroedge.nir_estimate.estimate_nir` with ``nir_options``.
+        :func:`deploy.nir_estimate.estimate_spiking_module` /
+        :func:`~deploy.nir_estimate.estimate_nir` with ``nir_options``.
     example_input : tensor, array, tuple of tensors, or a shape such as ``(1, 1, 28, 28)``
         What one inference is run on; its first dimension is the batch (the samples the
         per-inference energy divides by). A shape is filled with standard normal values
@@ -73,7 +77,7 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     seed : int
         Seeds the example input drawn from a shape and the random targets.
     **nir_options
-        ``stimulus``, ``steps``, ``dt`` ...: forwarded to :mod:`neuroedge.nir_estimate`.
+        ``stimulus``, ``steps``, ``dt`` ...: forwarded to :mod:`deploy.nir_estimate`.
 
     Returns
     -------
@@ -153,7 +157,6 @@ def _is_spiking(module) -> bool:
 
 
 def _nir_call(name: str, *args, **kwargs) -> Estimate:
-    from neuroedge import nir_estimate  # lazily: it imports nir and the neuromorphic engine
     fn = getattr(nir_estimate, name)
     params = inspect.signature(fn).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):

@@ -1,12 +1,13 @@
-"""neuroedge.estimate: a torch module counted once, priced on GPUs, CPUs and MCUs; skips; errors."""
+"""deploy.estimate (``neuroedge.estimate``): a torch module counted once, priced on GPUs, CPUs
+and MCUs; skips; errors."""
 
 import pytest
 import torch
 from torch import nn
 
-import neuroedge
+from deploy.estimate import estimate
+from deploy.estimate_result import Estimate
 from hw_profiles.errors import ProfileError
-from neuroedge import Estimate, estimate
 from sim.errors import ModelError
 
 # conv 1->4 3x3 on 28x28: 26*26 outputs x 4 channels x 9 taps = 24,336 MACs per sample;
@@ -17,11 +18,6 @@ CONV_MACS, FC_MACS = 26 * 26 * 4 * 9, 676 * 10
 def cnn() -> nn.Module:
     return nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(4 * 13 * 13, 10))
-
-
-def test_the_package_exposes_the_function_not_the_submodule():
-    import neuroedge.estimate as _  # noqa: F401  (importing the submodule must not shadow it)
-    assert neuroedge.estimate is estimate and callable(neuroedge.estimate)
 
 
 def test_cnn_macs_per_layer_and_one_ledger_for_every_profile():

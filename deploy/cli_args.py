@@ -1,0 +1,148 @@
+"""The command line's argument types and shared options, for every ``neuroedge`` command.
+
+``deploy.cli`` builds the parser; the commands that live in their own modules
+(``deploy.estimate_cli``, ``deploy.sweep_cli``) take their argument types from here too, so
+no sub-command imports the CLI that imports it. An argument type raises
+``argparse.ArgumentTypeError`` (argparse turns it into the one-line usage error); the
+profile loaders raise ``ProfileError`` before any work starts.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from deploy.errors import RunFileError
+from hw_profiles.errors import NeuroedgeError, ProfileError
+
+SEED_MAX = 2**32 - 1       # numpy's SeedSequence-free legacy seeding and torch both take this
+MIN_WIDTH = 40             # narrower terminals cannot hold a table of figures
+PRESETS = ("quick", "full")   # models.registry.PRESETS, spelled here so that building the
+                              # parser imports no model (tests check the two agree)
+
+
+# -- argument types -------------------------------------------------------------------------
+def parse_seed(text: str) -> int:
+    """An argparse type: an integer seed in 0..:data:`SEED_MAX`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed; seeds are "
+                                         f"integers 0..{SEED_MAX}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; seeds are integers "
+                                         f"0..{SEED_MAX}")
+    return value
+
+
+def parse_positive(text: str) -> int:
+    """An argparse type: a whole number >= 1 (counts of workers, steps, samples)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
+                                         "number >= 1") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+    return v
+
+
+def parse_positive_float(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (a time step)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give seconds > 0, "
+                                         "e.g. 0.001") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0")
+    return v
+
+
+def parse_width(text: str) -> int:
+    """An argparse type: characters per line of a terminal report, at least :data:`MIN_WIDTH`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer width") from None
+    if value < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"{value} is too narrow; give at least {MIN_WIDTH} "
+                                         "characters")
+    return value
+
+
+def parse_run_file(text: str) -> str:
+    """A run file argument: a directory is refused with a RunFileError that says so."""
+    if Path(text).is_dir():
+        raise RunFileError(f"run file {text!r} is a directory; pass the path of a run file "
+                           "(.h5) written by 'neuroedge simulate'")
+    return text
+
+
+# -- profiles -------------------------------------------------------------------------------
+def load_profile(text: str, option: str = "profile"):
+    """A profile by name or path, with a directory named as such (not "does not exist")."""
+    import hw_profiles
+    if Path(text).is_dir():
+        raise ProfileError(f"{option} {text!r} is a directory; pass a shipped profile name "
+                           f"or the path of a .toml file")
+    return hw_profiles.load(text)
+
+
+def load_profiles(text: str, option: str) -> list:
+    """Every profile of a comma-separated list, loaded now; the same profile twice is an error
+    (``hw_profiles.load_many``: same label; a shipped ``a100`` and a user's file named
+    ``a100`` are two profiles, shown by their labels)."""
+    import hw_profiles
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise NeuroedgeError(f"{option} {text!r}: expected a comma-separated list of "
+                             "profile names or paths, e.g. a100,h100,x86-avx2")
+    for name in names:
+        if Path(name).is_dir():
+            raise ProfileError(f"{option} entry {name!r} is a directory; pass a shipped "
+                               "profile name or the path of a .toml file")
+    try:
+        return hw_profiles.load_many(names)
+    except ProfileError as exc:
+        raise ProfileError(f"{option}: {exc}") from None
+
+
+def check_realtime(realtime: bool, profiles) -> None:
+    """``--realtime`` needs a neuromorphic step-time model on the run's profile (checked
+    before any work; other profiles in a comparison are priced without pacing)."""
+    for p in profiles:
+        if realtime and not p.core_op_ns:
+            raise ProfileError(f"--realtime: profile {p.label!r} ({p.kind}) has no per-core "
+                               "step-time model ([core_op_ns], [step_sync]); real-time pacing "
+                               "applies to neuromorphic profiles such as loihi2 or truenorth")
+
+
+# -- option groups --------------------------------------------------------------------------
+def add_training_options(p: argparse.ArgumentParser, seed_default) -> None:
+    """--preset / --full / --set / --seed: how a model is trained (simulate, export)."""
+    p.add_argument("--preset", choices=PRESETS, default=None,
+                   help="quick (default: seconds to a minute) or full (the paper's scale)")
+    p.add_argument("--full", action="store_true", help="the same as --preset full")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one setting of the model's config (repeatable, e.g. --set "
+                        "epochs=3); 'neuroedge models' lists the settings")
+    p.add_argument("--seed", type=parse_seed, default=seed_default,
+                   help=f"0..{SEED_MAX} (default 0)")
+
+
+def add_report_options(p: argparse.ArgumentParser, json_help: str) -> None:
+    """How a command shows its report: --width, --all, --sources, --json, --quiet."""
+    p.add_argument("--width", type=parse_width, default=None, metavar="N",
+                   help="characters per line of the terminal report (default: the terminal's "
+                        f"width; at least {MIN_WIDTH})")
+    p.add_argument("--all", dest="full_report", action="store_true",
+                   help="the long report: every table and every row (default: the headline "
+                        "and what fits in 60 lines)")
+    p.add_argument("--sources", action="store_true",
+                   help="append the citation of every profile entry the figures use")
+    p.add_argument("--json", metavar="PATH", help=json_help + "; '-' writes it to stdout "
+                   "(the report then goes to stderr)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing but errors (files are still written; --json - still "
+                        "goes to stdout)")

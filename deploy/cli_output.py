@@ -1,0 +1,128 @@
+"""Where a command's words and files go: stdout, stderr, a progress bar, checked outputs.
+
+The report and the closing lines go to stdout, status lines and the progress bar to stderr
+(so the report starts with its headline); with ``--json -`` stdout holds the JSON alone and
+the report goes to stderr; with ``--quiet`` only errors are printed. Files are written
+through :mod:`deploy.outputs`, every output of a command checked before any work. Shared by
+``deploy.cli`` and the commands in their own modules (``deploy.estimate_cli``).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+from deploy.cli_args import MIN_WIDTH
+
+STDOUT = "-"               # --json -: the JSON on stdout, every other word on stderr
+
+
+def check_outputs(outputs: dict, *, force: bool, inputs) -> None:
+    """Every output of a command checked together, before any work (deploy.outputs rules);
+    ``--json -`` is stdout, not a file."""
+    from deploy.outputs import check_distinct, check_output
+    outputs = {k: v for k, v in outputs.items() if not (k == "--json" and v == STDOUT)}
+    for option, path in outputs.items():
+        if path is not None:
+            check_output(path, force=force, inputs=inputs, option=option)
+    check_distinct(outputs)
+
+
+class CommandOutput:
+    """Where a command's words go. The report and the closing lines go to stdout, status
+    lines and the progress bar to stderr (so the report starts with its headline); with
+    ``--json -`` stdout holds the JSON alone and the report goes to stderr; with ``--quiet``
+    only errors are printed (files are still written, the JSON still goes to stdout)."""
+
+    def __init__(self, args):
+        self.quiet = bool(getattr(args, "quiet", False))
+        self.json_stdout = getattr(args, "json", None) == STDOUT
+        self.width = getattr(args, "width", None) or shutil.get_terminal_size((100, 24)).columns
+        self.width = max(self.width, MIN_WIDTH)
+        self._status = None
+
+    def report(self, text: str) -> None:
+        """The report (or a closing line): stdout, or stderr when stdout holds the JSON."""
+        if not self.quiet:
+            stream = sys.stderr if self.json_stdout else sys.stdout
+            stream.write(text if text.endswith("\n") else text + "\n")
+
+    @property
+    def status(self):
+        """A rich console on stderr for status lines and the progress bar (None: quiet)."""
+        if self.quiet:
+            return None
+        if self._status is None:
+            from rich.console import Console
+            self._status = Console(stderr=True)
+        return self._status
+
+    def say(self, text: str, **kw) -> None:
+        if self.status is not None:
+            self.status.print(text, soft_wrap=True, highlight=False, **kw)
+
+    def json(self, path, doc, *, force: bool, inputs) -> None:
+        """``doc`` as strict JSON on stdout (``-``) or into ``path`` (deploy.outputs rules)."""
+        text = json.dumps(doc, indent=1, allow_nan=False)
+        if path == STDOUT:
+            sys.stdout.write(text + "\n")
+            return
+        from deploy.outputs import write_text
+        make_parent(path)
+        write_text(path, text, force=force, inputs=inputs, option="--json")
+
+
+def print_report(out: CommandOutput, args, run, reports) -> None:
+    """The terminal report of ``run`` priced as ``reports`` (the first is the reference), as
+    ``--width``, ``--all`` and ``--sources`` ask; nothing with ``--quiet``."""
+    from deploy import report as rep
+    if out.quiet:
+        return
+    out.report(rep.terminal_report(run, reports[0], out.width, compared=reports[1:],
+                                   full=args.full_report, sources=args.sources))
+
+
+def make_parent(path) -> None:
+    """Create the folder ``path`` goes in (an output's place is checked before this)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def console():
+    """A rich console on stdout (tables of ``neuroedge profiles`` and ``models``)."""
+    from rich.console import Console
+    return Console()
+
+
+def progress_bar(con, name: str):
+    """A rich progress bar and the ``progress(step, total, metrics)`` callback that draws it.
+
+    The bar is cleared when done (``transient``): on a terminal the report that follows
+    starts with its headline. ``con`` None (``--quiet``) or not a terminal (a log file):
+    no bar, no callback."""
+    if con is None or not con.is_terminal:
+        return contextlib.nullcontext(), None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=con,
+                   transient=True)
+    task = bar.add_task(name, total=None, info="")
+
+    def progress(step, total, metrics):
+        info = "  ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, float))
+        bar.update(task, completed=step, total=total, info=info)
+    return bar, progress
+
+
+def finite(obj):
+    """``obj`` with NaN and infinities as null (and dict keys as strings), so the JSON
+    printed from it is strict."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj

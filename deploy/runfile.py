@@ -38,11 +38,11 @@ Layout (format ``neuroedge.run``, version 3)::
 The file is written under a temporary name in the same directory and renamed when
 complete, so an interrupted run never leaves a half-written file at the target path.
 
-Older versions are still read (``RunResult.file.format_version`` says which was read). Version 1 has
-no label and no digest: its label is the profile's name and its snapshot cannot be
-verified. Versions 1 and 2 have no preset, facts or trained state (read as ``quick``,
-``{}``, ``None``) and store traces as bare arrays; :func:`legacy_trace` gives each its kind
-once, here, by the naming rule those versions' report drew with (the only place a trace's
+Older versions are still read (``RunResult.file.format_version`` says which was read).
+Version 1 has no label and no digest: its label is the profile's name and its snapshot
+cannot be verified. Versions 1 and 2 have no preset, facts or trained state (read as
+``quick``, ``{}``, ``None``) and store traces as bare arrays; :func:`legacy_trace` gives each
+its kind once, here, by the naming rule those versions' report drew with (the only place a trace's
 name decides how it is drawn). The reader checks the snapshot's digest, the ledger arrays'
 shapes and dtypes, every trace's kind and shape and every trained array's dtype; every
 problem is one :class:`~hw_profiles.errors.RunFileError` line.

@@ -70,7 +70,7 @@ def spread(rows: list[dict], metric: str, **match) -> dict:
 
 
 def read(result, row: dict):
-    """The run file of a sweep row (``deploy.runfile.Run``: metrics, facts, traces)."""
+    """The run file of a sweep row (``models.registry.RunResult``: metrics, facts, traces)."""
     from deploy.runfile import read_run
     return read_run(Path(result.out_dir) / row["run_file"])
 

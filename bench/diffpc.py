@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from deploy.outputs import write_text
-from deploy.runfile import write_result
+from deploy.runfile import write_run
 
 PAPER = {"digits": None, (400,): 0.892, (1000,): 0.896}
 TARGET = {(1000,): 0.885}   # issue 16: 784-1000-10 on the full split, over 3 seeds
@@ -87,7 +87,7 @@ def one_seed(dataset, preset, seed, overrides, limit_train, out: str) -> dict:
     outdir.mkdir(parents=True, exist_ok=True)
     for name, r in study.runs.items():
         # a bench rewrites its own result files on every run: force
-        write_result(outdir / f"{name}-{dataset}-{arch}-seed{seed}.h5", r, force=True)
+        write_run(outdir / f"{name}-{dataset}-{arch}-seed{seed}.h5", r, force=True)
     write_text(outdir / f"comparison-{dataset}-{arch}-seed{seed}.json",
                json.dumps(study.summary, indent=1), force=True)
     epochs = cfg["epochs"]

@@ -160,7 +160,7 @@ def _settings_text(plan) -> str:
 def cmd_simulate(args) -> int:
     from deploy import report as rep
     from deploy.headline import summary
-    from deploy.runfile import read_run, write_result
+    from deploy.runfile import read_run, write_run
     from models import runner
 
     # -- everything that can fail without training, checked first (runner.prepare: model,
@@ -191,7 +191,7 @@ def cmd_simulate(args) -> int:
     # the run records the profile object it ran on (RunResult refuses a name): a user's
     # file is never looked up again by its name (which may be unknown, or shadow a shipped one)
     make_parent(out)
-    write_result(out, result, force=args.force, inputs=inputs)
+    write_run(out, result, force=args.force, inputs=inputs)
     run = read_run(out)
     energy = run.ledger.price(run.profile, realtime=args.realtime)
     # compared first: the headline carries the ratio to every compared profile

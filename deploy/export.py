@@ -182,7 +182,7 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
         check_target(method, target)
         if run.trained is None:
             raise ExportError(f"--from {str(run_file)!r} stores no trained state (format "
-                              f"version {run.format_version}; a run keeps it from format 3 "
+                              f"version {run.file.format_version}; a run keeps it from format 3 "
                               f"on, when the model returns one): rerun 'neuroedge simulate "
                               f"{run.model}' or export without --from, which trains")
         dest = Path(out) if out else default_out(method.name, target)

@@ -145,7 +145,7 @@ def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
 
     Parameters
     ----------
-    run : the run (``deploy.runfile.Run``) whose ledger the reports priced
+    run : the run (``models.registry.RunResult``) whose ledger the reports priced
     reports : its pricings; the first is the reference (the run's own profile, or the first
         of ``compare --profiles``)
     """
@@ -209,7 +209,7 @@ def summary(run, reports: Sequence[EnergyReport]) -> dict:
     return {
         "format": "neuroedge.summary", "format_version": 1,
         "model": run.model, "dataset": run.dataset, "preset": run.preset,
-        "run_profile": run.profile.label, "run_file": run.path or None,
+        "run_profile": run.profile.label, "run_file": run.file.path if run.file else None,
         "main_metric": main_metric(run),
         "metrics": {k: {"value": _num(v), "unit": unit_of(run, k)}
                     for k, v in run.metrics.items()},

@@ -60,9 +60,9 @@ from deploy.report_html import (
     layers_section,
     neurobench_section,
 )
-from deploy.runfile import Run
 from deploy.terminal import comparison_table, terminal_report  # noqa: F401  (public here)
 from hw_profiles.profile import PROVENANCES
+from models.registry import RunResult
 from sim.pricing import EnergyReport
 
 ESTIMATE_NOTE = ("Energy and latency figures are built from the profile entries listed at the "
@@ -109,7 +109,7 @@ def _slug(text: str) -> str:
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
 
 
-def _trace_section(run: Run, name: str, trace) -> str:
+def _trace_section(run: RunResult, name: str, trace) -> str:
     """One trace drawn by its kind (``sim.traces``): a line, a raster with its firing-rate
     histogram, bars per core, pictures, or an HTML table; its unit labels the axis."""
     data, unit = trace.data, trace.unit
@@ -152,7 +152,7 @@ def _cell(x) -> str:
     return str(x)
 
 
-def _html_sections(run: Run, reports: list[EnergyReport]):
+def _html_sections(run: RunResult, reports: list[EnergyReport]):
     """Yield the HTML document piece by piece (plots are drawn as their section comes):
     the headline first, then the per-layer table, the comparison, and the detail."""
     first, tables = reports[0], report_tables(reports[0])
@@ -163,8 +163,9 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
     yield _html_table(("field", "value"), [
         ("model", run.model), ("dataset", run.dataset), ("preset", run.preset),
         ("run profile", run.profile.label),
-        ("priced on", ", ".join(r.profile for r in reports)), ("run created", run.created or "-"),
-        ("run file", run.path or "-")], numeric=False, csv="run")
+        ("priced on", ", ".join(r.profile for r in reports)),
+        ("run created", run.file.created if run.file else "-"),
+        ("run file", run.file.path if run.file else "-")], numeric=False, csv="run")
     yield f"<p class=note>{_e(ESTIMATE_NOTE)}.</p>"
     yield layers_section(run, first)
 
@@ -229,12 +230,13 @@ def _html_sections(run: Run, reports: list[EnergyReport]):
         yield "<h2>Facts</h2>" + _html_table(
             ("fact", "value"), [(k, _json_text(v)) for k, v in run.facts.items()],
             numeric=False, csv="facts")
-    yield "<h2>Versions</h2>" + _html_table(("package", "version"), run.versions.items(),
+    versions = run.file.versions if run.file else {}
+    yield "<h2>Versions</h2>" + _html_table(("package", "version"), versions.items(),
                                              numeric=False, csv="versions")
     yield "</body></html>\n"
 
 
-def html_report(run: Run, reports: Sequence[EnergyReport], path: str | os.PathLike, *,
+def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.PathLike, *,
                 force: bool = False, inputs: Sequence[str | os.PathLike] = ()) -> Path:
     """Write one self-contained HTML report (no external assets) atomically.
 
@@ -266,7 +268,7 @@ def html_report(run: Run, reports: Sequence[EnergyReport], path: str | os.PathLi
     if not path.parent.is_dir():
         raise ReportError(f"cannot write report {str(path)!r}: directory "
                           f"{str(path.parent)!r} does not exist")
-    inputs = [*inputs, *([run.path] if run.path else [])]
+    inputs = [*inputs, *([run.file.path] if run.file else [])]
     with write_file(path, force=force, inputs=inputs) as tmp, \
             open(tmp, "w", encoding="utf-8") as f:
         f.writelines(_html_sections(run, reports))

@@ -22,7 +22,7 @@ import numpy as np
 from deploy.formatting import format_bytes, format_energy, format_seconds, significant
 from deploy.headline import headline, neurobench, train_scope
 from deploy.plots import fig_to_img, plot_epoch_energy
-from deploy.runfile import Run
+from models.registry import RunResult
 from sim.pricing import EnergyReport
 
 
@@ -144,7 +144,7 @@ def scope_rows(report: EnergyReport) -> list[ScopeRow]:
     return out
 
 
-def layer_rows(run: Run, report: EnergyReport) -> tuple[list, str]:
+def layer_rows(run: RunResult, report: EnergyReport) -> tuple[list, str]:
     """The per-layer rows of ``report`` and a line saying what they are.
 
     The rows are ``sim.layers.layer_rows`` (one per recorded layer, its forward and backward
@@ -192,7 +192,7 @@ class EpochEnergy:
 _EPOCH = re.compile(r"epoch_?(\d+)$")
 
 
-def epoch_energy(run: Run, report: EnergyReport) -> EpochEnergy | None:
+def epoch_energy(run: RunResult, report: EnergyReport) -> EpochEnergy | None:
     """Energy of each training epoch, or None for a run without training epochs.
 
     Where the training scope has one sub-scope per epoch (``train/epoch1``, ``train/epoch_2``
@@ -234,7 +234,7 @@ def epoch_energy(run: Run, report: EnergyReport) -> EpochEnergy | None:
 
 
 # -- firing rates -----------------------------------------------------------------------------
-def firing_rates(run: Run, raster: np.ndarray) -> tuple[np.ndarray, str]:
+def firing_rates(run: RunResult, raster: np.ndarray) -> tuple[np.ndarray, str]:
     """Per-neuron firing rates (Hz) of a (k, 2) raster of (time in s, neuron) and a title
     saying how the population and duration were taken.
 
@@ -263,7 +263,7 @@ def firing_rates(run: Run, raster: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 # -- NeuroBench -------------------------------------------------------------------------------
-def neurobench_rows(run: Run, report: EnergyReport) -> list[tuple[str, str, str]]:
+def neurobench_rows(run: RunResult, report: EnergyReport) -> list[tuple[str, str, str]]:
     """(metric, value, unit) rows of NeuroBench's metrics (:func:`deploy.headline.neurobench`,
     the terminal's figures) at full precision; ``-`` where the run cannot give one."""
     return [(name, "-" if math.isnan(v) else f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}",
@@ -271,7 +271,7 @@ def neurobench_rows(run: Run, report: EnergyReport) -> list[tuple[str, str, str]
 
 
 # -- sections of the document -----------------------------------------------------------------
-def headline_section(run: Run, reports: list[EnergyReport]) -> str:
+def headline_section(run: RunResult, reports: list[EnergyReport]) -> str:
     rows = headline(run, reports)
     lead = "; ".join(f"{k}: {v}" for k, v in rows[:5])
     return (f"<section id=headline><h2>The answer</h2><p class=lead>{_e(lead)}.</p>"
@@ -279,7 +279,7 @@ def headline_section(run: Run, reports: list[EnergyReport]) -> str:
             + "</section>")
 
 
-def layers_section(run: Run, first: EnergyReport) -> str:
+def layers_section(run: RunResult, first: EnergyReport) -> str:
     rows, what = layer_rows(run, first)
     return (f"<h2>Per layer on {_e(first.profile)}</h2><p>{_e(what)} {len(rows):,} rows.</p>"
             + html_table(LAYER_HEADER, [layer_cells(r) for r in rows], csv="layers",
@@ -287,7 +287,7 @@ def layers_section(run: Run, first: EnergyReport) -> str:
                           csv_rows=[layer_csv(r) for r in rows]))
 
 
-def epoch_section(run: Run, first: EnergyReport) -> str:
+def epoch_section(run: RunResult, first: EnergyReport) -> str:
     ep = epoch_energy(run, first)
     if ep is None:
         return ("<h2>Energy per epoch</h2><p class=muted>No training epochs in this run "
@@ -308,7 +308,7 @@ def epoch_section(run: Run, first: EnergyReport) -> str:
                                     for i, j in enumerate(ep.per_epoch_j)]))
 
 
-def neurobench_section(run: Run, report: EnergyReport) -> str:
+def neurobench_section(run: RunResult, report: EnergyReport) -> str:
     rows = neurobench_rows(run, report)
     return ("<h2>NeuroBench metrics</h2><p>Under NeuroBench's names, per sample of the "
             "inference scope; - where this run cannot give a metric.</p>"

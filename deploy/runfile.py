@@ -1,5 +1,10 @@
 """Run files: one HDF5 file per simulation, written atomically, read back with checks.
 
+A run file holds one :class:`models.registry.RunResult`: :func:`write_run` ``(path,
+result)`` stores it and :func:`read_run` ``(path)`` gives the same type back, its ``file``
+(:class:`models.registry.RunFile`) saying what only the file knows (path, format version,
+write time, package versions).
+
 Layout (format ``neuroedge.run``, version 3)::
 
     /                 attrs: format, format_version, created, model, profile (its label),
@@ -17,11 +22,12 @@ Layout (format ``neuroedge.run``, version 3)::
     /metrics          one attr per scalar metric
     /                 attr neurobench (JSON): NeuroBench's metrics of the ledger
                       (``sim.neurobench.metrics``; nan written as null), absent in files
-                      written before it; ``Run.neurobench`` recomputes them from the ledger
+                      written before it; ``RunResult.neurobench`` recomputes them from the
+                      ledger
     /metric_units     attr json: ``{metric: unit}`` (the card's units); attr main_metric:
                       the metric a report's headline leads with ("" when none). Optional:
                       files written before units existed have no such group, and read every
-                      unit as ``"?"`` (:meth:`Run.unit`) with no main metric
+                      unit as ``"?"`` (``RunResult.unit``) with no main metric
     /traces/NAME      typed traces (``sim.traces.Trace``), gzip-compressed; attrs kind,
                       unit, columns (JSON list, a table's column names)
     /trained          only when the run kept its trained state (``models.registry.Trained``):
@@ -32,11 +38,11 @@ Layout (format ``neuroedge.run``, version 3)::
 The file is written under a temporary name in the same directory and renamed when
 complete, so an interrupted run never leaves a half-written file at the target path.
 
-Older versions are still read (``Run.format_version`` says which was read). Version 1 has
-no label and no digest: its label is the profile's name and its snapshot cannot be
-verified. Versions 1 and 2 have no preset, facts or trained state (read as ``quick``,
-``{}``, ``None``) and store traces as bare arrays; :func:`legacy_trace` gives each its kind
-once, here, by the naming rule those versions' report drew with (the only place a trace's
+Older versions are still read (``RunResult.file.format_version`` says which was read).
+Version 1 has no label and no digest: its label is the profile's name and its snapshot
+cannot be verified. Versions 1 and 2 have no preset, facts or trained state (read as
+``quick``, ``{}``, ``None``) and store traces as bare arrays; :func:`legacy_trace` gives each
+its kind once, here, by the naming rule those versions' report drew with (the only place a trace's
 name decides how it is drawn). The reader checks the snapshot's digest, the ledger arrays'
 shapes and dtypes, every trace's kind and shape and every trained array's dtype; every
 problem is one :class:`~hw_profiles.errors.RunFileError` line.
@@ -48,7 +54,6 @@ import hashlib
 import json
 import os
 import platform
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -58,8 +63,9 @@ import numpy as np
 
 from deploy.errors import RunFileError
 from deploy.outputs import write_file
-from hw_profiles import HardwareProfile, from_dict, load
+from hw_profiles import HardwareProfile, from_dict
 from hw_profiles.errors import NeuroedgeError
+from models.registry import RunFile, RunResult, Trained
 from sim import neurobench
 from sim.ledger import Ledger
 from sim.traces import TRACE_KINDS, Trace
@@ -69,44 +75,6 @@ FORMAT_VERSION = 3
 SUPPORTED_VERSIONS = (1, 2, 3)   # 1: no profile label or digest (read unverified);
                                  # 1-2: bare trace arrays, no preset/facts/trained state
 _VERSION_PACKAGES = ("neuroedge", "numpy", "torch", "h5py", "numba", "brian2", "scipy")
-
-
-@dataclass
-class Run:
-    """A run file's content."""
-
-    model: str
-    profile: HardwareProfile
-    dataset: str
-    config: dict[str, Any]
-    metrics: dict[str, float]
-    ledger: Ledger
-    traces: dict[str, Trace] = field(default_factory=dict)
-    versions: dict[str, str] = field(default_factory=dict)
-    created: str = ""
-    path: str = ""
-    format_version: int = FORMAT_VERSION
-    preset: str = "quick"
-    facts: dict[str, Any] = field(default_factory=dict)
-    trained: Any = None   # models.registry.Trained, or None when the run kept none
-    units: dict[str, str] = field(default_factory=dict)
-    main_metric: str | None = None
-
-    @property
-    def neurobench(self) -> dict:
-        """NeuroBench's metrics of the run's ledger (``sim.neurobench.metrics``; nan where
-        the run cannot give them): the values the file's ``neurobench`` attribute holds."""
-        return neurobench.metrics(self.ledger)
-
-    def __post_init__(self):
-        bad = [k for k, v in self.traces.items() if not isinstance(v, Trace)]
-        if bad:
-            raise RunFileError(f"Run.traces[{bad[0]!r}] is not a sim.traces.Trace; a run's "
-                               "traces say their kind (read old files with read_run)")
-
-    def unit(self, metric: str) -> str:
-        """The unit of ``metric``; ``"?"`` when the file records none (an older file)."""
-        return self.units.get(metric, "?")
 
 
 def package_versions() -> dict[str, str]:
@@ -290,49 +258,59 @@ _NUMERIC = "biuf"          # bool, signed, unsigned, float
 _TRACE_DTYPES = _NUMERIC + "US"
 
 
-def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
-              config: dict, metrics: dict, ledger: Ledger,
-              traces: dict[str, Trace] | None = None, preset: str = "quick",
-              facts: dict | None = None, trained=None, units: dict | None = None,
-              main_metric: str | None = None, force: bool = False, inputs=()) -> Path:
-    """Write a run file atomically (temporary name in the same directory, then rename).
+def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False,
+              inputs=()) -> Path:
+    """Write ``result`` as a run file atomically (temporary name in the same directory, then
+    rename); :func:`read_run` gives it back.
 
-    ``traces`` are typed (:class:`sim.traces.Trace`); ``trained`` is the run's
-    ``models.registry.Trained`` or ``None`` (then the file has no ``/trained`` group and
-    cannot be exported from). ``units`` maps metric names to their units and
-    ``main_metric`` names the headline's metric (both from the card). An existing ``path``
-    is replaced only with ``force``; ``path`` may not be one of the command's ``inputs``
-    (the rules of :mod:`deploy.outputs`).
+    Parameters
+    ----------
+    path : the run file to write (``.h5``)
+    result : the run (``models.runner.run``, or a record read back); its ``trained`` state,
+        when not ``None``, goes to ``/trained`` so the file can be exported from. Its
+        ``file``, if any, is not copied: the new file gets its own write time and the
+        package versions of this process.
+    force : replace an existing ``path``
+    inputs : the command's input files, which ``path`` may not be (:mod:`deploy.outputs`)
+
+    Returns
+    -------
+    Path
+        ``path``.
 
     Raises
     ------
     RunFileError
-        The directory does not exist, a metric is not a scalar, a trace is not a Trace, a
-        trained array is not numeric, or facts / meta are not JSON.
+        ``result`` is not a RunResult, the directory does not exist, a metric is not a
+        scalar, a trace is not a Trace, a unit is not text, a trained array is not numeric,
+        or facts / meta are not JSON.
     OutputError
         ``path`` is a directory, an existing file without ``force``, or an input.
     """
     path = Path(path)
-    prof = load(profile)
-    profile_json, profile_attrs = _snapshot(prof)
+    if not isinstance(result, RunResult):
+        raise RunFileError(f"write_run({str(path)!r}, ...): the run is a "
+                           f"{type(result).__name__}; expected a models.registry.RunResult "
+                           "(models.runner.run returns one)")
+    profile_json, profile_attrs = _snapshot(result.profile)
     if not path.parent.exists():
         raise RunFileError(f"cannot write run file {str(path)!r}: directory "
                            f"{str(path.parent)!r} does not exist")
     clean_metrics = {}
-    for k, v in metrics.items():
+    for k, v in result.metrics.items():
         try:
             clean_metrics[k] = float(v)
         except (TypeError, ValueError):
             raise RunFileError(f"metric {k!r} = {v!r}: metrics must be scalars") from None
-    clean_traces = _clean_traces(traces)
-    kept = _clean_trained(trained)
-    units = {str(k): v for k, v in dict(units or {}).items()}
+    clean_traces = _clean_traces(result.traces)
+    kept = _clean_trained(result.trained)
+    units = {str(k): v for k, v in dict(result.units or {}).items()}
     bad = [k for k, v in units.items() if not isinstance(v, str)]
     if bad:
         raise RunFileError(f"unit of metric {bad[0]!r} = {units[bad[0]]!r}: units are text "
                            "(e.g. '1', 'nats', 'B')")
     try:
-        facts_json = json.dumps(dict(facts or {}), default=_json_default)
+        facts_json = json.dumps(dict(result.facts or {}), default=_json_default)
     except (TypeError, ValueError) as exc:
         raise RunFileError(f"facts are not JSON: {exc}") from None
     # -- write path: deploy.outputs (temporary sibling, rename; no overwrite without force)
@@ -340,24 +318,25 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-        f.attrs["model"] = model
-        f.attrs["profile"] = prof.label
-        f.attrs["dataset"] = dataset
-        f.attrs["preset"] = str(preset)
-        f.attrs["neurobench"] = json.dumps(_nan_to_null(neurobench.metrics(ledger)))
-        f.create_group("config").attrs["json"] = json.dumps(config, default=_json_default)
+        f.attrs["model"] = result.model
+        f.attrs["profile"] = result.profile.label
+        f.attrs["dataset"] = result.dataset
+        f.attrs["preset"] = str(result.preset)
+        f.attrs["neurobench"] = json.dumps(_nan_to_null(neurobench.metrics(result.ledger)))
+        f.create_group("config").attrs["json"] = json.dumps(result.config,
+                                                            default=_json_default)
         f.create_group("facts").attrs["json"] = facts_json
         g = f.create_group("profile")
         g.attrs["json"] = profile_json
         for k, v in profile_attrs.items():
             g.attrs[k] = v
-        ledger.to_hdf5(f.create_group("ledger"))
+        result.ledger.to_hdf5(f.create_group("ledger"))
         g = f.create_group("metrics")
         for k, v in clean_metrics.items():
             g.attrs[k] = v
         g = f.create_group("metric_units")
         g.attrs["json"] = json.dumps(units)
-        g.attrs["main_metric"] = str(main_metric or "")
+        g.attrs["main_metric"] = str(result.main_metric or "")
         g = f.create_group("traces", track_order=True)   # the report shows them in order
         for k, tr in clean_traces.items():
             data = tr.data
@@ -383,18 +362,6 @@ def write_run(path: str | os.PathLike, *, model: str, profile, dataset: str,
         f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
     # -- end of write path
     return path
-
-
-def write_result(path, result, *, force: bool = False, inputs=()) -> Path:
-    """Write a :class:`models.registry.RunResult` (its preset, facts and trained state too)."""
-    return write_run(path, model=result.model, profile=result.profile, dataset=result.dataset,
-                     config=result.config, metrics=result.metrics, ledger=result.ledger,
-                     traces=result.traces, preset=getattr(result, "preset", "quick"),
-                     facts=getattr(result, "facts", None),
-                     trained=getattr(result, "trained", None),
-                     units=getattr(result, "units", None),
-                     main_metric=getattr(result, "main_metric", None), force=force,
-                     inputs=inputs)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -463,7 +430,6 @@ def _read_traces(group, where: str, version: int) -> dict[str, Trace]:
 def _read_trained(f, where: str):
     if "trained" not in f:
         return None
-    from models.registry import Trained  # deploy sits above models; only files with a state
     g = f["trained"]
     meta = json.loads(g.attrs["meta"])
     if not isinstance(meta, dict):
@@ -490,8 +456,16 @@ def _read_units(f, where: str) -> tuple[dict[str, str], str | None]:
     return units, str(g.attrs.get("main_metric", "")) or None
 
 
-def read_run(path: str | os.PathLike) -> Run:
+def read_run(path: str | os.PathLike) -> RunResult:
     """Read and check a run file (any supported version; see the module doc).
+
+    Returns
+    -------
+    RunResult
+        The run as :func:`write_run` was given it, with ``file`` (a
+        :class:`models.registry.RunFile`: path, format version read, write time, package
+        versions). A file of version 1-2 reads with preset ``quick``, no facts and no
+        trained state; a file without ``/metric_units`` with no units and no main metric.
 
     Raises
     ------
@@ -537,12 +511,12 @@ def read_run(path: str | os.PathLike) -> Run:
             else:
                 preset, facts, trained = "quick", {}, None
             units, main_metric = _read_units(f, where)
-            return Run(model=str(f.attrs["model"]), profile=profile,
-                       dataset=str(f.attrs["dataset"]), config=config, metrics=metrics,
-                       ledger=ledger, traces=traces, versions=versions,
-                       created=str(f.attrs["created"]), path=str(path),
-                       format_version=version, preset=preset, facts=facts, trained=trained,
-                       units=units, main_metric=main_metric)
+            file = RunFile(path=str(path), format_version=version,
+                           created=str(f.attrs["created"]), versions=versions)
+            return RunResult(model=str(f.attrs["model"]), profile=profile,
+                             dataset=str(f.attrs["dataset"]), config=config, metrics=metrics,
+                             ledger=ledger, traces=traces, preset=preset, facts=facts,
+                             trained=trained, units=units, main_metric=main_metric, file=file)
         except RunFileError as exc:
             raise RunFileError(_one_line(str(exc))) from None
         except NeuroedgeError as exc:

@@ -450,7 +450,7 @@ def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str]) -> list[dict]
     on). The run file is written under a temporary name and renamed when whole
     (:func:`deploy.runfile.write_run`), so a worker killed here leaves no partial file.
     """
-    from deploy.runfile import write_result
+    from deploy.runfile import write_run
     from models import runner
     single_thread()
     key = run.key
@@ -459,7 +459,7 @@ def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str]) -> list[dict]
         with worker_profiler_paused():
             result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
                                 preset=run.preset, seed=run.seed, overrides=run.overrides)
-        write_result(path, result, force=True)   # force: an unreadable leftover is replaced
+        write_run(path, result, force=True)   # force: an unreadable leftover is replaced
         return price_rows(run, key, path, profiles)
     except Exception as exc:   # recorded in the table; the sweep goes on
         return _error_rows(run, key, profiles, _one_line(exc))

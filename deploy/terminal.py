@@ -267,7 +267,8 @@ def _full_lines(run, report, compared, width: int) -> list[str]:
     tables = report_tables(report)
     out = _lines(width, _table("Run", ("field", "value"), [
         ("model", run.model), ("dataset", run.dataset),
-        ("profile", f"{report.profile} ({report.kind})"), ("run created", run.created or "-")],
+        ("profile", f"{report.profile} ({report.kind})"),
+        ("run created", run.file.created if run.file else "-")],
         numeric=False))
     if compared:
         out += _lines(width, _table(f"Comparison across profiles (vs {report.profile})",
@@ -289,7 +290,7 @@ def terminal_report(run, report: EnergyReport, width: int = 100, *,
 
     Parameters
     ----------
-    run : the run whose ledger was priced (``deploy.runfile.Run``)
+    run : the run whose ledger was priced (``models.registry.RunResult``)
     report : the priced ledger; the reference of every ratio
     width : characters per line; no line is longer
     compared : the same ledger priced on other profiles (headline ratios, comparison table)

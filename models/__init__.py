@@ -26,6 +26,7 @@ from models.registry import (
     Card,
     Method,
     Outcome,
+    RunFile,
     RunResult,
     Study,
     Trained,
@@ -38,5 +39,5 @@ from models.trainref import card as _trainref  # noqa: E402,F401
 from models.tsetlin import card as _tsetlin  # noqa: E402,F401
 from models.tversky import card as _tversky  # noqa: E402,F401
 
-__all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunResult", "Study", "Trained", "get",
-           "register"]
+__all__ = ["REGISTRY", "Card", "Method", "Outcome", "RunFile", "RunResult", "Study", "Trained",
+           "get", "register"]

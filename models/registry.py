@@ -17,11 +17,18 @@ with the method's three functions:
     from the trained state an ``Outcome`` carried (or a run file stored), so an export never
     retrains.
 
+Their signatures are the protocols :class:`Simulate`, :class:`Experiment` and
+:class:`Artifact` (and :class:`LoadData` for a room with data of its own): the parameter
+names and their order are part of the contract (``tests/models/test_contract.py``).
+
 The runner (``models/runner.py``) is the only caller of ``simulate``: it resolves the
 profile through ``sim.device()``, checks the dataset, builds the config from a preset and
-overrides, and wraps the outcome in a :class:`RunResult`. ``register`` checks a card
-before it is accepted (defaults among its own lists, presets naming real fields, known
-export targets); registering a name twice is an error.
+overrides, and wraps the outcome in a :class:`RunResult`, the one record of a run: the run
+file (``deploy.runfile.write_run(path, result)``) stores it and ``read_run(path)`` gives it
+back, with :class:`RunFile` (what only a file knows: its path, format version, write time
+and package versions) as its ``file``. ``register`` checks a card before it is accepted
+(defaults among its own lists, presets naming real fields, known export targets);
+registering a name twice is an error.
 """
 from __future__ import annotations
 
@@ -30,11 +37,13 @@ import fnmatch
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from hw_profiles.profile import KINDS, HardwareProfile
+from sim import neurobench
+from sim.device import Device
 from sim.errors import ModelError
 from sim.ledger import Ledger
 from sim.traces import Trace, as_traces
@@ -89,9 +98,28 @@ class Outcome:
         self.traces = as_traces(self.traces)
 
 
+@dataclass(frozen=True)
+class RunFile:
+    """What only a run file knows about a run (``deploy.runfile.read_run`` sets it).
+
+    Attributes
+    ----------
+    path : the file the run was read from
+    format_version : the layout version that was read (``deploy.runfile.SUPPORTED_VERSIONS``)
+    created : when the file was written (ISO 8601, UTC, seconds)
+    versions : package name -> version of python, neuroedge and the libraries that wrote it
+    """
+
+    path: str
+    format_version: int
+    created: str = ""
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class RunResult:
-    """What one simulation produced: enough to write a run file and a report.
+    """What one simulation produced: the one record of a run, fresh from the runner or read
+    back from its run file.
 
     Attributes
     ----------
@@ -106,8 +134,16 @@ class RunResult:
     preset : the preset the config started from (``quick``/``full``)
     facts : plain values about the run that are not settings (``Outcome.facts``)
     trained : the trained state, for exports from the run file (``None`` when not exportable)
-    units : metric name -> its unit (the card's, see :func:`metric_unit`)
+    units : metric name -> its unit (the card's, see :func:`metric_unit`); empty for a file
+        written before units were stored
     main_metric : the metric a report's headline leads with (the card's)
+    file : where the record was read from (:class:`RunFile`); ``None`` for a result that has
+        not been read from a file
+
+    Raises
+    ------
+    ModelError
+        ``profile`` is not a ``HardwareProfile``, or a trace is not a ``sim.traces.Trace``.
     """
 
     model: str
@@ -122,6 +158,7 @@ class RunResult:
     trained: Trained | None = None
     units: dict[str, str] = field(default_factory=dict)
     main_metric: str | None = None
+    file: RunFile | None = None
 
     def __post_init__(self):
         if not isinstance(self.profile, HardwareProfile):
@@ -131,6 +168,17 @@ class RunResult:
                              "numbers it ran with")
         self.traces = as_traces(self.traces)
 
+    def unit(self, metric: str) -> str:
+        """The unit of ``metric``; ``"?"`` when the record has none (a file written before
+        units were stored)."""
+        return self.units.get(metric, "?")
+
+    @property
+    def neurobench(self) -> dict:
+        """NeuroBench's metrics of the run's ledger (``sim.neurobench.metrics``; nan where
+        the run cannot give them): the values a run file's ``neurobench`` attribute holds."""
+        return neurobench.metrics(self.ledger)
+
 
 @dataclass
 class Study:
@@ -138,6 +186,51 @@ class Study:
 
     runs: dict[str, RunResult]
     summary: dict[str, Any]
+
+
+class Simulate(Protocol):
+    """``simulate(cfg, device, data, progress) -> Outcome``: train and test the method.
+
+    Parameters
+    ----------
+    cfg : the card's ``Config`` (from a preset, overrides and the seed)
+    device : the engine the runner resolved from the profile (``sim.device``); everything
+        that runs is counted in ``device.ledger``
+    data : what the method's ``load_data(dataset, cfg)`` returned
+    progress : called as ``progress(step, total, metrics)``, or ``None``
+    """
+
+    def __call__(self, cfg: Any, device: Device, data: Any,
+                 progress: Progress | None) -> Outcome: ...
+
+
+class Experiment(Protocol):
+    """``experiment(preset, seed, profiles, progress) -> Study``: the paper's comparison.
+
+    Parameters
+    ----------
+    preset : ``quick`` or ``full``
+    seed : the study's base seed (each run's seed is derived from it)
+    profiles : device kind -> profile name or path the study runs that kind on
+    progress : called as ``progress(step, total, metrics)``, or ``None``
+    """
+
+    def __call__(self, preset: str, seed: int, profiles: Mapping[str, Any],
+                 progress: Progress | None) -> Study: ...
+
+
+class Artifact(Protocol):
+    """``artifact(trained, target)``: the ``sim.artifacts`` object (``ARTIFACT_TYPES[target]``)
+    an exporter writes ``target`` from, rebuilt from the trained state with no training."""
+
+    def __call__(self, trained: Trained, target: str) -> Any: ...
+
+
+class LoadData(Protocol):
+    """``load_data(dataset, cfg)``: the data ``simulate`` takes for ``dataset`` (a room with
+    data of its own; the others use :func:`default_load_data`)."""
+
+    def __call__(self, dataset: str, cfg: Any) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -222,10 +315,10 @@ class Method:
     """A registered card with its three contract functions (and its data loader)."""
 
     card: Card
-    simulate: Callable[..., Outcome]
-    experiment: Callable[..., Study]
-    artifact: Callable[[Trained, str], Any] | None = None
-    load_data: Callable[[str, Any], Any] = default_load_data
+    simulate: Simulate
+    experiment: Experiment
+    artifact: Artifact | None = None
+    load_data: LoadData = default_load_data
 
     @property
     def name(self) -> str:
@@ -300,7 +393,8 @@ def _check_card(card: Card, artifact) -> None:
                          f"kinds are {', '.join(KINDS)}")
 
 
-def register(card: Card, *, simulate, experiment, artifact=None, load_data=None) -> Method:
+def register(card: Card, *, simulate: Simulate, experiment: Experiment,
+             artifact: Artifact | None = None, load_data: LoadData | None = None) -> Method:
     """Check ``card`` and add it with its functions to ``REGISTRY``; returns the entry."""
     _check_card(card, artifact)
     if card.name in REGISTRY:

@@ -216,7 +216,7 @@ def _table(values, columns) -> Trace:
     return Trace("table", values, columns=tuple(columns))
 
 
-def simulate(cfg: FilterHeadsConfig, device, data_: ListPrompts, progress=None) -> Outcome:
+def simulate(cfg: FilterHeadsConfig, device, data: ListPrompts, progress=None) -> Outcome:
     """Train, locate the heads, test them (``experiment.run``), all counted on ``device``."""
     import numpy as np
 
@@ -238,7 +238,7 @@ def simulate(cfg: FilterHeadsConfig, device, data_: ListPrompts, progress=None) 
         traces["mask_before"] = _table(np.asarray(det["mask_before"]), heads)
     facts = {"heads": [list(h) for h in det["heads"]], "random_heads_from": det["random_from"],
              "heads_before": [list(h) for h in det.get("heads_before", [])],
-             "torch_device": str(device.torch_device), "data_source": data_.source}
+             "torch_device": str(device.torch_device), "data_source": data.source}
     return Outcome(metrics, traces, tr.trained(), facts)
 
 

@@ -18,7 +18,7 @@ from deploy.cli import main
 from deploy.formatting import format_energy
 from deploy.outputs import atomic_output
 from deploy.runfile import read_run, write_run
-from models.registry import Card, Method, Outcome, Study, Trained
+from models.registry import Card, Method, Outcome, RunResult, Study, Trained
 from sim.artifacts import BitwiseArtifact
 from sim.ledger import Ledger
 
@@ -201,8 +201,9 @@ def _tiny_ledger():
 @pytest.fixture
 def tiny_run(tmp_path):
     """A real run file of a tiny a100 ledger, written without any training."""
-    return write_run(tmp_path / "run.h5", model="mlp", profile="a100", dataset="digits",
-                     config={}, metrics={"test_accuracy": 1.0}, ledger=_tiny_ledger())
+    run = RunResult("mlp", hw_profiles.load("a100"), "digits", {}, {"test_accuracy": 1.0},
+                    _tiny_ledger())
+    return write_run(tmp_path / "run.h5", run)
 
 
 def _no_work(monkeypatch, name):
@@ -714,7 +715,6 @@ def test_models_and_version_import_no_torch():
 
 
 def test_experiment_prints_the_study_as_json(monkeypatch, capsys, toy_gpu):
-    from models.registry import RunResult
     asked = []
 
     def experiment(preset, seed, profiles, progress):
@@ -798,9 +798,9 @@ def test_export_from_a_run_file_trains_not_at_all(tmp_path, monkeypatch, capsys)
 def test_export_from_checks_are_one_line_errors(tmp_path, tiny_run, fake_c, monkeypatch,
                                                 capsys):
     _no_work(monkeypatch, "mlp")
-    state = write_run(tmp_path / "state.h5", model="mlp", profile="a100", dataset="digits",
-                      config={}, metrics={}, ledger=_tiny_ledger(),
-                      trained=Trained({"w": np.zeros(2)}))
+    state = write_run(tmp_path / "state.h5",
+                      RunResult("mlp", hw_profiles.load("a100"), "digits", {}, {},
+                                _tiny_ledger(), trained=Trained({"w": np.zeros(2)})))
     cases = [
         (["export", "--target", "onnx", "--from", str(tiny_run)],
          f"--from '{tiny_run}' stores no trained state"),

@@ -22,7 +22,7 @@ import hw_profiles
 from deploy import report as rp
 from deploy import report_html
 from deploy.formatting import format_energy
-from deploy.runfile import read_run, write_result
+from deploy.runfile import read_run, write_run
 from models import runner
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -51,7 +51,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("html")
     for kind, (model, overrides, others) in KINDS.items():
         result = runner.run(model, overrides=overrides)
-        write_result(root / f"{kind}.h5", result)
+        write_run(root / f"{kind}.h5", result)
         run = read_run(root / f"{kind}.h5")
         reports = [run.ledger.price(run.profile)] + [
             run.ledger.price(hw_profiles.load(p)) for p in others]

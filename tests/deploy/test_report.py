@@ -30,7 +30,7 @@ from conftest import TOY_GPU as TOY  # noqa: E402
 
 import hw_profiles
 from deploy import report as rp
-from deploy.runfile import Run
+from models.registry import RunFile, RunResult
 from sim.ledger import Ledger
 from sim.pricing import price
 from sim.traces import Trace, curve
@@ -72,15 +72,16 @@ def toy2x(tmp_path):
 
 @pytest.fixture
 def run(ledger, toy):
-    return Run(model="mlp", profile=toy, dataset="digits",
+    return RunResult(model="mlp", profile=toy, dataset="digits",
                config={"hidden": [32], "lr": 0.001, "note": "<script>alert(1)</script>"},
                metrics={"test_accuracy": 0.9611, "parameters": 2410.0}, ledger=ledger,
                traces={"train_loss": curve(np.linspace(2.0, 0.1, 30), "nats"),
                        "spikes": Trace("table", np.arange(12, dtype=np.int64).reshape(3, 4)
                                        * 1000, "spikes", ("a", "b", "c", "d"))},
-               versions={"python": "3.12.0", "numpy": "2.0.0"},
-               created="2024-05-06T07:08:09+00:00", preset="full",
-               facts={"n_inputs": 64, "torch_device": "cpu"})
+               preset="full", facts={"n_inputs": 64, "torch_device": "cpu"},
+               file=RunFile(path="runs/run.h5", format_version=3,
+                            created="2024-05-06T07:08:09+00:00",
+                            versions={"python": "3.12.0", "numpy": "2.0.0"}))
 
 
 def rows_of(text: str, title: str) -> dict[str, list[str]]:
@@ -224,7 +225,7 @@ def test_terminal_report_uncounted_and_entries(run, ledger, toy):
 def test_terminal_report_without_uncounted(toy):
     led = Ledger()
     led.add("flop_fp32", 10, scope="infer")
-    r = Run(model="m", profile=toy, dataset="d", config={}, metrics={}, ledger=led)
+    r = RunResult(model="m", profile=toy, dataset="d", config={}, metrics={}, ledger=led)
     text = rp.terminal_report(r, price(led, toy), full=True)
     assert "Uncounted ops: none" in text and "executed but not priced" not in text
     assert "every executed op was priced" in rp.terminal_report(r, price(led, toy))
@@ -255,9 +256,9 @@ def test_headline_units_and_scopes_within_sub_scopes(toy):
     led.add_samples(3, scope="infer/L256")
     led.add("flop_fp32", 300, scope="infer/L1024")
     led.add_samples(1, scope="infer/L1024")
-    r = Run(model="nobody", profile=toy, dataset="d", config={},
-            metrics={"loss": 1.5, "acc": 0.5}, ledger=led, units={"loss": "nats"},
-            main_metric="loss")
+    r = RunResult(model="nobody", profile=toy, dataset="d", config={},
+                  metrics={"loss": 1.5, "acc": 0.5}, ledger=led, units={"loss": "nats"},
+                  main_metric="loss")
     rows = dict(rp.headline(r, [price(led, toy)]))
     assert rows["loss"] == "1.5 nats"
     # 400 flop x 1 pJ + static 1 W x 400 / 1e12 s = 800 pJ over 3 + 1 samples
@@ -416,8 +417,8 @@ def test_html_report_plot_inputs(run, ledger, toy, tmp_path, monkeypatch):
 
 # -- traces are drawn by their kind, with their unit on the axis (issue 12 item 6) ---------
 def _kinds_run(toy, traces):
-    return Run(model="m", profile=toy, dataset="d", config={}, metrics={}, ledger=Ledger(),
-               traces=traces)
+    return RunResult(model="m", profile=toy, dataset="d", config={}, metrics={},
+                     ledger=Ledger(), traces=traces)
 
 
 def test_each_trace_kind_has_its_drawing(toy, tmp_path, monkeypatch):
@@ -479,6 +480,7 @@ def test_plots_carry_the_unit_on_their_axis():
 
 
 def test_run_refuses_an_untyped_trace(toy):
-    from deploy.errors import RunFileError
-    with pytest.raises(RunFileError, match=r"Run.traces\['x'\] is not a sim.traces.Trace"):
+    from sim.errors import ModelError
+    with pytest.raises(ModelError, match=r"^trace 'x' is a ndarray; wrap it in "
+                                         r"sim.traces.Trace\(kind, data, unit\)"):
         _kinds_run(toy, {"x": np.zeros(3)})

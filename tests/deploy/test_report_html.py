@@ -25,7 +25,7 @@ from deploy import headline as hl
 from deploy import plots
 from deploy import report as rp
 from deploy import report_html as rh
-from deploy.runfile import Run
+from models.registry import RunResult
 from sim.ledger import Ledger
 from sim.pricing import price
 from sim.traces import curve
@@ -62,9 +62,9 @@ def toy2x():
 
 def make_run(toy, ledger, config=None, traces=None, model="m"):
     # model "m" is registered nowhere: no card, so no units and no main metric
-    return Run(model=model, profile=toy, dataset="d", config=config or {},
-               metrics={"parameters": 2410.0, "test_accuracy": 0.9611}, ledger=ledger,
-               traces=traces or {})
+    return RunResult(model=model, profile=toy, dataset="d", config=config or {},
+                     metrics={"parameters": 2410.0, "test_accuracy": 0.9611}, ledger=ledger,
+                     traces=traces or {})
 
 
 def decode(link_html: str) -> list[list[str]]:

@@ -1,4 +1,5 @@
 """Run files: round trip, atomic write, and clear errors for truncated or foreign files."""
+import dataclasses
 import json
 import os
 
@@ -8,22 +9,30 @@ import pytest
 
 import deploy.runfile as runfile
 from deploy.errors import RunFileError
-from models.registry import Trained
+from hw_profiles import load
+from models.registry import RunFile, RunResult, Trained
+from sim.errors import ModelError
 from sim.ledger import Ledger
 from sim.traces import Trace, curve
 
 
-def _write(path, toy_gpu_path, **kw):
+def _result(toy_gpu_path, **kw) -> RunResult:
+    """A small run on the toy GPU profile; ``kw`` replaces any of its fields."""
     led = Ledger()
     led.add("mac_fp32", 1234, scope="train/fc1/forward")
     led.add_bytes("offchip", read=99, write=11, scope="train")
     led.add_samples(7, scope="train")
-    args = dict(model="mlp", profile=toy_gpu_path, dataset="digits",
-                config={"hidden": [32], "lr": 1e-3, "name": "x"},
-                metrics={"test_accuracy": 0.95, "n": np.int64(3)}, ledger=led,
-                traces={"train_loss": curve([1.0, 0.5, 0.25], "nats")})
-    args.update(kw)
-    return runfile.write_run(path, **args), led
+    fields = dict(model="mlp", profile=load(toy_gpu_path), dataset="digits",
+                  config={"hidden": [32], "lr": 1e-3, "name": "x"},
+                  metrics={"test_accuracy": 0.95, "n": np.int64(3)}, ledger=led,
+                  traces={"train_loss": curve([1.0, 0.5, 0.25], "nats")})
+    fields.update(kw)
+    return RunResult(**fields)
+
+
+def _write(path, toy_gpu_path, force=False, **kw):
+    result = _result(toy_gpu_path, **kw)
+    return runfile.write_run(path, result, force=force), result.ledger
 
 
 def test_round_trip(tmp_path, toy_gpu_path):
@@ -40,8 +49,10 @@ def test_round_trip(tmp_path, toy_gpu_path):
     assert (loss.kind, loss.unit, loss.columns) == ("curve", "nats", ())
     np.testing.assert_array_equal(loss.data, [1.0, 0.5, 0.25])
     assert run.preset == "quick" and run.facts == {} and run.trained is None
-    assert run.format_version == 3
-    assert "numpy" in run.versions and "python" in run.versions
+    assert isinstance(run, RunResult) and isinstance(run.file, RunFile)
+    assert run.file.path == str(path) and run.file.format_version == 3
+    assert "numpy" in run.file.versions and "python" in run.file.versions
+    assert run.file.created.endswith("+00:00")          # ISO 8601 in UTC
     # the snapshot prices exactly like the original profile
     assert run.ledger.price(run.profile).total_j == led.price(toy_gpu_path).total_j
 
@@ -138,7 +149,7 @@ def test_simulate_with_a_user_file_is_priced_with_its_own_numbers(tmp_path, toy_
     result = runner.run("mlp", profile=prof, dataset="digits", seed=0,
                         overrides={"epochs": 1, "batch_size": 512})
     assert result.profile is prof                      # the object flowed, never a name
-    run = runfile.read_run(runfile.write_result(tmp_path / "run.h5", result))
+    run = runfile.read_run(runfile.write_run(tmp_path / "run.h5", result))
     label = f"{name} (file: {path.resolve()})"
     assert run.profile.label == label and run.profile.name == name
     with h5py.File(tmp_path / "run.h5") as f:
@@ -201,7 +212,7 @@ def test_snapshot_carries_its_digest(tmp_path, toy_gpu_path):
     assert fields == runfile.field_digests(doc)
     # key order does not change the digest (canonical JSON sorts keys)
     assert runfile.document_digest(dict(reversed(doc.items()))) == runfile.document_digest(doc)
-    assert runfile.read_run(path).format_version == 3
+    assert runfile.read_run(path).file.format_version == 3
 
 
 def test_edited_snapshot_is_refused_naming_the_field(tmp_path, toy_gpu_path):
@@ -269,7 +280,7 @@ def test_version_1_file_is_read_unverified(tmp_path, toy_gpu_path):
         for k in ("label", "digest", "field_digests"):
             del f["profile"].attrs[k]
     run = runfile.read_run(path)
-    assert run.format_version == 1 and run.profile.label == "toy-gpu"
+    assert run.file.format_version == 1 and run.profile.label == "toy-gpu"
     assert run.ledger == led
 
 
@@ -376,31 +387,29 @@ def test_a_run_without_trained_state_has_no_trained_group(tmp_path, toy_gpu_path
     assert runfile.read_run(path).trained is None
 
 
-def test_write_result_keeps_preset_facts_and_trained(tmp_path, toy_gpu):
-    from models.registry import RunResult
+def test_write_run_keeps_preset_facts_and_trained(tmp_path, toy_gpu):
     led = Ledger()
     led.add("mac_fp32", 10, scope="infer")
     result = RunResult("mlp", toy_gpu, "digits", {"seed": 3}, {"acc": 0.5}, led,
                        {"loss": curve([1.0])}, preset="full", facts={"k": 1},
                        trained=_trained())
-    run = runfile.read_run(runfile.write_result(tmp_path / "r.h5", result))
+    run = runfile.read_run(runfile.write_run(tmp_path / "r.h5", result))
     assert (run.preset, run.facts, run.config) == ("full", {"k": 1}, {"seed": 3})
     assert sorted(run.trained.arrays) == sorted(_trained().arrays)
     assert (run.units, run.main_metric) == ({}, None)   # the result declared none
 
 
 def test_metric_units_and_main_metric_round_trip(tmp_path, toy_gpu):
-    from models.registry import RunResult
     led = Ledger()
     led.add("mac_fp32", 10, scope="infer")
     result = RunResult("mlp", toy_gpu, "digits", {"seed": 3}, {"acc": 0.5, "loss": 1.2}, led,
                        units={"acc": "1", "loss": "nats"}, main_metric="acc")
-    run = runfile.read_run(runfile.write_result(tmp_path / "r.h5", result))
+    run = runfile.read_run(runfile.write_run(tmp_path / "r.h5", result))
     assert run.units == {"acc": "1", "loss": "nats"} and run.main_metric == "acc"
     assert (run.unit("loss"), run.unit("other")) == ("nats", "?")
+    bad = RunResult("m", toy_gpu, "d", {}, {"acc": 0.5}, led, units={"acc": 1})
     with pytest.raises(RunFileError, match=r"^unit of metric 'acc' = 1: units are text"):
-        runfile.write_run(tmp_path / "bad.h5", model="m", profile=toy_gpu, dataset="d",
-                          config={}, metrics={"acc": 0.5}, ledger=led, units={"acc": 1})
+        runfile.write_run(tmp_path / "bad.h5", bad)
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
@@ -415,13 +424,11 @@ def test_a_file_without_units_reads_every_unit_as_unknown(tmp_path, toy_gpu_path
             for k in ("label", "digest", "field_digests"):
                 del f["profile"].attrs[k]
     run = runfile.read_run(path)
-    assert run.format_version == version and run.units == {} and run.main_metric is None
+    assert run.file.format_version == version and run.units == {} and run.main_metric is None
     assert all(run.unit(k) == "?" for k in run.metrics) and run.metrics
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"traces": {"loss": np.array([1.0])}},
-     r"^trace 'loss' is a ndarray; wrap it in sim.traces.Trace\(kind, data, unit\)"),
     ({"trained": Trained({"names": np.array(["a", "b"])})},
      r"^trained array 'names' has dtype <U1; trained arrays are numeric \(put text in "
      r"Trained.meta\)$"),
@@ -429,10 +436,57 @@ def test_a_file_without_units_reads_every_unit_as_unknown(tmp_path, toy_gpu_path
     ({"trained": Trained({"a": np.zeros(2)}, {"f": {1, 2}})}, r"^trained meta is not JSON"),
     ({"facts": {"f": object()}}, r"^facts are not JSON"),
 ])
-def test_write_refuses_untyped_traces_and_bad_trained_state(tmp_path, toy_gpu_path, kw, match):
+def test_write_refuses_bad_trained_state_and_facts(tmp_path, toy_gpu_path, kw, match):
     with pytest.raises(RunFileError, match=match):
         _write(tmp_path / "run.h5", toy_gpu_path, **kw)
     assert os.listdir(tmp_path) == []
+
+
+def test_an_untyped_trace_is_refused_by_the_record_and_by_the_writer(tmp_path, toy_gpu_path):
+    """The record refuses a bare array when it is made; one put in afterwards is refused by
+    the writer, with the same message, before anything is written."""
+    match = (r"^trace 'loss' is a ndarray; wrap it in sim.traces.Trace\(kind, data, unit\) "
+             r"with kind one of curve, ")
+    with pytest.raises(ModelError, match=match):
+        _result(toy_gpu_path, traces={"loss": np.array([1.0])})
+    result = _result(toy_gpu_path)
+    result.traces["loss"] = np.array([1.0])
+    with pytest.raises(RunFileError, match=match):
+        runfile.write_run(tmp_path / "run.h5", result)
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_run_takes_the_record_only(tmp_path, toy_gpu_path):
+    result = _result(toy_gpu_path)
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    with pytest.raises(RunFileError, match=r"^write_run\('.*run.h5', \.\.\.\): the run is a "
+                                           r"dict; expected a models.registry.RunResult "
+                                           r"\(models.runner.run returns one\)$"):
+        runfile.write_run(tmp_path / "run.h5", fields)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_record_read_back_writes_again_as_itself(tmp_path, toy_gpu_path):
+    """write -> read -> write -> read: the second file holds the same record; only what the
+    file says about itself (its path and write time) is its own."""
+    first, led = _write(tmp_path / "a.h5", toy_gpu_path, trained=_trained(), preset="full",
+                        facts={"k": 1}, units={"test_accuracy": "1", "n": "count"},
+                        main_metric="test_accuracy")
+    a = runfile.read_run(first)
+    assert _result(toy_gpu_path).file is None          # a fresh record comes from no file
+    b = runfile.read_run(runfile.write_run(tmp_path / "b.h5", a))
+    simple = ("model", "dataset", "config", "metrics", "preset", "facts", "units",
+              "main_metric")
+    assert [getattr(b, k) for k in simple] == [getattr(a, k) for k in simple]
+    assert b.profile == a.profile and b.ledger == a.ledger == led
+    assert list(b.traces) == list(a.traces) == ["train_loss"]
+    np.testing.assert_array_equal(b.traces["train_loss"].data, a.traces["train_loss"].data)
+    assert b.trained.meta == a.trained.meta and sorted(b.trained.arrays) == \
+        sorted(a.trained.arrays)
+    for k, arr in a.trained.arrays.items():
+        np.testing.assert_array_equal(b.trained.arrays[k], arr)
+    assert (a.file.path, b.file.path) == (str(first), str(tmp_path / "b.h5"))
+    assert a.file.format_version == b.file.format_version == runfile.FORMAT_VERSION
 
 
 def test_trace_of_an_unknown_kind_is_a_one_line_error(tmp_path, toy_gpu_path):
@@ -491,7 +545,7 @@ def test_legacy_format_2_traces_are_converted_once_by_the_naming_rule(tmp_path, 
             "accuracy": np.float64(0.5)}
     _as_version_2(path, bare)
     run = runfile.read_run(path)
-    assert run.format_version == 2 and run.ledger == led
+    assert run.file.format_version == 2 and run.ledger == led
     assert (run.preset, run.facts, run.trained) == ("quick", {}, None)
     got = {k: (t.kind, t.unit, t.columns, t.data.shape) for k, t in run.traces.items()}
     assert got == {

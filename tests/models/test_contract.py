@@ -6,12 +6,15 @@ every preset's config survives ``asdict`` -> ``config_from_dict``; ``parse_overr
 types each field's text; its quick preset runs through ``runner.run`` on a toy profile of
 its default kind and returns finite metrics, typed traces and a non-empty ledger; each
 declared export target's ``artifact`` has the type ``sim.artifacts`` names; the card is
-data only. Cards whose quick run takes more than ~10 s are in ``card_runs.SLOW``.
+data only; its functions take the parameters of the protocols ``Simulate``, ``Experiment``,
+``Artifact`` and ``LoadData`` (``models/registry.py``), by name and in order. Cards whose quick
+run takes more than ~10 s are in ``card_runs.SLOW``.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -22,7 +25,17 @@ from card_runs import SLOW, missing_data, param, toy_profile
 import models
 from hw_profiles.errors import NeuroedgeError
 from models import runner
-from models.registry import Card, Method, Outcome, Study, register
+from models.registry import (
+    Artifact,
+    Card,
+    Experiment,
+    LoadData,
+    Method,
+    Outcome,
+    Simulate,
+    Study,
+    register,
+)
 from sim.artifacts import ARTIFACT_TYPES
 from sim.errors import ModelError
 from sim.ledger import Ledger
@@ -154,6 +167,41 @@ def test_registering_an_engine_kind_twice_raises(toy_gpu_path):
                                                  f"{cls.__name__}; refusing"):
             register_engine(kind, cls)
         assert ENGINES[kind] is cls
+
+
+# -- the functions' signatures are the protocols' -------------------------------------------
+def _parameters(fn) -> list[tuple[str, str]]:
+    """(name, kind) of each parameter, in order; a protocol's ``__call__`` without ``self``."""
+    params = list(inspect.signature(fn).parameters.values())
+    if params and params[0].name == "self":
+        params = params[1:]
+    return [(p.name, p.kind.name) for p in params]
+
+
+def test_the_protocols_say_the_contract():
+    """The documented signatures (models/registry.py's docstring, docs/architecture.md)."""
+    assert [n for n, _ in _parameters(Simulate.__call__)] == ["cfg", "device", "data",
+                                                              "progress"]
+    assert [n for n, _ in _parameters(Experiment.__call__)] == ["preset", "seed", "profiles",
+                                                                "progress"]
+    assert [n for n, _ in _parameters(Artifact.__call__)] == ["trained", "target"]
+    assert [n for n, _ in _parameters(LoadData.__call__)] == ["dataset", "cfg"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_functions_match_the_protocols(name):
+    """Each of the card's functions takes exactly the protocol's parameters: the same names
+    in the same order, of the same kind (positional or keyword)."""
+    method = models.REGISTRY[name]
+    pairs = [("simulate", method.simulate, Simulate),
+             ("experiment", method.experiment, Experiment),
+             ("load_data", method.load_data, LoadData)]
+    if method.artifact is not None:
+        pairs.append(("artifact", method.artifact, Artifact))
+    for what, fn, protocol in pairs:
+        want = _parameters(protocol.__call__)
+        assert _parameters(fn) == want, (f"{name}.{what}{inspect.signature(fn)}: expected the "
+                                         f"parameters of {protocol.__name__}, {want}")
 
 
 # -- configs ---------------------------------------------------------------------------------

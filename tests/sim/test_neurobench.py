@@ -9,6 +9,8 @@ import torch
 from torch import nn
 
 import deploy.runfile as runfile
+from hw_profiles import load
+from models.registry import RunResult
 from sim.ledger import Ledger
 from sim.neurobench import METRIC_UNITS, flat, inference_scope, metrics
 from sim.neuromorphic import Network
@@ -161,8 +163,8 @@ def test_inference_scope_and_nan_without_samples():
 
 def test_run_file_stores_the_metrics(tmp_path, toy_gpu_path):
     led = _run(nn.Sequential(_linear_4_3()), torch.tensor([[0.5, 0.0, 2.0, -1.5]]))
-    path = runfile.write_run(tmp_path / "r.h5", model="mlp", profile=toy_gpu_path,
-                             dataset="digits", config={}, metrics={}, ledger=led)
+    path = runfile.write_run(tmp_path / "r.h5",
+                             RunResult("mlp", load(toy_gpu_path), "digits", {}, {}, led))
     with h5py.File(path) as f:
         stored = json.loads(f.attrs["neurobench"])
     assert stored["SynapticOperations"]["Effective_MACs"] == 7.0

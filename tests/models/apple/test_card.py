@@ -55,8 +55,8 @@ def test_run_metrics_traces_and_ledger(tiny_run):
 
 def test_run_file_and_report_show_bands_and_trajectories(tiny_run, tmp_path):
     from deploy.report import html_report
-    from deploy.runfile import read_run, write_result
-    run = read_run(write_result(tmp_path / "apple.h5", tiny_run))
+    from deploy.runfile import read_run, write_run
+    run = read_run(write_run(tmp_path / "apple.h5", tiny_run))
     assert run.traces["learning_curve_apple"].kind == "bands"
     np.testing.assert_array_equal(run.traces["trajectories_scan"].data,
                                   tiny_run.traces["trajectories_scan"].data)

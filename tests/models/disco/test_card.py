@@ -24,10 +24,10 @@ def test_config_refuses_min_pts_above_n():
 
 def test_pointwise_scores_reach_run_file_and_report(tmp_path):
     from deploy.report import html_report
-    from deploy.runfile import read_run, write_result
+    from deploy.runfile import read_run, write_run
     res = runner.run("disco", profile=TOY_GPU, overrides={"n": 300})
     assert res.metrics["n_clusterings"] == 11 and res.metrics["ari_gt"] == 1.0
-    run = read_run(write_result(tmp_path / "d.h5", res))
+    run = read_run(write_run(tmp_path / "d.h5", res))
     tr = run.traces["pointwise_gt"]
     assert tr.kind == "scatter" and tr.data.shape == (300, 3)
     np.testing.assert_array_equal(tr.data, res.traces["pointwise_gt"].data)

@@ -20,7 +20,7 @@ def test_registered_card():
 
 def test_small_run_reaches_run_file_and_report(fashion_mnist, tmp_path):
     from deploy.report import html_report
-    from deploy.runfile import read_run, write_result
+    from deploy.runfile import read_run, write_run
     res = runner.run("trainref", profile=TOY_GPU, overrides=SMALL)
     m = res.metrics
     # 1500 images - 10 references - 100 validation = 1390 in the noisy pool
@@ -30,6 +30,6 @@ def test_small_run_reaches_run_file_and_report(fashion_mnist, tmp_path):
     for scope in ("pretrain", "probe", "influence", "augment", "vote", "finetune", "ce",
                   "label_smoothing", "calibrate", "hard"):
         assert any(s == scope or s.startswith(scope + "/") for s in res.ledger.scopes()), scope
-    run = read_run(write_result(tmp_path / "tr.h5", res))
+    run = read_run(write_run(tmp_path / "tr.h5", res))
     html = html_report(run, [run.ledger.price(run.profile)], tmp_path / "tr.html").read_text()
     assert "trainref" in html and "relabel_accuracy" in html

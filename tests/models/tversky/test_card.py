@@ -38,8 +38,8 @@ def test_onnx_export_matches_torch(small_run, tmp_path):
 
 def test_prototypes_reach_run_file_and_report(small_run, tmp_path):
     from deploy.report import html_report
-    from deploy.runfile import read_run, write_result
-    run = read_run(write_result(tmp_path / "tv.h5", small_run))   # the toy profile object
+    from deploy.runfile import read_run, write_run
+    run = read_run(write_run(tmp_path / "tv.h5", small_run))   # the toy profile object
     assert run.profile.label == small_run.profile.label and run.profile.name == "toy-gpu"
     np.testing.assert_array_equal(np.asarray(getattr(run.traces["linear_prototypes"], "data",
                                                      run.traces["linear_prototypes"])),

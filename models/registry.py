@@ -43,6 +43,7 @@ import numpy as np
 
 from hw_profiles.profile import KINDS, HardwareProfile
 from sim import neurobench
+from sim.artifacts import BitwiseArtifact, NetworkArtifact, TorchArtifact
 from sim.device import Device
 from sim.errors import ModelError
 from sim.ledger import Ledger
@@ -210,7 +211,7 @@ class Experiment(Protocol):
     Parameters
     ----------
     preset : ``quick`` or ``full``
-    seed : the study's base seed (each run's seed is derived from it)
+    seed : the study's seed (a multi-seed study runs the run seeds ``seed, seed + 1, ...``)
     profiles : device kind -> profile name or path the study runs that kind on
     progress : called as ``progress(step, total, metrics)``, or ``None``
     """
@@ -223,7 +224,8 @@ class Artifact(Protocol):
     """``artifact(trained, target)``: the ``sim.artifacts`` object (``ARTIFACT_TYPES[target]``)
     an exporter writes ``target`` from, rebuilt from the trained state with no training."""
 
-    def __call__(self, trained: Trained, target: str) -> Any: ...
+    def __call__(self, trained: Trained,
+                 target: str) -> BitwiseArtifact | NetworkArtifact | TorchArtifact: ...
 
 
 class LoadData(Protocol):

@@ -391,7 +391,7 @@ def _compare_reports(plan, run, others, args, o: _Out) -> list:
 
     from models import runner
     from sim.errors import HardwareLimitError
-    from sim.neuromorphic.timing import reprice
+    from sim.execution.neuromorphic import reprice
     reports = []
     for p in others:
         if p.kind == "neuromorphic" and run.profile.kind == "neuromorphic":

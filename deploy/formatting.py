@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from hw_profiles.ops import CATEGORIES
-from sim.pricing import EnergyReport
+from sim.energy_report import EnergyReport
 
 _ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))
 _BYTE_UNITS = ((1.0, "B"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB"), (1e12, "TB"))

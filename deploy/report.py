@@ -58,7 +58,7 @@ from deploy.report_html import (
 )
 from deploy.runfile import Run
 from hw_profiles.profile import PROVENANCES
-from sim.pricing import PJ, EnergyReport
+from sim.energy_report import PJ, EnergyReport
 
 ESTIMATE_NOTE = ("Energy and latency figures are built from the profile entries listed at the "
                  "bottom (provenance: " + "/".join(PROVENANCES) + "); the table What these "

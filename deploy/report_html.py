@@ -23,7 +23,7 @@ from deploy.formatting import format_bytes, format_energy, format_seconds, signi
 from deploy.headline import headline, neurobench, train_scope
 from deploy.plots import fig_to_img, plot_epoch_energy
 from deploy.runfile import Run
-from sim.pricing import EnergyReport
+from sim.energy_report import EnergyReport
 
 
 def _e(x) -> str:

@@ -31,7 +31,14 @@ from sim.energy_report import EnergyReport
 from sim.errors import PricingError
 
 # importing a model's module registers it in EXECUTION_MODELS (gpu_cpu, mcu: only that)
-from sim.execution import EXECUTION_MODELS, LedgerCounts, gpu_cpu, mcu, neuromorphic  # noqa: F401
+from sim.execution import (  # noqa: F401
+    EXECUTION_MODELS,
+    ExecutionModel,
+    LedgerCounts,
+    gpu_cpu,
+    mcu,
+    neuromorphic,
+)
 from sim.step_timing import has_model
 
 
@@ -89,7 +96,7 @@ def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
     return _with_validation(report)
 
 
-def _model(prof: HardwareProfile):
+def _model(prof: HardwareProfile) -> ExecutionModel:
     """The execution model registered for the profile's kind."""
     model = EXECUTION_MODELS.get(prof.kind)
     if model is None:

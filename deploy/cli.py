@@ -208,14 +208,14 @@ def cmd_simulate(args) -> int:
 def _compare_reports(plan, run, others, args, o: CommandOutput) -> list:
     """The run priced on each ``--compare`` profile. A neuromorphic run is re-placed and
     re-simulated on each other neuromorphic chip (its step times depend on where every
-    neuron sits: sim.neuromorphic.timing.reprice), with the same config and seed; any other
+    neuron sits: sim.execution.neuromorphic.reprice), with the same config and seed; any other
     kind re-prices the ledger. A chip the network does not fit on is left out of the
     comparison with one line saying why: the run itself is already written and priced."""
     import dataclasses
 
     from models import runner
     from sim.errors import HardwareLimitError
-    from sim.neuromorphic.timing import reprice
+    from sim.execution.neuromorphic import reprice
     reports = []
     for p in others:
         if p.kind == "neuromorphic" and run.profile.kind == "neuromorphic":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from sim.energy_report import EnergyReport
 from sim.ledger import Ledger
-from sim.pricing import EnergyReport
 
 
 def profile_list(profiles) -> list:

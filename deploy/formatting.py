@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from deploy.errors import ReportError
 from hw_profiles.ops import CATEGORIES
-from sim.pricing import PJ, EnergyReport
+from sim.energy_report import PJ, EnergyReport
 
 ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))
 """(scale in joules, unit) from the smallest up: :func:`format_energy` and the plots' axes."""

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from deploy.formatting import format_bytes, format_energy, format_seconds, significant
 from sim import phases
-from sim.ledger import within
-from sim.pricing import EnergyReport
+from sim.energy_report import EnergyReport
+from sim.scope_paths import within
 
 
 # -- scopes (the rule lives in sim.phases; these read it off a report) ----------------------

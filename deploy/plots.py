@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from deploy.formatting import ENERGY_UNITS, energy_breakdown, format_energy
 from hw_profiles.ops import CATEGORIES
-from sim.pricing import EnergyReport
+from sim.energy_report import EnergyReport
 
 _COLORS = dict(zip(CATEGORIES, ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8C8C8C",
                                  "#937860"), strict=True))

@@ -63,7 +63,7 @@ from deploy.report_html import (
 from deploy.terminal import comparison_table, terminal_report  # noqa: F401  (public here)
 from hw_profiles.profile import PROVENANCES
 from models.registry import RunResult
-from sim.pricing import EnergyReport
+from sim.energy_report import EnergyReport
 
 ESTIMATE_NOTE = ("Energy and latency figures are built from the profile entries listed at the "
                  "bottom (provenance: " + "/".join(PROVENANCES) + "); the table What these "

@@ -3,7 +3,7 @@ links, the headline figures, the per-layer rows, per-epoch energy, firing rates 
 NeuroBench table.
 
 Everything here is a view of figures already in the run and its
-:class:`~sim.pricing.EnergyReport`\\ s; nothing is priced again. The document itself is
+:class:`~sim.energy_report.EnergyReport`\\ s; nothing is priced again. The document itself is
 assembled by :func:`deploy.report.html_report`.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from deploy.formatting import format_bytes, format_energy, format_seconds, signi
 from deploy.headline import headline, neurobench, train_scope
 from deploy.plots import fig_to_img, plot_epoch_energy
 from models.registry import RunResult
-from sim.pricing import EnergyReport
+from sim.energy_report import EnergyReport
 
 
 def _e(x) -> str:

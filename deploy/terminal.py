@@ -39,7 +39,7 @@ from deploy.formatting import (
     report_tables,
 )
 from hw_profiles.profile import PROVENANCES
-from sim.pricing import EnergyReport
+from sim.energy_report import EnergyReport
 
 MAX_LINES = 60
 """Lines of the default terminal report (the headline and what fits after it)."""

@@ -1,10 +1,18 @@
-"""The Device contract shared by every engine, and ``device(profile)`` that picks the engine.
+"""The Device contract shared by every engine, each engine's typed protocol, and the registry.
 
 Interface apart from behaviour (as Lava's Process/ProcessModel and Brian2's Device): this
 module states what every engine offers -- ``profile``, ``ledger``, ``compile(model)``,
 ``run(...)``, ``count(scope, samples)``, ``report()`` -- and each engine module registers its
 class for the profile kinds it serves. The registry is a plain dict filled by the
-implementing modules; registering a kind twice is an error.
+implementing modules; registering a kind twice is an error. :func:`sim.engines.device`
+(``sim.device(profile)``) imports the engines and picks one by the profile's kind.
+
+``compile`` and ``run`` take different arguments in each engine (a spiking ``Network`` and a
+number of steps; packed layers and packed inputs; a torch module and a tensor), so the
+abstract class leaves them open and one :class:`typing.Protocol` per engine states its exact
+typed signature: :class:`NeuromorphicEngine`, :class:`BitwiseEngine`, :class:`TorchEngine`.
+Code written for one engine annotates its device with that engine's protocol; the tests
+check that each engine's methods have exactly its protocol's signature.
 
 Counting blocks follow one rule in every engine: ``with dev.count("train"):`` records what
 runs inside under ``train`` (below whatever ``Ledger.scope`` is open); blocks nest, an inner
@@ -14,15 +22,27 @@ full scope when the block ends without an error.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hw_profiles import load
-from hw_profiles.errors import NeuroedgeError, ProfileError
+from hw_profiles.errors import NeuroedgeError
 from hw_profiles.profile import KINDS, HardwareProfile
+from sim.energy_report import EnergyReport
 from sim.errors import HardwareLimitError, ModelError
 from sim.ledger import Ledger
+
+if TYPE_CHECKING:
+    # Types named by the engine protocols, for type checkers only: at run time they would
+    # import every engine (numba kernels, torch) into the module the engines import.
+    import numpy as np
+    import torch
+
+    from sim.bitwise.network import Layer, NetworkOutput
+    from sim.neuromorphic.compiler import Compiled
+    from sim.neuromorphic.engine import SimResult
+    from sim.neuromorphic.network import Network
 
 ENGINES: dict[str, type[Device]] = {}
 """profile kind -> engine class"""
@@ -69,11 +89,17 @@ class Device(ABC):
 
     @abstractmethod
     def compile(self, model: Any) -> Any:
-        """Place ``model`` on the hardware, checking every limit; return the placed model."""
+        """Place ``model`` on the hardware, checking every limit; return the placed model.
+
+        Each engine's typed signature: :class:`NeuromorphicEngine`, :class:`BitwiseEngine`,
+        :class:`TorchEngine`."""
 
     @abstractmethod
-    def run(self, *args, **kwargs) -> Any:
-        """Execute on the simulated hardware, recording counts into ``self.ledger``."""
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Execute on the simulated hardware, recording counts into ``self.ledger``.
+
+        Each engine's typed signature: :class:`NeuromorphicEngine`, :class:`BitwiseEngine`,
+        :class:`TorchEngine`."""
 
     @contextmanager
     def count(self, scope: str, samples: int = 0) -> Iterator[None]:
@@ -90,7 +116,7 @@ class Device(ABC):
             if samples:
                 self.ledger.add_samples(samples)
 
-    def report(self):
+    def report(self) -> EnergyReport:
         """Price everything recorded so far on this device's profile (an EnergyReport)."""
         return self.ledger.price(self.profile)
 
@@ -107,31 +133,58 @@ class Device(ABC):
         return f"{type(self).__name__}(profile={self.profile.name!r})"
 
 
-def device(profile: str | HardwareProfile, engine: str | None = None, **kwargs) -> Device:
-    """Return the engine for the profile's kind, e.g. ``device("a100")`` -> TorchDevice.
+# -- each engine's typed contract --------------------------------------------------------------
+@runtime_checkable
+class Engine(Protocol):
+    """What every engine offers beside ``compile`` and ``run`` (the :class:`Device` contract)."""
 
-    ``engine="torch"`` asks for the TorchDevice on any gpu, cpu or bitwise profile: a torch
-    module run on a microcontroller profile (``device("cortex-m7", engine="torch")``) is
-    counted by torch and priced with the microcontroller's memories (sim/execution/mcu.py).
-    """
-    prof = load(profile)
-    _import_engines()
-    if engine is not None:
-        from sim.torch_engine import TorchDevice
-        if engine != "torch":
-            raise NeuroedgeError(f"device: engine {engine!r} is not known; give engine='torch' "
-                                 "or leave it out to use the engine of the profile's kind")
-        return TorchDevice(prof, **kwargs)   # refuses kinds it does not model
-    cls = ENGINES.get(prof.kind)
-    if cls is None:
-        raise ProfileError(
-            f"profile {prof.label!r} is of kind {prof.kind!r}, which no engine serves; "
-            f"engines available now serve kinds {', '.join(sorted(ENGINES))}")
-    return cls(prof, **kwargs)
+    profile: HardwareProfile
+    ledger: Ledger
+
+    def count(self, scope: str, samples: int = 0) -> AbstractContextManager[None]: ...
+
+    def report(self) -> EnergyReport: ...
+
+    def reset(self) -> None: ...
 
 
-def _import_engines() -> None:
-    """Import engine modules so they register themselves (lazily: torch is heavy)."""
-    import sim.bitwise  # noqa: F401
-    import sim.neuromorphic  # noqa: F401
-    import sim.torch_engine  # noqa: F401
+@runtime_checkable
+class NeuromorphicEngine(Engine, Protocol):
+    """:class:`~sim.neuromorphic.NeuromorphicDevice`: a spiking network, run step by step."""
+
+    def compile(self, net: Network, *, quantize: bool = True,
+                weight_lsb: float | None = None) -> Compiled:
+        """Quantise, place and route ``net`` on the cores; allocate fresh state."""
+        ...
+
+    def run(self, n_steps: int, scope: str | None = "run", *,
+            loop: str = "compiled") -> SimResult:
+        """Advance ``n_steps`` time steps, counting into ``ledger[scope]``."""
+        ...
+
+
+@runtime_checkable
+class BitwiseEngine(Engine, Protocol):
+    """:class:`~sim.bitwise.BitwiseDevice`: packed +/-1 layers on packed input words."""
+
+    def compile(self, layers: Sequence[Layer]) -> list[Layer]:
+        """Check the packed layers chain and fit the device; return them as a list."""
+        ...
+
+    def run(self, layers: Sequence[Layer], x_words: np.ndarray,
+            scope: str = "infer") -> NetworkOutput:
+        """Inference of the packed network on packed inputs ``x_words`` (N, W)."""
+        ...
+
+
+@runtime_checkable
+class TorchEngine(Engine, Protocol):
+    """:class:`~sim.torch_engine.TorchDevice`: a torch module under the op counter."""
+
+    def compile(self, module: torch.nn.Module) -> torch.nn.Module:
+        """Check the module's parameters fit device memory; move it to the device."""
+        ...
+
+    def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer") -> Any:
+        """Inference ``module(x)`` without gradients, counted under ``scope``."""
+        ...

@@ -16,7 +16,7 @@ parameters) are joined with the counts and charges of the scopes the layer's wor
   per synop and per synapse-memory byte (exact: those are synops x price) and, of the
   neuron-update lines, its share of membrane updates. Spike, routing and static lines stay
   with the run (no row holds them). Latency is a critical path over cores
-  (``sim/neuromorphic/timing.py``) that does not split by population: nan.
+  (``sim/execution/neuromorphic.py``) that does not split by population: nan.
 
 A torch row's energy is every charge of its scopes, static power over its latency
 included, so the rows and the scopes outside any layer sum to the report's total.

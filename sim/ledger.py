@@ -13,26 +13,26 @@ step or batch, so accounting never costs a Python call per event.
 Counts are exact Python integers. Ops outside the closed vocabulary are refused; ops an
 engine saw but could not count (an unknown torch op, say) are recorded by name with
 :meth:`Ledger.add_uncounted` so reports can say what is missing instead of a silent zero.
+
+This module owns the counting; the serialised forms (dict, JSON, HDF5) are in
+:mod:`sim.ledger_io`, the neuromorphic step-timing record a ledger keeps beside its counts
+in :mod:`sim.step_timing`, and the scope-path rules in :mod:`sim.scope_paths`.
 """
 from __future__ import annotations
 
-import json
-import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from hw_profiles.ops import MEMORY_LEVELS, OP_NAMES, OPS
+from sim import ledger_io, pricing
 from sim.errors import LedgerError
+from sim.scope_paths import SCOPE_RE, within
+from sim.step_timing import StepTiming
 
-FORMAT = "neuroedge.Ledger"
-FORMAT_VERSION = 1
-_SCOPE_RE = re.compile(r"^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
-_DIRECTIONS = ("read", "write")
-_INT64_MAX = np.iinfo(np.int64).max
+_DIRECTIONS = ledger_io.DIRECTIONS
 
 ACTIVITY = {
     # NeuroBench's activity counts (neurobench.metrics; names of its SynapticOperations,
@@ -69,11 +69,6 @@ def _check_count(what: str, value) -> int:
     return value
 
 
-def within(scope: str, parent: str) -> bool:
-    """True when ``scope`` is ``parent`` or one of its sub-scopes (``""`` contains all)."""
-    return parent == "" or scope == parent or scope.startswith(parent + "/")
-
-
 class Ledger:
     """Scoped counts of primitive ops, bytes per memory level, samples and uncounted ops.
 
@@ -93,7 +88,7 @@ class Ledger:
         self._bytes: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
         self._samples: dict[str, int] = {}
         self._uncounted: dict[str, dict[str, int]] = defaultdict(dict)
-        self._timing: dict[str, StepTiming] = {}   # neuromorphic step timing (see below)
+        self._timing: dict[str, StepTiming] = {}   # see add_timing
         self._footprint: dict[str, dict[str, int]] = {}  # see add_footprint
         self._activity: dict[str, dict[str, int]] = defaultdict(dict)  # see add_activity
         self._models: dict[str, dict[str, int]] = {}     # see record_model
@@ -107,7 +102,7 @@ class Ledger:
         if scope:
             parts.append(scope)
         full = "/".join(parts)
-        if full and not _SCOPE_RE.match(full):
+        if full and not SCOPE_RE.match(full):
             raise LedgerError(f"scope {full!r}: expected '/'-separated names of letters, "
                               "digits, '_', '.', '-' (e.g. 'train/fc1/forward')")
         return full
@@ -375,11 +370,14 @@ class Ledger:
 
         ``options`` go to :func:`sim.pricing.price` (``realtime=True``: neuromorphic static
         energy over the biological duration)."""
-        from sim.pricing import price
-        return price(self, profile, **options)
+        return pricing.price(self, profile, **options)
 
-    # -- serialisation: one to_dict/from_dict path, JSON and HDF5 built on it ------------
+    # -- serialisation: one to_dict/from_dict path; JSON and HDF5 built on it (ledger_io) ---
     def to_dict(self) -> dict:
+        """Plain data: a format tag and version, one entry per scope, optional extras.
+
+        The one serialised form of a ledger; JSON and HDF5 (:mod:`sim.ledger_io`) write it.
+        """
         scopes = []
         for name in self.scopes():
             entry = {"scope": name,
@@ -393,7 +391,7 @@ class Ledger:
             if name in self._timing:
                 entry["timing"] = self._timing[name].to_dict()
             scopes.append(entry)
-        out = {"type": FORMAT, "version": FORMAT_VERSION, "scopes": scopes}
+        out = {"type": ledger_io.FORMAT, "version": ledger_io.FORMAT_VERSION, "scopes": scopes}
         if self._footprint:  # optional key: ledgers without one serialise as before
             out["footprint"] = self.footprints()
         out.update(self._extras())
@@ -414,12 +412,14 @@ class Ledger:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Ledger:
-        if not isinstance(data, Mapping) or data.get("type") != FORMAT:
-            raise LedgerError(f"not a serialised ledger: expected type {FORMAT!r}, got "
-                              f"{data.get('type') if isinstance(data, Mapping) else data!r}")
-        if data.get("version") != FORMAT_VERSION:
-            raise LedgerError(f"ledger format version {data.get('version')!r} is not "
-                              f"supported (this neuroedge reads version {FORMAT_VERSION})")
+        """A ledger from :meth:`to_dict`'s form, every count checked as if recorded live.
+
+        Raises
+        ------
+        LedgerError
+            Not a serialised ledger, another format version, or a malformed entry.
+        """
+        ledger_io.check_format(data)
         led = cls()
         try:
             for entry in data["scopes"]:
@@ -428,7 +428,7 @@ class Ledger:
                     led.add(op, n, scope=name or None)
                 for key, n in entry["bytes"].items():
                     level, direction = key.split(":")
-                    if direction not in _DIRECTIONS:
+                    if direction not in ledger_io.DIRECTIONS:
                         raise LedgerError(f"bytes key {key!r}: expected LEVEL:read|write")
                     led.add_bytes(level, scope=name or None, **{direction: n})
                 if "samples" in entry:
@@ -445,107 +445,29 @@ class Ledger:
         return led
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1)
+        """:meth:`to_dict` as JSON text."""
+        return ledger_io.to_json(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str) -> Ledger:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LedgerError(f"ledger JSON is not valid JSON: {exc}") from None
-        return cls.from_dict(data)
+        """A ledger from :meth:`to_json`'s text."""
+        return cls.from_dict(ledger_io.from_json(text))
 
     def to_hdf5(self, group) -> None:
-        """Write into an h5py group: int64 matrices scopes x ops and scopes x byte columns."""
-        import h5py
-        names = self.scopes()
-        str_dt = h5py.string_dtype()
-        ops = np.zeros((len(names), len(OP_NAMES)), dtype=np.int64)
-        byte_cols = [f"{lv}:{d}" for lv in MEMORY_LEVELS for d in _DIRECTIONS]
-        nbytes = np.zeros((len(names), len(byte_cols)), dtype=np.int64)
-        samples = np.full(len(names), -1, dtype=np.int64)  # -1: no samples recorded
-        for i, name in enumerate(names):
-            for op, n in self._ops.get(name, {}).items():
-                ops[i, OP_NAMES.index(op)] = self._fit_int64(op, n)
-            for (lv, d), n in self._bytes.get(name, {}).items():
-                nbytes[i, byte_cols.index(f"{lv}:{d}")] = self._fit_int64(f"{lv} bytes", n)
-            if name in self._samples:
-                samples[i] = self._samples[name]
-        group.attrs["type"] = FORMAT
-        group.attrs["version"] = FORMAT_VERSION
-        group.create_dataset("scope_names", data=np.array(names, dtype=object), dtype=str_dt)
-        group.create_dataset("op_names", data=np.array(OP_NAMES, dtype=object), dtype=str_dt)
-        group.create_dataset("byte_columns", data=np.array(byte_cols, dtype=object),
-                             dtype=str_dt)
-        group.create_dataset("ops", data=ops, compression="gzip")
-        group.create_dataset("bytes", data=nbytes, compression="gzip")
-        group.create_dataset("samples", data=samples)
-        group.attrs["uncounted"] = json.dumps({k: v for k, v in self._uncounted.items() if v})
-        self._timing_to_hdf5(group)
-        if self._footprint:
-            group.attrs["footprint"] = json.dumps(self.footprints())
-        extras = self._extras()
-        if extras:
-            group.attrs["extras"] = json.dumps(extras)
-
-    @staticmethod
-    def _fit_int64(what, n):
-        if n > _INT64_MAX:
-            raise LedgerError(f"count for {what} = {n} does not fit in int64 for HDF5")
-        return n
+        """Write into an h5py group: int64 matrices scopes x ops and scopes x byte columns
+        (layout: :mod:`sim.ledger_io`)."""
+        ledger_io.write_hdf5(self.to_dict(), group)
 
     @classmethod
     def from_hdf5(cls, group) -> Ledger:
-        if group.attrs.get("type") != FORMAT:
-            raise LedgerError(f"HDF5 group {group.name!r} is not a ledger "
-                              f"(type attribute {group.attrs.get('type')!r})")
-        if group.attrs.get("version") != FORMAT_VERSION:
-            raise LedgerError(f"ledger format version {group.attrs.get('version')!r} is not "
-                              f"supported (this neuroedge reads version {FORMAT_VERSION})")
-        try:
-            names = _hdf5_strings(group, "scope_names")
-            op_names = _hdf5_strings(group, "op_names")
-            cols = _hdf5_strings(group, "byte_columns")
-            ops, nbytes, samples = group["ops"][()], group["bytes"][()], group["samples"][()]
-            uncounted = json.loads(group.attrs["uncounted"])
-        except (KeyError, OSError, ValueError, TypeError, AttributeError) as exc:
-            raise LedgerError(f"HDF5 ledger in {group.name!r} is incomplete or corrupt: "
-                              f"{exc}") from None
-        _check_hdf5_arrays(group.name, names, op_names, cols, ops, nbytes, samples, uncounted)
-        led = cls()
-        for i, name in enumerate(names):
-            scope = name or None
-            for j, op in enumerate(op_names):
-                if ops[i, j]:
-                    led.add(op, int(ops[i, j]), scope=scope)
-            for j, col in enumerate(cols):
-                if nbytes[i, j]:
-                    level, direction = col.split(":")
-                    led.add_bytes(level, scope=scope, **{direction: int(nbytes[i, j])})
-            if samples[i] >= 0:
-                led.add_samples(int(samples[i]), scope=scope)
-        for name, bucket in uncounted.items():
-            for k, n in bucket.items():
-                led.add_uncounted(k, n, scope=name or None)
-        led._timing_from_hdf5(group)
-        if "footprint" in group.attrs:  # optional: written only when a footprint was recorded
-            try:
-                led._merge_footprints(json.loads(group.attrs["footprint"]), "")
-            except (KeyError, TypeError, ValueError) as exc:
-                raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt footprint "
-                                  f"attribute: {exc}") from None
-        if "extras" in group.attrs:   # optional: activity, models, layers
-            try:
-                led._merge_extras(json.loads(group.attrs["extras"]), "")
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt extras "
-                                  f"attribute (activity, models, layers): {exc}") from None
-        return led
+        """A ledger from a group :meth:`to_hdf5` wrote; a foreign or corrupt group is a
+        :class:`~sim.errors.LedgerError` naming it."""
+        return cls.from_dict(ledger_io.read_hdf5(group))
 
     # -- neuromorphic step timing ----------------------------------------------------------
     # A hardware-dependent record beside the counts: the engine reduces its per-core work to
     # the step's critical path inside its kernels and keeps only sums here (never per-step
-    # arrays), so pricing on the profile the run was placed on is exact. See StepTiming.
+    # arrays), so pricing on the profile the run was placed on is exact (sim/step_timing.py).
     def add_timing(self, record: StepTiming, scope: str | None = None) -> None:
         """Add an engine's step-timing record to ``scope`` (summed with one already there)."""
         if not isinstance(record, StepTiming):
@@ -561,156 +483,7 @@ class Ledger:
         """The step-timing record of ``scope`` itself (not its sub-scopes), or None."""
         return self._timing.get(scope)
 
-    def _timing_to_hdf5(self, group) -> None:
-        if not self._timing:
-            return
-        g = group.create_group("timing")
-        for i, (scope, rec) in enumerate(sorted(self._timing.items())):
-            sub = g.create_group(str(i))
-            meta = rec.to_dict()
-            sub.create_dataset("core_ops", data=np.asarray(meta.pop("core_ops"), np.int64),
-                               compression="gzip")
-            sub.attrs["scope"] = scope
-            sub.attrs["meta"] = json.dumps(meta)
-
-    def _timing_from_hdf5(self, group) -> None:
-        if "timing" not in group:
-            return
-        try:
-            for sub in group["timing"].values():
-                meta = json.loads(sub.attrs["meta"])
-                meta["core_ops"] = sub["core_ops"][()].tolist()
-                self._add_timing(str(sub.attrs["scope"]), StepTiming.from_dict(meta))
-        except (KeyError, OSError, ValueError, TypeError) as exc:
-            raise LedgerError(f"HDF5 ledger in {group.name!r}: step-timing record is "
-                              f"incomplete or corrupt: {exc}") from None
-
     def __repr__(self) -> str:
         ops = self.total_ops()
         top = ", ".join(f"{k}={v}" for k, v in list(ops.items())[:4])
         return f"Ledger({len(self.scopes())} scopes; {top}{', ...' if len(ops) > 4 else ''})"
-
-
-# -- neuromorphic step timing ----------------------------------------------------------------
-TIMED_OPS = ("synop", "neuron_update_active", "neuron_update_idle", "spike", "hop",
-             "syn_update")
-"""Columns of :attr:`StepTiming.core_ops`: the ops an engine attributes to a core."""
-
-
-@dataclass(frozen=True)
-class StepTiming:
-    """What a neuromorphic engine's steps took on the profile it ran on, as sums.
-
-    The step time is computed inside the kernels from per-core op counts (see
-    ``sim/neuromorphic/timing.py``); only these totals are kept, so a ledger of millions of
-    steps stays small. ``key`` fingerprints the profile's time parameters and the placement's
-    barrier: a price on a profile with another key cannot reuse ``step_s``.
-
-    Attributes
-    ----------
-    profile : name of the profile whose per-core op times made the figures
-    key : fingerprint of those times, the barrier and the tick (``timing.timing_key``)
-    steps : synchronised phases (time steps, and learning phases) recorded
-    work_s : sum over steps of the slowest core's work, seconds (no barrier, no tick)
-    step_s : sum over steps of ``max(tick, slowest core + barrier)``, seconds
-    paced_s : sum over steps of ``max(dt, step time)``: the run paced to real time
-    bio_s : biological duration of the time steps (steps x dt; 0 for learning phases)
-    overruns : steps whose time exceeded dt (they could not keep real time)
-    core_ops : (1 + cores, len(TIMED_OPS)) int64 totals; row 0 = ops off the cores (input
-        spikes injected by the host, ...), row 1 + c = core c
-    """
-
-    profile: str
-    key: str
-    steps: int
-    work_s: float
-    step_s: float
-    paced_s: float
-    bio_s: float
-    overruns: int
-    core_ops: np.ndarray = field(repr=False, compare=False)
-
-    def covered(self) -> dict[str, int]:
-        """Op -> count this record timed (the sum over its rows)."""
-        tot = np.asarray(self.core_ops).sum(axis=0)
-        return {op: int(n) for op, n in zip(TIMED_OPS, tot, strict=True) if n}
-
-    def plus(self, other: StepTiming, scope: str = "") -> StepTiming:
-        if (self.profile, self.key) != (other.profile, other.key):
-            raise LedgerError(f"scope {scope!r}: step timing recorded on {self.profile!r} "
-                              f"(key {self.key}) cannot be summed with timing on "
-                              f"{other.profile!r} (key {other.key}); record them in "
-                              "separate scopes")
-        a, b = np.asarray(self.core_ops), np.asarray(other.core_ops)
-        rows = max(a.shape[0], b.shape[0])
-        ops = np.zeros((rows, len(TIMED_OPS)), np.int64)
-        ops[:a.shape[0]] += a
-        ops[:b.shape[0]] += b
-        return StepTiming(self.profile, self.key, self.steps + other.steps,
-                          self.work_s + other.work_s, self.step_s + other.step_s,
-                          self.paced_s + other.paced_s, self.bio_s + other.bio_s,
-                          self.overruns + other.overruns, ops)
-
-    def to_dict(self) -> dict:
-        return {"profile": self.profile, "key": self.key, "steps": int(self.steps),
-                "work_s": float(self.work_s), "step_s": float(self.step_s),
-                "paced_s": float(self.paced_s), "bio_s": float(self.bio_s),
-                "overruns": int(self.overruns), "columns": list(TIMED_OPS),
-                "core_ops": np.asarray(self.core_ops, np.int64).tolist()}
-
-    @classmethod
-    def from_dict(cls, d: Mapping) -> StepTiming:
-        if list(d.get("columns", TIMED_OPS)) != list(TIMED_OPS):
-            raise LedgerError(f"step timing columns {d.get('columns')!r}: this neuroedge "
-                              f"reads {list(TIMED_OPS)}")
-        ops = np.asarray(d["core_ops"], np.int64).reshape(-1, len(TIMED_OPS))
-        vals = [float(d[k]) for k in ("work_s", "step_s", "paced_s", "bio_s")]
-        if (ops < 0).any() or min(vals) < 0 or int(d["steps"]) < 0 or int(d["overruns"]) < 0:
-            raise LedgerError("step timing record has a negative count or time")
-        return cls(str(d["profile"]), str(d["key"]), int(d["steps"]), *vals,
-                   int(d["overruns"]), ops)
-
-
-# -- HDF5 read checks: a foreign or edited file is a LedgerError line -----------------------
-def _hdf5_strings(group, key: str) -> list[str]:
-    """A 1-D dataset of strings as a list (h5py gives bytes or str by version)."""
-    data = group[key][()]
-    if not isinstance(data, np.ndarray) or data.ndim != 1 or data.dtype.kind not in "OSU":
-        raise LedgerError(f"HDF5 ledger in {group.name!r}: {key} must be a 1-D array of "
-                          f"strings, got {getattr(data, 'dtype', type(data).__name__)} "
-                          f"shape {getattr(data, 'shape', ())}")
-    out = [s.decode() if isinstance(s, bytes) else s for s in data]
-    if not all(isinstance(s, str) for s in out):
-        raise LedgerError(f"HDF5 ledger in {group.name!r}: {key} must hold strings")
-    if len(set(out)) != len(out):
-        dup = next(s for s in out if out.count(s) > 1)
-        raise LedgerError(f"HDF5 ledger in {group.name!r}: {key} lists {dup!r} twice; "
-                          "a ledger writes each name once")
-    return out
-
-
-def _check_hdf5_arrays(where, names, op_names, cols, ops, nbytes, samples, uncounted):
-    """Shapes, ranks and dtypes a ledger's writer produces (Ledger.to_hdf5), or an error."""
-    expected = (("ops", ops, (len(names), len(op_names)), "scope_names x op_names"),
-                ("bytes", nbytes, (len(names), len(cols)), "scope_names x byte_columns"),
-                ("samples", samples, (len(names),), "one per scope name"))
-    for key, arr, shape, meaning in expected:
-        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu":
-            raise LedgerError(f"HDF5 ledger in {where!r}: {key} must be an integer array, got "
-                              f"{getattr(arr, 'dtype', type(arr).__name__)}")
-        if arr.shape != shape:
-            raise LedgerError(f"HDF5 ledger in {where!r}: {key} has shape {arr.shape}; "
-                              f"expected {shape} ({meaning})")
-    if samples.size and samples.min() < -1:
-        raise LedgerError(f"HDF5 ledger in {where!r}: samples has {int(samples.min())}; "
-                          "expected >= 0, or -1 for a scope without samples")
-    for col in cols:
-        level, _, direction = col.partition(":")
-        if level not in MEMORY_LEVELS or direction not in _DIRECTIONS:
-            raise LedgerError(f"HDF5 ledger in {where!r}: byte column {col!r}; expected "
-                              "LEVEL:read|write with LEVEL one of " + ", ".join(MEMORY_LEVELS))
-    if not isinstance(uncounted, dict) or not all(
-            isinstance(b, dict) and all(isinstance(k, str) for k in b)
-            for b in uncounted.values()):
-        raise LedgerError(f"HDF5 ledger in {where!r}: attribute uncounted must be a JSON "
-                          "object {scope: {op name: calls}}")

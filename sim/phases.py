@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sim.ledger import within
+from sim.scope_paths import within
 
 TRAINING_PREFIXES = ("train", "learn")
 

@@ -38,6 +38,14 @@ import numpy as np
 
 from hw_profiles.ops import OP_CODES, OP_NAMES
 from sim.bitwise import kernels
+from sim.bitwise.network import (
+    ClauseLayer,
+    Layer,
+    NetworkOutput,
+    check_network,
+    forward,
+    network_bytes,
+)
 from sim.bitwise.packing import WORD_DTYPES, n_words, pack_bool
 from sim.device import Device, register_engine
 from sim.errors import ModelError
@@ -459,13 +467,12 @@ class BitwiseDevice(Device):
         self.ledger.add_footprint(int(writable), int(read_only), scope=scope)
 
     # -- networks (Device contract) ------------------------------------------------------
-    def compile(self, layers: Sequence) -> list:
+    def compile(self, layers: Sequence[Layer]) -> list[Layer]:
         """Check a packed feed-forward network (see :mod:`sim.bitwise.network`) fits this device.
 
         The word width must be the device's, consecutive layers must chain, and the
         packed weights plus thresholds must fit the largest memory of the profile.
         """
-        from sim.bitwise.network import check_network, network_bytes
         layers = check_network(layers, self.word_bits)
         need = network_bytes(layers)
         cap = max(m.capacity_bytes.value for m in self.profile.memory.values())
@@ -482,7 +489,6 @@ class BitwiseDevice(Device):
         Weights are +-1 bits (Sign/Scores layers: never zero) or, in a clause layer, the
         include bits of each clause's plain and negated literals (an excluded literal is a
         zero weight); thresholds, biases, clause classes and votes are parameters too."""
-        from sim.bitwise.network import ClauseLayer
         params = weights = zeros = 0
         for i, layer in enumerate(layers):
             if isinstance(layer, ClauseLayer):
@@ -502,9 +508,9 @@ class BitwiseDevice(Device):
                                  buffer_bytes=0, connection_weights=weights,
                                  connection_zero_weights=zeros)
 
-    def run(self, layers: Sequence, x_words, scope: str = "infer"):
+    def run(self, layers: Sequence[Layer], x_words: np.ndarray,
+            scope: str = "infer") -> NetworkOutput:
         """Inference of a packed network on inputs ``x_words`` [N, W]: a NetworkOutput."""
-        from sim.bitwise.network import forward
         layers = self.compile(layers)
         x = self._words(x_words, "run x_words")
         with self.count(scope, samples=x.shape[0]):

@@ -165,6 +165,8 @@ class ClauseLayer:
 
 
 LAYER_KINDS = (SignLayer, ScoresLayer, ClauseLayer)
+Layer = SignLayer | ScoresLayer | ClauseLayer
+"""One layer of a packed network (the kinds in :data:`LAYER_KINDS`)."""
 FINAL_KINDS = (ScoresLayer, ClauseLayer)
 """layer kinds that produce scores and must come last"""
 

@@ -32,16 +32,11 @@ overflow the cache is priced optimistically: every figure is an estimate.
 from __future__ import annotations
 
 from hw_profiles.profile import HardwareProfile
+from sim.energy_report import PJ, Charge, EnergyReport
 from sim.errors import PricingError
-from sim.ledger import within
-from sim.pricing import (
-    PJ,
-    Charge,
-    EnergyReport,
-    memory_charge,
-    op_charge,
-    static_charge,
-)
+from sim.execution import LedgerCounts, register_execution_model
+from sim.execution.charges import memory_charge, op_charge, static_charge
+from sim.scope_paths import within
 
 REQUIRED = ("board_power_w", "launch_s", "half_perf_ops")
 NAME = ("gpu/cpu eager: per scope max(compute at Hockney-achieved rate, memory) + kernel "
@@ -77,7 +72,7 @@ def reused_bytes(fp: dict) -> int:
     return fp["writable"] + fp["read_only"] - fp.get("streamed", 0)
 
 
-def price(ledger, prof: HardwareProfile) -> EnergyReport:
+def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
     """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring).
 
     Raises
@@ -173,3 +168,7 @@ def price(ledger, prof: HardwareProfile) -> EnergyReport:
                         latency_s=latency, samples=ledger.samples(), entries=entries,
                         uncounted=ledger.uncounted(), execution_model=NAME, bound="estimate",
                         excluded=EXCLUDED, notes=tuple(notes))
+
+
+register_execution_model("gpu", price)
+register_execution_model("cpu", price)

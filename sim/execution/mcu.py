@@ -22,9 +22,11 @@ no footprint they are priced at ``local`` SRAM (and the report says so).
 from __future__ import annotations
 
 from hw_profiles.profile import HardwareProfile
+from sim.energy_report import Charge, EnergyReport
 from sim.errors import HardwareLimitError
+from sim.execution import LedgerCounts, register_execution_model
+from sim.execution.charges import memory_charge, op_charge, static_charge
 from sim.execution.gpu_cpu import footprint_scope
-from sim.pricing import Charge, EnergyReport, memory_charge, op_charge, static_charge
 
 NAME = ("bitwise/MCU: serial in-order core, per scope sum of op cycles and memory time at the "
         "profile's rates; state placed in SRAM, read-only state may spill to flash "
@@ -99,7 +101,7 @@ def _split(n: int, weights: dict[str, int]) -> dict[str, int]:
     return parts
 
 
-def price(ledger, prof: HardwareProfile) -> EnergyReport:
+def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
     """Price ``ledger`` on a ``bitwise`` profile (see the module docstring).
 
     Raises
@@ -154,3 +156,6 @@ def price(ledger, prof: HardwareProfile) -> EnergyReport:
                         latency_s=latency, samples=ledger.samples(), entries=entries,
                         uncounted=ledger.uncounted(), execution_model=NAME, bound="estimate",
                         excluded=EXCLUDED, notes=tuple(notes))
+
+
+register_execution_model("bitwise", price)

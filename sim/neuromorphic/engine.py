@@ -11,8 +11,9 @@ accumulated in an int64 array inside the kernels and flushed to the ledger once 
 ``run`` call (a batch of steps), under the scope given to ``run``.
 
 Time: the kernels also count every op per core and reduce each step to its critical path
-(slowest core + barrier, ``timing.py``) under this device's profile; ``run`` adds the sums
-to the ledger as a :class:`~sim.ledger.StepTiming` record of its scope.
+(slowest core + barrier, :mod:`sim.execution.neuromorphic`) under this device's profile,
+through a :class:`~sim.neuromorphic.step_clock.StepClock`; ``run`` adds the sums to the
+ledger as a :class:`~sim.step_timing.StepTiming` record of its scope.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from sim.device import Device, register_engine
 from sim.errors import HardwareLimitError, ModelError
 from sim.neuromorphic import custom_loop as CL
 from sim.neuromorphic import kernels as K
-from sim.neuromorphic import timing
+from sim.neuromorphic import step_clock
 from sim.neuromorphic import weights as W
 from sim.neuromorphic.compiler import MODEL_CODES, Compiled, compile_network
 from sim.neuromorphic.network import Network
@@ -216,10 +217,10 @@ class NeuromorphicDevice(Device):
         # per-core timing: table row of every presynaptic index (1 + core; sources, which
         # the host injects, row 0) and each row's synapse count per destination core
         self.core_row = np.concatenate([c.core_of + 1, np.zeros(c.n_sources, np.int64)])
-        self.rc = timing.row_core_counts(c.row_ptr, c.col, c.n_neurons, c.core_of)
+        self.rc = step_clock.row_core_counts(c.row_ptr, c.col, c.n_neurons, c.core_of)
         cpr = self.profile.interconnect.get("cores_per_router")
         routers = np.unique(c.core_of // (int(cpr.value) if cpr else 1)).size
-        self.clock = timing.StepClock(self.profile, c.n_cores, routers, net.dt)
+        self.clock = step_clock.StepClock(self.profile, c.n_cores, routers, net.dt)
         # graded spikes: signed payloads of spike_payload_bits; without it, binary (1 only)
         bits = self.profile.limit("spike_payload_bits")
         top = 1 if bits is None else 2 ** (int(bits) - 1) - 1

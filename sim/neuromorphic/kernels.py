@@ -348,7 +348,7 @@ def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entr
     Counts: one ``spike`` packet per spike, ``hops[j]`` router hops (its multicast tree),
     one ``synop`` and ``entry_bytes`` synapse-memory bytes per target synapse. The same
     counts go per core into ``cc`` (rows 1 + core, row 0 off the cores; columns
-    ``ledger.TIMED_OPS``): the spike and its hops to the sender's row ``core_row[j]``, the
+    ``sim.step_timing.TIMED_OPS``): the spike and its hops to the sender's row ``core_row[j]``, the
     synops to each destination core's row (``rc_*``: per presynaptic row, its target rows
     and synapse counts).
     """
@@ -503,7 +503,7 @@ def tally_neurons(core_row, flag, cc):
 
 @njit(cache=True)
 def end_step(cc, tot, tau, sync, stats):
-    """Reduce one step's per-core counts to its time (sim/neuromorphic/timing.py).
+    """Reduce one step's per-core counts to its time (sim/execution/neuromorphic.py).
 
     work = max over cores (rows >= 1) of sum_op cc[row, op] x tau[op]; step = max(tick,
     work + barrier); paced = max(dt, step). ``sync`` = [barrier, tick, dt] seconds; adds

@@ -18,6 +18,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -284,7 +285,7 @@ class TorchDevice(Device):
             facts["buffer_bytes"] = self._buffer_bytes.get(id(module), facts["buffer_bytes"])
             self.ledger.record_model(type(module).__name__, **facts)
 
-    def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer"):
+    def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer") -> Any:
         """Inference: ``module(x)`` without gradients, counted under ``scope``."""
         with torch.no_grad(), self.count(scope, samples=int(x.shape[0]) if x.dim() else 1):
             return module(x)

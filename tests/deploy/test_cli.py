@@ -587,7 +587,7 @@ def test_simulate_compare_re_places_a_spiking_run_on_each_chip(tmp_path, monkeyp
     assert "re-placing and re-running fake_snn on truenorth" in capsys.readouterr().err
     # truenorth's 1 ms tick paces its 20 steps: 20 ms there, whatever the placement
     from models import runner
-    from sim.neuromorphic.timing import reprice
+    from sim.execution.neuromorphic import reprice
     plan = runner.prepare(models.REGISTRY["fake_snn"], profile="loihi")
     tn = reprice(lambda q: runner.execute(dataclasses.replace(plan, profile=q)), ["truenorth"])[0]
     assert tn.total_latency_s == pytest.approx(20e-3)

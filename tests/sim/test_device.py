@@ -75,8 +75,8 @@ def test_device_picks_engine_by_kind():
 
 
 def test_device_without_engine_for_kind(monkeypatch):
-    device_module = importlib.import_module("sim.device")   # `sim.device` is the function
-    monkeypatch.setattr(device_module, "_import_engines", lambda: None)  # engines imported
+    engines = importlib.import_module("sim.engines")     # where sim.device() picks the engine
+    monkeypatch.setattr(engines, "_import_engines", lambda: None)  # engines imported
     monkeypatch.delitem(ENGINES, "gpu")
     with pytest.raises(ProfileError, match=r"^profile 'a100' is of kind 'gpu', which no engine "
                                            r"serves; engines available now serve kinds "

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from sim.bitwise.network import ScoresLayer, SignLayer
-from sim.device import device
+from sim.engines import device
 from sim.layers import LayerRow, bound_of, latency_parts, layer_rows
 from sim.neuromorphic import Network
 from sim.neuromorphic.engine import NeuromorphicDevice

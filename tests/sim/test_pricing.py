@@ -1,9 +1,10 @@
 """Pricing arithmetic against hand-computed values on the toy profile (round numbers)."""
 import pytest
 
+from sim.energy_report import EnergyReport
 from sim.errors import PricingError
 from sim.ledger import Ledger
-from sim.pricing import EnergyReport, price
+from sim.pricing import price
 
 
 def _ledger() -> Ledger:

@@ -7,9 +7,10 @@ import pytest
 import hw_profiles
 from hw_profiles import loads
 from hw_profiles.errors import ProfileError
+from sim.energy_report import EnergyReport
 from sim.errors import PricingError
 from sim.ledger import Ledger
-from sim.pricing import EnergyReport, price
+from sim.pricing import price
 
 L2 = '''
 [[memory]]

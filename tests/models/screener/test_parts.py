@@ -106,7 +106,7 @@ def test_config_refuses_bad_values():
 
 
 def test_counted_steps_counts_only_the_first_k():
-    from sim.device import device
+    from sim.engines import device
     dev = device("tests/data/toy-gpu.toml")
     lin = dev.compile(torch.nn.Linear(4, 3, bias=False))
     x = torch.ones(2, 4)

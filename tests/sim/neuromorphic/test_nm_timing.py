@@ -1,9 +1,9 @@
-"""The neuromorphic time model (sim/neuromorphic/timing.py) checked by hand on a toy chip.
+"""The neuromorphic time model (sim/execution/neuromorphic.py, sim/step_timing.py, the
+engine's sim/neuromorphic/step_clock.py) checked by hand on a toy chip.
 
 Toy per-core times (tests/sim/neuromorphic/timing_toy.py): synop 1 ns, active update 10 ns,
 idle update 2 ns, spike 5 ns, learning update 7 ns; barrier 100 ns; static 1 mW.
 """
-import json
 
 import h5py
 import numpy as np
@@ -11,9 +11,11 @@ import pytest
 
 import hw_profiles
 from hw_profiles.errors import ProfileError
-from sim.errors import LedgerError, PricingError
-from sim.ledger import Ledger, StepTiming
-from sim.neuromorphic import Network, NeuromorphicDevice, timing
+from sim import step_timing
+from sim.errors import PricingError
+from sim.execution.neuromorphic import reprice
+from sim.ledger import Ledger
+from sim.neuromorphic import Network, NeuromorphicDevice
 from tests.sim.neuromorphic.timing_toy import TOY, toy_chip, toy_text
 
 NS = 1e-9
@@ -46,7 +48,7 @@ def test_unequal_cores_and_idle_steps_exact():
     assert rec.step_s == pytest.approx((106 + 120 + 104 + 110 + 104) * NS, rel=1e-12)
     # per-core totals: row 0 = host (2 input spikes), rows 1, 2 = cores 0, 1
     ops = np.asarray(rec.core_ops)
-    col = timing.COL
+    col = step_timing.COL
     assert ops[0, col["spike"]] == 2
     assert ops[1, col["synop"]] == 2 and ops[2, col["synop"]] == 1
     assert ops[1, col["neuron_update_active"]] == 2 and ops[2, col["neuron_update_active"]] == 1
@@ -105,9 +107,9 @@ def test_tick_paces_every_step_and_counts_overruns():
 def test_barrier_interpolates_in_routers_used():
     prof = toy_chip(one_router=100.0, barrier=400.0)
     # 2 x 2 mesh = 4 routers: 1 router -> 100 ns; 2 -> 100 + 300 x 1/3 = 200; 4 -> 400
-    assert timing.barrier_s(prof, 1) == pytest.approx(100 * NS)
-    assert timing.barrier_s(prof, 2) == pytest.approx(200 * NS)
-    assert timing.barrier_s(prof, 4) == pytest.approx(400 * NS)
+    assert step_timing.barrier_s(prof, 1) == pytest.approx(100 * NS)
+    assert step_timing.barrier_s(prof, 2) == pytest.approx(200 * NS)
+    assert step_timing.barrier_s(prof, 4) == pytest.approx(400 * NS)
     dev = NeuromorphicDevice(prof)
     dev.compile(_two_core_net())          # cores 0 and 1: one core per router -> 2 routers
     dev.run(5)
@@ -156,13 +158,13 @@ def test_reprice_re_places_on_each_chip():
         dev.run(5)
         return dev.ledger
     wide = toy_chip(neurons_per_core=4, name="toy-wide")
-    a, b = timing.reprice(simulate, [toy_chip(), wide])
+    a, b = reprice(simulate, [toy_chip(), wide])
     assert a.latency_s["run"] == pytest.approx(544 * NS, rel=1e-12)
     # all 3 neurons on one core: step 0: 3 idle x 2 + 2 synops = 8; step 1: 2 active + 1 idle
     # = 22; step 2: 3 idle + 1 synop = 7; step 3: 1 active + 2 idle = 14; step 4: 6
     assert b.latency_s["run"] == pytest.approx((8 + 22 + 7 + 14 + 6 + 500) * NS, rel=1e-12)
     with pytest.raises(PricingError, match="kind 'gpu'"):
-        timing.reprice(simulate, [TOY.with_name("toy-gpu.toml")])
+        reprice(simulate, [TOY.with_name("toy-gpu.toml")])
 
 
 def test_realtime_needs_a_step_time_model():
@@ -192,19 +194,6 @@ def test_timing_record_round_trips_dict_json_hdf5(tmp_path):
     assert twice.timing("run").step_s == pytest.approx(2 * led.timing("run").step_s)
 
 
-def test_timing_records_of_two_profiles_do_not_sum():
-    a = StepTiming("x", "k1", 1, 0.0, 1e-7, 1e-7, 0.0, 0, np.zeros((2, 6), np.int64))
-    b = StepTiming("y", "k2", 1, 0.0, 1e-7, 1e-7, 0.0, 0, np.zeros((2, 6), np.int64))
-    led = Ledger()
-    led.add_timing(a, scope="s")
-    with pytest.raises(LedgerError, match="cannot be summed"):
-        led.add_timing(b, scope="s")
-    bad = json.loads(json.dumps(a.to_dict()))
-    bad["steps"] = -1
-    with pytest.raises(LedgerError, match="negative"):
-        StepTiming.from_dict(bad)
-
-
 @pytest.mark.parametrize("edit, match", [
     (lambda t: t.replace("syn_update = { value = 7.0", "hop = { value = 7.0"),
      r"\[core_op_ns\] hop: unknown key"),
@@ -225,17 +214,17 @@ def test_loader_checks_the_step_time_tables(edit, match):
 def test_shipped_neuromorphic_profiles_have_the_model():
     for name in ("loihi", "loihi2", "truenorth", "spinnaker2"):
         prof = hw_profiles.load(name)
-        assert timing.has_model(prof), name
+        assert step_timing.has_model(prof), name
     tn = hw_profiles.load("truenorth")
-    assert timing.tick_s(tn) == pytest.approx(1e-3)
+    assert step_timing.tick_s(tn) == pytest.approx(1e-3)
     # Loihi: Davies 2018 Table 2: 113 ns over 1 tile, 465 ns over 32 tiles
     lo = hw_profiles.load("loihi")
-    assert timing.barrier_s(lo, 1) == pytest.approx(113e-9)
-    assert timing.barrier_s(lo, 32) == pytest.approx(465e-9)
+    assert step_timing.barrier_s(lo, 1) == pytest.approx(113e-9)
+    assert step_timing.barrier_s(lo, 32) == pytest.approx(465e-9)
 
 
 def test_energy_report_keeps_its_time_model_through_dict():
-    from sim.pricing import EnergyReport
+    from sim.energy_report import EnergyReport
     dev = NeuromorphicDevice(toy_chip())
     dev.compile(_two_core_net())
     dev.run(5)

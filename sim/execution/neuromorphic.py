@@ -15,7 +15,8 @@ a time step is that of the slowest core plus the time-step synchronisation):
 - **step time** = ``max(tick, max_c work[c](t) + barrier)``; ``barrier`` = ``barrier_ns`` when
   the profile gives one value, else interpolated linearly in the routers the placement uses
   from ``barrier_one_router_ns`` (1 router) to ``barrier_ns`` (all routers) -- Davies et al.
-  2018 (IEEE Micro 38(1), Table 2) give 113-465 ns for 1-32 tiles; the linear reading is ours.
+  2018 (IEEE Micro 38(1), Table 2) give 113-465 ns for 1-32 tiles; the linear reading is ours
+  (:func:`sim.step_timing.barrier_s`).
   ``tick`` (``tick_ns``, 0 when absent) is a fixed step period: TrueNorth's 1 kHz Sync.
 - **run time** = the sum of step times; **realtime** pacing makes each step last at least the
   network's ``dt``: ``sum max(dt, step time)`` (steps that take longer are counted as overruns).
@@ -23,16 +24,18 @@ a time step is that of the slowest core plus the time-step synchronisation):
   ``realtime=True``; the report says which (``EnergyReport.static_basis``).
 
 The engine computes the per-step critical path inside its kernels (``kernels.end_step``)
-under the device's profile and keeps only sums (a :class:`~sim.ledger.StepTiming` per scope);
-so pricing on that profile is exact. Another chip needs another placement and hence a new
+under the device's profile and keeps only sums (a :class:`~sim.step_timing.StepTiming` per
+scope; the time parameters are read from the profile by :mod:`sim.step_timing`); so pricing
+on that profile is exact. Another chip needs another placement and hence a new
 simulation: :func:`reprice` runs it. Ops counted outside the engine's steps (added to the
 ledger directly, e.g. an analytical sweep) have no per-core record; they are priced as a
 *lower bound*: spread evenly over all the chip's cores, with no barrier.
+
+A neuromorphic profile without ``[core_op_ns]`` has no step-time model and is priced with
+the roofline (:mod:`sim.execution.roofline`).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -40,116 +43,11 @@ import numpy as np
 from hw_profiles import load
 from hw_profiles.ops import OPS
 from hw_profiles.profile import HardwareProfile
+from sim.energy_report import PJ, Charge, EnergyReport
 from sim.errors import PricingError
-from sim.ledger import TIMED_OPS, StepTiming
+from sim.execution import LedgerCounts, register_execution_model, roofline
+from sim.step_timing import COL, StepTiming, core_times_s, has_model, tick_s, timing_key
 
-NS = 1e-9
-PJ = 1e-12
-COL = {op: k for k, op in enumerate(TIMED_OPS)}
-"""op name -> column of a per-core count table (StepTiming.core_ops, kernels' ``cc``)."""
-
-
-def has_model(profile: HardwareProfile) -> bool:
-    """True when the profile gives the per-core step-time model."""
-    return profile.kind == "neuromorphic" and bool(profile.core_op_ns)
-
-
-def core_times_s(profile: HardwareProfile) -> np.ndarray:
-    """(len(TIMED_OPS),) seconds one core spends per op; hop (a router's work) is 0."""
-    tau = np.zeros(len(TIMED_OPS))
-    for op, q in profile.core_op_ns.items():
-        tau[COL[op]] = q.value * NS
-    return tau
-
-
-def timing_key(profile: HardwareProfile) -> str:
-    """Fingerprint of every parameter a recorded step time depends on (placement aside)."""
-    data = {"name": profile.name,
-            "core_op_ns": {k: q.value for k, q in sorted(profile.core_op_ns.items())},
-            "step_sync": {k: q.value for k, q in sorted(profile.step_sync.items())}}
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def barrier_s(profile: HardwareProfile, routers_used: int) -> float:
-    """Barrier time for a placement spanning ``routers_used`` routers (see module docstring)."""
-    sync = profile.step_sync
-    if "barrier_ns" not in sync:
-        return 0.0
-    hi = sync["barrier_ns"].value
-    lo_q = sync.get("barrier_one_router_ns")
-    ix = profile.interconnect
-    total = int(ix["mesh_x"].value * ix["mesh_y"].value) if "mesh_x" in ix else 1
-    for key in ("chips_x", "chips_y"):      # a multi-chip mesh: all its routers
-        total *= int(ix[key].value) if key in ix else 1
-    if lo_q is None or total <= 1:
-        return hi * NS
-    frac = (min(max(routers_used, 1), total) - 1) / (total - 1)
-    return (lo_q.value + (hi - lo_q.value) * frac) * NS
-
-
-def tick_s(profile: HardwareProfile) -> float:
-    q = profile.step_sync.get("tick_ns")
-    return 0.0 if q is None else q.value * NS
-
-
-class StepClock:
-    """Per-placement time parameters and the arrays the kernels accumulate into.
-
-    ``cc`` (1 + cores, 6) int64 holds the current step's per-core op counts (row 0: off the
-    cores); ``tot`` the run's per-core totals; ``stats`` float64 [work_s, step_s, paced_s,
-    overruns]; ``sync`` float64 [barrier_s, tick_s, dt].
-    """
-
-    def __init__(self, profile: HardwareProfile, n_cores: int, routers_used: int, dt: float):
-        self.profile = profile
-        self.model = has_model(profile)
-        self.tau = core_times_s(profile) if self.model else np.zeros(len(TIMED_OPS))
-        self.barrier = barrier_s(profile, routers_used) if self.model else 0.0
-        self.tick = tick_s(profile) if self.model else 0.0
-        self.dt = float(dt)
-        self.key = timing_key(profile) if self.model else "no-model"
-        self.rows = n_cores + 1
-        self.sync = np.array([self.barrier, self.tick, self.dt])
-        self.start()
-
-    def start(self) -> None:
-        self.cc = np.zeros((self.rows, len(TIMED_OPS)), np.int64)
-        self.tot = np.zeros((self.rows, len(TIMED_OPS)), np.int64)
-        self.stats = np.zeros(4)
-
-    def record(self, n_steps: int, bio_s: float) -> StepTiming:
-        """The sums of the steps run since :meth:`start`, as a ledger record."""
-        w, s, p, over = self.stats
-        return StepTiming(self.profile.name, self.key, int(n_steps), float(w), float(s),
-                          float(p), float(bio_s), int(over), self.tot.copy())
-
-    def phase(self, counts: np.ndarray, op: str) -> StepTiming:
-        """One synchronised phase outside the time steps (a learning phase): ``counts[r]``
-        ops of kind ``op`` on table row ``r`` (1 + core; ``self.rows`` entries); time =
-        slowest core + barrier, not paced."""
-        ops = np.zeros((self.rows, len(TIMED_OPS)), np.int64)
-        ops[:, COL[op]] = counts
-        work = float(counts[1:].max(initial=0) * self.tau[COL[op]])
-        step = max(self.tick, work + self.barrier)
-        return StepTiming(self.profile.name, self.key, 1, work, step, step, 0.0, 0, ops)
-
-
-def row_core_counts(row_ptr: np.ndarray, col: np.ndarray, n_neurons: int,
-                    core_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each presynaptic row: its distinct target cores (as table rows 1 + core) and the
-    synapses it has on each, in CSR form ``(ptr, rows, counts)``; a spike then charges its
-    synops per destination core in O(distinct cores), not O(synapses)."""
-    n_pre = row_ptr.size - 1
-    pre = np.repeat(np.arange(n_pre), np.diff(row_ptr))
-    dest = core_of[col % n_neurons] + 1 if col.size else np.zeros(0, np.int64)
-    ncol = int(core_of.max(initial=0)) + 2
-    keys, cnt = np.unique(pre * ncol + dest, return_counts=True)
-    ptr = np.zeros(n_pre + 1, np.int64)
-    np.cumsum(np.bincount(keys // ncol, minlength=n_pre), out=ptr[1:])
-    return ptr, (keys % ncol).astype(np.int64), cnt.astype(np.int64)
-
-
-# -- pricing ---------------------------------------------------------------------------------
 STEP_MODEL = ("neuromorphic step model (SANA-FE): each time step lasts max(tick, the slowest "
               "core's work + the barrier); steps in sequence; static power x run time, or x "
               "the real-time-paced duration with realtime")
@@ -157,23 +55,30 @@ STEP_EXCLUDED = ("router congestion (hops are charged energy, not core time)",
                  "host, board and I/O power")
 
 
-def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False):
-    """Price ``ledger`` on a neuromorphic ``profile`` with the per-core step-time model.
+def price(ledger: LedgerCounts, prof: HardwareProfile, *,
+          realtime: bool = False) -> EnergyReport:
+    """Price ``ledger`` on a neuromorphic profile with the per-core step-time model.
 
-    Energy is priced exactly as :func:`sim.pricing.price` does (count x energy per op, bytes
-    x energy per byte). Time per scope: the recorded step times when the scope's record was
-    made on this profile (same :func:`timing_key`), plus a lower bound for any counts no record
-    covers (see the module docstring). Static energy per scope = static power x that time.
+    Energy is count x energy per op and bytes x energy per byte, as in every model. Time per
+    scope: the recorded step times when the scope's record was made on this profile (same
+    :func:`~sim.step_timing.timing_key`), plus a lower bound for any counts no record covers
+    (see the module docstring). Static energy per scope = static power x that time, or x the
+    real-time-paced duration with ``realtime``. A profile without ``[core_op_ns]`` is priced
+    with the roofline (:func:`sim.execution.roofline.price`). :func:`sim.pricing.price` has
+    checked that the profile prices every count before it calls this.
 
     Raises
     ------
     PricingError
-        An op or memory level the profile has no number for.
+        ``realtime`` on a profile without a step-time model; a step-timing record that
+        covers more ops than the ledger counts.
     """
-    # pricing dispatches here; import late
-    from sim.pricing import Charge, EnergyReport, check_prices
-    prof = load(profile)
-    check_prices(ledger, prof)
+    if not has_model(prof):
+        if realtime:
+            raise PricingError(f"realtime pacing needs a neuromorphic profile with "
+                               f"[core_op_ns] and [step_sync]; {prof.label!r} ({prof.kind}) "
+                               "has none")
+        return roofline.price(ledger, prof)
     key, tau, n_chip = timing_key(prof), core_times_s(prof), int(prof.limit("cores", 1))
     static_w = prof.static_power_w.value
     charges, latency, entries, model = [], {}, {}, {}
@@ -217,8 +122,8 @@ def price_neuromorphic(ledger, profile: HardwareProfile, realtime: bool = False)
         elif rec is not None:
             parts.append(f"not re-placed on {prof.name}: steps were timed on {rec.profile!r}"
                          + (" with other time parameters" if rec.profile == prof.name else "")
-                         + "; their counts get the lower bound below (sim.neuromorphic."
-                         "timing.reprice re-simulates for the exact figure)")
+                         + "; their counts get the lower bound below (sim.execution."
+                         "neuromorphic.reprice re-simulates for the exact figure)")
         n_rest = sum(n for op, n in rest.items() if op in COL and n)
         if n_rest:
             parts.append(f"lower bound for {n_rest:,} ops counted outside the engine's "
@@ -288,3 +193,6 @@ def reprice(simulate: Callable[[HardwareProfile], object],
         led = getattr(result, "ledger", result)
         out.append(led.price(prof, realtime=realtime))
     return out
+
+
+register_execution_model("neuromorphic", price)

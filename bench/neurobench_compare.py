@@ -25,7 +25,7 @@ A third column runs the same spiking network the way a chip would: exported by s
 ActivationSparsity and Effective_ACs follow from the spikes and should equal NeuroBench's;
 Footprint (synapse memory, not float32 bytes), Dense (stored synapses x steps) and
 MembraneUpdates (every neuron every step) are the chip's readings of those metrics and are
-expected to differ (see README "What the figures mean").
+expected to differ (see docs/pricing.md).
 """
 from __future__ import annotations
 

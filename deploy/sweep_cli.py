@@ -20,7 +20,7 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                     "write OUT/results.csv and OUT/summary.html.")
     p.add_argument("spec", metavar="SPEC.toml",
                    help="the sweep spec: models, datasets, presets, seeds, [grid] of --set "
-                        "values, profiles (see the README's Sweeps section)")
+                        "values, profiles (see docs/sweeps.md)")
     p.add_argument("--out", metavar="DIR",
                    help="the sweep's directory (default: sweeps/NAME, NAME the spec's name)")
     p.add_argument("--dry-run", action="store_true",

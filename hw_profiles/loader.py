@@ -33,7 +33,7 @@ DATA_DIR = Path(__file__).with_name("data")
 _TOP_KEYS = {"schema_version", "name", "kind", "description", "technology_node_nm",
              "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources",
              "execution"}
-# neuromorphic execution model (sim/neuromorphic/timing.py):
+# neuromorphic execution model (sim/execution/neuromorphic.py):
 # [core_op_ns]: time one core spends per op it executes (the ops a core's pipeline does; a
 # router hop is not a core op). [step_sync]: per-step barrier (whole chip, and optionally one
 # router's cores, interpolated by routers used) and an optional fixed tick (the step period).

@@ -94,7 +94,7 @@ class HardwareProfile:
     execution: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     path: str = ""
     raw: Mapping = field(default_factory=lambda: MappingProxyType({}), repr=False, compare=False)
-    # neuromorphic execution model (sim/neuromorphic/timing.py):
+    # neuromorphic execution model (sim/execution/neuromorphic.py):
     # core_op_ns: op -> time one core spends on one such op (ns); step_sync: barrier_ns,
     # optional barrier_one_router_ns and tick_ns. Empty when the profile does not give them.
     core_op_ns: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))

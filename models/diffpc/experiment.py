@@ -8,7 +8,7 @@ with its own ledger) and a comparison dict: test accuracy, bits per neuron per s
 (float PC 64 x steps and BP 32, the paper's counts; DiffPC 2 x measured spikes + 32 bits x
 feed-forward messages, per neuron), spikes per neuron per sample, and energy per training
 sample and per inference (estimates priced from the profiles' ``energy_pj`` entries; see
-``sim/pricing.py`` and each profile's ``sources``).
+``sim/execution/`` and each profile's ``sources``).
 
 How the three are treated alike: every method's training energy includes its learning
 step, counted by the same code. PC's and BP's gradients and optimizer steps run inside

@@ -109,7 +109,7 @@ def test_snntorch_runs_the_exported_graph_and_matches():
     reset to zero. Its layers act in the step their input arrives; every spike of ours
     takes one step, so its output at step t is ours at t + 2 (two layers).
     Feed-forward only: snnTorch 1.0.0's import of a recurrent CubaLIF routes the external
-    input through the recurrent weights (see README), so recurrence is checked against
+    input through the recurrent weights (see docs/neuromorphic.md), so recurrence is checked against
     Brian2 (tests/sim/neuromorphic/test_nm_brian2.py).
     """
     torch = pytest.importorskip("torch")

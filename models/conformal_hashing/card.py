@@ -1,8 +1,8 @@
 """The COLA card (conformal domain-adaptive hashing): config, presets, contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The method
-is in ``model.py``, the shifted domain pairs in ``data.py``, the ablation in
-``experiment.py``.
+and the card's run are in ``model.py`` (with ``conformal.py`` and ``retrieval.py``), the
+shifted domain pairs in ``data.py``, the ablation over seeds in ``experiment.py``.
 """
 from __future__ import annotations
 

@@ -358,5 +358,5 @@ def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> O
                                                     ("seed", "pretrained", "scratch"))
     facts = {"environment": env_name, "seeds": seed_list, "torch_device": str(device.torch_device),
              "counting": "each block kind counted once, replayed for identical repeats "
-                         "(models/latent/model.py Replay)"}
+                         "(models/latent/run.py Replay)"}
     return Outcome(metrics, traces, None, facts)

@@ -76,7 +76,7 @@ def concordance(index, ari, margin=0.2) -> tuple[float, int]:
 def quality(n: int, seeds: int, single: bool) -> dict:
     from models.disco import data
     from models.disco.card import DiscoConfig
-    from models.disco.experiment import pcc, protocol
+    from models.disco.model import pcc, protocol
     from sim.torch_engine.engine import TorchDevice
     per, cases, example = {}, {}, None
     for ds in data.DATASETS:

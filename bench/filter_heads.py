@@ -29,6 +29,7 @@ from models import runner
 from models.filter_heads import data, patching
 from models.filter_heads.experiment import ROWS, check, checks
 from models.filter_heads.model import from_trained
+from sim import seeds
 
 NAME = "filter_heads"
 
@@ -67,7 +68,7 @@ def main(argv=None) -> int:
     dev = runner.device_for(runner.method_of(NAME), args.profile)
     lm = from_trained(run.trained, dev)
     sweep = []
-    rng = np.random.default_rng(args.seed + 2000)
+    rng = seeds.rng(args.seed, "sweep_pairs")
     pairs = patching.sample_pairs(rng, cfg.n_eval, cfg.search_fmt, cfg.search_fmt)
     for lam in args.lambdas:
         s_cfg = patching.MaskSearchConfig(**{**asdict(cfg.search), "lam": lam})

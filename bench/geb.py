@@ -41,8 +41,7 @@ import torch  # noqa: E402
 import sim  # noqa: E402
 from models.geb.card import GebConfig  # noqa: E402
 from models.geb.data import make_task  # noqa: E402
-from models.geb.experiment import sign_p, wilcoxon_p  # noqa: E402
-from models.geb.model import pretrain_reference, run_loop  # noqa: E402
+from models.geb.model import pretrain_reference, run_loop, sign_p, wilcoxon_p  # noqa: E402
 
 PRIMARY = "geb_p k0.1"
 

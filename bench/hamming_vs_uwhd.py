@@ -54,7 +54,7 @@ import torch  # noqa: E402
 
 from bench._timing import best_interleaved  # noqa: E402
 from hw_profiles.ops import OP_CODES  # noqa: E402
-from models.conformal_hashing.model import (  # noqa: E402
+from models.conformal_hashing.retrieval import (  # noqa: E402
     code_bytes,
     uwhd,
     uwhd_lut,

@@ -1,16 +1,21 @@
 """The APPLE card (active perception policy learning): config, presets, contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The tasks
-are in ``env.py``, the agent and its updates in ``model.py``, the images in ``data.py``,
-the seed comparison in ``experiment.py``.
+are in ``env.py``, the agent and its updates in ``model.py``, the training loop and the
+card's run over policies and seeds in ``run.py``, the images in ``data.py``, the paired
+comparison over seeds in ``experiment.py``.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from sim.errors import ModelError
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 DATASETS = ("digits", "fashion-mnist", "digits-locate", "fashion-locate")   # = data.DATASETS
 POLICIES = ("apple", "random", "scan")   # = model.POLICIES
@@ -120,11 +125,11 @@ def load_data(dataset: str, cfg: AppleConfig):
     return data.load(dataset, cfg.n_train, cfg.n_test, cfg.seed)
 
 
-def simulate(cfg: AppleConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: AppleConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Train APPLE-CrossQ and the random-glimpse and fixed-scan baselines for ``cfg.seeds``
     seeds each on the training images, evaluate each on the test images (``run.py``)."""
-    from models.apple.run import simulate as run_simulate
-    return run_simulate(cfg, device, data, progress)
+    from models.apple.run import run_policies
+    return run_policies(cfg, device, data, progress)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

@@ -1,5 +1,15 @@
-"""One APPLE simulate run: every policy of the config over its seeds, the summary metrics,
-learning curves as seed bands, glance curves and glimpse trajectories drawn over images."""
+"""APPLE's run: training and evaluation of one policy for one seed (:func:`train`,
+:func:`evaluate`), and the card's run (:func:`run_policies`): every policy of the config over
+its seeds, the summary metrics, learning curves as seed bands, glance curves and glimpse
+trajectories drawn over images.
+
+The method (the agent, its losses, acting, the replay) is in ``model.py``; with the run in
+it, it would be ~500 lines, so the run sits here beside it.
+
+Randomness: every stream is a named child of the seed's run seed (``sim.seeds``): "init"
+(the agent's weights), "train" (rollouts, replay sampling and the actor's noise) and "eval"
+(the test episodes, the same for every policy of a seed: the paired comparison).
+"""
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +19,12 @@ import numpy as np
 import torch
 
 from models.apple.env import GlimpseTask
-from models.registry import Outcome
+from models.apple.model import H_TARGET, Agent, Replay, actor_loss, critic_loss, rollout
+from models.registry import Outcome, Progress
+from models.shared.training import seeded
+from sim import seeds
+from sim.errors import ModelError
+from sim.torch_engine.engine import TorchDevice
 from sim.traces import Trace, bands, curve
 
 
@@ -65,19 +80,118 @@ def one_thread():
         torch.set_num_threads(n)
 
 
-def simulate(cfg, dev, data, progress=None) -> Outcome:
-    """Train and test every policy of ``cfg.policy_list`` for seeds ``cfg.seed ..``."""
+# --- one policy, one seed: training and evaluation ---------------------------------------
+@torch.no_grad()
+def evaluate(agent, task: GlimpseTask, policy: str, n: int, seed: int, hit_px: float,
+             dev=None, count=False) -> dict:
+    """Deterministic episodes on the task's images: per-step score (the glance curve),
+    final-step score and, for ``locate``, the final-step error in pixels."""
+    gen = torch.Generator().manual_seed(seed)
+    ctx = dev.count("eval", samples=n) if count else contextlib.nullcontext()
+    with ctx:
+        agent.eval()
+        eps = rollout(agent, task, policy, n, gen, deterministic=True)
+        pred = agent.predictor(agent.backbone(eps["obs"]))            # (n, T, P)
+        agent.train()
+    y = eps["y"][:, None].expand(-1, task.steps, *eps["y"].shape[1:])
+    per_step = task.correct(pred, y, hit_px).mean(0)                 # (T,)
+    out = {"per_step": per_step.cpu().numpy(), "final": float(per_step[-1]),
+           "final_loss": float(task.loss(pred[:, -1], eps["y"]).mean()),
+           "pos": eps["pos"].cpu().numpy(), "index": eps["index"].cpu().numpy(),
+           "offset": eps["offset"].cpu().numpy()}
+    if task.task == "locate":
+        out["final_error_px"] = float(task.error_px(pred[:, -1], eps["y"]).mean())
+    return out
+
+
+def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int, dev,
+          progress=None) -> dict:
+    """Train ``policy`` (APPLE or a baseline's predictor) for ``cfg.iterations`` rollouts
+    of ``cfg.n_envs`` episodes; evaluation on ``test_task`` every ``cfg.eval_every``."""
+    with seeded(seeds.child(seed, "init")):
+        agent = dev.compile(Agent(task, cfg))
+    learn_policy = policy == "apple"
+    a_coef = cfg.a_coef if learn_policy else 0.0
+    heads = list(agent.actor.parameters()) + list(agent.predictor.parameters())
+    actor_opt = torch.optim.Adam(list(agent.backbone.parameters()) + heads, lr=cfg.lr_actor)
+    critic_opt = torch.optim.Adam(list(agent.backbone.parameters())
+                                  + list(agent.critic.parameters()), lr=cfg.lr_critic)
+    alpha_opt = torch.optim.Adam([agent.log_alpha], lr=cfg.lr_alpha)
+    gen = torch.Generator().manual_seed(seeds.child(seed, "train"))   # rollouts, replay, noise
+    replay = Replay(cfg.replay_episodes)
+    history, losses = [], []
+
+    def scope(name, samples=0):
+        return dev.count(name, samples=samples) if cfg.count else contextlib.nullcontext()
+
+    for it in range(cfg.iterations):
+        agent.eval()
+        with scope("rollout", samples=cfg.n_envs * task.steps):
+            replay.add(rollout(agent, task, policy, cfg.n_envs, gen))
+        agent.train()
+        if replay.size >= cfg.batch:
+            for u in range(cfg.updates_per_rollout):
+                batch = replay.sample(cfg.batch, gen)
+                if learn_policy:
+                    with scope("train/critic", samples=cfg.batch * task.steps):
+                        eps_next = torch.randn(cfg.batch, task.steps - 1, 2, generator=gen)
+                        lq, _ = critic_loss(agent, task, batch, eps_next, cfg.gamma,
+                                            cfg.rl_into_backbone)
+                        critic_opt.zero_grad(set_to_none=True)
+                        lq.backward()
+                        critic_opt.step()
+                    losses.append(float(lq.detach()))
+                if learn_policy and (u + 1) % cfg.policy_interval:
+                    continue
+                for _ in range(cfg.policy_steps if learn_policy else 1):
+                    with scope("train/actor", samples=cfg.batch * task.steps):
+                        eps = torch.randn(cfg.batch, task.steps, 2, generator=gen)
+                        lp, logp = actor_loss(agent, task, batch, eps, a_coef, cfg.p_coef,
+                                              cfg.rl_into_backbone)
+                        actor_opt.zero_grad(set_to_none=True)
+                        lp.backward()
+                        actor_opt.step()
+                        if logp is not None:
+                            la = -(agent.log_alpha * (logp.detach() + H_TARGET)).mean()
+                            alpha_opt.zero_grad(set_to_none=True)
+                            la.backward()
+                            alpha_opt.step()
+        if (it + 1) % cfg.eval_every == 0 or it + 1 == cfg.iterations:
+            ev = evaluate(agent, test_task, policy, cfg.eval_episodes, seeds.child(seed, "eval"),
+                          cfg.hit_px,
+                          dev, cfg.count)
+            history.append({"iteration": it + 1, "env_steps": (it + 1) * cfg.n_envs *
+                            task.steps, "final": ev["final"], "final_loss": ev["final_loss"],
+                            "alpha": float(agent.log_alpha.detach().exp()),
+                            "critic_loss": float(np.mean(losses[-50:])) if losses else 0.0})
+            if not all(np.isfinite([history[-1]["final_loss"], history[-1]["alpha"]])):
+                # cross-entropy / squared error of finite predictions is finite: nan or inf
+                # means the networks (or log alpha) diverged
+                raise ModelError(
+                    f"AppleConfig: the {policy} agent's training diverged (test loss "
+                    f"{history[-1]['final_loss']}, alpha {history[-1]['alpha']} at rollout "
+                    f"{it + 1}) at lr_actor = {cfg.lr_actor}, lr_critic = {cfg.lr_critic}, "
+                    f"lr_alpha = {cfg.lr_alpha}; use smaller learning rates (defaults 1e-3, "
+                    "3e-4, 3e-4)")
+            if progress:
+                progress(it + 1, cfg.iterations, history[-1])
+    return {"agent": agent, "history": history, "eval": ev}
+
+
+# --- the card's run ---------------------------------------------------------------------------
+def run_policies(cfg, dev: TorchDevice, data, progress: Progress | None = None) -> Outcome:
+    """The card's run: train and test every policy of ``cfg.policy_list`` for the run seeds
+    ``cfg.seed, cfg.seed + 1, ...``."""
     with one_thread():
-        return _simulate(cfg, dev, data, progress)
+        return _run_policies(cfg, dev, data, progress)
 
 
-def _simulate(cfg, dev, data, progress=None) -> Outcome:
-    from models.apple.model import train
+def _run_policies(cfg, dev, data, progress=None) -> Outcome:
     task, test_task = tasks(cfg, data, dev)
-    seeds = [cfg.seed + k for k in range(cfg.seeds)]
+    run_seeds = [cfg.seed + k for k in range(cfg.seeds)]
     results = {p: [] for p in cfg.policy_list}
-    total, done = len(seeds) * len(cfg.policy_list) * cfg.iterations, 0
-    for s in seeds:
+    total, done = len(run_seeds) * len(cfg.policy_list) * cfg.iterations, 0
+    for s in run_seeds:
         # the ledger prices one seed's run of each policy (the first): counting every op
         # costs ~4x the run's time, and the other seeds repeat the same op counts
         run_cfg = cfg if s == cfg.seed else dataclasses.replace(cfg, count=False)
@@ -114,7 +228,7 @@ def _simulate(cfg, dev, data, progress=None) -> Outcome:
         traces["critic_loss_apple"] = curve([h["critic_loss"] for h in
                                              results["apple"][0]["history"]])
     m["env_steps"] = cfg.iterations * cfg.n_envs * cfg.steps
-    m["seeds"] = len(seeds)
+    m["seeds"] = len(run_seeds)
     facts = {"torch_device": str(dev.torch_device), "data_source": data.source,
              "counted_seed": cfg.seed if cfg.count else None,
              "task": data.task, "eval_env_steps": [h["env_steps"] for h in

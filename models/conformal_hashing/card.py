@@ -1,17 +1,20 @@
 """The COLA card (conformal domain-adaptive hashing): config, presets, contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The method
-is in ``model.py``, the shifted domain pairs in ``data.py``, the ablation in
-``experiment.py``.
+and the card's run are in ``model.py`` (with ``conformal.py`` and ``retrieval.py``), the
+shifted domain pairs in ``data.py``, the ablation over seeds in ``experiment.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
-from sim.traces import curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 DATASETS = ("fashion-mnist", "digits")   # = data.PAIRS: source data; target = shifted copy
 VARIANT_NAMES = ("full", "no_sc", "no_rc", "no_sr", "none", "source_only")   # model.VARIANTS
@@ -83,37 +86,13 @@ def load_data(dataset: str, cfg: ColaConfig):
     return data.load(dataset, cfg.n_source, cfg.n_target, cfg.seed)
 
 
-def simulate(cfg: ColaConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: ColaConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Train the variant on source + unlabelled target, then retrieve target queries from
     the source database with UWHD (counted on ``device``) and plain Hamming on packed codes
-    (a ``BitwiseDevice`` of ``cfg.hamming_profile``; its counts are in the metrics)."""
-    from models.conformal_hashing.model import VARIANTS, evaluate, train
-    from sim.bitwise import BitwiseDevice
-    variant = VARIANTS[cfg.variant]
-    bdev = BitwiseDevice(cfg.hamming_profile)
-    res = train(data, cfg, device, variant, progress)
-    m = evaluate(res, data, cfg, device, bdev, variant)
-    h = res["history"]
-    m["final_train_loss"] = h[-1]["loss"]
-    m["first_epoch_set_size"] = h[0]["set_size"]
-    m["last_epoch_set_size"] = h[-1]["set_size"]
-    # Thm 3.1: target coverage >= 1 - alpha - TV; the gap and the bound's slack, final model
-    m["coverage_gap"] = 1.0 - m["alpha_final"] - m["target_coverage"]
-    m["coverage_bound_margin"] = m["target_coverage"] - (1.0 - m["alpha_final"] - m["tv_hat"])
-    traces = {"train_loss": curve([r["loss"] for r in h]),
-              "alpha_t": curve([r["alpha"] for r in h]),
-              "mean_set_size": curve([r["set_size"] for r in h]),
-              # each epoch's sets on the whole target set before that epoch's updates
-              "target_coverage": curve([r["target_coverage"] for r in h]),
-              "coverage_gap": curve([1.0 - r["alpha"] - r["target_coverage"] for r in h]),
-              "tv_hat": curve([r["tv_hat"] for r in h]),
-              "conformal_set_size": curve([r["conformal_set_size"] for r in h]),
-              "mean_w_sem": curve([r["w_sem"] for r in h]),
-              "mean_w_bit": curve([r["w_bit"] for r in h])}
-    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
-             "hamming_profile": cfg.hamming_profile,
-             "hamming_ledger_ops": {k: int(v) for k, v in bdev.ledger.total_ops().items()}}
-    return Outcome(m, traces, None, facts)
+    (a ``BitwiseDevice`` of ``cfg.hamming_profile``; its counts are in the metrics):
+    ``model.run``."""
+    from models.conformal_hashing.model import run
+    return run(cfg, device, data, progress)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.shared import datasets
+from sim import seeds
 from sim.errors import ModelError
 
 PAIRS = ("fashion-mnist", "digits")
@@ -105,13 +106,13 @@ def load(pair: str, n_source: int, n_target: int, seed: int) -> DomainPair:
     if pair == "fashion-mnist":
         d = datasets.fashion_mnist(limit_train=n_source, limit_test=n_target)
         xs = d.x_train.reshape(-1, 1, 28, 28)
-        xt = shift_fashion(d.x_test.reshape(-1, 1, 28, 28), seed + 1000)
+        xt = shift_fashion(d.x_test.reshape(-1, 1, 28, 28), seeds.child(seed, "shift"))
         return DomainPair(pair, xs, d.y_train, xt, d.y_test, 10,
                           d.source + " (target: test split, shifted)")
     if pair == "digits":
         d = datasets.digits(test_fraction=0.3, seed=0, flatten=False)
         xs = upsample(d.x_train[:n_source])
-        xt = shift_digits(upsample(d.x_test[:n_target]), seed + 1000)
+        xt = shift_digits(upsample(d.x_test[:n_target]), seeds.child(seed, "shift"))
         return DomainPair(pair, xs, d.y_train[:n_source], xt, d.y_test[:n_target], 10,
                           d.source + " (16x16; target: held-out digits, re-rendered)")
     raise ModelError(f"conformal_hashing: dataset {pair!r}: expected one of {', '.join(PAIRS)}")

@@ -52,6 +52,11 @@ Ledger scopes (TorchDevice): ``train`` (every forward, backward and Adam op),
 distances and ranking), ``retrieve/hamming_rank`` (ranking of the Hamming distances);
 the Hamming distances themselves run on packed codes on a ``BitwiseDevice``
 (``sim.bitwise``: XOR + popcount per word), whose ledger the metrics report.
+
+Modules: the conformal sets are in ``conformal.py``, UWHD, Hamming and MAP in
+``retrieval.py``; this module holds the network, training, evaluation and the card's run
+(:func:`run`). Randomness: named seed streams of the run seed (``sim.seeds``): "holdout",
+"init", "order", "noise" and "eval_noise".
 """
 from __future__ import annotations
 
@@ -61,48 +66,34 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from numba import njit
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
+from models.conformal_hashing.conformal import (
+    conformal_threshold,
+    prediction_sets,
+    set_weights,
+    soft_labels,
+)
+from models.conformal_hashing.retrieval import (
+    code_bytes,
+    hamming_bitwise,
+    rank_map,
+    signs,
+    uwhd,
+    uwhd_lut,
+    uwhd_tables,
+)
+from models.registry import Outcome, Progress
 from models.shared.training import seeded
+from sim import seeds
+from sim.bitwise import BitwiseDevice
 from sim.errors import ModelError
+from sim.torch_engine.engine import TorchDevice
+from sim.traces import curve
 
 
-# --- split conformal prediction --------------------------------------------------------------
-def conformal_threshold(scores: torch.Tensor, alpha: float) -> float:
-    """The split-conformal threshold: the ``ceil((n+1)(1-alpha))``-th smallest score.
-
-    ``inf`` when that rank exceeds ``n`` (too few calibration scores for ``alpha``): every
-    label is then in every set, which keeps the coverage guarantee.
-    """
-    n = int(scores.numel())
-    if n == 0 or not 0.0 < alpha < 1.0:
-        raise ModelError(f"conformal_threshold: n = {n} scores, alpha = {alpha}; need n >= 1 "
-                         "and 0 < alpha < 1")
-    k = math.ceil((n + 1) * (1.0 - alpha))
-    if k > n:
-        return math.inf
-    return float(torch.sort(scores.flatten()).values[k - 1])
-
-
-def prediction_sets(probs: torch.Tensor, qhat: float) -> torch.Tensor:
-    """``C(x) = {y : 1 - p(y|x) <= qhat}`` as a boolean (N, C) mask."""
-    return (1.0 - probs) <= qhat
-
-
-def set_weights(sets: torch.Tensor) -> torch.Tensor:
-    """``w_sem = 1/|C(x)|``, 0 for an empty set."""
-    size = sets.sum(1).to(torch.float32)
-    return torch.where(size > 0, 1.0 / size.clamp(min=1.0), torch.zeros_like(size))
-
-
-def soft_labels(probs: torch.Tensor, sets: torch.Tensor) -> torch.Tensor:
-    """Probabilities renormalised over the prediction set (zeros for an empty set)."""
-    masked = probs * sets
-    return masked / masked.sum(1, keepdim=True).clamp(min=1e-12)
-
-
+# --- alignment --------------------------------------------------------------------------------
 def mmd2(x: torch.Tensor, y: torch.Tensor, scales=(0.5, 1.0, 2.0)) -> torch.Tensor:
     """Biased multi-bandwidth Gaussian MMD^2 of two batches (bandwidths x mean squared
     distance; the mean, not the median, because the median's sort is not a counted op)."""
@@ -171,8 +162,7 @@ def pair_loss(h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
     """Train COLA (or an ablation) on ``pair``; returns the net, splits and history."""
     n = len(pair.x_source)
-    gen = np.random.default_rng(cfg.seed)
-    perm = gen.permutation(n)
+    perm = seeds.rng(cfg.seed, "holdout").permutation(n)   # the calibration hold-out
     n_hold = max(10, int(round(cfg.holdout * n)))
     if n_hold >= n:   # no image left to train on (and an empty retrieval database)
         raise ModelError(f"conformal_hashing: {n} source images (n_source = {cfg.n_source}) "
@@ -185,14 +175,14 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
     xs, ys = xs_all[tr], ys_all[tr]
     xh, yh = xs_all[hold], ys_all[hold]
     xt = dev.tensor(pair.x_target)
-    with seeded(cfg.seed):
+    with seeded(seeds.child(cfg.seed, "init")):
         net = HashNet(pair.side, cfg.bits, pair.n_classes, cfg.width, cfg.feat)
     net = dev.compile(net)
     params = [p for name, p in net.named_parameters()
               if variant.representation or not name.startswith("bit_head")]
     opt = torch.optim.Adam(params, lr=cfg.lr, foreach=True)
-    tgen = torch.Generator().manual_seed(cfg.seed + 7)
-    ngen = torch.Generator().manual_seed(cfg.seed + 11)   # feature noise: never the global RNG
+    tgen = torch.Generator().manual_seed(seeds.child(cfg.seed, "order"))   # batch order
+    ngen = torch.Generator().manual_seed(seeds.child(cfg.seed, "noise"))   # feature noise
     ema, history = None, []
     steps = math.ceil(len(tr) / cfg.batch_size)
     for epoch in range(cfg.epochs):
@@ -304,109 +294,7 @@ def batch_loss(net, xs, ys, xt, qhat, cfg, variant: Variant, gen: torch.Generato
     return loss, parts
 
 
-# --- retrieval -------------------------------------------------------------------------------
-def average_precision(order_labels: torch.Tensor, query_labels: torch.Tensor) -> torch.Tensor:
-    """Per query: AP over the full ranking (``order_labels``: database labels in rank order)."""
-    rel = (order_labels == query_labels[:, None]).to(torch.float32)
-    ranks = torch.arange(1, rel.shape[1] + 1, device=rel.device, dtype=torch.float32)
-    prec = rel.cumsum(1) / ranks
-    return (prec * rel).sum(1) / rel.sum(1).clamp(min=1.0)
-
-
-def rank_map(dist: torch.Tensor, db_labels: torch.Tensor, q_labels: torch.Tensor) -> float:
-    """MAP@all of a distance matrix (queries x database), stable ascending ranking."""
-    order = torch.sort(dist, dim=1, stable=True).indices
-    return float(average_precision(db_labels[order], q_labels).mean())
-
-
-def uwhd(w_q: torch.Tensor, b_q: torch.Tensor, b_db: torch.Tensor) -> torch.Tensor:
-    """``sum_k w_qk (1 - b_qk b_xk) / 2`` for every query/database pair, one matmul."""
-    return 0.5 * (w_q.sum(1, keepdim=True) - (w_q * b_q) @ b_db.T)
-
-
-_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float32)
-"""(256, 8): bit i of byte value v, LSB first (the packed layout of ``sim.bitwise.packing``)."""
-
-
-def code_bytes(b: np.ndarray) -> np.ndarray:
-    """+-1 codes (N, L) as bytes (N, ceil(L/8)) uint8: bit i of byte j is element ``8j + i``,
-    bit 1 = +1, zero padding; the first bytes of ``sim.bitwise.packing.pack_signs``'s
-    little-endian words, i.e. the same stored database as plain Hamming reads."""
-    return np.packbits(np.asarray(b) > 0, axis=1, bitorder="little")
-
-
-def uwhd_tables(w_q: torch.Tensor, b_q: torch.Tensor) -> torch.Tensor:
-    """UWHD as table lookups, step 1: per query and code byte ``j`` the 256-entry table
-    ``T[q, j, v] = sum_i w_q,8j+i [bit i of v != bit 8j+i of q]`` (Q, ceil(L/8), 256).
-
-    With ``b`` in +-1 and ``p_i`` bit i of ``v``, a bit differs iff ``p_i != (1 + b_i)/2``,
-    so ``T = sum_i w_i (1 + b_i)/2 - sum_i p_i w_i b_i``: one (Q ceil(L/8), 8) x (8, 256)
-    matmul, Q ceil(L/8) 256 8 MACs, independent of the database size. Padding bits of a
-    last partial byte get weight 0 (they never count).
-    """
-    q, bits = w_q.shape
-    nb = -(-bits // 8)
-    pad = nb * 8 - bits
-    w = F.pad(w_q, (0, pad)) if pad else w_q
-    b = F.pad(b_q, (0, pad), value=1.0) if pad else b_q
-    wb = w * b
-    base = (0.5 * (w + wb)).reshape(q, nb, 8).sum(2, keepdim=True)
-    p = torch.as_tensor(_BYTE_BITS, dtype=w.dtype, device=w.device)
-    return base - wb.reshape(q, nb, 8) @ p.T
-
-
-def uwhd_lut(tables: torch.Tensor, db_bytes: torch.Tensor) -> torch.Tensor:
-    """UWHD as table lookups, step 2: ``d[q, n] = sum_j T[q, j, byte_j(x_n)]``, Q N ceil(L/8)
-    lookups (a gather: bytes, no arithmetic) and adds (the sum), on the packed database.
-    Equal to :func:`uwhd` up to float rounding (tests/models/conformal_hashing)."""
-    q, nb, _ = tables.shape
-    idx = db_bytes.to(torch.int64) + 256 * torch.arange(nb, device=db_bytes.device)
-    return tables.reshape(q, nb * 256)[:, idx].sum(2)
-
-
-@njit(cache=True, nogil=True)
-def uwhd_lut_kernel(tables, db_bytes, out):
-    """:func:`uwhd_lut` on the host CPU: ``out[q, n] = sum_j tables[q, j, db_bytes[n, j]]``.
-
-    tables (Q, nb, 256) float32, db_bytes (N, nb) uint8, out (Q, N) float32. The bytes are
-    first laid out byte-major (nb, N), as the bitwise kernel re-lays its database rows per
-    call, so the inner loop runs over database rows (one table of 1 KB, in L1, per pass)
-    and LLVM can vectorise it (gathers); the sum over j runs in byte order.
-    """
-    q, nb, _ = tables.shape
-    n = db_bytes.shape[0]
-    dbt = np.empty((nb, n), np.uint8)
-    for i in range(n):
-        for j in range(nb):
-            dbt[j, i] = db_bytes[i, j]
-    for a in range(q):
-        t0 = tables[a, 0]
-        c0 = dbt[0]
-        for i in range(n):
-            out[a, i] = t0[c0[i]]
-        for j in range(1, nb):
-            t = tables[a, j]
-            c = dbt[j]
-            for i in range(n):
-                out[a, i] += t[c[i]]
-
-
-def hamming_bitwise(bdev, b_q: np.ndarray, b_db: np.ndarray) -> np.ndarray:
-    """Plain Hamming distances of +-1 codes on packed words: ``(L - <b_q, b_x>) / 2``, the
-    inner product by XOR + popcount (``BitwiseDevice.sign_matmul``)."""
-    from sim.bitwise.packing import pack_signs
-    bits = b_q.shape[1]
-    qw = pack_signs(b_q.astype(np.int8), bdev.word_bits)
-    dw = pack_signs(b_db.astype(np.int8), bdev.word_bits)
-    dot = bdev.sign_matmul(qw, dw, bits)
-    return (bits - dot) // 2
-
-
-def signs(h: torch.Tensor) -> torch.Tensor:
-    """``sign(h)`` with 0 -> +1 (a bit is always one of two values)."""
-    return torch.where(h >= 0, 1.0, -1.0)
-
-
+# --- diagnostics and evaluation ------------------------------------------------------------
 def auroc(score: np.ndarray, positive: np.ndarray) -> float:
     """Area under the ROC curve of ``score`` for ``positive`` (NaN when one class is absent)."""
     from sklearn.metrics import roc_auc_score
@@ -462,7 +350,7 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
     if variant.representation:   # fresh perturbations: does w_bit predict which bits hold?
         with torch.no_grad():
             sigma = cfg.sigma_rel * fq.std()
-            g = torch.Generator().manual_seed(cfg.seed + 99)
+            g = torch.Generator().manual_seed(seeds.child(cfg.seed, "eval_noise"))
             noise = torch.randn(fq.shape, generator=g).to(fq.device)
             hp = torch.tanh(net.hash(fq + sigma * noise))
         stable = (signs(hp) == bq).cpu().numpy().ravel()
@@ -489,3 +377,36 @@ def evaluate(res: dict, pair, cfg, dev, bdev, variant: Variant) -> dict:
     else:
         m["uwhd_macs"] = float(q * nd * bits)   # the (w * b_q) @ b_db.T product
     return m
+
+
+# --- the card's run -----------------------------------------------------------------------------
+def run(cfg, device: TorchDevice, data, progress: Progress | None = None) -> Outcome:
+    """The card's run: train the variant on source + unlabelled target (:func:`train`), then
+    retrieve target queries from the source database with UWHD (counted on ``device``) and
+    plain Hamming on packed codes (a ``BitwiseDevice`` of ``cfg.hamming_profile``; its counts
+    are in the metrics) (:func:`evaluate`)."""
+    variant = VARIANTS[cfg.variant]
+    bdev = BitwiseDevice(cfg.hamming_profile)
+    res = train(data, cfg, device, variant, progress)
+    m = evaluate(res, data, cfg, device, bdev, variant)
+    h = res["history"]
+    m["final_train_loss"] = h[-1]["loss"]
+    m["first_epoch_set_size"] = h[0]["set_size"]
+    m["last_epoch_set_size"] = h[-1]["set_size"]
+    # Thm 3.1: target coverage >= 1 - alpha - TV; the gap and the bound's slack, final model
+    m["coverage_gap"] = 1.0 - m["alpha_final"] - m["target_coverage"]
+    m["coverage_bound_margin"] = m["target_coverage"] - (1.0 - m["alpha_final"] - m["tv_hat"])
+    traces = {"train_loss": curve([r["loss"] for r in h]),
+              "alpha_t": curve([r["alpha"] for r in h]),
+              "mean_set_size": curve([r["set_size"] for r in h]),
+              # each epoch's sets on the whole target set before that epoch's updates
+              "target_coverage": curve([r["target_coverage"] for r in h]),
+              "coverage_gap": curve([1.0 - r["alpha"] - r["target_coverage"] for r in h]),
+              "tv_hat": curve([r["tv_hat"] for r in h]),
+              "conformal_set_size": curve([r["conformal_set_size"] for r in h]),
+              "mean_w_sem": curve([r["w_sem"] for r in h]),
+              "mean_w_bit": curve([r["w_bit"] for r in h])}
+    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
+             "hamming_profile": cfg.hamming_profile,
+             "hamming_ledger_ops": {k: int(v) for k, v in bdev.ledger.total_ops().items()}}
+    return Outcome(m, traces, None, facts)

@@ -2,16 +2,20 @@
 contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The index is
-in ``model.py`` (torch) and ``kernels.py`` (numba MST and leaf order), the point sets and
-clusterings in ``data.py``, the PCC protocol and the study over seeds in ``experiment.py``.
+in ``model.py`` (torch) and ``kernels.py`` (numba MST and leaf order) with the card's run, the
+PCC protocol (``model.run_protocol``); the point sets and clusterings are in ``data.py``, the
+study over seeds in ``experiment.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from sim.errors import ModelError
-from sim.traces import Trace
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 DATASETS = ("moons", "circles", "blobs", "aniso")   # = data.DATASETS
 
@@ -52,48 +56,12 @@ def load_data(dataset: str, cfg: DiscoConfig):
     return data.make(dataset, cfg.n, cfg.noise_frac, cfg.seed)
 
 
-def _scatter(x, scores) -> Trace:
-    import numpy as np
-    return Trace("scatter", np.column_stack([x[:, 0], x[:, 1], scores]), "1")
-
-
-def simulate(cfg: DiscoConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: DiscoConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Score every clustering of the point set with DISCO (counted on ``device``), Silhouette
-    and ARI; report each index's correlation with ARI and the pointwise DISCO maps."""
-    import numpy as np
-
-    from models.disco.experiment import protocol
-    res = protocol(data, device, cfg)
-    rows = res["rows"]
-    m = {"pcc_disco_ari": res["pcc_disco"], "pcc_silhouette_ari": res["pcc_silhouette"],
-         "n_disco": res["n_disco"], "n_silhouette": res["n_silhouette"],
-         "top_ari_disco": res["top_ari_disco"], "top_ari_silhouette": res["top_ari_silhouette"],
-         "best_ari": max(r["ari"] for r in rows.values()), "n_clusterings": len(rows),
-         "n_points": len(data.x)}
-    for name in ("gt", "gt_noise_merged", "kmeans", "hdbscan"):
-        if name in rows:
-            m[f"disco_{name}"] = rows[name]["disco"]
-            m[f"ari_{name}"] = rows[name]["ari"]
-            if np.isfinite(rows[name]["silhouette"]):
-                m[f"silhouette_{name}"] = rows[name]["silhouette"]
-    if np.isfinite(rows["gt"]["disco_noise"]):
-        m["disco_noise_gt"] = rows["gt"]["disco_noise"]
-    names = list(rows)
-    table = np.array([[n, f"{rows[n]['ari']:.4f}", f"{rows[n]['disco']:.4f}",
-                       f"{rows[n]['silhouette']:.4f}", str(rows[n]["clusters"]),
-                       f"{rows[n]['noise']:.3f}"] for n in names], dtype=str)
-    traces = {"pointwise_gt": _scatter(data.x, res["pointwise"]["gt"]),
-              "pointwise_kmeans": _scatter(data.x, res["pointwise"]["kmeans"]),
-              "pointwise_hdbscan": _scatter(data.x, res["pointwise"]["hdbscan"]),
-              "clusterings": Trace("table", table, "", ("clustering", "ARI", "DISCO",
-                                                         "Silhouette", "clusters",
-                                                         "noise fraction"))}
-    if progress:
-        progress(1, 1, m)
-    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
-             "top_disco": res["top_disco"], "top_silhouette": res["top_silhouette"],
-             "true_clusters": data.k}
-    return Outcome(m, traces, None, facts)
+    and ARI; report each index's correlation with ARI and the pointwise DISCO maps
+    (``model.run_protocol``)."""
+    from models.disco.model import run_protocol
+    return run_protocol(cfg, device, data, progress)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

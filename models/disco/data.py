@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim import seeds
 from sim.errors import ModelError
 
 DATASETS = ("moons", "circles", "blobs", "aniso")
@@ -83,7 +84,9 @@ def make(name: str, n: int, noise_frac: float, seed: int) -> PointSet:
 
 def clusterings(ps: PointSet, seed: int, min_samples: int = 5,
                 extra: bool = False) -> dict[str, np.ndarray]:
-    """Name -> labels (n,) of every clustering the protocol scores (module docstring)."""
+    """Name -> labels (n,) of every clustering the protocol scores (module docstring); KMeans
+    and the random labelling draw the named streams "kmeans" and "random_labels" of the run
+    seed ``seed``."""
     from sklearn.cluster import DBSCAN, HDBSCAN, AgglomerativeClustering, KMeans
     from sklearn.neighbors import NearestNeighbors
     x, k = ps.x, ps.k
@@ -99,9 +102,9 @@ def clusterings(ps: PointSet, seed: int, min_samples: int = 5,
         eps = float(np.quantile(dist, q))
         out[f"dbscan_{i + 1}"] = DBSCAN(eps=eps, min_samples=min_samples).fit_predict(x)
     out["hdbscan"] = HDBSCAN(min_cluster_size=max(5, len(x) // 50), copy=True).fit_predict(x)
-    out["kmeans"] = KMeans(k, n_init=4, random_state=seed).fit_predict(x)
+    out["kmeans"] = KMeans(k, n_init=4, random_state=seeds.child(seed, "kmeans")).fit_predict(x)
     out["ward"] = AgglomerativeClustering(k, linkage="ward").fit_predict(x)
-    out["random"] = np.random.default_rng(seed + 1).integers(0, k, len(x))
+    out["random"] = seeds.rng(seed, "random_labels").integers(0, k, len(x))
     if extra:
         out["single"] = AgglomerativeClustering(k, linkage="single").fit_predict(x)
     return {name: np.asarray(lab, np.int64) for name, lab in out.items()}

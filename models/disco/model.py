@@ -51,7 +51,9 @@ import numpy as np
 import torch
 
 from models.disco import kernels
+from models.registry import Outcome, Progress
 from sim.errors import ModelError
+from sim.traces import Trace
 
 _COUNT_OPS = {kernels.MAC: "mac_fp64", kernels.FLOP: "flop_fp64", kernels.ICMP: "int_cmp",
               kernels.IADD: "int_add", kernels.LAUNCH: "kernel_launch"}
@@ -296,3 +298,108 @@ def disco_score(x, labels, dev, min_pts: int = 5, dc: DCStructure | None = None,
                 chunk_bytes: int = 1 << 24) -> float:
     """DISCO(X, labels): the mean of :func:`disco_samples`."""
     return float(np.mean(disco_samples(x, labels, dev, min_pts, dc, chunk_bytes)))
+
+
+# -- the card's run: the paper's protocol (Sec. 5) in miniature ------------------------------
+# For one data set (``data.make``) every clustering of ``data.clusterings`` is scored by DISCO
+# (counted on the device; the dc structure once per data set, the index once per clustering),
+# by Silhouette (Euclidean, on the non-noise points only, sklearn; the digest's reading) and
+# by ARI against the ground truth. An index is good when it correlates with ARI across the
+# clusterings: the paper's table reports the Pearson correlation (PCC) x 100 per data set.
+# An index undefined on a clustering (Silhouette with fewer than two clusters among the
+# non-noise points) is left out of that index's PCC, and the count says so.
+def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
+    """Euclidean Silhouette of the non-noise points; NaN when it is undefined there."""
+    from sklearn.metrics import silhouette_score
+    keep = labels != -1
+    n_lab = len(np.unique(labels[keep]))
+    if not 2 <= n_lab <= keep.sum() - 1:
+        return float("nan")
+    return float(silhouette_score(x[keep], labels[keep]))
+
+
+def pcc(index, ari) -> tuple[float, int]:
+    """Pearson correlation of an index with ARI over the clusterings where it is defined,
+    and how many those are; NaN when fewer than 3 or either side is constant."""
+    index, ari = np.asarray(index, float), np.asarray(ari, float)
+    ok = np.isfinite(index) & np.isfinite(ari)
+    if ok.sum() < 3 or np.ptp(index[ok]) == 0 or np.ptp(ari[ok]) == 0:
+        return float("nan"), int(ok.sum())
+    return float(np.corrcoef(index[ok], ari[ok])[0, 1]), int(ok.sum())
+
+
+def protocol(ps, dev, cfg, extra=None, labelings=None) -> dict:
+    """Score every clustering of ``ps`` (``labelings``, default ``data.clusterings``);
+    ``extra`` maps an index name to ``f(x, labels)`` (the bench adds DBCV). Returns rows per
+    clustering, the pointwise DISCO scores and each index's PCC with ARI."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from models.disco import data
+    chunk = int(cfg.chunk_mb * 2**20)
+    labelings = labelings if labelings is not None else data.clusterings(ps, cfg.seed)
+    dc = dc_structure(ps.x, cfg.min_pts, dev, chunk)
+    rows, pointwise = {}, {}
+    for name, lab in labelings.items():
+        scores = disco_samples(ps.x, lab, dev, cfg.min_pts, dc, chunk, scope=f"index/{name}")
+        pointwise[name] = scores
+        row = {"ari": float(adjusted_rand_score(ps.y, lab)),
+               "disco": float(scores.mean()),
+               "silhouette": silhouette(ps.x, lab),
+               "clusters": int(len(np.unique(lab[lab != -1]))),
+               "noise": float((lab == -1).mean()),
+               "disco_noise": float(scores[lab == -1].mean()) if (lab == -1).any()
+               else float("nan")}
+        for key, fn in (extra or {}).items():
+            row[key] = fn(ps.x, lab)
+        rows[name] = row
+    out = {"rows": rows, "pointwise": pointwise, "labels": labelings}
+    ari = [r["ari"] for r in rows.values()]
+    for key in ("disco", "silhouette", *(extra or {})):
+        out[f"pcc_{key}"], out[f"n_{key}"] = pcc([r[key] for r in rows.values()], ari)
+        vals = np.array([r[key] for r in rows.values()], float)
+        names = list(rows)
+        best = names[int(np.nanargmax(vals))] if np.isfinite(vals).any() else None
+        out[f"top_{key}"] = best
+        out[f"top_ari_{key}"] = rows[best]["ari"] if best else float("nan")
+    return out
+
+
+def _scatter(x, scores) -> Trace:
+    return Trace("scatter", np.column_stack([x[:, 0], x[:, 1], scores]), "1")
+
+
+def run_protocol(cfg, device, data, progress: Progress | None = None) -> Outcome:
+    """The card's run: score every clustering of the point set ``data`` with DISCO (counted
+    on ``device``), Silhouette and ARI (:func:`protocol`); metrics are each index's
+    correlation with ARI, traces the pointwise DISCO maps and the table of clusterings."""
+    res = protocol(data, device, cfg)
+    rows = res["rows"]
+    m = {"pcc_disco_ari": res["pcc_disco"], "pcc_silhouette_ari": res["pcc_silhouette"],
+         "n_disco": res["n_disco"], "n_silhouette": res["n_silhouette"],
+         "top_ari_disco": res["top_ari_disco"], "top_ari_silhouette": res["top_ari_silhouette"],
+         "best_ari": max(r["ari"] for r in rows.values()), "n_clusterings": len(rows),
+         "n_points": len(data.x)}
+    for name in ("gt", "gt_noise_merged", "kmeans", "hdbscan"):
+        if name in rows:
+            m[f"disco_{name}"] = rows[name]["disco"]
+            m[f"ari_{name}"] = rows[name]["ari"]
+            if np.isfinite(rows[name]["silhouette"]):
+                m[f"silhouette_{name}"] = rows[name]["silhouette"]
+    if np.isfinite(rows["gt"]["disco_noise"]):
+        m["disco_noise_gt"] = rows["gt"]["disco_noise"]
+    names = list(rows)
+    table = np.array([[n, f"{rows[n]['ari']:.4f}", f"{rows[n]['disco']:.4f}",
+                       f"{rows[n]['silhouette']:.4f}", str(rows[n]["clusters"]),
+                       f"{rows[n]['noise']:.3f}"] for n in names], dtype=str)
+    traces = {"pointwise_gt": _scatter(data.x, res["pointwise"]["gt"]),
+              "pointwise_kmeans": _scatter(data.x, res["pointwise"]["kmeans"]),
+              "pointwise_hdbscan": _scatter(data.x, res["pointwise"]["hdbscan"]),
+              "clusterings": Trace("table", table, "", ("clustering", "ARI", "DISCO",
+                                                         "Silhouette", "clusters",
+                                                         "noise fraction"))}
+    if progress:
+        progress(1, 1, m)
+    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
+             "top_disco": res["top_disco"], "top_silhouette": res["top_silhouette"],
+             "true_clusters": data.k}
+    return Outcome(m, traces, None, facts)

@@ -10,7 +10,8 @@ question precedes the list the model instead marks matches eagerly in the items'
 Replication at the scale of a 2-core CPU: a decoder-only transformer trained from scratch
 on synthetic SelectOne prompts (``data.py``), queries cached/patched before RoPE
 (``model.py``), the paper's mask search, causality metric, mean ablation and the eager-flag
-residual patch (``patching.py``), wired together in ``experiment.py``. Readings chosen
+residual patch (``patching.py``), wired together in ``run.py`` (the card's run); the
+paper's figures and the replication's thresholds are in ``experiment.py``. Readings chosen
 where the paper leaves room are in each module's docstring.
 
 Presets (one dataset, ``synthetic-lists``, generated from the seed):
@@ -28,12 +29,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.filter_heads import data
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
-from sim.traces import Trace, curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 DATASET = "synthetic-lists"
 
@@ -212,34 +216,11 @@ def load_data(dataset: str, cfg: FilterHeadsConfig) -> ListPrompts:
     return ListPrompts()
 
 
-def _table(values, columns) -> Trace:
-    return Trace("table", values, columns=tuple(columns))
-
-
-def simulate(cfg: FilterHeadsConfig, device, data: ListPrompts, progress=None) -> Outcome:
-    """Train, locate the heads, test them (``experiment.run``), all counted on ``device``."""
-    import numpy as np
-
-    from models.filter_heads import experiment
-    metrics, det, tr = experiment.run(cfg, device, progress=progress)
-    n_params = sum(p.numel() for p in tr.model.parameters())
-    metrics = {**metrics, "parameters": n_params, "footprint_bytes": device.footprint_bytes,
-               "train_loss": tr.history[-1]["loss"]}
-    heads = [f"head{h}" for h in range(cfg.n_head)]          # table rows: layers
-    traces = {"train_loss": curve([h["loss"] for h in tr.history]),
-              "mask_loss": curve(det["mask_loss"]),
-              "mask": _table(det["mask"], heads),
-              "single_head_causality": _table(det["single_head_causality"], heads),
-              "format_transfer": _table(det["format_transfer"], cfg.formats)}
-    for key in ("flag_rates_before", "flag_rates_after"):
-        if key in det:
-            traces[key] = curve(det[key])
-    if "mask_before" in det:
-        traces["mask_before"] = _table(np.asarray(det["mask_before"]), heads)
-    facts = {"heads": [list(h) for h in det["heads"]], "random_heads_from": det["random_from"],
-             "heads_before": [list(h) for h in det.get("heads_before", [])],
-             "torch_device": str(device.torch_device), "data_source": data.source}
-    return Outcome(metrics, traces, tr.trained(), facts)
+def simulate(cfg: FilterHeadsConfig, device: TorchDevice, data: ListPrompts,
+             progress=None) -> Outcome:
+    """Train, locate the heads, test them (``run.run``), all counted on ``device``."""
+    from models.filter_heads.run import run
+    return run(cfg, device, data, progress)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

@@ -9,18 +9,11 @@ and the paper's main task) and SelectOne-MCQ ("Label" -> the option's label)::
     after : <bos> Options : a:apple , b:car , c:chair . Which is <cat> ? Answer   -> apple
     before: <bos> Which is <cat> ? Options : a:apple , b:car , c:chair . Label    -> a
 
-What we saw while building this (recorded because it bounds what the replication can
-show): a tiny model solves the item task largely *without* selective attention -- the
-last token's residual knows the predicate, the unembedding boosts every item of that
-category, copy heads boost every listed item, and the answer is the intersection -- so
-query patching competes with that direct path (first version, without option labels:
-a 2-layer model's whole last layer reached causality 0.39; a 4-layer model's 16 heads
-0.80, no single layer above 0.15; bench/RESULTS.md has the current model's figures).
-MCQ has no such shortcut (a label carries no category), but none of the variants we tried
-learned it within the CPU budget: separate label tokens, labels summed into the option's
-own position (below), tied embeddings, absolute positions, the predicate as the last
-token; all stayed at chance for 500-1000 steps. ``task="mcq"`` is therefore implemented
-and tested for shape, not used by the experiment.
+A tiny model solves the item task largely through a direct predicate -> category-items path
+(the room's README, "How the task was chosen", says what was measured and tried), so
+query patching competes with it; MCQ has no such shortcut but did not train within the CPU
+budget. ``task="mcq"`` is therefore implemented and tested for shape, not used by the
+experiment.
 
 Three list formats (the paper's single line / bulleted / numbered option styles)::
 

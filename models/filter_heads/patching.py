@@ -31,6 +31,7 @@ import torch
 from models.filter_heads import data
 from models.filter_heads.card import MaskSearchConfig
 from models.filter_heads.model import HEAD_SITES, Hook, TrainedLM
+from sim import seeds
 from sim.errors import ModelError
 
 Heads = list[tuple[int, int]]
@@ -145,7 +146,8 @@ def search_mask(tr: TrainedLM, cfg: MaskSearchConfig, scope: str = "locate"):
     dev = tr.device
     mask = torch.ones(n_l, n_h, device=dev.torch_device, requires_grad=True)
     opt = torch.optim.AdamW([mask], lr=cfg.lr)
-    rng = np.random.default_rng(cfg.seed)
+    # its own named stream: the same seed's training data draws default_rng(cfg.seed)
+    rng = seeds.rng(cfg.seed, "search_pairs")
     steps = -(-cfg.n_pairs // cfg.batch_size)
     # a fixed training set of pairs, re-used every epoch as in the paper
     train_pairs = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order, cfg.task,

@@ -1,8 +1,9 @@
 """The GEB card (general exploratory bonus in online f-DPO): config, presets, contract.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The losses
-are in ``losses.py``, the policy and the online loop in ``model.py``, the procedural tasks in
-``data.py``, the comparison over divergences and bonus forms in ``experiment.py``.
+are in ``losses.py``, the policy, the online loop and the card's run (``run_comparison``) in
+``model.py``, the procedural tasks in ``data.py``, the study over divergences and bonus forms
+in ``experiment.py``.
 
 One run compares three arms over ``seeds`` seeds on the same tasks: passive f-DPO (no
 bonus), the prior-form bonus (``-kappa g_f(pi / pi_ref)`` on the rejected response) and
@@ -11,10 +12,14 @@ GEB with the configured u (``bonus``); the traces are learning curves with seed 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 DATASETS = ("toy", "chars")            # = data.TASKS
 F_DIVS = ("rkl", "fkl", "hel")         # = losses.F_DIVS
@@ -93,12 +98,12 @@ def load_data(dataset: str, cfg: GebConfig):
             for k in range(cfg.seeds)]
 
 
-def simulate(cfg: GebConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: GebConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Per seed: pretrain pi_ref, run passive, prior-form and GEB loops from it (counted on
     ``device`` when ``cfg.count``); metrics are seed means and paired tests over seeds."""
     import torch
 
-    from models.geb.experiment import run_comparison
+    from models.geb.model import run_comparison
     torch.set_num_threads(1)   # ~2k-parameter ops: a second thread only adds contention;
     return run_comparison(cfg, device, data, progress)   # the counts do not depend on it
 

@@ -1,91 +1,12 @@
-"""GEB's comparison: passive f-DPO, the prior-form bonus and GEB over seeds, per divergence.
+"""GEB's study: the card's three-arm comparison per divergence, form and kappa.
 
-``run_comparison`` is one card run: for each seed the three arms from the same pretrained
-reference on the same task (``model.compare``); its metrics are seed means, the paired
-differences GEB minus each other arm, and two-sided Wilcoxon signed-rank p-values of those
-differences over seeds (scipy; with 5 seeds the smallest possible p is 2/32 = 0.0625, so a
-claim at p < 0.05 needs >= 6 seeds: the bench runs 10). ``experiment`` runs the card over the
-divergences (and, in ``full``, every GEB form and kappa) through the runner.
+One card run (``model.run_comparison``) is already a paired comparison over seeds; the study
+runs it over the divergences (and, in ``full``, every GEB form and kappa) through the runner
+and judges the claim per divergence.
 """
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
-from models.registry import Outcome, Progress, Study
-from sim.traces import Trace, bands
-
-CURVES = {"reward": ("true_reward", "1"), "sampled_logp_ref": ("sampled_logp_ref", "nats"),
-          "p_optimum": ("p_optimum", "1"), "entropy": ("policy_entropy", "nats")}
-"""History key -> (trace name, unit) of the learning curves drawn with seed bands."""
-
-
-def wilcoxon_p(diff) -> float:
-    """Two-sided Wilcoxon signed-rank p of paired differences (1.0 when all are zero)."""
-    from scipy.stats import wilcoxon
-    d = np.asarray(diff, float)
-    if not np.any(d != 0):
-        return 1.0
-    return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
-
-
-def sign_p(diff) -> float:
-    """Two-sided exact sign test p of paired differences (ties dropped; scipy binomtest)."""
-    from scipy.stats import binomtest
-    d = np.asarray(diff, float)
-    d = d[d != 0]
-    if not d.size:
-        return 1.0
-    return float(binomtest(int((d > 0).sum()), d.size, 0.5).pvalue)
-
-
-def paired(rows: list[dict], metric: str, a: str, b: str) -> dict:
-    """Seed-paired ``a - b`` of ``metric``: mean, std, wins, Wilcoxon and sign-test p."""
-    d = np.array([r[a][metric] - r[b][metric] for r in rows])
-    return {"mean": float(d.mean()), "std": float(d.std()), "wins": int((d > 0).sum()),
-            "losses": int((d < 0).sum()), "n": int(d.size), "wilcoxon_p": wilcoxon_p(d),
-            "sign_p": sign_p(d)}
-
-
-def run_comparison(cfg, dev, tasks, progress: Progress | None = None) -> Outcome:
-    """The card's run: ``model.compare`` per seed, seed means, paired tests, seed bands."""
-    from models.geb.model import ARM_NAMES, compare, curves, summary_row
-    rows, refs, hist = [], [], {k: {a: [] for a in ARM_NAMES} for k in CURVES}
-    for k, task in enumerate(tasks):
-        c = dataclasses.replace(cfg, seed=cfg.seed + k)
-        res = compare(task, c, dev, cfg.count, progress, 3 * k, 3 * len(tasks))
-        rows.append(summary_row(res))
-        refs.append(res["reference"])
-        for key in CURVES:
-            for arm, values in curves(res, key).items():
-                hist[key][arm].append(values)
-    m = {f"{key}_{arm}": float(np.mean([r[arm][key] for r in rows]))
-         for arm in ARM_NAMES for key in ("reward", "p_optimum", "expected_logp_ref",
-                                          "explore_logp_ref", "entropy")}
-    gains = {"reward_gain_geb_vs_passive": paired(rows, "reward", "geb", "passive"),
-             "reward_gain_geb_vs_prior": paired(rows, "reward", "geb", "prior"),
-             "explore_gain_geb_vs_passive": paired(rows, "explore_logp_ref", "passive", "geb")}
-    m.update({k: v["mean"] for k, v in gains.items()})
-    m["wilcoxon_p_explore"] = gains["explore_gain_geb_vs_passive"]["wilcoxon_p"]
-    m["wilcoxon_p_reward"] = gains["reward_gain_geb_vs_passive"]["wilcoxon_p"]
-    m["reference_reward"] = float(np.mean([r["reward"] for r in refs]))
-    m["reference_logp_ref_optimum"] = float(np.mean([r["logp_ref_optimum"] for r in refs]))
-    m["seeds"] = len(tasks)
-    traces: dict[str, Trace] = {
-        name: bands({a: np.array(hist[key][a]) for a in ARM_NAMES}, unit)
-        for key, (name, unit) in CURVES.items()}
-    cols = ("seed", *(f"{k}_{a}" for a in ARM_NAMES for k in ("reward", "explore_logp_ref")))
-    traces["per_seed"] = Trace("table", np.array(
-        [[cfg.seed + i, *(r[a][k] for a in ARM_NAMES for k in ("reward", "explore_logp_ref"))]
-         for i, r in enumerate(rows)]), columns=cols)
-    facts = {"torch_device": str(dev.torch_device), "data_source": tasks[0].source,
-             "paired_tests": gains,
-             "per_seed": [{a: r[a] for a in ARM_NAMES} for r in rows],
-             "arms": {"passive": "f-DPO, no bonus", "prior": f"prior form, kappa {cfg.kappa}",
-                      "geb": f"{cfg.bonus}, kappa {cfg.kappa}"}}
-    return Outcome(m, traces, None, facts)
-
+from models.registry import Progress, Study
 
 PLANS = {
     # quick: the card's GEB form under each divergence, 5 seeds (~3 runs of the quick card)

@@ -19,11 +19,23 @@ Readings chosen where the paper leaves it open:
   sequence probability underflows there and the bonus' gradient vanishes);
 - exploration is read from the sampled responses' log pi_ref under the *pretrained* policy
   (Fig. 2's quantity), whatever the loop's reference is.
+
+The card's run is :func:`run_comparison` at the bottom: for each seed the three arms from the
+same pretrained reference on the same task (:func:`compare`); its metrics are seed means, the
+paired differences GEB minus each other arm, and two-sided Wilcoxon signed-rank p-values of
+those differences over seeds (scipy; with 5 seeds the smallest possible p is 2/32 = 0.0625,
+so a claim at p < 0.05 needs >= 6 seeds: the bench runs 8).
+
+Randomness: every stream is a named child of the seed's run seed (``sim.seeds``): "init"
+(the policy's weights), "reference_data" (pi_ref's SFT samples), "eval" (sampled
+evaluation), "sampling" (the loop's responses, the same stream in every arm) and "oracle"
+(the Bradley-Terry coins).
 """
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 
 import numpy as np
 import torch
@@ -32,8 +44,11 @@ from torch import nn
 
 from models.geb import losses
 from models.geb.data import Task, all_responses, sample_reference
+from models.registry import Outcome, Progress
 from models.shared.training import seeded
+from sim import seeds
 from sim.errors import ModelError
+from sim.traces import Trace, bands
 
 
 class Policy(nn.Module):
@@ -120,9 +135,10 @@ def _ctx(dev, scope: str, count: bool, samples: int = 0):
 
 def pretrain_reference(task: Task, cfg, dev, count: bool = True) -> Policy:
     """pi_ref: the policy trained by NLL on ``cfg.sft_samples`` reference samples (SFT)."""
-    x, y = sample_reference(task, cfg.sft_samples, cfg.seed + 1)
+    x, y = sample_reference(task, cfg.sft_samples,
+                            seeds.child(cfg.seed, "reference_data"))
     x, y = dev.tensor(x, torch.int64), dev.tensor(y, torch.int64)
-    with seeded(cfg.seed):
+    with seeded(seeds.child(cfg.seed, "init")):
         pol = Policy(task.prompts, task.vocab, task.length, cfg.hidden)
     pol = dev.compile(pol.to(DTYPE[cfg.dtype]))
     opt = torch.optim.Adam(pol.parameters(), lr=cfg.sft_lr)
@@ -146,7 +162,7 @@ class Evaluator:
 
     def __init__(self, task: Task, ref0: Policy, cfg, dev):
         self.task, self.ref0, self.cfg, self.dev = task, ref0, cfg, dev
-        self.gen = torch.Generator().manual_seed(cfg.seed + 3)
+        self.gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "eval"))
         if task.enumerable:
             ys = all_responses(task)                                          # (Y, L)
             p, t = task.prompts, task
@@ -211,8 +227,8 @@ def run_loop(task: Task, ref0: Policy, cfg, dev, bonus: str, kappa: float, count
     pol = copy.deepcopy(ref0)
     for p in pol.parameters():
         p.requires_grad_(True)
-    gen = torch.Generator().manual_seed(cfg.seed + 5)      # sampling: the same stream per arm
-    lgen = np.random.default_rng(cfg.seed + 9)             # the preference oracle's coins
+    gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "sampling"))   # same in every arm
+    lgen = seeds.rng(cfg.seed, "oracle")                   # the preference oracle's coins
     xs, yws, yls, hist = [], [], [], []
     ref = ref0
     for it in range(cfg.iterations):
@@ -327,3 +343,74 @@ def curves(res: dict, key: str) -> dict:
     and after the last, (T + 1,)."""
     return {arm: [r[key] for r in res[arm]["history"]] + [res[arm]["final"].get(key, np.nan)]
             for arm in ARM_NAMES}
+
+
+CURVES = {"reward": ("true_reward", "1"), "sampled_logp_ref": ("sampled_logp_ref", "nats"),
+          "p_optimum": ("p_optimum", "1"), "entropy": ("policy_entropy", "nats")}
+"""History key -> (trace name, unit) of the learning curves drawn with seed bands."""
+
+
+def wilcoxon_p(diff) -> float:
+    """Two-sided Wilcoxon signed-rank p of paired differences (1.0 when all are zero)."""
+    from scipy.stats import wilcoxon
+    d = np.asarray(diff, float)
+    if not np.any(d != 0):
+        return 1.0
+    return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def sign_p(diff) -> float:
+    """Two-sided exact sign test p of paired differences (ties dropped; scipy binomtest)."""
+    from scipy.stats import binomtest
+    d = np.asarray(diff, float)
+    d = d[d != 0]
+    if not d.size:
+        return 1.0
+    return float(binomtest(int((d > 0).sum()), d.size, 0.5).pvalue)
+
+
+def paired(rows: list[dict], metric: str, a: str, b: str) -> dict:
+    """Seed-paired ``a - b`` of ``metric``: mean, std, wins, Wilcoxon and sign-test p."""
+    d = np.array([r[a][metric] - r[b][metric] for r in rows])
+    return {"mean": float(d.mean()), "std": float(d.std()), "wins": int((d > 0).sum()),
+            "losses": int((d < 0).sum()), "n": int(d.size), "wilcoxon_p": wilcoxon_p(d),
+            "sign_p": sign_p(d)}
+
+
+def run_comparison(cfg, dev, tasks, progress: Progress | None = None) -> Outcome:
+    """The card's run: :func:`compare` per seed (run seeds ``cfg.seed``, ``cfg.seed + 1``, ...),
+    seed means, paired tests over seeds, seed bands."""
+    rows, refs, hist = [], [], {k: {a: [] for a in ARM_NAMES} for k in CURVES}
+    for k, task in enumerate(tasks):
+        c = dataclasses.replace(cfg, seed=cfg.seed + k)
+        res = compare(task, c, dev, cfg.count, progress, 3 * k, 3 * len(tasks))
+        rows.append(summary_row(res))
+        refs.append(res["reference"])
+        for key in CURVES:
+            for arm, values in curves(res, key).items():
+                hist[key][arm].append(values)
+    m = {f"{key}_{arm}": float(np.mean([r[arm][key] for r in rows]))
+         for arm in ARM_NAMES for key in ("reward", "p_optimum", "expected_logp_ref",
+                                          "explore_logp_ref", "entropy")}
+    gains = {"reward_gain_geb_vs_passive": paired(rows, "reward", "geb", "passive"),
+             "reward_gain_geb_vs_prior": paired(rows, "reward", "geb", "prior"),
+             "explore_gain_geb_vs_passive": paired(rows, "explore_logp_ref", "passive", "geb")}
+    m.update({k: v["mean"] for k, v in gains.items()})
+    m["wilcoxon_p_explore"] = gains["explore_gain_geb_vs_passive"]["wilcoxon_p"]
+    m["wilcoxon_p_reward"] = gains["reward_gain_geb_vs_passive"]["wilcoxon_p"]
+    m["reference_reward"] = float(np.mean([r["reward"] for r in refs]))
+    m["reference_logp_ref_optimum"] = float(np.mean([r["logp_ref_optimum"] for r in refs]))
+    m["seeds"] = len(tasks)
+    traces: dict[str, Trace] = {
+        name: bands({a: np.array(hist[key][a]) for a in ARM_NAMES}, unit)
+        for key, (name, unit) in CURVES.items()}
+    cols = ("seed", *(f"{k}_{a}" for a in ARM_NAMES for k in ("reward", "explore_logp_ref")))
+    traces["per_seed"] = Trace("table", np.array(
+        [[cfg.seed + i, *(r[a][k] for a in ARM_NAMES for k in ("reward", "explore_logp_ref"))]
+         for i, r in enumerate(rows)]), columns=cols)
+    facts = {"torch_device": str(dev.torch_device), "data_source": tasks[0].source,
+             "paired_tests": gains,
+             "per_seed": [{a: r[a] for a in ARM_NAMES} for r in rows],
+             "arms": {"passive": "f-DPO, no bonus", "prior": f"prior form, kappa {cfg.kappa}",
+                      "geb": f"{cfg.bonus}, kappa {cfg.kappa}"}}
+    return Outcome(m, traces, None, facts)

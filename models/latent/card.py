@@ -1,8 +1,9 @@
 """The LatEnt card: its config, presets and the three contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The latent
-model, reward, PPO and schedule are in ``model.py``, the PROBE-style environments in
-``envs.py``, the seed study in ``experiment.py``.
+model, reward and PPO are in ``model.py``, Algorithm 1's schedule and the card's run over
+seeds in ``run.py``, the PROBE-style environments in ``envs.py``, the study over
+environments in ``experiment.py``.
 
 A "dataset" of this card is an environment (``envs.ENVS``): ``masked-pendulum`` (default),
 ``noisy-puck``, ``four-rooms``. One simulation pre-trains every method of ``cfg.methods``
@@ -13,10 +14,14 @@ a band over seeds, and fine-tunes LatEnt against scratch on the sparse task when
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 ENVIRONMENTS = ("masked-pendulum", "noisy-puck", "four-rooms")
 METHOD_NAMES = ("latent", "observation", "random", "state", "latent_noreg")
@@ -110,16 +115,16 @@ def load_data(dataset: str, cfg: LatEntConfig):
     return dataset
 
 
-def simulate(cfg: LatEntConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: LatEntConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Pre-train each method of ``cfg.methods`` for ``cfg.seeds`` seeds on environment
-    ``data``; metrics are means over seeds, curves mean and band (``experiment.py``).
+    ``data``; metrics are means over seeds, curves mean and band (``run.run_seeds``).
 
     Ledger scopes: ``seed<i>/pretrain/<method>/{warmup,rollout,reward,train/policy,
     train/model,evaluate}`` and ``seed<i>/finetune/{pretrained,scratch}/...``.
     """
     import torch
 
-    from models.latent.experiment import run_seeds
+    from models.latent.run import run_seeds
     # one intra-op thread: these tensors are tiny (16 x 64), and on a shared 2-core machine
     # two threads wait on each other at every op (70x slower measured at load 9); the
     # counts do not depend on it

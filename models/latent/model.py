@@ -28,13 +28,14 @@ policy, and updates the latent model only every ``model_every`` iterations.
 Evaluation (oracle, never learned from): the Kozachenko-Leonenko k-NN entropy of the true
 states, ``H = d/N sum_i ln eps_i + ln V_d + ln(N - 1) - psi(k)``, and the fraction of
 occupied cells of a grid over them.
+
+This module is the method; ``run.py`` runs it (the warm-up, pre-training and fine-tuning
+loops of Algorithm 1, and the card's run over seeds).
 """
 from __future__ import annotations
 
-import copy
 import math
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -42,55 +43,13 @@ from scipy.special import digamma, gammaln
 from torch import nn
 
 from models.latent import envs as envs_mod
+from models.shared.training import seeded
 from sim.errors import ModelError
-from sim.ledger import Ledger
 
 METHODS = ("latent", "observation", "random", "state", "latent_noreg")
 """Reward spaces: LatEnt, observation entropy, a uniform random policy, the state-entropy
 oracle (k-NN on the true state; an upper reference) and LatEnt without the predictability
 terms (alpha = beta = 0, the paper's ablation)."""
-
-
-# -- counting ----------------------------------------------------------------------------------
-class Replay:
-    """Count a block once, replay its counts for each identical repeat.
-
-    A rollout, a PPO update, a latent-model update and a k-NN reward run the same torch ops
-    on the same shapes every iteration (N, T and the networks never change), so their
-    counts do not depend on the data. ``TorchDevice.count`` intercepts every op in Python
-    (about 80 times the op's own time on these small tensors), so counting every iteration
-    would spend the quick preset's minutes on the counter. The first block of a ``key``
-    is counted into a ledger of its own; that ledger is merged into the device's ledger
-    under the open scope now and at every later block of the same key, which then runs
-    uncounted. ``tests/models/latent`` checks that the replayed ledger equals counting
-    every block. ``exact=True`` counts every block (the check's reference).
-    """
-
-    def __init__(self, dev, exact: bool = False):
-        self.dev, self.exact = dev, exact
-        self.recorded: dict[str, Ledger] = {}
-
-    @contextmanager
-    def count(self, scope: str, key: str, samples: int = 0):
-        """Run the block under ``scope`` (relative to the open scope); ``key`` names what
-        fixes its ops (the block's kind and shapes)."""
-        dev = self.dev
-        if self.exact:
-            with dev.count(scope, samples):
-                yield
-            return
-        full = f"{scope}|{key}"
-        if full not in self.recorded:
-            real = dev.ledger
-            dev.ledger = Ledger()
-            try:
-                with dev.count(scope, samples):
-                    yield
-            finally:
-                self.recorded[full], dev.ledger = dev.ledger, real
-        else:
-            yield
-        dev.ledger.merge(self.recorded[full])
 
 
 # -- networks ---------------------------------------------------------------------------------
@@ -154,8 +113,7 @@ class ActorCritic(nn.Module):
 
     def reset_critic(self, seed: int) -> None:
         """A freshly initialised critic (fine-tuning keeps the actor only)."""
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
+        with seeded(seed):
             self.critic = mlp(self.critic[0].in_features, self.critic[0].out_features, 1).to(
                 self.log_std.device)
 
@@ -335,20 +293,7 @@ def next_obs_mse(model: LatentModel, batch: Batch) -> tuple[float, float]:
     return mse, copy
 
 
-# -- the loop ---------------------------------------------------------------------------------
-@dataclass
-class PretrainResult:
-    """One reward-free pre-training run: per-iteration curves and the final evaluation."""
-
-    method: str
-    curves: dict[str, list[float]]
-    final: dict[str, float]
-    model: LatentModel
-    ac: ActorCritic | None
-    last: Batch | None = None
-    extra: dict = field(default_factory=dict)
-
-
+# -- oracle evaluation ------------------------------------------------------------------------
 def evaluate(env, batch: Batch, dev=None) -> dict[str, float]:
     """Oracle evaluation of the states a batch visited (all T steps after the reset)."""
     states = batch.states[1:].reshape(-1, env.state_dim)
@@ -362,174 +307,3 @@ def evaluate(env, batch: Batch, dev=None) -> dict[str, float]:
         out["puck_distance"] = float(np.linalg.norm(states[:, :2] - states[:, 4:], axis=1).mean())
         out["puck_travel"] = float(np.linalg.norm(states[:, 4:], axis=1).mean())
     return out
-
-
-def _rewards(method: str, env, batch: Batch, cfg) -> torch.Tensor:
-    t, n = batch.act.shape[:2]
-    if method in ("latent", "latent_noreg"):
-        z = batch.latent[1:].reshape(t * n, -1)
-    elif method == "observation":
-        z = batch.obs[1:].reshape(t * n, -1)
-    else:   # state-entropy oracle
-        z = torch.as_tensor(env.oracle(batch.states[1:].reshape(t * n, -1)),
-                            dtype=torch.float32, device=batch.obs.device)
-    return knn_reward(z, cfg.knn_k, cfg.knn_c).reshape(t, n)
-
-
-def build(env, cfg, dev, seed: int):
-    """A seeded latent model and actor-critic compiled on ``dev``, with their optimisers."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = LatentModel(env.obs_dim, env.act_dim, cfg.latent_dim, cfg.hidden)
-        ac = ActorCritic(cfg.latent_dim + env.obs_dim, env.act_dim, cfg.hidden, cfg.log_std)
-    model, ac = dev.compile(model), dev.compile(ac)
-    return (model, torch.optim.Adam(model.parameters(), lr=cfg.model_lr), ac,
-            torch.optim.Adam(ac.parameters(), lr=cfg.policy_lr))
-
-
-def _finite(value: float, what: str, cfg, field: str, default: str) -> None:
-    """Refuse a run whose training diverged (a nan would reach every metric) with the
-    learning rate behind it."""
-    if not math.isfinite(value):
-        raise ModelError(f"LatEntConfig.{field} = {getattr(cfg, field)}: {what} diverged "
-                         f"({value}); use a smaller {field} (default {default})")
-
-
-def _fresh(opt) -> str:
-    """Part of a block's key: an optimiser's first step creates its state (more ops)."""
-    return "fresh" if not opt.state else "warm"
-
-
-def _shape_key(env, cfg) -> str:
-    return (f"{type(env).__name__}:n{env.num_envs}:T{env.horizon}:d{cfg.latent_dim}"
-            f":h{cfg.hidden}")
-
-
-def warm_up(env, model, mopt, cfg, rep: Replay, gen, seed: int) -> tuple[list[Batch], dict]:
-    """Random-policy data pre-trains the latent model (Algorithm 1's warm-up); the held-out
-    next-observation MSE of the model against copying the last observation."""
-    dev, key, steps = rep.dev, _shape_key(env, cfg), env.num_envs * env.horizon
-    data = []
-    for i in range(cfg.warmup_batches):
-        with rep.count("warmup/rollout", f"random:{key}", samples=steps):
-            data.append(rollout(env, model, None, dev, gen, seed * 1000 + 900 + i))
-    data = data[-cfg.model_buffer:]
-    for _ in range(cfg.warmup_steps):
-        with rep.count("warmup/model", f"{len(data)}:{_fresh(mopt)}:{key}",
-                       samples=steps * len(data)):
-            loss, _ = model_update(model, mopt, data, 1, cfg.alpha, cfg.beta)
-        _finite(loss, "the latent model's warm-up loss", cfg, "model_lr", "3e-3")
-    with rep.count("warmup/evaluate", f"mse:{key}"):
-        held = rollout(env, model, None, dev, gen, seed * 1000 + 999)
-        mse, copy = next_obs_mse(model, held)
-    return data, {"model_mse": mse, "copy_last_mse": copy}
-
-
-def pretrain(env, method: str, cfg, rep: Replay, seed: int, tick=None,
-             warm: dict | None = None) -> PretrainResult:
-    """Reward-free pre-training of ``method`` (one of :data:`METHODS`) on ``env``: warm-up,
-    then ``cfg.iterations`` of rollout / reward / PPO, the latent model every
-    ``cfg.model_every`` iterations (``cfg.model_steps`` Adam steps on the last
-    ``cfg.model_buffer`` batches). Ledger scopes under ``pretrain/<method>/``.
-
-    ``warm``: a dict shared by the methods of one seed. The warm-up (random data, the
-    model's pre-training) does not depend on the method, so the first method's warm-up is
-    kept there and the others start from a copy of it (the same latent model, optimiser
-    state and data), which pairs the methods' seeds more tightly and saves its cost.
-    """
-    if method not in METHODS:
-        raise ModelError(f"method {method!r}: methods are {', '.join(METHODS)}")
-    dev, key = rep.dev, _shape_key(env, cfg)
-    gen = torch.Generator().manual_seed(seed)
-    model, mopt, ac, popt = build(env, cfg, dev, seed)
-    alpha, beta = (0.0, 0.0) if method == "latent_noreg" else (cfg.alpha, cfg.beta)
-    curves: dict[str, list[float]] = {"state_entropy": [], "coverage": [], "model_loss": []}
-    steps = env.num_envs * env.horizon
-    zdim = {"observation": env.obs_dim, "state": env.oracle(env.state).shape[1]}.get(
-        method, cfg.latent_dim)
-    with dev.ledger.scope(f"pretrain/{method}"):
-        extra, buffer = {}, []
-        if method != "random":
-            if warm is not None and "model" in warm:
-                model.load_state_dict(warm["model"])
-                mopt.load_state_dict(warm["opt"])
-                buffer, extra = list(warm["buffer"]), dict(warm["extra"])
-                gen.set_state(warm["gen"])
-            else:
-                buffer, extra = warm_up(env, model, mopt, cfg, rep, gen, seed)
-                if warm is not None:
-                    warm.update(model=copy.deepcopy(model.state_dict()),
-                                opt=copy.deepcopy(mopt.state_dict()), buffer=list(buffer),
-                                extra=dict(extra), gen=gen.get_state())
-        batch = None
-        for it in range(cfg.iterations):
-            policy = None if method == "random" else ac
-            with rep.count("rollout", f"{'random' if policy is None else 'policy'}:{key}",
-                           samples=steps):
-                batch = rollout(env, model, policy, dev, gen, seed * 1000 + it)
-            ev = evaluate(env, batch)
-            # nan states come from nan actions: the policy (its log std) diverged
-            _finite(ev["state_entropy"], f"{method}'s policy (state entropy)", cfg, "policy_lr",
-                    "1e-3")
-            loss = math.nan
-            if method != "random":
-                with rep.count("reward", f"z{zdim}:{key}", samples=steps):
-                    reward = _rewards(method, env, batch, cfg)
-                with rep.count("train/policy", f"ppo:{_fresh(popt)}:{key}",
-                               samples=steps * cfg.ppo_epochs):
-                    ppo_update(ac, popt, batch, reward, cfg, gen)
-                buffer = (buffer + [batch])[-cfg.model_buffer:]
-                if (it + 1) % cfg.model_every == 0 and method != "state":
-                    for _ in range(cfg.model_steps):
-                        with rep.count("train/model", f"{len(buffer)}:{_fresh(mopt)}:{key}",
-                                       samples=steps * len(buffer)):
-                            loss, _ = model_update(model, mopt, buffer, 1, alpha, beta)
-                        _finite(loss, "the latent model's loss", cfg, "model_lr", "3e-3")
-            for name in ("state_entropy", "coverage"):
-                curves[name].append(ev[name])
-            curves["model_loss"].append(loss)
-            if tick is not None:
-                tick()
-        with rep.count("evaluate", f"eval:{key}", samples=steps):
-            final = evaluate(env, batch, dev)
-    final.update(extra)
-    return PretrainResult(method, curves, final, model, None if method == "random" else ac,
-                          batch, extra)
-
-
-def finetune(env, cfg, rep: Replay, seed: int, init: PretrainResult | None,
-             tick=None) -> list[float]:
-    """Downstream PPO on the environment's sparse reward for ``cfg.finetune_iterations``:
-    from a pre-trained actor with a fresh critic (``init``), or from scratch (a fresh
-    actor-critic, its latent model warmed up on random data as in pre-training). The latent
-    model is frozen. Returns the per-iteration success rate (fraction of the N episodes
-    that reach the reward at least once)."""
-    dev, key = rep.dev, _shape_key(env, cfg)
-    gen = torch.Generator().manual_seed(seed + 7919)
-    tag = "pretrained" if init is not None else "scratch"
-    with dev.ledger.scope(f"finetune/{tag}"):
-        if init is None:
-            model, mopt, ac, _ = build(env, cfg, dev, seed + 7919)
-            warm_up(env, model, mopt, cfg, rep, gen, seed + 7919)
-        else:
-            model = init.model
-            ac = ActorCritic(cfg.latent_dim + env.obs_dim, env.act_dim, cfg.hidden)
-            ac.load_state_dict(init.ac.state_dict())
-            ac = dev.compile(ac)
-            ac.reset_critic(seed + 7919)
-        popt = torch.optim.Adam(ac.parameters(), lr=cfg.policy_lr)
-        steps = env.num_envs * env.horizon
-        success = []
-        for it in range(cfg.finetune_iterations):
-            with rep.count("rollout", f"policy:{key}", samples=steps):
-                batch = rollout(env, model, ac, dev, gen, seed * 1000 + 500 + it)
-            success.append(float((batch.extrinsic.max(0) > 0).mean()))
-            reward = dev.tensor(batch.extrinsic)
-            with rep.count("train/policy", f"ppo-sparse:{_fresh(popt)}:{key}",
-                           samples=steps * cfg.ppo_epochs):
-                stats = ppo_update(ac, popt, batch, reward, cfg, gen)
-            _finite(stats["policy_loss"] + stats["value_loss"], "fine-tuning's PPO loss", cfg,
-                    "policy_lr", "1e-3")
-            if tick is not None:
-                tick()
-    return success

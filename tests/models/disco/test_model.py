@@ -4,6 +4,10 @@ The twin (``dense_disco``) shares nothing with ``models/disco``: all pairwise di
 broadcasting, the minimax (dc) distance by a Floyd-Warshall closure over (max, min), the
 cluster part by sklearn's ``silhouette_samples`` on the precomputed matrix, the noise part by
 the code's loops (digest steps 1-6 and its edge-case order).
+
+The card's run (``protocol``): the digest's semantic checks (DISCO ranks the density-based
+ground truth above KMeans and above the ground truth with its background noise merged in,
+where Silhouette prefers KMeans) and the PCC protocol in miniature (moons, circles).
 """
 import numpy as np
 import pytest
@@ -11,8 +15,18 @@ import torch
 from conftest import TOY_GPU
 from sklearn.metrics import silhouette_samples
 
+from models.disco import data
+from models.disco.card import DiscoConfig
 from models.disco.kernels import leaf_order, prim_mst
-from models.disco.model import dc_rows, dc_structure, disco_samples, disco_score
+from models.disco.model import (
+    dc_rows,
+    dc_structure,
+    disco_samples,
+    disco_score,
+    pcc,
+    protocol,
+    silhouette,
+)
 from sim.errors import ModelError
 from sim.torch_engine.engine import TorchDevice
 
@@ -212,3 +226,41 @@ def test_bad_input_is_refused_with_the_fix():
         disco_samples(SQUARES, TWO, dev(), min_pts=0)
     with pytest.raises(ModelError, match="finite"):
         disco_samples(np.where(SQUARES == 9, np.nan, SQUARES), TWO, dev())
+
+
+# -- the card's run: the protocol ------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(3))
+def test_disco_prefers_the_truth_where_silhouette_prefers_kmeans(seed):
+    # make_moons(400, noise=0.06) + 40 uniform background points labelled -1
+    from sklearn.cluster import KMeans
+    ps = data.make("moons", 440, 40 / 440, seed)
+    labs = data.clusterings(ps, seed)
+    dev = TorchDevice(TOY_GPU)
+    dc = dc_structure(ps.x, 5, dev)
+    score = {k: disco_score(ps.x, labs[k], dev, dc=dc) for k in ("gt", "gt_noise_merged")}
+    km = KMeans(2, n_init=4, random_state=seed).fit_predict(ps.x)
+    score["kmeans"] = disco_score(ps.x, km, dev, dc=dc)
+    assert score["gt"] > score["kmeans"]
+    assert score["gt"] > score["gt_noise_merged"]
+    assert silhouette(ps.x, km) > silhouette(ps.x, ps.y)
+
+
+def test_pcc_leaves_out_undefined_clusterings():
+    # (1, 2, 3) against (1, 2, 3): r = 1 over the three defined entries
+    assert pcc([1.0, np.nan, 2.0, 3.0], [0.1, 0.5, 0.2, 0.3]) == (pytest.approx(1.0), 3)
+    r, n = pcc([1.0, 1.0, 1.0], [0.1, 0.2, 0.3])     # constant index: no correlation
+    assert np.isnan(r) and n == 3
+
+
+@pytest.mark.slow   # 13-26 s per data set here (load 6-11)
+@pytest.mark.parametrize("dataset", ["moons", "circles"])
+def test_disco_correlates_with_ari_better_than_silhouette(dataset):
+    # the digest's miniature protocol, mean over 3 seeds at n = 500 (10% background)
+    got = {"disco": [], "silhouette": []}
+    for seed in range(3):
+        cfg = DiscoConfig(n=500, seed=seed)
+        res = protocol(data.make(dataset, cfg.n, cfg.noise_frac, seed), TorchDevice(TOY_GPU),
+                       cfg)
+        got["disco"].append(res["pcc_disco"])
+        got["silhouette"].append(res["pcc_silhouette"])
+    assert np.mean(got["disco"]) >= np.mean(got["silhouette"])

@@ -11,7 +11,7 @@ import sim
 from models.geb import losses
 from models.geb.card import GebConfig
 from models.geb.data import all_responses, make_task
-from models.geb.model import Policy, PrefixTree, pretrain_reference, run_loop
+from models.geb.model import Policy, PrefixTree, pretrain_reference, run_loop, sign_p, wilcoxon_p
 
 TINY = GebConfig(seeds=1, iterations=2, steps=4, sft_samples=256, sft_steps=20,
                  dtype="float64", count=False)
@@ -96,3 +96,14 @@ def test_config_refuses_unknown_choices():
     with pytest.raises(Exception, match=r"^GebConfig.bonus = 'prior': must be one of geb_p, "
                                         r"geb_f, geb_tanh$"):
         GebConfig(bonus="prior")
+
+
+def test_paired_tests_by_hand():
+    # 8 seeds, all differences positive with distinct ranks: the exact two-sided Wilcoxon p
+    # is 2 / 2^8 = 0.0078125 and the sign test's the same (8 of 8 wins)
+    d = np.arange(1, 9) * 0.1
+    assert wilcoxon_p(d) == pytest.approx(2 / 256)
+    assert sign_p(d) == pytest.approx(2 / 256)
+    # 5 seeds can never reach p < 0.05 two-sided: 2 / 2^5 = 0.0625
+    assert wilcoxon_p(d[:5]) == pytest.approx(0.0625)
+    assert wilcoxon_p(np.zeros(5)) == 1.0 and sign_p(np.zeros(5)) == 1.0

@@ -21,8 +21,7 @@ Readings where the paper is silent (the exact EM schedule was not retrieved):
   batch against the uniform share), so a component that receives no responsibility keeps
   its statistics. Option ``global`` (``eta_k = eta``) forgets every component at the same
   rate, lightly used ones included, so all the means follow the moving teacher features
-  and merge where they crowd (measured in the README: 52% unique at eps 0.025 after 2820
-  steps, against 99.97% with ``responsibility``). M-step
+  and merge where they crowd (the README's collapse run compares the two). M-step
   ``pi = N / sum N``, ``mu = S / N``, ``var = max(Q / N - mu^2, var_min)``.
 * Init: the means are K distinct teacher features (one augmented view of K random training
   images, before the first step), the

@@ -17,10 +17,9 @@ II. Reference augmentation (Sec. 3.3). A random linear head on the frozen encode
    references of its *given* class; readings where the paper is silent: the score is
    min-max normalised within each given class, and a candidate enters D*_ref when it is
    >= ``delta_if`` = 0.8 (the paper's delta_IF). The probe sees encoder features centred on
-   the pool mean (the same reading as in phase III; it raised D*_ref precision from 0.59
-   to 0.65 at sym-80 %, 1 ref/class, 6k images). The classifier (encoder + head) is then
-   trained on D_ref + D*_ref (given labels) for ``aug_epochs`` (no RandAugment/MixUp: not
-   run here).
+   the pool mean (the same reading as in phase III; the README says why). The classifier
+   (encoder + head) is then trained on D_ref + D*_ref (given labels) for ``aug_epochs`` (no
+   RandAugment/MixUp: not run here).
 III. Co-evolution (Sec. 3.4), ``rounds`` = 2 rounds. C-step: every pool image x gets
    y_hat(x) = (1/Z) sum_{r in V(x)} y_r cos(f(x), f(x_r)) over D_ref + D*_ref, V(x) the
    voting pool: the references above the 75th percentile tau of x's similarities, then the

@@ -1,6 +1,6 @@
 """DAVE at small scale: the digest's acceptance checks a-e over seeds, and parsed pages.
 
-Per seed the card runs the whole pipeline (``models/dave/card.py``, scale ``BENCH``: MAE-pixel
+Per seed the card runs the whole pipeline (``models/dave/run.py``, scale ``BENCH``: MAE-pixel
 200 steps, 3 Stage-2 decoders x 250 steps, learned merge 50 steps, generalist 300 steps,
 a fresh decoder D 800 steps on each frozen encoder, 1024 labelled / 128 test pages), with
 the probes of check b and the fine-tuned generalist of check e. It prints box F1 (IoU 0.5)

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sim  # noqa: E402
 from models.trainref import data as D  # noqa: E402
 from models.trainref import model as M  # noqa: E402
+from models.trainref import run as R  # noqa: E402
 from models.trainref.card import TrainRefConfig  # noqa: E402
 
 SETTINGS = (("symmetric", 0.2), ("symmetric", 0.5), ("symmetric", 0.8), ("asymmetric", 0.4))
@@ -104,7 +105,7 @@ def main() -> None:
         for noise, rate in settings:
             for r in refs:
                 c = dataclasses.replace(cfg, noise=noise, noise_rate=rate, refs_per_class=r)
-                m = M.metrics_of(M.run_all(data, c, dev, enc=enc, oracle=args.oracle))
+                m = R.metrics_of(R.run_all(data, c, dev, enc=enc, oracle=args.oracle))
                 key = f"{noise[:3]}{int(rate * 100)}_ref{r}"
                 rows.setdefault(key, []).append(m)
                 print(f"seed {seed} {key}: CE {m['ce_accuracy']:.4f} LS "

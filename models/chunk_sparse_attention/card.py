@@ -20,22 +20,24 @@ Presets (one dataset, ``needle``):
   at 512 tokens, tested at 512 .. 32768 tokens (1x .. 64x).
 * ``quick``: the same training, smaller: 150 steps of 16 sequences, the last 40% at 256
   tokens (16 chunks for K = 4, still sparse), tested at 1x, 4x and 16x the training length
-  (256, 1024, 4096) on fewer sequences: 7 s on 2 quiet cores against 30 s for the full
-  training (the cost is mostly per step). The loss is still on its plateau there
-  (accuracy near chance, 0.25: the method leaves it after ~250 steps), so quick checks the
-  pipeline and the cost, and the claim needs ``full``.
+  (256, 1024, 4096) on fewer sequences (the README gives the timings). The loss is still
+  on its plateau there (accuracy near chance, 0.25: the method leaves it after ~250
+  steps), so quick checks the pipeline and the cost, and the claim needs ``full``.
 
 This file stays light (no torch): ``neuroedge models`` imports every card.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.chunk_sparse_attention.data import NeedleTask
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
-from sim.traces import curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 LANDMARKS = ("cls", "mean", "meanpool")
 RESIDUALS = ("bypass", "standard")
@@ -163,29 +165,17 @@ def load_data(dataset: str, cfg: ChunkAttnConfig) -> NeedleTask:
     return cfg.task
 
 
-def simulate(cfg: ChunkAttnConfig, device, data: NeedleTask, progress=None) -> Outcome:
-    """Train on ``data`` at ``cfg.train_len`` tokens, test at each of ``cfg.eval_lengths``.
+def simulate(cfg: ChunkAttnConfig, device: TorchDevice, data: NeedleTask,
+             progress=None) -> Outcome:
+    """Train on ``data`` at ``cfg.train_len`` tokens, test at each of ``cfg.eval_lengths``
+    (``run.run``).
 
     Metrics: ``accuracy_L<n>`` (answer accuracy), ``recall_L<n>`` (needle chunk in the
     top-K, HSA only), ``retention_16x`` (accuracy at 16x / at 1x the training length, when
     both are tested), ``train_loss``, ``parameters``, ``footprint_bytes``.
     """
-    from models.chunk_sparse_attention.model import ChunkAttnLM
-    model = ChunkAttnLM(cfg, device, task=data).fit(progress=progress)
-    metrics: dict[str, float] = {}
-    for length, n in zip(cfg.eval_lengths, cfg.eval_samples, strict=True):
-        r = model.evaluate(length, n=n, seed=cfg.seed + 1)
-        metrics.update({f"{k}_L{length}": v for k, v in r.items()})
-    ret = retention_16x(metrics, cfg.train_len)
-    if ret is not None:
-        metrics["retention_16x"] = ret
-    metrics.update(train_loss=model.history[-1]["loss"], parameters=model.n_parameters,
-                   footprint_bytes=device.footprint_bytes)
-    traces = {"train_loss": curve([h["loss"] for h in model.history]),
-              "train_accuracy": curve([h["accuracy"] for h in model.history])}
-    facts = {"vocab": data.vocab, "torch_device": str(device.torch_device),
-             "data_source": "procedural: multi-key needle task drawn from the seed"}
-    return Outcome(metrics, traces, model.trained(), facts)
+    from models.chunk_sparse_attention.run import run
+    return run(cfg, device, data, progress)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
@@ -193,15 +183,8 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
     ablations and full attention, each trained at ``train_len`` and tested up to 16x (quick)
     or 64x (full). Claims: HSA keeps >= 80% of its accuracy at 16x, full attention does
     not, every ablation is worse than the method at 16x."""
-    from models import runner
-    from models.chunk_sparse_attention.experiment import compare
-    base = runner.make_config("chunk_sparse_attention", preset, DATASET, seed)
-    runs = {}
-    for name in VARIANTS:
-        runs[name] = runner.run("chunk_sparse_attention", profile=profiles.get("gpu"),
-                                dataset=DATASET, preset=preset, seed=seed,
-                                overrides=variant_overrides(name, base), progress=progress)
-    return Study(runs, compare({k: r.metrics for k, r in runs.items()}, base.train_len))
+    from models.chunk_sparse_attention.experiment import experiment as run_experiment
+    return run_experiment(preset, seed, profiles, progress)
 
 
 METRICS = {"accuracy_L*": "1", "recall_L*": "1", "retention_16x": "1", "train_loss": "nats",

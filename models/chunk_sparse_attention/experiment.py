@@ -2,13 +2,27 @@
 attention (Leng et al., arXiv:2510.17196, Sec. 5: the ablations of the chunk encoder, the
 CLS landmark, the bypassing residual and enforced selection sparsity).
 
-``compare`` turns the metrics of each variant's run (``card.experiment`` trains them
-through the runner) into the claims' checks; ``bench/chunk_sparse_attention.py`` prints
+``experiment`` trains each variant through the runner and ``compare`` turns their metrics
+into the claims' checks; ``bench/chunk_sparse_attention.py`` prints
 the same table with its cost measurements.
 """
 from __future__ import annotations
 
-from models.chunk_sparse_attention.card import retention_16x
+from models.chunk_sparse_attention.card import DATASET, VARIANTS, retention_16x, variant_overrides
+from models.registry import Progress, Study
+
+
+def experiment(preset: str, seed: int, profiles, progress: Progress | None = None) -> Study:
+    """The method, its four ablations and full attention at ``preset`` from run seed
+    ``seed``, each through the runner, summarised by :func:`compare`."""
+    from models import runner
+    base = runner.make_config("chunk_sparse_attention", preset, DATASET, seed)
+    runs = {}
+    for name in VARIANTS:
+        runs[name] = runner.run("chunk_sparse_attention", profile=profiles.get("gpu"),
+                                dataset=DATASET, preset=preset, seed=seed,
+                                overrides=variant_overrides(name, base), progress=progress)
+    return Study(runs, compare({k: r.metrics for k, r in runs.items()}, base.train_len))
 
 
 def compare(metrics: dict[str, dict[str, float]], train_len: int) -> dict:

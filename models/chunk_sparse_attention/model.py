@@ -28,21 +28,20 @@ Landmark ablations: ``mean`` = the same encoder without CLS, landmark ``W_lmk me
 mean(E_c)`` (NSA-style). The upper layer runs only at the positions asked for (``q_pos``),
 so a query at the end of a 32K sequence costs O(L) in its own layer; ``q_pos=None`` runs
 every position (what the time/memory scaling measures). Shapes: ``B`` batch, ``T`` length,
-``P`` query positions, ``h`` heads, ``C`` complete chunks, ``S`` chunk size.
+``P`` query positions, ``h`` heads, ``C`` complete chunks, ``S`` chunk size. Training and
+testing on a device (``ChunkAttnLM``) are in ``run.py``.
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from models.chunk_sparse_attention.card import ChunkAttnConfig
-from models.chunk_sparse_attention.data import NeedleTask
-from models.registry import Progress, Trained
 from models.shared.training import seeded
+from sim import seeds
 from sim.errors import ModelError
 
 ROPE_BASE = 10000.0
@@ -362,114 +361,12 @@ def check_tokens(tokens: torch.Tensor, q_pos, vocab: int, what: str):
                              f"expected positions 0..{T - 1}")
 
 
-# -- training and testing on a device ---------------------------------------------------------
 def build(cfg: ChunkAttnConfig) -> nn.Module:
-    """The network of ``cfg`` with seeded initial weights (global RNG state untouched)."""
-    with seeded(cfg.seed):
+    """The network of ``cfg``, initial weights from the ``"init"`` stream of ``cfg.seed``
+    (global RNG state untouched)."""
+    with seeded(seeds.child(cfg.seed, "init")):
         if cfg.arch == "full":
             return FullAttentionModel(cfg.task.vocab, cfg.d_model, cfg.heads, cfg.d_ff,
                                       cfg.window)
         return HSAModel(cfg.task.vocab, cfg.d_model, cfg.heads, cfg.d_ff, cfg.window, cfg.chunk,
                         cfg.top_k, cfg.encoder_layers, cfg.landmark, cfg.residual, cfg.gumbel)
-
-
-class ChunkAttnLM:
-    """A model of ``cfg`` on a TorchDevice: ``fit`` on the needle task, ``evaluate`` at any
-    length. ``task``: the needle task (default ``cfg.task``)."""
-
-    def __init__(self, cfg: ChunkAttnConfig, device, task: NeedleTask | None = None):
-        self.cfg, self.device = cfg, device
-        self.task = task or cfg.task
-        if self.task.vocab != cfg.task.vocab:
-            raise ModelError(f"ChunkAttnLM: the task's vocabulary ({self.task.vocab} tokens) "
-                             f"differs from the config's ({cfg.task.vocab})")
-        self.net = device.compile(build(cfg))
-        self.history: list[dict] = []
-
-    def _tensors(self, batch):
-        tokens, q_pos, answers, needle = batch
-        dev = self.device
-        return (dev.tensor(tokens, torch.int64), dev.tensor(q_pos, torch.int64),
-                dev.tensor(answers, torch.int64), needle)
-
-    def fit(self, progress: Progress | None = None, log_every: int = 50):
-        """Adam with warm-up + cosine decay on fresh batches; counted under ``train``."""
-        cfg, net = self.cfg, self.net
-        opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, foreach=True)
-        rng = np.random.default_rng(cfg.seed)
-        net.train()
-        # the Gumbel noise draws from torch's RNG: seed it without touching global state
-        with seeded(cfg.seed), self.device.count("train", samples=cfg.steps * cfg.batch):
-            for step in range(cfg.steps):
-                lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup) * \
-                    0.5 * (1 + np.cos(np.pi * step / cfg.steps))
-                for g in opt.param_groups:
-                    g["lr"] = lr
-                length = cfg.warm_len if step < cfg.warm_frac * cfg.steps else cfg.train_len
-                tokens, q_pos, answers, _ = self._tensors(
-                    self.task.batch(rng, cfg.batch, length, cfg.chunk))
-                logits = net(tokens, q_pos)                                  # (B, P, V)
-                loss = F.cross_entropy(logits.flatten(0, 1), answers.flatten())
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                if (step + 1) % log_every == 0 or step + 1 == cfg.steps:
-                    acc = float((logits.argmax(-1) == answers).float().mean())
-                    rec = {"step": step + 1, "loss": float(loss.detach()), "accuracy": acc}
-                    self.history.append(rec)
-                    if progress:
-                        progress(step + 1, cfg.steps, rec)
-        return self
-
-    @torch.no_grad()
-    def evaluate(self, length: int, n: int, seed: int = 1234, batch: int = 8,
-                 scope: str | None = None) -> dict[str, float]:
-        """Answer accuracy (and HSA retrieval recall) on ``n`` fresh sequences of ``length``.
-
-        Recall: the chunk holding the asked needle is among some head's top-K for the query.
-        Counted under ``scope`` (default ``infer/L<length>``).
-        """
-        cfg, net, task = self.cfg, self.net, self.task
-        if n < 1 or batch < 1:
-            raise ModelError(f"ChunkAttnLM.evaluate: n = {n}, batch = {batch}: both must be >= 1")
-        if length < task.min_length(cfg.chunk):
-            raise ModelError(f"ChunkAttnLM.evaluate: length = {length} is below the task's "
-                             f"minimum {task.min_length(cfg.chunk)}")
-        rng = np.random.default_rng(seed)
-        net.eval()
-        hits = found = total = 0
-        with self.device.count(scope or f"infer/L{length}", samples=n):
-            for s in range(0, n, batch):
-                m = min(batch, n - s)
-                tokens, q_pos, answers, needle = self._tensors(
-                    task.batch(rng, m, length, cfg.chunk))
-                if cfg.arch == "hsa":
-                    logits, idx, _ = net(tokens, q_pos, return_selection=True)
-                    chunk = torch.as_tensor(needle // cfg.chunk, device=idx.device)
-                    found += int((idx == chunk[:, None, :, None]).any(-1).any(1).sum())
-                else:
-                    logits = net(tokens, q_pos)
-                hits += int((logits.argmax(-1) == answers).sum())
-                total += answers.numel()
-        out = {"accuracy": hits / total}
-        if cfg.arch == "hsa":
-            out["recall"] = found / total
-        return out
-
-    @torch.no_grad()
-    def logits(self, tokens: torch.Tensor, q_pos: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits (B, P, vocab) for ``tokens`` (B, T) at ``q_pos`` (B, P) (None: every position)."""
-        check_tokens(tokens, q_pos, self.task.vocab, "ChunkAttnLM.logits")
-        self.net.eval()
-        return self.net(tokens.to(self.device.torch_device),
-                        None if q_pos is None else q_pos.to(self.device.torch_device))
-
-    @property
-    def n_parameters(self) -> int:
-        return sum(p.numel() for p in self.net.parameters())
-
-    def trained(self) -> Trained:
-        """The weights as plain arrays (what a run file stores)."""
-        arrays = {f"param/{k}": v.detach().cpu().numpy()
-                  for k, v in self.net.state_dict().items()}
-        return Trained(arrays, {"arch": self.cfg.arch, "vocab": self.task.vocab})

@@ -1,16 +1,20 @@
 """The DAVE card: config, presets and the contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. Pages are
-in ``data.py``, the encoders, decoders, merge and fusion in ``model.py``.
+in ``data.py``, the encoders, decoders, merge and fusion in ``model.py``, the run (every
+stage, the evaluation, the probes) in ``run.py``, the study over seeds in ``experiment.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
-from sim.traces import Trace, curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 STAGE2_DECODERS = ("gru", "tf2", "tf1_class")   # = model.DECODERS less the held-out one
 
@@ -104,116 +108,22 @@ def load_data(dataset: str, cfg: DaveConfig):
     return data.load(cfg)
 
 
-def simulate(cfg: DaveConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: DaveConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Stage 1 (MAE, raw pixels), Stage 2 (one encoder copy per decoder), the learned
     merge against the plain average and each copy under a fresh decoder D, and the fused
     encoder (generalist + merged specialist) against each branch alone; with ``checks``
     also the linear probes of check b (MAE-pixel, random init, norm-pix MAE) and the
     fine-tuned generalist of check e.
 
-    Ledger scopes: ``stage1`` (its first ``counted_steps`` MAE steps: every step costs the
-    same) and ``infer`` (the fused encoder + decoder D parsing the test pages, the deployed
-    inference) always; with ``count_all`` also ``stage2/<decoder>``, ``merge``,
-    ``generalist``, ``heldout/<encoder>`` and ``eval/<encoder>``.
+    The run is ``run.run``. Ledger scopes: ``stage1`` (its first ``counted_steps`` MAE
+    steps: every step costs the same) and ``infer`` (the fused encoder + decoder D parsing
+    the test pages, the deployed inference) always; with ``count_all`` also
+    ``stage2/<decoder>``, ``merge``, ``generalist``, ``heldout/<encoder>`` and
+    ``eval/<encoder>``.
     """
-    import contextlib
-
-    import torch
-
-    from models.dave import model as M
-    from models.dave import pictures
-    torch.set_num_threads(1)      # 2 shared cores: a second thread only spins
-    total = 7
-    tick = (lambda i, m: progress(i, total, m)) if progress else (lambda i, m: None)
-    cdev = device if cfg.count_all else None      # the stages counted only on request
-    enc0, mae_losses = M.train_mae(cfg, data.unlabeled, device)
-    tick(1, {"mae_loss": mae_losses[-1]})
-    names = STAGE2_DECODERS[:cfg.decoders]
-    copies, s2 = [], {}
-    for i, name in enumerate(names):
-        enc = M.clone_vit(cfg, enc0)
-        _, s2[name] = M.train_parser(cfg, enc, name, data.labeled, cdev, cfg.stage2_steps,
-                                     scope=f"stage2/{name}", seed_offset=10 * i)
-        enc.eval()
-        copies.append(enc)
-    tick(2, {"stage2_loss": sum(v[-1] for v in s2.values()) / len(s2)})
-    merged, merge_losses = M.train_merge(cfg, M.clone_vit(cfg, enc0), copies,
-                                         data.unlabeled, cdev)
-    with torch.no_grad():
-        avg = M.Merged(M.clone_vit(cfg, enc0), copies)      # logits 0: the plain average
-    tick(3, {"merge_loss": merge_losses[-1]})
-    gen_enc = M.train_generalist(cfg, data.fashion_x, data.fashion_y, cdev)
-    encoders = {"fused": M.Fused(gen_enc, merged), "merged": merged, "average": avg,
-                "generalist": gen_enc}
-    encoders.update({f"copy_{n}": c for n, c in zip(names, copies, strict=True)})
-    m = {}
-    if cfg.checks:       # check e: the generalist fine-tuned on the labelled pages alone
-        ft = M.clone_vit(cfg, gen_enc)
-        for p in ft.parameters():
-            p.requires_grad_(True)
-        M.train_parser(cfg, ft, "tf2", data.labeled, cdev, cfg.stage2_steps,
-                       scope="finetune_generalist", seed_offset=50)
-        encoders["finetuned_generalist"] = ft
-    tick(4, {})
-    seqs = {}
-    for name, enc in encoders.items():
-        for p in enc.parameters():
-            p.requires_grad_(False)
-        enc.eval()
-        dec, _ = M.train_parser(cfg, enc, "heldout", data.labeled, cdev, cfg.heldout_steps,
-                                train_encoder=False, scope=f"heldout/{name}")
-        counted = name == "fused" or cfg.count_all
-        scope = "infer" if name == "fused" else f"eval/{name}"
-        with (device.count(scope, samples=len(data.test.images)) if counted
-              else contextlib.nullcontext()):
-            r = M.evaluate_parser(enc, dec, data.test)
-        m[f"{name}_box_f1"] = r["box_f1"]
-        m[f"{name}_figure_accuracy"] = r["figure_accuracy"]
-        seqs[name] = r["seqs"]
-    tick(5, {"fused_box_f1": m["fused_box_f1"]})
-    singles = [m[f"copy_{n}_box_f1"] for n in names]
-    m["mean_single_box_f1"] = sum(singles) / len(singles)
-    m["merge_minus_average_box_f1"] = m["merged_box_f1"] - m["average_box_f1"]
-    m["merge_minus_single_box_f1"] = m["merged_box_f1"] - m["mean_single_box_f1"]
-    m["distill_mse_merged"] = M.distill_mse(merged, copies, data.test.images)
-    m["distill_mse_average"] = M.distill_mse(avg, copies, data.test.images)
-    m["fused_minus_specialist_figure_accuracy"] = (m["fused_figure_accuracy"]
-                                                   - m["merged_figure_accuracy"])
-    m["fused_minus_specialist_box_f1"] = m["fused_box_f1"] - m["merged_box_f1"]
-    m["fused_minus_generalist_box_f1"] = m["fused_box_f1"] - m["generalist_box_f1"]
-    m["mae_final_loss"] = mae_losses[-1]
-    m["box_f1"] = m["fused_box_f1"]
-    traces = {"mae_loss": curve(mae_losses), "merge_loss": curve(merge_losses)}
-    if cfg.checks:
-        m["fused_minus_finetuned_generalist_box_f1"] = (m["fused_box_f1"]
-                                                        - m["finetuned_generalist_box_f1"])
-        with M.seeded(cfg.seed + 8):
-            rand = M.new_vit(cfg)
-        enc_np, np_losses = M.train_mae(cfg, data.unlabeled, None, norm_pix=True)
-        for name, enc in (("mae_pixel", enc0), ("random_init", rand), ("norm_pix", enc_np)):
-            enc.eval()
-            m[f"probe_{name}"] = M.probe_accuracy(cfg, enc, data.labeled, data.test)
-        m["probe_pixel_minus_random"] = m["probe_mae_pixel"] - m["probe_random_init"]
-        m["probe_pixel_minus_norm_pix"] = m["probe_mae_pixel"] - m["probe_norm_pix"]
-        m["norm_pix_loss_spikes"] = M.loss_spikes(np_losses)
-        m["pixel_loss_spikes"] = M.loss_spikes(mae_losses)
-        traces["mae_norm_pix_loss"] = curve(np_losses)
-    tick(6, m)
-    traces.update({f"stage2_{k}_loss": curve(v) for k, v in s2.items()})
-    n_pic = min(cfg.pictures, len(data.test.images))
-    for name in ("fused", "merged"):
-        traces[f"pictures_{name}"] = Trace("pictures", pictures.parsed_pages(
-            data.test.images, data.test.boxes, data.test.fashion, seqs[name], n_pic))
-    tick(7, {})
-    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
-             "decoders": list(names), "tokens_per_page": (cfg.side // cfg.patch) ** 2,
-             "counted": f"stage1: the first {min(cfg.counted_steps, cfg.mae_steps)} of "
-                        f"{cfg.mae_steps} MAE steps; infer: the fused encoder + decoder D on "
-                        f"{len(data.test.images)} test pages"
-                        + ("; every other stage too" if cfg.count_all else ""),
-             "pictures": "test pages, ground-truth boxes (left) and the boxes decoder D "
-                         "parsed (right); N nav, T title, x text, B button, F figure"}
-    return Outcome(m, traces, None, facts)
+    from models.dave.run import run
+    res = run(cfg, device, data, progress)
+    return Outcome(res["metrics"], res["traces"], None, res["facts"])
 
 
 BENCH = {"mae_steps": 200, "stage2_steps": 250, "decoders": 3, "merge_steps": 50,

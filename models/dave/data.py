@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from models.shared import datasets
+from sim import seeds
 from sim.errors import ModelError
 
 CLASSES = ("background", "nav", "title", "text", "button", "figure")
@@ -185,15 +186,22 @@ class DaveData:
     source: str
 
 
+def unlabeled_seed(seed: int) -> int:
+    """The seed of run ``seed``'s unlabeled pages (also the pages of check a's diagnosis)."""
+    return seeds.child(seed, "data", "unlabeled")
+
+
 def load(cfg) -> DaveData:
     """Fashion-MNIST train images for the figures (and the generalist), test images for
-    the test pages' figures, so no test figure was seen in training."""
+    the test pages' figures, so no test figure was seen in training. Each split's pages
+    come from its own named stream of ``cfg.seed`` (``("data", <split>)``)."""
     fm = datasets.fashion_mnist(limit_train=cfg.n_generalist + 2000, flatten=False)
     xtr, ytr = fm.x_train.reshape(-1, 28, 28), fm.y_train
     xte, yte = fm.x_test.reshape(-1, 28, 28), fm.y_test
-    return DaveData(make_pages(cfg.n_unlabeled, cfg.seed * 3 + 1, xtr, ytr),
-                    make_pages(cfg.n_labeled, cfg.seed * 3 + 2, xtr, ytr),
-                    make_pages(cfg.n_test, cfg.seed * 3 + 3, xte, yte),
+    return DaveData(make_pages(cfg.n_unlabeled, unlabeled_seed(cfg.seed), xtr, ytr),
+                    make_pages(cfg.n_labeled, seeds.child(cfg.seed, "data", "labeled"),
+                               xtr, ytr),
+                    make_pages(cfg.n_test, seeds.child(cfg.seed, "data", "test"), xte, yte),
                     xtr[:cfg.n_generalist], ytr[:cfg.n_generalist], fm.source)
 
 

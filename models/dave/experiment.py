@@ -115,8 +115,8 @@ def experiment(preset: str, seed: int, profiles, progress: Progress | None = Non
                "checks": judge(per_seed), "seeds": n}
     cfg = DaveConfig(seed=seed)
     fm = D.datasets.fashion_mnist(limit_train=2000, flatten=False)
-    pages = D.make_pages(256, seed * 3 + 1, fm.x_train.reshape(-1, 28, 28), fm.y_train,
-                         cfg.side)
+    pages = D.make_pages(256, D.unlabeled_seed(seed), fm.x_train.reshape(-1, 28, 28),
+                         fm.y_train, cfg.side)
     summary["checks"]["a_low_variance"] = check_a(pages.images,
                                                   fm.x_train.reshape(-1, 28, 28), cfg.patch)
     summary["claim"] = ("with a fresh decoder D, the learned merge >= the plain average and "

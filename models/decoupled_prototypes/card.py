@@ -1,15 +1,20 @@
 """The decoupled-prototypes card: config, presets and the three contract functions.
 
 Light on purpose (no torch at import). The self-distillation setup, the online GMM and the
-collapse measures are in ``model.py``; the seed study in ``experiment.py``.
+collapse measures are in ``model.py``, the run in ``run.py``, the seed study in
+``experiment.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 VARIANTS = ("joint", "decoupled")
 FORGETTING = ("global", "responsibility")
@@ -90,13 +95,15 @@ def load_data(dataset: str, cfg: DecoupledPrototypesConfig):
     return datasets.fashion_mnist(limit_train=cfg.train, limit_test=cfg.test)
 
 
-def simulate(cfg: DecoupledPrototypesConfig, device, data, progress=None) -> Outcome:
-    """Joint DINO and decoupled (online-GMM) DINO from the same seed on ``data``.
+def simulate(cfg: DecoupledPrototypesConfig, device: TorchDevice, data,
+             progress=None) -> Outcome:
+    """Joint DINO and decoupled (online-GMM) DINO from the same seed on ``data``
+    (``run.run_both``).
 
     Ledger scopes: ``joint/train``, ``decoupled/train`` (with ``.../em``: the E and M
     steps), ``<variant>/measure`` (unique-prototype counts, usage), ``<variant>/knn``.
     """
-    from models.decoupled_prototypes.model import run_both
+    from models.decoupled_prototypes.run import run_both
     return run_both(cfg, device, data, progress)
 
 

@@ -1,18 +1,22 @@
 """The geographic-INR intrinsic-dimension card: config, presets, contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The
-estimators are in ``estimators.py``, the encoders and probes in ``model.py``, the procedural
-Earth in ``data.py``, the resolution / probe / coverage study in ``experiment.py``.
+estimators are in ``estimators.py``, the encoders, probes and the run in ``model.py``, the
+procedural Earth in ``data.py``, the resolution / probe / coverage study in
+``experiment.py``.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
-from sim.traces import Trace, curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 DATASETS = ("procedural-earth",)
 FAMILIES = ("sh", "rff", "grid", "siren")   # = model.FAMILIES
@@ -94,81 +98,13 @@ def load_data(dataset: str, cfg: GeoIdConfig):
                      cfg.eval_region)
 
 
-def simulate(cfg: GeoIdConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: GeoIdConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Pre-train the encoder, embed the land points, measure global IDs (MLE k = 10/20/100,
-    TwoNN, FisherS) and the local MLE map, and probe the held-out fields; all on ``device``."""
-    import numpy as np
-    import torch
-
-    from models.geo_inr_id import estimators as est
-    from models.geo_inr_id import model
-    from models.geo_inr_id.sphere import angular_distance
-    if not cfg.count:
-        device = model.Uncounted(device)
-    enc = model.build_encoder(cfg)
-    pre = model.pretrain(enc, data, cfg, device, progress)
-    if not all(map(math.isfinite, pre["losses"])):
-        bad = next(i for i, v in enumerate(pre["losses"]) if not math.isfinite(v))
-        raise ModelError(f"GeoIdConfig.lr = {cfg.lr}: pre-training diverged (mse "
-                         f"{pre['losses'][bad]} at step {bad + 1}); use a smaller lr "
-                         "(default 1e-3)")
-    z = model.embed(enc, data.eval_lonlat, device)                 # (N, 256) fp32
-    with device.count("id/cast"):
-        zd = z.double()
-    try:
-        ids, dists = est.global_ids(zd, ks=(10, 20, cfg.k_local), dev=device, chunk=cfg.chunk)
-    except est.DuplicatePoints as e:
-        # a narrow ReLU encoder maps every point where its units are dead onto one embedding
-        raise ModelError(f"GeoIdConfig: the {cfg.family} encoder (width {cfg.width}, embed "
-                         f"{cfg.embed}, {cfg.steps} steps) gives {e.count} of {len(zd)} "
-                         "evaluation points the same embedding as another; the IDs need "
-                         "distinct embeddings: use a larger width (default 256) or resolution "
-                         "(default 10)") from e
-    with device.count("id/local"):
-        local = est.mle_pointwise(dists[:, :cfg.k_local]).cpu().numpy()   # (N,)
-    n = len(z)
-    perm = torch.as_tensor(np.random.default_rng([cfg.seed, 3]).permutation(n),
-                           device=z.device)
-    train, test = perm[: n // 2], perm[n // 2:]
-    y = device.tensor(data.eval_y)
-    ridge_r2 = model.ridge_probe(z, y, train, test, cfg.ridge, device)
-    mlp = model.mlp_probe(z, y, train, test, cfg, device)
-    inside = angular_distance(data.eval_lonlat, data.cap_centre) <= cfg.cap_radius
-    peak, power = model.lon_spectrum_peak(data.eval_lonlat, local)
-    # share of the longitude power at multiples of the grid base frequency (an encoder that
-    # repeats every 2 pi / b puts all of it there; white noise 1/b of it)
-    at_base = float(power[cfg.grid_base::cfg.grid_base].sum() / max(power[1:].sum(), 1e-300))
-    m = {"mle_k10": ids["mle_k10"], "mle_k20": ids["mle_k20"],
-         f"mle_k{cfg.k_local}": ids[f"mle_k{cfg.k_local}"], "twonn": ids["twonn"],
-         "fishers": ids["fishers"], "local_id_mean": float(local.mean()),
-         "local_id_std": float(local.std()),
-         "local_id_in_cap": float(local[inside].mean()) if inside.any() else float("nan"),
-         "local_id_out_cap": float(local[~inside].mean()) if not inside.all() else
-                             float("nan"),
-         "local_id_lon_peak": peak, "local_id_lon_power_at_base": at_base,
-         "pretrain_r2": pre["pretrain_r2"],
-         "final_pretrain_mse": pre["losses"][-1], "ridge_r2": ridge_r2, "mlp_r2": mlp["r2"],
-         "probe_activation_twonn": mlp["activation_twonn"],
-         "probe_dead_duplicates": mlp["dead_duplicates"]}
-    if not inside.any():
-        m.pop("local_id_in_cap")
-    if inside.all():                  # a cap over every evaluation point leaves no outside
-        m.pop("local_id_out_cap")
-    if not math.isfinite(m["probe_activation_twonn"]):
-        # at most 10 distinct probe activations (a narrow probe's dead ReLUs): no TwoNN
-        m.pop("probe_activation_twonn")
-    globe = model.map_raster(data.eval_lonlat, local, cfg.map_height, cfg.map_width)
-    traces = {"pretrain_mse": curve(pre["losses"], "a.u. (squared error, unit-variance "
-                                                   "fields)"),
-              "local_id_map": Trace("images", globe[None], "local MLE ID, k = "
-                                                           f"{cfg.k_local}; lon -180..180, "
-                                                           "north up")}
-    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
-             "encoder": f"{cfg.family} resolution {cfg.resolution:g}"
-                        + (f" base {cfg.grid_base}" if cfg.family == "grid" else ""),
-             "eval_points_in_cap": int(inside.sum()),
-             "cap_centre_lonlat_rad": [float(c) for c in data.cap_centre]}
-    return Outcome(m, traces, None, facts)
+    TwoNN, FisherS) and the local MLE map, and probe the held-out fields; all on ``device``
+    (``model.run``)."""
+    from models.geo_inr_id.model import run
+    res = run(cfg, device, data, progress)
+    return Outcome(res["metrics"], res["traces"], None, res["facts"])
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

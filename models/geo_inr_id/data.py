@@ -25,6 +25,7 @@ from models.geo_inr_id.sphere import (
     real_sph_harm,
     uniform_lonlat,
 )
+from sim import seeds
 from sim.errors import ModelError
 
 FIELD_DEGREE = 30       # the plan's band limit
@@ -53,8 +54,9 @@ def _random_field(rng, degree: int, beta: float) -> np.ndarray:
 
 
 def make_earth(seed: int) -> Earth:
-    """The procedural Earth of ``seed`` (fields, slopes and mask drawn from one generator)."""
-    rng = np.random.default_rng([seed, 18])
+    """The procedural Earth of run seed ``seed`` (fields, slopes and mask drawn from its
+    stream ``("data", "earth")``)."""
+    rng = seeds.rng(seed, "data", "earth")
     betas = np.where(np.arange(N_FIELDS) % 2 == 0, rng.uniform(2.5, 4.0, N_FIELDS),
                      rng.uniform(0.0, 1.0, N_FIELDS))
     coeffs = np.stack([_random_field(rng, FIELD_DEGREE, b) for b in betas], 1)
@@ -130,7 +132,8 @@ class GeoData:
 def load(n_pretrain: int, n_eval: int, seed: int, cap_boost: float = 1.0,
          cap_centre: tuple[float, float] | None = None, cap_radius: float = 0.5,
          eval_region: str = "land") -> GeoData:
-    """The Earth of ``seed`` with its point sets; the points come from their own streams so a
+    """The Earth of ``seed`` with its point sets; the points come from their own named streams
+    (``("data", "pretrain")``, ``("data", "eval")``) so a
     change of one size leaves the other set as it was. ``cap_centre`` None: the Earth's most
     inland point, so the cap holds land (evaluation points) whatever the seed.
     ``eval_region``: ``land`` (the paper's land-only sampler) or ``sphere`` (uniform over the
@@ -143,9 +146,9 @@ def load(n_pretrain: int, n_eval: int, seed: int, cap_boost: float = 1.0,
             raise ModelError(f"geo_inr_id data: {name} = {v}; expected >= 10 points")
     earth = make_earth(seed)
     cap_centre = earth.inland if cap_centre is None else tuple(cap_centre)
-    pre = sample_pretrain(n_pretrain, np.random.default_rng([seed, 1]), cap_boost,
+    pre = sample_pretrain(n_pretrain, seeds.rng(seed, "data", "pretrain"), cap_boost,
                           cap_centre, cap_radius)
-    ev_rng = np.random.default_rng([seed, 2])
+    ev_rng = seeds.rng(seed, "data", "eval")
     ev = (sample_land(earth, n_eval, ev_rng) if eval_region == "land"
           else uniform_lonlat(n_eval, ev_rng))
     return GeoData(earth, pre, field_values(earth, pre)[:, :N_PRETRAIN_FIELDS], ev,

@@ -41,15 +41,21 @@ from __future__ import annotations
 
 import contextlib
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
 from models.geo_inr_id import estimators as est
-from models.geo_inr_id.sphere import n_harmonics, real_sph_harm
+from models.geo_inr_id.sphere import angular_distance, n_harmonics, real_sph_harm
 from models.shared.training import seeded
+from sim import seeds
 from sim.errors import ModelError
+from sim.traces import Trace, curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 FAMILIES = ("sh", "rff", "grid", "siren")
 
@@ -144,8 +150,9 @@ class LocationEncoder(nn.Module):
 
 
 def build_encoder(cfg) -> LocationEncoder:
-    """The encoder of ``cfg`` with weights (and RFF frequencies) drawn from ``cfg.seed``."""
-    with seeded(cfg.seed):
+    """The encoder of ``cfg`` with weights (and RFF frequencies) drawn from the ``"init"``
+    stream of ``cfg.seed``."""
+    with seeded(seeds.child(cfg.seed, "init")):
         return LocationEncoder(cfg.family, cfg.resolution, cfg.grid_base, cfg.width,
                                cfg.embed)
 
@@ -159,14 +166,14 @@ def r2_per_column(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def pretrain(enc: LocationEncoder, data, cfg, dev, progress=None) -> dict:
     """Regress the 24 pre-training fields from the embedding (Adam, MSE, ``cfg.steps``
-    mini-batches of ``cfg.batch_size`` drawn from the seed's generator)."""
-    with seeded(cfg.seed + 2):
+    mini-batches of ``cfg.batch_size`` drawn from the stream ``("pretrain", "order")``)."""
+    with seeded(seeds.child(cfg.seed, "init", "head")):
         head = dev.compile(nn.Linear(cfg.embed, data.pretrain_y.shape[1]))
     enc = dev.compile(enc)
     x, y = dev.tensor(data.pretrain_lonlat), dev.tensor(data.pretrain_y)
     params = list(enc.parameters()) + list(head.parameters())
     opt = torch.optim.Adam(params, lr=cfg.lr, foreach=True)   # list ops: few per step
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "pretrain", "order"))
     losses = []
     n, b = len(x), min(cfg.batch_size, len(x))
     # the positional features are fixed functions of the location: computed once per point
@@ -222,7 +229,7 @@ def mlp_probe(z: torch.Tensor, y: torch.Tensor, train: torch.Tensor, test: torch
               cfg, dev) -> dict:
     """Train the MLP probe on the held-out fields; test R^2 and the TwoNN ID of its
     penultimate (hidden ReLU) activations on the test half."""
-    with seeded(cfg.seed + 1):
+    with seeded(seeds.child(cfg.seed, "probe", "init")):
         net = dev.compile(nn.Sequential(nn.Linear(z.shape[1], cfg.probe_hidden), nn.ReLU(),
                                         nn.Linear(cfg.probe_hidden, y.shape[1])))
     zt, zs = _standardise(z[train], z[test])
@@ -268,3 +275,75 @@ def lon_spectrum_peak(lonlat: np.ndarray, values: np.ndarray, bins: int = 72) ->
     prof[cnt > 0] = np.bincount(col, values, bins)[cnt > 0] / cnt[cnt > 0]
     power = np.abs(np.fft.rfft(prof - prof.mean())) ** 2
     return int(np.argmax(power[1:]) + 1), power
+
+
+def run(cfg, device: TorchDevice, data, progress=None) -> dict:
+    """One run: pre-train the encoder, embed the evaluation points, measure the global IDs
+    (MLE k = 10/20/``k_local``, TwoNN, FisherS) and the local MLE map, probe the held-out
+    fields (ridge, MLP). Returns ``{"metrics", "traces", "facts"}``."""
+    if not cfg.count:
+        device = Uncounted(device)
+    enc = build_encoder(cfg)
+    pre = pretrain(enc, data, cfg, device, progress)
+    if not all(map(math.isfinite, pre["losses"])):
+        bad = next(i for i, v in enumerate(pre["losses"]) if not math.isfinite(v))
+        raise ModelError(f"GeoIdConfig.lr = {cfg.lr}: pre-training diverged (mse "
+                         f"{pre['losses'][bad]} at step {bad + 1}); use a smaller lr "
+                         "(default 1e-3)")
+    z = embed(enc, data.eval_lonlat, device)                 # (N, 256) fp32
+    with device.count("id/cast"):
+        zd = z.double()
+    try:
+        ids, dists = est.global_ids(zd, ks=(10, 20, cfg.k_local), dev=device, chunk=cfg.chunk)
+    except est.DuplicatePoints as e:
+        # a narrow ReLU encoder maps every point where its units are dead onto one embedding
+        raise ModelError(f"GeoIdConfig: the {cfg.family} encoder (width {cfg.width}, embed "
+                         f"{cfg.embed}, {cfg.steps} steps) gives {e.count} of {len(zd)} "
+                         "evaluation points the same embedding as another; the IDs need "
+                         "distinct embeddings: use a larger width (default 256) or resolution "
+                         "(default 10)") from e
+    with device.count("id/local"):
+        local = est.mle_pointwise(dists[:, :cfg.k_local]).cpu().numpy()   # (N,)
+    n = len(z)
+    perm = torch.as_tensor(seeds.rng(cfg.seed, "probe", "split").permutation(n),
+                           device=z.device)
+    train, test = perm[: n // 2], perm[n // 2:]
+    y = device.tensor(data.eval_y)
+    ridge_r2 = ridge_probe(z, y, train, test, cfg.ridge, device)
+    mlp = mlp_probe(z, y, train, test, cfg, device)
+    inside = angular_distance(data.eval_lonlat, data.cap_centre) <= cfg.cap_radius
+    peak, power = lon_spectrum_peak(data.eval_lonlat, local)
+    # share of the longitude power at multiples of the grid base frequency (an encoder that
+    # repeats every 2 pi / b puts all of it there; white noise 1/b of it)
+    at_base = float(power[cfg.grid_base::cfg.grid_base].sum() / max(power[1:].sum(), 1e-300))
+    m = {"mle_k10": ids["mle_k10"], "mle_k20": ids["mle_k20"],
+         f"mle_k{cfg.k_local}": ids[f"mle_k{cfg.k_local}"], "twonn": ids["twonn"],
+         "fishers": ids["fishers"], "local_id_mean": float(local.mean()),
+         "local_id_std": float(local.std()),
+         "local_id_in_cap": float(local[inside].mean()) if inside.any() else float("nan"),
+         "local_id_out_cap": float(local[~inside].mean()) if not inside.all() else
+                             float("nan"),
+         "local_id_lon_peak": peak, "local_id_lon_power_at_base": at_base,
+         "pretrain_r2": pre["pretrain_r2"],
+         "final_pretrain_mse": pre["losses"][-1], "ridge_r2": ridge_r2, "mlp_r2": mlp["r2"],
+         "probe_activation_twonn": mlp["activation_twonn"],
+         "probe_dead_duplicates": mlp["dead_duplicates"]}
+    if not inside.any():
+        m.pop("local_id_in_cap")
+    if inside.all():                  # a cap over every evaluation point leaves no outside
+        m.pop("local_id_out_cap")
+    if not math.isfinite(m["probe_activation_twonn"]):
+        # at most 10 distinct probe activations (a narrow probe's dead ReLUs): no TwoNN
+        m.pop("probe_activation_twonn")
+    globe = map_raster(data.eval_lonlat, local, cfg.map_height, cfg.map_width)
+    traces = {"pretrain_mse": curve(pre["losses"], "a.u. (squared error, unit-variance "
+                                                   "fields)"),
+              "local_id_map": Trace("images", globe[None], "local MLE ID, k = "
+                                                           f"{cfg.k_local}; lon -180..180, "
+                                                           "north up")}
+    facts = {"torch_device": str(device.torch_device), "data_source": data.source,
+             "encoder": f"{cfg.family} resolution {cfg.resolution:g}"
+                        + (f" base {cfg.grid_base}" if cfg.family == "grid" else ""),
+             "eval_points_in_cap": int(inside.sum()),
+             "cap_centre_lonlat_rad": [float(c) for c in data.cap_centre]}
+    return {"metrics": m, "traces": traces, "facts": facts}

@@ -1,18 +1,23 @@
 """The PPL card: its config, presets and the contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The parts
-are in ``model.py``, training and metrics in ``train.py`` / ``metrics.py``, the figures in
-``data.py``, the prior comparison over seeds in ``experiment.py``.
+are in ``model.py``, the run (training, evaluation) in ``run.py``, the metrics in
+``metrics.py``, the figures in ``data.py``, the prior comparison over seeds in
+``experiment.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.ppl.data import JOINTS
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import Trace, curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 PRIORS = ("learned", "frozen_random")
 REF_FAMILIES = ("same", "any")
@@ -103,25 +108,16 @@ def load_data(dataset: str, cfg: PPLConfig):
     return data.load(dataset, cfg)
 
 
-def simulate(cfg: PPLConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: PPLConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Train PPL on ``data.train`` (images only), evaluate on ``data.test`` with the GT
-    joints. Ledger scopes: ``train`` (the first ``counted_steps`` steps), ``infer/test``,
-    ``infer/iterative`` (``train.py``)."""
-    import dataclasses
-
+    joints (``run.run``). Ledger scopes: ``train`` (the first ``counted_steps`` steps),
+    ``infer/test``, ``infer/iterative``."""
     from models.ppl import data as figs
-    from models.ppl import model as ppl_model
     from models.ppl import pictures as pics
-    from models.ppl import train
-    if not cfg.thick:
-        cfg = dataclasses.replace(cfg, thick=ppl_model.thick_for(cfg.size))
-    net = ppl_model.PPL(cfg).to(device.torch_device)
-    template0 = net.template().cpu().numpy()
-    losses = train.fit(net, data.train, cfg, device, progress)
-    res = train.evaluate(net, data.train, data.test, cfg, device, template0)
+    from models.ppl.run import run
+    res = run(cfg, device, data, progress)
+    cfg, net, template0, losses = res["cfg"], res["model"], res["template0"], res["losses"]
     m = res["metrics"]
-    m["parameters"] = float(ppl_model.parameters(net))
-    m["final_loss"] = losses[-1]
     w = net.prior.weights().detach().cpu().numpy()
     k = len(figs.EDGES)
     te, show = data.test, slice(0, 8)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim import seeds
 from sim.errors import ModelError
 
 JOINTS = ("head", "neck", "pelvis", "l_elbow", "l_hand", "r_elbow", "r_hand",
@@ -134,11 +135,12 @@ def make(n: int, size: int, seed: int, width_px: float | None = None,
 
 
 def load(dataset: str, cfg) -> FigureData:
-    """``cfg.train`` / ``cfg.test`` figures at ``cfg.size`` pixels; the test split from
-    another seed stream so no test figure repeats a training one."""
+    """``cfg.train`` / ``cfg.test`` figures at ``cfg.size`` pixels, from the named streams
+    ``("data", "train")`` and ``("data", "test")`` of ``cfg.seed`` (so no test figure
+    repeats a training one)."""
     if dataset not in DATASETS:
         raise ModelError(f"ppl: dataset {dataset!r}: only {DATASETS} is supported")
     w, rf = getattr(cfg, "limb_px", 0.0) or None, getattr(cfg, "ref_family", "same")
-    tr = make(cfg.train, cfg.size, cfg.seed * 2, w, rf)
-    te = make(cfg.test, cfg.size, cfg.seed * 2 + 1, w, rf)
+    tr = make(cfg.train, cfg.size, seeds.child(cfg.seed, "data", "train"), w, rf)
+    te = make(cfg.test, cfg.size, seeds.child(cfg.seed, "data", "test"), w, rf)
     return FigureData(tr, te, f"procedural: figures(size={cfg.size}, seed={cfg.seed})")

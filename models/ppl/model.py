@@ -20,6 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models.shared.training import seeded
+from sim import seeds
+
 
 def link_pairs(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices (i, j), i < j, of the ``n (n - 1) / 2`` links."""
@@ -177,14 +180,16 @@ class Memory(nn.Module):
     Linear(d -> d). Each bank vector snaps to its bank's nearest code (straight-through);
     codes follow an EMA of their assigned vectors (VQ-VAE-EMA, decay 0.9, Laplace 1e-5).
     Decoder: token Linear(m -> N), Linear(d -> 32), one Mixer, LN, Linear(32 -> 2).
+    Dead-code restarts draw from their own generator, seeded with ``seed``.
     """
 
     def __init__(self, n: int, banks: int = 8, codes: int = 8, dim: int = 64, layers: int = 2,
                  decay: float = 0.9, eps: float = 1e-5, restart: float = 0.1,
-                 spread: float = 0.3):
+                 spread: float = 0.3, seed: int = 0):
         super().__init__()
         self.banks, self.codes, self.dim, self.decay, self.eps = banks, codes, dim, decay, eps
         self.restart = restart
+        self.restart_gen = torch.Generator().manual_seed(seed)   # CPU: draws moved after
         self.inp = nn.Linear(2, dim)
         self.enc = nn.Sequential(*[Mixer(n, dim, 32, dim) for _ in range(layers)])
         self.enc_norm = nn.LayerNorm(dim)
@@ -259,10 +264,11 @@ class Memory(nn.Module):
         # collapsed to perplexity 1 here)
         dead = self.ema_count < self.restart * len(g) / self.codes             # (m, k)
         if self.restart and bool(dead.any()):
-            pick = torch.randint(len(g), dead.shape, device=g.device)
+            pick = torch.randint(len(g), dead.shape, generator=self.restart_gen).to(g.device)
             new = g[pick, torch.arange(self.banks, device=g.device)[:, None]]   # (m, k, d)
             spread = g.std(0).mean() if len(g) > 1 else g.new_zeros(())   # one vector: none
-            new = new + 0.1 * spread * torch.randn_like(new)
+            noise = torch.randn(new.shape, generator=self.restart_gen).to(new)
+            new = new + 0.1 * spread * noise
             self.codebook.copy_(torch.where(dead[..., None], new, self.codebook))
             self.ema_sum.copy_(torch.where(dead[..., None], new, self.ema_sum))
             self.ema_count.copy_(torch.where(dead, torch.ones_like(self.ema_count),
@@ -318,14 +324,18 @@ class PPL(nn.Module):
         super().__init__()
         self.cfg = cfg
         n = cfg.keypoints
-        torch.manual_seed(cfg.seed)
-        self.prior = Prior(n, seed=cfg.seed, start=cfg.link_start)
-        self.regressor = Regressor(n, cfg.width, cfg.anchor)
-        self.unet = UNet(cfg.width)
-        self.alpha = nn.Parameter(torch.ones(()))
-        self.memory = Memory(n, cfg.banks, cfg.codes, cfg.memory_dim, restart=cfg.restart) \
-            if cfg.prior == "learned" else None
-        g = torch.Generator().manual_seed(cfg.seed + 7)
+        # every layer's initialisation from the run's "init" stream, torch's global RNG
+        # untouched; the links and the frozen template from their own children of it
+        with seeded(seeds.child(cfg.seed, "init")):
+            self.prior = Prior(n, seed=seeds.child(cfg.seed, "init", "links"),
+                               start=cfg.link_start)
+            self.regressor = Regressor(n, cfg.width, cfg.anchor)
+            self.unet = UNet(cfg.width)
+            self.alpha = nn.Parameter(torch.ones(()))
+            self.memory = Memory(n, cfg.banks, cfg.codes, cfg.memory_dim, restart=cfg.restart,
+                                 seed=seeds.child(cfg.seed, "train", "restarts")) \
+                if cfg.prior == "learned" else None
+        g = torch.Generator().manual_seed(seeds.child(cfg.seed, "init", "template"))
         self.register_buffer("fixed_template", torch.rand(1, n, 2, generator=g) - 0.5)
 
     def template(self) -> torch.Tensor:

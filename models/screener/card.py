@@ -2,15 +2,20 @@
 
 Goncharov et al., "Modeling the Density of Pixel-level Self-supervised Embeddings for
 Unsupervised Pathology Segmentation in Medical CT" (Screener), ICLR 2026, arXiv:2502.08321.
-The parts are in ``model.py``, one run in ``pipeline.py``, the volumes in ``data.py``.
+The parts are in ``model.py``, the run in ``run.py``, the volumes in ``data.py``, the
+pictures in ``pictures.py`` and the multi-seed study in ``experiment.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from sim.errors import ModelError
 from sim.traces import Trace, curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 VARIANT_NAMES = ("gauss_none", "gauss_sincos", "gauss_mask", "flow_none", "flow_mask",
                  "gauss_mask_randf")
@@ -92,17 +97,20 @@ PRESETS = {
 
 
 def load_data(dataset: str, cfg: ScreenerConfig):
-    """(train, test) ``data.Volumes``: seeded procedural volumes (train seed, test seed+1000)."""
+    """(train, test) ``data.Volumes``: procedural volumes from the named seed streams
+    ``("data", "train")`` and ``("data", "test")`` of ``cfg.seed``."""
     from models.screener.data import make_volumes
+    from sim import seeds
     if dataset != "synthetic-ct":
         raise ModelError(f"screener: dataset {dataset!r}; the only one is 'synthetic-ct'")
-    train = make_volumes(cfg.train, cfg.shape, cfg.contamination, seed=cfg.seed)
-    test = make_volumes(cfg.test, cfg.shape, 1.0, seed=cfg.seed + 1000)
+    train = make_volumes(cfg.train, cfg.shape, cfg.contamination,
+                         seed=seeds.child(cfg.seed, "data", "train"))
+    test = make_volumes(cfg.test, cfg.shape, 1.0, seed=seeds.child(cfg.seed, "data", "test"))
     return train, test
 
 
-def simulate(cfg: ScreenerConfig, device, data, progress=None) -> Outcome:
-    """Train f, g, every density variant; score the test volumes (``pipeline.run``).
+def simulate(cfg: ScreenerConfig, device: TorchDevice, data, progress=None) -> Outcome:
+    """Train f, g, every density variant; score the test volumes (``run.run``).
 
     Ledger scopes, each holding only what is counted (the first ``count_steps`` steps of
     a loop, one batch of training features; the deployed variant only): ``train/descriptor``,
@@ -113,7 +121,8 @@ def simulate(cfg: ScreenerConfig, device, data, progress=None) -> Outcome:
     import numpy as np
     import torch
 
-    from models.screener.pipeline import pictures, run
+    from models.screener.pictures import pictures
+    from models.screener.run import run
     threads = torch.get_num_threads()
     # one thread: these small 3D convs gain little from a second, and on the shared loaded
     # machine two threads per process thrash (a tiny run: 9 s on one thread, 43 s on two)

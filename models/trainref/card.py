@@ -1,17 +1,22 @@
 """The TrainRef card: its config, presets and the three contract functions.
 
 Light on purpose (no torch at import): ``neuroedge models`` imports every card. The method
-is in ``model.py`` (its docstring lists every reading chosen where the paper is silent), the
-noise and split in ``data.py``, the seeds study in ``experiment.py``.
+is in ``model.py`` (its docstring lists every reading chosen where the paper is silent), one
+setting's run in ``run.py``, the noise and split in ``data.py``, the seeds study in
+``experiment.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import curve
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 NOISES = ("symmetric", "asymmetric")
 POOLS = ("mmr", "farthest", "nearest")
@@ -85,9 +90,10 @@ def load_data(dataset: str, cfg: TrainRefConfig):
     return data.load(dataset, cfg)
 
 
-def simulate(cfg: TrainRefConfig, device, data, progress=None) -> Outcome:
-    """One noise setting: pre-train, CE / LS / TS baselines, TrainRef soft and hard."""
-    from models.trainref.model import metrics_of, run_all
+def simulate(cfg: TrainRefConfig, device: TorchDevice, data, progress=None) -> Outcome:
+    """One noise setting: pre-train, CE / LS / TS baselines, TrainRef soft and hard
+    (``run.run_all``)."""
+    from models.trainref.run import metrics_of, run_all
     r = run_all(data, cfg, device, progress=progress)
     m = metrics_of(r)
     m["footprint_bytes"] = float(device.footprint_bytes)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.shared import datasets
+from sim import seeds
 from sim.errors import ModelError
 
 ASYMMETRIC = {0: 6, 2: 4, 7: 9, 5: 7, 6: 0}
@@ -65,9 +66,10 @@ def corrupt(y: np.ndarray, noise: str, rate: float, seed: int, classes: int = 10
 def split(x: np.ndarray, y: np.ndarray, x_test, y_test, refs_per_class: int, val: int,
           noise: str, rate: float, seed: int, source: str = "") -> NoisySplit:
     """Draw ``refs_per_class`` references per class and ``val`` validation images (true
-    labels) from ``x``, corrupt the rest (``corrupt``); all draws from ``seed``."""
+    labels) from ``x``, corrupt the rest (``corrupt``); the draws from the named streams
+    ``"split"`` and ``"noise"`` of the run seed ``seed``."""
     classes = int(y.max()) + 1
-    rng = np.random.default_rng(seed)
+    rng = seeds.rng(seed, "split")
     order = rng.permutation(len(y))
     ref = np.concatenate([order[y[order] == c][:refs_per_class] for c in range(classes)])
     rest = np.setdiff1d(order, ref, assume_unique=True)
@@ -77,7 +79,7 @@ def split(x: np.ndarray, y: np.ndarray, x_test, y_test, refs_per_class: int, val
                          f"{len(ref)} references and {val} validation images; use more")
     v, pool = rest[:val], rest[val:]
     return NoisySplit(x[ref], y[ref], x[v], y[v], x[pool],
-                      corrupt(y[pool], noise, rate, seed + 7919, classes), y[pool],
+                      corrupt(y[pool], noise, rate, seeds.child(seed, "noise"), classes), y[pool],
                       x_test, y_test, source)
 
 

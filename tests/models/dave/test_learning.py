@@ -3,6 +3,7 @@ import pytest
 
 from models.dave import data as D
 from models.dave import model as M
+from models.dave import run as R
 from models.dave.card import DaveConfig
 
 
@@ -20,7 +21,7 @@ def test_a_stage2_copy_learns_to_parse_on_every_seed():
                          n_generalist=1)
         data = D.load(cfg)
         enc = M.new_vit(cfg)
-        dec, losses = M.train_parser(cfg, enc, "tf2", data.labeled, None, 150)
-        f1.append(M.evaluate_parser(enc.eval(), dec, data.test)["box_f1"])
+        dec, losses = R.train_parser(cfg, enc, "tf2", data.labeled, None, 150)
+        f1.append(R.evaluate_parser(enc.eval(), dec, data.test)["box_f1"])
         assert losses[-1] < losses[0] / 3
     assert min(f1) > 0.3, f1

@@ -9,7 +9,7 @@ from models.ppl import data as D
 from models.ppl import metrics as M
 from models.ppl import model as P
 from models.ppl.card import PPLConfig
-from models.ppl.train import occlude
+from models.ppl.run import occlude
 from sim.errors import ModelError
 
 

@@ -1,5 +1,8 @@
 """One Screener run: train f and g by dense SSL, fit the densities, score the test volumes.
 
+The method's parts (UNet, DenseVICReg, the densities) are in ``model.py``; this module is
+the run that puts them together, top to bottom (Goncharov et al., ICLR 2026, Sec. 3-5).
+
 Variants scored (the paper's Tab. 3/4 rows at small scale): ``gauss_none`` (marginal
 Gaussian), ``gauss_sincos`` (sin-cos position condition), ``gauss_mask`` (masking-invariant
 condition g: Screener with a Gaussian), ``flow_none`` and ``flow_mask`` (conditional flow),
@@ -14,6 +17,7 @@ import torch
 
 from models.screener import model as M
 from models.shared.training import seeded
+from sim import seeds
 
 VARIANTS = {"gauss_none": ("gaussian", "none", "ssl"),
             "gauss_sincos": ("gaussian", "sincos", "ssl"),
@@ -59,15 +63,17 @@ def run(cfg, dev, data, progress=None) -> dict:
     xt = dev.tensor(train.x[:, None])
     xs = dev.tensor(test.x[:, None])
     d = cfg.d
-    with seeded(cfg.seed):
+    with seeded(seeds.child(cfg.seed, "init")):
         f, g = M.UNet3d(1, d, cfg.width), M.UNet3d(2, d, cfg.width)
         f_rand = M.UNet3d(1, d, cfg.width)
         hf, hg = M.expander(d, cfg.expander), M.expander(d, cfg.expander)
     f, g, f_rand = dev.compile(f), dev.compile(g), dev.compile(f_rand)
     hf, hg = hf.to(dev.torch_device), hg.to(dev.torch_device)
-    loss_f = M.train_ssl(f, hf, xt, cfg, dev, masked=False, seed=cfg.seed + 1,
+    loss_f = M.train_ssl(f, hf, xt, cfg, dev, masked=False,
+                         seed=seeds.child(cfg.seed, "ssl", "descriptor"),
                          scope="train/descriptor", on_step=ticker("descriptor"))
-    loss_g = M.train_ssl(g, hg, xt, cfg, dev, masked=True, seed=cfg.seed + 2,
+    loss_g = M.train_ssl(g, hg, xt, cfg, dev, masked=True,
+                         seed=seeds.child(cfg.seed, "ssl", "condition"),
                          scope="train/condition", on_step=ticker("condition"))
     for net in (f, g, f_rand):
         net.eval().requires_grad_(False)
@@ -94,18 +100,20 @@ def run(cfg, dev, data, progress=None) -> dict:
         mu = src_t[key].mean((0, 2, 3, 4), keepdim=True)
         sd = src_t[key].std((0, 2, 3, 4), keepdim=True) + 1e-6
         src_t[key], src_s[key] = (src_t[key] - mu) / sd, (src_s[key] - mu) / sd
+    # every variant sees the same noise and batches (a paired comparison of densities)
+    density_order = seeds.child(cfg.seed, "density", "train")
     out = {"losses": {"descriptor": loss_f, "condition": loss_g}, "metrics": {}, "maps": {}}
     for name in cfg.variants:
         kind, cond, desc = VARIANTS[name]
-        i = list(VARIANTS).index(name)   # the same init whichever variants run with it
         deployed = name == cfg.deployed
         dc = 0 if cond == "none" else cs_t[cond].shape[1]
-        with seeded(cfg.seed + 10 + i):
+        # the same init whichever variants run with it: the stream is named by the variant
+        with seeded(seeds.child(cfg.seed, "init", "density", name)):
             dens = M.make_density(kind, d, dc)
         dens = dev.compile(dens) if deployed else dens.to(dev.torch_device)
         ct = None if cond == "none" else cs_t[cond]
         cs = None if cond == "none" else cs_s[cond]
-        out["losses"][name] = M.train_density(dens, ys_t[desc], ct, cfg, cfg.seed + 3, dev,
+        out["losses"][name] = M.train_density(dens, ys_t[desc], ct, cfg, density_order, dev,
                                               scope=f"train/density/{name}",
                                               counted=cfg.count_steps if deployed else 0,
                                               on_step=ticker(name))
@@ -120,56 +128,3 @@ def run(cfg, dev, data, progress=None) -> dict:
     r, dc_, dy_ = invariance_ratio(f, g, dev.tensor(test.clean[:, None]), xs, test.lesion)
     out["metrics"].update(invariance_ratio=r, delta_condition=dc_, delta_descriptor=dy_)
     return out
-
-
-def _outline(mask: np.ndarray) -> np.ndarray:
-    """The boundary pixels of a 2-D bool mask (mask minus its 4-neighbour erosion)."""
-    inner = mask.copy()
-    inner[1:] &= mask[:-1]
-    inner[:-1] &= mask[1:]
-    inner[:, 1:] &= mask[:, :-1]
-    inner[:, :-1] &= mask[:, 1:]
-    return mask & ~inner
-
-
-def heat_panel(img: np.ndarray, heat: np.ndarray | None, lesion: np.ndarray,
-               zoom: int = 4) -> np.ndarray:
-    """(H*zoom, W*zoom, 3): the grey slice, ``heat`` in [0, 1] blended over it in the
-    inferno colours (alpha grows with the heat, so cold voxels show the plain anatomy), and the
-    ground-truth lesion outline in cyan (drawn at the zoomed resolution, one pixel wide)."""
-    from matplotlib import colormaps
-    up = np.ones((zoom, zoom))
-    grey = np.kron(np.clip(img, 0, 1), up)[..., None].repeat(3, axis=2)
-    rgb = grey
-    if heat is not None:
-        h = np.kron(np.clip(heat, 0, 1), up)
-        a = (0.85 * h)[..., None]
-        rgb = (1 - a) * grey + a * colormaps["inferno"](h)[..., :3]
-    rgb = rgb.copy()
-    rgb[_outline(np.kron(lesion, up).astype(bool))] = (0.0, 1.0, 1.0)
-    return np.clip(rgb, 0, 1)
-
-
-def pictures(test, maps: dict, n: int = 4, zoom: int = 4, cols: int = 4) -> np.ndarray:
-    """(n, rows * (H*zoom + 2), cols * (W*zoom + 2), 3): one picture per test volume, the
-    axial slice through its largest lesion, as a grid of panels (``cols`` a row, read left
-    to right, top to bottom): the image with the lesion outline, then each variant's score
-    map (in ``maps`` order) as heat over that slice with the same outline; empty slots
-    white. Each map is scaled to [0, 1] between its 1st and 99.5th percentile over the whole
-    volume, so a panel shows how far the lesion stands out of that volume's normal tissue."""
-    out = []
-    for v in range(min(n, len(test.x))):
-        z = int(test.lesion[v].sum((1, 2)).argmax())
-        panels = [heat_panel(test.x[v, z], None, test.lesion[v, z], zoom)]
-        for m in maps.values():
-            lo, hi = np.percentile(m[v], [1, 99.5])
-            panels.append(heat_panel(test.x[v, z], (m[v, z] - lo) / max(hi - lo, 1e-8),
-                                     test.lesion[v, z], zoom))
-        h, w = panels[0].shape[:2]
-        rows = -(-len(panels) // cols)
-        grid = np.ones((rows * (h + 2), cols * (w + 2), 3))
-        for k, p in enumerate(panels):
-            r, c = divmod(k, cols)
-            grid[r * (h + 2):r * (h + 2) + h, c * (w + 2):c * (w + 2) + w] = p
-        out.append(grid)
-    return np.stack(out).astype(np.float32)

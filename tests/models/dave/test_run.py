@@ -1,4 +1,4 @@
-"""DAVE's training plumbing (counting only the first MAE steps, warm-up schedule, cached
+"""DAVE's run (``run.py``: counting only the first MAE steps, warm-up schedule, cached
 features for the fresh decoder, loss spikes), the parsed-page pictures and the verdicts of
 the checks over seeds."""
 import contextlib
@@ -11,6 +11,7 @@ from models.dave import data as D
 from models.dave import experiment as X
 from models.dave import model as M
 from models.dave import pictures as P
+from models.dave import run as R
 from models.dave.card import DaveConfig
 
 CFG = DaveConfig(width=16, depth=1, heads=2, dec_width=16, mae_dec_width=8, batch_size=4,
@@ -37,20 +38,20 @@ def _pages(n, seed=0):
 
 def test_only_the_first_mae_steps_are_counted():
     dev = RecordingDevice()
-    _, losses = M.train_mae(CFG, _pages(8), dev)
+    _, losses = R.train_mae(CFG, _pages(8), dev)
     assert len(losses) == 5                       # every step trains
     assert dev.blocks == [("stage1", 2 * 4)]      # 2 counted steps x batch 4 samples
 
 
 def test_no_counted_steps_opens_no_block():
     dev = RecordingDevice()
-    M.train_mae(DaveConfig(**{**CFG.__dict__, "counted_steps": 0}), _pages(8), dev)
+    R.train_mae(DaveConfig(**{**CFG.__dict__, "counted_steps": 0}), _pages(8), dev)
     assert dev.blocks == []
 
 
 def test_warmup_then_cosine():
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-    sched = M.warmup_cosine(opt, steps=6, warmup=2)
+    sched = R.warmup_cosine(opt, steps=6, warmup=2)
     lrs = []
     for _ in range(6):
         lrs.append(opt.param_groups[0]["lr"])
@@ -64,7 +65,7 @@ def test_warmup_then_cosine():
 def test_fresh_decoder_leaves_the_frozen_encoder_unchanged():
     enc = M.new_vit(CFG)
     before = {k: v.clone() for k, v in enc.state_dict().items()}
-    dec, losses = M.train_parser(CFG, enc, "heldout", _pages(8), None, 3, train_encoder=False)
+    dec, losses = R.train_parser(CFG, enc, "heldout", _pages(8), None, 3, train_encoder=False)
     assert len(losses) == 3
     assert all(torch.equal(before[k], v) for k, v in enc.state_dict().items())
     assert all(not p.requires_grad for p in enc.parameters())
@@ -74,13 +75,13 @@ def test_cached_features_equal_the_encoder_output():
     enc = M.new_vit(CFG).eval()
     x = _pages(5).images
     with torch.no_grad():
-        assert torch.allclose(M.features(enc, x, chunk=2), enc(torch.as_tensor(x)), atol=1e-6)
+        assert torch.allclose(R.features(enc, x, chunk=2), enc(torch.as_tensor(x)), atol=1e-6)
 
 
 def test_loss_spikes_counts_steps_above_ten_times_the_running_median():
     # medians of the preceding steps: 1, 1, 1, 1 (over 1, 1, 1, 20) -> 20 > 10 and 11 > 10
-    assert M.loss_spikes([1, 1, 1, 20, 11, 1]) == 2
-    assert M.loss_spikes([1, 2, 3, 4]) == 0
+    assert R.loss_spikes([1, 1, 1, 20, 11, 1]) == 2
+    assert R.loss_spikes([1, 2, 3, 4]) == 0
 
 
 def test_pictures_draw_truth_and_parse_side_by_side():

@@ -1,4 +1,11 @@
-"""Training and evaluation of PPL on the procedural figures, counted on a TorchDevice.
+"""PPL's run: build the model, train it on the procedural figures, evaluate it, counted
+on a TorchDevice (the parts are in ``model.py``; Wang, Han & Zhang, ICLR 2026, Sec. 3-4).
+
+Random streams, each a named child of ``cfg.seed`` (``sim.seeds``): ``init`` (``model.py``),
+``("train", "masks")``, ``("train", "order")`` and ``("train", "restarts")`` (block masks;
+batches and flips; the memory's dead-code restarts, ``model.py``),
+``"occlusion"`` (RandomMasking's blocks) and ``("infer", "masks")`` (the iterative pass's
+block masks).
 
 Ledger scopes: ``train`` (the first ``counted_steps`` Adam steps on reconstruction +
 boundary + memory + commitment losses; every step runs the same ops), ``infer/test`` (one
@@ -8,26 +15,32 @@ counted.
 """
 from __future__ import annotations
 
+import dataclasses
 from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from models.ppl import data as figs
 from models.ppl import metrics as M
-from models.ppl.model import PPL, block_mask
+from models.ppl.model import PPL, block_mask, parameters, thick_for
+from sim import seeds
+
+if TYPE_CHECKING:
+    from sim.torch_engine.engine import TorchDevice
 
 
 def occlude(images: np.ndarray, kind: str, seed: int) -> np.ndarray:
     """CenterMasking (zero the central 25% of the area) or RandomMasking (zero 30% of the
-    8 x 8 blocks), the paper's two occlusions (App. Figs. A4/A5)."""
+    8 x 8 blocks, drawn from ``seed``), the paper's two occlusions (App. Figs. A4/A5)."""
     x = images.copy()
     size = x.shape[-1]
     if kind == "center":
         a, b = size // 4, size - size // 4
         x[..., a:b, a:b] = 0
     else:
-        rng = np.random.default_rng([seed, 8])
+        rng = np.random.default_rng(seed)
         nb = size // 8
         drop = rng.random((len(x), nb, nb)) < 0.3
         x *= 1 - np.kron(drop, np.ones((8, 8)))[:, None]
@@ -44,13 +57,13 @@ def references(model: PPL, img: torch.Tensor, pair: torch.Tensor, gen) -> torch.
                             img.device)
 
 
-def fit(model: PPL, tr: figs.Figures, cfg, dev, progress=None) -> list[float]:
+def fit(model: PPL, tr: figs.Figures, cfg, dev: TorchDevice, progress=None) -> list[float]:
     """Adam on the summed losses; the memory's EMA codebook follows each batch."""
     links = [model.prior.s]
     rest = [p for p in model.parameters() if p.requires_grad and p is not model.prior.s]
     opt = torch.optim.Adam([{"params": rest}, {"params": links, "lr": cfg.link_lr}], lr=cfg.lr)
-    gen = torch.Generator().manual_seed(cfg.seed + 1)
-    rng = np.random.default_rng([cfg.seed, 2])
+    gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "train", "masks"))
+    rng = seeds.rng(cfg.seed, "train", "order")
     x_all = torch.as_tensor(tr.images)
     r_all = torch.as_tensor(tr.refs)
     losses = []
@@ -77,7 +90,7 @@ def fit(model: PPL, tr: figs.Figures, cfg, dev, progress=None) -> list[float]:
 
 
 @torch.no_grad()
-def detect(model: PPL, images: np.ndarray, dev, scope: str | None, chunk: int = 256):
+def detect(model: PPL, images: np.ndarray, dev: TorchDevice, scope: str | None, chunk: int = 256):
     """One regressor pass and the memory's reconstruction: (T', T'_rec, codes) as numpy.
     ``scope`` None: not counted (the metrics' own passes)."""
     model.eval()
@@ -97,13 +110,14 @@ def detect(model: PPL, images: np.ndarray, dev, scope: str | None, chunk: int = 
 
 
 @torch.no_grad()
-def iterative(model: PPL, images: np.ndarray, dev, steps: int, seed: int, chunk: int = 256):
+def iterative(model: PPL, images: np.ndarray, dev: TorchDevice, steps: int, seed: int,
+              chunk: int = 256):
     """Iterative inference on ``images`` (the test-time reading of Sec. 3.4): per
     iteration, regressed and memory poses (steps, n, N, 2). I_ref is what training fed the
     UNet: the block-masked image (``masked_self``), or, for a model trained on pairs, the
     (occluded) image itself, the only frame at hand."""
     model.eval()
-    gen = torch.Generator().manual_seed(seed + 5)
+    gen = torch.Generator().manual_seed(seed)
     raw, mem = [], []
     with dev.count("infer/iterative", samples=len(images) * steps) if model.cfg.count \
             else nullcontext():
@@ -117,7 +131,7 @@ def iterative(model: PPL, images: np.ndarray, dev, steps: int, seed: int, chunk:
     return torch.cat(raw, 1).numpy(), torch.cat(mem, 1).numpy()
 
 
-def evaluate(model: PPL, tr: figs.Figures, te: figs.Figures, cfg, dev,
+def evaluate(model: PPL, tr: figs.Figures, te: figs.Figures, cfg, dev: TorchDevice,
              template0: np.ndarray) -> dict:
     """Every metric of the digest's checks a-e on the test split (GT used only here)."""
     # the pass over the training split only fits the metrics' regression map: not counted
@@ -142,8 +156,9 @@ def evaluate(model: PPL, tr: figs.Figures, te: figs.Figures, cfg, dev,
     protos = np.stack([raw_tr[tr.family == f].mean(0) for f in range(len(figs.FAMILIES))
                        if (tr.family == f).any()])
     n_occ = min(cfg.occluded, len(te.images))
-    occ = occlude(te.images[:n_occ], cfg.occlusion, cfg.seed)
-    r_it, m_it = iterative(model, occ, dev, cfg.iterations, cfg.seed)
+    occ = occlude(te.images[:n_occ], cfg.occlusion, seeds.child(cfg.seed, "occlusion"))
+    r_it, m_it = iterative(model, occ, dev, cfg.iterations,
+                           seeds.child(cfg.seed, "infer", "masks"))
     gt = te.joints[:n_occ]
     out["occluded_one_pass_error"] = M.l2_error(M.apply_regression(coef, r_it[0]), gt)
     out["clean_error_same_images"] = M.l2_error(M.apply_regression(coef, raw_te[:n_occ]), gt)
@@ -166,3 +181,19 @@ def evaluate(model: PPL, tr: figs.Figures, te: figs.Figures, cfg, dev,
             "joints_pred": M.apply_regression(coef, raw_te),
             "occluded": occ[:show], "occluded_one_pass": M.apply_regression(coef, r_it[0, :show]),
             "occluded_iterated": M.apply_regression(coef, m_it[-1, :show])}
+
+
+def run(cfg, dev: TorchDevice, data: figs.FigureData, progress=None) -> dict:
+    """One PPL run: build the model on ``dev``, train it on ``data.train`` (images only),
+    evaluate it on ``data.test`` with the GT joints (:func:`evaluate`'s dict), plus
+    ``cfg`` (``thick`` filled in), ``model``, ``template0`` (the template before training)
+    and ``losses``. The metrics gain ``parameters`` and ``final_loss``."""
+    if not cfg.thick:
+        cfg = dataclasses.replace(cfg, thick=thick_for(cfg.size))
+    model = PPL(cfg).to(dev.torch_device)
+    template0 = model.template().cpu().numpy()
+    losses = fit(model, data.train, cfg, dev, progress)
+    res = evaluate(model, data.train, data.test, cfg, dev, template0)
+    res["metrics"]["parameters"] = float(parameters(model))
+    res["metrics"]["final_loss"] = losses[-1]
+    return {**res, "cfg": cfg, "model": model, "template0": template0, "losses": losses}

@@ -1,0 +1,32 @@
+"""The decoupled-prototypes run (``run.py``): batching of one variant's training."""
+import numpy as np
+import pytest
+import torch
+
+from models.decoupled_prototypes.card import DecoupledPrototypesConfig
+from models.decoupled_prototypes.run import train_variant
+
+TINY = {"prototypes": 16, "bottleneck": 8, "width": 4, "batch_size": 32}
+
+
+@pytest.fixture(scope="module")
+def dev():
+    from conftest import TOY_GPU
+
+    import sim
+    from hw_profiles import load
+    return sim.device(load(TOY_GPU))
+
+
+@pytest.mark.parametrize("variant", ["joint", "decoupled"])
+def test_a_last_batch_of_one_image_joins_the_batch_before(dev, variant):
+    # 33 images at batch_size 32: batches of 32 and 1, and the head's BatchNorm1d refuses a
+    # training batch of 1 ("Expected more than 1 value per channel"); now one batch of 33,
+    # so one step per epoch and 2 steps over 2 epochs
+    g = torch.Generator().manual_seed(3)
+    xt, xs = torch.rand(33, 1, 28, 28, generator=g), torch.rand(5, 1, 28, 28, generator=g)
+    yt, ys = torch.randint(0, 10, (33,), generator=g), torch.randint(0, 10, (5,), generator=g)
+    cfg = DecoupledPrototypesConfig(**{**TINY, "epochs": 2, "measure_every": 1})
+    r = train_variant(variant, cfg, dev, xt, yt, xs, ys)
+    assert r["trainer"].steps == 2 and r["trainer"].steps_per_epoch == 1
+    assert len(r["losses"]) == 2 and all(np.isfinite(r["losses"]))

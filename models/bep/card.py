@@ -13,10 +13,14 @@ stays light (no numba): ``neuroedge models`` imports every card.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from sim.errors import ModelError
 from sim.traces import curve
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.bitwise.device import BitwiseDevice
 
 STATIC = ("random-prototypes", "fashion-mnist", "digits")
 SEQUENCES = ("cylinder-bell-funnel", "synthetic-control", "digits-rows")
@@ -101,7 +105,7 @@ def build(data, cfg: BEPConfig, device):
     return BEP(bits.bits_per_step(data), data.n_classes, cfg, device)
 
 
-def simulate(cfg: BEPConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: BEPConfig, device: BitwiseDevice, data, progress=None) -> Outcome:
     """Train BEP (or BEP-TT) on ``data`` on ``device`` (a BitwiseDevice) and test it."""
     import numpy as np
 

@@ -10,9 +10,13 @@ as the engine's ClauseLayer for the C exporter, without training. This file stay
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from sim.errors import ModelError
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.bitwise.device import BitwiseDevice
 
 N_GOLDEN = 16
 """Test samples a run keeps (packed) as the golden inputs of its C export."""
@@ -74,7 +78,7 @@ def load_data(dataset: str, cfg: TsetlinConfig):
     return data.load(dataset, cfg.seed, cfg.limit_train, cfg.limit_test)
 
 
-def simulate(cfg: TsetlinConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: TsetlinConfig, device: BitwiseDevice, data, progress=None) -> Outcome:
     """Train a Tsetlin machine on ``data`` on ``device`` (a BitwiseDevice) and test it."""
     import time
 

@@ -52,6 +52,8 @@ from hw_profiles.ops import OP_NAMES
 from models.registry import Trained
 from models.tsetlin import kernels as K
 from models.tsetlin.card import TsetlinConfig
+from sim import seeds
+from sim.bitwise.device import BitwiseDevice
 from sim.bitwise.network import ClauseLayer
 from sim.bitwise.packing import n_words, pack_bits, unpack_bits
 from sim.errors import ModelError
@@ -78,7 +80,8 @@ class TsetlinMachine:
     device : BitwiseDevice -- its word width packs literals and planes; its ledger counts
     """
 
-    def __init__(self, n_features: int, n_classes: int, config: TsetlinConfig, device):
+    def __init__(self, n_features: int, n_classes: int, config: TsetlinConfig,
+                 device: BitwiseDevice):
         if n_features < 1 or n_classes < 1:
             raise ModelError(f"TsetlinMachine: n_features = {n_features}, n_classes = "
                              f"{n_classes}; both must be >= 1")
@@ -98,10 +101,9 @@ class TsetlinMachine:
         if config.polarity == "alternate":
             pol[1::2] = -1
         self.sign = pol
-        rs = np.random.default_rng(config.seed)
         # [xorshift state of the counted draws, splitmix state of the host's mask sampler]
-        self._rng = rs.integers(1, 2**63, size=2, dtype=np.uint64)
-        self._order_rng = rs
+        self._rng = seeds.rng(config.seed, "draws").integers(1, 2**63, size=2, dtype=np.uint64)
+        self._order_rng = seeds.rng(config.seed, "order")   # epoch orders, absorption labels
         self.history: list[dict] = []
         self.updates = 0
 

@@ -38,6 +38,7 @@ from models.shared.training import seeded
 from sim import seeds
 from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
+from sim.torch_engine import TorchDevice
 
 
 class FSNet(torch.nn.Module):
@@ -106,7 +107,7 @@ class FSClassifier:
     """
 
     def __init__(self, action: Action, d_in: int, n_classes: int, cfg: FSConfig,
-                 device):
+                 device: TorchDevice):
         self.action, self.d_in, self.n_classes = action, d_in, n_classes
         self.config, self.device = cfg, device
         with seeded(seeds.child(cfg.seed, "init")):   # seeded init, global RNG untouched
@@ -216,7 +217,7 @@ def compare(data, cfg: FSConfig, devices, progress: Progress | None = None,
     return out
 
 
-def macs(dev, scope: str) -> int:
+def macs(dev: TorchDevice, scope: str) -> int:
     """Multiply-accumulates of every precision the ledger recorded under ``scope``."""
     return int(sum(v for k, v in dev.ledger.total_ops(scope).items() if k.startswith("mac_")))
 

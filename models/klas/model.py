@@ -38,7 +38,7 @@ from sim.traces import Trace
 
 # -- small helpers -------------------------------------------------------------------------
 
-def _train(dev, params, loss_fn, x, y, scope: str, steps: int, batch: int,
+def _train(dev: TorchDevice, params, loss_fn, x, y, scope: str, steps: int, batch: int,
            lr: float, seed: int, cosine: bool = False) -> list[float]:
     """Adam on ``loss_fn(step, xb, yb)`` for ``steps`` random mini-batches, counted under scope.
 
@@ -65,7 +65,7 @@ def _train(dev, params, loss_fn, x, y, scope: str, steps: int, batch: int,
     return losses
 
 
-def ledger_flops(dev, scope: str, samples: int) -> float:
+def ledger_flops(dev: TorchDevice, scope: str, samples: int) -> float:
     """FLOPs per sample recorded under ``scope``: 2 per MAC plus every counted pointwise op."""
     ops = dev.ledger.total_ops(scope)
     total = sum(2 * n if op.startswith("mac_") else n for op, n in ops.items()
@@ -73,7 +73,7 @@ def ledger_flops(dev, scope: str, samples: int) -> float:
     return total / samples
 
 
-def evaluate(dev, model: torch.nn.Module, x, y, scope: str,
+def evaluate(dev: TorchDevice, model: torch.nn.Module, x, y, scope: str,
              batch: int = 500) -> tuple[float, float]:
     """(test accuracy, FLOPs per sample from the ledger) of ``model``, counted under ``scope``."""
     model.eval()
@@ -156,7 +156,7 @@ def train_probes(cfg: KLASConfig, dev: TorchDevice, anchor: TinyViT, x, y, scope
     return probes.eval()
 
 
-def probe_logp(dev, anchor: TinyViT, probes: sc.ProbeSet, x, scope: str):
+def probe_logp(dev: TorchDevice, anchor: TinyViT, probes: sc.ProbeSet, x, scope: str):
     """Log-softmax of every probe on ``x``: (n, N, C), the last row from the anchor's head."""
     with torch.no_grad(), dev.count(scope, samples=len(x)):
         outs = anchor.block_outputs(x)

@@ -32,7 +32,7 @@ from models.registry import Outcome, Trained
 from models.snn_cuba.card import CubaConfig
 from sim import seeds
 from sim.artifacts import NetworkArtifact
-from sim.neuromorphic import Network
+from sim.neuromorphic import Network, NeuromorphicDevice
 from sim.traces import Trace
 
 # Brian2 examples/CUBA.py, in mV and seconds
@@ -126,7 +126,7 @@ def build(cfg: CubaConfig) -> Network:
     return network_from(trained_state(cfg))
 
 
-def simulate(cfg: CubaConfig, device, progress=None) -> Outcome:
+def simulate(cfg: CubaConfig, device: NeuromorphicDevice, progress=None) -> Outcome:
     """Run VA CUBA for ``cfg.duration`` on ``device`` (a NeuromorphicDevice) in 10 chunks."""
     net = build(cfg)
     dev = device

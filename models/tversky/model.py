@@ -155,7 +155,8 @@ def run_heads(data, cfg: TverskyHeadConfig, dev: TorchDevice, progress: Progress
     return out
 
 
-def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
+def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg,
+              dev: TorchDevice):
     """Data-domain prototypes for a trained head: pictures whose encodings act as its prototypes.
 
     Tversky: the trained head's bank, theta, alpha, beta are kept (frozen) and only the

@@ -59,15 +59,17 @@ def snn_net():
 
 
 def make_models() -> dict:
-    torch.manual_seed(14)
-    net = mlp()
-    with torch.no_grad():
-        for m in net:
-            if isinstance(m, nn.Linear):
-                m.weight[m.weight.abs() < 0.05] = 0.0
-    x = torch.relu(torch.randn(64, 64))               # about half the inputs are zero
-    s = snn_net()
-    spikes = (torch.rand(8, 25, 20) < 0.3).float()    # (batch, steps, features)
+    # seeded without touching torch's global RNG: the same draws as a global seed of 14
+    from models.shared.training import seeded
+    with seeded(14):
+        net = mlp()
+        with torch.no_grad():
+            for m in net:
+                if isinstance(m, nn.Linear):
+                    m.weight[m.weight.abs() < 0.05] = 0.0
+        x = torch.relu(torch.randn(64, 64))               # about half the inputs are zero
+        s = snn_net()
+        spikes = (torch.rand(8, 25, 20) < 0.3).float()    # (batch, steps, features)
     return {"mlp": net.state_dict(), "mlp_x": x, "snn": s.state_dict(), "snn_x": spikes}
 
 

@@ -132,9 +132,10 @@ def run_brian2(n: int, duration: float, mode: str) -> dict:
         WI,
         connectivity,
     )
+    from sim import seeds
     cfg = _cfg(n, duration)
     pre, post = connectivity(cfg)
-    rng = np.random.default_rng(cfg.seed + 1)     # the engine's initial potentials
+    rng = seeds.rng(cfg.seed, "v_init")     # the engine's initial potentials (model.py)
     v0 = VR + rng.random(cfg.n) * (VT - VR)
     workdir = tempfile.mkdtemp(prefix="cuba_standalone_")
     standalone = mode in ("standalone", "exact")

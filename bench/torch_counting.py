@@ -22,12 +22,13 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import sim
+from models.shared.training import seeded
 
 
 def _model(n_in, hidden, n_out, seed=0):
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(n_in, hidden), torch.nn.ReLU(),
-                               torch.nn.Linear(hidden, n_out))
+    with seeded(seed):   # torch's global RNG state untouched
+        return torch.nn.Sequential(torch.nn.Linear(n_in, hidden), torch.nn.ReLU(),
+                                   torch.nn.Linear(hidden, n_out))
 
 
 def _epoch(net, opt, x, y, batch):

@@ -18,8 +18,8 @@ registers) as one sweep over ``--seeds`` (``deploy.sweep``, serially in this pro
 the numba warm-up); its times are the runs' ``host_fit_cpu_s`` / ``host_infer_cpu_s`` facts
 (CPU seconds of fit and of prediction, data loading left out). Each reference runs once per
 seed in one process: pyTsetlinMachine has no seed (its generator is a fixed global), so its
-"seeds" are consecutive machines of one process; green-tsetlin gets seed 42 + k (its seed 0
-fails), tmu seed k + 1.
+"seeds" are consecutive machines of one process; green-tsetlin and tmu get named children
+of k (:func:`library_seeds`; before issue 28, 42 + k and k + 1).
 
 Grid mode (the issue's clause x input-bit grid): clauses per class {100, 400, 1600} x input
 bits {256, 1024, 4096}, 2 classes, synthetic data from :func:`grid_data` (stated there),
@@ -59,6 +59,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from sim import seeds  # noqa: E402  (the repository root is on the path from here)
 
 SETTINGS = {"digits": {"clauses": 100, "T": 10, "s": 5.0, "epochs": 10},
             "fashion-mnist": {"clauses": 200, "T": 15, "s": 10.0, "epochs": 2}}
@@ -95,7 +96,7 @@ for job in jobs:
         gtr.perf_counter = time.process_time      # its per-epoch train times in CPU seconds
         tm = gt.TsetlinMachine(n_literals=xtr.shape[1], n_clauses=cfg["clauses"] * n_cls,
                                n_classes=n_cls, s=cfg["s"], threshold=cfg["T"])
-        tr = gt.Trainer(tm, feedback_type="uniform", n_jobs=1, n_epochs=E, seed=42 + seed,
+        tr = gt.Trainer(tm, feedback_type="uniform", n_jobs=1, n_epochs=E, seed=job["green_seed"],
                         progress_bar=False, load_best_state=False, early_exit_acc=2.0)
         tr.set_train_data(xtr.astype(np.uint8), ytr.astype(np.uint32))
         tr.set_eval_data(xte[:100].astype(np.uint8), yte[:100].astype(np.uint32))
@@ -113,7 +114,7 @@ for job in jobs:
         from tmu.models.classification.vanilla_classifier import TMClassifier
         tm = TMClassifier(cfg["clauses"], cfg["T"], cfg["s"], platform="CPU",
                           boost_true_positive_feedback=0, number_of_state_bits_ta=8,
-                          seed=seed + 1)
+                          seed=job["tmu_seed"])
         xu, yu = xtr.astype(np.uint32), ytr.astype(np.uint32)
         ep = 0
         t = time.process_time()
@@ -127,6 +128,14 @@ for job in jobs:
            "accuracy": float(np.mean(np.asarray(pred) == yte))}
     print("JSON " + json.dumps(out), flush=True)
 '''
+
+
+def library_seeds(k: int) -> dict[str, int]:
+    """The reference libraries' seeds for their ``k``-th machine: named children of ``k``,
+    below 2**31 and nonzero (in case a library keeps a signed 32-bit seed; green-tsetlin's
+    seed 0 fails)."""
+    return {"green_seed": seeds.child(k, "green-tsetlin") % 2**31 or 1,
+            "tmu_seed": seeds.child(k, "tmu") % 2**31 or 1}
 
 
 def run_other(which, jobs, python):
@@ -162,7 +171,7 @@ def grid_data(bits: int, n_train: int, n_test: int, seed: int = 0):
     (i.i.d. fair bits); a sample is a uniformly drawn prototype of its class (classes
     balanced by a fair coin) with every bit flipped independently with probability 0.35.
     Returns ``(x_train, y_train, x_test, y_test)`` (uint8, int64)."""
-    rs = np.random.default_rng(seed + bits)
+    rs = seeds.rng(seed, "grid", bits)
     proto = (rs.random((2, 4, bits)) < 0.5).astype(np.uint8)
     n = n_train + n_test
     y = rs.integers(0, 2, n)
@@ -222,7 +231,7 @@ def grid(quick: bool):
             key = f"{m}x{bits}"
             npz = str(Path(tmp.name) / f"{key}.npz")
             np.savez(npz, xtr=data[0], ytr=data[1], xte=data[2], yte=data[3])
-            jobs.append({"key": key, "npz": npz, "cfg": cfg, "seed": 0})
+            jobs.append({"key": key, "npz": npz, "cfg": cfg, "seed": 0, **library_seeds(0)})
             r = ours_direct(*data, cfg)
             check_epochs("neuroedge", r, GRID_EPOCHS)
             cells.append({"key": key, "clauses": m, "bits": bits, "n_train": n_tr,
@@ -301,7 +310,7 @@ def dataset(name: str, seeds):
     with tempfile.TemporaryDirectory() as d:
         npz = str(Path(d) / "data.npz")
         np.savez(npz, xtr=xtr, ytr=ytr, xte=xte, yte=yte)
-        jobs = [{"key": str(s), "npz": npz, "cfg": cfg, "seed": k}
+        jobs = [{"key": str(s), "npz": npz, "cfg": cfg, "seed": k, **library_seeds(k)}
                 for k, s in enumerate(seeds)]
         for which in IMPLS:
             py = os.environ.get("TMU_BENCH_PYTHON", "/tmp/tmuvenv/bin/python") \

@@ -8,15 +8,18 @@ ledger, which holds integer and word ops only.
 
 One :class:`BEPConfig` covers both networks: its defaults are the MLP setting, and the
 presets of the sequence sets carry the paper's RNN values (:data:`TT_SETTING`). This file
-stays light (no numba): ``neuroedge models`` imports every card.
+stays light (no numba): ``neuroedge models`` imports every card; the run is in ``run.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from sim.errors import ModelError
-from sim.traces import curve
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.bitwise.device import BitwiseDevice
 
 STATIC = ("random-prototypes", "fashion-mnist", "digits")
 SEQUENCES = ("cylinder-bell-funnel", "synthetic-control", "digits-rows")
@@ -91,45 +94,11 @@ def load_data(dataset: str, cfg: BEPConfig):
     return data.for_config(dataset, cfg.limit_train, cfg.limit_test)
 
 
-def build(data, cfg: BEPConfig, device):
-    """BEP for a static set, BEP-TT for a sequence set (inputs (N, T, F))."""
-    from models.bep import data as bits
-    if bits.is_sequence(data):
-        from models.bep.model_tt import BEPTT
-        return BEPTT(bits.bits_per_step(data), data.n_classes, cfg, device)
-    from models.bep.model import BEP
-    return BEP(bits.bits_per_step(data), data.n_classes, cfg, device)
-
-
-def simulate(cfg: BEPConfig, device, data, progress=None) -> Outcome:
-    """Train BEP (or BEP-TT) on ``data`` on ``device`` (a BitwiseDevice) and test it."""
-    import numpy as np
-
-    from models.bep.model import STATE_BITS_PER_WEIGHT
-    model = build(data, cfg, device)
-    n_w = model.n_weights
-    # the training state must fit the device's writable memory (a capacity error otherwise)
-    device.reserve(n_w * STATE_BITS_PER_WEIGHT // 8, scope="train")
-    model.fit(data.x_train, data.y_train, progress=progress)
-    scores, pred = model.predict_scores(data.x_test, scope="infer")
-    metrics = {"test_accuracy": float(np.mean(pred == data.y_test)),
-               "train_error": model.history[-1]["train_error"],
-               "weights": float(n_w),
-               "state_bits_per_weight": float(STATE_BITS_PER_WEIGHT),
-               "state_bytes": float(n_w * STATE_BITS_PER_WEIGHT // 8)}
-    traces = {"train_error": curve([h["train_error"] for h in model.history])}
-    facts = {"network": type(model).__name__, "n_inputs": model.n_inputs,
-             "n_classes": data.n_classes, "word_bits": device.word_bits,
-             "data_source": data.source}
-    k = min(N_GOLDEN, len(data.x_test))
-    trained = model.trained(data.x_test[:k], scores[:k], pred[:k], _profile_ref(device))
-    return Outcome(metrics, traces, trained, facts)
-
-
-def _profile_ref(device) -> str:
-    """What an export names its profile by: a shipped name, or a user's file path."""
-    prof = device.profile
-    return prof.name if prof.label == prof.name or not prof.path else str(prof.path)
+def simulate(cfg: BEPConfig, device: BitwiseDevice, data, progress=None) -> Outcome:
+    """Train BEP (or BEP-TT) on ``data`` on ``device`` (a BitwiseDevice) and test it
+    (``run.simulate``)."""
+    from models.bep import run
+    return run.simulate(cfg, device, data, progress)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

@@ -43,6 +43,7 @@ import numpy as np
 from models.errors import DatasetError
 from models.shared import datasets, encoders
 from models.shared.datasets import Dataset
+from sim import seeds
 
 
 def is_sequence(data: Dataset) -> bool:
@@ -169,8 +170,8 @@ def _sequence_bits(name, series, y_tr_te, pool, levels, source) -> Dataset:
 def cylinder_bell_funnel(n_train: int = 600, n_test: int = 300, seed: int = 0, pool: int = 4,
                          levels: int = 8) -> Dataset:
     """Cylinder-Bell-Funnel sequences (Saito 1994), bit coded; 3 classes."""
-    x_tr, y_tr = cbf_series(n_train, seed)
-    x_te, y_te = cbf_series(n_test, seed + 10_000)
+    x_tr, y_tr = cbf_series(n_train, seeds.child(seed, "train"))
+    x_te, y_te = cbf_series(n_test, seeds.child(seed, "test"))
     return _sequence_bits("cylinder-bell-funnel", (x_tr, x_te), (y_tr, y_te), pool, levels,
                           f"procedural: Saito 1994 CBF generator, seed={seed}")
 
@@ -178,8 +179,8 @@ def cylinder_bell_funnel(n_train: int = 600, n_test: int = 300, seed: int = 0, p
 def synthetic_control(n_train: int = 600, n_test: int = 300, seed: int = 0, pool: int = 2,
                       levels: int = 8) -> Dataset:
     """Synthetic Control Chart sequences (Alcock & Manolopoulos 1999), bit coded; 6 classes."""
-    x_tr, y_tr = synthetic_control_series(n_train, seed)
-    x_te, y_te = synthetic_control_series(n_test, seed + 10_000)
+    x_tr, y_tr = synthetic_control_series(n_train, seeds.child(seed, "train"))
+    x_te, y_te = synthetic_control_series(n_test, seeds.child(seed, "test"))
     return _sequence_bits("synthetic-control", (x_tr, x_te), (y_tr, y_te), pool, levels,
                           f"procedural: Alcock & Manolopoulos 1999 generator, seed={seed}")
 

@@ -61,6 +61,8 @@ from hw_profiles.ops import OP_NAMES
 from models.bep import kernels as K
 from models.bep.card import BEPConfig
 from models.registry import Progress, Trained
+from sim import seeds
+from sim.bitwise.device import BitwiseDevice
 from sim.bitwise.network import ScoresLayer, SignLayer
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
 from sim.errors import ModelError
@@ -86,7 +88,7 @@ def output_frame(n_classes: int, k: int, seed: int) -> np.ndarray:
         while h.shape[0] < k:  # Sylvester: [[H, H], [H, -H]]
             h = np.block([[h, h], [h, -h]])
         return np.ascontiguousarray(h[1:n_classes + 1])
-    g = np.random.default_rng(seed + 7919)
+    g = seeds.rng(seed, "frame")
     return (2 * g.integers(0, 2, size=(n_classes, k)) - 1).astype(np.int8)
 
 
@@ -143,8 +145,9 @@ class BEP:
 
     x_ndim = 2  # inputs (N, K_0)
 
-    def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig, device):
-        rng = np.random.default_rng(config.seed)
+    def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig,
+                 device: BitwiseDevice):
+        rng = seeds.rng(config.seed, "init")
         sizes = (n_inputs, *config.hidden)
         layers = [Layer(a, b, device.word_bits, rng) for a, b in itertools.pairwise(sizes)]
         # local rule: each hidden layer below the last gets its own frozen random head
@@ -164,8 +167,8 @@ class BEP:
         self.gamma = [min(config.gamma0, k) for k in config.hidden]
         self.counts = np.zeros(len(OP_NAMES), dtype=np.int64)
         self.history: list[dict] = []
-        self.rng_state = np.array([np.uint32(config.seed * 2654435761 % 2 ** 32 or 1)],
-                                  dtype=np.uint32)
+        # the reinforcement draws' xorshift32 state: any nonzero word (0 is its fixed point)
+        self.rng_state = np.array([seeds.child(config.seed, "reinforce") or 1], dtype=np.uint32)
         self.set_error(Fraction(1))
 
     # -- helpers -----------------------------------------------------------------------
@@ -289,7 +292,7 @@ class BEP:
         """Train for ``epochs`` with a held-out split driving the gamma schedule."""
         self._check(x, y, "fit")
         cfg = self.config
-        g = np.random.default_rng(cfg.seed)
+        g = seeds.rng(cfg.seed, "order")   # the held-out split, then each epoch's order
         perm = g.permutation(len(x))
         n_val = int(len(x) * frac(cfg.val_fraction)) if cfg.val_fraction else 0
         val, tr = perm[:n_val], perm[n_val:]

@@ -29,6 +29,8 @@ import numpy as np
 from models.bep import kernels as K
 from models.bep.card import BEPConfig
 from models.bep.model import BEP, Layer, frac, to_signs
+from sim import seeds
+from sim.bitwise.device import BitwiseDevice
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
 from sim.errors import ModelError
 
@@ -38,13 +40,14 @@ class BEPTT(BEP):
 
     x_ndim = 3
 
-    def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig, device):
+    def __init__(self, n_inputs: int, n_classes: int, config: BEPConfig,
+                 device: BitwiseDevice):
         if len(config.hidden) != 2:
             raise ModelError(f"BEPTT: hidden = {config.hidden}; expected (state width, "
                              "readout width)")
         if config.local:
             raise ModelError("BEPTT: local = True; the local rule is an MLP baseline only")
-        rng = np.random.default_rng(config.seed)
+        rng = seeds.rng(config.seed, "init")
         k_s, k_y = config.hidden
         wb = device.word_bits
         xs, ss, sy = (Layer(n_inputs, k_s, wb, rng), Layer(k_s, k_s, wb, rng),

@@ -4,39 +4,34 @@ Light (no torch, no numba): ``neuroedge models`` imports every card. The method 
 ``model.py``, its neuron kernel in ``kernels.py`` and the paper's comparison (DiffPC vs
 float PC vs backprop) in ``experiment.py``; each is imported only when something runs.
 
-Presets: ``quick`` is the config's defaults on either dataset (64-32-10 on digits: 30
-epochs, batch 32, AdamW 1e-3 at a constant step, 15 cycles of n = 8 spike steps); ``full``
-on Fashion-MNIST is the training protocol of the comparison (on digits it is the quick
-setting, digits being small already).
-
-Training protocol (``full``, Fashion-MNIST, the whole 60k/10k split): DiffPC-M's
-784-1000-10 (the paper's Fashion-MNIST architecture, in its experiments), 6 epochs, batch
-100, AdamW (the paper's optimiser) at step 5e-4 annealed to 0 over the run by a cosine
-(``models.shared.schedules``), weight decay 1e-4; float PC trains the same way and BP
-with the same epochs, batch and schedule (``experiment.SHARED``). The paper gives no
-epochs, batch, step size or schedule (its experiments name only AdamW and "MLPs with
-dropout"), so these are our choice, made on float PC, which shares DiffPC's weights, AdamW
-and feed-forward (``PCNet``), and sized to what DiffPC can train here (about 1.5 minutes of
-CPU per epoch in the compiled loop; three seeds of the comparison on a shared 2-core
-machine). Float PC on the full split, seed 0, 8 epochs (test accuracy after epoch 6 / 8):
-constant 1e-3 86.4% / 87.2% (swinging between 85.1% and 87.2% from epoch 3 on); cosine
-from 1e-3 88.5% / 88.9%; from 5e-4 89.0% / 89.1%; from 2e-3 87.4% / 88.0%. A constant step
-keeps AdamW's noise at the end; annealing removes it. 6 rather than 8 epochs: three seeds
-of all three methods had to fit the shared machine. With this protocol
-(``bench/diffpc.py --fashion --hidden 1000 --seeds 0,1,2``, test accuracy over seeds
-0, 1, 2): DiffPC 88.80 / 88.52 / 88.68% (mean 88.67%), float PC 88.85 / 88.72 / 88.68%
-(88.75%), BP 88.59 / 88.65 / 88.51% (88.58%). No dropout: it would have to mask hidden
-neurons inside DiffPC's spiking iteration too.
+Presets: float PC's (``models.baselines.pc.card.PRESETS``), the one copy both cards use.
+``quick`` is the config's defaults on either dataset (64-32-10 on digits: 30 epochs, batch
+32, AdamW 1e-3 at a constant step, 15 cycles of n = 8 spike steps); ``full`` on
+Fashion-MNIST is the training protocol of the comparison (on digits it is the quick
+setting, digits being small already): DiffPC-M's 784-1000-10 (the paper's Fashion-MNIST
+architecture), 6 epochs, batch 100, AdamW (the paper's optimiser) at step 5e-4 annealed to
+0 over the run by a cosine (``models.shared.schedules``), weight decay 1e-4; float PC
+trains the same way and BP with the same epochs, batch and schedule (``experiment.SHARED``).
+The paper gives no epochs, batch, step size or schedule; how these were chosen, with the
+measurements, is in the room's README ("How the settings were chosen"). No dropout: it
+would have to mask hidden neurons inside DiffPC's spiking iteration too.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+# DiffPC trains with float PC's protocol (the comparison shares it), so PC's presets are
+# the one copy: the same keys (hidden, epochs, batch_size, lr, lr_schedule) in both configs
+from models.baselines.pc.card import PRESETS
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from models.shared.schedules import check_schedule
 from sim.errors import ModelError
 from sim.traces import curve
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.neuromorphic.engine import NeuromorphicDevice
 
 SCHEDULES = ("cyclic", "cyclic-decay", "constant-decay")
 
@@ -82,15 +77,9 @@ class DiffPCConfig:
         return self.n * self.cycles
 
 
-PRESETS = {
-    "quick": {"digits": {}, "fashion-mnist": {}},
-    "full": {"digits": {},
-             "fashion-mnist": {"hidden": (1000,), "epochs": 6, "batch_size": 100, "lr": 5e-4,
-                               "lr_schedule": "cosine"}},
-}
 
 
-def simulate(cfg: DiffPCConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: DiffPCConfig, device: NeuromorphicDevice, data, progress=None) -> Outcome:
     """Train DiffPC on ``device`` (a NeuromorphicDevice) and test it.
 
     The learning step's torch counts (the host reading, ``model.py``'s docstring) come back

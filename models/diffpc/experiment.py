@@ -38,9 +38,8 @@ PROTOCOL = ("hidden", "epochs", "batch_size", "lr_schedule")
 SHARED = {"pc": PROTOCOL + ("lr", "weight_decay"),   # the same AdamW as DiffPC (PCNet)
           "mlp": PROTOCOL}   # BP keeps its own Adam: step 1e-3 (its best), no decay
 """DiffPC's config values each baseline trains with: the training protocol (DiffPC's card).
-BP (Adam, cross-entropy) keeps its own step: on the full Fashion-MNIST split, 784-1000-10,
-batch 100, seed 0, test accuracy after epoch 6 / 8 of 8: cosine from 1e-3 88.9% / 89.1%,
-from 5e-4 88.3% / 88.5%, constant 1e-3 88.4% / 88.6%; PC's 5e-4 would handicap it."""
+BP (Adam, cross-entropy) keeps its own step, 1e-3: PC's 5e-4 would handicap it (the
+measurements: the room's README, "How the settings were chosen")."""
 
 
 def _with_train_limit(name: str, limit_train: int | None):

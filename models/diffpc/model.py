@@ -94,8 +94,8 @@ from models.baselines.pc.model import PCNet, pcnet_trained
 from models.diffpc.card import SCHEDULES, DiffPCConfig
 from models.diffpc.kernels import KERNEL, STATE
 from models.registry import Progress, Trained
-from models.shared import datasets
 from models.shared.checks import all_finite, check_xy, optimizer_overflow_is_config_error
+from sim import seeds
 from sim.errors import ModelError
 from sim.neuromorphic import Network, NeuromorphicDevice
 
@@ -242,7 +242,9 @@ class DiffPCClassifier:
                  device: NeuromorphicDevice, loop: str = "compiled"):
         self.config, self.device = config, device
         self.sizes = (n_inputs, *config.hidden, n_classes)
-        self.net = PCNet(self.sizes, config.lr, config.weight_decay, config.seed)
+        # the same init and order streams as float PC's: one seed, the same weights
+        self.net = PCNet(self.sizes, config.lr, config.weight_decay,
+                         seeds.child(config.seed, "init"))
         self.engine = DiffPCNetwork(self.net, config.batch_size, config, device, loop=loop)
         # counts the learning step with the torch engine, as float PC's (module docstring)
         self.host = sim.device(HOST_PROFILE, prefer_cuda=False)
@@ -258,8 +260,9 @@ class DiffPCClassifier:
         y1h = np.eye(self.sizes[-1])[y]
         # PCNet.step follows the schedule over the run's batches (partial ones are skipped)
         self.net.set_schedule(cfg.lr_schedule, cfg.epochs * (len(x) // B))
+        shuffle = seeds.rng(cfg.seed, "order")   # one stream; a new permutation each epoch
         for epoch in range(cfg.epochs):
-            order = datasets.rng(cfg.seed + epoch).permutation(len(x))
+            order = shuffle.permutation(len(x))
             err = 0.0
             for s in range(0, len(x) - B + 1, B):
                 idx = order[s:s + B]

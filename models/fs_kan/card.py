@@ -6,11 +6,15 @@ method is in ``model.py``, the tasks in ``data.py``, the low-data sweep in ``exp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import curve
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.torch_engine.engine import TorchDevice
 
 TASKS = ("signal-sets", "fashion-points")   # = data.TASKS (data.py imports numpy)
 
@@ -76,7 +80,7 @@ def load_data(dataset: str, cfg: FSConfig):
     return data.load(dataset, cfg.n_train, cfg.n_test, cfg.seed)
 
 
-def simulate(cfg: FSConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: FSConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """FS-KAN and its parameter-matched baseline on one low-data training set of ``data``.
 
     The ledger is FS-KAN's (scopes ``train`` and ``infer``) on ``device``; the baseline

@@ -20,6 +20,7 @@ import numpy as np
 from models.errors import DatasetError
 from models.shared import datasets
 from models.shared.datasets import Dataset
+from sim import seeds
 
 SIGNAL_CLASSES = ("sine", "square", "sawtooth")
 TASKS = ("signal-sets", "fashion-points")
@@ -102,9 +103,11 @@ def fashion_point_sets(n_train: int, n_test: int, n_points: int = 64, seed: int 
         raise DatasetError(f"fashion_point_sets: n_train = {n_train}, n_test = {n_test}; "
                            "Fashion-MNIST has 60000 training and 10000 test images")
     d = datasets.fashion_mnist(data_dir=data_dir, limit_test=n_test, flatten=False)
-    pick = np.random.default_rng(seed).permutation(len(d.y_train))[:n_train]
-    return (images_to_point_sets(d.x_train[pick], n_points, seed=seed), d.y_train[pick],
-            images_to_point_sets(d.x_test, n_points, seed=seed + 1), d.y_test)
+    pick = seeds.rng(seed, "pick").permutation(len(d.y_train))[:n_train]
+    train_points = seeds.child(seed, "train points")
+    return (images_to_point_sets(d.x_train[pick], n_points, seed=train_points), d.y_train[pick],
+            images_to_point_sets(d.x_test, n_points, seed=seeds.child(seed, "test points")),
+            d.y_test)
 
 
 def load(task: str, n_train: int, n_test: int, seed: int) -> Dataset:

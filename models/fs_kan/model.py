@@ -35,8 +35,10 @@ from models.fs_kan.layers import FSLayer
 from models.registry import Progress, Trained
 from models.shared.checks import check_xy
 from models.shared.training import seeded
+from sim import seeds
 from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
+from sim.torch_engine import TorchDevice
 
 
 class FSNet(torch.nn.Module):
@@ -105,10 +107,10 @@ class FSClassifier:
     """
 
     def __init__(self, action: Action, d_in: int, n_classes: int, cfg: FSConfig,
-                 device):
+                 device: TorchDevice):
         self.action, self.d_in, self.n_classes = action, d_in, n_classes
         self.config, self.device = cfg, device
-        with seeded(cfg.seed):                    # seeded init, global RNG untouched
+        with seeded(seeds.child(cfg.seed, "init")):   # seeded init, global RNG untouched
             self.net = device.compile(FSNet(action, d_in, n_classes, cfg))
         self.history: list[dict] = []
 
@@ -128,7 +130,7 @@ class FSClassifier:
         xt, yt = dev.tensor(x), dev.tensor(y, dtype=torch.int64)
         opt = torch.optim.AdamW(self.net.parameters(), lr=cfg.lr,
                                 weight_decay=cfg.weight_decay, foreach=True)
-        gen = torch.Generator().manual_seed(cfg.seed)
+        gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "order"))
         per_epoch = math.ceil(len(x) / cfg.batch_size)
         epochs = math.ceil(cfg.steps / per_epoch)
         self.net.train()
@@ -215,7 +217,7 @@ def compare(data, cfg: FSConfig, devices, progress: Progress | None = None,
     return out
 
 
-def macs(dev, scope: str) -> int:
+def macs(dev: TorchDevice, scope: str) -> int:
     """Multiply-accumulates of every precision the ledger recorded under ``scope``."""
     return int(sum(v for k, v in dev.ledger.total_ops(scope).items() if k.startswith("mac_")))
 

@@ -7,9 +7,13 @@ claim's summary in ``experiment.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from sim.errors import ModelError
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.torch_engine.engine import TorchDevice
 
 
 @dataclass
@@ -81,7 +85,7 @@ def load_data(dataset: str, cfg: KLASConfig):
     return data.load(dataset, cfg)
 
 
-def simulate(cfg: KLASConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: KLASConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """The KLAS pipeline on ``device``: every stitch scored and measured, the selections
     compared; ``trained`` is the KLAS-selected stitch nearest the middle of the FLOPs range
     after the supernet's fine-tuning (what ``neuroedge export klas`` writes)."""

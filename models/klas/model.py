@@ -30,13 +30,15 @@ from models.klas.stitch import StitchedViT, StitchLayer
 from models.klas.vit import TinyViT, cls_token
 from models.registry import Trained
 from models.shared.training import seeded
+from sim import seeds
 from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
+from sim.torch_engine import TorchDevice
 from sim.traces import Trace
 
 # -- small helpers -------------------------------------------------------------------------
 
-def _train(dev, params, loss_fn, x, y, scope: str, steps: int, batch: int,
+def _train(dev: TorchDevice, params, loss_fn, x, y, scope: str, steps: int, batch: int,
            lr: float, seed: int, cosine: bool = False) -> list[float]:
     """Adam on ``loss_fn(step, xb, yb)`` for ``steps`` random mini-batches, counted under scope.
 
@@ -63,7 +65,7 @@ def _train(dev, params, loss_fn, x, y, scope: str, steps: int, batch: int,
     return losses
 
 
-def ledger_flops(dev, scope: str, samples: int) -> float:
+def ledger_flops(dev: TorchDevice, scope: str, samples: int) -> float:
     """FLOPs per sample recorded under ``scope``: 2 per MAC plus every counted pointwise op."""
     ops = dev.ledger.total_ops(scope)
     total = sum(2 * n if op.startswith("mac_") else n for op, n in ops.items()
@@ -71,7 +73,7 @@ def ledger_flops(dev, scope: str, samples: int) -> float:
     return total / samples
 
 
-def evaluate(dev, model: torch.nn.Module, x, y, scope: str,
+def evaluate(dev: TorchDevice, model: torch.nn.Module, x, y, scope: str,
              batch: int = 500) -> tuple[float, float]:
     """(test accuracy, FLOPs per sample from the ledger) of ``model``, counted under ``scope``."""
     model.eval()
@@ -109,15 +111,16 @@ def check_rankable(col: dict[str, np.ndarray], cfg: KLASConfig) -> None:
 
 # -- the pipeline --------------------------------------------------------------------------
 
-def train_anchors(cfg: KLASConfig, dev, x, y, progress=None) -> list[TinyViT]:
+def train_anchors(cfg: KLASConfig, dev: TorchDevice, x, y, progress=None) -> list[TinyViT]:
     anchors = []
     steps = max(1, cfg.anchor_epochs * len(x) // cfg.batch_size)
     for a, (w, h) in enumerate(zip(cfg.widths, cfg.heads, strict=True)):
-        m = _seeded(cfg.seed * 100 + a, lambda w=w, h=h: TinyViT(w, cfg.depth, h, cfg.patch))
+        m = _seeded(seeds.child(cfg.seed, "anchor", a, "init"),
+                    lambda w=w, h=h: TinyViT(w, cfg.depth, h, cfg.patch))
         m = dev.compile(m).train()
         _train(dev, m.parameters(), lambda s, xb, yb, m=m: F.cross_entropy(m(xb), yb), x, y,
-               f"train/anchor{a}", steps, cfg.batch_size, cfg.lr, cfg.seed * 100 + a,
-               cosine=True)
+               f"train/anchor{a}", steps, cfg.batch_size, cfg.lr,
+               seeds.child(cfg.seed, "anchor", a, "batches"), cosine=True)
         # outside the count block: a diverged anchor gave NaN log-probabilities, refused
         # later by theta_matrix with a message naming no setting
         if not all(bool(torch.isfinite(p).all()) for p in m.parameters()):
@@ -130,26 +133,30 @@ def train_anchors(cfg: KLASConfig, dev, x, y, progress=None) -> list[TinyViT]:
     return anchors
 
 
-def train_probes(cfg: KLASConfig, dev, anchor: TinyViT, x, y, scope: str,
+def train_probes(cfg: KLASConfig, dev: TorchDevice, anchor: TinyViT, x, y, scope: str,
                  seed: int) -> sc.ProbeSet:
     """ProbeNet: all probes of a frozen anchor in one run, one random probe per step.
 
     The anchor is frozen and there is no augmentation, so its CLS features at blocks
     1..n-1 are computed once (counted under ``scope/features``) and every step trains one
     randomly drawn probe on them; the paper re-runs the frozen backbone each step.
+    ``seed`` is the probe set's own seed; its init, probe draws and batches are named
+    streams of it.
     """
-    probes = dev.compile(_seeded(seed, lambda: sc.ProbeSet(anchor.dim, anchor.depth, 10)))
+    probes = dev.compile(_seeded(seeds.child(seed, "init"),
+                                 lambda: sc.ProbeSet(anchor.dim, anchor.depth, 10)))
     with torch.no_grad(), dev.count(f"{scope}/features", samples=len(x)):
         feats = torch.stack([cls_token(h) for h in anchor.block_outputs(x)[:-1]], 1)  # (N, n-1, D)
-    pick = np.random.default_rng(seed).integers(1, anchor.depth, size=10 ** 6)
+    pick = seeds.rng(seed, "pick").integers(1, anchor.depth, size=10 ** 6)
     steps = max(1, cfg.probe_epochs * len(x) // cfg.batch_size)
     _train(dev, probes.parameters(),
            lambda st, fb, yb: F.cross_entropy(probes(int(pick[st]), fb[:, pick[st] - 1]), yb),
-           feats, y, f"{scope}/fit", steps, cfg.batch_size, cfg.probe_lr, seed)
+           feats, y, f"{scope}/fit", steps, cfg.batch_size, cfg.probe_lr,
+           seeds.child(seed, "batches"))
     return probes.eval()
 
 
-def probe_logp(dev, anchor: TinyViT, probes: sc.ProbeSet, x, scope: str):
+def probe_logp(dev: TorchDevice, anchor: TinyViT, probes: sc.ProbeSet, x, scope: str):
     """Log-softmax of every probe on ``x``: (n, N, C), the last row from the anchor's head."""
     with torch.no_grad(), dev.count(scope, samples=len(x)):
         outs = anchor.block_outputs(x)
@@ -158,7 +165,7 @@ def probe_logp(dev, anchor: TinyViT, probes: sc.ProbeSet, x, scope: str):
         return torch.log_softmax(torch.stack(rows), dim=-1)
 
 
-def run(cfg: KLASConfig, dev, data, progress=None) -> dict:
+def run(cfg: KLASConfig, dev: TorchDevice, data, progress=None) -> dict:
     """The whole pipeline on ``dev`` (the runner's engine) and ``data`` (``data.load``: the
     first ``n_train`` training images train, the next ``n_val`` are D_v); returns tables,
     metrics, the device (ledger) and the models."""
@@ -175,7 +182,8 @@ def run(cfg: KLASConfig, dev, data, progress=None) -> dict:
     # ProbeNet and KL similarities on D_v
     logp = []
     for a, m in enumerate(anchors):
-        probes = train_probes(cfg, dev, m, x, y, f"probe/anchor{a}", cfg.seed * 100 + 50 + a)
+        probes = train_probes(cfg, dev, m, x, y, f"probe/anchor{a}",
+                              seeds.child(cfg.seed, "probe", a))
         logp.append(probe_logp(dev, m, probes, x_val, f"score/anchor{a}"))
     probe_acc = [[float((lp.argmax(-1).cpu() == torch.as_tensor(data.y_train[cfg.n_train:]))
                          .float().mean()) for lp in lps] for lps in logp]
@@ -199,7 +207,7 @@ def run(cfg: KLASConfig, dev, data, progress=None) -> dict:
             part.requires_grad_(learns)
         _train(dev, ft.parameters(), lambda st, xb, yb, ft=ft: F.cross_entropy(ft(xb), yb), x, y,
                f"finetune/{s.name}", cfg.stitch_steps, cfg.batch_size // 2, cfg.stitch_lr,
-               cfg.seed * 1000 + n)
+               seeds.child(cfg.seed, "finetune", n))
         acc_ft, _ = evaluate(dev, ft, x_te, y_te, f"infer/ft/{s.name}")
         table[s] = {"gamma": float(gamma), "omega": float(theta[s.front, s.back][s.i - 1, s.j - 1]),
                     "cka": sc.linear_cka(src, dst),  # the baseline's own cost is not counted
@@ -262,7 +270,7 @@ def _recovery(chosen, stitches, table, edges, tol: float = 0.01) -> float:
     return hits / max(total, 1)
 
 
-def supernet(cfg: KLASConfig, dev, anchors, chosen, table, x, y, x_te, y_te,
+def supernet(cfg: KLASConfig, dev: TorchDevice, anchors, chosen, table, x, y, x_te, y_te,
              name: str) -> dict:
     """SN-Net supernet fine-tuning over anchors + ``chosen`` (fresh copies of the anchors)."""
     copies = [copy.deepcopy(m).requires_grad_(True).train() for m in anchors]
@@ -272,10 +280,12 @@ def supernet(cfg: KLASConfig, dev, anchors, chosen, table, x, y, x_te, y_te,
         layer.load_state_dict(table[s]["ls_weight"])   # the LS initialisation
         nets.append(StitchedViT(copies[s.front], copies[s.back], s.i, s.j, layer).train())
     params = {id(p): p for net in nets for p in net.parameters()}
-    draw = np.random.default_rng(cfg.seed + 7).integers(0, len(nets), size=cfg.supernet_steps)
+    # the same draws and batches for every selection (same steps and seed, SN-Net's recipe)
+    draw = seeds.rng(cfg.seed, "supernet", "draw").integers(0, len(nets),
+                                                             size=cfg.supernet_steps)
     _train(dev, params.values(), lambda st, xb, yb: F.cross_entropy(nets[draw[st]](xb), yb),
            x, y, f"supernet/{name}", cfg.supernet_steps, cfg.batch_size // 2, cfg.supernet_lr,
-           cfg.seed + 11)
+           seeds.child(cfg.seed, "supernet", "batches"))
     points, accs = [], {}
     for n, net in enumerate(nets):
         label = f"anchor{n}" if n < len(anchors) else chosen[n - len(anchors)].name

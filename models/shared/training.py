@@ -1,7 +1,10 @@
 """The torch training loop and seeded initialisation, written once for every torch room.
 
 :func:`seeded` builds modules from a seed without touching torch's global RNG (so one
-method's run never shifts another's). :func:`train_minibatch` is mini-batch training with
+method's run never shifts another's). Both take the seed of one stream: a room passes a
+named child of its run seed (``sim.seeds.child(cfg.seed, "init")`` to :func:`seeded`,
+``sim.seeds.child(cfg.seed, "order")`` to :func:`train_minibatch`), never the same seed to
+both. :func:`train_minibatch` is mini-batch training with
 Adam (Kingma & Ba 2015, arXiv:1412.6980) or AdamW, one ``device.count(scope)`` block per
 epoch so every forward, backward and optimizer op lands in the ledger, the order drawn from
 its own generator (``seed``), progress once per epoch. Its step-size schedule is
@@ -20,7 +23,8 @@ from models.shared.schedules import lr_factor
 
 @contextlib.contextmanager
 def seeded(seed: int) -> Iterator[None]:
-    """Run the block with torch's CPU RNG seeded, restoring the global state afterwards."""
+    """Run the block with torch's CPU RNG seeded by ``seed`` (a named stream's seed, e.g.
+    ``seeds.child(cfg.seed, "init")``), restoring the global state afterwards."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         yield
@@ -34,10 +38,12 @@ def train_minibatch(device, params, batch_loss: Callable[[torch.Tensor], torch.T
     """Train ``params`` for ``epochs`` over ``n`` samples; returns one record per epoch.
 
     ``batch_loss(idx)`` returns the mean loss of the samples ``idx`` (a LongTensor on the
-    device). Each record holds ``epoch`` and ``train_loss`` (the sample-weighted mean over
-    the epoch); ``after_epoch(record)`` may add to it (a validation accuracy) before
-    ``progress(epoch, epochs, record)`` is called. ``lr_schedule`` (:func:`lr_factor`) sets
-    each step's size over the ``epochs x ceil(n / batch_size)`` steps of the run.
+    device); ``seed`` seeds the order's own generator (a named stream's seed, e.g.
+    ``seeds.child(cfg.seed, "order")``). Each record holds ``epoch`` and ``train_loss``
+    (the sample-weighted mean over the epoch); ``after_epoch(record)`` may add to it (a
+    validation accuracy) before ``progress(epoch, epochs, record)`` is called.
+    ``lr_schedule`` (:func:`lr_factor`) sets each step's size over the
+    ``epochs x ceil(n / batch_size)`` steps of the run.
     """
     params = list(params)
     kinds = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}

@@ -17,9 +17,13 @@ the size the export used before it was built from the run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from sim.errors import ModelError
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.neuromorphic.engine import NeuromorphicDevice
 
 
 @dataclass
@@ -55,7 +59,7 @@ def load_data(dataset: str, cfg: CubaConfig) -> None:
     return None
 
 
-def simulate(cfg: CubaConfig, device, data=None, progress=None) -> Outcome:
+def simulate(cfg: CubaConfig, device: NeuromorphicDevice, data=None, progress=None) -> Outcome:
     """Run VA CUBA on ``device`` (a NeuromorphicDevice); see ``model.simulate``."""
     from models.snn_cuba import model
     return model.simulate(cfg, device, progress)

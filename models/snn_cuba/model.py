@@ -30,8 +30,9 @@ import numpy as np
 
 from models.registry import Outcome, Trained
 from models.snn_cuba.card import CubaConfig
+from sim import seeds
 from sim.artifacts import NetworkArtifact
-from sim.neuromorphic import Network
+from sim.neuromorphic import Network, NeuromorphicDevice
 from sim.traces import Trace
 
 # Brian2 examples/CUBA.py, in mV and seconds
@@ -57,7 +58,7 @@ def connectivity(cfg: CubaConfig) -> tuple[np.ndarray, np.ndarray]:
     n^2 pairs in row-major order the gap to the next connected pair is Geometric(p), so
     each pair is present independently with probability p, in O(n^2 p) time and memory.
     """
-    rng = np.random.default_rng(cfg.seed)
+    rng = seeds.rng(cfg.seed, "connectivity")
     if cfg.n > DENSE_DRAW_MAX_N:
         return _skip_sample(rng, cfg.n, cfg.p)
     # Bernoulli per pair, drawn row by row to keep memory at O(n) per row
@@ -91,7 +92,7 @@ def trained_state(cfg: CubaConfig) -> Trained:
     """The network as plain arrays: initial potentials, each projection's synapses (pre,
     post) and its one weight, with the config (what a run file stores; ``network_from``
     rebuilds the identical Network from it, so an export never reruns)."""
-    rng = np.random.default_rng(cfg.seed + 1)
+    rng = seeds.rng(cfg.seed, "v_init")
     v_init = VR + rng.random(cfg.n) * (VT - VR)
     pre, post = connectivity(cfg)
     exc = pre < cfg.n * 4 // 5
@@ -125,7 +126,7 @@ def build(cfg: CubaConfig) -> Network:
     return network_from(trained_state(cfg))
 
 
-def simulate(cfg: CubaConfig, device, progress=None) -> Outcome:
+def simulate(cfg: CubaConfig, device: NeuromorphicDevice, progress=None) -> Outcome:
     """Run VA CUBA for ``cfg.duration`` on ``device`` (a NeuromorphicDevice) in 10 chunks."""
     net = build(cfg)
     dev = device

@@ -10,9 +10,13 @@ as the engine's ClauseLayer for the C exporter, without training. This file stay
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from sim.errors import ModelError
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.bitwise.device import BitwiseDevice
 
 N_GOLDEN = 16
 """Test samples a run keeps (packed) as the golden inputs of its C export."""
@@ -74,47 +78,11 @@ def load_data(dataset: str, cfg: TsetlinConfig):
     return data.load(dataset, cfg.seed, cfg.limit_train, cfg.limit_test)
 
 
-def simulate(cfg: TsetlinConfig, device, data, progress=None) -> Outcome:
-    """Train a Tsetlin machine on ``data`` on ``device`` (a BitwiseDevice) and test it."""
-    import time
-
-    import numpy as np
-
-    from models.tsetlin.data import BOOLEANISE
-    from models.tsetlin.model import TsetlinMachine
-    tm = TsetlinMachine(data.n_features, data.n_classes, cfg, device)
-    epochs_run = []
-
-    def counted(done, total, info):         # the epochs fit really ran (bench/tsetlin.py)
-        epochs_run.append(done)
-        if progress is not None:
-            progress(done, total, info)
-    t0, c0 = time.perf_counter(), time.process_time()
-    tm.fit(data.x_train, data.y_train, progress=counted)
-    layer = tm.clause_layer()               # built once, outside the prediction times
-    t1, c1 = time.perf_counter(), time.process_time()
-    scores = tm.scores(data.x_test, scope="infer", layer=layer)
-    t2, c2 = time.perf_counter(), time.process_time()
-    pred = tm.labels(scores)
-    report = device.ledger.price(device.profile).per_sample_j()
-    inc = tm.include()
-    metrics = {"test_accuracy": float(np.mean(pred == data.y_test)),
-               "energy_per_train_sample_j": report.get("train", float("nan")),
-               "energy_per_inference_j": report.get("infer", float("nan")),
-               "included_literals_per_clause": float(inc.sum(-1).mean()),
-               "state_bytes": float(tm.state.nbytes),
-               "model_bytes": float(2 * inc.size / 8)}
-    # wall and CPU times of this host (not of the device); bench/tsetlin.py compares CPU
-    facts = {"n_features": data.n_features, "n_classes": data.n_classes,
-             "word_bits": device.word_bits,
-             "booleanise": str(BOOLEANISE.get(data.name, "none")),
-             "data_source": data.source, "host_fit_s": t1 - t0, "host_infer_s": t2 - t1,
-             "host_fit_cpu_s": c1 - c0, "host_infer_cpu_s": c2 - c1,
-             "epochs_trained": len(epochs_run)}
-    k = min(N_GOLDEN, len(data.x_test))
-    prof = device.profile
-    ref = prof.name if prof.label == prof.name or not prof.path else str(prof.path)
-    return Outcome(metrics, {}, tm.trained(data.x_test[:k], scores[:k], pred[:k], ref), facts)
+def simulate(cfg: TsetlinConfig, device: BitwiseDevice, data, progress=None) -> Outcome:
+    """Train a Tsetlin machine on ``data`` on ``device`` (a BitwiseDevice) and test it
+    (``model.simulate``)."""
+    from models.tsetlin import model
+    return model.simulate(cfg, device, data, progress)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

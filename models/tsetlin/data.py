@@ -21,6 +21,7 @@ from models.errors import DatasetError
 from models.shared import datasets
 from models.shared.datasets import Dataset
 from models.shared.encoders import booleanise
+from sim import seeds
 from sim.errors import ModelError
 
 BOOLEANISE = {"digits": {"method": "thermometer", "levels": 3},
@@ -44,9 +45,10 @@ def noisy_xor(n_train: int = 5000, n_test: int = 5000, n_bits: int = 12, noise: 
 
 def noisy_xor_set(seed: int = 0) -> Dataset:
     """:func:`noisy_xor` with its defaults as a Dataset (two classes, 12 booleans)."""
-    x_tr, y_tr, x_te, y_te = noisy_xor(seed=seed)
+    x_tr, y_tr, x_te, y_te = noisy_xor(seed=seeds.child(seed, "data"))
     return Dataset("noisy-xor", x_tr, y_tr, x_te, y_te, 2, (x_tr.shape[1],),
-                   f"procedural: noisy_xor(seed={seed}), 40% training labels flipped")
+                   f"procedural: noisy_xor(seed=seeds.child({seed}, 'data')), 40% training "
+                   "labels flipped")
 
 
 def load(dataset: str, seed: int = 0, limit_train: int | None = None,

@@ -46,12 +46,17 @@ Readings chosen where sources differ or are unsure:
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from hw_profiles.ops import OP_NAMES
-from models.registry import Trained
+from models.registry import Outcome, Trained
 from models.tsetlin import kernels as K
-from models.tsetlin.card import TsetlinConfig
+from models.tsetlin.card import N_GOLDEN, TsetlinConfig
+from models.tsetlin.data import BOOLEANISE
+from sim import seeds
+from sim.bitwise.device import BitwiseDevice
 from sim.bitwise.network import ClauseLayer
 from sim.bitwise.packing import n_words, pack_bits, unpack_bits
 from sim.errors import ModelError
@@ -78,7 +83,8 @@ class TsetlinMachine:
     device : BitwiseDevice -- its word width packs literals and planes; its ledger counts
     """
 
-    def __init__(self, n_features: int, n_classes: int, config: TsetlinConfig, device):
+    def __init__(self, n_features: int, n_classes: int, config: TsetlinConfig,
+                 device: BitwiseDevice):
         if n_features < 1 or n_classes < 1:
             raise ModelError(f"TsetlinMachine: n_features = {n_features}, n_classes = "
                              f"{n_classes}; both must be >= 1")
@@ -98,10 +104,9 @@ class TsetlinMachine:
         if config.polarity == "alternate":
             pol[1::2] = -1
         self.sign = pol
-        rs = np.random.default_rng(config.seed)
         # [xorshift state of the counted draws, splitmix state of the host's mask sampler]
-        self._rng = rs.integers(1, 2**63, size=2, dtype=np.uint64)
-        self._order_rng = rs
+        self._rng = seeds.rng(config.seed, "draws").integers(1, 2**63, size=2, dtype=np.uint64)
+        self._order_rng = seeds.rng(config.seed, "order")   # epoch orders, absorption labels
         self.history: list[dict] = []
         self.updates = 0
 
@@ -279,3 +284,45 @@ def clause_layer(include: np.ndarray, polarity: np.ndarray, word_bits: int) -> C
     return ClauseLayer(pack_bits(inc[:, :o], word_bits), pack_bits(inc[:, o:], word_bits), o,
                        cls, np.tile(np.asarray(polarity, np.int64), n_classes), n_classes,
                        name="tsetlin")
+
+
+# -- the card's run ---------------------------------------------------------------------
+
+def simulate(cfg: TsetlinConfig, device: BitwiseDevice, data, progress=None) -> Outcome:
+    """The card's run: train a Tsetlin machine on ``data`` on ``device``, test it, and
+    return the metrics (accuracy, energy per training sample and per inference priced on
+    the device's profile, state and model bytes), the host's fit and prediction times (as
+    facts) and the trained state with ``N_GOLDEN`` golden test samples."""
+    tm = TsetlinMachine(data.n_features, data.n_classes, cfg, device)
+    epochs_run = []
+
+    def counted(done, total, info):         # the epochs fit really ran (bench/tsetlin.py)
+        epochs_run.append(done)
+        if progress is not None:
+            progress(done, total, info)
+    t0, c0 = time.perf_counter(), time.process_time()
+    tm.fit(data.x_train, data.y_train, progress=counted)
+    layer = tm.clause_layer()               # built once, outside the prediction times
+    t1, c1 = time.perf_counter(), time.process_time()
+    scores = tm.scores(data.x_test, scope="infer", layer=layer)
+    t2, c2 = time.perf_counter(), time.process_time()
+    pred = tm.labels(scores)
+    report = device.ledger.price(device.profile).per_sample_j()
+    inc = tm.include()
+    metrics = {"test_accuracy": float(np.mean(pred == data.y_test)),
+               "energy_per_train_sample_j": report.get("train", float("nan")),
+               "energy_per_inference_j": report.get("infer", float("nan")),
+               "included_literals_per_clause": float(inc.sum(-1).mean()),
+               "state_bytes": float(tm.state.nbytes),
+               "model_bytes": float(2 * inc.size / 8)}
+    # wall and CPU times of this host (not of the device); bench/tsetlin.py compares CPU
+    facts = {"n_features": data.n_features, "n_classes": data.n_classes,
+             "word_bits": device.word_bits,
+             "booleanise": str(BOOLEANISE.get(data.name, "none")),
+             "data_source": data.source, "host_fit_s": t1 - t0, "host_infer_s": t2 - t1,
+             "host_fit_cpu_s": c1 - c0, "host_infer_cpu_s": c2 - c1,
+             "epochs_trained": len(epochs_run)}
+    k = min(N_GOLDEN, len(data.x_test))
+    prof = device.profile
+    ref = prof.name if prof.label == prof.name or not prof.path else str(prof.path)
+    return Outcome(metrics, {}, tm.trained(data.x_test[:k], scores[:k], pred[:k], ref), facts)

@@ -8,11 +8,15 @@ them without importing torch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
 from sim.traces import Trace, curve
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.torch_engine.engine import TorchDevice
 
 INTERSECTIONS = ("product", "min", "max", "mean", "gmean", "softmin")
 DIFFERENCES = ("ignorematch", "substractmatch")
@@ -76,7 +80,7 @@ def load_data(dataset: str, cfg: TverskyHeadConfig):
     return data.load(dataset, cfg)
 
 
-def simulate(cfg: TverskyHeadConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: TverskyHeadConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Tversky head against linear head on one frozen encoder, trained and tested on ``data``.
 
     Ledger scopes: ``encode``, ``train/tversky``, ``train/linear``, ``infer`` (the deployed

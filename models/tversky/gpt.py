@@ -24,7 +24,9 @@ import torch
 from torch import nn
 
 from models.errors import DatasetError
+from models.shared.training import seeded
 from models.tversky.layer import TverskyProjection
+from sim import seeds
 from sim.errors import ModelError
 
 VARIANTS = ("none", "head", "all")
@@ -108,8 +110,7 @@ class CharGPT(nn.Module):
         super().__init__()
         self.cfg = cfg
         d = cfg.width
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with seeded(seeds.child(seed, "init")):   # torch's global RNG state restored after
             self.tok = nn.Embedding(cfg.vocab, d)
             self.pos = nn.Embedding(cfg.block, d)
             for emb in (self.tok, self.pos):  # N(0, 1/d): unit-variance tied-head logits
@@ -166,7 +167,7 @@ def train_lm(model: CharGPT, train_ids, val_ids, *, steps: int, batch: int = 32,
     dev = device or torch.device("cpu")
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(seeds.child(seed, "windows"))
     offsets = torch.arange(t + 1)
     curve = []
     model.train()

@@ -32,8 +32,10 @@ from models.tversky.vision import (
     conv_encoder,
     plot_prototypes,
 )
+from sim import seeds
 from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
+from sim.torch_engine import TorchDevice
 
 FASHION_CLASSES = ("T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
                    "Sneaker", "Bag", "Boot")
@@ -44,22 +46,23 @@ def make_head(kind: str, d: int, classes: int, cfg: TverskyHeadConfig, prototype
     if kind == "tversky":
         return TverskyProjection(d, classes, cfg.bank_size, prototypes=prototypes,
                                  similarity=cfg.similarity, intersection_reduction=cfg.intersection,
-                                 difference_reduction=cfg.difference, seed=cfg.seed,
+                                 difference_reduction=cfg.difference,
+                                 seed=seeds.child(cfg.seed, "head", "init"),
                                  init_scale=cfg.init_scale or d ** -0.5)
     if kind == "linear":
         if prototypes is not None:
             return PrototypeLinear(prototypes, classes)
-        with seeded(cfg.seed):
+        with seeded(seeds.child(cfg.seed, "head", "init")):
             return nn.Linear(d, classes)
     raise ModelError(f"head kind {kind!r}: must be 'tversky' or 'linear'")
 
 
-def train_encoder(encoder: nn.Sequential, xt, yt, cfg: TverskyHeadConfig, dev):
+def train_encoder(encoder: nn.Sequential, xt, yt, cfg: TverskyHeadConfig, dev: TorchDevice):
     """``trained`` encoder: ``encoder_epochs`` of Adam with a linear probe, then frozen."""
     probe = make_head("linear", encoder[-1].mean.numel(), 10, cfg)
     net = dev.compile(nn.Sequential(encoder, probe))
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "encoder", "order"))
     with dev.count("train/encoder", samples=len(xt) * cfg.encoder_epochs):
         for _ in range(cfg.encoder_epochs):
             order = torch.randperm(len(xt), generator=gen).to(dev.torch_device)
@@ -77,9 +80,9 @@ def encode(module: nn.Module, x: torch.Tensor, chunk: int = 2048) -> torch.Tenso
     return torch.cat([module(x[i:i + chunk]) for i in range(0, len(x), chunk)])
 
 
-def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev) -> nn.Sequential:
+def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev: TorchDevice) -> nn.Sequential:
     """The frozen encoder, its standardisation fitted on the training features."""
-    enc = dev.compile(conv_encoder(cfg.seed, cfg.width))
+    enc = dev.compile(conv_encoder(seeds.child(cfg.seed, "encoder", "init"), cfg.width))
     if cfg.encoder == "trained":
         enc[-1].fit(encode(enc[:-1], xt))  # standardise first: the probe starts centred
         train_encoder(enc, xt, yt, cfg, dev)
@@ -93,12 +96,14 @@ def build_encoder(xt, yt, cfg: TverskyHeadConfig, dev) -> nn.Sequential:
     return enc
 
 
-def train_head(head: nn.Module, feats, yt, cfg: TverskyHeadConfig, dev, scope: str,
-               progress: Progress | None = None, epochs: int | None = None) -> list[float]:
+def train_head(head: nn.Module, feats, yt, cfg: TverskyHeadConfig, dev: TorchDevice,
+               scope: str, progress: Progress | None = None,
+               epochs: int | None = None) -> list[float]:
     """Adam on cross-entropy of ``head(feats)``; counted under ``scope``. Returns losses."""
     epochs = epochs or cfg.epochs
     opt = torch.optim.Adam([p for p in head.parameters() if p.requires_grad], lr=cfg.lr)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    # the same order for every head trained on ``cfg`` (the comparison's heads see one order)
+    gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "head", "order"))
     losses = []
     for epoch in range(epochs):
         order = torch.randperm(len(feats), generator=gen).to(dev.torch_device)
@@ -121,7 +126,7 @@ def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
     return float((logits.argmax(1) == y).float().mean())
 
 
-def run_heads(data, cfg: TverskyHeadConfig, dev, progress: Progress | None = None):
+def run_heads(data, cfg: TverskyHeadConfig, dev: TorchDevice, progress: Progress | None = None):
     """Encode, train both heads (and the data-domain pair), evaluate; returns everything."""
     check_xy(data.x_train, data.y_train, 784, 10, "tversky heads: training set")
     check_xy(data.x_test, data.y_test, 784, 10, "tversky heads: test set")
@@ -150,7 +155,8 @@ def run_heads(data, cfg: TverskyHeadConfig, dev, progress: Progress | None = Non
     return out
 
 
-def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
+def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg,
+              dev: TorchDevice):
     """Data-domain prototypes for a trained head: pictures whose encodings act as its prototypes.
 
     Tversky: the trained head's bank, theta, alpha, beta are kept (frozen) and only the
@@ -160,7 +166,8 @@ def visualise(kind: str, head: nn.Module, enc, feats, yt, xt, fs_ys, cfg, dev):
     Returns (test accuracy with the data-domain prototypes, the change training made to
     each picture, (10, 28, 28) in [-1, 1]).
     """
-    protos = DataDomainPrototypes(enc, 10, cfg.seed, xt).to(dev.torch_device)
+    protos = DataDomainPrototypes(enc, 10, seeds.child(cfg.seed, "prototypes", "init"),
+                                  xt).to(dev.torch_device)
     if kind == "tversky":
         dd = TverskyProjection(head.in_features, 10, feature_bank=head.feature_bank,
                                prototypes=protos)

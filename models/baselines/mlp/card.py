@@ -6,12 +6,16 @@ is in ``model.py`` and is imported only when something runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
 from models.shared.checks import check_at_least
 from models.shared.schedules import check_schedule
 from sim.errors import ModelError
 from sim.traces import curve
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.torch_engine.engine import TorchDevice
 
 
 @dataclass
@@ -48,7 +52,7 @@ PRESETS = {
 }
 
 
-def simulate(cfg: MLPConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: MLPConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Train on ``data.x_train`` and test on ``data.x_test`` on ``device`` (a TorchDevice)."""
     from models.baselines.mlp.model import MLPClassifier
     model = MLPClassifier(data.n_features, data.n_classes, cfg, device)

@@ -14,6 +14,7 @@ from models.baselines.mlp.card import MLPConfig
 from models.registry import Progress, Trained
 from models.shared.checks import all_finite, check_xy, optimizer_overflow_is_config_error
 from models.shared.training import seeded, train_minibatch
+from sim import seeds
 from sim.artifacts import TorchArtifact
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
@@ -33,7 +34,7 @@ class MLPClassifier:
         self.config, self.device = config, device
         self.n_inputs, self.n_classes = n_inputs, n_classes
         self.sizes = (n_inputs, *config.hidden, n_classes)
-        with seeded(config.seed):  # seeded init without touching global state
+        with seeded(seeds.child(config.seed, "init")):  # global RNG state untouched
             self.net = device.compile(build(self.sizes))
         self.history: list[dict] = []
 
@@ -57,7 +58,8 @@ class MLPClassifier:
                                             epochs=cfg.epochs, batch_size=cfg.batch_size,
                                             lr=cfg.lr, weight_decay=cfg.weight_decay,
                                             lr_schedule=cfg.lr_schedule,
-                                            seed=cfg.seed, progress=progress,
+                                            seed=seeds.child(cfg.seed, "order"),
+                                            progress=progress,
                                             after_epoch=validate)
         # a diverged run (e.g. lr = 1e20) has NaN weights, and its NaN losses would be
         # reported as metrics

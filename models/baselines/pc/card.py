@@ -3,18 +3,22 @@
 Light (no torch): the method is in ``model.py``. Presets: ``quick`` is the config's
 defaults on either dataset (64-32-10 on digits, 15 inference steps, 30 epochs, batch 32,
 AdamW 1e-3 at a constant step); ``full`` on Fashion-MNIST is DiffPC's training protocol
-(784-1000-10, 6 epochs, batch 100, AdamW 5e-4 annealed by a cosine; why: the DiffPC card's
-docstring); on digits it is the quick setting.
+(784-1000-10, 6 epochs, batch 100, AdamW 5e-4 annealed by a cosine; why: DiffPC's
+README, "How the settings were chosen"); on digits it is the quick setting.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from models.shared.schedules import check_schedule
 from sim.errors import ModelError
 from sim.traces import curve
+
+if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay light)
+    from sim.torch_engine.engine import TorchDevice
 
 ACCURACY_GAP = 0.02
 """The study's reading of "backprop-like": PC's test accuracy within 2 points of BP's."""
@@ -48,7 +52,7 @@ class PCConfig:
         check_schedule("PCConfig", self.lr_schedule)
 
 
-PRESETS = {
+PRESETS = {   # DiffPC's card uses these too (its comparison trains both the same way)
     "quick": {"digits": {}, "fashion-mnist": {}},
     "full": {"digits": {},
              "fashion-mnist": {"hidden": (1000,), "epochs": 6, "batch_size": 100, "lr": 5e-4,
@@ -56,7 +60,7 @@ PRESETS = {
 }
 
 
-def simulate(cfg: PCConfig, device, data, progress=None) -> Outcome:
+def simulate(cfg: PCConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Train float PC on ``device`` (a TorchDevice) and test it."""
     from models.baselines.pc.model import PCClassifier, comm_bits_per_neuron
     model = PCClassifier(data.n_features, data.n_classes, cfg, device)

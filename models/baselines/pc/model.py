@@ -15,7 +15,7 @@ arXiv:2006.04182; Rosenbaum 2022, arXiv:2106.13082), the "Strict" variant DiffPC
 
 Every tensor op of training and inference runs inside ``TorchDevice.count`` so the ledger
 holds its ops and bytes. The epoch loop is PC's own (no autograd: the weight rule and the
-inference steps are explicit; the order is numpy's ``datasets.rng(seed + epoch)``), so
+inference steps are explicit; the order is numpy's ``seeds.rng(seed, "order")``), so
 ``models.shared.training.train_minibatch`` (autograd, torch's generator) does not fit it.
 Inference (test) is the feed-forward pass: argmax of ``mu_L``. Communication per neuron
 and inference step is two dense 32-bit floats (``phi(x)`` up, ``eps`` down): 64 bits x
@@ -28,9 +28,9 @@ import torch
 
 from models.baselines.pc.card import PCConfig
 from models.registry import Progress, Trained
-from models.shared import datasets
 from models.shared.checks import all_finite, check_xy, optimizer_overflow_is_config_error
 from models.shared.schedules import lr_factor
+from sim import seeds
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
@@ -45,7 +45,8 @@ class PCNet:
     Parameters
     ----------
     sizes : (K_0, ..., K_L) layer widths, input first
-    lr, weight_decay, seed : AdamW settings and the init seed
+    lr, weight_decay : AdamW settings
+    seed : the init seed (callers pass their run seed's ``seeds.child(seed, "init")``)
     torch_device : where the tensors live
     """
 
@@ -124,8 +125,8 @@ class PCClassifier:
     def __init__(self, n_inputs: int, n_classes: int, config: PCConfig, device: TorchDevice):
         self.config, self.device = config, device
         self.sizes = (n_inputs, *config.hidden, n_classes)
-        self.net = PCNet(self.sizes, config.lr, config.weight_decay, config.seed,
-                         device.torch_device)
+        self.net = PCNet(self.sizes, config.lr, config.weight_decay,
+                         seeds.child(config.seed, "init"), device.torch_device)
         self.history: list[dict] = []
 
     def fit(self, x, y, progress: Progress | None = None):
@@ -135,8 +136,9 @@ class PCClassifier:
         yt = torch.nn.functional.one_hot(torch.as_tensor(y), self.sizes[-1]).float() \
             .to(dev.torch_device)
         net.set_schedule(cfg.lr_schedule, cfg.epochs * -(-len(x) // cfg.batch_size))
+        shuffle = seeds.rng(cfg.seed, "order")   # one stream; a new permutation each epoch
         for epoch in range(cfg.epochs):
-            order = datasets.rng(cfg.seed + epoch).permutation(len(x))
+            order = shuffle.permutation(len(x))
             energy = 0.0
             with optimizer_overflow_is_config_error("PCConfig", cfg.lr, "AdamW"), \
                     dev.count("train", samples=len(x)), torch.no_grad():

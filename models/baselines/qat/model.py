@@ -29,6 +29,7 @@ import torch
 
 from models.bep.model import output_frame
 from models.shared.training import seeded
+from sim import seeds
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 
@@ -117,8 +118,8 @@ class QAT:
     def __init__(self, n_inputs: int, n_classes: int, config: QATConfig, device: TorchDevice,
                  recurrent: bool = False):
         self.config, self.dev, self.recurrent = config, device, recurrent
-        frame = output_frame(n_classes, config.hidden[-1], config.seed)
-        with seeded(config.seed):
+        frame = output_frame(n_classes, config.hidden[-1], config.seed)   # BEP's frame
+        with seeded(seeds.child(config.seed, "init")):
             net = QATRNN(n_inputs, *config.hidden, frame, config.batch_norm) if recurrent \
                 else QATMLP((n_inputs, *config.hidden), frame, config.batch_norm)
         self.net = device.compile(net)
@@ -132,7 +133,7 @@ class QAT:
         cfg, dev = self.config, self.dev
         xt, yt = self._x(x), dev.tensor(y, dtype=torch.int64)
         opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
-        gen = torch.Generator().manual_seed(cfg.seed)
+        gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "order"))
         self.net.train()
         for epoch in range(cfg.epochs):
             order = torch.randperm(len(xt), generator=gen).to(dev.torch_device)

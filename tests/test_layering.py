@@ -29,9 +29,6 @@ NOT_SOURCE = ("build", "dist")   # what packaging leaves beside the sources
 
 # Circles that other work of issue 28 is breaking. strict: once they are gone the mark
 # fails, and is taken off.
-MODELS_PRIVATE = pytest.mark.xfail(strict=True, reason="issue 28: models/shared/encoders.py "
-                                   "imports models.shared.datasets._check_int")
-
 
 # -- reading imports --------------------------------------------------------------------------
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -276,8 +273,7 @@ def private_imports(package: str, root: Path = ROOT) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("package", [p if p != "models" else
-                                     pytest.param(p, marks=MODELS_PRIVATE) for p in ORDER])
+@pytest.mark.parametrize("package", ORDER)
 def test_no_module_takes_another_modules_private_name(package):
     assert private_imports(package) == []
 

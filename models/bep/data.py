@@ -68,9 +68,9 @@ def random_prototypes(n_samples: int = 12000, n_features: int = 1000, n_classes:
     prototype's bit flipped with probability ``flip``. ``seed`` fixes prototypes, noise and
     the stratified split (10,000 train / 2,000 test by default).
     """
-    n_samples = datasets._check_int("random_prototypes: n_samples", n_samples, 1)
-    n_features = datasets._check_int("random_prototypes: n_features", n_features, 1)
-    n_classes = datasets._check_int("random_prototypes: n_classes", n_classes, 2)
+    n_samples = datasets.check_int("random_prototypes: n_samples", n_samples, 1)
+    n_features = datasets.check_int("random_prototypes: n_features", n_features, 1)
+    n_classes = datasets.check_int("random_prototypes: n_classes", n_classes, 2)
     if not 0.0 <= flip <= 0.5:
         raise DatasetError(f"random_prototypes: flip = {flip}: must lie in [0, 0.5] "
                            "(0.5 erases the class)")

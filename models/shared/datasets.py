@@ -65,7 +65,8 @@ class Dataset:
         return math.prod(self.input_shape)
 
 
-def _check_int(name: str, value, low: int, high: int | None = None) -> int:
+def check_int(name: str, value, low: int, high: int | None = None) -> int:
+    """``value`` as an int in ``low..high``, or a one-line :class:`DatasetError` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise DatasetError(f"{name} = {value!r}: must be an integer")
     if value < low or (high is not None and value > high):
@@ -256,9 +257,9 @@ def fashion_mnist(data_dir: str | os.PathLike | None = None, limit_train: int | 
     d = _fashion_dir(data_dir)
     arrays = _read_fashion(str(d.resolve()))
     n_tr = 60000 if limit_train is None else \
-        _check_int("fashion_mnist: limit_train", limit_train, 1, 60000)
+        check_int("fashion_mnist: limit_train", limit_train, 1, 60000)
     n_te = 10000 if limit_test is None else \
-        _check_int("fashion_mnist: limit_test", limit_test, 1, 10000)
+        check_int("fashion_mnist: limit_test", limit_test, 1, 10000)
     shape = (-1, 784) if flatten else (-1, 28, 28)
 
     def scale(images):  # uint8 (N, 28, 28) -> new float32 (N, *shape) in [0, 1]
@@ -311,9 +312,9 @@ def gaussian_blobs(n_samples: int, n_features: int, n_classes: int, separation: 
     keeping the noise isotropic. Class sizes differ by at most one; ``seed`` fixes the
     direction, the noise and the stratified split.
     """
-    n_samples = _check_int("gaussian_blobs: n_samples", n_samples, 1)
-    n_features = _check_int("gaussian_blobs: n_features", n_features, 1)
-    n_classes = _check_int("gaussian_blobs: n_classes", n_classes, 2)
+    n_samples = check_int("gaussian_blobs: n_samples", n_samples, 1)
+    n_features = check_int("gaussian_blobs: n_features", n_features, 1)
+    n_classes = check_int("gaussian_blobs: n_classes", n_classes, 2)
     if not (np.isfinite(separation) and separation >= 0):
         raise DatasetError(f"gaussian_blobs: separation = {separation}: must be finite and >= 0")
     g = rng(seed)
@@ -337,7 +338,7 @@ def batches(x: np.ndarray, y: np.ndarray, batch_size: int, seed: int | None = No
     Arguments are checked at the call, not at the first ``next``. With a ``seed`` the order
     is ``rng(seed).permutation(N)``, else the stored order.
     """
-    batch_size = _check_int("batches: batch_size", batch_size, 1)
+    batch_size = check_int("batches: batch_size", batch_size, 1)
     if len(x) != len(y):
         raise DatasetError(f"batches: x has {len(x)} samples but y has {len(y)}; they must agree")
     order = np.arange(len(x)) if seed is None else rng(seed).permutation(len(x))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.errors import DatasetError
-from models.shared.datasets import _check_int
+from models.shared.datasets import check_int
 
 
 def _unit_interval(x, what: str) -> np.ndarray:
@@ -49,7 +49,7 @@ def thermometer(x, levels: int) -> np.ndarray:
     x = _unit_interval(x, "thermometer")
     if x.ndim != 2:
         raise DatasetError(f"thermometer: x has shape {x.shape}; expected (N, features)")
-    levels = _check_int("thermometer: levels", levels, 1)
+    levels = check_int("thermometer: levels", levels, 1)
     thresholds = np.arange(1, levels + 1) / (levels + 1)  # (L,)
     return (x[:, :, None] > thresholds).reshape(x.shape[0], -1).astype(np.uint8)  # (N, F * L)
 

@@ -31,6 +31,7 @@ import os
 from deploy import nir_estimate  # light: nir and the engine are imported in its functions
 from deploy.estimate_result import Estimate, profile_list
 from hw_profiles.errors import NeuroedgeError, ProfileError
+from sim import seeds
 from sim.errors import HardwareLimitError, ModelError, PricingError
 
 TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torch") serves
@@ -127,7 +128,7 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         xs, _ = _example(example_input, type(model).__name__, seed)
         x = xs[0] if len(xs) == 1 else xs
         if drawn:
-            gen = torch.Generator().manual_seed(seed)
+            gen = torch.Generator().manual_seed(seeds.child(seed, "example_input", "spikes"))
             x = torch.bernoulli(torch.full(x.shape, SPIKE_PROBABILITY), generator=gen)
         est = _nir_call("estimate_spiking_module", model, x, profiles=profiles, seed=seed,
                         **nir_options)
@@ -193,7 +194,7 @@ def _example(example_input, name: str, seed: int):
         if not shape or any(d < 1 for d in shape):
             raise ModelError(f"estimate: example_input shape {shape} must have one or more "
                              "dimensions, each >= 1 (the first is the batch), e.g. (1, 1, 28, 28)")
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
         xs = (torch.randn(shape, generator=gen),)
     else:
         items = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
@@ -370,7 +371,8 @@ def _loss_and_target(loss, target, out, seed: int):
                          "'mse', 'auto' or a callable (output, target) -> loss")
     if target is not None:
         return fn, torch.as_tensor(target), f"{what} on the given target"
-    gen = torch.Generator().manual_seed(seed)
+    # its own stream: with the input's seed the target would be drawn from the input's numbers
+    gen = torch.Generator().manual_seed(seeds.child(seed, "target"))
     is_ce = (isinstance(fn, (torch.nn.CrossEntropyLoss, torch.nn.NLLLoss))
              or getattr(fn, "__name__", "") in _CE_NAMES)
     if is_ce:

@@ -52,6 +52,28 @@ Spatial transforms (``F.affine_grid`` / ``F.grid_sample``), counted as their ker
   nearest) read, not the whole input (a gather, as above); the grid read; the output
   written. Bicubic and reflection padding have no rule (uncounted).
 
+Attention (every fused ``scaled_dot_product_attention`` kernel: CPU flash
+``_scaled_dot_product_flash_attention_for_cpu``, CUDA flash, memory-efficient and cuDNN, and
+their backward ops), the same whichever kernel torch picked on a device: per head with
+``Sq`` queries, ``Sk`` keys, ``D`` query/key and ``Dv`` value width, ``Sq Sk D`` MACs for
+Q K^T and ``Sq Sk Dv`` for the weights times V, plus softmax at 5 ops per score
+(``Sq Sk``), as ``_softmax``. Backward: dV, dP, dQ and dK, ``2 Sq Sk (D + Dv)`` MACs (torch's
+FLOP counter; a flash kernel's recomputation of Q K^T is not counted) plus the softmax
+backward, 3 ops per score. The math fallback (float64, some masks) runs as separate
+``bmm``/``_softmax`` ops, counted as such (with its scaling multiplies on top). PyTorch's
+fused encoder-layer / multi-head-attention fast paths (``_transformer_encoder_layer_fwd``,
+``_native_multi_head_attention``) run as one opaque kernel: the engine turns the fast path
+off while it counts (``torch.backends.mha.set_fastpath_enabled``), so those layers run as
+their constituent linear, attention, norm and pointwise ops and are counted as such.
+
+Interpolation: ``upsample_nearest*`` copies (bytes only); ``upsample_(bi|tri)linear``:
+per output element ``2^d`` taps, one multiply-add each (``mac``); ``upsample_bicubic2d``:
+16 taps. Their backward ops spread each gradient over the same taps. Group norm and RMS
+norm count like layer norm (7 ops per element, backward 14).
+
+Cross-device copies (``_to_copy``/``copy_`` between host and accelerator) are host-device
+transfers, not device work: free, so a CUDA run counts what a CPU run counts.
+
 Anything else is *uncounted*: the engine records its name and the report lists it; it is
 never silently zero.
 """
@@ -91,7 +113,28 @@ _PER_ELEMENT = {
     # the in-place form of the pointwise masked_fill (aten tags only the out-of-place one):
     # one select per element (norm backward zeroes the gradient where the norm is 0)
     aten.masked_fill_: 1,
+    # group norm and (fused) RMS norm: the layer norm steps over their groups / features
+    aten.native_group_norm: 7, aten.native_group_norm_backward: 14,
+    # softmax that leaves fully masked rows at 0 (SDPA's math path): counted as softmax
+    aten._safe_softmax: 5,
+    aten._fused_rms_norm: 7, aten._fused_rms_norm_backward: 14,
 }
+# Attention kernels (see the module docstring): forward ops take (q, k, v, ...); backward
+# ops (grad_out, q, k, v, ...).
+_SDPA_FORWARD = {aten._scaled_dot_product_flash_attention_for_cpu,
+                 aten._scaled_dot_product_flash_attention,
+                 aten._scaled_dot_product_efficient_attention,
+                 aten._scaled_dot_product_cudnn_attention}
+_SDPA_BACKWARD = {aten._scaled_dot_product_flash_attention_for_cpu_backward,
+                  aten._scaled_dot_product_flash_attention_backward,
+                  aten._scaled_dot_product_efficient_attention_backward,
+                  aten._scaled_dot_product_cudnn_attention_backward}
+# Interpolation: taps per output element (forward) / per gradient element (backward).
+_UPSAMPLE_TAPS = {aten.upsample_linear1d: 2, aten.upsample_bilinear2d: 4,
+                  aten._upsample_bilinear2d_aa: 4, aten.upsample_trilinear3d: 8,
+                  aten.upsample_bicubic2d: 16,
+                  aten.upsample_linear1d_backward: 2, aten.upsample_bilinear2d_backward: 4,
+                  aten.upsample_trilinear3d_backward: 8, aten.upsample_bicubic2d_backward: 16}
 # Ops that compare rather than compute: integer/bool inputs count int_cmp.
 _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maximum,
                 aten.minimum, aten.max, aten.min, aten.amax, aten.amin, aten.argmax,
@@ -113,7 +156,9 @@ FREE = {aten.detach, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
         aten._local_scalar_dense, aten.set_, aten.resize_, aten.is_same_size,
         aten.sym_size, aten.sym_stride, aten.sym_numel,
         # reads a status integer the factorisation already returned (host-side check)
-        aten._linalg_check_errors}
+        aten._linalg_check_errors,
+        # in-place restride (Swin's window partition): metadata only, like a view
+        aten.as_strided_}
 """Ops that move no data and compute nothing (views, allocation without writes)."""
 
 MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten.index_select,
@@ -125,7 +170,10 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
                aten.roll, aten.masked_scatter, aten.slice_scatter, aten.select_scatter,
                aten.diagonal_scatter, aten.tril, aten.triu, aten.one_hot,
-               aten.slice_backward, aten.select_backward}
+               aten.slice_backward, aten.select_backward,
+               aten.upsample_nearest1d, aten.upsample_nearest2d, aten.upsample_nearest3d,
+               aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d,
+               aten._upsample_nearest_exact3d}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
@@ -291,6 +339,27 @@ def _grid_sample_cost(args, kwargs, suffix: str, size: int, out: torch.Tensor):
     return counts, read, elements * size
 
 
+def _attention_cost(packet, args, suffix: str) -> dict[str, int]:
+    """MACs and softmax ops of one fused attention kernel (rule in the module docstring)."""
+    backward = packet in _SDPA_BACKWARD
+    q, k, v = args[1:4] if backward else args[0:3]
+    heads = math.prod(q.shape[:-2])                       # batch x heads
+    scores = heads * q.shape[-2] * k.shape[-2]            # Sq x Sk per head
+    macs = scores * (q.shape[-1] + v.shape[-1])           # Q K^T + P V
+    if backward:
+        return {f"mac_{suffix}": 2 * macs, f"flop_{suffix}": 3 * scores}
+    return {f"mac_{suffix}": macs, f"flop_{suffix}": 5 * scores}
+
+
+def _cross_device(packet, args, inputs, outputs) -> bool:
+    """A copy between host and accelerator (``x.cuda()``, ``copy_`` from a CPU tensor)."""
+    if packet not in (aten._to_copy, aten.copy_) or not inputs:
+        return False
+    dst = args[0].device if packet is aten.copy_ else (outputs[0].device if outputs else None)
+    src = args[1].device if packet is aten.copy_ else inputs[0].device
+    return dst is not None and src != dst
+
+
 def _elementwise_op(packet, dtype: torch.dtype) -> str:
     if dtype in _FLOAT_SUFFIX:
         return f"flop_{_FLOAT_SUFFIX[dtype]}"
@@ -317,7 +386,20 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     first = inputs[0] if inputs else (outputs[0] if outputs else None)
     counts: dict[str, int] = {}
 
-    if packet in flop_registry:
+    if _cross_device(packet, args, inputs, outputs):
+        return {}, 0, 0, ""
+    if packet in _SDPA_FORWARD or packet in _SDPA_BACKWARD:
+        q = args[1] if packet in _SDPA_BACKWARD else args[0]
+        if q.dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        counts = _attention_cost(packet, args, _FLOAT_SUFFIX[q.dtype])
+    elif packet in _UPSAMPLE_TAPS:
+        op = _elementwise_op(packet, first.dtype)
+        if not op.startswith("flop_"):
+            return {}, 0, 0, name
+        grad_or_out = first if "backward" in name else outputs[0]
+        counts[op.replace("flop_", "mac_")] = grad_or_out.numel() * _UPSAMPLE_TAPS[packet]
+    elif packet in flop_registry:
         flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
         macs = flops // 2
         dtype = first.dtype

@@ -242,11 +242,17 @@ class TorchDevice(Device):
             recorder = LayerRecorder(lambda path: mode.forward_scope(path))
             tracker = ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
             mode = self._mode = _CountingMode(scope, tracker)
+            # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off
+            # while counting, those layers run as the linear, attention and norm ops they
+            # stand for, counted the same on every device (costs.py's docstring)
+            fastpath = torch.backends.mha.get_fastpath_enabled()
+            torch.backends.mha.set_fastpath_enabled(False)
             try:
                 with tracker, mode:
                     yield
             finally:
                 self._mode = None
+                torch.backends.mha.set_fastpath_enabled(fastpath)
         # flushed outside the block's Ledger.scope: the tallies' names start with ``scope``
         for name, tally in mode.ops.items():
             for op, n in tally.items():
@@ -286,7 +292,10 @@ class TorchDevice(Device):
             self.ledger.record_model(type(module).__name__, **facts)
 
     def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer") -> Any:
-        """Inference: ``module(x)`` without gradients, counted under ``scope``."""
+        """Inference: ``module(x)`` without gradients, counted under ``scope``; ``x`` is
+        moved to the engine's device first (a host-device copy, not counted)."""
+        if isinstance(x, torch.Tensor):
+            x = x.to(self.torch_device)
         with torch.no_grad(), self.count(scope, samples=int(x.shape[0]) if x.dim() else 1):
             return module(x)
 

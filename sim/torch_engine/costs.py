@@ -113,6 +113,8 @@ _PER_ELEMENT = {
     # the in-place form of the pointwise masked_fill (aten tags only the out-of-place one):
     # one select per element (norm backward zeroes the gradient where the norm is 0)
     aten.masked_fill_: 1,
+    # ReLU6's backward (MobileNetV2): two bound comparisons per element, keep or zero
+    aten.hardtanh_backward: 2,
     # group norm and (fused) RMS norm: the layer norm steps over their groups / features
     aten.native_group_norm: 7, aten.native_group_norm_backward: 14,
     # softmax that leaves fully masked rows at 0 (SDPA's math path): counted as softmax

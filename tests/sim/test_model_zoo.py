@@ -65,7 +65,8 @@ ZOO = {
         d_model=32, encoder_layers=2, decoder_layers=1, encoder_attention_heads=2,
         decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
         num_mel_bins=8, max_source_positions=16, vocab_size=100,
-        pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)).encoder, "audio"),
+        pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        decoder_start_token_id=1)).encoder, "audio"),
     "nn.Transformer": (lambda: torch.nn.Transformer(
         32, 2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=64,
         dropout=0.0, batch_first=True), "pair"),

@@ -31,7 +31,7 @@ def test_linear_forward_macs_and_bytes(toy_gpu_path):
 def test_mlp_training_step_counts_match_formulas(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     net = dev.compile(_mlp())
-    x, y = torch.randn(B, IN), torch.randint(0, OUT, (B,))
+    x, y = dev.tensor(torch.randn(B, IN)), torch.randint(0, OUT, (B,)).to(dev.torch_device)
     with dev.count("train", samples=B):
         loss = torch.nn.functional.cross_entropy(net(x), y)
         loss.backward()
@@ -60,7 +60,7 @@ def test_flop_counter_agrees_with_torch(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     net2 = dev.compile(_mlp())
     with dev.count("t"):
-        net2(x).sum().backward()
+        net2(dev.tensor(x)).sum().backward()
     assert 2 * dev.ledger.total_ops()["mac_fp32"] == fc.get_total_flops()
 
 
@@ -124,7 +124,7 @@ def test_adam_step_counted(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     net = dev.compile(_mlp())
     opt = torch.optim.Adam(net.parameters(), foreach=True)
-    net(torch.randn(B, IN)).sum().backward()
+    net(dev.tensor(torch.randn(B, IN))).sum().backward()
     with dev.count("opt"):
         opt.step()
     n_params = sum(p.numel() for p in net.parameters())
@@ -136,7 +136,7 @@ def test_adam_step_counted(toy_gpu_path):
 def test_counting_does_not_change_results(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     net = dev.compile(_mlp())
-    x = torch.randn(B, IN)
+    x = dev.tensor(torch.randn(B, IN))
     plain = net(x)
     counted = dev.run(net, x)
     assert torch.equal(plain, counted)
@@ -146,7 +146,7 @@ def test_nested_count_records_under_outer_inner(toy_gpu_path):
     """Device.count's rule on the torch engine: an inner block records under outer/inner."""
     dev = TorchDevice(toy_gpu_path)
     lin = dev.compile(torch.nn.Linear(4, 3))
-    x = torch.zeros(2, 4)
+    x = dev.tensor(torch.zeros(2, 4))
     with torch.no_grad(), dev.count("train", samples=5):
         with dev.count("a", samples=2):
             lin(x)
@@ -164,7 +164,7 @@ def test_nested_count_below_open_ledger_scope_and_module_paths(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     net = dev.compile(_mlp())
     with dev.ledger.scope("run"), dev.count("train"), dev.count("step", samples=B):
-        net(torch.randn(B, IN)).sum().backward()
+        net(dev.tensor(torch.randn(B, IN))).sum().backward()
     led = dev.ledger
     # forward of the first Linear: B x IN x H = 8 x 20 x 16 = 2560 MACs
     assert led.ops("run/train/step/0/forward")["mac_fp32"] == B * IN * H
@@ -180,7 +180,7 @@ def test_nested_count_below_open_ledger_scope_and_module_paths(toy_gpu_path):
 def test_nested_count_error_pops_the_inner_name(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     lin = dev.compile(torch.nn.Linear(4, 3))
-    x = torch.zeros(2, 4)        # made outside the blocks: its fill kernel is not counted
+    x = dev.tensor(torch.zeros(2, 4))   # made outside the blocks: its fill kernel is not counted
     with torch.no_grad(), dev.count("train"):
         with pytest.raises(RuntimeError, match="boom"), dev.count("a", samples=2):
             raise RuntimeError("boom")
@@ -335,7 +335,7 @@ def test_foreach_optimizer_counts_as_the_single_tensor_one(toy_gpu_path, name):
         kw = {"momentum": 0.9} if name == "SGD" else {}
         opt = getattr(torch.optim, name)(net.parameters(), lr=0.1, foreach=foreach, **kw)
         for _ in range(2):
-            net(torch.randn(B, IN)).sum().backward()
+            net(dev.tensor(torch.randn(B, IN))).sum().backward()
             with dev.count("opt"):
                 opt.step()
         ledgers.append(dev)
@@ -454,7 +454,7 @@ def test_backward_ops_go_to_the_module_whose_forward_made_them(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     net = dev.compile(_TwoBranches())
     with dev.count("t"):
-        net(torch.randn(B, IN)).sum().backward()
+        net(dev.tensor(torch.randn(B, IN))).sum().backward()
     for branch in ("a", "b"):
         # weight gradient B x IN x H MACs (no input gradient); bias gradient: a sum over
         # the batch, one add per element of the (B, H) output gradient
@@ -483,7 +483,7 @@ def test_a_module_called_by_one_that_does_not_register_it_is_named_by_its_class(
     torch.manual_seed(0)
     net = dev.compile(_Borrower(torch.nn.Sequential(torch.nn.Linear(IN, H), torch.nn.ReLU())))
     with dev.count("t"):
-        net(torch.randn(B, IN)).sum().backward()
+        net(dev.tensor(torch.randn(B, IN))).sum().backward()
     assert dev.ledger.scopes() == ["t", "t/Sequential.0/backward", "t/Sequential.0/forward",
                                    "t/Sequential.1/backward", "t/Sequential.1/forward",
                                    "t/head/backward", "t/head/forward"]
@@ -522,7 +522,7 @@ def test_a_module_names_the_ops_of_its_own_code_between_its_children(toy_gpu_pat
     dev = TorchDevice(toy_gpu_path)
     net = dev.compile(Root())
     with dev.count("t"):
-        net(torch.randn(B, IN, requires_grad=True)).backward()
+        net(torch.randn(B, IN, device=dev.torch_device, requires_grad=True)).backward()
     # outer's own code: x * 2 and y * 3 (B x IN each), the sum (B x IN adds)
     assert dev.ledger.ops("t/outer/forward") == {"flop_fp32": 3 * B * IN, "kernel_launch": 3}
     assert dev.ledger.ops("t/outer.inner/forward") == {"mac_fp32": B * IN * IN,

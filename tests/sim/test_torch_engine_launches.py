@@ -21,7 +21,7 @@ def test_training_counts_one_launch_per_kernel_and_optimizer_state_as_writable(t
     dev = TorchDevice(toy_gpu_path)
     lin = dev.compile(torch.nn.Linear(4, 3, bias=False))
     opt = torch.optim.SGD(lin.parameters(), lr=0.1, foreach=True)
-    x = torch.ones(2, 4)
+    x = dev.tensor(torch.ones(2, 4))
     with dev.count("train", samples=2):
         lin(x).sum().backward()
         opt.step()

@@ -57,9 +57,9 @@ Attention (every fused ``scaled_dot_product_attention`` kernel: CPU flash
 their backward ops), the same whichever kernel torch picked on a device: per head with
 ``Sq`` queries, ``Sk`` keys, ``D`` query/key and ``Dv`` value width, ``Sq Sk D`` MACs for
 Q K^T and ``Sq Sk Dv`` for the weights times V, plus softmax at 5 ops per score
-(``Sq Sk``), as ``_softmax``. Backward: dV, dP, dQ and dK, ``2 Sq Sk (D + Dv)`` MACs (torch's
-FLOP counter; a flash kernel's recomputation of Q K^T is not counted) plus the softmax
-backward, 3 ops per score. The math fallback (float64, some masks) runs as separate
+(``Sq Sk``), as ``_softmax``. Backward, as torch's FLOP counter: Q K^T recomputed (the fused
+kernels keep only the log-sum-exp), dV, dP, dQ and dK, ``Sq Sk (3 D + 2 Dv)`` MACs, plus the
+softmax backward, 3 ops per score. The math fallback (float64, some masks) runs as separate
 ``bmm``/``_softmax`` ops, counted as such (with its scaling multiplies on top). PyTorch's
 fused encoder-layer / multi-head-attention fast paths (``_transformer_encoder_layer_fwd``,
 ``_native_multi_head_attention``) run as one opaque kernel: the engine turns the fast path
@@ -347,10 +347,10 @@ def _attention_cost(packet, args, suffix: str) -> dict[str, int]:
     q, k, v = args[1:4] if backward else args[0:3]
     heads = math.prod(q.shape[:-2])                       # batch x heads
     scores = heads * q.shape[-2] * k.shape[-2]            # Sq x Sk per head
-    macs = scores * (q.shape[-1] + v.shape[-1])           # Q K^T + P V
-    if backward:
-        return {f"mac_{suffix}": 2 * macs, f"flop_{suffix}": 3 * scores}
-    return {f"mac_{suffix}": macs, f"flop_{suffix}": 5 * scores}
+    d, dv = q.shape[-1], v.shape[-1]
+    if backward:   # Q K^T again, dQ, dK (D each); dV, dP (Dv each)
+        return {f"mac_{suffix}": scores * (3 * d + 2 * dv), f"flop_{suffix}": 3 * scores}
+    return {f"mac_{suffix}": scores * (d + dv), f"flop_{suffix}": 5 * scores}   # QK^T + PV
 
 
 def _cross_device(packet, args, inputs, outputs) -> bool:

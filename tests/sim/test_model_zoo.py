@@ -3,7 +3,8 @@ weights (nothing downloaded), plus torch's own ``nn.Transformer``, run in infere
 training under the torch engine: no op goes uncounted, and the MACs equal
 ``torch.utils.flop_counter.FlopCounterMode`` (FLOPs / 2) plus, where FlopCounterMode has no
 formula for the attention kernel the device picked (CPU flash), the attention's hand formula
-``heads x Sq x Sk x (D + Dv)`` forward, twice that backward (see sim/torch_engine/costs.py)."""
+``heads x Sq x Sk x (D + Dv)`` forward, ``heads x Sq x Sk x (3 D + 2 Dv)`` backward (Q K^T
+recomputed, dQ, dK, dV, dP; see sim/torch_engine/costs.py)."""
 import os
 
 import pytest
@@ -31,8 +32,9 @@ class _AttentionMacs(torch.utils._python_dispatch.TorchDispatchMode):
         if func.overloadpacket in _SDPA:
             backward = "backward" in str(func)
             q, k, v = args[1:4] if backward else args[0:3]
-            per = q.shape[:-2].numel() * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
-            self.macs += 2 * per if backward else per
+            scores = q.shape[:-2].numel() * q.shape[-2] * k.shape[-2]
+            d, dv = q.shape[-1], v.shape[-1]
+            self.macs += scores * ((3 * d + 2 * dv) if backward else (d + dv))
         return out
 
 

@@ -44,7 +44,8 @@ SPIKE_PROBABILITY = 0.2
 
 
 def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, loss=None,
-             optimizer=None, target=None, seed: int = 0, **nir_options) -> Estimate:
+             optimizer=None, target=None, seed: int = 0, strict: bool = False,
+             **nir_options) -> Estimate:
     """Count ``model`` once and price it on every profile in ``profiles``.
 
     Parameters
@@ -77,6 +78,11 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         The loss's target for the training step.
     seed : int
         Seeds the example input drawn from a shape and the random targets.
+    strict : bool
+        Refuse (``ModelError``) a model in which any op ran uncounted. Without it such an
+        estimate is returned marked: ``Estimate.lower_bound`` is True, ``Estimate.uncounted``
+        names the ops and their calls, and the table's first line says so. A model in which
+        every op went uncounted is refused either way (it would be priced at 0 J).
     **nir_options
         ``stimulus``, ``steps``, ``dt`` ...: forwarded to :mod:`deploy.nir_estimate`.
 
@@ -90,7 +96,8 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     Raises
     ------
     ModelError
-        No example input, non-finite input, a forward or training step that fails on it,
+        Uncounted ops with ``strict``, or nothing counted at all; no example input,
+        non-finite input, a forward or training step that fails on it,
         a model of a type no engine takes, NIR options for a plain module.
     ProfileError
         An unknown profile, a profile listed twice, or no profiles.
@@ -114,9 +121,11 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         if not os.path.isfile(path):
             raise ModelError(f"estimate: NIR file {path!r} does not exist; pass the path of "
                              "a .nir file")
-        return _nir_call("estimate_nir", path, profiles=profiles, seed=seed, **nir_options)
+        return _checked(_nir_call("estimate_nir", path, profiles=profiles, seed=seed,
+                                  **nir_options), strict)
     if _is_nir_graph(model):
-        return _nir_call("estimate_nir", model, profiles=profiles, seed=seed, **nir_options)
+        return _checked(_nir_call("estimate_nir", model, profiles=profiles, seed=seed,
+                                  **nir_options), strict)
     import torch
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"estimate: model is a {type(model).__name__}; pass a "
@@ -136,13 +145,32 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
             est.notes = (*est.notes, f"input: random spikes of shape {tuple(x.shape)} (time "
                          f"first), each input spiking with probability {SPIKE_PROBABILITY} "
                          f"per step, seed {seed}")
-        return est
+        return _checked(est, strict)
     if nir_options:
         raise ModelError(f"estimate: {', '.join(sorted(nir_options))} apply to NIR graphs "
                          f"and spiking modules; {type(model).__name__} is a plain torch "
                          "module (no snnTorch neurons inside): leave them out")
-    return _estimate_torch(model, example_input, profiles, train_step=train_step, loss=loss,
-                           optimizer=optimizer, target=target, seed=seed)
+    return _checked(_estimate_torch(model, example_input, profiles, train_step=train_step,
+                                    loss=loss, optimizer=optimizer, target=target, seed=seed),
+                    strict)
+
+
+def _checked(est: Estimate, strict: bool) -> Estimate:
+    """``est`` unless an op went uncounted under ``strict``, or every op did: a model that
+    ran is never priced at 0 J with no word."""
+    ops = est.uncounted
+    if not ops:
+        return est
+    names = ", ".join(f"{k} ({n:,} call(s))" for k, n in ops.items())
+    ledger = next(iter(est.ledgers.values()))
+    if not any(ledger.total_ops().values()):
+        raise ModelError(f"estimate: no op of {est.model} could be counted; uncounted: "
+                         f"{names}; no cost can be given (file an issue naming these ops)")
+    if strict:
+        raise ModelError(f"estimate: {est.model} ran {len(ops)} uncounted op(s): {names}; "
+                         "its figures would be lower bounds (strict refuses them; drop "
+                         "strict to get them marked as lower bounds)")
+    return est
 
 
 # -- dispatch ---------------------------------------------------------------------------------

@@ -65,6 +65,11 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=parse_seed, default=0,
                    help=f"0..{SEED_MAX} (default 0): the module's initial weights, the "
                         "example input, the random targets and stimulus")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a model in which any op ran uncounted (without it the table's "
+                        "first line names them and marks every figure a lower bound)")
+    p.add_argument("--all", action="store_true",
+                   help="list every layer (default: the 10 that cost most)")
     p.add_argument("--json", metavar="PATH|-",
                    help="write the table, skipped profiles and notes as JSON to PATH, or to "
                         "stdout with '-' (then nothing else is printed)")
@@ -174,7 +179,8 @@ def run_estimate(args):
             if value:
                 raise ModelError(f"{flag} applies to FILE.py models; {args.model} is a NIR "
                                  "file: give --stimulus and --steps")
-        return estimate(args.model, profiles=args.profiles, seed=args.seed, **_options(args))
+        return estimate(args.model, profiles=args.profiles, seed=args.seed,
+                        strict=args.strict, **_options(args))
     if args.input_shape is None:
         raise ModelError(f"{args.model}: --input-shape is required for a torch model, e.g. "
                          "--input-shape 1,1,28,28 (batch first)")
@@ -182,7 +188,7 @@ def run_estimate(args):
     if args.batch is not None:
         shape = (args.batch,) + shape[1:]
     model = load_model(args.model, seed=args.seed)
-    return estimate(model, shape, profiles=args.profiles, seed=args.seed,
+    return estimate(model, shape, profiles=args.profiles, seed=args.seed, strict=args.strict,
                     loss="auto" if args.train else None, **_options(args))
 
 
@@ -196,6 +202,7 @@ def to_json(est) -> dict:
     first = next(iter(est.reports), None)
     ledger = est.ledgers[first] if first is not None else None
     return finite({"model": est.model, "source": est.source,
+                    "lower_bound": est.lower_bound, "uncounted": est.uncounted,
                     "inference_samples": est.inference_samples,
                     "train_samples": est.train_samples, "rows": est.rows(),
                     "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ())),
@@ -206,8 +213,10 @@ def to_json(est) -> dict:
                     if ledger is not None else []})
 
 
-def table(est) -> str:
-    """The energy table across devices, the skipped profiles with why, and the notes."""
+def table(est, all_layers: bool = False) -> str:
+    """The energy table across devices, the skipped profiles with why, and the notes; the
+    first line says when some op went uncounted (every figure then a lower bound).
+    ``all_layers``: every layer, not the 10 that cost most."""
     from deploy.formatting import format_energy, format_seconds, significant
     rows = est.rows()
     train = est.train_samples > 0
@@ -226,6 +235,8 @@ def table(est) -> str:
     if train:
         ran += f" and one training step of {est.train_samples} sample(s)"
     lines = [f"{est.model} ({est.source}): {ran}; energy per sample, latency of the whole run"]
+    if est.lower_bound:
+        lines.insert(0, est.uncounted_line())
     if body:
         widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
         for row in [head] + body:
@@ -239,7 +250,7 @@ def table(est) -> str:
         lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
     for note in getattr(est, "notes", ()):
         lines.append(f"note: {note}")
-    lines += _detail_lines(est)
+    lines += _detail_lines(est, None if all_layers else 10)
     kinds: dict[str, tuple] = {}
     for r in est.reports.values():
         kinds.setdefault(r.kind, (r.execution_model, r.excluded))
@@ -251,7 +262,7 @@ def table(est) -> str:
     return "\n".join(lines)
 
 
-def _detail_lines(est, n_layers: int = 10) -> list[str]:
+def _detail_lines(est, n_layers: int | None = 10) -> list[str]:
     """NeuroBench metrics of the inference and the top layers by energy on the first
     profile (the renderers of ``neuroedge report``, fed the estimate's ledger)."""
     import shutil
@@ -292,7 +303,7 @@ def cmd_estimate(args) -> int:
         write_text(args.json, doc + "\n", force=args.force, inputs=inputs, parents=True,
                    option="--json")
     if not args.quiet:
-        print(table(est))
+        print(table(est, all_layers=args.all))
         if args.json:
             print(f"json: {args.json}")
     return 0

@@ -35,6 +35,10 @@ class Estimate:
     inference_scope, train_scope : the ledger scopes of the two
     notes : what ran, one line each (mode, loss and optimizer of the training step, the
         assumptions an import made), for reports to show beside the table
+
+    ``uncounted`` lists the ops that ran but have no cost formula; when it is not empty
+    every figure is a lower bound and ``lower_bound`` is True (``uncounted_line()`` says so
+    in one line, which the table puts first).
     """
 
     model: str
@@ -47,6 +51,28 @@ class Estimate:
     inference_scope: str = "infer"
     train_scope: str = "train"
     notes: tuple[str, ...] = ()
+
+    @property
+    def uncounted(self) -> dict[str, int]:
+        """Op name -> calls that ran but were priced at nothing (the ledger's record, the same
+        on every profile of the torch engine; the first priced profile's for NIR runs)."""
+        ledger = next(iter(self.ledgers.values()), None)
+        return dict(sorted(ledger.uncounted().items())) if ledger is not None else {}
+
+    @property
+    def lower_bound(self) -> bool:
+        """True when some op went uncounted: every figure is then a lower bound."""
+        return bool(self.uncounted)
+
+    def uncounted_line(self) -> str:
+        """One line naming the uncounted ops and their calls, or "" when every op counted."""
+        ops = self.uncounted
+        if not ops:
+            return ""
+        calls = sum(ops.values())
+        names = ", ".join(f"{k} x{n:,}" for k, n in ops.items())
+        return (f"LOWER BOUND: {len(ops)} op(s) ran uncounted ({calls:,} call(s): {names}); "
+                "they are in no figure below")
 
     def per_inference_j(self, profile: str) -> float:
         """Energy of one inference sample on ``profile`` (J)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import os
 
 from deploy import nir_estimate  # light: nir and the engine are imported in its functions
@@ -38,6 +39,10 @@ TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torc
 DEFAULT_LR = 0.01   # the default SGD step size; the counts of one step do not depend on it
 _CE_NAMES = ("cross_entropy", "nll_loss")
 
+
+MAX_DRAWN_INPUT_BYTES = 2 ** 30
+"""An example input given as a shape is drawn in float32 only up to this size (1 GiB): a
+mistyped shape is refused before anything is allocated."""
 
 SPIKE_PROBABILITY = 0.2
 """Per step and input, of the spikes drawn for a spiking module given only a shape."""
@@ -222,6 +227,12 @@ def _example(example_input, name: str, seed: int):
         if not shape or any(d < 1 for d in shape):
             raise ModelError(f"estimate: example_input shape {shape} must have one or more "
                              "dimensions, each >= 1 (the first is the batch), e.g. (1, 1, 28, 28)")
+        nbytes = 4 * math.prod(shape)   # float32
+        if nbytes > MAX_DRAWN_INPUT_BYTES:
+            raise ModelError(f"estimate: example_input shape {shape} would take {nbytes:,} "
+                             f"bytes in float32, over the {MAX_DRAWN_INPUT_BYTES:,}-byte limit "
+                             "for a drawn input; give a smaller shape (the batch is the first "
+                             "dimension)")
         gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
         xs = (torch.randn(shape, generator=gen),)
     else:

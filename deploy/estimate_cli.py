@@ -121,6 +121,10 @@ def load_model(spec: str, seed: int = 0):
         mod_spec.loader.exec_module(module)
     except NeuroedgeError:
         raise
+    except SystemExit as exc:   # sys.exit() at import: no exit of ours, one line instead
+        raise ModelError(f"model {spec!r}: importing {file} called sys.exit({exc.code!r}) "
+                         f"({_where(exc, path)}); put the file's script part under "
+                         "if __name__ == '__main__':") from None
     except Exception as exc:
         raise ModelError(f"model {spec!r}: importing {file} failed ({_where(exc, path)}); "
                          "fix the file so 'python FILE.py' runs") from exc
@@ -143,6 +147,9 @@ def load_model(spec: str, seed: int = 0):
         built = obj()
     except NeuroedgeError:
         raise
+    except SystemExit as exc:
+        raise ModelError(f"model {spec!r}: {attr}() called sys.exit({exc.code!r}) "
+                         f"({_where(exc, path)}); it must return a torch.nn.Module") from None
     except Exception as exc:
         raise ModelError(f"model {spec!r}: {attr}() failed ({_where(exc, path)}); it is "
                          "called with no arguments: give defaults to its parameters") from exc

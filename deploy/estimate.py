@@ -34,6 +34,7 @@ from deploy.estimate_result import Estimate, profile_list
 from hw_profiles.errors import NeuroedgeError, ProfileError
 from sim import seeds
 from sim.errors import HardwareLimitError, ModelError, PricingError
+from sim.precision import DTYPES, INT8_CONVENTIONS, retyped_int8
 
 TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torch") serves
 DEFAULT_LR = 0.01   # the default SGD step size; the counts of one step do not depend on it
@@ -50,7 +51,7 @@ SPIKE_PROBABILITY = 0.2
 
 def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, loss=None,
              optimizer=None, target=None, seed: int = 0, strict: bool = False,
-             **nir_options) -> Estimate:
+             dtype: str = "fp32", **nir_options) -> Estimate:
     """Count ``model`` once and price it on every profile in ``profiles``.
 
     Parameters
@@ -88,6 +89,12 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         estimate is returned marked: ``Estimate.lower_bound`` is True, ``Estimate.uncounted``
         names the ops and their calls, and the table's first line says so. A model in which
         every op went uncounted is refused either way (it would be priced at 0 J).
+    dtype : ``"fp32"`` (default) or ``"int8"``
+        The precision the model is priced at. ``"int8"``: the fp32 counts re-typed by
+        :func:`sim.precision.retyped_int8` (per-channel int8 weights, per-tensor int8
+        activations, int32 accumulators; MACs priced as int8 MACs, other flops as integer
+        ops, bytes / 4), and a microcontroller's arena and weights planned at 1 byte per
+        value. The notes state the conventions.
     **nir_options
         ``stimulus``, ``steps``, ``dt`` ...: forwarded to :mod:`deploy.nir_estimate`.
 
@@ -117,6 +124,9 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     ['a100', 'cortex-m7']
     """
     profiles = profile_list(profiles)   # "loihi,loihi2": the same list for every model kind
+    if dtype != "fp32" and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)):
+        raise ModelError(f"estimate: dtype={dtype!r} applies to torch modules; a NIR graph "
+                         "runs at the chip's own weight precision: leave dtype out")
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not path.endswith(".nir"):
@@ -151,13 +161,16 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
                          f"first), each input spiking with probability {SPIKE_PROBABILITY} "
                          f"per step, seed {seed}")
         return _checked(est, strict)
+    if dtype not in DTYPES:
+        raise ModelError(f"estimate: dtype {dtype!r} is not known; give one of "
+                         f"{', '.join(DTYPES)}")
     if nir_options:
         raise ModelError(f"estimate: {', '.join(sorted(nir_options))} apply to NIR graphs "
                          f"and spiking modules; {type(model).__name__} is a plain torch "
                          "module (no snnTorch neurons inside): leave them out")
     return _checked(_estimate_torch(model, example_input, profiles, train_step=train_step,
-                                    loss=loss, optimizer=optimizer, target=target, seed=seed),
-                    strict)
+                                    loss=loss, optimizer=optimizer, target=target, seed=seed,
+                                    dtype=dtype), strict)
 
 
 def _checked(est: Estimate, strict: bool) -> Estimate:
@@ -276,7 +289,7 @@ def _first_line(exc: BaseException) -> str:
 
 # -- the torch path ---------------------------------------------------------------------------
 def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimizer, target,
-                    seed) -> Estimate:
+                    seed, dtype) -> Estimate:
     from sim.torch_engine import TorchDevice
     name = type(module).__name__
     profs = _profiles(profiles)
@@ -316,24 +329,69 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     if devices:
         dev = next(iter(devices.values()))
         out = _infer(dev, net, xs, batch, name)
+        _check_mcu_memory(est, devices, net, xs, dtype, notes)
         if wants_train:
             notes.append(_train(dev, net, xs, example_input, out, batch, name,
                                 train_step=train_step, loss=loss, optimizer=optimizer,
                                 target=target, seed=seed))
             est.train_samples = batch
+        ledger = dev.ledger
+        if dtype == "int8":
+            ledger = retyped_int8(ledger)
+            notes.append(INT8_CONVENTIONS)
+        est.dtype = dtype
         for label, d in devices.items():
             try:
-                est.reports[label] = dev.ledger.price(d.profile)
+                est.reports[label] = ledger.price(d.profile)
             except (PricingError, HardwareLimitError) as exc:
                 est.skipped[label] = str(exc)
                 continue
-            est.ledgers[label] = dev.ledger
+            est.ledgers[label] = ledger
     # reports first, in the order asked; skipped in the order asked as well
     order = [p.label for p in profs]
     est.reports = {k: est.reports[k] for k in order if k in est.reports}
     est.skipped = {k: est.skipped[k] for k in order if k in est.skipped}
     est.notes = tuple(notes)
     return est
+
+
+def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: list) -> None:
+    """Each microcontroller (bitwise profile) in ``devices`` holds one inference the way
+    TFLM lays it out (:func:`sim.execution.mcu.place_inference`): the activation arena
+    planned from tensor lifetimes (:mod:`sim.arena`) in SRAM, the weights in the SRAM left
+    and then flash. A profile it does not fit moves to ``est.skipped`` with the one-line
+    reason naming the bytes; ``est.memory`` gets the plan of the others."""
+    from sim.arena import greedy_arena, peak_live_bytes, trace_lifetimes
+    from sim.execution.mcu import place_inference
+    mcus = [label for label, d in devices.items() if d.profile.kind == "bitwise"]
+    if not mcus:
+        return
+    per = 1 if dtype == "int8" else None
+    buffers = trace_lifetimes(net.eval(), xs, bytes_per_element=per)
+    arena, _ = greedy_arena(buffers)
+    # int8: weight matrices and kernels 1 byte a value; vectors (biases, norm scales) stay
+    # 4 bytes (TFLM's int32 biases)
+    weights = sum(t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
+                               else t.element_size())
+                  for t in [*net.parameters(), *net.buffers()])
+    peak = peak_live_bytes(buffers)
+    for label in mcus:
+        try:
+            held = place_inference(devices[label].profile, arena, weights)
+        except HardwareLimitError as exc:
+            est.skipped[label] = str(exc)
+            del devices[label]
+            continue
+        prof = devices[label].profile
+        est.memory[label] = {"arena_bytes": arena, "peak_live_bytes": peak,
+                             "weight_bytes": weights,
+                             "placement": {prof.memory[lv].name: {"writable": w,
+                                                                  "read_only": r}
+                                           for lv, (w, r) in held.items()}}
+        where = ", ".join(f"{prof.memory[lv].name} {w + r:,} B" for lv, (w, r) in held.items())
+        notes.append(f"{label} memory: activation arena {arena:,} B ({len(buffers)} tensors, "
+                     f"greedy plan of their lifetimes; peak live {peak:,} B) + weights "
+                     f"{weights:,} B, placed {where}")
 
 
 def _infer(dev, net, xs, batch: int, name: str):

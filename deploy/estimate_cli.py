@@ -65,6 +65,10 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=parse_seed, default=0,
                    help=f"0..{SEED_MAX} (default 0): the module's initial weights, the "
                         "example input, the random targets and stimulus")
+    p.add_argument("--dtype", choices=("fp32", "int8"), default="fp32",
+                   help="FILE.py models: the precision priced (default fp32); int8: "
+                        "per-channel int8 weights, per-tensor int8 activations, int32 "
+                        "accumulators (the notes state it)")
     p.add_argument("--strict", action="store_true",
                    help="refuse a model in which any op ran uncounted (without it the table's "
                         "first line names them and marks every figure a lower bound)")
@@ -182,7 +186,7 @@ def run_estimate(args):
     from deploy.estimate import estimate
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
-                            ("--train", args.train)):
+                            ("--train", args.train), ("--dtype int8", args.dtype == "int8")):
             if value:
                 raise ModelError(f"{flag} applies to FILE.py models; {args.model} is a NIR "
                                  "file: give --stimulus and --steps")
@@ -196,7 +200,7 @@ def run_estimate(args):
         shape = (args.batch,) + shape[1:]
     model = load_model(args.model, seed=args.seed)
     return estimate(model, shape, profiles=args.profiles, seed=args.seed, strict=args.strict,
-                    loss="auto" if args.train else None, **_options(args))
+                    dtype=args.dtype, loss="auto" if args.train else None, **_options(args))
 
 
 def to_json(est) -> dict:
@@ -210,6 +214,7 @@ def to_json(est) -> dict:
     ledger = est.ledgers[first] if first is not None else None
     return finite({"model": est.model, "source": est.source,
                     "lower_bound": est.lower_bound, "uncounted": est.uncounted,
+                    "dtype": est.dtype, "memory": dict(est.memory),
                     "inference_samples": est.inference_samples,
                     "train_samples": est.train_samples, "rows": est.rows(),
                     "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ())),

@@ -35,6 +35,10 @@ class Estimate:
     inference_scope, train_scope : the ledger scopes of the two
     notes : what ran, one line each (mode, loss and optimizer of the training step, the
         assumptions an import made), for reports to show beside the table
+    dtype : the precision the torch model was priced at (``"fp32"`` or ``"int8"``)
+    memory : microcontroller profile -> one inference's memory plan, TFLM's way:
+        ``arena_bytes`` (greedy plan of the activations' lifetimes), ``peak_live_bytes``,
+        ``weight_bytes`` and ``placement`` (memory name -> writable / read-only bytes)
 
     ``uncounted`` lists the ops that ran but have no cost formula; when it is not empty
     every figure is a lower bound and ``lower_bound`` is True (``uncounted_line()`` says so
@@ -51,6 +55,8 @@ class Estimate:
     inference_scope: str = "infer"
     train_scope: str = "train"
     notes: tuple[str, ...] = ()
+    dtype: str = "fp32"
+    memory: dict[str, dict] = field(default_factory=dict)
 
     @property
     def uncounted(self) -> dict[str, int]:

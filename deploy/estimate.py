@@ -28,6 +28,7 @@ import copy
 import inspect
 import math
 import os
+from contextlib import contextmanager
 
 from deploy import nir_estimate  # light: nir and the engine are imported in its functions
 from deploy.estimate_result import Estimate, profile_list
@@ -328,7 +329,9 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
              "and device are untouched)"]
     if devices:
         dev = next(iter(devices.values()))
-        out = _infer(dev, net, xs, batch, name)
+        with _module_facts(net, dtype) as modules:
+            out = _infer(dev, net, xs, batch, name)
+        est.modules = modules
         _check_mcu_memory(est, devices, net, xs, dtype, notes)
         if wants_train:
             notes.append(_train(dev, net, xs, example_input, out, batch, name,
@@ -392,6 +395,44 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
         notes.append(f"{label} memory: activation arena {arena:,} B ({len(buffers)} tensors, "
                      f"greedy plan of their lifetimes; peak live {peak:,} B) + weights "
                      f"{weights:,} B, placed {where}")
+
+
+@contextmanager
+def _module_facts(net, dtype: str):
+    """Yields a dict filled, while the block runs the forward, with every module called:
+    path -> type, output shape, output bytes (at ``dtype``: 1 byte a float value for
+    int8) and parameters (its own and its children's, as torchinfo counts them), in the
+    order of the first call (a parent before its children)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+    facts: dict[str, dict] = {}
+    names = {id(m): n for n, m in net.named_modules()}
+
+    def before(module, args):
+        path = names.get(id(module))
+        if path is not None and path not in facts:
+            facts[path] = {"type": type(module).__name__, "output_shape": [],
+                           "output_bytes": 0,
+                           "parameters": sum(p.numel() for p in module.parameters())}
+
+    def after(module, args, output):
+        entry = facts.get(names.get(id(module)))
+        if entry is None or entry["output_shape"]:
+            return
+        tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
+        if tensors:
+            entry["output_shape"] = list(tensors[0].shape)
+        entry["output_bytes"] = sum(
+            t.numel() * (1 if dtype == "int8" and t.is_floating_point() else t.element_size())
+            for t in tensors)
+
+    handles = [h for m in net.modules() for h in (m.register_forward_pre_hook(before),
+                                                  m.register_forward_hook(after))]
+    try:
+        yield facts
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _infer(dev, net, xs, batch: int, name: str):

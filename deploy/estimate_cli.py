@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import sys
 from pathlib import Path
 
 from deploy.cli_args import SEED_MAX, parse_positive, parse_positive_float, parse_seed
 from deploy.cli_output import STDOUT, finite
+from deploy.estimate_text import table
 from hw_profiles.errors import NeuroedgeError
 from sim.errors import ModelError
 
@@ -73,7 +73,9 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="refuse a model in which any op ran uncounted (without it the table's "
                         "first line names them and marks every figure a lower bound)")
     p.add_argument("--all", action="store_true",
-                   help="list every layer (default: the 10 that cost most)")
+                   help="list every layer row (default: the first 30)")
+    p.add_argument("--depth", type=parse_positive, metavar="N", default=None,
+                   help="the per-layer table's module depth, as torchinfo's (default 3)")
     p.add_argument("--json", metavar="PATH|-",
                    help="write the table, skipped profiles and notes as JSON to PATH, or to "
                         "stdout with '-' (then nothing else is printed)")
@@ -220,78 +222,10 @@ def to_json(est) -> dict:
                     "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ())),
                     "neurobench": neurobench.metrics(ledger, est.inference_scope)
                     if ledger is not None else None,
+                    "layer_table": [asdict(r) for r in est.layers],
                     "layers_profile": first,
                     "layers": [asdict(r) for r in layer_rows(ledger, est.reports[first])]
                     if ledger is not None else []})
-
-
-def table(est, all_layers: bool = False) -> str:
-    """The energy table across devices, the skipped profiles with why, and the notes; the
-    first line says when some op went uncounted (every figure then a lower bound).
-    ``all_layers``: every layer, not the 10 that cost most."""
-    from deploy.formatting import format_energy, format_seconds, significant
-    rows = est.rows()
-    train = est.train_samples > 0
-    head = ["profile", "kind", "per inference"] + (["per train sample"] if train else []) \
-        + ["latency", "total vs first", "figures"]
-    body = []
-    for r in rows:
-        cells = [r["profile"], r["kind"], format_energy(r["per_inference_j"])]
-        if train:
-            cells.append(format_energy(r["per_train_sample_j"]))
-        ratio = r["vs_first"]
-        cells += [format_seconds(r["latency_s"]),
-                  f"{significant(ratio)}x" if math.isfinite(ratio) else "-", r["bound"]]
-        body.append(cells)
-    ran = f"{est.inference_samples} inference sample(s)"
-    if train:
-        ran += f" and one training step of {est.train_samples} sample(s)"
-    lines = [f"{est.model} ({est.source}): {ran}; energy per sample, latency of the whole run"]
-    if est.lower_bound:
-        lines.insert(0, est.uncounted_line())
-    if body:
-        widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
-        for row in [head] + body:
-            cells = zip(row, widths, strict=True)
-            lines.append("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
-                                   for i, (c, w) in enumerate(cells)).rstrip())
-    else:
-        lines.append("no profile could price this model")
-    if est.skipped:
-        lines.append("skipped:")
-        lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
-    for note in getattr(est, "notes", ()):
-        lines.append(f"note: {note}")
-    lines += _detail_lines(est, None if all_layers else 10)
-    kinds: dict[str, tuple] = {}
-    for r in est.reports.values():
-        kinds.setdefault(r.kind, (r.execution_model, r.excluded))
-    for kind, (model, excluded) in kinds.items():
-        if model:
-            lines.append(f"execution model ({kind}): {model}")
-        if excluded:
-            lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
-    return "\n".join(lines)
-
-
-def _detail_lines(est, n_layers: int | None = 10) -> list[str]:
-    """NeuroBench metrics of the inference and the top layers by energy on the first
-    profile (the renderers of ``neuroedge report``, fed the estimate's ledger)."""
-    import shutil
-    from types import SimpleNamespace
-
-    from deploy import terminal
-    first = next(iter(est.reports), None)
-    if first is None:
-        return []
-    run = SimpleNamespace(ledger=est.ledgers[first])
-    report = est.reports[first]
-    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
-    out = [""] + terminal.neurobench_lines(run, report, width)
-    layers = terminal.layer_lines(run, report, width, n=n_layers)
-    if layers:
-        out += [f"on {first}:"] + layers
-    return [ln.rstrip() for ln in out]
 
 
 def cmd_estimate(args) -> int:
@@ -315,7 +249,7 @@ def cmd_estimate(args) -> int:
         write_text(args.json, doc + "\n", force=args.force, inputs=inputs, parents=True,
                    option="--json")
     if not args.quiet:
-        print(table(est, all_layers=args.all))
+        print(table(est, all_layers=args.all, depth=args.depth))
         if args.json:
             print(f"json: {args.json}")
     return 0

@@ -39,6 +39,8 @@ class Estimate:
     memory : microcontroller profile -> one inference's memory plan, TFLM's way:
         ``arena_bytes`` (greedy plan of the activations' lifetimes), ``peak_live_bytes``,
         ``weight_bytes`` and ``placement`` (memory name -> writable / read-only bytes)
+    modules : torch models: module path -> type, output shape, output bytes, parameters,
+        in the order the forward first called them (the per-layer table's source)
 
     ``uncounted`` lists the ops that ran but have no cost formula; when it is not empty
     every figure is a lower bound and ``lower_bound`` is True (``uncounted_line()`` says so
@@ -57,6 +59,33 @@ class Estimate:
     notes: tuple[str, ...] = ()
     dtype: str = "fp32"
     memory: dict[str, dict] = field(default_factory=dict)
+    modules: dict[str, dict] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        """The table ``neuroedge estimate`` prints: profiles, notes, NeuroBench metrics
+        and the per-layer table (``print(estimate)``)."""
+        from deploy.estimate_text import table
+        return table(self)
+
+    @property
+    def layers(self) -> list:
+        """The per-layer rows (:class:`deploy.layer_table.LayerTableRow`) of every module,
+        on the first priced profile; ``layer_rows(profile, depth)`` for another."""
+        return self.layer_rows()
+
+    def layer_rows(self, profile: str | None = None, depth: int | None = None) -> list:
+        """Per-layer rows on ``profile`` (default the first priced), ``depth`` levels deep
+        (``None``: every module)."""
+        from deploy.layer_table import rows
+        return rows(self, profile, depth)
+
+    @property
+    def neurobench(self) -> dict:
+        """NeuroBench's metrics (:func:`sim.neurobench.metrics`) of the inference; ``{}``
+        when no profile priced the model."""
+        from sim import neurobench
+        ledger = next(iter(self.ledgers.values()), None)
+        return neurobench.metrics(ledger, self.inference_scope) if ledger is not None else {}
 
     @property
     def uncounted(self) -> dict[str, int]:

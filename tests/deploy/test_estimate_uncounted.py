@@ -90,15 +90,3 @@ def test_cli_headline_and_strict(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code != 0 and "thrice (1 call(s))" in err
 
-
-def test_cli_all_lists_every_layer(tmp_path, capsys):
-    # 12 Linear layers: the default shows the top 10 and says 2 more (--all); --all lists 12
-    path = tmp_path / "deep.py"
-    path.write_text("import torch.nn as nn\n\n\ndef make():\n"
-                    "    return nn.Sequential(*[nn.Linear(4, 4) for _ in range(12)])\n")
-    args = ["estimate", f"{path}:make", "--input-shape", "1,4", "--profiles", "a100"]
-    assert main(args) == 0
-    assert "... 2 more layers (--all)" in capsys.readouterr().out
-    assert main(args + ["--all"]) == 0
-    out = capsys.readouterr().out
-    assert "more layers" not in out and "Layers (12, in recording order)" in out

@@ -21,8 +21,8 @@ from sim.ledger import Ledger
 
 INT8_CONVENTIONS = ("int8: per-channel symmetric int8 weights, per-tensor int8 activations, "
                     "int32 accumulators (TFLite's scheme); each fp32 MAC priced as an int8 "
-                    "MAC, each other fp32 flop as an integer op, every byte / 4 (scales and "
-                    "int32 biases left out)")
+                    "MAC, each other fp32 flop as an integer op, every byte moved / 4 (the "
+                    "per-channel scales left out)")
 _INT8_OPS = {"mac_fp32": "mac_int8", "flop_fp32": "int_add"}
 DTYPES = ("fp32", "int8")
 """The precisions a torch model can be priced at (``dtype=``, ``--dtype``)."""

@@ -45,7 +45,7 @@ _FLASH_NOTE = ("writable state is never placed in flash (programming takes micro
 
 def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
           who: str = "", writable_what: str = "parameters, optimizer state, counters",
-          read_only_what: str = "") -> dict[str, tuple[int, int]]:
+          read_only_what: str = "", subject: str = "") -> dict[str, tuple[int, int]]:
     """Place ``writable`` then ``read_only`` bytes on ``prof``'s memories.
 
     Returns
@@ -59,7 +59,7 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
         left of them plus flash; the message names the bytes needed and available.
     """
     where = f"[{who}] " if who else ""
-    what = f"state of scope {scope!r}" if scope else "state"
+    what = subject or (f"state of scope {scope!r}" if scope else "state")
     out: dict[str, list[int]] = {}
     levels = [lv for lv in WRITABLE if lv in prof.memory]
     free = {lv: int(prof.memory[lv].capacity_bytes.value) for lv in prof.memory}
@@ -95,7 +95,7 @@ def place_inference(prof: HardwareProfile, arena_bytes: int, weight_bytes: int,
     HardwareLimitError
         The arena or the weights do not fit; one line naming the bytes needed and available.
     """
-    return place(prof, arena_bytes, weight_bytes, who=who,
+    return place(prof, arena_bytes, weight_bytes, who=who, subject="one inference",
                  writable_what="the activation arena of one inference: TFLM's greedy "
                                "plan of the tensors' lifetimes",
                  read_only_what="the weights")

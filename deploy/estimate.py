@@ -26,25 +26,33 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import os
+from contextlib import contextmanager
 
 from deploy import nir_estimate  # light: nir and the engine are imported in its functions
 from deploy.estimate_result import Estimate, profile_list
 from hw_profiles.errors import NeuroedgeError, ProfileError
 from sim import seeds
 from sim.errors import HardwareLimitError, ModelError, PricingError
+from sim.precision import DTYPES, INT8_CONVENTIONS, retyped_int8
 
 TORCH_KINDS = ("gpu", "cpu", "bitwise")   # the kinds sim.device(p, engine="torch") serves
 DEFAULT_LR = 0.01   # the default SGD step size; the counts of one step do not depend on it
 _CE_NAMES = ("cross_entropy", "nll_loss")
 
 
+MAX_DRAWN_INPUT_BYTES = 2 ** 30
+"""An example input given as a shape is drawn in float32 only up to this size (1 GiB): a
+mistyped shape is refused before anything is allocated."""
+
 SPIKE_PROBABILITY = 0.2
 """Per step and input, of the spikes drawn for a spiking module given only a shape."""
 
 
 def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, loss=None,
-             optimizer=None, target=None, seed: int = 0, **nir_options) -> Estimate:
+             optimizer=None, target=None, seed: int = 0, strict: bool = False,
+             dtype: str = "fp32", **nir_options) -> Estimate:
     """Count ``model`` once and price it on every profile in ``profiles``.
 
     Parameters
@@ -77,6 +85,17 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         The loss's target for the training step.
     seed : int
         Seeds the example input drawn from a shape and the random targets.
+    strict : bool
+        Refuse (``ModelError``) a model in which any op ran uncounted. Without it such an
+        estimate is returned marked: ``Estimate.lower_bound`` is True, ``Estimate.uncounted``
+        names the ops and their calls, and the table's first line says so. A model in which
+        every op went uncounted is refused either way (it would be priced at 0 J).
+    dtype : ``"fp32"`` (default) or ``"int8"``
+        The precision the model is priced at. ``"int8"``: the fp32 counts re-typed by
+        :func:`sim.precision.retyped_int8` (per-channel int8 weights, per-tensor int8
+        activations, int32 accumulators; MACs priced as int8 MACs, other flops as integer
+        ops, bytes / 4), and a microcontroller's arena and weights planned at 1 byte per
+        value. The notes state the conventions.
     **nir_options
         ``stimulus``, ``steps``, ``dt`` ...: forwarded to :mod:`deploy.nir_estimate`.
 
@@ -90,7 +109,8 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     Raises
     ------
     ModelError
-        No example input, non-finite input, a forward or training step that fails on it,
+        Uncounted ops with ``strict``, or nothing counted at all; no example input,
+        non-finite input, a forward or training step that fails on it,
         a model of a type no engine takes, NIR options for a plain module.
     ProfileError
         An unknown profile, a profile listed twice, or no profiles.
@@ -105,6 +125,9 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     ['a100', 'cortex-m7']
     """
     profiles = profile_list(profiles)   # "loihi,loihi2": the same list for every model kind
+    if dtype != "fp32" and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)):
+        raise ModelError(f"estimate: dtype={dtype!r} applies to torch modules; a NIR graph "
+                         "runs at the chip's own weight precision: leave dtype out")
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not path.endswith(".nir"):
@@ -114,9 +137,11 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         if not os.path.isfile(path):
             raise ModelError(f"estimate: NIR file {path!r} does not exist; pass the path of "
                              "a .nir file")
-        return _nir_call("estimate_nir", path, profiles=profiles, seed=seed, **nir_options)
+        return _checked(_nir_call("estimate_nir", path, profiles=profiles, seed=seed,
+                                  **nir_options), strict)
     if _is_nir_graph(model):
-        return _nir_call("estimate_nir", model, profiles=profiles, seed=seed, **nir_options)
+        return _checked(_nir_call("estimate_nir", model, profiles=profiles, seed=seed,
+                                  **nir_options), strict)
     import torch
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"estimate: model is a {type(model).__name__}; pass a "
@@ -136,13 +161,35 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
             est.notes = (*est.notes, f"input: random spikes of shape {tuple(x.shape)} (time "
                          f"first), each input spiking with probability {SPIKE_PROBABILITY} "
                          f"per step, seed {seed}")
-        return est
+        return _checked(est, strict)
+    if dtype not in DTYPES:
+        raise ModelError(f"estimate: dtype {dtype!r} is not known; give one of "
+                         f"{', '.join(DTYPES)}")
     if nir_options:
         raise ModelError(f"estimate: {', '.join(sorted(nir_options))} apply to NIR graphs "
                          f"and spiking modules; {type(model).__name__} is a plain torch "
                          "module (no snnTorch neurons inside): leave them out")
-    return _estimate_torch(model, example_input, profiles, train_step=train_step, loss=loss,
-                           optimizer=optimizer, target=target, seed=seed)
+    return _checked(_estimate_torch(model, example_input, profiles, train_step=train_step,
+                                    loss=loss, optimizer=optimizer, target=target, seed=seed,
+                                    dtype=dtype), strict)
+
+
+def _checked(est: Estimate, strict: bool) -> Estimate:
+    """``est`` unless an op went uncounted under ``strict``, or every op did: a model that
+    ran is never priced at 0 J with no word."""
+    ops = est.uncounted
+    if not ops:
+        return est
+    names = ", ".join(f"{k} ({n:,} call(s))" for k, n in ops.items())
+    ledger = next(iter(est.ledgers.values()))
+    if not any(ledger.total_ops().values()):
+        raise ModelError(f"estimate: no op of {est.model} could be counted; uncounted: "
+                         f"{names}; no cost can be given (file an issue naming these ops)")
+    if strict:
+        raise ModelError(f"estimate: {est.model} ran {len(ops)} uncounted op(s): {names}; "
+                         "its figures would be lower bounds (strict refuses them; drop "
+                         "strict to get them marked as lower bounds)")
+    return est
 
 
 # -- dispatch ---------------------------------------------------------------------------------
@@ -194,6 +241,12 @@ def _example(example_input, name: str, seed: int):
         if not shape or any(d < 1 for d in shape):
             raise ModelError(f"estimate: example_input shape {shape} must have one or more "
                              "dimensions, each >= 1 (the first is the batch), e.g. (1, 1, 28, 28)")
+        nbytes = 4 * math.prod(shape)   # float32
+        if nbytes > MAX_DRAWN_INPUT_BYTES:
+            raise ModelError(f"estimate: example_input shape {shape} would take {nbytes:,} "
+                             f"bytes in float32, over the {MAX_DRAWN_INPUT_BYTES:,}-byte limit "
+                             "for a drawn input; give a smaller shape (the batch is the first "
+                             "dimension)")
         gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
         xs = (torch.randn(shape, generator=gen),)
     else:
@@ -237,7 +290,7 @@ def _first_line(exc: BaseException) -> str:
 
 # -- the torch path ---------------------------------------------------------------------------
 def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimizer, target,
-                    seed) -> Estimate:
+                    seed, dtype) -> Estimate:
     from sim.torch_engine import TorchDevice
     name = type(module).__name__
     profs = _profiles(profiles)
@@ -276,25 +329,110 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
              "and device are untouched)"]
     if devices:
         dev = next(iter(devices.values()))
-        out = _infer(dev, net, xs, batch, name)
+        with _module_facts(net, dtype) as modules:
+            out = _infer(dev, net, xs, batch, name)
+        est.modules = modules
+        _check_mcu_memory(est, devices, net, xs, dtype, notes)
         if wants_train:
             notes.append(_train(dev, net, xs, example_input, out, batch, name,
                                 train_step=train_step, loss=loss, optimizer=optimizer,
                                 target=target, seed=seed))
             est.train_samples = batch
+        ledger = dev.ledger
+        if dtype == "int8":
+            ledger = retyped_int8(ledger)
+            notes.append(INT8_CONVENTIONS)
+        est.dtype = dtype
         for label, d in devices.items():
             try:
-                est.reports[label] = dev.ledger.price(d.profile)
+                est.reports[label] = ledger.price(d.profile)
             except (PricingError, HardwareLimitError) as exc:
                 est.skipped[label] = str(exc)
                 continue
-            est.ledgers[label] = dev.ledger
+            est.ledgers[label] = ledger
     # reports first, in the order asked; skipped in the order asked as well
     order = [p.label for p in profs]
     est.reports = {k: est.reports[k] for k in order if k in est.reports}
     est.skipped = {k: est.skipped[k] for k in order if k in est.skipped}
     est.notes = tuple(notes)
     return est
+
+
+def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: list) -> None:
+    """Each microcontroller (bitwise profile) in ``devices`` holds one inference the way
+    TFLM lays it out (:func:`sim.execution.mcu.place_inference`): the activation arena
+    planned from tensor lifetimes (:mod:`sim.arena`) in SRAM, the weights in the SRAM left
+    and then flash. A profile it does not fit moves to ``est.skipped`` with the one-line
+    reason naming the bytes; ``est.memory`` gets the plan of the others."""
+    from sim.arena import greedy_arena, peak_live_bytes, trace_lifetimes
+    from sim.execution.mcu import place_inference
+    mcus = [label for label, d in devices.items() if d.profile.kind == "bitwise"]
+    if not mcus:
+        return
+    per = 1 if dtype == "int8" else None
+    buffers = trace_lifetimes(net.eval(), xs, bytes_per_element=per)
+    arena, _ = greedy_arena(buffers)
+    # int8: weight matrices and kernels 1 byte a value; vectors (biases, norm scales) stay
+    # 4 bytes (TFLM's int32 biases)
+    weights = sum(t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
+                               else t.element_size())
+                  for t in [*net.parameters(), *net.buffers()])
+    peak = peak_live_bytes(buffers)
+    for label in mcus:
+        try:
+            held = place_inference(devices[label].profile, arena, weights)
+        except HardwareLimitError as exc:
+            est.skipped[label] = str(exc)
+            del devices[label]
+            continue
+        prof = devices[label].profile
+        est.memory[label] = {"arena_bytes": arena, "peak_live_bytes": peak,
+                             "weight_bytes": weights,
+                             "placement": {prof.memory[lv].name: {"writable": w,
+                                                                  "read_only": r}
+                                           for lv, (w, r) in held.items()}}
+        where = ", ".join(f"{prof.memory[lv].name} {w + r:,} B" for lv, (w, r) in held.items())
+        notes.append(f"{label} memory: activation arena {arena:,} B ({len(buffers)} tensors, "
+                     f"greedy plan of their lifetimes; peak live {peak:,} B) + weights "
+                     f"{weights:,} B, placed {where}")
+
+
+@contextmanager
+def _module_facts(net, dtype: str):
+    """Yields a dict filled, while the block runs the forward, with every module called:
+    path -> type, output shape, output bytes (at ``dtype``: 1 byte a float value for
+    int8) and parameters (its own and its children's, as torchinfo counts them), in the
+    order of the first call (a parent before its children)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+    facts: dict[str, dict] = {}
+    names = {id(m): n for n, m in net.named_modules()}
+
+    def before(module, args):
+        path = names.get(id(module))
+        if path is not None and path not in facts:
+            facts[path] = {"type": type(module).__name__, "output_shape": [],
+                           "output_bytes": 0,
+                           "parameters": sum(p.numel() for p in module.parameters())}
+
+    def after(module, args, output):
+        entry = facts.get(names.get(id(module)))
+        if entry is None or entry["output_shape"]:
+            return
+        tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
+        if tensors:
+            entry["output_shape"] = list(tensors[0].shape)
+        entry["output_bytes"] = sum(
+            t.numel() * (1 if dtype == "int8" and t.is_floating_point() else t.element_size())
+            for t in tensors)
+
+    handles = [h for m in net.modules() for h in (m.register_forward_pre_hook(before),
+                                                  m.register_forward_hook(after))]
+    try:
+        yield facts
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _infer(dev, net, xs, batch: int, name: str):

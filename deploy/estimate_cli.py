@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import sys
 from pathlib import Path
 
 from deploy.cli_args import SEED_MAX, parse_positive, parse_positive_float, parse_seed
 from deploy.cli_output import STDOUT, finite
+from deploy.estimate_text import table
 from hw_profiles.errors import NeuroedgeError
 from sim.errors import ModelError
 
@@ -65,6 +65,17 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=parse_seed, default=0,
                    help=f"0..{SEED_MAX} (default 0): the module's initial weights, the "
                         "example input, the random targets and stimulus")
+    p.add_argument("--dtype", choices=("fp32", "int8"), default="fp32",
+                   help="FILE.py models: the precision priced (default fp32); int8: "
+                        "per-channel int8 weights, per-tensor int8 activations, int32 "
+                        "accumulators (the notes state it)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a model in which any op ran uncounted (without it the table's "
+                        "first line names them and marks every figure a lower bound)")
+    p.add_argument("--all", action="store_true",
+                   help="list every layer row (default: the first 30)")
+    p.add_argument("--depth", type=parse_positive, metavar="N", default=None,
+                   help="the per-layer table's module depth, as torchinfo's (default 3)")
     p.add_argument("--json", metavar="PATH|-",
                    help="write the table, skipped profiles and notes as JSON to PATH, or to "
                         "stdout with '-' (then nothing else is printed)")
@@ -116,6 +127,10 @@ def load_model(spec: str, seed: int = 0):
         mod_spec.loader.exec_module(module)
     except NeuroedgeError:
         raise
+    except SystemExit as exc:   # sys.exit() at import: no exit of ours, one line instead
+        raise ModelError(f"model {spec!r}: importing {file} called sys.exit({exc.code!r}) "
+                         f"({_where(exc, path)}); put the file's script part under "
+                         "if __name__ == '__main__':") from None
     except Exception as exc:
         raise ModelError(f"model {spec!r}: importing {file} failed ({_where(exc, path)}); "
                          "fix the file so 'python FILE.py' runs") from exc
@@ -138,6 +153,9 @@ def load_model(spec: str, seed: int = 0):
         built = obj()
     except NeuroedgeError:
         raise
+    except SystemExit as exc:
+        raise ModelError(f"model {spec!r}: {attr}() called sys.exit({exc.code!r}) "
+                         f"({_where(exc, path)}); it must return a torch.nn.Module") from None
     except Exception as exc:
         raise ModelError(f"model {spec!r}: {attr}() failed ({_where(exc, path)}); it is "
                          "called with no arguments: give defaults to its parameters") from exc
@@ -170,11 +188,12 @@ def run_estimate(args):
     from deploy.estimate import estimate
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
-                            ("--train", args.train)):
+                            ("--train", args.train), ("--dtype int8", args.dtype == "int8")):
             if value:
                 raise ModelError(f"{flag} applies to FILE.py models; {args.model} is a NIR "
                                  "file: give --stimulus and --steps")
-        return estimate(args.model, profiles=args.profiles, seed=args.seed, **_options(args))
+        return estimate(args.model, profiles=args.profiles, seed=args.seed,
+                        strict=args.strict, **_options(args))
     if args.input_shape is None:
         raise ModelError(f"{args.model}: --input-shape is required for a torch model, e.g. "
                          "--input-shape 1,1,28,28 (batch first)")
@@ -182,8 +201,8 @@ def run_estimate(args):
     if args.batch is not None:
         shape = (args.batch,) + shape[1:]
     model = load_model(args.model, seed=args.seed)
-    return estimate(model, shape, profiles=args.profiles, seed=args.seed,
-                    loss="auto" if args.train else None, **_options(args))
+    return estimate(model, shape, profiles=args.profiles, seed=args.seed, strict=args.strict,
+                    dtype=args.dtype, loss="auto" if args.train else None, **_options(args))
 
 
 def to_json(est) -> dict:
@@ -196,79 +215,17 @@ def to_json(est) -> dict:
     first = next(iter(est.reports), None)
     ledger = est.ledgers[first] if first is not None else None
     return finite({"model": est.model, "source": est.source,
+                    "lower_bound": est.lower_bound, "uncounted": est.uncounted,
+                    "dtype": est.dtype, "memory": dict(est.memory),
                     "inference_samples": est.inference_samples,
                     "train_samples": est.train_samples, "rows": est.rows(),
                     "skipped": dict(est.skipped), "notes": list(getattr(est, "notes", ())),
                     "neurobench": neurobench.metrics(ledger, est.inference_scope)
                     if ledger is not None else None,
+                    "layer_table": [asdict(r) for r in est.layers],
                     "layers_profile": first,
                     "layers": [asdict(r) for r in layer_rows(ledger, est.reports[first])]
                     if ledger is not None else []})
-
-
-def table(est) -> str:
-    """The energy table across devices, the skipped profiles with why, and the notes."""
-    from deploy.formatting import format_energy, format_seconds, significant
-    rows = est.rows()
-    train = est.train_samples > 0
-    head = ["profile", "kind", "per inference"] + (["per train sample"] if train else []) \
-        + ["latency", "total vs first", "figures"]
-    body = []
-    for r in rows:
-        cells = [r["profile"], r["kind"], format_energy(r["per_inference_j"])]
-        if train:
-            cells.append(format_energy(r["per_train_sample_j"]))
-        ratio = r["vs_first"]
-        cells += [format_seconds(r["latency_s"]),
-                  f"{significant(ratio)}x" if math.isfinite(ratio) else "-", r["bound"]]
-        body.append(cells)
-    ran = f"{est.inference_samples} inference sample(s)"
-    if train:
-        ran += f" and one training step of {est.train_samples} sample(s)"
-    lines = [f"{est.model} ({est.source}): {ran}; energy per sample, latency of the whole run"]
-    if body:
-        widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
-        for row in [head] + body:
-            cells = zip(row, widths, strict=True)
-            lines.append("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
-                                   for i, (c, w) in enumerate(cells)).rstrip())
-    else:
-        lines.append("no profile could price this model")
-    if est.skipped:
-        lines.append("skipped:")
-        lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
-    for note in getattr(est, "notes", ()):
-        lines.append(f"note: {note}")
-    lines += _detail_lines(est)
-    kinds: dict[str, tuple] = {}
-    for r in est.reports.values():
-        kinds.setdefault(r.kind, (r.execution_model, r.excluded))
-    for kind, (model, excluded) in kinds.items():
-        if model:
-            lines.append(f"execution model ({kind}): {model}")
-        if excluded:
-            lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
-    return "\n".join(lines)
-
-
-def _detail_lines(est, n_layers: int = 10) -> list[str]:
-    """NeuroBench metrics of the inference and the top layers by energy on the first
-    profile (the renderers of ``neuroedge report``, fed the estimate's ledger)."""
-    import shutil
-    from types import SimpleNamespace
-
-    from deploy import terminal
-    first = next(iter(est.reports), None)
-    if first is None:
-        return []
-    run = SimpleNamespace(ledger=est.ledgers[first])
-    report = est.reports[first]
-    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
-    out = [""] + terminal.neurobench_lines(run, report, width)
-    layers = terminal.layer_lines(run, report, width, n=n_layers)
-    if layers:
-        out += [f"on {first}:"] + layers
-    return [ln.rstrip() for ln in out]
 
 
 def cmd_estimate(args) -> int:
@@ -292,7 +249,7 @@ def cmd_estimate(args) -> int:
         write_text(args.json, doc + "\n", force=args.force, inputs=inputs, parents=True,
                    option="--json")
     if not args.quiet:
-        print(table(est))
+        print(table(est, all_layers=args.all, depth=args.depth))
         if args.json:
             print(f"json: {args.json}")
     return 0

@@ -35,6 +35,16 @@ class Estimate:
     inference_scope, train_scope : the ledger scopes of the two
     notes : what ran, one line each (mode, loss and optimizer of the training step, the
         assumptions an import made), for reports to show beside the table
+    dtype : the precision the torch model was priced at (``"fp32"`` or ``"int8"``)
+    memory : microcontroller profile -> one inference's memory plan, TFLM's way:
+        ``arena_bytes`` (greedy plan of the activations' lifetimes), ``peak_live_bytes``,
+        ``weight_bytes`` and ``placement`` (memory name -> writable / read-only bytes)
+    modules : torch models: module path -> type, output shape, output bytes, parameters,
+        in the order the forward first called them (the per-layer table's source)
+
+    ``uncounted`` lists the ops that ran but have no cost formula; when it is not empty
+    every figure is a lower bound and ``lower_bound`` is True (``uncounted_line()`` says so
+    in one line, which the table puts first).
     """
 
     model: str
@@ -47,6 +57,57 @@ class Estimate:
     inference_scope: str = "infer"
     train_scope: str = "train"
     notes: tuple[str, ...] = ()
+    dtype: str = "fp32"
+    memory: dict[str, dict] = field(default_factory=dict)
+    modules: dict[str, dict] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        """The table ``neuroedge estimate`` prints: profiles, notes, NeuroBench metrics
+        and the per-layer table (``print(estimate)``)."""
+        from deploy.estimate_text import table
+        return table(self)
+
+    @property
+    def layers(self) -> list:
+        """The per-layer rows (:class:`deploy.layer_table.LayerTableRow`) of every module,
+        on the first priced profile; ``layer_rows(profile, depth)`` for another."""
+        return self.layer_rows()
+
+    def layer_rows(self, profile: str | None = None, depth: int | None = None) -> list:
+        """Per-layer rows on ``profile`` (default the first priced), ``depth`` levels deep
+        (``None``: every module)."""
+        from deploy.layer_table import rows
+        return rows(self, profile, depth)
+
+    @property
+    def neurobench(self) -> dict:
+        """NeuroBench's metrics (:func:`sim.neurobench.metrics`) of the inference; ``{}``
+        when no profile priced the model."""
+        from sim import neurobench
+        ledger = next(iter(self.ledgers.values()), None)
+        return neurobench.metrics(ledger, self.inference_scope) if ledger is not None else {}
+
+    @property
+    def uncounted(self) -> dict[str, int]:
+        """Op name -> calls that ran but were priced at nothing (the ledger's record, the same
+        on every profile of the torch engine; the first priced profile's for NIR runs)."""
+        ledger = next(iter(self.ledgers.values()), None)
+        return dict(sorted(ledger.uncounted().items())) if ledger is not None else {}
+
+    @property
+    def lower_bound(self) -> bool:
+        """True when some op went uncounted: every figure is then a lower bound."""
+        return bool(self.uncounted)
+
+    def uncounted_line(self) -> str:
+        """One line naming the uncounted ops and their calls, or "" when every op counted."""
+        ops = self.uncounted
+        if not ops:
+            return ""
+        calls = sum(ops.values())
+        names = ", ".join(f"{k} x{n:,}" for k, n in ops.items())
+        return (f"LOWER BOUND: {len(ops)} op(s) ran uncounted ({calls:,} call(s): {names}); "
+                "they are in no figure below")
 
     def per_inference_j(self, profile: str) -> float:
         """Energy of one inference sample on ``profile`` (J)."""

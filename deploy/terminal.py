@@ -120,7 +120,14 @@ def headline_lines(run, reports: Sequence[EnergyReport], width: int) -> list[str
         grid.add_row(Text(label), Text(value))
     title = Text(f"neuroedge report: {run.model} on {run.dataset} ({run.preset} preset, "
                  f"run on {run.profile.label})")
-    return _lines(width, title, grid) + [""]
+    out = _lines(width, title, grid)
+    for r in reports[:1]:
+        if r.uncounted:   # never silent: every figure above is then a lower bound
+            names = ", ".join(f"{k} x{n:,}" for k, n in sorted(r.uncounted.items()))
+            out += _lines(width, Text(f"LOWER BOUND: {len(r.uncounted)} op(s) ran uncounted "
+                                      f"({sum(r.uncounted.values()):,} call(s): {names}); "
+                                      "they are in no figure"))
+    return out + [""]
 
 
 def _comparison_rows(reports: Sequence[EnergyReport]) -> list[tuple]:

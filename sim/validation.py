@@ -13,9 +13,11 @@ Readings chosen here, stated once:
 
 - **Deployed precision.** The GPU and MCU measurements ran int8 networks (TensorRT,
   X-CUBE-AI). Torch on a CPU host cannot run int8 convolutions, so such a network is run in
-  fp32 and its counts are re-typed to the deployed precision: each ``mac_fp32`` becomes a
-  ``mac_int8``, each ``flop_fp32`` an ``int_add``, and every byte count is divided by 4
-  (4-byte floats become 1-byte integers). Counts of other ops are kept.
+  fp32 and its counts are re-typed to the deployed precision by
+  :func:`sim.precision.retyped_int8` (the re-typing ``estimate --dtype int8`` uses too):
+  each ``mac_fp32`` becomes a ``mac_int8``, each ``flop_fp32`` an ``int_add``, and every
+  byte count is divided by 4 (4-byte floats become 1-byte integers). Counts of other ops
+  are kept.
 - **Tile replication (TrueNorth).** The published operating point is a full chip of
   1,048,576 neurons; the row simulates ``simulated_neurons`` of them with the same per-neuron
   statistics and multiplies every count by ``neurons / simulated_neurons`` before pricing, so
@@ -41,6 +43,7 @@ import numpy as np
 from hw_profiles.errors import NeuroedgeError
 from hw_profiles.validation import Measurement, load_table
 from sim.ledger import Ledger
+from sim.precision import retyped_int8
 from sim.pricing import price
 
 
@@ -99,25 +102,6 @@ def scaled(ledger: Ledger, factor: int) -> Ledger:
             ops = np.asarray(rec.core_ops)
             tiled = np.vstack([ops[:1] * factor, np.tile(ops[1:], (factor, 1))])
             out.add_timing(replace(rec, core_ops=tiled), scope=scope)
-    return out
-
-
-_INT8 = {"mac_fp32": "mac_int8", "flop_fp32": "int_add"}
-
-
-def retyped_int8(ledger: Ledger) -> Ledger:
-    """``ledger`` re-expressed at int8 (see the module docstring): fp32 MAC -> int8 MAC,
-    fp32 non-MAC op -> integer add, bytes / 4 (rounded up)."""
-    out = Ledger()
-    for scope in ledger.scopes():
-        for op, n in ledger.ops(scope).items():
-            out.add(_INT8.get(op, op), int(n), scope=scope)
-        for (level, direction), n in ledger.bytes(scope).items():
-            out.add_bytes(level, scope=scope, **{direction: -(-int(n) // 4)})
-    for scope, n in ledger.samples().items():
-        out.add_samples(int(n), scope=scope)
-    for name, n in ledger.uncounted().items():
-        out.add_uncounted(name, n)
     return out
 
 
@@ -277,7 +261,9 @@ def _torch_row(m: Measurement) -> tuple[float, float, str]:
     ledger = dev.ledger
     detail = "TorchDevice"
     if m.params.get("precision") == "int8":
-        ledger = retyped_int8(ledger)
+        # footprints dropped: every byte at SRAM, as this table's figures were first
+        # measured (keeping them moves part of cortex-m4's weights to flash)
+        ledger = retyped_int8(ledger, footprints=False)
         detail += ", counts re-typed to int8"
     report = price(ledger, m.profile)
     n = int(x.shape[0])

@@ -35,7 +35,8 @@ EXCLUDED = (
     "sleep and stop modes, duty cycling and wake-up (the core is busy for the whole time)",
     "function-call overhead per kernel (kernel_launch counts are not priced on this kind)",
     "instruction-fetch stalls beyond the wait states in the cycle counts",
-    "tensors that die inside a block (activations, gradients) in the capacity check",
+    "tensors that die inside a block (activations, gradients) in the capacity check of "
+    "the priced placement (estimate checks an inference's activation arena apart)",
 )
 WRITABLE = ("local", "shared", "offchip")
 _FLASH_NOTE = ("writable state is never placed in flash (programming takes microseconds "
@@ -43,7 +44,8 @@ _FLASH_NOTE = ("writable state is never placed in flash (programming takes micro
 
 
 def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
-          who: str = "") -> dict[str, tuple[int, int]]:
+          who: str = "", writable_what: str = "parameters, optimizer state, counters",
+          read_only_what: str = "", subject: str = "") -> dict[str, tuple[int, int]]:
     """Place ``writable`` then ``read_only`` bytes on ``prof``'s memories.
 
     Returns
@@ -57,7 +59,7 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
         left of them plus flash; the message names the bytes needed and available.
     """
     where = f"[{who}] " if who else ""
-    what = f"state of scope {scope!r}" if scope else "state"
+    what = subject or (f"state of scope {scope!r}" if scope else "state")
     out: dict[str, list[int]] = {}
     levels = [lv for lv in WRITABLE if lv in prof.memory]
     free = {lv: int(prof.memory[lv].capacity_bytes.value) for lv in prof.memory}
@@ -65,20 +67,38 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
     if writable > cap_w:
         names = " + ".join(f"{prof.memory[lv].name} {free[lv]:,} B" for lv in levels)
         raise HardwareLimitError(
-            f"{where}{prof.name}: {what} needs {writable:,} B of writable memory (parameters, "
-            f"optimizer state, counters), but {prof.name} has {cap_w:,} B ({names}); "
+            f"{where}{prof.name}: {what} needs {writable:,} B of writable memory "
+            f"({writable_what}), but {prof.name} has {cap_w:,} B ({names}); "
             f"{_FLASH_NOTE}. Use a part with more SRAM, or shrink the model")
     _fill(out, free, levels, writable, column=0)
     ro_levels = levels + (["nonvolatile"] if "nonvolatile" in prof.memory else [])
     cap_r = sum(free[lv] for lv in ro_levels)
     if read_only > cap_r:
         raise HardwareLimitError(
-            f"{where}{prof.name}: {what} needs {read_only:,} B of read-only memory beside its "
+            f"{where}{prof.name}: {what} needs {read_only:,} B of read-only memory"
+            f"{f' ({read_only_what})' if read_only_what else ''} beside its "
             f"{writable:,} B writable state, but only {cap_r:,} B are left "
             f"({', '.join(f'{prof.memory[lv].name} {free[lv]:,} B' for lv in ro_levels)}). "
             "Use a part with more memory, or shrink the model or its data")
     _fill(out, free, ro_levels, read_only, column=1)
     return {lv: (w, r) for lv, (w, r) in out.items()}
+
+
+def place_inference(prof: HardwareProfile, arena_bytes: int, weight_bytes: int,
+                    who: str = "estimate") -> dict[str, tuple[int, int]]:
+    """TFLM's layout of one inference: the activation arena (:mod:`sim.arena`), written at
+    every op, in the writable memories; the weights, only read, in the SRAM left over and
+    then flash. Returns :func:`place`'s placement.
+
+    Raises
+    ------
+    HardwareLimitError
+        The arena or the weights do not fit; one line naming the bytes needed and available.
+    """
+    return place(prof, arena_bytes, weight_bytes, who=who, subject="one inference",
+                 writable_what="the activation arena of one inference: TFLM's greedy "
+                               "plan of the tensors' lifetimes",
+                 read_only_what="the weights")
 
 
 def _fill(out: dict, free: dict, levels: list[str], n: int, column: int) -> None:

@@ -1,5 +1,6 @@
 """`neuroedge estimate FILE.py:factory`: one energy table across devices, equal to the API's."""
 import json
+import re
 
 import pytest
 
@@ -189,7 +190,10 @@ def test_json_and_table_carry_neurobench_metrics_and_layers(user_file, capsys):
                  "--profiles", "a100"]) == 0
     out = capsys.readouterr().out
     assert "NeuroBench metrics (workload per sample of infer)" in out
-    assert "Layers, top 4 of 4 by energy" in out and "Conv2d" in out
+    assert "Layers on a100 (batch of 1; depth 3; act. = output bytes)" in out
+    # conv's row: output [1, 4, 26, 26], 40 params, 24,336 MACs; 2,704 outputs x 4 B
+    assert re.search(r"conv \(Conv2d\)\s+\[1, 4, 26, 26\]\s+40\s+24,336\s+\S+ \S?J"
+                     r"\s+10.8 kB", out)
 
 
 def test_nir_file_reset_warning_is_one_line_and_reset_flag_silences_it(tmp_path, capsys):

@@ -484,3 +484,11 @@ def test_run_refuses_an_untyped_trace(toy):
     with pytest.raises(ModelError, match=r"^trace 'x' is a ndarray; wrap it in "
                                          r"sim.traces.Trace\(kind, data, unit\)"):
         _kinds_run(toy, {"x": np.zeros(3)})
+
+
+def test_uncounted_ops_are_in_the_headline(run, ledger, toy):
+    # the fixture ledger holds 3 uncounted calls of aten::weird: the headline says so before
+    # any table, and that the figures are a lower bound
+    lines = rp.terminal_report(run, price(ledger, toy), width=100).splitlines()
+    head = " ".join(" ".join(lines[:12]).split())
+    assert "LOWER BOUND: 1 op(s) ran uncounted (3 call(s): aten::weird x3)" in head

@@ -3,10 +3,10 @@ import pytest
 
 from hw_profiles.validation import load_table
 from sim.ledger import Ledger
+from sim.precision import retyped_int8
 from sim.pricing import price
 from sim.validation import (
     TORCH_WORKLOADS,
-    retyped_int8,
     scaled,
     summarise,
     validate,
@@ -36,6 +36,17 @@ def test_retyped_int8():
     # fp32 MAC -> int8 MAC, fp32 op -> int add, others kept; bytes / 4 rounded up: 9 -> 3, 4 -> 1
     assert r.total_ops() == {"mac_int8": 10, "int_add": 3, "synop": 7}
     assert r.total_bytes() == {("offchip", "read"): 3, ("offchip", "write"): 1}
+    assert r.samples() == {"infer": 2}
+
+
+def test_retyped_int8_keeps_footprints_and_layers_at_a_quarter():
+    lg = _ledger()
+    lg.add_footprint(writable=10, read_only=8, scope="infer")
+    lg.record_layer("infer/fc", "Linear", (2, 5), 55)
+    r = retyped_int8(lg)
+    # resident bytes / 4 rounded up: 10 -> 3, 8 -> 2; the layer record is kept as it is
+    assert r.footprints()["infer"] == {"writable": 3, "read_only": 2, "blocks": 1}
+    assert r.layers() == lg.layers()
 
 
 def test_torch_workload_mac_counts():

@@ -1,0 +1,82 @@
+"""The text of an :class:`~deploy.estimate_result.Estimate`: what ``neuroedge estimate``
+prints and ``print(estimate)`` shows -- the energy table across profiles, the skipped
+profiles with why, the notes, NeuroBench's metrics and the per-layer table
+(:mod:`deploy.layer_table`). The first line says when an op went uncounted."""
+from __future__ import annotations
+
+import math
+
+
+def table(est, all_layers: bool = False, depth: int | None = None) -> str:
+    """The energy table across devices, the skipped profiles with why, the notes, the
+    NeuroBench metrics and the per-layer table (:mod:`deploy.layer_table`); the first line
+    says when some op went uncounted (every figure then a lower bound). ``all_layers``:
+    every layer row, not the first 30; ``depth``: the module depth (default 3)."""
+    from deploy.formatting import format_energy, format_seconds, significant
+    rows = est.rows()
+    train = est.train_samples > 0
+    head = ["profile", "kind", "per inference"] + (["per train sample"] if train else []) \
+        + ["latency", "total vs first", "figures"]
+    body = []
+    for r in rows:
+        cells = [r["profile"], r["kind"], format_energy(r["per_inference_j"])]
+        if train:
+            cells.append(format_energy(r["per_train_sample_j"]))
+        ratio = r["vs_first"]
+        cells += [format_seconds(r["latency_s"]),
+                  f"{significant(ratio)}x" if math.isfinite(ratio) else "-", r["bound"]]
+        body.append(cells)
+    ran = f"{est.inference_samples} inference sample(s)"
+    if train:
+        ran += f" and one training step of {est.train_samples} sample(s)"
+    lines = [f"{est.model} ({est.source}): {ran}; energy per sample, latency of the whole run"]
+    if est.lower_bound:
+        lines.insert(0, est.uncounted_line())
+    if body:
+        widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
+        for row in [head] + body:
+            cells = zip(row, widths, strict=True)
+            lines.append("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
+                                   for i, (c, w) in enumerate(cells)).rstrip())
+    else:
+        lines.append("no profile could price this model")
+    if est.skipped:
+        lines.append("skipped:")
+        lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
+    for note in getattr(est, "notes", ()):
+        lines.append(f"note: {note}")
+    lines += _detail_lines(est, all_layers, depth)
+    kinds: dict[str, tuple] = {}
+    for r in est.reports.values():
+        kinds.setdefault(r.kind, (r.execution_model, r.excluded))
+    for kind, (model, excluded) in kinds.items():
+        if model:
+            lines.append(f"execution model ({kind}): {model}")
+        if excluded:
+            lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
+    return "\n".join(lines)
+
+
+def _detail_lines(est, all_layers: bool = False, depth: int | None = None) -> list[str]:
+    """NeuroBench metrics of the inference and the per-layer table on the first profile:
+    torchinfo's rows (:mod:`deploy.layer_table`) for a torch model, the report's layer
+    rows for a NIR run."""
+    import shutil
+    from types import SimpleNamespace
+
+    from deploy import layer_table, terminal
+    first = next(iter(est.reports), None)
+    if first is None:
+        return []
+    run = SimpleNamespace(ledger=est.ledgers[first])
+    report = est.reports[first]
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
+    out = [""] + terminal.neurobench_lines(run, report, width)
+    if est.modules:
+        out += layer_table.render(est, first, layer_table.DEFAULT_DEPTH if depth is None
+                                  else depth, None if all_layers else layer_table.DEFAULT_ROWS)
+    else:
+        layers = terminal.layer_lines(run, report, width, n=None if all_layers else 10)
+        if layers:
+            out += [f"on {first}:"] + layers
+    return [ln.rstrip() for ln in out]

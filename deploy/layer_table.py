@@ -1,0 +1,182 @@
+"""The per-layer table of an estimate, the way torchinfo's ``summary`` shows a model.
+
+One row per module the forward called, in the order of the first call, indented by depth
+(``--depth N`` / ``depth=N`` keeps modules up to N levels below the model, a cut row
+summing what lies under it). Each row: type, output shape, parameters (the module's own and
+its children's, as torchinfo counts them), its multiply-accumulates and energy in the
+inference, the same in the training step when one ran (forward and backward of the module;
+the optimizer step and the loss are in the totals only), and the bytes of its output (the
+activation it writes). The totals row sums the inference and the training step as the
+ledger holds them (ops outside every module, such as the loss or the optimizer step,
+included), and lines below give torchinfo's sizes plus a microcontroller's arena plan.
+
+MACs and energy are those of the whole example batch on one profile (the first priced, by
+default); counts do not depend on the profile, energy does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deploy.formatting import format_bytes, format_energy
+
+DEFAULT_DEPTH = 3
+"""torchinfo's default depth."""
+DEFAULT_ROWS = 30
+"""Rows the terminal shows without --all."""
+_DIRECTIONS = ("forward", "backward")
+
+
+@dataclass(frozen=True)
+class LayerTableRow:
+    """One module of the estimate's table (see the module docstring)."""
+
+    name: str               # module path ("" for the model itself)
+    type: str
+    depth: int
+    output_shape: tuple
+    parameters: int
+    infer_macs: int
+    infer_energy_j: float
+    train_macs: int
+    train_energy_j: float
+    output_bytes: int
+
+
+def _module_scopes(ledger, top: str) -> dict[str, list[str]]:
+    """Module path -> the ledger scopes ``top/<path>/forward|backward`` of it."""
+    out: dict[str, list[str]] = {}
+    for s in ledger.scopes():
+        parts = s.split("/")
+        if len(parts) == 3 and parts[0] == top and parts[2] in _DIRECTIONS:
+            out.setdefault(parts[1], []).append(s)
+    return out
+
+
+def _under(path: str, other: str) -> bool:
+    return path == "" or other == path or other.startswith(path + ".")
+
+
+def rows(est, profile: str | None = None, depth: int | None = None) -> list[LayerTableRow]:
+    """The table's rows for ``profile`` (default: the first priced), modules at most
+    ``depth`` levels below the model (``None``: every module)."""
+    if not est.reports or not est.modules:
+        return []
+    profile = profile or next(iter(est.reports))
+    ledger, report = est.ledgers[profile], est.reports[profile]
+    energy: dict[str, float] = {}
+    for c in report.charges:
+        energy[c.scope] = energy.get(c.scope, 0.0) + c.energy_j
+    macs = {s: sum(n for op, n in ledger.ops(s).items() if op.startswith("mac_"))
+            for s in ledger.scopes()}
+    tops = [(est.inference_scope, True)]
+    if est.train_samples:
+        tops.append((est.train_scope, False))
+    scopes = {top: _module_scopes(ledger, top) for top, _ in tops}
+    out = []
+    for path, info in est.modules.items():
+        level = 0 if path == "" else path.count(".") + 1
+        if depth is not None and level > depth:
+            continue
+        sums = {}
+        for top, _ in tops:
+            if path == "":   # the model: everything its scope holds, loss and optimizer too
+                sums[top] = (_macs(ledger, top), report.energy_within(top))
+                continue
+            mine = [s for p, ss in scopes[top].items() if _under(path, p) for s in ss]
+            sums[top] = (sum(macs.get(s, 0) for s in mine),
+                         sum(energy.get(s, 0.0) for s in mine))
+        train = sums.get(est.train_scope, (0, 0.0)) if est.train_samples else (0, 0.0)
+        infer = sums[est.inference_scope]
+        out.append(LayerTableRow(path, info["type"], level, tuple(info["output_shape"]),
+                                 info["parameters"], infer[0], infer[1], train[0], train[1],
+                                 info["output_bytes"]))
+    return out
+
+
+def _shape(shape: tuple) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]" if shape else "-"
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n else "--"
+
+
+def render(est, profile: str | None = None, depth: int | None = DEFAULT_DEPTH,
+           max_rows: int | None = DEFAULT_ROWS) -> list[str]:
+    """The table as text lines (about 80 columns without a training step), its totals and
+    sizes below; ``max_rows=None`` shows every row, else the first ``max_rows`` and a line
+    saying how many more (``--all``)."""
+    if not est.reports or not est.modules:
+        return []
+    profile = profile or next(iter(est.reports))
+    table = rows(est, profile, depth)
+    if not table:
+        return []
+    train = est.train_samples > 0
+    head = ["layer (type)", "output", "params", "MACs", "energy"]
+    if train:
+        head += ["train MACs", "train energy"]
+    head.append("act.")
+    body = []
+    for r in table[1:] if table[0].name == "" else table:   # the model is the totals row
+        label = "  " * (r.depth - 1) + f"{r.name.rsplit('.', 1)[-1]} ({r.type})"
+        cells = [label, _shape(r.output_shape), _count(r.parameters), _count(r.infer_macs),
+                 format_energy(r.infer_energy_j) if r.infer_energy_j else "--"]
+        if train:
+            cells += [_count(r.train_macs),
+                      format_energy(r.train_energy_j) if r.train_energy_j else "--"]
+        cells.append(format_bytes(r.output_bytes))
+        body.append(cells)
+    shown = body if max_rows is None else body[:max_rows]
+    ledger, report = est.ledgers[profile], est.reports[profile]
+    top = est.modules.get("", {})
+    total = [f"Total ({top.get('type', est.model)})", _shape(tuple(top.get("output_shape", ()))),
+             f"{top.get('parameters', 0):,}",
+             _count(_macs(ledger, est.inference_scope)),
+             format_energy(report.energy_within(est.inference_scope))]
+    if train:
+        total += [_count(_macs(ledger, est.train_scope)),
+                  format_energy(report.energy_within(est.train_scope))]
+    total.append(format_bytes(_leaf_output_bytes(est)))
+    widths = [max(len(row[i]) for row in [head, *shown, total]) for i in range(len(head))]
+    rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    depth_text = "every depth" if depth is None else f"depth {depth}"
+    out = [f"Layers on {profile} (batch of {est.inference_samples}; {depth_text}; "
+           "act. = output bytes)", rule, line(head), rule] + [line(c) for c in shown]
+    if len(body) > len(shown):
+        out.append(f"  ... {len(body) - len(shown)} more layers (--all)")
+    out += [rule, line(total), rule]
+    out += _sizes(est, profile)
+    return out
+
+
+def _leaf_output_bytes(est) -> int:
+    """Output bytes of every module with no module under it (torchinfo's forward pass
+    size: each activation once, whatever depth the table shows)."""
+    paths = list(est.modules)
+    return sum(info["output_bytes"] for p, info in est.modules.items()
+               if not any(o != p and _under(p, o) for o in paths))
+
+
+def _macs(ledger, scope: str) -> int:
+    return sum(n for op, n in ledger.total_ops(scope).items() if op.startswith("mac_"))
+
+
+def _sizes(est, profile: str) -> list[str]:
+    """torchinfo's size lines, and a microcontroller's arena plan when there is one."""
+    ledger = est.ledgers[profile]
+    models = ledger.models()
+    params = sum(m.get("parameter_bytes", 0) + m.get("buffer_bytes", 0)
+                 for m in models.values())
+    out = [f"Params {format_bytes(params)} (fp32); activations {est.dtype}, every leaf "
+           f"layer's output: {format_bytes(_leaf_output_bytes(est))}"]
+    mem = est.memory.get(profile)
+    if mem:
+        out.append(f"Activation arena (TFLM's greedy plan): {format_bytes(mem['arena_bytes'])}"
+                   f"; weights {format_bytes(mem['weight_bytes'])}")
+    return out

@@ -1,0 +1,127 @@
+"""Activation memory the way TensorFlow Lite Micro plans it: tensor lifetimes and a greedy
+arena.
+
+TFLM keeps every activation (the model's input and output included) in one arena and
+places them with ``GreedyMemoryPlanner``: buffers are taken largest first, and each goes at
+the lowest offset where it overlaps no already-placed buffer whose lifetime (first op that
+writes it .. last op that reads it) overlaps its own. The arena is the highest end offset;
+two tensors alive at the same op can never share bytes, so the arena is at least the peak
+of the live bytes and often equals it. Buffers are aligned to 16 bytes
+(``MicroArenaBufferAlignment``). Weights are not in the arena (TFLM reads them from the
+flatbuffer, in flash).
+
+:func:`trace_lifetimes` records the lifetimes of a torch module's activations by running it
+once (eval, no gradients) under a dispatch mode: every tensor an op creates is one buffer
+(views and in-place results share their base's storage and so its buffer), alive from the
+op that creates it to the last op that reads it; the inputs are alive from the start and
+the outputs to the end. :func:`greedy_arena` plans them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALIGNMENT = 16
+"""Bytes: TFLM's MicroArenaBufferAlignment()."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One activation: its bytes and the ops (0-based, inclusive) it is alive over."""
+
+    nbytes: int
+    first: int
+    last: int
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGNMENT) * ALIGNMENT
+
+
+def greedy_arena(buffers: list[Buffer]) -> tuple[int, list[int]]:
+    """(arena bytes, offset of each buffer) by TFLM's greedy plan.
+
+    Largest first (ties: the order given); each buffer at the lowest offset, from 0, that
+    overlaps in address no placed buffer whose lifetime overlaps its own.
+    """
+    order = sorted(range(len(buffers)), key=lambda i: -buffers[i].nbytes)
+    offsets: list[int | None] = [None] * len(buffers)
+    placed: list[int] = []
+    for i in order:
+        b = buffers[i]
+        size = _aligned(b.nbytes)
+        live = sorted((offsets[j], _aligned(buffers[j].nbytes)) for j in placed
+                      if buffers[j].first <= b.last and b.first <= buffers[j].last)
+        at = 0
+        for off, n in live:   # by offset: the first gap that holds the buffer
+            if at + size <= off:
+                break
+            at = max(at, off + n)
+        offsets[i] = at
+        placed.append(i)
+    arena = max((offsets[i] + _aligned(buffers[i].nbytes) for i in placed), default=0)
+    return arena, [int(o) for o in offsets]
+
+
+def peak_live_bytes(buffers: list[Buffer]) -> int:
+    """The most aligned bytes alive at one op: a lower bound for any arena."""
+    if not buffers:
+        return 0
+    end = max(b.last for b in buffers)
+    return max(sum(_aligned(b.nbytes) for b in buffers if b.first <= t <= b.last)
+               for t in range(end + 1))
+
+
+def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
+                    ) -> list[Buffer]:
+    """The activation buffers of one inference of ``module`` on ``inputs`` (see the module
+    docstring). ``bytes_per_element``: the deployed size of each element (1 for int8);
+    ``None`` keeps each tensor's own size; it applies to floating-point tensors only.
+    Parameters and buffers of the module (its weights) are left out."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    weights = {t.untyped_storage().data_ptr()
+               for t in list(module.parameters()) + list(module.buffers())}
+    # storage address -> [bytes, first op, last op]; every tensor stays referenced in
+    # ``keep`` so no address is reused by a later tensor while tracing
+    live: dict[int, list[int]] = {}
+    keep: list = []
+
+    def size(t) -> int:
+        per = (bytes_per_element if bytes_per_element is not None and t.is_floating_point()
+               else t.element_size())   # integer tensors (indices, masks) keep their size
+        return t.untyped_storage().nbytes() // t.element_size() * per
+
+    def touch(t, step: int, create: bool) -> None:
+        if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+            return
+        key = t.untyped_storage().data_ptr()
+        if key in weights or t.untyped_storage().nbytes() == 0:
+            return
+        if key in live:
+            live[key][2] = step
+        elif create:
+            live[key] = [size(t), step, step]
+            keep.append(t)
+
+    class _Trace(TorchDispatchMode):
+        step = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.step += 1
+            for t in tree_leaves((args, kwargs or {})):
+                touch(t, self.step, create=False)
+            for t in tree_leaves(out):
+                touch(t, self.step, create=True)
+            return out
+
+    for x in inputs:
+        touch(x, 0, create=True)
+    mode = _Trace()
+    with torch.no_grad(), mode:
+        out = module(*inputs)
+    for t in tree_leaves(out):   # the outputs are read after the last op
+        touch(t, mode.step + 1, create=True)
+    return [Buffer(n, first, last) for n, first, last in live.values()]

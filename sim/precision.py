@@ -1,0 +1,59 @@
+"""Deployed precision: a ledger counted in fp32 re-expressed at int8.
+
+Torch on a CPU host runs a network in fp32; a network deployed quantised (TFLite Micro,
+CMSIS-NN, X-CUBE-AI, TensorRT) runs the same graph at int8. The one re-typing used by
+``neuroedge validate`` (measured int8 networks) and ``estimate(..., dtype="int8")``
+(``neuroedge estimate --dtype int8``) is :func:`retyped_int8`, under these conventions
+(those of TFLite's int8 scheme):
+
+- weights int8, symmetric, one scale per output channel; activations int8, one scale and
+  zero point per tensor; products accumulated in int32 (the int32 biases and the per-channel
+  scales are a few bytes per channel and are left out of the byte counts);
+- each fp32 MAC becomes an int8 MAC (``mac_int8``), each other fp32 flop (adds, activations,
+  pooling, the requantisation of the accumulator) an integer op (``int_add``); other counts
+  are kept;
+- every byte moved and every resident byte is divided by 4 (rounded up): 4-byte floats
+  become 1-byte integers.
+"""
+from __future__ import annotations
+
+from sim.ledger import Ledger
+
+INT8_CONVENTIONS = ("int8: per-channel symmetric int8 weights, per-tensor int8 activations, "
+                    "int32 accumulators (TFLite's scheme); each fp32 MAC priced as an int8 "
+                    "MAC, each other fp32 flop as an integer op, every byte moved / 4 (the "
+                    "per-channel scales left out)")
+_INT8_OPS = {"mac_fp32": "mac_int8", "flop_fp32": "int_add"}
+DTYPES = ("fp32", "int8")
+"""The precisions a torch model can be priced at (``dtype=``, ``--dtype``)."""
+
+
+def _quarter(n) -> int:
+    return -(-int(n) // 4)
+
+
+def retyped_int8(ledger: Ledger, footprints: bool = True) -> Ledger:
+    """``ledger`` re-expressed at int8 under the module's conventions: fp32 MAC -> int8
+    MAC, fp32 non-MAC op -> integer op, bytes and resident footprints / 4 (rounded up).
+    Samples, uncounted ops, layer and model records are kept; per-step timing records
+    (spiking engines, which do not run fp32 tensors) are dropped.
+
+    ``footprints=False`` drops the resident footprints instead (a microcontroller then
+    prices every byte at SRAM): ``neuroedge validate``'s published figures were measured
+    that way, before estimate placed int8 weights in flash."""
+    data = ledger.to_dict()
+    if not footprints:
+        data.pop("footprint", None)
+    for entry in data["scopes"]:
+        ops: dict[str, int] = {}
+        for op, n in entry["ops"].items():
+            key = _INT8_OPS.get(op, op)
+            ops[key] = ops.get(key, 0) + int(n)
+        entry["ops"] = ops
+        entry["bytes"] = {k: _quarter(n) for k, n in entry["bytes"].items()}
+        entry.pop("timing", None)
+    for fp in data.get("footprint", {}).values():
+        for key in ("writable", "read_only", "streamed"):
+            if key in fp:
+                fp[key] = _quarter(fp[key])
+    return Ledger.from_dict(data)

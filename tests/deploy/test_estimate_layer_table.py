@@ -1,0 +1,83 @@
+"""The estimate's per-layer table, torchinfo-like: output shapes, parameters, MACs and
+energy per module, inference and training apart, output bytes, totals, --depth, --all,
+print(estimate), est.layers and est.neurobench."""
+import torch
+import torch.nn as nn
+
+from deploy.cli import main
+from deploy.estimate import estimate
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return x + self.act(self.fc(x))
+
+
+def net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), Block(), nn.Linear(8, 2))
+
+
+def test_rows_in_call_order_with_shapes_params_macs_and_training_apart():
+    est = estimate(net(), (2, 4), profiles=["cortex-m7"], loss="auto")
+    rows = {r.name: r for r in est.layers}
+    assert list(rows) == ["", "0", "1", "1.fc", "1.act", "2"]   # parent before children
+    # batch 2: Linear(4,8) 2x4x8 = 64 MACs forward; training: forward 64 + the weight
+    # gradient 64 (no input gradient for the first layer) = 128
+    assert (rows["0"].infer_macs, rows["0"].train_macs) == (64, 128)
+    # Linear(8,8) 2x8x8 = 128 forward; training 128 + weight grad 128 + input grad 128
+    assert (rows["1.fc"].infer_macs, rows["1.fc"].train_macs) == (128, 384)
+    # the block sums its children: params 8x8 + 8 = 72, MACs of fc
+    assert (rows["1"].parameters, rows["1"].infer_macs, rows["1"].depth) == (72, 128, 1)
+    assert rows["1.act"].output_shape == (2, 8) and rows["1.act"].output_bytes == 2 * 8 * 4
+    # the model row: 40 + 72 + 18 = 130 params, 64 + 128 + 32 = 224 MACs
+    assert (rows[""].parameters, rows[""].infer_macs) == (130, 224)
+    # energy: the blocks' rows with the model's own scope sum to the inference total
+    rep = est.reports["cortex-m7"]
+    led = est.ledgers["cortex-m7"]
+    # (the block's row holds its own add, in scope infer/1/forward, beside its children's)
+    outside = sum(c.energy_j for c in rep.charges if c.scope == "infer")
+    top = sum(rows[k].infer_energy_j for k in ("0", "1", "2"))
+    assert rows[""].infer_energy_j == rep.energy_within("infer") > 0
+    assert abs(top + outside - rows[""].infer_energy_j) <= 1e-9 * rows[""].infer_energy_j
+    assert led.samples()["infer"] == 2
+    assert est.neurobench["ParameterCount"] == 130
+
+
+def test_depth_cuts_and_sums_and_print_shows_the_table():
+    est = estimate(net(), (2, 4), profiles=["a100"])
+    assert [r.name for r in est.layer_rows(depth=1)] == ["", "0", "1", "2"]
+    text = str(est)
+    assert "Layers on a100 (batch of 2; depth 3; act. = output bytes)" in text
+    assert "  fc (Linear)" in text   # depth 2, indented under its block
+    total = next(ln for ln in text.splitlines() if ln.startswith("Total (Sequential)"))
+    # output [2, 2], 130 params, 224 MACs; activations: leaves 64 + 64 + 64 + 16 B = 208 B
+    assert total.split()[2:6] == ["[2,", "2]", "130", "224"] and total.endswith("208 B")
+    width = max(len(ln) for ln in text.splitlines()
+                if ln.startswith(("layer (type)", "Total", "0 (", "  fc")))
+    assert width <= 80
+
+
+def test_cli_depth_and_all(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text("import torch.nn as nn\n\n\nclass B(nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n"
+                    "        self.fc = nn.Linear(4, 4)\n\n"
+                    "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+                    "def make():\n    return nn.Sequential(*[B() for _ in range(20)])\n")
+    args = ["estimate", f"{path}:make", "--input-shape", "1,4", "--profiles", "a100"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    # depth 3: 20 blocks + 20 Linear = 40 rows, 30 shown
+    assert "... 10 more layers (--all)" in out
+    assert main(args + ["--all"]) == 0
+    out = capsys.readouterr().out
+    assert "more layers" not in out and out.count("fc (Linear)") == 20
+    assert main(args + ["--depth", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "fc (Linear)" not in out and out.count("(B)") == 20 and "depth 1" in out

@@ -1,0 +1,71 @@
+"""estimate on microcontrollers: one inference's activation arena (TFLM's greedy plan) plus
+its weights against SRAM and flash; ``dtype="int8"`` prices the model quantised."""
+import pytest
+import torch.nn as nn
+
+from deploy.estimate import estimate
+from sim.errors import ModelError
+from sim.precision import INT8_CONVENTIONS
+
+
+def wide_conv() -> nn.Module:
+    # 64 x 3 x 3 x 3 + 64 = 1,792 weights (7,168 B fp32): the weights fit any MCU
+    return nn.Conv2d(3, 64, 3, padding=1)
+
+
+def test_activations_that_do_not_fit_are_refused_naming_the_bytes():
+    # input 3 x 96 x 96 x 4 B = 110,592 B and output 64 x 96 x 96 x 4 B = 2,359,296 B are
+    # alive together at the convolution: arena 2,469,888 B > 196,608 B (cortex-m4) and
+    # > 327,680 B (cortex-m7); the a100 still prices it
+    est = estimate(wide_conv(), (1, 3, 96, 96), profiles=["a100", "cortex-m4", "cortex-m7"])
+    assert list(est.reports) == ["a100"]
+    for name, cap in (("cortex-m4", 196_608), ("cortex-m7", 327_680)):
+        why = est.skipped[name]
+        assert "needs 2,469,888 B of writable memory (the activation arena" in why
+        assert f"has {cap:,} B" in why and "\n" not in why
+
+
+def test_a_model_that_fits_gets_its_plan_and_placement():
+    # (1,3,32,32) -> Conv2d(3,8,3,pad 1): input 12,288 B + output 8 x 1024 x 4 = 32,768 B
+    # -> arena 45,056 B; weights 8 x 27 + 8 = 224 values x 4 B = 896 B, in SRAM beside it
+    est = estimate(nn.Conv2d(3, 8, 3, padding=1), (1, 3, 32, 32), profiles=["cortex-m4"])
+    mem = est.memory["cortex-m4"]
+    assert (mem["arena_bytes"], mem["peak_live_bytes"], mem["weight_bytes"]) == \
+        (45_056, 45_056, 896)
+    assert list(mem["placement"].values()) == [{"writable": 45_056, "read_only": 896}]
+    assert any(n.startswith("cortex-m4 memory: activation arena 45,056 B") for n in est.notes)
+
+
+def test_weights_spill_to_flash_when_sram_is_full():
+    # Linear(300, 300): 90,300 weights x 4 B = 361,200 B > cortex-m4's 196,608 B SRAM.
+    # arena: input 1,200 B + output 1,200 B = 2,400 B; SRAM left 194,208 B of weights,
+    # the other 361,200 - 194,208 = 166,992 B in flash (1 MB)
+    est = estimate(nn.Linear(300, 300), (1, 300), profiles=["cortex-m4"])
+    placement = list(est.memory["cortex-m4"]["placement"].values())
+    assert placement == [{"writable": 2_400, "read_only": 194_208},
+                         {"writable": 0, "read_only": 166_992}]
+
+
+def test_int8_prices_int8_macs_and_a_quarter_of_the_bytes():
+    fp = estimate(nn.Conv2d(3, 8, 3, padding=1), (1, 3, 32, 32), profiles=["cortex-m4"])
+    q = estimate(nn.Conv2d(3, 8, 3, padding=1), (1, 3, 32, 32), profiles=["cortex-m4"],
+                 dtype="int8")
+    macs = 8 * 27 * 32 * 32   # 221,184 MACs, as fp32 then as int8
+    assert fp.ledgers["cortex-m4"].total_ops()["mac_fp32"] == macs
+    assert q.ledgers["cortex-m4"].total_ops()["mac_int8"] == macs
+    assert "mac_fp32" not in q.ledgers["cortex-m4"].total_ops()
+    fp_bytes = sum(fp.ledgers["cortex-m4"].total_bytes().values())
+    q_bytes = sum(q.ledgers["cortex-m4"].total_bytes().values())
+    assert fp_bytes // 4 <= q_bytes <= fp_bytes // 4 + 4   # / 4, each count rounded up
+    # arena at 1 B a value: 3,072 + 8,192 = 11,264 B; weights 216 x 1 B + 8 int32 biases
+    # x 4 B = 248 B
+    mem = q.memory["cortex-m4"]
+    assert (mem["arena_bytes"], mem["weight_bytes"]) == (11_264, 248)
+    assert q.dtype == "int8" and INT8_CONVENTIONS in q.notes
+    # cortex-m4: an int8 MAC 392.7 pJ against 2,356.2 pJ for fp32: int8 is cheaper
+    assert q.per_inference_j("cortex-m4") < fp.per_inference_j("cortex-m4")
+
+
+def test_unknown_dtype_is_one_line():
+    with pytest.raises(ModelError, match="dtype 'int4' is not known; give one of fp32, int8"):
+        estimate(nn.Linear(2, 2), (1, 2), profiles=["a100"], dtype="int4")

@@ -1,0 +1,92 @@
+"""Uncounted is never silent: an op with no cost formula marks the estimate a lower bound in
+its first line, ``strict`` refuses it, and a model with nothing counted is never priced 0 J.
+
+The uncounted op is a custom op registered here (``neuroedge_test::twice``): no engine can
+know its cost, whatever formulas the engine gains later.
+"""
+import pytest
+import torch
+import torch.nn as nn
+
+from deploy.cli import main
+from deploy.estimate import estimate
+from deploy.estimate_cli import table
+from sim.errors import ModelError
+
+
+@torch.library.custom_op("neuroedge_test::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+class Twice(nn.Module):
+    def forward(self, x):
+        return twice(x)
+
+
+def partly_counted() -> nn.Module:
+    return nn.Sequential(nn.Linear(4, 3), Twice(), Twice())
+
+
+def test_uncounted_op_marks_the_estimate_a_lower_bound():
+    est = estimate(partly_counted(), (2, 4), profiles=["a100", "cortex-m7"])
+    # two Twice modules, one call each on the batch of 2: 2 calls
+    assert est.uncounted == {"neuroedge_test.twice": 2} and est.lower_bound
+    # the Linear is still counted: 2 samples x 4 x 3 = 24 MACs, so a positive lower bound
+    assert est.ledgers["a100"].total_ops()["mac_fp32"] == 24
+    assert est.reports["a100"].total_j > 0
+    first = table(est).splitlines()[0]
+    assert first.startswith("LOWER BOUND: 1 op(s) ran uncounted (2 call(s): "
+                            "neuroedge_test.twice x2)")
+
+
+def test_strict_refuses_uncounted_ops_in_one_line():
+    with pytest.raises(ModelError) as e:
+        estimate(partly_counted(), (2, 4), profiles=["a100"], strict=True)
+    assert "neuroedge_test.twice (2 call(s))" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_model_with_nothing_counted_is_refused_not_priced_at_zero():
+    with pytest.raises(ModelError, match="no op of Twice could be counted; uncounted: "
+                                         "neuroedge_test.twice "):
+        estimate(Twice(), (2, 4), profiles=["a100"])
+
+
+def test_fully_counted_model_is_not_a_lower_bound():
+    est = estimate(nn.Linear(4, 3), (2, 4), profiles=["a100"], strict=True)
+    assert est.uncounted == {} and not est.lower_bound
+    assert not table(est).startswith("LOWER BOUND")
+
+
+MODEL = '''
+import torch
+import torch.nn as nn
+
+
+@torch.library.custom_op("neuroedge_cli_test::thrice", mutates_args=())
+def thrice(x: torch.Tensor) -> torch.Tensor:
+    return x * 3
+
+
+class Thrice(nn.Module):
+    def forward(self, x):
+        return thrice(x)
+
+
+def make():
+    return nn.Sequential(nn.Linear(4, 3), Thrice())
+'''
+
+
+def test_cli_headline_and_strict(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(MODEL)
+    assert main(["estimate", f"{path}:make", "--input-shape", "2,4", "--profiles", "a100"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("LOWER BOUND: 1 op(s) ran uncounted (1 call(s): "
+                                          "neuroedge_cli_test.thrice x1)")
+    code = main(["estimate", f"{path}:make", "--input-shape", "2,4", "--profiles", "a100",
+                 "--strict"])
+    err = capsys.readouterr().err
+    assert code != 0 and "thrice (1 call(s))" in err
+

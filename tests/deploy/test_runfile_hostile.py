@@ -82,3 +82,38 @@ def test_decompression_bomb_is_refused_before_reading(tmp_path, toy_gpu_path):
 def test_valid_file_still_reads(tmp_path, toy_gpu_path):
     path = _valid(tmp_path, toy_gpu_path)
     assert runfile.read_run(path).metrics == {"test_acc": 0.9}
+
+
+def _trained_run(tmp_path, toy_gpu_path, meta, arrays):
+    from models.registry import Trained
+    result = RunResult(model="mlp", profile=load(toy_gpu_path), dataset="digits",
+                       config={}, metrics={"test_accuracy": 0.9}, ledger=Ledger(), traces={},
+                       trained=Trained(arrays, meta))
+    path = tmp_path / "run.h5"
+    runfile.write_run(path, result)
+    return path
+
+
+@pytest.mark.parametrize("meta, arrays, words", [
+    # 2 x 3 + 3 = 9 stored elements: a 1e6-wide layer cannot be rebuilt from them
+    ({"sizes": [1_000_000, 1_000_000]}, {"param/0.weight": np.ones((3, 2)),
+                                         "param/0.bias": np.ones(3)}, ["sizes", "0..9"]),
+    ({"sizes": [2, -3]}, {"param/0.weight": np.ones((3, 2))}, ["sizes", "0..6"]),
+    ({"sizes": [2, 3]}, {"param/0.weight": np.array([[1.0, np.nan]] * 3)},
+     ["'param/0.weight'", "NaN"]),
+    ({"sizes": "abc"}, {"param/0.weight": np.ones((3, 2))}, ["does not rebuild", "mlp"]),
+    ({}, {"param/0.weight": np.ones((3, 2))}, ["does not rebuild", "KeyError"]),
+])
+def test_export_from_a_hostile_trained_state_is_one_line(tmp_path, toy_gpu_path, meta,
+                                                         arrays, words):
+    from deploy.errors import ExportError
+    from deploy.export import export_run
+    path = _trained_run(tmp_path, toy_gpu_path, meta, arrays)
+    out = tmp_path / "out.onnx"
+    with pytest.raises(ExportError) as info:
+        export_run(path, "onnx", out)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg
+    for word in words:
+        assert word in msg, msg
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]   # nothing written

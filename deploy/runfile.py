@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import platform
@@ -62,7 +63,7 @@ import h5py
 import numpy as np
 
 from deploy.errors import RunFileError
-from deploy.outputs import write_file
+from deploy.outputs import check_output, write_bytes
 from hw_profiles import HardwareProfile, from_dict
 from hw_profiles.errors import NeuroedgeError
 from models.registry import RunFile, RunResult, Trained
@@ -313,8 +314,13 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         facts_json = json.dumps(dict(result.facts or {}), default=_json_default)
     except (TypeError, ValueError) as exc:
         raise RunFileError(f"facts are not JSON: {exc}") from None
-    # -- write path: deploy.outputs (temporary sibling, rename; no overwrite without force)
-    with write_file(path, force=force, inputs=inputs) as tmp, h5py.File(tmp, "w") as f:
+    # -- write path: the HDF5 file is built in memory and its bytes written by
+    # deploy.outputs (temporary sibling, rename; no overwrite without force). HDF5 never
+    # touches the disk, so a full disk is one OSError on a plain write, not an h5py write
+    # failure (after which closing the file and collecting its datasets could segfault).
+    check_output(path, force=force, inputs=inputs)   # before any work: a bad path fails fast
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
@@ -360,6 +366,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         for k, v in package_versions().items():
             g.attrs[k] = v
         f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
+    write_bytes(path, buffer.getvalue(), force=force, inputs=inputs)
     # -- end of write path
     return path
 

@@ -117,3 +117,14 @@ def test_export_from_a_hostile_trained_state_is_one_line(tmp_path, toy_gpu_path,
     for word in words:
         assert word in msg, msg
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]   # nothing written
+
+
+def test_report_escapes_control_characters_from_the_file(tmp_path, toy_gpu_path, capsys):
+    from deploy.cli import main
+    path = _valid(tmp_path, toy_gpu_path)
+    with h5py.File(path, "a") as f:
+        f.attrs["dataset"] = "digits\x1b[2J\rgone"
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out
+    assert "digits\\x1b[2J" in out    # the escape is shown, not obeyed

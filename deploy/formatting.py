@@ -26,6 +26,7 @@ def printable(text: str) -> str:
     carriage return would rewrite what the user sees."""
     return text.translate(_ESCAPES)
 
+
 ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))
 """(scale in joules, unit) from the smallest up: :func:`format_energy` and the plots' axes."""
 _BYTE_UNITS = ((1.0, "B"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB"), (1e12, "TB"))

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from deploy.cli_args import MIN_WIDTH
+from deploy.formatting import printable
 
 STDOUT = "-"               # --json -: the JSON on stdout, every other word on stderr
 
@@ -48,6 +49,7 @@ class CommandOutput:
         """The report (or a closing line): stdout, or stderr when stdout holds the JSON."""
         if not self.quiet:
             stream = sys.stderr if self.json_stdout else sys.stdout
+            text = printable(text)   # a run file's text (model, config) may hold ESC[2J...
             stream.write(text if text.endswith("\n") else text + "\n")
 
     @property

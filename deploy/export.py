@@ -185,6 +185,7 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
                               f"version {run.file.format_version}; a run keeps it from format 3 "
                               f"on, when the model returns one): rerun 'neuroedge simulate "
                               f"{run.model}' or export without --from, which trains")
+        check_stored_state(run.trained, str(run_file))
         dest = Path(out) if out else default_out(method.name, target)
         check_output(dest, force=force, inputs=[run_file],
                      directory=target in DIRECTORY_TARGETS, option=option)
@@ -202,6 +203,34 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
     return ExportPlan(method, target, dest, plan=plan)
 
 
+def check_stored_state(trained, source: str) -> None:
+    """Check a run file's trained state before any model is rebuilt from it: every array
+    finite (a NaN weight is named, not found later as a disagreement with onnxruntime),
+    and every list of integers in the meta (layer sizes, shapes) non-negative and no larger
+    than the number of stored array elements, so a hand-edited ``sizes: [1e6, 1e6]`` cannot
+    make the rebuild allocate terabytes: a layer cannot be wider than the weights it has."""
+    import numpy as np
+    total = sum(int(np.asarray(a).size) for a in trained.arrays.values())
+    for name, arr in trained.arrays.items():
+        arr = np.asarray(arr)
+        if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+            raise ExportError(f"--from {source!r}: trained array {name!r} holds NaN or "
+                              "infinite values; rerun the simulation for finite weights")
+    pending = [("meta", trained.meta)]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend((f"{where}.{k}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            ints = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+            if ints and len(ints) == len(value) and not all(0 <= v <= total for v in ints):
+                raise ExportError(f"--from {source!r}: trained {where} = {value!r:.80} has a "
+                                  f"size outside 0..{total} (the stored arrays hold {total} "
+                                  "elements in all)")
+            pending.extend((f"{where}[{i}]", v) for i, v in enumerate(value)
+                           if isinstance(v, (dict, list)))
+
+
 def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> Path:
     """Train (when the plan says so) once, build the artifact, write it."""
     trained = xplan.trained
@@ -212,7 +241,19 @@ def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> 
         if trained is None:
             raise ExportError(f"{xplan.method.name}.simulate returned no trained state, so "
                               f"there is nothing to export to {xplan.target!r}")
-    art = xplan.method.artifact(trained, xplan.target)
+    if not xplan.source:
+        art = xplan.method.artifact(trained, xplan.target)
+    else:
+        try:
+            art = xplan.method.artifact(trained, xplan.target)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError,
+                MemoryError) as exc:
+            # the trained state came from a file: a hand-edited /trained can fail anywhere
+            # the model's artifact() reads it
+            msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            raise ExportError(f"--from {xplan.source!r}: its /trained state does not rebuild "
+                              f"a {xplan.method.name} model ({msg}); rerun 'neuroedge simulate "
+                              f"{xplan.method.name}' for a fresh run file") from None
     return write_artifact(xplan.target, art, xplan.out, force=force)
 
 

@@ -16,6 +16,17 @@ from deploy.errors import ReportError
 from hw_profiles.ops import CATEGORIES
 from sim.energy_report import PJ, EnergyReport
 
+_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7f, 0xa0))
+            if chr(c) not in "\n\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab written as its escape
+    (``\\x1b``): text read from a file is printed to a terminal, where ESC[2J or a
+    carriage return would rewrite what the user sees."""
+    return text.translate(_ESCAPES)
+
+
 ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))
 """(scale in joules, unit) from the smallest up: :func:`format_energy` and the plots' axes."""
 _BYTE_UNITS = ((1.0, "B"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB"), (1e12, "TB"))

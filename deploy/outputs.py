@@ -219,6 +219,39 @@ def _os_error(path: Path, option: str | None, exc: OSError) -> OutputError:
                        f"nothing was changed there: choose {_other(option)} or fix the cause")
 
 
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
+"""Errors of the disk rather than of the path: full, over quota, failing, file too big."""
+
+
+def is_disk_error(exc: BaseException) -> bool:
+    """True for a disk-full/IO OSError, also when h5py or another library wrapped it and
+    kept only the text (h5py's 'file write failed: ... errno = 28')."""
+    if not isinstance(exc, OSError):
+        return False
+    if exc.errno in DISK_ERRNOS:
+        return True
+    text = str(exc)
+    return any(os.strerror(e) in text or f"errno = {e}," in text for e in DISK_ERRNOS)
+
+
+def disk_error(dst: Path, exc: OSError, needed: int | None, option: str | None = None
+               ) -> OutputError:
+    """One line for a write that the disk refused: the output, the cause, the space it
+    needed (or, when the writer could not know it, at least what was written before the
+    disk refused) and the space free on that file system."""
+    cause = os.strerror(exc.errno) if exc.errno in DISK_ERRNOS else "No space left on device"
+    free = "unknown"
+    with contextlib.suppress(OSError):
+        anc = dst.parent
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent
+        free = f"{shutil.disk_usage(anc).free:,} bytes"
+    need = f"{needed:,} bytes" if needed else "more than was free"
+    return OutputError(f"{_label(dst, option)} could not be written: {cause} (it needs "
+                       f"{need}; {free} free there); nothing was written: free some space "
+                       f"or choose {_other(option)}")
+
+
 def _mkdtemp(dst: Path, suffix: str, option: str | None) -> Path:
     try:
         return Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=suffix, dir=dst.parent))
@@ -263,9 +296,12 @@ def _commit_file(src: Path, dst: Path, force: bool, option: str | None) -> None:
 
 @contextlib.contextmanager
 def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike] = (),
-               parents: bool = False, option: str | None = None) -> Iterator[Path]:
+               parents: bool = False, option: str | None = None,
+               size: int | None = None) -> Iterator[Path]:
     """Yield a temporary path (same name, in a temporary sibling directory) to write
     ``path``'s content to; on success it is renamed onto ``path``, on failure removed.
+    A full disk (:data:`DISK_ERRNOS`) is one OutputError naming ``path`` and ``size`` (the
+    bytes the content needs, when the writer knows them).
 
     ``parents=True`` creates missing parent directories first. Raises OutputError as
     :func:`check_output`, before and after the writer ran.
@@ -275,22 +311,43 @@ def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike
         _make_parents(dst, option)
     tmp_dir = _mkdtemp(dst, ".tmp", option)
     target = tmp_dir / dst.name
+    full = None
     try:
-        yield target
-        if not target.is_file():
-            raise OutputError(f"{_label(dst, option)}: the writer produced no file; "
-                              "nothing was written")
-        _commit_file(target, dst, force, option)
+        try:
+            yield target
+        except OSError as exc:
+            if not is_disk_error(exc):
+                raise
+            full = exc    # reported below, once the partial file is gone (free space true)
+        if full is None:
+            if not target.is_file():
+                raise OutputError(f"{_label(dst, option)}: the writer produced no file; "
+                                  "nothing was written")
+            _commit_file(target, dst, force, option)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)  # the temporary directory made above
+    if full is not None:
+        raise disk_error(dst, full, size, option)
 
 
 def write_text(path: PathLike, text: str, *, force: bool = False,
                inputs: Iterable[PathLike] = (), parents: bool = False,
                option: str | None = None) -> Path:
     """Write ``text`` (UTF-8) to ``path`` through :func:`write_file`; return ``path``."""
-    with write_file(path, force=force, inputs=inputs, parents=parents, option=option) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    return write_bytes(path, text.encode("utf-8"), force=force, inputs=inputs,
+                       parents=parents, option=option)
+
+
+def write_bytes(path: PathLike, data: bytes, *, force: bool = False,
+                inputs: Iterable[PathLike] = (), parents: bool = False,
+                option: str | None = None) -> Path:
+    """Write ``data`` to ``path`` through :func:`write_file`; return ``path``. The whole
+    content is in memory, so a full disk is reported with the exact size it needed."""
+    with write_file(path, force=force, inputs=inputs, parents=parents, option=option,
+                    size=len(data)) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())   # a full disk shows here, not after the rename
     return Path(path)
 
 
@@ -348,7 +405,12 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
         umask = os.umask(0)
         os.umask(umask)
         tmp.chmod(0o777 & ~umask)
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            if is_disk_error(exc):
+                raise disk_error(dst, exc, None, option) from None
+            raise
         if not any(tmp.iterdir()):
             raise OutputError(f"{_label(dst, option)}: the writer produced nothing; "
                               "nothing was written")

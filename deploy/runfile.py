@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import platform
@@ -62,7 +63,7 @@ import h5py
 import numpy as np
 
 from deploy.errors import RunFileError
-from deploy.outputs import write_file
+from deploy.outputs import check_output, write_bytes
 from hw_profiles import HardwareProfile, from_dict
 from hw_profiles.errors import NeuroedgeError
 from models.registry import RunFile, RunResult, Trained
@@ -313,8 +314,13 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         facts_json = json.dumps(dict(result.facts or {}), default=_json_default)
     except (TypeError, ValueError) as exc:
         raise RunFileError(f"facts are not JSON: {exc}") from None
-    # -- write path: deploy.outputs (temporary sibling, rename; no overwrite without force)
-    with write_file(path, force=force, inputs=inputs) as tmp, h5py.File(tmp, "w") as f:
+    # -- write path: the HDF5 file is built in memory and its bytes written by
+    # deploy.outputs (temporary sibling, rename; no overwrite without force). HDF5 never
+    # touches the disk, so a full disk is one OSError on a plain write, not an h5py write
+    # failure (after which closing the file and collecting its datasets could segfault).
+    check_output(path, force=force, inputs=inputs)   # before any work: a bad path fails fast
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
         f.attrs["format"] = FORMAT
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["created"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
@@ -360,6 +366,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         for k, v in package_versions().items():
             g.attrs[k] = v
         f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
+    write_bytes(path, buffer.getvalue(), force=force, inputs=inputs)
     # -- end of write path
     return path
 
@@ -456,6 +463,55 @@ def _read_units(f, where: str) -> tuple[dict[str, str], str | None]:
     return units, str(g.attrs.get("main_metric", "")) or None
 
 
+# A run file's datasets may be gzip-compressed, so a small hostile file could decompress to
+# gigabytes: the logical size of all datasets together is capped at the larger of this floor
+# and this multiple of the file's own size (checked before any dataset is read).
+MAX_DECOMPRESSED_FLOOR = 256 * 2**20
+MAX_DECOMPRESSION_RATIO = 100
+
+
+def _check_structure(f, path: Path) -> None:
+    """Refuse what :func:`write_run` never writes and a hostile file could use to make us
+    read another file or allocate without bound: soft, external or user-defined links,
+    datasets with external raw storage, virtual datasets, and more decompressed bytes than
+    ``max(MAX_DECOMPRESSED_FLOOR, MAX_DECOMPRESSION_RATIO x file size)``. Nothing is followed
+    or read here: links are inspected with ``getlink=True``, datasets by their metadata."""
+    where = f"run file {str(path)!r}"
+    limit = max(MAX_DECOMPRESSED_FLOOR, MAX_DECOMPRESSION_RATIO * path.stat().st_size)
+    total = 0
+    pending = [("", f)]
+    while pending:                      # iterative: a deep hostile tree is no RecursionError
+        prefix, group = pending.pop()
+        for key in group:
+            name = f"{prefix}/{key}"
+            link = group.get(key, getlink=True)
+            if not isinstance(link, h5py.HardLink):
+                raise RunFileError(f"{where}: {name} is a {type(link).__name__}; run files "
+                                   "hold only their own groups and datasets (links are not "
+                                   "followed)")
+            obj = group[key]
+            if isinstance(obj, h5py.Group):
+                pending.append((name, obj))
+                continue
+            if not isinstance(obj, h5py.Dataset):
+                raise RunFileError(f"{where}: {name} is neither a group nor a dataset")
+            if obj.is_virtual:
+                raise RunFileError(f"{where}: dataset {name} is a virtual dataset (its data "
+                                   "lives in other files); run files hold their own data")
+            if obj.id.get_create_plist().get_external_count():
+                raise RunFileError(f"{where}: dataset {name} uses external raw storage (its "
+                                   "data lives in another file); run files hold their own "
+                                   "data")
+            total += int(np.prod(obj.shape, dtype=np.float64) if obj.shape else 1) \
+                * obj.dtype.itemsize
+            if total > limit:
+                raise RunFileError(
+                    f"{where}: its datasets hold over {total / 2**20:.0f} MiB once "
+                    f"decompressed ({name} and those before it); the limit is "
+                    f"{limit / 2**20:.0f} MiB (the larger of {MAX_DECOMPRESSED_FLOOR // 2**20} "
+                    f"MiB and {MAX_DECOMPRESSION_RATIO}x the file's size)")
+
+
 def read_run(path: str | os.PathLike) -> RunResult:
     """Read and check a run file (any supported version; see the module doc).
 
@@ -482,6 +538,11 @@ def read_run(path: str | os.PathLike) -> RunResult:
         raise RunFileError(f"run file {str(path)!r} is not a readable HDF5 file (truncated or "
                            f"corrupt?): {exc}") from None
     with f:
+        try:
+            _check_structure(f, path)
+        except (KeyError, OSError, ValueError, TypeError) as exc:
+            raise RunFileError(_one_line(f"run file {str(path)!r} is corrupt: "
+                                         f"{type(exc).__name__}: {exc}")) from None
         fmt = f.attrs.get("format")
         if fmt != FORMAT:
             raise RunFileError(f"{str(path)!r} is an HDF5 file but not a neuroedge run file "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -84,6 +85,30 @@ MAX_BY_UNIT = {
     "ns": 1e12,     # 1,000 s per core op    (shipped max 1e6: truenorth/spinnaker2 1 ms tick)
     "s": 1e3,       # 1,000 s per launch     (shipped max 5e-6: GPU kernel launch_s)
 }
+
+MIN_POSITIVE_BY_UNIT = {
+    # the smallest value a quantity that must be > 0 may take: below these a cost divided by
+    # it overflows or is meaningless (1e-300 ops/s makes every latency infinite)
+    "1/s": 1.0,     # 1 op/s                  (shipped min 2.4e7: cortex-m4)
+    "B/s": 1.0,     # 1 B/s
+    "B": 1.0,       # 1 byte of capacity      (0 B would fit nothing)
+    "Hz": 1.0,      # 1 Hz
+}
+
+MAX_NAME_CHARS = 64         # a profile's or memory level's name (shipped max ~20)
+MAX_TEXT_CHARS = 4000       # a description, source title, URL, derivation or note
+
+
+def check_text(value: str, limit: int, fail) -> None:
+    """A profile's text is printed by ``profiles show`` and reports: at most ``limit``
+    characters and no control characters (a newline or ESC[2J would rewrite the terminal);
+    ``fail(why)`` raises."""
+    if len(value) > limit:
+        fail(f"{len(value)} characters; at most {limit}")
+    bad = next((c for c in value if unicodedata.category(c) == "Cc" and c != "\t"), None)
+    if bad is not None:
+        fail(f"holds the control character {bad!r} at {value.index(bad)}; profile text is "
+             "printed and must be plain")
 
 
 def available() -> list[str]:
@@ -312,6 +337,8 @@ class _Validator:
         value = obj[key]
         if not isinstance(value, str) or not value.strip():
             self.fail(section, key, value, "expected a non-empty string")
+        check_text(value, MAX_NAME_CHARS if key == "name" else MAX_TEXT_CHARS,
+                   lambda why: self.fail(section, key, "", why))
         return value
 
     def sources(self, obj) -> dict[str, Source]:
@@ -357,6 +384,10 @@ class _Validator:
             self.fail(section, key, value, f"{what} must be >= 0 {unit}")
         if sign == "positive" and value <= 0:
             self.fail(section, key, value, f"must be > 0 {unit}")
+        low = MIN_POSITIVE_BY_UNIT.get(unit)
+        if sign == "positive" and low is not None and value < low:
+            self.fail(section, key, value, f"below the bound {low:g} {unit} for a quantity in "
+                      f"{unit} (hw_profiles/SCHEMA.md, Bounds); check the exponent")
         # bounds per unit: see MAX_BY_UNIT
         bound = MAX_BY_UNIT.get(unit)
         if bound is not None and value > bound:
@@ -373,6 +404,10 @@ class _Validator:
         if prov == "derived" and (not isinstance(derivation, str) or not derivation.strip()):
             self.fail(section, key, value, "provenance = 'derived' needs a 'derivation' "
                       "giving the arithmetic and its cited inputs")
+        for text_key in ("derivation", "note"):
+            if isinstance(obj.get(text_key), str):
+                check_text(obj[text_key], MAX_TEXT_CHARS,
+                           lambda why, k=text_key: self.fail(section, f"{key}.{k}", "", why))
         self.cited.add(src)
         return Quantity(value=value, unit=unit, provenance=prov, source=src,
                         derivation=derivation, note=str(obj.get("note", "")))
@@ -412,7 +447,8 @@ class _Validator:
             if level in out:
                 self.fail(section, "level", level, "only one [[memory]] entry per level")
             q = {k: self.quantity(entry[k], section, k, unit,
-                                  "positive" if k == "bandwidth_bytes_per_s" else "nonnegative")
+                                  "positive" if k in ("bandwidth_bytes_per_s", "capacity_bytes")
+                                  else "nonnegative")
                  for k, unit in _MEMORY_QUANTITIES.items()}
             out[level] = MemoryLevel(name=name, level=level, **q)
         if kind in ("gpu", "cpu") and "offchip" not in out:

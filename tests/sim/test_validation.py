@@ -175,10 +175,18 @@ def test_kind_errors_are_held_out_medians():
 def test_shipped_validation_summary_is_current():
     """The per-kind errors every report shows equal a fresh validation run (rewrite with
     python bench/validate.py --write-summary when the models or profiles change)."""
-    from hw_profiles.validation import kind_summary
-    from sim.validation import kind_errors, validate
-    fresh = kind_errors(validate())
+    import json
+
+    from hw_profiles.validation import SUMMARY_PATH, kind_summary
+    from sim.validation import heldout_factors, kind_errors, validate
+    rows = validate()
+    fresh = kind_errors(rows)
     shipped = kind_summary()
+    factors = json.loads(SUMMARY_PATH.read_text())["kind_factors"]
+    fresh_factors = heldout_factors(rows)["kind_factors"]
+    assert set(factors) == set(fresh_factors)
+    for kind, v in fresh_factors.items():
+        assert factors[kind] == pytest.approx(v, rel=1e-9), kind
     assert set(shipped) == set(fresh)
     for kind, v in fresh.items():
         assert shipped[kind]["rows"] == v["rows"]
@@ -194,6 +202,12 @@ def test_reports_carry_their_kinds_validation_error():
     gpu = price(led, "a100")
     assert gpu.validation_error == pytest.approx(kind_summary()["gpu"]["median_rel_error"])
     assert any(n.startswith("validation (gpu): ") for n in gpu.notes)
+    # the held-out factors of the kind: no gpu row is priced for eager, so all gpu stacks
+    # (the Orin row, fused): one row, factor max(r, 1/r) >= 1 either way
+    assert gpu.stack == "eager"
+    assert gpu.validation["stack"] == "all stacks" and gpu.validation["rows"] == 1
+    assert gpu.validation["energy_median_factor"] >= 1.0
+    assert any("held-out error for gpu/all stacks (1 rows): energy x" in n for n in gpu.notes)
     # no held-out neuromorphic measurement is rebuildable yet: no figure is claimed
     spiking = Ledger()
     spiking.add("synop", 10, scope="infer")

@@ -9,7 +9,10 @@ number the workload needs is missing).
 
 Usage: ``python bench/validate.py [--only ID,ID] [--json PATH]``. The last line is
 ``RESULT {json}``: row count, kinds, and median / max |log10(predicted / measured)| overall
-and per group (a factor f off is log10 f: 3x = 0.477, 1.5x = 0.176).
+and per group (a factor f off is log10 f: 3x = 0.477, 1.5x = 0.176), and over the held-out
+rows ``heldout_rows``, ``kinds`` (their kinds), ``energy_median_factor``,
+``energy_worst_factor``, ``latency_median_factor``, ``latency_worst_factor`` (factor =
+max(r, 1/r) of predicted / measured), per kind in ``heldout_by_kind``.
 """
 from __future__ import annotations
 
@@ -40,13 +43,18 @@ def main(argv=None) -> int:
             raise SystemExit("--write-summary needs every row (leave out --only)")
         from deploy.outputs import write_text
         from hw_profiles.validation import SUMMARY_PATH
-        from sim.validation import kind_errors
-        write_text(SUMMARY_PATH, json.dumps({"kinds": kind_errors(rows)}, indent=1) + "\n",
-                   force=True)
+        from sim.validation import heldout_factors, kind_errors
+        doc = {"kinds": kind_errors(rows),
+               "kind_factors": heldout_factors(rows)["kind_factors"]}
+        write_text(SUMMARY_PATH, json.dumps(doc, indent=1) + "\n", force=True)
         print(f"wrote {SUMMARY_PATH}")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": [r.to_dict() for r in rows],
                                                "summary": summary}, indent=1))
+    from sim.validation import heldout_factors
+    held = heldout_factors(rows)
+    summary.update({k: v for k, v in held.items() if k != "kind_factors"})
+    summary["heldout_by_kind"] = held["kind_factors"]
     print("RESULT " + json.dumps(summary))
     return 0
 

@@ -278,7 +278,7 @@ def cmd_report(args) -> int:
                    inputs=inputs)
     check_realtime(args.realtime, [profile])
     o = CommandOutput(args)
-    energy = run.ledger.price(profile, realtime=args.realtime)
+    energy = run.ledger.price(profile, realtime=args.realtime, stack=args.stack)
     print_report(o, args, run, [energy])
     if args.html:
         make_parent(args.html)
@@ -419,6 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="print (and optionally write) a run file's report")
     p.add_argument("run", help="run file (.h5)")
     p.add_argument("--profile", help="price on this profile instead of the run's own")
+    p.add_argument("--stack", default=None,
+                   help="software stack to price for (gpu/cpu: eager (default), graph, fused; "
+                        "bitwise: peak or the profile's kernel libraries; see "
+                        "hw_profiles/SCHEMA.md)")
     p.add_argument("--html", help="write a self-contained HTML report here")
     p.add_argument("--force", action="store_true",
                    help="replace existing output files (never a directory neuroedge did not write)")

@@ -33,7 +33,7 @@ DATA_DIR = Path(__file__).with_name("data")
 
 _TOP_KEYS = {"schema_version", "name", "kind", "description", "technology_node_nm",
              "energy_pj", "throughput", "memory", "interconnect", "limits", "static", "sources",
-             "execution"}
+             "execution", "stacks", "default_stack"}
 # neuromorphic execution model (sim/execution/neuromorphic.py):
 # [core_op_ns]: time one core spends per op it executes (the ops a core's pipeline does; a
 # router hop is not a core op). [step_sync]: per-step barrier (whole chip, and optionally one
@@ -49,7 +49,8 @@ _INTERCONNECT_UNITS = {"mesh_x": "1", "mesh_y": "1", "cores_per_router": "1",
                        "bits_per_packet": "bit", "chips_x": "1", "chips_y": "1"}
 _LIMIT_UNITS = {"cores": "1", "neurons_per_core": "1", "synapse_bytes_per_core": "B",
                 "fan_in_per_core": "1", "fan_out_per_core": "1", "weight_bits": "bit",
-                "spike_payload_bits": "bit", "word_bits": "bit", "clock_hz": "Hz"}
+                "spike_payload_bits": "bit", "word_bits": "bit", "clock_hz": "Hz",
+                "supply_v": "V"}
 _INTEGER_LIMITS = {"cores", "neurons_per_core", "synapse_bytes_per_core", "fan_in_per_core",
                    "fan_out_per_core", "weight_bits", "spike_payload_bits", "word_bits",
                    "mesh_x", "mesh_y", "cores_per_router", "bits_per_packet", "chips_x",
@@ -63,6 +64,9 @@ _REQUIRED_LIMITS = {
 }
 # [execution]: parameters of the kind's execution model
 _EXECUTION_UNITS = {"board_power_w": "W", "launch_s": "s", "half_perf_ops": "1"}
+# [stacks.NAME]: the software stack's parameters, per kind (sim/execution/ reads them):
+# bitwise: cycles per int8 MAC of the stack's kernel library (replaces [throughput]'s cycles)
+_STACK_UNITS = {"bitwise": {"mac_int8_cycles": "1"}, "cpu": {}, "gpu": {}, "neuromorphic": {}}
 _SOURCE_KEYS = {"title", "url", "kind"}
 _SOURCE_KINDS = ("paper", "datasheet", "web", "book")
 
@@ -84,6 +88,7 @@ MAX_BY_UNIT = {
     "nm": 1e4,      # 10 um process          (shipped max 90: cortex-m4)
     "ns": 1e12,     # 1,000 s per core op    (shipped max 1e6: truenorth/spinnaker2 1 ms tick)
     "s": 1e3,       # 1,000 s per launch     (shipped max 5e-6: GPU kernel launch_s)
+    "V": 1e3,       # 1 kV supply            (shipped max 3.3: stm32h7a3)
 }
 
 MIN_POSITIVE_BY_UNIT = {
@@ -257,6 +262,7 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
         execution = v.quantity_table(doc["execution"], "execution", _EXECUTION_UNITS)
 
     core_op_ns, step_sync = _nm_execution_model(v, doc, kind)
+    stacks, default_stack = _stacks(v, doc, kind)
 
     unused = sorted(set(sources) - v.cited)
     if unused:
@@ -270,7 +276,27 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
         sources=MappingProxyType(sources), technology_node_nm=tech,
         execution=MappingProxyType(execution), path=path,
         raw=MappingProxyType(dict(doc)), core_op_ns=MappingProxyType(core_op_ns),
-        step_sync=MappingProxyType(step_sync), label=label or label_for(name, path))
+        step_sync=MappingProxyType(step_sync), label=label or label_for(name, path),
+        stacks=MappingProxyType(stacks), default_stack=default_stack)
+
+
+def _stacks(v, doc, kind: str) -> tuple[dict[str, Mapping[str, Quantity]], str]:
+    """``[stacks.NAME]`` tables (software stacks with profile-specific parameters) and the
+    ``default_stack`` naming one of them; both optional, but a default needs its table."""
+    raw = doc.get("stacks", {})
+    if not isinstance(raw, dict):
+        v.fail("", "stacks", raw, "expected tables [stacks.NAME]")
+    units = _STACK_UNITS[kind]
+    if raw and not units:
+        v.fail("", "stacks", ", ".join(raw), f"a {kind} profile takes no [stacks] tables "
+               "(its stacks are the execution model's: sim/execution/)")
+    stacks = {name: MappingProxyType(v.quantity_table(t, f"stacks.{name}", units))
+              for name, t in raw.items()}
+    default = doc.get("default_stack", "")
+    if default and default not in stacks:
+        v.fail("", "default_stack", default, f"must name a [stacks] table "
+               f"({', '.join(stacks) or 'none given'})")
+    return stacks, default
 
 
 def _nm_execution_model(v, doc, kind: str):
@@ -401,9 +427,11 @@ class _Validator:
             self.fail(section, key, src, f"source {src!r} is not defined in [sources] "
                       f"(defined: {', '.join(sorted(self.source_keys))})")
         derivation = obj.get("derivation", "")
-        if prov == "derived" and (not isinstance(derivation, str) or not derivation.strip()):
-            self.fail(section, key, value, "provenance = 'derived' needs a 'derivation' "
-                      "giving the arithmetic and its cited inputs")
+        if prov in ("derived", "fitted") and (not isinstance(derivation, str)
+                                              or not derivation.strip()):
+            self.fail(section, key, value, f"provenance = {prov!r} needs a 'derivation' "
+                      "giving the arithmetic and its cited inputs (fitted: the script and "
+                      "the calibration rows)")
         for text_key in ("derivation", "note"):
             if isinstance(obj.get(text_key), str):
                 check_text(obj[text_key], MAX_TEXT_CHARS,

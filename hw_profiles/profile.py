@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 KINDS = ("neuromorphic", "bitwise", "gpu", "cpu")
-PROVENANCES = ("measured", "simulated", "specified", "derived")
+PROVENANCES = ("measured", "simulated", "specified", "derived", "fitted")
+"""``fitted``: fitted by ``bench/calibrate.py`` on the validation table's calibration rows,
+which its ``derivation`` names (never on held-out rows)."""
 MEMORY_LEVELS = ("local", "shared", "offchip", "nonvolatile")
 
 
@@ -100,6 +102,11 @@ class HardwareProfile:
     core_op_ns: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     step_sync: Mapping[str, Quantity] = field(default_factory=lambda: MappingProxyType({}))
     label: str = ""
+    # software stacks with profile-specific parameters ([stacks.NAME], SCHEMA.md) and the one
+    # a run is priced for when none is asked ("" : the execution model's default)
+    stacks: Mapping[str, Mapping[str, Quantity]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    default_stack: str = ""
 
     def __post_init__(self):
         if not self.label:
@@ -136,3 +143,6 @@ class HardwareProfile:
             yield f"step_sync.{k}", q
         for k, q in self.execution.items():
             yield f"execution.{k}", q
+        for name, table in self.stacks.items():
+            for k, q in table.items():
+                yield f"stacks.{name}.{k}", q

@@ -33,7 +33,8 @@ PARTS = ("same", "same-core", "different")
 
 _REQUIRED = {"id", "kind", "profile", "device", "part", "group", "workload", "params", "per",
              "measured_j", "conditions", "source_title", "source_url"}
-_OPTIONAL = {"measured_latency_s", "measured_derivation", "missing", "note"}
+_OPTIONAL = {"measured_latency_s", "measured_derivation", "missing", "note", "stack",
+             "idle_subtracted"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class Measurement:
     measured_derivation: str = ""
     missing: str = ""
     note: str = ""
+    stack: str = ""                  # software stack measured ("" : the profile's default)
+    idle_subtracted: bool = False    # the measurement is running minus idle power
 
 
 def load_table(path: str | Path | None = None) -> list[Measurement]:
@@ -154,6 +157,10 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
                     or v <= 0:
                 raise ProfileError(f"{where}: {key} = {v!r}: expected a finite number > 0 "
                                    f"({'J' if key == 'measured_j' else 's'} per {e['per']})")
+        if not isinstance(e.get("idle_subtracted", False), bool) \
+                or not isinstance(e.get("stack", ""), str):
+            raise ProfileError(f"{where}: idle_subtracted must be true or false and stack a "
+                               "string")
         workload, missing = e["workload"], e.get("missing", "")
         if not isinstance(workload, str) or not isinstance(missing, str):
             raise ProfileError(f"{where}: workload and missing must be strings")
@@ -169,7 +176,8 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
             measured_latency_s=(float(e["measured_latency_s"]) if "measured_latency_s" in e
                                 else None),
             measured_derivation=str(e.get("measured_derivation", "")), missing=missing,
-            note=str(e.get("note", ""))))
+            note=str(e.get("note", "")), stack=e.get("stack", ""),
+            idle_subtracted=e.get("idle_subtracted", False)))
     return rows
 
 
@@ -187,6 +195,32 @@ def kind_summary(path: str | Path = SUMMARY_PATH) -> dict[str, dict]:
         return {}
     # every price() asks for this: read the file once per version of it, not once per call
     return dict(_read_summary(str(path), path.stat().st_mtime_ns))
+
+
+def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH) -> dict | None:
+    """The held-out error of device ``kind`` priced for software ``stack``, from the shipped
+    validation summary: ``{"kind", "stack", "rows", "energy_median_factor",
+    "energy_worst_factor", "latency_median_factor", "latency_worst_factor"}`` (factor =
+    max(r, 1/r) of predicted / measured; a latency entry is None where no held-out row of
+    the kind publishes latency). Rows of that exact stack when the summary has them, else
+    all held-out rows of the kind (``stack`` then reads ``"all stacks"``); None when the kind
+    has no held-out row.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ProfileError(f"{path}: not a validation summary ({exc}); rewrite it with "
+                           "python bench/validate.py --write-summary") from None
+    per_stack = data.get("stacks", {}).get(f"{kind}/{stack}")
+    if per_stack is not None:
+        return {"kind": kind, "stack": stack, **per_stack}
+    per_kind = data.get("kind_factors", {}).get(kind)
+    if per_kind is None:
+        return None
+    return {"kind": kind, "stack": "all stacks", **per_kind}
 
 
 @functools.lru_cache(maxsize=8)

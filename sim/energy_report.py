@@ -72,6 +72,11 @@ class EnergyReport:
     excluded: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     validation_error: float | None = None
+    # the software stack the run was priced for (sim/execution STACKS; "" : not recorded)
+    stack: str = ""
+    # held-out error of this kind and stack (hw_profiles.validation.heldout_error): rows,
+    # energy / latency median and worst factor max(r, 1/r); None while no row covers them
+    validation: dict | None = None
 
     # -- aggregates ----------------------------------------------------------------------
     @property
@@ -131,7 +136,8 @@ class EnergyReport:
                 "time_model": dict(self.time_model), "static_basis": self.static_basis,
                 "execution_model": self.execution_model, "bound": self.bound,
                 "excluded": list(self.excluded), "notes": list(self.notes),
-                "validation_error": self.validation_error}
+                "validation_error": self.validation_error, "stack": self.stack,
+                "validation": self.validation}
 
     @classmethod
     def from_dict(cls, data) -> EnergyReport:
@@ -153,4 +159,5 @@ class EnergyReport:
                    bound="estimate" if v1 else data["bound"],
                    excluded=() if v1 else tuple(data["excluded"]),
                    notes=() if v1 else tuple(data["notes"]),
-                   validation_error=None if v1 else data["validation_error"])
+                   validation_error=None if v1 else data["validation_error"],
+                   stack=data.get("stack", ""), validation=data.get("validation"))

@@ -38,6 +38,7 @@ from sim.execution import (  # noqa: F401
     gpu_cpu,
     mcu,
     neuromorphic,
+    resolve_stack,
 )
 from sim.step_timing import has_model
 
@@ -67,8 +68,10 @@ def check_prices(ledger: LedgerCounts, prof: HardwareProfile) -> None:
 
 
 def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
-          realtime: bool = False) -> EnergyReport:
-    """Price every count of ``ledger`` on ``profile`` with the execution model of its kind.
+          realtime: bool = False, stack: str | None = None) -> EnergyReport:
+    """Price every count of ``ledger`` on ``profile`` with the execution model of its kind,
+    for the software ``stack`` (``sim.execution.stacks_of(profile)``; None: the profile's
+    default, else the kind's: eager PyTorch on gpu/cpu, the manual's peak cycles on bitwise).
 
     ``realtime`` (neuromorphic profiles with a step-time model): pace every time step to the
     network's dt and charge static power over that duration instead of the run time.
@@ -83,6 +86,7 @@ def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
         (bitwise profiles) the ledger's recorded state does not fit the device's memories.
     """
     prof = load(profile)
+    stack = resolve_stack(prof, stack)
     _check_counts_finite(ledger, prof)
     if realtime and not has_model(prof):
         raise PricingError(f"realtime pacing needs a neuromorphic profile with [core_op_ns] "
@@ -90,6 +94,8 @@ def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
     check_prices(ledger, prof)
     if realtime:   # only the neuromorphic step model paces steps to real time
         report = neuromorphic.price(ledger, prof, realtime=True)
+    elif prof.kind in ("gpu", "cpu", "bitwise"):   # the models that price a stack
+        report = _model(prof)(ledger, prof, stack=stack)
     else:
         report = _model(prof)(ledger, prof)
     _check_result_finite(report.charges, report.latency_s, prof)
@@ -107,15 +113,29 @@ def _model(prof: HardwareProfile) -> ExecutionModel:
 
 
 def _with_validation(report: EnergyReport) -> EnergyReport:
-    """Attach the held-out validation error of the report's device kind."""
-    from hw_profiles.validation import kind_summary
+    """Attach the held-out validation error of the report's device kind and stack."""
+    from hw_profiles.validation import heldout_error, kind_summary
     v = kind_summary().get(report.kind)
     if v is None:
         return report
+    err = heldout_error(report.kind, report.stack)
     note = (f"validation ({report.kind}): {v['rows']} held-out published measurement(s), "
             f"predicted / measured {v['min_ratio']:.2g}-{v['max_ratio']:.2g} "
             "(neuroedge validate)")
-    return replace(report, validation_error=v["median_rel_error"], notes=report.notes + (note,))
+    if err is not None:
+        note += "; " + describe_error(err)
+    return replace(report, validation_error=v["median_rel_error"], validation=err,
+                   notes=report.notes + (note,))
+
+
+def describe_error(err: dict) -> str:
+    """One line for a held-out error (``hw_profiles.validation.heldout_error``): the factor
+    max(r, 1/r) of predicted / measured, median and worst, energy and latency."""
+    def f(name):
+        m, w = err.get(f"{name}_median_factor"), err.get(f"{name}_worst_factor")
+        return f"{name} x{m:.2g} median, x{w:.2g} worst" if m is not None else f"{name} -"
+    return (f"held-out error for {err['kind']}/{err['stack']} ({err['rows']} rows): "
+            f"{f('energy')}; {f('latency')}")
 
 
 # --- overflow checks: no report shows `inf J nan%` ------------------------------------------

@@ -265,9 +265,17 @@ def _torch_row(m: Measurement) -> tuple[float, float, str]:
         # measured (keeping them moves part of cortex-m4's weights to flash)
         ledger = retyped_int8(ledger, footprints=False)
         detail += ", counts re-typed to int8"
-    report = price(ledger, m.profile)
+    report = price(ledger, m.profile, stack=m.stack or None)
+    detail += f", stack {report.stack}"
     n = int(x.shape[0])
-    return report.total_j / n, report.total_latency_s / n, detail
+    energy = report.total_j
+    if m.idle_subtracted:
+        # like for like: the measurement is running minus idle power, so the idle power the
+        # model charges over busy and launch time (static, overhead) is taken out
+        idle = sum(c.energy_j for c in report.charges if c.category in ("static", "overhead"))
+        energy -= idle
+        detail += f", idle {idle / n:.3g} J subtracted (measured idle-subtracted)"
+    return energy / n, report.total_latency_s / n, detail
 
 
 # -- spiking workloads -------------------------------------------------------------------------
@@ -392,6 +400,36 @@ def kind_errors(rows: list[ValidationRow]) -> dict[str, dict]:
             out[kind] = {"rows": len(ratios),
                          "median_rel_error": median(abs(x - 1) for x in ratios),
                          "min_ratio": min(ratios), "max_ratio": max(ratios)}
+    return out
+
+
+def _factor(r: float) -> float:
+    """How far off a ratio is, either way: max(r, 1/r)."""
+    return max(r, 1.0 / r)
+
+
+def factor_stats(rows: list[ValidationRow]) -> dict:
+    """Over ``rows`` with a prediction: their count and the median and worst factor
+    max(r, 1/r) of predicted / measured, energy and latency (None where none)."""
+    e = [_factor(r.ratio) for r in rows if r.ratio is not None]
+    t = [_factor(r.latency_ratio) for r in rows if r.latency_ratio is not None]
+    return {"rows": len(e),
+            "energy_median_factor": median(e) if e else None,
+            "energy_worst_factor": max(e) if e else None,
+            "latency_median_factor": median(t) if t else None,
+            "latency_worst_factor": max(t) if t else None}
+
+
+def heldout_factors(rows: list[ValidationRow]) -> dict:
+    """The held-out summary ``bench/validate.py`` reports: all held-out rows, then per kind
+    (``kind_factors``). Calibration rows never enter it."""
+    held = [r for r in rows if r.group == "held-out" and r.ratio is not None]
+    out = {"heldout_rows": len(held), "kinds": sorted({r.kind for r in held}),
+           "calibration_rows": sum(r.group == "calibration" for r in rows),
+           "rows": len(rows)}
+    out.update({k: v for k, v in factor_stats(held).items() if k != "rows"})
+    out["kind_factors"] = {k: factor_stats([r for r in held if r.kind == k])
+                           for k in out["kinds"]}
     return out
 
 

@@ -51,8 +51,57 @@ class LedgerCounts(Protocol):
     def timing(self, scope: str) -> StepTiming | None: ...
 
 
-ExecutionModel = Callable[[LedgerCounts, HardwareProfile], EnergyReport]
-"""``price(ledger, profile) -> EnergyReport``: an execution model."""
+ExecutionModel = Callable[..., EnergyReport]
+"""``price(ledger, profile, stack=...) -> EnergyReport``: an execution model (``stack``: a
+name :func:`resolve_stack` returned; the neuromorphic and roofline models take none)."""
+
+STACKS: dict[str, dict[str, str]] = {
+    "gpu": {"eager": "eager PyTorch: every kernel pays the host's per-op dispatch "
+                     "([execution] launch_s), the device idling meanwhile",
+            "graph": "graph-captured or compiled (CUDA graphs, torch.compile): kernels are "
+                     "replayed without per-op host dispatch; launch time is not charged",
+            "fused": "fused inference engine (TensorRT-like): no per-op host dispatch, as "
+                     "graph; the traffic fusion saves between kernels is NOT modelled, so "
+                     "memory-bound figures are high"},
+    "bitwise": {"peak": "the core manual's cycle counts ([throughput]): no kernel library's "
+                        "overhead, a lower bound on time"},
+    "neuromorphic": {"native": "the chip's own runtime (the only stack)"},
+}
+"""kind -> software stacks the kind's execution model knows -> what pricing for it means.
+A bitwise profile adds its own kernel libraries (``[stacks.NAME]``: cycles per op class
+per library, hw_profiles/SCHEMA.md)."""
+STACKS["cpu"] = STACKS["gpu"]
+DEFAULT_STACK = {"gpu": "eager", "cpu": "eager", "bitwise": "peak", "neuromorphic": "native"}
+"""The stack a run is priced for when none is asked and the profile names none
+(``default_stack``)."""
+
+
+def stacks_of(prof: HardwareProfile) -> dict[str, str]:
+    """The stacks ``prof`` can be priced for: its kind's, then its own ``[stacks]``."""
+    out = dict(STACKS[prof.kind])
+    for name, table in prof.stacks.items():
+        out[name] = "kernel library: " + ", ".join(f"{k} = {q.value:g}"
+                                                   for k, q in table.items())
+    return out
+
+
+def resolve_stack(prof: HardwareProfile, stack: str | None) -> str:
+    """``stack``, or the profile's default, checked against :func:`stacks_of`.
+
+    Raises
+    ------
+    NeuroedgeError
+        ``stack`` is not a stack of this profile; the message lists those that are.
+    """
+    if stack is None or stack == "":
+        return prof.default_stack or DEFAULT_STACK[prof.kind]
+    known = stacks_of(prof)
+    if stack not in known:
+        raise NeuroedgeError(f"stack {stack!r} is not a software stack of profile "
+                             f"{prof.label!r} ({prof.kind}); choose one of "
+                             f"{', '.join(known)}")
+    return stack
+
 
 EXECUTION_MODELS: dict[str, ExecutionModel] = {}
 """profile kind -> the execution model that prices ledgers on profiles of that kind."""

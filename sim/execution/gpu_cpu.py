@@ -72,8 +72,11 @@ def reused_bytes(fp: dict) -> int:
     return fp["writable"] + fp["read_only"] - fp.get("streamed", 0)
 
 
-def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
-    """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring).
+def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> EnergyReport:
+    """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring) for the
+    software ``stack`` (:data:`sim.execution.STACKS`): ``eager`` charges ``launch_s`` per
+    counted kernel launch; ``graph`` and ``fused`` replay kernels without per-op host
+    dispatch and charge none (the Hockney curve still applies per kernel).
 
     Raises
     ------
@@ -89,7 +92,9 @@ def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
             f"execution model needs {', '.join(REQUIRED)} (see hw_profiles/SCHEMA.md). A run "
             f"file written before these existed can be priced on the shipped profile "
             f"(neuroedge report RUN --profile {prof.name})")
-    n_half, launch_s = ex["half_perf_ops"].value, ex["launch_s"].value
+    n_half = ex["half_perf_ops"].value
+    dispatched = stack == "eager"
+    launch_s = ex["launch_s"].value if dispatched else 0.0
     idle_w = prof.static_power_w.value
     entries = {f"execution.{k}": prof.cite(q) for k, q in ex.items()}
     footprints = ledger.footprints()
@@ -123,7 +128,7 @@ def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
         charges += lines
         if busy > 0 and idle_w > 0:
             charges.append(static_charge(prof, scope, busy, entries))
-        if k:
+        if k and dispatched:
             entries["static.power_w"] = prof.cite(prof.static_power_w)
             charges.append(Charge(scope, "overhead", "kernel_launch", k,
                                   idle_w * launch_s / PJ, idle_w * launch_s * k, k * launch_s,
@@ -161,13 +166,16 @@ def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
     if uncached_scopes:
         notes.append(f"{len(uncached_scopes)} scope(s) without a recorded footprint: their "
                      f"traffic is priced at {prof.memory['offchip'].name} (no reuse assumed)")
+    if not dispatched and "kernel_launch" in ledger.total_ops():
+        notes.append(f"stack {stack}: {ledger.total_ops()['kernel_launch']:,} kernel launches "
+                     "counted, no per-op host dispatch charged")
     if "kernel_launch" not in ledger.total_ops() and ledger.total_ops():
         notes.append("the ledger counts no kernel launches: launch time and the Hockney "
                      "curve are not applied (ledger from before launches were counted?)")
     return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
                         latency_s=latency, samples=ledger.samples(), entries=entries,
                         uncounted=ledger.uncounted(), execution_model=NAME, bound="estimate",
-                        excluded=EXCLUDED, notes=tuple(notes))
+                        excluded=EXCLUDED, notes=tuple(notes), stack=stack)
 
 
 register_execution_model("gpu", price)

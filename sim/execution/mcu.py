@@ -21,6 +21,8 @@ no footprint they are priced at ``local`` SRAM (and the report says so).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hw_profiles.profile import HardwareProfile
 from sim.energy_report import Charge, EnergyReport
 from sim.errors import HardwareLimitError
@@ -121,8 +123,28 @@ def _split(n: int, weights: dict[str, int]) -> dict[str, int]:
     return parts
 
 
-def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
-    """Price ``ledger`` on a ``bitwise`` profile (see the module docstring).
+def stack_factors(prof: HardwareProfile, stack: str, entries: dict) -> dict[str, float]:
+    """op -> (the stack's cycles per op) / (the profile's peak cycles per op), for the ops
+    whose cycles the stack's kernel library sets (``[stacks.NAME] mac_int8_cycles``).
+
+    The profile's ``energy_pj[op]`` is its peak cycles x the chip's energy per cycle, so
+    scaling time and energy by the same factor keeps the energy per cycle and replaces the
+    cycles: a library that spends 3.4 cycles per MAC where the manual's peak is 0.5 costs
+    6.8x the peak's time and energy."""
+    table = prof.stacks.get(stack, {})
+    out = {}
+    for key, q in table.items():
+        op = key.removesuffix("_cycles")
+        peak_cycles = prof.limit("clock_hz") / prof.throughput[op].value
+        out[op] = q.value / peak_cycles
+        entries[f"stacks.{stack}.{key}"] = prof.cite(q)
+    return out
+
+
+def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "peak") -> EnergyReport:
+    """Price ``ledger`` on a ``bitwise`` profile (see the module docstring) for the software
+    ``stack``: ``peak`` (the manual's cycle counts) or one of the profile's kernel
+    libraries (``[stacks.NAME]``, see :func:`stack_factors`).
 
     Raises
     ------
@@ -135,11 +157,17 @@ def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
     charges: list[Charge] = []
     latency: dict[str, float] = {}
     entries: dict[str, str] = {}
+    factors = stack_factors(prof, stack, entries)
     static_w = prof.static_power_w.value
     unplaced = []
     for scope in ledger.scopes():
         lines = [op_charge(prof, scope, op, n, entries) for op, n in ledger.ops(scope).items()
                  if op != "kernel_launch"]
+        lines = [replace(c, unit_pj=c.unit_pj * factors[c.item],
+                         energy_j=c.energy_j * factors[c.item],
+                         seconds=c.seconds * factors[c.item],
+                         entry=f"stacks.{stack}.{c.item}_cycles")
+                 if c.item in factors else c for c in lines]
         block = footprint_scope(footprints, scope)
         for (level, direction), n in ledger.bytes(scope).items():
             if level == "offchip" and block is not None:
@@ -174,8 +202,8 @@ def price(ledger: LedgerCounts, prof: HardwareProfile) -> EnergyReport:
         notes.append(f"{launches:,} kernel launches counted, not priced on this kind")
     return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
                         latency_s=latency, samples=ledger.samples(), entries=entries,
-                        uncounted=ledger.uncounted(), execution_model=NAME, bound="estimate",
-                        excluded=EXCLUDED, notes=tuple(notes))
+                        uncounted=ledger.uncounted(), execution_model=NAME,
+                        bound="estimate", excluded=EXCLUDED, notes=tuple(notes), stack=stack)
 
 
 register_execution_model("bitwise", price)

@@ -107,6 +107,21 @@ def test_report_command(run_path, capsys, tmp_path):
     assert html.read_text().count("data:image/png;base64,") >= 3
 
 
+def test_report_stack_option(run_path, capsys, tmp_path):
+    """--stack graph prices the same run without per-op dispatch: less time than eager; an
+    unknown stack is a one-line error listing the stacks."""
+    from deploy.runfile import read_run
+    run = read_run(run_path)
+    eager = run.ledger.price(run.profile, stack="eager")
+    graph = run.ledger.price(run.profile, stack="graph")
+    assert graph.total_latency_s < eager.total_latency_s
+    capsys.readouterr()
+    assert main(["report", str(run_path), "--stack", "graph"]) == 0
+    assert main(["report", str(run_path), "--stack", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "eager, graph, fused" in err
+
+
 def test_compare_on_wrong_kind_is_one_line_error(run_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(run_path), "--profiles", "a100,loihi"]) == 2

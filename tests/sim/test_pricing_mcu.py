@@ -124,3 +124,29 @@ def test_torch_module_priced_on_cortex_m7():
     assert dev.ledger.total_ops()["mac_fp32"] == 24
     assert set(rep.bytes_moved()) <= {"local:read", "local:write"}
     assert rep.total_j > 0 and "mlp" in REGISTRY and "bitwise" in REGISTRY["mlp"].card.device_kinds
+
+
+def test_kernel_library_stack_scales_mac_cycles():
+    """A [stacks.NAME] mac_int8_cycles replaces the manual's 0.5 cycles per int8 MAC: at 2.0
+    cycles the MACs cost 2.0 / 0.5 = 4x the peak's time and energy (same energy per cycle)."""
+    import copy
+
+    from hw_profiles import load
+    from hw_profiles.loader import from_dict
+    from sim.ledger import Ledger
+    from sim.pricing import price as price_any
+    doc = copy.deepcopy(dict(load("cortex-m4").raw))
+    doc["stacks"] = {"lib": {"mac_int8_cycles": {
+        "value": 2.0, "unit": "1", "provenance": "fitted", "source": "arm_m4_trm",
+        "derivation": "test value"}}}
+    doc["default_stack"] = "lib"
+    prof = from_dict(doc, "test")
+    ledger = Ledger()
+    ledger.add("mac_int8", 1_000_000, scope="infer")
+    peak = price_any(ledger, prof, stack="peak")
+    lib = price_any(ledger, prof)            # the profile's default_stack
+    assert lib.stack == "lib"
+    # peak: 1e6 MAC / 3.36e8 MAC/s = 2.976 ms and 1e6 x 392.7 pJ = 0.3927 mJ; lib: 4x both
+    assert peak.total_latency_s == pytest.approx(1e6 / 3.36e8, rel=1e-9)
+    assert lib.total_latency_s == pytest.approx(4 * peak.total_latency_s, rel=1e-9)
+    assert lib.total_j == pytest.approx(4 * 1e6 * 392.7e-12, rel=1e-9)

@@ -94,8 +94,54 @@ def test_cpu_row_is_the_profile_arithmetic():
     with torch.no_grad(), dev.count("infer", samples=1):
         net(dev.tensor(x))
     assert dev.ledger.total_ops()["mac_fp32"] == 390 * 256 + 256 * 256 + 256 * 29  # 172,800
-    assert row.predicted_j == pytest.approx(price(dev.ledger, "x86-avx2").total_j, rel=1e-12)
+    report = price(dev.ledger, "x86-avx2")
+    # like for like: Blouw's 0.0063 J is running minus idle power, so the prediction drops
+    # the idle power the model charges over busy and launch time (static + overhead lines)
+    idle = sum(c.energy_j for c in report.charges if c.category in ("static", "overhead"))
+    assert m.idle_subtracted and idle > 0
+    assert row.predicted_j == pytest.approx(report.total_j - idle, rel=1e-12)
     assert row.ratio == pytest.approx(row.predicted_j / 0.0063, rel=1e-12)
+
+
+def test_stacks_price_dispatch_and_are_checked():
+    """eager charges launch_s per counted launch, graph none; an unknown stack is refused."""
+    import torch
+
+    from hw_profiles import load
+    from hw_profiles.errors import NeuroedgeError
+    from sim.torch_engine import TorchDevice
+    net, x = TORCH_WORKLOADS["mlp"]({"layers": [390, 256, 256, 29], "batch": 1})
+    dev = TorchDevice("x86-avx2")
+    net = dev.compile(net)
+    with torch.no_grad(), dev.count("infer", samples=1):
+        net(dev.tensor(x))
+    eager = price(dev.ledger, "x86-avx2")
+    graph = price(dev.ledger, "x86-avx2", stack="graph")
+    assert (eager.stack, graph.stack) == ("eager", "graph")
+    k = dev.ledger.total_ops()["kernel_launch"]
+    launch_s = load("x86-avx2").execution["launch_s"].value
+    # the only difference is k launches x launch_s of time (and idle power over it)
+    assert eager.total_latency_s - graph.total_latency_s == pytest.approx(k * launch_s,
+                                                                         rel=1e-9)
+    assert not [c for c in graph.charges if c.category == "overhead"]
+    with pytest.raises(NeuroedgeError, match="not a software stack"):
+        price(dev.ledger, "x86-avx2", stack="tensorrt")
+
+
+def test_heldout_factors_leave_calibration_rows_out():
+    from sim.validation import ValidationRow, heldout_factors
+
+    def row(i, group, pred, meas):
+        return ValidationRow(i, "bitwise", "cortex-m4", group, "same", "inference", "ok",
+                             meas, pred, meas, pred, "", "")
+    rows = [row("a", "held-out", 2.0, 1.0), row("b", "held-out", 1.0, 4.0),
+            row("c", "held-out", 1.5, 1.0), row("cal", "calibration", 100.0, 1.0)]
+    out = heldout_factors(rows)
+    # factors max(r, 1/r): 2, 4, 1.5 -> median 2, worst 4; the calibration row's 100 is out
+    assert out["heldout_rows"] == 3 and out["calibration_rows"] == 1
+    assert out["energy_median_factor"] == pytest.approx(2.0)
+    assert out["energy_worst_factor"] == pytest.approx(4.0)
+    assert out["latency_worst_factor"] == pytest.approx(4.0)
 
 
 def test_rows_without_published_activity_are_not_estimated():
@@ -140,10 +186,18 @@ def test_kind_errors_are_held_out_medians():
 def test_shipped_validation_summary_is_current():
     """The per-kind errors every report shows equal a fresh validation run (rewrite with
     python bench/validate.py --write-summary when the models or profiles change)."""
-    from hw_profiles.validation import kind_summary
-    from sim.validation import kind_errors, validate
-    fresh = kind_errors(validate())
+    import json
+
+    from hw_profiles.validation import SUMMARY_PATH, kind_summary
+    from sim.validation import heldout_factors, kind_errors, validate
+    rows = validate()
+    fresh = kind_errors(rows)
     shipped = kind_summary()
+    factors = json.loads(SUMMARY_PATH.read_text())["kind_factors"]
+    fresh_factors = heldout_factors(rows)["kind_factors"]
+    assert set(factors) == set(fresh_factors)
+    for kind, v in fresh_factors.items():
+        assert factors[kind] == pytest.approx(v, rel=1e-9), kind
     assert set(shipped) == set(fresh)
     for kind, v in fresh.items():
         assert shipped[kind]["rows"] == v["rows"]
@@ -159,6 +213,12 @@ def test_reports_carry_their_kinds_validation_error():
     gpu = price(led, "a100")
     assert gpu.validation_error == pytest.approx(kind_summary()["gpu"]["median_rel_error"])
     assert any(n.startswith("validation (gpu): ") for n in gpu.notes)
+    # the held-out factors of the kind: no gpu row is priced for eager, so all gpu stacks
+    # (the Orin row, fused): one row, factor max(r, 1/r) >= 1 either way
+    assert gpu.stack == "eager"
+    assert gpu.validation["stack"] == "all stacks" and gpu.validation["rows"] == 1
+    assert gpu.validation["energy_median_factor"] >= 1.0
+    assert any("held-out error for gpu/all stacks (1 rows): energy x" in n for n in gpu.notes)
     # no held-out neuromorphic measurement is rebuildable yet: no figure is claimed
     spiking = Ledger()
     spiking.add("synop", 10, scope="infer")

@@ -82,3 +82,51 @@ def test_bad_input_one_line(user_file, capsys, spec, profile, want):
                  "--profile", profile, "--device", "cpu"]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and want in err
+
+
+def test_hockney_fit_recovers_peak_and_half_perf():
+    import numpy as np
+
+    from deploy.calibrate import fit_hockney
+    # times built from peak 1e10 MAC/s, n_1/2 = 5e4, launch 2e-6 s:
+    # t = 2e-6 + (n + 5e4) / 1e10, e.g. n = 1e6 -> 2e-6 + 1.05e-4 = 1.07e-4 s
+    macs = np.array([4096.0, 32768.0, 262144.0, 2097152.0])
+    secs = 2e-6 + (macs + 5e4) / 1e10
+    peak, n_half = fit_hockney(macs, secs, 2e-6)
+    assert peak == pytest.approx(1e10, rel=1e-9) and n_half == pytest.approx(5e4, rel=1e-6)
+
+
+def test_calibrate_writes_a_measured_profile_that_prices(tmp_path, user_file, capsys,
+                                                         monkeypatch):
+    import tomllib
+
+    import deploy.calibrate as cal
+    from hw_profiles.loader import load
+    monkeypatch.setattr(cal, "GEMM_SIZES", (16, 32, 64))   # keep the test short
+    monkeypatch.setattr("deploy.measure.RAPL_ENERGY", tmp_path / "no_rapl")
+    out = tmp_path / "mine.toml"
+    args = ["measure", "--calibrate", "--profile", "x86-avx2", "--out", str(out),
+            "--device", "cpu", "--repeats", "3"]
+    assert main(args) == 0
+    assert "idle power is not measurable here" in capsys.readouterr().out
+    doc = tomllib.loads(out.read_text())
+    for q in (doc["execution"]["launch_s"], doc["execution"]["half_perf_ops"],
+              doc["throughput"]["mac_fp32"]):
+        assert q["provenance"] == "measured" and "UTC on " in q["note"]
+    assert doc["static"]["power_w"]["provenance"] == "measured"   # x86-avx2's own, kept
+    prof = load(str(out))
+    assert prof.name == "mine"
+    assert main(["measure", f"{user_file}:make", "--input-shape", "1,16", "--profile",
+                 str(out), "--device", "cpu", "--repeats", "2"]) == 0
+    assert "predicted on mine" in capsys.readouterr().out
+    assert main(args) == 0                    # its own file: replaced without --force
+
+
+def test_calibrate_refuses_a_file_it_did_not_write(tmp_path, capsys):
+    out = tmp_path / "notes.toml"
+    out.write_text("# mine\n")
+    assert main(["measure", "--calibrate", "--profile", "x86-avx2", "--out", str(out),
+                 "--repeats", "1"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not written by measure --calibrate" in err
+    assert out.read_text() == "# mine\n"

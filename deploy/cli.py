@@ -47,7 +47,7 @@ from deploy.cli_output import (
     progress_bar,
 )
 from deploy.estimate_cli import add_estimate_parser
-from deploy.measure import add_measure_parser
+from deploy.measure_cli import add_measure_parser
 from deploy.sweep_cli import add_sweep_parser
 from hw_profiles.errors import NeuroedgeError
 

@@ -47,6 +47,7 @@ from deploy.cli_output import (
     progress_bar,
 )
 from deploy.estimate_cli import add_estimate_parser
+from deploy.measure_cli import add_measure_parser
 from deploy.sweep_cli import add_sweep_parser
 from hw_profiles.errors import NeuroedgeError
 
@@ -457,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     add_estimate_parser(sub)
+    add_measure_parser(sub)
     add_sweep_parser(sub)
     return parser
 

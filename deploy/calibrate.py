@@ -1,0 +1,208 @@
+"""``neuroedge measure --calibrate --profile BASE --out MINE.toml``: fit this machine's
+per-op dispatch overhead, its achieved GEMM throughput curve and (where an energy counter is
+readable) its idle power from microbenchmarks, and write a profile of the user's own.
+
+The written profile is BASE with the fitted entries replaced, each with provenance
+``measured`` and a note giving date, machine and command:
+
+- ``[execution] launch_s``: median seconds of one eager op that does almost no arithmetic
+  (``torch.add`` of two 8x8 tensors), timed in blocks of ``DISPATCH_BLOCK`` calls;
+- ``[throughput] mac_fp32`` and ``[execution] half_perf_ops``: Hockney's curve, the one the
+  pricing uses (a kernel of n MACs takes ``launch_s + (n + n_1/2) / peak``), fitted by least
+  squares on relative error to square fp32 GEMMs (``GEMM_SIZES``);
+- ``[static] power_w``: mean power over ``IDLE_S`` seconds of sleep, only where NVML or RAPL
+  is readable; otherwise BASE's entry is kept and the output says so.
+
+Energies per op are BASE's: they are not measurable without a counter.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shlex
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from deploy.measure import energy_meter, time_calls
+from hw_profiles.errors import ProfileError
+from sim.errors import ModelError
+
+MARKER = "# written by neuroedge measure --calibrate"
+DISPATCH_BLOCK = 200
+GEMM_SIZES = (16, 32, 64, 128, 256, 512)
+IDLE_S = 1.0
+SOURCE = {"title": "", "url": "https://docs.python.org/3/library/time.html#time.perf_counter",
+          "kind": "web"}
+
+
+def machine_name() -> str:
+    """The host and its CPU model (from /proc/cpuinfo where present)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.node()} ({cpu})"
+
+
+def dispatch_s(*, repeats: int, clock=time.perf_counter, device: str = "cpu") -> float:
+    """Seconds of one eager op that does almost no arithmetic: the framework's dispatch."""
+    import torch
+    a = torch.ones(8, 8, device=device)
+    b = torch.ones(8, 8, device=device)
+
+    def block():
+        for _ in range(DISPATCH_BLOCK):
+            torch.add(a, b)
+
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    return time_calls(block, warmup=1, repeats=repeats, clock=clock, sync=sync).median_s \
+        / DISPATCH_BLOCK
+
+
+def gemm_times(sizes, *, repeats: int, device: str = "cpu") -> np.ndarray:
+    """Median seconds of one n x n x n fp32 matmul for each n in ``sizes``."""
+    import torch
+    out = []
+    for n in sizes:
+        a = torch.randn(n, n, device=device)
+        b = torch.randn(n, n, device=device)
+        sync = torch.cuda.synchronize if device == "cuda" else None
+        out.append(time_calls(lambda a=a, b=b: torch.mm(a, b), warmup=2, repeats=repeats,
+                              sync=sync).median_s)
+    return np.array(out)
+
+
+def fit_hockney(macs: np.ndarray, seconds: np.ndarray, launch_s: float) -> tuple[float, float]:
+    """``(peak MAC/s, n_1/2)`` of ``seconds = launch_s + (macs + n_1/2) / peak``, by least
+    squares on relative error (times span orders of magnitude). n_1/2 is kept >= 1: a
+    negative intercept means the overhead is all in ``launch_s``."""
+    y = seconds - launch_s
+    w = 1.0 / seconds
+    design = np.stack([macs, np.ones_like(macs)], axis=1) * w[:, None]
+    (slope, intercept), *_ = np.linalg.lstsq(design, y * w, rcond=None)
+    if not slope > 0:
+        raise ModelError("GEMM timings do not grow with size (slope "
+                         f"{slope:.3g} s/MAC): rerun on an idle machine")
+    peak = 1.0 / slope
+    return float(peak), float(max(intercept * peak, 1.0))
+
+
+def _base_path(profile: str) -> Path:
+    from hw_profiles.loader import load
+    p = load(profile)
+    if not p.path:
+        raise ProfileError(f"profile {profile!r}: has no file to start from")
+    return Path(p.path)
+
+
+def _quantity(value: float, unit: str, note: str) -> dict:
+    return {"value": float(f"{value:.6g}"), "unit": unit, "provenance": "measured",
+            "source": "neuroedge_calibrate", "note": note}
+
+
+def calibrate(base: str, *, repeats: int = 20, device: str = "cpu", name: str = "",
+              command: str = "") -> tuple[dict, list[str]]:
+    """The calibrated profile as a TOML document (a dict) and one line per fitted entry."""
+    doc = tomllib.loads(_base_path(base).read_text())
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    where = f"{stamp} on {machine_name()}, {device}; command: {command or 'calibrate()'}"
+    launch = dispatch_s(repeats=repeats, device=device)
+    sizes = GEMM_SIZES
+    macs = np.array([float(n) ** 3 for n in sizes])
+    secs = gemm_times(sizes, repeats=repeats, device=device)
+    peak, n_half = fit_hockney(macs, secs, launch)
+    lines = [f"launch_s      {launch:.3g} s  (torch.add of 8x8 tensors, median of {repeats} "
+             f"blocks of {DISPATCH_BLOCK})",
+             f"mac_fp32      {peak:.3g} MAC/s  (Hockney fit to fp32 GEMMs n = "
+             f"{', '.join(map(str, sizes))})",
+             f"half_perf_ops {n_half:.3g}"]
+    doc.setdefault("execution", {})
+    doc["execution"]["launch_s"] = _quantity(
+        launch, "s", f"eager torch.add of two 8x8 tensors; {where}")
+    doc["execution"]["half_perf_ops"] = _quantity(
+        n_half, "1", "Hockney n_1/2 fitted with mac_fp32 to GEMM medians "
+        + ", ".join(f"n={n}: {t:.3g} s" for n, t in zip(sizes, secs, strict=True))
+        + f"; {where}")
+    doc.setdefault("throughput", {})["mac_fp32"] = _quantity(
+        peak, "1/s", f"achieved fp32 GEMM peak, Hockney fit; {where}")
+    meter, why = energy_meter(device)
+    if meter is not None:
+        e0 = meter.read_j()
+        time.sleep(IDLE_S)
+        idle_w = (meter.read_j() - e0) / IDLE_S
+        doc.setdefault("static", {})["power_w"] = _quantity(
+            idle_w, "W", f"{meter.name} over {IDLE_S} s of sleep; {where}")
+        lines.append(f"power_w       {idle_w:.3g} W  ({meter.name})")
+    else:
+        lines.append(f"power_w       kept from {base}: idle power is not measurable here ({why})")
+    doc["name"] = name or f"{doc['name']}-measured"
+    doc["description"] = f"{doc['description']}; calibrated on {machine_name()}"
+    doc.setdefault("sources", {})["neuroedge_calibrate"] = dict(
+        SOURCE, title=f"neuroedge measure --calibrate microbenchmarks (time.perf_counter), "
+                      f"{where}")
+    cited = set(_cited(doc))
+    doc["sources"] = {k: v for k, v in doc["sources"].items() if k in cited}
+    return doc, lines
+
+
+def _cited(obj):
+    """Every ``source`` key a quantity in ``obj`` cites (the loader refuses uncited ones)."""
+    if isinstance(obj, dict):
+        if "source" in obj and "value" in obj:
+            yield obj["source"]
+        for k, v in obj.items():
+            if k != "sources":
+                yield from _cited(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _cited(v)
+
+
+def write_profile(doc: dict, out: Path, *, force: bool = False) -> None:
+    """Write ``doc`` to ``out`` after checking it loads; refuse to replace a file this
+    command did not write (its first line is not ``MARKER``) unless ``force``."""
+    import tomli_w
+
+    from hw_profiles.loader import loads
+    if out.exists():
+        try:
+            first = out.read_text().splitlines()[:1]
+        except (OSError, UnicodeDecodeError):
+            first = []
+        if first != [MARKER] and not force:
+            raise ModelError(f"--out {out}: exists and was not written by measure "
+                             "--calibrate; choose another path or pass --force")
+    text = MARKER + "\n" + tomli_w.dumps(doc)
+    loads(text, origin=str(out))   # a profile that does not load is never written
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ModelError(f"--out {out}: cannot write ({exc.strerror})") from None
+
+
+def cmd_calibrate(args, device: str) -> int:
+    if not args.out:
+        raise ModelError("--calibrate: give --out PATH.toml for the profile it writes")
+    out = Path(args.out)
+    if out.suffix != ".toml":
+        raise ModelError(f"--out {out}: expected a .toml path")
+    command = "neuroedge " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    doc, lines = calibrate(args.profile, repeats=args.repeats, device=device,
+                           name=out.stem, command=command)
+    write_profile(doc, out, force=args.force)
+    print(f"calibrated {doc['name']} from {args.profile} on {device}:")
+    print("\n".join("  " + line for line in lines))
+    print(f"wrote {out}: use it with --profile {out}")
+    return 0

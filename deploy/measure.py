@@ -1,0 +1,150 @@
+"""``neuroedge measure FILE.py:factory --input-shape ... --profile P``: run a model of your
+own for real on this machine and print the predicted price (``deploy.estimate.estimate`` on
+profile P) beside the measured latency and, where a counter exists, energy.
+
+Timing: ``warmup`` untimed calls, then ``repeats`` timed calls; the median is reported with
+the spread (min and max). On CUDA every call is synchronised before the clock is read.
+Energy: NVML (through ``pynvml``, package ``nvidia-ml-py``) on an NVIDIA GPU; RAPL through
+``/sys/class/powercap`` on a CPU where its counter is readable; otherwise one line says
+energy is not measurable here. ``--calibrate`` is :mod:`deploy.calibrate`.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.errors import ModelError
+
+RAPL_ENERGY = Path("/sys/class/powercap/intel-rapl:0/energy_uj")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call: median of the repeats and their spread."""
+    median_s: float
+    min_s: float
+    max_s: float
+    repeats: int
+
+
+def time_calls(fn, *, warmup: int, repeats: int, clock=time.perf_counter, sync=None) -> Timing:
+    """Call ``fn`` ``warmup`` times untimed, then ``repeats`` times, each timed alone with
+    ``clock``; ``sync`` (e.g. ``torch.cuda.synchronize``) runs before each clock read so an
+    asynchronous device has finished."""
+    if repeats < 1 or warmup < 0:
+        raise ModelError(f"repeats {repeats}, warmup {warmup}: expected repeats >= 1 and "
+                         "warmup >= 0")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        if sync:
+            sync()
+        t0 = clock()
+        fn()
+        if sync:
+            sync()
+        times.append(clock() - t0)
+    return Timing(statistics.median(times), min(times), max(times), repeats)
+
+
+class NvmlEnergy:
+    """The GPU's cumulative energy counter (mJ since driver load) read through pynvml."""
+
+    def __init__(self, pynvml, index: int = 0):
+        self._nvml = pynvml
+        pynvml.nvmlInit()
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        self.name = "NVML total energy (GPU board)"
+
+    def read_j(self) -> float:
+        return self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle) / 1000.0
+
+
+class RaplEnergy:
+    """The CPU package's RAPL counter (uJ) under /sys/class/powercap."""
+
+    def __init__(self, path: Path = RAPL_ENERGY):
+        self._path = path
+        self.read_j()
+        self.name = f"RAPL {path.parent.name} (CPU package)"
+
+    def read_j(self) -> float:
+        return int(self._path.read_text()) / 1e6
+
+
+def energy_meter(device: str):
+    """A meter for ``device`` ("cuda" or "cpu"), or ``(None, why)`` when none is readable."""
+    if device == "cuda":
+        try:
+            import pynvml
+            return NvmlEnergy(pynvml), ""
+        except Exception as exc:   # no package, no driver, a GPU without the counter
+            return None, f"NVML not readable ({type(exc).__name__}: {exc})"
+    try:
+        return RaplEnergy(), ""
+    except OSError as exc:
+        return None, f"no readable RAPL counter ({RAPL_ENERGY}: {exc.strerror or exc})"
+
+
+def measure_energy(fn, meter, *, repeats: int, sync=None) -> float:
+    """Joules per call: the counter's difference over ``repeats`` calls, divided by them."""
+    if sync:
+        sync()
+    e0 = meter.read_j()
+    for _ in range(repeats):
+        fn()
+    if sync:
+        sync()
+    return (meter.read_j() - e0) / repeats
+
+
+def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats: int,
+                seed: int = 0, clock=time.perf_counter, meter_for=energy_meter) -> dict:
+    """Predicted (``estimate`` on ``profile``) and measured figures of one inference."""
+    import torch
+
+    from deploy.estimate import estimate
+    est = estimate(model, shape, profiles=profile, seed=seed)
+    if not est.reports:
+        why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())
+        raise ModelError(f"profile {profile!r}: the model cannot be priced there ({why})")
+    row = est.rows()[0]
+    net = model.to(device).eval()
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen).to(device)
+    sync = torch.cuda.synchronize if device == "cuda" else None
+
+    def call():
+        with torch.no_grad():
+            net(x)
+
+    timing = time_calls(call, warmup=warmup, repeats=repeats, clock=clock, sync=sync)
+    meter, why = meter_for(device)
+    energy = measure_energy(call, meter, repeats=repeats, sync=sync) if meter else None
+    return {"profile": row["profile"], "device": device, "batch": shape[0],
+            "predicted_latency_s": row["latency_s"], "predicted_energy_j": row["total_j"],
+            "measured_latency_s": timing.median_s, "latency_min_s": timing.min_s,
+            "latency_max_s": timing.max_s, "repeats": repeats, "warmup": warmup,
+            "measured_energy_j": energy, "energy_source": meter.name if meter else None,
+            "energy_note": "" if meter else f"energy is not measurable here: {why}"}
+
+
+def format_measure(r: dict) -> str:
+    """The side-by-side table printed by the command."""
+    lat = r["predicted_latency_s"] / r["measured_latency_s"]
+    lines = [f"measured on {r['device']} (batch {r['batch']}, {r['warmup']} warm-up, "
+             f"{r['repeats']} repeats, median), predicted on {r['profile']}",
+             f"{'':10} {'predicted':>12} {'measured':>12} {'pred/meas':>10}",
+             f"{'latency s':10} {r['predicted_latency_s']:12.4g} {r['measured_latency_s']:12.4g} "
+             f"{lat:10.3g}   spread {r['latency_min_s']:.4g}..{r['latency_max_s']:.4g} s"]
+    if r["measured_energy_j"] is None:
+        lines.append(f"{'energy J':10} {r['predicted_energy_j']:12.4g} {'-':>12} {'-':>10}")
+        lines.append(r["energy_note"])
+    else:
+        e = r["predicted_energy_j"] / r["measured_energy_j"]
+        lines.append(f"{'energy J':10} {r['predicted_energy_j']:12.4g} "
+                     f"{r['measured_energy_j']:12.4g} {e:10.3g}   ({r['energy_source']})")
+    return "\n".join(lines)

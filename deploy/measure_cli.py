@@ -1,0 +1,62 @@
+"""``neuroedge measure``: the command's arguments, for :mod:`deploy.measure` (run a model
+here beside its price) and :mod:`deploy.calibrate` (``--calibrate``)."""
+from __future__ import annotations
+
+from deploy.calibrate import cmd_calibrate
+from deploy.measure import format_measure, run_measure
+from sim.errors import ModelError
+
+
+def add_measure_parser(subparsers):
+    """Add the ``measure`` command to ``subparsers``."""
+    from deploy.cli_args import parse_positive, parse_seed
+    p = subparsers.add_parser("measure", help="run your model for real here and print "
+                              "predicted and measured latency/energy side by side")
+    p.add_argument("model", metavar="FILE.py:factory", nargs="?",
+                   help="a Python file and the function/class in it that builds the model "
+                        "(as for 'neuroedge estimate'); not with --calibrate")
+    p.add_argument("--profile", required=True, help="profile name or TOML path to price on "
+                   "(with --calibrate: the profile the written one starts from)")
+    p.add_argument("--input-shape", metavar="N,C,H,W",
+                   help="shape of one inference batch, batch first")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where to run (auto: cuda when present, else cpu)")
+    p.add_argument("--warmup", type=int, default=3,
+                   help="untimed calls before timing (default 3)")
+    p.add_argument("--repeats", type=parse_positive, default=20,
+                   help="timed calls; the median and the spread are shown (default 20)")
+    p.add_argument("--seed", type=parse_seed, default=0,
+                   help="the module's initial weights and the random input (default 0)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="fit dispatch overhead, GEMM throughput curve and idle power here "
+                        "and write a profile of your own to --out")
+    p.add_argument("--out", metavar="PATH.toml", help="--calibrate: where to write the profile")
+    p.add_argument("--force", action="store_true",
+                   help="--calibrate: replace --out even if this command did not write it")
+    p.set_defaults(func=cmd_measure)
+    return p
+
+
+def cmd_measure(args) -> int:
+    import torch
+
+    from deploy.estimate_cli import load_model, parse_shape
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ModelError("--device cuda: no CUDA device here; use --device cpu")
+    if args.calibrate:
+        if args.model:
+            raise ModelError(f"--calibrate runs microbenchmarks, not {args.model}: drop the "
+                             "model, or drop --calibrate to measure it")
+        return cmd_calibrate(args, device)
+    if not args.model or not args.input_shape:
+        raise ModelError("measure: give FILE.py:factory and --input-shape N,C,H,W (or "
+                         "--calibrate --out PATH.toml)")
+    shape = parse_shape(args.input_shape)
+    model = load_model(args.model, seed=args.seed)
+    r = run_measure(model, shape, args.profile, device=device, warmup=args.warmup,
+                    repeats=args.repeats, seed=args.seed)
+    print(format_measure(r))
+    return 0

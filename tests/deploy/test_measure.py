@@ -1,0 +1,132 @@
+"""`neuroedge measure FILE.py:factory`: predicted and measured side by side on this machine."""
+import itertools
+import types
+
+import pytest
+import torch
+
+from deploy.cli import main
+from deploy.estimate import estimate
+from deploy.measure import NvmlEnergy, measure_energy, run_measure, time_calls
+
+MLP = '''
+import torch.nn as nn
+
+
+def make():
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+'''
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    p = tmp_path / "mlp.py"
+    p.write_text(MLP)
+    return p
+
+
+def test_median_and_spread_from_a_fake_clock():
+    # the fake clock returns 0,3 | 10,11 | 20,27 | 30,32 | 40,41: durations 3,1,7,2,1
+    ticks = iter([0, 3, 10, 11, 20, 27, 30, 32, 40, 41])
+    calls = []
+    t = time_calls(lambda: calls.append(1), warmup=2, repeats=5, clock=lambda: next(ticks))
+    # sorted durations 1,1,2,3,7 -> median 2; spread 1..7; 2 warm-up + 5 timed calls
+    assert (t.median_s, t.min_s, t.max_s, t.repeats) == (2, 1, 7, 5)
+    assert len(calls) == 7
+
+
+def test_nvml_path_with_an_injected_pynvml():
+    # a counter in mJ that grows 500 mJ per call: 4 calls -> 2000 mJ = 2 J -> 0.5 J per call
+    counter = itertools.count(start=10_000, step=500)
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None, nvmlDeviceGetHandleByIndex=lambda i: ("gpu", i),
+        nvmlDeviceGetTotalEnergyConsumption=lambda h: state["mj"])
+    state = {"mj": next(counter)}
+
+    def call():
+        state["mj"] = next(counter)
+
+    meter = NvmlEnergy(fake)
+    assert measure_energy(call, meter, repeats=4) == pytest.approx(0.5)
+
+
+def test_measure_cpu_mlp_predicted_and_measured_present(user_file, monkeypatch):
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 4))
+    r = run_measure(model, (1, 16), "x86-avx2", device="cpu", warmup=1, repeats=3,
+                    meter_for=lambda d: (None, "no counter in this test"))
+    want = estimate(model, (1, 16), profiles="x86-avx2").rows()[0]
+    assert r["predicted_latency_s"] == want["latency_s"] > 0
+    assert r["predicted_energy_j"] == want["total_j"] > 0
+    assert r["latency_min_s"] <= r["measured_latency_s"] <= r["latency_max_s"]
+    assert r["measured_latency_s"] > 0 and r["measured_energy_j"] is None
+    assert r["energy_note"].startswith("energy is not measurable here")
+
+
+def test_cli_prints_both_and_the_energy_line(user_file, capsys, monkeypatch):
+    # this machine's RAPL may or may not be readable: pretend it is not
+    monkeypatch.setattr("deploy.measure.RAPL_ENERGY", user_file.parent / "no_rapl")
+    assert main(["measure", f"{user_file}:make", "--input-shape", "1,16", "--profile",
+                 "x86-avx2", "--device", "cpu", "--repeats", "3", "--warmup", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "latency s" in out and "predicted" in out and "measured" in out
+    assert "energy is not measurable here: no readable RAPL counter" in out
+
+
+@pytest.mark.parametrize("spec, profile, want", [
+    ("{f}:nope", "x86-avx2", "has no 'nope'"),
+    ("{f}:make", "nosuch", "unknown hardware profile 'nosuch'"),
+])
+def test_bad_input_one_line(user_file, capsys, spec, profile, want):
+    assert main(["measure", spec.format(f=user_file), "--input-shape", "1,16",
+                 "--profile", profile, "--device", "cpu"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and want in err
+
+
+def test_hockney_fit_recovers_peak_and_half_perf():
+    import numpy as np
+
+    from deploy.calibrate import fit_hockney
+    # times built from peak 1e10 MAC/s, n_1/2 = 5e4, launch 2e-6 s:
+    # t = 2e-6 + (n + 5e4) / 1e10, e.g. n = 1e6 -> 2e-6 + 1.05e-4 = 1.07e-4 s
+    macs = np.array([4096.0, 32768.0, 262144.0, 2097152.0])
+    secs = 2e-6 + (macs + 5e4) / 1e10
+    peak, n_half = fit_hockney(macs, secs, 2e-6)
+    assert peak == pytest.approx(1e10, rel=1e-9) and n_half == pytest.approx(5e4, rel=1e-6)
+
+
+def test_calibrate_writes_a_measured_profile_that_prices(tmp_path, user_file, capsys,
+                                                         monkeypatch):
+    import tomllib
+
+    import deploy.calibrate as cal
+    from hw_profiles.loader import load
+    monkeypatch.setattr(cal, "GEMM_SIZES", (16, 32, 64))   # keep the test short
+    monkeypatch.setattr("deploy.measure.RAPL_ENERGY", tmp_path / "no_rapl")
+    out = tmp_path / "mine.toml"
+    args = ["measure", "--calibrate", "--profile", "x86-avx2", "--out", str(out),
+            "--device", "cpu", "--repeats", "3"]
+    assert main(args) == 0
+    assert "idle power is not measurable here" in capsys.readouterr().out
+    doc = tomllib.loads(out.read_text())
+    for q in (doc["execution"]["launch_s"], doc["execution"]["half_perf_ops"],
+              doc["throughput"]["mac_fp32"]):
+        assert q["provenance"] == "measured" and "UTC on " in q["note"]
+    assert doc["static"]["power_w"]["provenance"] == "measured"   # x86-avx2's own, kept
+    prof = load(str(out))
+    assert prof.name == "mine"
+    assert main(["measure", f"{user_file}:make", "--input-shape", "1,16", "--profile",
+                 str(out), "--device", "cpu", "--repeats", "2"]) == 0
+    assert "predicted on mine" in capsys.readouterr().out
+    assert main(args) == 0                    # its own file: replaced without --force
+
+
+def test_calibrate_refuses_a_file_it_did_not_write(tmp_path, capsys):
+    out = tmp_path / "notes.toml"
+    out.write_text("# mine\n")
+    assert main(["measure", "--calibrate", "--profile", "x86-avx2", "--out", str(out),
+                 "--repeats", "1"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not written by measure --calibrate" in err
+    assert out.read_text() == "# mine\n"

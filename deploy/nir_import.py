@@ -95,8 +95,34 @@ def load(graph_or_path):
         try:
             return nir.read(path, type_check=False)
         except Exception as exc:   # h5py / nir raise many kinds on a foreign file
-            raise _err(f"{str(path)!r} is not a readable NIR file ({exc})") from None
+            raise _err(f"{str(path)!r} is not a readable NIR file "
+                       f"({_unreadable_reason(path, nir, exc)})") from None
     raise _err(f"expected a nir.NIRGraph or a .nir path, got {type(graph_or_path).__name__}")
+
+
+def _unreadable_reason(path, nir, exc) -> str:
+    """Why ``nir.read`` failed, in words: nir asserts on a node type it does not know (an
+    empty AssertionError), so the file's node types are listed against nir's own."""
+    import h5py
+    known = {name for name in dir(nir) if isinstance(getattr(nir, name), type)
+             and issubclass(getattr(nir, name), nir.NIRNode) and name != "NIRNode"}
+    unknown = set()
+    try:
+        with h5py.File(path, "r") as f:
+            def visit(name, obj):
+                if name.endswith("/type") and isinstance(obj, h5py.Dataset) and obj.shape == ():
+                    value = obj[()]
+                    text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
+                        else str(value)
+                    if text not in known:
+                        unknown.add(text[:40].encode("unicode_escape").decode("ascii"))
+            f.visititems(visit)
+    except Exception:   # not HDF5 at all: the exception itself is the reason
+        pass
+    if unknown:
+        return (f"unknown node type(s) {', '.join(sorted(unknown))}; NIR defines "
+                f"{', '.join(sorted(known))}")
+    return str(exc) or type(exc).__name__
 
 
 # -- graph preprocessing -------------------------------------------------------------------
@@ -195,6 +221,10 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         raise _err(f"reset={reset!r} is unknown; expected one of {RESETS}")
     ours = (graph.metadata or {}).get(FORMAT_KEY) in (FORMAT_VALUE, FORMAT_VALUE.encode())
     nodes, edges, ident = _flatten(graph, nir)
+    dangling = sorted({k for edge in edges for k in edge if k not in nodes})
+    if dangling:
+        raise _err(f"{label} has edges naming nodes it does not hold: {', '.join(dangling)}; "
+                   f"every edge must join two of its nodes ({', '.join(sorted(nodes))})")
     neuron_types = (nir.LIF, nir.CubaLIF, nir.IF)
     neurons = [k for k, v in nodes.items() if isinstance(v, neuron_types)]
     if dt is None:
@@ -512,7 +542,11 @@ def _load_array(path) -> np.ndarray:
                    ".npy/.npz spike array")
     if not p.is_file():
         raise _err(f"stimulus file {str(p)!r} does not exist")
-    data = np.load(p, allow_pickle=False)
+    try:
+        data = np.load(p, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:   # object arrays, not numpy, truncated
+        raise _err(f"stimulus {str(p)!r} is not a plain numeric .npy/.npz array ({exc})") \
+            from None
     if p.suffix == ".npz":
         keys = list(data.keys())
         if "spikes" in keys:

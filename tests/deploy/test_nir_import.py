@@ -375,3 +375,40 @@ def test_estimate_nir_runs_our_export_on_its_own_sources_and_asks_foreign_inputs
         warnings.simplefilter("ignore")
         with pytest.raises(NeuroedgeError, match="carries no events and no stimulus"):
             estimate_nir(snn_graph[1], steps=10, profiles=["loihi"], dt=1e-4)
+
+
+def _if_nodes(n=4):
+    return {"x": nir.Input({"input": np.array([n])}),
+            "w": nir.Linear(weight=np.eye(n) * 2.0),
+            "p": nir.IF(r=np.full(n, 1e3), v_threshold=np.ones(n), v_reset=np.zeros(n)),
+            "o": nir.Output({"output": np.array([n])})}
+
+
+def test_an_edge_naming_a_missing_node_is_one_line():
+    g = nir.NIRGraph(nodes=_if_nodes(), metadata={"dt": 1e-3}, type_check=False,
+                     edges=[("x", "w"), ("w", "p"), ("p", "o"), ("ghost", "p")])
+    with pytest.raises(ExportError, match=r"^NIR import: the graph has edges naming nodes "
+                       r"it does not hold: ghost; every edge must join two of its nodes "
+                       r"\(o, p, w, x\)$"):
+        read_nir(g, reset="value")
+
+
+def test_an_unknown_node_type_in_a_file_is_named(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path / "g.nir"
+    nir.write(path, nir.NIRGraph(nodes=_if_nodes(), edges=[("x", "w"), ("w", "p"), ("p", "o")],
+                                 metadata={"dt": 1e-3}))
+    with h5py.File(path, "r+") as f:      # nir itself fails with an empty AssertionError
+        del f["node/nodes/w/type"]
+        f["node/nodes/w/type"] = b"Ghost"
+    with pytest.raises(ExportError, match=r"is not a readable NIR file \(unknown node "
+                       r"type\(s\) Ghost; NIR defines .*\bLIF\b"):
+        read_nir(path)
+
+
+def test_an_object_array_stimulus_is_refused_in_one_line(tmp_path):
+    net = _one_input_graph()
+    np.save(tmp_path / "o.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    with pytest.raises(ExportError, match=r"^NIR import: stimulus '.*o\.npy' is not a plain "
+                       r"numeric \.npy/\.npz array \(Object arrays cannot be loaded"):
+        stimulus(net, tmp_path / "o.npy", 10)

@@ -37,7 +37,9 @@ import io
 import itertools
 import math
 import os
+import re
 import shutil
+import stat
 import threading
 import tomllib
 import uuid
@@ -48,6 +50,7 @@ from typing import Any
 
 from deploy.errors import SweepError
 from hw_profiles.errors import NeuroedgeError
+from sim.seeds import check as check_seed
 
 SPEC_KEYS = ("name", "description", "models", "datasets", "presets", "seeds", "grid",
              "profiles", "simulate_profile")
@@ -58,6 +61,11 @@ ENERGY_COLUMNS = ("bound", "energy_j", "per_inference_j", "per_train_sample_j", 
 RUN_COLUMNS = ("key", "model", "dataset", "preset", "seed", "overrides", "simulate_profile",
                "profile", "pricing", "status", "error", "main_metric")
 RETRIES = 2   # a task whose worker died is run again elsewhere this many times
+
+MAX_SPEC_BYTES = 1 << 20     # a sweep spec is a hand-written TOML page: 1 MiB is generous
+MAX_RUNS = 10_000            # runs one spec may expand to (each trains a model): checked first
+SPEC_NAME_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A spec's ``name`` is a plain file name (it names the output folder): no ``/``, no ``..``."""
 
 
 # -- the spec -------------------------------------------------------------------------------
@@ -169,6 +177,23 @@ def _profile_ref(text, base: Path | None, where: str) -> str:
     return ref
 
 
+def _read_spec_text(path: Path, source: str) -> str:
+    """The spec's text, read only from a regular file of at most MAX_SPEC_BYTES (a FIFO or
+    ``/dev/zero`` would block or never end)."""
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise SweepError(f"{_where(source)}: not a regular file; give a .toml file")
+    if st.st_size > MAX_SPEC_BYTES:
+        raise SweepError(f"{_where(source)}: {st.st_size:,} bytes; a spec may have at most "
+                         f"{MAX_SPEC_BYTES:,}")
+    with open(path, "rb") as f:
+        data = f.read(MAX_SPEC_BYTES + 1)
+    if len(data) > MAX_SPEC_BYTES:   # grew while read
+        raise SweepError(f"{_where(source)}: more than {MAX_SPEC_BYTES:,} bytes; a spec may "
+                         f"have at most {MAX_SPEC_BYTES:,}")
+    return data.decode("utf-8")
+
+
 def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
     """Read and check a sweep spec (a TOML file, or the same content as a dict).
 
@@ -184,20 +209,27 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         path = Path(spec)
         source, base = str(path), path.parent
         try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+            doc = tomllib.loads(_read_spec_text(path, source))
         except FileNotFoundError:
             raise SweepError(f"{_where(source)}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SweepError(f"{_where(source)}: cannot read it ({exc})") from None
         except tomllib.TOMLDecodeError as exc:
             raise SweepError(f"{_where(source)}: not valid TOML ({exc})") from None
+        except RecursionError:
+            raise SweepError(f"{_where(source)}: nested too deeply to read; a spec holds "
+                             "lists of values and tables of them, not deep nesting") from None
     unknown = [k for k in doc if k not in SPEC_KEYS]
     if unknown:
         raise SweepError(f"{_where(source)}: unknown key {unknown[0]!r}; keys are "
                          f"{', '.join(SPEC_KEYS)}")
     name = doc.get("name", Path(source).stem if base is not None else "sweep")
-    if not isinstance(name, str) or not name:
-        raise SweepError(f"{_where(source)}: name = {name!r} must be non-empty text")
+    # a given name must be plain; the default, the spec file's own stem, is a file name already
+    if not isinstance(name, str) or not name or ("name" in doc
+                                                 and not SPEC_NAME_CHARS.fullmatch(name)):
+        raise SweepError(f"{_where(source)}: name = {name!r} must be a plain file name: "
+                         "letters, digits, '.', '_', '-', at most 100, not starting with "
+                         "'.' (it names the output folder)")
     models = _list(doc, "models", str, source)
     if models is None:
         raise SweepError(f"{_where(source)}: no models; give e.g. models = [\"mlp\"]")
@@ -211,9 +243,20 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         if p not in PRESETS:
             raise SweepError(f"{_where(source)}: preset {p!r}; presets are {', '.join(PRESETS)}")
     seeds = _list(doc, "seeds", int, source, (0,))
+    for seed in seeds:
+        try:
+            check_seed(seed, "seed")
+        except NeuroedgeError as exc:
+            raise SweepError(f"{_where(source)}: seeds: {exc}") from None
     profiles = _list(doc, "profiles", str, source)
     if profiles is None:
         raise SweepError(f"{_where(source)}: no profiles; give e.g. profiles = [\"a100\"]")
+    for key, values in (("models", models), ("datasets", datasets), ("presets", presets),
+                        ("seeds", seeds), ("profiles", profiles)):
+        repeated = sorted({str(v) for v in values or () if list(values).count(v) > 1})
+        if repeated:
+            raise SweepError(f"{_where(source)}: {key} names {', '.join(repeated)} more than "
+                             "once; give each once")
     profiles = tuple(_profile_ref(p, base, _where(source)) for p in profiles)
 
     sim = doc.get("simulate_profile", {})
@@ -271,6 +314,12 @@ def expand(spec: Spec | str | os.PathLike | Mapping) -> list[RunSpec]:
     from models.registry import get
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
+    size = sum(len(spec.datasets or (None,)) * len(spec.presets) * len(spec.seeds)
+               * math.prod(len(v) for v in spec.grid_for(model).values())
+               for model in spec.models)
+    if size > MAX_RUNS:
+        raise SweepError(f"{_where(spec.source)}: the grid gives {size:,} runs; a sweep may "
+                         f"have at most {MAX_RUNS:,} (split it, or give fewer values)")
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
     for model in spec.models:
@@ -517,7 +566,7 @@ def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
     if scheduler:
         try:
             client = Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             raise SweepError(f"--scheduler {scheduler}: cannot connect ({_one_line(exc)}); "
                              "give the address a running dask-scheduler prints, "
                              "tcp://HOST:8786") from None
@@ -574,6 +623,9 @@ def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | Non
     On KeyboardInterrupt the table and summary of what finished are written, then it is
     raised again.
     """
+    if scheduler is not None and not re.fullmatch(r"(tcp|tls|ucx|ws|wss)://[^\s/]+", scheduler):
+        raise SweepError(f"--scheduler {scheduler!r}: not a scheduler address; give the "
+                         "address a running dask-scheduler prints, tcp://HOST:8786")
     spec = spec if isinstance(spec, Spec) else load_spec(spec)
     runs = expand(spec)                    # every check first
     out = Path(out_dir)

@@ -282,3 +282,35 @@ def test_summary_plot_leads_with_every_profile_then_one_panel_each():
     assert titles == ["every profile", "a100", "cortex-m4"]
     # 2e-6 / 1e-8 = 200 > 10: the joint panel is logarithmic; a single point is not
     assert fig.axes[0].get_xscale() == "log" and fig.axes[1].get_xscale() == "linear"
+
+
+def test_hostile_specs_are_one_line(tmp_path):
+    # the name names the output folder: no path separators, no leading dot or '..'
+    for name in ("../escape", "a/b", "..", ".hidden", ""):
+        assert "must be a plain file name" in _spec_error({**SPEC, "name": name})
+    # seeds as simulate takes them: 0 .. 2**32 - 1
+    assert "seeds: seed = -1: out of range" in _spec_error({**SPEC, "seeds": [-1]})
+    assert "seed = 99999999999: out of range" in _spec_error({**SPEC, "seeds": [99999999999]})
+    assert "profiles names a100 more than once" in _spec_error(
+        {**SPEC, "profiles": ["a100", "a100"]})
+    assert "seeds names 1 more than once" in _spec_error({**SPEC, "seeds": [1, 1]})
+    # 1 model x 1 dataset x 1 preset x 2 seeds x 100 x 100 grid values = 20,000 > 10,000
+    big = {**SPEC, "grid": {"epochs": list(range(1, 101)), "lr": [0.001] * 100}}
+    assert "the grid gives 20,000 runs; a sweep may have at most 10,000" in _spec_error(big)
+    # a spec file must be a regular file (a FIFO would block the read) under 1 MiB
+    fifo = tmp_path / "spec.toml"
+    os.mkfifo(fifo)
+    assert "not a regular file" in _spec_error(fifo)
+    assert "not a regular file" in _spec_error("/dev/zero")
+    huge = tmp_path / "huge.toml"
+    huge.write_text("# " + "x" * (1 << 20) + "\n")
+    assert "a spec may have at most 1,048,576" in _spec_error(huge)
+    deep = tmp_path / "deep.toml"
+    deep.write_text("models = " + "[" * 5000 + "]" * 5000 + "\n")
+    assert "nested too deeply" in _spec_error(deep)
+
+
+def test_a_scheduler_that_is_not_an_address_is_one_line(tmp_path):
+    with pytest.raises(SweepError, match=r"^--scheduler 'not a url': not a scheduler address"):
+        sweep.run_sweep(SPEC, tmp_path / "out", scheduler="not a url")
+    assert not (tmp_path / "out").exists()     # refused before anything is written

@@ -252,6 +252,18 @@ def disk_error(dst: Path, exc: OSError, needed: int | None, option: str | None =
                        f"or choose {_other(option)}")
 
 
+TEMPORARY_MARKER = ".neuroedge-temporary"
+"""An empty file in every temporary directory :func:`write_file` makes (``.NAME.XXXX.tmp``):
+what a writer killed before its rename leaves can be told from a directory of the user's."""
+
+
+def is_our_temporary(path: Path) -> bool:
+    """Whether ``path`` is a temporary directory :func:`write_file` made (and was killed in):
+    a real directory (not a link) holding :data:`TEMPORARY_MARKER`."""
+    return (not path.is_symlink() and path.is_dir()
+            and (path / TEMPORARY_MARKER).is_file())
+
+
 def _mkdtemp(dst: Path, suffix: str, option: str | None) -> Path:
     try:
         return Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=suffix, dir=dst.parent))
@@ -311,6 +323,11 @@ def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike
         _make_parents(dst, option)
     tmp_dir = _mkdtemp(dst, ".tmp", option)
     target = tmp_dir / dst.name
+    try:   # marks the directory as ours: a sweep's --resume removes only marked temporaries
+        (tmp_dir / TEMPORARY_MARKER).touch()
+    except OSError as exc:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise _os_error(dst, option, exc) from None
     full = None
     try:
         try:

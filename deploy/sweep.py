@@ -602,9 +602,11 @@ def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
 
 def _clean_temporaries(runs_dir: Path) -> None:
     """Remove the temporary directories of run files a killed worker did not finish
-    (``deploy.outputs.write_file`` names them ``.NAME.XXXX.tmp``)."""
+    (``deploy.outputs.write_file`` names them ``.NAME.XXXX.tmp`` and marks them): a
+    directory of the same name without the marker is the user's and is left alone."""
+    from deploy.outputs import is_our_temporary
     for p in runs_dir.glob(".*.tmp"):
-        if p.is_dir():
+        if is_our_temporary(p):
             shutil.rmtree(p, ignore_errors=True)
 
 

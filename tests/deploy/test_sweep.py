@@ -14,6 +14,7 @@ import pytest
 from deploy import sweep
 from deploy.cli import main
 from deploy.errors import SweepError
+from deploy.outputs import TEMPORARY_MARKER
 from deploy.runfile import read_run
 
 # mlp on digits, one epoch: about a second a run. hidden = [2000, 2000] does not fit
@@ -183,10 +184,20 @@ def test_resume_reruns_a_truncated_file(serial_dir, tmp_path):
     shutil.copytree(out, tmp_path / "s")
     broken = tmp_path / "s" / "runs" / f"{OK[1]}.h5"
     broken.write_bytes(broken.read_bytes()[:1000])
+    # a killed writer's temporary (marked by deploy.outputs) and a directory of the user's
+    # with the same name pattern: --resume removes only the first
+    ours = tmp_path / "s" / "runs" / f".{OK[1]}.h5.abc123.tmp"
+    ours.mkdir()
+    (ours / TEMPORARY_MARKER).touch()
+    (ours / f"{OK[1]}.h5").write_bytes(b"partial")
+    mine = tmp_path / "s" / "runs" / ".notes.tmp"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("mine\n")
     spec = {**SPEC, "grid": {"epochs": [1], "mlp": {"hidden": [[8]]}}}
     res = sweep.run_sweep(spec, tmp_path / "s", serial=True, resume=True)
     assert res.resumed == [OK[0]] and res.simulated == [OK[1]]
     read_run(broken)
+    assert not ours.exists() and (mine / "keep.txt").read_text() == "mine\n"
 
 
 def _sampling_inside_and_after() -> tuple[bool, bool]:

@@ -63,6 +63,7 @@ RUN_COLUMNS = ("key", "model", "dataset", "preset", "seed", "overrides", "simula
 RETRIES = 2   # a task whose worker died is run again elsewhere this many times
 
 MAX_SPEC_BYTES = 1 << 20     # a sweep spec is a hand-written TOML page: 1 MiB is generous
+SWEEP_LOCK = ".neuroedge-sweep.lock"   # in --out while a sweep writes it (see _output_lock)
 MAX_RUNS = 10_000            # runs one spec may expand to (each trains a model): checked first
 SPEC_NAME_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A spec's ``name`` is a plain file name (it names the output folder): no ``/``, no ``..``."""
@@ -647,6 +648,36 @@ def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | Non
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"--out {out}: cannot create {runs_dir} ({exc.strerror})") from None
+    with _output_lock(out):
+        return _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial,
+                           progress)
+
+
+@contextlib.contextmanager
+def _output_lock(out: Path):
+    """Hold ``OUT/.neuroedge-sweep.lock`` (an advisory ``flock``) while a sweep writes ``out``:
+    a second sweep into the same folder is refused instead of both writing one table. The
+    kernel drops the lock when its process ends, so a killed sweep leaves no stale lock."""
+    import fcntl
+    path = out / SWEEP_LOCK
+    try:
+        fh = open(path, "a")   # noqa: SIM115 - held open for the whole sweep, closed below
+    except OSError as exc:
+        raise SweepError(f"--out {out}: cannot create its lock {path.name} "
+                         f"({exc.strerror})") from None
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SweepError(f"--out {out}: another sweep is writing this folder; wait for "
+                             "it, or give another --out") from None
+        yield
+    finally:
+        fh.close()
+
+
+def _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial, progress):
+    """The body of :func:`run_sweep`, run while the output folder is locked."""
     result = SweepResult([], out / "results.csv", out / "summary.html", out)
     profiles = spec.profiles
     total = len(keyed)

@@ -325,3 +325,17 @@ def test_a_scheduler_that_is_not_an_address_is_one_line(tmp_path):
     with pytest.raises(SweepError, match=r"^--scheduler 'not a url': not a scheduler address"):
         sweep.run_sweep(SPEC, tmp_path / "out", scheduler="not a url")
     assert not (tmp_path / "out").exists()     # refused before anything is written
+
+
+def test_a_second_sweep_into_a_folder_being_written_is_refused(serial_dir, tmp_path):
+    import fcntl
+    out, _ = serial_dir
+    shutil.copytree(out, tmp_path / "s")
+    with open(tmp_path / "s" / sweep.SWEEP_LOCK, "a") as held:   # a sweep writing there now
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(SweepError, match=r"another sweep is writing this folder"):
+            sweep.run_sweep(SPEC, tmp_path / "s", serial=True, resume=True)
+    # the lock released (as when that sweep's process ends), the same call goes through
+    spec = {**SPEC, "grid": {"epochs": [1], "mlp": {"hidden": [[8]]}}}
+    res = sweep.run_sweep(spec, tmp_path / "s", serial=True, resume=True)
+    assert res.resumed == OK

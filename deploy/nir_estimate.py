@@ -20,9 +20,18 @@ from hw_profiles.errors import NeuroedgeError
 SCOPE = "infer"
 
 
-def estimate_nir(graph_or_path, *, stimulus=None, steps: int, profiles, dt: float | None = None,
-                 seed: int = 0, reset: str | None = None, quantize: bool = True) -> Estimate:
+MAX_STEPS = 10_000_000
+"""The most time steps one estimate runs (a 1 ms step: almost three hours of chip time);
+checked before the run, since the engine's records grow with the steps."""
+
+
+def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, profiles,
+                 dt: float | None = None, seed: int = 0, reset: str | None = None,
+                 quantize: bool = True) -> Estimate:
     """Price ``steps`` steps of the NIR graph driven by ``stimulus`` on each profile.
+
+    ``steps`` may be left out when ``stimulus`` is a spike array or its file: it is then the
+    array's length T (its first axis). At most :data:`MAX_STEPS`.
 
     ``stimulus``: what :func:`deploy.nir_import.stimulus` takes ("poisson:rate=50", a
     spike array (T, n) or its .npy/.npz path, "dataset:NAME"). A profile that is not a
@@ -34,9 +43,20 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int, profiles, dt: floa
     quantised).
     """
     import sim
-    from deploy.nir_import import read_nir
+    from deploy.nir_import import read_nir, stimulus_length
     from deploy.nir_import import stimulus as attach
     from hw_profiles import load as load_profile
+    if steps is None:
+        steps = stimulus_length(stimulus) if stimulus is not None else None
+        if steps is None:
+            raise NeuroedgeError("estimate_nir: steps is missing; give steps= (--steps on the "
+                                 "command line), or a spike array stimulus whose length is "
+                                 "the run's")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise NeuroedgeError(f"estimate_nir: steps = {steps!r}; expected an integer >= 1")
+    if steps > MAX_STEPS:
+        raise NeuroedgeError(f"estimate_nir: steps = {steps:,} is more than {MAX_STEPS:,} "
+                             "(the most one estimate runs); price a shorter run and scale")
     net = read_nir(graph_or_path, dt=dt, reset=reset)
     if stimulus is not None:
         attach(net, stimulus, steps, seed=seed)

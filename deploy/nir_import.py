@@ -476,6 +476,22 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
 
 
 # -- stimulus --------------------------------------------------------------------------------
+def stimulus_length(spec) -> int | None:
+    """T, the number of steps a spike-array stimulus (an array or its .npy/.npz path) covers;
+    None for the stimuli that fill any length (``poisson:``, ``dataset:``)."""
+    if isinstance(spec, str) and spec.startswith(("poisson:", "dataset:")):
+        return None
+    arr = _load_array(spec) if isinstance(spec, (str, os.PathLike)) else np.asarray(spec)
+    if arr.ndim < 1 or arr.shape[0] < 1:
+        raise _err(f"stimulus {_stimulus_label(spec)} has shape {arr.shape}; expected "
+                   "(T, n) spikes with T >= 1")
+    return int(arr.shape[0])
+
+
+def _stimulus_label(spec) -> str:
+    return repr(str(spec)) if isinstance(spec, (str, os.PathLike)) else "the array"
+
+
 def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
     """Drive the network's ``Input`` with ``spec`` for ``steps`` steps; returns the Source.
 

@@ -224,3 +224,36 @@ def test_simulate_of_a_users_file_points_at_estimate(capsys):
         assert main(["simulate", name]) == 2
         err = capsys.readouterr().err
         assert f"unknown model '{name}'" in err and f"`neuroedge estimate {name}`" in err
+
+
+def test_nir_steps_come_from_a_spike_array_and_are_bounded(tmp_path, capsys):
+    import nir
+    import numpy as np
+
+    from deploy.nir_estimate import MAX_STEPS
+    graph = nir.NIRGraph(
+        nodes={"in": nir.Input({"input": np.array([2])}),
+               "w": nir.Linear(weight=np.eye(2) * 2.0),
+               "lif": nir.LIF(tau=np.full(2, 0.01), r=np.ones(2), v_leak=np.zeros(2),
+                              v_threshold=np.ones(2), v_reset=np.zeros(2)),
+               "out": nir.Output({"output": np.array([2])})},
+        edges=[("in", "w"), ("w", "lif"), ("lif", "out")])
+    path = tmp_path / "hand.nir"
+    nir.write(path, graph)
+    spikes = np.zeros((30, 2), np.int8)
+    spikes[::3] = 1
+    np.save(tmp_path / "s.npy", spikes)
+    base = ["estimate", str(path), "--dt", "1e-3", "--reset", "value", "--profiles", "loihi"]
+    # no --steps: the stimulus' 30 rows are the run; the same figures as --steps 30
+    assert main(base + ["--stimulus", str(tmp_path / "s.npy"),
+                        "--json", str(tmp_path / "a.json")]) == 0
+    assert main(base + ["--stimulus", str(tmp_path / "s.npy"), "--steps", "30",
+                        "--json", str(tmp_path / "b.json")]) == 0
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    capsys.readouterr()
+    # a Poisson stimulus fills any length: the steps must be given
+    assert main(base + ["--stimulus", "poisson:rate=100"]) == 2
+    assert "steps is missing; give steps= (--steps" in capsys.readouterr().err
+    assert main(base + ["--stimulus", "poisson:rate=100", "--steps", str(MAX_STEPS + 1)]) == 2
+    err = capsys.readouterr().err
+    assert "steps = 10,000,001 is more than 10,000,000" in err and len(err.splitlines()) == 1

@@ -196,10 +196,11 @@ def test_json_and_table_carry_neurobench_metrics_and_layers(user_file, capsys):
                      r"\s+10.8 kB", out)
 
 
-def test_nir_file_reset_warning_is_one_line_and_reset_flag_silences_it(tmp_path, capsys):
+def _hand_nir(tmp_path):
+    """A hand-built graph written to ``hand.nir``: Input(2) -> Linear -> LIF(2) -> Output, no
+    reset stated anywhere."""
     import nir
     import numpy as np
-    # a hand-built graph: Input(2) -> Linear -> LIF(2) -> Output, no reset stated anywhere
     graph = nir.NIRGraph(
         nodes={"in": nir.Input({"input": np.array([2])}),
                "w": nir.Linear(weight=np.eye(2) * 2.0),
@@ -209,6 +210,11 @@ def test_nir_file_reset_warning_is_one_line_and_reset_flag_silences_it(tmp_path,
         edges=[("in", "w"), ("w", "lif"), ("lif", "out")])
     path = tmp_path / "hand.nir"
     nir.write(path, graph)
+    return path
+
+
+def test_nir_file_reset_warning_is_one_line_and_reset_flag_silences_it(tmp_path, capsys):
+    path = _hand_nir(tmp_path)
     argv = ["estimate", str(path), "--stimulus", "poisson:rate=100", "--steps", "20",
             "--dt", "1e-3", "--profiles", "loihi"]
     assert main(argv) == 0
@@ -227,19 +233,10 @@ def test_simulate_of_a_users_file_points_at_estimate(capsys):
 
 
 def test_nir_steps_come_from_a_spike_array_and_are_bounded(tmp_path, capsys):
-    import nir
     import numpy as np
 
     from deploy.nir_estimate import MAX_STEPS
-    graph = nir.NIRGraph(
-        nodes={"in": nir.Input({"input": np.array([2])}),
-               "w": nir.Linear(weight=np.eye(2) * 2.0),
-               "lif": nir.LIF(tau=np.full(2, 0.01), r=np.ones(2), v_leak=np.zeros(2),
-                              v_threshold=np.ones(2), v_reset=np.zeros(2)),
-               "out": nir.Output({"output": np.array([2])})},
-        edges=[("in", "w"), ("w", "lif"), ("lif", "out")])
-    path = tmp_path / "hand.nir"
-    nir.write(path, graph)
+    path = _hand_nir(tmp_path)
     spikes = np.zeros((30, 2), np.int8)
     spikes[::3] = 1
     np.save(tmp_path / "s.npy", spikes)

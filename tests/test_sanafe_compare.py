@@ -1,8 +1,11 @@
-"""bench/sanafe_compare.py reads the per-event prices it says it reads (issue 29, item 5)."""
+"""bench/sanafe_compare.py: the prices it reads, and the same spikes in SANA-FE and neuroedge
+on small networks (issue 29, item 5)."""
 import importlib.util
+import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("sanafe", reason="sanafe (dev extra) is the oracle this bench reads")
@@ -14,6 +17,7 @@ def _bench():
     path = ROOT / "bench" / "sanafe_compare.py"
     spec = importlib.util.spec_from_file_location("sanafe_compare", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("sanafe_compare", mod)   # its dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
 
@@ -29,7 +33,40 @@ def test_price_pairs_match_both_sources():
     nu = rows["neuron update (active)"]
     assert nu["sanafe_pj"] == pytest.approx(72.8)
     assert nu["sanafe_ns"] == pytest.approx(9.7)
-    # spike = soma spike_out 69.3 pJ + axon message_out 111.0 pJ = 180.3 pJ
-    assert rows["spike message out"]["sanafe_pj"] == pytest.approx(180.3)
+    # a spike: soma spike_out 69.3 pJ / 30 ns once, axon message_out 111.0 pJ per dest. core
+    assert rows["spike out (soma)"]["sanafe_pj"] == pytest.approx(69.3)
+    assert rows["message out (per dest. core)"]["sanafe_pj"] == pytest.approx(111.0)
+    # barrier table 0.6 us (1 tile) .. 1.8 us (29+ tiles) against 113 .. 465 ns
+    assert rows["barrier, whole chip"]["sanafe_ns"] == pytest.approx(1800.0)
+    assert rows["barrier, one tile"]["sanafe_ns"] == pytest.approx(600.0)
     # ratio is neuroedge / SANA-FE: 23.6 / 35.5 = 0.6648
     assert syn["energy_ratio"] == pytest.approx(23.6 / 35.5)
+
+
+def test_tiny_feedforward_same_spikes_and_events():
+    B = _bench()
+    # 4 inputs with bias 3, threshold 10: v = 3, 6, 9, 12 > 10 -> fire in steps 3, 7, 11
+    # (reset to 0); 2 outputs get 4 x 4 = 16 > 7 one step later -> fire in steps 4, 8.
+    # 12 steps: 4 x 3 + 2 x 2 = 16 spikes. Both simulators count a spike's synaptic events
+    # in the step it is sent (its input acts one step later): 3 volleys x 4 x 2 = 24.
+    g_in = B.Group("inp", 4, np.full(4, 10.0), np.full(4, 3.0), np.zeros(4))
+    g_out = B.Group("out", 2, np.full(2, 7.0), np.zeros(2), np.zeros(2))
+    i, j = np.repeat(np.arange(4), 2), np.tile(np.arange(2), 4)
+    spec = B.Spec("tiny", 1e-3, [g_in, g_out], [("inp", "out", i, j, np.full(8, 4.0))])
+    o = B.compare(spec, 12, quiet=True)
+    assert o["spikes_identical"]
+    assert o["spikes_neuroedge"] == o["spikes_sanafe"] == 16
+    assert o["spikes_per_group"] == {"inp": 12, "out": 4}
+    assert o["neuroedge_counts"]["synop"] == o["sanafe_counts"]["synaptic events"] == 24
+    # SANA-FE synapse energy: 24 events x 35.5 pJ (dense synapse) = 852 pJ
+    assert o["sanafe_parts_j"]["synapse"] == pytest.approx(24 * 35.5e-12)
+    # neuroedge: 24 synops x 23.6 pJ = 566.4 pJ of its dynamic energy
+    assert o["neuroedge_by_op_j"]["synop"] == pytest.approx(24 * 23.6e-12)
+
+
+def test_small_va_cuba_same_spikes():
+    """The Loihi CUBA kernel (leak, 1/64 truncation, refractory) gives SANA-FE's spikes."""
+    B = _bench()
+    o = B.compare(B.va_cuba(300), 150, quiet=True)
+    assert o["spikes_neuroedge"] > 0          # activity, not two silent networks
+    assert o["spikes_identical"], o["first_mismatch"]

@@ -507,6 +507,39 @@ def _print_network(o: dict, ne: dict, sf: dict, show_steps: int) -> None:
           f"{nc.get('hop', 0):,.0f} vs {sc['hops']:,}")
 
 
+def render_table(doc: dict) -> str:
+    """The side-by-side table of a results file (bench/RESULTS.md and docs/neuromorphic.md
+    show it verbatim; tests/test_sanafe_compare.py checks they match the committed file)."""
+    lines = ["| network | steps | neurons | cores | spikes (both) | dynamic energy NE / SF (uJ) "
+             "| ratio | latency NE / SF (ms) | ratio | NE static (uJ, apart) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for n in doc["networks"]:
+        e, t = n["energy_j"], n["latency_s"]
+        same = "identical" if n["spikes_identical"] else "DIFFER"
+        lines.append(f"| {n['network']} | {n['steps']} | {n['neurons']:,} | {n['cores']} | "
+                     f"{n['spikes_neuroedge']:,} {same} | {e['neuroedge_dynamic'] * 1e6:.1f} / "
+                     f"{e['sanafe'] * 1e6:.1f} | {n['energy_ratio']:.2f} | "
+                     f"{t['neuroedge'] * 1e3:.2f} / {t['sanafe'] * 1e3:.2f} | "
+                     f"{n['latency_ratio']:.2f} | {e['neuroedge_static'] * 1e6:.1f} |")
+    lines += ["", "| network | part | neuroedge (uJ) | SANA-FE (uJ) | ratio |",
+              "|---|---|---|---|---|"]
+    for n in doc["networks"]:
+        nb, sp = n["neuroedge_by_op_j"], n["sanafe_parts_j"]
+        parts = [("synaptic events", nb.get("synop", 0), sp["synapse"] + sp["dendrite"]),
+                 ("neuron updates + spike out",
+                  nb.get("neuron_update_active", 0) + nb.get("neuron_update_idle", 0),
+                  sp["soma"]),
+                 ("messages + hops", nb.get("spike", 0) + nb.get("hop", 0), sp["network"])]
+        for name, a, b in parts:
+            lines.append(f"| {n['network']} | {name} | {a * 1e6:.2f} | {b * 1e6:.2f} | "
+                         f"{a / b:.3f} |")
+    r = doc["result"]
+    lines += ["", f"energy_factor_max {r['energy_factor_max']:.2f}, latency_factor_max "
+                  f"{r['latency_factor_max']:.2f} (goal {r['goal_factor']}: "
+                  f"{'met' if r['goal_met'] else 'not met'})"]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=128, help="time steps per network")
@@ -543,6 +576,8 @@ def main(argv: list[str] | None = None) -> dict:
     tmp.write_text(json.dumps({"result": result, "networks": networks, "per_event": rows},
                               indent=1))
     tmp.replace(args.out)
+    print()
+    print(render_table(json.loads(args.out.read_text())))
     print("RESULT " + json.dumps(result))
     return result
 

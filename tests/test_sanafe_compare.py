@@ -70,3 +70,29 @@ def test_small_va_cuba_same_spikes():
     o = B.compare(B.va_cuba(300), 150, quiet=True)
     assert o["spikes_neuroedge"] > 0          # activity, not two silent networks
     assert o["spikes_identical"], o["first_mismatch"]
+
+
+def test_docs_show_the_committed_results():
+    """RESULTS.md and docs/neuromorphic.md show the table rendered from the committed
+    bench/out/sanafe_compare.json, and the prose counts are that file's."""
+    import json
+    B = _bench()
+    doc = json.loads((ROOT / "bench" / "out" / "sanafe_compare.json").read_text())
+    table = B.render_table(doc)
+    results = (ROOT / "bench" / "RESULTS.md").read_text()
+    assert table in results
+    assert table in (ROOT / "docs" / "neuromorphic.md").read_text()
+    nets = {n["network"]: n for n in doc["networks"]}
+    dvs, cuba = nets["dvs_gesture"], nets["va_cuba_4000"]
+    assert all(n["spikes_identical"] for n in doc["networks"])
+    for figure in (dvs["sanafe_counts"]["synaptic events"],
+                   cuba["sanafe_counts"]["synaptic events"],
+                   cuba["sanafe_counts"]["neurons updated"],
+                   int(cuba["neuroedge_counts"]["neuron_update_active"]),
+                   int(cuba["neuroedge_counts"]["neuron_update_idle"]),
+                   dvs["sanafe_counts"]["packets"], dvs["spikes_neuroedge"]):
+        assert f"{figure:,}" in results
+    r = doc["result"]
+    # "energy by 1.38 / 1.25 = 1.10x", "latency by 1.98 / 1.25 = 1.59x"
+    for f in (r["energy_factor_max"], r["latency_factor_max"]):
+        assert f"{f:.2f} / 1.25 = {f / 1.25:.2f}x" in results

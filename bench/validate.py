@@ -44,17 +44,22 @@ def main(argv=None) -> int:
         from deploy.outputs import write_text
         from hw_profiles.validation import SUMMARY_PATH
         from sim.validation import heldout_factors, kind_errors
-        doc = {"kinds": kind_errors(rows),
-               "kind_factors": heldout_factors(rows)["kind_factors"]}
+        held = heldout_factors(rows)
+        doc = {"kinds": kind_errors(rows), "kind_factors": held["kind_factors"],
+               "stacks": held["stack_factors"]}
         write_text(SUMMARY_PATH, json.dumps(doc, indent=1) + "\n", force=True)
         print(f"wrote {SUMMARY_PATH}")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": [r.to_dict() for r in rows],
                                                "summary": summary}, indent=1))
-    from sim.validation import heldout_factors
+    from sim.validation import factor_stats, heldout_factors
     held = heldout_factors(rows)
-    summary.update({k: v for k, v in held.items() if k != "kind_factors"})
-    summary["heldout_by_kind"] = held["kind_factors"]
+    summary.update({k: v for k, v in held.items()
+                    if k not in ("kind_factors", "device_kind_factors", "stack_factors")})
+    # the profile kinds of summarise() give way to the device kinds of the held-out rows
+    summary["heldout_by_kind"] = held["device_kind_factors"]
+    summary["heldout_by_stack"] = held["stack_factors"]
+    summary["calibration_factors"] = factor_stats([r for r in rows if r.group == "calibration"])
     print("RESULT " + json.dumps(summary))
     return 0
 

@@ -30,11 +30,18 @@ checks it against a fresh run, so it cannot go stale silently."""
 SCHEMA_VERSION = 1
 GROUPS = ("calibration", "held-out")
 PARTS = ("same", "same-core", "different")
+DEVICE_KINDS = ("mcu", "fpga", "cpu", "gpu", "edge-gpu", "vpu", "neuromorphic")
+"""The device kinds ``bench/validate.py`` counts rows under: finer than the profile kinds (a
+Jetson is an ``edge-gpu`` priced on a ``gpu`` profile, a microcontroller an ``mcu`` priced on a
+``bitwise`` one). A row names its own (``device_kind``) or gets :data:`DEFAULT_DEVICE_KIND` of
+its profile kind."""
+DEFAULT_DEVICE_KIND = {"bitwise": "mcu", "cpu": "cpu", "gpu": "gpu",
+                       "neuromorphic": "neuromorphic"}
 
 _REQUIRED = {"id", "kind", "profile", "device", "part", "group", "workload", "params", "per",
              "measured_j", "conditions", "source_title", "source_url"}
 _OPTIONAL = {"measured_latency_s", "measured_derivation", "missing", "note", "stack",
-             "idle_subtracted"}
+             "idle_subtracted", "supply_v", "device_kind"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class Measurement:
     note: str = ""
     stack: str = ""                  # software stack measured ("" : the profile's default)
     idle_subtracted: bool = False    # the measurement is running minus idle power
+    supply_v: float | None = None    # supply voltage the source states (None: not published)
+    device_kind: str = ""            # DEVICE_KINDS entry the row counts under
 
 
 def load_table(path: str | Path | None = None) -> list[Measurement]:
@@ -149,14 +158,20 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
                                "http(s) URL")
         if not isinstance(e["params"], dict):
             raise ProfileError(f"{where}: params = {e['params']!r}: expected an inline table")
-        for key in ("measured_j", "measured_latency_s"):
+        for key in ("measured_j", "measured_latency_s", "supply_v"):
             if key not in e:
                 continue
             v = e[key]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                     or v <= 0:
+                unit = {"measured_j": f"J per {e['per']}", "supply_v": "V",
+                        "measured_latency_s": f"s per {e['per']}"}[key]
                 raise ProfileError(f"{where}: {key} = {v!r}: expected a finite number > 0 "
-                                   f"({'J' if key == 'measured_j' else 's'} per {e['per']})")
+                                   f"({unit})")
+        device_kind = e.get("device_kind", DEFAULT_DEVICE_KIND[e["kind"]])
+        if device_kind not in DEVICE_KINDS:
+            raise ProfileError(f"{where}: device_kind = {device_kind!r}; expected one of "
+                               f"{', '.join(DEVICE_KINDS)}")
         if not isinstance(e.get("idle_subtracted", False), bool) \
                 or not isinstance(e.get("stack", ""), str):
             raise ProfileError(f"{where}: idle_subtracted must be true or false and stack a "
@@ -177,7 +192,9 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
                                 else None),
             measured_derivation=str(e.get("measured_derivation", "")), missing=missing,
             note=str(e.get("note", "")), stack=e.get("stack", ""),
-            idle_subtracted=e.get("idle_subtracted", False)))
+            idle_subtracted=e.get("idle_subtracted", False),
+            supply_v=float(e["supply_v"]) if "supply_v" in e else None,
+            device_kind=device_kind))
     return rows
 
 

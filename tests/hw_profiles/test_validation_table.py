@@ -11,13 +11,36 @@ def _doc():
     return tomllib.loads(TABLE_PATH.read_text())
 
 
-def test_shipped_table_has_8_rows_over_4_kinds():
+def test_shipped_table_rows_kinds_and_calibration_group():
     rows = load_table()
-    assert len(rows) == 11
+    assert len(rows) >= 70
     assert {r.kind for r in rows} == {"neuromorphic", "gpu", "cpu", "bitwise"}
+    assert {r.device_kind for r in rows} >= {"mcu", "cpu", "edge-gpu", "neuromorphic"}
     assert len({r.id for r in rows}) == len(rows)
-    # the one row a profile number was derived from is marked as such
-    assert [r.id for r in rows if r.group == "calibration"] == ["truenorth-rate-20hz"]
+    cal = [r for r in rows if r.group == "calibration"]
+    # TrueNorth's profile numbers came from its row; on the MCUs one keyword-spotting row per
+    # part and stack (9 stacks on the L4R5, 5 on the H7A3) calibrates that stack
+    mcu = [r for r in cal if r.kind == "bitwise"]
+    assert [r.id for r in cal if r.kind != "bitwise"] == ["truenorth-rate-20hz"]
+    assert len(mcu) == 14 and all(r.workload == "ds_cnn_kws" for r in mcu)
+    assert len({(r.profile, r.stack) for r in mcu}) == 14
+    # every MCU row is on the measured part and names its stack
+    assert all(r.part == "same" and r.stack for r in rows if r.kind == "bitwise")
+
+
+def test_mlperf_tiny_figures_as_published():
+    rows = {r.id: r for r in load_table()}
+    # energy/results.txt 'Median energy cost is ... uJ/inf.' of the L4R5 KWS submissions
+    assert rows["l4r5-kws-tflm-2.3.1-v0.5"].measured_j == 0.007373704
+    assert rows["l4r5-kws-microtvm-cmsis-nn-v1.0"].measured_j == 0.005230273
+    assert rows["l4r5-kws-xcube-ai-9.0-v1.2"].measured_j == 0.001820454
+    # latency = 1 / 'Median throughput' 13.323 inf./sec; the board at 1.8 V, Krai's at 3.0 V
+    assert rows["l4r5-kws-xcube-ai-7.3-v1.0"].measured_latency_s == pytest.approx(1 / 13.323,
+                                                                                rel=1e-6)
+    assert rows["l4r5-kws-xcube-ai-7.3-v1.0"].supply_v == 1.8
+    assert rows["l4r5-kws-xcube-ai-7.3-v1.1-krai"].supply_v == 3.0
+    # OctoML's system description states no voltage: none is made up
+    assert rows["l4r5-kws-microtvm-cmsis-nn-v1.0"].supply_v is None
 
 
 def test_blouw_figures_as_published():
@@ -39,6 +62,8 @@ def test_blouw_figures_as_published():
     ("measured_j", -1e-3, "finite number > 0"),
     ("source_url", "doi:10.1126/science.1254642", "http"),
     ("colour", "red", "unknown key 'colour'"),
+    ("supply_v", 0.0, r"supply_v = 0.0: expected a finite number > 0 \(V\)"),
+    ("device_kind", "tpu", "device_kind = 'tpu'; expected one of mcu"),
 ])
 def test_bad_entry_is_refused(key, value, match):
     doc = _doc()

@@ -198,6 +198,12 @@ def test_shipped_validation_summary_is_current():
     assert set(factors) == set(fresh_factors)
     for kind, v in fresh_factors.items():
         assert factors[kind] == pytest.approx(v, rel=1e-9), kind
+    # per kind and stack (what a report priced for that stack shows)
+    stacks = json.loads(SUMMARY_PATH.read_text())["stacks"]
+    fresh_stacks = heldout_factors(rows)["stack_factors"]
+    assert set(stacks) == set(fresh_stacks) and "bitwise/xcube-ai-9.0" in stacks
+    for key, v in fresh_stacks.items():
+        assert stacks[key] == pytest.approx(v, rel=1e-9), key
     assert set(shipped) == set(fresh)
     for kind, v in fresh.items():
         assert shipped[kind]["rows"] == v["rows"]

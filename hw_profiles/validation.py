@@ -51,6 +51,7 @@ class Measurement:
     Attributes
     ----------
     id : unique row name;  kind : device kind (a profile kind);  profile : shipped profile priced
+        ("" when none of the measured part ships: the row is then not rebuildable)
     device : the measured hardware, as the source names it
     part : "same" (the profiled part), "same-core" (same core, another part) or "different"
     group : "calibration" (some profile number was derived from this measurement) or "held-out"
@@ -140,10 +141,16 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
         if e["kind"] not in KINDS:
             raise ProfileError(f"{where}: kind = {e['kind']!r}; expected one of "
                                f"{', '.join(KINDS)}")
-        if e["profile"] not in shipped:
+        if e["profile"] == "":
+            # no profile of the measured part ships: the row is kept, never priced on a
+            # neighbour's profile (issue 29 item 1)
+            if e["workload"] != "" or not str(e.get("missing", "")).strip():
+                raise ProfileError(f"{where}: profile = '' (no profile of the measured part) "
+                                   "needs workload = '' and a 'missing' saying so")
+        elif e["profile"] not in shipped:
             raise ProfileError(f"{where}: profile = {e['profile']!r} is not a shipped profile "
                                f"({', '.join(sorted(shipped))})")
-        prof_kind = load(e["profile"]).kind
+        prof_kind = load(e["profile"]).kind if e["profile"] else e["kind"]
         if prof_kind != e["kind"]:
             raise ProfileError(f"{where}: kind = {e['kind']!r} but profile {e['profile']!r} is "
                                f"of kind {prof_kind!r}")
@@ -214,14 +221,16 @@ def kind_summary(path: str | Path = SUMMARY_PATH) -> dict[str, dict]:
     return dict(_read_summary(str(path), path.stat().st_mtime_ns))
 
 
-def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH) -> dict | None:
-    """The held-out error of device ``kind`` priced for software ``stack``, from the shipped
-    validation summary: ``{"kind", "stack", "rows", "energy_median_factor",
-    "energy_worst_factor", "latency_median_factor", "latency_worst_factor"}`` (factor =
-    max(r, 1/r) of predicted / measured; a latency entry is None where no held-out row of
-    the kind publishes latency). Rows of that exact stack when the summary has them, else
-    all held-out rows of the kind (``stack`` then reads ``"all stacks"``); None when the kind
-    has no held-out row.
+def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH,
+                  profile: str = "") -> dict | None:
+    """The held-out error of a report on ``profile`` (of device ``kind``) priced for software
+    ``stack``, from the shipped validation summary: ``{"kind", "stack", "rows",
+    "energy_median_factor", "energy_worst_factor", "latency_median_factor",
+    "latency_worst_factor"}`` (factor = max(r, 1/r) of predicted / measured; a latency entry
+    is None where no held-out row publishes latency). The rows of that profile and stack when
+    the summary has them (``"profile"`` then names it), else all held-out rows of the kind
+    (``stack`` then reads ``"all stacks"`` and ``"asked"`` names the stack asked for); None
+    when the kind has no held-out row.
     """
     path = Path(path)
     if not path.exists():
@@ -231,13 +240,14 @@ def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH) -
     except ValueError as exc:
         raise ProfileError(f"{path}: not a validation summary ({exc}); rewrite it with "
                            "python bench/validate.py --write-summary") from None
-    per_stack = data.get("stacks", {}).get(f"{kind}/{stack}")
+    per_stack = data.get("stacks", {}).get(f"{profile}/{stack}")
     if per_stack is not None:
-        return {"kind": kind, "stack": stack, **per_stack}
+        return {"kind": kind, "profile": profile, "stack": stack, **per_stack}
     per_kind = data.get("kind_factors", {}).get(kind)
     if per_kind is None:
         return None
-    return {"kind": kind, "stack": "all stacks", **per_kind}
+    # "asked": the stack the report was priced for, which no held-out row of it ran
+    return {"kind": kind, "stack": "all stacks", "asked": stack, **per_kind}
 
 
 @functools.lru_cache(maxsize=8)

@@ -466,8 +466,8 @@ def device_kind_of(r: ValidationRow) -> str:
 def heldout_factors(rows: list[ValidationRow]) -> dict:
     """The held-out summary ``bench/validate.py`` reports: all held-out rows (``kinds``: their
     device kinds), then per device kind (``device_kind_factors``), per profile kind
-    (``kind_factors``) and per profile kind and software stack (``stack_factors``, keyed
-    ``"kind/stack"``: what a report of that kind and stack shows). Calibration rows never
+    (``kind_factors``) and per profile and software stack (``stack_factors``, keyed
+    ``"profile/stack"``: what a report on that profile and stack shows). Calibration rows never
     enter it; they are counted apart (``calibration_rows``)."""
     held = [r for r in rows if r.group == "held-out" and r.ratio is not None]
     out = {"heldout_rows": len(held), "kinds": sorted({device_kind_of(r) for r in held}),
@@ -478,9 +478,9 @@ def heldout_factors(rows: list[ValidationRow]) -> dict:
                                   for k in out["kinds"]}
     out["kind_factors"] = {k: factor_stats([r for r in held if r.kind == k])
                            for k in sorted({r.kind for r in held})}
-    out["stack_factors"] = {f"{k}/{s}": factor_stats([r for r in held
-                                                       if (r.kind, r.stack) == (k, s)])
-                            for k, s in sorted({(r.kind, r.stack) for r in held if r.stack})}
+    out["stack_factors"] = {f"{p}/{s}": factor_stats([r for r in held
+                                                       if (r.profile, r.stack) == (p, s)])
+                            for p, s in sorted({(r.profile, r.stack) for r in held if r.stack})}
     return out
 
 

@@ -15,7 +15,7 @@ def test_shipped_table_rows_kinds_and_calibration_group():
     rows = load_table()
     assert len(rows) >= 70
     assert {r.kind for r in rows} == {"neuromorphic", "gpu", "cpu", "bitwise"}
-    assert {r.device_kind for r in rows} >= {"mcu", "cpu", "edge-gpu", "neuromorphic"}
+    assert {r.device_kind for r in rows} >= {"mcu", "cpu", "gpu", "edge-gpu", "vpu", "neuromorphic"}
     assert len({r.id for r in rows}) == len(rows)
     cal = [r for r in rows if r.group == "calibration"]
     # TrueNorth's profile numbers came from its row; on the MCUs one keyword-spotting row per
@@ -50,6 +50,21 @@ def test_blouw_figures_as_published():
     assert rows["cpu-kws-blouw2019"].measured_j == 0.0063
     assert rows["loihi-kws-blouw2019"].measured_latency_s == pytest.approx(1 / 296, rel=1e-4)
     assert rows["loihi-kws-blouw2019"].missing  # activity on the chip is not published
+    # the other three devices of Table 1: dynamic W / inf/s, e.g. GPU 22.86 / 770.39 = 0.0297
+    assert rows["gpu-kws-blouw2019"].measured_j == 0.0298
+    assert rows["jetson-tx1-kws-blouw2019"].measured_j == 0.0056
+    assert rows["movidius-ncs-kws-blouw2019"].measured_j == 0.0015
+    # no profile of these parts ships: kept, never priced on a neighbour's profile
+    for rid in ("gpu-kws-blouw2019", "jetson-tx1-kws-blouw2019", "movidius-ncs-kws-blouw2019"):
+        assert rows[rid].profile == "" and rows[rid].workload == "" and rows[rid].missing
+
+
+def test_a_row_without_profile_must_say_why_and_not_be_priced():
+    doc = _doc()
+    e = next(x for x in doc["entry"] if x["id"] == "gpu-kws-blouw2019")
+    e["workload"] = "mlp"
+    with pytest.raises(ProfileError, match="profile = '' .* needs workload = ''"):
+        from_dict(doc)
 
 
 @pytest.mark.parametrize("key,value,match", [

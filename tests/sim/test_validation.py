@@ -201,7 +201,7 @@ def test_shipped_validation_summary_is_current():
     # per kind and stack (what a report priced for that stack shows)
     stacks = json.loads(SUMMARY_PATH.read_text())["stacks"]
     fresh_stacks = heldout_factors(rows)["stack_factors"]
-    assert set(stacks) == set(fresh_stacks) and "bitwise/xcube-ai-9.0" in stacks
+    assert set(stacks) == set(fresh_stacks) and "stm32l4r5/xcube-ai-9.0" in stacks
     for key, v in fresh_stacks.items():
         assert stacks[key] == pytest.approx(v, rel=1e-9), key
     assert set(shipped) == set(fresh)
@@ -239,3 +239,44 @@ def test_malformed_summary_is_a_one_line_error(tmp_path):
     with pytest.raises(ProfileError, match=r"s.json: not a validation summary \(KeyError"):
         kind_summary(bad)
     assert kind_summary(tmp_path / "absent.json") == {}
+
+
+def test_idle_power_during_launches_is_never_dynamic():
+    """Eager launches on a cpu profile charge idle power over the dispatch time (overhead):
+    reports keep it apart from dynamic energy (issue 29 item 7)."""
+    import torch
+
+    from hw_profiles import load
+    from sim.torch_engine import TorchDevice
+    net, x = TORCH_WORKLOADS["mlp"]({"layers": [390, 256, 256, 29], "batch": 1})
+    dev = TorchDevice("x86-avx2")
+    net = dev.compile(net)
+    with torch.no_grad(), dev.count("infer", samples=1):
+        net(dev.tensor(x))
+    rep = price(dev.ledger, "x86-avx2")
+    k = dev.ledger.total_ops()["kernel_launch"]
+    prof = load("x86-avx2")
+    # k launches x launch_s of idle time at the idle (static) power
+    idle = k * prof.execution["launch_s"].value * prof.static_power_w.value
+    assert rep.launch_idle_j == pytest.approx(idle, rel=1e-9) and idle > 0
+    assert rep.dynamic_j == pytest.approx(rep.total_j - rep.static_j - idle, rel=1e-12)
+    from deploy.formatting import comparison_rows
+    row = comparison_rows([rep])[0]
+    assert row["dynamic_j"] + row["static_j"] + row["launch_idle_j"] == \
+        pytest.approx(row["total_j"], rel=1e-12)
+
+
+def test_estimate_table_shows_each_profiles_held_out_error():
+    """Each priced profile gets one line: the held-out error of its kind and stack and
+    whether the figures are an estimate or a bound (issue 29 item 7)."""
+    from deploy.estimate_text import error_lines
+    from sim.ledger import Ledger
+    led = Ledger()
+    led.add("mac_int8", 1000, scope="infer")
+    reports = {"stm32l4r5": price(led, "stm32l4r5"), "loihi": price(Ledger(), "loihi")}
+    lines = error_lines(reports)
+    # the L4R5's default stack, X-CUBE-AI 9.0, has held-out rows (VWW, IC, AD of v1.2)
+    assert lines[0].startswith("error stm32l4r5 (stack xcube-ai-9.0; figures: estimate): "
+                               "held-out error for stm32l4r5/xcube-ai-9.0 (3 rows): energy x")
+    assert "latency x" in lines[0]
+    assert lines[1].startswith("error loihi") and "error unknown" in lines[1]

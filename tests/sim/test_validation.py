@@ -198,6 +198,12 @@ def test_shipped_validation_summary_is_current():
     assert set(factors) == set(fresh_factors)
     for kind, v in fresh_factors.items():
         assert factors[kind] == pytest.approx(v, rel=1e-9), kind
+    # the headline held-out figures README.md and docs/pricing.md quote
+    doc = json.loads(SUMMARY_PATH.read_text())
+    fresh_held = heldout_factors(rows)
+    for key, v in doc["heldout"].items():
+        assert v == (pytest.approx(fresh_held[key], rel=1e-9)
+                     if isinstance(v, float) else fresh_held[key]), key
     # per kind and stack (what a report priced for that stack shows)
     stacks = json.loads(SUMMARY_PATH.read_text())["stacks"]
     fresh_stacks = heldout_factors(rows)["stack_factors"]
@@ -280,3 +286,30 @@ def test_estimate_table_shows_each_profiles_held_out_error():
                                "held-out error for stm32l4r5/xcube-ai-9.0 (3 rows): energy x")
     assert "latency x" in lines[0]
     assert lines[1].startswith("error loihi") and "error unknown" in lines[1]
+
+
+def test_docs_quote_the_shipped_held_out_figures():
+    """README.md and docs/pricing.md quote the held-out figures of the committed summary
+    (bench/validate.py --write-summary), formatted to 3 significant digits: a change of the
+    table or the models that moves them fails here until the pages are updated."""
+    import json
+    from pathlib import Path
+
+    from hw_profiles.validation import SUMMARY_PATH
+    doc = json.loads(SUMMARY_PATH.read_text())
+    h, mcu = doc["heldout"], doc["device_kinds"]["mcu"]
+
+    def g(x):
+        return f"{x:.3g}"
+    overall = (f"held-out: {h['heldout_rows']} rows, {len(h['kinds'])} device kinds "
+               f"({', '.join(h['kinds'])}); energy factor {g(h['energy_median_factor'])} "
+               f"median, {g(h['energy_worst_factor'])} worst; latency factor "
+               f"{g(h['latency_median_factor'])} median, {g(h['latency_worst_factor'])} worst")
+    micro = (f"mcu: {mcu['rows']} rows; energy factor {g(mcu['energy_median_factor'])} median, "
+             f"{g(mcu['energy_worst_factor'])} worst; latency factor "
+             f"{g(mcu['latency_median_factor'])} median, {g(mcu['latency_worst_factor'])} worst")
+    root = Path(__file__).resolve().parents[2]
+    for page in ("README.md", "docs/pricing.md"):
+        text = (root / page).read_text()
+        assert overall in text, (page, overall)
+        assert micro in text, (page, micro)

@@ -12,7 +12,9 @@ Usage: ``python bench/validate.py [--only ID,ID] [--json PATH]``. The last line 
 and per group (a factor f off is log10 f: 3x = 0.477, 1.5x = 0.176), and over the held-out
 rows ``heldout_rows``, ``kinds`` (their kinds), ``energy_median_factor``,
 ``energy_worst_factor``, ``latency_median_factor``, ``latency_worst_factor`` (factor =
-max(r, 1/r) of predicted / measured), per kind in ``heldout_by_kind``.
+max(r, 1/r) of predicted / measured), per device kind in ``heldout_by_kind``, per profile and
+stack in ``heldout_by_stack``; the calibration rows apart in ``calibration_rows`` and
+``calibration_factors`` (they set fitted profile numbers: bench/calibrate.py).
 """
 from __future__ import annotations
 
@@ -23,6 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+HEADLINE = ("heldout_rows", "kinds", "calibration_rows", "energy_median_factor",
+            "energy_worst_factor", "latency_median_factor", "latency_worst_factor")
+"""The held-out figures the summary file keeps (README.md and docs quote them from it)."""
 
 
 def main(argv=None) -> int:
@@ -44,17 +51,23 @@ def main(argv=None) -> int:
         from deploy.outputs import write_text
         from hw_profiles.validation import SUMMARY_PATH
         from sim.validation import heldout_factors, kind_errors
-        doc = {"kinds": kind_errors(rows),
-               "kind_factors": heldout_factors(rows)["kind_factors"]}
+        held = heldout_factors(rows)
+        doc = {"heldout": {k: held[k] for k in HEADLINE}, "kinds": kind_errors(rows),
+               "device_kinds": held["device_kind_factors"],
+               "kind_factors": held["kind_factors"], "stacks": held["stack_factors"]}
         write_text(SUMMARY_PATH, json.dumps(doc, indent=1) + "\n", force=True)
         print(f"wrote {SUMMARY_PATH}")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": [r.to_dict() for r in rows],
                                                "summary": summary}, indent=1))
-    from sim.validation import heldout_factors
+    from sim.validation import factor_stats, heldout_factors
     held = heldout_factors(rows)
-    summary.update({k: v for k, v in held.items() if k != "kind_factors"})
-    summary["heldout_by_kind"] = held["kind_factors"]
+    summary.update({k: v for k, v in held.items()
+                    if k not in ("kind_factors", "device_kind_factors", "stack_factors")})
+    # the profile kinds of summarise() give way to the device kinds of the held-out rows
+    summary["heldout_by_kind"] = held["device_kind_factors"]
+    summary["heldout_by_stack"] = held["stack_factors"]
+    summary["calibration_factors"] = factor_stats([r for r in rows if r.group == "calibration"])
     print("RESULT " + json.dumps(summary))
     return 0
 

@@ -248,7 +248,7 @@ def cmd_experiment(args) -> int:
 
 def cmd_validate(args) -> int:
     """Predicted against measured energy and latency for the published measurements."""
-    from sim.validation import format_rows, load_table, summarise, validate
+    from sim.validation import format_rows, heldout_factors, load_table, summarise, validate
     only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
     if only:
         known = {m.id for m in load_table()}
@@ -261,6 +261,9 @@ def cmd_validate(args) -> int:
     rows = validate(only=only)
     o.report(format_rows(rows))
     summary = summarise(rows)
+    # the held-out factors max(r, 1/r) bench/validate.py reports, per device kind too
+    held = heldout_factors(rows)
+    summary["heldout"] = {k: v for k, v in held.items() if k != "stack_factors"}
     o.report("summary " + json.dumps(summary))
     if args.json:
         o.json(args.json, {"rows": [r.to_dict() for r in rows], "summary": summary},

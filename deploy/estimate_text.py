@@ -40,6 +40,7 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
                                    for i, (c, w) in enumerate(cells)).rstrip())
     else:
         lines.append("no profile could price this model")
+    lines += error_lines(est.reports)
     if est.skipped:
         lines.append("skipped:")
         lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
@@ -55,6 +56,20 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
         if excluded:
             lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
     return "\n".join(lines)
+
+
+def error_lines(reports) -> list[str]:
+    """One line per priced profile: how far its kind and software stack's predictions were
+    from held-out published measurements (median and worst factor, energy and latency,
+    ``bench/validate.py``), and whether its figures are an estimate or a lower bound."""
+    from sim.pricing import describe_error
+    out = []
+    for name, r in reports.items():
+        err = r.validation
+        what = (describe_error(err) if err is not None else
+                f"no held-out measurement of kind {r.kind} is predicted yet: error unknown")
+        out.append(f"error {name} (stack {r.stack or '-'}; figures: {r.bound}): {what}")
+    return out
 
 
 def _detail_lines(est, all_layers: bool = False, depth: int | None = None) -> list[str]:

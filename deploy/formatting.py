@@ -204,6 +204,10 @@ def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
              "measurements)" if err is not None
              else "not validated (no held-out measurement of this kind can be rebuilt yet; "
              "see neuroedge validate)")]
+    if report.validation is not None:
+        from sim.pricing import describe_error
+        rows.append((f"held-out error (stack {report.stack})",
+                     describe_error(report.validation)))
     rows += [("excludes", x) for x in report.excluded]
     rows += [("note", x) for x in report.notes]
     return rows
@@ -212,7 +216,8 @@ def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
 def comparison_rows(reports: Sequence[EnergyReport]) -> list[dict]:
     """The cross-profile comparison as plain floats, one dict per report.
 
-    Keys: ``profile``, ``kind``, ``total_j``, ``dynamic_j``, ``static_j``, ``latency_s``,
+    Keys: ``profile``, ``kind``, ``total_j``, ``dynamic_j``, ``static_j``,
+    ``launch_idle_j`` (idle power during per-op launches: never dynamic), ``latency_s``,
     ``relative_energy`` (total over the first report's total) and one ``"SCOPE J/sample"``
     per scope that recorded samples in any report (nan where a report has none).
 
@@ -229,7 +234,8 @@ def comparison_rows(reports: Sequence[EnergyReport]) -> list[dict]:
     rows = []
     for r in reports:
         row = {"profile": r.profile, "kind": r.kind, "total_j": float(r.total_j),
-               "dynamic_j": float(r.total_j - r.static_j), "static_j": float(r.static_j),
+               "dynamic_j": float(r.dynamic_j), "static_j": float(r.static_j),
+               "launch_idle_j": float(r.launch_idle_j),
                "latency_s": float(r.total_latency_s),
                "relative_energy": float(r.total_j / ref) if ref > 0 else math.nan}
         per_sample = r.per_sample_j()
@@ -240,12 +246,16 @@ def comparison_rows(reports: Sequence[EnergyReport]) -> list[dict]:
 
 
 def comparison_cells(reports: Sequence[EnergyReport]) -> tuple[tuple[str, ...], list]:
-    """(header, rows of strings): :func:`comparison_rows` formatted for a table."""
+    """(header, rows of strings): :func:`comparison_rows` formatted for a table. A "launch
+    idle" column (idle power while the host dispatches ops: never dynamic) is shown when some
+    report has any."""
     rows = comparison_rows(reports)
     keys = [k for k in rows[0] if k.endswith(" J/sample")]
-    return (("profile", "total", "dynamic", "static", *keys, "latency", "vs first"), [
+    idle = ["launch_idle_j"] if any(r["launch_idle_j"] for r in rows) else []
+    return (("profile", "total", "dynamic", "static", *(["launch idle"] if idle else []),
+             *keys, "latency", "vs first"), [
         (r["profile"], format_energy(r["total_j"]), format_energy(r["dynamic_j"]),
-         format_energy(r["static_j"]), *(format_energy(r[k]) for k in keys),
+         format_energy(r["static_j"]), *(format_energy(r[k]) for k in idle + keys),
          format_seconds(r["latency_s"]), f"{significant(r['relative_energy'])}x") for r in rows])
 
 

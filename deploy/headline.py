@@ -156,8 +156,10 @@ def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
     if main is not None:
         rows.append((main, value_text(run.metrics[main], unit_of(run, main))))
     rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile} "
-                 f"({first.bound}; dynamic {format_energy(first.total_j - first.static_j)}, "
-                 f"static {format_energy(first.static_j)})"))
+                 f"({first.bound}; dynamic {format_energy(first.dynamic_j)}, "
+                 f"static {format_energy(first.static_j)}"
+                 + (f", idle during launches {format_energy(first.launch_idle_j)}"
+                    if first.launch_idle_j else "") + ")"))
     if inf is not None:
         rows.append(("energy per inference", f"{format_energy(per_sample_j(first, inf))} "
                      f"({inf}: {_samples_text(scope_samples(first, inf))})"))
@@ -191,7 +193,8 @@ def profile_row(report: EnergyReport, first: EnergyReport) -> dict:
     """One profile's figures as plain floats (J, s; None where a figure does not exist)."""
     inf, train = inference_scope(first), train_scope(first)
     return {"profile": report.profile, "kind": report.kind, "bound": report.bound,
-            "total_j": _num(report.total_j), "dynamic_j": _num(report.total_j - report.static_j),
+            "total_j": _num(report.total_j), "dynamic_j": _num(report.dynamic_j),
+            "launch_idle_j": _num(report.launch_idle_j),
             "static_j": _num(report.static_j), "latency_s": _num(report.total_latency_s),
             "per_inference_j": _num(per_sample_j(report, inf)),
             "per_train_sample_j": _num(per_sample_j(report, train)),

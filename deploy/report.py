@@ -192,8 +192,10 @@ def _html_sections(run: RunResult, reports: list[EnergyReport]):
                                                           csv="nature")
     total = first.total_j
     yield (f"<h2>Energy on {_e(first.profile)} ({_e(first.kind)})</h2><p>Total "
-           f"{_e(format_energy(total))}: dynamic {_e(format_energy(total - first.static_j))}, "
-           f"static {_e(format_energy(first.static_j))}; estimated latency "
+           f"{_e(format_energy(total))}: dynamic {_e(format_energy(first.dynamic_j))}, "
+           f"static {_e(format_energy(first.static_j))}"
+           + (f", idle during launches {_e(format_energy(first.launch_idle_j))}"
+              if first.launch_idle_j else "") + "; estimated latency "
            f"{_e(format_seconds(first.total_latency_s))}.</p>")
     yield _img(plot_energy_bars(energy_breakdown(first), f"Energy by category on "
                                 f"{first.profile}"), "by category")

@@ -30,11 +30,18 @@ checks it against a fresh run, so it cannot go stale silently."""
 SCHEMA_VERSION = 1
 GROUPS = ("calibration", "held-out")
 PARTS = ("same", "same-core", "different")
+DEVICE_KINDS = ("mcu", "fpga", "cpu", "gpu", "edge-gpu", "vpu", "neuromorphic")
+"""The device kinds ``bench/validate.py`` counts rows under: finer than the profile kinds (a
+Jetson is an ``edge-gpu`` priced on a ``gpu`` profile, a microcontroller an ``mcu`` priced on a
+``bitwise`` one). A row names its own (``device_kind``) or gets :data:`DEFAULT_DEVICE_KIND` of
+its profile kind."""
+DEFAULT_DEVICE_KIND = {"bitwise": "mcu", "cpu": "cpu", "gpu": "gpu",
+                       "neuromorphic": "neuromorphic"}
 
 _REQUIRED = {"id", "kind", "profile", "device", "part", "group", "workload", "params", "per",
              "measured_j", "conditions", "source_title", "source_url"}
 _OPTIONAL = {"measured_latency_s", "measured_derivation", "missing", "note", "stack",
-             "idle_subtracted"}
+             "idle_subtracted", "supply_v", "device_kind"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class Measurement:
     Attributes
     ----------
     id : unique row name;  kind : device kind (a profile kind);  profile : shipped profile priced
+        ("" when none of the measured part ships: the row is then not rebuildable)
     device : the measured hardware, as the source names it
     part : "same" (the profiled part), "same-core" (same core, another part) or "different"
     group : "calibration" (some profile number was derived from this measurement) or "held-out"
@@ -73,6 +81,8 @@ class Measurement:
     note: str = ""
     stack: str = ""                  # software stack measured ("" : the profile's default)
     idle_subtracted: bool = False    # the measurement is running minus idle power
+    supply_v: float | None = None    # supply voltage the source states (None: not published)
+    device_kind: str = ""            # DEVICE_KINDS entry the row counts under
 
 
 def load_table(path: str | Path | None = None) -> list[Measurement]:
@@ -131,10 +141,16 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
         if e["kind"] not in KINDS:
             raise ProfileError(f"{where}: kind = {e['kind']!r}; expected one of "
                                f"{', '.join(KINDS)}")
-        if e["profile"] not in shipped:
+        if e["profile"] == "":
+            # no profile of the measured part ships: the row is kept, never priced on a
+            # neighbour's profile (issue 29 item 1)
+            if e["workload"] != "" or not str(e.get("missing", "")).strip():
+                raise ProfileError(f"{where}: profile = '' (no profile of the measured part) "
+                                   "needs workload = '' and a 'missing' saying so")
+        elif e["profile"] not in shipped:
             raise ProfileError(f"{where}: profile = {e['profile']!r} is not a shipped profile "
                                f"({', '.join(sorted(shipped))})")
-        prof_kind = load(e["profile"]).kind
+        prof_kind = load(e["profile"]).kind if e["profile"] else e["kind"]
         if prof_kind != e["kind"]:
             raise ProfileError(f"{where}: kind = {e['kind']!r} but profile {e['profile']!r} is "
                                f"of kind {prof_kind!r}")
@@ -149,14 +165,20 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
                                "http(s) URL")
         if not isinstance(e["params"], dict):
             raise ProfileError(f"{where}: params = {e['params']!r}: expected an inline table")
-        for key in ("measured_j", "measured_latency_s"):
+        for key in ("measured_j", "measured_latency_s", "supply_v"):
             if key not in e:
                 continue
             v = e[key]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                     or v <= 0:
+                unit = {"measured_j": f"J per {e['per']}", "supply_v": "V",
+                        "measured_latency_s": f"s per {e['per']}"}[key]
                 raise ProfileError(f"{where}: {key} = {v!r}: expected a finite number > 0 "
-                                   f"({'J' if key == 'measured_j' else 's'} per {e['per']})")
+                                   f"({unit})")
+        device_kind = e.get("device_kind", DEFAULT_DEVICE_KIND[e["kind"]])
+        if device_kind not in DEVICE_KINDS:
+            raise ProfileError(f"{where}: device_kind = {device_kind!r}; expected one of "
+                               f"{', '.join(DEVICE_KINDS)}")
         if not isinstance(e.get("idle_subtracted", False), bool) \
                 or not isinstance(e.get("stack", ""), str):
             raise ProfileError(f"{where}: idle_subtracted must be true or false and stack a "
@@ -177,7 +199,9 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
                                 else None),
             measured_derivation=str(e.get("measured_derivation", "")), missing=missing,
             note=str(e.get("note", "")), stack=e.get("stack", ""),
-            idle_subtracted=e.get("idle_subtracted", False)))
+            idle_subtracted=e.get("idle_subtracted", False),
+            supply_v=float(e["supply_v"]) if "supply_v" in e else None,
+            device_kind=device_kind))
     return rows
 
 
@@ -197,14 +221,16 @@ def kind_summary(path: str | Path = SUMMARY_PATH) -> dict[str, dict]:
     return dict(_read_summary(str(path), path.stat().st_mtime_ns))
 
 
-def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH) -> dict | None:
-    """The held-out error of device ``kind`` priced for software ``stack``, from the shipped
-    validation summary: ``{"kind", "stack", "rows", "energy_median_factor",
-    "energy_worst_factor", "latency_median_factor", "latency_worst_factor"}`` (factor =
-    max(r, 1/r) of predicted / measured; a latency entry is None where no held-out row of
-    the kind publishes latency). Rows of that exact stack when the summary has them, else
-    all held-out rows of the kind (``stack`` then reads ``"all stacks"``); None when the kind
-    has no held-out row.
+def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH,
+                  profile: str = "") -> dict | None:
+    """The held-out error of a report on ``profile`` (of device ``kind``) priced for software
+    ``stack``, from the shipped validation summary: ``{"kind", "stack", "rows",
+    "energy_median_factor", "energy_worst_factor", "latency_median_factor",
+    "latency_worst_factor"}`` (factor = max(r, 1/r) of predicted / measured; a latency entry
+    is None where no held-out row publishes latency). The rows of that profile and stack when
+    the summary has them (``"profile"`` then names it), else all held-out rows of the kind
+    (``stack`` then reads ``"all stacks"`` and ``"asked"`` names the stack asked for); None
+    when the kind has no held-out row.
     """
     path = Path(path)
     if not path.exists():
@@ -214,13 +240,14 @@ def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH) -
     except ValueError as exc:
         raise ProfileError(f"{path}: not a validation summary ({exc}); rewrite it with "
                            "python bench/validate.py --write-summary") from None
-    per_stack = data.get("stacks", {}).get(f"{kind}/{stack}")
+    per_stack = data.get("stacks", {}).get(f"{profile}/{stack}")
     if per_stack is not None:
-        return {"kind": kind, "stack": stack, **per_stack}
+        return {"kind": kind, "profile": profile, "stack": stack, **per_stack}
     per_kind = data.get("kind_factors", {}).get(kind)
     if per_kind is None:
         return None
-    return {"kind": kind, "stack": "all stacks", **per_kind}
+    # "asked": the stack the report was priced for, which no held-out row of it ran
+    return {"kind": kind, "stack": "all stacks", "asked": stack, **per_kind}
 
 
 @functools.lru_cache(maxsize=8)

@@ -91,6 +91,17 @@ class EnergyReport:
     def static_j(self) -> float:
         return sum(c.energy_j for c in self.charges if c.category == "static")
 
+    @property
+    def launch_idle_j(self) -> float:
+        """Idle power over the time spent in per-op host dispatch (``overhead`` charges, gpu/cpu
+        eager stack): the device does no work meanwhile, so this is never dynamic energy."""
+        return sum(c.energy_j for c in self.charges if c.category == "overhead")
+
+    @property
+    def dynamic_j(self) -> float:
+        """Energy of the work itself: total minus static power and idle power during launches."""
+        return self.total_j - self.static_j - self.launch_idle_j
+
     def by_category(self) -> dict[str, float]:
         return self._sum(lambda c: c.category)
 

@@ -118,7 +118,7 @@ def _with_validation(report: EnergyReport) -> EnergyReport:
     v = kind_summary().get(report.kind)
     if v is None:
         return report
-    err = heldout_error(report.kind, report.stack)
+    err = heldout_error(report.kind, report.stack, profile=report.profile)
     note = (f"validation ({report.kind}): {v['rows']} held-out published measurement(s), "
             f"predicted / measured {v['min_ratio']:.2g}-{v['max_ratio']:.2g} "
             "(neuroedge validate)")
@@ -134,8 +134,11 @@ def describe_error(err: dict) -> str:
     def f(name):
         m, w = err.get(f"{name}_median_factor"), err.get(f"{name}_worst_factor")
         return f"{name} x{m:.2g} median, x{w:.2g} worst" if m is not None else f"{name} -"
-    return (f"held-out error for {err['kind']}/{err['stack']} ({err['rows']} rows): "
-            f"{f('energy')}; {f('latency')}")
+    other = (f"; no held-out row ran {err['asked']!r} on this profile: these are the "
+             "kind's rows on other profiles and stacks" if err.get("asked") else "")
+    return (f"held-out error for {err.get('profile') or err['kind']}/{err['stack']} "
+            f"({err['rows']} rows): "
+            f"{f('energy')}; {f('latency')}{other}")
 
 
 # --- overflow checks: no report shows `inf J nan%` ------------------------------------------

@@ -41,7 +41,8 @@ from statistics import median
 import numpy as np
 
 from hw_profiles.errors import NeuroedgeError
-from hw_profiles.validation import Measurement, load_table
+from hw_profiles.loader import load
+from hw_profiles.validation import DEFAULT_DEVICE_KIND, Measurement, load_table
 from sim.ledger import Ledger
 from sim.precision import retyped_int8
 from sim.pricing import price
@@ -64,6 +65,8 @@ class ValidationRow:
     predicted_latency_s: float | None
     detail: str
     source: str
+    stack: str = ""                  # the software stack it was priced for
+    device_kind: str = ""            # hw_profiles.validation.DEVICE_KINDS
 
     @property
     def ratio(self) -> float | None:
@@ -248,26 +251,55 @@ TORCH_WORKLOADS: dict[str, Callable] = {
 }
 
 
-def _torch_row(m: Measurement) -> tuple[float, float, str]:
-    """Count the torch network on the row's profile (TorchDevice), price it per sample."""
+def torch_ledger(m: Measurement) -> tuple[Ledger, int, str]:
+    """Count the row's torch network on its profile (TorchDevice): the ledger (re-typed to
+    int8 where the row ran int8), the batch size and a description. ``bench/calibrate.py``
+    prices the same ledger. Rows of one workload, shape and profile share one count (the
+    MLPerf Tiny rows run four networks on two parts across many stacks); pricing does not
+    change a ledger."""
+    key = (m.workload, repr(sorted(m.params.items())), m.profile)
+    if key not in _LEDGERS:
+        _LEDGERS[key] = _count_torch(m.workload, dict(m.params), m.profile)
+    return _LEDGERS[key]
+
+
+_LEDGERS: dict[tuple[str, str, str], tuple[Ledger, int, str]] = {}
+
+
+def _count_torch(workload: str, params: dict, profile: str) -> tuple[Ledger, int, str]:
     torch = _torch()
     from sim.torch_engine import TorchDevice
-    module, x = TORCH_WORKLOADS[m.workload](m.params)
+    module, x = TORCH_WORKLOADS[workload](params)
     module.eval()
-    dev = TorchDevice(m.profile, prefer_cuda=False)
+    dev = TorchDevice(profile, prefer_cuda=False)
     net = dev.compile(module)
     with torch.no_grad(), dev.count("infer", samples=int(x.shape[0])):
         net(dev.tensor(x))
     ledger = dev.ledger
     detail = "TorchDevice"
-    if m.params.get("precision") == "int8":
+    if params.get("precision") == "int8":
         # footprints dropped: every byte at SRAM, as this table's figures were first
         # measured (keeping them moves part of cortex-m4's weights to flash)
         ledger = retyped_int8(ledger, footprints=False)
         detail += ", counts re-typed to int8"
+    return ledger, int(x.shape[0]), detail
+
+
+def supply_factor(m: Measurement) -> float:
+    """Like for like in supply voltage: the row's stated supply over the profile's
+    (``limits.supply_v``), 1 where either is not given. The profiled MCUs' energies are their
+    supply power at ``supply_v``; at another supply the linear regulator draws the same current,
+    so the energy scales with the voltage (with a switching regulator, an approximation)."""
+    prof_v = load(m.profile).limit("supply_v")
+    return 1.0 if m.supply_v is None or prof_v is None else m.supply_v / prof_v
+
+
+def _torch_row(m: Measurement) -> tuple[float, float, str, str]:
+    """Count the torch network on the row's profile, price it per sample for the row's stack:
+    joules, seconds, detail, stack."""
+    ledger, n, detail = torch_ledger(m)
     report = price(ledger, m.profile, stack=m.stack or None)
     detail += f", stack {report.stack}"
-    n = int(x.shape[0])
     energy = report.total_j
     if m.idle_subtracted:
         # like for like: the measurement is running minus idle power, so the idle power the
@@ -275,7 +307,11 @@ def _torch_row(m: Measurement) -> tuple[float, float, str]:
         idle = sum(c.energy_j for c in report.charges if c.category in ("static", "overhead"))
         energy -= idle
         detail += f", idle {idle / n:.3g} J subtracted (measured idle-subtracted)"
-    return energy / n, report.total_latency_s / n, detail
+    volts = supply_factor(m)
+    if volts != 1.0:
+        energy *= volts
+        detail += f", energy x {volts:.4g} for the row's {m.supply_v:g} V supply"
+    return energy / n, report.total_latency_s / n, detail, report.stack
 
 
 # -- spiking workloads -------------------------------------------------------------------------
@@ -329,11 +365,13 @@ SPIKING_WORKLOADS: dict[str, Callable] = {"truenorth_rate_network": truenorth_ra
 
 
 # -- the table ---------------------------------------------------------------------------------
-def _row(m: Measurement, status: str, detail: str, pred_j=None, pred_s=None) -> ValidationRow:
+def _row(m: Measurement, status: str, detail: str, pred_j=None, pred_s=None,
+         stack: str = "") -> ValidationRow:
     return ValidationRow(m.id, m.kind, m.profile, m.group, m.part, m.per, status,
                          m.measured_j, pred_j, m.measured_latency_s,
                          pred_s if m.measured_latency_s is not None else None, detail,
-                         f"{m.source_title} <{m.source_url}>")
+                         f"{m.source_title} <{m.source_url}>", stack or m.stack,
+                         m.device_kind)
 
 
 def validate_one(m: Measurement) -> ValidationRow:
@@ -348,8 +386,8 @@ def validate_one(m: Measurement) -> ValidationRow:
                              f"{', '.join(sorted({**TORCH_WORKLOADS, **SPIKING_WORKLOADS}))}")
     # a torch workload on a microcontroller (bitwise) profile is counted by TorchDevice too
     # and priced with the MCU's memories (sim/execution/mcu.py)
-    j, s, detail = _torch_row(m)
-    return _row(m, "ok", detail, j, s)
+    j, s, detail, stack = _torch_row(m)
+    return _row(m, "ok", detail, j, s, stack)
 
 
 def validate(table=None, only: set[str] | None = None) -> list[ValidationRow]:
@@ -420,16 +458,29 @@ def factor_stats(rows: list[ValidationRow]) -> dict:
             "latency_worst_factor": max(t) if t else None}
 
 
+def device_kind_of(r: ValidationRow) -> str:
+    """The device kind a row counts under (hw_profiles.validation.DEVICE_KINDS)."""
+    return r.device_kind or DEFAULT_DEVICE_KIND[r.kind]
+
+
 def heldout_factors(rows: list[ValidationRow]) -> dict:
-    """The held-out summary ``bench/validate.py`` reports: all held-out rows, then per kind
-    (``kind_factors``). Calibration rows never enter it."""
+    """The held-out summary ``bench/validate.py`` reports: all held-out rows (``kinds``: their
+    device kinds), then per device kind (``device_kind_factors``), per profile kind
+    (``kind_factors``) and per profile and software stack (``stack_factors``, keyed
+    ``"profile/stack"``: what a report on that profile and stack shows). Calibration rows never
+    enter it; they are counted apart (``calibration_rows``)."""
     held = [r for r in rows if r.group == "held-out" and r.ratio is not None]
-    out = {"heldout_rows": len(held), "kinds": sorted({r.kind for r in held}),
+    out = {"heldout_rows": len(held), "kinds": sorted({device_kind_of(r) for r in held}),
            "calibration_rows": sum(r.group == "calibration" for r in rows),
            "rows": len(rows)}
     out.update({k: v for k, v in factor_stats(held).items() if k != "rows"})
+    out["device_kind_factors"] = {k: factor_stats([r for r in held if device_kind_of(r) == k])
+                                  for k in out["kinds"]}
     out["kind_factors"] = {k: factor_stats([r for r in held if r.kind == k])
-                           for k in out["kinds"]}
+                           for k in sorted({r.kind for r in held})}
+    out["stack_factors"] = {f"{p}/{s}": factor_stats([r for r in held
+                                                       if (r.profile, r.stack) == (p, s)])
+                            for p, s in sorted({(r.profile, r.stack) for r in held if r.stack})}
     return out
 
 

@@ -621,6 +621,8 @@ def test_validate_prints_rows_with_sources_and_refuses_unknown_ids(capsys):
     out = capsys.readouterr().out
     # predicted / measured for TrueNorth's published 26 pJ per synaptic event (calibration)
     assert "truenorth-rate-20hz" in out and "source: P. A. Merolla et al." in out
+    # the one row is calibration: no held-out factor is claimed, the row is counted apart
+    assert '"heldout": {"heldout_rows": 0, "kinds": [], "calibration_rows": 1' in out
     assert main(["validate", "--only", "nope"]) == 2
     _one_line_error(capsys, "--only nope: no such validation row")
 

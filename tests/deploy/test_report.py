@@ -304,6 +304,8 @@ def test_comparison_table(ledger, toy, toy2x):
     text = rp.comparison_table([price(ledger, toy), price(ledger, toy2x)], width=140)
     for col in ("total", "dynamic", "static", "infer J/sample", "train J/sample", "latency"):
         assert col in text
+    # the toy ledger counts no kernel launch: no "launch idle" column
+    assert "launch idle" not in text
     assert re.search(r"toy-gpu\s+95\.6 nJ\s+51\.1 nJ\s+44\.5 nJ\s+9\.41 nJ\s+300 pJ\s+"
                      r"44\.5 ns\s+1x", text)
     # 98.6 / 95.6 = 1.0314 -> "1.03x"; infer 96.1 nJ / 10 = 9.61 nJ; train 2.5 nJ / 5 = 500 pJ

@@ -198,6 +198,18 @@ def test_shipped_validation_summary_is_current():
     assert set(factors) == set(fresh_factors)
     for kind, v in fresh_factors.items():
         assert factors[kind] == pytest.approx(v, rel=1e-9), kind
+    # the headline held-out figures README.md and docs/pricing.md quote
+    doc = json.loads(SUMMARY_PATH.read_text())
+    fresh_held = heldout_factors(rows)
+    for key, v in doc["heldout"].items():
+        assert v == (pytest.approx(fresh_held[key], rel=1e-9)
+                     if isinstance(v, float) else fresh_held[key]), key
+    # per kind and stack (what a report priced for that stack shows)
+    stacks = json.loads(SUMMARY_PATH.read_text())["stacks"]
+    fresh_stacks = heldout_factors(rows)["stack_factors"]
+    assert set(stacks) == set(fresh_stacks) and "stm32l4r5/xcube-ai-9.0" in stacks
+    for key, v in fresh_stacks.items():
+        assert stacks[key] == pytest.approx(v, rel=1e-9), key
     assert set(shipped) == set(fresh)
     for kind, v in fresh.items():
         assert shipped[kind]["rows"] == v["rows"]
@@ -233,3 +245,71 @@ def test_malformed_summary_is_a_one_line_error(tmp_path):
     with pytest.raises(ProfileError, match=r"s.json: not a validation summary \(KeyError"):
         kind_summary(bad)
     assert kind_summary(tmp_path / "absent.json") == {}
+
+
+def test_idle_power_during_launches_is_never_dynamic():
+    """Eager launches on a cpu profile charge idle power over the dispatch time (overhead):
+    reports keep it apart from dynamic energy (issue 29 item 7)."""
+    import torch
+
+    from hw_profiles import load
+    from sim.torch_engine import TorchDevice
+    net, x = TORCH_WORKLOADS["mlp"]({"layers": [390, 256, 256, 29], "batch": 1})
+    dev = TorchDevice("x86-avx2")
+    net = dev.compile(net)
+    with torch.no_grad(), dev.count("infer", samples=1):
+        net(dev.tensor(x))
+    rep = price(dev.ledger, "x86-avx2")
+    k = dev.ledger.total_ops()["kernel_launch"]
+    prof = load("x86-avx2")
+    # k launches x launch_s of idle time at the idle (static) power
+    idle = k * prof.execution["launch_s"].value * prof.static_power_w.value
+    assert rep.launch_idle_j == pytest.approx(idle, rel=1e-9) and idle > 0
+    assert rep.dynamic_j == pytest.approx(rep.total_j - rep.static_j - idle, rel=1e-12)
+    from deploy.formatting import comparison_rows
+    row = comparison_rows([rep])[0]
+    assert row["dynamic_j"] + row["static_j"] + row["launch_idle_j"] == \
+        pytest.approx(row["total_j"], rel=1e-12)
+
+
+def test_estimate_table_shows_each_profiles_held_out_error():
+    """Each priced profile gets one line: the held-out error of its kind and stack and
+    whether the figures are an estimate or a bound (issue 29 item 7)."""
+    from deploy.estimate_text import error_lines
+    from sim.ledger import Ledger
+    led = Ledger()
+    led.add("mac_int8", 1000, scope="infer")
+    reports = {"stm32l4r5": price(led, "stm32l4r5"), "loihi": price(Ledger(), "loihi")}
+    lines = error_lines(reports)
+    # the L4R5's default stack, X-CUBE-AI 9.0, has held-out rows (VWW, IC, AD of v1.2)
+    assert lines[0].startswith("error stm32l4r5 (stack xcube-ai-9.0; figures: estimate): "
+                               "held-out error for stm32l4r5/xcube-ai-9.0 (3 rows): energy x")
+    assert "latency x" in lines[0]
+    assert lines[1].startswith("error loihi") and "error unknown" in lines[1]
+
+
+def test_docs_quote_the_shipped_held_out_figures():
+    """README.md and docs/pricing.md quote the held-out figures of the committed summary
+    (bench/validate.py --write-summary), formatted to 3 significant digits: a change of the
+    table or the models that moves them fails here until the pages are updated."""
+    import json
+    from pathlib import Path
+
+    from hw_profiles.validation import SUMMARY_PATH
+    doc = json.loads(SUMMARY_PATH.read_text())
+    h, mcu = doc["heldout"], doc["device_kinds"]["mcu"]
+
+    def g(x):
+        return f"{x:.3g}"
+    overall = (f"held-out: {h['heldout_rows']} rows, {len(h['kinds'])} device kinds "
+               f"({', '.join(h['kinds'])}); energy factor {g(h['energy_median_factor'])} "
+               f"median, {g(h['energy_worst_factor'])} worst; latency factor "
+               f"{g(h['latency_median_factor'])} median, {g(h['latency_worst_factor'])} worst")
+    micro = (f"mcu: {mcu['rows']} rows; energy factor {g(mcu['energy_median_factor'])} median, "
+             f"{g(mcu['energy_worst_factor'])} worst; latency factor "
+             f"{g(mcu['latency_median_factor'])} median, {g(mcu['latency_worst_factor'])} worst")
+    root = Path(__file__).resolve().parents[2]
+    for page in ("README.md", "docs/pricing.md"):
+        text = (root / page).read_text()
+        assert overall in text, (page, overall)
+        assert micro in text, (page, micro)

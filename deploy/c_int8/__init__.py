@@ -71,8 +71,9 @@ MODEL_CODE_BYTES = 32
 parameter struct into registers, BL: 12-16 B), and the fixed part (push, pop, literal pool
 of ``model_invoke``; ``model_input`` and ``model_output``, 8 B each)."""
 INVOKE_STACK_BYTES = 24
-"""Frame of ``model_invoke`` (callee-saved registers): the stack is this + the deepest used
-kernel's frame + ne_requantize's."""
+"""Largest frame of ``model_invoke`` seen (r3-r7 and lr pushed; 8-24 B by the registers
+the compiler keeps across calls): the stack is this + the deepest used kernel's frame +
+ne_requantize's, an upper bound."""
 FLASH_MARGIN = 0.10
 """|predicted flash - built objects' text + data| <= this fraction of the built size."""
 STRUCT_BYTES = {q8.Conv2d: 4 * 4 + 19 * 4, q8.Linear: 4 * 4 + 6 * 4, q8.MaxPool2d: 13 * 4,

@@ -34,10 +34,16 @@ CALIBRATION_SETS = ("digits", "fashion-mnist")
 MAX_ACC = q8.INT32_MAX
 
 
+def _label(node) -> str:
+    """A layer's name as the user wrote it: the module path (``features.3``) for a module,
+    the traced node's name for a function."""
+    return str(node.target) if node.op == "call_module" else node.name
+
+
 def _unsupported(node, what: str, why: str = "") -> ExportError:
     extra = f" ({why})" if why else ""
-    return ExportError(f"c-int8 export: layer {node.name!r} ({what}) is not supported{extra}; "
-                       f"supported: {', '.join(SUPPORTED)}")
+    return ExportError(f"c-int8 export: layer {_label(node)!r} ({what}) is not supported"
+                       f"{extra}; supported: {', '.join(SUPPORTED)}")
 
 
 def _pair(v) -> tuple[int, int]:
@@ -151,7 +157,7 @@ def _calibrate(gm, x: np.ndarray, batch: int = 256) -> tuple[dict, dict]:
             out = super().run_node(n)
             if isinstance(out, torch.Tensor) and out.is_floating_point():
                 if not torch.isfinite(out).all():
-                    raise ExportError(f"c-int8 export: layer {n.name!r} gives NaN or infinite "
+                    raise ExportError(f"c-int8 export: layer {_label(n)!r} gives NaN or infinite "
                                       "values on the calibration data; check the model's "
                                       "weights and the data")
                 lo[n.name] = min(lo.get(n.name, math.inf), float(out.min()))
@@ -180,14 +186,14 @@ def _bias_and_multipliers(node, bias, w_scale, s_in, s_out, q_w, in_zp):
     bias = np.zeros(q_w.shape[0]) if bias is None else bias
     qb = np.round(bias / (s_in * w_scale))
     if np.abs(qb).max(initial=0) > MAX_ACC:
-        raise ExportError(f"c-int8 export: layer {node.name!r}: a bias does not fit int32 at "
+        raise ExportError(f"c-int8 export: layer {_label(node)!r}: a bias does not fit int32 at "
                           f"the scale s_in x s_w; the layer's input range is too narrow")
     # the largest |accumulator|: every tap at |x - zp| <= 255 times |w| <= 127, plus the bias
     k = q_w[0].size
     worst = np.abs(q_w.reshape(q_w.shape[0], -1)).astype(np.int64).sum(axis=1) * 255 \
         + np.abs(qb)
     if worst.max() > MAX_ACC:
-        raise ExportError(f"c-int8 export: layer {node.name!r}: {k} taps per output could "
+        raise ExportError(f"c-int8 export: layer {_label(node)!r}: {k} taps per output could "
                           "overflow the int32 accumulator; split the layer")
     mult, shift = q8.quantize_multiplier(s_in * w_scale / s_out)
     return qb.astype(np.int32), mult, shift
@@ -291,21 +297,21 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
         tid[node.name] = t
         if kind in ("relu", "relu6"):
             lo, hi = _act_range(kind, tin)
-            nodes.append(q8.Clamp(node.name, (src,), t, lo, hi))
+            nodes.append(q8.Clamp(_label(node), (src,), t, lo, hi))
         elif kind == "flatten":
             if len(tensors[t].shape) != 1 or tensors[t].size != tin.size:
                 raise _unsupported(node, f"{node.op} {node.target}",
                                    f"it reshapes {tin.shape} to {tensors[t].shape}; only a "
                                    "flatten to [N, features] is supported")
-            nodes.append(q8.Reshape(node.name, (src,), t))
+            nodes.append(q8.Reshape(_label(node), (src,), t))
         elif kind in ("maxpool", "avgpool"):
             cls = q8.MaxPool2d if kind == "maxpool" else q8.AvgPool2d
             stride = mod.stride if mod.stride is not None else mod.kernel_size
-            nodes.append(cls(node.name, (src,), t, _pair(mod.kernel_size), _pair(stride),
+            nodes.append(cls(_label(node), (src,), t, _pair(mod.kernel_size), _pair(stride),
                              _pair(mod.padding)))
         elif kind == "globalavg":
             hw = tin.shape[1:]
-            nodes.append(q8.AvgPool2d(node.name, (src,), t, hw, hw, (0, 0)))
+            nodes.append(q8.AvgPool2d(_label(node), (src,), t, hw, hw, (0, 0)))
         else:   # pragma: no cover - _classify knows no other kind
             raise _unsupported(node, kind)
         if kind in ("maxpool", "avgpool", "globalavg") and len(tin.shape) != 3:
@@ -322,7 +328,7 @@ def _conv(node, mod, src, dst, tin, tout, lo, hi) -> q8.Conv2d:
     qb, mult, shift = _bias_and_multipliers(node, b, ws, tin.scale, tout.scale, qw,
                                             tin.zero_point)
     padding = (0, 0) if isinstance(mod.padding, str) else _pair(mod.padding)
-    return q8.Conv2d(node.name, (src,), dst, qw, qb, mult, shift, _pair(mod.stride), padding,
+    return q8.Conv2d(_label(node), (src,), dst, qw, qb, mult, shift, _pair(mod.stride), padding,
                      _pair(mod.dilation), int(mod.groups), lo, hi)
 
 
@@ -332,7 +338,7 @@ def _linear(node, mod, src, dst, tin, tout, lo, hi) -> q8.Linear:
     b = None if mod.bias is None else mod.bias.detach().double().cpu().numpy()
     qb, mult, shift = _bias_and_multipliers(node, b, ws, tin.scale, tout.scale, qw,
                                             tin.zero_point)
-    return q8.Linear(node.name, (src,), dst, qw, qb, mult, shift, lo, hi)
+    return q8.Linear(_label(node), (src,), dst, qw, qb, mult, shift, lo, hi)
 
 
 def _add(node, a, b, dst, ta, tb, tout, lo, hi) -> q8.Add:
@@ -341,7 +347,7 @@ def _add(node, a, b, dst, ta, tb, tout, lo, hi) -> q8.Add:
     m1, s1 = q8.quantize_multiplier(ta.scale / twice_max)
     m2, s2 = q8.quantize_multiplier(tb.scale / twice_max)
     mo, so = q8.quantize_multiplier(twice_max / ((1 << q8.ADD_LEFT_SHIFT) * tout.scale))
-    return q8.Add(node.name, (a, b), dst, int(m1[0]), int(s1[0]), int(m2[0]), int(s2[0]),
+    return q8.Add(_label(node), (a, b), dst, int(m1[0]), int(s1[0]), int(m2[0]), int(s2[0]),
                   int(mo[0]), int(so[0]), lo, hi)
 
 

@@ -556,10 +556,13 @@ def dequantize(t: QTensor, q) -> np.ndarray:
 def activation_params(lo: float, hi: float) -> tuple[float, int]:
     """Per-tensor asymmetric int8 scale and zero point for the range [lo, hi] (TFLite's
     converter: the range is widened to hold 0, so 0.0 is exact; ``scale = (hi - lo) / 255``,
-    ``zero_point = round(-128 - lo / scale)``). A range of zero width gets scale 1/255."""
+    ``zero_point = round(-128 - lo / scale)``, half away from zero as ``std::round``). A
+    range of zero width gets scale 1/255."""
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ModelError(f"activation range [{lo}, {hi}] is not finite")
     scale = (hi - lo) / 255.0 if hi > lo else 1.0 / 255.0
-    zp = int(np.clip(round(INT8_MIN - lo / scale), INT8_MIN, INT8_MAX))
+    zp_real = INT8_MIN - lo / scale
+    zp = int(math.copysign(math.floor(abs(zp_real) + 0.5), zp_real))   # std::round
+    zp = min(max(zp, INT8_MIN), INT8_MAX)
     return scale, zp

@@ -33,36 +33,62 @@ int32_t ne_requantize(int32_t x, int32_t mult, int32_t shift)
 }
 
 #if NE_USE_CONV
-/* plain, depthwise (groups = in_c) and grouped convolution, zero padding */
+/* the taps k in [*lo, *hi) whose position start + k * step lies in [0, size) */
+static void ne_tap_range(int32_t start, int32_t step, int32_t k, int32_t size, int32_t *lo,
+                         int32_t *hi)
+{
+    int32_t a = 0, b = k;
+    while (a < k && start + a * step < 0) {
+        a++;
+    }
+    while (b > a && start + (b - 1) * step >= size) {
+        b--;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+/* plain, depthwise (groups = in_c) and grouped convolution, zero padding: the taps that
+ * fall on the padding are skipped (their (x + in_offset) is 0) */
 void ne_conv2d(const ne_conv_t *p, const int8_t *x, int8_t *y)
 {
+    const int32_t in_h = p->in_h, in_w = p->in_w, k_h = p->k_h, k_w = p->k_w;
+    const int32_t dil_h = p->dil_h, dil_w = p->dil_w, in_offset = p->in_offset;
     const int32_t cin_g = p->in_c / p->groups;
     const int32_t cout_g = p->out_c / p->groups;
-    const int32_t taps = p->k_h * p->k_w;
-    int32_t oc, oy, ox, ic, ky, kx;
+    const int32_t taps = k_h * k_w, plane = in_h * in_w;
+    int32_t oc, oy, ox, ic, ky, kx, ky_lo, ky_hi, kx_lo, kx_hi;
     for (oc = 0; oc < p->out_c; oc++) {
         const int8_t *w = p->weight + oc * cin_g * taps;
-        const int8_t *xg = x + (oc / cout_g) * cin_g * p->in_h * p->in_w;
+        const int8_t *xg = x + (oc / cout_g) * cin_g * plane;
         const int32_t bias = p->bias[oc], mult = p->mult[oc], shift = p->shift[oc];
         int8_t *yc = y + oc * p->out_h * p->out_w;
         for (oy = 0; oy < p->out_h; oy++) {
+            const int32_t iy0 = oy * p->stride_h - p->pad_h;
+            ne_tap_range(iy0, dil_h, k_h, in_h, &ky_lo, &ky_hi);
             for (ox = 0; ox < p->out_w; ox++) {
+                const int32_t ix0 = ox * p->stride_w - p->pad_w;
                 int32_t acc = bias;
-                for (ic = 0; ic < cin_g; ic++) {
-                    const int8_t *xc = xg + ic * p->in_h * p->in_w;
-                    const int8_t *wc = w + ic * taps;
-                    for (ky = 0; ky < p->k_h; ky++) {
-                        const int32_t iy = oy * p->stride_h - p->pad_h + ky * p->dil_h;
-                        if (iy < 0 || iy >= p->in_h) {
-                            continue;
+                ne_tap_range(ix0, dil_w, k_w, in_w, &kx_lo, &kx_hi);
+                if (cin_g == 1) {   /* depthwise: one channel, the taps innermost */
+                    for (ky = ky_lo; ky < ky_hi; ky++) {
+                        const int8_t *xr = xg + (iy0 + ky * dil_h) * in_w + ix0;
+                        const int8_t *wr = w + ky * k_w;
+                        for (kx = kx_lo; kx < kx_hi; kx++) {
+                            acc += ((int32_t)xr[kx * dil_w] + in_offset) * (int32_t)wr[kx];
                         }
-                        for (kx = 0; kx < p->k_w; kx++) {
-                            const int32_t ix = ox * p->stride_w - p->pad_w + kx * p->dil_w;
-                            if (ix < 0 || ix >= p->in_w) {
-                                continue;
+                    }
+                } else {            /* channels innermost: a 1x1 conv is one loop */
+                    for (ky = ky_lo; ky < ky_hi; ky++) {
+                        const int8_t *xr = xg + (iy0 + ky * dil_h) * in_w + ix0;
+                        const int8_t *wr = w + ky * k_w;
+                        for (kx = kx_lo; kx < kx_hi; kx++) {
+                            const int8_t *xi = xr + kx * dil_w;
+                            const int8_t *wi = wr + kx;
+                            for (ic = 0; ic < cin_g; ic++) {
+                                acc += ((int32_t)xi[ic * plane] + in_offset)
+                                       * (int32_t)wi[ic * taps];
                             }
-                            acc += ((int32_t)xc[iy * p->in_w + ix] + p->in_offset)
-                                   * (int32_t)wc[ky * p->k_w + kx];
                         }
                     }
                 }
@@ -77,12 +103,13 @@ void ne_conv2d(const ne_conv_t *p, const int8_t *x, int8_t *y)
 #if NE_USE_FC
 void ne_fully_connected(const ne_fc_t *p, const int8_t *x, int8_t *y)
 {
+    const int32_t n_in = p->n_in, in_offset = p->in_offset;
     int32_t o, i;
     for (o = 0; o < p->n_out; o++) {
-        const int8_t *w = p->weight + o * p->n_in;
+        const int8_t *w = p->weight + o * n_in;
         int32_t acc = p->bias[o];
-        for (i = 0; i < p->n_in; i++) {
-            acc += ((int32_t)x[i] + p->in_offset) * (int32_t)w[i];
+        for (i = 0; i < n_in; i++) {
+            acc += ((int32_t)x[i] + in_offset) * (int32_t)w[i];
         }
         acc = ne_requantize(acc, p->mult[o], p->shift[o]) + p->out_offset;
         y[o] = (int8_t)ne_clamp_i32(acc, p->act_min, p->act_max);

@@ -300,6 +300,10 @@ def cmd_export(args) -> int:
         return cmd_export_int8(args)
     if args.input_shape is not None or args.calibration is not None:
         raise NeuroedgeError("--input-shape and --calibration apply to --target c-int8 only")
+    if args.model and ".py:" in args.model:
+        raise NeuroedgeError(f"{args.model!r} is a model of your own: --target c-int8 exports "
+                             f"it (int8 C for a microcontroller, docs/c_int8.md); --target "
+                             f"{args.target} takes a registered model")
     if args.run_from is not None:
         given = [opt for opt, v in (("--preset", args.preset), ("--full", args.full or None),
                                     ("--set", args.set or None), ("--seed", args.seed),

@@ -38,6 +38,7 @@ def cmd_export_int8(args) -> int:
     con = console()
     for line in summary_lines(result):
         con.print(line, soft_wrap=True, highlight=False)
-    con.print(f"exported: {result.path} (make -C {result.path} host | cortex-m)",
+    con.print(f"exported: {result.path} (make -C {result.path} host; make cortex-m runs it "
+              "on QEMU)",
               soft_wrap=True, highlight=False)
     return 0

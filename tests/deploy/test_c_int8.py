@@ -317,3 +317,6 @@ def test_cli_export_c_int8(tmp_path, capsys):
     assert rc == 2 and "needs --input-shape" in capsys.readouterr().err
     rc = main(["export", "bep", "--target", "c", "--calibration", "digits"])
     assert rc == 2 and "apply to --target c-int8 only" in capsys.readouterr().err
+    rc = main(["export", f"{src}:make", "--target", "onnx"])
+    assert rc == 2 and "is a model of your own: --target c-int8 exports it" in \
+        capsys.readouterr().err

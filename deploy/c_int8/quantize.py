@@ -10,6 +10,8 @@ and converted layer by layer with TFLite's conventions (:mod:`sim.bitwise.int8`)
   that op's clamp, and the op's output takes the ReLU's range (as the TFLite converter
   does); any other ReLU is a clamp at the input's scale;
 - pooling and flatten keep their input's scale and zero point (TFLite requires it);
+- a ``BatchNorm2d`` right after a conv used by nothing else is folded into the conv's
+  weights and bias (its running statistics: the model in eval mode), before quantisation;
 - ``Dropout`` and ``Identity`` are nothing at inference.
 
 Anything else is refused in one line naming the layer and listing :data:`SUPPORTED`.
@@ -25,7 +27,8 @@ import numpy as np
 from deploy.errors import ExportError
 from sim.bitwise import int8 as q8
 
-SUPPORTED = ("Conv2d (any groups: plain, depthwise, grouped; zero padding)", "Linear",
+SUPPORTED = ("Conv2d (any groups: plain, depthwise, grouped; zero padding)",
+             "BatchNorm2d right after a Conv2d (folded into it)", "Linear",
              "ReLU", "ReLU6", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d(1)", "Flatten",
              "flatten/view/reshape to [N, -1]", "residual add (a + b, torch.add)",
              "Dropout and Identity (no-ops at inference)")
@@ -71,6 +74,11 @@ def _classify(gm, node) -> tuple[str, object]:
             return "conv", mod
         if isinstance(mod, nn.Linear):
             return "linear", mod
+        if isinstance(mod, nn.BatchNorm2d):
+            if not mod.track_running_stats or mod.running_mean is None:
+                raise _unsupported(node, what, "track_running_stats=False: no statistics "
+                                               "to fold")
+            return "bn", mod
         if isinstance(mod, nn.ReLU6):
             return "relu6", mod
         if isinstance(mod, nn.ReLU):
@@ -240,6 +248,11 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             return us[0].name
         return None
 
+    def folded_bn(node):
+        """The BatchNorm2d node folded into conv ``node``: its one user, when a BN."""
+        us = users[node.name]
+        return us[0] if len(us) == 1 and kinds[us[0].name] == "bn" else None
+
     def arg_tensor(node, a) -> int:
         import torch.fx
         if not isinstance(a, torch.fx.Node) or a.name not in tid:
@@ -269,17 +282,23 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
         if kind == "identity":
             tid[node.name] = src
             continue
+        if kind == "bn":
+            raise _unsupported(node, "BatchNorm2d", "it is folded into a Conv2d only when it "
+                               "directly follows one that nothing else uses")
         if kind in ("conv", "linear", "add"):
-            relu = fusible(node)
-            value = relu or node.name
-            t = from_range(node.name, value)
+            bn = folded_bn(node) if kind == "conv" else None
+            tail = bn if bn is not None else node
+            relu = fusible(tail)
+            t = from_range(node.name, relu or tail.name)
             lo, hi = _act_range(kinds[relu] if relu else None, tensors[t])
-            if relu:
-                fused.add(relu)
-                tid[relu] = t
+            for extra in (relu, bn.name if bn is not None else None):
+                if extra:
+                    fused.add(extra)
+                    tid[extra] = t
             tid[node.name] = t
             if kind == "conv":
-                nodes.append(_conv(node, mod, src, t, tin, tensors[t], lo, hi))
+                bn_mod = gm.get_submodule(bn.target) if bn is not None else None
+                nodes.append(_conv(node, mod, src, t, tin, tensors[t], lo, hi, bn_mod))
             elif kind == "linear":
                 if len(tin.shape) != 1:
                     raise _unsupported(node, "Linear", f"its input has shape {tin.shape} per "
@@ -321,10 +340,20 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
     return q8.Int8Graph(tensors, nodes, input_id, output)
 
 
-def _conv(node, mod, src, dst, tin, tout, lo, hi) -> q8.Conv2d:
+def _conv(node, mod, src, dst, tin, tout, lo, hi, bn=None) -> q8.Conv2d:
     w = mod.weight.detach().double().cpu().numpy()
-    qw, ws = _weight_params(w)
     b = None if mod.bias is None else mod.bias.detach().double().cpu().numpy()
+    if bn is not None:   # fold: y = gamma (conv - mean) / sqrt(var + eps) + beta
+        mean = bn.running_mean.detach().double().cpu().numpy()
+        var = bn.running_var.detach().double().cpu().numpy()
+        gamma = (bn.weight.detach().double().cpu().numpy() if bn.weight is not None
+                 else np.ones_like(mean))
+        beta = (bn.bias.detach().double().cpu().numpy() if bn.bias is not None
+                else np.zeros_like(mean))
+        k = gamma / np.sqrt(var + bn.eps)
+        w = w * k[:, None, None, None]
+        b = ((b if b is not None else 0.0) - mean) * k + beta
+    qw, ws = _weight_params(w)
     qb, mult, shift = _bias_and_multipliers(node, b, ws, tin.scale, tout.scale, qw,
                                             tin.zero_point)
     padding = (0, 0) if isinstance(mod.padding, str) else _pair(mod.padding)

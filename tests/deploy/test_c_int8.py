@@ -45,13 +45,19 @@ class ResDW(nn.Module):
 
 
 class AvgNet(nn.Module):
-    """strided conv + ReLU6, depthwise conv with depth multiplier 2 and dilation 2, padded
-    max pool, a ReLU after the pool (a clamp: nothing to fuse it into), avg pool, global
-    average pool, dropout, linear."""
+    """strided conv + BatchNorm (folded; random statistics) + ReLU6, depthwise conv with
+    depth multiplier 2 and dilation 2, padded max pool, a ReLU after the pool (a clamp:
+    nothing to fuse it into), avg pool, global average pool, dropout, linear."""
 
     def __init__(self):
         super().__init__()
         self.c1 = nn.Conv2d(3, 6, 3, stride=2, padding=1)
+        self.bn = nn.BatchNorm2d(6)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.3, 0.3)
+            self.bn.running_var.uniform_(0.5, 2.0)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.2, 0.2)
         self.act = nn.ReLU6()
         self.dw = nn.Conv2d(6, 12, 3, padding=2, dilation=2, groups=6)
         self.mp = nn.MaxPool2d(3, stride=2, padding=1)
@@ -62,7 +68,7 @@ class AvgNet(nn.Module):
         self.fc = nn.Linear(12, 5)
 
     def forward(self, x):
-        y = self.relu(self.mp(self.dw(self.act(self.c1(x)))))
+        y = self.relu(self.mp(self.dw(self.act(self.bn(self.c1(x))))))
         return self.fc(self.drop(self.gap(self.ap(y)).flatten(1)))
 
 
@@ -287,7 +293,7 @@ def make():
 
 
 def bad():
-    return nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4))
+    return nn.Sequential(nn.BatchNorm2d(1), nn.Conv2d(1, 4, 3))
 '''
 
 
@@ -307,7 +313,7 @@ def test_cli_export_c_int8(tmp_path, capsys):
     rc = main(["export", f"{src}:bad", "--target", "c-int8", "--input-shape", "1,1,8,8",
                "--calibration", "digits", "--out", str(tmp_path / "bad")])
     err = capsys.readouterr().err
-    assert rc == 2 and "layer '1' (BatchNorm2d) is not supported" in err
+    assert rc == 2 and "layer '0' (BatchNorm2d) is not supported (it is folded" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "bad").exists()
     # a registered-model option, and a missing option
     rc = main(["export", f"{src}:make", "--target", "c-int8", "--set", "epochs=1",

@@ -13,7 +13,10 @@ installed), the script
    ``-icount shift=0`` and SysTick, calibrated on a loop of known length) and sets them
    beside the cycles the ``cortex-m4`` profile predicts (its peak cycle counts: an int8
    MAC at half a cycle, SMLAD) and the energy of those instructions at the profile's
-   energy per cycle (a lower bound: a Cortex-M4 retires at most one instruction a cycle).
+   energy per cycle (a lower bound: a Cortex-M4 retires at most one instruction a cycle);
+   for the digits model the count is checked a second way, instruction by instruction
+   (``make icount`` image under ``qemu -singlestep -d exec``, lines inside the model's
+   functions).
 
 Options: ``--quick`` (digits only), ``--write`` (store the RESULT in
 ``bench/out/c_int8.json``, from which ``bench/RESULTS.md``'s table is rendered:
@@ -36,12 +39,21 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from deploy.c_int8 import check_project, measure_instructions, measure_size, tools_missing  # noqa: E402
+from deploy.c_int8 import (  # noqa: E402
+    check_project,
+    measure_instructions,
+    measure_size,
+    tools_missing,
+    trace_instructions,
+)
 from deploy.c_int8.export import export_int8  # noqa: E402
 from hw_profiles import load  # noqa: E402
 
 RESULT_FILE = ROOT / "bench" / "out" / "c_int8.json"
 PROFILE = "cortex-m4"
+TRACE_BELOW = 2_000_000
+"""Models under this many instructions per inference are also counted instruction by
+instruction (``trace_instructions``: QEMU -singlestep -d exec), checking the SysTick count."""
 
 
 class DigitsNet(nn.Module):
@@ -151,6 +163,9 @@ def run_case(name, cls, shape, data, epochs, work: Path) -> dict:
                            "instructions_over_predicted_cycles": insns / cost["cycles"],
                            "instructions_per_mac": insns / cost["ops"]["mac_int8"],
                            "energy_lower_bound_j": insns * pj_per_cycle * 1e-12}
+        if insns < TRACE_BELOW:
+            row["measured"]["traced_instructions_per_inference"] = \
+                trace_instructions(result.path, "cortex-m4")["per_inference"]
     return row
 
 
@@ -166,7 +181,9 @@ def render(result: dict) -> str:
         cells = [f"{r['model']} ({r['dataset']}, {'x'.join(map(str, r['input_shape'][1:]))})",
                  f"{a['fp32']:.2%}", f"{a['int8']:.2%}", f"{a['agreement']:.2%}",
                  f"{r['macs']:,}", f"{r['predicted_cycles']:,.0f}",
-                 f"{m['instructions_per_inference']:,.0f}" if m else "-",
+                 (f"{m['instructions_per_inference']:,.0f}"
+                  + (f" (traced {m['traced_instructions_per_inference']:,.0f})"
+                     if "traced_instructions_per_inference" in m else "")) if m else "-",
                  f"{m['instructions_over_predicted_cycles']:.1f}" if m else "-",
                  f"{r['predicted_energy_j'] * 1e6:.1f} uJ",
                  f"{m['energy_lower_bound_j'] * 1e6:.1f} uJ" if m else "-",

@@ -348,6 +348,36 @@ def measure_instructions(out_dir, mcpu: str = "cortex-m4", timeout_s: float = 30
             "calibration_ticks": int(cal.group(2))}
 
 
+MODEL_CODE = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [Tt] (model_invoke|ne_\w+)$", re.M)
+NOT_MODEL = ("ne_puts", "ne_exit")
+
+
+def trace_instructions(out_dir, mcpu: str = "cortex-m4", timeout_s: float = 600.0) -> dict:
+    """Executed instructions per inference counted a second way, instruction by instruction:
+    QEMU ``-singlestep -d exec,nochain`` logs one line per executed instruction, and
+    ``-dfilter`` keeps those inside the model's functions (``model_invoke`` and the
+    ``ne_*`` kernels, from ``arm-none-eabi-nm`` of the ``make icount`` image); the lines
+    over all golden inferences / their number. Slow (a log line per instruction): for
+    checking :func:`measure_instructions` on small models."""
+    _make(out_dir, [f"icount_{mcpu}.elf", *_board_args(mcpu)], timeout_s)
+    elf = Path(out_dir) / f"icount_{mcpu}.elf"
+    nm = subprocess.run(["arm-none-eabi-nm", "-S", str(elf)], capture_output=True, text=True,
+                        check=True).stdout
+    ranges = [f"0x{int(a, 16):x}+0x{int(n, 16):x}" for a, n, name in MODEL_CODE.findall(nm)
+              if name not in NOT_MODEL]
+    golden = re.search(r"#define NE_GOLDEN_N (\d+)", (Path(out_dir) / "golden.h").read_text())
+    from deploy.c_export import CORTEX_M_BOARDS
+    cmd = ["qemu-system-arm", "-M", CORTEX_M_BOARDS[mcpu], "-nographic", "-monitor", "none",
+           "-semihosting-config", "enable=on,target=native", "-singlestep",
+           "-d", "exec,nochain", "-dfilter", ",".join(ranges), "-D", "/dev/stdout",
+           "-kernel", str(elf)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    lines = sum(1 for line in proc.stdout if line.startswith(b"Trace "))
+    if proc.wait(timeout=timeout_s) != 0 or not ranges or golden is None:
+        raise ExportError(f"{out_dir}: the QEMU instruction trace failed")
+    return {"per_inference": lines / int(golden.group(1)), "functions": len(ranges)}
+
+
 def check_project(out_dir, expected: np.ndarray, target: str = "host"):
     """Build and run the golden test on ``target`` ('host' or a Cortex-M -mcpu) and require
     every printed output to equal ``expected`` (int8 [N, out])."""

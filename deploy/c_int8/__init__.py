@@ -334,18 +334,23 @@ def measure_size(out_dir, mcpu: str = "cortex-m4", timeout_s: float = 120.0) -> 
 def measure_instructions(out_dir, mcpu: str = "cortex-m4", timeout_s: float = 300.0) -> dict:
     """Executed instructions per inference on QEMU (``make icount``): QEMU's ``-icount
     shift=0`` advances virtual time by 1 ns per guest instruction, SysTick counts that
-    time at the board's core clock, so instructions = ticks x (instructions per tick),
-    the ratio measured on the harness's calibration loop of a known length (2 x 500,000
-    instructions). Returns {"per_inference": [...], "instructions_per_tick": ...}."""
+    time at the board's core clock, so instructions = (ticks - the counter's own ticks)
+    x instructions per tick, the ratio measured on the harness's calibration loop of a
+    known length (2 x 500,000 instructions). Resolution: one tick (40 instructions on the
+    MPS2 boards' 25 MHz clock). Returns {"per_inference": [...], "instructions_per_tick",
+    "calibration_ticks", "empty_ticks"}."""
     text = _make(out_dir, ["icount", *_board_args(mcpu)], timeout_s)
-    cal = re.search(r"calibration instructions (\d+) ticks (-?\d+)", text)
+    cal = re.search(r"calibration instructions (\d+) ticks (-?\d+) empty (-?\d+)", text)
     ticks = [int(t) for t in re.findall(r"^ticks \d+ (-?\d+)$", text, re.M)]
-    if cal is None or not ticks or min(ticks) < 0 or int(cal.group(2)) <= 0:
+    if cal is None or not ticks or min(ticks) < 0 or int(cal.group(3)) < 0 \
+            or int(cal.group(2)) <= int(cal.group(3)):
         raise ExportError(f"{out_dir}: make icount gave no usable SysTick counts\n"
                           f"{text[-2000:]}")
-    per_tick = int(cal.group(1)) / int(cal.group(2))
-    return {"per_inference": [t * per_tick for t in ticks], "instructions_per_tick": per_tick,
-            "calibration_ticks": int(cal.group(2))}
+    empty = int(cal.group(3))
+    per_tick = int(cal.group(1)) / (int(cal.group(2)) - empty)
+    return {"per_inference": [(t - empty) * per_tick for t in ticks],
+            "instructions_per_tick": per_tick, "calibration_ticks": int(cal.group(2)),
+            "empty_ticks": empty}
 
 
 MODEL_CODE = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [Tt] (model_invoke|ne_\w+)$", re.M)

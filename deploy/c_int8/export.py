@@ -95,6 +95,7 @@ def export_int8(model, input_shape, calibration, out, *, profile="cortex-m4",
     if tuple(x_cal.shape[1:]) != shape[1:]:
         raise ExportError(f"c-int8 export: calibration inputs are {x_cal.shape[1:]} per sample, "
                           f"the input shape is {shape[1:]}")
+    model = model.cpu().eval()
     graph = quantize(model, np.asarray(x_cal, dtype=np.float32))
     sizes = predict_sizes(graph)
     place_inference(prof, sizes.sram, sizes.flash, who="export c-int8")

@@ -136,7 +136,7 @@ def trace(model):
     """``(GraphModule, [(node, kind, module)])`` of ``model`` in eval mode, every layer
     checked against :data:`SUPPORTED` first."""
     import torch.fx
-    model = model.eval()
+    model = model.cpu().eval()   # the reference and the calibration run on the CPU
     try:
         gm = torch.fx.symbolic_trace(model)
     except Exception as exc:   # data-dependent control flow and the like
@@ -176,7 +176,16 @@ def _calibrate(gm, x: np.ndarray, batch: int = 256) -> tuple[dict, dict]:
     rec = _Record(gm)
     with torch.no_grad():
         for i in range(0, x.shape[0], batch):
-            rec.run(torch.from_numpy(np.ascontiguousarray(x[i:i + batch], dtype=np.float32)))
+            xb = torch.from_numpy(np.ascontiguousarray(x[i:i + batch], dtype=np.float32))
+            try:
+                rec.run(xb)
+            except ExportError:
+                raise
+            except Exception as exc:   # the user's model on inputs of this shape
+                first = " ".join(str(exc).split())[:200]
+                raise ExportError(f"c-int8 export: the model fails on calibration inputs of "
+                                  f"shape {tuple(xb.shape)} ({type(exc).__name__}: {first}); "
+                                  "check --input-shape") from None
     return {k: (lo[k], hi[k]) for k in lo}, shapes
 
 

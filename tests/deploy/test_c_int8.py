@@ -280,6 +280,17 @@ def test_bad_calibration_files(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_input_shape_the_model_cannot_take(tmp_path):
+    """AvgNet's first conv takes 3 channels: 1-channel inputs fail inside torch, and the
+    export says so in one line naming the shape."""
+    with pytest.raises(ExportError) as err:
+        export_int8(AvgNet(), (1, 1, 16, 16), (_data((1, 1, 16, 16), 5, 0), None, None),
+                    tmp_path / "out")
+    msg = str(err.value)
+    assert "fails on calibration inputs of shape (5, 1, 16, 16)" in msg and "\n" not in msg
+    assert not (tmp_path / "out").exists()
+
+
 def test_not_a_microcontroller_profile(tmp_path):
     with pytest.raises(ExportError, match="'a100' is a 'gpu' profile"):
         export_int8(MLP(), (1, 1, 8, 8), (_data((1, 1, 8, 8), 5, 0), None, None),

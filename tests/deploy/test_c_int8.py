@@ -17,6 +17,7 @@ from deploy.c_int8 import (
     predict_sizes,
     tools_missing,
     trace_instructions,
+    write_int8_project,
 )
 from deploy.c_int8.export import export_int8
 from deploy.c_int8.quantize import SUPPORTED, quantize
@@ -343,3 +344,35 @@ def test_cli_export_c_int8(tmp_path, capsys):
     rc = main(["export", f"{src}:make", "--target", "onnx"])
     assert rc == 2 and "is a model of your own: --target c-int8 exports it" in \
         capsys.readouterr().err
+
+
+def test_extreme_multipliers_bit_exact(tmp_path):
+    """A hand-built graph whose requantisations span the whole range: real multipliers from
+    1e-7 (shift -23) to 300 (shift 9: the 64-bit left shift and its saturation), biases up
+    to +-2**14, a clamp and an add, on 64 random inputs; the C must equal the reference
+    on every output."""
+    rng = np.random.default_rng(5)
+    n_in, n_out = 24, 16
+    real = np.geomspace(1e-7, 300.0, n_out)
+    mult, shift = q8.quantize_multiplier(real)
+    assert shift.min() < -20 and shift.max() > 8
+    lin = q8.Linear("fc", (0,), 1, rng.integers(-127, 128, (n_out, n_in)).astype(np.int8),
+                    rng.integers(-2**14, 2**14, n_out).astype(np.int32), mult, shift,
+                    -100, 90)
+    ts = [q8.QTensor("x", (n_in,), 0.02, 7), q8.QTensor("h", (n_out,), 0.05, -3),
+          q8.QTensor("h2", (n_out,), 0.05, -3), q8.QTensor("y", (n_out,), 0.08, 4)]
+    clamp = q8.Clamp("relu", (1,), 2, -3, 127)
+    twice = 2 * 0.05
+    m1, s1 = q8.quantize_multiplier(0.05 / twice)
+    mo, so = q8.quantize_multiplier(twice / (2**20 * 0.08))
+    add = q8.Add("add", (1, 2), 3, int(m1[0]), int(s1[0]), int(m1[0]), int(s1[0]),
+                 int(mo[0]), int(so[0]), -128, 127)
+    graph = q8.Int8Graph(ts, [lin, clamp, add], 0, 3)
+    x = rng.integers(-128, 128, (64, n_in)).astype(np.int8)
+    y = q8.run_int8(graph, x)
+    assert len(np.unique(y)) > 10                      # not everything saturated
+    write_int8_project(graph, x, y, tmp_path / "ext", report={})
+    for target in ("host", "cortex-m4"):
+        if tools_missing(target):
+            continue
+        assert check_project(tmp_path / "ext", y, target).all_match

@@ -16,7 +16,8 @@ installed), the script
    energy per cycle (a lower bound: a Cortex-M4 retires at most one instruction a cycle);
    for the digits model the count is checked a second way, instruction by instruction
    (``make icount`` image under ``qemu -singlestep -d exec``, lines inside the model's
-   functions).
+   functions), and each layer's instructions (``make icount-layers``) are set beside its
+   predicted cycles.
 
 Options: ``--quick`` (digits only), ``--write`` (store the RESULT in
 ``bench/out/c_int8.json``, from which ``bench/RESULTS.md``'s table is rendered:
@@ -163,6 +164,10 @@ def run_case(name, cls, shape, data, epochs, work: Path) -> dict:
                            "instructions_over_predicted_cycles": insns / cost["cycles"],
                            "instructions_per_mac": insns / cost["ops"]["mac_int8"],
                            "energy_lower_bound_j": insns * pj_per_cycle * 1e-12}
+        per_layer = measure_instructions(result.path, "cortex-m4", layers=True)["per_layer"]
+        row["layers_measured"] = [
+            {**lay, "instructions": ins, "instructions_over_cycles": ins / lay["cycles"]}
+            for lay, ins in zip(cost["layers"], per_layer, strict=True)]
         if insns < TRACE_BELOW:
             row["measured"]["traced_instructions_per_inference"] = \
                 trace_instructions(result.path, "cortex-m4")["per_inference"]
@@ -192,6 +197,15 @@ def render(result: dict) -> str:
                   f"{sb['bss']:,} B") if sb else f"{sp['arena']:,} B",
                  f"{r['bit_exact_host']}, {r['bit_exact_cortex-m4']}"]
         lines.append("| " + " | ".join(cells) + " |")
+    for r in result["rows"]:
+        if "layers_measured" not in r:
+            continue
+        lines += ["", f"Per layer, {r['model']} (`make icount-layers`):", "",
+                  "| layer | kind | MACs | predicted cycles | QEMU instructions | "
+                  "instr. / pred. cycles |", "|---|---|---|---|---|---|"]
+        lines += [f"| {la['layer']} | {la['kind']} | {la['macs']:,} | {la['cycles']:,.0f} | "
+                  f"{la['instructions']:,.0f} | {la['instructions_over_cycles']:.1f} |"
+                  for la in r["layers_measured"]]
     return "\n".join(lines)
 
 

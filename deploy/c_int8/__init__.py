@@ -215,7 +215,8 @@ def c_sources(graph: q8.Int8Graph, golden_x: np.ndarray, golden_y: np.ndarray,
         data.append(f"/* {_describe(node, ts)} */\n{text}")
         args = ", ".join(f"ne_arena + {offsets[t]}" for t in node.inputs)
         fn = "ne_add" if isinstance(node, q8.Add) else _CALLS[type(node)]
-        calls.append(f"    {fn}(&{p}, {args}, ne_arena + {offsets[node.output]});\n")
+        calls.append(f"    {fn}(&{p}, {args}, ne_arena + {offsets[node.output]});\n"
+                     f"    NE_LAYER_DONE({len(calls)});\n")
     tin, tout = ts[graph.input], ts[graph.output]
     weights_h = ("/* int8 weights, int32 biases, multipliers and shifts, layer parameters: "
                  "static const (flash) */\n#ifndef NE_MODEL_WEIGHTS_H\n"
@@ -235,7 +236,12 @@ def c_sources(graph: q8.Int8Graph, golden_x: np.ndarray, golden_y: np.ndarray,
                f"#define NE_MODEL_FLASH_BYTES_PREDICTED {sizes.flash}\n"
                f"#define NE_MODEL_SRAM_BYTES_PREDICTED {sizes.sram}\n\n"
                "int8_t *model_input(void);\nconst int8_t *model_output(void);\n"
-               "void model_invoke(void);\n\n#endif\n")
+               "void model_invoke(void);\n\n"
+               f"#define NE_MODEL_N_LAYERS {len(live)}\n"
+               "#ifdef NE_LAYER_TICKS   /* make icount-layers: the harness times each layer */\n"
+               "void harness_layer_done(int32_t layer);\n"
+               "#define NE_LAYER_DONE(i) harness_layer_done(i)\n#else\n"
+               "#define NE_LAYER_DONE(i)\n#endif\n\n#endif\n")
     model_c = ("/* written by neuroedge deploy.c_int8: one static arena, no malloc, no float */\n"
                "#include \"model.h\"\n#include \"model_weights.h\"\n\n"
                f"static int8_t ne_arena[{max(arena, 1)}];\n\n"
@@ -331,26 +337,41 @@ def measure_size(out_dir, mcpu: str = "cortex-m4", timeout_s: float = 120.0) -> 
                      sum(int(r[2]) for r in rows), stack)
 
 
-def measure_instructions(out_dir, mcpu: str = "cortex-m4", timeout_s: float = 300.0) -> dict:
+def measure_instructions(out_dir, mcpu: str = "cortex-m4", timeout_s: float = 300.0,
+                         layers: bool = False) -> dict:
     """Executed instructions per inference on QEMU (``make icount``): QEMU's ``-icount
     shift=0`` advances virtual time by 1 ns per guest instruction, SysTick counts that
     time at the board's core clock, so instructions = (ticks - the counter's own ticks)
     x instructions per tick, the ratio measured on the harness's calibration loop of a
     known length (2 x 500,000 instructions). Resolution: one tick (40 instructions on the
     MPS2 boards' 25 MHz clock). Returns {"per_inference": [...], "instructions_per_tick",
-    "calibration_ticks", "empty_ticks"}."""
-    text = _make(out_dir, ["icount", *_board_args(mcpu)], timeout_s)
+    "calibration_ticks", "empty_ticks"}.
+
+    ``layers``: ``make icount-layers`` instead, whose model calls the harness after each
+    layer (a few instructions more per layer, so its totals are not those of the
+    deployed code); adds "per_layer": the mean instructions of each layer (C order:
+    every node but the reshapes)."""
+    target = "icount-layers" if layers else "icount"
+    text = _make(out_dir, [target, *_board_args(mcpu)], timeout_s)
     cal = re.search(r"calibration instructions (\d+) ticks (-?\d+) empty (-?\d+)", text)
     ticks = [int(t) for t in re.findall(r"^ticks \d+ (-?\d+)$", text, re.M)]
     if cal is None or not ticks or min(ticks) < 0 or int(cal.group(3)) < 0 \
             or int(cal.group(2)) <= int(cal.group(3)):
-        raise ExportError(f"{out_dir}: make icount gave no usable SysTick counts\n"
+        raise ExportError(f"{out_dir}: make {target} gave no usable SysTick counts\n"
                           f"{text[-2000:]}")
     empty = int(cal.group(3))
     per_tick = int(cal.group(1)) / (int(cal.group(2)) - empty)
-    return {"per_inference": [(t - empty) * per_tick for t in ticks],
-            "instructions_per_tick": per_tick, "calibration_ticks": int(cal.group(2)),
-            "empty_ticks": empty}
+    out = {"per_inference": [(t - empty) * per_tick for t in ticks],
+           "instructions_per_tick": per_tick, "calibration_ticks": int(cal.group(2)),
+           "empty_ticks": empty}
+    if layers:
+        rows = [[int(v) for v in m.split()]
+                for m in re.findall(r"^layer ticks ((?:-?\d+ ?)+)$", text, re.M)]
+        if not rows or min(min(r) for r in rows) < 0:
+            raise ExportError(f"{out_dir}: make {target} printed no layer ticks\n"
+                              f"{text[-2000:]}")
+        out["per_layer"] = (np.mean(rows, axis=0) * per_tick).tolist()
+    return out
 
 
 MODEL_CODE = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [Tt] (model_invoke|ne_\w+)$", re.M)

@@ -61,10 +61,17 @@ def predicted_cost(graph: q8.Int8Graph, profile, sample: np.ndarray) -> dict:
     q8.run_int8(graph, sample[:1], device=dev)
     rep = dev.report()
     clock = dev.profile.limit("clock_hz")
+    layers = []
+    for i, node in enumerate(graph.nodes):   # the C's layers: every node but reshapes
+        if isinstance(node, q8.Reshape):
+            continue
+        scope = f"infer/L{i}_{type(node).__name__}"
+        layers.append({"layer": node.name, "kind": type(node).__name__,
+                       "macs": dev.ledger.ops(scope).get("mac_int8", 0),
+                       "cycles": rep.latency_s.get(scope, 0.0) * clock})
     return {"profile": dev.profile.label, "energy_j": rep.total_j,
-            "latency_s": rep.total_latency_s,
-            "cycles": rep.total_latency_s * clock if clock else None,
-            "ops": dev.ledger.total_ops(), "stack": rep.stack}
+            "latency_s": rep.total_latency_s, "cycles": rep.total_latency_s * clock,
+            "ops": dev.ledger.total_ops(), "stack": rep.stack, "layers": layers}
 
 
 def export_int8(model, input_shape, calibration, out, *, profile="cortex-m4",

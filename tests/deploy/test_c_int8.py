@@ -218,6 +218,11 @@ def test_instructions_measured_on_qemu(exported):
     # counter reads, the call) and is read to 40 instructions: they agree within 2 ticks
     traced = trace_instructions(result.path, "cortex-m4")["per_inference"]
     assert abs(np.mean(got["per_inference"]) - traced) <= 80
+    # per layer (a harness call after each): one count per C layer (the reshape has none),
+    # summing to the whole within a tick per layer and the calls' few instructions
+    layers = measure_instructions(result.path, "cortex-m4", layers=True)["per_layer"]
+    assert len(layers) == len(result.report["predicted_per_inference"]["layers"]) == 6
+    assert abs(sum(layers) - traced) <= 40 * (len(layers) + 2)
 
 
 # -- bad input ---------------------------------------------------------------------------------

@@ -49,6 +49,19 @@ static int32_t ticks_since(uint32_t t0)
     return (int32_t)((t0 - t1) & 0xFFFFFFu);
 }
 
+#ifdef NE_LAYER_TICKS
+/* model.c calls this after each layer (make icount-layers) */
+static uint32_t layer_t0;
+static int32_t layer_ticks[NE_MODEL_N_LAYERS];
+
+void harness_layer_done(int32_t layer)
+{
+    const uint32_t t = SYST_CVR;
+    layer_ticks[layer] = (int32_t)((layer_t0 - t) & 0xFFFFFFu);
+    layer_t0 = SYST_CVR;   /* this call's own instructions not in the next layer */
+}
+#endif
+
 /* NE_CALIB_LOOPS iterations of SUBS + BNE: 2 instructions each */
 #define NE_CALIB_LOOPS 500000u
 static void calib_loop(void)
@@ -87,6 +100,9 @@ int main(void)
         }
 #ifdef NE_SYSTICK
         ticks_start(&t0);
+#ifdef NE_LAYER_TICKS
+        layer_t0 = t0;
+#endif
 #endif
         model_invoke();
 #ifdef NE_SYSTICK
@@ -98,6 +114,14 @@ int main(void)
             put_int(ticks);
             ne_puts("\n");
         }
+#endif
+#ifdef NE_LAYER_TICKS
+        ne_puts("layer ticks");
+        for (j = 0; j < NE_MODEL_N_LAYERS; j++) {
+            ne_puts(" ");
+            put_int(layer_ticks[j]);
+        }
+        ne_puts("\n");
 #endif
         out = model_output();
         for (j = 1; j < NE_MODEL_OUT_SIZE; j++) {

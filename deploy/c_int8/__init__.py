@@ -17,7 +17,8 @@ writes, all or nothing (:func:`deploy.outputs.atomic_output`), a directory holdi
 - ``golden.h`` + ``main.c``: golden int8 inputs (test-split samples and random ones) and
   the reference's outputs; the harness exits 0 only if every output matches;
 - ``Makefile``: ``host``, ``cortex-m`` (QEMU ``mps2-an385`` Cortex-M3 or ``mps2-an386``
-  Cortex-M4), ``icount`` (instructions counted by QEMU) and ``size`` targets;
+  Cortex-M4), ``icount`` and ``icount-layers`` (instructions counted by QEMU, per
+  inference and per layer) and ``size`` targets;
 - ``report.json``: the sizes, accuracies and predicted cost :func:`export_int8` printed.
 
 Sizes. Flash is the constant data (exact: arrays, each int8 array padded to 4 bytes, and
@@ -25,8 +26,8 @@ the parameter structs of a 32-bit target) plus the code (the kernels used, from
 :data:`KERNEL_CODE_BYTES`, plus :data:`CALL_CODE_BYTES` per layer in ``model_invoke``);
 SRAM is the arena plus the stack of the deepest call chain (:data:`KERNEL_STACK_BYTES`).
 The code and stack constants are what ``arm-none-eabi-gcc`` 12.2 ``-O2 -mthumb
--mcpu=cortex-m4`` gives (``make size``);
-another compiler or ``-O`` level moves the code by tens of percent, which is why
+-mcpu=cortex-m4`` gives (``make size``); another -mcpu moves the code a few percent
+(cortex-m3: 3 % less), another compiler or ``-O`` level more, which is why
 :data:`FLASH_MARGIN` states how far the built objects may be from the prediction.
 """
 from __future__ import annotations
@@ -153,8 +154,8 @@ def _arrays(p: str, node) -> str:
             f"static const int32_t {p}_SHIFT[{w.shape[0]}] = {_int32s(node.shift)};\n")
 
 
-def _emit(p: str, node, ts: list[q8.QTensor]) -> tuple[str, str]:
-    """(constant data, the struct's initialiser type) for one node."""
+def _emit(p: str, node, ts: list[q8.QTensor]) -> str:
+    """The constant data of one node: its arrays and its parameter struct ``p``."""
     tin, tout = ts[node.inputs[0]], ts[node.output]
     if isinstance(node, q8.Conv2d):
         cout, _, kh, kw = node.weight.shape
@@ -162,26 +163,26 @@ def _emit(p: str, node, ts: list[q8.QTensor]) -> tuple[str, str]:
                   kh, kw, *node.stride, *node.padding, *node.dilation, node.groups,
                   -tin.zero_point, tout.zero_point, node.act_min, node.act_max]
         return (_arrays(p, node) + f"static const ne_conv_t {p} = {{{p}_W, {p}_BIAS, "
-                f"{p}_MULT, {p}_SHIFT, {', '.join(map(str, fields))}}};\n"), "conv"
+                f"{p}_MULT, {p}_SHIFT, {', '.join(map(str, fields))}}};\n")
     if isinstance(node, q8.Linear):
         o, k = node.weight.shape
         fields = [k, o, -tin.zero_point, tout.zero_point, node.act_min, node.act_max]
         return (_arrays(p, node) + f"static const ne_fc_t {p} = {{{p}_W, {p}_BIAS, "
-                f"{p}_MULT, {p}_SHIFT, {', '.join(map(str, fields))}}};\n"), "fc"
+                f"{p}_MULT, {p}_SHIFT, {', '.join(map(str, fields))}}};\n")
     if isinstance(node, (q8.MaxPool2d, q8.AvgPool2d)):
         fields = [tin.shape[0], tin.shape[1], tin.shape[2], tout.shape[1], tout.shape[2],
                   *node.kernel, *node.stride, *node.padding, node.act_min, node.act_max]
-        return f"static const ne_pool_t {p} = {{{', '.join(map(str, fields))}}};\n", "pool"
+        return f"static const ne_pool_t {p} = {{{', '.join(map(str, fields))}}};\n"
     if isinstance(node, q8.Add):
         tb = ts[node.inputs[1]]
         fields = [tout.size, -tin.zero_point, -tb.zero_point, tout.zero_point,
                   node.multiplier1, node.shift1, node.multiplier2, node.shift2,
                   node.out_multiplier, node.out_shift, node.act_min, node.act_max]
         return (f"static const ne_add_t {p} = {{"
-                f"{', '.join(_int32s([f]).strip('{} ').strip() for f in fields)}}};\n"), "add"
+                f"{', '.join(_int32s([f]).strip('{} ').strip() for f in fields)}}};\n")
     if isinstance(node, q8.Clamp):
         return (f"static const ne_clamp_t {p} = {{{tout.size}, {node.act_min}, "
-                f"{node.act_max}}};\n"), "clamp"
+                f"{node.act_max}}};\n")
     raise ExportError(f"c-int8 export: no C emitter for {type(node).__name__}")
 
 
@@ -211,7 +212,7 @@ def c_sources(graph: q8.Int8Graph, golden_x: np.ndarray, golden_y: np.ndarray,
               + "#endif\n")
     data, calls = [], []
     for p, node in zip(prefixes, live, strict=True):
-        text, _ = _emit(p, node, ts)
+        text = _emit(p, node, ts)
         data.append(f"/* {_describe(node, ts)} */\n{text}")
         args = ", ".join(f"ne_arena + {offsets[t]}" for t in node.inputs)
         fn = "ne_add" if isinstance(node, q8.Add) else _CALLS[type(node)]

@@ -264,15 +264,6 @@ class Int8Graph:
     output: int
     meta: dict = field(default_factory=dict)
 
-    def weight_bytes(self) -> int:
-        """Bytes of constant data in flash: int8 weights, and per output channel an int32
-        bias, multiplier and shift."""
-        total = 0
-        for node in self.nodes:
-            if isinstance(node, (Conv2d, Linear)):
-                total += node.weight.size + 12 * node.weight.shape[0]
-        return total
-
     def storage(self) -> list[int]:
         """The tensor whose bytes each tensor uses: itself, or for a reshape's output the
         storage of its input."""

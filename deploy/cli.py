@@ -298,6 +298,15 @@ def cmd_report(args) -> int:
 
 def cmd_export(args) -> int:
     from deploy.export import execute_export, prepare_export
+    if args.target == "c-int8":   # a user's torch model as int8 C (deploy/c_int8)
+        from deploy.c_int8.cli import cmd_export_int8
+        return cmd_export_int8(args)
+    if args.input_shape is not None or args.calibration is not None:
+        raise NeuroedgeError("--input-shape and --calibration apply to --target c-int8 only")
+    if args.model and ".py:" in args.model:
+        raise NeuroedgeError(f"{args.model!r} is a model of your own: --target c-int8 exports "
+                             f"it (int8 C for a microcontroller, docs/c_int8.md); --target "
+                             f"{args.target} takes a registered model")
     if args.run_from is not None:
         given = [opt for opt, v in (("--preset", args.preset), ("--full", args.full or None),
                                     ("--set", args.set or None), ("--seed", args.seed),
@@ -400,8 +409,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="train a model once (or read a run file) and export it "
                                       "to an edge target")
     p.add_argument("model", nargs="?", help="registered model (optional with --from)")
-    p.add_argument("--target", required=True, choices=TARGETS,
-                   help=f"what to write: {', '.join(TARGETS)}")
+    p.add_argument("--target", required=True, choices=(*TARGETS, "c-int8"),
+                   help=f"what to write: {', '.join(TARGETS)}, or c-int8 (your own torch "
+                        "model FILE.py:factory as int8 C for a microcontroller)")
+    p.add_argument("--input-shape", help="c-int8: the model's input shape, batch first "
+                   "(e.g. 1,1,28,28)")
+    p.add_argument("--calibration", metavar="DATA", help="c-int8: calibration data, "
+                   "digits, fashion-mnist or FILE.npy of inputs")
     p.add_argument("--from", dest="run_from", metavar="RUN.h5",
                    help="export the trained state this run file stored: no training")
     p.add_argument("--profile", help="profile to train on (default: the model's)")

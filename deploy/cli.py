@@ -71,6 +71,16 @@ def _version() -> str:
         return "(not installed)"
 
 
+def _plain(text):
+    """A profile's text for a rich table or line: never markup, control characters escaped
+    (a profile file is the user's; the loader refuses control characters, a snapshot
+    read back from a run file is escaped all the same)."""
+    from rich.text import Text
+
+    from deploy.formatting import printable
+    return Text(printable(text))
+
+
 def cmd_profiles(args) -> int:
     from rich.table import Table
 
@@ -85,8 +95,9 @@ def cmd_profiles(args) -> int:
     for name in hw_profiles.available():
         p = hw_profiles.load(name)
         node = f"{p.technology_node_nm.value:g} nm" if p.technology_node_nm else "-"
-        table.add_row(p.name, p.kind, node, str(len(p.energy_pj)), ", ".join(p.memory),
-                      f"{p.static_power_w.value:g}", p.description)
+        table.add_row(*map(_plain, (p.name, p.kind, node, str(len(p.energy_pj)),
+                                    ", ".join(p.memory), f"{p.static_power_w.value:g}",
+                                    p.description)))
     console().print(table)
     return 0
 
@@ -95,22 +106,24 @@ def _show_profile(name: str) -> int:
     from rich.table import Table
     p = load_profile(name)
     con = console()
-    con.print(f"[bold]{p.name}[/bold] ({p.kind}): {p.description}")
+    title = _plain(p.name)
+    title.stylize("bold")
+    con.print(title + _plain(f" ({p.kind}): {p.description}"))
     if p.path:
-        con.print(f"file: {p.path}")
+        con.print(_plain(f"file: {p.path}"))
     table = Table(show_lines=False)
     for col in ("entry", "value", "unit", "provenance", "source"):
         table.add_column(col, no_wrap=True)
     table.add_column("derivation / note", overflow="fold", min_width=20)
     for key, q in p.entries():
-        table.add_row(key, f"{q.value:g}", q.unit, q.provenance, q.source,
-                      q.derivation or q.note)
+        table.add_row(*map(_plain, (key, f"{q.value:g}", q.unit, q.provenance, q.source,
+                                    q.derivation or q.note)))
     con.print(table)
     con.print("[bold]sources[/bold]")
     for s in p.sources.values():
         # plain lines, so URLs are never folded and stay copyable
-        con.print(f"  {s.key} ({s.kind}): {s.title}", markup=False, highlight=False)
-        con.print(f"    {s.url}", markup=False, highlight=False, soft_wrap=True)
+        con.print(_plain(f"  {s.key} ({s.kind}): {s.title}"), highlight=False)
+        con.print(_plain(f"    {s.url}"), highlight=False, soft_wrap=True)
     return 0
 
 
@@ -464,7 +477,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"neuroedge: warning: {message}", file=sys.stderr)
+    from deploy.formatting import printable
+
+    # the message may quote a file's text
+    print(f"neuroedge: warning: {printable(message)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -487,7 +503,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at exit
         return code
     except NeuroedgeError as exc:
-        print(f"neuroedge: error: {exc}", file=sys.stderr)
+        from deploy.formatting import printable
+
+        # the message may quote a file's text
+        print(f"neuroedge: error: {printable(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("neuroedge: interrupted", file=sys.stderr)

@@ -49,7 +49,8 @@ class CommandOutput:
         """The report (or a closing line): stdout, or stderr when stdout holds the JSON."""
         if not self.quiet:
             stream = sys.stderr if self.json_stdout else sys.stdout
-            text = printable(text)   # a run file's text (model, config) may hold ESC[2J...
+            # fields from files were escaped where they were put in; this pass catches any other
+            text = printable(text, lines=True)
             stream.write(text if text.endswith("\n") else text + "\n")
 
     @property

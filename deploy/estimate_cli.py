@@ -249,7 +249,9 @@ def cmd_estimate(args) -> int:
         write_text(args.json, doc + "\n", force=args.force, inputs=inputs, parents=True,
                    option="--json")
     if not args.quiet:
-        print(table(est, all_layers=args.all, depth=args.depth))
+        from deploy.formatting import printable
+        # fields from files are escaped in the table; this pass catches any other
+        print(printable(table(est, all_layers=args.all, depth=args.depth), lines=True))
         if args.json:
             print(f"json: {args.json}")
     return 0

@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from deploy.formatting import ENERGY_UNITS, energy_breakdown, format_energy
+from deploy.formatting import ENERGY_UNITS, energy_breakdown, format_energy, printable
 from hw_profiles.ops import CATEGORIES
 from sim.energy_report import EnergyReport
 
@@ -192,7 +192,8 @@ def fig_to_img(fig: Figure, alt: str) -> str:
     fig.savefig(buf, format="png", dpi=100)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     # class=plot: the report's plots are found by it (and checked for size in a browser)
-    return f'<img src="data:image/png;base64,{data}" class=plot alt="{html.escape(alt)}">'
+    alt = html.escape(printable(alt))
+    return f'<img src="data:image/png;base64,{data}" class=plot alt="{alt}">'
 
 
 def plot_raster(name: str, raster: np.ndarray, unit: str = "s",

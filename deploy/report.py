@@ -31,6 +31,7 @@ from deploy.formatting import (  # noqa: F401  (comparison_rows, format_bytes: p
     format_seconds,
     latency_title,
     op_rows,
+    printable,
     report_tables,
     sampled_scopes,
     significant,
@@ -85,7 +86,9 @@ p.dl{margin:.6em 0 0;font-size:.8em}
 
 
 def _e(x) -> str:
-    return html.escape(str(x))
+    """``x`` as HTML text: escaped, and its control characters written as escapes (a run
+    file's text may hold them; a browser would drop them silently)."""
+    return html.escape(printable(x))
 
 
 def _html_table(header: Sequence[str], rows, numeric: bool = True, *, csv: str, **kw) -> str:
@@ -116,7 +119,8 @@ def _trace_section(run: RunResult, name: str, trace) -> str:
     if trace.kind == "table":
         shown = data[:TABLE_ROWS_SHOWN]
         more = f"; first {TABLE_ROWS_SHOWN} shown" if data.shape[0] > TABLE_ROWS_SHOWN else ""
-        head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{', ' + unit if unit else ''})</h3>"
+        unit = f", {_e(unit)}" if unit else ""
+        head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{unit})</h3>"
         return head + _html_table(trace.columns, [tuple(_cell(x) for x in row)
                                                   for row in shown],
                                   csv=f"trace-{_slug(name)}", csv_rows=data.tolist())

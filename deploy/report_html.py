@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from deploy.formatting import format_bytes, format_energy, format_seconds, printable, significant
 from deploy.headline import headline, neurobench, train_scope
 from deploy.plots import fig_to_img, plot_epoch_energy
 from models.registry import RunResult
@@ -27,7 +27,9 @@ from sim.energy_report import EnergyReport
 
 
 def _e(x) -> str:
-    return html.escape(str(x))
+    """``x`` as HTML text: escaped, and its control characters written as escapes (a run
+    file's text may hold them; a browser would drop them silently)."""
+    return html.escape(printable(x))
 
 
 # -- tables and their CSV ---------------------------------------------------------------------

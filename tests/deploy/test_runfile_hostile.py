@@ -128,3 +128,58 @@ def test_report_escapes_control_characters_from_the_file(tmp_path, toy_gpu_path,
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\r" not in out
     assert "digits\\x1b[2J" in out    # the escape is shown, not obeyed
+
+
+def _export_refused(tmp_path, toy_gpu_path, model, meta, arrays, target, *words):
+    from deploy.errors import ExportError
+    from deploy.export import export_run
+    from models.registry import Trained
+    result = RunResult(model=model, profile=load(toy_gpu_path), dataset="digits", config={},
+                       metrics={"test_accuracy": 0.9}, ledger=Ledger(), traces={},
+                       trained=Trained(arrays, meta))
+    path = tmp_path / "run.h5"
+    runfile.write_run(path, result)
+    with pytest.raises(ExportError) as info:
+        export_run(path, target, tmp_path / "out")
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg
+    for word in words:
+        assert word in msg, msg
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]   # nothing written
+
+
+def test_export_from_checks_each_array_against_the_shape_the_meta_implies(tmp_path,
+                                                                         toy_gpu_path):
+    # sizes [3, 2] make Linear(3 -> 2), whose weight is (2, 3); the file stores (3, 2)
+    arrays = {"param/0.weight": np.ones((3, 2), np.float32),
+              "param/0.bias": np.ones(3, np.float32),
+              "example_x": np.ones((4, 2), np.float32)}
+    _export_refused(tmp_path, toy_gpu_path, "mlp", {"sizes": [3, 2]}, arrays, "onnx",
+                    "/trained/arrays/param/0.weight", "shape (3, 2)", "implies (2, 3)",
+                    '"sizes": [3, 2]')
+
+
+def test_export_from_never_allocates_what_the_meta_claims(tmp_path, toy_gpu_path):
+    # 10**6 stored elements let every size up to 10**6 pass the generic bound, but
+    # sizes [10**6, 10**6] is a 10**12-weight layer (4 TB in float32): the rebuild runs on
+    # torch's meta device, so the mismatch is found with no allocation at all
+    n = 10**6
+    arrays = {"param/0.weight": np.ones((3, 2), np.float32),
+              "param/0.bias": np.ones(3, np.float32),
+              "example_x": np.zeros((n, 1), np.float32)}
+    _export_refused(tmp_path, toy_gpu_path, "mlp", {"sizes": [n, n]}, arrays, "onnx",
+                    "/trained/arrays/param/0.weight", "shape (3, 2)",
+                    f"implies ({n}, {n})")
+
+
+def test_export_from_a_bitwise_state_of_mismatched_shapes_names_the_file(tmp_path,
+                                                                         toy_gpu_path):
+    # include (2 classes, 4 clauses, 2 x 3 literals) but 3 clause polarities, not 4
+    arrays = {"include": np.zeros((2, 4, 6), np.uint8), "polarity": np.ones(3, np.int64),
+              "golden_x": np.zeros((1, 1), np.uint32),
+              "golden_scores": np.zeros((1, 2), np.int32),
+              "golden_labels": np.zeros(1, np.int64)}
+    meta = {"n_features": 3, "n_classes": 2, "clauses": 4, "state_bits": 8, "word_bits": 32,
+            "profile": "cortex-m4"}
+    _export_refused(tmp_path, toy_gpu_path, "tsetlin", meta, arrays, "c",
+                    "does not rebuild a tsetlin model")

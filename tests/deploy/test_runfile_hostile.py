@@ -183,3 +183,57 @@ def test_export_from_a_bitwise_state_of_mismatched_shapes_names_the_file(tmp_pat
             "profile": "cortex-m4"}
     _export_refused(tmp_path, toy_gpu_path, "tsetlin", meta, arrays, "c",
                     "does not rebuild a tsetlin model")
+
+
+def _report_html(tmp_path, toy_gpu_path, config, traces, edit=None):
+    from deploy.cli import main
+    led = Ledger()
+    with led.scope("train"):
+        led.add("mac_fp32", 10)
+        led.add_samples(1)
+    result = RunResult(model="mlp", profile=load(toy_gpu_path), dataset="digits",
+                       config=config, metrics={"a": 1.0}, ledger=led, traces=traces)
+    path = tmp_path / "run.h5"
+    runfile.write_run(path, result)
+    if edit is not None:
+        with h5py.File(path, "a") as f:
+            edit(f)
+    html = tmp_path / "r.html"
+    return main(["report", str(path), "--html", str(html), "--quiet"]), html
+
+
+def test_a_config_population_or_epoch_count_sizes_no_allocation(tmp_path, toy_gpu_path):
+    from sim.traces import Trace
+    raster = Trace("raster", np.array([[0.1, 0], [0.2, 3]]), "s")
+    # n = 10**13 silent neurons were 73 TiB of counts; 10**13 epochs as many bars
+    rc, html = _report_html(tmp_path, toy_gpu_path, {"n": 10**13, "epochs": 10**13},
+                            {"spikes_raster": raster, "loss": curve([1.0])})
+    assert rc == 0 and "No training epochs" in html.read_text()   # no chart of 10**13 bars
+    from deploy.report_html import firing_rates
+    run = runfile.read_run(tmp_path / "run.h5")
+    rates, title = firing_rates(run, run.traces["spikes_raster"].data)
+    # n not believed: the 2 neurons that fired, one spike each over the 10**13-epoch...
+    # config's run, whose duration is the spikes' span: 0.2 - 0.1 = 0.1 s -> 10 Hz each
+    assert "the 2 neurons that fired" in title and rates.tolist() == pytest.approx([10, 10])
+
+
+@pytest.mark.parametrize("rows", [[[0.1, -5.0], [0.2, 3.0]], [[np.nan, 1.0], [0.2, 3.0]],
+                                  [[0.1, 1e30], [0.2, 3.0]], [[0.1, 1.5], [0.2, 3.0]]])
+def test_a_raster_with_a_bad_neuron_index_or_time_is_one_line(tmp_path, toy_gpu_path, capsys,
+                                                              rows):
+    from sim.traces import Trace
+
+    def edit(f):
+        del f["traces/r"]
+        f["traces"].create_dataset("r", data=np.array(rows)).attrs["kind"] = "raster"
+    rc, html = _report_html(tmp_path, toy_gpu_path, {},
+                            {"r": Trace("raster", np.array([[0.1, 1], [0.2, 3]]), "s")}, edit)
+    err = capsys.readouterr().err
+    assert rc == 2 and not html.exists()
+    assert err.count("\n") == 1 and "trace 'r'" in err and "0 .. 2**53" in err
+
+
+def test_a_trace_name_is_drawn_as_written_not_as_mathtext(tmp_path, toy_gpu_path):
+    # matplotlib parsed "$...$" as mathtext: "a$\frac{$" was a ParseException traceback
+    rc, html = _report_html(tmp_path, toy_gpu_path, {}, {"a$\\frac{$": curve([1.0, 2.0])})
+    assert rc == 0 and "a$\\frac{$" in html.read_text()

@@ -42,7 +42,6 @@ from deploy.cli_output import (
     check_outputs,
     console,
     finite,
-    make_parent,
     print_report,
     progress_bar,
 )
@@ -204,15 +203,13 @@ def cmd_simulate(args) -> int:
         result = runner.execute(plan, progress)
     # the run records the profile object it ran on (RunResult refuses a name): a user's
     # file is never looked up again by its name (which may be unknown, or shadow a shipped one)
-    make_parent(out)
-    write_run(out, result, force=args.force, inputs=inputs)
+    write_run(out, result, force=args.force, inputs=inputs, parents=True)
     run = read_run(out)
     energy = run.ledger.price(run.profile, realtime=args.realtime)
     # compared first: the headline carries the ratio to every compared profile
     reports = [energy] + _compare_reports(plan, run, others, args, o)
     print_report(o, args, run, reports)
-    make_parent(html)
-    rep.html_report(run, reports, html, force=args.force, inputs=inputs)
+    rep.html_report(run, reports, html, force=args.force, inputs=inputs, parents=True)
     if args.json:
         o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
     o.report(f"run file: {out}\nreport:   {html}")
@@ -295,9 +292,8 @@ def cmd_report(args) -> int:
     energy = run.ledger.price(profile, realtime=args.realtime, stack=args.stack)
     print_report(o, args, run, [energy])
     if args.html:
-        make_parent(args.html)
         path = rep.html_report(run, [energy], Path(args.html), force=args.force,
-                               inputs=inputs)
+                               inputs=inputs, parents=True)
         o.report(f"report: {path}")
     if args.json:
         # the summary, and the energy report itself (what --json wrote before the summary)
@@ -362,8 +358,8 @@ def cmd_compare(args) -> int:
     # the first profile is the reference: the headline is its figures and every ratio
     print_report(o, args, run, reports)
     if args.html:
-        make_parent(args.html)
-        path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs)
+        path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs,
+                               parents=True)
         o.report(f"report: {path}")
     if args.json:
         o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)

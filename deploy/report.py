@@ -37,7 +37,7 @@ from deploy.formatting import (  # noqa: F401  (comparison_rows, format_bytes: p
     significant,
 )
 from deploy.headline import headline  # noqa: F401  (shared by the terminal and the HTML)
-from deploy.outputs import write_file
+from deploy.outputs import write_text
 from deploy.plots import fig_to_img as _img
 from deploy.plots import (
     plot_bands,
@@ -241,7 +241,8 @@ def _html_sections(run: RunResult, reports: list[EnergyReport]):
 
 
 def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.PathLike, *,
-                force: bool = False, inputs: Sequence[str | os.PathLike] = ()) -> Path:
+                force: bool = False, inputs: Sequence[str | os.PathLike] = (),
+                parents: bool = False) -> Path:
     """Write one self-contained HTML report (no external assets) atomically.
 
     Parameters
@@ -269,11 +270,12 @@ def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.
     if not reports:
         raise ReportError(f"html_report {str(path)!r}: got no energy reports; pass at least "
                           "the pricing of the run on its own profile")
-    if not path.parent.is_dir():
+    if not parents and not path.parent.is_dir():
         raise ReportError(f"cannot write report {str(path)!r}: directory "
                           f"{str(path.parent)!r} does not exist")
     inputs = [*inputs, *([run.file.path] if run.file else [])]
-    with write_file(path, force=force, inputs=inputs) as tmp, \
-            open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(_html_sections(run, reports))
+    # built in memory first (a few MB at most: the plots are PNGs), so a full disk is one
+    # line saying how many bytes the report needed; folders made for it go if it fails
+    write_text(path, "".join(_html_sections(run, reports)), force=force, inputs=inputs,
+               parents=parents)
     return path

@@ -260,7 +260,7 @@ _TRACE_DTYPES = _NUMERIC + "US"
 
 
 def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False,
-              inputs=()) -> Path:
+              inputs=(), parents: bool = False) -> Path:
     """Write ``result`` as a run file atomically (temporary name in the same directory, then
     rename); :func:`read_run` gives it back.
 
@@ -366,7 +366,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         for k, v in package_versions().items():
             g.attrs[k] = v
         f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
-    write_bytes(path, buffer.getvalue(), force=force, inputs=inputs)
+    write_bytes(path, buffer.getvalue(), force=force, inputs=inputs, parents=parents)
     # -- end of write path
     return path
 

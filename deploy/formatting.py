@@ -19,9 +19,10 @@ from sim.energy_report import PJ, EnergyReport
 # Characters a terminal obeys rather than shows: C0 and C1 controls and DEL (ESC[2J clears
 # the screen, a carriage return rewrites the line), the line and paragraph separators, and
 # Unicode's bidirectional overrides and isolates, which reorder what is shown ("Trojan
-# Source", CVE-2021-42574). Each is written as its escape.
+# Source", CVE-2021-42574), and lone surrogates (h5py reads a byte that is not UTF-8 as
+# one: no terminal, font or UTF-8 encoder takes it). Each is written as its escape.
 _CONTROLS = (*range(0x20), *range(0x7f, 0xa0), 0x2028, 0x2029, 0x200e, 0x200f,
-             *range(0x202a, 0x202f), *range(0x2066, 0x206a))
+             *range(0x202a, 0x202f), *range(0x2066, 0x206a), *range(0xd800, 0xe000))
 _ESCAPES = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _CONTROLS}
 _ESCAPES_KEEP_LINES = {c: e for c, e in _ESCAPES.items() if chr(c) not in "\n\t"}
 

@@ -28,6 +28,8 @@ def test_printable_escapes_every_control_and_bidi_character():
     assert printable(printable(HOSTILE)) == SHOWN
     assert printable("é µs 10 nJ [bold]") == "é µs 10 nJ [bold]"   # printable text is kept
     assert printable("\u2028\u2066\x85\x7f") == "\\u2028\\u2066\\x85\\x7f"
+    # a byte that is not UTF-8, as h5py reads it (a lone surrogate): no font draws it
+    assert printable(b"s\x87".decode("utf-8", "surrogateescape")) == "s\\udc87"
 
 
 def _hostile_run(tmp_path, toy_gpu_path):

@@ -319,7 +319,16 @@ def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> 
             # the trained state came from a file: a hand-edited /trained can fail anywhere
             # the model's artifact() reads it (a bitwise layer's own shape check included)
             raise ExportError(_does_not_rebuild(xplan.source, xplan.method.name, exc)) from None
-    return write_artifact(xplan.target, art, xplan.out, force=force)
+    if not xplan.source:
+        return write_artifact(xplan.target, art, xplan.out, force=force)
+    try:
+        return write_artifact(xplan.target, art, xplan.out, force=force)
+    except NeuroedgeError:
+        raise                      # the exporter's own one-line errors (a full disk, ...)
+    except _REBUILD_ERRORS as exc:
+        # the stored example inputs are the file's too: of another dtype or shape than the
+        # rebuilt model takes, they fail inside the exporter (the temporary is gone)
+        raise ExportError(_does_not_rebuild(xplan.source, xplan.method.name, exc)) from None
 
 
 def export_model(name: str, target: str, out: str | os.PathLike | None = None, *,

@@ -71,6 +71,7 @@ from deploy.nir_format import (
     population_name,
     require_nir,
 )
+from hw_profiles.errors import not_a_file
 
 RESETS = ("value", "subtract", "snntorch")
 SNNTORCH_DT = 1e-4   # the time step snnTorch's export_to_nir assumes (tau = dt/(1-beta))
@@ -608,7 +609,7 @@ def _load_array(path) -> np.ndarray:
         raise _err(f"stimulus {str(p)!r}: expected 'poisson:rate=HZ', 'dataset:NAME' or a "
                    ".npy/.npz spike array")
     if not p.is_file():
-        raise _err(f"stimulus file {str(p)!r} does not exist")
+        raise _err(f"stimulus file {str(p)!r} {not_a_file(p)}")
     try:
         data = np.load(p, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:   # object arrays, not numpy, truncated

@@ -65,7 +65,7 @@ import numpy as np
 from deploy.errors import RunFileError
 from deploy.outputs import check_output, write_bytes
 from hw_profiles import HardwareProfile, from_dict
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, not_a_file
 from models.registry import RunFile, RunResult, Trained
 from sim import neurobench
 from sim.ledger import Ledger
@@ -512,6 +512,22 @@ def _check_structure(f, path: Path) -> None:
                     f"MiB and {MAX_DECOMPRESSION_RATIO}x the file's size)")
 
 
+def _check_header(f, path: Path) -> int:
+    """The root attributes that say what the file is: format, version, complete."""
+    fmt = f.attrs.get("format")
+    if fmt != FORMAT:
+        raise RunFileError(f"{str(path)!r} is an HDF5 file but not a neuroedge run file "
+                           f"(format attribute {fmt!r}, expected {FORMAT!r})")
+    version = f.attrs.get("format_version")
+    version = int(version) if isinstance(version, (int, np.integer)) else version
+    if version not in SUPPORTED_VERSIONS:
+        raise RunFileError(f"run file {str(path)!r} has format version {version!r}; this "
+                           f"neuroedge reads versions {SUPPORTED_VERSIONS}")
+    if not f.attrs.get("complete", False):
+        raise RunFileError(f"run file {str(path)!r} is incomplete (the write never finished)")
+    return version
+
+
 def read_run(path: str | os.PathLike) -> RunResult:
     """Read and check a run file (any supported version; see the module doc).
 
@@ -531,7 +547,7 @@ def read_run(path: str | os.PathLike) -> RunResult:
     """
     path = Path(path)
     if not path.is_file():
-        raise RunFileError(f"run file {str(path)!r} does not exist")
+        raise RunFileError(f"run file {str(path)!r} {not_a_file(path)}")
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
@@ -540,21 +556,11 @@ def read_run(path: str | os.PathLike) -> RunResult:
     with f:
         try:
             _check_structure(f, path)
-        except (KeyError, OSError, ValueError, TypeError) as exc:
+            version = _check_header(f, path)
+        except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
+            # RuntimeError: HDF5's own structures damaged ("bad local heap signature")
             raise RunFileError(_one_line(f"run file {str(path)!r} is corrupt: "
                                          f"{type(exc).__name__}: {exc}")) from None
-        fmt = f.attrs.get("format")
-        if fmt != FORMAT:
-            raise RunFileError(f"{str(path)!r} is an HDF5 file but not a neuroedge run file "
-                               f"(format attribute {fmt!r}, expected {FORMAT!r})")
-        version = f.attrs.get("format_version")
-        version = int(version) if isinstance(version, (int, np.integer)) else version
-        if version not in SUPPORTED_VERSIONS:
-            raise RunFileError(f"run file {str(path)!r} has format version {version!r}; this "
-                               f"neuroedge reads versions {SUPPORTED_VERSIONS}")
-        if not f.attrs.get("complete", False):
-            raise RunFileError(f"run file {str(path)!r} is incomplete (the write never "
-                               "finished)")
         where = f"run file {str(path)!r}"
         try:
             config = json.loads(f["config"].attrs["json"])
@@ -582,7 +588,8 @@ def read_run(path: str | os.PathLike) -> RunResult:
             raise RunFileError(_one_line(str(exc))) from None
         except NeuroedgeError as exc:
             raise RunFileError(_one_line(f"{where} is corrupt: {exc}")) from None
-        except (KeyError, OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        except (KeyError, OSError, ValueError, TypeError, IndexError, AttributeError,
+                RuntimeError) as exc:
             # a foreign or hand-edited file can fail anywhere h5py/json/numpy look at it
             raise RunFileError(_one_line(f"{where} is corrupt or incomplete: "
                                          f"{type(exc).__name__}: {exc}")) from None

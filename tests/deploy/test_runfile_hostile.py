@@ -237,3 +237,32 @@ def test_a_trace_name_is_drawn_as_written_not_as_mathtext(tmp_path, toy_gpu_path
     # matplotlib parsed "$...$" as mathtext: "a$\frac{$" was a ParseException traceback
     rc, html = _report_html(tmp_path, toy_gpu_path, {}, {"a$\\frac{$": curve([1.0, 2.0])})
     assert rc == 0 and "a$\\frac{$" in html.read_text()
+
+
+def test_damaged_hdf5_structures_are_one_line(tmp_path, toy_gpu_path):
+    # 8 bytes of 0xff every 32 bytes over the file's first 2 kB (superblock,
+    # object headers, heaps): h5py raised RuntimeError ("bad local heap signature") there,
+    # which read_run let through as a traceback
+    good = _valid(tmp_path, toy_gpu_path).read_bytes()
+    path = tmp_path / "damaged.h5"
+    outcomes = set()
+    for at in range(0, min(len(good), 2048), 32):
+        path.write_bytes(good[:at] + b"\xff" * 8 + good[at + 8:])
+        try:
+            runfile.read_run(path)
+            outcomes.add("read")
+        except RunFileError as exc:
+            assert "\n" not in str(exc)
+            outcomes.add("refused")
+    assert "refused" in outcomes
+
+
+def test_export_from_stored_example_inputs_of_another_dtype_is_one_line(tmp_path,
+                                                                       toy_gpu_path):
+    # found by tests/deploy/test_hostile_properties.py: float64 example inputs into float32
+    # weights failed inside torch.onnx.export ("mat1 and mat2 must have the same dtype")
+    arrays = {"param/0.weight": np.ones((3, 2), np.float32),
+              "param/0.bias": np.ones(3, np.float32),
+              "example_x": np.ones((4, 2), np.float64)}
+    _export_refused(tmp_path, toy_gpu_path, "mlp", {"sizes": [2, 3]}, arrays, "onnx",
+                    "does not rebuild a mlp model", "RuntimeError", "dtype")

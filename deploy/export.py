@@ -188,10 +188,11 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
                               f"on, when the model returns one): rerun 'neuroedge simulate "
                               f"{run.model}' or export without --from, which trains")
         check_stored_state(run.trained, str(run_file))
-        check_stored_shapes(method, run.trained, target, str(run_file))
         dest = Path(out) if out else default_out(method.name, target)
         check_output(dest, force=force, inputs=[run_file],
                      directory=target in DIRECTORY_TARGETS, option=option)
+        # the rebuild's dry run last: every check that needs no model code comes first
+        check_stored_shapes(method, run.trained, target, str(run_file))
         return ExportPlan(method, target, dest, trained=run.trained, source=str(run_file))
     if name is None:
         raise ExportError("export: name the model to train and export, or give --from RUN.h5")

@@ -252,6 +252,7 @@ def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.
     path : target file; written under a temporary name in the same directory, then renamed
     force : replace an existing ``path`` (otherwise an existing file is refused)
     inputs : files the command read; ``path`` may be none of them, nor the run file itself
+    parents : create the folders ``path`` goes in (removed again if the write fails)
 
     Returns
     -------
@@ -261,8 +262,9 @@ def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.
     Raises
     ------
     ReportError
-        No reports, or the target directory does not exist. Any error while building the
-        report removes the temporary file and leaves an existing ``path`` untouched.
+        No reports, or the target directory does not exist (without ``parents``). Any
+        error while building the report removes the temporary file and leaves an existing
+        ``path`` untouched.
     OutputError
         ``path`` is a directory, an existing file without ``force``, or an input.
     """

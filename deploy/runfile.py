@@ -273,6 +273,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         package versions of this process.
     force : replace an existing ``path``
     inputs : the command's input files, which ``path`` may not be (:mod:`deploy.outputs`)
+    parents : create the folders ``path`` goes in (removed again if the write fails)
 
     Returns
     -------
@@ -294,7 +295,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
                            f"{type(result).__name__}; expected a models.registry.RunResult "
                            "(models.runner.run returns one)")
     profile_json, profile_attrs = _snapshot(result.profile)
-    if not path.parent.exists():
+    if not parents and not path.parent.exists():
         raise RunFileError(f"cannot write run file {str(path)!r}: directory "
                            f"{str(path.parent)!r} does not exist")
     clean_metrics = {}

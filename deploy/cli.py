@@ -42,7 +42,6 @@ from deploy.cli_output import (
     check_outputs,
     console,
     finite,
-    make_parent,
     print_report,
     progress_bar,
 )
@@ -71,6 +70,16 @@ def _version() -> str:
         return "(not installed)"
 
 
+def _plain(text):
+    """A profile's text for a rich table or line: never markup, control characters escaped
+    (a profile file is the user's; the loader refuses control characters, a snapshot
+    read back from a run file is escaped all the same)."""
+    from rich.text import Text
+
+    from deploy.formatting import printable
+    return Text(printable(text))
+
+
 def cmd_profiles(args) -> int:
     from rich.table import Table
 
@@ -85,8 +94,9 @@ def cmd_profiles(args) -> int:
     for name in hw_profiles.available():
         p = hw_profiles.load(name)
         node = f"{p.technology_node_nm.value:g} nm" if p.technology_node_nm else "-"
-        table.add_row(p.name, p.kind, node, str(len(p.energy_pj)), ", ".join(p.memory),
-                      f"{p.static_power_w.value:g}", p.description)
+        table.add_row(*map(_plain, (p.name, p.kind, node, str(len(p.energy_pj)),
+                                    ", ".join(p.memory), f"{p.static_power_w.value:g}",
+                                    p.description)))
     console().print(table)
     return 0
 
@@ -95,22 +105,24 @@ def _show_profile(name: str) -> int:
     from rich.table import Table
     p = load_profile(name)
     con = console()
-    con.print(f"[bold]{p.name}[/bold] ({p.kind}): {p.description}")
+    title = _plain(p.name)
+    title.stylize("bold")
+    con.print(title + _plain(f" ({p.kind}): {p.description}"))
     if p.path:
-        con.print(f"file: {p.path}")
+        con.print(_plain(f"file: {p.path}"))
     table = Table(show_lines=False)
     for col in ("entry", "value", "unit", "provenance", "source"):
         table.add_column(col, no_wrap=True)
     table.add_column("derivation / note", overflow="fold", min_width=20)
     for key, q in p.entries():
-        table.add_row(key, f"{q.value:g}", q.unit, q.provenance, q.source,
-                      q.derivation or q.note)
+        table.add_row(*map(_plain, (key, f"{q.value:g}", q.unit, q.provenance, q.source,
+                                    q.derivation or q.note)))
     con.print(table)
     con.print("[bold]sources[/bold]")
     for s in p.sources.values():
         # plain lines, so URLs are never folded and stay copyable
-        con.print(f"  {s.key} ({s.kind}): {s.title}", markup=False, highlight=False)
-        con.print(f"    {s.url}", markup=False, highlight=False, soft_wrap=True)
+        con.print(_plain(f"  {s.key} ({s.kind}): {s.title}"), highlight=False)
+        con.print(_plain(f"    {s.url}"), highlight=False, soft_wrap=True)
     return 0
 
 
@@ -191,15 +203,13 @@ def cmd_simulate(args) -> int:
         result = runner.execute(plan, progress)
     # the run records the profile object it ran on (RunResult refuses a name): a user's
     # file is never looked up again by its name (which may be unknown, or shadow a shipped one)
-    make_parent(out)
-    write_run(out, result, force=args.force, inputs=inputs)
+    write_run(out, result, force=args.force, inputs=inputs, parents=True)
     run = read_run(out)
     energy = run.ledger.price(run.profile, realtime=args.realtime)
     # compared first: the headline carries the ratio to every compared profile
     reports = [energy] + _compare_reports(plan, run, others, args, o)
     print_report(o, args, run, reports)
-    make_parent(html)
-    rep.html_report(run, reports, html, force=args.force, inputs=inputs)
+    rep.html_report(run, reports, html, force=args.force, inputs=inputs, parents=True)
     if args.json:
         o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
     o.report(f"run file: {out}\nreport:   {html}")
@@ -285,9 +295,8 @@ def cmd_report(args) -> int:
     energy = run.ledger.price(profile, realtime=args.realtime, stack=args.stack)
     print_report(o, args, run, [energy])
     if args.html:
-        make_parent(args.html)
         path = rep.html_report(run, [energy], Path(args.html), force=args.force,
-                               inputs=inputs)
+                               inputs=inputs, parents=True)
         o.report(f"report: {path}")
     if args.json:
         # the summary, and the energy report itself (what --json wrote before the summary)
@@ -361,8 +370,8 @@ def cmd_compare(args) -> int:
     # the first profile is the reference: the headline is its figures and every ratio
     print_report(o, args, run, reports)
     if args.html:
-        make_parent(args.html)
-        path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs)
+        path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs,
+                               parents=True)
         o.report(f"report: {path}")
     if args.json:
         o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
@@ -481,7 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"neuroedge: warning: {message}", file=sys.stderr)
+    from deploy.formatting import printable
+
+    # the message may quote a file's text
+    print(f"neuroedge: warning: {printable(message)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -504,7 +516,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at exit
         return code
     except NeuroedgeError as exc:
-        print(f"neuroedge: error: {exc}", file=sys.stderr)
+        from deploy.formatting import printable
+
+        # the message may quote a file's text
+        print(f"neuroedge: error: {printable(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("neuroedge: interrupted", file=sys.stderr)

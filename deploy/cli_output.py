@@ -13,7 +13,6 @@ import json
 import math
 import shutil
 import sys
-from pathlib import Path
 
 from deploy.cli_args import MIN_WIDTH
 from deploy.formatting import printable
@@ -49,7 +48,8 @@ class CommandOutput:
         """The report (or a closing line): stdout, or stderr when stdout holds the JSON."""
         if not self.quiet:
             stream = sys.stderr if self.json_stdout else sys.stdout
-            text = printable(text)   # a run file's text (model, config) may hold ESC[2J...
+            # fields from files were escaped where they were put in; this pass catches any other
+            text = printable(text, lines=True)
             stream.write(text if text.endswith("\n") else text + "\n")
 
     @property
@@ -73,8 +73,7 @@ class CommandOutput:
             sys.stdout.write(text + "\n")
             return
         from deploy.outputs import write_text
-        make_parent(path)
-        write_text(path, text, force=force, inputs=inputs, option="--json")
+        write_text(path, text, force=force, inputs=inputs, parents=True, option="--json")
 
 
 def print_report(out: CommandOutput, args, run, reports) -> None:
@@ -85,11 +84,6 @@ def print_report(out: CommandOutput, args, run, reports) -> None:
         return
     out.report(rep.terminal_report(run, reports[0], out.width, compared=reports[1:],
                                    full=args.full_report, sources=args.sources))
-
-
-def make_parent(path) -> None:
-    """Create the folder ``path`` goes in (an output's place is checked before this)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def console():

@@ -24,3 +24,8 @@ class SweepError(NeuroedgeError):
 class OutputError(NeuroedgeError):
     """An output path cannot be written safely (a directory, an existing file without
     ``--force``, an input of the same command, an unwritable place)."""
+
+
+class DiskFullError(OutputError):
+    """The disk refused a write (full, over quota, failing): unlike a bad path, every later
+    write to the same place fails too, so a sweep stops at the first one."""

@@ -135,8 +135,9 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
                              "NIR file (.nir), a nir.NIRGraph or a torch.nn.Module (a Python "
                              "file goes through 'neuroedge estimate FILE.py:factory')")
         if not os.path.isfile(path):
-            raise ModelError(f"estimate: NIR file {path!r} does not exist; pass the path of "
-                             "a .nir file")
+            from hw_profiles.errors import not_a_file
+            raise ModelError(f"estimate: NIR file {path!r} {not_a_file(path)}; pass the path "
+                             "of a .nir file")
         return _checked(_nir_call("estimate_nir", path, profiles=profiles, seed=seed,
                                   **nir_options), strict)
     if _is_nir_graph(model):

@@ -116,7 +116,8 @@ def load_model(spec: str, seed: int = 0):
     if path.suffix != ".py":
         raise ModelError(f"model {spec!r}: {file!r} is not a .py file; give FILE.py:NAME")
     if not path.is_file():
-        raise ModelError(f"model {spec!r}: {file!r} does not exist; give the path of a "
+        from hw_profiles.errors import not_a_file
+        raise ModelError(f"model {spec!r}: {file!r} {not_a_file(path)}; give the path of a "
                          "Python file")
     name = f"_neuroedge_user_{abs(hash(str(path.resolve())))}"
     mod_spec = importlib.util.spec_from_file_location(name, path)
@@ -249,7 +250,9 @@ def cmd_estimate(args) -> int:
         write_text(args.json, doc + "\n", force=args.force, inputs=inputs, parents=True,
                    option="--json")
     if not args.quiet:
-        print(table(est, all_layers=args.all, depth=args.depth))
+        from deploy.formatting import printable
+        # fields from files are escaped in the table; this pass catches any other
+        print(printable(table(est, all_layers=args.all, depth=args.depth), lines=True))
         if args.json:
             print(f"json: {args.json}")
     return 0

@@ -12,14 +12,14 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
     NeuroBench metrics and the per-layer table (:mod:`deploy.layer_table`); the first line
     says when some op went uncounted (every figure then a lower bound). ``all_layers``:
     every layer row, not the first 30; ``depth``: the module depth (default 3)."""
-    from deploy.formatting import format_energy, format_seconds, significant
+    from deploy.formatting import format_energy, format_seconds, printable, significant
     rows = est.rows()
     train = est.train_samples > 0
     head = ["profile", "kind", "per inference"] + (["per train sample"] if train else []) \
         + ["latency", "total vs first", "figures"]
     body = []
     for r in rows:
-        cells = [r["profile"], r["kind"], format_energy(r["per_inference_j"])]
+        cells = [printable(r["profile"]), r["kind"], format_energy(r["per_inference_j"])]
         if train:
             cells.append(format_energy(r["per_train_sample_j"]))
         ratio = r["vs_first"]
@@ -29,7 +29,9 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
     ran = f"{est.inference_samples} inference sample(s)"
     if train:
         ran += f" and one training step of {est.train_samples} sample(s)"
-    lines = [f"{est.model} ({est.source}): {ran}; energy per sample, latency of the whole run"]
+    # the model's name and source, a NIR file's node names: a file's text, escaped
+    lines = [f"{printable(est.model)} ({printable(est.source)}): {ran}; energy per sample, "
+             "latency of the whole run"]
     if est.lower_bound:
         lines.insert(0, est.uncounted_line())
     if body:
@@ -43,9 +45,9 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
     lines += error_lines(est.reports)
     if est.skipped:
         lines.append("skipped:")
-        lines += [f"  {name}: {why}" for name, why in est.skipped.items()]
+        lines += [f"  {printable(name)}: {printable(why)}" for name, why in est.skipped.items()]
     for note in getattr(est, "notes", ()):
-        lines.append(f"note: {note}")
+        lines.append(f"note: {printable(note)}")
     lines += _detail_lines(est, all_layers, depth)
     kinds: dict[str, tuple] = {}
     for r in est.reports.values():

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from typing import Any
 
 from deploy.errors import ExportError
 from deploy.outputs import check_output
+from hw_profiles.errors import NeuroedgeError
 
 TARGETS = ("c", "nir", "onnx")
 """Every export target the CLI knows (``models.registry.EXPORT_TARGETS``); a card lists
@@ -189,6 +191,8 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
         dest = Path(out) if out else default_out(method.name, target)
         check_output(dest, force=force, inputs=[run_file],
                      directory=target in DIRECTORY_TARGETS, option=option)
+        # the rebuild's dry run last: every check that needs no model code comes first
+        check_stored_shapes(method, run.trained, target, str(run_file))
         return ExportPlan(method, target, dest, trained=run.trained, source=str(run_file))
     if name is None:
         raise ExportError("export: name the model to train and export, or give --from RUN.h5")
@@ -231,6 +235,72 @@ def check_stored_state(trained, source: str) -> None:
                            if isinstance(v, (dict, list)))
 
 
+_REBUILD_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError,
+                   MemoryError, NeuroedgeError)
+
+
+def _does_not_rebuild(source: str, model: str, exc: BaseException) -> str:
+    msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return (f"--from {source!r}: its /trained state does not rebuild a {model} model ({msg}); "
+            f"rerun 'neuroedge simulate {model}' for a fresh run file")
+
+
+# torch's load_state_dict names each mismatch as "size mismatch for KEY: copying a param with
+# shape torch.Size([3, 2]) from checkpoint, the shape in current model is torch.Size([...])."
+_SIZE_MISMATCH = re.compile(r"size mismatch for (\S+): copying a param with shape "
+                            r"torch\.Size\(\[([^\]]*)\]\) from checkpoint, the shape in "
+                            r"current model is torch\.Size\(\[([^\]]*)\]\)")
+_MISSING_KEYS = re.compile(r'Missing key\(s\) in state_dict: "([^"]+)"')
+
+
+def check_stored_shapes(method, trained, target: str, source: str) -> None:
+    """Check every stored array of a torch model against the shape its ``/trained`` meta
+    implies, before anything is allocated: the model's own rebuild (``artifact``) runs on
+    torch's ``meta`` device, where a module of any size holds no memory, and
+    ``load_state_dict`` compares each stored array with the parameter the meta builds. A
+    mismatch is one line naming the array, the shape found and the shape expected, so a meta
+    of ``sizes = [100000, 100000]`` over 3 x 2 weights never allocates 40 GB. Bitwise and
+    NIR artifacts are built from the stored arrays themselves (their layers check the shapes
+    as they are made: :func:`execute_export`)."""
+    from sim.artifacts import ARTIFACT_TYPES, TorchArtifact
+    if ARTIFACT_TYPES.get(target) is not TorchArtifact:
+        return
+    import torch
+    try:
+        with torch.device("meta"):
+            method.artifact(trained, target)
+    except _REBUILD_ERRORS as exc:
+        text = str(exc)
+        m = _SIZE_MISMATCH.search(text)
+        if m:
+            key, found, expected = m.group(1), _shape(m.group(2)), _shape(m.group(3))
+            # the stored name of that parameter ("param/0.weight", "head/..."): the one
+            # whose name ends in the key and whose shape is the one found
+            name = next((n for n, a in trained.arrays.items()
+                         if n.rpartition("/")[2] == key and tuple(a.shape) == found), key)
+            raise ExportError(f"--from {source!r}: trained array /trained/arrays/{name} has "
+                              f"shape {found}; the /trained meta {_meta_text(trained.meta)} "
+                              f"implies {expected} for a {method.name} model; rerun "
+                              f"'neuroedge simulate {method.name}' for a fresh run file"
+                              ) from None
+        m = _MISSING_KEYS.search(text)
+        if m:
+            raise ExportError(f"--from {source!r}: the /trained meta {_meta_text(trained.meta)} "
+                              f"implies a parameter {m.group(1)!r} that no stored array holds "
+                              f"for a {method.name} model; rerun 'neuroedge simulate "
+                              f"{method.name}' for a fresh run file") from None
+        raise ExportError(_does_not_rebuild(source, method.name, exc)) from None
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in text.split(",") if d.strip())
+
+
+def _meta_text(meta) -> str:
+    import json
+    return json.dumps(meta, default=str)[:120]
+
+
 def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> Path:
     """Train (when the plan says so) once, build the artifact, write it."""
     trained = xplan.trained
@@ -246,15 +316,20 @@ def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> 
     else:
         try:
             art = xplan.method.artifact(trained, xplan.target)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError,
-                MemoryError) as exc:
+        except _REBUILD_ERRORS as exc:
             # the trained state came from a file: a hand-edited /trained can fail anywhere
-            # the model's artifact() reads it
-            msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-            raise ExportError(f"--from {xplan.source!r}: its /trained state does not rebuild "
-                              f"a {xplan.method.name} model ({msg}); rerun 'neuroedge simulate "
-                              f"{xplan.method.name}' for a fresh run file") from None
-    return write_artifact(xplan.target, art, xplan.out, force=force)
+            # the model's artifact() reads it (a bitwise layer's own shape check included)
+            raise ExportError(_does_not_rebuild(xplan.source, xplan.method.name, exc)) from None
+    if not xplan.source:
+        return write_artifact(xplan.target, art, xplan.out, force=force)
+    try:
+        return write_artifact(xplan.target, art, xplan.out, force=force)
+    except NeuroedgeError:
+        raise                      # the exporter's own one-line errors (a full disk, ...)
+    except _REBUILD_ERRORS as exc:
+        # the stored example inputs are the file's too: of another dtype or shape than the
+        # rebuilt model takes, they fail inside the exporter (the temporary is gone)
+        raise ExportError(_does_not_rebuild(xplan.source, xplan.method.name, exc)) from None
 
 
 def export_model(name: str, target: str, out: str | os.PathLike | None = None, *,

@@ -16,15 +16,26 @@ from deploy.errors import ReportError
 from hw_profiles.ops import CATEGORIES
 from sim.energy_report import PJ, EnergyReport
 
-_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7f, 0xa0))
-            if chr(c) not in "\n\t"}
+# Characters a terminal obeys rather than shows: C0 and C1 controls and DEL (ESC[2J clears
+# the screen, a carriage return rewrites the line), the line and paragraph separators, and
+# Unicode's bidirectional overrides and isolates, which reorder what is shown ("Trojan
+# Source", CVE-2021-42574), and lone surrogates (h5py reads a byte that is not UTF-8 as
+# one: no terminal, font or UTF-8 encoder takes it). Each is written as its escape.
+_CONTROLS = (*range(0x20), *range(0x7f, 0xa0), 0x2028, 0x2029, 0x200e, 0x200f,
+             *range(0x202a, 0x202f), *range(0x2066, 0x206a), *range(0xd800, 0xe000))
+_ESCAPES = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _CONTROLS}
+_ESCAPES_KEEP_LINES = {c: e for c, e in _ESCAPES.items() if chr(c) not in "\n\t"}
 
 
-def printable(text: str) -> str:
-    """``text`` with every control character but newline and tab written as its escape
-    (``\\x1b``): text read from a file is printed to a terminal, where ESC[2J or a
-    carriage return would rewrite what the user sees."""
-    return text.translate(_ESCAPES)
+def printable(text, *, lines: bool = False) -> str:
+    """``text`` with every control character written as its escape (``\\x1b``, ``\\n``
+    as ``\\x0a``, a bidi override as ``\\u202e``): the one helper for text read from a
+    file (a run file's model name, a profile's description, a NIR node's name) before it is
+    printed, to a terminal (where ESC[2J or a carriage return would rewrite what the user
+    sees) or into HTML. A field is one line, so a newline in it is escaped too;
+    ``lines=True`` keeps newline and tab, for a whole report whose fields were escaped
+    already (a second pass changes nothing: escapes are printable)."""
+    return str(text).translate(_ESCAPES_KEEP_LINES if lines else _ESCAPES)
 
 
 ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))

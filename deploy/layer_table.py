@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from deploy.formatting import format_bytes, format_energy
+from deploy.formatting import format_bytes, format_energy, printable
 
 DEFAULT_DEPTH = 3
 """torchinfo's default depth."""
@@ -119,7 +119,7 @@ def render(est, profile: str | None = None, depth: int | None = DEFAULT_DEPTH,
     head.append("act.")
     body = []
     for r in table[1:] if table[0].name == "" else table:   # the model is the totals row
-        label = "  " * (r.depth - 1) + f"{r.name.rsplit('.', 1)[-1]} ({r.type})"
+        label = "  " * (r.depth - 1) + printable(f"{r.name.rsplit('.', 1)[-1]} ({r.type})")
         cells = [label, _shape(r.output_shape), _count(r.parameters), _count(r.infer_macs),
                  format_energy(r.infer_energy_j) if r.infer_energy_j else "--"]
         if train:

@@ -53,6 +53,7 @@ no NIR node and are refused.
 """
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -66,7 +67,7 @@ from deploy.nir_format import (
     node_name,
     require_nir,
 )
-from deploy.outputs import atomic_output
+from deploy.outputs import write_bytes
 
 
 def to_nir(net, compiled=None):
@@ -167,9 +168,12 @@ def export_nir(net, path: str | os.PathLike, compiled=None, force: bool = False)
     ``path`` is replaced only with ``force`` (the rules of :mod:`deploy.outputs`)."""
     nir = require_nir()
     graph = to_nir(net, compiled)
-    with atomic_output(path, force=force) as tmp:
-        nir.write(tmp, graph)
-    return Path(path)
+    # built in memory and written as plain bytes (deploy.runfile does the same): on a full
+    # disk h5py's own write fails inside HDF5, and closing that file raised a RuntimeError
+    # traceback (or crashed the interpreter); a plain write is one OutputError line
+    buffer = io.BytesIO()
+    nir.write(buffer, graph)
+    return write_bytes(path, buffer.getvalue(), force=force, parents=True)
 
 
 def from_nir(graph, dt: float | None = None):

@@ -71,6 +71,7 @@ from deploy.nir_format import (
     population_name,
     require_nir,
 )
+from hw_profiles.errors import not_a_file
 
 RESETS = ("value", "subtract", "snntorch")
 SNNTORCH_DT = 1e-4   # the time step snnTorch's export_to_nir assumes (tau = dt/(1-beta))
@@ -472,7 +473,53 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         for k in neurons:
             net.probe(k)
     net.nir_depth = {pname(k): depth[k] for k in neurons}
+    net.nir_placeholder = _placeholder_target(nodes, succ, nir, pname) if ours else None
     return net
+
+
+def _placeholder_target(nodes, succ, nir, pname) -> tuple[str, int] | None:
+    """(population, channel) the placeholder ``Input`` of a source-less neuroedge export
+    feeds (through its zero ``Linear``, and the channel's ``LI`` node of a multi-channel
+    CUBA population); None when the graph has no placeholder."""
+    lin = next((k for k, v in nodes.items() if isinstance(v, (nir.Linear, nir.Affine))
+                and (v.metadata or {}).get(PLACEHOLDER_KEY)), None)
+    target = next(iter(succ.get(lin, [])), None) if lin is not None else None
+    if target is None:
+        return None
+    if isinstance(nodes[target], nir.LI):
+        channel = int((nodes[target].metadata or {}).get("channel", 0))
+        target = next(iter(succ.get(target, [])), None)
+        return (pname(target), channel) if target is not None else None
+    return pname(target), 0
+
+
+PLACEHOLDER_INPUT = "input"
+"""The source :func:`stimulus` adds to a source-less neuroedge export (its placeholder's name)."""
+
+
+def _drive_placeholder(net) -> None:
+    """Give a network exported by neuroedge without a source of its own (VA CUBA runs on its
+    own activity; the file holds only a placeholder ``Input`` with zero weights, which the
+    import drops) an input a stimulus can drive: a source ``input`` of the size of the
+    population the placeholder feeds, one synapse per neuron (one-to-one) on the same
+    channel, each of the largest positive weight that population already receives on it.
+    An external spike then acts as one of the network's own excitatory spikes, as in
+    Brunel's external input (J_ext = J; Brunel 2000, doi:10.1023/A:1008925309027). Added
+    only for a stimulus: without one the network is priced as exported."""
+    pop, channel = net.nir_placeholder
+    weights = [p.weight for p in net.projections.values()
+               if p.post == pop and p.channel == channel and p.weight.size]
+    w = max((float(x.max()) for x in weights), default=0.0)
+    if w <= 0:
+        raise _err(f"the network has no Input node and its population {pop!r} receives no "
+                   f"excitatory (positive) synapse on channel {channel} to size a stimulus "
+                   "by; export a network with a source to drive it")
+    n = net.populations[pop].n
+    idx = np.arange(n)
+    net.spikes(PLACEHOLDER_INPUT, n, steps=np.zeros(0), index=np.zeros(0))
+    net.connect(PLACEHOLDER_INPUT, pop, pre_idx=idx, post_idx=idx, weight=np.full(n, w),
+                channel=channel, name=f"{PLACEHOLDER_INPUT}.stimulus")
+    net.nir_inputs = (PLACEHOLDER_INPUT,)
 
 
 # -- stimulus --------------------------------------------------------------------------------
@@ -505,9 +552,14 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
       values in [0, 1] rate-coded as spike probabilities per step, a new image every
       ``max(1, steps // 10)`` steps.
 
-    A wrong size is refused naming the Input node and the shape it expects.
+    A wrong size is refused naming the Input node and the shape it expects. A network
+    exported by neuroedge with no source of its own gets one first, one-to-one onto the
+    population its placeholder ``Input`` feeds (``_drive_placeholder``).
     """
     names = list(getattr(net, "nir_inputs", ()))
+    if not names and getattr(net, "nir_placeholder", None) is not None:
+        _drive_placeholder(net)       # our export of a network with no source of its own
+        names = list(net.nir_inputs)
     if input is None:
         if len(names) != 1:
             raise _err(f"the network has {len(names)} Input nodes ({', '.join(names) or 'none'}"
@@ -557,7 +609,7 @@ def _load_array(path) -> np.ndarray:
         raise _err(f"stimulus {str(p)!r}: expected 'poisson:rate=HZ', 'dataset:NAME' or a "
                    ".npy/.npz spike array")
     if not p.is_file():
-        raise _err(f"stimulus file {str(p)!r} does not exist")
+        raise _err(f"stimulus file {str(p)!r} {not_a_file(p)}")
     try:
         data = np.load(p, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:   # object arrays, not numpy, truncated

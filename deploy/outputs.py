@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from deploy.errors import OutputError
+from deploy.errors import DiskFullError, OutputError
 
 MANIFEST = ".neuroedge-manifest.json"
 """The file a directory export carries: what neuroedge wrote there (see the module doc)."""
@@ -235,7 +235,7 @@ def is_disk_error(exc: BaseException) -> bool:
 
 
 def disk_error(dst: Path, exc: OSError, needed: int | None, option: str | None = None
-               ) -> OutputError:
+               ) -> DiskFullError:
     """One line for a write that the disk refused: the output, the cause, the space it
     needed (or, when the writer could not know it, at least what was written before the
     disk refused) and the space free on that file system."""
@@ -247,7 +247,7 @@ def disk_error(dst: Path, exc: OSError, needed: int | None, option: str | None =
             anc = anc.parent
         free = f"{shutil.disk_usage(anc).free:,} bytes"
     need = f"{needed:,} bytes" if needed else "more than was free"
-    return OutputError(f"{_label(dst, option)} could not be written: {cause} (it needs "
+    return DiskFullError(f"{_label(dst, option)} could not be written: {cause} (it needs "
                        f"{need}; {free} free there); nothing was written: free some space "
                        f"or choose {_other(option)}")
 
@@ -271,11 +271,32 @@ def _mkdtemp(dst: Path, suffix: str, option: str | None) -> Path:
         raise _os_error(dst, option, exc) from None
 
 
-def _make_parents(dst: Path, option: str | None) -> None:
+def _make_parents(dst: Path, option: str | None) -> list[Path]:
+    """Create the missing folders ``dst`` goes in; returns those it made, deepest first,
+    so a failed write removes them again (:func:`_remove_made`)."""
+    made = []
+    anc = dst.parent
+    while not anc.exists() and anc != anc.parent:
+        made.append(anc)
+        anc = anc.parent
     try:
         dst.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        _remove_made(made)
+        if is_disk_error(exc):
+            raise disk_error(dst, exc, None, option) from None
         raise _os_error(dst, option, exc) from None
+    return made
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Remove the folders :func:`_make_parents` made, deepest first, while they are empty
+    (nothing of anyone else's is removed: a folder that gained a file stays)."""
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def _commit_file(src: Path, dst: Path, force: bool, option: str | None) -> None:
@@ -319,16 +340,21 @@ def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike
     :func:`check_output`, before and after the writer ran.
     """
     dst = check_output(path, force=force, inputs=inputs, option=option)
-    if parents:
-        _make_parents(dst, option)
-    tmp_dir = _mkdtemp(dst, ".tmp", option)
+    made = _make_parents(dst, option) if parents else []
+    try:
+        tmp_dir = _mkdtemp(dst, ".tmp", option)
+    except BaseException:
+        _remove_made(made)
+        raise
     target = tmp_dir / dst.name
     try:   # marks the directory as ours: a sweep's --resume removes only marked temporaries
         (tmp_dir / TEMPORARY_MARKER).touch()
     except OSError as exc:
         shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise _os_error(dst, option, exc) from None
-    full = None
+        _remove_made(made)
+        raise (disk_error(dst, exc, size, option) if is_disk_error(exc)
+               else _os_error(dst, option, exc)) from None
+    full, committed = None, False
     try:
         try:
             yield target
@@ -341,8 +367,11 @@ def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike
                 raise OutputError(f"{_label(dst, option)}: the writer produced no file; "
                                   "nothing was written")
             _commit_file(target, dst, force, option)
+            committed = True
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)  # the temporary directory made above
+        if not committed:
+            _remove_made(made)                      # and the folders made for it
     if full is not None:
         raise disk_error(dst, full, size, option)
 
@@ -414,9 +443,13 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
     """
     dst = check_output(path, force=force, inputs=inputs, directory=True, option=option)
     disposable = list(disposable)
-    if parents:
-        _make_parents(dst, option)
-    tmp = _mkdtemp(dst, ".new", option)
+    made = _make_parents(dst, option) if parents else []
+    try:
+        tmp = _mkdtemp(dst, ".new", option)
+    except BaseException:
+        _remove_made(made)
+        raise
+    committed = False
     try:
         # mkdtemp makes it 0700; the export gets the mode mkdir would give it
         umask = os.umask(0)
@@ -431,7 +464,12 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
         if not any(tmp.iterdir()):
             raise OutputError(f"{_label(dst, option)}: the writer produced nothing; "
                               "nothing was written")
-        _write_manifest(tmp, disposable)
+        try:
+            _write_manifest(tmp, disposable)
+        except OSError as exc:
+            if is_disk_error(exc):
+                raise disk_error(dst, exc, None, option) from None
+            raise
         replace_old = dst.is_dir() and any(dst.iterdir())
         if not replace_old:
             try:
@@ -440,6 +478,7 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
                 raise OutputError(f"{_label(dst, option)} changed while exporting "
                                   f"({exc.strerror}) and was left as it is: choose "
                                   f"{_other(option)}") from None
+            committed = True
             return
         check_output(dst, force=force, directory=True, option=option)  # still ours?
         old = _mkdtemp(dst, ".old", option)
@@ -449,10 +488,13 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
         except OSError:
             os.rename(old, dst)
             raise
+        committed = True
         _remove_own_export(old)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)  # the temporary directory made above
+        if not committed:
+            _remove_made(made)                      # and the folders made for it
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ encoding as self-contained base64 PNG ``<img>`` tags."""
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from deploy.formatting import ENERGY_UNITS, energy_breakdown, format_energy
+from deploy.formatting import ENERGY_UNITS, energy_breakdown, format_energy, printable
 from hw_profiles.ops import CATEGORIES
 from sim.energy_report import EnergyReport
 
@@ -20,11 +21,36 @@ _COLORS = dict(zip(CATEGORIES, ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8C
 _LOG_RATIO = 100.0  # comparison plots switch to a log axis past this spread of totals
 
 
+def plain_label(text: str) -> str:
+    """A file's text (a trace's name or unit, a profile's name) as a plot label: control
+    characters escaped (:func:`deploy.formatting.printable`) and ``$`` as ``\\$``, so
+    matplotlib draws it as written rather than parsing it as mathtext (``a$\\frac{$`` was a
+    ParseException traceback in ``report --html``)."""
+    return printable(text).replace("$", r"\$")
+
+
+def _plain_labels(plot):
+    """``plot`` with every text argument (a string, or a tuple of strings: a table's
+    series names) passed through :func:`plain_label`; figures are what it takes else."""
+    def label(arg):
+        if isinstance(arg, str):
+            return plain_label(arg)
+        if isinstance(arg, tuple) and all(isinstance(a, str) for a in arg):
+            return tuple(map(plain_label, arg))
+        return arg
+
+    @functools.wraps(plot)
+    def plot_with_plain_labels(*args, **kw):
+        return plot(*map(label, args), **{k: label(v) for k, v in kw.items()})
+    return plot_with_plain_labels
+
+
 def _scale(values, units=ENERGY_UNITS) -> tuple[float, str]:
     top = max((abs(v) for v in values), default=0.0)
     return next(((s, u) for s, u in reversed(units) if top >= s), units[0])
 
 
+@_plain_labels
 def plot_energy_bars(values: dict[str, float], title: str) -> Figure:
     """Horizontal bars of joules per label (largest on top), each labelled with its value."""
     labels, joules = list(values), list(values.values())
@@ -58,7 +84,7 @@ def plot_comparison(reports: Sequence[EnergyReport]) -> Figure:
     for i, cat in enumerate(cats):
         xs = [j - 0.4 + width * (i + 0.5) for j in range(len(reports))]
         ax.bar(xs, [d[cat] / scale for d in data], width, label=cat, color=_COLORS[cat])
-    ax.set_xticks(range(len(reports)), [r.profile for r in reports], fontsize=8)
+    ax.set_xticks(range(len(reports)), [plain_label(r.profile) for r in reports], fontsize=8)
     if log:
         ax.set_yscale("log")
     ax.set_ylabel(f"estimated energy ({unit})" + (", log scale" if log else ""))
@@ -72,6 +98,7 @@ def _with_unit(label: str, unit: str) -> str:
     return f"{label} ({unit})" if unit else label
 
 
+@_plain_labels
 def plot_trace(name: str, values: np.ndarray, unit: str = "") -> Figure:
     """A ``curve`` trace (e.g. ``train_loss`` per epoch) as a line plot, x counted from 1;
     the y axis is the trace's name with its unit."""
@@ -88,6 +115,7 @@ def plot_trace(name: str, values: np.ndarray, unit: str = "") -> Figure:
     return fig
 
 
+@_plain_labels
 def plot_bands(name: str, data: np.ndarray, series: Sequence[str], unit: str = "") -> Figure:
     """A ``bands`` trace (series, seeds, steps): per series the mean over seeds as a line and
     a band from mean - std to mean + std (population std over seeds), x counted from 1."""
@@ -110,6 +138,7 @@ def plot_bands(name: str, data: np.ndarray, series: Sequence[str], unit: str = "
     return fig
 
 
+@_plain_labels
 def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
                     max_images: int = 16) -> Figure:
     """An ``images`` trace (N, H, W) as a row of grey pictures (e.g. learned prototypes),
@@ -128,6 +157,7 @@ def plot_image_grid(name: str, images: np.ndarray, unit: str = "",
     return fig
 
 
+@_plain_labels
 def plot_pictures(name: str, pictures: np.ndarray, unit: str = "",
                   max_images: int = 8) -> Figure:
     """A ``pictures`` trace (N, H, W, 3), RGB in [0, 1], as a row of colour pictures large
@@ -144,6 +174,7 @@ def plot_pictures(name: str, pictures: np.ndarray, unit: str = "",
     return fig
 
 
+@_plain_labels
 def plot_scatter(name: str, points: np.ndarray, unit: str = "",
                  max_points: int = 50_000) -> Figure:
     """A ``scatter`` trace (k, 3) of (x, y, value): the points coloured by value (a diverging
@@ -192,9 +223,11 @@ def fig_to_img(fig: Figure, alt: str) -> str:
     fig.savefig(buf, format="png", dpi=100)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     # class=plot: the report's plots are found by it (and checked for size in a browser)
-    return f'<img src="data:image/png;base64,{data}" class=plot alt="{html.escape(alt)}">'
+    alt = html.escape(printable(alt))
+    return f'<img src="data:image/png;base64,{data}" class=plot alt="{alt}">'
 
 
+@_plain_labels
 def plot_raster(name: str, raster: np.ndarray, unit: str = "s",
                 max_points: int = 200_000) -> Figure:
     """Spike raster from a (k, 2) array of (spike time in ``unit``, neuron index); thinned
@@ -213,6 +246,7 @@ def plot_raster(name: str, raster: np.ndarray, unit: str = "s",
     return fig
 
 
+@_plain_labels
 def plot_per_core(name: str, values: np.ndarray, unit: str = "") -> Figure:
     """A ``per_core`` trace: one bar per core, the y axis in the trace's unit."""
     values = np.asarray(values, dtype=float)
@@ -232,7 +266,7 @@ def plot_comparison_shares(reports: Sequence[EnergyReport]) -> Figure:
     """Two panels per profile, readable however far apart the totals are: the total energy
     on a log axis (each bar labelled with its value), and the energy split by category as
     stacked shares of that profile's own total (each bar sums to 100 %)."""
-    names = [r.profile for r in reports]
+    names = [plain_label(r.profile) for r in reports]
     totals = [float(r.total_j) for r in reports]
     data = [energy_breakdown(r) for r in reports]
     cats = [c for c in CATEGORIES if any(d[c] > 0 for d in data)]
@@ -266,6 +300,7 @@ def plot_comparison_shares(reports: Sequence[EnergyReport]) -> Figure:
     return fig
 
 
+@_plain_labels
 def plot_rate_histogram(rates_hz: np.ndarray, title: str) -> Figure:
     """Histogram of per-neuron firing rates (Hz), silent neurons included in the first bin."""
     rates = np.asarray(rates_hz, dtype=float)
@@ -280,6 +315,7 @@ def plot_rate_histogram(rates_hz: np.ndarray, title: str) -> Figure:
     return fig
 
 
+@_plain_labels
 def plot_epoch_energy(per_epoch_j: np.ndarray, curve_name: str = "",
                       curve: np.ndarray | None = None, curve_unit: str = "",
                       title: str = "Training energy per epoch") -> Figure:

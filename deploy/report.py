@@ -31,12 +31,13 @@ from deploy.formatting import (  # noqa: F401  (comparison_rows, format_bytes: p
     format_seconds,
     latency_title,
     op_rows,
+    printable,
     report_tables,
     sampled_scopes,
     significant,
 )
 from deploy.headline import headline  # noqa: F401  (shared by the terminal and the HTML)
-from deploy.outputs import write_file
+from deploy.outputs import write_text
 from deploy.plots import fig_to_img as _img
 from deploy.plots import (
     plot_bands,
@@ -85,7 +86,9 @@ p.dl{margin:.6em 0 0;font-size:.8em}
 
 
 def _e(x) -> str:
-    return html.escape(str(x))
+    """``x`` as HTML text: escaped, and its control characters written as escapes (a run
+    file's text may hold them; a browser would drop them silently)."""
+    return html.escape(printable(x))
 
 
 def _html_table(header: Sequence[str], rows, numeric: bool = True, *, csv: str, **kw) -> str:
@@ -116,7 +119,8 @@ def _trace_section(run: RunResult, name: str, trace) -> str:
     if trace.kind == "table":
         shown = data[:TABLE_ROWS_SHOWN]
         more = f"; first {TABLE_ROWS_SHOWN} shown" if data.shape[0] > TABLE_ROWS_SHOWN else ""
-        head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{', ' + unit if unit else ''})</h3>"
+        unit = f", {_e(unit)}" if unit else ""
+        head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{unit})</h3>"
         return head + _html_table(trace.columns, [tuple(_cell(x) for x in row)
                                                   for row in shown],
                                   csv=f"trace-{_slug(name)}", csv_rows=data.tolist())
@@ -239,7 +243,8 @@ def _html_sections(run: RunResult, reports: list[EnergyReport]):
 
 
 def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.PathLike, *,
-                force: bool = False, inputs: Sequence[str | os.PathLike] = ()) -> Path:
+                force: bool = False, inputs: Sequence[str | os.PathLike] = (),
+                parents: bool = False) -> Path:
     """Write one self-contained HTML report (no external assets) atomically.
 
     Parameters
@@ -249,6 +254,7 @@ def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.
     path : target file; written under a temporary name in the same directory, then renamed
     force : replace an existing ``path`` (otherwise an existing file is refused)
     inputs : files the command read; ``path`` may be none of them, nor the run file itself
+    parents : create the folders ``path`` goes in (removed again if the write fails)
 
     Returns
     -------
@@ -258,8 +264,9 @@ def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.
     Raises
     ------
     ReportError
-        No reports, or the target directory does not exist. Any error while building the
-        report removes the temporary file and leaves an existing ``path`` untouched.
+        No reports, or the target directory does not exist (without ``parents``). Any
+        error while building the report removes the temporary file and leaves an existing
+        ``path`` untouched.
     OutputError
         ``path`` is a directory, an existing file without ``force``, or an input.
     """
@@ -267,11 +274,12 @@ def html_report(run: RunResult, reports: Sequence[EnergyReport], path: str | os.
     if not reports:
         raise ReportError(f"html_report {str(path)!r}: got no energy reports; pass at least "
                           "the pricing of the run on its own profile")
-    if not path.parent.is_dir():
+    if not parents and not path.parent.is_dir():
         raise ReportError(f"cannot write report {str(path)!r}: directory "
                           f"{str(path.parent)!r} does not exist")
     inputs = [*inputs, *([run.file.path] if run.file else [])]
-    with write_file(path, force=force, inputs=inputs) as tmp, \
-            open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(_html_sections(run, reports))
+    # built in memory first (a few MB at most: the plots are PNGs), so a full disk is one
+    # line saying how many bytes the report needed; folders made for it go if it fails
+    write_text(path, "".join(_html_sections(run, reports)), force=force, inputs=inputs,
+               parents=parents)
     return path

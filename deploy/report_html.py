@@ -19,15 +19,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from deploy.formatting import format_bytes, format_energy, format_seconds, printable, significant
 from deploy.headline import headline, neurobench, train_scope
 from deploy.plots import fig_to_img, plot_epoch_energy
 from models.registry import RunResult
 from sim.energy_report import EnergyReport
 
+MAX_RATE_NEURONS = 10_000_000
+"""The largest population (a run config's ``n``) the firing-rate histogram spreads its
+silent neurons over (80 MB of counts); past it, the histogram is of the neurons that fired."""
+MAX_EPOCH_BARS = 100_000
+"""The most epochs (a run config's ``epochs``) the energy-per-epoch chart draws a bar for."""
+
 
 def _e(x) -> str:
-    return html.escape(str(x))
+    """``x`` as HTML text: escaped, and its control characters written as escapes (a run
+    file's text may hold them; a browser would drop them silently)."""
+    return html.escape(printable(x))
 
 
 # -- tables and their CSV ---------------------------------------------------------------------
@@ -218,7 +226,8 @@ def epoch_energy(run: RunResult, report: EnergyReport) -> EpochEnergy | None:
                 f"{format_energy(total)} in all).")
     else:
         epochs = run.config.get("epochs")
-        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        if (isinstance(epochs, bool) or not isinstance(epochs, int)
+                or not 1 <= epochs <= MAX_EPOCH_BARS):
             return None
         per_epoch = np.full(epochs, total / epochs)
         note = (f"The ledger records all {epochs} epochs in one scope ({scope!r}, "
@@ -245,11 +254,17 @@ def firing_rates(run: RunResult, raster: np.ndarray) -> tuple[np.ndarray, str]:
     raster = np.asarray(raster, dtype=float).reshape(-1, 2)
     ids = raster[:, 1].astype(np.int64)
     fired = int(ids.max()) + 1 if ids.size else 0
+    # spikes per neuron that fired, by sorting, so an index of 10**12 allocates nothing
+    who_fired, counts = (np.unique(ids, return_counts=True) if ids.size
+                         else (ids, np.zeros(0, np.int64)))
     n = run.config.get("n")
-    if isinstance(n, int) and not isinstance(n, bool) and n >= fired and n > 0:
-        counts, who = np.bincount(ids, minlength=n), f"all {n:,} neurons"
+    if (isinstance(n, int) and not isinstance(n, bool) and fired <= n <= MAX_RATE_NEURONS
+            and n > 0):
+        # every neuron in order, the silent ones at 0; a config n past the limit (a
+        # hand-edited run file's 10**13) is not believed: then only the neurons that fired
+        counts = np.bincount(who_fired, weights=counts, minlength=n).astype(np.int64)
+        who = f"all {n:,} neurons"
     else:
-        counts = np.bincount(ids)[np.unique(ids)] if ids.size else np.zeros(0, np.int64)
         who = f"the {counts.size:,} neurons that fired"
     duration = run.config.get("duration")
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration > 0:

@@ -65,7 +65,7 @@ import numpy as np
 from deploy.errors import RunFileError
 from deploy.outputs import check_output, write_bytes
 from hw_profiles import HardwareProfile, from_dict
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, not_a_file
 from models.registry import RunFile, RunResult, Trained
 from sim import neurobench
 from sim.ledger import Ledger
@@ -260,7 +260,7 @@ _TRACE_DTYPES = _NUMERIC + "US"
 
 
 def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False,
-              inputs=()) -> Path:
+              inputs=(), parents: bool = False) -> Path:
     """Write ``result`` as a run file atomically (temporary name in the same directory, then
     rename); :func:`read_run` gives it back.
 
@@ -273,6 +273,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         package versions of this process.
     force : replace an existing ``path``
     inputs : the command's input files, which ``path`` may not be (:mod:`deploy.outputs`)
+    parents : create the folders ``path`` goes in (removed again if the write fails)
 
     Returns
     -------
@@ -294,7 +295,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
                            f"{type(result).__name__}; expected a models.registry.RunResult "
                            "(models.runner.run returns one)")
     profile_json, profile_attrs = _snapshot(result.profile)
-    if not path.parent.exists():
+    if not parents and not path.parent.exists():
         raise RunFileError(f"cannot write run file {str(path)!r}: directory "
                            f"{str(path.parent)!r} does not exist")
     clean_metrics = {}
@@ -366,7 +367,7 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         for k, v in package_versions().items():
             g.attrs[k] = v
         f.attrs["complete"] = True  # last write: a reader sees it only in a whole file
-    write_bytes(path, buffer.getvalue(), force=force, inputs=inputs)
+    write_bytes(path, buffer.getvalue(), force=force, inputs=inputs, parents=parents)
     # -- end of write path
     return path
 
@@ -512,6 +513,22 @@ def _check_structure(f, path: Path) -> None:
                     f"MiB and {MAX_DECOMPRESSION_RATIO}x the file's size)")
 
 
+def _check_header(f, path: Path) -> int:
+    """The root attributes that say what the file is: format, version, complete."""
+    fmt = f.attrs.get("format")
+    if fmt != FORMAT:
+        raise RunFileError(f"{str(path)!r} is an HDF5 file but not a neuroedge run file "
+                           f"(format attribute {fmt!r}, expected {FORMAT!r})")
+    version = f.attrs.get("format_version")
+    version = int(version) if isinstance(version, (int, np.integer)) else version
+    if version not in SUPPORTED_VERSIONS:
+        raise RunFileError(f"run file {str(path)!r} has format version {version!r}; this "
+                           f"neuroedge reads versions {SUPPORTED_VERSIONS}")
+    if not f.attrs.get("complete", False):
+        raise RunFileError(f"run file {str(path)!r} is incomplete (the write never finished)")
+    return version
+
+
 def read_run(path: str | os.PathLike) -> RunResult:
     """Read and check a run file (any supported version; see the module doc).
 
@@ -531,7 +548,7 @@ def read_run(path: str | os.PathLike) -> RunResult:
     """
     path = Path(path)
     if not path.is_file():
-        raise RunFileError(f"run file {str(path)!r} does not exist")
+        raise RunFileError(f"run file {str(path)!r} {not_a_file(path)}")
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
@@ -540,21 +557,11 @@ def read_run(path: str | os.PathLike) -> RunResult:
     with f:
         try:
             _check_structure(f, path)
-        except (KeyError, OSError, ValueError, TypeError) as exc:
+            version = _check_header(f, path)
+        except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
+            # RuntimeError: HDF5's own structures damaged ("bad local heap signature")
             raise RunFileError(_one_line(f"run file {str(path)!r} is corrupt: "
                                          f"{type(exc).__name__}: {exc}")) from None
-        fmt = f.attrs.get("format")
-        if fmt != FORMAT:
-            raise RunFileError(f"{str(path)!r} is an HDF5 file but not a neuroedge run file "
-                               f"(format attribute {fmt!r}, expected {FORMAT!r})")
-        version = f.attrs.get("format_version")
-        version = int(version) if isinstance(version, (int, np.integer)) else version
-        if version not in SUPPORTED_VERSIONS:
-            raise RunFileError(f"run file {str(path)!r} has format version {version!r}; this "
-                               f"neuroedge reads versions {SUPPORTED_VERSIONS}")
-        if not f.attrs.get("complete", False):
-            raise RunFileError(f"run file {str(path)!r} is incomplete (the write never "
-                               "finished)")
         where = f"run file {str(path)!r}"
         try:
             config = json.loads(f["config"].attrs["json"])
@@ -582,7 +589,8 @@ def read_run(path: str | os.PathLike) -> RunResult:
             raise RunFileError(_one_line(str(exc))) from None
         except NeuroedgeError as exc:
             raise RunFileError(_one_line(f"{where} is corrupt: {exc}")) from None
-        except (KeyError, OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        except (KeyError, OSError, ValueError, TypeError, IndexError, AttributeError,
+                RuntimeError) as exc:
             # a foreign or hand-edited file can fail anywhere h5py/json/numpy look at it
             raise RunFileError(_one_line(f"{where} is corrupt or incomplete: "
                                          f"{type(exc).__name__}: {exc}")) from None

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deploy.errors import SweepError
+from deploy.errors import DiskFullError, SweepError
 from hw_profiles.errors import NeuroedgeError
 from sim.seeds import check as check_seed
 
@@ -511,6 +511,8 @@ def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str]) -> list[dict]
                                 preset=run.preset, seed=run.seed, overrides=run.overrides)
         write_run(path, result, force=True)   # force: an unreadable leftover is replaced
         return price_rows(run, key, path, profiles)
+    except DiskFullError:      # not this run's fault: every run after it would fail too
+        raise
     except Exception as exc:   # recorded in the table; the sweep goes on
         return _error_rows(run, key, profiles, _one_line(exc))
 
@@ -590,6 +592,8 @@ def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
             run, key = by_future[fut.key]
             try:
                 rows = fut.result()
+            except DiskFullError:      # the disk, not the worker: stop the sweep (below)
+                raise
             except Exception as exc:   # the task's worker died RETRIES + 1 times
                 rows = _error_rows(run, key, profiles, f"worker lost: {_one_line(exc)}")
             done(key, rows)
@@ -709,6 +713,13 @@ def _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial, 
         _finish(result, by_key, profiles, [k for _, k in keyed])
         write_results(result.rows, out, spec)
         raise
+    except DiskFullError as exc:
+        # the first run file the disk refused stops the sweep (the rest would fail alike);
+        # its temporary is gone already, the complete run files stay for --resume
+        _clean_temporaries(runs_dir)
+        raise SweepError(f"{exc}; the sweep stopped there with {len(result.simulated)} run "
+                         f"file(s) complete in {runs_dir}: free some space and rerun with "
+                         "--resume") from None
     _clean_temporaries(runs_dir)
     _finish(result, by_key, profiles, [k for _, k in keyed])
     write_results(result.rows, out, spec)

@@ -36,6 +36,7 @@ from deploy.formatting import (
     format_seconds,
     latency_title,
     percent,
+    printable,
     report_tables,
 )
 from hw_profiles.profile import PROVENANCES
@@ -56,6 +57,12 @@ FULL_TITLES = {"category": "Energy by category",
 
 
 # -- rendering -----------------------------------------------------------------------------
+def _text(text) -> Text:
+    """Plain text (never rich markup) with its control characters escaped: titles and cells
+    hold a run file's text (model, dataset, metric, scope and layer names)."""
+    return Text(printable(text))
+
+
 def _console(width: int) -> Console:
     return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None)
 
@@ -64,7 +71,7 @@ def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Tab
     """A rich table; columns after the first are right-aligned when ``numeric``."""
     # Cells are Text, never markup: citation lines hold "[derived: ...]", which rich
     # would otherwise read as a style tag and drop.
-    t = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD)
+    t = Table(title=_text(title), title_justify="left", box=box.SIMPLE_HEAD)
     rows = list(rows)
     # on a narrow terminal the first column keeps up to 10 characters (rich would squeeze
     # it to nothing before wrapping the figures)
@@ -72,11 +79,11 @@ def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Tab
     for i, h in enumerate(header):
         # the first column (a scope, or a profile label with its file path) folds rather
         # than squeeze the figures out of the table
-        t.add_column(Text(h), justify="right" if numeric and i else "left",
+        t.add_column(_text(h), justify="right" if numeric and i else "left",
                      no_wrap=0 < i < len(header) - 1, overflow="fold" if i == 0 else "ellipsis",
                      min_width=first if i == 0 else None)
     for row in rows:
-        t.add_row(*(Text(str(c)) for c in row))
+        t.add_row(*(_text(str(c)) for c in row))
     return t
 
 
@@ -117,14 +124,14 @@ def headline_lines(run, reports: Sequence[EnergyReport], width: int) -> list[str
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for label, value in hl.headline(run, reports):
-        grid.add_row(Text(label), Text(value))
-    title = Text(f"neuroedge report: {run.model} on {run.dataset} ({run.preset} preset, "
+        grid.add_row(_text(label), _text(value))
+    title = _text(f"neuroedge report: {run.model} on {run.dataset} ({run.preset} preset, "
                  f"run on {run.profile.label})")
     out = _lines(width, title, grid)
     for r in reports[:1]:
         if r.uncounted:   # never silent: every figure above is then a lower bound
             names = ", ".join(f"{k} x{n:,}" for k, n in sorted(r.uncounted.items()))
-            out += _lines(width, Text(f"LOWER BOUND: {len(r.uncounted)} op(s) ran uncounted "
+            out += _lines(width, _text(f"LOWER BOUND: {len(r.uncounted)} op(s) ran uncounted "
                                       f"({sum(r.uncounted.values()):,} call(s): {names}); "
                                       "they are in no figure"))
     return out + [""]
@@ -170,7 +177,7 @@ def neurobench_lines(run, report: EnergyReport, width: int) -> list[str]:
     if "MembraneUpdates" in values:
         lines.append(f"MembraneUpdates {text['MembraneUpdates']}")
     title = "NeuroBench metrics" + (f" (workload per sample of {scope})" if scope else "")
-    return _lines(width, Text(title), *(Text("  " + ln) for ln in lines)) + [""]
+    return _lines(width, _text(title), *(_text("  " + ln) for ln in lines)) + [""]
 
 
 def _shape(shape) -> str:
@@ -248,20 +255,20 @@ def nature_lines(report: EnergyReport, width: int) -> list[str]:
                      "but not priced, in no total (--all lists them)")
     else:
         parts.append("every executed op was priced")
-    return _lines(width, Text("; ".join(parts) + ".")) + [""]
+    return _lines(width, _text("; ".join(parts) + ".")) + [""]
 
 
 def uncounted_lines(report: EnergyReport, width: int) -> list[str]:
     if not report.uncounted:
-        return _lines(width, Text("Uncounted ops: none (every executed op was priced)."))
-    return _lines(width, Text("Uncounted ops: executed but not priced; their energy is in no "
+        return _lines(width, _text("Uncounted ops: none (every executed op was priced)."))
+    return _lines(width, _text("Uncounted ops: executed but not priced; their energy is in no "
                               "total."),
                   _table("Uncounted ops", *report_tables(report)["uncounted"]))
 
 
 def source_lines(reports: Sequence[EnergyReport], width: int) -> list[str]:
     """Every profile entry the figures were built from, with its citation, per profile."""
-    out = _lines(width, Text(f"Figures ({reports[0].bound}) are built from these profile "
+    out = _lines(width, _text(f"Figures ({reports[0].bound}) are built from these profile "
                              f"entries (provenance: {'/'.join(PROVENANCES)})."))
     for r in reports:
         out += _lines(width, _table(f"Profile entries of {r.profile}", *report_tables(r)["entries"],
@@ -323,7 +330,7 @@ def terminal_report(run, report: EnergyReport, width: int = 100, *,
                     ("energy by category", category_lines(report, width)),
                     ("energy by scope", scope_lines(report, width)),
                     ("energy by op", op_lines(report, width))]
-        footer = _lines(width, Text(f"Citations of the {len(report.entries)} profile entries "
+        footer = _lines(width, _text(f"Citations of the {len(report.entries)} profile entries "
                                     "used: --sources. Every table and row: --all."))
         shown: list[tuple[str, list[str]]] = []
         skipped: list[str] = []
@@ -337,7 +344,7 @@ def terminal_report(run, report: EnergyReport, width: int = 100, *,
         note = []
         while True:   # a note that wraps to more lines than kept gives up the last section
             if skipped:
-                note = _lines(width, Text(f"Not shown for space: {', '.join(skipped)}."))
+                note = _lines(width, _text(f"Not shown for space: {', '.join(skipped)}."))
             body = [ln for _, lines in shown for ln in lines]
             if len(out) + len(body) + len(note) + len(footer) <= max_lines or not shown:
                 break

@@ -17,3 +17,21 @@ class NeuroedgeError(Exception):
 
 class ProfileError(NeuroedgeError):
     """A hardware profile is malformed, unknown or inconsistent."""
+
+
+def not_a_file(path) -> str:
+    """What is wrong with ``path`` when it is not a regular file, as the end of a message
+    (``f"run file {p!r} {not_a_file(p)}"``): "does not exist", "is a directory", or "is a
+    FIFO (named pipe), not a regular file" -- a FIFO or ``/dev/zero`` would block or never
+    end a read, so every input file is checked to be regular before it is opened."""
+    import os
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "does not exist"
+    kinds = ((stat.S_ISDIR, "is a directory"), (stat.S_ISFIFO, "is a FIFO (named pipe)"),
+             (stat.S_ISCHR, "is a character device"), (stat.S_ISBLK, "is a block device"),
+             (stat.S_ISSOCK, "is a socket"))
+    what = next((w for test, w in kinds if test(mode)), "is not a regular file")
+    return what if what == "is a directory" else f"{what}, not a regular file"

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hw_profiles.errors import ProfileError
+from hw_profiles.errors import ProfileError, not_a_file
 from hw_profiles.ops import OPS
 from hw_profiles.profile import (
     KINDS,
@@ -100,6 +100,7 @@ MIN_POSITIVE_BY_UNIT = {
     "Hz": 1.0,      # 1 Hz
 }
 
+MAX_PROFILE_BYTES = 2**20   # a profile file (shipped max ~15 kB): a 1 GB file is not read
 MAX_NAME_CHARS = 64         # a profile's or memory level's name (shipped max ~20)
 MAX_TEXT_CHARS = 4000       # a description, source title, URL, derivation or note
 
@@ -179,8 +180,12 @@ def load(name_or_path: str | Path | HardwareProfile) -> HardwareProfile:
             raise ProfileError(f"unknown hardware profile {text!r}: shipped profiles are "
                                f"{', '.join(available())}, or pass the path of a .toml file")
     if not path.is_file():
-        raise ProfileError(f"profile file {text!r} does not exist: pass a shipped profile "
+        raise ProfileError(f"profile file {text!r} {not_a_file(path)}: pass a shipped profile "
                            f"name ({', '.join(available())}) or the path of a .toml file")
+    size = path.stat().st_size
+    if size > MAX_PROFILE_BYTES:
+        raise ProfileError(f"profile file {text!r} is {size:,} bytes; a profile is at most "
+                           f"{MAX_PROFILE_BYTES:,} (the shipped ones are under 20 kB)")
     try:
         raw = path.read_bytes()
     except OSError as exc:

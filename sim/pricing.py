@@ -160,23 +160,58 @@ def _check_counts_finite(ledger: LedgerCounts, prof: HardwareProfile) -> None:
 
 
 def _check_result_finite(charges, latency: dict[str, float], prof: HardwareProfile) -> None:
+    """Every figure finite, else one line naming the profile entry that made it overflow:
+    the price for an energy, the rate (throughput, bandwidth) for a time, the static power
+    for static energy -- by its section and key, with its value."""
+    where = f"pricing on profile {prof.label!r} overflows"
+    hint = "figures must be finite (lower that entry or the count)"
     total = 0.0
     for c in charges:
         total += c.energy_j
-        if not (math.isfinite(c.energy_j) and math.isfinite(c.seconds)):
-            raise PricingError(
-                f"pricing on profile {prof.label!r} overflows: {c.count:g} x {c.item} in scope "
-                f"{c.scope!r} at {c.entry} = {c.unit_pj:g} pJ gives {c.energy_j:g} J in "
-                f"{c.seconds:g} s; figures must be finite (check the profile's numbers)")
+        if not math.isfinite(c.energy_j):
+            what = (f"static power {_entry(prof, c.entry)} over {c.count:g} s"
+                    if c.category == "static" else
+                    f"{c.count:g} x {c.item} at {_entry(prof, c.entry)}")
+            raise PricingError(f"{where}: {what} in scope {c.scope!r} is {c.energy_j:g} J; "
+                               f"{hint}")
+        if not math.isfinite(c.seconds):
+            raise PricingError(f"{where}: {c.count:g} x {c.item} in scope {c.scope!r} at "
+                               f"{_rate_entry(prof, c)} takes {c.seconds:g} s; {hint}")
         if not math.isfinite(total):
-            raise PricingError(
-                f"pricing on profile {prof.label!r} overflows: the total energy passes "
-                f"{_FLOAT_MAX:g} J when adding {c.item} in scope {c.scope!r}; figures must be "
-                "finite (check the profile's numbers)")
+            raise PricingError(f"{where}: the total energy passes {_FLOAT_MAX:g} J when adding "
+                               f"{c.item} in scope {c.scope!r} ({c.energy_j:g} J at "
+                               f"{_entry(prof, c.entry)}); {hint}")
     for scope, s in latency.items():
         if not math.isfinite(s):
-            raise PricingError(f"pricing on profile {prof.label!r} overflows: latency of scope "
-                               f"{scope!r} is {s:g} s; figures must be finite")
+            slowest = max((c for c in charges if c.scope == scope), key=lambda c: c.seconds,
+                          default=None)
+            rate = f" (its slowest line: {slowest.item} at {_rate_entry(prof, slowest)})" \
+                if slowest is not None else ""
+            raise PricingError(f"{where}: latency of scope {scope!r} is {s:g} s{rate}; {hint}")
+
+
+def _entry(prof: HardwareProfile, key: str) -> str:
+    """A profile entry as a user finds it in the TOML: ``[energy_pj] mac_fp32 = 2 pJ``,
+    ``[[memory]] level 'offchip' read_pj_per_byte = 10 pJ/B``."""
+    q = dict(prof.entries()).get(key)
+    section, _, rest = key.partition(".")
+    if section == "memory" and "." in rest:
+        level, _, name = rest.partition(".")
+        text = f"[[memory]] level {level!r} {name}"
+    else:
+        text = f"[{section}] {rest}" if rest else f"{section}"
+    return f"{text} = {q.value:g} {q.unit}" if q is not None else text
+
+
+def _rate_entry(prof: HardwareProfile, c) -> str:
+    """The entry a line's time comes from: its op's throughput, its level's bandwidth."""
+    keys = dict(prof.entries())
+    level = c.item.partition(":")[0]
+    for key in (f"throughput.{c.item}", f"memory.{level}.bandwidth_bytes_per_s",
+                f"core_op_ns.{c.item}"):
+        if key in keys:
+            return _entry(prof, key)
+    return "the rate the profile gives it"
 
 
 _FLOAT_MAX = sys.float_info.max

@@ -68,6 +68,14 @@ class Trace:
                 np.isfinite(data).all() and data.min() >= 0.0 and data.max() <= 1.0):
             raise ModelError(f"pictures Trace holds values in [{np.nanmin(data):.4g}, "
                               f"{np.nanmax(data):.4g}] or non-finite ones; expected RGB in [0, 1]")
+        if self.kind == "raster" and data.size and not (
+                data.dtype.kind in "iuf" and np.isfinite(data).all()
+                and (data[:, 1] >= 0).all() and (data[:, 1] < 2**53).all()
+                and (data[:, 1] == np.floor(data[:, 1])).all()):
+            # a reader bins spikes by neuron: a negative, fractional, huge or non-finite
+            # index (a hand-edited run file) would fail there, or overflow its int64
+            raise ModelError("raster Trace holds a non-finite time or a neuron index that is "
+                             "not an integer in 0 .. 2**53; expected (time, neuron) rows")
         if self.kind == "table" and len(self.columns) != data.shape[1]:
             raise ModelError(f"table Trace has {data.shape[1]} columns but "
                               f"{len(self.columns)} column names")

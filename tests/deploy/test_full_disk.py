@@ -88,3 +88,96 @@ def test_directory_export_on_a_full_disk(tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device")
     assert "\n" not in str(info.value) and repr(str(dest)) in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def _no_leftovers(root):
+    """Nothing under ``root`` but what the test put there: no temporary, no folder made."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_folders_made_for_an_output_are_removed_when_the_disk_is_full(tmp_path, monkeypatch):
+    monkeypatch.setattr(outputs.os, "fsync", _full)
+    dest = tmp_path / "a" / "b" / "x.json"
+    with pytest.raises(OutputError) as info:
+        outputs.write_text(dest, "{}", parents=True, option="--json")
+    _one_line(info, dest, "it needs 2 bytes")
+    assert _no_leftovers(tmp_path) == []
+
+
+def _hand_nir(path):
+    import nir
+    import numpy as np
+    graph = nir.NIRGraph(
+        nodes={"in": nir.Input({"input": np.array([2])}),
+               "w": nir.Linear(weight=np.eye(2) * 2.0),
+               "lif": nir.LIF(tau=np.full(2, 0.01), r=np.ones(2), v_leak=np.zeros(2),
+                              v_threshold=np.ones(2), v_reset=np.zeros(2)),
+               "out": nir.Output({"output": np.array([2])})},
+        edges=[("in", "w"), ("w", "lif"), ("lif", "out")])
+    nir.write(path, graph)
+    return path
+
+
+def test_estimate_json_on_a_full_disk(tmp_path, monkeypatch, capsys):
+    from deploy.cli import main
+    src = _hand_nir(tmp_path / "net.nir")
+    monkeypatch.setattr(outputs.os, "fsync", _full)
+    dest = tmp_path / "sub" / "e.json"
+    assert main(["estimate", str(src), "--stimulus", "poisson:rate=100", "--steps", "5",
+                 "--dt", "1e-3", "--profiles", "loihi", "--reset", "value",
+                 "--json", str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device (it needs " in err
+    assert repr(str(dest)) in err
+    assert _no_leftovers(tmp_path) == ["net.nir"]   # no sub/, no temporary
+
+
+def test_nir_export_on_a_full_disk_is_one_line_not_an_h5py_traceback(tmp_path, monkeypatch):
+    # nir.write to the disk failed inside HDF5 (a RuntimeError traceback from h5py's close);
+    # the graph is now built in memory and written as plain bytes
+    from deploy.nir_export import export_nir
+    from deploy.nir_import import read_nir
+    net = read_nir(_hand_nir(tmp_path / "net.nir"), dt=1e-3, reset="value")
+    monkeypatch.setattr(outputs.os, "fsync", _full)
+    dest = tmp_path / "out" / "x.nir"
+    with pytest.raises(OutputError) as info:
+        export_nir(net, dest)
+    _one_line(info, dest, "it needs")
+    assert _no_leftovers(tmp_path) == ["net.nir"]
+
+
+def test_html_report_on_a_full_disk_says_how_many_bytes_it_needed(tmp_path, toy_gpu_path,
+                                                                  monkeypatch):
+    from deploy import report as rep
+    run = _result(toy_gpu_path)
+    energy = run.ledger.price(run.profile)
+    # the same report written for real: its size is what the full disk needed
+    size = rep.html_report(run, [energy], tmp_path / "probe.html").stat().st_size
+    monkeypatch.setattr(outputs.os, "fsync", _full)
+    dest = tmp_path / "d" / "r.html"
+    with pytest.raises(OutputError) as info:
+        rep.html_report(run, [energy], dest, parents=True)
+    _one_line(info, dest, f"it needs {size:,} bytes")
+    assert _no_leftovers(tmp_path) == ["probe.html"]
+
+
+def test_serial_sweep_stops_at_the_first_run_the_disk_refuses(tmp_path, monkeypatch, capsys):
+    from deploy.cli import main
+    spec = tmp_path / "s.toml"
+    # mlp on digits, one epoch, 8 hidden units: about a second a run
+    spec.write_text('name = "tiny"\nmodels = ["mlp"]\nseeds = [0, 1]\nprofiles = ["a100"]\n'
+                    '[grid]\nepochs = [1]\n[grid.mlp]\nhidden = [[8]]\n')
+    attempts = []
+
+    def full(*_args, **_kw):
+        attempts.append(1)
+        _full()
+    monkeypatch.setattr(outputs.os, "fsync", full)
+    out = tmp_path / "sw"
+    assert main(["sweep", str(spec), "--serial", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err
+    assert "the sweep stopped there with 0 run file(s) complete" in err and "--resume" in err
+    assert len(attempts) == 1      # the second run was never simulated
+    # no run file, no temporary: only the (empty) runs folder and the lock the sweep made
+    assert _no_leftovers(out) == [".neuroedge-sweep.lock", "runs"]

@@ -128,3 +128,141 @@ def test_report_escapes_control_characters_from_the_file(tmp_path, toy_gpu_path,
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\r" not in out
     assert "digits\\x1b[2J" in out    # the escape is shown, not obeyed
+
+
+def _export_refused(tmp_path, toy_gpu_path, model, meta, arrays, target, *words):
+    from deploy.errors import ExportError
+    from deploy.export import export_run
+    from models.registry import Trained
+    result = RunResult(model=model, profile=load(toy_gpu_path), dataset="digits", config={},
+                       metrics={"test_accuracy": 0.9}, ledger=Ledger(), traces={},
+                       trained=Trained(arrays, meta))
+    path = tmp_path / "run.h5"
+    runfile.write_run(path, result)
+    with pytest.raises(ExportError) as info:
+        export_run(path, target, tmp_path / "out")
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg
+    for word in words:
+        assert word in msg, msg
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]   # nothing written
+
+
+def test_export_from_checks_each_array_against_the_shape_the_meta_implies(tmp_path,
+                                                                         toy_gpu_path):
+    # sizes [3, 2] make Linear(3 -> 2), whose weight is (2, 3); the file stores (3, 2)
+    arrays = {"param/0.weight": np.ones((3, 2), np.float32),
+              "param/0.bias": np.ones(3, np.float32),
+              "example_x": np.ones((4, 2), np.float32)}
+    _export_refused(tmp_path, toy_gpu_path, "mlp", {"sizes": [3, 2]}, arrays, "onnx",
+                    "/trained/arrays/param/0.weight", "shape (3, 2)", "implies (2, 3)",
+                    '"sizes": [3, 2]')
+
+
+def test_export_from_never_allocates_what_the_meta_claims(tmp_path, toy_gpu_path):
+    # 10**6 stored elements let every size up to 10**6 pass the generic bound, but
+    # sizes [10**6, 10**6] is a 10**12-weight layer (4 TB in float32): the rebuild runs on
+    # torch's meta device, so the mismatch is found with no allocation at all
+    n = 10**6
+    arrays = {"param/0.weight": np.ones((3, 2), np.float32),
+              "param/0.bias": np.ones(3, np.float32),
+              "example_x": np.zeros((n, 1), np.float32)}
+    _export_refused(tmp_path, toy_gpu_path, "mlp", {"sizes": [n, n]}, arrays, "onnx",
+                    "/trained/arrays/param/0.weight", "shape (3, 2)",
+                    f"implies ({n}, {n})")
+
+
+def test_export_from_a_bitwise_state_of_mismatched_shapes_names_the_file(tmp_path,
+                                                                         toy_gpu_path):
+    # include (2 classes, 4 clauses, 2 x 3 literals) but 3 clause polarities, not 4
+    arrays = {"include": np.zeros((2, 4, 6), np.uint8), "polarity": np.ones(3, np.int64),
+              "golden_x": np.zeros((1, 1), np.uint32),
+              "golden_scores": np.zeros((1, 2), np.int32),
+              "golden_labels": np.zeros(1, np.int64)}
+    meta = {"n_features": 3, "n_classes": 2, "clauses": 4, "state_bits": 8, "word_bits": 32,
+            "profile": "cortex-m4"}
+    _export_refused(tmp_path, toy_gpu_path, "tsetlin", meta, arrays, "c",
+                    "does not rebuild a tsetlin model")
+
+
+def _report_html(tmp_path, toy_gpu_path, config, traces, edit=None):
+    from deploy.cli import main
+    led = Ledger()
+    with led.scope("train"):
+        led.add("mac_fp32", 10)
+        led.add_samples(1)
+    result = RunResult(model="mlp", profile=load(toy_gpu_path), dataset="digits",
+                       config=config, metrics={"a": 1.0}, ledger=led, traces=traces)
+    path = tmp_path / "run.h5"
+    runfile.write_run(path, result)
+    if edit is not None:
+        with h5py.File(path, "a") as f:
+            edit(f)
+    html = tmp_path / "r.html"
+    return main(["report", str(path), "--html", str(html), "--quiet"]), html
+
+
+def test_a_config_population_or_epoch_count_sizes_no_allocation(tmp_path, toy_gpu_path):
+    from sim.traces import Trace
+    raster = Trace("raster", np.array([[0.1, 0], [0.2, 3]]), "s")
+    # n = 10**13 silent neurons were 73 TiB of counts; 10**13 epochs as many bars
+    rc, html = _report_html(tmp_path, toy_gpu_path, {"n": 10**13, "epochs": 10**13},
+                            {"spikes_raster": raster, "loss": curve([1.0])})
+    assert rc == 0 and "No training epochs" in html.read_text()   # no chart of 10**13 bars
+    from deploy.report_html import firing_rates
+    run = runfile.read_run(tmp_path / "run.h5")
+    rates, title = firing_rates(run, run.traces["spikes_raster"].data)
+    # n not believed: the 2 neurons that fired, one spike each over the 10**13-epoch...
+    # config's run, whose duration is the spikes' span: 0.2 - 0.1 = 0.1 s -> 10 Hz each
+    assert "the 2 neurons that fired" in title and rates.tolist() == pytest.approx([10, 10])
+
+
+@pytest.mark.parametrize("rows", [[[0.1, -5.0], [0.2, 3.0]], [[np.nan, 1.0], [0.2, 3.0]],
+                                  [[0.1, 1e30], [0.2, 3.0]], [[0.1, 1.5], [0.2, 3.0]]])
+def test_a_raster_with_a_bad_neuron_index_or_time_is_one_line(tmp_path, toy_gpu_path, capsys,
+                                                              rows):
+    from sim.traces import Trace
+
+    def edit(f):
+        del f["traces/r"]
+        f["traces"].create_dataset("r", data=np.array(rows)).attrs["kind"] = "raster"
+    rc, html = _report_html(tmp_path, toy_gpu_path, {},
+                            {"r": Trace("raster", np.array([[0.1, 1], [0.2, 3]]), "s")}, edit)
+    err = capsys.readouterr().err
+    assert rc == 2 and not html.exists()
+    assert err.count("\n") == 1 and "trace 'r'" in err and "0 .. 2**53" in err
+
+
+def test_a_trace_name_is_drawn_as_written_not_as_mathtext(tmp_path, toy_gpu_path):
+    # matplotlib parsed "$...$" as mathtext: "a$\frac{$" was a ParseException traceback
+    rc, html = _report_html(tmp_path, toy_gpu_path, {}, {"a$\\frac{$": curve([1.0, 2.0])})
+    assert rc == 0 and "a$\\frac{$" in html.read_text()
+
+
+def test_damaged_hdf5_structures_are_one_line(tmp_path, toy_gpu_path):
+    # 8 bytes of 0xff every 32 bytes over the file's first 2 kB (superblock,
+    # object headers, heaps): h5py raised RuntimeError ("bad local heap signature") there,
+    # which read_run let through as a traceback
+    good = _valid(tmp_path, toy_gpu_path).read_bytes()
+    path = tmp_path / "damaged.h5"
+    outcomes = set()
+    for at in range(0, min(len(good), 2048), 32):
+        path.write_bytes(good[:at] + b"\xff" * 8 + good[at + 8:])
+        try:
+            runfile.read_run(path)
+            outcomes.add("read")
+        except RunFileError as exc:
+            assert "\n" not in str(exc)
+            outcomes.add("refused")
+    assert "refused" in outcomes
+
+
+def test_export_from_stored_example_inputs_of_another_dtype_is_one_line(tmp_path,
+                                                                       toy_gpu_path):
+    # found by tests/deploy/test_hostile_properties.py: float64 example inputs into float32
+    # weights failed inside torch.onnx.export ("mat1 and mat2 must have the same dtype")
+    arrays = {"param/0.weight": np.ones((3, 2), np.float32),
+              "param/0.bias": np.ones(3, np.float32),
+              "example_x": np.ones((4, 2), np.float64)}
+    _export_refused(tmp_path, toy_gpu_path, "mlp", {"sizes": [2, 3]}, arrays, "onnx",
+                    "does not rebuild a mlp model", "RuntimeError", "dtype")

@@ -1,4 +1,5 @@
-"""Pricing never returns a non-finite figure: an overflow is a PricingError naming op and scope.
+"""Pricing never returns a non-finite figure: an overflow is a PricingError naming op, scope
+and the profile entry that made it overflow, by its section and key (issue 32, class 5).
 
 Loaded profiles are bounded (tests/hw_profiles/test_user_profiles.py), so these profiles are
 built in memory past the bounds, as a sweep or a test could.
@@ -31,9 +32,10 @@ def test_one_charge_overflowing_names_op_scope_and_entry(toy_gpu_path):
     led.add("mac_fp32", 10**13, scope="train/fc1")
     # 1e13 x 1e308 pJ x 1e-12 J/pJ = 1e309 J > float max 1.8e308 -> inf
     with pytest.raises(PricingError, match=r"^pricing on profile 'toy-gpu \(file: .*toy-gpu.toml\)"
-                                           r"' overflows: 1e\+13 x mac_fp32 in scope 'train/fc1' "
-                                           r"at energy_pj.mac_fp32 = 1e\+308 pJ gives inf J in "
-                                           r"10 s; figures must be finite"):
+                                           r"' overflows: 1e\+13 x mac_fp32 at \[energy_pj\] "
+                                           r"mac_fp32 = 1e\+308 pJ in scope 'train/fc1' is inf "
+                                           r"J; figures must be finite \(lower that entry or the "
+                                           r"count\)$"):
         price(led, prof)
 
 
@@ -47,7 +49,8 @@ def test_total_overflowing_names_the_scope_where_it_passed_float_max(toy_gpu_pat
     led.add("mac_fp32", 15 * 10**19, scope="a")
     led.add("mac_fp32", 15 * 10**19, scope="b")
     with pytest.raises(PricingError, match=r"overflows: the total energy passes 1.79769e\+308 J "
-                                           r"when adding static in scope 'b'; figures must be "
+                                           r"when adding static in scope 'b' \(1.5e\+308 J at "
+                                           r"\[static\] power_w = 1e\+300 W\); figures must be "
                                            r"finite"):
         price(led, prof)
 
@@ -56,9 +59,36 @@ def test_latency_overflowing_is_refused(toy_gpu_path):
     prof = _with_rate(load(toy_gpu_path), "int_add", 1e-300)
     led = Ledger()
     led.add("int_add", 10**9, scope="infer")
-    # 1e9 / 1e-300 per s = 1e309 s -> inf; int_add costs 0.5 pJ so the energy is finite
+    # 1e9 / 1e-300 per s = 1e309 s -> inf; int_add costs 0.5 pJ so the energy is finite:
+    # the throughput is named, not the price (nor the static power the time multiplies)
     with pytest.raises(PricingError, match=r"1e\+09 x int_add in scope 'infer' at "
-                                           r"energy_pj.int_add = 0.5 pJ gives 0.0005 J in inf s"):
+                                           r"\[throughput\] int_add = 1e-300 1/s takes inf s"):
+        price(led, prof)
+
+
+def test_static_energy_overflowing_names_the_static_power(toy_gpu_path):
+    toy = load(toy_gpu_path)
+    prof = dataclasses.replace(toy, static_power_w=dataclasses.replace(toy.static_power_w,
+                                                                       value=1e300))
+    led = Ledger()
+    # 1e22 MAC / 1e12 per s = 1e10 s (finite); 1e300 W x 1e10 s = 1e310 J -> inf
+    led.add("mac_fp32", 10**22, scope="infer")
+    with pytest.raises(PricingError, match=r"overflows: static power \[static\] power_w = "
+                                           r"1e\+300 W over 1e\+10 s in scope 'infer' is inf J"):
+        price(led, prof)
+
+
+def test_a_memory_price_is_named_by_its_level(toy_gpu_path):
+    toy = load(toy_gpu_path)
+    off = toy.memory["offchip"]
+    mem = dataclasses.replace(off, read_pj_per_byte=dataclasses.replace(off.read_pj_per_byte,
+                                                                        value=1e300))
+    prof = dataclasses.replace(toy, memory=MappingProxyType({**toy.memory, "offchip": mem}))
+    led = Ledger()
+    led.add_bytes("offchip", read=10**30, scope="infer")
+    # 1e30 B x 1e300 pJ/B x 1e-12 J/pJ = 1e318 J > float max 1.8e308 -> inf
+    with pytest.raises(PricingError, match=r"1e\+30 x offchip:read at \[\[memory\]\] level "
+                                           r"'offchip' read_pj_per_byte = 1e\+300 pJ/B"):
         price(led, prof)
 
 

@@ -16,13 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
+from pathlib import Path
 
-import torch
-from torch.utils.flop_counter import FlopCounterMode
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import sim
-from models.shared.training import seeded
+import torch  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+import sim  # noqa: E402
+from models.shared.training import seeded  # noqa: E402
 
 
 def _model(n_in, hidden, n_out, seed=0):

@@ -21,16 +21,16 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
 from sim.torch_engine.activity import LayerRecorder, model_facts
 from sim.torch_engine.costs import op_cost, reads_selected_rows_of_first_arg, tensor_bytes
+from sim.torch_engine.dispatch import ObserverMode
 from sim.torch_engine.scopes import ScopeTracker
 
 
-class _CountingMode(TorchDispatchMode):
+class _CountingMode(ObserverMode):
     """Prices every aten op into per-scope local tallies."""
 
     def __init__(self, base: str, tracker: ScopeTracker):

@@ -138,8 +138,11 @@ class LayerRecorder:
     counting mode's rule, so activity and ops share scopes).
     """
 
-    def __init__(self, scope_of):
+    def __init__(self, scope_of, writes_to=None):
         self.scope_of = scope_of
+        # writes_to(tensor): ops of the block that wrote its storage (the engine's); with
+        # ``_version`` it tells when weights changed (see ``_weights_state``)
+        self.writes_to = writes_to
         self.layers: dict[str, tuple[str, tuple, int]] = {}   # path -> (type, shape, params)
         self.activity: dict[str, dict[str, int]] = {}          # scope -> name -> count
         self.roots: list[nn.Module] = []    # outermost modules run, in order (no duplicates)
@@ -225,11 +228,19 @@ class LayerRecorder:
         nzs = nz if unbatched else nz.sum(dim=0)
         return batch * int(f_ones.sum()), int((nzs.to(torch.int64) * f_eff).sum())
 
+    def _weights_state(self, mod) -> tuple:
+        """Changes whenever ``mod``'s weights may have: the tensor, its ``_version`` (bumped
+        by in-place ops outside the dispatch mode) and the ops inside it that wrote the
+        weights' storage (in-place ``_foreach_`` updates under the mode leave ``_version``
+        as it was)."""
+        w = mod.weight
+        return (id(w), w._version, self.writes_to(w) if self.writes_to is not None else 0)
+
     def _dense(self, mod) -> bool:
         """No weight of ``mod`` is zero; kept while its weights are unchanged (an evaluation
         loop asks once per batch with the same weights; training, once per step: one count
         over the weights, a third of the time of counting them per column)."""
-        key = (id(mod.weight), mod.weight._version)
+        key = self._weights_state(mod)
         dense = self._dense_weights.get(id(mod))
         if dense is None or dense[0] != key:
             w = mod.weight
@@ -244,7 +255,7 @@ class LayerRecorder:
         while its weights are unchanged."""
         if self._dense(mod):
             return None
-        key = (id(mod.weight), mod.weight._version)
+        key = self._weights_state(mod)
         col = self._columns.get(id(mod))
         if col is None or col[0] != key:
             col = self._columns[id(mod)] = (key, (mod.weight != 0).sum(dim=0,
@@ -257,7 +268,7 @@ class LayerRecorder:
         # the non-zero fan-out is kept for the weights' current version only (training
         # changes them every step)
         key = (id(mod), sample_shape, wnz is None)
-        version = None if wnz is None else (id(mod.weight), mod.weight._version)
+        version = None if wnz is None else self._weights_state(mod)
         f = self._conv_f.get(key)
         if f is None or f[0] != version:
             w = torch.ones_like(mod.weight) if wnz is None else wnz.to(mod.weight.dtype)

@@ -117,6 +117,13 @@ class _Resident:
     def __init__(self):
         # address -> [storage bytes, written, weakrefs, only gathered from so far]
         self.seen: dict[int, list] = {}
+        # address -> ops that wrote it: a tensor's ``_version`` misses in-place ``_foreach_``
+        # updates run under a dispatch mode (the optimizers' step), this does not
+        self.writes: dict[int, int] = {}
+
+    def writes_to(self, t: torch.Tensor) -> int:
+        """Ops in this block that wrote ``t``'s storage."""
+        return self.writes.get(t.untyped_storage().data_ptr(), 0)
 
     def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
         try:
@@ -128,6 +135,8 @@ class _Resident:
             entry = self.seen[st.data_ptr()] = [0, False, [], True]
         entry[0] = max(entry[0], st.nbytes())
         entry[1] = entry[1] or written
+        if written:
+            self.writes[st.data_ptr()] = self.writes.get(st.data_ptr(), 0) + 1
         entry[3] = entry[3] and gathered
         refs = entry[2]
         if len(refs) > 8:  # views come and go every batch: keep the live ones
@@ -262,7 +271,8 @@ class TorchDevice(Device):
                 if samples:
                     self.ledger.add_samples(samples)
                 return
-            recorder = LayerRecorder(lambda path: mode.forward_scope(path))
+            recorder = LayerRecorder(lambda path: mode.forward_scope(path),
+                                     lambda w: mode.resident.writes_to(w))
             tracker = ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
             mode = self._mode = _CountingMode(scope, tracker, self.cost_memo)
             # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off

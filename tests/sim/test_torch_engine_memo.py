@@ -134,3 +134,18 @@ def test_host_counts_agree_with_torch(values):
     x = torch.tensor(values, dtype=torch.int8 if values == [-128, 1] else None)
     assert count_nonzero(x) == int(torch.count_nonzero(x))
     assert is_spiking(x) == torch.equal(x.abs(), (x != 0).to(x.dtype))
+
+
+def test_weights_zeroed_by_a_foreach_update_inside_the_block_are_seen(toy_gpu_path):
+    # torch's in-place _foreach_ ops (the optimizers' step) leave a tensor's _version as it
+    # was under a dispatch mode; the recorder's cached non-zero weights must still refresh.
+    # Linear 6 -> 4 on 2 samples of ones: 2 x 6 x 4 = 48 effective ACs, then 0 once
+    # every weight is 0.
+    dev = TorchDevice(toy_gpu_path)
+    lin = dev.compile(nn.Linear(6, 4))
+    x = torch.ones(2, 6, device=dev.torch_device)
+    with dev.count("infer"), torch.no_grad():
+        lin(x)
+        torch._foreach_mul_([lin.weight], 0.0)
+        lin(x)
+    assert dev.ledger.activity()["effective_acs"] == 48 + 0   # ones are spikes: ACs

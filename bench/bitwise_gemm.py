@@ -475,8 +475,8 @@ def main():
           "loop can pass it)")
     print(f"packed product equals the float32 product exactly: {exact}")
     print(f"targets: >= 4x float32 -> {r_dev / r_torch:.2f}x "
-          f"({'met' if r_dev / r_torch >= 4 else 'NOT met'}); >= 30% of peak -> "
-          f"{r_dev / peak64:.0%} ({'met' if r_dev / peak64 >= 0.3 else 'NOT met'})")
+          f"({'met' if r_dev / r_torch >= 4 else 'NOT met'}); >= 70% of peak -> "
+          f"{r_dev / peak64:.0%} ({'met' if r_dev / peak64 >= 0.7 else 'NOT met'})")
     result = {"n": n, "threads": 1, "timer": "process_time", "cpu": model,
               "nominal_clock_mhz": mhz, "measured_clock_hz": clock_hz,
               "measured_clock_imul_chain_hz": clock_mul_hz,

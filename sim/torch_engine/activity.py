@@ -237,17 +237,17 @@ class LayerRecorder:
         return (id(w), w._version, self.writes_to(w) if self.writes_to is not None else 0)
 
     def _dense(self, mod) -> bool:
-        """No weight of ``mod`` is zero; kept while its weights are unchanged (an evaluation
-        loop asks once per batch with the same weights; training, once per step: one count
-        over the weights, a third of the time of counting them per column)."""
+        """No weight of ``mod`` is zero (NaN is not zero); kept while its weights are
+        unchanged (an evaluation loop asks once per batch with the same weights; training,
+        once per step: one pass over the weights, far cheaper than counting them per
+        column)."""
         key = self._weights_state(mod)
         dense = self._dense_weights.get(id(mod))
         if dense is None or dense[0] != key:
             w = mod.weight
-            smallest = float(w.abs().min()) if w.numel() else 1.0   # 2.2x faster than
-            if smallest != smallest:                     # count_nonzero; a NaN hides zeros
-                smallest = float(count_nonzero(w) == w.numel())
-            dense = self._dense_weights[id(mod)] = (key, smallest != 0)
+            a = _host_array(w)   # numpy's all(): 3x faster than torch's on the CPU
+            no_zero = bool(np.all(a)) if a is not None else bool(w.all())
+            dense = self._dense_weights[id(mod)] = (key, no_zero)
         return dense[1]
 
     def _per_column(self, mod) -> torch.Tensor | None:

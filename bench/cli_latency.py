@@ -150,7 +150,8 @@ def main(argv=None):
     est = wall["estimate_lenet"]
     print(f"estimate: {est:.2f} s wall against the target {TARGET_ESTIMATE_S} s "
           f"({'met' if est <= TARGET_ESTIMATE_S else 'not met'} on this run's load); "
-          f"{est - wall['import_torch']:.2f} s above importing torch alone")
+          f"{abs(est - wall['import_torch']):.2f} s "
+          f"{'above' if est >= wall['import_torch'] else 'below'} importing torch alone")
     print("estimate's imports (self s by package, -X importtime): "
           + ", ".join(f"{k} {v:.3f}" for k, v in breakdown["self_s_by_package"].items())
           + f"; optional packages loaded: {breakdown['optional_loaded'] or 'none'}")

@@ -35,19 +35,24 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
+from pathlib import Path
 
-import numpy as np
-import torch
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import sim
-from bench import _checks, _sweeps
-from hw_profiles import load
-from models import runner
-from models.baselines.qat.model import QAT, QATConfig
-from models.bep import data as bep_data
-from models.bep.card import BEPConfig, load_data
-from models.bep.model import BEP
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import sim  # noqa: E402
+from bench import _checks, _sweeps  # noqa: E402
+from hw_profiles import load  # noqa: E402
+from models import runner  # noqa: E402
+from models.baselines.qat.model import QAT, QATConfig  # noqa: E402
+from models.bep import data as bep_data  # noqa: E402
+from models.bep.card import BEPConfig, load_data  # noqa: E402
+from models.bep.model import BEP  # noqa: E402
 
 WORD_OPS = ("xor_word", "xnor_word", "and_word", "or_word", "not_word", "popcount_word")
 

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
-import numpy as np
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import sim
-from bench import _checks
-from models.bep import data as bep_data
-from models.bep.card import TT_SETTING, BEPConfig
-from models.bep.model_tt import BEPTT
+import numpy as np  # noqa: E402
+
+import sim  # noqa: E402
+from bench import _checks  # noqa: E402
+from models.bep import data as bep_data  # noqa: E402
+from models.bep.card import TT_SETTING, BEPConfig  # noqa: E402
+from models.bep.model_tt import BEPTT  # noqa: E402
 
 
 def tt_config(**kw) -> BEPConfig:

@@ -68,15 +68,20 @@ import json
 import os
 import platform
 import re
+import sys
 import warnings
 from collections import Counter
+from pathlib import Path
 
-import numba
-import numpy as np
-import torch
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._timing import best_interleaved
-from sim.bitwise import BitwiseDevice, kernels, pack_signs
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from bench._timing import best_interleaved  # noqa: E402
+from sim.bitwise import BitwiseDevice, kernels, pack_signs  # noqa: E402
 
 CHAIN_ITERS = 20_000_000      # ~12 ms at 3 GHz: one call of the clock chain
 PEAK_WORDS = 512              # words per row in the L1 peak loop: two rows = 8 KB of 64-bit words
@@ -470,8 +475,8 @@ def main():
           "loop can pass it)")
     print(f"packed product equals the float32 product exactly: {exact}")
     print(f"targets: >= 4x float32 -> {r_dev / r_torch:.2f}x "
-          f"({'met' if r_dev / r_torch >= 4 else 'NOT met'}); >= 30% of peak -> "
-          f"{r_dev / peak64:.0%} ({'met' if r_dev / peak64 >= 0.3 else 'NOT met'})")
+          f"({'met' if r_dev / r_torch >= 4 else 'NOT met'}); >= 70% of peak -> "
+          f"{r_dev / peak64:.0%} ({'met' if r_dev / peak64 >= 0.7 else 'NOT met'})")
     result = {"n": n, "threads": 1, "timer": "process_time", "cpu": model,
               "nominal_clock_mhz": mhz, "measured_clock_hz": clock_hz,
               "measured_clock_imul_chain_hz": clock_mul_hz,

@@ -42,14 +42,18 @@ import platform
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-import torch
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import _sweeps
-from models import runner
-from models.chunk_sparse_attention.card import VARIANTS, variant_overrides
-from models.chunk_sparse_attention.experiment import compare
-from models.chunk_sparse_attention.model import build
+import torch  # noqa: E402
+
+from bench import _sweeps  # noqa: E402
+from models import runner  # noqa: E402
+from models.chunk_sparse_attention.card import VARIANTS, variant_overrides  # noqa: E402
+from models.chunk_sparse_attention.experiment import compare  # noqa: E402
+from models.chunk_sparse_attention.model import build  # noqa: E402
 
 NAME = "chunk_sparse_attention"
 PRESET = "full"   # d 32, 2 heads, S 16, K 4, window 4, 500 steps of 32 at 512 tokens

@@ -36,8 +36,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
-from torch import nn
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "neurobench_compare.pt"

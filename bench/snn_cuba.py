@@ -31,6 +31,13 @@ per-synapse arrays of the run (``col``, ``w``, ``dly``) per synapse, and Brian2'
 per-synapse arrays (the ``_synaptic_pre``/``_synaptic_post`` int32 index arrays and the
 synapse-to-delay arrays it allocates), from the standalone project's array files.
 
+Memory bound (issue 36): after its run the engine's process measures this machine's
+streaming read bandwidth and the time to fetch one randomly placed synapse row (out-degree x
+bytes per synapse, from a 256 MB array, one thread); each spike's delivery fetches one such
+row, so spikes x that time bounds delivery from below when rows miss the cache. Where the
+bound exceeds half of cpp_standalone's time, 2x is impossible for this layout
+(``memory_rules_out_2x``); where it does not, the gap is not the memory's.
+
 Usage: ``python bench/snn_cuba.py [--sizes 4000,16000] [--duration 1.0] [--runtime]``.
 The last line is ``RESULT {json}``: per size the ratio standalone CPU / engine CPU (> 1:
 the engine is faster) and whether the spikes matched; ``targets.ge_2x_all`` is the issue's
@@ -80,6 +87,34 @@ def _digest(steps, idx) -> str:
     return hashlib.sha256(pairs.tobytes()).hexdigest()[:16]
 
 
+def memory_rates(row_bytes: int, total_bytes: int = 256 << 20, reps: int = 3) -> dict:
+    """This machine's memory, measured here, one thread: streaming read bandwidth (a sum over
+    ``total_bytes``, far above the last-level cache) and the time to fetch one randomly
+    placed ``row_bytes`` row of that array (``np.take`` of 512 random rows at a time into a
+    buffer that stays in cache): what the engine's delivery does for each spike (one
+    synapse row of ~80 entries)."""
+    import numpy as np
+    width = max(1, row_bytes // 8)
+    rows = np.ones((total_bytes // (8 * width), width))
+    flat = rows.reshape(-1)
+    idx = np.random.default_rng(0).integers(0, rows.shape[0], 512 * 200)
+    buf = np.empty((512, width))
+
+    def gather():
+        for s in range(0, idx.size, 512):
+            np.take(rows, idx[s:s + 512], axis=0, out=buf)
+
+    def best(f):
+        times = []
+        for _ in range(reps):
+            t = time.process_time()
+            f()
+            times.append(time.process_time() - t)
+        return min(times)
+    return {"stream_read_bytes_per_s": flat.nbytes / best(flat.sum),
+            "random_row_s": best(gather) / idx.size, "row_bytes": 8 * width}
+
+
 def run_engine(n: int, duration: float, profile: str) -> dict:
     from models import runner
     from models.snn_cuba.model import build, connectivity
@@ -107,13 +142,18 @@ def run_engine(n: int, duration: float, profile: str) -> dict:
     keep = st < n_steps
     st, idx = st[keep], idx[keep]
     syn_bytes = c.col.nbytes + c.w.nbytes + c.dly.nbytes
+    # the memory bound, measured in the same process after the run: every spike fetches
+    # its synapse row (out-degree x bytes per synapse) from a random place, so delivery
+    # alone takes at least spikes x (one random row fetch) when rows miss the cache
+    mem = memory_rates(int(round(syn_bytes / cfg.n)))   # bytes of one neuron's row
     return {"sim": "engine", "build_s": t1 - t0, "jit_s": t2 - t1, "run_s": t3 - t2,
             "run_cpu_s": cpu, "spikes": int(idx.size), "digest": _digest(st, idx),
             "events": events, "synop_counted": res.counts.get("synop", 0),
             "synapses": int(c.w.size), "bytes_per_synapse": syn_bytes / max(1, c.w.size),
             "row_bytes": c.row_ptr.nbytes, "cores": c.n_cores,
             "chip_hops": res.counts.get("chip_hop", 0), "hops": res.counts.get("hop", 0),
-            "rate_hz": idx.size / (cfg.n * duration)}
+            "rate_hz": idx.size / (cfg.n * duration), "memory": mem,
+            "delivery_bound_cpu_s": idx.size * mem["random_row_s"]}
 
 
 def run_brian2(n: int, duration: float, mode: str) -> dict:
@@ -254,6 +294,14 @@ def main() -> None:
                          engine_bytes_per_synapse=eng["bytes_per_synapse"],
                          synop_equals_events=eng["synop_counted"] == eng["events"],
                          cores=eng["cores"], chip_hops=eng["chip_hops"])
+            mem = eng["memory"]
+            entry.update(memory=mem, delivery_bound_cpu_per_sim_s=eng["delivery_bound_cpu_s"]
+                         / args.duration)
+            print(f"{n:>8} memory, measured here: stream read "
+                  f"{mem['stream_read_bytes_per_s'] / 1e9:.1f} GB/s, one random "
+                  f"{mem['row_bytes']} B synapse row {mem['random_row_s'] * 1e9:.0f} ns; "
+                  f"delivery bound {entry['delivery_bound_cpu_per_sim_s']:.4f} CPU s/sim s "
+                  f"({eng['spikes']} spikes x one row each)")
         for m in modes[1:]:
             r = rows[m]
             if "error" in r or "error" in eng:
@@ -265,6 +313,12 @@ def main() -> None:
             entry[f"same_spikes_{m}"] = r["digest"] == eng["digest"]
             if r.get("bytes_per_synapse"):
                 entry[f"{m}_bytes_per_synapse"] = r["bytes_per_synapse"]
+            if m == "standalone" and "delivery_bound_cpu_per_sim_s" in entry:
+                # 2x is ruled out by memory only if the bound exceeds half the anchor's time
+                half = entry["standalone_cpu_per_sim_s"] / 2
+                entry["memory_rules_out_2x"] = entry["delivery_bound_cpu_per_sim_s"] > half
+                print(f"{n:>8} 2x standalone = {half:.4f} CPU s/sim s; the memory bound "
+                      f"{'rules it out' if entry['memory_rules_out_2x'] else 'allows it'}")
             print(f"{n:>8} engine vs {m}: {entry[f'speedup_vs_{m}']:.2f}x less CPU time; "
                   f"spikes {eng['spikes']} vs {r['spikes']} "
                   f"({'identical' if entry[f'same_spikes_{m}'] else 'differ'})")

@@ -16,11 +16,15 @@ import argparse
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from deploy import sweep
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from deploy import sweep  # noqa: E402
 
 
 def spec(epochs: int) -> dict:

@@ -78,8 +78,9 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
     ``None`` keeps each tensor's own size; it applies to floating-point tensors only.
     Parameters and buffers of the module (its weights) are left out."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
+
+    from sim.torch_engine.dispatch import ObserverMode
 
     weights = {t.untyped_storage().data_ptr()
                for t in list(module.parameters()) + list(module.buffers())}
@@ -105,7 +106,7 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
             live[key] = [size(t), step, step]
             keep.append(t)
 
-    class _Trace(TorchDispatchMode):
+    class _Trace(ObserverMode):
         step = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -241,6 +241,12 @@ def _written_args(func) -> tuple[tuple[int, str, bool], ...]:
                  if a.alias_info is not None and a.alias_info.is_write)
 
 
+@functools.cache
+def mutated_args(func) -> frozenset[int]:
+    """Positions of the arguments the op's schema marks as written."""
+    return frozenset(pos for pos, _, _ in _written_args(func))
+
+
 def _arg(args, kwargs, pos: int, name: str):
     return args[pos] if pos < len(args) else kwargs.get(name)
 
@@ -492,3 +498,108 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
 def tensor_bytes(tensors: Any) -> int:
     """Bytes held by every tensor in a (nested) structure."""
     return _nbytes(_tensors(tensors))
+
+
+# -- the cost of a call seen before ----------------------------------------------------------
+
+VALUE_DEPENDENT = {aten.index_put_}
+"""Ops whose cost reads tensor values (``index_put_`` with a boolean mask writes its true
+entries): priced in full on every call, never from :class:`CostMemo`."""
+
+_SIGNATURE_MISS = object()
+# argument values kept in a key as they are: immutable, hashable, compared by value
+_KEYED_VALUES = (int, str, complex, torch.dtype, torch.device, torch.layout,
+                 torch.memory_format)
+
+
+def op_signature(func, args, kwargs, out) -> tuple | None:
+    """Everything :func:`op_cost` reads of one call, as a hashable key; ``None`` when its
+    cost may depend on more (a value-dependent op, a tensor without strides).
+
+    :func:`op_cost` reads the op (``func``: its overload, schema and tags), of every tensor
+    argument and output its shape, strides, dtype and device, which arguments are the same
+    tensor object (``_traffic`` tells an in-place op's written ``self`` from its returned
+    alias by identity), and the non-tensor arguments (kernel sizes, dims, mode codes). It
+    never reads a Python float's value (a learning rate, Adam's bias corrections change
+    every step), so a float stands in the key as its type; ints, strings, dtypes, devices,
+    layouts and memory formats are kept as they are; a call with any other object (the
+    optimizers' profiler handles) has no key.
+    """
+    if func in VALUE_DEPENDENT or func.overloadpacket in VALUE_DEPENDENT:
+        return None
+    key: list = [func]
+    seen: dict[int, int] = {}
+    stack = [out, kwargs, args]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            first = seen.get(id(item))
+            if first is not None:
+                key.append(("same", first))
+                continue
+            seen[id(item)] = len(seen)
+            if item.layout is not torch.strided:
+                return None          # sparse and other layouts: no strides to key on
+            key.append((item.shape, item.stride(), item.dtype, item.device))
+        elif isinstance(item, (list, tuple)):
+            key.append(("[", len(item)))
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            key.append(("{", tuple(item)))
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, float):
+            key.append(float)
+        elif item is None or isinstance(item, _KEYED_VALUES):
+            key.append(item)
+        else:
+            return None              # another object (a profiler handle): not kept in a key
+    return tuple(key)
+
+
+class CostMemo:
+    """:func:`op_cost` of each distinct call signature (:func:`op_signature`), computed once.
+
+    A training loop repeats the same calls every step (the same ops on the same shapes), so
+    after the first step every op's cost is a dictionary lookup. The result is the one
+    :func:`op_cost` would give: the key holds everything it reads, and ops whose cost reads
+    values (:data:`VALUE_DEPENDENT`) are priced in full every time. Data-dependent control
+    flow needs no care here: whichever ops a branch runs are priced, each by its own key.
+    With ``verify`` every call is priced in full as well and a memoised cost that differs
+    raises (the tests run models both ways).
+
+    The memo holds at most ``limit`` signatures (a model fed ever-new shapes starts again
+    from empty rather than grow without bound); ``limit=0`` memoises nothing: every call
+    is priced in full (the reference the tests compare with).
+    """
+
+    def __init__(self, verify: bool = False, limit: int = 100_000):
+        self.verify = verify
+        self.limit = limit
+        self.costs: dict[tuple, tuple] = {}
+        self.hits = self.misses = 0
+
+    def cost(self, func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
+        """:func:`op_cost` of this call (its counts dict is shared: do not change it)."""
+        key = op_signature(func, args, kwargs, out) if self.limit else None
+        if key is None:
+            self.misses += 1
+            return op_cost(func, args, kwargs, out)
+        try:
+            cost = self.costs.get(key, _SIGNATURE_MISS)
+        except TypeError:        # an unhashable argument: price this call in full
+            self.misses += 1
+            return op_cost(func, args, kwargs, out)
+        if cost is _SIGNATURE_MISS:
+            self.misses += 1
+            cost = op_cost(func, args, kwargs, out)
+            if len(self.costs) >= self.limit:
+                self.costs.clear()
+            self.costs[key] = cost
+            return cost
+        self.hits += 1
+        if self.verify:
+            full = op_cost(func, args, kwargs, out)
+            if full != cost:
+                raise AssertionError(f"CostMemo: {func} priced {full} in full but {cost} "
+                                     f"from its signature; op_signature misses what differs")
+        return cost

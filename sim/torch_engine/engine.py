@@ -7,6 +7,21 @@ backward: the module whose forward made the autograd node being run), so a ledge
 reads ``train/net.0/forward`` or ``train/net.0/backward``, the same every run. Counts are
 kept in local dicts and flushed into the ledger once, when the counting block ends.
 
+What counting costs (issue 36): a training loop repeats the same op calls every step, so an
+op's price is computed once per call signature and looked up after
+(:class:`sim.torch_engine.costs.CostMemo`, one per device, kept across blocks). Why the
+ledger stays exactly that of pricing every call: the signature holds everything the price
+is a function of (the op; every tensor's shape, strides, dtype, device and which arguments
+are the same tensor; every non-float argument), ops whose price reads tensor values are
+never memoised (``costs.VALUE_DEPENDENT``: a boolean-mask ``index_put_``), and nothing
+is replayed at a coarser grain than one op, so data-dependent control flow (a branch on a
+tensor's value) prices whichever ops ran, each by its own signature. The scope, the kernel
+launch, the resident storages and the NeuroBench activity (non-zero inputs and outputs)
+are taken from every call as before: they depend on where and on what data the op ran.
+``dev.cost_memo.verify = True`` prices every call in full as well and raises on a
+difference; the tests compare memoised and full ledgers on an MLP, a CNN and a model with
+data-dependent branches and masks.
+
 Counts are those of the ops torch actually runs, and torch's choice can depend on Python
 references: autograd takes a fresh gradient into ``.grad`` when nothing else holds it and
 copies it when something does. A thread sampling this thread's frames (Dask's worker
@@ -21,22 +36,28 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
 from sim.torch_engine.activity import LayerRecorder, model_facts
-from sim.torch_engine.costs import op_cost, reads_selected_rows_of_first_arg, tensor_bytes
+from sim.torch_engine.costs import (
+    CostMemo,
+    mutated_args,
+    reads_selected_rows_of_first_arg,
+    tensor_bytes,
+)
+from sim.torch_engine.dispatch import ObserverMode
 from sim.torch_engine.scopes import ScopeTracker
 
 
-class _CountingMode(TorchDispatchMode):
+class _CountingMode(ObserverMode):
     """Prices every aten op into per-scope local tallies."""
 
-    def __init__(self, base: str, tracker: ScopeTracker):
+    def __init__(self, base: str, tracker: ScopeTracker, memo: CostMemo):
         super().__init__()
         self.bases = [base]   # the count() blocks open now, outermost first
         self.tracker = tracker
+        self.memo = memo
         self.ops: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.uncounted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -60,7 +81,7 @@ class _CountingMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        counts, read, write, uncounted = op_cost(func, args, kwargs, out)
+        counts, read, write, uncounted = self.memo.cost(func, args, kwargs, out)
         scope = self._scope()
         if uncounted:
             self.uncounted[scope][uncounted] += 1
@@ -96,6 +117,13 @@ class _Resident:
     def __init__(self):
         # address -> [storage bytes, written, weakrefs, only gathered from so far]
         self.seen: dict[int, list] = {}
+        # address -> ops that wrote it: a tensor's ``_version`` misses in-place ``_foreach_``
+        # updates run under a dispatch mode (the optimizers' step), this does not
+        self.writes: dict[int, int] = {}
+
+    def writes_to(self, t: torch.Tensor) -> int:
+        """Ops in this block that wrote ``t``'s storage."""
+        return self.writes.get(t.untyped_storage().data_ptr(), 0)
 
     def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
         try:
@@ -107,6 +135,8 @@ class _Resident:
             entry = self.seen[st.data_ptr()] = [0, False, [], True]
         entry[0] = max(entry[0], st.nbytes())
         entry[1] = entry[1] or written
+        if written:
+            self.writes[st.data_ptr()] = self.writes.get(st.data_ptr(), 0) + 1
         entry[3] = entry[3] and gathered
         refs = entry[2]
         if len(refs) > 8:  # views come and go every batch: keep the live ones
@@ -116,8 +146,7 @@ class _Resident:
             refs.append(weakref.ref(t._base))
 
     def touch(self, func, args, kwargs, out) -> None:
-        mutated = {i for i, a in enumerate(func._schema.arguments)
-                   if a.alias_info is not None and a.alias_info.is_write}
+        mutated = mutated_args(func)
         gathers = reads_selected_rows_of_first_arg(func)
         for i, a in enumerate(args):
             for t in _flat_tensors(a):
@@ -183,6 +212,9 @@ class TorchDevice(Device):
         self._placed: list[torch.nn.Module] = []   # compiled modules (record_model)
         self._buffer_bytes: dict[int, int] = {}      # id(compiled module) -> its buffers' B
         self._mode: _CountingMode | None = None   # the outermost count() block's, while open
+        # the cost of every distinct op call, kept across blocks (costs.CostMemo); set
+        # ``dev.cost_memo.verify = True`` to price every call in full as well and compare
+        self.cost_memo = CostMemo()
 
     def compile(self, module: torch.nn.Module) -> torch.nn.Module:
         """Move ``module`` to the device after checking its parameters fit device memory."""
@@ -239,9 +271,10 @@ class TorchDevice(Device):
                 if samples:
                     self.ledger.add_samples(samples)
                 return
-            recorder = LayerRecorder(lambda path: mode.forward_scope(path))
+            recorder = LayerRecorder(lambda path: mode.forward_scope(path),
+                                     lambda w: mode.resident.writes_to(w))
             tracker = ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
-            mode = self._mode = _CountingMode(scope, tracker)
+            mode = self._mode = _CountingMode(scope, tracker, self.cost_memo)
             # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off
             # while counting, those layers run as the linear, attention and norm ops they
             # stand for, counted the same on every device (costs.py's docstring)

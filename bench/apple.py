@@ -5,18 +5,18 @@ Per dataset (``digits``: 8 x 8 digit, 3 x 3 glimpses, 6 steps; ``digits-locate``
 seeds (``full`` preset: 150 rollouts of 32 episodes = 28.8k / 38.4k env steps, 8 critic
 steps per rollout): APPLE-RND, optionally APPLE-GRID (``--scan``), APPLE with the card's
 gradient routing and APPLE with each ``--readings`` routing (``NAME=critic_backbone_lr,
-sac_backbone_grad``; default: the paper's, both 1, and a tenth of it). Reported per policy:
+sac_backbone_grad``; default: the paper's, both 1). Reported per policy:
 final-step accuracy (locate: hits within 2 px and the mean error in px) per seed; per APPLE
 reading its predictor on the random-glimpse test episodes, the readiness rule and the
 verdict (``models/apple/experiment.py``), the gradient norms each loss sends into the
 backbone; paired differences, wins, Wilcoxon signed-rank and sign tests. Each (policy,
-reading) is one job; ``--workers`` jobs run side by side (one torch thread each).
+reading, seed) is one job; ``--workers`` jobs run side by side (one torch thread each).
 ``--fashion`` adds the digest's check c: the supervised term alone with random glimpses on
 Fashion-MNIST beats 1/K + 0.2.
 
     nice -n 10 .venv/bin/python bench/apple.py [--datasets digits,digits-locate]
         [--seeds 3] [--iterations 150] [--scan] [--workers 2] [--fashion]
-        [--readings paper=1,1;tenth=0.1,0.1] [--out bench/out/apple.json]
+        [--readings "paper=1,1;tenth=0.1,0.1"] [--out bench/out/apple.json]
 
 Writes ``--out`` (the figures of the README's results table) and ends with
 ``RESULT {json}``.
@@ -33,18 +33,38 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
 from models.apple.experiment import summarize  # noqa: E402
+from sim.traces import Trace  # noqa: E402
 
 
 def job(spec):
-    """One runner run; back only what ``summarize`` reads (a run's ledger is not needed)."""
+    """One runner run of one seed; back only what ``summarize`` reads (no ledger)."""
     from models import runner
-    dataset, overrides = spec
+    dataset, seed, overrides = spec
     t0 = time.time()
-    r = runner.run("apple", profile="a100", dataset=dataset, preset="full",
-                   overrides=overrides)
+    r = runner.run("apple", profile="a100", dataset=dataset, preset="full", seed=seed,
+                   overrides={**overrides, "seeds": 1})
     return types.SimpleNamespace(facts=r.facts, metrics=r.metrics, traces=r.traces,
                                  seconds=round(time.time() - t0, 1))
+
+
+def merge(per_seed: list) -> types.SimpleNamespace:
+    """One-seed runs of the same policy and settings as one run over their seeds, as
+    ``summarize`` reads it: per-seed lists joined in seed order, per-step glance curves and
+    the other metrics averaged over the seeds (the card's own mean over seeds)."""
+    first = per_seed[0]
+    facts = dict(first.facts)
+    facts["per_seed_final"] = {p: [v for r in per_seed for v in r.facts["per_seed_final"][p]]
+                               for p in first.facts["per_seed_final"]}
+    facts["per_seed_predictor_on_random"] = [v for r in per_seed for v in
+                                             r.facts["per_seed_predictor_on_random"]]
+    metrics = {k: float(np.mean([r.metrics[k] for r in per_seed])) for k in first.metrics}
+    traces = {k: Trace("curve", np.mean([r.traces[k].data for r in per_seed], 0))
+              for k in first.traces if k.startswith("glance_")}
+    return types.SimpleNamespace(facts=facts, metrics=metrics, traces=traces,
+                                 seconds=sum(r.seconds for r in per_seed))
 
 
 def readings(text: str) -> dict:
@@ -63,11 +83,11 @@ def main(argv=None):
     ap.add_argument("--iterations", type=int, default=150)
     ap.add_argument("--scan", action="store_true")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--readings", default="paper=1,1;tenth=0.1,0.1")
+    ap.add_argument("--readings", default="paper=1,1")
     ap.add_argument("--fashion", action="store_true")
     ap.add_argument("--out", default="bench/out/apple.json")
     args = ap.parse_args(argv)
-    base = {"count": False, "seeds": args.seeds, "iterations": args.iterations}
+    base = {"count": False, "iterations": args.iterations}
     plan = {}   # (dataset, name) -> overrides
     for ds in args.datasets.split(","):
         plan[(ds, "random")] = {**base, "policies": "random"}
@@ -77,13 +97,13 @@ def main(argv=None):
         for name, setting in readings(args.readings).items():
             plan[(ds, name)] = {**base, **setting, "policies": "apple"}
     if args.fashion:
-        plan[("fashion-mnist", "check_c")] = {"count": False, "seeds": 3,
-                                              "iterations": args.iterations,
-                                              "policies": "random"}
+        plan[("fashion-mnist", "check_c")] = {**base, "policies": "random"}
     t0 = time.time()
+    specs = [(key, s) for key in plan for s in range(args.seeds)]   # one job per seed
     with ProcessPoolExecutor(args.workers) as pool:
-        done = dict(zip(plan, pool.map(job, [(ds, ov) for (ds, _), ov in plan.items()]),
-                        strict=True))
+        out = list(pool.map(job, [(ds, s, plan[(ds, n)]) for (ds, n), s in specs]))
+    done = {key: merge([r for (k, _), r in zip(specs, out, strict=True) if k == key])
+            for key in plan}
     result = {"seeds": args.seeds, "iterations": args.iterations,
               "seconds": round(time.time() - t0, 1),
               "job_seconds": {f"{ds}/{n}": r.seconds for (ds, n), r in done.items()}}

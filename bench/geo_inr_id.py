@@ -178,7 +178,7 @@ def main(argv=None):
     rep = run.ledger.price(run.profile)
     led = run.ledger
     macs = {sc: sum(v for k, v in led.total_ops(sc).items() if k.startswith("mac_"))
-            for sc in ("pretrain", "embed", "id/knn", "id/fishers", "probe")}
+            for sc in ("train/pretrain", "embed", "id/knn", "id/fishers", "probe")}
     total_macs = sum(v for k, v in led.total_ops().items() if k.startswith("mac_"))
     print(f"  {time.time() - t1:.1f} s; MACs per scope {macs} of {total_macs}; priced "
           f"{rep.total_j:.3e} J, {rep.total_latency_s:.3e} s on a100")

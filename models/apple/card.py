@@ -48,9 +48,11 @@ class AppleConfig:
     policy_steps: int = 2
     a_coef: float = 1.0           # released config: 1 and 1
     p_coef: float = 1.0
-    rl_into_backbone: bool = True   # the paper: L_Q and the SAC term train the shared
-                                    # backbone too; False: only the predictor's loss does
-                                    # (the heads read detached features; an ablation)
+    critic_backbone_lr: float = 0.0   # the critic's Adam steps the shared backbone at this
+                                    # x lr_critic (paper: 1; 0: L_Q trains the Q heads only)
+    sac_backbone_grad: float = 0.0  # the SAC term's gradient into the backbone x this
+                                    # (paper: 1; 0: it trains the actor head only). Both 0:
+                                    # only the prediction loss trains the backbone (README)
     eval_every: int = 5           # rollouts between evaluations (the learning curve)
     eval_episodes: int = 256
     hit_px: float = 2.0           # locate: a final prediction within this many px is a hit
@@ -91,6 +93,10 @@ class AppleConfig:
             if not 0.0 <= getattr(self, name) < math.inf:   # torch's Adam refuses lr < 0
                 raise ModelError(f"AppleConfig.{name} = {getattr(self, name)}: must be a "
                                  "finite learning rate >= 0")
+        for name in ("critic_backbone_lr", "sac_backbone_grad"):
+            if not 0.0 <= getattr(self, name) < math.inf:
+                raise ModelError(f"AppleConfig.{name} = {getattr(self, name)}: must be a "
+                                 "finite factor >= 0 (1: the paper, 0: off the backbone)")
         if not self.hit_px >= 0:
             raise ModelError(f"AppleConfig.hit_px = {self.hit_px}: must be a distance >= 0 px")
         if self.trajectories < 0:
@@ -141,11 +147,16 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
 METRICS = {"final_accuracy_apple": "1", "final_accuracy_*": "1", "final_accuracy_std_*": "1",
            "final_loss_*": "nats",
            "final_error_px_*": "px", "gain_vs_*": "1", "wins_vs_*": "count",
-           "alpha_final": "1", "env_steps": "count", "seeds": "count"}
+           "alpha_final": "1", "env_steps": "count", "seeds": "count",
+           "grad_norm_*": "1", "predictor_on_random_apple": "1"}
 """Final-step accuracy (``locate``: the fraction of final predictions within ``hit_px``)
 per policy, mean and std over seeds; final loss (nats for classify, squared standardised
 error for locate: a.u. in the same column); gains are mean paired differences over seeds
-(APPLE minus baseline), wins the number of seeds APPLE beats the baseline on."""
+(APPLE minus baseline), wins the number of seeds APPLE beats the baseline on;
+``grad_norm_{critic,sac,predictor}_apple``: each loss's gradient norm at the backbone's
+output (before the scale into the backbone), mean over the last evaluation interval's
+updates and the seeds; ``predictor_on_random_apple``: APPLE's predictor on the random-glimpse
+test episodes (the readiness check of ``experiment.py``)."""
 
 CARD = Card(
     name="apple",

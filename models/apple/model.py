@@ -29,9 +29,18 @@ skips the ViT for glimpses under 101 px), 2 layers of width 64 with 4 heads (pap
 (critic; the released ratio is 1/5 to 1/10), batch 32 episodes, a fixed number of updates
 per rollout of ``n_envs`` episodes instead of the UTD warm-up schedule, updates from the
 first full batch, BatchNorm momentum 0.1 (running statistics for the actor step, as CrossQ
-evaluates the critic there), alpha initialised to 1. Ablation ``rl_into_backbone=False``:
-the critic and SAC terms read detached features, so only the prediction loss trains the
-backbone.
+evaluates the critic there), alpha initialised to 1.
+
+How far the RL losses reach into the shared backbone (issue 33, item 3): in the paper both
+``L_Q`` and the SAC term train it. Here the critic's Adam steps the backbone at
+``critic_backbone_lr x lr_critic`` (0: the critic reads detached features) and the SAC
+term's gradient into the backbone is multiplied by ``sac_backbone_grad`` inside the actor's
+loss (0: detached). The critic's reach is a learning rate, not a gradient scale, because
+the critic has an Adam of its own: Adam divides each step by the running RMS of the
+gradients it sees, so a scaled critic gradient would give the same backbone step. The SAC
+term shares its Adam with the prediction term, so there a gradient scale does weigh one
+against the other. :func:`into_backbone` builds both routes and keeps each loss's gradient
+at the features for the run's log (``grad_norm_*``).
 
 Ledger scopes (TorchDevice): ``rollout`` (acting: the backbone on each prefix),
 ``train/critic`` and ``train/actor`` (forward, backward, Adam), ``eval``.
@@ -147,6 +156,36 @@ class Agent(nn.Module):
 
 
 # --- the unified objective -----------------------------------------------------------------
+class _ScaleGrad(torch.autograd.Function):
+    """Identity forward; the gradient times ``scale`` backward."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale, None
+
+
+def into_backbone(feats, scale: float) -> torch.Tensor:
+    """``feats`` as one loss's input: the same values, the loss's gradient passed into the
+    backbone times ``scale`` (0: detached, nothing reaches it). The returned tensor keeps
+    its ``.grad`` after ``backward`` (the loss's gradient at the features before the scale),
+    so the run can log how hard each loss pulls on the shared backbone."""
+    if scale == 0.0:
+        return feats.detach().requires_grad_(True)
+    out = _ScaleGrad.apply(feats, float(scale))
+    out.retain_grad()
+    return out
+
+
+def grad_norm(branch: torch.Tensor | None) -> float:
+    """The norm of a branch's gradient at the features after ``backward`` (0: none)."""
+    return 0.0 if branch is None or branch.grad is None else float(branch.grad.norm())
+
+
 def recomputed_reward(agent: Agent, task: GlimpseTask, batch: dict, eps_next, feats=None):
     """The reward ``r~`` (B, T) of a replay batch recomputed with the current predictor, and
     the next (feature, action, log pi) triples the target needs, next actions from noise
@@ -160,12 +199,12 @@ def recomputed_reward(agent: Agent, task: GlimpseTask, batch: dict, eps_next, fe
 
 
 def critic_loss(agent: Agent, task: GlimpseTask, batch: dict, eps_next, gamma: float,
-                into_backbone: bool = True):
-    """``L_Q`` of one batch (gradient into the backbone and the Q heads; only the Q heads
-    with ``into_backbone=False``, the ablation) and the targets."""
-    feats = agent.backbone(batch["obs"])                             # (B, T, d)
-    if not into_backbone:
-        feats = feats.detach()
+                to_backbone: bool = True):
+    """``L_Q`` of one batch, the targets and the critic's branch of the features (its
+    ``.grad`` after ``backward``: the critic's gradient at the backbone's output). The
+    gradient reaches the backbone and the Q heads; only the Q heads with
+    ``to_backbone=False`` (the run passes ``critic_backbone_lr > 0``)."""
+    feats = into_backbone(agent.backbone(batch["obs"]), 1.0 if to_backbone else 0.0)
     b, t, d = feats.shape
     r, f_next, a_next, logp_next = recomputed_reward(agent, task, batch, eps_next, feats)
     n_cur = b * t
@@ -177,19 +216,24 @@ def critic_loss(agent: Agent, task: GlimpseTask, batch: dict, eps_next, gamma: f
         v = (q_next.min(0).values - alpha * logp_next.reshape(-1)).reshape(b, t - 1)
         v = torch.cat([v, torch.zeros(b, 1, device=v.device)], 1)    # done after step T-1
         target = r + gamma * v                                       # (B, T)
-    return (q_cur - target.reshape(1, -1)).pow(2).mean(1).sum(), target
+    return (q_cur - target.reshape(1, -1)).pow(2).mean(1).sum(), target, feats
 
 
 def actor_loss(agent: Agent, task: GlimpseTask, batch: dict, eps, a_coef: float,
-               p_coef: float, actor_into_backbone: bool = True):
-    """``L_pi`` (gradient into backbone, actor, predictor; Q frozen) and ``log pi``; with
-    ``actor_into_backbone=False`` (an ablation) the SAC term trains the actor head only."""
+               p_coef: float, sac_backbone_grad: float = 1.0):
+    """``L_pi`` (gradient into backbone, actor, predictor; Q frozen), ``log pi`` and the two
+    terms' branches of the features ``{"predictor", "sac"}`` (their ``.grad`` after
+    ``backward``: each term's gradient at the backbone's output). The SAC term's gradient
+    into the backbone is multiplied by ``sac_backbone_grad`` (0: it trains the actor head
+    only)."""
     feats = agent.backbone(batch["obs"])                             # (B, T, d)
     y = batch["y"][:, None].expand(-1, task.steps, *batch["y"].shape[1:])
-    loss = p_coef * task.loss(agent.predictor(feats), y).mean()
-    logp = None
+    f_pred = into_backbone(feats, 1.0)
+    loss = p_coef * task.loss(agent.predictor(f_pred), y).mean()
+    logp, f_sac = None, None
     if a_coef:
-        a, logp = agent.policy(feats if actor_into_backbone else feats.detach(), eps)
+        f_sac = into_backbone(feats, sac_backbone_grad)
+        a, logp = agent.policy(f_sac, eps)
         agent.critic.eval()
         agent.critic.requires_grad_(False)
         q = agent.critic(feats.detach().reshape(-1, feats.shape[-1]), a.reshape(-1, 2))
@@ -197,7 +241,7 @@ def actor_loss(agent: Agent, task: GlimpseTask, batch: dict, eps, a_coef: float,
         agent.critic.train()
         alpha = agent.log_alpha.exp().detach()
         loss = loss + a_coef * (alpha * logp.reshape(-1) - q.min(0).values).mean()
-    return loss, logp
+    return loss, logp, {"predictor": f_pred, "sac": f_sac}
 
 
 # --- acting ---------------------------------------------------------------------------------

@@ -19,7 +19,15 @@ import numpy as np
 import torch
 
 from models.apple.env import GlimpseTask
-from models.apple.model import H_TARGET, Agent, Replay, actor_loss, critic_loss, rollout
+from models.apple.model import (
+    H_TARGET,
+    Agent,
+    Replay,
+    actor_loss,
+    critic_loss,
+    grad_norm,
+    rollout,
+)
 from models.registry import Outcome, Progress
 from models.shared.training import seeded
 from sim import seeds
@@ -114,12 +122,19 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
     a_coef = cfg.a_coef if learn_policy else 0.0
     heads = list(agent.actor.parameters()) + list(agent.predictor.parameters())
     actor_opt = torch.optim.Adam(list(agent.backbone.parameters()) + heads, lr=cfg.lr_actor)
-    critic_opt = torch.optim.Adam(list(agent.backbone.parameters())
-                                  + list(agent.critic.parameters()), lr=cfg.lr_critic)
+    # the critic's Adam steps the shared backbone at critic_backbone_lr x its own rate (a
+    # learning rate, not a gradient scale: model.py's docstring); 0 leaves it out
+    critic_groups = [{"params": list(agent.critic.parameters())}]
+    critic_to_backbone = cfg.critic_backbone_lr > 0
+    if critic_to_backbone:
+        critic_groups.append({"params": list(agent.backbone.parameters()),
+                              "lr": cfg.lr_critic * cfg.critic_backbone_lr})
+    critic_opt = torch.optim.Adam(critic_groups, lr=cfg.lr_critic)
     alpha_opt = torch.optim.Adam([agent.log_alpha], lr=cfg.lr_alpha)
     gen = torch.Generator().manual_seed(seeds.child(seed, "train"))   # rollouts, replay, noise
     replay = Replay(cfg.replay_episodes)
     history, losses = [], []
+    norms = {"critic": [], "sac": [], "predictor": []}   # gradient norms at the features
 
     def scope(name, samples=0):
         return dev.count(name, samples=samples) if cfg.count else contextlib.nullcontext()
@@ -135,22 +150,25 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
                 if learn_policy:
                     with scope("train/critic", samples=cfg.batch * task.steps):
                         eps_next = torch.randn(cfg.batch, task.steps - 1, 2, generator=gen)
-                        lq, _ = critic_loss(agent, task, batch, eps_next, cfg.gamma,
-                                            cfg.rl_into_backbone)
+                        lq, _, f_q = critic_loss(agent, task, batch, eps_next, cfg.gamma,
+                                                 critic_to_backbone)
                         critic_opt.zero_grad(set_to_none=True)
                         lq.backward()
                         critic_opt.step()
                     losses.append(float(lq.detach()))
+                    norms["critic"].append(grad_norm(f_q))
                 if learn_policy and (u + 1) % cfg.policy_interval:
                     continue
                 for _ in range(cfg.policy_steps if learn_policy else 1):
                     with scope("train/actor", samples=cfg.batch * task.steps):
                         eps = torch.randn(cfg.batch, task.steps, 2, generator=gen)
-                        lp, logp = actor_loss(agent, task, batch, eps, a_coef, cfg.p_coef,
-                                              cfg.rl_into_backbone)
+                        lp, logp, branch = actor_loss(agent, task, batch, eps, a_coef,
+                                                      cfg.p_coef, cfg.sac_backbone_grad)
                         actor_opt.zero_grad(set_to_none=True)
                         lp.backward()
                         actor_opt.step()
+                    for k in ("sac", "predictor"):
+                        norms[k].append(grad_norm(branch[k]))
                         if logp is not None:
                             la = -(agent.log_alpha * (logp.detach() + H_TARGET)).mean()
                             alpha_opt.zero_grad(set_to_none=True)
@@ -163,7 +181,12 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
             history.append({"iteration": it + 1, "env_steps": (it + 1) * cfg.n_envs *
                             task.steps, "final": ev["final"], "final_loss": ev["final_loss"],
                             "alpha": float(agent.log_alpha.detach().exp()),
-                            "critic_loss": float(np.mean(losses[-50:])) if losses else 0.0})
+                            "critic_loss": float(np.mean(losses[-50:])) if losses else 0.0,
+                            # each loss's gradient norm at the backbone's output, mean over
+                            # the updates since the last evaluation (0: the loss did not run)
+                            **{f"grad_norm_{k}": float(np.mean(v)) if v else 0.0
+                               for k, v in norms.items()}})
+            norms = {k: [] for k in norms}
             if not all(np.isfinite([history[-1]["final_loss"], history[-1]["alpha"]])):
                 # cross-entropy / squared error of finite predictions is finite: nan or inf
                 # means the networks (or log alpha) diverged
@@ -175,7 +198,14 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
                     "3e-4, 3e-4)")
             if progress:
                 progress(it + 1, cfg.iterations, history[-1])
-    return {"agent": agent, "history": history, "eval": ev}
+    out = {"agent": agent, "history": history, "eval": ev}
+    if learn_policy:
+        # the learned predictor on the random-glimpse test episodes (the same episodes and
+        # moves as APPLE-RND's evaluation: same "eval" stream, the random policy never
+        # draws from the agent): has the predictor reached the random-glimpse level?
+        out["predictor_on_random"] = evaluate(agent, test_task, "random", cfg.eval_episodes,
+                                              seeds.child(seed, "eval"), cfg.hit_px)["final"]
+    return out
 
 
 # --- the card's run ---------------------------------------------------------------------------
@@ -227,6 +257,16 @@ def _run_policies(cfg, dev, data, progress=None) -> Outcome:
         m["alpha_final"] = np.mean([r["history"][-1]["alpha"] for r in results["apple"]])
         traces["critic_loss_apple"] = curve([h["critic_loss"] for h in
                                              results["apple"][0]["history"]])
+        # how hard each loss pulls on the shared backbone (norm of its gradient at the
+        # backbone's output), per evaluation, one row per seed
+        traces["grad_norms_apple"] = bands(
+            {k: [[h[f"grad_norm_{k}"] for h in r["history"]] for r in results["apple"]]
+             for k in ("critic", "sac", "predictor")})
+        for k in ("critic", "sac", "predictor"):
+            m[f"grad_norm_{k}_apple"] = np.mean([r["history"][-1][f"grad_norm_{k}"]
+                                                 for r in results["apple"]])
+        on_random = [r["predictor_on_random"] for r in results["apple"]]
+        m["predictor_on_random_apple"] = np.mean(on_random)
     m["env_steps"] = cfg.iterations * cfg.n_envs * cfg.steps
     m["seeds"] = len(run_seeds)
     facts = {"torch_device": str(dev.torch_device), "data_source": data.source,
@@ -234,5 +274,7 @@ def _run_policies(cfg, dev, data, progress=None) -> Outcome:
              "task": data.task, "eval_env_steps": [h["env_steps"] for h in
                                                    next(iter(results.values()))[0]["history"]],
              "per_seed_final": {p: [r["eval"]["final"] for r in runs]
-                                for p, runs in results.items()}}
+                                for p, runs in results.items()},
+             "per_seed_predictor_on_random": [r["predictor_on_random"]
+                                              for r in results.get("apple", [])]}
     return Outcome(m, traces, None, facts)

@@ -102,7 +102,7 @@ def simulate(cfg: BEPConfig, device: BitwiseDevice, data, progress=None) -> Outc
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
-    """BEP against the binary local rule on Random Prototypes (``experiment.py``)."""
+    """BEP against the binary local rule and QAT on Random Prototypes (``experiment.py``)."""
     from models.bep.experiment import study
     return study(preset, seed, profiles, progress)
 

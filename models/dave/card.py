@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
+from models.shared.energy import ENERGY_METRICS
 from sim.errors import ModelError
 
 if TYPE_CHECKING:
@@ -142,10 +143,13 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
 METRICS = {"*_box_f1": "1", "*_figure_accuracy": "1", "box_f1": "1",
            "mean_single_box_f1": "1", "distill_mse_*": "a.u. (squared feature error)",
            "mae_final_loss": "a.u. (squared pixel error)", "probe_*": "1",
-           "*_loss_spikes": "count"}
+           "*_loss_spikes": "count", **ENERGY_METRICS}
 """Box F1 (IoU 0.5) and figure-class accuracies are fractions; MSEs are squared errors of
 features (distillation) or of [0, 1] pixels (MAE); probes are per-patch element-class
-accuracies; loss spikes count MAE steps above 10x the running median."""
+accuracies; loss spikes count MAE steps above 10x the running median. Without
+``count_all``: ``energy_per_train_sample_j`` over stage 1's counted MAE steps,
+``train_energy_scaled_j`` stage 1's energy scaled to all its ``mae_steps`` (an upper
+estimate), ``train_steps_counted`` / ``train_steps`` (``models.shared.energy``)."""
 
 CARD = Card(
     name="dave",

@@ -33,6 +33,7 @@ from models.dave.model import (
     seq_loss,
 )
 from models.dave.pictures import parsed_pages
+from models.shared.energy import counted_training
 from models.shared.training import seeded
 from sim import seeds
 from sim.traces import Trace, curve
@@ -50,11 +51,13 @@ def _batches(n, bs, steps, gen):
         yield torch.randint(0, n, (bs,), generator=gen)
 
 
-def train_mae(cfg, pages, dev, norm_pix=False, scope="stage1", counted_steps=None):
+def train_mae(cfg, pages, dev, norm_pix=False, scope="train/stage1", counted_steps=None):
     """Stage 1: MAE on unlabeled pages; returns (encoder, losses). Only the first
-    ``counted_steps`` steps (default ``cfg.counted_steps``) run inside ``dev.count``: every
-    step costs the same, so the ledger holds a few counted steps (their samples) and the
-    rest train at full speed (dispatch counting is ~3x slower)."""
+    ``counted_steps`` steps (default ``cfg.counted_steps``) run inside ``dev.count``: the
+    steps after the first cost the same (the first also builds AdamW's state), so the ledger
+    holds a few counted steps (their samples) and the rest train at full speed (dispatch
+    counting is ~3x slower); the run's metrics say which and scale them
+    (``models.shared.energy``)."""
     with seeded(seeds.child(cfg.seed, "stage1", "init")):
         enc = new_vit(cfg)
         mae = MAE(enc, cfg.mae_dec_width, cfg.mae_dec_depth)
@@ -102,7 +105,8 @@ def features(enc, images, chunk: int = 256):
     return torch.cat([enc(x[i:i + chunk]) for i in range(0, len(x), chunk)])
 
 
-def train_parser(cfg, enc, dec_name, pages, dev, steps, train_encoder=True, scope="stage2",
+def train_parser(cfg, enc, dec_name, pages, dev, steps, train_encoder=True,
+                 scope="train/stage2",
                  stream: tuple = ("stage2",)):
     """Stage 2: encoder (+ decoder) trained by next-token cross-entropy on the page parse,
     teacher-forced. With ``train_encoder=False`` (a fresh decoder on a frozen encoder) the
@@ -146,7 +150,7 @@ def train_merge(cfg, template, copies, pages, dev):
     x = torch.as_tensor(pages.images)
     gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "merge", "order"))
     losses = []
-    with _ctx(dev, "merge", cfg.merge_steps * cfg.batch_size):
+    with _ctx(dev, "train/merge", cfg.merge_steps * cfg.batch_size):
         for idx in _batches(len(x), cfg.batch_size, cfg.merge_steps, gen):
             with torch.no_grad():
                 teach = [c(x[idx]) for c in copies]
@@ -191,7 +195,7 @@ def train_generalist(cfg, x28, y, dev):
     opt = torch.optim.AdamW([*enc.parameters(), *head.parameters()], lr=cfg.generalist_lr)
     x, yt = torch.as_tensor(pages), torch.as_tensor(y)
     gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "generalist", "order"))
-    with _ctx(dev, "generalist", cfg.generalist_steps * cfg.batch_size):
+    with _ctx(dev, "train/generalist", cfg.generalist_steps * cfg.batch_size):
         for idx in _batches(n, cfg.batch_size, cfg.generalist_steps, gen):
             loss = F.cross_entropy(head(enc(x[idx]).mean(1)), yt[idx])
             opt.zero_grad(set_to_none=True)
@@ -250,11 +254,13 @@ def probe_accuracy(cfg, enc, train_pages, test_pages, steps=300) -> float:
 def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -> dict:
     """One DAVE run: every stage, then each encoder under a fresh decoder D on the test pages.
 
-    Returns ``{"metrics", "traces", "facts"}``. Ledger scopes: ``stage1`` (its first
-    ``counted_steps`` MAE steps: every step costs the same) and ``infer`` (the fused encoder
-    + decoder D parsing the test pages, the deployed inference) always; with
-    ``cfg.count_all`` also ``stage2/<decoder>``, ``merge``, ``generalist``,
-    ``heldout/<encoder>`` and ``eval/<encoder>``.
+    Returns ``{"metrics", "traces", "facts"}``. Ledger scopes: ``train/stage1`` (its first
+    ``counted_steps`` MAE steps) and ``infer`` (the fused encoder + decoder D parsing the
+    test pages, the deployed inference) always; with ``cfg.count_all`` also
+    ``train/stage2/<decoder>``, ``train/merge``, ``train/generalist``,
+    ``train/finetune_generalist``, ``train/heldout/<encoder>`` and ``eval/<encoder>``. Every
+    training stage sits under ``train``, so the report's energy per training sample is that
+    of every counted training step.
     """
     torch.set_num_threads(1)      # 2 shared cores: a second thread only spins
     total = 7
@@ -267,7 +273,7 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
     for name in names:
         enc = clone_vit(cfg, enc0)
         _, s2[name] = train_parser(cfg, enc, name, data.labeled, cdev, cfg.stage2_steps,
-                                     scope=f"stage2/{name}", stream=("stage2", name))
+                                     scope=f"train/stage2/{name}", stream=("stage2", name))
         enc.eval()
         copies.append(enc)
     tick(2, {"stage2_loss": sum(v[-1] for v in s2.values()) / len(s2)})
@@ -286,7 +292,7 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
         for p in ft.parameters():
             p.requires_grad_(True)
         train_parser(cfg, ft, "tf2", data.labeled, cdev, cfg.stage2_steps,
-                       scope="finetune_generalist", stream=("finetune",))
+                       scope="train/finetune_generalist", stream=("finetune",))
         encoders["finetuned_generalist"] = ft
     tick(4, {})
     seqs = {}
@@ -295,7 +301,7 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
             p.requires_grad_(False)
         enc.eval()
         dec, _ = train_parser(cfg, enc, "heldout", data.labeled, cdev, cfg.heldout_steps,
-                                train_encoder=False, scope=f"heldout/{name}",
+                                train_encoder=False, scope=f"train/heldout/{name}",
                               stream=("heldout",))
         counted = name == "fused" or cfg.count_all
         scope = "infer" if name == "fused" else f"eval/{name}"
@@ -318,6 +324,8 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
     m["fused_minus_generalist_box_f1"] = m["fused_box_f1"] - m["generalist_box_f1"]
     m["mae_final_loss"] = mae_losses[-1]
     m["box_f1"] = m["fused_box_f1"]
+    if not cfg.count_all:   # only stage 1's first MAE steps are counted: say so, scale them
+        m.update(counted_training(device, "train/stage1", cfg.counted_steps, cfg.mae_steps))
     traces = {"mae_loss": curve(mae_losses), "merge_loss": curve(merge_losses)}
     if cfg.checks:
         m["fused_minus_finetuned_generalist_box_f1"] = (m["fused_box_f1"]
@@ -342,7 +350,7 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
     tick(7, {})
     facts = {"torch_device": str(device.torch_device), "data_source": data.source,
              "decoders": list(names), "tokens_per_page": (cfg.side // cfg.patch) ** 2,
-             "counted": f"stage1: the first {min(cfg.counted_steps, cfg.mae_steps)} of "
+             "counted": f"train/stage1: the first {min(cfg.counted_steps, cfg.mae_steps)} of "
                         f"{cfg.mae_steps} MAE steps; infer: the fused encoder + decoder D on "
                         f"{len(data.test.images)} test pages"
                         + ("; every other stage too" if cfg.count_all else ""),

@@ -100,8 +100,11 @@ def simulate(cfg: DecoupledPrototypesConfig, device: TorchDevice, data,
     """Joint DINO and decoupled (online-GMM) DINO from the same seed on ``data``
     (``run.run_both``).
 
-    Ledger scopes: ``joint/train``, ``decoupled/train`` (with ``.../em``: the E and M
-    steps), ``<variant>/measure`` (unique-prototype counts, usage), ``<variant>/knn``.
+    Ledger scopes: ``train/joint``, ``train/decoupled`` (with ``.../em``: the E and M
+    steps; ``train/decoupled/init``: the GMM's start), ``<variant>/measure`` (unique-prototype
+    counts, usage; inside ``train/<variant>`` when measured during training),
+    ``<variant>/knn``. Both trainings sit under ``train``, so the report's energy per training
+    sample is over both variants' training images (issue 33).
     """
     from models.decoupled_prototypes.run import run_both
     return run_both(cfg, device, data, progress)

@@ -66,7 +66,7 @@ def train_variant(variant: str, cfg: DecoupledPrototypesConfig, dev: TorchDevice
     hist = {"step": [], **{f"unique_eps{e}": [] for e in EPSILONS}}
     losses, knn = [], []
     if variant == "decoupled":         # seeded from K training images, so any batch size
-        with counted(dev, cfg, f"{variant}/train/init"):
+        with counted(dev, cfg, f"train/{variant}/init"):
             tr.init_gmm(xt, gen)
 
     def measure():
@@ -81,7 +81,7 @@ def train_variant(variant: str, cfg: DecoupledPrototypesConfig, dev: TorchDevice
     for epoch in range(cfg.epochs):
         order = torch.randperm(n, generator=gen).to(dev.torch_device)
         total = 0.0
-        with counted(dev, cfg, f"{variant}/train", samples=n):
+        with counted(dev, cfg, f"train/{variant}", samples=n):
             for start, end in zip(starts, ends, strict=True):
                 total += tr.step(xt[order[start:end]], gen)
                 if tr.steps % cfg.measure_every == 0 or tr.steps == 1:

@@ -30,8 +30,10 @@ with one hidden layer), trained full-batch with Adam; its "penultimate activatio
 ReLU outputs on the test half; the TwoNN of those drops rows with a zero nearest-neighbour
 distance (dead-ReLU duplicates), as scikit-dimension does with a warning.
 
-Ledger scopes (TorchDevice): ``pretrain/features`` (the positional features of every
-pre-training point, once), ``pretrain`` (MLP and head forward, backward, Adam),
+Ledger scopes (TorchDevice): ``train/pretrain/features`` (the positional features of every
+pre-training point, once), ``train/pretrain`` (MLP and head forward, backward, Adam; under
+``train`` so the report prices it as the training: energy per pre-training sample, the
+cached features included), ``pretrain/fit`` (the fitted head's R^2 on the pre-training set),
 ``embed`` (the frozen encoder on the evaluation points), ``id/knn`` (the chunked distance
 GEMM and top-k), ``id/mle_twonn``, ``id/fishers/{pca,eigh,separability}``, ``id/local``
 (pointwise MLE at k = 100), ``probe/ridge`` (+ ``probe/ridge/solve``, the counted LU solve),
@@ -178,9 +180,9 @@ def pretrain(enc: LocationEncoder, data, cfg, dev, progress=None) -> dict:
     n, b = len(x), min(cfg.batch_size, len(x))
     # the positional features are fixed functions of the location: computed once per point
     # (as a data loader would cache them), not once per step
-    with torch.no_grad(), dev.count("pretrain/features", samples=n):
+    with torch.no_grad(), dev.count("train/pretrain/features", samples=n):
         feats = enc.features(x)                                        # (n, F)
-    with dev.count("pretrain", samples=cfg.steps * b):
+    with dev.count("train/pretrain", samples=cfg.steps * b):
         for step in range(cfg.steps):
             idx = torch.randint(0, n, (b,), generator=gen).to(x.device)
             loss = ((head(enc.mlp(feats[idx])) - y[idx]) ** 2).mean()

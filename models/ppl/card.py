@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from models.ppl.data import JOINTS
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
+from models.shared.energy import ENERGY_METRICS
 from sim.errors import ModelError
 from sim.traces import Trace, curve
 
@@ -115,9 +116,12 @@ def simulate(cfg: PPLConfig, device: TorchDevice, data, progress=None) -> Outcom
     from models.ppl import data as figs
     from models.ppl import pictures as pics
     from models.ppl.run import run
+    from models.shared.energy import counted_training
     res = run(cfg, device, data, progress)
     cfg, net, template0, losses = res["cfg"], res["model"], res["template0"], res["losses"]
     m = res["metrics"]
+    if cfg.count:   # the first counted_steps of the steps are counted (run.fit)
+        m.update(counted_training(device, "train", cfg.counted_steps, cfg.steps))
     w = net.prior.weights().detach().cpu().numpy()
     k = len(figs.EDGES)
     te, show = data.test, slice(0, 8)
@@ -154,7 +158,8 @@ def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
     return run_experiment(preset, seed, profiles, progress)
 
 
-METRICS = {"keypoint_error": "% of image size", "matching_error": "% of image size",
+METRICS = {**ENERGY_METRICS, "keypoint_error": "% of image size",
+           "matching_error": "% of image size",
            "memory_keypoint_error": "% of image size",
            "occluded_one_pass_error": "% of image size",
            "occluded_iterative_error": "% of image size", "iteration_gain": "1",

@@ -94,7 +94,7 @@ def pretrain(x: torch.Tensor, cfg, dev) -> nn.Sequential:
 
     train_minibatch(dev, mae.parameters(), loss, len(x), epochs=cfg.mae_epochs,
                     batch_size=cfg.batch_size, lr=1e-3,
-                    seed=seeds.child(cfg.seed, "pretrain", "order"), scope="pretrain")
+                    seed=seeds.child(cfg.seed, "pretrain", "order"), scope="train/pretrain")
     return enc
 
 
@@ -130,7 +130,7 @@ def probe_checkpoints(h_ref, y_ref, cfg, dev, classes: int = 10):
     opt = torch.optim.Adam(head.parameters(), lr=cfg.probe_lr)
     marks = {round(cfg.probe_epochs * f) for f in (1 / 3, 2 / 3, 1.0)}
     out = []
-    with dev.count("probe", samples=len(h_ref) * cfg.probe_epochs):
+    with dev.count("train/probe", samples=len(h_ref) * cfg.probe_epochs):
         for epoch in range(1, cfg.probe_epochs + 1):
             loss = F.cross_entropy(head(h_ref), y_ref)
             opt.zero_grad(set_to_none=True)
@@ -252,13 +252,14 @@ class Classifier(nn.Module):
 
 def fit(model: nn.Module, x, target, cfg, dev, scope: str, epochs: int, smoothing: float = 0.0,
         seed: int = 0, lr: float | None = None):
-    """Mini-batch AdamW on cross-entropy; ``target`` int labels or soft (N, C) labels."""
+    """Mini-batch AdamW on cross-entropy; ``target`` int labels or soft (N, C) labels;
+    counted under ``train/<scope>``, so the report prices every fit as training."""
     def loss(idx):
         return F.cross_entropy(model(x[idx]), target[idx], label_smoothing=smoothing)
     return train_minibatch(dev, model.parameters(), loss, len(x), epochs=epochs,
                            batch_size=cfg.batch_size, lr=lr or cfg.lr, seed=seed,
                            weight_decay=5e-4, optimizer="adamw", lr_schedule="cosine",
-                           scope=scope)
+                           scope=f"train/{scope}")
 
 
 def evaluate(model, sp, dev, scope: str, temperature: float = 1.0) -> dict:

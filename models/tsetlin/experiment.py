@@ -27,10 +27,14 @@ every seed where it predicts absorption. The theorems give no time bound, so a p
 absorption reached by only part of the seeds within the budget is ``budget_limited``, not
 a contradiction; a contradiction is a machine that absorbs where the paper says it cannot,
 a predicted absorption no seed reaches, or an absorbed machine that does not compute its
-operator. The claim is met when there is no contradiction and at least one Noisy XOR seed
-reaches 100%.
+operator. The claim is met when there is no contradiction and at least
+``ceil(NOISY_XOR_MIN_FRACTION x n)`` of the n Noisy XOR seeds (2 of 3 quick, 5 of 10 full)
+reach exactly 100% test accuracy: "reaches 100%" as the usual outcome of a run, not the
+luck of one seed (measured: 30 of 40 seeds; pyTsetlinMachine 20 of 24 runs).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -40,6 +44,13 @@ from models.tsetlin.data import operator_patterns
 from models.tsetlin.model import TsetlinMachine
 
 NOISY_XOR_SEEDS = {"quick": 3, "full": 10}
+NOISY_XOR_MIN_FRACTION = 0.5
+"""The least fraction of Noisy XOR seeds that must reach 100% test accuracy."""
+
+
+def noisy_xor_needed(n_seeds: int) -> int:
+    """Noisy XOR seeds (of ``n_seeds``) that must reach 100%: ceil(0.5 n)."""
+    return math.ceil(NOISY_XOR_MIN_FRACTION * n_seeds)
 SCALE = {"quick": (20, 100_000), "full": (40, 400_000)}
 """preset -> (seeds per setting, update budget) of the convergence study."""
 
@@ -144,12 +155,15 @@ def study(preset: str, seed: int, profiles, progress=None) -> Study:
               if (r["predicted"] == "no") == (r["absorbed"] > 0)
               or (r["computes_op"] is not None and r["computes_op"] < 1)]
     at_100 = sum(a == 1.0 for a in accs)
+    need = noisy_xor_needed(len(accs))
     summary = {"noisy_xor_accuracy": accs, "noisy_xor_mean": float(np.mean(accs)),
-               "noisy_xor_seeds_at_100": at_100, "settings": len(rows),
+               "noisy_xor_seeds_at_100": at_100, "noisy_xor_seeds_needed": need,
+               "settings": len(rows),
                "agree_with_paper": agree, "budget_limited_rows": budget,
                "contradicting_rows": contra, **conv,
-               "claim": "Noisy XOR reaches 100% (some seed); no convergence setting "
-                        "contradicts the theorems (absorption where they forbid it, none "
-                        "where they promise it, or absorbed clauses that miss the operator)",
-               "claim_met": bool(not contra and at_100 > 0)}
+               "claim": f"Noisy XOR reaches 100% test accuracy on >= {need} of {len(accs)} "
+                        "seeds; no convergence setting contradicts the theorems (absorption "
+                        "where they forbid it, none where they promise it, or absorbed "
+                        "clauses that miss the operator)",
+               "claim_met": bool(not contra and at_100 >= need)}
     return Study(runs, summary)

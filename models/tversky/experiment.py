@@ -4,12 +4,22 @@
    ``nn.Linear(2, 2)``, counted over seeds (how many fit all 4 points): XOR is not
    linearly separable, so Linear never does; one Tversky layer can.
 2. A Tversky head on a frozen encoder against a linear head on the same features (the
-   card's run; ``model.py``).
+   card's run; ``model.py``), over :data:`HEAD_SEEDS` run seeds.
+
+Pass rules (k of n seeds, never "any seed"): XOR is fitted when at least
+``ceil(XOR_MIN_FRACTION x n)`` of the n seeds (2 of 10) reach accuracy 1.0 on all four
+points with the smallest K that does, and Linear reaches it on none: the claim is that one
+layer *can* fit XOR (the measured rate is 3 of 10 at K = 4), and two independent seeds show
+a reachable fit, not one lucky start. The head beats the linear head when it is ahead on at
+least :data:`HEAD_MIN_WINS` of the :data:`HEAD_SEEDS` seeds (2 of 3).
 
 ``bench/tversky.py`` adds the character GPT and larger sizes.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 from torch import nn
 
@@ -20,6 +30,15 @@ from models.tversky.layer import TverskyProjection
 PLANS = {"quick": {"bank_sizes": (4,), "seeds": 10},
          "full": {"bank_sizes": (1, 2, 4, 8, 16), "seeds": 10}}
 """XOR sweep per preset: bank sizes K and seeds per K (from the study's seed up)."""
+XOR_MIN_FRACTION = 0.2
+"""The least fraction of seeds that must fit XOR exactly (10 seeds: 2)."""
+HEAD_SEEDS, HEAD_MIN_WINS = 3, 2
+"""Seeds of the head comparison and the least number the Tversky head must win."""
+
+
+def xor_needed(n_seeds: int) -> int:
+    """Seeds (of ``n_seeds``) that must fit XOR exactly: ceil(XOR_MIN_FRACTION x n)."""
+    return math.ceil(XOR_MIN_FRACTION * n_seeds - 1e-9)
 
 
 def fit_xor(layer: nn.Module, steps: int = 1000) -> tuple[float, float]:
@@ -55,24 +74,33 @@ def xor_study(bank_sizes, seeds) -> dict:
 
 
 def experiment(preset: str, seed: int, profiles, progress: Progress | None = None) -> Study:
-    """XOR sweep of :data:`PLANS` ``[preset]`` and the card's head comparison at ``preset``."""
+    """XOR sweep of :data:`PLANS` ``[preset]`` and the card's head comparison at ``preset``
+    over :data:`HEAD_SEEDS` seeds; the pass rules of the module docstring."""
     from models import runner
     plan = PLANS[preset]
     seeds = list(range(seed, seed + plan["seeds"]))
     xor = xor_study(plan["bank_sizes"], seeds)
-    run = runner.run("tversky", profile=profiles.get("gpu"), preset=preset, seed=seed,
-                     progress=progress)
-    m = run.metrics
+    runs = {f"heads-seed{s}": runner.run("tversky", profile=profiles.get("gpu"),
+                                         preset=preset, seed=s, progress=progress)
+            for s in range(seed, seed + HEAD_SEEDS)}
+    tv = np.array([r.metrics["tversky_test_accuracy"] for r in runs.values()])
+    lin = np.array([r.metrics["linear_test_accuracy"] for r in runs.values()])
     solved = {k: len(v) for k, v in xor.items() if k.startswith("tversky_K")}
-    summary = {"xor_seeds": len(seeds), **solved,
+    need = xor_needed(len(seeds))
+    linear_solved = sum(a == 1.0 for a in xor["linear_accuracies"])
+    summary = {"xor_seeds": len(seeds), **solved, "xor_solved_needed": need,
                "xor_linear_best_accuracy": max(xor["linear_accuracies"]),
-               "tversky_test_accuracy": m["tversky_test_accuracy"],
-               "linear_test_accuracy": m["linear_test_accuracy"],
-               "relative_gain": (m["tversky_test_accuracy"] - m["linear_test_accuracy"])
-               / m["linear_test_accuracy"],
-               "claim": "one Tversky layer fits XOR for some seed (Linear never); the Tversky "
-                        "head beats the linear head on the same frozen features"}
-    summary["claim_met"] = bool(max(solved.values()) > 0
-                                and summary["xor_linear_best_accuracy"] < 1.0
-                                and m["tversky_test_accuracy"] > m["linear_test_accuracy"])
-    return Study({"heads": run}, summary)
+               "xor_linear_solved": linear_solved,
+               "xor_met": bool(max(solved.values()) >= need and linear_solved == 0),
+               "head_seeds": HEAD_SEEDS, "head_wins_needed": HEAD_MIN_WINS,
+               "tversky_test_accuracy": float(tv.mean()),
+               "linear_test_accuracy": float(lin.mean()),
+               "tversky_per_seed": tv.tolist(), "linear_per_seed": lin.tolist(),
+               "head_wins": int((tv > lin).sum()),
+               "relative_gain": float((tv.mean() - lin.mean()) / lin.mean()),
+               "claim": f"one Tversky layer fits XOR exactly on >= {need} of {len(seeds)} "
+                        f"seeds (Linear on none); the Tversky head beats the linear head on "
+                        f"the same frozen features on >= {HEAD_MIN_WINS} of {HEAD_SEEDS} "
+                        "seeds"}
+    summary["claim_met"] = bool(summary["xor_met"] and summary["head_wins"] >= HEAD_MIN_WINS)
+    return Study(runs, summary)

@@ -45,6 +45,14 @@ def test_run_metrics_traces_and_ledger(tiny_run):
         assert traj.kind == "images" and traj.data.shape == (3, 80, 80)   # canvas 20 x zoom 4
         assert tiny_run.traces[f"glance_{p}"].data.shape == (8,)   # one score per step
     assert m["wins_vs_random"] in (0.0, 1.0, 2.0) and m["seeds"] == 2
+    # each loss's pull on the backbone: (critic, sac, predictor) x 2 seeds x 2 evaluations;
+    # the default keeps both RL losses off the backbone, yet their gradients are logged
+    norms = tiny_run.traces["grad_norms_apple"]
+    assert norms.kind == "bands" and norms.data.shape == (3, 2, 2)
+    assert norms.columns == ("critic", "sac", "predictor") and (norms.data > 0).all()
+    assert m["grad_norm_critic_apple"] == pytest.approx(norms.data[0, :, -1].mean())
+    on_random = tiny_run.facts["per_seed_predictor_on_random"]
+    assert len(on_random) == 2 and all(0.0 <= v <= 1.0 for v in on_random)
     assert m["env_steps"] == 2 * 8 * 8   # 2 rollouts x 8 episodes x 8 steps
     seeds = tiny_run.facts["per_seed_final"]["apple"]
     assert m["final_accuracy_apple"] == pytest.approx(np.mean(seeds))

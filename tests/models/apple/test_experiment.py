@@ -29,3 +29,20 @@ def test_one_loss_breaks_the_claim():
 def test_equal_runs_give_p_one():
     t = paired([0.5, 0.5], [0.5, 0.5])
     assert t["wilcoxon_p_greater"] == 1.0 and t["wins"] == 0 and not t["holds"]
+
+
+def test_readiness_needs_two_thirds_of_the_seeds_within_the_margin():
+    from models.apple.experiment import READY_MARGIN, predictor_ready, verdict
+    rnd = [0.47, 0.50, 0.45]
+    # differences -0.02, -0.04, -0.10: the first two within 0.05, so 2 of 3 >= ceil(2) ready
+    r = predictor_ready([0.45, 0.46, 0.35], rnd)
+    assert READY_MARGIN == 0.05 and (r["seeds_at_level"], r["needed"], r["ready"]) == (2, 2, True)
+    # -0.06, -0.04, -0.10: one of 3 -> not ready, and the verdict is void whatever the policy
+    r = predictor_ready([0.41, 0.46, 0.35], rnd)
+    assert (r["seeds_at_level"], r["ready"]) == (1, False)
+    assert verdict(r, paired([0.9] * 5, [0.1] * 5)).startswith("void")
+    # 5 seeds need ceil(10 / 3) = 4
+    assert predictor_ready([0.5] * 5, [0.5, 0.5, 0.5, 0.6, 0.6])["ready"] is False
+    ok = predictor_ready([0.5] * 5, [0.5] * 5)
+    assert verdict(ok, paired([0.5, 0.6, 0.7, 0.8, 0.9], [0.4] * 5)) == "beats random"
+    assert verdict(ok, paired([0.5] * 5, [0.5] * 5)) == "does not beat random"

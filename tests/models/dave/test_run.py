@@ -40,7 +40,8 @@ def test_only_the_first_mae_steps_are_counted():
     dev = RecordingDevice()
     _, losses = R.train_mae(CFG, _pages(8), dev)
     assert len(losses) == 5                       # every step trains
-    assert dev.blocks == [("stage1", 2 * 4)]      # 2 counted steps x batch 4 samples
+    # 2 counted steps x batch 4 samples, under train/ so the report prices them as training
+    assert dev.blocks == [("train/stage1", 2 * 4)]
 
 
 def test_no_counted_steps_opens_no_block():

@@ -30,3 +30,27 @@ def test_a_last_batch_of_one_image_joins_the_batch_before(dev, variant):
     r = train_variant(variant, cfg, dev, xt, yt, xs, ys)
     assert r["trainer"].steps == 2 and r["trainer"].steps_per_epoch == 1
     assert len(r["losses"]) == 2 and all(np.isfinite(r["losses"]))
+
+
+def test_training_is_priced_as_training():
+    """Each variant's training records under train/<variant> with its images per epoch, so
+    the report's energy per training sample (sim.phases: the depth-1 ``train`` scope) exists."""
+    from conftest import TOY_GPU
+
+    import sim
+    from hw_profiles import load
+    from sim import phases
+    dev = sim.device(load(TOY_GPU))
+    g = torch.Generator().manual_seed(4)
+    xt, xs = torch.rand(20, 1, 28, 28, generator=g), torch.rand(5, 1, 28, 28, generator=g)
+    yt, ys = torch.randint(0, 10, (20,), generator=g), torch.randint(0, 10, (5,), generator=g)
+    cfg = DecoupledPrototypesConfig(**{**TINY, "epochs": 2, "batch_size": 10})
+    for variant in ("joint", "decoupled"):
+        train_variant(variant, cfg, dev, xt, yt, xs, ys)
+    samples = dev.ledger.samples()
+    assert phases.train_scope(samples) == "train"
+    # 2 variants x 2 epochs x 20 images = 80 training samples; k-NN: 2 x 2 epochs x 5
+    assert phases.scope_samples(samples, "train") == 80
+    assert samples["train/joint"] == samples["train/decoupled"] == 40
+    rep = dev.ledger.price(dev.profile)
+    assert rep.energy_within("train") > 0

@@ -37,7 +37,8 @@ def test_config_errors():
 
 def test_short_run_counts(short_run):
     led = short_run.ledger
-    assert led.samples() == {"pretrain": 40 * 512, "pretrain/features": 1000,
+    # the pre-training under train/, so the report has its energy per training sample
+    assert led.samples() == {"train/pretrain": 40 * 512, "train/pretrain/features": 1000,
                              "pretrain/fit": 1000, "embed": 600,
                              "probe/mlp": 30 * 300, "probe/mlp/test": 300}
     # the distance GEMMs of the kNN: 600 x 600 points x 256 dimensions, fp64

@@ -27,9 +27,13 @@ def test_small_run_reaches_run_file_and_report(fashion_mnist, tmp_path):
     assert res.facts["pool_size"] == 1390
     assert abs(m["realised_noise"] - 0.8) < 0.04              # 1390 draws: std 0.011
     assert 0 < m["dstar_size"] < 1390 and 0 <= m["dstar_precision"] <= 1
-    for scope in ("pretrain", "probe", "influence", "augment", "vote", "finetune", "ce",
-                  "label_smoothing", "calibrate", "hard"):
+    for scope in ("train/pretrain", "train/probe", "influence", "train/augment", "vote",
+                  "train/finetune", "train/ce", "train/label_smoothing", "calibrate", "hard",
+                  "train/hard/augment"):
         assert any(s == scope or s.startswith(scope + "/") for s in res.ledger.scopes()), scope
+    # every training under train/: the report's energy per training sample exists
+    from sim import phases
+    assert phases.train_scope(res.ledger.samples()) == "train"
     run = read_run(write_run(tmp_path / "tr.h5", res))
     html = html_report(run, [run.ledger.price(run.profile)], tmp_path / "tr.html").read_text()
     assert "trainref" in html and "relabel_accuracy" in html

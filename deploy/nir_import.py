@@ -62,7 +62,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
+from deploy import nir_ops
 from deploy.errors import ExportError
 from deploy.nir_format import (
     FORMAT_KEY,
@@ -73,6 +75,16 @@ from deploy.nir_format import (
 )
 
 RESETS = ("value", "subtract", "snntorch")
+READ_NODES = ("Input", "Output", "Linear", "Affine", "Scale", "Conv1d", "Conv2d", "SumPool2d",
+              "AvgPool2d", "Flatten", "Delay", "LIF", "CubaLIF", "IF", "Threshold", "LI", "I",
+              "CubaLI")
+
+
+def linear_node_types() -> tuple:
+    """The NIR node classes composed into a projection's matrix (deploy.nir_ops)."""
+    nir = require_nir()
+    return (nir.Linear, nir.Affine, nir.Scale, nir.Conv1d, nir.Conv2d, nir.SumPool2d,
+            nir.AvgPool2d)
 SNNTORCH_DT = 1e-4   # the time step snnTorch's export_to_nir assumes (tau = dt/(1-beta))
 _RESET_WORDS = {"value": "value", "zero": "value", "subtract": "subtract",
                 "snntorch": "snntorch"}
@@ -156,13 +168,27 @@ def _flatten(graph, nir, prefix=""):
     return nodes, list(dict.fromkeys(edges)), ident
 
 
-def _size(node, name) -> int:
-    arrs = [np.asarray(getattr(node, k)) for k in ("tau", "tau_mem", "r", "v_threshold")
+_PARAM_FIELDS = ("tau", "tau_mem", "tau_syn", "r", "v_threshold", "threshold", "v_leak")
+NEVER = float(np.finfo(np.float64).max)
+"""Threshold of a non-spiking readout population (LI, I, CubaLI): ``v > NEVER`` never holds."""
+
+
+def _param_shape(node) -> tuple[int, ...]:
+    """The shape of a neuron node's largest parameter array."""
+    arrs = [np.asarray(getattr(node, k)) for k in _PARAM_FIELDS
             if getattr(node, k, None) is not None]
-    n = max(a.size for a in arrs)
+    return max((a.shape for a in arrs), key=lambda s: int(np.prod(s)), default=(1,))
+
+
+def _size(node, name, shape) -> int:
+    """Neurons of ``node``: its tensor's size; each parameter is a scalar or one per neuron."""
+    arrs = [np.asarray(getattr(node, k)) for k in _PARAM_FIELDS
+            if getattr(node, k, None) is not None]
+    n = max([int(np.prod(shape))] + [a.size for a in arrs])
     if any(a.size not in (1, n) for a in arrs):
-        raise _err(f"node {name!r}: parameters of sizes {[a.size for a in arrs]}; expected "
-                   "one size (or scalars)")
+        raise _err(f"node {name!r} ({type(node).__name__}): parameters of sizes "
+                   f"{[a.size for a in arrs]} for a {tuple(shape)} tensor; expected one "
+                   f"value or {n}")
     return int(n)
 
 
@@ -226,12 +252,20 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         raise _err(f"{label} has edges naming nodes it does not hold: {', '.join(dangling)}; "
                    f"every edge must join two of its nodes ({', '.join(sorted(nodes))})")
     neuron_types = (nir.LIF, nir.CubaLIF, nir.IF)
-    neurons = [k for k, v in nodes.items() if isinstance(v, neuron_types)]
+    spiking = [k for k, v in nodes.items() if isinstance(v, neuron_types)]
+    # foreign LI / I / CubaLI: non-spiking readouts (a population that never fires);
+    # Threshold: a stateless spiking layer (Heaviside of the step's input)
+    readout_types = (nir.LI, nir.I, nir.CubaLI)
+    readouts = [k for k, v in nodes.items() if isinstance(v, readout_types) and k not in ident
+                and not (ours and "channel" in (v.metadata or {}))]
+    thresholds = [k for k, v in nodes.items() if isinstance(v, nir.Threshold)]
+    neurons = spiking + thresholds + readouts
+    target_types = (*neuron_types, nir.Threshold, *readout_types)
     if dt is None:
         dt = _graph_dt(graph, nodes)
     if dt is None:
         hint = ""
-        if neurons and all(_snntorch_form(nodes[k], nir) for k in neurons):
+        if spiking and all(_snntorch_form(nodes[k], nir) for k in spiking):
             hint = (f" (its neurons have snnTorch's export form r = tau/dt with dt = "
                     f"{SNNTORCH_DT:g} s: pass dt={SNNTORCH_DT:g})")
         raise _err(f"{label} has no 'dt' in its metadata; pass dt= (seconds; --dt on the "
@@ -243,14 +277,21 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     for a, b in edges:
         succ.setdefault(a, []).append(b)
         pred.setdefault(b, []).append(a)
+    linear_types = linear_node_types()
     for k, v in nodes.items():
-        if k in ident or isinstance(v, (*neuron_types, nir.Input, nir.Output, nir.Linear,
-                                        nir.Affine, nir.Delay)):
-            continue
-        if isinstance(v, nir.LI) and ours and "channel" in (v.metadata or {}):
+        if k in ident or isinstance(v, (*target_types, nir.Input, nir.Output, nir.Delay,
+                                        *linear_types)):
             continue
         raise _err(f"node {k!r} is a {type(v).__name__}, which the engine has no model for; "
-                   "it reads Input, Output, Linear, Affine, LIF, CubaLIF, IF, Delay, Flatten")
+                   f"it reads {', '.join(READ_NODES)}")
+    for k in readouts:
+        bad = [b for b in succ.get(k, []) if b not in ident
+               and not isinstance(nodes[b], nir.Output)]
+        if bad:
+            raise _err(f"node {k!r} is a {type(nodes[k]).__name__} (a non-spiking readout) "
+                       f"feeding {bad[0]!r} ({type(nodes[bad[0]]).__name__}); the engine "
+                       "passes spikes only, so a readout must end at an Output (a leaky "
+                       "synaptic current into a LIF is a CubaLIF)")
 
     # -- sources (Input nodes) ---------------------------------------------------------------
     inputs = []
@@ -269,31 +310,30 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                        index=m.get("index", np.zeros(0)), payload=m.get("payload"))
     net.nir_inputs = tuple(inputs)
 
-    # -- paths: emitter -> [Linear|Affine] -> [Delay] -> [LI channel] -> neuron ---------------
+    # -- paths: emitter -> [linear chain] -> [Delay] -> [LI channel] -> neuron ---------------
+    # (the chain: Linear, Affine, Conv, pooling and Scale nodes in order, composed into one
+    # matrix by deploy.nir_ops; None when the emitter feeds the target one to one)
     def forward(start):
-        """Every (weight node, delay s, channel node, target) reached from ``start``."""
-        out, stack = [], [(b, None, 0.0, None) for b in succ.get(start, [])]
+        """Every (chain of linear nodes, delay s, channel node, target) from ``start``."""
+        out, stack = [], [(b, (), 0.0, None) for b in succ.get(start, [])]
         while stack:
             k, w, d, ch = stack.pop()
             node = nodes[k]
             if k in ident:
                 stack += [(b, w, d, ch) for b in succ.get(k, [])]
-            elif isinstance(node, (nir.Linear, nir.Affine)):
-                if w is not None:
-                    raise _err(f"nodes {w!r} -> {k!r}: two weight nodes in a row; expected "
-                               "one Linear/Affine between neurons")
-                stack += [(b, k, d, ch) for b in succ.get(k, [])]
+            elif isinstance(node, linear_types):
+                stack += [(b, (*w, k), d, ch) for b in succ.get(k, [])]
             elif isinstance(node, nir.Delay):
                 stack += [(b, w, np.asarray(node.delay, float) + d, ch)
                           for b in succ.get(k, [])]
-            elif isinstance(node, nir.LI):
+            elif isinstance(node, nir.LI) and k not in readouts:
                 stack += [(b, w, d, k) for b in succ.get(k, [])]
-            elif isinstance(node, neuron_types):
-                out.append((w, d, ch, k))
+            elif isinstance(node, target_types):
+                out.append((w or None, d, ch, k))
             # Output and placeholder sinks end a path
         return out
 
-    emitters = inputs + neurons
+    emitters = inputs + spiking + thresholds
     paths = [(e, *p) for e in emitters for p in forward(e)]
     if ours:
         placeholder = [k for k, v in nodes.items()
@@ -340,14 +380,52 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             if indeg[v] == 0:
                 queue.append(v)
 
+    # -- tensor shapes and each path's chain as one sparse map (deploy.nir_ops) ------------
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def shape_of(k, seen=()):
+        """The tensor shape of emitter/target ``k``: an Input's type, a neuron node's
+        parameter shape, or (scalar parameters) what the chain feeding it gives."""
+        if k not in shapes:
+            node = nodes[k]
+            if isinstance(node, nir.Input):
+                shp = tuple(int(v) for v in np.asarray(list(node.input_type.values())[0]).ravel())
+            else:
+                shp = _param_shape(node)
+                feed = [p for p in paths if p[4] == k and p[0] not in (*seen, k)]
+                if int(np.prod(shp)) <= 1 and feed:
+                    shp = chain_shape(feed[0][1], shape_of(feed[0][0], (*seen, k)))
+            shapes[k] = shp
+        return shapes[k]
+
+    def chain_shape(chain, shp):
+        for name in chain or ():
+            shp = nir_ops.out_shape(name, nodes[name], shp)
+        return shp
+
+    maps: dict[tuple, tuple] = {}
+
+    def chain_map(e, chain):
+        """(W, b): the chain from ``e`` as one sparse matrix [out, in] and bias (or None)."""
+        if (e, chain) not in maps:
+            shp, W, b = shape_of(e), None, None
+            for name in chain:
+                Wn, bn = nir_ops.linear_map(name, nodes[name], shp)
+                shp = nir_ops.out_shape(name, nodes[name], shp)
+                W = Wn if W is None else Wn @ W
+                b = Wn @ b if b is not None else None
+                b = bn if b is None else (b if bn is None else b + bn)
+            maps[(e, chain)] = (W.tocsr(), b)
+        return maps[(e, chain)]
+
     # -- populations ---------------------------------------------------------------------------
     if reset is not None:
         reset = _RESET_WORDS[reset]
-    unstated = [k for k in neurons if "reset" not in (nodes[k].metadata or {})
+    unstated = [k for k in spiking if "reset" not in (nodes[k].metadata or {})
                 and "reset_mechanism" not in (nodes[k].metadata or {})]
     assumed = reset
     if unstated and reset is None:
-        snn = all(_snntorch_form(nodes[k], nir) for k in neurons)
+        snn = all(_snntorch_form(nodes[k], nir) for k in spiking)
         assumed = "snntorch" if snn else "value"
         why = ("snnTorch's default reset_mechanism='subtract' (the nodes have snnTorch's "
                "export form, which does not record the reset)" if snn else
@@ -357,19 +435,21 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                       "'subtract' or 'snntorch' (--reset on the command line) to choose",
                       stacklevel=2)
     bias: dict[str, np.ndarray] = {}
-    for _e, w, _d, ch, k in paths:
-        if w is not None and isinstance(nodes[w], nir.Affine) and np.any(nodes[w].bias) \
-                and ch is None and not isinstance(nodes[k], nir.CubaLIF):
-            n_post = np.asarray(nodes[w].weight).shape[0]
-            bias[k] = bias.get(k, np.zeros(n_post)) + np.asarray(nodes[w].bias, float).ravel()
+    for e, w, _d, ch, k in paths:
+        b = chain_map(e, w)[1] if w is not None else None
+        if b is not None and np.any(b) and ch is None \
+                and not isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI)):
+            bias[k] = bias.get(k, np.zeros(b.size)) + b
     for k in neurons:
         node = nodes[k]
-        n = _size(node, k)
+        n = _size(node, k, shape_of(k))
         m = dict(node.metadata or {})
         stated = m.get("reset", m.get("reset_mechanism"))
         if isinstance(stated, bytes):
             stated = stated.decode()
         rmode = _RESET_WORDS.get(str(stated), None) if stated is not None else assumed
+        if k in thresholds or k in readouts:
+            rmode = "value"   # Threshold keeps no state; a readout never fires
         if rmode is None:
             raise _err(f"node {k!r} states reset {stated!r}; expected one of "
                        f"{sorted(_RESET_WORDS)}")
@@ -382,9 +462,21 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         elif k in bias:
             kw["i_inj"] = bias[k]
             kw["i_inj_start"] = depth[k]
-        vth = _vec(node.v_threshold, n)
-        vres = _vec(_reset_of(node), n)
-        if isinstance(node, nir.CubaLIF):
+        vth = _vec(node.threshold if k in thresholds else
+                   NEVER if k in readouts else node.v_threshold, n)
+        vres = _vec(0.0 if k in thresholds or k in readouts else _reset_of(node), n)
+        if k in thresholds:
+            # Heaviside of the step's input: tau = dt, r = 1 give v[t] = x[t] under Euler
+            model, nch, tau_m = "lif", 1, None
+            prm = dict(tau_mem=np.full(n, dt), r=np.ones(n), v_leak=np.zeros(n))
+        elif isinstance(node, nir.CubaLI):
+            model, nch, tau_m = "cuba_lif", 1, None
+            prm = dict(tau_syn=_vec(node.tau_syn, n), tau_mem=_vec(node.tau_mem, n),
+                       r=_vec(node.r, n), v_leak=_vec(node.v_leak, n), w_in=_vec(node.w_in, n))
+        elif isinstance(node, nir.LI):
+            model, nch, tau_m = "lif", 1, None
+            prm = dict(tau_mem=_vec(node.tau, n), r=_vec(node.r, n), v_leak=_vec(node.v_leak, n))
+        elif isinstance(node, nir.CubaLIF):
             model, taus, tau_m = "cuba_lif", (_vec(node.tau_syn, n),), _vec(node.tau_mem, n)
             prm = dict(tau_syn=taus[0], tau_mem=tau_m, r=_vec(node.r, n),
                        v_leak=_vec(node.v_leak, n), w_in=_vec(node.w_in, n))
@@ -422,11 +514,12 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     projs: dict[str, list] = {}
     bias_sources = 0
     for e, w, d, ch, k in paths:
-        node = nodes[w] if w is not None else None
+        node = nodes[w[-1]] if w is not None else None
         n_pre, n_post = net.size_of(pname(e)), net.populations[pname(k)].n
-        W = np.eye(n_post, n_pre) if node is None else np.asarray(node.weight, float)
+        W = sp.identity(n_pre, format="csr") if node is None else chain_map(e, w)[0]
         if W.shape != (n_post, n_pre):
-            raise _err(f"{w or e!r} -> {k!r}: weight of shape {W.shape}; expected "
+            what = "weight" if len(w or ()) < 2 else f"chain {' -> '.join(w)}"
+            raise _err(f"{(w or (e,))[-1]!r} -> {k!r}: {what} of shape {W.shape}; expected "
                        f"({n_post}, {n_pre}) for {e!r} ({n_pre}) -> {k!r} ({n_post})")
         m = dict(node.metadata or {}) if node is not None else {}
         extra = np.rint(np.broadcast_to(np.asarray(d, float), (n_post,)) / dt).astype(np.int64)
@@ -440,27 +533,33 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                 raise _err(f"edge {e!r} -> {k!r} closes a loop over {depth[e] - depth[k]} "
                            "layers; the engine's one-step recurrence cannot express it")
             dly = step + extra
-        post_i, pre_i = np.nonzero(W)
-        key = str(m.get("projection", w if w is not None else f"{e}->{k}"))
+        coo = W.tocoo()
+        keep = coo.data != 0
+        post_i, pre_i = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)
+        key = str(m.get("projection", "+".join(w) if w is not None else f"{e}->{k}"))
+        shared = None if w is None else [nir_ops.kernel_weights(nodes[x]) for x in w]
+        shared = None if shared is None or min(shared) < 0 else sum(shared)
         projs.setdefault(key, []).append((pname(e), pname(k), channel, pre_i, post_i,
-                                          W[post_i, pre_i], dly[post_i]))
-        if node is not None and isinstance(node, nir.Affine) and np.any(node.bias) and \
-                (ch is not None or isinstance(nodes[k], nir.CubaLIF)):
-            src = f"{w}.bias"
+                                          coo.data[keep], dly[post_i], shared))
+        b = chain_map(e, w)[1] if w is not None else None
+        if b is not None and np.any(b) and \
+                (ch is not None or isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI))):
+            src = f"{'+'.join(w)}.bias"
             rate = 1.0 / dt
             while rate * dt > 1.0:
                 rate = np.nextafter(rate, 0.0)
             net.poisson(src, 1, rate)          # probability rate*dt = 1: fires every step
-            b = np.asarray(node.bias, float).ravel()
             net.connect(src, pname(k), weight=b.reshape(-1, 1), channel=channel,
                         delay=max(1, depth[k]), name=src)
             bias_sources += 1
     for key, parts in projs.items():
         pre, post, channel = parts[0][:3]
+        kernel = [p[7] for p in parts]
         net.connect(pre, post, pre_idx=np.concatenate([p[3] for p in parts]),
                     post_idx=np.concatenate([p[4] for p in parts]),
                     weight=np.concatenate([p[5] for p in parts]),
-                    delay=np.concatenate([p[6] for p in parts]), channel=channel, name=key)
+                    delay=np.concatenate([p[6] for p in parts]), channel=channel, name=key,
+                    kernel_weights=None if None in kernel else sum(kernel))
     probes = (graph.metadata or {}).get("neuroedge_probes", None) if ours else None
     if probes is not None:
         probes = probes.decode() if isinstance(probes, bytes) else str(probes)

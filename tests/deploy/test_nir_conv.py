@@ -116,3 +116,25 @@ def test_conv_with_mismatched_channels_is_one_line():
     msg = str(exc.value)
     assert "\n" not in msg
     assert "'c' is a Conv2d" in msg and "fed 2 channels" in msg and "expected 3" in msg
+
+
+def test_conv_kernels_are_shared_on_loihi_and_unrolled_on_spinnaker2(snn_conv):
+    """Loihi (limits.weight_sharing) keeps each conv kernel once per core holding its
+    targets; SpiNNaker2's profile states no weight sharing, so every synapse has its entry.
+    Spike counts are the same on both (the run does not depend on the storage)."""
+    _, graph = snn_conv
+    x = (np.random.default_rng(0).random((20, 2, 12, 12)) < 0.3).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loihi, dl = _our_counts(read_nir(graph, dt=1e-4), x, "loihi")
+        spin, ds = _our_counts(read_nir(graph, dt=1e-4), x, "spinnaker2")
+    assert loihi == spin
+    cl, cs = dl.compiled, ds.compiled
+    assert set(cl.connectivity.values()) == {"shared"}
+    assert set(cs.connectivity.values()) == {"unrolled"}
+    # loihi: 1,024 neurons per core, so each population (576, 16, 5 neurons) sits on one
+    # core; kernels: conv1 4x2x3x3 = 72, avgpool (1 value) + conv2 4x4x3x3 = 145,
+    # conv3 5x4x2x2 = 80 -> 297 entries
+    assert cl.synapse_memory_bytes == 297 * cl.entry_bytes
+    # spinnaker2: one entry per synapse
+    assert cs.synapse_memory_bytes == cs.w.size * cs.entry_bytes

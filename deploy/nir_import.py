@@ -571,7 +571,24 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         for k in neurons:
             net.probe(k)
     net.nir_depth = {pname(k): depth[k] for k in neurons}
+    net.model_facts = _model_facts(nodes, neurons, linear_types)
     return net
+
+
+def _model_facts(nodes, neurons, linear_types) -> dict[str, int]:
+    """NeuroBench's static facts of the graph as its producer's torch module holds them
+    (float32): parameters = the weight and bias entries of its weight nodes, kernels as
+    stored (a Conv2d its ``weight`` + ``bias``, not the unrolled synapses); buffers = the
+    neuron nodes' parameter values (snnTorch keeps beta and threshold as buffers). A
+    producer's other buffers (snnTorch's scalar graded_spikes_factor, reset_mechanism_val,
+    hidden state) are not in the graph; :func:`deploy.nir_estimate.estimate_spiking_module`
+    counts them from the module itself."""
+    params = sum(int(np.asarray(getattr(v, f)).size) for v in nodes.values()
+                 if isinstance(v, linear_types) for f in ("weight", "bias", "scale")
+                 if getattr(v, f, None) is not None)
+    buffers = sum(int(np.asarray(getattr(nodes[k], f)).size) for k in neurons
+                  for f in _PARAM_FIELDS if getattr(nodes[k], f, None) is not None)
+    return {"parameters": params, "parameter_bytes": 4 * params, "buffer_bytes": 4 * buffers}
 
 
 # -- stimulus --------------------------------------------------------------------------------

@@ -137,9 +137,14 @@ class NeuromorphicDevice(Device):
             pop = net.populations[p]
             kind = pop.model if isinstance(pop.model, str) else type(pop.model).__name__
             self.ledger.record_layer(p, kind, (pop.n,), int(self._pop_synapses[k]))
-        self.ledger.record_model("network", parameters=int(c.w.size),
-                                 parameter_bytes=int(c.w.size) * c.entry_bytes,
-                                 buffer_bytes=0, connection_weights=int(c.w.size),
+        # the model's own facts where its producer's are known (net.model_facts: a NIR
+        # import, or the torch module it came from); else the stored synapses as weights
+        # (then Footprint is the chip's synapse memory, reported apart too as
+        # placement_report()["chip_synapse_memory_bytes"])
+        facts = dict(parameters=int(c.w.size), parameter_bytes=int(c.w.size) * c.entry_bytes,
+                     buffer_bytes=0)
+        facts.update(getattr(net, "model_facts", None) or {})
+        self.ledger.record_model("network", **facts, connection_weights=int(c.w.size),
                                  connection_zero_weights=int(c.w.size - nz.sum()))
 
     def _record_activity(self, scope: str | None, n_steps: int, spk_i, spk_p) -> None:
@@ -525,7 +530,9 @@ class NeuromorphicDevice(Device):
                 "routes": [{"src_core": s, "dst_core": d, "hops": h, "neurons": n}
                            for s, d, h, n in c.routes],
                 "quantisation": [q.__dict__ for q in c.quantisation],
-                "utilisation": c.utilisation(), "entry_bytes": c.entry_bytes}
+                "utilisation": c.utilisation(), "entry_bytes": c.entry_bytes,
+                "chip_synapse_memory_bytes": c.synapse_memory_bytes,
+                "connectivity": dict(c.connectivity)}
 
 
 register_engine("neuromorphic", NeuromorphicDevice)

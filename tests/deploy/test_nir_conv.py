@@ -138,3 +138,35 @@ def test_conv_kernels_are_shared_on_loihi_and_unrolled_on_spinnaker2(snn_conv):
     assert cl.synapse_memory_bytes == 297 * cl.entry_bytes
     # spinnaker2: one entry per synapse
     assert cs.synapse_memory_bytes == cs.w.size * cs.entry_bytes
+
+
+def test_neurobench_static_metrics_equal_the_neurobench_package(snn_conv):
+    """ParameterCount and Footprint by the ``neurobench`` package's own metrics on the
+    snnTorch module: the NIR import counts the graph's weights and biases (its kernels, not
+    the unrolled synapses); estimate_spiking_module counts the module itself, buffers
+    included. The chip's synapse memory is reported apart."""
+    pytest.importorskip("neurobench")
+    from neurobench.metrics.static import Footprint, ParameterCount
+    from neurobench.models import TorchModel
+
+    from deploy.nir_estimate import estimate_nir, estimate_spiking_module
+    net, graph = snn_conv
+    x = (np.random.default_rng(0).random((20, 2, 12, 12)) < 0.3).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = estimate_spiking_module(net, x, ["loihi"], quantize=False)
+        from_file = estimate_nir(graph, stimulus=x.reshape(20, -1), steps=23,
+                                 profiles=["loihi"], dt=1e-4, quantize=False)
+    model = TorchModel(net)
+    # conv weights + biases: (4x2x9 + 4) + (4x4x9 + 4) + (5x4x4 + 5) = 76 + 148 + 85 = 309
+    assert ParameterCount()(model) == 309
+    assert est.neurobench["ParameterCount"] == ParameterCount()(model)
+    assert est.neurobench["Footprint"] == Footprint()(model)
+    assert from_file.neurobench["ParameterCount"] == 309
+    # the chip's synapse memory is its own figure, not NeuroBench's Footprint
+    rep = NeuromorphicDevice("loihi")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = read_nir(graph, dt=1e-4)
+    rep.compile(g, quantize=False)
+    assert rep.placement_report()["chip_synapse_memory_bytes"] == 297 * rep.compiled.entry_bytes

@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from deploy import nir_ops
+from deploy import events, nir_ops
 from deploy.errors import ExportError
 from deploy.nir_format import (
     FORMAT_KEY,
@@ -572,6 +572,7 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             net.probe(k)
     net.nir_depth = {pname(k): depth[k] for k in neurons}
     net.model_facts = _model_facts(nodes, neurons, linear_types)
+    net.nir_input_shapes = {k: shape_of(k) for k in inputs}
     return net
 
 
@@ -598,6 +599,8 @@ def stimulus_length(spec) -> int | None:
     if isinstance(spec, str) and spec.startswith(("poisson:", "dataset:")):
         return None
     arr = _load_array(spec) if isinstance(spec, (str, os.PathLike)) else np.asarray(spec)
+    if events.is_events(arr):
+        return None   # events cover as many steps as dt makes of their span: give steps
     if arr.ndim < 1 or arr.shape[0] < 1:
         raise _err(f"stimulus {_stimulus_label(spec)} has shape {arr.shape}; expected "
                    "(T, n) spikes with T >= 1")
@@ -648,6 +651,9 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
             arr = _load_array(spec)
         else:
             arr = np.asarray(spec)
+        if events.is_events(arr):   # tonic's (x, y, t, p) events: binned by dt
+            arr = events.events_to_spikes(arr, net.nir_input_shapes[input], net.dt, steps,
+                                          what=_stimulus_label(spec))
         return _attach_array(net, input, n, arr, steps, spec)
     except BaseException:
         if input not in net.sources:   # leave the network as it was

@@ -341,9 +341,10 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         paths = [p for p in paths if p[1] not in placeholder]
 
     # -- depth of every population (foreign graphs: the producer's zero-latency layers) -----
-    ff = {e: [] for e in emitters}
+    layered = emitters + readouts   # readouts are targets only
+    ff = {e: [] for e in layered}
     back = set()
-    color = dict.fromkeys(emitters, 0)
+    color = dict.fromkeys(layered, 0)
     order = inputs + [k for k in neurons if not any(p[4] == k for p in paths)] + neurons
     tgt_of = {}
     for p in paths:
@@ -366,12 +367,12 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                 if color[v] == 0:
                     color[v] = 1
                     stack.append((v, iter(tgt_of.get(v, []))))
-    depth = dict.fromkeys(emitters, 0)
-    indeg = {e: 0 for e in emitters}
+    depth = dict.fromkeys(layered, 0)
+    indeg = {e: 0 for e in layered}
     for u in ff:
         for v in ff[u]:
             indeg[v] += 1
-    queue = [e for e in emitters if indeg[e] == 0]
+    queue = [e for e in layered if indeg[e] == 0]
     while queue:
         u = queue.pop()
         for v in ff[u]:

@@ -121,9 +121,21 @@ def node_kind(node) -> str:
     return type(node).__name__
 
 
+def _unbatched(node, in_shape) -> tuple[int, ...]:
+    """``in_shape`` without a leading batch dimension of 1 where a Conv/pooling node expects
+    one dimension fewer (Norse's export types its Input with the sample's batch of 1)."""
+    import nir
+    want = {nir.Conv1d: 2, nir.Conv2d: 3, nir.SumPool2d: 3, nir.AvgPool2d: 3}.get(type(node))
+    in_shape = tuple(int(v) for v in in_shape)
+    if want is not None and len(in_shape) == want + 1 and in_shape[0] == 1:
+        return in_shape[1:]
+    return in_shape
+
+
 def out_shape(name: str, node, in_shape: tuple[int, ...]) -> tuple[int, ...]:
     """The shape ``node`` gives for an input of ``in_shape`` (checked against the node)."""
     import nir
+    in_shape = _unbatched(node, in_shape)
     n_in = int(np.prod(in_shape))
     if isinstance(node, (nir.Linear, nir.Affine)):
         w = np.asarray(node.weight)
@@ -161,8 +173,9 @@ def out_shape(name: str, node, in_shape: tuple[int, ...]) -> tuple[int, ...]:
 def linear_map(name: str, node, in_shape) -> tuple[sp.csr_matrix, np.ndarray | None]:
     """``(W, b)``: the node as ``y = W x + b`` on C-order flat vectors (``b`` None: no bias)."""
     import nir
+    in_shape = _unbatched(node, in_shape)
     n_in = int(np.prod(in_shape))
-    shape = out_shape(name, node, tuple(in_shape))
+    shape = out_shape(name, node, in_shape)
     n_out = int(np.prod(shape))
     if isinstance(node, (nir.Linear, nir.Affine)):
         W = sp.csr_matrix(np.asarray(node.weight, np.float64))

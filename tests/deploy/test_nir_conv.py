@@ -170,3 +170,138 @@ def test_neurobench_static_metrics_equal_the_neurobench_package(snn_conv):
         g = read_nir(graph, dt=1e-4)
     rep.compile(g, quantize=False)
     assert rep.placement_report()["chip_synapse_memory_bytes"] == 297 * rep.compiled.entry_bytes
+
+
+def test_norse_conv_export_runs_with_norses_spikes_and_readout():
+    """Norse's own export (Conv2d -> LIFBoxCell -> Conv2d -> LIFBoxCell -> Conv2d ->
+    LIBoxCell readout): spike counts per layer equal Norse's, and the LI readout's voltage
+    follows Norse's output step for step (float32 there, float64 here).
+
+    Norse 1.1.0's ``to_nir`` writes ``tau = dt / tau_mem_inv`` (norse/norse#411) where NIR
+    means ``1 / tau_mem_inv``, so its file's taus are ``dt`` times too small; forward Euler
+    uses only ``dt / tau``, so reading the file with ``dt = 1e-3 ** 2`` reproduces Norse's
+    ``dt * tau_mem_inv = 0.1`` per step. Its Input carries the sample's batch of 1, which the
+    first Conv2d drops."""
+    norse = pytest.importorskip("norse.torch")
+    torch.manual_seed(0)
+    net = norse.SequentialState(torch.nn.Conv2d(2, 4, 3, padding=1), norse.LIFBoxCell(),
+                                torch.nn.Conv2d(4, 3, 4, stride=4), norse.LIFBoxCell(),
+                                torch.nn.Conv2d(3, 2, 3), norse.LIBoxCell())
+    with torch.no_grad():   # positive, strong weights: both LIF layers spike
+        for m in net:
+            if isinstance(m, torch.nn.Conv2d):
+                m.weight.abs_().mul_(12)
+    graph = norse.to_nir(net, torch.zeros(1, 2, 12, 12))
+    T = 20
+    x = (np.random.default_rng(0).random((T, 2, 12, 12)) < 0.3).astype(np.float32)
+    states, theirs, readout = [None] * len(net), {"1": 0, "3": 0}, []
+    with torch.no_grad():
+        for t in range(T):
+            h = torch.tensor(x[t:t + 1])
+            for i, m in enumerate(net):
+                if isinstance(m, torch.nn.Conv2d):
+                    h = m(h)
+                else:
+                    h, states[i] = m(h, states[i])
+                    if str(i) in theirs:
+                        theirs[str(i)] += int(h.sum())
+            readout.append(h.numpy().ravel())
+    ours = read_nir(graph, dt=1e-3 ** 2, reset="value")
+    assert ours.populations["5"].n == 2 and ours.nir_depth["5"] == 3
+    ours.probe("5", "v")
+    counts, dev = _our_counts(ours, x)
+    assert {k: counts[k] for k in theirs} == theirs
+    assert theirs["1"] > 0 and theirs["3"] > 0, theirs
+    assert counts["5"] == 0   # a readout never fires
+
+
+def test_norse_li_readout_voltage_matches():
+    """The LI readout's membrane equals Norse's LIBoxCell output, step for step."""
+    norse = pytest.importorskip("norse.torch")
+    torch.manual_seed(1)
+    net = norse.SequentialState(torch.nn.Conv2d(2, 3, 3, stride=3), norse.LIBoxCell())
+    graph = norse.to_nir(net, torch.zeros(1, 2, 6, 6))
+    T = 15
+    x = (np.random.default_rng(1).random((T, 2, 6, 6)) < 0.4).astype(np.float32)
+    out, state, theirs = None, None, []
+    with torch.no_grad():
+        for t in range(T):
+            out, state = net(torch.tensor(x[t:t + 1]), state)
+            theirs.append(out.numpy().ravel())
+    ours = read_nir(graph, dt=1e-3 ** 2, reset="value")
+    ours.probe("1", "v")
+    stimulus(ours, x.reshape(T, -1), T + 1)
+    dev = NeuromorphicDevice("loihi")
+    dev.compile(ours, quantize=False)
+    v = dev.run(T + 1).states["1.v"]
+    # the readout sits at depth 1: its step t + 1 is Norse's step t
+    np.testing.assert_allclose(v[1:], np.array(theirs), rtol=1e-5, atol=1e-5)
+
+
+def test_threshold_and_scale_nodes():
+    """Scale(2) then Threshold(0.5): a neuron fires in the step after each input spike of
+    weight 1 (2 x 1 > 0.5), never for weight 0.2 (0.4 <= 0.5): a stateless Heaviside."""
+    g = nir.NIRGraph(nodes={"in": nir.Input(input_type={"input": np.array([2])}),
+                            "w": nir.Linear(weight=np.array([[1.0, 0.0], [0.0, 0.2]])),
+                            "s": nir.Scale(scale=np.array([2.0, 2.0])),
+                            "th": nir.Threshold(threshold=np.array([0.5, 0.5])),
+                            "out": nir.Output(output_type={"output": np.array([2])})},
+                     edges=[("in", "w"), ("w", "s"), ("s", "th"), ("th", "out")],
+                     type_check=False)
+    net = read_nir(g, dt=1e-3)
+    x = np.zeros((6, 2))
+    x[[0, 2, 3], 0] = 1
+    x[[1, 4], 1] = 1
+    stimulus(net, x, 7)
+    dev = NeuromorphicDevice("loihi")
+    dev.compile(net, quantize=False)
+    st, ix, _ = dev.run(7).spikes["th"]
+    assert st.tolist() == [1, 3, 4] and ix.tolist() == [0, 0, 0]
+
+
+def test_events_npy_are_binned_by_dt(tmp_path):
+    """tonic's structured events (x, y, t in us, p) binned into (T, 2, H, W) steps of dt:
+    events at 0, 999 and 1000 us with dt = 1 ms fall in steps 0, 0 and 1."""
+    from deploy.events import events_to_spikes, synthetic_events
+    ev = np.zeros(3, dtype=[("x", "<i2"), ("y", "<i2"), ("t", "<i8"), ("p", "<i1")])
+    ev["x"], ev["y"], ev["t"], ev["p"] = [1, 1, 0], [0, 0, 2], [0, 999, 1000], [1, 1, 0]
+    spikes = events_to_spikes(ev, (2, 3, 4), 1e-3, 3)
+    assert spikes.shape == (3, 2, 3, 4) and spikes.sum() == 3
+    assert spikes[0, 1, 0, 1] == 2 and spikes[1, 0, 2, 0] == 1
+    # a file in that layout drives an Input of shape (2, 3, 4)
+    path = tmp_path / "ev.npy"
+    np.save(path, ev)
+    g = nir.NIRGraph(nodes={"in": nir.Input(input_type={"input": np.array([2, 3, 4])}),
+                            "pool": nir.SumPool2d(kernel_size=(3, 4), stride=(3, 4),
+                                                  padding=(0, 0)),
+                            "th": nir.Threshold(threshold=np.array([0.5, 0.5])),
+                            "out": nir.Output(output_type={"output": np.array([2])})},
+                     edges=[("in", "pool"), ("pool", "th"), ("th", "out")], type_check=False)
+    net = read_nir(g, dt=1e-3)
+    stimulus(net, str(path), 4)
+    dev = NeuromorphicDevice("loihi")
+    dev.compile(net, quantize=False)
+    st, ix, _ = dev.run(4).spikes["th"]
+    assert st.tolist() == [1, 2] and ix.tolist() == [1, 0]   # ON at 0 us, OFF at 1000 us
+    # outside the sensor: one line naming the event
+    ev["x"][2] = 9
+    with pytest.raises(ExportError, match="event 2 at \\(x=9, y=2\\) lies outside"):
+        events_to_spikes(ev, (2, 3, 4), 1e-3, 3)
+    syn = synthetic_events(width=32, height=32, duration_us=10_000, rate_per_us=0.1)
+    assert syn.size > 500 and syn["x"].max() < 32 and np.all(np.diff(syn["t"]) >= 0)
+
+
+def test_a_readout_feeding_a_layer_is_refused_in_one_line():
+    g = nir.NIRGraph(nodes={"in": nir.Input(input_type={"input": np.array([2])}),
+                            "w": nir.Linear(weight=np.eye(2)),
+                            "li": nir.LI(tau=np.ones(2), r=np.ones(2), v_leak=np.zeros(2)),
+                            "w2": nir.Linear(weight=np.eye(2)),
+                            "lif": nir.LIF(tau=np.ones(2), r=np.ones(2), v_leak=np.zeros(2),
+                                           v_threshold=np.ones(2)),
+                            "out": nir.Output(output_type={"output": np.array([2])})},
+                     edges=[("in", "w"), ("w", "li"), ("li", "w2"), ("w2", "lif"),
+                            ("lif", "out")], type_check=False)
+    with pytest.raises(ExportError) as exc:
+        read_nir(g, dt=1e-3, reset="value")
+    assert "\n" not in str(exc.value)
+    assert "'li' is a LI (a non-spiking readout) feeding 'w2' (Linear)" in str(exc.value)

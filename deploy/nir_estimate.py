@@ -126,8 +126,8 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
                              "expected spikes (T, n) or (T, 1, n), time first")
     # one step's input without batch: (n,) for (T, n) or (T, 1, n); (C, H, W) for events
     sample = torch.zeros(x.shape[2:] if x.ndim == 3 and x.shape[1] == 1 else x.shape[1:])
+    facts = _module_facts(module)   # as given: the export's forward pass resizes state buffers
     graph = export_to_nir(module, sample)
-    facts = _module_facts(module)
     dt = SNNTORCH_DT if dt is None else dt
     if steps is None:
         import warnings

@@ -150,18 +150,24 @@ def test_neurobench_static_metrics_equal_the_neurobench_package(snn_conv):
     from neurobench.models import TorchModel
 
     from deploy.nir_estimate import estimate_nir, estimate_spiking_module
-    net, graph = snn_conv
+    _, graph = snn_conv
+    net = _snntorch_conv()   # a fresh module: NeuroBench's static metrics see it before a run
+    model = TorchModel(net)
+    footprint, params = Footprint()(model), ParameterCount()(model)
     x = (np.random.default_rng(0).random((20, 2, 12, 12)) < 0.3).astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = estimate_spiking_module(net, x, ["loihi"], quantize=False)
         from_file = estimate_nir(graph, stimulus=x.reshape(20, -1), steps=23,
                                  profiles=["loihi"], dt=1e-4, quantize=False)
-    model = TorchModel(net)
     # conv weights + biases: (4x2x9 + 4) + (4x4x9 + 4) + (5x4x4 + 5) = 76 + 148 + 85 = 309
-    assert ParameterCount()(model) == 309
-    assert est.neurobench["ParameterCount"] == ParameterCount()(model)
-    assert est.neurobench["Footprint"] == Footprint()(model)
+    assert params == 309
+    # 309 float32 parameters x 4 B + buffers: per Leaky, beta and threshold per neuron
+    # (576 + 16 + 5 neurons, float32), graded_spikes_factor (float32, 4 B) and
+    # reset_mechanism_val (int64, 8 B) scalars, mem empty before a run
+    assert footprint == 309 * 4 + 2 * (576 + 16 + 5) * 4 + 3 * (4 + 8)
+    assert est.neurobench["ParameterCount"] == params
+    assert est.neurobench["Footprint"] == footprint
     assert from_file.neurobench["ParameterCount"] == 309
     # the chip's synapse memory is its own figure, not NeuroBench's Footprint
     rep = NeuromorphicDevice("loihi")

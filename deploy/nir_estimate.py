@@ -84,12 +84,32 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
             dev.compile(net, quantize=quantize)
         except NeuroedgeError as exc:
             est.skipped[name] = str(exc).splitlines()[0]
+            if prof.limit("weight_sharing", 0) < 1 and any(
+                    p.kernel_weights is not None for p in net.projections.values()):
+                est.skipped[name] += (" (its convolutions unrolled to one synapse each: "
+                                      "the profile states no weight sharing)")
             continue
+        note = _connectivity_note(name, dev.compiled)
+        if note:
+            est.notes = (*est.notes, note)
         with dev.count(SCOPE, samples=1):
             dev.run(int(steps), scope=None)
         est.ledgers[name] = dev.ledger
         est.reports[name] = dev.report()
     return est
+
+
+def _connectivity_note(name: str, compiled) -> str:
+    """How the chip stores the graph's convolutions (shared kernels or unrolled synapses)
+    and its synapse memory; empty for a graph without them."""
+    kinds = compiled.connectivity
+    conv = [p for p, k in kinds.items() if k != "sparse"]
+    if not conv:
+        return ""
+    how = ("as shared kernels (limits.weight_sharing)" if kinds[conv[0]] == "shared" else
+           "unrolled to one synapse entry each (the profile states no weight sharing)")
+    return (f"{name}: {len(conv)} convolution/pooling projection(s) stored {how}; "
+            f"chip synapse memory {compiled.synapse_memory_bytes:,} B")
 
 
 def _check_self_driven(net, graph_or_path) -> None:

@@ -5,12 +5,23 @@ attaches spikes to its ``Input``. Two kinds of graph are read:
 
 - **this project's exports** (graph metadata ``neuroedge_format``, :mod:`deploy.nir_export`):
   every field comes back as written, delays included;
-- **other producers** (snnTorch's ``export_to_nir``, Norse, hand-built graphs): nodes
-  ``Input``, ``Output``, ``Linear``, ``Affine``, ``LIF``, ``CubaLIF``, ``IF``, ``Delay``,
-  ``Flatten`` (identity: the engine's channels are flat, C order) and nested ``NIRGraph``
+- **other producers** (snnTorch's ``export_to_nir``, Norse's ``to_nir``, hand-built
+  graphs): every NIR 1.0.8 primitive (:data:`READ_NODES`) and nested ``NIRGraph``
   subgraphs (older snnTorch RLeaky / RSynaptic exports; nirtorch 2.x writes them flat as
-  ``lif2.lif`` + ``lif2.w_rec``). ``LI``, ``Conv*`` and pooling nodes are refused with the
-  node's name.
+  ``lif2.lif`` + ``lif2.w_rec``):
+
+  - the stateless nodes between two spiking layers (``Linear``, ``Affine``, ``Scale``,
+    ``Conv1d``, ``Conv2d``, ``SumPool2d``, ``AvgPool2d``; ``Flatten`` is the identity on
+    the engine's flat C-order channels) compose into one projection
+    (:mod:`deploy.nir_ops`); a chain with only convolutions, pooling and Scale is marked
+    weight-shared (``Projection.kernel_weights``: what a chip with shared kernels
+    stores, see :mod:`sim.neuromorphic.compiler`);
+  - ``LIF``, ``CubaLIF``, ``IF`` are spiking populations; ``Threshold`` a stateless one
+    (``tau = dt``, ``r = 1``: ``v[t]`` is the step's input, a spike iff it exceeds the
+    threshold); ``LI``, ``I`` and ``CubaLI`` non-spiking readouts (threshold
+    :data:`NEVER`), which must end at an ``Output``;
+  - a neuron node with scalar parameters takes its size from the tensor that feeds it;
+    an ``Input`` typed with a leading batch of 1 (Norse's export) feeds a conv unbatched.
 
 Discretisation of a foreign graph (NIR itself is continuous-time):
 

@@ -311,3 +311,50 @@ def test_a_readout_feeding_a_layer_is_refused_in_one_line():
         read_nir(g, dt=1e-3, reset="value")
     assert "\n" not in str(exc.value)
     assert "'li' is a LI (a non-spiking readout) feeding 'w2' (Linear)" in str(exc.value)
+
+
+@pytest.mark.parametrize("cin,cout,k,stride,pad,dil,groups,hw", [
+    (2, 4, 3, 1, 1, 1, 1, (7, 9)),
+    (4, 6, (3, 2), 2, (1, 0), 1, 2, (8, 8)),      # groups, rectangular kernel and padding
+    (3, 3, 3, 1, "same", 2, 3, (9, 9)),          # depthwise, dilated, 'same'
+    (2, 5, 4, 3, "valid", 1, 1, (11, 10)),
+])
+def test_conv2d_map_equals_torch(cin, cout, k, stride, pad, dil, groups, hw):
+    """nir_ops' sparse matrix of a Conv2d applied to a random tensor equals
+    torch.nn.functional.conv2d (PyTorch's conventions, which NIR follows)."""
+    from deploy.nir_ops import linear_map, out_shape
+    rng = np.random.default_rng(0)
+    kk = k if isinstance(k, tuple) else (k, k)
+    w = rng.normal(size=(cout, cin // groups, *kk))
+    b = rng.normal(size=cout)
+    node = nir.Conv2d(input_shape=hw, weight=w, stride=stride, padding=pad, dilation=dil,
+                      groups=groups, bias=b)
+    x = rng.normal(size=(cin, *hw))
+    W, bias = linear_map("c", node, (cin, *hw))
+    ref = torch.nn.functional.conv2d(torch.tensor(x)[None], torch.tensor(w), torch.tensor(b),
+                                     stride=stride, padding=pad, dilation=dil,
+                                     groups=groups)[0].numpy()
+    assert out_shape("c", node, (cin, *hw)) == ref.shape
+    np.testing.assert_allclose(W @ x.ravel() + bias, ref.ravel(), atol=1e-12)
+
+
+def test_conv1d_and_pooling_maps_equal_torch():
+    from deploy.nir_ops import linear_map
+    rng = np.random.default_rng(1)
+    w, x = rng.normal(size=(4, 2, 3)), rng.normal(size=(2, 10))
+    node = nir.Conv1d(input_shape=10, weight=w, stride=2, padding=1, dilation=1, groups=1,
+                      bias=np.zeros(4))
+    W, bias = linear_map("c1", node, (2, 10))
+    ref = torch.nn.functional.conv1d(torch.tensor(x)[None], torch.tensor(w), stride=2,
+                                     padding=1)[0].numpy()
+    assert bias is None   # an all-zero bias adds nothing
+    np.testing.assert_allclose(W @ x.ravel(), ref.ravel(), atol=1e-12)
+    x = rng.normal(size=(3, 8, 9))
+    W, _ = linear_map("s", nir.SumPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0)),
+                      (3, 8, 9))
+    ref = torch.nn.functional.avg_pool2d(torch.tensor(x)[None], 2, 2)[0].numpy() * 4
+    np.testing.assert_allclose(W @ x.ravel(), ref.ravel(), atol=1e-12)
+    W, _ = linear_map("a", nir.AvgPool2d(kernel_size=(2, 3), stride=(2, 1), padding=(0, 0)),
+                      (3, 8, 9))
+    ref = torch.nn.functional.avg_pool2d(torch.tensor(x)[None], (2, 3), (2, 1))[0].numpy()
+    np.testing.assert_allclose(W @ x.ravel(), ref.ravel(), atol=1e-12)

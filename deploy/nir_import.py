@@ -534,6 +534,10 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             raise _err(f"{(w or (e,))[-1]!r} -> {k!r}: {what} of shape {W.shape}; expected "
                        f"({n_post}, {n_pre}) for {e!r} ({n_pre}) -> {k!r} ({n_post})")
         m = dict(node.metadata or {}) if node is not None else {}
+        if np.asarray(d).size not in (1, n_post):
+            raise _err(f"a Delay of {np.asarray(d).size} values on the path {e!r} -> {k!r}; "
+                       f"expected one value or one per target neuron ({n_post}): a delay "
+                       "before a Linear/Conv that mixes neurons has no per-synapse meaning")
         extra = np.rint(np.broadcast_to(np.asarray(d, float), (n_post,)) / dt).astype(np.int64)
         channel = int(nodes[ch].metadata.get("channel", 0)) if ch is not None else 0
         if ours:

@@ -85,12 +85,22 @@ def _conv_geometry(name, kind, in_shape, weight, stride, padding, dilation, grou
     return (cout, *out), s, pad, d
 
 
-def _conv_coo(weight, in_shape, out_shape, s, pad, d, groups):
+MAX_SYNAPSES = 200_000_000
+"""Most (output, kernel tap) pairs one convolution may unroll to (about 10 GB of index
+arrays while building): the simulator holds every synapse, whatever the chip stores."""
+
+
+def _conv_coo(weight, in_shape, out_shape, s, pad, d, groups, name="", kind="Conv2d"):
     """(post, pre, w) of a convolution: every (output position, kernel tap) pair whose input
     position is inside the tensor (zero padding drops the others)."""
     nd = weight.ndim - 2
     cout, cin_g = weight.shape[:2]
     k = weight.shape[2:]
+    pairs = int(np.prod(out_shape)) * cin_g * int(np.prod(k))
+    if pairs > MAX_SYNAPSES:
+        raise _err(f"node {name!r} is a {kind} of {pairs:,} synapses (outputs {tuple(out_shape)}"
+                   f" x {cin_g * int(np.prod(k))} taps); the simulator unrolls at most "
+                   f"{MAX_SYNAPSES:,} per layer: use a smaller input or more stride")
     # broadcast axes: cout, cin_g, *out, *k
     co = np.arange(cout).reshape((cout, 1) + (1,) * (2 * nd))
     cg = np.arange(cin_g).reshape((1, cin_g) + (1,) * (2 * nd))
@@ -188,7 +198,8 @@ def linear_map(name: str, node, in_shape) -> tuple[sp.csr_matrix, np.ndarray | N
         w = np.asarray(node.weight, np.float64)
         _, s, pad, d = _conv_geometry(name, node_kind(node), in_shape, w, node.stride,
                                       node.padding, node.dilation, int(node.groups))
-        post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, int(node.groups))
+        post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, int(node.groups), name,
+                                  node_kind(node))
         W = sp.csr_matrix((wv, (post, pre)), shape=(n_out, n_in))
         bias = np.asarray(node.bias, np.float64).ravel() if node.bias is not None else None
         if bias is not None and bias.size not in (0, 1, w.shape[0]):
@@ -204,7 +215,7 @@ def linear_map(name: str, node, in_shape) -> tuple[sp.csr_matrix, np.ndarray | N
         w = np.full((c, 1, *k), value)
         _, s, pad, d = _conv_geometry(name, node_kind(node), in_shape, w, node.stride,
                                       node.padding, 1, c)
-        post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, c)
+        post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, c, name, node_kind(node))
         return sp.csr_matrix((wv, (post, pre)), shape=(n_out, n_in)), None
     if isinstance(node, nir.Scale):
         scale = np.broadcast_to(np.asarray(node.scale, np.float64).ravel(), (n_in,))

@@ -358,3 +358,15 @@ def test_conv1d_and_pooling_maps_equal_torch():
                       (3, 8, 9))
     ref = torch.nn.functional.avg_pool2d(torch.tensor(x)[None], (2, 3), (2, 1))[0].numpy()
     np.testing.assert_allclose(W @ x.ravel(), ref.ravel(), atol=1e-12)
+
+
+def test_a_conv_too_large_to_unroll_is_one_line():
+    """2 x 4096 x 4096 input, 64 output channels, 5 x 5 taps: 64 x 4096^2 x 50 = 5.4e10
+    synapses, refused before any array is built."""
+    from deploy.nir_ops import linear_map
+    node = nir.Conv2d(input_shape=(4096, 4096), weight=np.ones((64, 2, 5, 5)), stride=1,
+                      padding=2, dilation=1, groups=1, bias=np.zeros(64))
+    with pytest.raises(ExportError) as exc:
+        linear_map("big", node, (2, 4096, 4096))
+    assert "\n" not in str(exc.value)
+    assert "'big' is a Conv2d of 53,687,091,200 synapses" in str(exc.value)

@@ -370,3 +370,25 @@ def test_a_conv_too_large_to_unroll_is_one_line():
         linear_map("big", node, (2, 4096, 4096))
     assert "\n" not in str(exc.value)
     assert "'big' is a Conv2d of 53,687,091,200 synapses" in str(exc.value)
+
+
+def test_cli_estimates_a_conv_nir_file_from_an_events_file(snn_conv, tmp_path, capsys):
+    """`neuroedge estimate FILE.nir --stimulus events.npy --steps N`: snnTorch's conv
+    export written by nir.write, tonic-layout events, on a sharing and a non-sharing chip;
+    the notes say how each stored the convolutions."""
+    from deploy.cli import main
+    from deploy.events import synthetic_events
+    _, graph = snn_conv
+    path = tmp_path / "conv.nir"
+    nir.write(path, graph)
+    events = synthetic_events(width=12, height=12, duration_us=2_000, rate_per_us=0.5)
+    np.save(tmp_path / "ev.npy", events)
+    argv = ["estimate", str(path), "--stimulus", str(tmp_path / "ev.npy"), "--steps", "23",
+            "--dt", "1e-4", "--reset", "snntorch", "--profiles", "loihi,spinnaker2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "note: loihi: 3 convolution/pooling projection(s) stored as shared kernels" in out
+    assert "note: spinnaker2: 3 convolution/pooling projection(s) stored unrolled" in out
+    # events need the run's length: without --steps, one line asks for it
+    assert main(argv[:4] + argv[6:]) == 2
+    assert "steps is missing" in capsys.readouterr().err

@@ -27,7 +27,7 @@ checked before the run, since the engine's records grow with the steps."""
 
 def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, profiles,
                  dt: float | None = None, seed: int = 0, reset: str | None = None,
-                 quantize: bool = True) -> Estimate:
+                 quantize: bool = True, model_facts: dict | None = None) -> Estimate:
     """Price ``steps`` steps of the NIR graph driven by ``stimulus`` on each profile.
 
     ``steps`` may be left out when ``stimulus`` is a spike array or its file: it is then the
@@ -58,6 +58,8 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
         raise NeuroedgeError(f"estimate_nir: steps = {steps:,} is more than {MAX_STEPS:,} "
                              "(the most one estimate runs); price a shorter run and scale")
     net = read_nir(graph_or_path, dt=dt, reset=reset)
+    if model_facts is not None:   # the producer's module, counted directly
+        net.model_facts = dict(model_facts)
     if stimulus is not None:
         attach(net, stimulus, steps, seed=seed)
     else:
@@ -82,12 +84,32 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
             dev.compile(net, quantize=quantize)
         except NeuroedgeError as exc:
             est.skipped[name] = str(exc).splitlines()[0]
+            if prof.limit("weight_sharing", 0) < 1 and any(
+                    p.kernel_weights is not None for p in net.projections.values()):
+                est.skipped[name] += (" (its convolutions unrolled to one synapse each: "
+                                      "the profile states no weight sharing)")
             continue
+        note = _connectivity_note(name, dev.compiled)
+        if note:
+            est.notes = (*est.notes, note)
         with dev.count(SCOPE, samples=1):
             dev.run(int(steps), scope=None)
         est.ledgers[name] = dev.ledger
         est.reports[name] = dev.report()
     return est
+
+
+def _connectivity_note(name: str, compiled) -> str:
+    """How the chip stores the graph's convolutions (shared kernels or unrolled synapses)
+    and its synapse memory; empty for a graph without them."""
+    kinds = compiled.connectivity
+    conv = [p for p, k in kinds.items() if k != "sparse"]
+    if not conv:
+        return ""
+    how = ("as shared kernels (limits.weight_sharing)" if kinds[conv[0]] == "shared" else
+           "unrolled to one synapse entry each (the profile states no weight sharing)")
+    return (f"{name}: {len(conv)} convolution/pooling projection(s) stored {how}; "
+            f"chip synapse memory {compiled.synapse_memory_bytes:,} B")
 
 
 def _check_self_driven(net, graph_or_path) -> None:
@@ -122,8 +144,9 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
     if x.ndim < 2:
         raise NeuroedgeError(f"estimate_spiking_module: example_input has shape {x.shape}; "
                              "expected spikes (T, n) or (T, 1, n), time first")
-    sample = torch.zeros(int(np.prod(x.shape[1:])) if x.ndim == 2 or x.shape[1] != 1
-                         else int(np.prod(x.shape[2:])))
+    # one step's input without batch: (n,) for (T, n) or (T, 1, n); (C, H, W) for events
+    sample = torch.zeros(x.shape[2:] if x.ndim == 3 and x.shape[1] == 1 else x.shape[1:])
+    facts = _module_facts(module)   # as given: the export's forward pass resizes state buffers
     graph = export_to_nir(module, sample)
     dt = SNNTORCH_DT if dt is None else dt
     if steps is None:
@@ -133,6 +156,14 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
             depth = max(read_nir(graph, dt=dt).nir_depth.values(), default=0)
         steps = x.shape[0] + depth
     est = estimate_nir(graph, stimulus=x, steps=steps, profiles=profiles, dt=dt,
-                       quantize=quantize)
+                       quantize=quantize, model_facts=facts)
     est.model = type(module).__name__
     return est
+
+
+def _module_facts(module) -> dict[str, int]:
+    """NeuroBench's Footprint and ParameterCount of the torch module, by their definitions
+    (neurobench.metrics.static: parameters' numel; bytes of parameters + buffers)."""
+    return {"parameters": sum(p.numel() for p in module.parameters()),
+            "parameter_bytes": sum(p.numel() * p.element_size() for p in module.parameters()),
+            "buffer_bytes": sum(b.numel() * b.element_size() for b in module.buffers())}

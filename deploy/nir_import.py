@@ -5,12 +5,23 @@ attaches spikes to its ``Input``. Two kinds of graph are read:
 
 - **this project's exports** (graph metadata ``neuroedge_format``, :mod:`deploy.nir_export`):
   every field comes back as written, delays included;
-- **other producers** (snnTorch's ``export_to_nir``, Norse, hand-built graphs): nodes
-  ``Input``, ``Output``, ``Linear``, ``Affine``, ``LIF``, ``CubaLIF``, ``IF``, ``Delay``,
-  ``Flatten`` (identity: the engine's channels are flat, C order) and nested ``NIRGraph``
+- **other producers** (snnTorch's ``export_to_nir``, Norse's ``to_nir``, hand-built
+  graphs): every NIR 1.0.8 primitive (:data:`READ_NODES`) and nested ``NIRGraph``
   subgraphs (older snnTorch RLeaky / RSynaptic exports; nirtorch 2.x writes them flat as
-  ``lif2.lif`` + ``lif2.w_rec``). ``LI``, ``Conv*`` and pooling nodes are refused with the
-  node's name.
+  ``lif2.lif`` + ``lif2.w_rec``):
+
+  - the stateless nodes between two spiking layers (``Linear``, ``Affine``, ``Scale``,
+    ``Conv1d``, ``Conv2d``, ``SumPool2d``, ``AvgPool2d``; ``Flatten`` is the identity on
+    the engine's flat C-order channels) compose into one projection
+    (:mod:`deploy.nir_ops`); a chain with only convolutions, pooling and Scale is marked
+    weight-shared (``Projection.kernel_weights``: what a chip with shared kernels
+    stores, see :mod:`sim.neuromorphic.compiler`);
+  - ``LIF``, ``CubaLIF``, ``IF`` are spiking populations; ``Threshold`` a stateless one
+    (``tau = dt``, ``r = 1``: ``v[t]`` is the step's input, a spike iff it exceeds the
+    threshold); ``LI``, ``I`` and ``CubaLI`` non-spiking readouts (threshold
+    :data:`NEVER`), which must end at an ``Output``;
+  - a neuron node with scalar parameters takes its size from the tensor that feeds it;
+    an ``Input`` typed with a leading batch of 1 (Norse's export) feeds a conv unbatched.
 
 Discretisation of a foreign graph (NIR itself is continuous-time):
 
@@ -62,7 +73,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
+from deploy import events, nir_ops
 from deploy.errors import ExportError
 from deploy.nir_format import (
     FORMAT_KEY,
@@ -74,6 +87,16 @@ from deploy.nir_format import (
 from hw_profiles.errors import not_a_file
 
 RESETS = ("value", "subtract", "snntorch")
+READ_NODES = ("Input", "Output", "Linear", "Affine", "Scale", "Conv1d", "Conv2d", "SumPool2d",
+              "AvgPool2d", "Flatten", "Delay", "LIF", "CubaLIF", "IF", "Threshold", "LI", "I",
+              "CubaLI")
+
+
+def linear_node_types() -> tuple:
+    """The NIR node classes composed into a projection's matrix (deploy.nir_ops)."""
+    nir = require_nir()
+    return (nir.Linear, nir.Affine, nir.Scale, nir.Conv1d, nir.Conv2d, nir.SumPool2d,
+            nir.AvgPool2d)
 SNNTORCH_DT = 1e-4   # the time step snnTorch's export_to_nir assumes (tau = dt/(1-beta))
 _RESET_WORDS = {"value": "value", "zero": "value", "subtract": "subtract",
                 "snntorch": "snntorch"}
@@ -157,13 +180,27 @@ def _flatten(graph, nir, prefix=""):
     return nodes, list(dict.fromkeys(edges)), ident
 
 
-def _size(node, name) -> int:
-    arrs = [np.asarray(getattr(node, k)) for k in ("tau", "tau_mem", "r", "v_threshold")
+_PARAM_FIELDS = ("tau", "tau_mem", "tau_syn", "r", "v_threshold", "threshold", "v_leak")
+NEVER = float(np.finfo(np.float64).max)
+"""Threshold of a non-spiking readout population (LI, I, CubaLI): ``v > NEVER`` never holds."""
+
+
+def _param_shape(node) -> tuple[int, ...]:
+    """The shape of a neuron node's largest parameter array."""
+    arrs = [np.asarray(getattr(node, k)) for k in _PARAM_FIELDS
             if getattr(node, k, None) is not None]
-    n = max(a.size for a in arrs)
+    return max((a.shape for a in arrs), key=lambda s: int(np.prod(s)), default=(1,))
+
+
+def _size(node, name, shape) -> int:
+    """Neurons of ``node``: its tensor's size; each parameter is a scalar or one per neuron."""
+    arrs = [np.asarray(getattr(node, k)) for k in _PARAM_FIELDS
+            if getattr(node, k, None) is not None]
+    n = max([int(np.prod(shape))] + [a.size for a in arrs])
     if any(a.size not in (1, n) for a in arrs):
-        raise _err(f"node {name!r}: parameters of sizes {[a.size for a in arrs]}; expected "
-                   "one size (or scalars)")
+        raise _err(f"node {name!r} ({type(node).__name__}): parameters of sizes "
+                   f"{[a.size for a in arrs]} for a {tuple(shape)} tensor; expected one "
+                   f"value or {n}")
     return int(n)
 
 
@@ -227,12 +264,20 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         raise _err(f"{label} has edges naming nodes it does not hold: {', '.join(dangling)}; "
                    f"every edge must join two of its nodes ({', '.join(sorted(nodes))})")
     neuron_types = (nir.LIF, nir.CubaLIF, nir.IF)
-    neurons = [k for k, v in nodes.items() if isinstance(v, neuron_types)]
+    spiking = [k for k, v in nodes.items() if isinstance(v, neuron_types)]
+    # foreign LI / I / CubaLI: non-spiking readouts (a population that never fires);
+    # Threshold: a stateless spiking layer (Heaviside of the step's input)
+    readout_types = (nir.LI, nir.I, nir.CubaLI)
+    readouts = [k for k, v in nodes.items() if isinstance(v, readout_types) and k not in ident
+                and not (ours and "channel" in (v.metadata or {}))]
+    thresholds = [k for k, v in nodes.items() if isinstance(v, nir.Threshold)]
+    neurons = spiking + thresholds + readouts
+    target_types = (*neuron_types, nir.Threshold, *readout_types)
     if dt is None:
         dt = _graph_dt(graph, nodes)
     if dt is None:
         hint = ""
-        if neurons and all(_snntorch_form(nodes[k], nir) for k in neurons):
+        if spiking and all(_snntorch_form(nodes[k], nir) for k in spiking):
             hint = (f" (its neurons have snnTorch's export form r = tau/dt with dt = "
                     f"{SNNTORCH_DT:g} s: pass dt={SNNTORCH_DT:g})")
         raise _err(f"{label} has no 'dt' in its metadata; pass dt= (seconds; --dt on the "
@@ -244,14 +289,21 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     for a, b in edges:
         succ.setdefault(a, []).append(b)
         pred.setdefault(b, []).append(a)
+    linear_types = linear_node_types()
     for k, v in nodes.items():
-        if k in ident or isinstance(v, (*neuron_types, nir.Input, nir.Output, nir.Linear,
-                                        nir.Affine, nir.Delay)):
-            continue
-        if isinstance(v, nir.LI) and ours and "channel" in (v.metadata or {}):
+        if k in ident or isinstance(v, (*target_types, nir.Input, nir.Output, nir.Delay,
+                                        *linear_types)):
             continue
         raise _err(f"node {k!r} is a {type(v).__name__}, which the engine has no model for; "
-                   "it reads Input, Output, Linear, Affine, LIF, CubaLIF, IF, Delay, Flatten")
+                   f"it reads {', '.join(READ_NODES)}")
+    for k in readouts:
+        bad = [b for b in succ.get(k, []) if b not in ident
+               and not isinstance(nodes[b], nir.Output)]
+        if bad:
+            raise _err(f"node {k!r} is a {type(nodes[k]).__name__} (a non-spiking readout) "
+                       f"feeding {bad[0]!r} ({type(nodes[bad[0]]).__name__}); the engine "
+                       "passes spikes only, so a readout must end at an Output (a leaky "
+                       "synaptic current into a LIF is a CubaLIF)")
 
     # -- sources (Input nodes) ---------------------------------------------------------------
     inputs = []
@@ -270,31 +322,30 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                        index=m.get("index", np.zeros(0)), payload=m.get("payload"))
     net.nir_inputs = tuple(inputs)
 
-    # -- paths: emitter -> [Linear|Affine] -> [Delay] -> [LI channel] -> neuron ---------------
+    # -- paths: emitter -> [linear chain] -> [Delay] -> [LI channel] -> neuron ---------------
+    # (the chain: Linear, Affine, Conv, pooling and Scale nodes in order, composed into one
+    # matrix by deploy.nir_ops; None when the emitter feeds the target one to one)
     def forward(start):
-        """Every (weight node, delay s, channel node, target) reached from ``start``."""
-        out, stack = [], [(b, None, 0.0, None) for b in succ.get(start, [])]
+        """Every (chain of linear nodes, delay s, channel node, target) from ``start``."""
+        out, stack = [], [(b, (), 0.0, None) for b in succ.get(start, [])]
         while stack:
             k, w, d, ch = stack.pop()
             node = nodes[k]
             if k in ident:
                 stack += [(b, w, d, ch) for b in succ.get(k, [])]
-            elif isinstance(node, (nir.Linear, nir.Affine)):
-                if w is not None:
-                    raise _err(f"nodes {w!r} -> {k!r}: two weight nodes in a row; expected "
-                               "one Linear/Affine between neurons")
-                stack += [(b, k, d, ch) for b in succ.get(k, [])]
+            elif isinstance(node, linear_types):
+                stack += [(b, (*w, k), d, ch) for b in succ.get(k, [])]
             elif isinstance(node, nir.Delay):
                 stack += [(b, w, np.asarray(node.delay, float) + d, ch)
                           for b in succ.get(k, [])]
-            elif isinstance(node, nir.LI):
+            elif isinstance(node, nir.LI) and k not in readouts:
                 stack += [(b, w, d, k) for b in succ.get(k, [])]
-            elif isinstance(node, neuron_types):
-                out.append((w, d, ch, k))
+            elif isinstance(node, target_types):
+                out.append((w or None, d, ch, k))
             # Output and placeholder sinks end a path
         return out
 
-    emitters = inputs + neurons
+    emitters = inputs + spiking + thresholds
     paths = [(e, *p) for e in emitters for p in forward(e)]
     if ours:
         placeholder = [k for k, v in nodes.items()
@@ -302,9 +353,10 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         paths = [p for p in paths if p[1] not in placeholder]
 
     # -- depth of every population (foreign graphs: the producer's zero-latency layers) -----
-    ff = {e: [] for e in emitters}
+    layered = emitters + readouts   # readouts are targets only
+    ff = {e: [] for e in layered}
     back = set()
-    color = dict.fromkeys(emitters, 0)
+    color = dict.fromkeys(layered, 0)
     order = inputs + [k for k in neurons if not any(p[4] == k for p in paths)] + neurons
     tgt_of = {}
     for p in paths:
@@ -327,12 +379,12 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                 if color[v] == 0:
                     color[v] = 1
                     stack.append((v, iter(tgt_of.get(v, []))))
-    depth = dict.fromkeys(emitters, 0)
-    indeg = {e: 0 for e in emitters}
+    depth = dict.fromkeys(layered, 0)
+    indeg = {e: 0 for e in layered}
     for u in ff:
         for v in ff[u]:
             indeg[v] += 1
-    queue = [e for e in emitters if indeg[e] == 0]
+    queue = [e for e in layered if indeg[e] == 0]
     while queue:
         u = queue.pop()
         for v in ff[u]:
@@ -341,14 +393,52 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             if indeg[v] == 0:
                 queue.append(v)
 
+    # -- tensor shapes and each path's chain as one sparse map (deploy.nir_ops) ------------
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def shape_of(k, seen=()):
+        """The tensor shape of emitter/target ``k``: an Input's type, a neuron node's
+        parameter shape, or (scalar parameters) what the chain feeding it gives."""
+        if k not in shapes:
+            node = nodes[k]
+            if isinstance(node, nir.Input):
+                shp = tuple(int(v) for v in np.asarray(list(node.input_type.values())[0]).ravel())
+            else:
+                shp = _param_shape(node)
+                feed = [p for p in paths if p[4] == k and p[0] not in (*seen, k)]
+                if int(np.prod(shp)) <= 1 and feed:
+                    shp = chain_shape(feed[0][1], shape_of(feed[0][0], (*seen, k)))
+            shapes[k] = shp
+        return shapes[k]
+
+    def chain_shape(chain, shp):
+        for name in chain or ():
+            shp = nir_ops.out_shape(name, nodes[name], shp)
+        return shp
+
+    maps: dict[tuple, tuple] = {}
+
+    def chain_map(e, chain):
+        """(W, b): the chain from ``e`` as one sparse matrix [out, in] and bias (or None)."""
+        if (e, chain) not in maps:
+            shp, W, b = shape_of(e), None, None
+            for name in chain:
+                Wn, bn = nir_ops.linear_map(name, nodes[name], shp)
+                shp = nir_ops.out_shape(name, nodes[name], shp)
+                W = Wn if W is None else Wn @ W
+                b = Wn @ b if b is not None else None
+                b = bn if b is None else (b if bn is None else b + bn)
+            maps[(e, chain)] = (W.tocsr(), b)
+        return maps[(e, chain)]
+
     # -- populations ---------------------------------------------------------------------------
     if reset is not None:
         reset = _RESET_WORDS[reset]
-    unstated = [k for k in neurons if "reset" not in (nodes[k].metadata or {})
+    unstated = [k for k in spiking if "reset" not in (nodes[k].metadata or {})
                 and "reset_mechanism" not in (nodes[k].metadata or {})]
     assumed = reset
     if unstated and reset is None:
-        snn = all(_snntorch_form(nodes[k], nir) for k in neurons)
+        snn = all(_snntorch_form(nodes[k], nir) for k in spiking)
         assumed = "snntorch" if snn else "value"
         why = ("snnTorch's default reset_mechanism='subtract' (the nodes have snnTorch's "
                "export form, which does not record the reset)" if snn else
@@ -358,19 +448,21 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                       "'subtract' or 'snntorch' (--reset on the command line) to choose",
                       stacklevel=2)
     bias: dict[str, np.ndarray] = {}
-    for _e, w, _d, ch, k in paths:
-        if w is not None and isinstance(nodes[w], nir.Affine) and np.any(nodes[w].bias) \
-                and ch is None and not isinstance(nodes[k], nir.CubaLIF):
-            n_post = np.asarray(nodes[w].weight).shape[0]
-            bias[k] = bias.get(k, np.zeros(n_post)) + np.asarray(nodes[w].bias, float).ravel()
+    for e, w, _d, ch, k in paths:
+        b = chain_map(e, w)[1] if w is not None else None
+        if b is not None and np.any(b) and ch is None \
+                and not isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI)):
+            bias[k] = bias.get(k, np.zeros(b.size)) + b
     for k in neurons:
         node = nodes[k]
-        n = _size(node, k)
+        n = _size(node, k, shape_of(k))
         m = dict(node.metadata or {})
         stated = m.get("reset", m.get("reset_mechanism"))
         if isinstance(stated, bytes):
             stated = stated.decode()
         rmode = _RESET_WORDS.get(str(stated), None) if stated is not None else assumed
+        if k in thresholds or k in readouts:
+            rmode = "value"   # Threshold keeps no state; a readout never fires
         if rmode is None:
             raise _err(f"node {k!r} states reset {stated!r}; expected one of "
                        f"{sorted(_RESET_WORDS)}")
@@ -383,9 +475,21 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         elif k in bias:
             kw["i_inj"] = bias[k]
             kw["i_inj_start"] = depth[k]
-        vth = _vec(node.v_threshold, n)
-        vres = _vec(_reset_of(node), n)
-        if isinstance(node, nir.CubaLIF):
+        vth = _vec(node.threshold if k in thresholds else
+                   NEVER if k in readouts else node.v_threshold, n)
+        vres = _vec(0.0 if k in thresholds or k in readouts else _reset_of(node), n)
+        if k in thresholds:
+            # Heaviside of the step's input: tau = dt, r = 1 give v[t] = x[t] under Euler
+            model, nch, tau_m = "lif", 1, None
+            prm = dict(tau_mem=np.full(n, dt), r=np.ones(n), v_leak=np.zeros(n))
+        elif isinstance(node, nir.CubaLI):
+            model, nch, tau_m = "cuba_lif", 1, None
+            prm = dict(tau_syn=_vec(node.tau_syn, n), tau_mem=_vec(node.tau_mem, n),
+                       r=_vec(node.r, n), v_leak=_vec(node.v_leak, n), w_in=_vec(node.w_in, n))
+        elif isinstance(node, nir.LI):
+            model, nch, tau_m = "lif", 1, None
+            prm = dict(tau_mem=_vec(node.tau, n), r=_vec(node.r, n), v_leak=_vec(node.v_leak, n))
+        elif isinstance(node, nir.CubaLIF):
             model, taus, tau_m = "cuba_lif", (_vec(node.tau_syn, n),), _vec(node.tau_mem, n)
             prm = dict(tau_syn=taus[0], tau_mem=tau_m, r=_vec(node.r, n),
                        v_leak=_vec(node.v_leak, n), w_in=_vec(node.w_in, n))
@@ -423,13 +527,18 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     projs: dict[str, list] = {}
     bias_sources = 0
     for e, w, d, ch, k in paths:
-        node = nodes[w] if w is not None else None
+        node = nodes[w[-1]] if w is not None else None
         n_pre, n_post = net.size_of(pname(e)), net.populations[pname(k)].n
-        W = np.eye(n_post, n_pre) if node is None else np.asarray(node.weight, float)
+        W = sp.identity(n_pre, format="csr") if node is None else chain_map(e, w)[0]
         if W.shape != (n_post, n_pre):
-            raise _err(f"{w or e!r} -> {k!r}: weight of shape {W.shape}; expected "
+            what = "weight" if len(w or ()) < 2 else f"chain {' -> '.join(w)}"
+            raise _err(f"{(w or (e,))[-1]!r} -> {k!r}: {what} of shape {W.shape}; expected "
                        f"({n_post}, {n_pre}) for {e!r} ({n_pre}) -> {k!r} ({n_post})")
         m = dict(node.metadata or {}) if node is not None else {}
+        if np.asarray(d).size not in (1, n_post):
+            raise _err(f"a Delay of {np.asarray(d).size} values on the path {e!r} -> {k!r}; "
+                       f"expected one value or one per target neuron ({n_post}): a delay "
+                       "before a Linear/Conv that mixes neurons has no per-synapse meaning")
         extra = np.rint(np.broadcast_to(np.asarray(d, float), (n_post,)) / dt).astype(np.int64)
         channel = int(nodes[ch].metadata.get("channel", 0)) if ch is not None else 0
         if ours:
@@ -441,27 +550,33 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                 raise _err(f"edge {e!r} -> {k!r} closes a loop over {depth[e] - depth[k]} "
                            "layers; the engine's one-step recurrence cannot express it")
             dly = step + extra
-        post_i, pre_i = np.nonzero(W)
-        key = str(m.get("projection", w if w is not None else f"{e}->{k}"))
+        coo = W.tocoo()
+        keep = coo.data != 0
+        post_i, pre_i = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)
+        key = str(m.get("projection", "+".join(w) if w is not None else f"{e}->{k}"))
+        shared = None if w is None else [nir_ops.kernel_weights(nodes[x]) for x in w]
+        shared = None if shared is None or min(shared) < 0 else sum(shared)
         projs.setdefault(key, []).append((pname(e), pname(k), channel, pre_i, post_i,
-                                          W[post_i, pre_i], dly[post_i]))
-        if node is not None and isinstance(node, nir.Affine) and np.any(node.bias) and \
-                (ch is not None or isinstance(nodes[k], nir.CubaLIF)):
-            src = f"{w}.bias"
+                                          coo.data[keep], dly[post_i], shared))
+        b = chain_map(e, w)[1] if w is not None else None
+        if b is not None and np.any(b) and \
+                (ch is not None or isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI))):
+            src = f"{'+'.join(w)}.bias"
             rate = 1.0 / dt
             while rate * dt > 1.0:
                 rate = np.nextafter(rate, 0.0)
             net.poisson(src, 1, rate)          # probability rate*dt = 1: fires every step
-            b = np.asarray(node.bias, float).ravel()
             net.connect(src, pname(k), weight=b.reshape(-1, 1), channel=channel,
                         delay=max(1, depth[k]), name=src)
             bias_sources += 1
     for key, parts in projs.items():
         pre, post, channel = parts[0][:3]
+        kernel = [p[7] for p in parts]
         net.connect(pre, post, pre_idx=np.concatenate([p[3] for p in parts]),
                     post_idx=np.concatenate([p[4] for p in parts]),
                     weight=np.concatenate([p[5] for p in parts]),
-                    delay=np.concatenate([p[6] for p in parts]), channel=channel, name=key)
+                    delay=np.concatenate([p[6] for p in parts]), channel=channel, name=key,
+                    kernel_weights=None if None in kernel else sum(kernel))
     probes = (graph.metadata or {}).get("neuroedge_probes", None) if ours else None
     if probes is not None:
         probes = probes.decode() if isinstance(probes, bytes) else str(probes)
@@ -474,6 +589,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             net.probe(k)
     net.nir_depth = {pname(k): depth[k] for k in neurons}
     net.nir_placeholder = _placeholder_target(nodes, succ, nir, pname) if ours else None
+    net.model_facts = _model_facts(nodes, neurons, linear_types)
+    net.nir_input_shapes = {k: shape_of(k) for k in inputs}
     return net
 
 
@@ -522,6 +639,22 @@ def _drive_placeholder(net) -> None:
     net.nir_inputs = (PLACEHOLDER_INPUT,)
 
 
+def _model_facts(nodes, neurons, linear_types) -> dict[str, int]:
+    """NeuroBench's static facts of the graph as its producer's torch module holds them
+    (float32): parameters = the weight and bias entries of its weight nodes, kernels as
+    stored (a Conv2d its ``weight`` + ``bias``, not the unrolled synapses); buffers = the
+    neuron nodes' parameter values (snnTorch keeps beta and threshold as buffers). A
+    producer's other buffers (snnTorch's scalar graded_spikes_factor, reset_mechanism_val,
+    hidden state) are not in the graph; :func:`deploy.nir_estimate.estimate_spiking_module`
+    counts them from the module itself."""
+    params = sum(int(np.asarray(getattr(v, f)).size) for v in nodes.values()
+                 if isinstance(v, linear_types) for f in ("weight", "bias", "scale")
+                 if getattr(v, f, None) is not None)
+    buffers = sum(int(np.asarray(getattr(nodes[k], f)).size) for k in neurons
+                  for f in _PARAM_FIELDS if getattr(nodes[k], f, None) is not None)
+    return {"parameters": params, "parameter_bytes": 4 * params, "buffer_bytes": 4 * buffers}
+
+
 # -- stimulus --------------------------------------------------------------------------------
 def stimulus_length(spec) -> int | None:
     """T, the number of steps a spike-array stimulus (an array or its .npy/.npz path) covers;
@@ -529,6 +662,8 @@ def stimulus_length(spec) -> int | None:
     if isinstance(spec, str) and spec.startswith(("poisson:", "dataset:")):
         return None
     arr = _load_array(spec) if isinstance(spec, (str, os.PathLike)) else np.asarray(spec)
+    if events.is_events(arr):
+        return None   # events cover as many steps as dt makes of their span: give steps
     if arr.ndim < 1 or arr.shape[0] < 1:
         raise _err(f"stimulus {_stimulus_label(spec)} has shape {arr.shape}; expected "
                    "(T, n) spikes with T >= 1")
@@ -584,6 +719,9 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
             arr = _load_array(spec)
         else:
             arr = np.asarray(spec)
+        if events.is_events(arr):   # tonic's (x, y, t, p) events: binned by dt
+            arr = events.events_to_spikes(arr, net.nir_input_shapes[input], net.dt, steps,
+                                          what=_stimulus_label(spec))
         return _attach_array(net, input, n, arr, steps, spec)
     except BaseException:
         if input not in net.sources:   # leave the network as it was

@@ -50,7 +50,7 @@ _INTERCONNECT_UNITS = {"mesh_x": "1", "mesh_y": "1", "cores_per_router": "1",
 _LIMIT_UNITS = {"cores": "1", "neurons_per_core": "1", "synapse_bytes_per_core": "B",
                 "fan_in_per_core": "1", "fan_out_per_core": "1", "weight_bits": "bit",
                 "spike_payload_bits": "bit", "word_bits": "bit", "clock_hz": "Hz",
-                "supply_v": "V"}
+                "supply_v": "V", "weight_sharing": "1"}
 _INTEGER_LIMITS = {"cores", "neurons_per_core", "synapse_bytes_per_core", "fan_in_per_core",
                    "fan_out_per_core", "weight_bits", "spike_payload_bits", "word_bits",
                    "mesh_x", "mesh_y", "cores_per_router", "bits_per_packet", "chips_x",

@@ -10,6 +10,14 @@ Hardware model (an estimate; each choice is stated):
 - **Synapse memory**: one entry per synapse of ``ceil((weight_bits + target-index bits +
   delay bits) / 8)`` bytes, stored on the core of the *target* neuron (Loihi's fan-in
   synaptic memory); the target index addresses a neuron within its core.
+- **Shared (convolutional) weights**: a projection built from a convolution or pooling
+  (``Projection.kernel_weights``, set by the NIR import) is stored as its kernel on a chip
+  whose profile states ``limits.weight_sharing`` (Loihi's weight sharing, which NxTF's
+  compiler uses to compress conv layers, Rueckauer et al. 2021): every core holding its
+  targets keeps the kernel once (``kernel_weights`` entries), its synapses cost no
+  per-synapse memory. Elsewhere (no such key) it is unrolled: one entry per synapse.
+  ``Compiled.connectivity`` says which each projection got. Synaptic events are the same
+  either way (one synop per synapse a spike reaches).
 - **Placement**: populations in order, each on its own cores, neurons in order, a core
   filled while it stays within ``neurons_per_core``, ``synapse_bytes_per_core`` and
   ``fan_in_per_core`` (distinct presynaptic axons). ``fan_out_per_core`` (core-to-core
@@ -131,6 +139,13 @@ class Compiled:
     cores: list[dict] = field(default_factory=list)
     routes: list[tuple[int, int, int, int]] = field(default_factory=list)
     quantisation: list[Quantisation] = field(default_factory=list)
+    connectivity: dict[str, str] = field(default_factory=dict)   # projection -> "shared" |
+                                                                  # "unrolled" | "sparse"
+
+    @property
+    def synapse_memory_bytes(self) -> int:
+        """Synapse memory the placement uses on the chip (sum over cores)."""
+        return int(sum(core["synapse_bytes"] for core in self.cores))
 
     @property
     def n_cores(self) -> int:
@@ -342,6 +357,13 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     idx_bits = max(1, math.ceil(math.log2(max(2, min(npc, n_neurons)))))
     delay_bits = math.ceil(math.log2(max_delay + 1)) if max_delay > 1 else 0
     entry_bytes = math.ceil((bits + idx_bits + delay_bits) / 8)
+    sharing = profile.limit("weight_sharing", 0) >= 1
+    connectivity = {p.name: ("sparse" if p.kernel_weights is None else
+                             "shared" if sharing else "unrolled")
+                    for p in net.projections.values()}
+    per_synapse = np.concatenate([np.full(p.weight.size, connectivity[p.name] != "shared")
+                                  for p in net.projections.values()] or [np.zeros(0, bool)])
+    neuron_bytes = np.bincount(post[per_synapse], minlength=n_neurons) * entry_bytes
     by_post = np.argsort(post, kind="stable")
     in_ptr = np.zeros(n_neurons + 1, np.int64)
     np.cumsum(np.bincount(post, minlength=n_neurons), out=in_ptr[1:])
@@ -357,8 +379,9 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     # single neuron per core still does not.
     cap = {name: npc for name in net.populations}
     while True:
-        core_of, pop_cores = _place(net, offsets, cap, in_ptr, in_pre, entry_bytes,
-                                    max_bytes, max_fan_in, max_cores, n_pre, profile)
+        core_of, pop_cores = _place(net, offsets, cap, in_ptr, in_pre, neuron_bytes,
+                                    entry_bytes, max_bytes, max_fan_in, max_cores, n_pre,
+                                    profile)
         n_cores = max((hi for _, hi in pop_cores.values()), default=0)
         nc = max(n_cores, 1)
         from_neuron = pre < n_neurons
@@ -399,6 +422,19 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     n_on = np.bincount(core_of, minlength=n_cores)
     syn_on = np.bincount(core_of[post], minlength=n_cores) if post.size else \
         np.zeros(n_cores, np.int64)
+    syn_bytes = np.bincount(core_of[post[per_synapse]], minlength=n_cores) * entry_bytes \
+        if post.size else np.zeros(n_cores, np.int64)
+    for p in net.projections.values():   # a shared kernel: once on every core it reaches
+        if connectivity[p.name] == "shared" and p.post_idx.size:
+            on = np.unique(core_of[p.post_idx + offsets[p.post][0]])
+            syn_bytes[on] += p.kernel_weights * entry_bytes
+    if syn_bytes.size and syn_bytes.max() > max_bytes:
+        c = int(np.argmax(syn_bytes))
+        raise _limit_error(f"core {c} ({pop_of_core_name(pop_cores, c)}): synapse memory "
+                           "with its shared kernels", f"{int(syn_bytes[c])} B",
+                           "limits.synapse_bytes_per_core", max_bytes, profile,
+                           "the kernels of the convolutions it serves do not fit; use "
+                           "fewer channels per layer")
     pop_of_core = {}
     for name, (a, b) in pop_cores.items():
         for c in range(a, b):
@@ -413,7 +449,7 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
         entry = {"core": c, "population": pop_of_core[c], "router_x": int(core_x[c]),
                  "router_y": int(core_y[c]), "chip": int(c // geo.cores_per_chip),
                  "neurons": int(n_on[c]),
-                 "synapses": int(syn_on[c]), "synapse_bytes": int(syn_on[c] * entry_bytes),
+                 "synapses": int(syn_on[c]), "synapse_bytes": int(syn_bytes[c]),
                  "fan_in": int(fan_in[c]), "fan_out": int(fan_out[c])}
         for key, lim in (("neurons", npc), ("synapse_bytes", max_bytes),
                          ("fan_in", max_fan_in), ("fan_out", max_fan_out)):
@@ -437,25 +473,30 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
                     proj_perm=proj_perm, hops=hops,
                     chip_hops=chip_hops,
                     entry_bytes=entry_bytes, core_of=core_of, cores=cores,
-                    routes=route_list, quantisation=quant)
+                    routes=route_list, quantisation=quant, connectivity=connectivity)
+
+
+def pop_of_core_name(pop_cores: dict, core: int) -> str:
+    """The population placed on ``core``."""
+    return next((name for name, (a, b) in pop_cores.items() if a <= core < b), "?")
 
 
 
-def _place(net, offsets, cap, in_ptr, in_pre, entry_bytes, max_bytes, max_fan_in, max_cores,
-           n_pre, profile):
+def _place(net, offsets, cap, in_ptr, in_pre, neuron_bytes, entry_bytes, max_bytes, max_fan_in,
+           max_cores, n_pre, profile):
     """Place every population in order (``cap``: neurons per core for each population)."""
     core_of = np.zeros(in_ptr.size - 1, np.int64)
     first = 0
     pop_cores = {}
     for name in net.populations:
         a, b = offsets[name]
-        used, bad = K.place_population(a, b, in_ptr, in_pre, entry_bytes, cap[name],
+        used, bad = K.place_population(a, b, in_ptr, in_pre, neuron_bytes, cap[name],
                                        max_bytes, max_fan_in, first, core_of, n_pre)
         if used < 0:
             i = bad - a
             n_in = int(in_ptr[bad + 1] - in_ptr[bad])
             axons = int(np.unique(in_pre[in_ptr[bad]:in_ptr[bad + 1]]).size)
-            if n_in * entry_bytes > max_bytes:
+            if neuron_bytes[bad] > max_bytes:
                 raise _limit_error(f"population {name!r} neuron {i}: synapse memory",
                                    f"{n_in} synapses x {entry_bytes} B = {n_in * entry_bytes} B",
                                    "limits.synapse_bytes_per_core", max_bytes, profile,

@@ -118,9 +118,9 @@ class NeuromorphicDevice(Device):
         activity of each run (:meth:`_record_activity`).
 
         NeuroBench's reading of a spiking network on a chip (Yik et al. 2025, Methods
-        "Complexity metrics"): the stored synapses are its parameters and connection
-        weights (``entry_bytes`` each in synapse memory), a population is a neuron layer
-        whose parameters are its incoming synapses."""
+        "Complexity metrics"): the stored synapses are its connection weights, a population
+        is a neuron layer whose parameters are its incoming synapses; the model's
+        parameters and footprint are its producer's (``net.model_facts``) or its weights."""
         net = c.net
         pops = list(net.populations)
         n_pre = c.row_ptr.size - 1
@@ -137,9 +137,15 @@ class NeuromorphicDevice(Device):
             pop = net.populations[p]
             kind = pop.model if isinstance(pop.model, str) else type(pop.model).__name__
             self.ledger.record_layer(p, kind, (pop.n,), int(self._pop_synapses[k]))
-        self.ledger.record_model("network", parameters=int(c.w.size),
-                                 parameter_bytes=int(c.w.size) * c.entry_bytes,
-                                 buffer_bytes=0, connection_weights=int(c.w.size),
+        # the model's own facts where its producer's are known (net.model_facts: a NIR
+        # import, or the torch module it came from); else the network's synapse weights as
+        # it holds them (float64). The chip's synapse memory is not NeuroBench's Footprint:
+        # placement_report()["chip_synapse_memory_bytes"]
+        facts = dict(parameters=int(c.w.size),
+                     parameter_bytes=int(sum(p.weight.nbytes for p in net.projections.values())),
+                     buffer_bytes=0)
+        facts.update(getattr(net, "model_facts", None) or {})
+        self.ledger.record_model("network", **facts, connection_weights=int(c.w.size),
                                  connection_zero_weights=int(c.w.size - nz.sum()))
 
     def _record_activity(self, scope: str | None, n_steps: int, spk_i, spk_p) -> None:
@@ -525,7 +531,9 @@ class NeuromorphicDevice(Device):
                 "routes": [{"src_core": s, "dst_core": d, "hops": h, "neurons": n}
                            for s, d, h, n in c.routes],
                 "quantisation": [q.__dict__ for q in c.quantisation],
-                "utilisation": c.utilisation(), "entry_bytes": c.entry_bytes}
+                "utilisation": c.utilisation(), "entry_bytes": c.entry_bytes,
+                "chip_synapse_memory_bytes": c.synapse_memory_bytes,
+                "connectivity": dict(c.connectivity)}
 
 
 register_engine("neuromorphic", NeuromorphicDevice)

@@ -671,13 +671,14 @@ def _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag):
 
 
 @njit(cache=True)
-def place_population(lo, hi, in_ptr, in_pre, entry_bytes, max_neurons, max_bytes,
+def place_population(lo, hi, in_ptr, in_pre, neuron_bytes, max_neurons, max_bytes,
                      max_fan_in, first_core, core_of, n_pre):
     """Greedy in-order placement of neurons ``lo..hi-1`` on cores from ``first_core``.
 
     A core takes neurons while it stays within ``max_neurons``, ``max_bytes`` of synapse
-    memory and ``max_fan_in`` distinct presynaptic axons (``in_ptr``/``in_pre``: the
-    presynaptic indices of each neuron, CSC). Returns ``(cores used, -1)``, or
+    memory (``neuron_bytes``: each neuron's own synapse entries) and ``max_fan_in``
+    distinct presynaptic axons (``in_ptr``/``in_pre``: the presynaptic indices of each
+    neuron, CSC). Returns ``(cores used, -1)``, or
     ``(-1, neuron)`` when that neuron alone exceeds a core's synapse memory or fan-in.
     """
     stamp_core = np.full(n_pre, -1, np.int64)
@@ -686,7 +687,7 @@ def place_population(lo, hi, in_ptr, in_pre, entry_bytes, max_neurons, max_bytes
     core = first_core
     n_on, bytes_on, fan_on = 0, 0, 0
     for i in range(lo, hi):
-        nbytes = (in_ptr[i + 1] - in_ptr[i]) * entry_bytes
+        nbytes = neuron_bytes[i]
         new = _new_axons(i, core, tag, in_ptr, in_pre, stamp_core, stamp_tag)
         tag += 1
         if n_on > 0 and (n_on + 1 > max_neurons or bytes_on + nbytes > max_bytes

@@ -211,6 +211,9 @@ class Projection:
     weight: np.ndarray      # float64 (m,)
     delay: np.ndarray       # int64 (m,), steps >= 1
     channel: int = 0
+    kernel_weights: int | None = None   # weight-shared (convolutional) form: the distinct
+                                        # weights a chip with shared connectivity stores;
+                                        # None: every synapse has its own weight
 
 
 class Network:
@@ -402,12 +405,15 @@ class Network:
         return node.n
 
     def connect(self, pre: str, post: str, weight=None, *, pre_idx=None, post_idx=None,
-                delay=1, channel: int = 0, name: str | None = None) -> Projection:
+                delay=1, channel: int = 0, name: str | None = None,
+                kernel_weights: int | None = None) -> Projection:
         """Connect ``pre`` to ``post``: dense ``weight`` (n_post, n_pre) or sparse COO.
 
         Sparse form: ``pre_idx``, ``post_idx`` and ``weight`` of equal length. ``delay`` is
         in steps (>= 1), a scalar or one per synapse (dense: shape (n_post, n_pre)).
-        ``channel`` picks the synaptic channel of a cuba_lif target.
+        ``channel`` picks the synaptic channel of a cuba_lif target. ``kernel_weights``:
+        the synapses are a weight-shared (convolutional) layer whose kernel holds that many
+        weights (what a chip with shared connectivity stores instead of one per synapse).
         """
         where = "connect"
         n_pre, n_post = self.size_of(pre), self.size_of(post)
@@ -465,7 +471,8 @@ class Network:
                               f"{MAX_STEPS} steps")
         proj = Projection(name, pre, post, np.asarray(pre_i, np.int64),
                           np.asarray(post_i, np.int64), np.asarray(wv, np.float64),
-                          np.asarray(dv, np.int64).copy(), channel)
+                          np.asarray(dv, np.int64).copy(), channel,
+                          None if kernel_weights is None else int(kernel_weights))
         self.projections[name] = proj
         return proj
 

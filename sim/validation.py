@@ -520,11 +520,11 @@ def _fmt(x) -> str:
 def format_rows(rows: list[ValidationRow]) -> str:
     """The validation table as text (``neuroedge validate`` and ``bench/validate.py``): one
     line per row, then each row's status, detail and source."""
-    head = (f"{'id':28} {'kind':12} {'profile':11} {'group':11} {'per':15} {'pred J':>9} "
+    head = (f"{'id':28} {'kind':12} {'profile':12} {'group':11} {'per':15} {'pred J':>9} "
             f"{'meas J':>9} {'ratio':>7} {'pred s':>9} {'meas s':>9} {'ratio':>7}  status")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.id:28} {r.kind:12} {r.profile:11} {r.group:11} {r.per:15} "
+        lines.append(f"{r.id:28} {r.kind:12} {r.profile:12} {r.group:11} {r.per:15} "
                      f"{_fmt(r.predicted_j):>9} {_fmt(r.measured_j):>9} {_fmt(r.ratio):>7} "
                      f"{_fmt(r.predicted_latency_s):>9} {_fmt(r.measured_latency_s):>9} "
                      f"{_fmt(r.latency_ratio):>7}  {r.status}")

@@ -17,7 +17,8 @@ Readings chosen here, stated once:
   :func:`sim.precision.retyped_int8` (the re-typing ``estimate --dtype int8`` uses too):
   each ``mac_fp32`` becomes a ``mac_int8``, each ``flop_fp32`` an ``int_add``, and every
   byte count is divided by 4 (4-byte floats become 1-byte integers). Counts of other ops
-  are kept.
+  are kept. A row measured in fp16 (the Movidius NCS) is re-typed the same way by
+  :func:`retyped_fp16`: fp32 MACs and flops become fp16 ones and bytes are halved.
 - **Tile replication (TrueNorth).** The published operating point is a full chip of
   1,048,576 neurons; the row simulates ``simulated_neurons`` of them with the same per-neuron
   statistics and multiplies every count by ``neurons / simulated_neurons`` before pricing, so
@@ -282,7 +283,35 @@ def _count_torch(workload: str, params: dict, profile: str) -> tuple[Ledger, int
         # measured (keeping them moves part of cortex-m4's weights to flash)
         ledger = retyped_int8(ledger, footprints=False)
         detail += ", counts re-typed to int8"
+    elif params.get("precision") == "fp16":
+        ledger = retyped_fp16(ledger)
+        detail += ", counts re-typed to fp16"
     return ledger, int(x.shape[0]), detail
+
+
+_FP16_OPS = {"mac_fp32": "mac_fp16", "flop_fp32": "flop_fp16"}
+
+
+def retyped_fp16(ledger: Ledger) -> Ledger:
+    """``ledger`` re-expressed at fp16, for a device that runs the same graph in half
+    precision (the Movidius NCSDK compiles every network to fp16): each fp32 MAC becomes an
+    fp16 MAC, each other fp32 flop an fp16 flop, and every byte moved or resident is halved
+    (rounded up). Other counts are kept; per-step timing records are dropped, as
+    :func:`sim.precision.retyped_int8` does."""
+    data = ledger.to_dict()
+    for entry in data["scopes"]:
+        ops: dict[str, int] = {}
+        for op, n in entry["ops"].items():
+            key = _FP16_OPS.get(op, op)
+            ops[key] = ops.get(key, 0) + int(n)
+        entry["ops"] = ops
+        entry["bytes"] = {k: -(-int(n) // 2) for k, n in entry["bytes"].items()}
+        entry.pop("timing", None)
+    for fp in data.get("footprint", {}).values():
+        for key in ("writable", "read_only", "streamed"):
+            if key in fp:
+                fp[key] = -(-int(fp[key]) // 2)
+    return Ledger.from_dict(data)
 
 
 def supply_factor(m: Measurement) -> float:
@@ -491,11 +520,11 @@ def _fmt(x) -> str:
 def format_rows(rows: list[ValidationRow]) -> str:
     """The validation table as text (``neuroedge validate`` and ``bench/validate.py``): one
     line per row, then each row's status, detail and source."""
-    head = (f"{'id':28} {'kind':12} {'profile':11} {'group':11} {'per':15} {'pred J':>9} "
+    head = (f"{'id':28} {'kind':12} {'profile':12} {'group':11} {'per':15} {'pred J':>9} "
             f"{'meas J':>9} {'ratio':>7} {'pred s':>9} {'meas s':>9} {'ratio':>7}  status")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.id:28} {r.kind:12} {r.profile:11} {r.group:11} {r.per:15} "
+        lines.append(f"{r.id:28} {r.kind:12} {r.profile:12} {r.group:11} {r.per:15} "
                      f"{_fmt(r.predicted_j):>9} {_fmt(r.measured_j):>9} {_fmt(r.ratio):>7} "
                      f"{_fmt(r.predicted_latency_s):>9} {_fmt(r.measured_latency_s):>9} "
                      f"{_fmt(r.latency_ratio):>7}  {r.status}")

@@ -54,15 +54,28 @@ def test_blouw_figures_as_published():
     assert rows["gpu-kws-blouw2019"].measured_j == 0.0298
     assert rows["jetson-tx1-kws-blouw2019"].measured_j == 0.0056
     assert rows["movidius-ncs-kws-blouw2019"].measured_j == 0.0015
-    # no profile of these parts ships: kept, never priced on a neighbour's profile
-    for rid in ("gpu-kws-blouw2019", "jetson-tx1-kws-blouw2019", "movidius-ncs-kws-blouw2019"):
-        assert rows[rid].profile == "" and rows[rid].workload == "" and rows[rid].missing
+    # every device of Table 1 but Loihi is priced on a profile of the part that was measured
+    # (hw_profiles/data/NAME.toml), never on a neighbour's
+    parts = {"cpu-kws-blouw2019": ("xeon-e5-2630", "cpu"),
+             "gpu-kws-blouw2019": ("quadro-k4000", "gpu"),
+             "jetson-tx1-kws-blouw2019": ("jetson-tx1", "edge-gpu"),
+             "movidius-ncs-kws-blouw2019": ("movidius-ncs", "vpu")}
+    for rid, (profile, device_kind) in parts.items():
+        r = rows[rid]
+        assert (r.profile, r.part, r.device_kind) == (profile, "same", device_kind)
+        assert r.group == "held-out" and r.idle_subtracted and not r.missing
+        assert r.workload == "mlp" and r.params["batch"] == 1
+    # the NCSDK runs a compiled fp16 graph on the stick; TensorFlow runs fp32 op by op
+    assert rows["movidius-ncs-kws-blouw2019"].params["precision"] == "fp16"
+    assert rows["movidius-ncs-kws-blouw2019"].stack == "graph"
+    assert rows["gpu-kws-blouw2019"].stack == "eager"
 
 
 def test_a_row_without_profile_must_say_why_and_not_be_priced():
     doc = _doc()
     e = next(x for x in doc["entry"] if x["id"] == "gpu-kws-blouw2019")
-    e["workload"] = "mlp"
+    e["profile"] = ""
+    e.pop("device_kind", None)
     with pytest.raises(ProfileError, match="profile = '' .* needs workload = ''"):
         from_dict(doc)
 

@@ -112,7 +112,19 @@ def test_gpu_pricing_needs_execution_section(toy_gpu_text):
         hw_profiles.from_dict(doc)
 
 
-@pytest.mark.parametrize("name", ["a100", "h100", "jetson-orin", "x86-avx2"])
+def test_movidius_ops_draw_the_envelope_less_idle():
+    """movidius-ncs splits its 1 W envelope into idle + compute only (its cited DRAM energy at
+    peak bandwidth, 160 pJ/B x 7.464 GB/s = 1.19 W, exceeds the envelope: see its header), so
+    every op at its peak draws 1 - 0.21 = 0.79 W."""
+    p = hw_profiles.load("movidius-ncs")
+    for op, e in p.energy_pj.items():
+        assert e.value * 1e-12 * p.throughput[op].value == pytest.approx(0.79, rel=1e-6), op
+    dram = p.memory["offchip"]
+    assert dram.read_pj_per_byte.value * 1e-12 * dram.bandwidth_bytes_per_s.value > 1.0
+
+
+@pytest.mark.parametrize("name", ["a100", "h100", "jetson-orin", "x86-avx2", "xeon-e5-2630",
+                                  "quadro-k4000", "jetson-tx1"])
 def test_no_op_class_implies_another_board_power(name):
     """Every op at its peak draws board - idle - DRAM-at-peak-bandwidth watts, no more."""
     p = hw_profiles.load(name)

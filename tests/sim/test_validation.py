@@ -88,13 +88,14 @@ def test_cpu_row_is_the_profile_arithmetic():
     import torch
 
     from sim.torch_engine import TorchDevice
+    assert m.profile == "xeon-e5-2630" and m.part == "same"   # the measured part's profile
     net, x = TORCH_WORKLOADS["mlp"](m.params)
-    dev = TorchDevice("x86-avx2")
+    dev = TorchDevice(m.profile)
     net = dev.compile(net)
     with torch.no_grad(), dev.count("infer", samples=1):
         net(dev.tensor(x))
     assert dev.ledger.total_ops()["mac_fp32"] == 390 * 256 + 256 * 256 + 256 * 29  # 172,800
-    report = price(dev.ledger, "x86-avx2")
+    report = price(dev.ledger, m.profile)
     # like for like: Blouw's 0.0063 J is running minus idle power, so the prediction drops
     # the idle power the model charges over busy and launch time (static + overhead lines)
     idle = sum(c.energy_j for c in report.charges if c.category in ("static", "overhead"))
@@ -225,12 +226,16 @@ def test_reports_carry_their_kinds_validation_error():
     gpu = price(led, "a100")
     assert gpu.validation_error == pytest.approx(kind_summary()["gpu"]["median_rel_error"])
     assert any(n.startswith("validation (gpu): ") for n in gpu.notes)
-    # the held-out factors of the kind: no gpu row is priced for eager, so all gpu stacks
-    # (the Orin row, fused): one row, factor max(r, 1/r) >= 1 either way
+    # the held-out factors of the kind: no a100 row is priced for eager, so all gpu-kind rows
+    # on every profile and stack: the Orin (fused), Quadro K4000 and Jetson TX1 (eager) and
+    # Movidius NCS (graph) rows = 4, factor max(r, 1/r) >= 1 either way
     assert gpu.stack == "eager"
-    assert gpu.validation["stack"] == "all stacks" and gpu.validation["rows"] == 1
+    assert gpu.validation["stack"] == "all stacks" and gpu.validation["rows"] == 4
     assert gpu.validation["energy_median_factor"] >= 1.0
-    assert any("held-out error for gpu/all stacks (1 rows): energy x" in n for n in gpu.notes)
+    assert any("held-out error for gpu/all stacks (4 rows): energy x" in n for n in gpu.notes)
+    # a report on the K4000 for the stack its row ran shows that row's own error
+    k4000 = price(led, "quadro-k4000")
+    assert k4000.validation["profile"] == "quadro-k4000" and k4000.validation["rows"] == 1
     # no held-out neuromorphic measurement is rebuildable yet: no figure is claimed
     spiking = Ledger()
     spiking.add("synop", 10, scope="infer")
@@ -313,3 +318,27 @@ def test_docs_quote_the_shipped_held_out_figures():
         text = (root / page).read_text()
         assert overall in text, (page, overall)
         assert micro in text, (page, micro)
+
+
+def test_movidius_row_runs_the_network_in_fp16_on_the_graph_stack():
+    """The NCSDK compiles the network to fp16 and runs it on the stick: the row's fp32 counts
+    are re-typed (MACs to mac_fp16, bytes halved) and priced without per-op host dispatch."""
+    from sim.validation import retyped_fp16, torch_ledger
+    m = next(r for r in load_table() if r.id == "movidius-ncs-kws-blouw2019")
+    fp32 = next(r for r in load_table() if r.id == "gpu-kws-blouw2019")
+    ledger, n, detail = torch_ledger(m)
+    ref, _, _ = torch_ledger(fp32)
+    assert n == 1 and "re-typed to fp16" in detail
+    ops = ledger.total_ops()
+    assert "mac_fp32" not in ops and ops["mac_fp16"] == 390 * 256 + 256 * 256 + 256 * 29
+    # 172,800 weights x 4 B of fp32 become x 2 B: every byte count halved (rounded up)
+    assert sum(ledger.total_bytes().values()) == sum(-(-v // 2) for s in ref.scopes()
+                                                     for v in ref.bytes(s).values())
+    assert retyped_fp16(ref).total_ops() == ops
+    row = validate_one(m)
+    assert row.stack == "graph" and "stack graph" in row.detail
+    report = price(ledger, "movidius-ncs", stack="graph")
+    idle = sum(c.energy_j for c in report.charges if c.category in ("static", "overhead"))
+    # graph stack: no launch time, so no overhead line; only the busy time's idle power
+    assert not [c for c in report.charges if c.category == "overhead"]
+    assert row.predicted_j == pytest.approx(report.total_j - idle, rel=1e-12)

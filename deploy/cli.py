@@ -49,7 +49,7 @@ from deploy.cli_output import (
 from deploy.estimate_cli import add_estimate_parser
 from deploy.measure_cli import add_measure_parser
 from deploy.sweep_cli import add_sweep_parser
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, suggestion
 
 DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2
@@ -61,6 +61,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(EXIT_ERROR, f"neuroedge: error: {message} (see '{self.prog} --help')\n")
+
+    def _check_value(self, action, value):
+        # argparse's "invalid choice: 'quik' (choose from ...)" with the closest choice named
+        # (Python 3.14's suggest_on_error does this; 3.11 has no hook but this method)
+        if action.choices is not None and value not in action.choices:
+            name = "/".join(action.option_strings) or action.dest   # "command": a subcommand
+            hint = suggestion(value, action.choices) or \
+                f"choose from {', '.join(map(repr, action.choices))}"
+            raise argparse.ArgumentError(None, f"{name}: invalid choice {value!r}; {hint}")
 
 
 def _version() -> str:

@@ -75,3 +75,58 @@ def test_nothing_close_still_lists_every_choice(capsys):
     err = _error(capsys, ["simulate", "mlp", "--preset", "zzz"])
     assert err.startswith("neuroedge: error: --preset: invalid choice 'zzz'; choose from "
                           "'quick', 'full'")
+
+
+# -- units scaled, no "nan" -----------------------------------------------------------------
+@pytest.fixture
+def costly():
+    """tests/data/toy-gpu.toml with mac_fp32 at 7e8 pJ (0.7 mJ) per op."""
+    from conftest import TOY_GPU
+
+    import hw_profiles
+    text = TOY_GPU.read_text().replace('mac_fp32 = { value = 2.0, unit = "pJ"',
+                                       'mac_fp32 = { value = 7e8, unit = "pJ"')
+    assert "7e8" in text
+    return hw_profiles.loads(text)
+
+
+def test_op_table_scales_the_price_of_one_op(costly):
+    from deploy.formatting import report_tables
+    from sim.ledger import Ledger
+    from sim.pricing import price
+    led = Ledger()
+    with led.scope("infer"):
+        led.add("mac_fp32", 1000)
+        led.add_bytes("offchip", read=4000)
+        led.add_samples(10)
+    header, rows = report_tables(price(led, costly))["op"]
+    by_op = {r[0]: r for r in rows}
+    assert header == ("op", "count", "each", "energy", "%")
+    # 7e8 pJ = 7e-4 J = 700 uJ each; 1000 x 0.7 mJ = 0.7 J = 700 mJ
+    assert by_op["mac_fp32"][1:4] == ("1,000", "700 uJ", "700 mJ")
+    # 10 pJ/B stays in pJ; 4000 B = 4 kB; 4000 x 10 pJ = 40 nJ
+    read = next(r for k, r in by_op.items() if "read" in k)
+    assert read[1:4] == ("4 kB", "10 pJ/B", "40 nJ")
+    assert not any("0000" in cell for r in rows for cell in r[2:4])
+
+
+def test_a_run_without_training_reads_no_training_not_nan(costly):
+    import hw_profiles
+    from deploy.formatting import NOT_AVAILABLE, comparison_cells, format_energy, significant
+    from deploy.terminal import comparison_lines
+    from sim.ledger import Ledger
+    from sim.pricing import price
+    assert format_energy(float("nan")) == NOT_AVAILABLE == significant(float("nan"))
+    led = Ledger()
+    with led.scope("infer"):
+        led.add("flop_fp32", 100)
+        led.add_samples(4)
+    reports = [price(led, hw_profiles.load("a100")), price(led, costly)]
+    text = "\n".join(comparison_lines(reports, 100))
+    assert "no training" in text and "nan" not in text.lower()
+    # a scope one report sampled and the other did not: an em dash, not "nan J"
+    other = Ledger()
+    other.add("flop_fp32", 100, scope="train")
+    header, rows = comparison_cells([reports[0], price(other, costly)])
+    assert rows[1][header.index("infer J/sample")] == NOT_AVAILABLE
+    assert "nan" not in repr(rows).lower()

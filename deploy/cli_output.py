@@ -92,10 +92,11 @@ def make_parent(path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-def console():
-    """A rich console on stdout (tables of ``neuroedge profiles`` and ``models``)."""
+def console(width: int | None = None):
+    """A rich console on stdout (tables of ``neuroedge profiles`` and ``models``), ``width``
+    characters wide (default: the terminal's, or $COLUMNS)."""
     from rich.console import Console
-    return Console()
+    return Console(width=width)
 
 
 def progress_bar(con, name: str):

@@ -130,3 +130,55 @@ def test_a_run_without_training_reads_no_training_not_nan(costly):
     header, rows = comparison_cells([reports[0], price(other, costly)])
     assert rows[1][header.index("infer J/sample")] == NOT_AVAILABLE
     assert "nan" not in repr(rows).lower()
+
+
+# -- listings at 80 columns -----------------------------------------------------------------
+def _listing(capsys, monkeypatch, argv, columns=80) -> str:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_profiles_at_80_columns_keep_every_description_whole(capsys, monkeypatch):
+    import hw_profiles
+    out = _listing(capsys, monkeypatch, ["profiles"])
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 80
+    names = hw_profiles.available()
+    # a title, then per profile one facts line and its description in at most 2 lines (a
+    # table at 80 columns gave the description one word per line: 10+ lines per profile)
+    assert len(lines) <= 1 + 3 * len(names)
+    for name in names:
+        p = hw_profiles.load(name)
+        assert _flat(p.description) in _flat(out)   # never split across cells
+        assert f"{name}: {p.kind}, " in out
+
+
+def test_models_at_80_columns_keep_titles_and_datasets_whole(capsys, monkeypatch):
+    import models
+    out = _listing(capsys, monkeypatch, ["models"])
+    assert max(map(len, out.splitlines())) <= 80
+    for m in models.REGISTRY.values():
+        assert f"{m.card.name}: {_flat(m.card.title)}" in _flat(out)
+        assert f"datasets {', '.join(m.card.datasets)};" in _flat(out)
+
+
+def test_profile_show_at_80_columns(capsys, monkeypatch):
+    out = _listing(capsys, monkeypatch, ["profiles", "show", "a100"])
+    long = [ln for ln in out.splitlines() if len(ln) > 80]
+    assert all(ln.strip().startswith("https://") for ln in long), long   # URLs stay whole
+    assert "energy_pj.mac_fp32 = " in out and " pJ (derived; " in out
+
+
+def test_profiles_width_is_an_option(capsys, monkeypatch):
+    # `profiles --width 160` read 160 as the 'show' action ("invalid choice: '160'")
+    out = _listing(capsys, monkeypatch, ["profiles", "--width", "160"], columns=80)
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 160 and any(len(ln) > 80 for ln in lines)
+    assert "┃ name" in out and "description" in out   # wide enough for the table
+    err = _error(capsys, ["profiles", "--width", "20"])
+    assert "--width: 20 is too narrow; give at least 40" in err

@@ -27,6 +27,7 @@ import warnings
 from pathlib import Path
 
 from deploy.cli_args import (
+    MIN_WIDTH,
     PRESETS,
     SEED_MAX,
     add_report_options,
@@ -36,6 +37,7 @@ from deploy.cli_args import (
     load_profiles,
     parse_run_file,
     parse_seed,
+    parse_width,
 )
 from deploy.cli_output import (
     CommandOutput,
@@ -48,7 +50,7 @@ from deploy.cli_output import (
 from deploy.estimate_cli import add_estimate_parser
 from deploy.measure_cli import add_measure_parser
 from deploy.sweep_cli import add_sweep_parser
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, suggestion
 
 DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2
@@ -60,6 +62,15 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(EXIT_ERROR, f"neuroedge: error: {message} (see '{self.prog} --help')\n")
+
+    def _check_value(self, action, value):
+        # argparse's "invalid choice: 'quik' (choose from ...)" with the closest choice named
+        # (Python 3.14's suggest_on_error does this; 3.11 has no hook but this method)
+        if action.choices is not None and value not in action.choices:
+            name = "/".join(action.option_strings) or action.dest   # "command": a subcommand
+            hint = suggestion(value, action.choices) or \
+                f"choose from {', '.join(map(repr, action.choices))}"
+            raise argparse.ArgumentError(None, f"{name}: invalid choice {value!r}; {hint}")
 
 
 def _version() -> str:
@@ -80,44 +91,49 @@ def _plain(text):
     return Text(printable(text))
 
 
-def cmd_profiles(args) -> int:
-    from rich.table import Table
+def _printable_row(*cells) -> tuple[str, ...]:
+    """A listing row of a profile's text with control characters escaped (the listing prints
+    its cells as plain text, never as markup)."""
+    from deploy.formatting import printable
+    return tuple(printable(str(c)) for c in cells)
 
+
+def cmd_profiles(args) -> int:
     import hw_profiles
+    from deploy.listing import print_listing
+    con = console(args.width)
     if args.name:
-        return _show_profile(args.name)
-    table = Table(title="hardware profiles (neuroedge profiles show NAME for every number)")
-    table.add_column("name", no_wrap=True)
-    for col in ("kind", "node", "ops priced", "memory levels", "static W"):
-        table.add_column(col)
-    table.add_column("description", overflow="fold")
+        return _show_profile(args.name, con)
+    rows = []
     for name in hw_profiles.available():
         p = hw_profiles.load(name)
         node = f"{p.technology_node_nm.value:g} nm" if p.technology_node_nm else "-"
-        table.add_row(*map(_plain, (p.name, p.kind, node, str(len(p.energy_pj)),
-                                    ", ".join(p.memory), f"{p.static_power_w.value:g}",
-                                    p.description)))
-    console().print(table)
+        rows.append(_printable_row(p.name, p.kind, node, str(len(p.energy_pj)),
+                                   ", ".join(p.memory),
+                                   f"{p.static_power_w.value:g}", p.description))
+    print_listing(con, "hardware profiles (neuroedge profiles show NAME for every number)",
+                  ("name", "kind", "node", "ops priced", "memory levels", "static W",
+                   "description"), rows, text_col=6,
+                  record=lambda r: [f"{r[0]}: {r[1]}, {r[2]}, {r[3]} ops priced, memory "
+                                    f"{r[4]}, static {r[5]} W", r[6]])
     return 0
 
 
-def _show_profile(name: str) -> int:
-    from rich.table import Table
+def _show_profile(name: str, con) -> int:
+    from deploy.listing import print_listing
     p = load_profile(name)
-    con = console()
     title = _plain(p.name)
     title.stylize("bold")
     con.print(title + _plain(f" ({p.kind}): {p.description}"))
     if p.path:
         con.print(_plain(f"file: {p.path}"))
-    table = Table(show_lines=False)
-    for col in ("entry", "value", "unit", "provenance", "source"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("derivation / note", overflow="fold", min_width=20)
-    for key, q in p.entries():
-        table.add_row(*map(_plain, (key, f"{q.value:g}", q.unit, q.provenance, q.source,
-                                    q.derivation or q.note)))
-    con.print(table)
+    rows = [_printable_row(key, f"{q.value:g}", q.unit, q.provenance, q.source,
+                           q.derivation or q.note)
+            for key, q in p.entries()]
+    print_listing(con, "entries", ("entry", "value", "unit", "provenance", "source",
+                                   "derivation / note"), rows, text_col=5,
+                  record=lambda r: [f"{r[0]} = {r[1]} {r[2]} ({r[3]}; {r[4]})",
+                                    *([r[5]] if r[5] else [])])
     con.print("[bold]sources[/bold]")
     for s in p.sources.values():
         # plain lines, so URLs are never folded and stay copyable
@@ -127,19 +143,17 @@ def _show_profile(name: str) -> int:
 
 
 def cmd_models(args) -> int:
-    from rich.table import Table
-
     import models
-    table = Table(title="registered models (only what works is registered)")
-    for col in ("name", "title", "device kinds", "datasets", "default profile", "exports"):
-        table.add_column(col, overflow="fold", no_wrap=col == "name")
-    for method in models.REGISTRY.values():
-        card = method.card
-        table.add_row(card.name, card.title, ", ".join(card.device_kinds),
-                      ", ".join(card.datasets), card.default_profile,
-                      ", ".join(card.exports) or "-")
-    con = console()
-    con.print(table)
+    from deploy.listing import print_listing
+    rows = [(m.card.name, m.card.title, ", ".join(m.card.device_kinds),
+             ", ".join(m.card.datasets), m.card.default_profile,
+             ", ".join(m.card.exports) or "-") for m in models.REGISTRY.values()]
+    con = console(args.width)
+    print_listing(con, "registered models (only what works is registered)",
+                  ("name", "title", "device kinds", "datasets", "default profile", "exports"),
+                  rows, text_col=1,
+                  record=lambda r: [f"{r[0]}: {r[1]}", f"runs on {r[2]} (default {r[4]}); "
+                                    f"datasets {r[3]}; exports {r[5]}"])
     # the claim and the settings read better as lines than as narrow columns
     for method in models.REGISTRY.values():
         card = method.card
@@ -378,6 +392,12 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _add_width(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--width", type=parse_width, default=None, metavar="N",
+                   help="characters per line (default: the terminal's width, or $COLUMNS; "
+                        f"at least {MIN_WIDTH}); a table that does not fit is printed as lines")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="neuroedge",
@@ -388,9 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profiles", help="list hardware profiles, or show one with sources")
     p.add_argument("action", nargs="?", choices=["show"], help="show one profile")
     p.add_argument("name", nargs="?", help="profile name or TOML path (with 'show')")
+    _add_width(p)
     p.set_defaults(func=cmd_profiles)
 
     p = sub.add_parser("models", help="list registered models")
+    _add_width(p)
     p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("simulate", help="run a model on a profile; write a run file + report")

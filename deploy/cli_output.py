@@ -86,10 +86,11 @@ def print_report(out: CommandOutput, args, run, reports) -> None:
                                    full=args.full_report, sources=args.sources))
 
 
-def console():
-    """A rich console on stdout (tables of ``neuroedge profiles`` and ``models``)."""
+def console(width: int | None = None):
+    """A rich console on stdout (tables of ``neuroedge profiles`` and ``models``), ``width``
+    characters wide (default: the terminal's, or $COLUMNS)."""
     from rich.console import Console
-    return Console()
+    return Console(width=width)
 
 
 def progress_bar(con, name: str):

@@ -38,6 +38,10 @@ def printable(text, *, lines: bool = False) -> str:
     return str(text).translate(_ESCAPES_KEEP_LINES if lines else _ESCAPES)
 
 
+NOT_AVAILABLE = "\u2014"
+"""What a figure that does not exist reads as (an em dash): a run without training has no
+energy per training sample, and people are never shown "nan"."""
+
 ENERGY_UNITS = ((1e-12, "pJ"), (1e-9, "nJ"), (1e-6, "uJ"), (1e-3, "mJ"), (1.0, "J"))
 """(scale in joules, unit) from the smallest up: :func:`format_energy` and the plots' axes."""
 _BYTE_UNITS = ((1.0, "B"), (1e3, "kB"), (1e6, "MB"), (1e9, "GB"), (1e12, "TB"))
@@ -45,7 +49,10 @@ _SECOND_UNITS = ((1e-9, "ns"), (1e-6, "us"), (1e-3, "ms"), (1.0, "s"))
 
 
 def significant(x: float) -> str:
-    """``x`` to 3 significant digits, without an exponent where readable (50.1, 44, 1230)."""
+    """``x`` to 3 significant digits, without an exponent where readable (50.1, 44, 1230);
+    :data:`NOT_AVAILABLE` for nan."""
+    if math.isnan(x):
+        return NOT_AVAILABLE
     if x == 0 or not math.isfinite(x):
         return "0" if x == 0 else str(x)
     r = float(f"{x:.3g}")
@@ -58,6 +65,8 @@ def significant(x: float) -> str:
 
 def _engineering(value: float, units) -> str:
     value = float(value)
+    if math.isnan(value):
+        return NOT_AVAILABLE
     if not math.isfinite(value):
         return f"{value} {units[-1][1]}"
     # Round first, so 999.96 pJ reads "1 nJ" rather than "1000 pJ".
@@ -73,12 +82,15 @@ def _engineering(value: float, units) -> str:
 
 
 def format_energy(j: float) -> str:
-    """Joules in pJ, nJ, uJ, mJ or J with 3 significant digits.
+    """Joules in pJ, nJ, uJ, mJ or J with 3 significant digits; an em dash for nan (a figure
+    that does not exist, such as the energy per training sample of a run without training).
 
     Examples
     --------
     >>> format_energy(50.1e-9), format_energy(0.5e-12), format_energy(0.0)
     ('50.1 nJ', '0.5 pJ', '0 J')
+    >>> format_energy(7e-4), format_energy(float("nan"))
+    ('700 uJ', '\u2014')
     """
     return _engineering(j, ENERGY_UNITS)
 
@@ -141,9 +153,11 @@ def _count_text(row) -> str:
 
 
 def _unit_text(row) -> str:
+    """The price of one op (or byte, or second of static power) in scaled units: 7e8 pJ
+    reads "700 uJ", not "700000000 pJ"."""
     if row["category"] == "static":
         return f"{significant(row['unit_pj'] * PJ)} W"  # static lines carry pJ per second
-    return f"{significant(row['unit_pj'])} pJ" + ("/B" if row["category"] == "memory" else "")
+    return format_energy(row["unit_pj"] * PJ) + ("/B" if row["category"] == "memory" else "")
 
 
 def _latency_rows(report: EnergyReport) -> list[tuple[str, str, str]]:
@@ -267,7 +281,11 @@ def comparison_cells(reports: Sequence[EnergyReport]) -> tuple[tuple[str, ...], 
              *keys, "latency", "vs first"), [
         (r["profile"], format_energy(r["total_j"]), format_energy(r["dynamic_j"]),
          format_energy(r["static_j"]), *(format_energy(r[k]) for k in idle + keys),
-         format_seconds(r["latency_s"]), f"{significant(r['relative_energy'])}x") for r in rows])
+         format_seconds(r["latency_s"]), _times(r["relative_energy"])) for r in rows])
+
+
+def _times(ratio: float) -> str:
+    return NOT_AVAILABLE if math.isnan(ratio) else f"{significant(ratio)}x"
 
 
 def latency_title(report: EnergyReport) -> str:

@@ -14,7 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from deploy.formatting import format_bytes, format_energy, format_seconds, significant
+from deploy.formatting import (
+    NOT_AVAILABLE,
+    format_bytes,
+    format_energy,
+    format_seconds,
+    significant,
+)
 from sim import phases
 from sim.energy_report import EnergyReport
 from sim.scope_paths import within
@@ -88,6 +94,8 @@ def unit_of(run, name: str) -> str:
 def value_text(value: float, unit: str) -> str:
     """A metric as read: 6 significant digits, then its unit (none shown for ``"1"``,
     ``"unit not recorded"`` for ``"?"``); bytes in engineering units, joules as energies."""
+    if math.isnan(value):
+        return NOT_AVAILABLE
     if not math.isfinite(value):
         return f"{value} {unit}" if unit not in ("1", "?") else str(value)
     if unit == "B":
@@ -104,7 +112,8 @@ def metric_rows(run) -> list[tuple[str, str, str]]:
     """(metric, value, unit) of every metric, the main metric first."""
     main = main_metric(run)
     order = ([main] if main else []) + [k for k in run.metrics if k != main]
-    return [(k, f"{run.metrics[k]:.6g}", unit_of(run, k)) for k in order]
+    return [(k, NOT_AVAILABLE if math.isnan(run.metrics[k]) else f"{run.metrics[k]:.6g}",
+             unit_of(run, k)) for k in order]
 
 
 def neurobench(run, report: EnergyReport | None = None) -> dict[str, tuple[float, str]]:

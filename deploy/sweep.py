@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.errors import DiskFullError, SweepError
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, suggestion
 from sim.seeds import check as check_seed
 
 SPEC_KEYS = ("name", "description", "models", "datasets", "presets", "seeds", "grid",
@@ -236,8 +236,9 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         raise SweepError(f"{_where(source)}: no models; give e.g. models = [\"mlp\"]")
     for m in models:
         if m not in REGISTRY:
-            raise SweepError(f"{_where(source)}: unknown model {m!r}; models are "
-                             f"{', '.join(sorted(REGISTRY))}")
+            raise SweepError(f"{_where(source)}: unknown model {m!r}; "
+                             + (suggestion(m, REGISTRY, "neuroedge models")
+                                or f"models are {', '.join(sorted(REGISTRY))}"))
     datasets = _list(doc, "datasets", str, source)
     presets = _list(doc, "presets", str, source, ("quick",))
     for p in presets:

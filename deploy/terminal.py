@@ -139,9 +139,11 @@ def headline_lines(run, reports: Sequence[EnergyReport], width: int) -> list[str
 
 def _comparison_rows(reports: Sequence[EnergyReport]) -> list[tuple]:
     first = reports[0]
+    train = hl.train_scope(first)
     return [(r.profile, format_energy(r.total_j),
              format_energy(hl.per_sample_j(r, hl.inference_scope(first))),
-             format_energy(hl.per_sample_j(r, hl.train_scope(first))),
+             # a run without training has no such figure: said in words, never "nan J"
+             format_energy(hl.per_sample_j(r, train)) if train else "no training",
              format_seconds(r.total_latency_s), hl.ratio_text(r.total_j, first.total_j))
             for r in reports]
 

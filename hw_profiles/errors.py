@@ -5,6 +5,10 @@ Each layer keeps its exceptions in its own ``errors.py`` (``hw_profiles`` <- ``s
 lowest layer so every package can catch it. Messages name the input, what is wrong and what
 would be right.
 """
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 
 class NeuroedgeError(Exception):
@@ -35,3 +39,20 @@ def not_a_file(path) -> str:
              (stat.S_ISSOCK, "is a socket"))
     what = next((w for test, w in kinds if test(mode)), "is not a regular file")
     return what if what == "is a directory" else f"{what}, not a regular file"
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to a mistyped ``name`` (difflib's ratio >= 0.6, case ignored), or
+    None when nothing is that close: the error then lists every choice instead."""
+    by_lower = {str(c).lower(): str(c) for c in choices}
+    match = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[match[0]] if match else None
+
+
+def suggestion(name: str, choices: Iterable[str], lister: str | None = None) -> str | None:
+    """``did you mean 'a100'? (neuroedge profiles lists them)`` for a mistyped ``name``, or
+    None when no choice is close; the caller then lists every choice, as before."""
+    guess = did_you_mean(name, choices)
+    if guess is None:
+        return None
+    return f"did you mean {guess!r}?" + (f" ({lister} lists them)" if lister else "")

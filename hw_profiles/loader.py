@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hw_profiles.errors import ProfileError, not_a_file
+from hw_profiles.errors import ProfileError, not_a_file, suggestion
 from hw_profiles.ops import OPS
 from hw_profiles.profile import (
     KINDS,
@@ -177,8 +177,9 @@ def load(name_or_path: str | Path | HardwareProfile) -> HardwareProfile:
     if not (text.endswith(".toml") or path.is_file() or "/" in text):
         path = DATA_DIR / f"{text}.toml"
         if not path.is_file():
-            raise ProfileError(f"unknown hardware profile {text!r}: shipped profiles are "
-                               f"{', '.join(available())}, or pass the path of a .toml file")
+            hint = suggestion(text, available(), "neuroedge profiles") or \
+                f"shipped profiles are {', '.join(available())}, or pass the path of a .toml file"
+            raise ProfileError(f"unknown hardware profile {text!r}: {hint}")
     if not path.is_file():
         raise ProfileError(f"profile file {text!r} {not_a_file(path)}: pass a shipped profile "
                            f"name ({', '.join(available())}) or the path of a .toml file")

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hw_profiles.errors import suggestion
 from hw_profiles.profile import KINDS, HardwareProfile
 from sim import neurobench
 from sim.artifacts import BitwiseArtifact, NetworkArtifact, TorchArtifact
@@ -414,5 +415,6 @@ def get(name: str) -> Method:
         own = str(name).endswith((".nir", ".py")) or ".py:" in str(name)
         hint = (f"; a model of your own goes through `neuroedge estimate {name}` (a NIR "
                 "file, or FILE.py:factory with --input-shape)" if own else "")
-        raise ModelError(f"unknown model {name!r}: registered models are "
-                         f"{', '.join(sorted(REGISTRY)) or '(none)'}{hint}") from None
+        listing = suggestion(name, REGISTRY, "neuroedge models") or \
+            f"registered models are {', '.join(sorted(REGISTRY)) or '(none)'}"
+        raise ModelError(f"unknown model {name!r}: {listing}{hint}") from None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, suggestion
 from hw_profiles.profile import HardwareProfile
 from models.registry import (
     PRESETS,
@@ -131,8 +131,9 @@ def parse_overrides(model: str | Method, items) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key not in types_ or key == "seed":
+            fields = [k for k in types_ if k != "seed"]
             hint = "give the seed with --seed" if key == "seed" else \
-                f"fields are {', '.join(k for k in types_ if k != 'seed')}"
+                suggestion(key, fields, "neuroedge models") or f"fields are {', '.join(fields)}"
             raise ModelError(f"--set {key}: {card.name} has no setting {key!r}; {hint}")
         out[key] = _parse(value, types_[key], f"--set {key}") if isinstance(value, str) \
             else value
@@ -187,8 +188,9 @@ def check_dataset(method: Method, dataset: str) -> None:
     from models.shared import datasets
     card = method.card
     if dataset not in card.datasets:
+        guess = suggestion(dataset, card.datasets)
         raise ModelError(f"model {card.name!r} takes datasets {', '.join(card.datasets)}; "
-                         f"got {dataset!r}")
+                         f"got {dataset!r}" + (f": {guess}" if guess else ""))
     datasets.check_available(dataset)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, suggestion
 from hw_profiles.profile import KINDS, HardwareProfile
 from sim.energy_report import EnergyReport
 from sim.step_timing import StepTiming
@@ -98,8 +98,8 @@ def resolve_stack(prof: HardwareProfile, stack: str | None) -> str:
     known = stacks_of(prof)
     if stack not in known:
         raise NeuroedgeError(f"stack {stack!r} is not a software stack of profile "
-                             f"{prof.label!r} ({prof.kind}); choose one of "
-                             f"{', '.join(known)}")
+                             f"{prof.label!r} ({prof.kind}); "
+                             + (suggestion(stack, known) or f"choose one of {', '.join(known)}"))
     return stack
 
 

@@ -658,7 +658,9 @@ def test_set_is_parsed_and_recorded_in_the_run_file(tmp_path, monkeypatch, fake_
 
 
 @pytest.mark.parametrize("item, needle", [
-    ("epocs=3", f"--set epocs: mlp has no setting 'epocs'; fields are {MLP_FIELDS}"),
+    ("epocs=3", "--set epocs: mlp has no setting 'epocs'; did you mean 'epochs'? (neuroedge "
+                "models lists them)"),
+    ("xyz=3", f"--set xyz: mlp has no setting 'xyz'; fields are {MLP_FIELDS}"),
     ("seed=1", "--set seed: mlp has no setting 'seed'; give the seed with --seed"),
     ("epochs", "--set 'epochs': expected KEY=VALUE (e.g. --set epochs=3)"),
     ("epochs=x", "--set epochs: 'x' is not an integer"),

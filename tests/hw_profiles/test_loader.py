@@ -55,9 +55,14 @@ def test_toy_profile_loads_from_path(toy_gpu_path):
     assert load(p) is p
 
 
-def test_unknown_name_lists_available():
-    with pytest.raises(ProfileError, match="unknown hardware profile 'loihi9'.*a100"):
+def test_unknown_name_suggests_the_closest_or_lists_available():
+    # difflib ratio 2*M/T: 'loihi9' vs 'loihi' = 2*5/11 = 0.91 beats 'loihi2' = 2*5/12 = 0.83
+    with pytest.raises(ProfileError, match=r"^unknown hardware profile 'loihi9': did you mean "
+                                           r"'loihi'\? \(neuroedge profiles lists them\)$"):
         load("loihi9")
+    # nothing is close to 'zzzz': every shipped profile is listed
+    with pytest.raises(ProfileError, match="unknown hardware profile 'zzzz'.*a100"):
+        load("zzzz")
 
 
 def test_missing_path():

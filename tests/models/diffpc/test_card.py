@@ -42,8 +42,11 @@ def test_overrides_are_typed_and_checked():
     assert runner.parse_overrides("diffpc", ["epochs=2", "hidden=16,8", "schedule=cyclic"]) \
         == {"epochs": 2, "hidden": (16, 8), "schedule": "cyclic"}
     with pytest.raises(ModelError, match=r"--set epoch: diffpc has no setting 'epoch'; "
-                                         r"fields are hidden, n, cycles"):
+                                         r"did you mean 'epochs'\?"):
         runner.parse_overrides("diffpc", ["epoch=2"])
+    with pytest.raises(ModelError, match=r"--set zzz: diffpc has no setting 'zzz'; "
+                                         r"fields are hidden, n, cycles"):
+        runner.parse_overrides("diffpc", ["zzz=2"])
     with pytest.raises(ModelError, match="runs on neuromorphic profiles"):
         runner.prepare("diffpc", profile="a100")
     with pytest.raises(ModelError, match=r"DiffPCConfig.lr_schedule = 'step'; expected one "

@@ -37,8 +37,7 @@ import torch
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deploy.c_int8 import (  # noqa: E402
     check_project,

@@ -54,8 +54,7 @@ import yaml
 from numba import njit
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.neuromorphic import Network, NeuromorphicDevice  # noqa: E402
 from sim.neuromorphic.network import NeuronKernel  # noqa: E402

@@ -4,22 +4,6 @@
 #include "golden.h"
 #include "ne_platform.h"
 
-static void put_int(int32_t v)
-{
-    char buf[12];
-    int i = 11;
-    uint32_t u = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
-    buf[i] = '\0';
-    do {
-        buf[--i] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u);
-    if (v < 0) {
-        buf[--i] = '-';
-    }
-    ne_puts(buf + i);
-}
-
 int main(void)
 {
     int32_t n, j, bad = 0;
@@ -27,17 +11,17 @@ int main(void)
         int ok = 1;
         const ne_word_t *x = &NE_GOLDEN_X[(int32_t)n * NE_MODEL_IN_WORDS];
         ne_puts("y ");
-        put_int(n);
+        ne_put_int(n);
 #if NE_MODEL_HAS_SCORES
         {
             int32_t scores[NE_MODEL_N_OUT];
             int32_t label = model_predict(x, scores);
             ne_puts(" label ");
-            put_int(label);
+            ne_put_int(label);
             ne_puts(" scores");
             for (j = 0; j < NE_MODEL_N_OUT; j++) {
                 ne_puts(" ");
-                put_int(scores[j]);
+                ne_put_int(scores[j]);
                 ok &= scores[j] == NE_GOLDEN_SCORES[(int32_t)n * NE_MODEL_N_OUT + j];
             }
             ok &= label == NE_GOLDEN_LABELS[n];
@@ -60,9 +44,9 @@ int main(void)
         bad += !ok;
     }
     ne_puts("neuroedge-c: ");
-    put_int(NE_GOLDEN_N - bad);
+    ne_put_int(NE_GOLDEN_N - bad);
     ne_puts("/");
-    put_int(NE_GOLDEN_N);
+    ne_put_int(NE_GOLDEN_N);
     ne_puts(" golden outputs match\n");
     return bad ? 1 : 0;
 }

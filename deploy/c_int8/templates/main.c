@@ -7,22 +7,6 @@
 #include "golden.h"
 #include "ne_platform.h"
 
-static void put_int(int32_t v)
-{
-    char buf[12];
-    int i = 11;
-    uint32_t u = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
-    buf[i] = '\0';
-    do {
-        buf[--i] = (char)('0' + u % 10u);
-        u /= 10u;
-    } while (u);
-    if (v < 0) {
-        buf[--i] = '-';
-    }
-    ne_puts(buf + i);
-}
-
 #ifdef NE_SYSTICK
 /* SysTick (Armv7-M): a 24-bit down counter at the core clock (CLKSOURCE = 1). */
 #define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
@@ -83,11 +67,11 @@ int main(void)
     calib_loop();
     calib = ticks_since(t0);
     ne_puts("calibration instructions ");
-    put_int((int32_t)(2u * NE_CALIB_LOOPS));
+    ne_put_int((int32_t)(2u * NE_CALIB_LOOPS));
     ne_puts(" ticks ");
-    put_int(calib);
+    ne_put_int(calib);
     ne_puts(" empty ");
-    put_int(empty);
+    ne_put_int(empty);
     ne_puts("\n");
 #endif
     for (n = 0; n < NE_GOLDEN_N; n++) {
@@ -109,9 +93,9 @@ int main(void)
         {
             const int32_t ticks = ticks_since(t0);
             ne_puts("ticks ");
-            put_int(n);
+            ne_put_int(n);
             ne_puts(" ");
-            put_int(ticks);
+            ne_put_int(ticks);
             ne_puts("\n");
         }
 #endif
@@ -119,7 +103,7 @@ int main(void)
         ne_puts("layer ticks");
         for (j = 0; j < NE_MODEL_N_LAYERS; j++) {
             ne_puts(" ");
-            put_int(layer_ticks[j]);
+            ne_put_int(layer_ticks[j]);
         }
         ne_puts("\n");
 #endif
@@ -130,22 +114,22 @@ int main(void)
             }
         }
         ne_puts("y ");
-        put_int(n);
+        ne_put_int(n);
         ne_puts(" label ");
-        put_int(label);
+        ne_put_int(label);
         ne_puts(" scores");
         for (j = 0; j < NE_MODEL_OUT_SIZE; j++) {
             ne_puts(" ");
-            put_int(out[j]);
+            ne_put_int(out[j]);
             ok &= out[j] == NE_GOLDEN_Y[n * NE_MODEL_OUT_SIZE + j];
         }
         ne_puts(ok ? " ok\n" : " MISMATCH\n");
         bad += !ok;
     }
     ne_puts("neuroedge-c: ");
-    put_int(NE_GOLDEN_N - bad);
+    ne_put_int(NE_GOLDEN_N - bad);
     ne_puts("/");
-    put_int(NE_GOLDEN_N);
+    ne_put_int(NE_GOLDEN_N);
     ne_puts(" golden outputs match\n");
     return bad ? 1 : 0;
 }

@@ -1,4 +1,4 @@
-"""Deployed precision: a ledger counted in fp32 re-expressed at int8.
+"""Deployed precision: a ledger counted in fp32 re-expressed at int8 (or fp16).
 
 Torch on a CPU host runs a network in fp32; a network deployed quantised (TFLite Micro,
 CMSIS-NN, X-CUBE-AI, TensorRT) runs the same graph at int8. The one re-typing used by
@@ -24,12 +24,36 @@ INT8_CONVENTIONS = ("int8: per-channel symmetric int8 weights, per-tensor int8 a
                     "MAC, each other fp32 flop as an integer op, every byte moved / 4 (the "
                     "per-channel scales left out)")
 _INT8_OPS = {"mac_fp32": "mac_int8", "flop_fp32": "int_add"}
+_FP16_OPS = {"mac_fp32": "mac_fp16", "flop_fp32": "flop_fp16"}
 DTYPES = ("fp32", "int8")
 """The precisions a torch model can be priced at (``dtype=``, ``--dtype``)."""
 
 
-def _quarter(n) -> int:
-    return -(-int(n) // 4)
+def _retyped(ledger: Ledger, op_map: dict[str, str], bytes_divisor: int,
+             footprints: bool = True) -> Ledger:
+    """``ledger`` with each op renamed by ``op_map`` (counts of ops mapped to one name
+    summed, others kept) and every byte moved or resident divided by ``bytes_divisor``
+    (rounded up); per-step timing records dropped (spiking engines, which do not run fp32
+    tensors); ``footprints=False`` drops the resident footprints instead."""
+    def smaller(n) -> int:
+        return -(-int(n) // bytes_divisor)
+
+    data = ledger.to_dict()
+    if not footprints:
+        data.pop("footprint", None)
+    for entry in data["scopes"]:
+        ops: dict[str, int] = {}
+        for op, n in entry["ops"].items():
+            key = op_map.get(op, op)
+            ops[key] = ops.get(key, 0) + int(n)
+        entry["ops"] = ops
+        entry["bytes"] = {k: smaller(n) for k, n in entry["bytes"].items()}
+        entry.pop("timing", None)
+    for fp in data.get("footprint", {}).values():
+        for key in ("writable", "read_only", "streamed"):
+            if key in fp:
+                fp[key] = smaller(fp[key])
+    return Ledger.from_dict(data)
 
 
 def retyped_int8(ledger: Ledger, footprints: bool = True) -> Ledger:
@@ -41,19 +65,12 @@ def retyped_int8(ledger: Ledger, footprints: bool = True) -> Ledger:
     ``footprints=False`` drops the resident footprints instead (a microcontroller then
     prices every byte at SRAM): ``neuroedge validate``'s published figures were measured
     that way, before estimate placed int8 weights in flash."""
-    data = ledger.to_dict()
-    if not footprints:
-        data.pop("footprint", None)
-    for entry in data["scopes"]:
-        ops: dict[str, int] = {}
-        for op, n in entry["ops"].items():
-            key = _INT8_OPS.get(op, op)
-            ops[key] = ops.get(key, 0) + int(n)
-        entry["ops"] = ops
-        entry["bytes"] = {k: _quarter(n) for k, n in entry["bytes"].items()}
-        entry.pop("timing", None)
-    for fp in data.get("footprint", {}).values():
-        for key in ("writable", "read_only", "streamed"):
-            if key in fp:
-                fp[key] = _quarter(fp[key])
-    return Ledger.from_dict(data)
+    return _retyped(ledger, _INT8_OPS, 4, footprints)
+
+
+def retyped_fp16(ledger: Ledger) -> Ledger:
+    """``ledger`` re-expressed at fp16, for a device that runs the same graph in half
+    precision (the Movidius NCSDK compiles every network to fp16): each fp32 MAC becomes an
+    fp16 MAC, each other fp32 flop an fp16 flop, and every byte moved or resident is halved
+    (rounded up). Other counts are kept; per-step timing records are dropped."""
+    return _retyped(ledger, _FP16_OPS, 2)

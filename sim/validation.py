@@ -18,7 +18,7 @@ Readings chosen here, stated once:
   each ``mac_fp32`` becomes a ``mac_int8``, each ``flop_fp32`` an ``int_add``, and every
   byte count is divided by 4 (4-byte floats become 1-byte integers). Counts of other ops
   are kept. A row measured in fp16 (the Movidius NCS) is re-typed the same way by
-  :func:`retyped_fp16`: fp32 MACs and flops become fp16 ones and bytes are halved.
+  :func:`sim.precision.retyped_fp16`: fp32 MACs and flops become fp16 ones and bytes are halved.
 - **Tile replication (TrueNorth).** The published operating point is a full chip of
   1,048,576 neurons; the row simulates ``simulated_neurons`` of them with the same per-neuron
   statistics and multiplies every count by ``neurons / simulated_neurons`` before pricing, so
@@ -45,7 +45,7 @@ from hw_profiles.errors import NeuroedgeError
 from hw_profiles.loader import load
 from hw_profiles.validation import DEFAULT_DEVICE_KIND, Measurement, load_table
 from sim.ledger import Ledger
-from sim.precision import retyped_int8
+from sim.precision import retyped_fp16, retyped_int8
 from sim.pricing import price
 
 
@@ -287,31 +287,6 @@ def _count_torch(workload: str, params: dict, profile: str) -> tuple[Ledger, int
         ledger = retyped_fp16(ledger)
         detail += ", counts re-typed to fp16"
     return ledger, int(x.shape[0]), detail
-
-
-_FP16_OPS = {"mac_fp32": "mac_fp16", "flop_fp32": "flop_fp16"}
-
-
-def retyped_fp16(ledger: Ledger) -> Ledger:
-    """``ledger`` re-expressed at fp16, for a device that runs the same graph in half
-    precision (the Movidius NCSDK compiles every network to fp16): each fp32 MAC becomes an
-    fp16 MAC, each other fp32 flop an fp16 flop, and every byte moved or resident is halved
-    (rounded up). Other counts are kept; per-step timing records are dropped, as
-    :func:`sim.precision.retyped_int8` does."""
-    data = ledger.to_dict()
-    for entry in data["scopes"]:
-        ops: dict[str, int] = {}
-        for op, n in entry["ops"].items():
-            key = _FP16_OPS.get(op, op)
-            ops[key] = ops.get(key, 0) + int(n)
-        entry["ops"] = ops
-        entry["bytes"] = {k: -(-int(n) // 2) for k, n in entry["bytes"].items()}
-        entry.pop("timing", None)
-    for fp in data.get("footprint", {}).values():
-        for key in ("writable", "read_only", "streamed"):
-            if key in fp:
-                fp[key] = -(-int(fp[key]) // 2)
-    return Ledger.from_dict(data)
 
 
 def supply_factor(m: Measurement) -> float:

@@ -323,7 +323,8 @@ def test_docs_quote_the_shipped_held_out_figures():
 def test_movidius_row_runs_the_network_in_fp16_on_the_graph_stack():
     """The NCSDK compiles the network to fp16 and runs it on the stick: the row's fp32 counts
     are re-typed (MACs to mac_fp16, bytes halved) and priced without per-op host dispatch."""
-    from sim.validation import retyped_fp16, torch_ledger
+    from sim.precision import retyped_fp16
+    from sim.validation import torch_ledger
     m = next(r for r in load_table() if r.id == "movidius-ncs-kws-blouw2019")
     fp32 = next(r for r in load_table() if r.id == "gpu-kws-blouw2019")
     ledger, n, detail = torch_ledger(m)

@@ -240,27 +240,29 @@ class BEP:
         K.accumulate(sel, target, inputs, delta, touched, self.counts)
         return delta, touched
 
-    def _bep_deltas(self, zs, acts, idx, y):
-        """Top-down binary desired activations for the triggered samples ``idx``."""
-        cfg, dev = self.config, self.dev
-        if len(idx) == 0:
-            return [None] * len(self.layers)
-        target = self.frame[y[idx]]                                  # a*_L = rho_c, (T, K_L)
-        deltas = [None] * len(self.layers)
-        nu = frac(cfg.nu)
-        for li in range(len(self.layers) - 1, -1, -1):
+    def desired_activations(self, zs, acts, idx, y) -> list[np.ndarray]:
+        """Top-down binary desired activations a*_l (int8 (len(idx), K_l), one per layer)
+        of the samples ``idx``: a*_L = rho_c, then Eq. 7 through the gates of Eq. 5."""
+        dev, nu = self.dev, frac(self.config.nu)
+        targets = [self.frame[y[idx]]]                               # a*_L = rho_c, (T, K_L)
+        for li in range(len(self.layers) - 1, 0, -1):
             lay, z = self.layers[li], zs[li][idx]
-            deltas[li] = self._layer_delta(li, z, target, acts[li][idx])
-            if li == 0:
-                break
             g = np.empty(z.shape, np.uint8)
             K.gate(z, int(nu * lay.k_in), g, self.counts)            # Eq. 5
-            u = dev.masked_sign_matmul(pack_signs(target, self.wb), lay.wt,
+            u = dev.masked_sign_matmul(pack_signs(targets[0], self.wb), lay.wt,
                                        pack_bits(g, self.wb), k=lay.k_out)  # (T, K_in)
             nxt = np.empty(u.shape, np.int8)
             K.desired(u, acts[li][idx], nxt, self.counts)            # Eq. 7
-            target = nxt
-        return deltas
+            targets.insert(0, nxt)
+        return targets
+
+    def _bep_deltas(self, zs, acts, idx, y):
+        """Mask and update of every layer toward the triggered samples' desired activations."""
+        if len(idx) == 0:
+            return [None] * len(self.layers)
+        targets = self.desired_activations(zs, acts, idx, y)
+        return [self._layer_delta(li, zs[li][idx], targets[li], acts[li][idx])
+                for li in range(len(self.layers))]
 
     def _local_deltas(self, zs, acts, words, y):
         """Local rule: layer l's target is row y of its own head, triggered by its own margin."""

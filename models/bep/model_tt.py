@@ -92,13 +92,14 @@ class BEPTT(BEP):
         self._flush()
         return errors
 
-    def _deltas(self, x_bits, zs, z_y, states, y):
+    def desired_states(self, zs, z_y, states, y) -> np.ndarray:
+        """BEP-TT's binary targets s*_t (T, n, K_s) int8, ``targets[t]`` for ``states[t + 1]``
+        (the backward above, through the gates of z_y and z_{t+1}); also what
+        ``bench/bep_tt_diagnosis.py`` compares with a float gradient."""
         dev, nu = self.dev, frac(self.config.nu)
         xs, ss, sy = self.layers
         steps, n, k_s = zs.shape
         target_y = self.frame[y]                                            # s*_y = rho_c
-        d_sy = self._layer_delta(2, z_y, target_y, np.ascontiguousarray(states[-1]),
-                                 gamma=self.gamma[1])
         targets = np.empty((steps, n, k_s), np.int8)
         g = np.empty(z_y.shape, np.uint8)
         K.gate(z_y, int(nu * sy.k_in), g, self.counts)
@@ -111,6 +112,14 @@ class BEPTT(BEP):
             u = dev.masked_sign_matmul(pack_signs(targets[t + 1], self.wb), ss.wt,
                                        pack_bits(g, self.wb), k=ss.k_out)
             K.desired(u, np.ascontiguousarray(states[t + 1]), targets[t], self.counts)
+        return targets
+
+    def _deltas(self, x_bits, zs, z_y, states, y):
+        xs, ss, _ = self.layers
+        steps, n, k_s = zs.shape
+        d_sy = self._layer_delta(2, z_y, self.frame[y], np.ascontiguousarray(states[-1]),
+                                 gamma=self.gamma[1])
+        targets = self.desired_states(zs, z_y, states, y)
         wrong_t = np.empty((steps, n, k_s), np.uint8)                        # (T, n, K_s)
         for t in range(steps):
             K.wrong_bits(zs[t], targets[t], wrong_t[t], self.counts)

@@ -1,0 +1,193 @@
+"""What BEP-TT's recurrent map does, before its loss to QAT is called a loss (issue 33,
+item 1).
+
+For BEP-TT's binary RNN (``models/bep/model_tt.py``; K_s = 120, K_y = 64: the paper's
+widths were not retrieved, these are the room's) on the three sequence sets, fresh
+(initialised) and after ``--epochs`` epochs of BEP-TT (the paper's RNN values, batch 20),
+over the first 200 test sequences:
+
+1. Dynamics: the fraction of state bits that flip per step (``flip``), and, driving the
+   map with the last input held for 256 further steps, how many sequences end on a fixed
+   point, on a cycle of length <= 64, or on no cycle that short (``fixed / cycle /
+   none``). A map that keeps flipping ~half its bits and finds no short cycle is chaotic;
+   one that freezes forgets its input.
+2. Error signal: BEP-TT's binary targets s*_t (``BEPTT.desired_states``) against the
+   float reference, the gradient of QAT's loss (cross-entropy of ``P s_y / sqrt(K_y)``)
+   back through time on the same binary forward with Larq's straight-through sign
+   (``models/baselines/qat``: window |z / sqrt(K_in)| <= 1). At each distance d = T - t
+   from the end: ``want`` = fraction of state bits BEP-TT asks to flip (s*_t != s_t),
+   ``gate`` = fraction of z_t inside BEP's gate |z| <= nu K_in, and ``agree`` = among the
+   bits BEP-TT asks to flip where the float gradient is nonzero, the fraction whose
+   gradient asks for the same flip (0.5 = chance).
+3. The same agreement for the BEP MLP (1000-64-64-10 on Random Prototypes, after 3
+   epochs) at its two hidden layers: the binary chain rule where it has no recurrence.
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 nice -n 10 python bench/bep_tt_diagnosis.py [--epochs 10]
+
+Works inside the models (their weights, their targets), so it builds them itself on
+``sim.device("cortex-m4")`` instead of going through ``models.runner``. Last line:
+``RESULT {json}``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+# the repository root first, so `bench`, `sim`, `models` import from this checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import sim  # noqa: E402
+from bench import _checks  # noqa: E402
+from models.bep import data as bep_data  # noqa: E402
+from models.bep.card import TT_SETTING, BEPConfig  # noqa: E402
+from models.bep.model import BEP, to_signs  # noqa: E402
+from models.bep.model_tt import BEPTT  # noqa: E402
+
+N_SEQ = 200
+HOLD, MAX_CYCLE = 256, 64
+DISTANCES = (0, 1, 2, 4, 8, 16, 29)
+
+
+def signs_of(layer) -> np.ndarray:
+    return layer.signs().astype(np.int32)
+
+
+def dynamics(model: BEPTT, x_bits: np.ndarray, states: np.ndarray) -> dict:
+    """Flip rate per step, and the attractor reached with the last input held."""
+    flip = float((states[2:] != states[1:-1]).mean())      # steps 2..T (s_1 starts from +1)
+    w_xs, w_ss = signs_of(model.layers[0]), signs_of(model.layers[1])
+    drive = to_signs(x_bits[:, -1]).astype(np.int32) @ w_xs.T     # (N, K_s), held fixed
+    s = states[-1].astype(np.int32)
+    trail = np.empty((HOLD, *s.shape), np.int8)
+    for t in range(HOLD):                                   # the recurrence: one step at a time
+        s = np.where(drive + s @ w_ss.T >= 0, 1, -1)
+        trail[t] = s
+    # the final state's period: the smallest lag p <= MAX_CYCLE with s_{end - p} == s_end
+    same = (trail[-1 - MAX_CYCLE:-1] == trail[-1]).all(axis=2)     # (MAX_CYCLE, N), lag 64..1
+    period = np.where(same.any(axis=0), MAX_CYCLE - np.argmax(same[::-1], axis=0), 0)
+    # argmax over the reversed lags finds the smallest lag; 0 marks "no cycle <= 64"
+    return {"flip": flip, "fixed": float(np.mean(period == 1)),
+            "cycle": float(np.mean(period > 1)), "none": float(np.mean(period == 0)),
+            "median_period": float(np.median(period[period > 0])) if (period > 0).any() else 0}
+
+
+def float_gradient(model: BEPTT, x_bits: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """d loss / d s_t (T, N, K_s) of QAT's loss on this binary RNN, straight-through sign."""
+    from models.baselines.qat.model import SignSTE
+    w_xs, w_ss, w_sy = (torch.tensor(signs_of(lay), dtype=torch.float64, requires_grad=True)
+                        for lay in model.layers)   # requires_grad: a graph to take d / d s_t
+    frame = torch.tensor(model.frame, dtype=torch.float64)
+    x = torch.tensor(to_signs(x_bits), dtype=torch.float64)
+    k_in = w_xs.shape[1] + w_ss.shape[1]
+    s = torch.ones(len(x), w_ss.shape[0], dtype=torch.float64)
+    kept = []
+    for t in range(x.shape[1]):
+        s = SignSTE.apply((x[:, t] @ w_xs.T + s @ w_ss.T) / math.sqrt(k_in))
+        s.retain_grad()
+        kept.append(s)
+    s_y = SignSTE.apply(s @ w_sy.T / math.sqrt(w_sy.shape[1]))
+    logits = s_y @ frame.T / math.sqrt(frame.shape[1])
+    torch.nn.functional.cross_entropy(logits, torch.tensor(y), reduction="sum").backward()
+    return np.stack([k.grad.numpy() for k in kept])
+
+
+def error_signal(model: BEPTT, x_bits, y, zs, z_y, states) -> dict:
+    """BEP-TT's targets against the float gradient, by distance from the last step."""
+    targets = model.desired_states(zs, z_y, states, y)      # (T, N, K_s), for states[1:]
+    grad = float_gradient(model, x_bits, y)
+    s = states[1:]
+    want = targets != s
+    floatwants = -np.sign(grad)                               # the flip the gradient asks for
+    nu_k = int(math.floor(model.config.nu * model.layers[0].fan_in))
+    steps = len(s)
+    out = {}
+    for d in (d for d in DISTANCES if d < steps):
+        t = steps - 1 - d
+        m = want[t] & (grad[t] != 0)
+        out[str(d)] = {"want": float(want[t].mean()),
+                       "gate": float((np.abs(zs[t]) <= nu_k).mean()),
+                       "agree": float((floatwants[t][m] == targets[t][m]).mean()) if m.any()
+                       else None, "n": int(m.sum())}
+    return out
+
+
+def mlp_agreement(epochs: int) -> dict:
+    """BEP's MLP targets vs the STE gradient at its hidden layers (no recurrence)."""
+    from models.baselines.qat.model import SignSTE
+    data = bep_data.cached("random-prototypes")
+    model = BEP(data.n_features, 10, BEPConfig(hidden=(64, 64), epochs=epochs),
+                sim.device("cortex-m4")).fit(data.x_train, data.y_train)
+    _checks.epochs_trained("BEP MLP", len(model.history), epochs)
+    x, y = data.x_test[:N_SEQ], data.y_test[:N_SEQ]
+    zs, acts, _ = model.forward(x)
+    # the targets of every sample, triggered or not (Eq. 7 through the gates)
+    targets = model.desired_activations(zs, acts, np.arange(len(y)), y)[:-1]   # hidden layers
+    a = torch.tensor(to_signs(x), dtype=torch.float64)
+    kept = []
+    for lay in model.layers:
+        w = torch.tensor(signs_of(lay), dtype=torch.float64, requires_grad=True)
+        a = SignSTE.apply(a @ w.T / math.sqrt(w.shape[1]))
+        a.retain_grad()
+        kept.append(a)
+    frame = torch.tensor(model.frame, dtype=torch.float64)
+    torch.nn.functional.cross_entropy(a @ frame.T / math.sqrt(frame.shape[1]),
+                                      torch.tensor(y), reduction="sum").backward()
+    out = {}
+    for li, tgt in enumerate(targets):          # hidden layer 1 (the first), as targets' order
+        grad = kept[li].grad.numpy()
+        want = tgt != acts[li + 1]
+        m = want & (grad != 0)
+        out[f"layer{li + 1}"] = {"want": float(want.mean()),
+                                 "agree": float((-np.sign(grad)[m] == tgt[m]).mean())}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--epochs", type=int, default=10, help="BEP-TT epochs of the trained net")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    res = {"epochs": args.epochs, "sets": {}}
+    for name in ("synthetic-control", "cylinder-bell-funnel", "digits-rows"):
+        data = bep_data.cached(name)
+        x, y = data.x_test[:N_SEQ], data.y_test[:N_SEQ]
+        cfg = BEPConfig(**{**TT_SETTING, "epochs": args.epochs})
+        model = BEPTT(bep_data.bits_per_step(data), data.n_classes, cfg, sim.device("cortex-m4"))
+        rows = {}
+        for stage in ("fresh", "trained"):
+            if stage == "trained":
+                model.fit(data.x_train, data.y_train)
+                _checks.epochs_trained(f"BEP-TT on {name}", len(model.history), args.epochs)
+            (zs, z_y), (states, _), _ = model.forward(x)
+            rows[stage] = {"dynamics": dynamics(model, x, states),
+                           "error": error_signal(model, x, y, zs, z_y, states),
+                           "test_accuracy": model.evaluate(data.x_test, data.y_test)["accuracy"]}
+        steps, bits = data.x_train.shape[1:]
+        res["sets"][name] = {"T": steps, "F": bits, **rows}
+        print(f"== {name} (T = {steps}, F = {bits}), K_s 120, K_y 64")
+        for stage, r in rows.items():
+            dy = r["dynamics"]
+            print(f"  {stage:7s} acc {100 * r['test_accuracy']:5.1f}%  flip/step {dy['flip']:.3f}"
+                  f"  held input: fixed {dy['fixed']:.2f} cycle<=64 {dy['cycle']:.2f} "
+                  f"none {dy['none']:.2f} (median period {dy['median_period']:.0f})")
+            print("          d=T-t: " + "  ".join(
+                f"{d}: want {e['want']:.3f} gate {e['gate']:.3f} agree "
+                + (f"{e['agree']:.2f}" if e["agree"] is not None else "  - ")
+                for d, e in r["error"].items()), flush=True)
+    res["mlp"] = mlp_agreement(3)
+    print("== BEP MLP 1000-64-64-10, Random Prototypes, 3 epochs (a*_1: one step of Eq. 7 "
+          "below a*_2 = rho_c): "
+          + "  ".join(f"{k}: want {v['want']:.3f} agree {v['agree']:.2f}"
+                      for k, v in res["mlp"].items()))
+    print("RESULT " + json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

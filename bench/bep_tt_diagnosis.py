@@ -58,11 +58,12 @@ def signs_of(layer) -> np.ndarray:
     return layer.signs().astype(np.int32)
 
 
-def dynamics(model: BEPTT, x_bits: np.ndarray, states: np.ndarray) -> dict:
-    """Flip rate per step, and the attractor reached with the last input held."""
+def dynamics(w_xs, w_ss, x_last, states) -> dict:
+    """Flip rate per step of ``states`` (T + 1, N, K_s) and the attractor the map
+    s <- sign(W_xs x_last + W_ss s) reaches from s_T with the last input bits ``x_last``
+    (N, F) held: the final state's period (1: a fixed point; 0: no cycle <= MAX_CYCLE)."""
     flip = float((states[2:] != states[1:-1]).mean())      # steps 2..T (s_1 starts from +1)
-    w_xs, w_ss = signs_of(model.layers[0]), signs_of(model.layers[1])
-    drive = to_signs(x_bits[:, -1]).astype(np.int32) @ w_xs.T     # (N, K_s), held fixed
+    drive = to_signs(x_last).astype(np.int32) @ w_xs.T      # (N, K_s), held fixed
     s = states[-1].astype(np.int32)
     trail = np.empty((HOLD, *s.shape), np.int8)
     for t in range(HOLD):                                   # the recurrence: one step at a time
@@ -70,11 +71,11 @@ def dynamics(model: BEPTT, x_bits: np.ndarray, states: np.ndarray) -> dict:
         trail[t] = s
     # the final state's period: the smallest lag p <= MAX_CYCLE with s_{end - p} == s_end
     same = (trail[-1 - MAX_CYCLE:-1] == trail[-1]).all(axis=2)     # (MAX_CYCLE, N), lag 64..1
-    period = np.where(same.any(axis=0), MAX_CYCLE - np.argmax(same[::-1], axis=0), 0)
-    # argmax over the reversed lags finds the smallest lag; 0 marks "no cycle <= 64"
+    period = np.where(same.any(axis=0), 1 + np.argmax(same[::-1], axis=0), 0)
     return {"flip": flip, "fixed": float(np.mean(period == 1)),
             "cycle": float(np.mean(period > 1)), "none": float(np.mean(period == 0)),
-            "median_period": float(np.median(period[period > 0])) if (period > 0).any() else 0}
+            "median_period": float(np.median(period[period > 0])) if (period > 0).any() else 0,
+            "period": period}
 
 
 def float_gradient(model: BEPTT, x_bits: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -165,7 +166,10 @@ def main(argv=None) -> int:
                 model.fit(data.x_train, data.y_train)
                 _checks.epochs_trained(f"BEP-TT on {name}", len(model.history), args.epochs)
             (zs, z_y), (states, _), _ = model.forward(x)
-            rows[stage] = {"dynamics": dynamics(model, x, states),
+            dyn = dynamics(signs_of(model.layers[0]), signs_of(model.layers[1]), x[:, -1],
+                           states)
+            dyn.pop("period")
+            rows[stage] = {"dynamics": dyn,
                            "error": error_signal(model, x, y, zs, z_y, states),
                            "test_accuracy": model.evaluate(data.x_test, data.y_test)["accuracy"]}
         steps, bits = data.x_train.shape[1:]

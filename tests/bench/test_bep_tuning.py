@@ -111,3 +111,22 @@ def test_figures_are_the_stored_run():
         for m in ("bep", "qat"):
             assert row[m]["best"] == max(row[m]["table"], key=lambda r: r["val_accuracy"])
         assert row["verdict"] == bt.verdict(row["bep"]["test"], row["qat"]["test"])
+
+
+def test_diagnosis_finds_fixed_points_cycles_and_flips():
+    """bench/bep_tt_diagnosis.dynamics on maps whose attractors are known: W_ss all +1 from
+    s = +1 stays (z = K_s > 0: a fixed point); W_ss all -1 alternates (z = -K_s, then +K_s:
+    period 2); the flip rate counts state bits that change between steps."""
+    from bench.bep_tt_diagnosis import dynamics
+    k, n = 6, 3
+    w_xs = np.zeros((k, 4), np.int32)                     # no input drive
+    x_last = np.zeros((n, 4), np.uint8)
+    states = np.ones((4, n, k), np.int8)                  # s_0..s_3, nothing flips
+    states[3, 0] = -1                                     # one sample flips all bits once
+    fixed = dynamics(w_xs, np.ones((k, k), np.int32), x_last, states)
+    # flips: 1 sample x 6 bits at one of the 2 step pairs (2,3): 6 / (2 * 3 * 6) = 1/6
+    assert fixed["flip"] == pytest.approx(1 / 6)
+    # sample 0 starts from -1: z = -6 < 0 keeps it at -1, a fixed point as well
+    assert fixed["fixed"] == 1.0 and list(fixed["period"]) == [1, 1, 1]
+    flip = dynamics(w_xs, -np.ones((k, k), np.int32), x_last, states)
+    assert list(flip["period"]) == [2, 2, 2] and flip["cycle"] == 1.0

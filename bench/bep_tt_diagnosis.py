@@ -20,9 +20,17 @@ over the first 200 test sequences:
    bits BEP-TT asks to flip where the float gradient is nonzero, the fraction whose
    gradient asks for the same flip (0.5 = chance).
 3. The same agreement for the BEP MLP (1000-64-64-10 on Random Prototypes, after 3
-   epochs) at its two hidden layers: the binary chain rule where it has no recurrence.
+   epochs) at its first hidden layer: one step of the binary chain rule, no recurrence.
+4. An ablation that tests the reading of 2: BEP-TT whose update uses only the targets of
+   the last :data:`WINDOW` steps (earlier steps ask for no flip, so they neither vote in
+   the shared mask nor add to the summed update; not the paper's rule), against BEP-TT,
+   ``--epochs`` epochs, seeds 0-2, test accuracy.
 
-    PYTHONPATH=. OMP_NUM_THREADS=1 nice -n 10 python bench/bep_tt_diagnosis.py [--epochs 10]
+    PYTHONPATH=. OMP_NUM_THREADS=1 nice -n 10 python bench/bep_tt_diagnosis.py [--write]
+
+``--write`` stores the RESULT in ``bench/out/bep_tt_diagnosis.json``, from which the tables
+in ``bench/RESULTS.md`` and ``models/bep/README.md`` are rendered (:func:`render`;
+``tests/bench/test_bep_tuning.py`` pins them).
 
 Works inside the models (their weights, their targets), so it builds them itself on
 ``sim.device("cortex-m4")`` instead of going through ``models.runner``. Last line:
@@ -49,9 +57,24 @@ from models.bep.card import TT_SETTING, BEPConfig  # noqa: E402
 from models.bep.model import BEP, to_signs  # noqa: E402
 from models.bep.model_tt import BEPTT  # noqa: E402
 
+RESULT_FILE = Path(__file__).resolve().parents[1] / "bench" / "out" / "bep_tt_diagnosis.json"
+EPOCHS = 10
 N_SEQ = 200
 HOLD, MAX_CYCLE = 256, 64
 DISTANCES = (0, 1, 2, 4, 8, 16, 29)
+WINDOW = 4
+ABLATION_SEEDS = (0, 1, 2)
+
+
+class LastSteps(BEPTT):
+    """BEP-TT learning from its last ``WINDOW`` steps' targets only (the ablation of 4)."""
+
+    def desired_states(self, zs, z_y, states, y):
+        targets = super().desired_states(zs, z_y, states, y)
+        cut = len(targets) - WINDOW
+        if cut > 0:
+            targets[:cut] = states[1:cut + 1]      # s*_t = s_t: no flip asked before the window
+        return targets
 
 
 def signs_of(layer) -> np.ndarray:
@@ -149,10 +172,44 @@ def mlp_agreement(epochs: int) -> dict:
     return out
 
 
+def render(res: dict) -> str:
+    """The tables of bench/RESULTS.md and the room README, from a RESULT."""
+    ds = [d for d in DISTANCES if d <= 8]
+    lines = ["| set (T x F) | net | test % | flips / step | held input: fixed / cycle <= 64 / "
+             "none | BEP-TT asks to flip (d = 0) | "
+             + " | ".join(f"agree d = {d}" for d in ds) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(ds)]
+    for name, r in res["sets"].items():
+        for stage in ("fresh", "trained"):
+            dy, err = r[stage]["dynamics"], r[stage]["error"]
+            lines.append(
+                f"| {name} ({r['T']} x {r['F']}) | {stage} | "
+                f"{100 * r[stage]['test_accuracy']:.1f} | {dy['flip']:.3f} | "
+                f"{dy['fixed']:.2f} / {dy['cycle']:.2f} / {dy['none']:.2f} | "
+                f"{err['0']['want']:.2f} | "
+                + " | ".join(f"{err[str(d)]['agree']:.2f}" if str(d) in err else "-"
+                             for d in ds) + " |")
+    mlp = res["mlp"]["layer1"]
+    lines += ["", f"BEP MLP (1000-64-64-10, Random Prototypes, 3 epochs), hidden layer 1: asks "
+              f"to flip {mlp['want']:.2f}, agrees with the float gradient on "
+              f"{mlp['agree']:.2f}.", "",
+              f"| set | BEP-TT test % | BEP-TT on its last {WINDOW} steps test % |",
+              "|---|---|---|"]
+    for name, row in res["ablation"].items():
+        lines.append(f"| {name} | " + " | ".join(
+            f"{100 * np.mean(v):.1f} ({', '.join(f'{100 * a:.1f}' for a in v)})"
+            for v in row.values()) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epochs", type=int, default=10, help="BEP-TT epochs of the trained net")
+    ap.add_argument("--epochs", type=int, default=EPOCHS,
+                    help="BEP-TT epochs of the trained net and the ablation")
+    ap.add_argument("--write", action="store_true", help=f"store the RESULT in {RESULT_FILE}")
     args = ap.parse_args(argv)
+    if args.write and args.epochs != EPOCHS:
+        ap.error(f"--write stores the {EPOCHS}-epoch run only")
     torch.set_num_threads(1)
     res = {"epochs": args.epochs, "sets": {}}
     for name in ("synthetic-control", "cylinder-bell-funnel", "digits-rows"):
@@ -184,11 +241,33 @@ def main(argv=None) -> int:
                 f"{d}: want {e['want']:.3f} gate {e['gate']:.3f} agree "
                 + (f"{e['agree']:.2f}" if e["agree"] is not None else "  - ")
                 for d, e in r["error"].items()), flush=True)
+    print(f"== ablation: BEP-TT vs BEP-TT on its last {WINDOW} steps' targets, "
+          f"{args.epochs} epochs, seeds {ABLATION_SEEDS} (test accuracy %)")
+    res["ablation"] = {}
+    for name in ("synthetic-control", "cylinder-bell-funnel", "digits-rows"):
+        data = bep_data.cached(name)
+        row = {}
+        for label, cls in (("bep_tt", BEPTT), (f"last{WINDOW}", LastSteps)):
+            row[label] = []
+            for seed in ABLATION_SEEDS:
+                cfg = BEPConfig(**{**TT_SETTING, "epochs": args.epochs, "seed": seed})
+                m = cls(bep_data.bits_per_step(data), data.n_classes, cfg,
+                        sim.device("cortex-m4")).fit(data.x_train, data.y_train)
+                _checks.epochs_trained(f"{label} on {name}", len(m.history), args.epochs)
+                row[label].append(m.evaluate(data.x_test, data.y_test)["accuracy"])
+        res["ablation"][name] = row
+        print(f"  {name:22s} " + "  ".join(
+            f"{k} {100 * np.mean(v):5.1f} ({', '.join(f'{100 * a:.1f}' for a in v)})"
+            for k, v in row.items()), flush=True)
     res["mlp"] = mlp_agreement(3)
     print("== BEP MLP 1000-64-64-10, Random Prototypes, 3 epochs (a*_1: one step of Eq. 7 "
           "below a*_2 = rho_c): "
           + "  ".join(f"{k}: want {v['want']:.3f} agree {v['agree']:.2f}"
                       for k, v in res["mlp"].items()))
+    print(render(res))
+    if args.write:
+        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
+        RESULT_FILE.write_text(json.dumps(res, indent=1) + "\n")
     print("RESULT " + json.dumps(res))
     return 0
 

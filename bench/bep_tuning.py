@@ -222,7 +222,28 @@ def render(result: dict) -> str:
             f"{spread(b['test'])} | {spread(q['test'])} | {v['bep_minus_qat_pts']:+.2f} | "
             f"{v['bep_ahead_seeds']} / {v['qat_ahead_seeds']} of {len(b['test'])} | "
             f"{v['winner'].upper() if v['winner'] != 'tie' else 'tie'} |")
+    lines.append("")
+    for k, row in result["widths"].items():
+        v, n = row["verdict"], len(row["bep"]["test"])
+        lead = {"bep": f"BEP ahead on {v['bep_ahead_seeds']} of {n} seeds",
+                "qat": f"QAT ahead on {v['qat_ahead_seeds']} of {n} seeds",
+                "tie": f"a tie (BEP ahead on {v['bep_ahead_seeds']} of {n} seeds)"}[v["winner"]]
+        lines.append(f"K = {k}: {lead}, BEP - QAT {v['bep_minus_qat_pts']:+.2f} points in "
+                     f"the mean (rule: >= {v['needed']} of {n} seeds and > {v['margin_pts']} "
+                     "points).")
     return "\n".join(lines)
+
+
+def claim_text(result: dict) -> str:
+    """The verdict as docs/claims.md states it (tests/bench pins the two together)."""
+    parts = []
+    for k, row in result["widths"].items():
+        v, n = row["verdict"], len(row["bep"]["test"])
+        who = {"bep": f"BEP ahead on {v['bep_ahead_seeds']} of {n} seeds",
+               "qat": f"QAT ahead on {v['qat_ahead_seeds']} of {n} seeds",
+               "tie": "a tie"}[v["winner"]]
+        parts.append(f"K = {k}: {who} (BEP - QAT {v['bep_minus_qat_pts']:+.2f} points)")
+    return "; ".join(parts)
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,7 @@
 """bench/bep_tuning.py: the tuning protocol (equal budgets, selection on a validation split
 carved from the training set, the test set read only by the final seeds) and the figures
-rendered from its stored RESULT (bench/out/bep_tuning.json)."""
+rendered from its stored RESULT (bench/out/bep_tuning.json); and bench/bep_tt_diagnosis.py's
+attractor finder and stored tables (bench/out/bep_tt_diagnosis.json)."""
 import json
 from pathlib import Path
 

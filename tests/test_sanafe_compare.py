@@ -102,6 +102,29 @@ def test_docs_show_the_committed_results():
     # "energy by 1.38 / 1.25 = 1.10x", "latency by 1.98 / 1.25 = 1.59x"
     for f in (r["energy_factor_max"], r["latency_factor_max"]):
         assert f"{f:.2f} / 1.25 = {f / 1.25:.2f}x" in results
+    # DiffPC: spikes, synaptic events, the drivers' share and the split of VA CUBA's latency
+    dp = nets["diffpc_digits"]
+    d = dp["diffpc"]
+    per = dp["spikes_per_group"]
+    act, err = per["h1.act_p"] + per["h1.act_n"], per["h2.err_p"] + per["h2.err_n"]
+    # synaptic events = driver events (one per spike) + 10 targets per hidden activity
+    # spike + 32 per output error spike
+    syn = dp["sanafe_counts"]["synaptic events"]
+    assert syn == dp["spikes_neuroedge"] + act * 10 + err * 32
+    assert f"{syn:,} = {dp['spikes_neuroedge']:,} driver events + {act:,} x 10 + {err:,} x 32" \
+        in results.replace("\n  ", " ")
+    he, ht = d["harness"]["energy_j"], d["harness"]["latency_s"]
+    assert (f"{he['neuroedge_dynamic'] * 1e6:.1f} / {he['sanafe'] * 1e6:.1f} uJ (neuroedge / "
+            f"SANA-FE) and {ht['neuroedge'] * 1e3:.2f} / {ht['sanafe'] * 1e3:.2f} ms") \
+        in results.replace("\n  ", " ")
+    assert f"(ratio {d['net_of_harness_energy_ratio']:.2f}:" in results
+    assert f"(test accuracy {d['test_accuracy'] * 100:.1f} %;" in results.replace("\n", " ")
+    lp, t = cuba["latency_parts_s"], cuba["latency_s"]
+    gap = t["sanafe"] - t["neuroedge"]
+    barrier_gap = lp["sanafe_barrier"] - lp["neuroedge_barrier"]
+    assert f"{barrier_gap * 1e3:.2f} ms of the {gap * 1e3:.2f} ms gap" in results
+    assert f"({lp['neuroedge_cores'] * 1e3:.2f} + {lp['sanafe_barrier'] * 1e3:.2f}) / " \
+           f"{t['sanafe'] * 1e3:.2f}" in results
 
 
 def test_diffpc_replay_same_spikes_and_events():

@@ -12,6 +12,11 @@ code copied) and in neuroedge's NeuromorphicDevice on the `loihi` profile:
   80 % excitatory, self-sustained from random initial potentials) in Loihi's one-current
   CUBA compartment (both synapse kinds share tau_syn = 5 ms: Loihi's compartment has one
   current; the inhibitory weight carries tau_i / tau_e = 2 to keep each spike's charge).
+- **diffpc_digits**: a trained DiffPC net (models/diffpc, 64-32-10 on digits, 32 samples
+  side by side): one training iteration's signed graded spikes, weights and connectivity,
+  replayed on Loihi 1 LIF pairs (+/-) because SANA-FE's Loihi architecture has binary spikes
+  and a LIF soma (the reading and what it changes: ``diffpc_spec``); the same net without
+  the DiffPC synapses is run too, so that the replay harness's share is shown apart.
 
 How "same activity" is made: both simulators are driven by the same inputs (DVS: the
 same constant biases; VA CUBA: the same initial potentials) and must produce the same spikes,
@@ -33,9 +38,12 @@ Printed: energy and latency per step (the first steps) and in total, side by sid
 per-event breakdown. Energy is compared as *dynamic* energy: SANA-FE models no static
 power; neuroedge's static share (the profile's 0.104 W x its run time) is printed apart.
 Latency: SANA-FE's default "detailed" timing model beside neuroedge's step model (slowest
-core + barrier). Factor = max(r, 1/r) of neuroedge / SANA-FE.
+core + barrier), split into each side's barrier and cores' work (``latency_parts``), and
+SANA-FE's "simple" timing model (no NoC model) beside it. Factor = max(r, 1/r) of
+neuroedge / SANA-FE.
 
-Run: PYTHONPATH=. python bench/sanafe_compare.py [--steps N] [--cuba-n N] [--out FILE]
+Run: PYTHONPATH=. python bench/sanafe_compare.py [--steps N] [--cuba-n N] [--diffpc-epochs E]
+[--out FILE]
 (writes bench/out/sanafe_compare.json by default; figures in RESULTS.md and docs come from it).
 """
 from __future__ import annotations
@@ -317,6 +325,11 @@ def run_sanafe(spec: Spec, steps: int, core_of: np.ndarray, timing_model: str = 
     r = chip.sim(steps, timing_model=timing_model, spike_trace=True, perf_trace=True,
                  processing_threads=1)
     cpu_s = time.process_time() - t0
+    # the same run under SANA-FE's "simple" timing model (no NoC model: a step is the
+    # slowest core's events + the barrier, as neuroedge's step model), on a fresh chip
+    simple = sanafe.SpikingChip(arch)
+    simple.load(snn)
+    r_simple = simple.sim(steps, timing_model="simple", perf_trace=True, processing_threads=1)
     col = {g.name: k for k, g in enumerate(spec.groups)}
     spikes = np.zeros((steps, len(spec.groups)), np.int64)
     for t, fired in enumerate(r["spike_trace"]):
@@ -326,6 +339,8 @@ def run_sanafe(spec: Spec, steps: int, core_of: np.ndarray, timing_model: str = 
     pt = r["perf_trace"]
     return {"spikes": spikes, "energy_j": np.asarray(pt["total_energy"], float),
             "latency_s": np.asarray(pt["sim_time"], float),
+            "latency_simple_s": float(np.sum(r_simple["perf_trace"]["sim_time"])),
+            "spikes_simple": int(np.sum(r_simple["perf_trace"]["fired"])),
             "parts_j": {k: float(np.sum(pt[f"{k}_energy"])) for k in
                         ("synapse", "dendrite", "soma", "network")},
             "counts": {"synaptic events": int(np.sum(pt["spikes"])),
@@ -624,7 +639,9 @@ def compare(spec: Spec, steps: int, snn=None, show_steps: int = 8, quiet: bool =
                              for k, g in enumerate(spec.groups)},
         "energy_j": {"neuroedge_dynamic": e_ne, "sanafe": e_sf,
                      "neuroedge_static": float(ne["static_j"].sum())},
-        "latency_s": {"neuroedge": t_ne, "sanafe": t_sf},
+        "latency_s": {"neuroedge": t_ne, "sanafe": t_sf,
+                      "sanafe_simple_timing": sf["latency_simple_s"]},
+        "sanafe_simple_same_spikes": sf["spikes_simple"] == sf["counts"]["neurons fired"],
         "energy_ratio": e_ne / e_sf, "latency_ratio": t_ne / t_sf,
         "latency_parts_s": latency_parts(spec, steps, ne["core_of"], t_ne, t_sf),
         "energy_factor": _factor(e_ne / e_sf), "latency_factor": _factor(t_ne / t_sf),
@@ -742,13 +759,15 @@ def render_table(doc: dict) -> str:
             lines.append(f"| {n['network']} | {name} | {a * 1e6:.2f} | {b * 1e6:.2f} | "
                          f"{a / b:.3f} |")
     lines += ["", "| network | tiles | barrier NE / SF (ms) | ratio | cores' work NE / SF (ms) "
-                  "| ratio |", "|---|---|---|---|---|---|"]
+                  "| ratio | SF latency, simple / detailed timing (ms) |",
+              "|---|---|---|---|---|---|---|"]
     for n in doc["networks"]:
-        lp = n["latency_parts_s"]
+        lp, t = n["latency_parts_s"], n["latency_s"]
         lines.append(f"| {n['network']} | {lp['tiles']} | {lp['neuroedge_barrier'] * 1e3:.2f} / "
                      f"{lp['sanafe_barrier'] * 1e3:.2f} | {lp['barrier_ratio']:.2f} | "
                      f"{lp['neuroedge_cores'] * 1e3:.2f} / {lp['sanafe_cores'] * 1e3:.2f} | "
-                     f"{lp['cores_ratio']:.2f} |")
+                     f"{lp['cores_ratio']:.2f} | {t['sanafe_simple_timing'] * 1e3:.3f} / "
+                     f"{t['sanafe'] * 1e3:.3f} |")
     r = doc["result"]
     lines += ["", f"energy_factor_max {r['energy_factor_max']:.2f}, latency_factor_max "
                   f"{r['latency_factor_max']:.2f} (goal {r['goal_factor']}: "

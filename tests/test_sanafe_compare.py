@@ -66,6 +66,7 @@ def test_tiny_feedforward_same_spikes_and_events():
     # 0.6 us x 12 steps = 7.2 us, neuroedge's the 1-router end of its range, 113 ns x 12
     lp = o["latency_parts_s"]
     assert lp["tiles"] == 1
+    assert o["sanafe_simple_same_spikes"]
     assert lp["sanafe_barrier"] == pytest.approx(12 * 0.6e-6)
     assert lp["neuroedge_barrier"] == pytest.approx(12 * 113e-9)
 
@@ -125,6 +126,11 @@ def test_docs_show_the_committed_results():
     assert f"{barrier_gap * 1e3:.2f} ms of the {gap * 1e3:.2f} ms gap" in results
     assert f"({lp['neuroedge_cores'] * 1e3:.2f} + {lp['sanafe_barrier'] * 1e3:.2f}) / " \
            f"{t['sanafe'] * 1e3:.2f}" in results
+    # "SANA-FE's "simple" timing model ... is within 5 % of its "detailed" one"
+    assert "within 5 % of its \"detailed\" one on every network" in results.replace("\n", " ")
+    for n in doc["networks"]:
+        assert n["sanafe_simple_same_spikes"]
+        assert abs(n["latency_s"]["sanafe_simple_timing"] / n["latency_s"]["sanafe"] - 1) < 0.05
 
 
 def test_diffpc_replay_same_spikes_and_events():

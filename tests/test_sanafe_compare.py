@@ -147,7 +147,8 @@ def test_diffpc_replay_same_spikes_and_events():
     from sim.neuromorphic import NeuromorphicDevice
     cfg = DiffPCConfig(hidden=(8,), batch_size=2, cycles=4)       # 4 cycles x n = 8 steps
     net = PCNet((16, 8, 4), cfg.lr, cfg.weight_decay, 0)
-    eng = DiffPCNetwork(net, 2, cfg, NeuromorphicDevice(load("loihi2")))
+    # the python step loop (the compiled one's reference, same spikes): no per-process compile
+    eng = DiffPCNetwork(net, 2, cfg, NeuromorphicDevice(load("loihi2")), loop="python")
     rng = np.random.default_rng(0)
     eng.iterate(rng.random((2, 16)), np.eye(4)[[0, 2]])
     eng.spikes.update(act=0, err=0)

@@ -474,7 +474,6 @@ def diffpc_spec(engine, name: str, harness_only: bool = False) -> Spec:
     """
     sizes, B, scale = engine.net.sizes, engine.B, engine.scale
     groups, drives, edges = [], [], []
-    zeros = np.zeros
     for layer in range(1, len(sizes)):
         h = B * sizes[layer]
         st, rows, pay = engine.last_spikes[f"h{layer}"]
@@ -486,8 +485,8 @@ def diffpc_spec(engine, name: str, harness_only: bool = False) -> Spec:
         for port, lo in (("act", 0), ("err", h)):
             for sign, tag in ((1, "_p"), (-1, "_n")):
                 g = f"h{layer}.{port}{tag}"
-                groups.append(Group(g, h, np.full(h, RELAY_THRESHOLD), zeros(h), zeros(h),
-                                    leak_decay=0.0, input_decay=0.0))
+                groups.append(Group(g, h, np.full(h, RELAY_THRESHOLD), np.zeros(h),
+                                    np.zeros(h), leak_decay=0.0, input_decay=0.0))
                 k = (rows >= lo) & (rows < lo + h) & (np.sign(pay) == sign)
                 drives.append(Drive(f"drive.{g}", g, h, st[k].astype(np.int64),
                                     (rows[k] - lo).astype(np.int64), 2 * RELAY_THRESHOLD))
@@ -506,7 +505,11 @@ def diffpc_spec(engine, name: str, harness_only: bool = False) -> Spec:
     fan = {}
     for _, post, _, j, w in edges:
         fan[post] = fan.get(post, 0.0) + float(np.bincount(j, np.abs(w)).max(initial=0.0))
-    assert max(fan.values(), default=0.0) < RELAY_THRESHOLD / 2
+    worst = max(fan.values(), default=0.0)
+    if worst >= RELAY_THRESHOLD / 2:
+        raise ValueError(f"diffpc_spec: a neuron's DiffPC input can reach {worst:g}, not below "
+                         f"RELAY_THRESHOLD / 2 = {RELAY_THRESHOLD / 2:g}: the replayed neurons "
+                         "would fire on their own input; expected smaller weights")
     sizes_txt = "-".join(str(k) for k in sizes)
     return Spec(name, 1e-3, groups, edges,
                 f"DiffPC {sizes_txt}, {B} samples side by side, one training iteration's "

@@ -12,6 +12,11 @@ code copied) and in neuroedge's NeuromorphicDevice on the `loihi` profile:
   80 % excitatory, self-sustained from random initial potentials) in Loihi's one-current
   CUBA compartment (both synapse kinds share tau_syn = 5 ms: Loihi's compartment has one
   current; the inhibitory weight carries tau_i / tau_e = 2 to keep each spike's charge).
+- **diffpc_digits**: a trained DiffPC net (models/diffpc, 64-32-10 on digits, 32 samples
+  side by side): one training iteration's signed graded spikes, weights and connectivity,
+  replayed on Loihi 1 LIF pairs (+/-) because SANA-FE's Loihi architecture has binary spikes
+  and a LIF soma (the reading and what it changes: ``diffpc_spec``); the same net without
+  the DiffPC synapses is run too, so that the replay harness's share is shown apart.
 
 How "same activity" is made: both simulators are driven by the same inputs (DVS: the
 same constant biases; VA CUBA: the same initial potentials) and must produce the same spikes,
@@ -33,9 +38,12 @@ Printed: energy and latency per step (the first steps) and in total, side by sid
 per-event breakdown. Energy is compared as *dynamic* energy: SANA-FE models no static
 power; neuroedge's static share (the profile's 0.104 W x its run time) is printed apart.
 Latency: SANA-FE's default "detailed" timing model beside neuroedge's step model (slowest
-core + barrier). Factor = max(r, 1/r) of neuroedge / SANA-FE.
+core + barrier), split into each side's barrier and cores' work (``latency_parts``), and
+SANA-FE's "simple" timing model (no NoC model) beside it. Factor = max(r, 1/r) of
+neuroedge / SANA-FE.
 
-Run: PYTHONPATH=. python bench/sanafe_compare.py [--steps N] [--cuba-n N] [--out FILE]
+Run: PYTHONPATH=. python bench/sanafe_compare.py [--steps N] [--cuba-n N] [--diffpc-epochs E]
+[--out FILE]
 (writes bench/out/sanafe_compare.json by default; figures in RESULTS.md and docs come from it).
 """
 from __future__ import annotations
@@ -96,6 +104,21 @@ class Group:
 
 
 @dataclass
+class Drive:
+    """Replayed spike trains from outside the network: channel k fires in ``steps`` where
+    ``index == k`` and drives neuron k of group ``target`` through one synapse of
+    ``weight`` (neuroedge: a spike source; SANA-FE: an ``input`` neuron on the target's
+    core, soma unit ``loihi_inputs``)."""
+
+    name: str
+    target: str
+    n: int
+    steps: np.ndarray
+    index: np.ndarray
+    weight: float
+
+
+@dataclass
 class Spec:
     name: str
     dt: float
@@ -103,6 +126,8 @@ class Spec:
     edges: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     note: str = ""
     shared_weights: bool = False   # convolutions: Loihi stores a kernel once, not per synapse
+    drives: list[Drive] = field(default_factory=list)
+    neurons_per_core: int | None = None   # a lower placement limit (room for drivers)
 
     def offsets(self) -> dict[str, int]:
         out, k = {}, 0
@@ -167,6 +192,11 @@ def neuroedge_network(spec: Spec) -> Network:
         net.probe(g.name)
     for k, (pre, post, i, j, w) in enumerate(spec.edges):
         net.connect(pre, post, pre_idx=i, post_idx=j, weight=w, delay=1, name=f"e{k}")
+    for d in spec.drives:
+        net.spikes(d.name, d.n, d.steps, d.index)
+        ch = np.arange(d.n)
+        net.connect(d.name, d.target, pre_idx=ch, post_idx=ch, weight=np.full(d.n, d.weight),
+                    delay=1, name=f"drive_{d.name}")
     return net
 
 
@@ -183,13 +213,20 @@ def loihi_profile(spec: Spec):
     that model does not know. Without the two limits the placement is bound by 1,024
     neurons per core; SANA-FE gets the same placement."""
     from hw_profiles import load, loads
-    if not spec.shared_weights:
+    if not spec.shared_weights and spec.neurons_per_core is None:
         return load("loihi")
     doc = tomllib.loads(LOIHI_TOML.read_text())
-    for key in ("synapse_bytes_per_core", "fan_in_per_core"):
-        doc["limits"][key]["value"] = 10 ** 8   # far above any core of this net: not binding
+    origin = []
+    if spec.shared_weights:
+        for key in ("synapse_bytes_per_core", "fan_in_per_core"):
+            doc["limits"][key]["value"] = 10 ** 8   # far above any core of this net
+        origin.append("synapse memory and fan-in not checked")
+    if spec.neurons_per_core is not None:
+        # SANA-FE's drivers (input neurons) take core slots next to the neurons they drive
+        doc["limits"]["neurons_per_core"]["value"] = spec.neurons_per_core
+        origin.append(f"{spec.neurons_per_core} neurons per core")
     import tomli_w
-    return loads(tomli_w.dumps(doc), origin="loihi (synapse memory and fan-in not checked)")
+    return loads(tomli_w.dumps(doc), origin=f"loihi ({', '.join(origin)})")
 
 
 def run_neuroedge(spec: Spec, steps: int) -> dict:
@@ -248,6 +285,10 @@ def run_sanafe(spec: Spec, steps: int, core_of: np.ndarray, timing_model: str = 
                                                list(zip(i.tolist(), j.tolist(), strict=True)))
     else:
         groups = snn.groups
+    for d in spec.drives:
+        groups[d.name] = snn.create_neuron_group(d.name, d.n, model_attributes={})
+        groups[d.name].connect_neurons_sparse(groups[d.target], {"w": [d.weight] * d.n},
+                                              [(k, k) for k in range(d.n)])
     cores = arch.cores()
     off = spec.offsets()
     for g in spec.groups:
@@ -262,20 +303,44 @@ def run_sanafe(spec: Spec, steps: int, core_of: np.ndarray, timing_model: str = 
             nrn = grp[k]
             nrn.set_attributes(log_spikes=True, model_attributes=attrs)
             nrn.map_to_core(cores[core_ix[k]])
+    slots: dict[int, int] = {}     # next free `loihi_inputs[k]` soma unit per core
+    groups_by_name = {g.name: g for g in spec.groups}
+    for d in spec.drives:
+        trains = np.zeros((d.n, steps), np.int64)
+        keep = d.steps < steps
+        trains[d.index[keep], d.steps[keep]] = 1
+        o = off[d.target]
+        assert groups_by_name[d.target].n == d.n
+        for k in range(d.n):
+            core = _sanafe_core_index(int(core_of[o + k]))
+            slot = slots.get(core, 0)
+            slots[core] = slot + 1
+            nrn = groups[d.name][k]
+            nrn.set_attributes(soma_hw_name=f"loihi_inputs[{slot}]",
+                               model_attributes={"spikes": trains[k].tolist()})
+            nrn.map_to_core(cores[core])
     chip = sanafe.SpikingChip(arch)
     chip.load(snn)
     t0 = time.process_time()
     r = chip.sim(steps, timing_model=timing_model, spike_trace=True, perf_trace=True,
                  processing_threads=1)
     cpu_s = time.process_time() - t0
+    # the same run under SANA-FE's "simple" timing model (no NoC model: a step is the
+    # slowest core's events + the barrier, as neuroedge's step model), on a fresh chip
+    simple = sanafe.SpikingChip(arch)
+    simple.load(snn)
+    r_simple = simple.sim(steps, timing_model="simple", perf_trace=True, processing_threads=1)
     col = {g.name: k for k, g in enumerate(spec.groups)}
     spikes = np.zeros((steps, len(spec.groups)), np.int64)
     for t, fired in enumerate(r["spike_trace"]):
         for a in fired:
-            spikes[t, col[a.group_name]] += 1
+            if a.group_name in col:          # drivers are not the network's neurons
+                spikes[t, col[a.group_name]] += 1
     pt = r["perf_trace"]
     return {"spikes": spikes, "energy_j": np.asarray(pt["total_energy"], float),
             "latency_s": np.asarray(pt["sim_time"], float),
+            "latency_simple_s": float(np.sum(r_simple["perf_trace"]["sim_time"])),
+            "spikes_simple": int(np.sum(r_simple["perf_trace"]["fired"])),
             "parts_j": {k: float(np.sum(pt[f"{k}_energy"])) for k in
                         ("synapse", "dendrite", "soma", "network")},
             "counts": {"synaptic events": int(np.sum(pt["spikes"])),
@@ -374,6 +439,106 @@ def va_cuba(n: int = 4000, seed: int = 0) -> Spec:
                 f"w_i={w_i} (1/1024 mV)")
 
 
+RELAY_THRESHOLD = 1024.0     # relay neurons fire only when their driver fires (diffpc_spec)
+
+
+def diffpc_spec(engine, name: str, harness_only: bool = False) -> Spec:
+    """A DiffPC iteration's spikes replayed on Loihi 1 compartments, with its weights.
+
+    ``engine`` is a :class:`models.diffpc.model.DiffPCNetwork` after ``iterate`` (its
+    ``last_spikes``: per layer the steps, rows and signed graded payloads of every spike,
+    rows [0, h) the state compartments' activity spikes, [h, 2h) the error ports').
+    SANA-FE's shipped Loihi architecture has binary spikes and a LIF soma, so the reading is:
+
+    - a signed spike is a binary spike on one of two compartments, ``+`` and ``-``: each
+      DiffPC compartment (state, error port) is two Loihi LIF neurons (``h{l}.act+/-``,
+      ``h{l}.err+/-``), and a synapse of weight w is stored as +w from the ``+`` neuron and
+      -w from the ``-`` neuron, both into the target's ``act+`` neuron (which holds the
+      state compartment's input): one synaptic event per delivered spike and target, as in
+      the DiffPC engine;
+    - the grade 2^(n-1-k) of the spike is the known threshold schedule; the receiver would
+      scale the step's input by it (a per-step multiplier), so the stored weight is
+      W 2^(m-n+1) without it and the grade is not sent;
+    - the DiffPC neuron's dynamics (six state variables) cannot run in SANA-FE's LIF; each
+      Loihi neuron fires exactly when its DiffPC compartment spiked, driven by a replayed
+      spike train (``Drive``: neuroedge spike source / SANA-FE ``input`` neuron on the same
+      core) through one synapse heavy enough to cross ``RELAY_THRESHOLD``, while the DiffPC
+      weights sum to far less than it; potentials do not persist (leak_decay = 0), so a
+      neuron is priced as an updated Loihi compartment in the steps it has input.
+
+    Against the DiffPC engine this doubles the neurons (the ``-`` halves) and adds the
+    drivers' events (one spike, one synaptic event, one message per replayed spike);
+    ``harness_only`` builds the same net without the DiffPC synapses, so that the drivers'
+    and idle neurons' share can be shown apart. Replayed spikes fire one step later (the
+    driver's synapse delay), so the replay runs ``cfg.steps + 1`` steps.
+    """
+    sizes, B, scale = engine.net.sizes, engine.B, engine.scale
+    groups, drives, edges = [], [], []
+    for layer in range(1, len(sizes)):
+        h = B * sizes[layer]
+        st, rows, pay = engine.last_spikes[f"h{layer}"]
+        st, rows, pay = np.asarray(st), np.asarray(rows), np.asarray(pay)
+        if st.size and (st.min() < 0 or st.max() >= engine.cfg.steps):
+            raise ValueError(f"diffpc_spec: h{layer}'s spike steps span {st.min()}.."
+                             f"{st.max()}; expected 0..{engine.cfg.steps - 1} (steps from "
+                             "the iteration's first step, DiffPCNetwork.last_spikes)")
+        for port, lo in (("act", 0), ("err", h)):
+            for sign, tag in ((1, "_p"), (-1, "_n")):
+                g = f"h{layer}.{port}{tag}"
+                groups.append(Group(g, h, np.full(h, RELAY_THRESHOLD), np.zeros(h),
+                                    np.zeros(h), leak_decay=0.0, input_decay=0.0))
+                k = (rows >= lo) & (rows < lo + h) & (np.sign(pay) == sign)
+                drives.append(Drive(f"drive.{g}", g, h, st[k].astype(np.int64),
+                                    (rows[k] - lo).astype(np.int64), 2 * RELAY_THRESHOLD))
+    if not harness_only:
+        for layer in range(2, len(sizes)):
+            ki, ko = sizes[layer - 1], sizes[layer]
+            s, i, j = (g.ravel() for g in np.meshgrid(np.arange(B), np.arange(ko),
+                                                      np.arange(ki), indexing="ij"))
+            w = np.tile(engine.net.W[layer - 1].cpu().numpy().ravel(), B) * scale
+            for sign, tag in ((1.0, "_p"), (-1.0, "_n")):
+                edges.append((f"h{layer - 1}.act{tag}", f"h{layer}.act_p", s * ki + j,
+                              s * ko + i, sign * w))          # forward: activity spikes
+                edges.append((f"h{layer}.err{tag}", f"h{layer - 1}.act_p", s * ko + i,
+                              s * ki + j, sign * w))          # feedback: error spikes
+    # the relays' firing must not depend on the DiffPC input: its largest possible sum
+    fan = {}
+    for _, post, _, j, w in edges:
+        fan[post] = fan.get(post, 0.0) + float(np.bincount(j, np.abs(w)).max(initial=0.0))
+    worst = max(fan.values(), default=0.0)
+    if worst >= RELAY_THRESHOLD / 2:
+        raise ValueError(f"diffpc_spec: a neuron's DiffPC input can reach {worst:g}, not below "
+                         f"RELAY_THRESHOLD / 2 = {RELAY_THRESHOLD / 2:g}: the replayed neurons "
+                         "would fire on their own input; expected smaller weights")
+    sizes_txt = "-".join(str(k) for k in sizes)
+    return Spec(name, 1e-3, groups, edges,
+                f"DiffPC {sizes_txt}, {B} samples side by side, one training iteration's "
+                "spikes replayed on Loihi 1 LIF pairs (+/-)"
+                + (", drivers only" if harness_only else ""),
+                drives=drives, neurons_per_core=512)
+
+
+def trained_diffpc(epochs: int, seed: int = 0):
+    """DiffPC (quick: 64-32-10 on digits, n = 8, 15 cycles, batch 32) trained ``epochs``
+    epochs on neuroedge's `loihi2` (the profile DiffPC needs: signed graded payloads), then
+    one training iteration on the first 32 test samples, whose spikes the replay uses.
+    Returns (engine, test accuracy)."""
+    from hw_profiles import load
+    from models.diffpc.card import DiffPCConfig
+    from models.diffpc.model import DiffPCClassifier
+    from models.shared.datasets import digits
+    data = digits()
+    cfg = DiffPCConfig(seed=seed, epochs=epochs)
+    model = DiffPCClassifier(data.n_features, data.n_classes, cfg,
+                             NeuromorphicDevice(load("loihi2")))
+    model.fit(data.x_train, data.y_train)
+    acc = model.evaluate(data.x_test, data.y_test)["accuracy"]
+    B = cfg.batch_size
+    model.engine.iterate(data.x_test[:B], np.eye(data.n_classes)[data.y_test[:B]],
+                         scope="replay")
+    return model.engine, acc
+
+
 # -- per-event prices (the table of the first version, kept: it explains the factors) --------
 def _unit(arch: dict, section: str, name: str) -> dict:
     core = arch["architecture"]["tile"][0]["core"][0]
@@ -431,6 +596,29 @@ def price_pairs() -> list[dict]:
     return rows
 
 
+def sanafe_barrier_s(tiles: int) -> float:
+    """SANA-FE's per-step barrier for a placement on ``tiles`` tiles: its loihi.yaml
+    ``latency_sync`` table, the entry of the largest tile count <= ``tiles`` (how SANA-FE
+    2.2.9 reads the table: idle one-neuron runs on 1, 2, 3, 4, 5, 28, 29 tiles take
+    0.6, 1.0, 1.0, 1.4, 1.4, 1.4, 1.8 us + the 6 ns neuron access)."""
+    table = sanafe_loihi_yaml()["architecture"]["attributes"]["latency_sync"]
+    return float(table[max(k for k in table if k <= max(tiles, 1))])
+
+
+def latency_parts(spec: Spec, steps: int, core_of: np.ndarray, t_ne: float,
+                  t_sf: float) -> dict:
+    """Each side's total latency split into its barrier (steps x the barrier of the tiles
+    in use; neither side's step has any other fixed part) and the cores' work (the rest:
+    the slowest core's events, summed over steps)."""
+    from sim.step_timing import barrier_s
+    routers = int(np.unique(np.asarray(core_of) // CORES_PER_ROUTER).size)
+    b_ne = barrier_s(loihi_profile(spec), routers) * steps
+    b_sf = sanafe_barrier_s(routers) * steps
+    return {"tiles": routers, "neuroedge_barrier": b_ne, "sanafe_barrier": b_sf,
+            "neuroedge_cores": t_ne - b_ne, "sanafe_cores": t_sf - b_sf,
+            "barrier_ratio": b_ne / b_sf, "cores_ratio": (t_ne - b_ne) / (t_sf - b_sf)}
+
+
 def _factor(r: float | None) -> float | None:
     return None if r is None or r <= 0 else max(r, 1.0 / r)
 
@@ -454,8 +642,11 @@ def compare(spec: Spec, steps: int, snn=None, show_steps: int = 8, quiet: bool =
                              for k, g in enumerate(spec.groups)},
         "energy_j": {"neuroedge_dynamic": e_ne, "sanafe": e_sf,
                      "neuroedge_static": float(ne["static_j"].sum())},
-        "latency_s": {"neuroedge": t_ne, "sanafe": t_sf},
+        "latency_s": {"neuroedge": t_ne, "sanafe": t_sf,
+                      "sanafe_simple_timing": sf["latency_simple_s"]},
+        "sanafe_simple_same_spikes": sf["spikes_simple"] == sf["counts"]["neurons fired"],
         "energy_ratio": e_ne / e_sf, "latency_ratio": t_ne / t_sf,
+        "latency_parts_s": latency_parts(spec, steps, ne["core_of"], t_ne, t_sf),
         "energy_factor": _factor(e_ne / e_sf), "latency_factor": _factor(t_ne / t_sf),
         "per_step": {"neuroedge_energy_j": ne["energy_j"].tolist(),
                      "sanafe_energy_j": sf["energy_j"].tolist(),
@@ -467,6 +658,38 @@ def compare(spec: Spec, steps: int, snn=None, show_steps: int = 8, quiet: bool =
     }
     if not quiet:
         _print_network(out, ne, sf, show_steps)
+    return out
+
+
+def compare_diffpc(epochs: int, quiet: bool = False, engine=None) -> dict:
+    """The trained DiffPC net's replay (``diffpc_spec``) side by side, and the same run
+    without the DiffPC synapses (drivers and idle neurons only), whose share is shown
+    apart: ``net_of_harness`` = full minus harness, on each side."""
+    acc = None
+    if engine is None:
+        engine, acc = trained_diffpc(epochs)
+    steps = engine.cfg.steps + 1
+    out = compare(diffpc_spec(engine, "diffpc_digits"), steps, quiet=quiet)
+    bare = compare(diffpc_spec(engine, "diffpc_digits_harness", harness_only=True), steps,
+                   quiet=True)
+    e = out["energy_j"]
+    he, ht = bare["energy_j"], bare["latency_s"]
+    net_ne = e["neuroedge_dynamic"] - he["neuroedge_dynamic"]
+    net_sf = e["sanafe"] - he["sanafe"]
+    out["diffpc"] = {"epochs": epochs, "test_accuracy": acc, "samples": engine.B,
+                     "iteration_steps": engine.cfg.steps,
+                     "harness": {"energy_j": he, "latency_s": ht,
+                                 "neuroedge_counts": bare["neuroedge_counts"],
+                                 "sanafe_counts": bare["sanafe_counts"]},
+                     "net_of_harness_energy_j": {"neuroedge": net_ne, "sanafe": net_sf},
+                     "net_of_harness_energy_ratio": net_ne / net_sf}
+    if not quiet:
+        print(f"DiffPC (trained {epochs} epochs, test accuracy "
+              f"{'-' if acc is None else f'{acc:.1%}'}): drivers and idle neurons alone "
+              f"(no DiffPC synapses) {he['neuroedge_dynamic'] * 1e6:.3f} / "
+              f"{he['sanafe'] * 1e6:.3f} uJ, {ht['neuroedge'] * 1e3:.4f} / "
+              f"{ht['sanafe'] * 1e3:.4f} ms; the DiffPC synapses' share (full minus that) "
+              f"{net_ne * 1e6:.3f} / {net_sf * 1e6:.3f} uJ (ratio {net_ne / net_sf:.3f})")
     return out
 
 
@@ -488,6 +711,12 @@ def _print_network(o: dict, ne: dict, sf: dict, show_steps: int) -> None:
           f"{e['neuroedge_static'] * 1e6:.3f} uJ apart")
     print(f"total  latency: neuroedge {t['neuroedge'] * 1e3:.4f} ms, SANA-FE "
           f"{t['sanafe'] * 1e3:.4f} ms (ratio {o['latency_ratio']:.3f})")
+    lp = o["latency_parts_s"]
+    print(f"  of which barrier ({lp['tiles']} tiles): neuroedge "
+          f"{lp['neuroedge_barrier'] * 1e3:.4f} ms, SANA-FE {lp['sanafe_barrier'] * 1e3:.4f} "
+          f"ms (ratio {lp['barrier_ratio']:.3f}); cores' work: neuroedge "
+          f"{lp['neuroedge_cores'] * 1e3:.4f} ms, SANA-FE {lp['sanafe_cores'] * 1e3:.4f} ms "
+          f"(ratio {lp['cores_ratio']:.3f})")
     nb, sp = o["neuroedge_by_op_j"], o["sanafe_parts_j"]
     ne_neuron = nb.get("neuron_update_active", 0) + nb.get("neuron_update_idle", 0)
     ne_net = nb.get("spike", 0) + nb.get("hop", 0) + nb.get("chip_hop", 0)
@@ -532,6 +761,16 @@ def render_table(doc: dict) -> str:
         for name, a, b in parts:
             lines.append(f"| {n['network']} | {name} | {a * 1e6:.2f} | {b * 1e6:.2f} | "
                          f"{a / b:.3f} |")
+    lines += ["", "| network | tiles | barrier NE / SF (ms) | ratio | cores' work NE / SF (ms) "
+                  "| ratio | SF latency, simple / detailed timing (ms) |",
+              "|---|---|---|---|---|---|---|"]
+    for n in doc["networks"]:
+        lp, t = n["latency_parts_s"], n["latency_s"]
+        lines.append(f"| {n['network']} | {lp['tiles']} | {lp['neuroedge_barrier'] * 1e3:.2f} / "
+                     f"{lp['sanafe_barrier'] * 1e3:.2f} | {lp['barrier_ratio']:.2f} | "
+                     f"{lp['neuroedge_cores'] * 1e3:.2f} / {lp['sanafe_cores'] * 1e3:.2f} | "
+                     f"{lp['cores_ratio']:.2f} | {t['sanafe_simple_timing'] * 1e3:.3f} / "
+                     f"{t['sanafe'] * 1e3:.3f} |")
     r = doc["result"]
     lines += ["", f"energy_factor_max {r['energy_factor_max']:.2f}, latency_factor_max "
                   f"{r['latency_factor_max']:.2f} (goal {r['goal_factor']}: "
@@ -544,6 +783,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--steps", type=int, default=128, help="time steps per network")
     ap.add_argument("--cuba-n", type=int, default=4000,
                     help="VA CUBA neurons (4000: the model card's)")
+    ap.add_argument("--diffpc-epochs", type=int, default=5,
+                    help="training epochs of the DiffPC net whose spikes are replayed")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     rows = price_pairs()
@@ -558,6 +799,7 @@ def main(argv: list[str] | None = None) -> dict:
     spec, snn = dvs_gesture()
     networks.append(compare(spec, args.steps, snn=snn))
     networks.append(compare(va_cuba(args.cuba_n), args.steps * 8))
+    networks.append(compare_diffpc(args.diffpc_epochs))
     e_max = max(n["energy_factor"] for n in networks)
     t_max = max(n["latency_factor"] for n in networks)
     result = {

@@ -62,6 +62,13 @@ def test_tiny_feedforward_same_spikes_and_events():
     assert o["sanafe_parts_j"]["synapse"] == pytest.approx(24 * 35.5e-12)
     # neuroedge: 24 synops x 23.6 pJ = 566.4 pJ of its dynamic energy
     assert o["neuroedge_by_op_j"]["synop"] == pytest.approx(24 * 23.6e-12)
+    # latency parts: both populations on one tile, so SANA-FE's barrier is its 1-tile entry
+    # 0.6 us x 12 steps = 7.2 us, neuroedge's the 1-router end of its range, 113 ns x 12
+    lp = o["latency_parts_s"]
+    assert lp["tiles"] == 1
+    assert o["sanafe_simple_same_spikes"]
+    assert lp["sanafe_barrier"] == pytest.approx(12 * 0.6e-6)
+    assert lp["neuroedge_barrier"] == pytest.approx(12 * 113e-9)
 
 
 def test_small_va_cuba_same_spikes():
@@ -96,3 +103,74 @@ def test_docs_show_the_committed_results():
     # "energy by 1.38 / 1.25 = 1.10x", "latency by 1.98 / 1.25 = 1.59x"
     for f in (r["energy_factor_max"], r["latency_factor_max"]):
         assert f"{f:.2f} / 1.25 = {f / 1.25:.2f}x" in results
+    # DiffPC: spikes, synaptic events, the drivers' share and the split of VA CUBA's latency
+    dp = nets["diffpc_digits"]
+    d = dp["diffpc"]
+    per = dp["spikes_per_group"]
+    act, err = per["h1.act_p"] + per["h1.act_n"], per["h2.err_p"] + per["h2.err_n"]
+    # synaptic events = driver events (one per spike) + 10 targets per hidden activity
+    # spike + 32 per output error spike
+    syn = dp["sanafe_counts"]["synaptic events"]
+    assert syn == dp["spikes_neuroedge"] + act * 10 + err * 32
+    assert f"{syn:,} = {dp['spikes_neuroedge']:,} driver events + {act:,} x 10 + {err:,} x 32" \
+        in results.replace("\n  ", " ")
+    he, ht = d["harness"]["energy_j"], d["harness"]["latency_s"]
+    assert (f"{he['neuroedge_dynamic'] * 1e6:.1f} / {he['sanafe'] * 1e6:.1f} uJ (neuroedge / "
+            f"SANA-FE) and {ht['neuroedge'] * 1e3:.2f} / {ht['sanafe'] * 1e3:.2f} ms") \
+        in results.replace("\n  ", " ")
+    assert f"(ratio {d['net_of_harness_energy_ratio']:.2f}:" in results
+    assert f"(test accuracy {d['test_accuracy'] * 100:.1f} %;" in results.replace("\n", " ")
+    lp, t = cuba["latency_parts_s"], cuba["latency_s"]
+    gap = t["sanafe"] - t["neuroedge"]
+    barrier_gap = lp["sanafe_barrier"] - lp["neuroedge_barrier"]
+    assert f"{barrier_gap * 1e3:.2f} ms of the {gap * 1e3:.2f} ms gap" in results
+    assert f"({lp['neuroedge_cores'] * 1e3:.2f} + {lp['sanafe_barrier'] * 1e3:.2f}) / " \
+           f"{t['sanafe'] * 1e3:.2f}" in results
+    # with SANA-FE's barrier: factor t_sf / (cores_ne + barrier_sf) = 6.20 / 4.02 = 1.54
+    f = t["sanafe"] / (lp["neuroedge_cores"] + lp["sanafe_barrier"])
+    assert f"a factor of {f:.2f}, {f / 1.25:.2f}x beyond the goal" in results.replace("\n", " ")
+    # "SANA-FE's "simple" timing model ... is within 5 % of its "detailed" one"
+    assert "within 5 % of its \"detailed\" one on every network" in results.replace("\n", " ")
+    for n in doc["networks"]:
+        assert n["sanafe_simple_same_spikes"]
+        assert abs(n["latency_s"]["sanafe_simple_timing"] / n["latency_s"]["sanafe"] - 1) < 0.05
+
+
+def test_diffpc_replay_same_spikes_and_events():
+    """A DiffPC iteration's signed graded spikes, replayed on Loihi 1 LIF pairs (+/-), fire
+    the same in both simulators, and every delivered spike is one synaptic event per target."""
+    B = _bench()
+    from hw_profiles import load
+    from models.baselines.pc.model import PCNet
+    from models.diffpc.card import DiffPCConfig
+    from models.diffpc.model import DiffPCNetwork
+    from sim.neuromorphic import NeuromorphicDevice
+    cfg = DiffPCConfig(hidden=(8,), batch_size=2, cycles=4)       # 4 cycles x n = 8 steps
+    net = PCNet((16, 8, 4), cfg.lr, cfg.weight_decay, 0)
+    # the python step loop (the compiled one's reference, same spikes): no per-process compile
+    eng = DiffPCNetwork(net, 2, cfg, NeuromorphicDevice(load("loihi2")), loop="python")
+    rng = np.random.default_rng(0)
+    eng.iterate(rng.random((2, 16)), np.eye(4)[[0, 2]])
+    eng.spikes.update(act=0, err=0)
+    eng.iterate(rng.random((2, 16)), np.eye(4)[[1, 3]])   # the replayed (second) iteration
+    spec = B.diffpc_spec(eng, "diffpc_small")
+    # 2 layers x (state, error port) x (+, -) Loihi neurons of B x K each: 4 x 2 x (8 + 4)
+    assert sum(g.n for g in spec.groups) == 96
+    o = B.compare(spec, cfg.steps + 1, quiet=True)
+    n_spk = eng.spikes["act"] + eng.spikes["err"]
+    assert n_spk > 0
+    assert o["spikes_identical"], o["first_mismatch"]
+    assert o["spikes_neuroedge"] == n_spk            # one Loihi spike per DiffPC spike
+    # synaptic events: one per replayed spike (its driver) + h1's activity spikes x 4
+    # targets (h2's units) + h2's error spikes x 8 targets (h1's units); h1 sends no errors
+    # and the clamped h2 no activity
+    per = o["spikes_per_group"]
+    act1 = per["h1.act_p"] + per["h1.act_n"]
+    err2 = per["h2.err_p"] + per["h2.err_n"]
+    assert act1 + err2 == n_spk
+    expected = n_spk + act1 * 4 + err2 * 8
+    assert o["sanafe_counts"]["synaptic events"] == expected
+    assert o["neuroedge_counts"]["synop"] == expected
+    # the sign split: a +1 payload spike drives a `_p` neuron, a -1 one a `_n` neuron
+    st, rows, pay = eng.last_spikes["h2"]
+    assert per["h2.err_p"] == int(np.count_nonzero((rows >= 8) & (pay > 0)))

@@ -155,6 +155,7 @@ class DiffPCNetwork:
             self.index[layer] = w / self.scale
         device.compile(nw, quantize=False)
         self.spikes = {"act": 0, "err": 0, "ff": 0}
+        self.last_spikes: dict[str, tuple] = {}
 
     def push_weights(self, scope: str = "train/learn") -> None:
         """Write the PCNet's current weights into both synapse copies (syn_update)."""
@@ -206,6 +207,12 @@ class DiffPCNetwork:
             dev.set_custom_state(f"h{layer}", {k: np.concatenate([v, np.zeros(h)])
                                                for k, v in rows.items()}, reset=True)
         res = dev.run(self.cfg.steps, scope=scope, loop=self.loop)
+        # the iteration's spikes per layer, (steps from the iteration's first step, rows,
+        # signed graded payloads): what a replay of this activity needs (bench/sanafe_compare)
+        self.last_spikes = {}
+        for k in range(1, len(sizes)):
+            st, rows, pay = res.spikes[f"h{k}"]
+            self.last_spikes[f"h{k}"] = (st - res.t0, rows, pay)
         out = {}
         for layer in range(1, len(sizes)):
             name, h = f"h{layer}", B * sizes[layer]

@@ -56,6 +56,11 @@ def test_counts_are_the_engine_spikes():
     assert engine_spikes > 0
     assert ops["spike"] == engine_spikes + ff_spikes
     assert eng.spikes["ff"] == ff_spikes         # the feed-forward messages, for the bits
+    # the iteration's spikes kept for a replay: the same spikes, steps 0..11 of its 12
+    kept = [eng.last_spikes[k] for k in ("h1", "h2")]
+    steps = np.concatenate([k[0] for k in kept])
+    assert steps.size == engine_spikes and steps.min() >= 0 and steps.max() < 12
+    assert np.all(np.concatenate([k[2] for k in kept]) != 0)    # signed, never 0
     ff_syn = np.count_nonzero(x) * 5 + (ff_spikes - np.count_nonzero(x)) * 3
     assert ops["synop"] == eng.spikes["act"] * 3 + eng.spikes["err"] * 5 + ff_syn
     # 12 steps x (2 copies x 2 compartments x (5 + 3) neurons) = 384 updates, each active

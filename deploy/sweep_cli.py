@@ -57,6 +57,8 @@ def cmd_sweep(args) -> int:
     if args.resume and args.force:
         raise SweepError("--resume keeps finished runs and --force runs them again: give "
                          "one of them")
+    if spec.search is not None:
+        return _cmd_search(spec, args)
     if args.dry_run:
         lines = sweep.dry_run_lines(spec)
         print("\n".join(lines))
@@ -84,4 +86,34 @@ def cmd_sweep(args) -> int:
         for key in res.failed:
             err = next(r["error"] for r in res.rows if r["key"] == key)
             print(f"failed: {key}: {err}", file=sys.stderr)
+    return 0
+
+
+def _cmd_search(spec, args) -> int:
+    """A spec with a ``[search]`` table: an Optuna study (:mod:`deploy.search`)."""
+    from deploy import search
+    if args.dry_run:
+        print("\n".join(search.dry_run_lines(spec)))
+        return 0
+    out = Path(args.out) if args.out else Path("sweeps") / spec.name
+
+    def progress(done, total, number, line):
+        if not args.quiet:
+            print(f"[{done}/{total}] trial {number}: {line}", file=sys.stderr, flush=True)
+
+    try:
+        res = search.run_search(spec, out, workers=args.workers, scheduler=args.scheduler,
+                                resume=args.resume, force=args.force, serial=args.serial,
+                                progress=progress)
+    except KeyboardInterrupt:
+        print(f"neuroedge: interrupted; the finished trials are in {out / search.STUDY_FILE} "
+              f"and their run files in {out / 'runs'}; --resume continues the study",
+              file=sys.stderr)
+        raise
+    if not args.quiet:
+        front = ", ".join(str(n) for n in res.pareto)
+        print(f"{len(res.ran) + len(res.resumed)} trials run, {res.kept} kept from the "
+              f"study, {len(res.failed)} failed; Pareto front: trial(s) {front or 'none'}\n"
+              f"study:   {res.study_path}\ntable:   {res.table_path}\n"
+              f"summary: {res.html_path}")
     return 0

@@ -92,12 +92,13 @@ def distributions(search: Search) -> dict:
 
 
 def _fingerprint(spec: sweep.Spec) -> str:
-    """The search a study runs, as JSON: model, dataset, preset, seed, profiles, search."""
+    """The search a study runs, as JSON: model, dataset, preset, seed, profiles and the
+    search but its number of trials (a resumed study may be given more)."""
+    search = {k: v for k, v in spec.search.to_dict().items() if k != "trials"}
     return json.dumps({"model": spec.models[0], "dataset": (spec.datasets or [None])[0],
                        "preset": spec.presets[0], "seed": spec.seeds[0],
                        "simulate_profile": spec.simulate_on(spec.models[0]),
-                       "profiles": list(spec.profiles), "search": spec.search.to_dict()},
-                      sort_keys=True)
+                       "profiles": list(spec.profiles), "search": search}, sort_keys=True)
 
 
 def stored_search(path: Path) -> str | None:

@@ -1,6 +1,7 @@
-"""``neuroedge sweep SPEC.toml``: every run of a sweep spec (:mod:`deploy.sweep`), on a Dask
-LocalCluster by default, serially with ``--serial``, or on a running cluster with
-``--scheduler tcp://HOST:8786``; ``--dry-run`` lists the runs and exits."""
+"""``neuroedge sweep SPEC.toml``: every run of a sweep spec (:mod:`deploy.sweep`), or the
+trials of its ``[search]`` (:mod:`deploy.search`), on a Dask LocalCluster by default, serially
+with ``--serial``, or on a running cluster with ``--scheduler tcp://HOST:8786``;
+``--dry-run`` lists the runs (or the search's space) and exits."""
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,12 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                       "several profiles, on Dask (local processes or a cluster)",
         description="Expand a sweep spec (TOML) to runs, simulate each once into "
                     "OUT/runs/, re-price every stored ledger on the spec's profiles, and "
-                    "write OUT/results.csv and OUT/summary.html.")
+                    "write OUT/results.csv and OUT/summary.html. A spec with a [search] "
+                    "table runs an Optuna study instead (TPE, NSGA-II or random; trials on "
+                    "the same cluster; the study in OUT/study.db).")
     p.add_argument("spec", metavar="SPEC.toml",
                    help="the sweep spec: models, datasets, presets, seeds, [grid] of --set "
-                        "values, profiles (see docs/sweeps.md)")
+                        "values, profiles, or a [search] table (see docs/sweeps.md)")
     p.add_argument("--out", metavar="DIR",
                    help="the sweep's directory (default: sweeps/NAME, NAME the spec's name)")
     p.add_argument("--dry-run", action="store_true",
@@ -35,7 +38,7 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                    help="run one run after another in this process (no Dask)")
     p.add_argument("--resume", action="store_true",
                    help="keep every run whose run file in DIR/runs reads back whole; run "
-                        "the others")
+                        "the others (a search: continue the study in DIR/study.db)")
     p.add_argument("--force", action="store_true",
                    help="run every run again, replacing its run file")
     p.add_argument("--quiet", action="store_true",

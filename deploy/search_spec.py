@@ -180,6 +180,11 @@ def parse_search(doc, *, source: str, models, datasets, presets, seeds, grid,
         if values is not None and len(values) != 1:
             raise SweepError(f"sweep spec {source}: {key} = {list(values)!r} with [search]: a "
                              f"search runs one {what}; give one (or one spec per {what})")
+    from deploy import sweep_own
+    if sweep_own.is_own(models[0]):
+        raise SweepError(f"sweep spec {source}: [search] of {models[0]}: a search runs a "
+                         "card model (neuroedge models); sweep your own model over batch and "
+                         "dtype with [grid] instead")
     if grid:
         raise SweepError(f"sweep spec {source}: [grid] with [search]: give fixed settings as "
                          "KEY = { choices = [VALUE] } in [search.space]")

@@ -48,13 +48,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploy import sweep_own
 from deploy.errors import DiskFullError, SweepError
 from deploy.search_spec import Search, parse_search
 from hw_profiles.errors import NeuroedgeError, suggestion
 from sim.seeds import check as check_seed
 
 SPEC_KEYS = ("name", "description", "models", "datasets", "presets", "seeds", "grid",
-             "profiles", "simulate_profile", "search")
+             "profiles", "simulate_profile", "search", "input_shape")
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "NUMBA_NUM_THREADS": "1"}
 ENERGY_COLUMNS = ("bound", "energy_j", "per_inference_j", "per_train_sample_j", "latency_s",
@@ -86,6 +87,7 @@ class Spec:
     simulate_profile: dict[str, str]     # model -> profile it simulates on
     source: str = "<dict>"
     search: Search | None = None         # a [search] table: an Optuna study, not a grid
+    input_shape: tuple[int, ...] | None = None   # models of your own (FILE.py:NAME)
 
     def grid_for(self, model: str) -> dict[str, tuple]:
         return {**self.grid, **self.model_grids.get(model, {})}
@@ -104,6 +106,7 @@ class RunSpec:
     seed: int
     overrides: dict[str, Any]    # typed values of the card's Config
     profile: str                 # where it simulates (name or TOML path)
+    input_shape: tuple[int, ...] | None = None   # a model of your own: one inference's shape
 
     __hash__ = None  # a dict field: compared, never hashed
 
@@ -115,8 +118,11 @@ class RunSpec:
     @property
     def key(self) -> str:
         """The run file's stem, ``MODEL-DATASET-PROFILE-PRESET-seedN[-key=value...]``
-        (:func:`models.runner.run_file_name`: the name ``neuroedge simulate`` writes)."""
+        (:func:`models.runner.run_file_name`: the name ``neuroedge simulate`` writes); a
+        model of your own: ``FILE.NAME-PROFILE-seedN[-key=value...]``."""
         from models import runner
+        if sweep_own.is_own(self.model):
+            return sweep_own.key(self)
         return runner.run_file_name(self.plan(), "").stem
 
     @property
@@ -237,6 +243,8 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
     if models is None:
         raise SweepError(f"{_where(source)}: no models; give e.g. models = [\"mlp\"]")
     for m in models:
+        if sweep_own.is_own(m):
+            continue
         if m not in REGISTRY:
             raise SweepError(f"{_where(source)}: unknown model {m!r}; "
                              + (suggestion(m, REGISTRY, "neuroedge models")
@@ -262,6 +270,25 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
             raise SweepError(f"{_where(source)}: {key} names {', '.join(repeated)} more than "
                              "once; give each once")
     profiles = tuple(_profile_ref(p, base, _where(source)) for p in profiles)
+    # models of your own: FILE made absolute (workers may run elsewhere), input_shape given
+    try:
+        named = {m: sweep_own.resolve(m, base) if sweep_own.is_own(m) else m for m in models}
+    except NeuroedgeError as exc:
+        raise SweepError(f"{_where(source)}: {exc}") from None
+    models = tuple(named.values())
+    own = [m for m in doc["models"] if sweep_own.is_own(m)]
+    input_shape = None
+    if own and "input_shape" not in doc:
+        raise SweepError(f"{_where(source)}: {own[0]} is a model of your own: give "
+                         "input_shape = [1, 1, 28, 28] (one inference, batch first)")
+    if "input_shape" in doc:
+        if not own:
+            raise SweepError(f"{_where(source)}: input_shape applies to models of your own "
+                             "(FILE.py:NAME); this spec's models are cards: drop it")
+        try:
+            input_shape = sweep_own.check_shape(doc["input_shape"], _where(source))
+        except NeuroedgeError as exc:
+            raise SweepError(str(exc)) from None
 
     sim = doc.get("simulate_profile", {})
     if isinstance(sim, str):
@@ -269,6 +296,7 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
     if not isinstance(sim, dict):
         raise SweepError(f"{_where(source)}: simulate_profile must be a profile or a table "
                          "MODEL = PROFILE")
+    sim = {named.get(m, m): p for m, p in sim.items()}
     for m in sim:
         if m not in models:
             raise SweepError(f"{_where(source)}: simulate_profile.{m}: {m!r} is not one of "
@@ -281,6 +309,7 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         raise SweepError(f"{_where(source)}: grid must be a table KEY = [values]")
     grid, model_grids = {}, {}
     for k, v in grid_doc.items():
+        k = named.get(k, k)
         if isinstance(v, dict):
             if k not in models:
                 raise SweepError(f"{_where(source)}: [grid.{k}]: {k!r} is not one of the "
@@ -294,11 +323,14 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         search = parse_search(doc["search"], source=source, models=models, datasets=datasets,
                               presets=presets, seeds=seeds, grid=grid_doc, profiles=profiles)
     spec_obj = Spec(name, models, datasets, presets, seeds, grid, model_grids, profiles,
-                    sim, source, search)
+                    sim, source, search, input_shape)
     for m in models:   # every grid key must be a setting of the model it applies to
         for k in spec_obj.grid_for(m):
             try:
-                runner.parse_overrides(m, {k: 0})
+                if sweep_own.is_own(m):
+                    sweep_own.check_key(m, k)
+                else:
+                    runner.parse_overrides(m, {k: 0})
             except NeuroedgeError as exc:
                 where = f"grid.{m}.{k}" if k in model_grids.get(m, {}) else f"grid.{k}"
                 raise SweepError(f"{_where(source)}: {where}: {exc}") from None
@@ -331,20 +363,31 @@ def expand(spec: Spec | str | os.PathLike | Mapping) -> list[RunSpec]:
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
     for model in spec.models:
-        card = get(model).card
-        datasets = spec.datasets or (card.default_dataset,)
+        own = sweep_own.is_own(model)
+        if own:   # the factory builds a module, here, before anything runs
+            from deploy.estimate_cli import load_model
+            try:
+                load_model(model)
+            except NeuroedgeError as exc:
+                raise SweepError(f"{_where(spec.source)}: {exc}") from None
+            datasets, presets = (sweep_own.DATASET,), (sweep_own.PRESET,)
+        else:
+            datasets = spec.datasets or (get(model).card.default_dataset,)
+            presets = spec.presets
         grid = spec.grid_for(model)
         keys = sorted(grid)
-        for dataset, preset in itertools.product(datasets, spec.presets):
+        for dataset, preset in itertools.product(datasets, presets):
             for combo in itertools.product(*(grid[k] for k in keys)):
                 text = {k: _override_text(v) for k, v in zip(keys, combo, strict=True)}
                 where = (f"{_where(spec.source)}: {model} on {spec.simulate_on(model)}, "
                          f"{dataset}, {preset}" + (f", {overrides_text(text)}" if text else ""))
                 try:
-                    typed = runner.parse_overrides(model, text)
+                    typed = (sweep_own.parse_settings(model, text) if own
+                             else runner.parse_overrides(model, text))
                     for seed in spec.seeds:
                         run = RunSpec(model, dataset, preset, int(seed), typed,
-                                      spec.simulate_on(model))
+                                      spec.simulate_on(model),
+                                      spec.input_shape if own else None)
                         key = run.key   # runner.prepare: every check that needs no training
                         if key in seen:
                             raise SweepError(f"seed {seed} gives run file {key}.h5 twice; "
@@ -469,6 +512,7 @@ def price_rows(run: RunSpec, key: str, path: Path, profiles: Sequence[str]) -> l
     if stored.profile.label not in [p.label for p in loaded]:
         loaded.insert(0, stored.profile)
     rows = []
+    skipped = stored.facts.get("skipped") or {}   # a model of your own: where it cannot run
     for prof in loaded:
         if prof.label == stored.profile.label:
             prof = stored.profile   # the numbers it ran with, from the file
@@ -476,10 +520,18 @@ def price_rows(run: RunSpec, key: str, path: Path, profiles: Sequence[str]) -> l
                "status": "ok", "error": "", "main_metric": main or "",
                **{k: float(v) for k, v in stored.metrics.items()},
                "run_file": f"runs/{path.name}"}
+        if prof.label in skipped:
+            # "pricing:": the run is whole, this profile cannot run it (not a failed run)
+            row.update(status="error", error=f"pricing: {skipped[prof.label]}")
+            rows.append(row)
+            continue
         try:
             rep = stored.ledger.price(prof)
             fig = profile_row(rep, rep)
-            row.update(bound=rep.bound, energy_j=fig["total_j"],
+            # ops a model of your own ran without a cost formula: every figure a lower bound
+            uncounted = stored.facts.get("uncounted") or {}
+            row.update(bound=f"lower bound (uncounted: {', '.join(uncounted)})" if uncounted
+                       else rep.bound, energy_j=fig["total_j"],
                        per_inference_j=fig["per_inference_j"],
                        per_train_sample_j=fig["per_train_sample_j"],
                        latency_s=fig["latency_s"], execution_model=rep.execution_model,
@@ -517,8 +569,12 @@ def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str],
     path = Path(runs_dir) / f"{stem or key}.h5"
     try:
         with worker_profiler_paused():
-            result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
-                                preset=run.preset, seed=run.seed, overrides=run.overrides)
+            if sweep_own.is_own(run.model):
+                result = sweep_own.run(run, profiles)
+            else:
+                result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
+                                    preset=run.preset, seed=run.seed,
+                                    overrides=run.overrides)
         write_run(path, result, force=True)   # force: an unreadable leftover is replaced
         return price_rows(run, key, path, profiles)
     except DiskFullError:      # not this run's fault: every run after it would fail too

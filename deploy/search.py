@@ -47,6 +47,7 @@ MARK = "neuroedge_search"
 ``study.db`` this program made is told from one it did not."""
 SQLITE_HEADER = b"SQLite format 3\x00"
 LEAD = ("trial", "pareto")
+UNITS = {"energy_j": "J", "per_inference_j": "J", "per_train_sample_j": "J", "latency_s": "s"}
 
 
 # -- the study ----------------------------------------------------------------------------
@@ -394,7 +395,6 @@ def _any_complete(study) -> bool:
 
 def _plot(study, search: Search, front: list[int]):
     from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
     from optuna.trial import TrialState
     done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     fig = Figure(figsize=(7.0, 4.6), layout="constrained")
@@ -419,10 +419,8 @@ def _plot(study, search: Search, front: list[int]):
         for t in done:
             ax.annotate(str(t.number), (t.values[1], t.values[0]), fontsize=7,
                         xytext=(3, 3), textcoords="offset points")
-        xs = [t.values[1] for t in done if t.values[1] > 0]
-        if xs and max(xs) / min(xs) > 10:
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
+        sweep.value_x_axis(ax, [t.values[1] for t in done],
+                           UNITS.get(search.objectives[1][0]))
         ax.set_xlabel(names[1])
         ax.set_ylabel(names[0])
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2,

@@ -56,6 +56,17 @@ class Param:
     def is_int(self) -> bool:
         return self.choices is None and isinstance(self.low, int) and isinstance(self.high, int)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The keys the spec gave (``log`` only when true)."""
+        if self.choices is not None:
+            return {"choices": list(self.choices)}
+        out = {"low": self.low, "high": self.high}
+        if self.log:
+            out["log"] = True
+        if self.step is not None:
+            out["step"] = self.step
+        return out
+
     def ends(self) -> tuple:
         """The values a trial may take at the edges (every choice): checked before running."""
         return self.choices if self.choices is not None else (self.low, self.high)
@@ -81,10 +92,7 @@ class Search:
         """Plain data (stored in the study, compared on ``--resume``)."""
         return {"method": self.method, "trials": self.trials,
                 "objectives": [f"{n}:{d}" for n, d in self.objectives],
-                "space": {k: {f: getattr(p, f) if f != "choices" or p.choices is None
-                              else list(p.choices) for f in PARAM_KEYS
-                              if getattr(p, f) not in (None, False)}
-                          for k, p in sorted(self.space.items())},
+                "space": {k: p.to_dict() for k, p in sorted(self.space.items())},
                 "seed": self.seed}
 
 

@@ -28,6 +28,10 @@ status and error) and ``OUT/summary.html`` (main metric against energy per infer
 profile with the Pareto front, the spread over seeds and the table). A run that raises is a
 row with status ``error`` and the sweep goes on; ``resume=True`` keeps every run whose file
 reads back whole; Ctrl-C leaves the complete run files and a table of what finished.
+
+A model of your own (``models = ["net.py:make_net"]`` with ``input_shape``) sweeps over
+``batch`` and ``dtype`` (:mod:`deploy.sweep_own`); a ``[search]`` table makes the spec an
+Optuna study instead of a grid (:mod:`deploy.search_spec`, run by :mod:`deploy.search`).
 """
 from __future__ import annotations
 
@@ -949,6 +953,28 @@ def fmt(v) -> str:
     return str(v)
 
 
+def value_x_axis(ax, values: Sequence[float], unit: str | None) -> None:
+    """The x axis of ``ax`` for values that may span decades: log where they span more than
+    one (labels at 1, 2 and 5 x each decade up to three decades, the decades alone beyond,
+    minor ticks unlabelled: matplotlib's own minor labels ran into each other), linear
+    within one;
+    tick labels with SI prefixes (``200 nJ``) when ``unit`` is given, never an offset
+    text such as ``1e-6`` apart from the numbers."""
+    from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatter
+    axis = ax.xaxis
+    xs = [x for x in values if math.isfinite(x) and x > 0]
+    if xs and max(xs) / min(xs) > 10:
+        ax.set_xscale("log")
+        decades = math.log10(max(xs) / min(xs))
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 3
+                                          else (1.0,)))
+        axis.set_minor_formatter(NullFormatter())
+    else:   # five ticks at most: "2.085 uJ" labels are wide
+        axis.set_major_locator(MaxNLocator(5))
+    if unit is not None:
+        axis.set_major_formatter(EngFormatter(unit=unit))
+
+
 def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
     """One accuracy-against-energy panel: mean +/- std over seeds, the Pareto front."""
     pts = [(g["per_inference_j_mean"], g["mean"]) for g in gs]
@@ -963,17 +989,9 @@ def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
     if front:
         ax.plot([pts[j][0] for j in front], [pts[j][1] for j in front], "k--", lw=1,
                 label="Pareto front")
-    xs = [x for x, _ in pts if math.isfinite(x) and x > 0]
-    # a log axis only where the energies span more than a decade: within one, its minor
-    # tick labels crowd into each other and a linear axis reads better
-    if xs and max(xs) / min(xs) > 10:
-        from matplotlib.ticker import NullFormatter
-        ax.set_xscale("log")
-        # labels on the decades only: matplotlib also labels minor ticks when the axis spans
-        # a few decades, and those labels ran into each other
-        ax.xaxis.set_minor_formatter(NullFormatter())
+    value_x_axis(ax, [x for x, _ in pts], "J")
     ax.set_title(title)
-    ax.set_xlabel("energy per inference (J)")
+    ax.set_xlabel("energy per inference")
     ax.set_ylabel(metric)
     if drawn:
         # below the axes, never over the points (constrained layout makes room for it)

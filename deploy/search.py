@@ -36,31 +36,20 @@ from pathlib import Path
 
 from deploy import sweep
 from deploy.errors import DiskFullError, SweepError
-from deploy.search_spec import Search, override_text
+from deploy.search_page import finished, html_page
+from deploy.search_spec import STUDY_FILE, Search, override_text, population, startup_trials
 from hw_profiles.errors import NeuroedgeError
 from sim import seeds
 
-STUDY_FILE = "study.db"
 STUDY_NAME = "neuroedge-search"
 MARK = "neuroedge_search"
 """The study's user attribute holding the search it runs (:func:`_fingerprint`): how a
 ``study.db`` this program made is told from one it did not."""
 SQLITE_HEADER = b"SQLite format 3\x00"
 LEAD = ("trial", "pareto")
-UNITS = {"energy_j": "J", "per_inference_j": "J", "per_train_sample_j": "J", "latency_s": "s"}
 
 
 # -- the study ----------------------------------------------------------------------------
-def startup_trials(trials: int) -> int:
-    """TPE's random start: a third of the budget, 2 to 10 trials."""
-    return max(2, min(10, trials // 3))
-
-
-def population(trials: int) -> int:
-    """NSGA-II's population: a third of the budget, 2 to 50 (three generations at least)."""
-    return max(2, min(50, trials // 3))
-
-
 def make_sampler(search: Search, started: int):
     """The search's sampler, seeded by the search's seed and the trials already in the study
     (a resumed random search does not draw the first session's values again)."""
@@ -254,16 +243,8 @@ class _Done:
         return self.value
 
 
-def _finished(trial) -> bool:
-    """Complete, or failed with its run's error (a trial failed without one was interrupted
-    and runs again)."""
-    from optuna.trial import TrialState
-    return trial.state == TrialState.COMPLETE or (trial.state == TrialState.FAIL
-                                                  and "error" in trial.user_attrs)
-
-
 def _counted(study) -> int:
-    return sum(_finished(t) for t in study.get_trials(deepcopy=False))
+    return sum(finished(t) for t in study.get_trials(deepcopy=False))
 
 
 def _settle_stale(study, spec, runs_dir: Path, profiles, label, result) -> None:
@@ -363,7 +344,7 @@ def _run_cluster(study, spec, runs_dir, profiles, label, result, progress, worke
                 progress)
 
 
-# -- the table and page -------------------------------------------------------------------
+# -- the table -------------------------------------------------------------------
 def study_rows(study, spec, runs_dir: Path, profiles) -> tuple[list[dict], list[int]]:
     """Every finished trial's rows (its run file priced on every profile, or its error), in
     trial order, and the Pareto front's trial numbers (Optuna's ``best_trials``)."""
@@ -372,7 +353,7 @@ def study_rows(study, spec, runs_dir: Path, profiles) -> tuple[list[dict], list[
     rows = []
     for t in study.get_trials(deepcopy=False):
         stem = t.user_attrs.get("run_file")
-        if not _finished(t):
+        if not finished(t):
             continue
         run = run_of(spec, t.params)
         lead = {"trial": t.number, "pareto": "yes" if t.number in front else ""}
@@ -393,86 +374,6 @@ def _any_complete(study) -> bool:
     return bool(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
-def _plot(study, search: Search, front: list[int]):
-    from matplotlib.figure import Figure
-    from optuna.trial import TrialState
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    fig = Figure(figsize=(7.0, 4.6), layout="constrained")
-    ax = fig.add_subplot(1, 1, 1)
-    names = [f"{n} ({d})" for n, d in search.objectives]
-    if len(search.objectives) == 1:
-        xs = [t.number for t in done]
-        ys = [t.values[0] for t in done]
-        better = max if search.objectives[0][1] == "max" else min
-        best = [better(ys[:i + 1]) for i in range(len(ys))]
-        ax.plot(xs, ys, "o", label="trial")
-        ax.step(xs, best, "k--", where="post", lw=1, label="best so far")
-        ax.set_xlabel("trial")
-        ax.set_ylabel(names[0])
-    else:   # the first objective up, the second across: accuracy against joules
-        on = [t for t in done if t.number in front]
-        ax.plot([t.values[1] for t in done], [t.values[0] for t in done], "o", color="0.6",
-                label="trial")
-        on.sort(key=lambda t: t.values[1])
-        ax.plot([t.values[1] for t in on], [t.values[0] for t in on], "o--", color="C3",
-                lw=1, label="Pareto front")
-        for t in done:
-            ax.annotate(str(t.number), (t.values[1], t.values[0]), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
-        sweep.value_x_axis(ax, [t.values[1] for t in done],
-                           UNITS.get(search.objectives[1][0]))
-        ax.set_xlabel(names[1])
-        ax.set_ylabel(names[0])
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2,
-              frameon=False)
-    return fig
-
-
-def html_page(study, spec, rows, front: list[int]) -> str:
-    """The search's page: the plot, the Pareto front, every trial (self-contained)."""
-    import html
-
-    from optuna.trial import TrialState
-
-    from deploy.plots import fig_to_img
-    esc = html.escape
-    search = spec.search
-    params = list(search.space)
-    objs = [n for n, _ in search.objectives]
-    trials = [t for t in study.get_trials(deepcopy=False) if _finished(t)]
-    how = {"tpe": f"TPE (first {startup_trials(search.trials)} trials random)",
-           "nsga2": f"NSGA-II (population {population(search.trials)})",
-           "random": "random sampling"}[search.method]
-    label = _label(spec)
-    parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{esc(spec.name)}</title>"
-             f"{sweep.PAGE_STYLE}</head><body><h1>Search {esc(spec.name)}</h1>",
-             f"<p>{esc(spec.models[0])}: {len(trials)} of {search.trials} trials finished "
-             f"by {esc(how)}, seed {search.seed}; objectives "
-             f"{esc(', '.join(f'{n} ({d})' for n, d in search.objectives))}, energy priced "
-             f"on {esc(label)}. Study: {STUDY_FILE}; every trial x profile: results.csv.</p>"]
-    if any(t.state == TrialState.COMPLETE for t in trials):
-        parts.append(fig_to_img(_plot(study, search, front),
-                                "the search's objectives and its Pareto front"))
-    if len(objs) > 1:
-        parts.append(f"<h2>Pareto front ({len(front)} trials)</h2><p>No other trial is at "
-                     "least as good in every objective and better in one.</p>")
-    heads = ["trial", "state", *params, *objs, "run file", "error"]
-    parts.append("<h2>Trials</h2><div class=wide><table><tr>"
-                 + "".join(f"<th>{esc(h)}</th>" for h in heads) + "</tr>")
-    for t in trials:
-        ok = t.state == TrialState.COMPLETE
-        vals = t.values if ok else [math.nan] * len(objs)
-        state = ("Pareto" if t.number in front else "ok") if ok else "failed"
-        cells = [t.number, state, *(t.params.get(p, "") for p in params), *vals,
-                 f"runs/{t.user_attrs.get('run_file', '')}.h5" if ok else "",
-                 t.user_attrs.get("error", "")]
-        cls = " class=err" if not ok else ""
-        parts.append(f"<tr{cls}>" + "".join(f"<td>{esc(sweep.fmt(c))}</td>" for c in cells)
-                     + "</tr>")
-    parts.append("</table></div></body></html>\n")
-    return "".join(parts)
-
-
 def _label(spec) -> str:
     from models import runner
     return runner.load_profile(spec.search.profile or spec.profiles[0]).label
@@ -482,7 +383,7 @@ def write_results(study, spec, out: Path, profiles) -> tuple[list[dict], list[in
     from deploy.outputs import write_text
     rows, front = study_rows(study, spec, out / "runs", profiles)
     write_text(out / "results.csv", sweep.table_text(rows, LEAD), force=True)
-    write_text(out / "summary.html", html_page(study, spec, rows, front), force=True)
+    write_text(out / "summary.html", html_page(study, spec, front, _label(spec)), force=True)
     return rows, front
 
 

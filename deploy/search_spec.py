@@ -37,6 +37,7 @@ DIRECTIONS = {"max": "maximize", "min": "minimize"}
 ENERGY_OBJECTIVES = ("energy_j", "per_inference_j", "per_train_sample_j", "latency_s")
 """Columns of a priced row (:func:`deploy.sweep.price_rows`) a search may minimise or
 maximise beside the card's metrics; priced on the search's profile."""
+STUDY_FILE = "study.db"   # the study's database in the sweep's output folder
 MAX_TRIALS = 10_000   # as MAX_RUNS for grids: each trial trains a model
 
 
@@ -239,6 +240,16 @@ def parse_search(doc, *, source: str, models, datasets, presets, seeds, grid,
     return Search(method, trials, objs, space, int(seed), profile)
 
 
+def startup_trials(trials: int) -> int:
+    """TPE's random start: a third of the budget, 2 to 10 trials."""
+    return max(2, min(10, trials // 3))
+
+
+def population(trials: int) -> int:
+    """NSGA-II's population: a third of the budget, 2 to 50 (three generations at least)."""
+    return max(2, min(50, trials // 3))
+
+
 def override_text(value) -> str:
     """A trial's value as the text ``--set`` takes (the runner types it for the Config)."""
     if isinstance(value, (list, tuple)):
@@ -246,4 +257,5 @@ def override_text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-__all__ = ["Param", "Search", "parse_search", "override_text", "METHODS", "ENERGY_OBJECTIVES"]
+__all__ = ["Param", "Search", "parse_search", "override_text", "startup_trials", "population",
+           "METHODS", "ENERGY_OBJECTIVES"]

@@ -13,7 +13,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from deploy import search, sweep
+from deploy import search, search_page, sweep
 from deploy.cli import main
 from deploy.errors import SweepError
 from deploy.runfile import read_run
@@ -287,7 +287,7 @@ def test_search_page_legend_is_outside_the_data(done):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     out, res = done
     study = _study(out)
-    fig = search._plot(study, sweep.load_spec(SPEC).search, res.pareto)
+    fig = search_page._plot(study, sweep.load_spec(SPEC).search, res.pareto)
     FigureCanvasAgg(fig).draw()
     ax = fig.axes[0]
     legend = ax.get_legend().get_window_extent()

@@ -284,10 +284,10 @@ def _trials(study, spec, runs_dir, profiles, label, parallel, submit, first_done
     """Ask, run, tell until ``trials`` have finished, at most ``parallel`` in flight."""
     search = spec.search
     dists = distributions(search)
-    finished = _counted(study)
+    n_done = _counted(study)
     pending = {}   # future -> (trial, run, stem)
     while True:
-        while len(pending) < parallel and finished + len(pending) < search.trials:
+        while len(pending) < parallel and n_done + len(pending) < search.trials:
             trial = study.ask(dists)
             try:
                 run = run_of(spec, trial.params)
@@ -295,7 +295,7 @@ def _trials(study, spec, runs_dir, profiles, label, parallel, submit, first_done
             except NeuroedgeError as exc:   # a value inside the space the Config refuses
                 _tell(study, trial, [{"profile": label, "status": "error",
                                       "error": sweep.one_line(exc)}], search, label, result)
-                finished += 1
+                n_done += 1
                 continue
             trial.set_user_attr("run_file", stem)
             pending[submit(run, stem)] = (trial, run, stem)
@@ -310,9 +310,9 @@ def _trials(study, spec, runs_dir, profiles, label, parallel, submit, first_done
         except Exception as exc:   # the task's worker died RETRIES + 1 times
             rows = sweep.error_rows(run, run.key, profiles, f"worker lost: {sweep.one_line(exc)}")
         line = _tell(study, trial, rows, search, label, result)
-        finished += 1
+        n_done += 1
         if progress is not None:
-            progress(finished, search.trials, trial.number, line)
+            progress(n_done, search.trials, trial.number, line)
 
 
 def _run_serial(study, spec, runs_dir, profiles, label, result, progress):
@@ -345,7 +345,8 @@ def _run_cluster(study, spec, runs_dir, profiles, label, result, progress, worke
 
 
 # -- the table -------------------------------------------------------------------
-def study_rows(study, spec, runs_dir: Path, profiles) -> tuple[list[dict], list[int]]:
+def study_rows(study, spec, runs_dir: Path, profiles, label: str
+               ) -> tuple[list[dict], list[int]]:
     """Every finished trial's rows (its run file priced on every profile, or its error), in
     trial order, and the Pareto front's trial numbers (Optuna's ``best_trials``)."""
     from optuna.trial import TrialState
@@ -355,8 +356,15 @@ def study_rows(study, spec, runs_dir: Path, profiles) -> tuple[list[dict], list[
         stem = t.user_attrs.get("run_file")
         if not finished(t):
             continue
-        run = run_of(spec, t.params)
         lead = {"trial": t.number, "pareto": "yes" if t.number in front else ""}
+        if not stem:   # settings the model's Config refused: the trial never ran
+            rows.append({**lead, "key": "", "model": spec.models[0],
+                         "overrides": sweep.overrides_text(
+                             {k: override_text(v) for k, v in t.params.items()}),
+                         "profile": label, "status": "error",
+                         "error": t.user_attrs.get("error", "")})
+            continue
+        run = run_of(spec, t.params)
         path = runs_dir / f"{stem}.h5" if stem else None
         if t.state == TrialState.COMPLETE and path is not None and sweep.run_is_complete(path):
             trial_rows = sweep.price_rows(run, run.key, path, profiles)
@@ -381,7 +389,7 @@ def _label(spec) -> str:
 
 def write_results(study, spec, out: Path, profiles) -> tuple[list[dict], list[int]]:
     from deploy.outputs import write_text
-    rows, front = study_rows(study, spec, out / "runs", profiles)
+    rows, front = study_rows(study, spec, out / "runs", profiles, _label(spec))
     write_text(out / "results.csv", sweep.table_text(rows, LEAD), force=True)
     write_text(out / "summary.html", html_page(study, spec, front, _label(spec)), force=True)
     return rows, front

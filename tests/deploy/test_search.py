@@ -292,3 +292,20 @@ def test_search_page_legend_is_outside_the_data(done):
     ax = fig.axes[0]
     legend = ax.get_legend().get_window_extent()
     assert not _boxes_overlap(legend, ax.get_window_extent())
+
+
+def test_a_value_the_model_refuses_fails_its_trial_and_the_search_goes_on(tmp_path,
+                                                                          monkeypatch):
+    """A value inside the space that the model's Config refuses (the edges are checked up
+    front, so the check is skipped here to reach one): the trial fails with the Config's
+    message, the others run."""
+    monkeypatch.setattr(search, "check_space", lambda spec: None)
+    spec = _spec(method="random", trials=3, objectives=["energy_j:min"],
+                 space={"lr": {"choices": [-1.0]}, "epochs": {"choices": [1]},
+                        "batch_size": {"choices": [512]}})
+    res = search.run_search(spec, tmp_path, serial=True)
+    assert res.failed == [0, 1, 2] and res.ran == [] and res.pareto == []
+    rows = sweep.read_table(tmp_path / "results.csv")
+    assert [r["trial"] for r in rows] == ["0", "1", "2"]
+    assert all("MLPConfig.lr = -1.0: must be > 0" in r["error"] for r in rows)
+    assert "failed" in (tmp_path / "summary.html").read_text()

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deploy.errors import SweepError
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, suggestion
 
 METHODS = ("tpe", "nsga2", "random")
 SEARCH_KEYS = ("method", "trials", "objectives", "space", "seed", "profile")
@@ -161,8 +161,10 @@ def _objective(text, card, where: str) -> tuple[str, str]:
                          "e.g. \"test_accuracy:max\" or \"energy_j:min\"")
     if name not in ENERGY_OBJECTIVES and (metric_unit(card, name) is None or "*" in name):
         metrics = [m for m in card.metrics if "*" not in m]
-        raise SweepError(f"{where}.objectives: {card.name} reports no {name!r}; give one of "
-                         f"its metrics ({', '.join(metrics) or 'none declared'}) or "
+        guess = suggestion(name, [*metrics, *ENERGY_OBJECTIVES])
+        raise SweepError(f"{where}.objectives: {card.name} reports no {name!r}; "
+                         + (f"{guess} " if guess else "") + "give one of its metrics "
+                         f"({', '.join(metrics) or 'none declared'}) or "
                          f"{', '.join(ENERGY_OBJECTIVES)}")
     return name, direction
 
@@ -199,8 +201,9 @@ def parse_search(doc, *, source: str, models, datasets, presets, seeds, grid,
                          "KEY = { choices = [VALUE] } in [search.space]")
     method = doc.get("method", "tpe")
     if method not in METHODS:
-        raise SweepError(f"{where}.method = {method!r}: unknown; give one of "
-                         f"{', '.join(METHODS)}")
+        guess = suggestion(str(method), METHODS)
+        raise SweepError(f"{where}.method = {method!r}: unknown; "
+                         + (f"{guess} " if guess else "") + f"give one of {', '.join(METHODS)}")
     trials = doc.get("trials")
     if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= MAX_TRIALS:
         raise SweepError(f"{where}.trials = {trials!r}: give an integer from 1 to "

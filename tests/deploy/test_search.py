@@ -162,8 +162,11 @@ def test_a_trial_whose_run_file_is_whole_is_kept_on_resume(tmp_path, monkeypatch
 @pytest.mark.parametrize("change, message", [
     ({"method": "bayes"}, "search.method = 'bayes': unknown; give one of tpe, nsga2, random"),
     ({"trials": 0}, "search.trials = 0: give an integer from 1 to 10,000"),
-    ({"objectives": ["accuracy:max"]},
-     "search.objectives: mlp reports no 'accuracy'; give one of its metrics (test_accuracy,"),
+    ({"objectives": ["joules:min"]},
+     "search.objectives: mlp reports no 'joules'; give one of its metrics (test_accuracy,"),
+    ({"objectives": ["test_acuracy:max"]},
+     "no 'test_acuracy'; did you mean 'test_accuracy'? give one of its metrics"),
+    ({"method": "nsga"}, "search.method = 'nsga': unknown; did you mean 'nsga2'? give one of"),
     ({"objectives": ["energy_j:lowest"]}, "'energy_j:lowest' is not NAME:max or NAME:min"),
     ({"space": {"hidden": {"low": 64, "high": 16}}},
      "search.space.hidden: low = 64 > high = 16; give low <= high"),

@@ -162,7 +162,9 @@ def _first_difference(a: dict, b: dict, where: str = "") -> str:
         if a.get(k) != b.get(k):
             if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
                 return _first_difference(a[k], b[k], f"{where}{k}.")
-            return f"{where}{k} was {a.get(k)!r}, the spec gives {b.get(k)!r}"
+            was = f"{a[k]!r}" if k in a else "not given"
+            now = f"gives {b[k]!r}" if k in b else "does not give it"
+            return f"{where}{k} was {was}, the spec {now}"
     return "the same"
 
 

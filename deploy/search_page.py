@@ -81,8 +81,9 @@ def html_page(study, spec, front: list[int], label: str) -> str:
         parts.append(fig_to_img(_plot(study, search, front),
                                 "the search's objectives and its Pareto front"))
     if len(objs) > 1:
-        parts.append(f"<h2>Pareto front ({len(front)} trials)</h2><p>No other trial is at "
-                     "least as good in every objective and better in one.</p>")
+        parts.append(f"<h2>Pareto front ({len(front)} trials)</h2><p>Trial(s) "
+                     f"{', '.join(map(str, front)) or 'none'}: no other trial is at least as "
+                     "good in every objective and better in one.</p>")
     heads = ["trial", "state", *params, *objs, "run file", "error"]
     parts.append("<h2>Trials</h2><div class=wide><table><tr>"
                  + "".join(f"<th>{esc(h)}</th>" for h in heads) + "</tr>")

@@ -942,7 +942,7 @@ PAGE_STYLE = ("<style>body{font-family:sans-serif;margin:1.5em}img{max-width:100
               "padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:"
               "left}.err{color:#a00}"
               # a wide table scrolls inside its own box instead of widening the page
-              ".wide{overflow-x:auto;max-width:100%}</style>")
+              ".wide{overflow-x:auto;max-width:100%}.nowrap td{white-space:nowrap}</style>")
 """The summary pages' style (a sweep's and a search's)."""
 
 
@@ -1064,8 +1064,13 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
                  g["per_inference_j_mean"], g["per_inference_j_std"], g["per_inference_j_min"],
                  g["per_inference_j_max"]]
         parts.append("<tr>" + "".join(f"<td>{esc(fmt(c))}</td>" for c in cells) + "</tr>")
-    parts.append("</table></div><h2>Every run x profile</h2><div class=wide><table><tr>")
-    cols = columns(rows)
+    # the per-profile prose (execution model, exclusions) is in the table above: here it
+    # squeezed every other column into one word a line; each row stays on one line and
+    # the table scrolls sideways in its box
+    parts.append("</table></div><h2>Every run x profile</h2><p>Execution model and "
+                 "exclusions per profile: above; every column: results.csv.</p>"
+                 "<div class='wide nowrap'><table><tr>")
+    cols = [c for c in columns(rows) if c not in ("execution_model", "excludes")]
     parts.append("".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>")
     for r in rows:
         cls = " class=err" if r.get("status") == "error" else ""

@@ -257,35 +257,6 @@ def _boxes_overlap(a, b) -> bool:
     return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
 
 
-@pytest.mark.parametrize("low, high", [(1.4e-7, 2.1e-6), (1e-9, 3e-6), (1e-12, 1e-3),
-                                       (2.085e-6, 2.11e-6)])
-def test_summary_axis_tick_labels_never_overlap(low, high):
-    """The summary pages' energy axis (issue 35: the log plot's tick labels ran into each
-    other): drawn at the page's panel width, no two visible tick labels share a pixel."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
-    fig = Figure(figsize=(6.0, 4.2), layout="constrained")
-    canvas = FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
-    xs = [low, (low * high) ** 0.5, high]
-    ax.plot(xs, [0.1, 0.2, 0.3], "o")
-    sweep.value_x_axis(ax, xs, "J")
-    canvas.draw()   # lays the ticks out
-    renderer = canvas.get_renderer()
-    labels = [t for t in ax.get_xticklabels(minor=False) + ax.get_xticklabels(minor=True)
-              if t.get_visible() and t.get_text()
-              and low <= t.get_position()[0] * (1 + 1e-9) and t.get_position()[0] <= high * 1.5]
-    boxes = [t.get_window_extent(renderer) for t in labels]
-    assert len(boxes) >= 2   # the axis says where the points are
-    assert not any(_boxes_overlap(a, b) for a, b in itertools.combinations(boxes, 2))
-    # log where the values span more than a decade (high / low > 10), minor labels off
-    assert (ax.get_xscale() == "log") == (high / low > 10)
-    if ax.get_xscale() == "log":
-        assert isinstance(ax.xaxis.get_minor_formatter(), NullFormatter)
-    assert all(t.get_text().endswith("J") for t in labels)   # "200 nJ", not 2e-07
-
-
 def test_search_page_legend_is_outside_the_data(done):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     out, res = done

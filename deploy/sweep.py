@@ -28,6 +28,10 @@ status and error) and ``OUT/summary.html`` (main metric against energy per infer
 profile with the Pareto front, the spread over seeds and the table). A run that raises is a
 row with status ``error`` and the sweep goes on; ``resume=True`` keeps every run whose file
 reads back whole; Ctrl-C leaves the complete run files and a table of what finished.
+
+A model of your own (``models = ["net.py:make_net"]`` with ``input_shape``) sweeps over
+``batch`` and ``dtype`` (:mod:`deploy.sweep_own`); a ``[search]`` table makes the spec an
+Optuna study instead of a grid (:mod:`deploy.search_spec`, run by :mod:`deploy.search`).
 """
 from __future__ import annotations
 
@@ -48,12 +52,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploy import sweep_own
 from deploy.errors import DiskFullError, SweepError
+from deploy.search_spec import Search, parse_search
 from hw_profiles.errors import NeuroedgeError, suggestion
 from sim.seeds import check as check_seed
 
 SPEC_KEYS = ("name", "description", "models", "datasets", "presets", "seeds", "grid",
-             "profiles", "simulate_profile")
+             "profiles", "simulate_profile", "search", "input_shape")
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "NUMBA_NUM_THREADS": "1"}
 ENERGY_COLUMNS = ("bound", "energy_j", "per_inference_j", "per_train_sample_j", "latency_s",
@@ -63,7 +69,7 @@ RUN_COLUMNS = ("key", "model", "dataset", "preset", "seed", "overrides", "simula
 RETRIES = 2   # a task whose worker died is run again elsewhere this many times
 
 MAX_SPEC_BYTES = 1 << 20     # a sweep spec is a hand-written TOML page: 1 MiB is generous
-SWEEP_LOCK = ".neuroedge-sweep.lock"   # in --out while a sweep writes it (see _output_lock)
+SWEEP_LOCK = ".neuroedge-sweep.lock"   # in --out while a sweep writes it (see output_lock)
 MAX_RUNS = 10_000            # runs one spec may expand to (each trains a model): checked first
 SPEC_NAME_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A spec's ``name`` is a plain file name (it names the output folder): no ``/``, no ``..``."""
@@ -84,6 +90,8 @@ class Spec:
     profiles: tuple[str, ...]            # names or absolute TOML paths
     simulate_profile: dict[str, str]     # model -> profile it simulates on
     source: str = "<dict>"
+    search: Search | None = None         # a [search] table: an Optuna study, not a grid
+    input_shape: tuple[int, ...] | None = None   # models of your own (FILE.py:NAME)
 
     def grid_for(self, model: str) -> dict[str, tuple]:
         return {**self.grid, **self.model_grids.get(model, {})}
@@ -102,6 +110,7 @@ class RunSpec:
     seed: int
     overrides: dict[str, Any]    # typed values of the card's Config
     profile: str                 # where it simulates (name or TOML path)
+    input_shape: tuple[int, ...] | None = None   # a model of your own: one inference's shape
 
     __hash__ = None  # a dict field: compared, never hashed
 
@@ -113,8 +122,11 @@ class RunSpec:
     @property
     def key(self) -> str:
         """The run file's stem, ``MODEL-DATASET-PROFILE-PRESET-seedN[-key=value...]``
-        (:func:`models.runner.run_file_name`: the name ``neuroedge simulate`` writes)."""
+        (:func:`models.runner.run_file_name`: the name ``neuroedge simulate`` writes); a
+        model of your own: ``FILE.NAME-PROFILE-seedN[-key=value...]``."""
         from models import runner
+        if sweep_own.is_own(self.model):
+            return sweep_own.key(self)
         return runner.run_file_name(self.plan(), "").stem
 
     @property
@@ -235,6 +247,8 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
     if models is None:
         raise SweepError(f"{_where(source)}: no models; give e.g. models = [\"mlp\"]")
     for m in models:
+        if sweep_own.is_own(m):
+            continue
         if m not in REGISTRY:
             raise SweepError(f"{_where(source)}: unknown model {m!r}; "
                              + (suggestion(m, REGISTRY, "neuroedge models")
@@ -260,6 +274,25 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
             raise SweepError(f"{_where(source)}: {key} names {', '.join(repeated)} more than "
                              "once; give each once")
     profiles = tuple(_profile_ref(p, base, _where(source)) for p in profiles)
+    # models of your own: FILE made absolute (workers may run elsewhere), input_shape given
+    try:
+        named = {m: sweep_own.resolve(m, base) if sweep_own.is_own(m) else m for m in models}
+    except NeuroedgeError as exc:
+        raise SweepError(f"{_where(source)}: {exc}") from None
+    models = tuple(named.values())
+    own = [m for m in doc["models"] if sweep_own.is_own(m)]
+    input_shape = None
+    if own and "input_shape" not in doc:
+        raise SweepError(f"{_where(source)}: {own[0]} is a model of your own: give "
+                         "input_shape = [1, 1, 28, 28] (one inference, batch first)")
+    if "input_shape" in doc:
+        if not own:
+            raise SweepError(f"{_where(source)}: input_shape applies to models of your own "
+                             "(FILE.py:NAME); this spec's models are cards: drop it")
+        try:
+            input_shape = sweep_own.check_shape(doc["input_shape"], _where(source))
+        except NeuroedgeError as exc:
+            raise SweepError(str(exc)) from None
 
     sim = doc.get("simulate_profile", {})
     if isinstance(sim, str):
@@ -267,6 +300,7 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
     if not isinstance(sim, dict):
         raise SweepError(f"{_where(source)}: simulate_profile must be a profile or a table "
                          "MODEL = PROFILE")
+    sim = {named.get(m, m): p for m, p in sim.items()}
     for m in sim:
         if m not in models:
             raise SweepError(f"{_where(source)}: simulate_profile.{m}: {m!r} is not one of "
@@ -279,6 +313,7 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         raise SweepError(f"{_where(source)}: grid must be a table KEY = [values]")
     grid, model_grids = {}, {}
     for k, v in grid_doc.items():
+        k = named.get(k, k)
         if isinstance(v, dict):
             if k not in models:
                 raise SweepError(f"{_where(source)}: [grid.{k}]: {k!r} is not one of the "
@@ -287,12 +322,19 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
                               for kk, vv in v.items()}
         else:
             grid[k] = _grid_values(v, f"{_where(source)}: grid.{k}")
+    search = None
+    if "search" in doc:
+        search = parse_search(doc["search"], source=source, models=models, datasets=datasets,
+                              presets=presets, seeds=seeds, grid=grid_doc, profiles=profiles)
     spec_obj = Spec(name, models, datasets, presets, seeds, grid, model_grids, profiles,
-                    sim, source)
+                    sim, source, search, input_shape)
     for m in models:   # every grid key must be a setting of the model it applies to
         for k in spec_obj.grid_for(m):
             try:
-                runner.parse_overrides(m, {k: 0})
+                if sweep_own.is_own(m):
+                    sweep_own.check_key(m, k)
+                else:
+                    runner.parse_overrides(m, {k: 0})
             except NeuroedgeError as exc:
                 where = f"grid.{m}.{k}" if k in model_grids.get(m, {}) else f"grid.{k}"
                 raise SweepError(f"{_where(source)}: {where}: {exc}") from None
@@ -325,20 +367,31 @@ def expand(spec: Spec | str | os.PathLike | Mapping) -> list[RunSpec]:
     runs: list[RunSpec] = []
     seen: dict[str, RunSpec] = {}
     for model in spec.models:
-        card = get(model).card
-        datasets = spec.datasets or (card.default_dataset,)
+        own = sweep_own.is_own(model)
+        if own:   # the factory builds a module, here, before anything runs
+            from deploy.estimate_cli import load_model
+            try:
+                load_model(model)
+            except NeuroedgeError as exc:
+                raise SweepError(f"{_where(spec.source)}: {exc}") from None
+            datasets, presets = (sweep_own.DATASET,), (sweep_own.PRESET,)
+        else:
+            datasets = spec.datasets or (get(model).card.default_dataset,)
+            presets = spec.presets
         grid = spec.grid_for(model)
         keys = sorted(grid)
-        for dataset, preset in itertools.product(datasets, spec.presets):
+        for dataset, preset in itertools.product(datasets, presets):
             for combo in itertools.product(*(grid[k] for k in keys)):
                 text = {k: _override_text(v) for k, v in zip(keys, combo, strict=True)}
                 where = (f"{_where(spec.source)}: {model} on {spec.simulate_on(model)}, "
                          f"{dataset}, {preset}" + (f", {overrides_text(text)}" if text else ""))
                 try:
-                    typed = runner.parse_overrides(model, text)
+                    typed = (sweep_own.parse_settings(model, text) if own
+                             else runner.parse_overrides(model, text))
                     for seed in spec.seeds:
                         run = RunSpec(model, dataset, preset, int(seed), typed,
-                                      spec.simulate_on(model))
+                                      spec.simulate_on(model),
+                                      spec.input_shape if own else None)
                         key = run.key   # runner.prepare: every check that needs no training
                         if key in seen:
                             raise SweepError(f"seed {seed} gives run file {key}.h5 twice; "
@@ -417,7 +470,8 @@ def worker_profiler_paused():
                 _on_worker_loop(worker, sampler.start)
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An exception as one line (its type named unless it is one of neuroedge's own)."""
     text = " ".join(str(exc).split()) or "(no message)"
     return text if isinstance(exc, NeuroedgeError) else f"{type(exc).__name__}: {text}"
 
@@ -462,6 +516,7 @@ def price_rows(run: RunSpec, key: str, path: Path, profiles: Sequence[str]) -> l
     if stored.profile.label not in [p.label for p in loaded]:
         loaded.insert(0, stored.profile)
     rows = []
+    skipped = stored.facts.get("skipped") or {}   # a model of your own: where it cannot run
     for prof in loaded:
         if prof.label == stored.profile.label:
             prof = stored.profile   # the numbers it ran with, from the file
@@ -469,21 +524,29 @@ def price_rows(run: RunSpec, key: str, path: Path, profiles: Sequence[str]) -> l
                "status": "ok", "error": "", "main_metric": main or "",
                **{k: float(v) for k, v in stored.metrics.items()},
                "run_file": f"runs/{path.name}"}
+        if prof.label in skipped:
+            # "pricing:": the run is whole, this profile cannot run it (not a failed run)
+            row.update(status="error", error=f"pricing: {skipped[prof.label]}")
+            rows.append(row)
+            continue
         try:
             rep = stored.ledger.price(prof)
             fig = profile_row(rep, rep)
-            row.update(bound=rep.bound, energy_j=fig["total_j"],
+            # ops a model of your own ran without a cost formula: every figure a lower bound
+            uncounted = stored.facts.get("uncounted") or {}
+            row.update(bound=f"lower bound (uncounted: {', '.join(uncounted)})" if uncounted
+                       else rep.bound, energy_j=fig["total_j"],
                        per_inference_j=fig["per_inference_j"],
                        per_train_sample_j=fig["per_train_sample_j"],
                        latency_s=fig["latency_s"], execution_model=rep.execution_model,
                        excludes="; ".join(rep.excluded))
         except NeuroedgeError as exc:
-            row.update(status="error", error=f"pricing: {_one_line(exc)}")
+            row.update(status="error", error=f"pricing: {one_line(exc)}")
         rows.append(row)
     return rows
 
 
-def _error_rows(run: RunSpec, key: str, profiles: Sequence[str], error: str) -> list[dict]:
+def error_rows(run: RunSpec, key: str, profiles: Sequence[str], error: str) -> list[dict]:
     from models import runner
     sim = runner.load_profile(run.profile).label
     labels = [runner.load_profile(p).label for p in profiles]
@@ -494,8 +557,10 @@ def _error_rows(run: RunSpec, key: str, profiles: Sequence[str], error: str) -> 
              "run_file": ""} for label in labels]
 
 
-def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str]) -> list[dict]:
-    """Simulate ``run``, write its run file, price it on ``profiles``: its table rows.
+def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str],
+             stem: str | None = None) -> list[dict]:
+    """Simulate ``run``, write its run file (``runs_dir/<stem>.h5``, the stem by default
+    the run's key), price it on ``profiles``: its table rows.
 
     A run that raises gives rows with status ``error`` and the one-line error (the sweep goes
     on). The run file is written under a temporary name and renamed when whole
@@ -505,17 +570,21 @@ def run_task(run: RunSpec, runs_dir: str, profiles: Sequence[str]) -> list[dict]
     from models import runner
     single_thread()
     key = run.key
-    path = Path(runs_dir) / f"{key}.h5"
+    path = Path(runs_dir) / f"{stem or key}.h5"
     try:
         with worker_profiler_paused():
-            result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
-                                preset=run.preset, seed=run.seed, overrides=run.overrides)
+            if sweep_own.is_own(run.model):
+                result = sweep_own.run(run, profiles)
+            else:
+                result = runner.run(run.model, profile=run.profile, dataset=run.dataset,
+                                    preset=run.preset, seed=run.seed,
+                                    overrides=run.overrides)
         write_run(path, result, force=True)   # force: an unreadable leftover is replaced
         return price_rows(run, key, path, profiles)
     except DiskFullError:      # not this run's fault: every run after it would fail too
         raise
     except Exception as exc:   # recorded in the table; the sweep goes on
-        return _error_rows(run, key, profiles, _one_line(exc))
+        return error_rows(run, key, profiles, one_line(exc))
 
 
 # -- the sweep ------------------------------------------------------------------------------
@@ -545,7 +614,7 @@ def _cores() -> int:
 
 
 @contextlib.contextmanager
-def _serial_threads():
+def serial_threads():
     """Serial runs use one thread too, so their numbers equal a cluster's bit for bit."""
     import torch
     before = torch.get_num_threads()
@@ -557,21 +626,24 @@ def _serial_threads():
 
 
 def _run_serial(todo, runs_dir, profiles, done):
-    with _serial_threads():
+    with serial_threads():
         for run, key in todo:
             done(key, run_task(run, str(runs_dir), profiles))
 
 
-def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
+@contextlib.contextmanager
+def cluster_client(workers: int | None, scheduler: str | None):
+    """A Dask ``Client``: of the running cluster at ``scheduler``, or of a LocalCluster of
+    ``workers`` processes (default: one per core), one thread each; closed on the way out."""
     import logging
 
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import Client, LocalCluster
     cluster = None
     if scheduler:
         try:
             client = Client(scheduler, timeout="20s")
         except (OSError, TimeoutError, ValueError) as exc:
-            raise SweepError(f"--scheduler {scheduler}: cannot connect ({_one_line(exc)}); "
+            raise SweepError(f"--scheduler {scheduler}: cannot connect ({one_line(exc)}); "
                              "give the address a running dask-scheduler prints, "
                              "tcp://HOST:8786") from None
     else:
@@ -580,6 +652,28 @@ def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
                                dashboard_address=None, silence_logs=logging.ERROR,
                                env=dict(THREAD_ENV))
         client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def check_scheduler(scheduler: str | None) -> None:
+    """Refuse a ``--scheduler`` that is not a Dask address before anything starts."""
+    if scheduler is not None and not re.fullmatch(r"(tcp|tls|ucx|ws|wss)://[^\s/]+", scheduler):
+        raise SweepError(f"--scheduler {scheduler!r}: not a scheduler address; give the "
+                         "address a running dask-scheduler prints, tcp://HOST:8786")
+
+
+def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
+    with cluster_client(workers, scheduler) as client:
+        _run_on(client, todo, runs_dir, profiles, done)
+
+
+def _run_on(client, todo, runs_dir, profiles, done):
+    from distributed import as_completed
     token = uuid.uuid4().hex[:8]
     futures, by_future = [], {}
     try:
@@ -596,17 +690,14 @@ def _run_cluster(todo, runs_dir, profiles, done, workers, scheduler):
             except DiskFullError:      # the disk, not the worker: stop the sweep (below)
                 raise
             except Exception as exc:   # the task's worker died RETRIES + 1 times
-                rows = _error_rows(run, key, profiles, f"worker lost: {_one_line(exc)}")
+                rows = error_rows(run, key, profiles, f"worker lost: {one_line(exc)}")
             done(key, rows)
     finally:
         for fut in futures:
             fut.cancel()
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
-def _clean_temporaries(runs_dir: Path) -> None:
+def clean_temporaries(runs_dir: Path) -> None:
     """Remove the temporary directories of run files a killed worker did not finish
     (``deploy.outputs.write_file`` names them ``.NAME.XXXX.tmp`` and marks them): a
     directory of the same name without the marker is the user's and is left alone."""
@@ -631,10 +722,11 @@ def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | Non
     On KeyboardInterrupt the table and summary of what finished are written, then it is
     raised again.
     """
-    if scheduler is not None and not re.fullmatch(r"(tcp|tls|ucx|ws|wss)://[^\s/]+", scheduler):
-        raise SweepError(f"--scheduler {scheduler!r}: not a scheduler address; give the "
-                         "address a running dask-scheduler prints, tcp://HOST:8786")
+    check_scheduler(scheduler)
     spec = spec if isinstance(spec, Spec) else load_spec(spec)
+    if spec.search is not None:
+        raise SweepError(f"{_where(spec.source)} has a [search] table: run it with "
+                         "deploy.search.run_search (neuroedge sweep does)")
     runs = expand(spec)                    # every check first
     out = Path(out_dir)
     runs_dir = out / "runs"
@@ -653,13 +745,13 @@ def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | Non
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"--out {out}: cannot create {runs_dir} ({exc.strerror})") from None
-    with _output_lock(out):
+    with output_lock(out):
         return _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial,
                            progress)
 
 
 @contextlib.contextmanager
-def _output_lock(out: Path):
+def output_lock(out: Path):
     """Hold ``OUT/.neuroedge-sweep.lock`` (an advisory ``flock``) while a sweep writes ``out``:
     a second sweep into the same folder is refused instead of both writing one table. The
     kernel drops the lock when its process ends, so a killed sweep leaves no stale lock."""
@@ -717,11 +809,11 @@ def _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial, 
     except DiskFullError as exc:
         # the first run file the disk refused stops the sweep (the rest would fail alike);
         # its temporary is gone already, the complete run files stay for --resume
-        _clean_temporaries(runs_dir)
+        clean_temporaries(runs_dir)
         raise SweepError(f"{exc}; the sweep stopped there with {len(result.simulated)} run "
                          f"file(s) complete in {runs_dir}: free some space and rerun with "
                          "--resume") from None
-    _clean_temporaries(runs_dir)
+    clean_temporaries(runs_dir)
     _finish(result, by_key, profiles, [k for _, k in keyed])
     write_results(result.rows, out, spec)
     return result
@@ -741,11 +833,12 @@ def _sorted_rows(by_key: dict[str, list[dict]], profiles) -> list[dict]:
 
 
 # -- the table ------------------------------------------------------------------------------
-def columns(rows: Sequence[Mapping]) -> list[str]:
-    """Run columns, then every metric (sorted), then the energy columns, then the run file."""
-    fixed = set(RUN_COLUMNS) | set(ENERGY_COLUMNS) | {"run_file"}
+def columns(rows: Sequence[Mapping], lead: Sequence[str] = ()) -> list[str]:
+    """``lead`` (a search's trial columns), the run columns, then every metric (sorted), then
+    the energy columns, then the run file."""
+    fixed = set(lead) | set(RUN_COLUMNS) | set(ENERGY_COLUMNS) | {"run_file"}
     metrics = sorted({k for r in rows for k in r if k not in fixed})
-    return [*RUN_COLUMNS, *metrics, *ENERGY_COLUMNS, "run_file"]
+    return [*lead, *RUN_COLUMNS, *metrics, *ENERGY_COLUMNS, "run_file"]
 
 
 def _cell(value) -> str:
@@ -756,10 +849,10 @@ def _cell(value) -> str:
     return str(value)
 
 
-def table_text(rows: Sequence[Mapping]) -> str:
-    """The rows as CSV (empty cell: no value)."""
+def table_text(rows: Sequence[Mapping], lead: Sequence[str] = ()) -> str:
+    """The rows as CSV (empty cell: no value), ``lead`` columns first."""
     buf = io.StringIO()
-    cols = columns(rows)
+    cols = columns(rows, lead)
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     for r in rows:
@@ -844,10 +937,42 @@ def pareto(points: Sequence[tuple[float, float]]) -> list[int]:
 SPREAD_BY = ("model", "dataset", "preset", "overrides", "profile")
 
 
-def _fmt(v) -> str:
+PAGE_STYLE = ("<style>body{font-family:sans-serif;margin:1.5em}img{max-width:100%}"
+              "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
+              "padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:"
+              "left}.err{color:#a00}"
+              # a wide table scrolls inside its own box instead of widening the page
+              ".wide{overflow-x:auto;max-width:100%}.nowrap td{white-space:nowrap}</style>")
+"""The summary pages' style (a sweep's and a search's)."""
+
+
+def fmt(v) -> str:
+    """A table cell: floats to 4 significant digits, a dash for nan."""
     if isinstance(v, float):
         return "–" if not math.isfinite(v) else f"{v:.4g}"
     return str(v)
+
+
+def value_x_axis(ax, values: Sequence[float], unit: str | None) -> None:
+    """The x axis of ``ax`` for values that may span decades: log where they span more than
+    one (labels at 1, 2 and 5 x each decade up to three decades, the decades alone beyond,
+    minor ticks unlabelled: matplotlib's own minor labels ran into each other), linear
+    within one;
+    tick labels with SI prefixes (``200 nJ``) when ``unit`` is given, never an offset
+    text such as ``1e-6`` apart from the numbers."""
+    from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatter
+    axis = ax.xaxis
+    xs = [x for x in values if math.isfinite(x) and x > 0]
+    if xs and max(xs) / min(xs) > 10:
+        ax.set_xscale("log")
+        decades = math.log10(max(xs) / min(xs))
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 3
+                                          else (1.0,)))
+        axis.set_minor_formatter(NullFormatter())
+    else:   # five ticks at most: "2.085 uJ" labels are wide
+        axis.set_major_locator(MaxNLocator(5))
+    if unit is not None:
+        axis.set_major_formatter(EngFormatter(unit=unit))
 
 
 def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
@@ -864,16 +989,14 @@ def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
     if front:
         ax.plot([pts[j][0] for j in front], [pts[j][1] for j in front], "k--", lw=1,
                 label="Pareto front")
-    xs = [x for x, _ in pts if math.isfinite(x) and x > 0]
-    # a log axis only where the energies span more than a decade: within one, its minor
-    # tick labels crowd into each other and a linear axis reads better
-    if xs and max(xs) / min(xs) > 10:
-        ax.set_xscale("log")
+    value_x_axis(ax, [x for x, _ in pts], "J")
     ax.set_title(title)
-    ax.set_xlabel("energy per inference (J)")
+    ax.set_xlabel("energy per inference")
     ax.set_ylabel(metric)
     if drawn:
-        ax.legend(fontsize=7)
+        # below the axes, never over the points (constrained layout makes room for it)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=2,
+                  frameon=False)
     else:
         ax.text(0.5, 0.5, "no run priced here", ha="center", transform=ax.transAxes)
 
@@ -909,10 +1032,7 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
     failed = sorted({r["key"] for r in rows if r["status"] == "error"
                      and not str(r.get("error", "")).startswith("pricing:")})
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>{esc(name)}</title>"
-             "<style>body{font-family:sans-serif;margin:1.5em}img{max-width:100%}table{border-collapse:"
-             "collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:"
-             "right}td:first-child,th:first-child{text-align:left}.err{color:#a00}</style>"
-             f"</head><body><h1>Sweep {esc(name)}</h1>",
+             f"{PAGE_STYLE}</head><body><h1>Sweep {esc(name)}</h1>",
              f"<p>{runs} runs, {len(failed)} failed, priced on {len(profiles)} profiles. "
              "A run's ledger priced on a profile it was not simulated on is re-priced, not "
              "re-simulated (a neuromorphic network is not re-placed on another chip's cores)."
@@ -928,12 +1048,14 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
             models.setdefault(r["profile"], (r.get("bound", ""), r["execution_model"],
                                              r.get("excludes", "")))
     if models:
-        parts.append("<h2>What these figures are</h2><table><tr><th>profile</th>"
-                     "<th>figures are</th><th>execution model</th><th>excludes</th></tr>")
+        parts.append("<h2>What these figures are</h2><div class=wide><table><tr>"
+                     "<th>profile</th><th>figures are</th><th>execution model</th>"
+                     "<th>excludes</th></tr>")
         parts += [f"<tr><td>{esc(p)}</td><td>{esc(b)}</td><td>{esc(m)}</td><td>{esc(x)}</td>"
                   "</tr>" for p, (b, m, x) in models.items()]
-        parts.append("</table>")
-    parts.append(f"<h2>Spread over seeds ({esc(metric or 'no metric')})</h2><table><tr>")
+        parts.append("</table></div>")
+    parts.append(f"<h2>Spread over seeds ({esc(metric or 'no metric')})</h2><div class=wide>"
+                 "<table><tr>")
     heads = [*SPREAD_BY, "n", "mean", "std", "min", "max", "J/inference mean",
              "J/inference std", "J/inference min", "J/inference max"]
     parts.append("".join(f"<th>{esc(h)}</th>" for h in heads) + "</tr>")
@@ -941,15 +1063,20 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
         cells = [*(g[k] for k in SPREAD_BY), g["n"], g["mean"], g["std"], g["min"], g["max"],
                  g["per_inference_j_mean"], g["per_inference_j_std"], g["per_inference_j_min"],
                  g["per_inference_j_max"]]
-        parts.append("<tr>" + "".join(f"<td>{esc(_fmt(c))}</td>" for c in cells) + "</tr>")
-    parts.append("</table><h2>Every run x profile</h2><table><tr>")
-    cols = columns(rows)
+        parts.append("<tr>" + "".join(f"<td>{esc(fmt(c))}</td>" for c in cells) + "</tr>")
+    # the per-profile prose (execution model, exclusions) is in the table above: here it
+    # squeezed every other column into one word a line; each row stays on one line and
+    # the table scrolls sideways in its box
+    parts.append("</table></div><h2>Every run x profile</h2><p>Execution model and "
+                 "exclusions per profile: above; every column: results.csv.</p>"
+                 "<div class='wide nowrap'><table><tr>")
+    cols = [c for c in columns(rows) if c not in ("execution_model", "excludes")]
     parts.append("".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>")
     for r in rows:
         cls = " class=err" if r.get("status") == "error" else ""
-        parts.append(f"<tr{cls}>" + "".join(f"<td>{esc(_fmt(r.get(c, '')))}</td>"
+        parts.append(f"<tr{cls}>" + "".join(f"<td>{esc(fmt(r.get(c, '')))}</td>"
                                               for c in cols) + "</tr>")
-    parts.append("</table></body></html>\n")
+    parts.append("</table></div></body></html>\n")
     return "".join(parts)
 
 

@@ -1,6 +1,7 @@
-"""``neuroedge sweep SPEC.toml``: every run of a sweep spec (:mod:`deploy.sweep`), on a Dask
-LocalCluster by default, serially with ``--serial``, or on a running cluster with
-``--scheduler tcp://HOST:8786``; ``--dry-run`` lists the runs and exits."""
+"""``neuroedge sweep SPEC.toml``: every run of a sweep spec (:mod:`deploy.sweep`), or the
+trials of its ``[search]`` (:mod:`deploy.search`), on a Dask LocalCluster by default, serially
+with ``--serial``, or on a running cluster with ``--scheduler tcp://HOST:8786``;
+``--dry-run`` lists the runs (or the search's space) and exits."""
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,12 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                       "several profiles, on Dask (local processes or a cluster)",
         description="Expand a sweep spec (TOML) to runs, simulate each once into "
                     "OUT/runs/, re-price every stored ledger on the spec's profiles, and "
-                    "write OUT/results.csv and OUT/summary.html.")
+                    "write OUT/results.csv and OUT/summary.html. A spec with a [search] "
+                    "table runs an Optuna study instead (TPE, NSGA-II or random; trials on "
+                    "the same cluster; the study in OUT/study.db).")
     p.add_argument("spec", metavar="SPEC.toml",
                    help="the sweep spec: models, datasets, presets, seeds, [grid] of --set "
-                        "values, profiles (see docs/sweeps.md)")
+                        "values, profiles, or a [search] table (see docs/sweeps.md)")
     p.add_argument("--out", metavar="DIR",
                    help="the sweep's directory (default: sweeps/NAME, NAME the spec's name)")
     p.add_argument("--dry-run", action="store_true",
@@ -35,7 +38,7 @@ def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
                    help="run one run after another in this process (no Dask)")
     p.add_argument("--resume", action="store_true",
                    help="keep every run whose run file in DIR/runs reads back whole; run "
-                        "the others")
+                        "the others (a search: continue the study in DIR/study.db)")
     p.add_argument("--force", action="store_true",
                    help="run every run again, replacing its run file")
     p.add_argument("--quiet", action="store_true",
@@ -57,6 +60,8 @@ def cmd_sweep(args) -> int:
     if args.resume and args.force:
         raise SweepError("--resume keeps finished runs and --force runs them again: give "
                          "one of them")
+    if spec.search is not None:
+        return _cmd_search(spec, args)
     if args.dry_run:
         lines = sweep.dry_run_lines(spec)
         print("\n".join(lines))
@@ -84,4 +89,34 @@ def cmd_sweep(args) -> int:
         for key in res.failed:
             err = next(r["error"] for r in res.rows if r["key"] == key)
             print(f"failed: {key}: {err}", file=sys.stderr)
+    return 0
+
+
+def _cmd_search(spec, args) -> int:
+    """A spec with a ``[search]`` table: an Optuna study (:mod:`deploy.search`)."""
+    from deploy import search
+    if args.dry_run:
+        print("\n".join(search.dry_run_lines(spec)))
+        return 0
+    out = Path(args.out) if args.out else Path("sweeps") / spec.name
+
+    def progress(done, total, number, line):
+        if not args.quiet:
+            print(f"[{done}/{total}] trial {number}: {line}", file=sys.stderr, flush=True)
+
+    try:
+        res = search.run_search(spec, out, workers=args.workers, scheduler=args.scheduler,
+                                resume=args.resume, force=args.force, serial=args.serial,
+                                progress=progress)
+    except KeyboardInterrupt:
+        print(f"neuroedge: interrupted; the finished trials are in {out / search.STUDY_FILE} "
+              f"and their run files in {out / 'runs'}; --resume continues the study",
+              file=sys.stderr)
+        raise
+    if not args.quiet:
+        front = ", ".join(str(n) for n in res.pareto)
+        print(f"{len(res.ran) + len(res.resumed)} trials run, {res.kept} kept from the "
+              f"study, {len(res.failed)} failed; Pareto front: trial(s) {front or 'none'}\n"
+              f"study:   {res.study_path}\ntable:   {res.table_path}\n"
+              f"summary: {res.html_path}")
     return 0

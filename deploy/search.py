@@ -1,0 +1,475 @@
+"""Searches: a sweep spec with a ``[search]`` table (:mod:`deploy.search_spec`) run as an Optuna
+study whose trials are sweep runs, on the same Dask cluster (or serially) as a grid sweep.
+
+Optuna asks for a trial's settings (its sampler: TPE, NSGA-II or random), the run is simulated
+by :func:`deploy.sweep.run_task` on a worker into ``OUT/runs/trial-NNNN-<key>.h5`` and priced
+on every profile of the spec, and the trial's objectives (card metrics, or the energy columns
+priced on the search's profile) are told back. Up to one trial per worker is in flight: the
+sampler sees every finished trial before it proposes the next free slot's.
+
+The study lives in ``OUT/study.db`` (Optuna's RDB storage on SQLite): it is the record of
+which trials ran with which settings and results, so ``--resume`` continues it (finished
+trials are kept, a trial a killed sweep left running is kept when its run file is whole and
+run again otherwise) until ``trials`` have finished. A ``study.db`` that this program did not
+make (no neuroedge study inside) is refused, never written over; one made by another search
+spec is refused on ``--resume``.
+
+Results: ``OUT/results.csv`` (one row per trial x profile, the ``trial`` and ``pareto``
+columns first) and ``OUT/summary.html`` (the first two objectives against each other with the
+Pareto front, or one objective against the trial number with the best so far; the trials).
+
+Sampler settings for the small budgets a sweep affords: TPE's first
+``max(2, min(10, trials // 3))`` trials are random (Optuna's default is 10 whatever the
+budget), NSGA-II's population is ``max(2, min(50, trials // 3))`` (default 50), so a 6-trial
+search has 2 random trials then 4 proposed by TPE, or 3 generations of 2 for NSGA-II.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deploy import sweep
+from deploy.errors import DiskFullError, SweepError
+from deploy.search_page import finished, html_page
+from deploy.search_spec import STUDY_FILE, Search, override_text, population, startup_trials
+from hw_profiles.errors import NeuroedgeError
+from sim import seeds
+
+STUDY_NAME = "neuroedge-search"
+MARK = "neuroedge_search"
+"""The study's user attribute holding the search it runs (:func:`_fingerprint`): how a
+``study.db`` this program made is told from one it did not."""
+SQLITE_HEADER = b"SQLite format 3\x00"
+LEAD = ("trial", "pareto")
+
+
+# -- the study ----------------------------------------------------------------------------
+def make_sampler(search: Search, started: int):
+    """The search's sampler, seeded by the search's seed and the trials already in the study
+    (a resumed random search does not draw the first session's values again)."""
+    import optuna
+    seed = seeds.child(search.seed, "search", started)
+    if search.method == "tpe":
+        return optuna.samplers.TPESampler(seed=seed,
+                                          n_startup_trials=startup_trials(search.trials))
+    if search.method == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed,
+                                             population_size=population(search.trials))
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def distributions(search: Search) -> dict:
+    """Optuna's distribution per space key (a list choice as the text ``--set`` takes:
+    Optuna's categorical values are scalars)."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    out = {}
+    for name, p in search.space.items():
+        if p.choices is not None:
+            out[name] = CategoricalDistribution(
+                [override_text(c) if isinstance(c, list) else c for c in p.choices])
+        elif p.is_int:
+            out[name] = IntDistribution(p.low, p.high, log=p.log, step=p.step or 1)
+        else:
+            out[name] = FloatDistribution(float(p.low), float(p.high), log=p.log,
+                                          step=None if p.step is None else float(p.step))
+    return out
+
+
+def _fingerprint(spec: sweep.Spec) -> str:
+    """The search a study runs, as JSON: model, dataset, preset, seed, profiles and the
+    search but its number of trials (a resumed study may be given more)."""
+    search = {k: v for k, v in spec.search.to_dict().items() if k != "trials"}
+    return json.dumps({"model": spec.models[0], "dataset": (spec.datasets or [None])[0],
+                       "preset": spec.presets[0], "seed": spec.seeds[0],
+                       "simulate_profile": spec.simulate_on(spec.models[0]),
+                       "profiles": list(spec.profiles), "search": search}, sort_keys=True)
+
+
+def stored_search(path: Path) -> str | None:
+    """The fingerprint a neuroedge study in the SQLite file ``path`` stores; None when the
+    file is not SQLite or holds no neuroedge study (it is opened read-only)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                return None
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except OSError:
+        return None
+    try:
+        row = con.execute("SELECT a.value_json FROM study_user_attributes a JOIN studies s "
+                          "ON a.study_id = s.study_id WHERE s.study_name = ? AND a.key = ?",
+                          (STUDY_NAME, MARK)).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+    return json.loads(row[0]) if row else None
+
+
+def _storage(path: Path):
+    import optuna
+    return optuna.storages.RDBStorage(f"sqlite:///{path}")
+
+
+def open_study(spec: sweep.Spec, out: Path, *, resume: bool, force: bool):
+    """The study in ``out/study.db``: a new one (made under a temporary name and renamed, so
+    a file of that name is always a whole neuroedge study), or the stored one on ``resume``."""
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)   # the sweep prints its own lines
+    path = out / STUDY_FILE
+    mine = _fingerprint(spec)
+    if path.exists() or path.is_symlink():
+        theirs = stored_search(path) if path.is_file() and not path.is_symlink() else None
+        if theirs is None:
+            raise SweepError(f"--out {out}: {STUDY_FILE} exists and holds no neuroedge study "
+                             "(this program did not make it; it is left alone): give "
+                             "another --out")
+        if not (resume or force):
+            raise SweepError(f"--out {out}: {STUDY_FILE} holds a study; give --resume to "
+                             "continue it or --force to start it again")
+        if resume and theirs != mine:
+            diff = _first_difference(json.loads(theirs), json.loads(mine))
+            raise SweepError(f"--out {out}: {STUDY_FILE} holds another search ({diff}); give "
+                             "the spec it was made with, another --out, or --force")
+        if resume:
+            storage = _storage(path)
+            started = len(storage.get_all_trials(storage.get_study_id_from_name(STUDY_NAME)))
+            return optuna.load_study(study_name=STUDY_NAME, storage=storage,
+                                     sampler=make_sampler(spec.search, started))
+        path.unlink()   # --force on a study of ours
+    tmp = out / f".{STUDY_FILE}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        storage = _storage(tmp)
+        study = optuna.create_study(storage=storage, study_name=STUDY_NAME,
+                                    directions=spec.search.directions)
+        study.set_user_attr(MARK, mine)
+        storage.engine.dispose()
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return optuna.load_study(study_name=STUDY_NAME, storage=_storage(path),
+                             sampler=make_sampler(spec.search, 0))
+
+
+def _first_difference(a: dict, b: dict, where: str = "") -> str:
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
+                return _first_difference(a[k], b[k], f"{where}{k}.")
+            was = f"{a[k]!r}" if k in a else "not given"
+            now = f"gives {b[k]!r}" if k in b else "does not give it"
+            return f"{where}{k} was {was}, the spec {now}"
+    return "the same"
+
+
+# -- trials -------------------------------------------------------------------------------
+def run_of(spec: sweep.Spec, params: dict) -> sweep.RunSpec:
+    """The sweep run a trial's settings make (every value through ``--set``'s typing)."""
+    from models import runner
+    model = spec.models[0]
+    typed = runner.parse_overrides(model, {k: override_text(v) for k, v in params.items()})
+    dataset = (spec.datasets or [None])[0]
+    if dataset is None:
+        from models.registry import REGISTRY
+        dataset = REGISTRY[model].card.default_dataset
+    return sweep.RunSpec(model, dataset, spec.presets[0], spec.seeds[0], typed,
+                         spec.simulate_on(model))
+
+
+def check_space(spec: sweep.Spec) -> None:
+    """Every edge of the space (each range's low and high, each choice, the other keys at
+    their first edge) through ``runner.prepare``: a value the model refuses fails here, on
+    one line, before any trial runs."""
+    search = spec.search
+    first = {k: p.ends()[0] for k, p in search.space.items()}
+    for name, p in search.space.items():
+        for value in p.ends():
+            try:
+                run_of(spec, {**first, name: value}).plan()   # runner.prepare's checks
+            except NeuroedgeError as exc:
+                raise SweepError(f"sweep spec {spec.source}: search.space.{name} = "
+                                 f"{value!r}: {exc}") from None
+
+
+def objective_values(rows: Sequence[dict], search: Search, label: str) -> list[float] | str:
+    """The trial's objectives from its row priced on ``label``, or why there are none."""
+    row = next((r for r in rows if r["profile"] == label), None)
+    if row is None:
+        return f"no row priced on {label}"
+    if row["status"] != "ok":
+        return row["error"]
+    values = []
+    for name, _ in search.objectives:
+        v = row.get(name)
+        v = float(v) if v is not None else math.nan
+        if not math.isfinite(v):
+            return f"{name} is {v} on {label}: an objective needs a finite number"
+        values.append(v)
+    return values
+
+
+@dataclass
+class SearchResult:
+    """What :func:`run_search` did: the rows, the files, the trials that ran here, those a
+    killed session left running whose run file was whole (``resumed``), those that failed,
+    and the Pareto front (trial numbers)."""
+
+    rows: list[dict]
+    study_path: Path
+    table_path: Path
+    html_path: Path
+    ran: list[int] = field(default_factory=list)
+    resumed: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    pareto: list[int] = field(default_factory=list)
+    kept: int = 0          # trials an earlier session finished (--resume)
+    interrupted: bool = False
+
+
+Progress = Callable[[int, int, int, str], None]   # (finished, trials, trial number, line)
+
+
+class _Done:
+    """A serial trial's result, shaped like the Dask future a cluster trial returns."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def _counted(study) -> int:
+    return sum(finished(t) for t in study.get_trials(deepcopy=False))
+
+
+def _settle_stale(study, spec, runs_dir: Path, profiles, label, result) -> None:
+    """Trials a killed sweep left RUNNING: told from their run file when it is whole,
+    otherwise failed as interrupted and queued to run again with the same settings."""
+    from optuna.trial import TrialState
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        stem = t.user_attrs.get("run_file")
+        path = runs_dir / f"{stem}.h5" if stem else None
+        if path is not None and sweep.run_is_complete(path):
+            run = run_of(spec, t.params)
+            values = objective_values(sweep.price_rows(run, run.key, path, profiles),
+                                      spec.search, label)
+            if not isinstance(values, str):
+                study.tell(t.number, values)
+                result.resumed.append(t.number)
+                continue
+        study.tell(t.number, state=TrialState.FAIL)   # no "error": interrupted, not counted
+        study.enqueue_trial(t.params, skip_if_exists=False)
+
+
+def _tell(study, trial, rows, search, label, result) -> str:
+    from optuna.trial import TrialState
+    values = objective_values(rows, search, label)
+    if isinstance(values, str):
+        trial.set_user_attr("error", values)
+        study.tell(trial, state=TrialState.FAIL)
+        result.failed.append(trial.number)
+        return f"failed: {values}"
+    study.tell(trial, values)
+    result.ran.append(trial.number)
+    return " ".join(f"{n}={v:.4g}" for (n, _), v in zip(search.objectives, values, strict=True))
+
+
+def _trials(study, spec, runs_dir, profiles, label, parallel, submit, first_done, result,
+            progress) -> None:
+    """Ask, run, tell until ``trials`` have finished, at most ``parallel`` in flight."""
+    search = spec.search
+    dists = distributions(search)
+    n_done = _counted(study)
+    pending = {}   # future -> (trial, run, stem)
+    while True:
+        while len(pending) < parallel and n_done + len(pending) < search.trials:
+            trial = study.ask(dists)
+            try:
+                run = run_of(spec, trial.params)
+                stem = f"trial-{trial.number:04d}-{run.key}"
+            except NeuroedgeError as exc:   # a value inside the space the Config refuses
+                _tell(study, trial, [{"profile": label, "status": "error",
+                                      "error": sweep.one_line(exc)}], search, label, result)
+                n_done += 1
+                continue
+            trial.set_user_attr("run_file", stem)
+            pending[submit(run, stem)] = (trial, run, stem)
+        if not pending:
+            return
+        fut = first_done(pending)
+        trial, run, stem = pending.pop(fut)
+        try:
+            rows = fut.result()
+        except DiskFullError:
+            raise
+        except Exception as exc:   # the task's worker died RETRIES + 1 times
+            rows = sweep.error_rows(run, run.key, profiles, f"worker lost: {sweep.one_line(exc)}")
+        line = _tell(study, trial, rows, search, label, result)
+        n_done += 1
+        if progress is not None:
+            progress(n_done, search.trials, trial.number, line)
+
+
+def _run_serial(study, spec, runs_dir, profiles, label, result, progress):
+    def submit(run, stem):
+        return _Done(sweep.run_task(run, str(runs_dir), profiles, stem))
+
+    with sweep.serial_threads():
+        _trials(study, spec, runs_dir, profiles, label, 1, submit, lambda p: next(iter(p)),
+                result, progress)
+
+
+def _run_cluster(study, spec, runs_dir, profiles, label, result, progress, workers,
+                 scheduler):
+    from distributed import wait
+    token = uuid.uuid4().hex[:8]
+    with sweep.cluster_client(workers, scheduler) as client:
+        parallel = max(1, len(client.scheduler_info().get("workers", {})))
+
+        def submit(run, stem):
+            return client.submit(sweep.run_task, run, str(runs_dir), list(profiles), stem,
+                                 key=f"neuroedge-search-{token}-{stem}",
+                                 retries=sweep.RETRIES, pure=False)
+
+        def first_done(pending):
+            done = wait(list(pending), return_when="FIRST_COMPLETED").done
+            return min(done, key=lambda f: pending[f][0].number)
+
+        _trials(study, spec, runs_dir, profiles, label, parallel, submit, first_done, result,
+                progress)
+
+
+# -- the table -------------------------------------------------------------------
+def study_rows(study, spec, runs_dir: Path, profiles, label: str
+               ) -> tuple[list[dict], list[int]]:
+    """Every finished trial's rows (its run file priced on every profile, or its error), in
+    trial order, and the Pareto front's trial numbers (Optuna's ``best_trials``)."""
+    from optuna.trial import TrialState
+    front = sorted(t.number for t in study.best_trials) if _any_complete(study) else []
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        stem = t.user_attrs.get("run_file")
+        if not finished(t):
+            continue
+        lead = {"trial": t.number, "pareto": "yes" if t.number in front else ""}
+        if not stem:   # settings the model's Config refused: the trial never ran
+            rows.append({**lead, "key": "", "model": spec.models[0],
+                         "overrides": sweep.overrides_text(
+                             {k: override_text(v) for k, v in t.params.items()}),
+                         "profile": label, "status": "error",
+                         "error": t.user_attrs.get("error", "")})
+            continue
+        run = run_of(spec, t.params)
+        path = runs_dir / f"{stem}.h5" if stem else None
+        if t.state == TrialState.COMPLETE and path is not None and sweep.run_is_complete(path):
+            trial_rows = sweep.price_rows(run, run.key, path, profiles)
+        elif t.state == TrialState.COMPLETE:
+            trial_rows = sweep.error_rows(run, run.key, profiles,
+                                          f"run file runs/{stem}.h5 is missing or unreadable")
+        else:
+            trial_rows = sweep.error_rows(run, run.key, profiles, t.user_attrs.get("error", ""))
+        rows += [{**lead, **r} for r in trial_rows]
+    return rows, front
+
+
+def _any_complete(study) -> bool:
+    from optuna.trial import TrialState
+    return bool(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
+def _label(spec) -> str:
+    from models import runner
+    return runner.load_profile(spec.search.profile or spec.profiles[0]).label
+
+
+def write_results(study, spec, out: Path, profiles) -> tuple[list[dict], list[int]]:
+    from deploy.outputs import write_text
+    rows, front = study_rows(study, spec, out / "runs", profiles, _label(spec))
+    write_text(out / "results.csv", sweep.table_text(rows, LEAD), force=True)
+    write_text(out / "summary.html", html_page(study, spec, front, _label(spec)), force=True)
+    return rows, front
+
+
+# -- the search ---------------------------------------------------------------------------
+def dry_run_lines(spec: sweep.Spec) -> list[str]:
+    """What ``--dry-run`` prints for a search: the study, one line per space key."""
+    spec = spec if isinstance(spec, sweep.Spec) else sweep.load_spec(spec)
+    search = spec.search
+    check_space(spec)
+    lines = [f"{search.method} search of {spec.models[0]}: {search.trials} trials, "
+             f"objectives {', '.join(f'{n}:{d}' for n, d in search.objectives)} "
+             f"(priced on {_label(spec)})"]
+    for name, p in search.space.items():
+        what = (f"one of {', '.join(override_text(c) for c in p.choices)}"
+                if p.choices is not None else
+                f"{p.low} .. {p.high}" + (" (log)" if p.log else "")
+                + (f" step {p.step}" if p.step is not None else ""))
+        lines.append(f"  {name}: {what}")
+    return lines
+
+
+def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | None = None,
+               resume: bool = False, force: bool = False, serial: bool = False,
+               progress: Progress | None = None) -> SearchResult:
+    """Run the ``[search]`` of ``spec`` into ``out_dir`` (``study.db``, ``runs/``,
+    ``results.csv``, ``summary.html``): serially, on a LocalCluster of ``workers``, or on
+    the cluster at ``scheduler``, as :func:`deploy.sweep.run_sweep`.
+
+    ``resume`` continues the study in ``out_dir`` until ``trials`` have finished; ``force``
+    starts a study of ours again. Without either, an existing study, table or trial run
+    file is an error. Raises SweepError (one line) for every check, before any trial runs.
+    """
+    sweep.check_scheduler(scheduler)
+    spec = spec if isinstance(spec, sweep.Spec) else sweep.load_spec(spec)
+    if spec.search is None:
+        raise SweepError(f"sweep spec {spec.source} has no [search] table; run it with "
+                         "deploy.sweep.run_sweep")
+    check_space(spec)
+    out = Path(out_dir)
+    runs_dir = out / "runs"
+    if not (resume or force):
+        existing = [p for p in (out / "results.csv", out / "summary.html") if p.exists()]
+        existing += sorted(runs_dir.glob("trial-*.h5"))[:1] if runs_dir.is_dir() else []
+        if existing and not (out / STUDY_FILE).exists():
+            raise SweepError(f"--out {out}: {existing[0].relative_to(out)} exists; give "
+                             "another --out, or --resume / --force")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweepError(f"--out {out}: cannot create {runs_dir} ({exc.strerror})") from None
+    profiles = list(spec.profiles)
+    label = _label(spec)
+    with sweep.output_lock(out):
+        study = open_study(spec, out, resume=resume, force=force)
+        result = SearchResult([], out / STUDY_FILE, out / "results.csv", out / "summary.html")
+        result.kept = _counted(study)
+        _settle_stale(study, spec, runs_dir, profiles, label, result)
+        try:
+            if serial:
+                _run_serial(study, spec, runs_dir, profiles, label, result, progress)
+            else:
+                _run_cluster(study, spec, runs_dir, profiles, label, result, progress,
+                             workers, scheduler)
+        except KeyboardInterrupt:
+            result.interrupted = True
+            result.rows, result.pareto = write_results(study, spec, out, profiles)
+            raise
+        except DiskFullError as exc:
+            sweep.clean_temporaries(runs_dir)
+            raise SweepError(f"{exc}; the search stopped there with {len(result.ran)} trial(s) "
+                             f"finished in {out / STUDY_FILE}: free some space and rerun "
+                             "with --resume") from None
+        sweep.clean_temporaries(runs_dir)
+        result.rows, result.pareto = write_results(study, spec, out, profiles)
+    return result
+
+
+__all__ = ["run_search", "dry_run_lines", "open_study", "stored_search", "SearchResult",
+           "distributions", "make_sampler", "check_space", "objective_values", "STUDY_FILE"]

@@ -320,7 +320,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             continue
         dev = TorchDevice(p, prefer_cuda=False)   # CPU: counts do not depend on the device
         try:
-            dev.compile(net)
+            dev.compile(net, stored_bytes=_stored_weight_bytes(net, dtype))
         except HardwareLimitError as exc:
             est.skipped[p.label] = str(exc)
             continue
@@ -359,6 +359,16 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     return est
 
 
+def _stored_weight_bytes(net, dtype: str) -> int:
+    """The bytes ``net``'s parameters and buffers take stored at ``dtype``: at int8 weight
+    matrices and kernels 1 byte a value, vectors (biases, norm scales) 4 bytes (TFLM's int32
+    biases); at fp32 each tensor's own bytes."""
+    per = 1 if dtype == "int8" else None
+    return sum(t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
+                            else t.element_size())
+               for t in [*net.parameters(), *net.buffers()])
+
+
 def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: list) -> None:
     """Each microcontroller (bitwise profile) in ``devices`` holds one inference the way
     TFLM lays it out (:func:`sim.execution.mcu.place_inference`): the activation arena
@@ -373,11 +383,7 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
     per = 1 if dtype == "int8" else None
     buffers = trace_lifetimes(net.eval(), xs, bytes_per_element=per)
     arena, _ = greedy_arena(buffers)
-    # int8: weight matrices and kernels 1 byte a value; vectors (biases, norm scales) stay
-    # 4 bytes (TFLM's int32 biases)
-    weights = sum(t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
-                               else t.element_size())
-                  for t in [*net.parameters(), *net.buffers()])
+    weights = _stored_weight_bytes(net, dtype)
     peak = peak_live_bytes(buffers)
     for label in mcus:
         try:

@@ -216,12 +216,16 @@ class TorchDevice(Device):
         # ``dev.cost_memo.verify = True`` to price every call in full as well and compare
         self.cost_memo = CostMemo()
 
-    def compile(self, module: torch.nn.Module) -> torch.nn.Module:
-        """Move ``module`` to the device after checking its parameters fit device memory."""
+    def compile(self, module: torch.nn.Module, stored_bytes: int | None = None) -> torch.nn.Module:
+        """Move ``module`` to the device after checking its parameters fit device memory.
+
+        ``stored_bytes``: the model's size as the target stores it when that differs from
+        its tensors' own bytes (an fp32 module priced at int8); default the tensors' bytes."""
         if not isinstance(module, torch.nn.Module):
             raise ModelError(f"[TorchDevice.compile] expected a torch.nn.Module, got "
                              f"{type(module).__name__}")
-        footprint = tensor_bytes(list(module.parameters()) + list(module.buffers()))
+        footprint = (tensor_bytes(list(module.parameters()) + list(module.buffers()))
+                     if stored_bytes is None else stored_bytes)
         # a GPU/CPU holds the model in device memory; a microcontroller (bitwise profile, no
         # offchip level) in its SRAM and flash together; the run's state is checked against
         # each memory when its ledger is priced (sim/execution/mcu.py)

@@ -69,3 +69,16 @@ def test_int8_prices_int8_macs_and_a_quarter_of_the_bytes():
 def test_unknown_dtype_is_one_line():
     with pytest.raises(ModelError, match="dtype 'int4' is not known; give one of fp32, int8"):
         estimate(nn.Linear(2, 2), (1, 2), profiles=["a100"], dtype="int4")
+
+
+def test_a_model_that_fits_only_at_int8_is_priced_at_int8():
+    # 64-8192-10 MLP: 64 x 8192 + 8192 x 10 = 606,208 weights + 8,202 biases.
+    # fp32: 614,410 x 4 B = 2,457,640 B > cortex-m4's SRAM + flash 1,245,184 B: refused.
+    # int8: 606,208 x 1 B + 8,202 x 4 B = 639,016 B: fits (the fp32 size must not decide)
+    def mlp():
+        return nn.Sequential(nn.Linear(64, 8192), nn.ReLU(), nn.Linear(8192, 10))
+    fp = estimate(mlp(), (1, 64), profiles=["a100", "cortex-m4"])
+    assert "2457640 B exceeds" in fp.skipped["cortex-m4"]
+    q = estimate(mlp(), (1, 64), profiles=["cortex-m4"], dtype="int8")
+    assert list(q.reports) == ["cortex-m4"]
+    assert q.memory["cortex-m4"]["weight_bytes"] == 639_016

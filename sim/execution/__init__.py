@@ -97,9 +97,11 @@ def resolve_stack(prof: HardwareProfile, stack: str | None) -> str:
         return prof.default_stack or DEFAULT_STACK[prof.kind]
     known = stacks_of(prof)
     if stack not in known:
+        guess = suggestion(stack, known)
         raise NeuroedgeError(f"stack {stack!r} is not a software stack of profile "
                              f"{prof.label!r} ({prof.kind}); "
-                             + (suggestion(stack, known) or f"choose one of {', '.join(known)}"))
+                             + (f"{guess} " if guess else "")
+                             + f"its stacks are {', '.join(known)}")
     return stack
 
 

@@ -68,3 +68,9 @@ def test_cli_stack_flag(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("neuroedge: error: stack 'fuse' is not a software stack of profile 'a100' "
                    "(gpu); did you mean 'fused'? its stacks are eager, graph, fused")
+
+
+def test_a_stack_for_a_nir_graph_is_refused():
+    with pytest.raises(NeuroedgeError, match="a neuromorphic chip runs its own runtime "
+                                             r"\(stack native\): leave stack out"):
+        estimate("net.nir", profiles="loihi", stack="graph")

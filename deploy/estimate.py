@@ -52,7 +52,7 @@ SPIKE_PROBABILITY = 0.2
 
 def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, loss=None,
              optimizer=None, target=None, seed: int = 0, strict: bool = False,
-             dtype: str = "fp32", **nir_options) -> Estimate:
+             dtype: str = "fp32", stack=None, **nir_options) -> Estimate:
     """Count ``model`` once and price it on every profile in ``profiles``.
 
     Parameters
@@ -96,6 +96,13 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         activations, int32 accumulators; MACs priced as int8 MACs, other flops as integer
         ops, bytes / 4), and a microcontroller's arena and weights planned at 1 byte per
         value. The notes state the conventions.
+    stack : str or dict, optional
+        The software stack each profile is priced for (``sim.execution.stacks_of``: eager,
+        graph or fused on GPUs and CPUs; peak or a kernel library such as ``xcube-ai-7.3``
+        on microcontrollers). A name prices every profile for that stack; ``"a100=graph,
+        stm32l4r5=xcube-ai-7.3"`` or a dict ``{profile: stack}`` one per profile, the
+        others at their default. None (default): every profile's default stack. Every
+        report says which stack it was priced for and whether it was the default.
     **nir_options
         ``stimulus``, ``steps``, ``dt`` ...: forwarded to :mod:`deploy.nir_estimate`.
 
@@ -114,6 +121,9 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         a model of a type no engine takes, NIR options for a plain module.
     ProfileError
         An unknown profile, a profile listed twice, or no profiles.
+    NeuroedgeError
+        A stack that a profile does not have (the message names its stacks), or a stack
+        for a NIR graph or spiking module (neuromorphic chips run their own runtime).
 
     Examples
     --------
@@ -125,6 +135,11 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     ['a100', 'cortex-m7']
     """
     profiles = profile_list(profiles)   # "loihi,loihi2": the same list for every model kind
+    if stack and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)
+                  or (_is_torch_module(model) and _is_spiking(model))):
+        raise ModelError(f"estimate: stack={stack!r} applies to torch modules priced on GPUs, "
+                         "CPUs and microcontrollers; a neuromorphic chip runs its own runtime "
+                         "(stack native): leave stack out")
     if dtype != "fp32" and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)):
         raise ModelError(f"estimate: dtype={dtype!r} applies to torch modules; a NIR graph "
                          "runs at the chip's own weight precision: leave dtype out")
@@ -172,7 +187,7 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
                          "module (no snnTorch neurons inside): leave them out")
     return _checked(_estimate_torch(model, example_input, profiles, train_step=train_step,
                                     loss=loss, optimizer=optimizer, target=target, seed=seed,
-                                    dtype=dtype), strict)
+                                    dtype=dtype, stack=stack), strict)
 
 
 def _checked(est: Estimate, strict: bool) -> Estimate:
@@ -291,10 +306,11 @@ def _first_line(exc: BaseException) -> str:
 
 # -- the torch path ---------------------------------------------------------------------------
 def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimizer, target,
-                    seed, dtype) -> Estimate:
+                    seed, dtype, stack=None) -> Estimate:
     from sim.torch_engine import TorchDevice
     name = type(module).__name__
     profs = _profiles(profiles)
+    asked = stacks_asked(profs, stack)
     xs, batch = _example(example_input, name, seed)
     wants_train = train_step is not None or loss is not None or optimizer is not None
     if train_step is not None and loss is not None:
@@ -310,7 +326,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         raise ModelError(f"estimate: {name} cannot be deep-copied ({_first_line(exc)}); "
                          "estimate runs a copy so your module stays untouched: make its "
                          "attributes copyable") from None
-    est = Estimate(model=name, source="torch")
+    est = Estimate(model=name, source="torch", stacks_asked=asked)
     devices = {}
     for p in profs:   # capacity per profile; the counting itself is shared
         if p.kind not in TORCH_KINDS:
@@ -346,7 +362,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         est.dtype = dtype
         for label, d in devices.items():
             try:
-                est.reports[label] = ledger.price(d.profile)
+                est.reports[label] = ledger.price(d.profile, stack=asked.get(label))
             except (PricingError, HardwareLimitError) as exc:
                 est.skipped[label] = str(exc)
                 continue
@@ -367,6 +383,56 @@ def _stored_weight_bytes(net, dtype: str) -> int:
     return sum(t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
                             else t.element_size())
                for t in [*net.parameters(), *net.buffers()])
+
+
+def stacks_asked(profs, stack) -> dict[str, str]:
+    """profile label -> the stack asked for it (checked: the profile has it); profiles not
+    named are left out (priced at their default). ``stack``: None, one name for every
+    profile, ``"PROFILE=STACK,..."`` or a dict ``{profile: stack}``.
+
+    Raises
+    ------
+    NeuroedgeError
+        A profile without that stack (the message lists its stacks, with a suggestion), a
+        profile named that is not asked, or a malformed ``PROFILE=STACK`` list.
+    """
+    from sim.execution import resolve_stack, stacks_of
+    if not stack:
+        return {}
+    labels = {p.label: p for p in profs}
+    if isinstance(stack, str) and "=" not in stack:
+        pairs = {label: stack.strip() for label in labels}
+    elif isinstance(stack, str):
+        pairs = {}
+        for part in stack.split(","):
+            label, sep, name = (t.strip() for t in part.partition("="))
+            if not sep or not label or not name:
+                raise ModelError(f"estimate: stack {stack!r}: expected one stack name, or "
+                                 "PROFILE=STACK pairs separated by commas, e.g. "
+                                 "a100=graph,stm32l4r5=xcube-ai-7.3")
+            pairs[label] = name
+    else:
+        pairs = {str(k): str(v) for k, v in dict(stack).items()}
+    out = {}
+    for label, name in pairs.items():
+        if label not in labels:
+            raise ModelError(f"estimate: stack for profile {label!r}, which is not among the "
+                             f"profiles asked ({', '.join(labels)})")
+        try:
+            out[label] = resolve_stack(labels[label], name)
+        except NeuroedgeError as exc:
+            others = [o for o, p in labels.items() if o != label and name in stacks_of(p)]
+            if others and isinstance(stack, str) and "=" not in stack:
+                raise NeuroedgeError(f"{exc}; to price {', '.join(others)} for {name} "
+                                     f"only, give PROFILE=STACK pairs, e.g. "
+                                     f"--stack {others[0]}={name}") from None
+            raise
+    return out
+
+
+def _is_torch_module(obj) -> bool:
+    import torch
+    return isinstance(obj, torch.nn.Module)
 
 
 def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: list) -> None:

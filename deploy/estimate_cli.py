@@ -69,6 +69,12 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="FILE.py models: the precision priced (default fp32); int8: "
                         "per-channel int8 weights, per-tensor int8 activations, int32 "
                         "accumulators (the notes state it)")
+    p.add_argument("--stack", metavar="NAME | PROFILE=NAME,...",
+                   help="FILE.py models: the software stack to price for (gpu/cpu: eager, "
+                        "graph, fused; microcontrollers: peak or a kernel library of the "
+                        "profile, e.g. xcube-ai-7.3; 'neuroedge profiles show P' lists them): "
+                        "one name for every profile, or PROFILE=NAME pairs; default: each "
+                        "profile's default stack (the error line of each profile says which)")
     p.add_argument("--strict", action="store_true",
                    help="refuse a model in which any op ran uncounted (without it the table's "
                         "first line names them and marks every figure a lower bound)")
@@ -215,7 +221,8 @@ def run_estimate(args):
     start_torch()
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
-                            ("--train", args.train), ("--dtype int8", args.dtype == "int8")):
+                            ("--train", args.train), ("--dtype int8", args.dtype == "int8"),
+                            ("--stack", args.stack)):
             if value:
                 raise ModelError(f"{flag} applies to FILE.py models; {args.model} is a NIR "
                                  "file: give --stimulus and --steps")
@@ -229,7 +236,8 @@ def run_estimate(args):
         shape = (args.batch,) + shape[1:]
     model = load_model(args.model, seed=args.seed)
     return estimate(model, shape, profiles=args.profiles, seed=args.seed, strict=args.strict,
-                    dtype=args.dtype, loss="auto" if args.train else None, **_options(args))
+                    dtype=args.dtype, loss="auto" if args.train else None, stack=args.stack,
+                    **_options(args))
 
 
 def to_json(est) -> dict:

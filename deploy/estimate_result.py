@@ -41,6 +41,8 @@ class Estimate:
         ``weight_bytes`` and ``placement`` (memory name -> writable / read-only bytes)
     modules : torch models: module path -> type, output shape, output bytes, parameters,
         in the order the forward first called them (the per-layer table's source)
+    stacks_asked : profile name -> the software stack asked for it (``estimate(stack=...)``);
+        a profile not in it was priced for its default stack (each report's ``stack``)
 
     ``uncounted`` lists the ops that ran but have no cost formula; when it is not empty
     every figure is a lower bound and ``lower_bound`` is True (``uncounted_line()`` says so
@@ -60,6 +62,7 @@ class Estimate:
     dtype: str = "fp32"
     memory: dict[str, dict] = field(default_factory=dict)
     modules: dict[str, dict] = field(default_factory=dict)
+    stacks_asked: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         """The table ``neuroedge estimate`` prints: profiles, notes, NeuroBench metrics
@@ -130,6 +133,7 @@ class Estimate:
                         "per_inference_j": self.per_inference_j(name),
                         "per_train_sample_j": self.per_train_sample_j(name),
                         "latency_s": float(r.total_latency_s), "bound": r.bound,
+                        "stack": r.stack, "stack_asked": name in self.stacks_asked,
                         "vs_first": float(r.total_j / first.total_j)
                         if first is not None and first.total_j > 0 else math.nan})
         return out

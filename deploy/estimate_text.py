@@ -42,7 +42,7 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
                                    for i, (c, w) in enumerate(cells)).rstrip())
     else:
         lines.append("no profile could price this model")
-    lines += error_lines(est.reports)
+    lines += error_lines(est.reports, getattr(est, "stacks_asked", {}))
     if est.skipped:
         lines.append("skipped:")
         lines += [f"  {printable(name)}: {printable(why)}" for name, why in est.skipped.items()]
@@ -60,17 +60,20 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def error_lines(reports) -> list[str]:
-    """One line per priced profile: how far its kind and software stack's predictions were
-    from held-out published measurements (median and worst factor, energy and latency,
-    ``bench/validate.py``), and whether its figures are an estimate or a lower bound."""
+def error_lines(reports, asked=()) -> list[str]:
+    """One line per priced profile: the software stack it was priced for (``asked`` names
+    the profiles whose stack was asked; the others got their default), how far its kind and
+    stack's predictions were from held-out published measurements (median and worst
+    factor, energy and latency, ``bench/validate.py``), and whether its figures are an
+    estimate or a lower bound."""
     from sim.pricing import describe_error
     out = []
     for name, r in reports.items():
         err = r.validation
         what = (describe_error(err) if err is not None else
                 f"no held-out measurement of kind {r.kind} is predicted yet: error unknown")
-        out.append(f"error {name} (stack {r.stack or '-'}; figures: {r.bound}): {what}")
+        how = "asked" if name in asked else "the default"
+        out.append(f"error {name} (stack {r.stack or '-'}, {how}; figures: {r.bound}): {what}")
     return out
 
 

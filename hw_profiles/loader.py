@@ -63,10 +63,19 @@ _REQUIRED_LIMITS = {
     "gpu": (),
 }
 # [execution]: parameters of the kind's execution model
-_EXECUTION_UNITS = {"board_power_w": "W", "launch_s": "s", "half_perf_ops": "1"}
+# (session_call_s, optional: the host's per-call overhead of a TensorFlow 1.x session.run,
+# which the tf1-session stack charges once per counted block)
+_EXECUTION_UNITS = {"board_power_w": "W", "launch_s": "s", "half_perf_ops": "1",
+                    "session_call_s": "s"}
 # [stacks.NAME]: the software stack's parameters, per kind (sim/execution/ reads them):
-# bitwise: cycles per int8 MAC of the stack's kernel library (replaces [throughput]'s cycles)
-_STACK_UNITS = {"bitwise": {"mac_int8_cycles": "1"}, "cpu": {}, "gpu": {}, "neuromorphic": {}}
+# bitwise: cycles of the stack's kernel library (replace [throughput]'s cycles): per int8 MAC
+# (mac_int8_cycles: any layer; conv/depthwise_conv/dense_cycles: layers of that op class,
+# sim.ledger.OP_CLASSES) and per op counted in a non-MAC layer (pooling_cycles ...)
+_LIBRARY_KEYS = ("mac_int8_cycles", "conv_cycles", "depthwise_conv_cycles", "dense_cycles",
+                 "pooling_cycles", "elementwise_cycles", "activation_cycles",
+                 "normalization_cycles", "softmax_cycles")
+_STACK_UNITS = {"bitwise": dict.fromkeys(_LIBRARY_KEYS, "1"), "cpu": {}, "gpu": {},
+                "neuromorphic": {}}
 _SOURCE_KEYS = {"title", "url", "kind"}
 _SOURCE_KINDS = ("paper", "datasheet", "web", "book")
 

@@ -91,6 +91,19 @@ def _owned_scopes(scopes, path: str) -> list[str]:
     return out
 
 
+def scope_op_classes(ledger) -> dict[str, str]:
+    """scope -> the op class (:data:`sim.ledger.OP_CLASSES`) of the layer that owns it, for
+    every layer recorded with one (the torch engine records them); scopes of no such layer
+    (a container's own ops, such as a residual add) are absent."""
+    scopes = ledger.scopes()
+    out = {}
+    for path, info in ledger.layers().items():
+        if info.get("op_class"):
+            for s in _owned_scopes(scopes, path):
+                out[s] = info["op_class"]
+    return out
+
+
 def layer_rows(ledger, report) -> list[LayerRow]:
     """One :class:`LayerRow` per recorded layer, in recording order, its forward and
     backward scopes under every top scope summed (see the module docstring)."""

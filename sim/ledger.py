@@ -57,7 +57,15 @@ parameters and of buffers (NeuroBench Footprint = their sum), and the weights of
 connection layers with how many are zero (ConnectionSparsity)."""
 
 LAYER_FIELDS = ("type", "output_shape", "parameters")
-"""What :meth:`Ledger.record_layer` stores of one layer for per-layer tables."""
+"""What :meth:`Ledger.record_layer` stores of one layer for per-layer tables (and, when the
+engine knows it, ``op_class``)."""
+
+OP_CLASSES = ("conv", "depthwise_conv", "dense", "pooling", "elementwise", "activation",
+              "normalization", "softmax")
+"""Kernel classes of a layer (``Ledger.record_layer(op_class=...)``), the classes a deployed
+inference library implements as separate kernels: standard and pointwise convolution,
+depthwise convolution (one input channel per output channel), dense (fully connected),
+pooling, element-wise arithmetic, activation functions, normalisation and softmax."""
 
 
 def _check_count(what: str, value) -> int:
@@ -192,15 +200,24 @@ class Ledger:
         """``model name -> facts`` of every recorded model."""
         return {k: dict(v) for k, v in sorted(self._models.items())}
 
-    def record_layer(self, path: str, type: str, output_shape, parameters) -> None:
+    def record_layer(self, path: str, type: str, output_shape, parameters,
+                     op_class: str = "") -> None:
         """Record (or replace) what layer ``path`` is: its ``type`` (class name), the
         ``output_shape`` of its last call (per call, batch included) and its ``parameters``.
         ``path`` is the part of a scope that names the layer (``net.0`` in
-        ``train/net.0/forward``; a population name on neuromorphic engines)."""
+        ``train/net.0/forward``; a population name on neuromorphic engines). ``op_class``
+        (optional, one of :data:`OP_CLASSES`) is the kind of kernel a deployed library runs
+        for it, which a microcontroller's kernel library prices per class
+        (``sim/execution/mcu.py``); kept only when given."""
         shape = [_check_count(f"layer {path} output_shape", int(d)) for d in output_shape]
+        if op_class and op_class not in OP_CLASSES:
+            raise LedgerError(f"layer {path!r}: op_class {op_class!r} is not one of "
+                              f"{', '.join(OP_CLASSES)}")
         self._layers[str(path)] = {"type": str(type), "output_shape": shape,
                                    "parameters": _check_count(f"layer {path} parameters",
                                                               parameters)}
+        if op_class:
+            self._layers[str(path)]["op_class"] = op_class
 
     def layers(self) -> dict[str, dict]:
         """``layer path -> {"type", "output_shape", "parameters"}`` in recording order."""
@@ -216,7 +233,8 @@ class Ledger:
         for name, facts in data.get("models", {}).items():
             self.record_model(name, **facts)
         for path, info in data.get("layers", {}).items():
-            self.record_layer(path, info["type"], info["output_shape"], info["parameters"])
+            self.record_layer(path, info["type"], info["output_shape"], info["parameters"],
+                              info.get("op_class", ""))
 
     def _add_activity_at(self, full: str, name: str, n) -> None:
         if name not in ACTIVITY:

@@ -10,12 +10,17 @@ is refused, never read):
   ``measured_j / measured_latency_s / clock_hz`` (reduced to the profile's supply voltage). A
   microcontroller draws about this power whatever it executes, so every op's energy is its
   cycles times this number (the profile's ``[energy_pj]``).
-- **Cycles per int8 MAC of a software stack** (``[stacks.NAME] mac_int8_cycles``): on each
-  calibration row with a ``stack``, the row's workload is counted and priced at the core
-  manual's peak (``stack = "peak"``); the time outside int8 MACs (other ops, SRAM traffic) is
-  kept and the MACs are given the rest of the measured latency:
-  ``cycles = (measured latency - other time) x clock / int8 MACs``. One keyword-spotting row
-  per part and stack; the stack's other benchmarks and other submitters' rows are held out.
+- **Cycles per int8 MAC of a software stack, per op class of the layer**
+  (``[stacks.NAME]``, :data:`CLASS_ROWS`): on each calibration row with a ``stack``, the
+  row's workload is counted and priced at the core manual's peak (``stack = "peak"``); the
+  time outside the MACs being fitted (other ops, SRAM traffic, MACs of a class fitted
+  before) is kept and those MACs are given the rest of the measured latency:
+  ``cycles = (measured latency - other time) x clock / MACs``. Per part and stack, the
+  anomaly-detection row (MLPerf Tiny's autoencoder: only dense layers) fits
+  ``dense_cycles``; then the keyword-spotting row fits ``mac_int8_cycles``, every int8 MAC
+  not priced by class (its convolutions and depthwise convolutions: one row cannot tell the
+  two apart), with its one dense layer at the ``dense_cycles`` just fitted. The stack's VWW
+  and IC rows and other submitters' and rounds' rows are held out.
 
 Values are rounded to 4 significant digits, as the profiles store them.
 """
@@ -27,6 +32,8 @@ from dataclasses import dataclass
 from hw_profiles.errors import NeuroedgeError
 from hw_profiles.loader import load
 from hw_profiles.validation import Measurement, load_table
+from sim.execution.mcu import library_key
+from sim.layers import scope_op_classes
 from sim.pricing import price
 from sim.validation import supply_factor, torch_ledger
 
@@ -45,7 +52,7 @@ class Fit:
     """One fitted number: where it goes in the profile, its value, the row and the arithmetic."""
 
     profile: str
-    key: str          # "energy_per_cycle_pj" or "stacks.NAME.mac_int8_cycles"
+    key: str          # "energy_per_cycle_pj" or "stacks.NAME.KEY" (KEY: CLASS_ROWS' values)
     value: float
     row: str
     derivation: str
@@ -73,51 +80,90 @@ def energy_fit(m: Measurement) -> Fit:
                + f" = {power * 1e3:.4g} mW / {clock:.4g} Hz = {value:g} pJ per cycle")
 
 
-def mac_cycles_fit(m: Measurement) -> Fit:
-    """The row's stack's cycles per int8 MAC on the row's profile (module doc)."""
+CLASS_ROWS = {"fc_autoencoder_ad": "dense_cycles", "ds_cnn_kws": "mac_int8_cycles"}
+"""workload of a calibration row -> the ``[stacks.NAME]`` entry it fits, in fitting order
+(module doc)."""
+
+_WHAT = {"dense_cycles": "int8 MACs of dense layers",
+         "mac_int8_cycles": "int8 MACs of convolutions and depthwise convolutions"}
+
+
+def mac_cycles_fit(m: Measurement, key: str = "mac_int8_cycles",
+                   known: dict[str, float] | None = None) -> Fit:
+    """The row's stack's ``key`` (cycles per int8 MAC of the MACs it prices,
+    :func:`sim.execution.mcu.library_key`) on the row's profile, with the entries in
+    ``known`` (fitted before on this stack) pricing their MACs (module doc)."""
     prof = load(m.profile)
     clock = prof.limit("clock_hz")
+    peak_mac = clock / prof.throughput["mac_int8"].value
     ledger, n, _ = torch_ledger(m)
     report = price(ledger, prof, stack="peak")
-    macs = ledger.total_ops().get("mac_int8", 0) / n
+    classes = scope_op_classes(ledger)
+    table = {**(known or {}), key: 1.0}
+    macs, t_fitted, t_known = 0, 0.0, 0.0
+    for c in report.charges:
+        if c.item != "mac_int8":
+            continue
+        k = library_key(table, c.item, classes.get(c.scope, ""))
+        if k == key:
+            macs += c.count
+            t_fitted += c.seconds
+        elif k is not None:   # a class fitted before: its cycles instead of the peak's
+            t_known += c.seconds * (table[k] / peak_mac - 1.0)
+    macs /= n
     if not macs:
-        raise NeuroedgeError(f"[calibrate {m.id}] the workload counts no int8 MAC")
-    t_mac = sum(c.seconds for c in report.charges if c.item == "mac_int8") / n
-    other = report.total_latency_s / n - t_mac
+        raise NeuroedgeError(f"[calibrate {m.id}] the workload counts no {_WHAT[key]}")
+    other = (report.total_latency_s - t_fitted + t_known) / n
     left = m.measured_latency_s - other
     if left <= 0:
-        raise NeuroedgeError(f"[calibrate {m.id}] the time outside int8 MACs ({other:.4g} s) "
-                             f"already exceeds the measured {m.measured_latency_s:.4g} s")
+        raise NeuroedgeError(f"[calibrate {m.id}] the time outside the {_WHAT[key]} "
+                             f"({other:.4g} s) already exceeds the measured "
+                             f"{m.measured_latency_s:.4g} s")
     value = round4(left * clock / macs)
-    return Fit(m.profile, f"stacks.{m.stack}.mac_int8_cycles", value, m.id,
-               f"measured {m.measured_latency_s:.6g} s - {other:.4g} s outside int8 MACs "
-               f"(priced at peak) = {left:.4g} s x {clock:.4g} Hz / {macs:,.0f} int8 MACs "
-               f"= {value:g} cycles per int8 MAC")
+    before = "".join(f", {k} = {v:g}" for k, v in (known or {}).items())
+    return Fit(m.profile, f"stacks.{m.stack}.{key}", value, m.id,
+               f"measured {m.measured_latency_s:.6g} s - {other:.4g} s outside the "
+               f"{_WHAT[key]} (priced at peak{before}) = {left:.4g} s x {clock:.4g} Hz / "
+               f"{macs:,.0f} MACs = {value:g} cycles per int8 MAC")
 
 
 def fit_all(table=None) -> list[Fit]:
     """Every fitted number, from the calibration rows of the table (the shipped one when
-    None): the energy per cycle of each part in :data:`ENERGY_ROWS`, then the cycles per int8
-    MAC of every stack that has a calibration row on such a part.
+    None): the energy per cycle of each part in :data:`ENERGY_ROWS`, then per stack with
+    calibration rows on such a part its ``dense_cycles`` and ``mac_int8_cycles``
+    (:data:`CLASS_ROWS`, in that order).
 
     Raises
     ------
     NeuroedgeError
-        A named row is missing or not in the calibration group, or two calibration rows fit
-        the same stack of the same part.
+        A named row is missing or not in the calibration group, two calibration rows fit
+        the same entry of the same stack and part, or a calibration row's workload fits
+        no entry.
     """
     rows = {m.id: m for m in load_table(table)}
     fits = [energy_fit(_calibration_row(rows, rid)) for rid in ENERGY_ROWS.values()]
-    seen: dict[tuple[str, str], str] = {}
+    by_stack: dict[tuple[str, str], dict[str, Measurement]] = {}
     for m in rows.values():
         if m.group != "calibration" or m.profile not in ENERGY_ROWS or not m.stack:
             continue
-        key = (m.profile, m.stack)
-        if key in seen:
-            raise NeuroedgeError(f"rows {seen[key]!r} and {m.id!r} both calibrate stack "
-                                 f"{m.stack!r} of {m.profile}; one calibration row per stack")
-        seen[key] = m.id
-        fits.append(mac_cycles_fit(m))
+        key = CLASS_ROWS.get(m.workload)
+        if key is None:
+            raise NeuroedgeError(f"calibration row {m.id!r}: workload {m.workload!r} fits no "
+                                 f"stack entry (calibration workloads: "
+                                 f"{', '.join(CLASS_ROWS)})")
+        mine = by_stack.setdefault((m.profile, m.stack), {})
+        if key in mine:
+            raise NeuroedgeError(f"rows {mine[key].id!r} and {m.id!r} both calibrate {key} "
+                                 f"of stack {m.stack!r} of {m.profile}; one calibration row "
+                                 "per stack and entry")
+        mine[key] = m
+    for stack_rows in by_stack.values():
+        known: dict[str, float] = {}
+        for key in CLASS_ROWS.values():   # fitting order: dense first
+            if key in stack_rows:
+                f = mac_cycles_fit(stack_rows[key], key, known)
+                known[key] = f.value
+                fits.append(f)
     return fits
 
 
@@ -127,6 +173,6 @@ def shipped_value(fit: Fit) -> float | None:
     prof = load(fit.profile)
     if fit.key == "energy_per_cycle_pj":
         return prof.energy_pj["int_mul"].value
-    stack = fit.key.removeprefix("stacks.").removesuffix(".mac_int8_cycles")
-    q = prof.stacks.get(stack, {}).get("mac_int8_cycles")
+    stack, key = fit.key.removeprefix("stacks.").rsplit(".", 1)
+    q = prof.stacks.get(stack, {}).get(key)
     return None if q is None else q.value

@@ -50,6 +50,8 @@ class LedgerCounts(Protocol):
 
     def timing(self, scope: str) -> StepTiming | None: ...
 
+    def layers(self) -> dict[str, dict]: ...
+
 
 ExecutionModel = Callable[..., EnergyReport]
 """``price(ledger, profile, stack=...) -> EnergyReport``: an execution model (``stack``: a
@@ -62,7 +64,11 @@ STACKS: dict[str, dict[str, str]] = {
                      "replayed without per-op host dispatch; launch time is not charged",
             "fused": "fused inference engine (TensorRT-like): no per-op host dispatch, as "
                      "graph; the traffic fusion saves between kernels is NOT modelled, so "
-                     "memory-bound figures are high"},
+                     "memory-bound figures are high",
+            "tf1-session": "TensorFlow 1.x session.run from Python: per-op dispatch as eager "
+                           "plus the host's per-call overhead ([execution] session_call_s) "
+                           "once per counted block (one inference batch, one training step); "
+                           "the device is charged idle power meanwhile"},
     "bitwise": {"peak": "the core manual's cycle counts ([throughput]): no kernel library's "
                         "overhead, a lower bound on time"},
     "neuromorphic": {"native": "the chip's own runtime (the only stack)"},
@@ -76,9 +82,16 @@ DEFAULT_STACK = {"gpu": "eager", "cpu": "eager", "bitwise": "peak", "neuromorphi
 (``default_stack``)."""
 
 
+STACK_NEEDS = {"tf1-session": "session_call_s"}
+"""stack -> the ``[execution]`` entry a profile needs to be priced for it (a profile without
+it does not list the stack)."""
+
+
 def stacks_of(prof: HardwareProfile) -> dict[str, str]:
-    """The stacks ``prof`` can be priced for: its kind's, then its own ``[stacks]``."""
-    out = dict(STACKS[prof.kind])
+    """The stacks ``prof`` can be priced for: its kind's (those whose :data:`STACK_NEEDS`
+    entry it has), then its own ``[stacks]``."""
+    out = {name: what for name, what in STACKS[prof.kind].items()
+           if STACK_NEEDS.get(name, "") in ("", *prof.execution)}
     for name, table in prof.stacks.items():
         out[name] = "kernel library: " + ", ".join(f"{k} = {q.value:g}"
                                                    for k, q in table.items())
@@ -97,9 +110,11 @@ def resolve_stack(prof: HardwareProfile, stack: str | None) -> str:
         return prof.default_stack or DEFAULT_STACK[prof.kind]
     known = stacks_of(prof)
     if stack not in known:
+        guess = suggestion(stack, known)
         raise NeuroedgeError(f"stack {stack!r} is not a software stack of profile "
                              f"{prof.label!r} ({prof.kind}); "
-                             + (suggestion(stack, known) or f"choose one of {', '.join(known)}"))
+                             + (f"{guess} " if guess else "")
+                             + f"its stacks are {', '.join(known)}")
     return stack
 
 

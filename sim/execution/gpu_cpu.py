@@ -75,8 +75,10 @@ def reused_bytes(fp: dict) -> int:
 def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> EnergyReport:
     """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring) for the
     software ``stack`` (:data:`sim.execution.STACKS`): ``eager`` charges ``launch_s`` per
-    counted kernel launch; ``graph`` and ``fused`` replay kernels without per-op host
-    dispatch and charge none (the Hockney curve still applies per kernel).
+    counted kernel launch; ``tf1-session`` does too and adds ``session_call_s`` once per
+    counted block (each top scope with samples); ``graph`` and ``fused`` replay kernels
+    without per-op host dispatch and charge none (the Hockney curve still applies per
+    kernel).
 
     Raises
     ------
@@ -93,8 +95,9 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> 
             f"file written before these existed can be priced on the shipped profile "
             f"(neuroedge report RUN --profile {prof.name})")
     n_half = ex["half_perf_ops"].value
-    dispatched = stack == "eager"
+    dispatched = stack in ("eager", "tf1-session")
     launch_s = ex["launch_s"].value if dispatched else 0.0
+    session_s = ex["session_call_s"].value if stack == "tf1-session" else 0.0
     idle_w = prof.static_power_w.value
     entries = {f"execution.{k}": prof.cite(q) for k, q in ex.items()}
     footprints = ledger.footprints()
@@ -136,6 +139,19 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> 
         latency[scope] = busy + k * launch_s
 
     notes = []
+    if session_s:
+        # one session.run per counted block (a top scope with samples: one inference batch,
+        # one training step), the device idle meanwhile
+        for scope in (s for s in ledger.samples() if "/" not in s):
+            entries["execution.session_call_s"] = prof.cite(ex["session_call_s"])
+            entries["static.power_w"] = prof.cite(prof.static_power_w)
+            charges.append(Charge(scope, "overhead", "session_call", 1,
+                                  idle_w * session_s / PJ, idle_w * session_s, session_s,
+                                  "execution.session_call_s"))
+            latency[scope] = latency.get(scope, 0.0) + session_s
+            notes.append(f"stack {stack}: one session.run of {session_s * 1e6:.4g} us charged "
+                         f"to {scope} (the host's per-call overhead; the device's power "
+                         "meanwhile is charged as idle)")
     cache = prof.memory.get("shared")
     for block, fp in footprints.items():
         resident = fp["writable"] + fp["read_only"]

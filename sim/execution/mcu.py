@@ -29,6 +29,7 @@ from sim.errors import HardwareLimitError
 from sim.execution import LedgerCounts, register_execution_model
 from sim.execution.charges import memory_charge, op_charge, static_charge
 from sim.execution.gpu_cpu import footprint_scope
+from sim.layers import scope_op_classes
 
 NAME = ("bitwise/MCU: serial in-order core, per scope sum of op cycles and memory time at the "
         "profile's rates; state placed in SRAM, read-only state may spill to flash "
@@ -123,28 +124,67 @@ def _split(n: int, weights: dict[str, int]) -> dict[str, int]:
     return parts
 
 
-def stack_factors(prof: HardwareProfile, stack: str, entries: dict) -> dict[str, float]:
-    """op -> (the stack's cycles per op) / (the profile's peak cycles per op), for the ops
-    whose cycles the stack's kernel library sets (``[stacks.NAME] mac_int8_cycles``).
+MAC_CLASSES = ("conv", "depthwise_conv", "dense")
+"""Op classes whose int8 MACs a kernel library prices apart (``[stacks.NAME] CLASS_cycles``
+per int8 MAC; ``mac_int8_cycles`` for the others)."""
+
+
+def library_key(table, op: str, op_class: str) -> str | None:
+    """The ``[stacks.NAME]`` entry that sets the cycles of ``op`` counted in a layer of
+    ``op_class`` (``""``: no recorded class), or None (the manual's peak cycles hold):
+
+    - an int8 MAC: ``{op_class}_cycles`` for a MAC class the table prices, else
+      ``mac_int8_cycles``;
+    - any other op in a layer of a non-MAC class (pooling, elementwise, activation,
+      normalization, softmax): ``{op_class}_cycles`` per op counted there, if the table
+      has it."""
+    own = f"{op_class}_cycles" if op_class else ""
+    if op == "mac_int8":
+        if op_class in MAC_CLASSES and own in table:
+            return own
+        return "mac_int8_cycles" if "mac_int8_cycles" in table else None
+    if op_class and op_class not in MAC_CLASSES and own in table:
+        return own
+    return None
+
+
+def stack_factor(prof: HardwareProfile, stack: str, op: str, op_class: str,
+                 entries: dict) -> tuple[float, str] | None:
+    """(the library's cycles for ``op`` in a layer of ``op_class``) / (the profile's peak
+    cycles for ``op``) and the entry it came from, or None when the stack does not set them
+    (:func:`library_key`).
 
     The profile's ``energy_pj[op]`` is its peak cycles x the chip's energy per cycle, so
     scaling time and energy by the same factor keeps the energy per cycle and replaces the
     cycles: a library that spends 3.4 cycles per MAC where the manual's peak is 0.5 costs
     6.8x the peak's time and energy."""
     table = prof.stacks.get(stack, {})
-    out = {}
-    for key, q in table.items():
-        op = key.removesuffix("_cycles")
-        peak_cycles = prof.limit("clock_hz") / prof.throughput[op].value
-        out[op] = q.value / peak_cycles
-        entries[f"stacks.{stack}.{key}"] = prof.cite(q)
-    return out
+    key = library_key(table, op, op_class)
+    if key is None or op not in prof.throughput:
+        return None
+    peak_cycles = prof.limit("clock_hz") / prof.throughput[op].value
+    entry = f"stacks.{stack}.{key}"
+    entries[entry] = prof.cite(table[key])
+    return table[key].value / peak_cycles, entry
+
+
+def _library_priced(c: Charge, prof: HardwareProfile, stack: str, op_class: str,
+                    entries: dict) -> Charge:
+    """Charge ``c`` at the stack's kernel library's cycles (:func:`stack_factor`), or as it
+    is when the library does not set them."""
+    got = stack_factor(prof, stack, c.item, op_class, entries)
+    if got is None:
+        return c
+    factor, entry = got
+    return replace(c, unit_pj=c.unit_pj * factor, energy_j=c.energy_j * factor,
+                   seconds=c.seconds * factor, entry=entry)
 
 
 def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "peak") -> EnergyReport:
     """Price ``ledger`` on a ``bitwise`` profile (see the module docstring) for the software
     ``stack``: ``peak`` (the manual's cycle counts) or one of the profile's kernel
-    libraries (``[stacks.NAME]``, see :func:`stack_factors`).
+    libraries (``[stacks.NAME]``: cycles per int8 MAC per op class of the layer, cycles per
+    op of non-MAC layers; see :func:`library_key`).
 
     Raises
     ------
@@ -157,17 +197,14 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "peak") -> E
     charges: list[Charge] = []
     latency: dict[str, float] = {}
     entries: dict[str, str] = {}
-    factors = stack_factors(prof, stack, entries)
+    classes = scope_op_classes(ledger) if prof.stacks.get(stack) else {}
     static_w = prof.static_power_w.value
     unplaced = []
     for scope in ledger.scopes():
         lines = [op_charge(prof, scope, op, n, entries) for op, n in ledger.ops(scope).items()
                  if op != "kernel_launch"]
-        lines = [replace(c, unit_pj=c.unit_pj * factors[c.item],
-                         energy_j=c.energy_j * factors[c.item],
-                         seconds=c.seconds * factors[c.item],
-                         entry=f"stacks.{stack}.{c.item}_cycles")
-                 if c.item in factors else c for c in lines]
+        lines = [_library_priced(c, prof, stack, classes.get(scope, ""), entries)
+                 for c in lines]
         block = footprint_scope(footprints, scope)
         for (level, direction), n in ledger.bytes(scope).items():
             if level == "offchip" and block is not None:

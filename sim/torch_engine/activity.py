@@ -69,6 +69,35 @@ def is_spiking(x: torch.Tensor) -> bool:
     a = np.abs(a)   # integers: a (a - 1) = 0 modulo 2^bits only at 0 and 1 (coprime factors)
     return not np.any(a * (a - 1))
 
+def op_class(mod: nn.Module) -> str:
+    """The kernel class a deployed inference library runs for leaf ``mod``
+    (:data:`sim.ledger.OP_CLASSES`), or "" for a module of no known class. A convolution
+    with one input channel per output group and more than one group is depthwise
+    (TFLite's DEPTHWISE_CONV_2D, CMSIS-NN's ``arm_depthwise_conv_*``); 1 x 1 (pointwise)
+    convolutions are standard convolutions, as TFLite runs them (CONV_2D)."""
+    if isinstance(mod, nn.modules.conv._ConvNd):
+        groups = mod.groups
+        return "depthwise_conv" if groups > 1 and groups == mod.in_channels else "conv"
+    if isinstance(mod, (nn.Linear, nn.Bilinear)):
+        return "dense"
+    for classes, name in _OP_CLASS_OF:
+        if isinstance(mod, classes):
+            return name
+    return ""
+
+
+_OP_CLASS_OF = (
+    ((nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd,
+      nn.modules.pooling._AdaptiveAvgPoolNd, nn.modules.pooling._AdaptiveMaxPoolNd,
+      nn.modules.pooling._LPPoolNd), "pooling"),
+    ((nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm), "normalization"),
+    ((nn.Softmax, nn.LogSoftmax), "softmax"),
+    ((nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.Sigmoid, nn.Tanh, nn.GELU, nn.SiLU, nn.ELU,
+      nn.Hardswish, nn.Hardsigmoid, nn.PReLU), "activation"),
+    ((nn.Flatten, nn.Unflatten, nn.Identity, nn.Dropout, nn.ZeroPad2d, nn.ConstantPad2d),
+     "elementwise"),
+)
+
 CONNECTION_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
 """NeuroBench's stateless connection layers (neurobench.blocks.layer.STATELESS_LAYERS)."""
 
@@ -143,7 +172,8 @@ class LayerRecorder:
         # writes_to(tensor): ops of the block that wrote its storage (the engine's); with
         # ``_version`` it tells when weights changed (see ``_weights_state``)
         self.writes_to = writes_to
-        self.layers: dict[str, tuple[str, tuple, int]] = {}   # path -> (type, shape, params)
+        # path -> (type, shape, params, op class)
+        self.layers: dict[str, tuple[str, tuple, int, str]] = {}
         self.activity: dict[str, dict[str, int]] = {}          # scope -> name -> count
         self.roots: list[nn.Module] = []    # outermost modules run, in order (no duplicates)
         self._seen_neurons: set[int] = set()   # id() of neurons called once in this block
@@ -173,7 +203,7 @@ class LayerRecorder:
         if path or params:   # a parameter-free root (a loss) is no layer of the model
             shape = tuple(y.shape) if y is not None else ()
             self.layers.pop(path, None)           # re-insert: recording order = last call
-            self.layers[path] = (type(mod).__name__, shape, params)
+            self.layers[path] = (type(mod).__name__, shape, params, op_class(mod))
         scope = self.scope_of(path)
         x = _first_tensor(args)
         if isinstance(mod, CONNECTION_LAYERS) and x is not None:

@@ -312,8 +312,8 @@ class TorchDevice(Device):
         forward scope, and the facts of the compiled modules and of every outermost module
         with parameters, as they are now (after training: the trained weights; a compiled
         module's buffers as compiled)."""
-        for path, (kind, shape, params) in recorder.layers.items():
-            self.ledger.record_layer(path, kind, shape, params)
+        for path, (kind, shape, params, op) in recorder.layers.items():
+            self.ledger.record_layer(path, kind, shape, params, op)
         for name, bucket in recorder.activity.items():
             for what, n in bucket.items():
                 self.ledger.add_activity(what, n, scope=name)

@@ -66,8 +66,9 @@ def test_a_mistyped_stack_gets_the_closest():
     import hw_profiles
     from hw_profiles.errors import NeuroedgeError
     from sim.execution import resolve_stack
-    with pytest.raises(NeuroedgeError, match=r"stack 'eger' is not a software stack of profile "
-                                             r"'a100' \(gpu\); did you mean 'eager'\?$"):
+    with pytest.raises(NeuroedgeError, match=r"stack 'eger' is not a software stack of "
+                                             r"profile 'a100' \(gpu\); did you mean "
+                                             r"'eager'\? its stacks are eager, graph, fused$"):
         resolve_stack(hw_profiles.load("a100"), "eger")
 
 

@@ -18,12 +18,17 @@ def test_shipped_table_rows_kinds_and_calibration_group():
     assert {r.device_kind for r in rows} >= {"mcu", "cpu", "gpu", "edge-gpu", "vpu", "neuromorphic"}
     assert len({r.id for r in rows}) == len(rows)
     cal = [r for r in rows if r.group == "calibration"]
-    # TrueNorth's profile numbers came from its row; on the MCUs one keyword-spotting row per
-    # part and stack (9 stacks on the L4R5, 5 on the H7A3) calibrates that stack
+    # TrueNorth's profile numbers came from its row; on the MCUs one keyword-spotting row
+    # (convolutions) and one anomaly-detection row (dense layers) per part and stack (9
+    # stacks on the L4R5, 5 on the H7A3) calibrate that stack
     mcu = [r for r in cal if r.kind == "bitwise"]
     assert [r.id for r in cal if r.kind != "bitwise"] == ["truenorth-rate-20hz"]
-    assert len(mcu) == 14 and all(r.workload == "ds_cnn_kws" for r in mcu)
-    assert len({(r.profile, r.stack) for r in mcu}) == 14
+    assert len(mcu) == 28
+    for workload in ("ds_cnn_kws", "fc_autoencoder_ad"):
+        assert len({(r.profile, r.stack) for r in mcu if r.workload == workload}) == 14
+    # the two rows of a stack are of one submission: the same id but for the benchmark
+    assert {r.id.replace("-ad-", "-kws-") for r in mcu} == \
+        {r.id for r in mcu if r.workload == "ds_cnn_kws"}
     # every MCU row is on the measured part and names its stack
     assert all(r.part == "same" and r.stack for r in rows if r.kind == "bitwise")
 
@@ -65,10 +70,12 @@ def test_blouw_figures_as_published():
         assert (r.profile, r.part, r.device_kind) == (profile, "same", device_kind)
         assert r.group == "held-out" and r.idle_subtracted and not r.missing
         assert r.workload == "mlp" and r.params["batch"] == 1
-    # the NCSDK runs a compiled fp16 graph on the stick; TensorFlow runs fp32 op by op
+    # the NCSDK runs a compiled fp16 graph on the stick; TensorFlow 1.x runs fp32 op by op,
+    # one session.run per inference from Python
     assert rows["movidius-ncs-kws-blouw2019"].params["precision"] == "fp16"
     assert rows["movidius-ncs-kws-blouw2019"].stack == "graph"
-    assert rows["gpu-kws-blouw2019"].stack == "eager"
+    assert {rows[r].stack for r in ("cpu-kws-blouw2019", "gpu-kws-blouw2019",
+                                    "jetson-tx1-kws-blouw2019")} == {"tf1-session"}
 
 
 def test_a_row_without_profile_must_say_why_and_not_be_priced():

@@ -40,8 +40,8 @@ def test_registering_an_unknown_kind_is_refused():
 def test_the_ledger_offers_what_execution_models_read():
     # LedgerCounts is the models' typed view of a ledger: Ledger has each method, same signature
     names = [n for n in vars(LedgerCounts) if not n.startswith("_")]
-    assert sorted(names) == ["bytes", "footprints", "ops", "samples", "scopes", "timing",
-                             "total_bytes", "total_ops", "uncounted"]
+    assert sorted(names) == ["bytes", "footprints", "layers", "ops", "samples", "scopes",
+                             "timing", "total_bytes", "total_ops", "uncounted"]
     for name in names:
         assert inspect.signature(getattr(Ledger, name)) == \
             inspect.signature(getattr(LedgerCounts, name)), name

@@ -1,0 +1,76 @@
+"""estimate(..., stack=...) and ``neuroedge estimate --stack``: a run priced for a chosen
+software stack, the stack stated on every profile's error line, bad names refused."""
+import pytest
+import torch
+
+from deploy.estimate import estimate
+from deploy.estimate_text import table
+from hw_profiles.errors import NeuroedgeError
+
+
+def _net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+
+def test_graph_stack_drops_exactly_the_launch_time():
+    eager = estimate(_net(), (1, 8), profiles="a100")
+    graph = estimate(_net(), (1, 8), profiles="a100", stack="graph")
+    e, g = eager.reports["a100"], graph.reports["a100"]
+    assert (e.stack, g.stack) == ("eager", "graph")
+    # eager = graph + kernel launches x launch_s (the only stack-dependent term)
+    launches = eager.ledgers["a100"].total_ops()["kernel_launch"]
+    from hw_profiles import load
+    launch_s = load("a100").execution["launch_s"].value
+    assert e.total_latency_s - g.total_latency_s == pytest.approx(launches * launch_s)
+    assert graph.rows()[0]["stack"] == "graph" and graph.rows()[0]["stack_asked"]
+    assert not eager.rows()[0]["stack_asked"]
+
+
+def test_error_lines_say_asked_or_default():
+    est = estimate(_net(), (1, 8), profiles="a100,stm32l4r5",
+                   stack="stm32l4r5=xcube-ai-7.3")
+    text = table(est)
+    assert "error a100 (stack eager, the default;" in text
+    assert "error stm32l4r5 (stack xcube-ai-7.3, asked;" in text
+
+
+def test_a_kernel_library_prices_above_the_manuals_peak():
+    peak = estimate(_net(), (1, 8), profiles="stm32l4r5", dtype="int8", stack="peak")
+    lib = estimate(_net(), (1, 8), profiles="stm32l4r5", dtype="int8", stack="tflm-2.3.1")
+    # TFLM 2.3.1's fitted cycles per int8 MAC are several times the manual's 0.5
+    assert lib.reports["stm32l4r5"].total_latency_s > 2 * peak.reports["stm32l4r5"].total_latency_s
+
+
+@pytest.mark.parametrize("stack, message", [
+    ("grap", r"stack 'grap' is not a software stack of profile 'a100' \(gpu\); did you mean "
+             r"'graph'\? its stacks are eager, graph, fused$"),
+    ("xcube-ai-7.3", r"its stacks are eager, graph, fused; to price stm32l4r5 for "
+                     r"xcube-ai-7.3 only, give PROFILE=STACK pairs"),
+    ("a100=graph,cortex-m4=peak", r"stack for profile 'cortex-m4', which is not among the "
+                                  r"profiles asked \(a100, stm32l4r5\)"),
+    ("a100=", r"expected one stack name, or PROFILE=STACK pairs"),
+])
+def test_bad_stacks_are_one_line_errors(stack, message):
+    with pytest.raises(NeuroedgeError, match=message):
+        estimate(_net(), (1, 8), profiles="a100,stm32l4r5", stack=stack)
+
+
+def test_cli_stack_flag(tmp_path, capsys):
+    from deploy.cli import main
+    f = tmp_path / "net.py"
+    f.write_text("import torch\n\ndef make():\n    return torch.nn.Linear(8, 4)\n")
+    assert main(["estimate", f"{f}:make", "--input-shape", "1,8", "--profiles", "a100",
+                 "--stack", "fused"]) == 0
+    assert "error a100 (stack fused, asked;" in capsys.readouterr().out
+    assert main(["estimate", f"{f}:make", "--input-shape", "1,8", "--profiles", "a100",
+                 "--stack", "fuse"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("neuroedge: error: stack 'fuse' is not a software stack of profile 'a100' "
+                   "(gpu); did you mean 'fused'? its stacks are eager, graph, fused")
+
+
+def test_a_stack_for_a_nir_graph_is_refused():
+    with pytest.raises(NeuroedgeError, match="a neuromorphic chip runs its own runtime "
+                                             r"\(stack native\): leave stack out"):
+        estimate("net.nir", profiles="loihi", stack="graph")

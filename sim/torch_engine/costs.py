@@ -527,33 +527,53 @@ def op_signature(func, args, kwargs, out) -> tuple | None:
     """
     if func in VALUE_DEPENDENT or func.overloadpacket in VALUE_DEPENDENT:
         return None
-    key: list = [func]
+    key: list = [func, len(args)]
     seen: dict[int, int] = {}
-    stack = [out, kwargs, args]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
+    try:
+        _sign(args, key, seen)
+        if kwargs:
+            key.append(("{", tuple(kwargs)))
+            _sign(kwargs.values(), key, seen)
+        _sign((out,), key, seen)
+    except _NoSignature:
+        return None
+    return tuple(key)
+
+
+class _NoSignature(Exception):
+    """A call argument that :func:`op_signature` cannot key on."""
+
+
+_Tensor, _STRIDED = torch.Tensor, torch.strided
+
+
+def _sign(items, key: list, seen: dict[int, int]) -> None:
+    """Append the key of each of ``items`` to ``key`` (see :func:`op_signature`); recursion
+    into lists rather than a work stack: runs once per executed op (issue 36), and aten
+    schemas nest at most a list of tensors in an argument."""
+    append = key.append
+    for item in items:
+        if isinstance(item, _Tensor):
             first = seen.get(id(item))
             if first is not None:
-                key.append(("same", first))
+                append(("same", first))
                 continue
             seen[id(item)] = len(seen)
-            if item.layout is not torch.strided:
-                return None          # sparse and other layouts: no strides to key on
-            key.append((item.shape, item.stride(), item.dtype, item.device))
-        elif isinstance(item, (list, tuple)):
-            key.append(("[", len(item)))
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            key.append(("{", tuple(item)))
-            stack.extend(reversed(list(item.values())))
+            if item.layout is not _STRIDED:
+                raise _NoSignature   # sparse and other layouts: no strides to key on
+            append((item.shape, item.stride(), item.dtype, item.device))
         elif isinstance(item, float):
-            key.append(float)
+            append(float)
+        elif isinstance(item, (list, tuple)):
+            append(("[", len(item)))
+            _sign(item, key, seen)
         elif item is None or isinstance(item, _KEYED_VALUES):
-            key.append(item)
+            append(item)
+        elif isinstance(item, dict):
+            append(("{", tuple(item)))
+            _sign(item.values(), key, seen)
         else:
-            return None              # another object (a profiler handle): not kept in a key
-    return tuple(key)
+            raise _NoSignature       # another object (a profiler handle): not kept in a key
 
 
 class CostMemo:

@@ -182,15 +182,17 @@ class LayerRecorder:
             self._pre_mem[id(mod)] = mem if isinstance(mem, torch.Tensor) else None
 
     def leave(self, mod: nn.Module, path: str, args, out) -> None:
-        if next(mod.children(), None) is not None:
-            return                           # containers: their ops land in their leaves
+        # containers: their ops land in their leaves (the module's own registry rather than
+        # the children() generator: this runs on every module call, issue 36)
+        if any(m is not None for m in mod._modules.values()):
+            return
         with torch.no_grad(), _disable_current_modes():
             self._leaf(mod, path, args, out)
 
     # -- one leaf call -----------------------------------------------------------------
     def _leaf(self, mod, path, args, out) -> None:
         y = _neuron_output(mod, out) if is_spiking_neuron(mod) else _first_tensor(out)
-        params = sum(p.numel() for p in mod.parameters(recurse=False))
+        params = sum(p.numel() for p in mod._parameters.values() if p is not None)
         if path or params:   # a parameter-free root (a loss) is no layer of the model
             shape = tuple(y.shape) if y is not None else ()
             self.layers.pop(path, None)           # re-insert: recording order = last call

@@ -1,13 +1,14 @@
 """The shortcuts the torch engine takes per op and per layer to count at a lower price (issue
 36) give what the plain definitions give: the non-zero count and the spike test of the
-NeuroBench activity, a convolution's effective pairs, and the resident footprint of a tensor
-seen again after its storage changed."""
+NeuroBench activity, a convolution's effective pairs, the resident footprint of a tensor
+seen again after its storage changed, and the cost memo's answer for free ops."""
 import numpy as np
 import pytest
 import torch
 
 from sim.torch_engine import TorchDevice
 from sim.torch_engine.activity import LayerRecorder, count_nonzero, is_spiking
+from sim.torch_engine.costs import CostMemo, is_free, op_cost
 
 
 def _spiking_by_definition(x: torch.Tensor) -> bool:
@@ -78,3 +79,25 @@ def test_a_tensor_moved_to_another_storage_is_counted_on_the_new_one(toy_gpu_pat
     # first storage and leave 40 B
     assert dev.ledger.footprints()["x"]["writable"] == 4040
     assert np.allclose(b.numpy(), 1.0)
+
+
+def test_free_ops_are_answered_without_a_signature_and_cost_what_full_pricing_says():
+    """Views and allocations cost nothing whatever their arguments (costs.is_free): the memo
+    answers them before building a key, with op_cost's own answer; a priced op still goes
+    through its signature (a miss, then a hit)."""
+    aten = torch.ops.aten
+    memo = CostMemo()
+    w = torch.ones(3, 4)
+    for func, args, out in [(aten.t.default, (w,), w.t()),
+                            (aten.detach.default, (w,), w.detach()),
+                            (aten.view.default, (w, [12]), w.view(12))]:
+        assert is_free(func)
+        assert memo.cost(func, args, {}, out) == op_cost(func, args, {}, out) == ({}, 0, 0, "")
+    assert (memo.hits, memo.misses, len(memo.costs)) == (3, 0, 0)   # no key was stored
+    x = torch.ones(2, 3)
+    mm = (aten.mm.default, (x, w), {}, x @ w)
+    assert not is_free(aten.mm.default)
+    # 2 x 3 x 4 = 24 MACs; reads 6 + 12 floats (72 B), writes 8 floats (32 B)
+    assert memo.cost(*mm) == op_cost(*mm) == ({"mac_fp32": 24}, 72, 32, "")
+    assert memo.cost(*mm) == op_cost(*mm)
+    assert (memo.hits, memo.misses, len(memo.costs)) == (4, 1, 1)

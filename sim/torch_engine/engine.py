@@ -134,29 +134,33 @@ class _Resident:
         # address -> ops that wrote it: a tensor's ``_version`` misses in-place ``_foreach_``
         # updates run under a dispatch mode (the optimizers' step), this does not
         self.writes: dict[int, int] = {}
-        # id(tensor) -> (weakref to it, its storage's address) of the tensors already in
-        # ``seen``: parameters, gradients and optimizer state are the same tensor objects
-        # every step, and a tensor known alive on a known storage needs no new weakref
-        # (issue 36: most of what touching cost)
-        self._known: dict[int, tuple[weakref.ref, int]] = {}
+        # id(tensor) -> (weakref to it, its data address, its storage's address, its entry
+        # in ``seen``) of the tensors already added: parameters, gradients and optimizer
+        # state are the same tensor objects every step, and a tensor known alive at the same
+        # data address is on the same storage (two live storages never share an address):
+        # no storage object, weakref or lookup for it (issue 36)
+        self._known: dict[int, tuple] = {}
 
     def writes_to(self, t: torch.Tensor) -> int:
         """Ops in this block that wrote ``t``'s storage."""
         return self.writes.get(t.untyped_storage().data_ptr(), 0)
 
     def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
-        try:
-            st = t.untyped_storage()
-        except (RuntimeError, NotImplementedError):   # sparse, meta, ...: no plain storage
-            return
-        ptr = st.data_ptr()
         known = self._known.get(id(t))
-        if known is not None and known[1] == ptr and known[0]() is t:
-            entry = self.seen[ptr]    # alive: ``t`` holds it, its weakref is in the entry
+        if known is not None and known[0]() is t and known[1] == t.data_ptr():
+            # seen alive on the same memory: the entry it was added to holds its weakref
+            # (alive, so never reset) and its storage's size (a storage that grows moves)
+            ptr, entry = known[2], known[3]
         else:
+            try:
+                st = t.untyped_storage()
+            except (RuntimeError, NotImplementedError):   # sparse, meta: no plain storage
+                return
+            ptr = st.data_ptr()
             entry = self.seen.get(ptr)
             if entry is None or not any(r() is not None for r in entry[2]):
                 entry = self.seen[ptr] = [0, False, [], True]
+            entry[0] = max(entry[0], st.nbytes())
             refs = entry[2]
             if len(refs) > 8:  # views come and go every batch: keep the live ones
                 refs[:] = [r for r in refs if r() is not None]
@@ -166,10 +170,7 @@ class _Resident:
                 refs.append(weakref.ref(t._base))
             if len(self._known) > 4096:   # ids of dead tensors pile up: start again
                 self._known.clear()
-            self._known[id(t)] = (ref, ptr)
-        nbytes = st.nbytes()
-        if nbytes > entry[0]:
-            entry[0] = nbytes
+            self._known[id(t)] = (ref, t.data_ptr(), ptr, entry)
         if written:
             entry[1] = True
             self.writes[ptr] = self.writes.get(ptr, 0) + 1

@@ -18,9 +18,10 @@ is replayed at a coarser grain than one op, so data-dependent control flow (a br
 tensor's value) prices whichever ops ran, each by its own signature. The scope, the kernel
 launch, the resident storages and the NeuroBench activity (non-zero inputs and outputs)
 are taken from every call as before: they depend on where and on what data the op ran.
-``dev.cost_memo.verify = True`` prices every call in full as well and raises on a
-difference; the tests compare memoised and full ledgers on an MLP, a CNN and a model with
-data-dependent branches and masks.
+Views, allocations and profiler markers (``costs.is_free``) cost nothing whatever their
+arguments and skip the signature and the scope lookup. ``dev.cost_memo.verify = True``
+prices every call in full as well and raises on a difference; the tests compare memoised
+and full ledgers on an MLP, a CNN and a model with data-dependent branches and masks.
 
 Counts are those of the ops torch actually runs, and torch's choice can depend on Python
 references: autograd takes a fresh gradient into ``.grad`` when nothing else holds it and

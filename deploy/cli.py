@@ -81,6 +81,20 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: prints ``neuroedge <version>`` and exits, as argparse's ``version``
+    action, with the version looked up only then."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings=option_strings, dest=dest, default=default,
+                         nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"neuroedge {_version()}")   # on stdout, as argparse's version action
+        parser.exit()
+
+
 def _plain(text):
     """A profile's text for a rich table or line: never markup, control characters escaped
     (a profile file is the user's; the loader refuses control characters, a snapshot
@@ -402,7 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="neuroedge",
         description="Simulate ML methods on hardware profiles and report their cost.")
-    parser.add_argument("--version", action="version", version=f"neuroedge {_version()}")
+    # the version is looked up when asked for: importlib.metadata and the scan of the
+    # installed distributions cost every command ~30 ms otherwise (issue 36)
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("profiles", help="list hardware profiles, or show one with sources")

@@ -376,6 +376,14 @@ def _elementwise_op(packet, dtype: torch.dtype) -> str:
     return "int_cmp" if packet in _COMPARISONS else "int_add"
 
 
+@functools.cache
+def is_free(func) -> bool:
+    """Every call of ``func`` costs nothing, whatever its arguments: a view, an op in
+    :data:`FREE`, or a profiler marker (``record_function`` in the optimizers executes no
+    arithmetic)."""
+    return func.is_view or func.overloadpacket in FREE or func.namespace == "profiler"
+
+
 def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     """Cost of one executed aten op.
 
@@ -385,10 +393,9 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     read_bytes, write_bytes : traffic to device memory (0 for free ops)
     uncounted : the op's name when no formula applies (then counts and bytes are empty), else ""
     """
-    packet = func.overloadpacket
-    # profiler markers (record_function in optimizers) execute no arithmetic
-    if func.is_view or packet in FREE or func.namespace == "profiler":
+    if is_free(func):
         return {}, 0, 0, ""
+    packet = func.overloadpacket
     inputs, outputs = _tensors((args, kwargs)), _tensors(out)
     name = str(packet).removeprefix("aten.")
     first = inputs[0] if inputs else (outputs[0] if outputs else None)
@@ -507,6 +514,7 @@ VALUE_DEPENDENT = {aten.index_put_}
 entries): priced in full on every call, never from :class:`CostMemo`."""
 
 _SIGNATURE_MISS = object()
+_FREE_COST: tuple[dict[str, int], int, int, str] = ({}, 0, 0, "")
 # argument values kept in a key as they are: immutable, hashable, compared by value
 _KEYED_VALUES = (int, str, complex, torch.dtype, torch.device, torch.layout,
                  torch.memory_format)
@@ -527,40 +535,62 @@ def op_signature(func, args, kwargs, out) -> tuple | None:
     """
     if func in VALUE_DEPENDENT or func.overloadpacket in VALUE_DEPENDENT:
         return None
-    key: list = [func]
+    key: list = [func, len(args)]
     seen: dict[int, int] = {}
-    stack = [out, kwargs, args]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
+    try:
+        _sign(args, key, seen)
+        if kwargs:
+            key.append(("{", tuple(kwargs)))
+            _sign(kwargs.values(), key, seen)
+        _sign((out,), key, seen)
+    except _NoSignature:
+        return None
+    return tuple(key)
+
+
+class _NoSignature(Exception):
+    """A call argument that :func:`op_signature` cannot key on."""
+
+
+_Tensor, _STRIDED = torch.Tensor, torch.strided
+
+
+def _sign(items, key: list, seen: dict[int, int]) -> None:
+    """Append the key of each of ``items`` to ``key`` (see :func:`op_signature`); recursion
+    into lists rather than a work stack: runs once per executed op (issue 36), and aten
+    schemas nest at most a list of tensors in an argument."""
+    append = key.append
+    for item in items:
+        if isinstance(item, _Tensor):
             first = seen.get(id(item))
             if first is not None:
-                key.append(("same", first))
+                append(("same", first))
                 continue
             seen[id(item)] = len(seen)
-            if item.layout is not torch.strided:
-                return None          # sparse and other layouts: no strides to key on
-            key.append((item.shape, item.stride(), item.dtype, item.device))
-        elif isinstance(item, (list, tuple)):
-            key.append(("[", len(item)))
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            key.append(("{", tuple(item)))
-            stack.extend(reversed(list(item.values())))
+            if item.layout is not _STRIDED:
+                raise _NoSignature   # sparse and other layouts: no strides to key on
+            append((item.shape, item.stride(), item.dtype, item.device))
         elif isinstance(item, float):
-            key.append(float)
+            append(float)
+        elif isinstance(item, (list, tuple)):
+            append(("[", len(item)))
+            _sign(item, key, seen)
         elif item is None or isinstance(item, _KEYED_VALUES):
-            key.append(item)
+            append(item)
+        elif isinstance(item, dict):
+            append(("{", tuple(item)))
+            _sign(item.values(), key, seen)
         else:
-            return None              # another object (a profiler handle): not kept in a key
-    return tuple(key)
+            raise _NoSignature       # another object (a profiler handle): not kept in a key
 
 
 class CostMemo:
     """:func:`op_cost` of each distinct call signature (:func:`op_signature`), computed once.
 
     A training loop repeats the same calls every step (the same ops on the same shapes), so
-    after the first step every op's cost is a dictionary lookup. The result is the one
+    after the first step every op's cost is a dictionary lookup; calls of an op that
+    :func:`is_free` says costs nothing whatever its arguments (views, allocations: half the
+    calls of a training step) need no signature at all. The result is the one
     :func:`op_cost` would give: the key holds everything it reads, and ops whose cost reads
     values (:data:`VALUE_DEPENDENT`) are priced in full every time. Data-dependent control
     flow needs no care here: whichever ops a branch runs are priced, each by its own key.
@@ -580,6 +610,11 @@ class CostMemo:
 
     def cost(self, func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         """:func:`op_cost` of this call (its counts dict is shared: do not change it)."""
+        if self.limit and is_free(func):
+            # half the calls of a training step are views and allocations: their cost
+            # needs no signature (issue 36); answered without pricing, counted as hits
+            self.hits += 1
+            return _FREE_COST
         key = op_signature(func, args, kwargs, out) if self.limit else None
         if key is None:
             self.misses += 1

@@ -18,9 +18,10 @@ is replayed at a coarser grain than one op, so data-dependent control flow (a br
 tensor's value) prices whichever ops ran, each by its own signature. The scope, the kernel
 launch, the resident storages and the NeuroBench activity (non-zero inputs and outputs)
 are taken from every call as before: they depend on where and on what data the op ran.
-``dev.cost_memo.verify = True`` prices every call in full as well and raises on a
-difference; the tests compare memoised and full ledgers on an MLP, a CNN and a model with
-data-dependent branches and masks.
+Views, allocations and profiler markers (``costs.is_free``) cost nothing whatever their
+arguments and skip the signature and the scope lookup. ``dev.cost_memo.verify = True``
+prices every call in full as well and raises on a difference; the tests compare memoised
+and full ledgers on an MLP, a CNN and a model with data-dependent branches and masks.
 
 Counts are those of the ops torch actually runs, and torch's choice can depend on Python
 references: autograd takes a fresh gradient into ``.grad`` when nothing else holds it and
@@ -62,43 +63,57 @@ class _CountingMode(ObserverMode):
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.uncounted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.resident = _Resident()
+        # (module path, backward) -> scope name for the blocks open now: the name is built
+        # once, not joined per op (issue 36); cleared when a block opens or closes
+        self._scopes: dict[tuple[str, bool], str] = {}
+
+    def push(self, base: str) -> None:
+        """An inner count() block opens: its ops land below ``base``."""
+        self.bases.append(base)
+        self._scopes.clear()
+
+    def pop(self) -> None:
+        self.bases.pop()
+        self._scopes.clear()
 
     def forward_scope(self, path: str) -> str:
-        """The scope a forward op of module ``path`` lands in now (see ``_scope``)."""
-        return "/".join(list(self.bases) + ([path, "forward"] if path else []))
+        """The scope a forward op of module ``path`` lands in now."""
+        return self._scope_name(path, False)
 
-    def _scope(self) -> str:
-        path, backward = self.tracker.where()
-        parts = list(self.bases)
-        if path:
-            parts.append(path)
-        if backward:
-            parts.append("backward")
-        elif path:
-            parts.append("forward")
-        return "/".join(parts)
+    def _scope_name(self, path: str, backward: bool) -> str:
+        name = self._scopes.get((path, backward))
+        if name is None:
+            parts = list(self.bases)
+            if path:
+                parts.append(path)
+            if backward:
+                parts.append("backward")
+            elif path:
+                parts.append("forward")
+            name = self._scopes[(path, backward)] = "/".join(parts)
+        return name
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         counts, read, write, uncounted = self.memo.cost(func, args, kwargs, out)
-        scope = self._scope()
         if uncounted:
-            self.uncounted[scope][uncounted] += 1
+            self.uncounted[self._scope_name(*self.tracker.where())][uncounted] += 1
             return out
-        tally = self.ops[scope]
-        for op, n in counts.items():
-            tally[op] += n
-        # execution model inputs: an op that computes or moves bytes
-        # runs one kernel (free ops and views run none); every tensor it touches may stay
-        # resident after the block
+        # a free op (a view, an allocation) records nothing: no scope to look up;
+        # an op that computes or moves bytes runs one kernel (an execution model input)
+        # and every tensor it touches may stay resident after the block
         if counts or read or write:
+            scope = self._scope_name(*self.tracker.where())
+            tally = self.ops[scope]
+            for op, n in counts.items():
+                tally[op] += n
             tally["kernel_launch"] += 1
+            if read or write:
+                b = self.bytes[scope]
+                b[0] += read
+                b[1] += write
             self.resident.touch(func, args, kwargs, out)
-        if read or write:
-            b = self.bytes[scope]
-            b[0] += read
-            b[1] += write
         return out
 
 
@@ -120,37 +135,60 @@ class _Resident:
         # address -> ops that wrote it: a tensor's ``_version`` misses in-place ``_foreach_``
         # updates run under a dispatch mode (the optimizers' step), this does not
         self.writes: dict[int, int] = {}
+        # id(tensor) -> (weakref to it, its data address, its storage's address, its entry
+        # in ``seen``) of the tensors already added: parameters, gradients and optimizer
+        # state are the same tensor objects every step, and a tensor known alive at the same
+        # data address is on the same storage (two live storages never share an address):
+        # no storage object, weakref or lookup for it (issue 36)
+        self._known: dict[int, tuple] = {}
 
     def writes_to(self, t: torch.Tensor) -> int:
         """Ops in this block that wrote ``t``'s storage."""
         return self.writes.get(t.untyped_storage().data_ptr(), 0)
 
     def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
-        try:
-            st = t.untyped_storage()
-        except (RuntimeError, NotImplementedError):   # sparse, meta, ...: no plain storage
-            return
-        entry = self.seen.get(st.data_ptr())
-        if entry is None or not any(r() is not None for r in entry[2]):
-            entry = self.seen[st.data_ptr()] = [0, False, [], True]
-        entry[0] = max(entry[0], st.nbytes())
-        entry[1] = entry[1] or written
+        known = self._known.get(id(t))
+        if known is not None and known[0]() is t and known[1] == t.data_ptr():
+            # seen alive on the same memory: the entry it was added to holds its weakref
+            # (alive, so never reset) and its storage's size (a storage that grows moves)
+            ptr, entry = known[2], known[3]
+        else:
+            try:
+                st = t.untyped_storage()
+            except (RuntimeError, NotImplementedError):   # sparse, meta: no plain storage
+                return
+            ptr = st.data_ptr()
+            entry = self.seen.get(ptr)
+            if entry is None or not any(r() is not None for r in entry[2]):
+                entry = self.seen[ptr] = [0, False, [], True]
+            entry[0] = max(entry[0], st.nbytes())
+            refs = entry[2]
+            if len(refs) > 8:  # views come and go every batch: keep the live ones
+                refs[:] = [r for r in refs if r() is not None]
+            ref = weakref.ref(t)
+            refs.append(ref)
+            if t._base is not None:   # a view (w.t() in linear): its base keeps it alive
+                refs.append(weakref.ref(t._base))
+            if len(self._known) > 4096:   # ids of dead tensors pile up: start again
+                self._known.clear()
+            self._known[id(t)] = (ref, t.data_ptr(), ptr, entry)
         if written:
-            self.writes[st.data_ptr()] = self.writes.get(st.data_ptr(), 0) + 1
-        entry[3] = entry[3] and gathered
-        refs = entry[2]
-        if len(refs) > 8:  # views come and go every batch: keep the live ones
-            refs[:] = [r for r in refs if r() is not None]
-        refs.append(weakref.ref(t))
-        if t._base is not None:   # a view (w.t() in linear): its base keeps the storage alive
-            refs.append(weakref.ref(t._base))
+            entry[1] = True
+            self.writes[ptr] = self.writes.get(ptr, 0) + 1
+        if not gathered:
+            entry[3] = False
 
     def touch(self, func, args, kwargs, out) -> None:
         mutated = mutated_args(func)
         gathers = reads_selected_rows_of_first_arg(func)
         for i, a in enumerate(args):
-            for t in _flat_tensors(a):
-                self._add(t, i in mutated, gathered=gathers and i == 0)
+            if isinstance(a, torch.Tensor):
+                self._add(a, i in mutated, gathered=gathers and i == 0)
+            elif isinstance(a, (list, tuple)):
+                written, gathered = i in mutated, gathers and i == 0
+                for t in a:
+                    if isinstance(t, torch.Tensor):
+                        self._add(t, written, gathered)
         for a in kwargs.values():
             for t in _flat_tensors(a):
                 self._add(t, False)
@@ -267,11 +305,11 @@ class TorchDevice(Device):
         """
         with self.ledger.scope(scope):   # checks the name before anything runs
             if self._mode is not None:
-                self._mode.bases.append(scope)
+                self._mode.push(scope)
                 try:
                     yield
                 finally:
-                    self._mode.bases.pop()
+                    self._mode.pop()
                 if samples:
                     self.ledger.add_samples(samples)
                 return

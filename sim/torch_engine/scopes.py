@@ -89,8 +89,11 @@ class ScopeTracker:
         self._stack.append((mod, path))
         if self._on_enter is not None:
             self._on_enter(mod, path, args)
-        for p in mod.parameters(recurse=False):
-            self._param_paths.setdefault(p, path)
+        # the module's own registry (what ``parameters(recurse=False)`` walks, without its
+        # generator and duplicate set: this runs on every module call, issue 36)
+        for p in mod._parameters.values():
+            if p is not None:
+                self._param_paths.setdefault(p, path)
         self._mark(path)
 
     def _leave_module(self, mod: nn.Module, args, out) -> None:

@@ -39,6 +39,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
+RESULT_FILE = OUT / "disco_protocol.json"
+MARGIN = 0.05
+"""The claim's rule per (data set, list): DISCO's PCC above Silhouette's on >= ceil(2n/3)
+seeds and its mean PCC above Silhouette's by more than MARGIN."""
+LABELS = {"paper": "paper's list (10)", "paper+single": "paper's + single linkage",
+          "paper+deciles": "paper's + DBSCAN deciles grid",
+          "paper+first_grid": "paper's + DBSCAN first grid",
+          "card": "card's list (12, deciles grid)", "card+single": "card's + single linkage",
+          "card_first_grid": "card's list, first grid",
+          "card_first_grid+single": "card's list, first grid + single (the first look)"}
 
 
 def lists(paper: dict, card: dict, first: dict) -> dict[str, list[str]]:
@@ -88,6 +98,13 @@ def one(ds: str, n: int, seed: int, with_dbcv: bool) -> dict:
     return out
 
 
+def holds(rec: dict) -> bool:
+    """The rule (:data:`MARGIN`) on one (data set, list) record of the summary."""
+    n = len(rec["disco"]["per_seed"])
+    return bool(rec["disco_above_silhouette_seeds"] >= -(-2 * n // 3)
+                and rec["disco"]["mean"] - rec["silhouette"]["mean"] > MARGIN)
+
+
 def summarise(per: dict, indices) -> dict:
     """PCC mean, std, per seed, and DISCO-over-Silhouette seed count per (data set, list)."""
     out = {}
@@ -104,8 +121,42 @@ def summarise(per: dict, indices) -> dict:
             d = np.array(rec["disco"]["per_seed"])
             s = np.array(rec["silhouette"]["per_seed"])
             rec["disco_above_silhouette_seeds"] = int(np.sum(d > s))
+            rec["holds"] = holds(rec)
             out[ds][name] = rec
     return out
+
+
+def render(result: dict) -> str:
+    """The markdown table the room README and bench/RESULTS.md show, from a results file:
+    per list and data set PCC(DISCO, ARI) / PCC(Silhouette, ARI), mean over seeds, the
+    seeds where DISCO's is higher, and the rule's verdict (+ holds, - does not)."""
+    summ, n = result["summary"], result["seeds"]
+    sets = list(summ)
+    out = ["| clusterings | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
+    for name, label in LABELS.items():
+        cells = []
+        for ds in sets:
+            r = summ[ds][name]
+            cells.append(f"{r['disco']['mean']:.3f} / {r['silhouette']['mean']:.3f} "
+                         f"({r['disco_above_silhouette_seeds']}/{n} "
+                         f"{'+' if holds(r) else '-'})")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def render_claim(result: dict) -> str:
+    """The claims table's summary of the paper's list and the two sensitivities."""
+    summ, n = result["summary"], result["seeds"]
+
+    def pair(ds, name):
+        r = summ[ds][name]
+        return (f"{ds} {r['disco']['mean']:.2f} vs {r['silhouette']['mean']:.2f} "
+                f"({r['disco_above_silhouette_seeds']}/{n})")
+    return ("paper's clusterings: " + ", ".join(pair(ds, "paper") for ds in summ)
+            + "; with single linkage added " + pair("moons", "paper+single")
+            + "; the card's list with the first DBSCAN grid and single linkage "
+            + pair("moons", "card_first_grid+single") + ", with the deciles grid "
+            + pair("moons", "card"))
 
 
 def main() -> None:
@@ -113,8 +164,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--datasets", default="moons,circles,blobs,aniso")
-    ap.add_argument("--out", type=Path, default=OUT / "disco_protocol.json")
+    ap.add_argument("--out", type=Path, default=RESULT_FILE)
+    ap.add_argument("--render", action="store_true",
+                    help="print the tables of the results file --out and stop")
     args = ap.parse_args()
+    if args.render:
+        result = json.loads(args.out.read_text())
+        print(render(result) + "\n\n" + render_claim(result))
+        return
     import torch
     torch.set_num_threads(1)
     try:

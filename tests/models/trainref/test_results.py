@@ -32,7 +32,7 @@ def quick_line(m: dict) -> str:
             f"{m['dstar_precision']:.3f})")
 
 
-@pytest.mark.slow   # the quick preset end to end: 5,000 images, ~3-6 min on 2 shared cores
+@pytest.mark.slow   # the quick preset end to end: 5,000 images, 10 min wall at load ~10
 def test_readme_quick_run_figures_are_the_default_run(fashion_mnist):
     import torch
 

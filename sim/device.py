@@ -181,8 +181,9 @@ class BitwiseEngine(Engine, Protocol):
 class TorchEngine(Engine, Protocol):
     """:class:`~sim.torch_engine.TorchDevice`: a torch module under the op counter."""
 
-    def compile(self, module: torch.nn.Module) -> torch.nn.Module:
-        """Check the module's parameters fit device memory; move it to the device."""
+    def compile(self, module: torch.nn.Module, stored_bytes: int | None = None) -> torch.nn.Module:
+        """Check the module's parameters fit device memory (at ``stored_bytes`` when the
+        target stores them at another precision, e.g. int8); move it to the device."""
         ...
 
     def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer") -> Any:

@@ -121,9 +121,26 @@ def render_table(result: dict) -> list[str]:
     return rows
 
 
+def render_claim(result: dict) -> str:
+    """The claims-table cell of a results file (docs/claims.md states it verbatim)."""
+    s, c = result["summary"], result["config"]
+    tv = s["tversky"]
+    parts = [f"char GPT ({c['steps']:,} steps, {tv['final_ppl']['n']} seeds, d {c['width']}, "
+             f"context {c['block']}): Tversky PPL {tv['final_ppl']['mean']:.2f}"]
+    for twin, words in (("bank_linear", "equal-parameter linear twin"),
+                        ("linear", "plain linear twin"), ("mlp", "4x-MLP baseline")):
+        if f"tversky_vs_{twin}" in s:
+            r = s[f"tversky_vs_{twin}"]
+            parts.append(f"vs {words} ({s[twin]['parameters']:,} vs {tv['parameters']:,} params)"
+                         f" x{r['ppl_ratio']['mean']:.2f} ({r['ppl_ratio']['min']:.2f}-"
+                         f"{r['ppl_ratio']['max']:.2f}), {r['verdict'].split(' (')[0]}")
+    return "; ".join(parts)
+
+
 def plot(result: dict, path: Path = PLOT_FILE) -> Path:
     """Validation PPL vs steps, mean over seeds with the min-max band, from the results file."""
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
@@ -143,6 +160,10 @@ def plot(result: dict, path: Path = PLOT_FILE) -> Path:
            title=f"char GPT, {c['layers']} layers, d {c['width']}, context {c['block']}, "
                  f"K {c['bank_size']}: mean and min-max over seeds")
     ax.set_ylim(top=min(ax.get_ylim()[1], 40))
+    ticks = [t for t in (3, 4, 5, 6, 8, 10, 15, 20, 30, 40) if ax.get_ylim()[0] <= t]
+    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -234,6 +255,7 @@ def main():
             write_atomic(out, result)
     for row in render_table(result):
         print(row)
+    print(render_claim(result))
     for key, c in result["summary"].items():
         if key.startswith("tversky_vs_"):
             print(f"  {key}: PPL ratio mean x{c['ppl_ratio']['mean']:.3f} per seed "

@@ -108,7 +108,8 @@ def render_table(result: dict) -> list[str]:
             continue
         f = s[name]["final_ppl"]
         cells = [LABEL[name], f"{s[name]['parameters']:,}",
-                 f"{f['mean']:.3f} +- {f['std']:.3f} ({f['min']:.3f}-{f['max']:.3f})"]
+                 f"{f['mean']:.3f} +- {f['std']:.3f} ({f['min']:.3f}-{f['max']:.3f}, "
+                 f"{f['n']} seeds)"]
         if name == "tversky":
             cells += ["-", "-"]
         elif f"tversky_vs_{name}" in s:
@@ -172,6 +173,11 @@ def plot(result: dict, path: Path = PLOT_FILE) -> Path:
     return path
 
 
+def plot_path(results: Path) -> Path:
+    """bench/tversky_gpt.png for the default results file, else the file's name with .png."""
+    return PLOT_FILE if results.resolve() == RESULT_FILE else results.with_suffix(".png")
+
+
 def write_atomic(path: Path, result: dict) -> None:
     """Write the results file whole or not at all (a killed run leaves the last good one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,13 +202,15 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a smoke run: 100 steps, seed 0, "
                     "results to bench/out/tversky_gpt_quick.json, no plot")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--append", action="store_true",
+                    help="add these seeds' runs to the results file (same settings otherwise)")
     ap.add_argument("--plot-only", action="store_true",
                     help="re-render the plot from the results file, train nothing")
     args = ap.parse_args()
     out = args.out or (RESULT_FILE.with_name("tversky_gpt_quick.json") if args.quick
                        else RESULT_FILE)
     if args.plot_only:
-        print(f"plot: {plot(json.loads(out.read_text()))}")
+        print(f"plot: {plot(json.loads(out.read_text()), plot_path(out))}")
         return
     if args.quick:
         args.steps, args.seeds, args.eval_every = 100, "0", 25
@@ -228,6 +236,16 @@ def main():
           flush=True)
     result = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
               "torch": torch.__version__, "threads": 1, "config": config, "runs": {}}
+    if args.append:       # more seeds for the same experiment: every other setting must agree
+        old = json.loads(out.read_text())
+        differ = [k for k in config if k != "seeds" and old["config"].get(k) != config[k]]
+        if differ:
+            raise SystemExit(f"--append: {out} was run with other settings {differ}: "
+                             + ", ".join(f"{k} {old['config'].get(k)} here {config[k]}"
+                                         for k in differ))
+        config["seeds"] = sorted(set(old["config"]["seeds"]) | set(seeds))
+        result["runs"] = old["runs"]
+        result["wall_s_earlier"] = old.get("wall_s", 0.0) + old.get("wall_s_earlier", 0.0)
     t_all = time.perf_counter()
     for seed in seeds:            # seeds outer: a cut-short run still has every model per seed
         for name in models:
@@ -261,7 +279,7 @@ def main():
             print(f"  {key}: PPL ratio mean x{c['ppl_ratio']['mean']:.3f} per seed "
                   + ", ".join(f"{r:.3f}" for r in c["ratios"]) + f" -> {c['verdict']}")
     if not args.quick:
-        print(f"results: {out}; plot: {plot(result)}")
+        print(f"results: {out}; plot: {plot(result, plot_path(out))}")
     print(f"total {result['wall_s']:.0f} s")
     print("RESULT " + json.dumps({k: v for k, v in result.items() if k != "runs"}))
 

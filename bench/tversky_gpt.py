@@ -21,7 +21,7 @@ than a twin when its final PPL is below the twin's x 0.99 on at least ceil(2n/3)
 *worse* when above x 1.01 on at least ceil(2n/3) seeds, else a *tie*.
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python bench/tversky_gpt.py \\
-        [--steps 5000] [--seeds 0,1,2] [--models tversky,bank_linear,linear,mlp] \\
+        [--steps 5000] [--seeds 0,1,2,3,4] [--models tversky,bank_linear,linear,mlp] \\
         [--width 48] [--block 32] [--quick] [--plot-only]
 
 Writes ``bench/out/tversky_gpt.json`` (after every run, atomically; ``--out`` to change)
@@ -115,7 +115,7 @@ def render_table(result: dict) -> list[str]:
         elif f"tversky_vs_{name}" in s:
             c = s[f"tversky_vs_{name}"]
             cells += [f"x{c['ppl_ratio']['mean']:.3f} ({c['ppl_ratio']['min']:.3f}-"
-                      f"{c['ppl_ratio']['max']:.3f})", c["verdict"].split(" (")[0]]
+                      f"{c['ppl_ratio']['max']:.3f})", c["verdict"]]
         else:
             cells += ["-", "-"]
         rows.append("| " + " | ".join(cells) + " |")
@@ -190,7 +190,7 @@ def write_atomic(path: Path, result: dict) -> None:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5000)
-    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--models", default=",".join(VARIANT))
     ap.add_argument("--width", type=int, default=48)
     ap.add_argument("--block", type=int, default=32, help="context length in characters")

@@ -1,0 +1,40 @@
+"""The Tversky GPT figures the room README, bench/RESULTS.md and docs/claims.md state are
+those of the results file the bench wrote (bench/out/tversky_gpt.json, written by
+``python bench/tversky_gpt.py``): rendered by its own functions and looked up in the text."""
+import json
+from pathlib import Path
+
+from bench.tversky_gpt import PLOT_FILE, RESULT_FILE, render_claim, render_table, summarise
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _result() -> dict:
+    return json.loads(RESULT_FILE.read_text())
+
+
+def test_readme_and_results_tables_are_the_results_file():
+    rows = render_table(_result())
+    assert len(rows) == 4
+    for doc in (ROOT / "models" / "tversky" / "README.md", ROOT / "bench" / "RESULTS.md"):
+        text = doc.read_text()
+        for row in rows:
+            assert row in text, f"{doc.name} lacks the row {row!r}"
+
+
+def test_claims_table_states_the_results_file():
+    assert render_claim(_result()) in (ROOT / "docs" / "claims.md").read_text()
+
+
+def test_recorded_run_is_the_issue_s_experiment():
+    """Issue 33 item 5: >= 5,000 steps and >= 3 seeds per model, a curve to the last step,
+    and the summary the file carries is the one its runs give (nothing edited by hand)."""
+    result = _result()
+    assert result["config"]["steps"] >= 5000
+    for name, by_seed in result["runs"].items():
+        assert len(by_seed) >= 3, name
+        for seed, run in by_seed.items():
+            assert run["val_curve"][-1] == [result["config"]["steps"], run["val_ppl"]]
+            assert len(run["val_curve"]) >= 10, (name, seed)
+    assert summarise(result) == result["summary"]
+    assert PLOT_FILE.exists()

@@ -200,14 +200,14 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--quick", action="store_true", help="a smoke run: 100 steps, seed 0, "
-                    "results to bench/out/tversky_gpt_quick.json, no plot")
+                    "results to <tmp>/tversky_gpt_quick.json, no plot")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--append", action="store_true",
                     help="add these seeds' runs to the results file (same settings otherwise)")
     ap.add_argument("--plot-only", action="store_true",
                     help="re-render the plot from the results file, train nothing")
     args = ap.parse_args()
-    out = args.out or (RESULT_FILE.with_name("tversky_gpt_quick.json") if args.quick
+    out = args.out or (Path(tempfile.gettempdir()) / "tversky_gpt_quick.json" if args.quick
                        else RESULT_FILE)
     if args.plot_only:
         print(f"plot: {plot(json.loads(out.read_text()), plot_path(out))}")

@@ -38,3 +38,24 @@ def test_recorded_run_is_the_issue_s_experiment():
             assert len(run["val_curve"]) >= 10, (name, seed)
     assert summarise(result) == result["summary"]
     assert PLOT_FILE.exists()
+
+
+def test_verdict_rule_is_k_of_n_seeds():
+    """k = ceil(2n/3): 2 of 3, 4 of 5; a seed counts only beyond x1 -+ 0.01."""
+    from bench.tversky_gpt import verdict
+    assert verdict([1.43, 0.98, 1.10]).startswith("worse (2 of 3")
+    assert verdict([0.90, 0.95, 1.20]).startswith("better (2 of 3")
+    assert verdict([1.005, 0.995, 1.20]).startswith("tie (0 better, 1 worse")  # within x1 -+ 0.01
+    assert verdict([1.43, 0.98, 1.10, 1.44, 1.51]).startswith("worse (4 of 5")
+    assert verdict([1.43, 0.98, 1.10, 1.00, 1.51]).startswith("tie")       # 3 of 5 < 4
+
+
+def test_ratios_use_only_the_seeds_both_sides_ran():
+    """Tversky ran seeds 0-2, the twin 0-1: two ratios, 6/5 and 9/6 -> mean 1.35."""
+    runs = {"tversky": {str(s): {"parameters": 10, "val_ppl": p} for s, p in
+                        enumerate([6.0, 9.0, 7.0])},
+            "linear": {str(s): {"parameters": 8, "val_ppl": p} for s, p in enumerate([5.0, 6.0])}}
+    s = summarise({"runs": runs})
+    assert s["tversky_vs_linear"]["ratios"] == [1.2, 1.5]
+    assert abs(s["tversky_vs_linear"]["ppl_ratio"]["mean"] - 1.35) < 1e-12
+    assert s["tversky"]["final_ppl"]["n"] == 3 and s["linear"]["final_ppl"]["n"] == 2

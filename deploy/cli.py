@@ -1,5 +1,5 @@
 """The ``neuroedge`` command line: profiles, models, simulate, export, experiment, report,
-compare, validate.
+compare, validate (and estimate, measure, sweep, completion from their own modules).
 
 ``simulate`` and ``export`` run a registered method through ``models.runner`` (the one
 place that resolves the profile, checks the dataset and builds the config from a preset
@@ -39,6 +39,7 @@ from deploy.cli_args import (
     parse_seed,
     parse_width,
 )
+from deploy.cli_examples import add_examples
 from deploy.cli_output import (
     CommandOutput,
     check_outputs,
@@ -47,6 +48,7 @@ from deploy.cli_output import (
     print_report,
     progress_bar,
 )
+from deploy.completion import add_completion_parser
 from deploy.estimate_cli import add_estimate_parser
 from deploy.measure_cli import add_measure_parser
 from deploy.sweep_cli import add_sweep_parser
@@ -508,6 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_estimate_parser(sub)
     add_measure_parser(sub)
     add_sweep_parser(sub)
+    add_completion_parser(sub, root=parser)
+    add_examples(parser)   # 'examples:' at the end of every command's --help
     return parser
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -61,6 +62,13 @@ EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a shell reports for `cat big | 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors as the one line every other neuroedge error is."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # '--input-shape -1,4' or '--dt -1e-3' is a (bad) value for the option to refuse
+        # with its own message, not an unknown option leaving --input-shape without one
+        # (argparse's own pattern takes only '-1' and '-.5'; sub-parsers are this class)
+        self._negative_number_matcher = re.compile(r"^-\.?\d[\d.,eE+-]*$")
 
     def error(self, message):
         self.exit(EXIT_ERROR, f"neuroedge: error: {message} (see '{self.prog} --help')\n")
@@ -275,13 +283,19 @@ def cmd_experiment(args) -> int:
 def cmd_validate(args) -> int:
     """Predicted against measured energy and latency for the published measurements."""
     from sim.validation import format_rows, heldout_factors, load_table, summarise, validate
-    only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
-    if only:
+    only = {s.strip() for s in args.only.split(",") if s.strip()} \
+        if args.only is not None else None
+    if only is not None:
         known = {m.id for m in load_table()}
+        if not only:   # '--only ,' or '--only ""' would otherwise run every row
+            raise NeuroedgeError(f"--only {args.only!r}: expected comma-separated row ids, "
+                                 "e.g. truenorth-rate-20hz; without --only every row runs")
         unknown = sorted(only - known)
         if unknown:
-            raise NeuroedgeError(f"--only {', '.join(unknown)}: no such validation row; rows "
-                                 f"are {', '.join(sorted(known))}")
+            hint = suggestion(unknown[0], known)
+            raise NeuroedgeError(f"--only {', '.join(unknown)}: no such validation row"
+                                 + (f"; {hint}" if hint else
+                                    f"; rows are {', '.join(sorted(known))}"))
     check_outputs({"--json": args.json}, force=args.force, inputs=())
     o = CommandOutput(args)
     rows = validate(only=only)

@@ -7,8 +7,7 @@ names from ``hw_profiles.available()`` (a profile may also be a TOML path, so fi
 offered too), datasets from the model cards, files for run files, specs and outputs. The
 names are written into the script when it is generated, so pressing TAB runs no Python; a
 model or profile added later appears after ``neuroedge completion SHELL`` is run again.
-``--profiles a100,h1<TAB>`` completes the last name of the comma-separated list in bash and
-zsh; fish completes the first name of such a list only.
+``--profiles a100,h1<TAB>`` completes the last name of the comma-separated list.
 """
 from __future__ import annotations
 
@@ -31,13 +30,17 @@ def _names(kind: str, words: list[str], files: bool) -> dict:
     fn = f"{PREFIX}_{kind}"
     listed = " ".join(words)
     bash_files = '\n  compgen -f -- "$1"' if files else ""
+    # zsh: a function, as _arguments passes an action its own options (which _alternative
+    # written inline would take for its own)
+    zsh_files = " 'files:file:_files'" if files else ""
     return {
         "bash": fn,
-        "zsh": f"_alternative 'names:{kind}:({listed})'" + (" 'files:file:_files'" if files
-                                                            else ""),
+        "zsh": fn,
         "fish": listed,
         "preamble": {"bash": f'{fn}() {{\n  compgen -W {shlex.quote(listed)} -- "$1"'
-                             f'{bash_files}\n}}\n'},
+                             f'{bash_files}\n}}\n',
+                     "zsh": f"{fn}() {{\n  _alternative 'names:{kind}:({listed})'"
+                            f"{zsh_files}\n}}\n"},
     }
 
 
@@ -53,8 +56,11 @@ def _name_list(kind: str, words: list[str]) -> dict:
           compgen -P "$head" -W {shlex.quote(listed)} -- "$cur"
         }}
         """)
-    return {"bash": fn, "zsh": f"_values -s , {kind} {listed}", "fish": listed,
-            "preamble": {"bash": bash}}
+    fish = f"function {fn}\n  printf '%s\\n' {listed}\nend\n"
+    zsh = f"{fn}() {{\n  _values -s , {kind} {listed}\n}}\n"
+    return {"bash": fn, "zsh": fn,
+            "fish": f"(__fish_complete_list , {fn})",   # fish's own helper for a,b,c lists
+            "preamble": {"bash": bash, "zsh": zsh, "fish": fish}}
 
 
 def annotate(parser: argparse.ArgumentParser) -> None:

@@ -2,6 +2,7 @@
 parser, sourced in a real bash and asked to complete, as bash does on TAB."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -74,3 +75,54 @@ def test_the_command_prints_a_script_naming_every_command(capsys, shell):
     checker = {"bash": ["bash", "-n"], "zsh": ["zsh", "-n"], "fish": ["fish", "--no-execute"]}
     if shutil.which(shell):   # the shell's own syntax check, where it is installed
         subprocess.run([*checker[shell], "-c", out], check=True)
+
+
+FISH = shutil.which("fish")
+
+
+@pytest.mark.skipif(FISH is None, reason="no fish on this machine")
+@pytest.mark.parametrize("line, offered", [
+    ("neuroedge sim", ["simulate"]),
+    ("neuroedge profiles show loi", ["loihi", "loihi-pohoiki-beach", "loihi2"]),
+    ("neuroedge compare run.h5 --profiles a100,jetson-t", ["a100,jetson-tx1"]),
+    ("neuroedge simulate --preset ", ["full", "quick"]),
+])
+def test_fish_completes_from_the_parser(tmp_path, line, offered):
+    path = tmp_path / "neuroedge.fish"
+    path.write_text(script(build_parser(), "fish"))
+    # 'complete -C LINE': what fish offers for LINE, each 'candidate<TAB>description'
+    out = subprocess.run([FISH, "--no-config", "-c", f"source {path}; complete -C '{line}'"],
+                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert sorted(ln.split("\t")[0] for ln in out.splitlines()) == offered
+
+
+ZSH = shutil.which("zsh")
+# an interactive zsh on a pseudo-terminal (zsh/zpty), the script as _neuroedge on $fpath,
+# compinit, the line typed with a TAB and a newline; with no PATH the line then fails as
+# "command not found" (nothing runs), and the pty's output up to there holds what TAB put on
+# the line, among terminal escape sequences
+ZSH_DRIVER = r"""
+zmodload zsh/zpty
+zpty z "$3" -f -i
+zpty -w z "PATH=; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w z "$2"$'\t'
+zpty -r -m z out "*command not found*" && print -r -- "$out"
+"""
+ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.mark.skipif(ZSH is None, reason="no zsh on this machine")
+@pytest.mark.parametrize("line, completed", [
+    ("neuroedge sim", "neuroedge simulate "),
+    ("neuroedge simulate --profile a1", "--profile a100 "),
+    ("neuroedge profiles show loihi-p", "show loihi-pohoiki-beach "),
+    ("neuroedge compare run.h5 --profiles a100,jetson-t", "--profiles a100,jetson-tx1"),
+    ("neuroedge simulate --preset q", "--preset quick "),
+])
+def test_zsh_completes_from_the_parser(tmp_path, line, completed):
+    (tmp_path / "_neuroedge").write_text(script(build_parser(), "zsh"))
+    driver = tmp_path / "driver.zsh"
+    driver.write_text(ZSH_DRIVER)
+    out = subprocess.run([ZSH, "-f", str(driver), str(tmp_path), line, ZSH],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert completed in ESCAPE.sub("", out.stdout), out.stdout + out.stderr

@@ -16,7 +16,7 @@ NEXT_HINT := next: `. .venv/bin/activate` puts neuroedge on PATH (then `neuroedg
 # root; otherwise the exact apt-get line is printed and the tests that need them skip
 # (pytest -rs prints each skip's reason).
 DEBIAN_PACKAGES := dataset-fashion-mnist gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm \
-	chromium
+	chromium zsh fish
 # Debian's python3 makes no venv without this one (ensurepip lives in it); nothing runs
 # without .venv, so as another user make stops here with the apt-get line
 VENV_PACKAGE := python3-venv

@@ -121,7 +121,7 @@ def gpt_part(steps, variants=("none", "all")):
         cfg = CharGPTConfig(vocab=len(chars), tversky=variant)
         model = CharGPT(cfg, seed=0)
         t0 = time.perf_counter()
-        ppl, curve = train_lm(model, ids[:split], ids[split:], steps=steps, seed=0)
+        ppl, curve, _ = train_lm(model, ids[:split], ids[split:], steps=steps, seed=0)
         macs = inference_macs_per_char(model, ids[split:])
         name = {"none": "linear", "all": "tversky", "head": "tversky_head_only"}[variant]
         out[name] = {"val_ppl": ppl, "parameters": model.n_parameters,

@@ -1,5 +1,5 @@
 """The ``neuroedge`` command line: profiles, models, simulate, export, experiment, report,
-compare, validate.
+compare, validate (and estimate, measure, sweep, completion from their own modules).
 
 ``simulate`` and ``export`` run a registered method through ``models.runner`` (the one
 place that resolves the profile, checks the dataset and builds the config from a preset
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -39,6 +40,7 @@ from deploy.cli_args import (
     parse_seed,
     parse_width,
 )
+from deploy.cli_examples import add_examples
 from deploy.cli_output import (
     CommandOutput,
     check_outputs,
@@ -47,6 +49,7 @@ from deploy.cli_output import (
     print_report,
     progress_bar,
 )
+from deploy.completion import add_completion_parser
 from deploy.estimate_cli import add_estimate_parser
 from deploy.measure_cli import add_measure_parser
 from deploy.sweep_cli import add_sweep_parser
@@ -59,6 +62,13 @@ EXIT_BROKEN_PIPE = 141     # 128 + SIGPIPE: what a shell reports for `cat big | 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors as the one line every other neuroedge error is."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # '--input-shape -1,4' or '--dt -1e-3' is a (bad) value for the option to refuse
+        # with its own message, not an unknown option leaving --input-shape without one
+        # (argparse's own pattern takes only '-1' and '-.5'; sub-parsers are this class)
+        self._negative_number_matcher = re.compile(r"^-\.?\d[\d.,eE+-]*$")
 
     def error(self, message):
         self.exit(EXIT_ERROR, f"neuroedge: error: {message} (see '{self.prog} --help')\n")
@@ -287,13 +297,19 @@ def cmd_experiment(args) -> int:
 def cmd_validate(args) -> int:
     """Predicted against measured energy and latency for the published measurements."""
     from sim.validation import format_rows, heldout_factors, load_table, summarise, validate
-    only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
-    if only:
+    only = {s.strip() for s in args.only.split(",") if s.strip()} \
+        if args.only is not None else None
+    if only is not None:
         known = {m.id for m in load_table()}
+        if not only:   # '--only ,' or '--only ""' would otherwise run every row
+            raise NeuroedgeError(f"--only {args.only!r}: expected comma-separated row ids, "
+                                 "e.g. truenorth-rate-20hz; without --only every row runs")
         unknown = sorted(only - known)
         if unknown:
-            raise NeuroedgeError(f"--only {', '.join(unknown)}: no such validation row; rows "
-                                 f"are {', '.join(sorted(known))}")
+            hint = suggestion(unknown[0], known)
+            raise NeuroedgeError(f"--only {', '.join(unknown)}: no such validation row"
+                                 + (f"; {hint}" if hint else
+                                    f"; rows are {', '.join(sorted(known))}"))
     check_outputs({"--json": args.json}, force=args.force, inputs=())
     o = CommandOutput(args)
     rows = validate(only=only)
@@ -524,6 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_estimate_parser(sub)
     add_measure_parser(sub)
     add_sweep_parser(sub)
+    add_completion_parser(sub, root=parser)
+    add_examples(parser)   # 'examples:' at the end of every command's --help
     return parser
 
 

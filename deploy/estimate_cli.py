@@ -20,6 +20,7 @@ from pathlib import Path
 from deploy.cli_args import SEED_MAX, parse_positive, parse_positive_float, parse_seed
 from deploy.cli_output import STDOUT, finite
 from deploy.estimate_text import table
+from deploy.text_fit import output_width
 from hw_profiles.errors import NeuroedgeError
 from sim.errors import ModelError
 
@@ -286,7 +287,8 @@ def cmd_estimate(args) -> int:
     if not args.quiet:
         from deploy.formatting import printable
         # fields from files are escaped in the table; this pass catches any other
-        print(printable(table(est, all_layers=args.all, depth=args.depth), lines=True))
+        print(printable(table(est, all_layers=args.all, depth=args.depth,
+                              width=output_width()), lines=True))
         if args.json:
             print(f"json: {args.json}")
     return 0

@@ -7,11 +7,15 @@ from __future__ import annotations
 import math
 
 
-def table(est, all_layers: bool = False, depth: int | None = None) -> str:
+def table(est, all_layers: bool = False, depth: int | None = None,
+          width: int | None = None) -> str:
     """The energy table across devices, the skipped profiles with why, the notes, the
     NeuroBench metrics and the per-layer table (:mod:`deploy.layer_table`); the first line
     says when some op went uncounted (every figure then a lower bound). ``all_layers``:
-    every layer row, not the first 30; ``depth``: the module depth (default 3)."""
+    every layer row, not the first 30; ``depth``: the module depth (default 3); ``width``:
+    characters per line (tables that do not fit become one line per row, long lines are
+    folded at spaces: :mod:`deploy.text_fit`), None for no limit."""
+    from deploy import text_fit
     from deploy.formatting import format_energy, format_seconds, printable, significant
     rows = est.rows()
     train = est.train_samples > 0
@@ -35,11 +39,7 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
     if est.lower_bound:
         lines.insert(0, est.uncounted_line())
     if body:
-        widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
-        for row in [head] + body:
-            cells = zip(row, widths, strict=True)
-            lines.append("  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w)
-                                   for i, (c, w) in enumerate(cells)).rstrip())
+        lines += text_fit.table(head, body, width)
     else:
         lines.append("no profile could price this model")
     lines += error_lines(est.reports, getattr(est, "stacks_asked", {}))
@@ -48,7 +48,7 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
         lines += [f"  {printable(name)}: {printable(why)}" for name, why in est.skipped.items()]
     for note in getattr(est, "notes", ()):
         lines.append(f"note: {printable(note)}")
-    lines += _detail_lines(est, all_layers, depth)
+    lines += _detail_lines(est, all_layers, depth, width)
     kinds: dict[str, tuple] = {}
     for r in est.reports.values():
         kinds.setdefault(r.kind, (r.execution_model, r.excluded))
@@ -57,7 +57,7 @@ def table(est, all_layers: bool = False, depth: int | None = None) -> str:
             lines.append(f"execution model ({kind}): {model}")
         if excluded:
             lines.append(f"excludes ({kind}): {'; '.join(excluded)}")
-    return "\n".join(lines)
+    return "\n".join(text_fit.fold(lines, width))
 
 
 def error_lines(reports, asked=()) -> list[str]:
@@ -77,7 +77,8 @@ def error_lines(reports, asked=()) -> list[str]:
     return out
 
 
-def _detail_lines(est, all_layers: bool = False, depth: int | None = None) -> list[str]:
+def _detail_lines(est, all_layers: bool = False, depth: int | None = None,
+                  width: int | None = None) -> list[str]:
     """NeuroBench metrics of the inference and the per-layer table on the first profile:
     torchinfo's rows (:mod:`deploy.layer_table`) for a torch model, the report's layer
     rows for a NIR run."""
@@ -90,13 +91,17 @@ def _detail_lines(est, all_layers: bool = False, depth: int | None = None) -> li
         return []
     run = SimpleNamespace(ledger=est.ledgers[first])
     report = est.reports[first]
-    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 140))
-    out = [""] + terminal.neurobench_lines(run, report, width)
+    # with a width, rich lays the lines out unfolded and table() folds them with an indent
+    rich_width = 1000 if width else max(60, min(shutil.get_terminal_size((100, 24)).columns,
+                                                140))
+    out = [""] + terminal.neurobench_lines(run, report, rich_width)
     if est.modules:
         out += layer_table.render(est, first, layer_table.DEFAULT_DEPTH if depth is None
-                                  else depth, None if all_layers else layer_table.DEFAULT_ROWS)
+                                  else depth, None if all_layers else layer_table.DEFAULT_ROWS,
+                                  width=width)
     else:
-        layers = terminal.layer_lines(run, report, width, n=None if all_layers else 10)
+        layers = terminal.layer_lines(run, report, width or rich_width,
+                                      n=None if all_layers else 10)
         if layers:
             out += [f"on {first}:"] + layers
     return [ln.rstrip() for ln in out]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deploy import text_fit
 from deploy.formatting import format_bytes, format_energy, printable
 
 DEFAULT_DEPTH = 3
@@ -102,10 +103,11 @@ def _count(n: int) -> str:
 
 
 def render(est, profile: str | None = None, depth: int | None = DEFAULT_DEPTH,
-           max_rows: int | None = DEFAULT_ROWS) -> list[str]:
+           max_rows: int | None = DEFAULT_ROWS, width: int | None = None) -> list[str]:
     """The table as text lines (about 80 columns without a training step), its totals and
     sizes below; ``max_rows=None`` shows every row, else the first ``max_rows`` and a line
-    saying how many more (``--all``)."""
+    saying how many more (``--all``); a table wider than ``width`` is one line per layer
+    (:func:`deploy.text_fit.records`)."""
     if not est.reports or not est.modules:
         return []
     profile = profile or next(iter(est.reports))
@@ -138,19 +140,18 @@ def render(est, profile: str | None = None, depth: int | None = DEFAULT_DEPTH,
         total += [_count(_macs(ledger, est.train_scope)),
                   format_energy(report.energy_within(est.train_scope))]
     total.append(format_bytes(_leaf_output_bytes(est)))
-    widths = [max(len(row[i]) for row in [head, *shown, total]) for i in range(len(head))]
-    rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
     depth_text = "every depth" if depth is None else f"depth {depth}"
     out = [f"Layers on {profile} (batch of {est.inference_samples}; {depth_text}; "
-           "act. = output bytes)", rule, line(head), rule] + [line(c) for c in shown]
-    if len(body) > len(shown):
-        out.append(f"  ... {len(body) - len(shown)} more layers (--all)")
-    out += [rule, line(total), rule]
+           "act. = output bytes)"]
+    more = [f"  ... {len(body) - len(shown)} more layers (--all)"] if len(body) > len(shown) \
+        else []
+    lines = text_fit.aligned(head, [*shown, total])
+    if width is None or max(map(len, lines)) <= width:
+        rule = "-" * max(map(len, lines))
+        out += [rule, lines[0], rule, *lines[1:-1], *more, rule, lines[-1], rule]
+    else:   # one line per layer, the depth as its indent
+        out += text_fit.fold(text_fit.records(head, [*shown, total]), width)
+        out[-1:-1] = more
     out += _sizes(est, profile)
     return out
 

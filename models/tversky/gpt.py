@@ -9,7 +9,23 @@ one ``TverskyProjection(d, d)``, and the LM head becomes ``TverskyProjection(d, 
 prototypes = token embeddings; all Tversky layers share one bank (K, d). Attention's
 q/k/v/out projections stay linear. (Our parameter arithmetic reproduces the paper's
 saving this way: GPT-2's 12 MLP stacks hold 56.6M parameters, 12 d x d prototype
-matrices 7.1M.) The linear twin is nanoGPT-style: pre-LN blocks, GELU MLP, tied head.
+matrices 7.1M.) The baseline is nanoGPT-style: pre-LN blocks, GELU MLP, tied head.
+
+Issue 33: that baseline keeps each block's 4x MLP, so it compares the Tversky GPT with a
+network twice its size, not with linear layers. Two linear twins keep the Tversky GPT's
+architecture and swap only its Tversky projections:
+
+- ``bank_linear`` (the equal-parameter twin): every Tversky projection becomes the linear
+  map ``y = (x F^T)(Pi F^T)^T = x F^T F Pi^T`` with the *same parameter tensors* (shared
+  bank F (K, d), per-layer prototypes Pi (d, d), head prototypes tied to the token
+  embeddings): the Tversky product intersection without its membership masks and without
+  the distinctive-feature terms. It lacks only theta, alpha, beta: 3 (layers + 1) scalars.
+- ``linear``: every Tversky projection becomes a plain ``nn.Linear`` of the same shape (no
+  bias, as the Tversky layer has none) and the head the tied linear head: K d + 3 (layers
+  + 1) parameters fewer than the Tversky GPT (no bank).
+
+Both twins start like linear layers (signed, N(0, 1/d) bank so that F^T F ~ (K/d) I, the
+baseline's N(0, 1/d) embeddings), not with the Tversky GPT's non-negative initialisation.
 
 Corpus: any offline text; ``bench/tversky.py`` uses the license texts in
 ``/usr/share/common-licenses`` (Debian ``base-files``), see :func:`license_corpus`.
@@ -19,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -29,7 +46,9 @@ from models.tversky.layer import TverskyProjection
 from sim import seeds
 from sim.errors import ModelError
 
-VARIANTS = ("none", "head", "all")
+VARIANTS = ("none", "head", "all", "bank_linear", "linear")
+"""none: GELU MLP stacks + tied linear head; head: Tversky head only; all: Tversky MLP
+replacements + Tversky head, shared bank; bank_linear / linear: the two linear twins of all."""
 LICENSES = Path("/usr/share/common-licenses")
 
 
@@ -49,7 +68,7 @@ class CharGPTConfig:
     layers: int = 2
     heads: int = 4
     width: int = 64          # d
-    tversky: str = "none"    # "head": LM head only; "all": MLP stacks and LM head (shared bank)
+    tversky: str = "none"    # one of VARIANTS ("all": MLP stacks and LM head, shared bank)
     bank_size: int = 64      # K of the shared bank
     # bank U(0, bank_scale): the official U(0, 1) starts the tied head with logits of std
     # ~17, 0.125 with ~0.2 (too flat to learn from); 0.35 lies between
@@ -88,15 +107,43 @@ class Attention(nn.Module):
         return self.out(y)
 
 
+class BankLinear(nn.Module):
+    """The linear twin of a Tversky projection: ``y = (x F^T)(Pi F^T)^T`` (a linear map).
+
+    Same parameter tensors as ``TverskyProjection`` (a shared bank F (K, d) and prototypes
+    Pi (P, d), which may be tied); the similarity is the dot product in the bank's feature
+    space instead of Tversky's contrast of masked common and distinctive features.
+    """
+
+    def __init__(self, in_features: int, out_features: int, *, feature_bank: nn.Parameter,
+                 prototypes: nn.Parameter | None = None):
+        super().__init__()
+        self.feature_bank = feature_bank
+        if prototypes is None:   # nn.Linear's default scale, U(-1/sqrt(d), 1/sqrt(d))
+            bound = in_features ** -0.5
+            prototypes = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound,
+                                                                                        bound))
+        self.prototypes = prototypes
+        self.in_features, self.out_features = in_features, out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x @ self.feature_bank.T) @ (self.prototypes @ self.feature_bank.T).T
+
+
 class Block(nn.Module):
     def __init__(self, cfg: CharGPTConfig, bank: nn.Parameter | None):
         super().__init__()
         d = cfg.width
         self.ln1, self.attn, self.ln2 = nn.LayerNorm(d), Attention(cfg), nn.LayerNorm(d)
-        if bank is None:
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-        else:  # the whole fully connected stack becomes one Tversky projection d -> d
+        # "all" and its twins: the whole fully connected stack becomes one d -> d projection
+        if cfg.tversky == "all":
             self.mlp = TverskyProjection(d, d, feature_bank=bank, init_scale=d ** -0.5)
+        elif cfg.tversky == "bank_linear":
+            self.mlp = BankLinear(d, d, feature_bank=bank)
+        elif cfg.tversky == "linear":
+            self.mlp = nn.Linear(d, d, bias=False)
+        else:
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -115,21 +162,27 @@ class CharGPT(nn.Module):
             self.pos = nn.Embedding(cfg.block, d)
             for emb in (self.tok, self.pos):  # N(0, 1/d): unit-variance tied-head logits
                 nn.init.normal_(emb.weight, std=d ** -0.5)
-            if cfg.tversky != "none":
+            if cfg.tversky in ("head", "all"):
                 # The token embeddings are the head's prototypes: they start like the
                 # official prototypes, uniform and non-negative. Signed embeddings against a
                 # non-negative bank leave about half the vocabulary with no feature at all
                 # (e_v . f_k <= 0 for every k), and those tokens get no gradient.
                 nn.init.uniform_(self.tok.weight, 0.0, cfg.embed_scale)
-            self.bank = (nn.Parameter(cfg.bank_scale * torch.rand(cfg.bank_size, d))
-                         if cfg.tversky != "none" else None)
-            mlp_bank = self.bank if cfg.tversky == "all" else None
-            self.blocks = nn.ModuleList(Block(cfg, mlp_bank) for _ in range(cfg.layers))
+            self.bank = None
+            if cfg.tversky in ("head", "all"):   # non-negative, like the official U(0, 1)
+                self.bank = nn.Parameter(cfg.bank_scale * torch.rand(cfg.bank_size, d))
+            elif cfg.tversky == "bank_linear":   # signed: F^T F ~ (K / d) I at the start
+                self.bank = nn.Parameter(torch.randn(cfg.bank_size, d) * d ** -0.5)
+            self.blocks = nn.ModuleList(Block(cfg, self.bank) for _ in range(cfg.layers))
             self.ln = nn.LayerNorm(d)
-            if self.bank is not None:   # prototypes tied to the token embeddings, bank shared
+            # prototypes tied to the token embeddings, bank shared
+            if cfg.tversky in ("head", "all"):
                 self.head = TverskyProjection(d, cfg.vocab, feature_bank=self.bank,
                                               prototypes=self.tok.weight)
-            else:             # tied linear head, as GPT-2
+            elif cfg.tversky == "bank_linear":
+                self.head = BankLinear(d, cfg.vocab, feature_bank=self.bank,
+                                       prototypes=self.tok.weight)
+            else:             # tied linear head, as GPT-2 ("none" and "linear")
                 self.head = None
 
     def forward(self, idx):
@@ -153,12 +206,19 @@ def encode(text: str) -> tuple[torch.Tensor, list[str]]:
     return torch.tensor([lookup[c] for c in text], dtype=torch.int64), chars
 
 
+class LMRun(NamedTuple):
+    val_ppl: float                          # validation perplexity after the last step
+    train_loss: list[float]                 # the training loss of every step
+    val_curve: list[tuple[int, float]]      # (steps done, validation PPL) every eval_every
+
+
 def train_lm(model: CharGPT, train_ids, val_ids, *, steps: int, batch: int = 32, lr: float = 3e-3,
-             seed: int = 0, device=None, log_every: int = 0):
-    """AdamW with cosine decay on random windows; returns (validation PPL, loss curve).
+             seed: int = 0, device=None, log_every: int = 0, eval_every: int = 0) -> LMRun:
+    """AdamW with cosine decay on random windows.
 
     Validation: every non-overlapping window of the held-out text, mean cross-entropy per
-    character, ``PPL = exp(mean)``.
+    character, ``PPL = exp(mean)``; measured after the last step and, with ``eval_every``,
+    after every ``eval_every`` steps (and before the first: step 0).
     """
     t = model.cfg.block
     if len(train_ids) <= t + 1 or len(val_ids) <= t + 1:
@@ -169,7 +229,9 @@ def train_lm(model: CharGPT, train_ids, val_ids, *, steps: int, batch: int = 32,
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     gen = torch.Generator().manual_seed(seeds.child(seed, "windows"))
     offsets = torch.arange(t + 1)
-    curve = []
+    curve, val_curve = [], []
+    if eval_every:
+        val_curve.append((0, validation_ppl(model, val_ids, dev)))
     model.train()
     for step in range(steps):
         start = torch.randint(0, len(train_ids) - t - 1, (batch,), generator=gen)
@@ -185,7 +247,12 @@ def train_lm(model: CharGPT, train_ids, val_ids, *, steps: int, batch: int = 32,
         if log_every and (step + 1) % log_every == 0:
             print(f"  step {step + 1}/{steps} loss {sum(curve[-log_every:]) / log_every:.3f}",
                   flush=True)
-    return validation_ppl(model, val_ids, dev), curve
+        if eval_every and (step + 1) % eval_every == 0 and step + 1 < steps:
+            val_curve.append((step + 1, validation_ppl(model, val_ids, dev)))
+    final = validation_ppl(model, val_ids, dev)
+    if eval_every:
+        val_curve.append((steps, final))
+    return LMRun(final, curve, val_curve)
 
 
 @torch.no_grad()

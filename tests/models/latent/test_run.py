@@ -117,3 +117,20 @@ def test_energy_per_train_sample_is_every_training_block_over_its_env_steps(toy_
                    if s.startswith("train/") and s.endswith("/rollout")
                    and run.ledger.samples().get(s))
     assert 0 < rollouts < report.energy_within("train")
+
+
+@pytest.mark.slow
+def test_quick_preset_run_is_ready_and_counts_every_training_step(toy_gpu_path):
+    """The whole quick preset (masked pendulum, 3 seeds x latent / observation / random x 20
+    iterations; ~70 s CPU, 4 min at load 10): the warm-up ratio below 1 on every seed, and
+    LatEnt's model still below copying at the end of pre-training on >= 2 of 3 seeds
+    (measured 0.64 / 0.49 / 0.54). Training steps: 3 seeds x (2 warm-up batches + 2 learning
+    methods x 20 iterations) x 16 x 100 = 3 x 42 x 1600 = 201,600."""
+    from models import runner
+    run = runner.run("latent", profile=toy_gpu_path, preset="quick")
+    warm = run.traces["final_warmup_mse_ratio_per_seed"]
+    end = run.traces["final_end_mse_ratio_per_seed"]
+    latent = list(warm.columns).index("latent")
+    assert (warm.data[:, latent] < 1.0).all(), warm.data
+    assert (end.data[:, latent] < 1.0).sum() >= 2, end.data
+    assert run.metrics["train_steps"] == 201_600

@@ -198,4 +198,19 @@ def settle_rows(env: str, s: dict) -> list[str]:
         rows.append(f"| {env} | downstream success, LatEnt pre-trained > scratch | "
                     f"{np.mean(f['pretrained']):.3f} vs {np.mean(f['scratch']):.3f} | "
                     f"{t['wins']}/{t['n']} ({t['ties']} ties): {t['verdict']} |")
+    rows.append(f"| {env} | energy per training sample ({s.get('profile', '?')} profile) | "
+                f"{s['energy_per_train_sample_j'] * 1e3:.2f} mJ per environment step | "
+                f"{s['train_steps']:,.0f} training steps, every one counted |")
+    return rows
+
+
+def warmup_rows(res: dict) -> list[str]:
+    """The README rows of ``bench/latent_warmup.py``'s results: per environment and weights,
+    the held-out ratio's min..max over seeds at each checkpoint of the warm-up."""
+    rows = []
+    for env, by_weights in res["envs"].items():
+        for name, r in by_weights.items():
+            cells = " | ".join(f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(r["min"], r["max"],
+                                                                      strict=True))
+            rows.append(f"| {env} | {name} | {cells} |")
     return rows

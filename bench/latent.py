@@ -9,7 +9,7 @@ claim is a paired comparison over the same seeds, one-sided Wilcoxon signed-rank
 the sign test beside it. Spreads: standard deviation and min..max over seeds.
 
     nice -n 5 OMP_NUM_THREADS=1 .venv/bin/python bench/latent.py [--seeds 5]
-        [--iterations 20] [--finetune 20] [--warmup-steps 100]
+        [--iterations 20] [--finetune 20] [--warmup-steps 200]
         [--envs masked-pendulum,noisy-puck,four-rooms]
 
 Last line: ``RESULT {json}``.
@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--finetune", type=int, default=20)
     ap.add_argument("--envs", default="masked-pendulum,noisy-puck,four-rooms")
-    ap.add_argument("--warmup-steps", type=int, default=100)
+    ap.add_argument("--warmup-steps", type=int, default=200)   # the card's default
     ap.add_argument("--profile", default="a100")
     args = ap.parse_args()
     runs, out = {}, {"seeds": args.seeds, "iterations": args.iterations,

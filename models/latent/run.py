@@ -39,8 +39,9 @@ from models.latent.model import (
     rollout,
 )
 from models.registry import Outcome, Progress
+from models.shared.energy import counted_training
 from models.shared.training import seeded
-from sim import seeds
+from sim import phases, seeds
 from sim.errors import ModelError
 from sim.ledger import Ledger
 from sim.traces import Trace, bands, curve
@@ -132,6 +133,21 @@ def _finite(value: float, what: str, cfg, field: str, default: str) -> None:
                          f"({value}); use a smaller {field} (default {default})")
 
 
+def _phase(dev, phase: str, where: str):
+    """The ledger scope ``<phase>/<where>``. ``phase`` is ``train`` for every block that
+    trains (warm-up, rollouts that collect training data, rewards, PPO, latent-model
+    updates) and ``evaluate`` for those that only measure (held-out rollouts, the oracle
+    evaluation, the random policy's rollouts): the report's energy per training sample is
+    the energy under ``train`` over its samples, and only the training rollouts record
+    samples there (one per environment step collected), so the figure is joules per
+    environment step of training with every update's cost included."""
+    return dev.ledger.scope(f"{phase}/{where}" if where else phase)
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
 def _fresh(opt) -> str:
     """Part of a block's key: an optimiser's first step creates its state (more ops)."""
     return "fresh" if not opt.state else "warm"
@@ -142,32 +158,40 @@ def _shape_key(env, cfg) -> str:
             f":h{cfg.hidden}")
 
 
-def warm_up(env, model, mopt, cfg, rep: Replay, gen, seed: int) -> tuple[list[Batch], dict]:
+def warm_up(env, model, mopt, cfg, rep: Replay, gen, seed: int,
+            where: str = "") -> tuple[list[Batch], dict]:
     """Random-policy data pre-trains the latent model (Algorithm 1's warm-up); the held-out
-    next-observation MSE of the model against copying the last observation."""
+    next-observation MSE of the model against copying the last observation. Ledger scopes
+    ``train/<where>/warmup/{rollout,model}`` and ``evaluate/<where>/warmup``."""
     dev, key, steps = rep.dev, _shape_key(env, cfg), env.num_envs * env.horizon
     data = []
-    for i in range(cfg.warmup_batches):
-        with rep.count("warmup/rollout", f"random:{key}", samples=steps):
-            data.append(rollout(env, model, None, dev, gen, seeds.child(seed, "warmup", i)))
-    data = data[-cfg.model_buffer:]
-    for _ in range(cfg.warmup_steps):
-        with rep.count("warmup/model", f"{len(data)}:{_fresh(mopt)}:{key}",
-                       samples=steps * len(data)):
-            loss, _ = model_update(model, mopt, data, 1, cfg.alpha, cfg.beta)
-        _finite(loss, "the latent model's warm-up loss", cfg, "model_lr", "3e-3")
-    with rep.count("warmup/evaluate", f"mse:{key}"):
+    with _phase(dev, "train", _join(where, "warmup")):
+        for i in range(cfg.warmup_batches):
+            with rep.count("rollout", f"random:{key}", samples=steps):
+                data.append(rollout(env, model, None, dev, gen,
+                                    seeds.child(seed, "warmup", i)))
+        data = data[-cfg.model_buffer:]
+        for _ in range(cfg.warmup_steps):
+            with rep.count("model", f"{len(data)}:{_fresh(mopt)}:{key}"):
+                loss, _ = model_update(model, mopt, data, 1, cfg.alpha, cfg.beta)
+            _finite(loss, "the latent model's warm-up loss", cfg, "model_lr", "3e-3")
+    with _phase(dev, "evaluate", where), rep.count("warmup", f"mse:{key}", samples=steps):
         held = rollout(env, model, None, dev, gen, seeds.child(seed, "heldout"))
         mse, copy = next_obs_mse(model, held)
-    return data, {"model_mse": mse, "copy_last_mse": copy}
+    return data, {"model_mse": mse, "copy_last_mse": copy,
+                  "warmup_mse_ratio": mse / max(copy, 1e-12)}
 
 
 def pretrain(env, method: str, cfg, rep: Replay, seed: int, tick=None,
-             warm: dict | None = None) -> PretrainResult:
+             warm: dict | None = None, tag: str = "") -> PretrainResult:
     """Reward-free pre-training of ``method`` (one of :data:`METHODS`) on ``env``: warm-up,
     then ``cfg.iterations`` of rollout / reward / PPO, the latent model every
     ``cfg.model_every`` iterations (``cfg.model_steps`` Adam steps on the last
-    ``cfg.model_buffer`` batches). Ledger scopes under ``pretrain/<method>/``.
+    ``cfg.model_buffer`` batches). Ledger scopes ``train/<tag>/pretrain/<method>/{warmup/
+    rollout,warmup/model,rollout,reward,policy,model}`` and ``evaluate/<tag>/pretrain/
+    <method>/{warmup,final,model}`` (the random policy's rollouts under ``evaluate``: it
+    trains nothing). ``final["end_mse_ratio"]``: the latent model's held-out next-observation
+    error over copying the last observation at the end, on the final policy's rollout.
 
     ``warm``: a dict shared by the methods of one seed. The warm-up (random data, the
     model's pre-training) does not depend on the method, so the first method's warm-up is
@@ -184,88 +208,97 @@ def pretrain(env, method: str, cfg, rep: Replay, seed: int, tick=None,
     steps = env.num_envs * env.horizon
     zdim = {"observation": env.obs_dim, "state": env.oracle(env.state).shape[1]}.get(
         method, cfg.latent_dim)
-    with dev.ledger.scope(f"pretrain/{method}"):
-        extra, buffer = {}, []
+    where = _join(tag, "pretrain", method)
+    # the random policy learns nothing: its rollouts only measure (the evaluate phase)
+    collect = "evaluate" if method == "random" else "train"
+    extra, buffer = {}, []
+    if method != "random":
+        if warm is not None and "model" in warm:
+            model.load_state_dict(warm["model"])
+            mopt.load_state_dict(warm["opt"])
+            buffer, extra = list(warm["buffer"]), dict(warm["extra"])
+            gen.set_state(warm["gen"])
+        else:
+            buffer, extra = warm_up(env, model, mopt, cfg, rep, gen, seed, where)
+            if warm is not None:
+                warm.update(model=copy.deepcopy(model.state_dict()),
+                            opt=copy.deepcopy(mopt.state_dict()), buffer=list(buffer),
+                            extra=dict(extra), gen=gen.get_state())
+    batch = None
+    for it in range(cfg.iterations):
+        policy = None if method == "random" else ac
+        with _phase(dev, collect, where), rep.count(
+                "rollout", f"{'random' if policy is None else 'policy'}:{key}", samples=steps):
+            batch = rollout(env, model, policy, dev, gen, seeds.child(seed, "rollout", it))
+        ev = evaluate(env, batch)
+        # nan states come from nan actions: the policy (its log std) diverged
+        _finite(ev["state_entropy"], f"{method}'s policy (state entropy)", cfg, "policy_lr",
+                "1e-3")
+        loss = math.nan
         if method != "random":
-            if warm is not None and "model" in warm:
-                model.load_state_dict(warm["model"])
-                mopt.load_state_dict(warm["opt"])
-                buffer, extra = list(warm["buffer"]), dict(warm["extra"])
-                gen.set_state(warm["gen"])
-            else:
-                buffer, extra = warm_up(env, model, mopt, cfg, rep, gen, seed)
-                if warm is not None:
-                    warm.update(model=copy.deepcopy(model.state_dict()),
-                                opt=copy.deepcopy(mopt.state_dict()), buffer=list(buffer),
-                                extra=dict(extra), gen=gen.get_state())
-        batch = None
-        for it in range(cfg.iterations):
-            policy = None if method == "random" else ac
-            with rep.count("rollout", f"{'random' if policy is None else 'policy'}:{key}",
-                           samples=steps):
-                batch = rollout(env, model, policy, dev, gen,
-                                seeds.child(seed, "rollout", it))
-            ev = evaluate(env, batch)
-            # nan states come from nan actions: the policy (its log std) diverged
-            _finite(ev["state_entropy"], f"{method}'s policy (state entropy)", cfg, "policy_lr",
-                    "1e-3")
-            loss = math.nan
-            if method != "random":
-                with rep.count("reward", f"z{zdim}:{key}", samples=steps):
+            # the rollout's samples are the steps these blocks train on: none of their own
+            with _phase(dev, "train", where):
+                with rep.count("reward", f"z{zdim}:{key}"):
                     reward = _rewards(method, env, batch, cfg)
-                with rep.count("train/policy", f"ppo:{_fresh(popt)}:{key}",
-                               samples=steps * cfg.ppo_epochs):
+                with rep.count("policy", f"ppo:{_fresh(popt)}:{key}"):
                     ppo_update(ac, popt, batch, reward, cfg, gen)
                 buffer = (buffer + [batch])[-cfg.model_buffer:]
                 if (it + 1) % cfg.model_every == 0 and method != "state":
                     for _ in range(cfg.model_steps):
-                        with rep.count("train/model", f"{len(buffer)}:{_fresh(mopt)}:{key}",
-                                       samples=steps * len(buffer)):
+                        with rep.count("model", f"{len(buffer)}:{_fresh(mopt)}:{key}"):
                             loss, _ = model_update(model, mopt, buffer, 1, alpha, beta)
                         _finite(loss, "the latent model's loss", cfg, "model_lr", "3e-3")
-            for name in ("state_entropy", "coverage"):
-                curves[name].append(ev[name])
-            curves["model_loss"].append(loss)
-            if tick is not None:
-                tick()
-        with rep.count("evaluate", f"eval:{key}", samples=steps):
+        for name in ("state_entropy", "coverage"):
+            curves[name].append(ev[name])
+        curves["model_loss"].append(loss)
+        if tick is not None:
+            tick()
+    with _phase(dev, "evaluate", where):
+        with rep.count("final", f"eval:{key}", samples=steps):
             final = evaluate(env, batch, dev)
+        if method != "random":
+            # the model the rewards came from, on a held-out rollout of the final policy:
+            # does it still predict better than copying the last observation?
+            with rep.count("model", f"mse:{key}", samples=steps):
+                held = rollout(env, model, ac, dev, gen, seeds.child(seed, "heldout", "end"))
+                mse, copy_last = next_obs_mse(model, held)
+            final["end_mse_ratio"] = mse / max(copy_last, 1e-12)
     final.update(extra)
     return PretrainResult(method, curves, final, model, None if method == "random" else ac,
                           batch, extra)
 
 
 def finetune(env, cfg, rep: Replay, seed: int, init: PretrainResult | None,
-             tick=None) -> list[float]:
+             tick=None, tag: str = "") -> list[float]:
     """Downstream PPO on the environment's sparse reward for ``cfg.finetune_iterations``:
     from a pre-trained actor with a fresh critic (``init``), or from scratch (a fresh
     actor-critic, its latent model warmed up on random data as in pre-training). The latent
     model is frozen. Returns the per-iteration success rate (fraction of the N episodes
-    that reach the reward at least once)."""
+    that reach the reward at least once). Ledger scopes ``train/<tag>/finetune/{pretrained,
+    scratch}/...`` (scratch's warm-up there too: it is that run's training)."""
     dev, key = rep.dev, _shape_key(env, cfg)
     seed = seeds.child(seed, "finetune")   # fine-tuning draws its own streams below this one
     gen = torch.Generator().manual_seed(seeds.child(seed, "actions"))
-    tag = "pretrained" if init is not None else "scratch"
-    with dev.ledger.scope(f"finetune/{tag}"):
-        if init is None:
-            model, mopt, ac, _ = build(env, cfg, dev, seeds.child(seed, "init"))
-            warm_up(env, model, mopt, cfg, rep, gen, seed)
-        else:
-            model = init.model
-            ac = ActorCritic(cfg.latent_dim + env.obs_dim, env.act_dim, cfg.hidden)
-            ac.load_state_dict(init.ac.state_dict())
-            ac = dev.compile(ac)
-            ac.reset_critic(seeds.child(seed, "critic"))
-        popt = torch.optim.Adam(ac.parameters(), lr=cfg.policy_lr)
-        steps = env.num_envs * env.horizon
-        success = []
+    where = _join(tag, "finetune", "pretrained" if init is not None else "scratch")
+    if init is None:
+        model, mopt, ac, _ = build(env, cfg, dev, seeds.child(seed, "init"))
+        warm_up(env, model, mopt, cfg, rep, gen, seed, where)
+    else:
+        model = init.model
+        ac = ActorCritic(cfg.latent_dim + env.obs_dim, env.act_dim, cfg.hidden)
+        ac.load_state_dict(init.ac.state_dict())
+        ac = dev.compile(ac)
+        ac.reset_critic(seeds.child(seed, "critic"))
+    popt = torch.optim.Adam(ac.parameters(), lr=cfg.policy_lr)
+    steps = env.num_envs * env.horizon
+    success = []
+    with _phase(dev, "train", where):
         for it in range(cfg.finetune_iterations):
             with rep.count("rollout", f"policy:{key}", samples=steps):
                 batch = rollout(env, model, ac, dev, gen, seeds.child(seed, "rollout", it))
             success.append(float((batch.extrinsic.max(0) > 0).mean()))
             reward = dev.tensor(batch.extrinsic)
-            with rep.count("train/policy", f"ppo-sparse:{_fresh(popt)}:{key}",
-                           samples=steps * cfg.ppo_epochs):
+            with rep.count("policy", f"ppo-sparse:{_fresh(popt)}:{key}"):
                 stats = ppo_update(ac, popt, batch, reward, cfg, gen)
             _finite(stats["policy_loss"] + stats["value_loss"], "fine-tuning's PPO loss", cfg,
                     "policy_lr", "1e-3")
@@ -293,19 +326,18 @@ def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> O
     success: dict[str, list[list[float]]] = {"pretrained": [], "scratch": []}
     for s in seed_list:
         env = envs.make(env_name, cfg.num_envs, cfg.horizon, seed=seeds.child(s, "env"))
-        with device.ledger.scope(f"seed{s}"):
-            results, warm = {}, {}
-            for m in cfg.methods:
-                res = pretrain(env, m, cfg, rep, s, tick, warm)
-                results[m] = res
-                per[m].append(res.final)
-                curves[m].append(res.curves["state_entropy"])
-            if cfg.finetune_iterations:
-                init = results.get("latent")
-                if init is None:
-                    init = pretrain(env, "latent", cfg, rep, s, warm=warm)
-                success["pretrained"].append(finetune(env, cfg, rep, s, init, tick))
-                success["scratch"].append(finetune(env, cfg, rep, s, None, tick))
+        tag, results, warm = f"seed{s}", {}, {}
+        for m in cfg.methods:
+            res = pretrain(env, m, cfg, rep, s, tick, warm, tag)
+            results[m] = res
+            per[m].append(res.final)
+            curves[m].append(res.curves["state_entropy"])
+        if cfg.finetune_iterations:
+            init = results.get("latent")
+            if init is None:
+                init = pretrain(env, "latent", cfg, rep, s, warm=warm, tag=tag)
+            success["pretrained"].append(finetune(env, cfg, rep, s, init, tick, tag))
+            success["scratch"].append(finetune(env, cfg, rep, s, None, tick, tag))
 
     metrics: dict[str, float] = {"seeds": float(len(seed_list)),
                                  "env_steps": float(cfg.num_envs * cfg.horizon
@@ -326,6 +358,11 @@ def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> O
     if "latent" in per and "observation" in per:
         metrics["entropy_gain_vs_observation"] = (metrics["latent_state_entropy"]
                                                   - metrics["observation_state_entropy"])
+    # every training block is counted (Replay replays the counts of each repeat), so the
+    # energy per training sample covers all of training: joules per environment step
+    # collected for training, its rewards, PPO and latent-model updates included
+    n_train = phases.scope_samples(device.ledger.samples(), "train")
+    metrics.update(counted_training(device, "train", n_train, n_train))
     for tag, rows in success.items():
         if rows:
             # the last third of fine-tuning: where the policy has had time to learn
@@ -342,12 +379,14 @@ def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> O
         traces["finetune_success_over_seeds"] = bands(
             {tag: np.array(rows) for tag, rows in success.items()}, "1")
     # per-seed finals, one table per figure: the rows the paired tests compare
-    for key in per[cfg.methods[0]][0]:
+    keys = dict.fromkeys(k for m in cfg.methods for k in per[m][0])   # the random policy
+    for key in keys:                                                  # has no model ratios
         if key in ("model_mse", "copy_last_mse"):
             continue
         rows = [[s] + [per[m][i].get(key, np.nan) for m in cfg.methods]
                 for i, s in enumerate(seed_list)]
-        unit = "nats" if "entropy" in key else "1" if key == "coverage" else ""
+        unit = "nats" if "entropy" in key else "1" if key == "coverage" or "ratio" in key \
+            else ""
         traces[f"final_{key}_per_seed"] = Trace("table", np.array(rows, float), unit,
                                                 ("seed", *cfg.methods))
     if success["pretrained"]:

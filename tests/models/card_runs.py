@@ -21,7 +21,8 @@ SLOW = {               # measured 2026-12-01, load ~2: wall s (CPU s)
     "geo_inr_id": 16,  # 200 counted Adam steps, kNN/FisherS on 2000 x 256 (6 CPU s on one
                        # thread; 100 s wall with two torch threads at load ~9)
     "geb": 62,         # 5 seeds x 3 arms x 10 online iterations, counted (145 s at load ~11)
-    "latent": 53,      # 3 seeds x 3 methods x 20 PPO iterations (36 s CPU; 192 s at load ~10)
+    "latent": 236,     # 3 seeds x 3 methods x 20 PPO iterations after a 200-step warm-up
+                       # (66 s CPU; 236 s wall at load ~10)
     "apple": 17,       # 3 seeds x 3 policies x 12 rollouts, seed 0 counted (65 s at load ~8)
     "dave": 79,        # MAE, 2 Stage-2 copies, merge, generalist, 6 fresh decoders D (load ~5;
                        # 58 CPU s)

@@ -54,3 +54,18 @@ def test_quick_study_runs_every_claim(toy_gpu_path):
     # pendulum 3 (vs obs, obs vs random, vs no-regulariser), puck 3 + the trap 2, rooms 2 +
     # the fine-tune 1
     assert len(tests) == 11 and all(t["n"] == 5 for t in tests.values())
+
+
+def test_settling_verdicts_are_k_of_n_and_void_without_a_ready_model():
+    from models.latent.experiment import k_of_n, verdict
+    assert [k_of_n(n) for n in (3, 5, 10)] == [3, 4, 8]     # ceil(0.8 n)
+    t = {"n": 5, "wins": 4, "ties": 0, "mean_diff": 0.3}
+    assert verdict(t, True) == "holds" and verdict(t, False) == "void"
+    # 3 of 5: neither side reaches 4
+    assert verdict({**t, "wins": 3}, True) == "not separated"
+    # 1 win, 4 losses and a negative mean: the other way round
+    assert verdict({**t, "wins": 1, "mean_diff": -0.2}, True) == "reversed"
+    # 4 wins but a negative mean (one large loss): not a claim that holds
+    assert verdict({**t, "mean_diff": -0.1}, True) == "not separated"
+    # ties are not losses: 1 win, 4 ties
+    assert verdict({**t, "wins": 1, "ties": 4, "mean_diff": 0.01}, True) == "not separated"

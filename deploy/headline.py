@@ -8,6 +8,11 @@ pairs for the renderers, :func:`summary` as plain floats for ``--json``.
 Which scope is "inference" and which "training", and how many samples each processed, is
 the rule of :mod:`sim.phases` (one rule for the terminal, the HTML, ``--json`` and the
 NeuroBench metrics); energy and latency of a scope include its sub-scopes.
+
+Every energy and latency figure says how sure it is: an estimate or a bound
+(:func:`energy_bound`, :func:`latency_bound`), and the held-out error of the profile's kind
+and stack beside it (:func:`heldout_text`), from the shipped validation summary
+(``hw_profiles.validation.heldout_error``, attached by ``sim.pricing``).
 """
 from __future__ import annotations
 
@@ -53,6 +58,52 @@ def latency_within(report: EnergyReport, scope: str | None) -> float:
     if scope is None:
         return math.nan
     return sum(s for k, s in report.latency_s.items() if within(k, scope))
+
+
+# -- how sure a figure is ---------------------------------------------------------------------
+LOWER_BOUND = "lower bound"
+"""What a time model says where it builds a scope's time as a lower bound (the neuromorphic
+step model's ideal spread of ops counted outside the engine's steps,
+``sim.execution.neuromorphic``); an :data:`sim.energy_report.BOUNDS` value too."""
+
+
+def _lower_time(report: EnergyReport, scope: str) -> bool:
+    return LOWER_BOUND in report.time_model.get(scope, "")
+
+
+def latency_bound(report: EnergyReport, scope: str | None) -> str:
+    """What the latency of ``scope`` (sub-scopes included; None: the whole run) is: "lower
+    bound" where an op ran uncounted or the time of the scope or a sub-scope is built as a
+    lower bound, else the report's :attr:`~sim.energy_report.EnergyReport.bound`."""
+    lower = any(_lower_time(report, k) for k in report.time_model
+                if scope is None or within(k, scope))
+    return LOWER_BOUND if report.uncounted or lower else report.bound
+
+
+def energy_bound(report: EnergyReport, scope: str | None) -> str:
+    """What the energy of ``scope`` (sub-scopes included; None: the whole run) is: "lower
+    bound" where an op ran uncounted, or where static power was charged over a time that is
+    a lower bound (static energy is power x that time), else the report's bound."""
+    lower = any(c.category == "static" and c.energy_j > 0 and _lower_time(report, c.scope)
+                for c in report.charges if scope is None or within(c.scope, scope))
+    return LOWER_BOUND if report.uncounted or lower else report.bound
+
+
+def heldout_text(report: EnergyReport, quantity: str, source: bool = True) -> str:
+    """The held-out error of ``quantity`` ("energy" or "latency") for the profile's kind and
+    stack, e.g. ``"held-out energy error x36 median, x239 worst (gpu/all stacks, 4 rows)"``:
+    the factors ``neuroedge estimate`` prints too (``sim.pricing``); ``source=False`` leaves
+    out whose rows they are (the headline says it once, on its first figure)."""
+    from sim.pricing import error_factors, error_source
+    err = report.validation
+    factors = error_factors(err, quantity)
+    if factors is not None:
+        return (f"held-out {quantity} error {factors}"
+                + (f" ({error_source(err)})" if source else ""))
+    if err is not None:
+        return f"{quantity} error unknown: no held-out row of {error_source(err)} gives it"
+    return (f"{quantity} error unknown: no held-out {report.kind} measurement"
+            + (" is predicted yet" if source else ""))
 
 
 # -- metrics ----------------------------------------------------------------------------------
@@ -164,25 +215,27 @@ def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
     main = main_metric(run)
     if main is not None:
         rows.append((main, value_text(run.metrics[main], unit_of(run, main))))
-    rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile} "
-                 f"({first.bound}; dynamic {format_energy(first.dynamic_j)}, "
+    # idle power during kernel launches is its own part: the device does no work then
+    rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile}, "
+                 f"{energy_bound(first, None)}: dynamic {format_energy(first.dynamic_j)}, "
                  f"static {format_energy(first.static_j)}"
                  + (f", idle during launches {format_energy(first.launch_idle_j)}"
-                    if first.launch_idle_j else "") + ")"))
+                    if first.launch_idle_j else "")
+                 + f"; {heldout_text(first, 'energy')}"))
+    for label, scope, none in (("energy per inference", inf, "inference"),
+                               ("energy per train sample", train, "training")):
+        if scope is None:
+            rows.append((label, f"- (no {none} scope recorded samples)"))
+            continue
+        rows.append((label, f"{format_energy(per_sample_j(first, scope))}, "
+                     f"{energy_bound(first, scope)} ({scope}: "
+                     f"{_samples_text(scope_samples(first, scope))}); "
+                     f"{heldout_text(first, 'energy', source=False)}"))
+    lat = f"{format_seconds(first.total_latency_s)} whole run, {latency_bound(first, None)}"
     if inf is not None:
-        rows.append(("energy per inference", f"{format_energy(per_sample_j(first, inf))} "
-                     f"({inf}: {_samples_text(scope_samples(first, inf))})"))
-    else:
-        rows.append(("energy per inference", "- (no inference scope recorded samples)"))
-    if train is not None:
-        rows.append(("energy per train sample", f"{format_energy(per_sample_j(first, train))}"
-                     f" ({train}: {_samples_text(scope_samples(first, train))})"))
-    else:
-        rows.append(("energy per train sample", "- (no training scope recorded samples)"))
-    lat = format_seconds(first.total_latency_s) + " whole run"
-    if inf is not None:
-        lat += f"; {inf} {format_seconds(latency_within(first, inf))}"
-    rows.append(("latency", lat))
+        lat += (f"; {inf} {format_seconds(latency_within(first, inf))}, "
+                f"{latency_bound(first, inf)}")
+    rows.append(("latency", f"{lat}; {heldout_text(first, 'latency', source=False)}"))
     for r in reports[1:]:
         text = (f"{ratio_text(r.total_j, first.total_j)} the energy ({format_energy(r.total_j)}"
                 f"; latency {format_seconds(r.total_latency_s)}")
@@ -202,6 +255,10 @@ def profile_row(report: EnergyReport, first: EnergyReport) -> dict:
     """One profile's figures as plain floats (J, s; None where a figure does not exist)."""
     inf, train = inference_scope(first), train_scope(first)
     return {"profile": report.profile, "kind": report.kind, "bound": report.bound,
+            "total_bound": energy_bound(report, None),
+            "per_inference_bound": energy_bound(report, inf) if inf else None,
+            "per_train_sample_bound": energy_bound(report, train) if train else None,
+            "latency_bound": latency_bound(report, None),
             "total_j": _num(report.total_j), "dynamic_j": _num(report.dynamic_j),
             "launch_idle_j": _num(report.launch_idle_j),
             "static_j": _num(report.static_j), "latency_s": _num(report.total_latency_s),

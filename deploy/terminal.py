@@ -242,12 +242,13 @@ def op_lines(report: EnergyReport, width: int, n: int = TOP_ROWS) -> list[str]:
 def nature_lines(report: EnergyReport, width: int) -> list[str]:
     """What the figures are and what they leave out, as one paragraph (``--all``: the
     table of every exclusion and note, and the uncounted ops)."""
-    err = report.validation_error
     # the execution model by its name only (the text before its rules)
     model = report.execution_model.split(": ", 1)[0] or "execution model not recorded"
-    parts = [f"What these figures are: {report.bound} ({model}); validation error "
-             + (f"{100 * err:.0f}% median on held-out measurements" if err is not None
-                else "none (this device kind is not validated)")]
+    bound = hl.energy_bound(report, None)
+    parts = [f"What these figures are: {bound} ({model})"
+             + ("; where a scope's time is built as a lower bound, so is its static energy "
+                "(--all: the latency table's time model)" if bound == hl.LOWER_BOUND
+                and not report.uncounted else "")]
     if report.excluded or report.notes:
         parts.append(f"{len(report.excluded)} exclusion(s) and {len(report.notes)} note(s) "
                      "(--all lists them)")

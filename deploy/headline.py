@@ -197,19 +197,27 @@ def _samples_text(n: int) -> str:
     return f"{n:,} sample{'s' if n != 1 else ''}"
 
 
-def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
+def headline(run, reports: Sequence[EnergyReport], errors: bool = True
+             ) -> list[tuple[str, str]]:
     """(label, value text) of the figures a report leads with, in order: the main metric
-    with its unit, total energy on the first report's profile (dynamic and static), energy
-    per inference and per training sample (scopes as in the module docstring), latency,
-    then one row per further report: its total, its ratio to the first, per inference.
+    with its unit, total energy on the first report's profile (dynamic, static and idle
+    during launches), energy per inference and per training sample (scopes as in the module
+    docstring), latency, then one row per further report: its total, its ratio to the
+    first, per inference. Each energy and latency figure says whether it is an estimate or
+    a bound and, with ``errors``, the held-out error beside it (:func:`heldout_text`).
 
     Parameters
     ----------
     run : the run (``models.registry.RunResult``) whose ledger the reports priced
     reports : its pricings; the first is the reference (the run's own profile, or the first
         of ``compare --profiles``)
+    errors : False leaves the held-out errors out (the HTML's one-paragraph lead, with the
+        full table under it)
     """
     first = reports[0]
+
+    def error(quantity: str, source: bool = False) -> str:
+        return f"; {heldout_text(first, quantity, source)}" if errors else ""
     inf, train = inference_scope(first), train_scope(first)
     rows: list[tuple[str, str]] = []
     main = main_metric(run)
@@ -221,7 +229,7 @@ def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
                  f"static {format_energy(first.static_j)}"
                  + (f", idle during launches {format_energy(first.launch_idle_j)}"
                     if first.launch_idle_j else "")
-                 + f"; {heldout_text(first, 'energy')}"))
+                 + error("energy", source=True)))
     for label, scope, none in (("energy per inference", inf, "inference"),
                                ("energy per train sample", train, "training")):
         if scope is None:
@@ -229,13 +237,12 @@ def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
             continue
         rows.append((label, f"{format_energy(per_sample_j(first, scope))}, "
                      f"{energy_bound(first, scope)} ({scope}: "
-                     f"{_samples_text(scope_samples(first, scope))}); "
-                     f"{heldout_text(first, 'energy', source=False)}"))
+                     f"{_samples_text(scope_samples(first, scope))})" + error("energy")))
     lat = f"{format_seconds(first.total_latency_s)} whole run, {latency_bound(first, None)}"
     if inf is not None:
         lat += (f"; {inf} {format_seconds(latency_within(first, inf))}, "
                 f"{latency_bound(first, inf)}")
-    rows.append(("latency", f"{lat}; {heldout_text(first, 'latency', source=False)}"))
+    rows.append(("latency", lat + error("latency")))
     for r in reports[1:]:
         text = (f"{ratio_text(r.total_j, first.total_j)} the energy ({format_energy(r.total_j)}"
                 f"; latency {format_seconds(r.total_latency_s)}")

@@ -298,7 +298,8 @@ def neurobench_rows(run: RunResult, report: EnergyReport) -> list[tuple[str, str
 # -- sections of the document -----------------------------------------------------------------
 def headline_section(run: RunResult, reports: list[EnergyReport]) -> str:
     rows = headline(run, reports)
-    lead = "; ".join(f"{k}: {v}" for k, v in rows[:5])
+    # the lead: the figures with their bound; the table under it adds the held-out errors
+    lead = "; ".join(f"{k}: {v}" for k, v in headline(run, reports, errors=False)[:5])
     return (f"<section id=headline><h2>The answer</h2><p class=lead>{_e(lead)}.</p>"
             + html_table(("figure", "value"), rows, numeric=False, csv="headline")
             + "</section>")

@@ -10,7 +10,7 @@ the rule of :mod:`sim.phases` (one rule for the terminal, the HTML, ``--json`` a
 NeuroBench metrics); energy and latency of a scope include its sub-scopes.
 
 Every energy and latency figure says how sure it is: an estimate or a bound
-(:func:`energy_bound`, :func:`latency_bound`), and the held-out error of the profile's kind
+(``EnergyReport.energy_bound``, ``latency_bound``), and the held-out error of the profile's kind
 and stack beside it (:func:`heldout_text`), from the shipped validation summary
 (``hw_profiles.validation.heldout_error``, attached by ``sim.pricing``).
 """
@@ -61,34 +61,6 @@ def latency_within(report: EnergyReport, scope: str | None) -> float:
 
 
 # -- how sure a figure is ---------------------------------------------------------------------
-LOWER_BOUND = "lower bound"
-"""What a time model says where it builds a scope's time as a lower bound (the neuromorphic
-step model's ideal spread of ops counted outside the engine's steps,
-``sim.execution.neuromorphic``); an :data:`sim.energy_report.BOUNDS` value too."""
-
-
-def _lower_time(report: EnergyReport, scope: str) -> bool:
-    return LOWER_BOUND in report.time_model.get(scope, "")
-
-
-def latency_bound(report: EnergyReport, scope: str | None) -> str:
-    """What the latency of ``scope`` (sub-scopes included; None: the whole run) is: "lower
-    bound" where an op ran uncounted or the time of the scope or a sub-scope is built as a
-    lower bound, else the report's :attr:`~sim.energy_report.EnergyReport.bound`."""
-    lower = any(_lower_time(report, k) for k in report.time_model
-                if scope is None or within(k, scope))
-    return LOWER_BOUND if report.uncounted or lower else report.bound
-
-
-def energy_bound(report: EnergyReport, scope: str | None) -> str:
-    """What the energy of ``scope`` (sub-scopes included; None: the whole run) is: "lower
-    bound" where an op ran uncounted, or where static power was charged over a time that is
-    a lower bound (static energy is power x that time), else the report's bound."""
-    lower = any(c.category == "static" and c.energy_j > 0 and _lower_time(report, c.scope)
-                for c in report.charges if scope is None or within(c.scope, scope))
-    return LOWER_BOUND if report.uncounted or lower else report.bound
-
-
 def heldout_text(report: EnergyReport, quantity: str, source: bool = True) -> str:
     """The held-out error of ``quantity`` ("energy" or "latency") for the profile's kind and
     stack, e.g. ``"held-out energy error x36 median, x239 worst (gpu/all stacks, 4 rows)"``:
@@ -225,7 +197,7 @@ def headline(run, reports: Sequence[EnergyReport], errors: bool = True
         rows.append((main, value_text(run.metrics[main], unit_of(run, main))))
     # idle power during kernel launches is its own part: the device does no work then
     rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile}, "
-                 f"{energy_bound(first, None)}: dynamic {format_energy(first.dynamic_j)}, "
+                 f"{first.energy_bound(None)}: dynamic {format_energy(first.dynamic_j)}, "
                  f"static {format_energy(first.static_j)}"
                  + (f", idle during launches {format_energy(first.launch_idle_j)}"
                     if first.launch_idle_j else "")
@@ -236,12 +208,12 @@ def headline(run, reports: Sequence[EnergyReport], errors: bool = True
             rows.append((label, f"- (no {none} scope recorded samples)"))
             continue
         rows.append((label, f"{format_energy(per_sample_j(first, scope))}, "
-                     f"{energy_bound(first, scope)} ({scope}: "
+                     f"{first.energy_bound(scope)} ({scope}: "
                      f"{_samples_text(scope_samples(first, scope))})" + error("energy")))
-    lat = f"{format_seconds(first.total_latency_s)} whole run, {latency_bound(first, None)}"
+    lat = f"{format_seconds(first.total_latency_s)} whole run, {first.latency_bound(None)}"
     if inf is not None:
         lat += (f"; {inf} {format_seconds(latency_within(first, inf))}, "
-                f"{latency_bound(first, inf)}")
+                f"{first.latency_bound(inf)}")
     rows.append(("latency", lat + error("latency")))
     for r in reports[1:]:
         text = (f"{ratio_text(r.total_j, first.total_j)} the energy ({format_energy(r.total_j)}"
@@ -262,10 +234,10 @@ def profile_row(report: EnergyReport, first: EnergyReport) -> dict:
     """One profile's figures as plain floats (J, s; None where a figure does not exist)."""
     inf, train = inference_scope(first), train_scope(first)
     return {"profile": report.profile, "kind": report.kind, "bound": report.bound,
-            "total_bound": energy_bound(report, None),
-            "per_inference_bound": energy_bound(report, inf) if inf else None,
-            "per_train_sample_bound": energy_bound(report, train) if train else None,
-            "latency_bound": latency_bound(report, None),
+            "total_bound": report.energy_bound(),
+            "per_inference_bound": report.energy_bound(inf) if inf else None,
+            "per_train_sample_bound": report.energy_bound(train) if train else None,
+            "latency_bound": report.latency_bound(),
             "total_j": _num(report.total_j), "dynamic_j": _num(report.dynamic_j),
             "launch_idle_j": _num(report.launch_idle_j),
             "static_j": _num(report.static_j), "latency_s": _num(report.total_latency_s),

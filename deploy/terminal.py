@@ -31,6 +31,7 @@ from deploy import headline as hl
 from deploy.formatting import (
     comparison_cells,
     energy_breakdown,
+    figures_are,
     format_bytes,
     format_energy,
     format_seconds,
@@ -244,11 +245,7 @@ def nature_lines(report: EnergyReport, width: int) -> list[str]:
     table of every exclusion and note, and the uncounted ops)."""
     # the execution model by its name only (the text before its rules)
     model = report.execution_model.split(": ", 1)[0] or "execution model not recorded"
-    bound = hl.energy_bound(report, None)
-    parts = [f"What these figures are: {bound} ({model})"
-             + ("; where a scope's time is built as a lower bound, so is its static energy "
-                "(--all: the latency table's time model)" if bound == hl.LOWER_BOUND
-                and not report.uncounted else "")]
+    parts = [f"What these figures are: {figures_are(report)} ({model})"]
     if report.excluded or report.notes:
         parts.append(f"{len(report.excluded)} exclusion(s) and {len(report.notes)} note(s) "
                      "(--all lists them)")

@@ -53,7 +53,7 @@ def test_time_built_as_a_lower_bound_makes_energy_and_latency_lower_bounds():
     led.add_samples(4, scope="infer")
     report = price(led, hw_profiles.load("loihi2"))
     assert report.bound == "estimate"           # what the execution model says of itself
-    assert hl.latency_bound(report, "infer") == hl.energy_bound(report, "infer") == "lower bound"
+    assert report.latency_bound("infer") == report.energy_bound("infer") == "lower bound"
     rows = dict(hl.headline(NO_METRICS, [report]))
     # 1000 synop x 6.84 pJ = 6.84 nJ; + static 0.0539 W x 3.03 ns = 163 pJ -> 7.01 nJ / 4
     assert rows["energy per inference"].startswith("1.75 nJ, lower bound (infer: 4 samples)")
@@ -73,8 +73,8 @@ def test_no_static_energy_over_a_lower_bound_time_leaves_the_energy_an_estimate(
     report = price(led, hw_profiles.load("loihi2"))
     no_static = replace(report, charges=tuple(c for c in report.charges
                                               if c.category != "static"))
-    assert hl.latency_bound(no_static, "infer") == "lower bound"
-    assert hl.energy_bound(no_static, "infer") == "estimate"
+    assert no_static.latency_bound("infer") == "lower bound"
+    assert no_static.energy_bound("infer") == "estimate"
 
 
 def test_idle_during_launches_is_never_dynamic(toy_gpu_text):

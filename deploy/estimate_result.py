@@ -132,7 +132,7 @@ class Estimate:
             out.append({"profile": name, "kind": r.kind, "total_j": float(r.total_j),
                         "per_inference_j": self.per_inference_j(name),
                         "per_train_sample_j": self.per_train_sample_j(name),
-                        "latency_s": float(r.total_latency_s), "bound": r.bound,
+                        "latency_s": float(r.total_latency_s), "bound": r.energy_bound(),
                         "stack": r.stack, "stack_asked": name in self.stacks_asked,
                         "vs_first": float(r.total_j / first.total_j)
                         if first is not None and first.total_j > 0 else math.nan})

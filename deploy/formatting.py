@@ -219,10 +219,21 @@ def report_tables(report: EnergyReport) -> dict[str, tuple[tuple[str, ...], list
     }
 
 
+def figures_are(report: EnergyReport) -> str:
+    """What the report's figures are, in words: its bound, or "lower bound" and why where
+    an op ran uncounted or a time was built as a lower bound (``EnergyReport.energy_bound``)."""
+    if report.uncounted:
+        return "lower bound (ops ran uncounted)"
+    if report.energy_bound() != report.bound or report.latency_bound() != report.bound:
+        return ("lower bound where a scope's time is one (the latency table's time model), "
+                f"and so its static energy; {report.bound} elsewhere")
+    return report.bound
+
+
 def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
     """What the figures are: bound or estimate, model, validation, exclusions, decisions."""
     err = report.validation_error
-    rows = [("figures are", report.bound),
+    rows = [("figures are", figures_are(report)),
             ("execution model", report.execution_model or "(not recorded)"),
             ("validation error of this device kind",
              f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "

@@ -8,6 +8,11 @@ pairs for the renderers, :func:`summary` as plain floats for ``--json``.
 Which scope is "inference" and which "training", and how many samples each processed, is
 the rule of :mod:`sim.phases` (one rule for the terminal, the HTML, ``--json`` and the
 NeuroBench metrics); energy and latency of a scope include its sub-scopes.
+
+Every energy and latency figure says how sure it is: an estimate or a bound
+(``EnergyReport.energy_bound``, ``latency_bound``), and the held-out error of the profile's kind
+and stack beside it (:func:`heldout_text`), from the shipped validation summary
+(``hw_profiles.validation.heldout_error``, attached by ``sim.pricing``).
 """
 from __future__ import annotations
 
@@ -53,6 +58,24 @@ def latency_within(report: EnergyReport, scope: str | None) -> float:
     if scope is None:
         return math.nan
     return sum(s for k, s in report.latency_s.items() if within(k, scope))
+
+
+# -- how sure a figure is ---------------------------------------------------------------------
+def heldout_text(report: EnergyReport, quantity: str, source: bool = True) -> str:
+    """The held-out error of ``quantity`` ("energy" or "latency") for the profile's kind and
+    stack, e.g. ``"held-out energy error x36 median, x239 worst (gpu/all stacks, 4 rows)"``:
+    the factors ``neuroedge estimate`` prints too (``sim.pricing``); ``source=False`` leaves
+    out whose rows they are (the headline says it once, on its first figure)."""
+    from sim.pricing import error_factors, error_source
+    err = report.validation
+    factors = error_factors(err, quantity)
+    if factors is not None:
+        return (f"held-out {quantity} error {factors}"
+                + (f" ({error_source(err)})" if source else ""))
+    if err is not None:
+        return f"{quantity} error unknown: no held-out row of {error_source(err)} gives it"
+    return (f"{quantity} error unknown: no held-out {report.kind} measurement"
+            + (" is predicted yet" if source else ""))
 
 
 # -- metrics ----------------------------------------------------------------------------------
@@ -146,43 +169,52 @@ def _samples_text(n: int) -> str:
     return f"{n:,} sample{'s' if n != 1 else ''}"
 
 
-def headline(run, reports: Sequence[EnergyReport]) -> list[tuple[str, str]]:
+def headline(run, reports: Sequence[EnergyReport], errors: bool = True
+             ) -> list[tuple[str, str]]:
     """(label, value text) of the figures a report leads with, in order: the main metric
-    with its unit, total energy on the first report's profile (dynamic and static), energy
-    per inference and per training sample (scopes as in the module docstring), latency,
-    then one row per further report: its total, its ratio to the first, per inference.
+    with its unit, total energy on the first report's profile (dynamic, static and idle
+    during launches), energy per inference and per training sample (scopes as in the module
+    docstring), latency, then one row per further report: its total, its ratio to the
+    first, per inference. Each energy and latency figure says whether it is an estimate or
+    a bound and, with ``errors``, the held-out error beside it (:func:`heldout_text`).
 
     Parameters
     ----------
     run : the run (``models.registry.RunResult``) whose ledger the reports priced
     reports : its pricings; the first is the reference (the run's own profile, or the first
         of ``compare --profiles``)
+    errors : False leaves the held-out errors out (the HTML's one-paragraph lead, with the
+        full table under it)
     """
     first = reports[0]
+
+    def error(quantity: str, source: bool = False) -> str:
+        return f"; {heldout_text(first, quantity, source)}" if errors else ""
     inf, train = inference_scope(first), train_scope(first)
     rows: list[tuple[str, str]] = []
     main = main_metric(run)
     if main is not None:
         rows.append((main, value_text(run.metrics[main], unit_of(run, main))))
-    rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile} "
-                 f"({first.bound}; dynamic {format_energy(first.dynamic_j)}, "
+    # idle power during kernel launches is its own part: the device does no work then
+    rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile}, "
+                 f"{first.energy_bound(None)}: dynamic {format_energy(first.dynamic_j)}, "
                  f"static {format_energy(first.static_j)}"
                  + (f", idle during launches {format_energy(first.launch_idle_j)}"
-                    if first.launch_idle_j else "") + ")"))
+                    if first.launch_idle_j else "")
+                 + error("energy", source=True)))
+    for label, scope, none in (("energy per inference", inf, "inference"),
+                               ("energy per train sample", train, "training")):
+        if scope is None:
+            rows.append((label, f"- (no {none} scope recorded samples)"))
+            continue
+        rows.append((label, f"{format_energy(per_sample_j(first, scope))}, "
+                     f"{first.energy_bound(scope)} ({scope}: "
+                     f"{_samples_text(scope_samples(first, scope))})" + error("energy")))
+    lat = f"{format_seconds(first.total_latency_s)} whole run, {first.latency_bound(None)}"
     if inf is not None:
-        rows.append(("energy per inference", f"{format_energy(per_sample_j(first, inf))} "
-                     f"({inf}: {_samples_text(scope_samples(first, inf))})"))
-    else:
-        rows.append(("energy per inference", "- (no inference scope recorded samples)"))
-    if train is not None:
-        rows.append(("energy per train sample", f"{format_energy(per_sample_j(first, train))}"
-                     f" ({train}: {_samples_text(scope_samples(first, train))})"))
-    else:
-        rows.append(("energy per train sample", "- (no training scope recorded samples)"))
-    lat = format_seconds(first.total_latency_s) + " whole run"
-    if inf is not None:
-        lat += f"; {inf} {format_seconds(latency_within(first, inf))}"
-    rows.append(("latency", lat))
+        lat += (f"; {inf} {format_seconds(latency_within(first, inf))}, "
+                f"{first.latency_bound(inf)}")
+    rows.append(("latency", lat + error("latency")))
     for r in reports[1:]:
         text = (f"{ratio_text(r.total_j, first.total_j)} the energy ({format_energy(r.total_j)}"
                 f"; latency {format_seconds(r.total_latency_s)}")
@@ -202,6 +234,10 @@ def profile_row(report: EnergyReport, first: EnergyReport) -> dict:
     """One profile's figures as plain floats (J, s; None where a figure does not exist)."""
     inf, train = inference_scope(first), train_scope(first)
     return {"profile": report.profile, "kind": report.kind, "bound": report.bound,
+            "total_bound": report.energy_bound(),
+            "per_inference_bound": report.energy_bound(inf) if inf else None,
+            "per_train_sample_bound": report.energy_bound(train) if train else None,
+            "latency_bound": report.latency_bound(),
             "total_j": _num(report.total_j), "dynamic_j": _num(report.dynamic_j),
             "launch_idle_j": _num(report.launch_idle_j),
             "static_j": _num(report.static_j), "latency_s": _num(report.total_latency_s),

@@ -316,24 +316,29 @@ def plot_rate_histogram(rates_hz: np.ndarray, title: str) -> Figure:
 
 
 @_plain_labels
-def plot_epoch_energy(per_epoch_j: np.ndarray, curve_name: str = "",
+def plot_epoch_energy(bars_j: np.ndarray, curve_name: str = "",
                       curve: np.ndarray | None = None, curve_unit: str = "",
-                      title: str = "Training energy per epoch") -> Figure:
-    """Bars of the training energy of each epoch (J, scaled to a readable unit) and, when a
+                      title: str = "Training energy per epoch",
+                      labels: Sequence[str] | None = None) -> Figure:
+    """Bars of the training energy (J, scaled to a readable unit), one per entry of
+    ``bars_j`` labelled by ``labels`` (default 1, 2, ...: one per epoch) and, when a
     per-epoch curve of the same length is given (a loss), that curve on a second axis."""
-    per_epoch = np.asarray(per_epoch_j, dtype=float)
-    scale, unit = _scale(per_epoch)
-    epochs = np.arange(1, per_epoch.size + 1)
+    bars = np.asarray(bars_j, dtype=float)
+    scale, unit = _scale(bars)
+    x = np.arange(1, bars.size + 1)
     fig = Figure(figsize=(7.0, 3.2), layout="constrained")
     ax = fig.add_subplot()
-    ax.bar(epochs, per_epoch / scale, color="#4C72B0", alpha=0.8,
-           label="energy of the epoch")
-    ax.set_xlabel("epoch")
+    ax.bar(x, bars / scale, color="#4C72B0", alpha=0.8, label="energy of the epoch",
+           width=0.8 if bars.size > 1 else 0.4)
+    ax.set_xlabel("epoch" if labels is None or bars.size > 1 else "epochs")
     ax.set_ylabel(f"estimated energy ({unit})")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if curve is not None and np.asarray(curve).size == per_epoch.size:
+    if labels is not None:
+        ax.set_xticks(x, list(labels))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if curve is not None and np.asarray(curve).size == bars.size:
         twin = ax.twinx()
-        twin.plot(epochs, np.asarray(curve, dtype=float), color="#C44E52", marker="o",
+        twin.plot(x, np.asarray(curve, dtype=float), color="#C44E52", marker="o",
                   markersize=3)
         twin.set_ylabel(_with_unit(curve_name, curve_unit), color="#C44E52")
     ax.set_title(title, fontsize=10)

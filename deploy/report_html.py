@@ -189,8 +189,15 @@ def layer_csv(row) -> tuple:
 # -- per-epoch energy -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class EpochEnergy:
+    """The training energy as the ledger counted it: ``bars_j`` holds one bar per epoch
+    where each epoch was counted in its own scope (``labels`` "1", "2", ...), else one bar,
+    the total of all ``epochs`` (label ``"1-N"``): an epoch's share of a total counted once
+    is not a measurement, so it is not drawn as one."""
     scope: str
-    per_epoch_j: np.ndarray
+    bars_j: np.ndarray
+    labels: tuple[str, ...]
+    epochs: int
+    per_epoch: bool          # True: one scope per epoch, one bar each
     curve_name: str
     curve: np.ndarray | None
     curve_unit: str
@@ -201,15 +208,16 @@ _EPOCH = re.compile(r"epoch_?(\d+)$")
 
 
 def epoch_energy(run: RunResult, report: EnergyReport) -> EpochEnergy | None:
-    """Energy of each training epoch, or None for a run without training epochs.
+    """The training energy per epoch where it was counted per epoch, else its total; None
+    for a run without training epochs.
 
     Where the training scope has one sub-scope per epoch (``train/epoch1``, ``train/epoch_2``
-    ...), each epoch is its own scope's energy. The models' training today records every
-    epoch into the one training scope (``device.count("train")`` once per epoch), so the
-    ledger holds only the sum: each epoch is then shown as that sum over the epoch count
-    (``config["epochs"]``), exact where an epoch's ops do not depend on the data (a dense
-    network) and the mean otherwise. The epoch's curve (the first ``train_*`` curve trace
-    with one entry per epoch, else the first such curve) is drawn beside it.
+    ...), each epoch is its own scope's energy, one bar each, with the epoch's curve (the
+    first ``train_*`` curve trace with one entry per epoch, else the first such curve)
+    beside it. The models' training today records every epoch into the one training scope
+    (``device.count("train")`` once per epoch), so the ledger holds only the sum: then one
+    bar, the total of the ``config["epochs"]`` epochs, and a sentence saying why (the total
+    over the epoch count would draw identical bars that no count supports).
     """
     scope = train_scope(report)
     if scope is None:
@@ -221,25 +229,27 @@ def epoch_energy(run: RunResult, report: EnergyReport) -> EpochEnergy | None:
             children[int(_EPOCH.match(last)[1])] = s
     total = report.energy_within(scope)
     if children:
-        per_epoch = np.array([report.energy_within(children[k]) for k in sorted(children)])
+        bars = np.array([report.energy_within(children[k]) for k in sorted(children)])
+        curves = [(k, t) for k, t in run.traces.items()
+                  if t.kind == "curve" and t.data.size == bars.size]
+        name, trace = next(((k, t) for k, t in curves if k.startswith("train")),
+                           curves[0] if curves else ("", None))
         note = (f"Each epoch is its own scope under {scope!r} ({len(children)} epochs, "
                 f"{format_energy(total)} in all).")
-    else:
-        epochs = run.config.get("epochs")
-        if (isinstance(epochs, bool) or not isinstance(epochs, int)
-                or not 1 <= epochs <= MAX_EPOCH_BARS):
-            return None
-        per_epoch = np.full(epochs, total / epochs)
-        note = (f"The ledger records all {epochs} epochs in one scope ({scope!r}, "
-                f"{format_energy(total)}): each epoch is shown as "
-                f"{format_energy(total / epochs)}, the total over the epoch count (exact when "
-                "an epoch's ops do not depend on the data, the mean otherwise).")
-    curves = [(k, t) for k, t in run.traces.items()
-              if t.kind == "curve" and t.data.size == per_epoch.size]
-    name, trace = next(((k, t) for k, t in curves if k.startswith("train")),
-                       curves[0] if curves else ("", None))
-    return EpochEnergy(scope, per_epoch, name, None if trace is None else trace.data,
-                       "" if trace is None else trace.unit, note)
+        return EpochEnergy(scope, bars, tuple(str(k) for k in sorted(children)),
+                           len(children), True, name,
+                           None if trace is None else trace.data,
+                           "" if trace is None else trace.unit, note)
+    epochs = run.config.get("epochs")
+    if (isinstance(epochs, bool) or not isinstance(epochs, int)
+            or not 1 <= epochs <= MAX_EPOCH_BARS):
+        return None
+    note = (f"The ledger counted all {epochs} epochs together in one scope ({scope!r}): "
+            f"{format_energy(total)} is their total, drawn as one bar. The energy of each "
+            "epoch was not counted (the training records every epoch into that one scope), "
+            "so it is not shown; the run's curves are under Traces.")
+    return EpochEnergy(scope, np.array([total]), (f"1-{epochs}" if epochs > 1 else "1",),
+                       epochs, False, "", None, "", note)
 
 
 # -- firing rates -----------------------------------------------------------------------------
@@ -288,7 +298,8 @@ def neurobench_rows(run: RunResult, report: EnergyReport) -> list[tuple[str, str
 # -- sections of the document -----------------------------------------------------------------
 def headline_section(run: RunResult, reports: list[EnergyReport]) -> str:
     rows = headline(run, reports)
-    lead = "; ".join(f"{k}: {v}" for k, v in rows[:5])
+    # the lead: the figures with their bound; the table under it adds the held-out errors
+    lead = "; ".join(f"{k}: {v}" for k, v in headline(run, reports, errors=False)[:5])
     return (f"<section id=headline><h2>The answer</h2><p class=lead>{_e(lead)}.</p>"
             + html_table(("figure", "value"), rows, numeric=False, csv="headline")
             + "</section>")
@@ -307,20 +318,24 @@ def epoch_section(run: RunResult, first: EnergyReport) -> str:
     if ep is None:
         return ("<h2>Energy per epoch</h2><p class=muted>No training epochs in this run "
                 "(no training scope with samples, or no epoch count in its config).</p>")
+    title = (f"Training energy per epoch on {first.profile}" if ep.per_epoch else
+             f"Training energy of all {ep.epochs} epochs on {first.profile} (not counted "
+             "per epoch)")
+    curve = (ep.curve_name,) if ep.curve is not None else ()
     return ("<h2>Energy per epoch</h2>" + f"<p>{_e(ep.note)}</p>"
-            + fig_to_img(plot_epoch_energy(ep.per_epoch_j, ep.curve_name, ep.curve, ep.curve_unit,
-                                     f"Training energy per epoch on {first.profile}"),
-                   "energy per epoch")
-            + html_table(("epoch", "energy", *((ep.curve_name,) if ep.curve is not None
-                                                else ())),
-                          [(str(i + 1), format_energy(j),
-                            *((f"{ep.curve[i]:.6g}",) if ep.curve is not None else ()))
-                           for i, j in enumerate(ep.per_epoch_j)], csv="epochs",
-                          csv_header=("epoch", "energy_j", *((ep.curve_name,)
-                                                             if ep.curve is not None else ())),
-                          csv_rows=[(i + 1, repr(float(j)), *((repr(float(ep.curve[i])),)
-                                                              if ep.curve is not None else ()))
-                                    for i, j in enumerate(ep.per_epoch_j)]))
+            + fig_to_img(plot_epoch_energy(ep.bars_j, ep.curve_name, ep.curve, ep.curve_unit,
+                                           title, ep.labels), "energy per epoch")
+            + html_table(("epoch", "energy", *curve),
+                         [(label, format_energy(j),
+                           *((f"{ep.curve[i]:.6g}",) if ep.curve is not None else ()))
+                          for i, (label, j) in enumerate(zip(ep.labels, ep.bars_j,
+                                                             strict=True))],
+                         csv="epochs", csv_header=("epoch", "energy_j", *curve),
+                         csv_rows=[(label, repr(float(j)),
+                                    *((repr(float(ep.curve[i])),) if ep.curve is not None
+                                      else ()))
+                                   for i, (label, j) in enumerate(zip(ep.labels, ep.bars_j,
+                                                                      strict=True))]))
 
 
 def neurobench_section(run: RunResult, report: EnergyReport) -> str:

@@ -31,6 +31,7 @@ from deploy import headline as hl
 from deploy.formatting import (
     comparison_cells,
     energy_breakdown,
+    figures_are,
     format_bytes,
     format_energy,
     format_seconds,
@@ -242,12 +243,9 @@ def op_lines(report: EnergyReport, width: int, n: int = TOP_ROWS) -> list[str]:
 def nature_lines(report: EnergyReport, width: int) -> list[str]:
     """What the figures are and what they leave out, as one paragraph (``--all``: the
     table of every exclusion and note, and the uncounted ops)."""
-    err = report.validation_error
     # the execution model by its name only (the text before its rules)
     model = report.execution_model.split(": ", 1)[0] or "execution model not recorded"
-    parts = [f"What these figures are: {report.bound} ({model}); validation error "
-             + (f"{100 * err:.0f}% median on held-out measurements" if err is not None
-                else "none (this device kind is not validated)")]
+    parts = [f"What these figures are: {figures_are(report)} ({model})"]
     if report.excluded or report.notes:
         parts.append(f"{len(report.excluded)} exclusion(s) and {len(report.notes)} note(s) "
                      "(--all lists them)")

@@ -19,6 +19,7 @@ PJ = 1e-12
 """Joules per picojoule."""
 BOUNDS = ("estimate", "lower bound", "upper bound")
 """What a report's totals can be (:attr:`EnergyReport.bound`)."""
+_LOWER = BOUNDS[1]   # also the words a time model uses for a time built as a lower bound
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,25 @@ class EnergyReport:
     def dynamic_j(self) -> float:
         """Energy of the work itself: total minus static power and idle power during launches."""
         return self.total_j - self.static_j - self.launch_idle_j
+
+    def latency_bound(self, scope: str | None = None) -> str:
+        """What the latency of ``scope`` (sub-scopes included; None: the whole run) is:
+        "lower bound" where an op ran uncounted or the time of the scope or a sub-scope was
+        built as a lower bound (its :attr:`time_model` says so: the neuromorphic step
+        model's ideal spread of ops counted outside the engine's steps), else :attr:`bound`."""
+        lower = any(_LOWER in model for s, model in self.time_model.items()
+                    if scope is None or within(s, scope))
+        return _LOWER if self.uncounted or lower else self.bound
+
+    def energy_bound(self, scope: str | None = None) -> str:
+        """What the energy of ``scope`` (sub-scopes included; None: the whole run) is:
+        "lower bound" where an op ran uncounted, or where static power was charged over a
+        time built as a lower bound (static energy is power x that time), else
+        :attr:`bound`."""
+        lower = any(c.category == "static" and c.energy_j > 0
+                    and _LOWER in self.time_model.get(c.scope, "")
+                    for c in self.charges if scope is None or within(c.scope, scope))
+        return _LOWER if self.uncounted or lower else self.bound
 
     def by_category(self) -> dict[str, float]:
         return self._sum(lambda c: c.category)

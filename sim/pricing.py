@@ -128,12 +128,31 @@ def _with_validation(report: EnergyReport) -> EnergyReport:
                    notes=report.notes + (note,))
 
 
+def error_factors(err: dict | None, quantity: str) -> str | None:
+    """``"x36 median, x239 worst"``: the held-out factor max(r, 1/r) of predicted /
+    measured ``quantity`` ("energy" or "latency") in ``err``
+    (``hw_profiles.validation.heldout_error``), two significant digits (whole numbers from
+    100 up); None where no held-out row gives it."""
+    m = None if err is None else err.get(f"{quantity}_median_factor")
+    if m is None:
+        return None
+
+    def digits(x: float) -> str:
+        return f"{x:.0f}" if x >= 100 else f"{x:.2g}"
+    return f"x{digits(m)} median, x{digits(err[f'{quantity}_worst_factor'])} worst"
+
+
+def error_source(err: dict) -> str:
+    """Whose held-out rows ``err`` summarises: ``"gpu/all stacks, 4 rows"``."""
+    return f"{err.get('profile') or err['kind']}/{err['stack']}, {err['rows']} rows"
+
+
 def describe_error(err: dict) -> str:
     """One line for a held-out error (``hw_profiles.validation.heldout_error``): the factor
     max(r, 1/r) of predicted / measured, median and worst, energy and latency."""
     def f(name):
-        m, w = err.get(f"{name}_median_factor"), err.get(f"{name}_worst_factor")
-        return f"{name} x{m:.2g} median, x{w:.2g} worst" if m is not None else f"{name} -"
+        factors = error_factors(err, name)
+        return f"{name} {factors}" if factors is not None else f"{name} -"
     other = (f"; no held-out row ran {err['asked']!r} on this profile: these are the "
              "kind's rows on other profiles and stacks" if err.get("asked") else "")
     return (f"held-out error for {err.get('profile') or err['kind']}/{err['stack']} "

@@ -893,7 +893,11 @@ def test_simulate_headline_is_in_the_first_12_lines(simulate_mlp_quick):
     # infer and train record their samples directly: per sample = energy within / samples
     for scope in ("infer", "train"):
         per = energy.energy_within(scope) / energy.samples[scope]
-        assert f"{format_energy(per)} ({scope}: {energy.samples[scope]:,} samples)" in joined
+        assert (f"{format_energy(per)}, {energy.energy_bound(scope)} ({scope}: "
+                f"{energy.samples[scope]:,} samples)") in joined.replace("\n" + " " * 25, " ")
+    # a100 eager: idle power during kernel launches is its own part, never "dynamic"
+    assert f"idle during launches {format_energy(energy.launch_idle_j)}" in \
+        joined.replace("\n" + " " * 25, " ")
 
 
 def test_default_terminal_report_fits_60_lines_and_the_width(simulate_mlp_quick):

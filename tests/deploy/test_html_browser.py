@@ -166,6 +166,15 @@ def test_report_renders_in_chromium(built, kind, tmp_path):
         assert (int(img["data-w"]), int(img["data-h"])) == (w, h) and w > 0 and h > 0
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian chromium (make installs it)")
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_report_fits_1280_px(built, kind, tmp_path):
+    """Nothing past a 1280 px viewport, no overlapping text, no legend over data
+    (tests/browser_layout.py; issue 35 item 5)."""
+    from browser_layout import page_problems
+    assert page_problems(built[kind][0], tmp_path, width=1280) == []
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_table_downloads_as_its_rows(built, kind):
     path, run, reports = built[kind]

@@ -144,16 +144,19 @@ def test_layer_rows_come_from_sim_layers_when_it_gives_rows(ledger, toy):
 
 
 # -- epochs, rates, NeuroBench ----------------------------------------------------------------
-def test_epoch_energy_is_the_training_total_over_the_epochs(ledger, toy):
+def test_epoch_energy_counted_once_is_one_bar_of_the_total(ledger, toy):
     report = price(ledger, toy)
     run = make_run(toy, ledger, {"epochs": 4},
                    {"val_acc": curve([0.1, 0.2, 0.3, 0.4]), "train_loss": curve([4, 3, 2, 1])})
     ep = rh.epoch_energy(run, report)
-    # train scope 1.5 nJ over 4 epochs = 375 pJ each; the train_* curve is preferred
-    assert ep.per_epoch_j == pytest.approx([375e-12] * 4) and ep.curve_name == "train_loss"
-    assert "all 4 epochs in one scope ('train', 1.5 nJ)" in ep.note and "375 pJ" in ep.note
-    short = rh.epoch_energy(make_run(toy, ledger, {"epochs": 2}, {"l": curve([1.0])}), report)
-    assert short.curve is None            # a curve of another length is not per epoch
+    # the 4 epochs went into the one scope 'train' (1.5 nJ): its total is the only counted
+    # figure, so one bar labelled 1-4, not 4 bars of 375 pJ; no per-epoch curve beside it
+    assert ep.bars_j == pytest.approx([1.5e-9]) and ep.labels == ("1-4",)
+    assert ep.epochs == 4 and not ep.per_epoch and ep.curve is None
+    assert "all 4 epochs together in one scope ('train')" in ep.note and "1.5 nJ" in ep.note
+    assert "375 pJ" not in ep.note
+    fig = plots.plot_epoch_energy(ep.bars_j, title="t", labels=ep.labels)
+    assert len(fig.axes[0].patches) == 1                       # bars drawn = epochs counted
     assert rh.epoch_energy(make_run(toy, ledger), report) is None          # no epoch count
     assert rh.epoch_energy(make_run(toy, ledger, {"epochs": 3}), price(Ledger(), toy)) is None
 
@@ -199,11 +202,16 @@ def test_document_leads_with_the_answer(ledger, toy, toy2x, tmp_path):
     at = [doc.index(s) for s in order]
     assert at == sorted(at) and doc.index("<h1>") < at[0]
     # deploy.headline.headline's figures: 95.6 nJ total, 94.1 nJ / 10 samples per inference,
-    # 1.5 nJ / 5 samples per train sample (the run records no units: "unit not recorded")
+    # 1.5 nJ / 5 samples per train sample (the run records no units: "unit not recorded");
+    # each an estimate with the gpu kind's held-out error (toy-gpu has no row of its own)
+    # the lead has each figure's bound; its table adds the gpu kind's held-out error
     assert ("<p class=lead>test_accuracy: 0.9611 (unit not recorded); total energy: 95.6 nJ "
-            "on toy-gpu (estimate; dynamic 51.1 nJ, static 44.5 nJ); energy per inference: "
-            "9.41 nJ (infer: 10 samples); energy per train sample: 300 pJ (train: 5 samples); "
-            "latency: 44.5 ns whole run; infer 44 ns.</p>") in doc
+            "on toy-gpu, estimate: dynamic 51.1 nJ, static 44.5 nJ; energy per inference: "
+            "9.41 nJ, estimate (infer: 10 samples); energy per train sample: 300 pJ, estimate "
+            "(train: 5 samples); latency: 44.5 ns whole run, estimate; infer 44 ns, estimate."
+            "</p>") in doc
+    assert ("<td>9.41 nJ, estimate (infer: 10 samples); held-out energy error x36 median, "
+            "x239 worst</td>") in doc
     assert 'alt="energy per epoch"' in doc and doc.count("class=plot") == 7
     # every table has its own CSV download
     assert doc.count("<table") == doc.count("<a class=csv") == len(
@@ -234,7 +242,12 @@ def test_epoch_energy_from_per_epoch_scopes(toy):
         for epoch, macs in ((1, 100), (2, 300)):
             with led.scope(f"epoch{epoch}"):
                 led.add("mac_fp32", macs)
-    ep = rh.epoch_energy(make_run(toy, led), price(led, toy))
+    run = make_run(toy, led, traces={"train_loss": curve([2.0, 1.0]), "x": curve([1.0])})
+    ep = rh.epoch_energy(run, price(led, toy))
     # mac 2 pJ + static 1 W x (macs / 1e12 op/s): 100 -> 200 + 100 pJ; 300 -> 600 + 300 pJ
-    assert ep.per_epoch_j == pytest.approx([300e-12, 900e-12])
+    assert ep.bars_j == pytest.approx([300e-12, 900e-12]) and ep.labels == ("1", "2")
+    assert ep.per_epoch and ep.epochs == 2
+    assert ep.curve_name == "train_loss"       # a curve with one entry per counted epoch
     assert ep.note == "Each epoch is its own scope under 'train' (2 epochs, 1.2 nJ in all)."
+    fig = plots.plot_epoch_energy(ep.bars_j, ep.curve_name, ep.curve, labels=ep.labels)
+    assert len(fig.axes[0].patches) == 2                       # bars drawn = epochs counted

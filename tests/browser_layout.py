@@ -37,6 +37,8 @@ window.addEventListener('load', () => {
     const r = e.getBoundingClientRect();
     if (r.width > 0 && r.right > vw + 0.5) {
       out.overflow.push(name(e) + ' right=' + Math.round(r.right) + 'px'); return; }
+    // a box that scrolls (or clips) sideways keeps its content inside itself
+    if (getComputedStyle(e).overflowX !== 'visible') return;
     for (const c of e.children) walk(c);
   };
   walk(document.body);

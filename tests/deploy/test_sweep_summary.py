@@ -79,3 +79,26 @@ def test_sweep_plot_legends_are_outside_every_panel():
     boxes = [ax.get_window_extent() for ax in fig.axes]
     boxes += [ax.get_legend().get_window_extent() for ax in fig.axes]
     assert not any(_boxes_overlap(a, b) for a, b in itertools.combinations(boxes, 2))
+
+
+def test_sweep_page_fits_1280_px_in_chromium(tmp_path):
+    """Issue 35 item 5: the sweep summary page laid out in headless Chromium at 1280 px
+    (tests/browser_layout.py, the checker the run report uses): nothing past the viewport,
+    no overlapping text, no legend over data -- with a long run table and two profiles."""
+    from browser_layout import CHROMIUM, figure_problems, page_problems
+    if CHROMIUM is None:
+        pytest.skip("needs Debian chromium (make installs it)")
+    rows = [{"key": f"k{i}", "model": "mlp", "dataset": "digits", "preset": "quick",
+             "seed": 0, "overrides": f"hidden={h},epochs=4,lr=0.001", "simulate_profile": p,
+             "profile": p, "pricing": "", "status": "ok", "error": "",
+             "main_metric": "test_accuracy", "test_accuracy": 0.9 + h / 1000,
+             "per_inference_j": e * h, "energy_j": e * h * 1e4,
+             "execution_model": "a long description " * 10, "excludes": "x",
+             "run_file": f"runs/{'a-very-long-run-file-name-' * 3}{i}.h5"}
+            for i, (h, p, e) in enumerate([(8, "a100", 1e-6), (16, "a100", 1e-6),
+                                           (8, "loihi2", 1e-9), (16, "loihi2", 1e-9)])]
+    page = tmp_path / "summary.html"
+    page.write_text(sweep.html_summary(rows))
+    assert page_problems(page, tmp_path) == []
+    groups = sweep.summary(rows, by=sweep.SPREAD_BY)
+    assert figure_problems(sweep._plot(groups, "test_accuracy", ["a100", "loihi2"])) == []

@@ -532,10 +532,12 @@ def price_rows(run: RunSpec, key: str, path: Path, profiles: Sequence[str]) -> l
         try:
             rep = stored.ledger.price(prof)
             fig = profile_row(rep, rep)
-            # ops a model of your own ran without a cost formula: every figure a lower bound
+            # ops a model of your own ran without a cost formula: every figure a lower bound;
+            # else what the energy is (static power over a time built as a lower bound makes
+            # it one too: EnergyReport.energy_bound), the same word the headline uses
             uncounted = stored.facts.get("uncounted") or {}
             row.update(bound=f"lower bound (uncounted: {', '.join(uncounted)})" if uncounted
-                       else rep.bound, energy_j=fig["total_j"],
+                       else rep.energy_bound(), energy_j=fig["total_j"],
                        per_inference_j=fig["per_inference_j"],
                        per_train_sample_j=fig["per_train_sample_j"],
                        latency_s=fig["latency_s"], execution_model=rep.execution_model,

@@ -28,17 +28,16 @@ import warnings
 from pathlib import Path
 
 from deploy.cli_args import (
-    MIN_WIDTH,
     PRESETS,
     SEED_MAX,
     add_report_options,
     add_training_options,
+    add_width,
     check_realtime,
     load_profile,
     load_profiles,
     parse_run_file,
     parse_seed,
-    parse_width,
 )
 from deploy.cli_examples import add_examples
 from deploy.cli_output import (
@@ -422,12 +421,6 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _add_width(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--width", type=parse_width, default=None, metavar="N",
-                   help="characters per line (default: the terminal's width, or $COLUMNS; "
-                        f"at least {MIN_WIDTH}); a table that does not fit is printed as lines")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="neuroedge",
@@ -440,11 +433,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profiles", help="list hardware profiles, or show one with sources")
     p.add_argument("action", nargs="?", choices=["show"], help="show one profile")
     p.add_argument("name", nargs="?", help="profile name or TOML path (with 'show')")
-    _add_width(p)
+    add_width(p)
     p.set_defaults(func=cmd_profiles)
 
     p = sub.add_parser("models", help="list registered models")
-    _add_width(p)
+    add_width(p)
     p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("simulate", help="run a model on a profile; write a run file + report")

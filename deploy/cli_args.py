@@ -71,6 +71,13 @@ def parse_width(text: str) -> int:
     return value
 
 
+def add_width(p: argparse.ArgumentParser) -> None:
+    """``--width N`` on a command that prints tables (``profiles``, ``models``, ``estimate``)."""
+    p.add_argument("--width", type=parse_width, default=None, metavar="N",
+                   help="characters per line (default: the terminal's width, or $COLUMNS; "
+                        f"at least {MIN_WIDTH}); a table that does not fit is printed as lines")
+
+
 def parse_run_file(text: str) -> str:
     """A run file argument: a directory is refused with a RunFileError that says so."""
     if Path(text).is_dir():

@@ -17,7 +17,13 @@ import json
 import sys
 from pathlib import Path
 
-from deploy.cli_args import SEED_MAX, parse_positive, parse_positive_float, parse_seed
+from deploy.cli_args import (
+    SEED_MAX,
+    add_width,
+    parse_positive,
+    parse_positive_float,
+    parse_seed,
+)
 from deploy.cli_output import STDOUT, finite
 from deploy.estimate_text import table
 from deploy.text_fit import output_width
@@ -83,6 +89,7 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="list every layer row (default: the first 30)")
     p.add_argument("--depth", type=parse_positive, metavar="N", default=None,
                    help="the per-layer table's module depth, as torchinfo's (default 3)")
+    add_width(p)
     p.add_argument("--json", metavar="PATH|-",
                    help="write the table, skipped profiles and notes as JSON to PATH, or to "
                         "stdout with '-' (then nothing else is printed)")
@@ -288,7 +295,7 @@ def cmd_estimate(args) -> int:
         from deploy.formatting import printable
         # fields from files are escaped in the table; this pass catches any other
         print(printable(table(est, all_layers=args.all, depth=args.depth,
-                              width=output_width()), lines=True))
+                              width=args.width or output_width()), lines=True))
         if args.json:
             print(f"json: {args.json}")
     return 0

@@ -50,16 +50,18 @@ def outputs(tmp_path_factory):
             "--profiles", "jetson-orin,cortex-m7,a100,loihi"]
     mp = pytest.MonkeyPatch()
     out = {}
-    for columns in ("80", None):
-        if columns:
+    for columns in ("80", None, "--width"):
+        if columns == "80":
             mp.setenv("COLUMNS", columns)
         else:
             mp.delenv("COLUMNS", raising=False)
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            assert main(argv) == 0
+            assert main(argv + (["--width", "80"] if columns == "--width" else [])) == 0
         out[columns] = buf.getvalue()
     mp.undo()
+    # --width 80 lays a pipe's output out as $COLUMNS=80 does
+    assert out["--width"] == out["80"]
     return out["80"], out[None]
 
 

@@ -60,6 +60,7 @@ def cmd_sweep(args) -> int:
     if args.resume and args.force:
         raise SweepError("--resume keeps finished runs and --force runs them again: give "
                          "one of them")
+    sweep.check_scheduler(args.scheduler)   # a --dry-run is refused the same bad address
     if spec.search is not None:
         return _cmd_search(spec, args)
     if args.dry_run:

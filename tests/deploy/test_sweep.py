@@ -321,10 +321,17 @@ def test_hostile_specs_are_one_line(tmp_path):
     assert "nested too deeply" in _spec_error(deep)
 
 
-def test_a_scheduler_that_is_not_an_address_is_one_line(tmp_path):
+def test_a_scheduler_that_is_not_an_address_is_one_line(tmp_path, capsys):
     with pytest.raises(SweepError, match=r"^--scheduler 'not a url': not a scheduler address"):
         sweep.run_sweep(SPEC, tmp_path / "out", scheduler="not a url")
     assert not (tmp_path / "out").exists()     # refused before anything is written
+    # --dry-run runs nothing, yet a bad address is refused there too, through the CLI
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "tiny"\nmodels = ["mlp"]\nprofiles = ["a100"]\n')
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "--scheduler", "bogus", "--dry-run"]) != 0
+    out, err = capsys.readouterr()
+    assert out == "" and "--scheduler 'bogus': not a scheduler address" in err
 
 
 def test_a_second_sweep_into_a_folder_being_written_is_refused(serial_dir, tmp_path):

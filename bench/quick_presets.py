@@ -17,7 +17,8 @@ decides which, from measurements:
    room that fails it gets a ``quick`` note on its card (``tests/bench/test_quick_presets.py``
    pins the notes to this file's RESULT).
 
-Single threaded. About 10 CPU-minutes on the shared 2-core machine.
+Single threaded; the six rooms took about 20 minutes wall on the shared 2-core machine
+under load (bench/RESULTS.md).
 
     PYTHONPATH=. OMP_NUM_THREADS=1 nice -n 5 python bench/quick_presets.py [--write]
         [--rooms ROOM,ROOM] [--seeds N]

@@ -184,6 +184,8 @@ def cmd_models(args) -> int:
         con.print(f"  settings (--set KEY=VALUE): "
                   f"{', '.join(f for f in card.fields if f != 'seed')}; presets: "
                   f"{', '.join(card.presets)}", highlight=False)
+        for preset, note in card.preset_notes.items():
+            con.print(_plain(f"  {preset} preset: {note}"), highlight=False)
     return 0
 
 

@@ -99,6 +99,13 @@ def main_metric(run) -> str | None:
     return next((c for c in candidates if c in run.metrics), None)
 
 
+def preset_note(run) -> str | None:
+    """What the run's preset cannot show, from its card (``models.registry.preset_note``):
+    a quick run too small to show its claim says so; None when the card has no note."""
+    from models.registry import preset_note as card_note
+    return card_note(_card(run.model), getattr(run, "preset", ""))
+
+
 def unit_of(run, name: str) -> str:
     """The unit the run file records for ``name``; for a file without units the card's
     (``models.registry.metric_unit``), else ``"?"``."""
@@ -172,11 +179,12 @@ def _samples_text(n: int) -> str:
 def headline(run, reports: Sequence[EnergyReport], errors: bool = True
              ) -> list[tuple[str, str]]:
     """(label, value text) of the figures a report leads with, in order: the main metric
-    with its unit, total energy on the first report's profile (dynamic, static and idle
-    during launches), energy per inference and per training sample (scopes as in the module
-    docstring), latency, then one row per further report: its total, its ratio to the
-    first, per inference. Each energy and latency figure says whether it is an estimate or
-    a bound and, with ``errors``, the held-out error beside it (:func:`heldout_text`).
+    with its unit, the preset's note when its card has one (:func:`preset_note`), total
+    energy on the first report's profile (dynamic, static and idle during launches), energy
+    per inference and per training sample (scopes as in the module docstring), latency,
+    then one row per further report: its total, its ratio to the first, per inference. Each
+    energy and latency figure says whether it is an estimate or a bound and, with
+    ``errors``, the held-out error beside it (:func:`heldout_text`).
 
     Parameters
     ----------
@@ -195,6 +203,9 @@ def headline(run, reports: Sequence[EnergyReport], errors: bool = True
     main = main_metric(run)
     if main is not None:
         rows.append((main, value_text(run.metrics[main], unit_of(run, main))))
+    note = preset_note(run)
+    if note is not None:   # what this preset cannot show, beside the figure it qualifies
+        rows.append((f"{run.preset} preset", note))
     # idle power during kernel launches is its own part: the device does no work then
     rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile}, "
                  f"{first.energy_bound(None)}: dynamic {format_energy(first.dynamic_j)}, "

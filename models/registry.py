@@ -267,6 +267,10 @@ class Card:
         profiles: the runner then asks ``sim.device(profile, engine="torch")``, which counts
         the module with torch and prices it with the MCU's memories; ``None``: the engine of
         the profile's kind
+    preset_notes : preset name -> what a run at that preset cannot show (``{"quick": "smoke
+        run: shows nothing of the claim; ..."}``); the report's headline and ``neuroedge
+        models`` print it (:func:`preset_note`). A room's quick preset gets one when
+        ``bench/quick_presets.py`` finds it does not show the claim's direction
     """
 
     name: str
@@ -285,6 +289,7 @@ class Card:
     metrics: Mapping[str, str] = field(default_factory=dict)
     main_metric: str | None = None
     engine: str | None = None
+    preset_notes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def trains_on(self) -> str:
@@ -305,6 +310,12 @@ def metric_unit(card: Card, name: str) -> str | None:
         if "*" in pattern and fnmatch.fnmatchcase(name, pattern):
             return unit
     return None
+
+
+def preset_note(card: Card | None, preset: str) -> str | None:
+    """The note ``card`` gives runs at ``preset`` (:attr:`Card.preset_notes`); ``None`` when
+    it has none, or for no card (a user's model)."""
+    return None if card is None else card.preset_notes.get(preset)
 
 
 def default_load_data(dataset: str, cfg) -> Any:
@@ -389,6 +400,11 @@ def _check_card(card: Card, artifact) -> None:
     if card.engine not in (None, "torch"):
         raise ModelError(f"{where}: engine = {card.engine!r}; expected None (the engine of the "
                          "profile's kind) or 'torch'")
+    bad = {p: n for p, n in card.preset_notes.items()
+           if p not in PRESETS or not (isinstance(n, str) and n.strip())}
+    if bad:
+        raise ModelError(f"{where}: preset_notes = {bad!r}; each key is a preset "
+                         f"({', '.join(PRESETS)}) and each note a non-empty sentence")
     # a study may run its baselines on other kinds (DiffPC's float PC and BP on a GPU)
     bad = [k for k in card.study_profiles if k not in KINDS]
     if bad:

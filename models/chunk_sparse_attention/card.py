@@ -207,5 +207,11 @@ CARD = Card(
     study_profiles={"gpu": "a100"},
     metrics=METRICS,
     main_metric="retention_16x",
+    # bench/quick_presets.py: at 150 steps both HSA and full attention sit at chance at 16x
+    # the training length (HSA ahead on 1 of 3 seeds); the claim needs the full preset
+    preset_notes={"quick": "smoke run: shows nothing of the claim (150 steps stay on the loss "
+                           "plateau, accuracy at chance); `python "
+                           "bench/chunk_sparse_attention.py` (the full preset's training, full "
+                           "attention beside it) shows it (docs/claims.md)"},
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, load_data=load_data)

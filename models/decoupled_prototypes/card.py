@@ -137,5 +137,11 @@ CARD = Card(
     study_profiles={"gpu": "a100"},
     metrics=METRICS,
     main_metric="knn_accuracy",
+    # bench/quick_presets.py: 16 steps, neither variant's prototypes collapse (ties on 3 of 3
+    # seeds); the full preset was not run, the collapse run is the bench's
+    preset_notes={"quick": "smoke run: shows nothing of the claim (16 steps: no prototypes "
+                           "collapse); `python bench/decoupled_prototypes.py --train 6000 "
+                           "--epochs 30 --batch 64 --prototypes 1024 --seeds 3 --uncounted "
+                           "--measure-every 20` shows it (docs/claims.md)"},
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, load_data=load_data)

@@ -16,7 +16,8 @@ from sim.errors import ModelError
 if TYPE_CHECKING:
     from sim.torch_engine.engine import TorchDevice
 
-DATASETS = ("fashion-mnist", "digits")   # = data.PAIRS: source data; target = shifted copy
+DATASETS = ("fashion-mnist", "fashion-mild", "digits")   # = data.PAIRS: source data;
+                                                          # target = its shifted copy
 VARIANT_NAMES = ("full", "no_sc", "no_rc", "no_sr", "none", "source_only")   # model.VARIANTS
 UWHD_KERNELS = ("matmul", "lut")
 
@@ -71,10 +72,13 @@ class ColaConfig:
 PRESETS = {
     # quick: 2000/1000 Fashion images, 6 epochs; all 1257/540 digits, 10 epochs (each
     # ~15-30 s counted on one core)
-    "quick": {"fashion-mnist": {}, "digits": {"n_source": 1257, "n_target": 540, "epochs": 10,
-                                              "n_database": 940, "n_query": 540}},
+    "quick": {"fashion-mnist": {}, "fashion-mild": {},
+              "digits": {"n_source": 1257, "n_target": 540, "epochs": 10, "n_database": 940,
+                         "n_query": 540}},
     "full": {"fashion-mnist": {"n_source": 20000, "n_target": 5000, "epochs": 10,
                                "n_database": 10000, "n_query": 1000, "bits": 64},
+             "fashion-mild": {"n_source": 20000, "n_target": 5000, "epochs": 10,
+                              "n_database": 10000, "n_query": 1000, "bits": 64},
              "digits": {"n_source": 1257, "n_target": 540, "epochs": 20, "n_database": 940,
                         "n_query": 540, "bits": 64}},
 }

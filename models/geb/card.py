@@ -21,7 +21,7 @@ from sim.errors import ModelError
 if TYPE_CHECKING:
     from sim.torch_engine.engine import TorchDevice
 
-DATASETS = ("toy", "chars")            # = data.TASKS
+DATASETS = ("toy", "chars", "reach")   # = data.TASKS
 F_DIVS = ("rkl", "fkl", "hel")         # = losses.F_DIVS
 GEB_FORMS = ("geb_p", "geb_f", "geb_tanh")
 REFS = ("previous", "fixed")
@@ -84,10 +84,12 @@ class GebConfig:
 
 PRESETS = {
     # quick: 5 seeds x 3 arms x 10 iterations of 20 steps on the 1,296-response toy
-    "quick": {"toy": {}, "chars": {"bonus_logp": "per_token", "pairs": 16, "seeds": 5}},
+    "quick": {"toy": {}, "chars": {"bonus_logp": "per_token", "pairs": 16, "seeds": 5},
+              "reach": {"common_mass": 0.4}},   # = data.COMMON_MASS: pi_ref(y*) ~ e^-5.7
     # full: 10 seeds (the digest's plan), 30 steps per iteration
     "full": {"toy": {"seeds": 10, "steps": 30},
-             "chars": {"bonus_logp": "per_token", "pairs": 16, "seeds": 10, "steps": 30}},
+             "chars": {"bonus_logp": "per_token", "pairs": 16, "seeds": 10, "steps": 30},
+             "reach": {"common_mass": 0.4, "seeds": 10, "steps": 30}},
 }
 
 

@@ -11,8 +11,15 @@ that pi_ref(y*) is tiny:
 ``chars``
     a character-level task: 8 characters over a 12-letter alphabet (4.3e8 strings, never
     enumerated), 4 prompts; expectations are sample means.
+``reach``
+    3 tokens over a vocabulary of 6 (216 responses, exact sums), 16 prompts, and the
+    reference mass ``common_mass`` = 0.4 on the two common tokens (:data:`COMMON_MASS`):
+    each rare token keeps 0.15, so pi_ref(y*) ~ 0.15^3 (ln ~ -5.7; the trained pi_ref
+    gives about -6 to -7.5) and the optimum is reachable by sampling (issue 34, item 6:
+    on ``toy`` pi_ref(y*) ~ 1e-6 and no arm's P(y*) rises above 0.01, so the reward half
+    of the claim cannot be tested there).
 
-Reward (both): ``r*(x, y) = m(y) / L + decoy * c(y) / L`` with ``m`` the length of the
+Reward (every task): ``r*(x, y) = m(y) / L + decoy * c(y) / L`` with ``m`` the length of the
 prefix ``y`` shares with the optimum ``y*(x)`` and ``c`` the number of common tokens. The
 all-common answers (what the reference policy says) earn ``decoy`` = 0.5 and the optimum
 1.0: a passive learner that only sharpens the reference's answers is stuck near 0.5, and
@@ -27,8 +34,13 @@ import numpy as np
 from sim.errors import ModelError
 
 TASKS = {"toy": {"vocab": 6, "length": 4, "prompts": 16},
-         "chars": {"vocab": 12, "length": 8, "prompts": 4}}
+         "chars": {"vocab": 12, "length": 8, "prompts": 4},
+         "reach": {"vocab": 6, "length": 3, "prompts": 16}}
 """Sizes of each task (vocabulary, response length, prompts)."""
+
+COMMON_MASS = {"reach": 0.4}
+"""Tasks whose reference mass on the common tokens is not the config's default 0.9: the
+card's presets pass it (``GebConfig.common_mass``)."""
 
 
 @dataclass(frozen=True)

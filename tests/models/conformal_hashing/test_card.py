@@ -22,7 +22,8 @@ def short_run():
 
 def test_registered_card():
     card = models.get("conformal_hashing").card
-    assert card.datasets == ("fashion-mnist", "digits") and card.main_metric == "map"
+    assert card.datasets == ("fashion-mnist", "fashion-mild", "digits")
+    assert card.main_metric == "map"
     cfg = runner.make_config("conformal_hashing", "quick", "digits", seed=3)
     assert (cfg.n_source, cfg.n_target, cfg.epochs, cfg.bits, cfg.seed) == (1257, 540, 10, 32, 3)
 

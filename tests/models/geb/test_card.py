@@ -20,8 +20,10 @@ def short_run():
 
 def test_registered_card_and_presets():
     card = models.get("geb").card
-    assert card.datasets == ("toy", "chars") and card.main_metric == "reward_geb"
+    assert card.datasets == ("toy", "chars", "reach") and card.main_metric == "reward_geb"
     assert runner.make_config("geb", "quick", "toy", 0) == GebConfig()
+    # reach: the reference mass that puts ln pi_ref(y*) near -6 (data.COMMON_MASS)
+    assert runner.make_config("geb", "quick", "reach", 0).common_mass == 0.4
     full = runner.make_config("geb", "full", "chars", 3)
     assert (full.seeds, full.steps, full.bonus_logp, full.pairs, full.seed) == (
         10, 30, "per_token", 16, 3)

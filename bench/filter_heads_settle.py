@@ -241,8 +241,14 @@ def _f(x: float) -> str:
 
 def render(result: dict) -> str:
     """The per-seed table and verdicts of bench/RESULTS.md and the room README."""
-    t = result["tuning"]
-    lines = [f"L1 weight picked on tuning seed {t['seed']} (model A accuracy "
+    t, m = result["tuning"], result["model"]
+    lines = [f"Model: {m['n_layer']} layers x {m['n_head']} heads, d = {m['d_model']}, "
+             f"{m['per_item']} categories per item; {result['steps']} training steps x 64 "
+             f"prompts per model; mask search {result['search']['n_pairs']} pairs x "
+             f"{result['search']['epochs']} epochs; {result['n_eval']} held-out pairs per "
+             f"figure; {result['n_random']} random sets; wall {result['wall_s']:.0f} s "
+             f"(CPU {result['cpu_s']:.0f} s).", "",
+             f"L1 weight picked on tuning seed {t['seed']} (model A accuracy "
              f"{t['accuracy']:.3f}): "
              + ", ".join(f"lambda {r['lambda']}: {r['n_heads']} heads, causality "
                          f"{r['causality']:.3f}" for r in t["table"])

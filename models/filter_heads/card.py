@@ -73,6 +73,10 @@ class FilterLMConfig:
     orders: tuple[str, ...] = ("after", "before")
     formats: tuple[str, ...] = data.FORMATS
     task_kinds: tuple[str, ...] = ("item",)   # MCQ did not train in budget: see data.py
+    # the shortcut-free variant (issue 34, data.py): categories per item, and prompts that
+    # end at the predicate; the defaults are the original task
+    per_item: int = 1
+    pred_last: bool = False
     seed: int = 0
 
     def __post_init__(self):
@@ -91,6 +95,9 @@ class FilterLMConfig:
             data.template("comma", "after", data.MIN_OPTIONS, t)   # raises on a bad task
         for o in self.orders:
             data.template("comma", o, data.MIN_OPTIONS)   # raises on a bad order
+            for t in self.task_kinds:   # pred_last only with question-after item prompts
+                data.template("comma", o, data.MIN_OPTIONS, t, self.pred_last)
+        data.membership(self.per_item)                    # raises on a bad count
         for f in self.formats:
             data.template(f, "after", data.MIN_OPTIONS)
         check_max_len("FilterLMConfig", self.max_len, self.formats)
@@ -115,6 +122,8 @@ class MaskSearchConfig:
     fmt: str = "comma"
     order: str = "after"
     task: str = "item"
+    per_item: int = 1           # the prompts' world, as the model was trained on it
+    pred_last: bool = False
     seed: int = 0
 
     def __post_init__(self):
@@ -151,6 +160,8 @@ class FilterHeadsConfig:
     orders: tuple[str, ...] = FilterLMConfig.orders
     formats: tuple[str, ...] = FilterLMConfig.formats
     task_kinds: tuple[str, ...] = FilterLMConfig.task_kinds
+    per_item: int = FilterLMConfig.per_item
+    pred_last: bool = FilterLMConfig.pred_last
     # the head-mask search: MaskSearchConfig's fields under search_* names, its defaults
     search_pairs: int = MaskSearchConfig.n_pairs
     search_epochs: int = MaskSearchConfig.epochs
@@ -192,7 +203,9 @@ class FilterHeadsConfig:
         return MaskSearchConfig(n_pairs=self.search_pairs, epochs=self.search_epochs,
                                 batch_size=self.search_batch_size, lr=self.search_lr,
                                 lam=self.lam, eps=self.eps, fmt=self.search_fmt,
-                                order="after", task=self.search_task, seed=self.seed)
+                                order="after", task=self.search_task,
+                                per_item=self.per_item, pred_last=self.pred_last,
+                                seed=self.seed)
 
 
 PRESETS = {

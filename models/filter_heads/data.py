@@ -29,6 +29,14 @@ otherwise have to bind a separate label token to its item.
 Every prompt of one batch has the same format, order and number of options, so a batch is
 a fixed template whose item and category slots are filled by array indexing (no Python loop
 per sample).
+
+The shortcut-free variant (issue 34): ``per_item`` > 1 puts every item in several
+categories (:func:`membership`), and ``pred_last`` ends a question-after prompt at the
+predicate, so the predicate token sits only at the query position the patch reads::
+
+    pred_last: <bos> Options : a:apple , b:car , c:chair . Which is <cat>   -> apple
+
+Question-before prompts keep "? Answer" after the list (the predicate must precede it).
 """
 from __future__ import annotations
 
@@ -73,6 +81,30 @@ if len(set(VOCAB)) != VOCAB_SIZE:               # a duplicate word would merge t
     raise RuntimeError("filter_heads.data: duplicate word in the vocabulary")
 
 
+N_ITEMS = N_CAT * N_ITEM                        # item tokens ITEM0 .. ITEM0 + N_ITEMS - 1
+
+
+def membership(per_item: int = 1) -> np.ndarray:
+    """(N_ITEMS, N_CAT) bool: which categories each item belongs to.
+
+    Item j of home category c belongs to c and to the ``per_item - 1`` categories
+    ``(c + 1 + (j + s) % (N_CAT - 1)) % N_CAT``, s = 0 .. per_item - 2: distinct and never c,
+    and spread so that every category gains ~``N_ITEM * (per_item - 1)`` foreign members
+    (a fixed rule, not a draw: every run and test sees the same world). With several
+    categories per item no single "category -> its items" direction picks the answer out
+    of the list: the model has to match the predicate against each listed item.
+    """
+    if not 1 <= int(per_item) <= N_CAT:
+        raise ModelError(f"categories per item per_item = {per_item}: expected 1..{N_CAT}")
+    m = np.zeros((N_CAT, N_ITEM, N_CAT), bool)
+    c = np.arange(N_CAT)[:, None]
+    j = np.arange(N_ITEM)[None, :]
+    m[c, j, c] = True
+    for s in range(int(per_item) - 1):
+        m[c, j, (c + 1 + (j + s) % (N_CAT - 1)) % N_CAT] = True
+    return m.reshape(N_ITEMS, N_CAT)
+
+
 def item_token(cat: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return ITEM0 + cat * N_ITEM + idx
 
@@ -101,9 +133,16 @@ class Template:
                             # the model adds that token's embedding there
 
 
-def template(fmt: str, order: str, n: int, task: str = "mcq") -> Template:
+def template(fmt: str, order: str, n: int, task: str = "mcq",
+             pred_last: bool = False) -> Template:
     """The prompt template for ``n`` options in list format ``fmt``, question ``order`` and
-    ``task`` (the last word: "Label" asks for the label, "Answer" for the item)."""
+    ``task`` (the last word: "Label" asks for the label, "Answer" for the item).
+    ``pred_last``: the question-after prompt ends at the predicate (item task only)."""
+    if pred_last and (order != "after" or task != "item"):
+        raise ModelError(f"pred_last with order {order!r} and task {task!r}: only "
+                         "question-after item prompts can end at the predicate (a "
+                         "question-before prompt must name it before the list; the label "
+                         "task needs its last word)")
     if task not in TASKS:
         raise ModelError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     if fmt not in FORMATS:
@@ -126,6 +165,8 @@ def template(fmt: str, order: str, n: int, task: str = "mcq") -> Template:
     question: list[str | None] = ["Which", "is", "<cat>", "?"]
     words = (["<bos>"] + (listing + question if order == "after" else question + listing)
              + ["Label" if task == "mcq" else "Answer"])
+    if pred_last:
+        words = words[:-2]                      # drop "?" and "Answer": <cat> is last
     toks = np.array([TOK[w] if w is not None and w != "<cat>" else 0 for w in words], np.int64)
     item_pos = np.array([i for i, w in enumerate(words) if w is None], np.int64)
     tags = np.zeros(len(words), np.int64)
@@ -145,20 +186,24 @@ class Batch:
     fmt: str
     order: str
     task: str = "mcq"
+    per_item: int = 1       # categories per item (:func:`membership`)
+    pred_last: bool = False  # the prompt ends at the predicate (:func:`template`)
+
+    @property
+    def template(self) -> Template:
+        return template(self.fmt, self.order, self.items.shape[1], self.task, self.pred_last)
 
     @property
     def tags(self) -> np.ndarray:
         """(B, T) option-label tags (see :class:`Template`)."""
-        return np.tile(template(self.fmt, self.order, self.items.shape[1], self.task).tags,
-                       (len(self.tokens), 1))
+        return np.tile(self.template.tags, (len(self.tokens), 1))
 
     @property
     def options(self) -> np.ndarray:
         """(B, n) answer candidates: the label tokens (mcq) or the item tokens (item)."""
         if self.task == "item":
             return self.items
-        return np.tile(template(self.fmt, self.order, self.items.shape[1]).labels,
-                       (len(self.tokens), 1))
+        return np.tile(self.template.labels, (len(self.tokens), 1))
 
     @property
     def answer(self) -> np.ndarray:
@@ -202,10 +247,43 @@ def _check_batch_args(b: int, n: int):
         raise ModelError(f"number of options n = {n}: expected {MIN_OPTIONS}..{MAX_OPTIONS}")
 
 
+def _draw(rng: np.random.Generator, allowed: np.ndarray, k: int) -> np.ndarray:
+    """(B, k) distinct item indices per row, uniform among the row's ``allowed`` (B, N_ITEMS)
+    items: the first k of a random ranking in which forbidden items come last."""
+    if k and int(allowed.sum(1).min()) < k:
+        raise ModelError(f"item draw: {k} items needed but a row allows only "
+                         f"{int(allowed.sum(1).min())}")
+    keys = np.where(allowed, rng.random(allowed.shape), 2.0)
+    return np.argsort(keys, axis=1)[:, :k]
+
+
+def _shuffle(rng: np.random.Generator, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``items`` shuffled, and where each row's first column went."""
+    order = np.argsort(rng.random(items.shape), axis=1)
+    return np.take_along_axis(items, order, axis=1), np.argmin(order, axis=1)
+
+
+def _select_one_multi(rng, b, n, fmt, order, task, per_item, pred_last) -> Batch:
+    """SelectOne when items belong to several categories: one option of the predicate,
+    the others of no category the predicate shares."""
+    tmpl = template(fmt, order, n, task, pred_last)
+    pred = rng.integers(0, N_CAT, b)
+    inside = membership(per_item)[:, pred].T                            # (B, N_ITEMS)
+    picks = np.concatenate([_draw(rng, inside, 1), _draw(rng, ~inside, n - 1)], axis=1)
+    idx, slot = _shuffle(rng, picks)
+    items = ITEM0 + idx
+    return Batch(_fill(tmpl, items, pred), items, pred, slot, fmt, order, task, per_item,
+                 pred_last)
+
+
 def select_one(rng: np.random.Generator, b: int, n: int, fmt: str = "comma",
-               order: str = "after", task: str = "mcq") -> Batch:
-    """``b`` random SelectOne prompts with ``n`` options."""
+               order: str = "after", task: str = "mcq", per_item: int = 1,
+               pred_last: bool = False) -> Batch:
+    """``b`` random SelectOne prompts with ``n`` options (``per_item`` categories per item;
+    ``pred_last``: prompts end at the predicate)."""
     _check_batch_args(b, n)
+    if per_item != 1 or pred_last:
+        return _select_one_multi(rng, b, n, fmt, order, task, per_item, pred_last)
     tmpl = template(fmt, order, n, task)
     pred = rng.integers(0, N_CAT, b)
     cats = _slot_categories(rng, pred[:, None], n)
@@ -239,13 +317,45 @@ class Pairs:
         return self.dest.items[np.arange(len(self.target_slot)), self.target_slot]
 
 
+def _pairs_multi(rng, b, n_src, n_dest, fmt_src, fmt_dest, order, task_src, task_dest,
+                 per_item, pred_last) -> Pairs:
+    """Counterfactual pairs when items belong to several categories: the destination holds
+    c_targ (of psi_src, not psi_dest), its own answer (of psi_dest, not psi_src) and
+    distractors of neither; the source holds one item of psi_src and others not of it, none
+    of them in the destination list."""
+    members = membership(per_item)
+    psi_src = rng.integers(0, N_CAT, b)
+    psi_dest = (psi_src + rng.integers(1, N_CAT, b)) % N_CAT          # != psi_src
+    a, d = members[:, psi_src].T, members[:, psi_dest].T               # (B, N_ITEMS)
+    dest = np.concatenate([_draw(rng, a & ~d, 1), _draw(rng, d & ~a, 1),
+                           _draw(rng, ~a & ~d, n_dest - 2)], axis=1)
+    order_d = np.argsort(rng.random(dest.shape), axis=1)
+    dest = np.take_along_axis(dest, order_d, axis=1)
+    target, slot_d = np.argmin(order_d, axis=1), np.argmax(order_d == 1, axis=1)
+    used = np.zeros((b, N_ITEMS), bool)
+    used[np.arange(b)[:, None], dest] = True
+    src, slot_s = _shuffle(rng, np.concatenate([_draw(rng, a & ~used, 1),
+                                                _draw(rng, ~a & ~used, n_src - 1)], axis=1))
+    items_s, items_d = ITEM0 + src, ITEM0 + dest
+    s = Batch(_fill(template(fmt_src, order, n_src, task_src, pred_last), items_s, psi_src),
+              items_s, psi_src, slot_s, fmt_src, order, task_src, per_item, pred_last)
+    t = Batch(_fill(template(fmt_dest, order, n_dest, task_dest, pred_last), items_d,
+                    psi_dest), items_d, psi_dest, slot_d, fmt_dest, order, task_dest,
+              per_item, pred_last)
+    return Pairs(s, t, target)
+
+
 def counterfactual_pairs(rng: np.random.Generator, b: int, n_src: int, n_dest: int,
                          fmt_src: str = "comma", fmt_dest: str = "comma",
                          order: str = "after", task_src: str = "mcq",
-                         task_dest: str = "mcq") -> Pairs:
+                         task_dest: str = "mcq", per_item: int = 1,
+                         pred_last: bool = False) -> Pairs:
     """``b`` counterfactual (source, destination) SelectOne pairs."""
     _check_batch_args(b, n_src)
     _check_batch_args(b, n_dest)
+    if per_item != 1 or pred_last:
+        return _pairs_multi(rng, b, n_src, n_dest, fmt_src, fmt_dest, order, task_src,
+                            task_dest, per_item, pred_last)
     psi_src = rng.integers(0, N_CAT, b)
     psi_dest = (psi_src + rng.integers(1, N_CAT, b)) % N_CAT          # != psi_src
     cats_d = _slot_categories(rng, np.stack([psi_src, psi_dest], 1), n_dest)
@@ -271,11 +381,10 @@ def with_predicate(batch: Batch, predicate: np.ndarray) -> Batch:
     """The same prompts asking for ``predicate`` instead (used by the eager-flag test: the
     destination prompt asking for the source predicate, where c_targ is the match)."""
     tokens = batch.tokens.copy()
-    tmpl = template(batch.fmt, batch.order, batch.items.shape[1], batch.task)
-    tokens[:, tmpl.cat_pos] = CAT0 + predicate
-    match = category_of(batch.items) == predicate[:, None]
+    tokens[:, batch.template.cat_pos] = CAT0 + predicate
+    match = membership(batch.per_item)[batch.items - ITEM0, predicate[:, None]]   # (B, n)
     if not np.all(match.sum(1) == 1):
         raise ModelError("with_predicate: every list must hold exactly one item of the new "
                          "predicate")
     return Batch(tokens, batch.items, predicate, np.argmax(match, axis=1), batch.fmt,
-                 batch.order, batch.task)
+                 batch.order, batch.task, batch.per_item, batch.pred_last)

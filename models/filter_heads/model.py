@@ -234,7 +234,8 @@ def train(cfg: FilterLMConfig, device: TorchDevice, progress: Progress | None = 
     with counting:
         for step in range(cfg.steps):
             fmt, order, n, task = shapes[rng.integers(len(shapes))]
-            batch = data.select_one(rng, cfg.batch_size, n, fmt, order, task)
+            batch = data.select_one(rng, cfg.batch_size, n, fmt, order, task, cfg.per_item,
+                                    cfg.pred_last)
             logits = out.logits(batch)
             target = device.tensor(batch.answer, dtype=torch.int64)
             loss = nn.functional.cross_entropy(logits, target)

@@ -130,11 +130,12 @@ def evaluate_heads(tr: TrainedLM, pairs: data.Pairs, heads: Heads | torch.Tensor
 
 def sample_pairs(rng: np.random.Generator, b: int, fmt_src: str = "comma",
                  fmt_dest: str = "comma", order: str = "after", task_src: str = "item",
-                 task_dest: str = "item") -> data.Pairs:
+                 task_dest: str = "item", per_item: int = 1,
+                 pred_last: bool = False) -> data.Pairs:
     """Counterfactual pairs with one random option count per side (3-7)."""
     n_src, n_dest = rng.integers(data.MIN_OPTIONS, data.MAX_OPTIONS + 1, 2)
     return data.counterfactual_pairs(rng, b, int(n_src), int(n_dest), fmt_src, fmt_dest,
-                                      order, task_src, task_dest)
+                                      order, task_src, task_dest, per_item, pred_last)
 
 
 def search_mask(tr: TrainedLM, cfg: MaskSearchConfig, scope: str = "locate"):
@@ -151,7 +152,7 @@ def search_mask(tr: TrainedLM, cfg: MaskSearchConfig, scope: str = "locate"):
     steps = -(-cfg.n_pairs // cfg.batch_size)
     # a fixed training set of pairs, re-used every epoch as in the paper
     train_pairs = [sample_pairs(rng, cfg.batch_size, cfg.fmt, cfg.fmt, cfg.order, cfg.task,
-                                cfg.task) for _ in range(steps)]
+                                cfg.task, cfg.per_item, cfg.pred_last) for _ in range(steps)]
     for p in tr.model.parameters():
         p.requires_grad_(False)
     history = []
@@ -216,8 +217,7 @@ def attention_on_match(tr: TrainedLM, batch: data.Batch, heads: Heads) -> float:
     """Mean attention weight that ``heads`` put, from the last token, on the matching item."""
     hook = Hook((-1,), cache=("attn",))
     tr.logits(batch, hook)
-    tmpl = data.template(batch.fmt, batch.order, batch.items.shape[1], batch.task)
-    pos = torch.as_tensor(tmpl.item_pos[batch.answer_slot], device=tr.device.torch_device)
+    pos = torch.as_tensor(batch.template.item_pos[batch.answer_slot], device=tr.device.torch_device)
     vals = [hook.cached[("attn", layer)][:, h, 0].gather(1, pos[:, None]).mean()
             for layer, h in heads]
     return float(torch.stack(vals).mean()) if vals else float("nan")
@@ -232,10 +232,8 @@ def flag_patch_rates(tr: TrainedLM, pairs: data.Pairs) -> list[float]:
     flag_ctx = data.with_predicate(pairs.dest, pairs.src.predicate)
     hook = Hook(None, cache=("resid",))
     tr.logits(flag_ctx, hook)
-    tmpl = data.template(pairs.dest.fmt, pairs.dest.order, pairs.dest.items.shape[1],
-                          pairs.dest.task)
     where = np.zeros(pairs.dest.tokens.shape, bool)
-    where[np.arange(len(where)), tmpl.item_pos[pairs.target_slot]] = True
+    where[np.arange(len(where)), pairs.dest.template.item_pos[pairs.target_slot]] = True
     where_t = torch.as_tensor(where, device=tr.device.torch_device)
     rates = []
     for layer in range(_n_lh(tr)[0]):

@@ -73,3 +73,59 @@ def test_bad_inputs():
         data.template("comma", "after", 3, "count")
     with pytest.raises(ModelError, match="batch size 0"):
         data.select_one(np.random.default_rng(0), 0, 3)
+
+
+def test_membership_two_categories_per_item():
+    m = data.membership(2)
+    # 96 items x 2 categories = 192 memberships, 24 per category: 12 home + 12 foreign
+    assert m.shape == (96, 8) and m.sum() == 192 and m.sum(0).tolist() == [24] * 8
+    assert m.sum(1).tolist() == [2] * 96
+    # item j = 3 of home category 1 (bike): second category (1 + 1 + 3 % 7) % 8 = 5
+    assert np.flatnonzero(m[data.TOK["bike"] - data.ITEM0]).tolist() == [1, 5]
+    # item 10 of category 7 (ruler): (7 + 1 + 10 % 7) % 8 = 11 % 8 = 3
+    assert np.flatnonzero(m[data.TOK["ruler"] - data.ITEM0]).tolist() == [3, 7]
+    assert np.array_equal(data.membership(1).argmax(1),
+                          data.category_of(data.ITEM0 + np.arange(96)))
+    with pytest.raises(ModelError, match="per_item = 9: expected 1..8"):
+        data.membership(9)
+
+
+def test_predicate_last_prompt_layout():
+    t = data.template("comma", "after", 3, "item", pred_last=True)
+    words = [data.VOCAB[i] for i in t.tokens]
+    words[t.cat_pos] = "<cat>"
+    for p in t.item_pos:
+        words[p] = "_"
+    assert " ".join(words) == "<bos> Options : _ , _ , _ . Which is <cat>"
+    assert t.cat_pos == len(t.tokens) - 1          # the predicate is the query position
+    with pytest.raises(ModelError, match="only question-after item prompts"):
+        data.template("comma", "before", 3, "item", pred_last=True)
+    with pytest.raises(ModelError, match="only question-after item prompts"):
+        data.template("comma", "after", 3, "mcq", pred_last=True)
+
+
+def test_multi_category_batches_and_pairs():
+    m = data.membership(2)
+    rng = np.random.default_rng(3)
+    b = data.select_one(rng, 400, 7, "bullet", "after", "item", 2, True)
+    inside = m[b.items - data.ITEM0, b.predicate[:, None]]             # (B, n)
+    assert np.all(inside.sum(1) == 1)                                 # exactly one match
+    assert np.all(inside[np.arange(400), b.answer_slot])
+    assert np.all(np.sort(b.items, 1)[:, 1:] != np.sort(b.items, 1)[:, :-1])
+    assert np.all(b.tokens[:, -1] == data.CAT0 + b.predicate)
+    # the answer's slot is uniform over the 7 slots (not always the first drawn)
+    assert len(np.unique(b.answer_slot)) == 7
+    p = data.counterfactual_pairs(rng, 400, 3, 7, "comma", "numbered", "after", "item",
+                                  "item", 2, True)
+    rows = np.arange(400)
+    in_src = m[p.dest.items - data.ITEM0, p.src.predicate[:, None]]
+    in_dest = m[p.dest.items - data.ITEM0, p.dest.predicate[:, None]]
+    assert np.all(in_src.sum(1) == 1) and np.all(in_dest.sum(1) == 1)
+    assert np.all(in_src[rows, p.target_slot]) and np.all(in_dest[rows, p.dest.answer_slot])
+    assert np.all(p.target_slot != p.dest.answer_slot)               # c_targ only in psi_src
+    assert np.all(m[p.src.items - data.ITEM0, p.src.predicate[:, None]].sum(1) == 1)
+    both = np.concatenate([p.src.items, p.dest.items], 1)              # lists disjoint
+    assert np.all(np.sort(both, 1)[:, 1:] != np.sort(both, 1)[:, :-1])
+    asked = data.with_predicate(p.dest, p.src.predicate)
+    assert np.array_equal(asked.answer_slot, p.target_slot)
+    assert asked.per_item == 2 and asked.pred_last

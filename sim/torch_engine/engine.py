@@ -44,21 +44,41 @@ from sim.torch_engine.activity import LayerRecorder, model_facts
 from sim.torch_engine.costs import (
     CostMemo,
     mutated_args,
+    op_cost,
     reads_selected_rows_of_first_arg,
     tensor_bytes,
 )
 from sim.torch_engine.dispatch import ObserverMode
+from sim.torch_engine.replay import (
+    FREE,
+    FULL,
+    PRICED,
+    UNCOUNTED,
+    StepReplay,
+    never_replayed,
+    output_meta,
+    step_key,
+    tally_of,
+)
 from sim.torch_engine.scopes import ScopeTracker
 
 
 class _CountingMode(ObserverMode):
     """Prices every aten op into per-scope local tallies."""
 
-    def __init__(self, base: str, tracker: ScopeTracker, memo: CostMemo):
+    def __init__(self, base: str, tracker: ScopeTracker, memo: CostMemo,
+                 steps: StepReplay | None = None):
         super().__init__()
         self.bases = [base]   # the count() blocks open now, outermost first
         self.tracker = tracker
         self.memo = memo
+        # step replay (sim/torch_engine/replay.py), when the device enables it: the record
+        # being followed and the position in it, or the ops of the step being recorded
+        self.steps = steps
+        self._key: tuple | None = None
+        self._replay: list | None = None
+        self._pos = 0
+        self._rec: list | None = None
         self.ops: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.uncounted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -69,12 +89,81 @@ class _CountingMode(ObserverMode):
 
     def push(self, base: str) -> None:
         """An inner count() block opens: its ops land below ``base``."""
+        self.end_step()   # the recorded scopes no longer apply
         self.bases.append(base)
         self._scopes.clear()
 
     def pop(self) -> None:
+        self.end_step()
         self.bases.pop()
         self._scopes.clear()
+
+    # -- step replay (replay.py) ------------------------------------------------------------
+    def start_step(self, mod, args) -> None:
+        """An outermost module is called: the step before ends, this one starts (replayed
+        when its key was recorded, else recorded)."""
+        if self.steps is None:
+            return
+        self.end_step()
+        key = step_key(mod, args, tuple(self.bases))
+        if key is None:
+            return
+        self._key = key
+        record = self.steps.records.get(key)
+        if record is None:
+            self._rec = []
+        else:
+            self._replay, self._pos = record.ops, 0
+
+    def end_step(self) -> None:
+        """The step running ends: a replayed one adds its tally (the whole record's, or the
+        part of it that ran), a recorded one is stored under its key."""
+        steps = self.steps
+        if steps is None or self._key is None:
+            return
+        if self._replay is not None:
+            ops = self._replay
+            if self._pos == len(ops):
+                steps.replayed += 1
+                self._add_tally(steps.records[self._key].total)
+            else:    # the step stopped early: what ran is its key's step now
+                steps.diverged += 1
+                self._add_tally(tally_of(ops[:self._pos]))
+                steps.store(self._key, ops[:self._pos])
+        elif self._rec is not None:
+            steps.recorded += 1
+            steps.store(self._key, self._rec)
+        self._key = self._replay = self._rec = None
+
+    def _diverge(self) -> None:
+        """The replayed step runs another op than its record: the ops matched so far add
+        their recorded tallies, and the step is recorded in full from here."""
+        self.steps.diverged += 1
+        self._rec = self._replay[:self._pos]
+        self._add_tally(tally_of(self._rec))
+        self._replay = None
+
+    def _add_tally(self, total: dict[str, list]) -> None:
+        for scope, (counts, read, write, uncounted) in total.items():
+            if counts:
+                tally = self.ops[scope]
+                for op, n in counts.items():
+                    tally[op] += n
+            if read or write:
+                b = self.bytes[scope]
+                b[0] += read
+                b[1] += write
+            for op, n in uncounted.items():
+                self.uncounted[scope][op] += n
+
+    def _check(self, entry, func, args, kwargs, out) -> None:
+        """``replay="verify"``: the replayed op priced in full equals its record."""
+        cost = op_cost(func, args, kwargs, out)
+        scope = (self._scope_name(*self.tracker.where())
+                 if cost[0] or cost[1] or cost[2] or cost[3] else None)
+        if (cost, scope) != (entry[4], entry[3]):
+            raise AssertionError(f"step replay: {func} priced {cost} under {scope} in full "
+                                 f"but recorded as {entry[4]} under {entry[3]}")
 
     def forward_scope(self, path: str) -> str:
         """The scope a forward op of module ``path`` lands in now."""
@@ -96,10 +185,43 @@ class _CountingMode(ObserverMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        counts, read, write, uncounted = self.memo.cost(func, args, kwargs, out)
+        replay = self._replay
+        if replay is not None:
+            # a replayed step: the op and its output's shapes must be the recorded ones
+            i = self._pos
+            if i < len(replay):
+                entry = replay[i]
+                if entry[0] is func and entry[1] == output_meta(out):
+                    self._pos = i + 1
+                    kind = entry[2]
+                    if kind == PRICED:
+                        self.resident.touch(func, args, kwargs, out)
+                    elif kind == FULL:
+                        self._count(func, args, kwargs, out)
+                    if self.steps.verify and kind != FULL:
+                        self._check(entry, func, args, kwargs, out)
+                    return out
+            self._diverge()
+        scope, cost = self._count(func, args, kwargs, out)
+        rec = self._rec
+        if rec is not None:
+            if never_replayed(func):
+                kind = FULL
+            elif cost[3]:
+                kind = UNCOUNTED
+            else:
+                kind = FREE if scope is None else PRICED
+            rec.append((func, output_meta(out), kind, scope, cost))
+        return out
+
+    def _count(self, func, args, kwargs, out) -> tuple[str | None, tuple]:
+        """Price one call into the tallies: (its scope, None for a free op; its cost)."""
+        cost = self.memo.cost(func, args, kwargs, out)
+        counts, read, write, uncounted = cost
         if uncounted:
-            self.uncounted[self._scope_name(*self.tracker.where())][uncounted] += 1
-            return out
+            scope = self._scope_name(*self.tracker.where())
+            self.uncounted[scope][uncounted] += 1
+            return scope, cost
         # a free op (a view, an allocation) records nothing: no scope to look up;
         # an op that computes or moves bytes runs one kernel (an execution model input)
         # and every tensor it touches may stay resident after the block
@@ -114,7 +236,8 @@ class _CountingMode(ObserverMode):
                 b[0] += read
                 b[1] += write
             self.resident.touch(func, args, kwargs, out)
-        return out
+            return scope, cost
+        return None, cost
 
 
 class _Resident:
@@ -227,6 +350,12 @@ class TorchDevice(Device):
         model's float kernels; ``sim.device(p, engine="torch")``).
     prefer_cuda : bool
         Use CUDA for a GPU profile when available (default). Counts do not depend on it.
+    replay : bool or "verify"
+        Step replay (:mod:`sim.torch_engine.replay`): a step (one outermost module call to
+        the next) whose key was counted before is checked op by op against its record and
+        its tally added once, instead of pricing each op; the ledger is the same. ``"verify"``
+        prices every replayed op in full as well and raises on a difference. Default off;
+        also settable later as ``dev.replay``.
 
     Examples
     --------
@@ -242,7 +371,7 @@ class TorchDevice(Device):
     # (sim/execution/mcu.py); chosen with sim.device(profile, engine="torch")
     kinds = ("gpu", "cpu", "bitwise")
 
-    def __init__(self, profile, prefer_cuda: bool = True):
+    def __init__(self, profile, prefer_cuda: bool = True, replay: bool | str = False):
         super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
         use_cuda = prefer_cuda and self.profile.kind == "gpu" and torch.cuda.is_available()
         self.torch_device = torch.device("cuda" if use_cuda else "cpu")
@@ -253,6 +382,21 @@ class TorchDevice(Device):
         # the cost of every distinct op call, kept across blocks (costs.CostMemo); set
         # ``dev.cost_memo.verify = True`` to price every call in full as well and compare
         self.cost_memo = CostMemo()
+        self.replay = replay
+        # the recorded steps (replay.py), kept across blocks as the cost memo is
+        self.step_replay = StepReplay()
+
+    @property
+    def replay(self) -> bool | str:
+        """Step replay: False (every op priced), True, or "verify" (see the class doc)."""
+        return self._replay_setting
+
+    @replay.setter
+    def replay(self, value: bool | str) -> None:
+        if value not in (False, True, "verify"):
+            raise ModelError(f"[TorchDevice] replay = {value!r}: expected False, True or "
+                             f"'verify'")
+        self._replay_setting = value
 
     def compile(self, module: torch.nn.Module, stored_bytes: int | None = None) -> torch.nn.Module:
         """Move ``module`` to the device after checking its parameters fit device memory.
@@ -315,8 +459,19 @@ class TorchDevice(Device):
                 return
             recorder = LayerRecorder(lambda path: mode.forward_scope(path),
                                      lambda w: mode.resident.writes_to(w))
-            tracker = ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
-            mode = self._mode = _CountingMode(scope, tracker, self.cost_memo)
+            steps = None
+            if self._replay_setting:
+                steps = self.step_replay
+                steps.verify = self._replay_setting == "verify"
+
+            def on_enter(mod, path, args):
+                if not path:           # an outermost module: a step starts
+                    mode.start_step(mod, args)
+                recorder.enter(mod, path, args)
+
+            tracker = ScopeTracker(on_enter=on_enter if steps is not None else recorder.enter,
+                                   on_leave=recorder.leave)
+            mode = self._mode = _CountingMode(scope, tracker, self.cost_memo, steps)
             # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off
             # while counting, those layers run as the linear, attention and norm ops they
             # stand for, counted the same on every device (costs.py's docstring)
@@ -325,6 +480,7 @@ class TorchDevice(Device):
             try:
                 with tracker, mode:
                     yield
+                    mode.end_step()   # the last step's tally, before the mode leaves
             finally:
                 self._mode = None
                 torch.backends.mha.set_fastpath_enabled(fastpath)

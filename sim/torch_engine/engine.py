@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
@@ -50,8 +51,12 @@ from sim.torch_engine.costs import (
 )
 from sim.torch_engine.dispatch import ObserverMode
 from sim.torch_engine.replay import (
+    ENTER,
     FREE,
     FULL,
+    LEAVE,
+    MODULE,
+    NO_COST,
     PRICED,
     UNCOUNTED,
     StepReplay,
@@ -115,21 +120,34 @@ class _CountingMode(ObserverMode):
         else:
             self._replay, self._pos = record.ops, 0
 
+    def module_event(self, event: str, path: str) -> None:
+        """A module's forward starts or ends (``ENTER``/``LEAVE``) inside a step: checked
+        against the record when replaying, appended to it when recording."""
+        if self._replay is not None:
+            i = self._pos
+            replay = self._replay
+            if i < len(replay) and replay[i][0] is event and replay[i][1] == path:
+                self._pos = i + 1
+                return
+            self._diverge()
+        if self._rec is not None:
+            self._rec.append((event, path, MODULE, None, NO_COST))
+
     def end_step(self) -> None:
-        """The step running ends: a replayed one adds its tally (the whole record's, or the
-        part of it that ran), a recorded one is stored under its key."""
+        """The step running ends: a replayed one adds its tally (the whole record's, or that
+        of the part of it that ran), a recorded one is stored under its key."""
         steps = self.steps
         if steps is None or self._key is None:
             return
         if self._replay is not None:
+            steps.replayed += 1
             ops = self._replay
             if self._pos == len(ops):
-                steps.replayed += 1
                 self._add_tally(steps.records[self._key].total)
-            else:    # the step stopped early: what ran is its key's step now
-                steps.diverged += 1
+            else:
+                # every op so far matched, and the step ended early: the last step of a
+                # block (it lacks the next batch's slicing); the record is kept whole
                 self._add_tally(tally_of(ops[:self._pos]))
-                steps.store(self._key, ops[:self._pos])
         elif self._rec is not None:
             steps.recorded += 1
             steps.store(self._key, self._rec)
@@ -243,17 +261,20 @@ class _CountingMode(ObserverMode):
 class _Resident:
     """Storages an op touched, to measure a count block's resident footprint at its end.
 
-    Keyed by storage address; holds weak references to the tensors seen on it, so a storage
-    counts only while some tensor on it is alive. At the end of a block, the live storages
-    are the state the block keeps (parameters, optimizer state, gradients, data on the
-    device); those some op wrote are its writable part. Activations that die inside the
-    block are not in it. A storage that ops only gathered rows from and never wrote (the
-    training tensor a mini-batch is indexed out of) is streamed data: it is read-only state
-    that the block passes through, not state it reuses, so it is reported apart.
+    Keyed by storage address; holds a weak reference to the storage itself, so a storage
+    counts while it is alive, whichever tensor keeps it (a gradient that autograd detached
+    from the kernel's output keeps that output's storage, as the storage's written one).
+    At the end of a block, the live storages are the state the block keeps (parameters,
+    optimizer state, gradients, data on the device); those some op wrote are its writable
+    part. Activations that die inside the block are not in it. A storage that ops only
+    gathered rows from and never wrote (the training tensor a mini-batch is indexed out of)
+    is streamed data: it is read-only state that the block passes through, not state it
+    reuses, so it is reported apart.
     """
 
     def __init__(self):
-        # address -> [storage bytes, written, weakrefs, only gathered from so far]
+        # address -> [storage bytes, written, weak reference to the storage, only gathered
+        # from so far]
         self.seen: dict[int, list] = {}
         # address -> ops that wrote it: a tensor's ``_version`` misses in-place ``_foreach_``
         # updates run under a dispatch mode (the optimizers' step), this does not
@@ -264,6 +285,7 @@ class _Resident:
         # data address is on the same storage (two live storages never share an address):
         # no storage object, weakref or lookup for it (issue 36)
         self._known: dict[int, tuple] = {}
+        self._plans: dict[int, tuple] = {}   # id(op) -> (written positions, gathers)
 
     def writes_to(self, t: torch.Tensor) -> int:
         """Ops in this block that wrote ``t``'s storage."""
@@ -272,8 +294,7 @@ class _Resident:
     def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
         known = self._known.get(id(t))
         if known is not None and known[0]() is t and known[1] == t.data_ptr():
-            # seen alive on the same memory: the entry it was added to holds its weakref
-            # (alive, so never reset) and its storage's size (a storage that grows moves)
+            # seen alive on the same memory: on the storage of the entry it was added to
             ptr, entry = known[2], known[3]
         else:
             try:
@@ -282,19 +303,17 @@ class _Resident:
                 return
             ptr = st.data_ptr()
             entry = self.seen.get(ptr)
-            if entry is None or not any(r() is not None for r in entry[2]):
-                entry = self.seen[ptr] = [0, False, [], True]
-            entry[0] = max(entry[0], st.nbytes())
-            refs = entry[2]
-            if len(refs) > 8:  # views come and go every batch: keep the live ones
-                refs[:] = [r for r in refs if r() is not None]
-            ref = weakref.ref(t)
-            refs.append(ref)
-            if t._base is not None:   # a view (w.t() in linear): its base keeps it alive
-                refs.append(weakref.ref(t._base))
+            # a storage seen before at this address and dead since: a new storage reuses
+            # the memory. (Before, liveness was that of the tensor objects seen on it, and a
+            # gradient detached from its kernel's output, alive on that output's storage,
+            # reset the entry and lost its written flag: issue 36.)
+            if entry is None or entry[2].expired():
+                entry = self.seen[ptr] = [st.nbytes(), False, StorageWeakRef(st), True]
+            else:
+                entry[0] = max(entry[0], st.nbytes())
             if len(self._known) > 4096:   # ids of dead tensors pile up: start again
                 self._known.clear()
-            self._known[id(t)] = (ref, t.data_ptr(), ptr, entry)
+            self._known[id(t)] = (weakref.ref(t), t.data_ptr(), ptr, entry)
         if written:
             entry[1] = True
             self.writes[ptr] = self.writes.get(ptr, 0) + 1
@@ -302,34 +321,47 @@ class _Resident:
             entry[3] = False
 
     def touch(self, func, args, kwargs, out) -> None:
-        mutated = mutated_args(func)
-        gathers = reads_selected_rows_of_first_arg(func)
+        # which arguments the op writes and gathers from, per op: keyed by id (an
+        # OpOverload's own __hash__ is Python code; this runs for every priced op, issue 36)
+        plan = self._plans.get(id(func))
+        if plan is None:
+            plan = self._plans[id(func)] = (mutated_args(func),
+                                            reads_selected_rows_of_first_arg(func))
+        mutated, gathers = plan
+        add = self._add
         for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                self._add(a, i in mutated, gathered=gathers and i == 0)
+            if isinstance(a, _Tensor):
+                add(a, i in mutated, gathers and i == 0)
             elif isinstance(a, (list, tuple)):
                 written, gathered = i in mutated, gathers and i == 0
                 for t in a:
-                    if isinstance(t, torch.Tensor):
-                        self._add(t, written, gathered)
-        for a in kwargs.values():
-            for t in _flat_tensors(a):
-                self._add(t, False)
-        for t in _flat_tensors(out):
-            self._add(t, True)
+                    if isinstance(t, _Tensor):
+                        add(t, written, gathered)
+        if kwargs:
+            for a in kwargs.values():
+                for t in _flat_tensors(a):
+                    add(t, False)
+        if isinstance(out, _Tensor):
+            add(out, True)
+        else:
+            for t in _flat_tensors(out):
+                add(t, True)
 
     def footprint(self) -> tuple[int, int, int]:
         """(writable, read-only, streamed) bytes of the storages still alive; streamed is
         the part of read-only that ops only gathered rows from."""
         w = r = streamed = 0
-        for nbytes, written, refs, gathered_only in self.seen.values():
-            if any(ref() is not None for ref in refs):
+        for nbytes, written, storage, gathered_only in self.seen.values():
+            if not storage.expired():
                 if written:
                     w += nbytes
                 else:
                     r += nbytes
                     streamed += nbytes if gathered_only else 0
         return w, r, streamed
+
+
+_Tensor = torch.Tensor
 
 
 def _flat_tensors(x) -> list[torch.Tensor]:
@@ -465,12 +497,19 @@ class TorchDevice(Device):
                 steps.verify = self._replay_setting == "verify"
 
             def on_enter(mod, path, args):
-                if not path:           # an outermost module: a step starts
+                if path:
+                    mode.module_event(ENTER, path)
+                else:                  # an outermost module: a step starts
                     mode.start_step(mod, args)
                 recorder.enter(mod, path, args)
 
-            tracker = ScopeTracker(on_enter=on_enter if steps is not None else recorder.enter,
-                                   on_leave=recorder.leave)
+            def on_leave(mod, path, args, out):
+                mode.module_event(LEAVE, path)
+                recorder.leave(mod, path, args, out)
+
+            tracker = (ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
+                       if steps is None else ScopeTracker(on_enter=on_enter,
+                                                          on_leave=on_leave))
             mode = self._mode = _CountingMode(scope, tracker, self.cost_memo, steps)
             # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off
             # while counting, those layers run as the linear, attention and norm ops they

@@ -12,7 +12,12 @@ what counting it added (ledger scope, op counts, bytes, or nothing for a free op
 step with that key is *replayed*: the dispatch mode still sees every op, but instead of
 building the op's signature, looking up its scope and adding to the tallies, it checks that
 the op is the recorded one at that position with the same output shapes and dtypes, and
-adds the recorded step's tally once when the step ends.
+adds the recorded step's tally once when the step ends. Module calls are part of the
+record: each start and end of a module's forward is checked against it too, in order among
+the ops, so every op lands under the module path it was recorded under (two layers of the
+same shape run by a branch are told apart), forward and backward (a backward op's path is
+that of the forward module that made its autograd node: the same order of ops and module
+calls makes the same nodes under the same paths).
 
 Why the ledger is exactly that of full counting:
 
@@ -21,6 +26,8 @@ Why the ledger is exactly that of full counting:
   ops is seen at the first op that differs. From there the step is counted in full: the
   ops matched so far add their recorded tallies, and the step is recorded again as what
   runs for its key now.
+- A step that ends early with every op so far matched (the last step of a block, which
+  lacks the next batch's slicing) adds the tally of the part that ran.
 - Each replayed op's price is that of the recorded op with the same op and output shapes
   and dtypes in the same step, whose inputs are the step's inputs (in the key), the
   module's parameters and state, and earlier ops' outputs (checked). What this does not
@@ -47,10 +54,16 @@ import torch
 
 from sim.torch_engine.costs import VALUE_DEPENDENT, _NoSignature, _sign
 
-FREE, PRICED, UNCOUNTED, FULL = 0, 1, 2, 3
-"""Kinds of a recorded op: free (a view, an allocation: no tally, no tensor touched),
-priced (a tally under a scope, and the tensors it touched are resident), uncounted (an op
-with no cost rule: one uncounted call under a scope), priced in full on every call."""
+FREE, PRICED, UNCOUNTED, FULL, MODULE = 0, 1, 2, 3, 4
+"""Kinds of a recorded entry: an op that is free (a view, an allocation: no tally, no
+tensor touched), priced (a tally under a scope, and the tensors it touched are resident),
+uncounted (an op with no cost rule: one uncounted call under a scope) or priced in full on
+every call; or a module's forward starting or ending (the path ops land in changes)."""
+
+ENTER, LEAVE = "enter", "leave"
+"""The first item of a MODULE entry: ``(ENTER or LEAVE, module path, MODULE, None,
+NO_COST)``."""
+NO_COST: tuple = ({}, 0, 0, "")
 
 _DYNAMIC = torch.Tag.dynamic_output_shape
 
@@ -133,9 +146,9 @@ class StepReplay:
         self.verify = verify
         self.limit = limit
         self.records: dict[tuple, StepRecord] = {}
-        self.replayed = 0     # steps replayed to their end
+        self.replayed = 0     # steps whose every op matched its record (or a first part of it)
         self.recorded = 0     # steps counted in full and recorded (first of a key, or fallen back)
-        self.diverged = 0     # replayed steps that ran other ops than their record
+        self.diverged = 0     # replayed steps that ran another op than their record
 
     def store(self, key: tuple, ops: list) -> None:
         if len(self.records) >= self.limit:

@@ -24,7 +24,10 @@ persist across epochs, as they do across a training run's count blocks. Last lin
 ``RESULT {json}`` with ``overhead_small``, ``overhead_large``, ``overhead_cnn`` (replay
 counting / bare CPU time) and ``overhead_full_<workload>`` (full counting / bare).
 
-    .venv/bin/python bench/torch_counting.py [--samples 4096] [--repeats 3] [--quick]
+``--write`` stores the RESULT in ``bench/out/torch_counting.json``, from which the table in
+bench/RESULTS.md is rendered (:func:`summary_text`; tests/bench/test_torch_counting.py).
+
+    .venv/bin/python bench/torch_counting.py [--samples 4096] [--repeats 3] [--quick] [--write]
 """
 from __future__ import annotations
 
@@ -190,6 +193,27 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
             "steps_diverged": steps.diverged, "uncounted": full.ledger.uncounted()}
 
 
+RESULT_FILE = Path(__file__).resolve().parents[1] / "bench" / "out" / "torch_counting.json"
+LABELS = {"small": "`small`: MLP 784-1000-10, batch 128, Adam",
+          "large": "`large`: MLP 784-2048-2048-10, batch 128, Adam",
+          "cnn": "`cnn`: conv 16, pool, conv 32, pool, linear; batch 64, SGD momentum"}
+
+
+def summary_text(result: dict) -> str:
+    """The bench/RESULTS.md table of a stored RESULT: CPU time per epoch and each side's
+    ratio to bare torch."""
+    lines = ["| workload | samples | bare s/epoch | FlopCounterMode | interception floor | "
+             "full counting | **step replay** | steps replayed / recorded / diverged |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, r in result["workloads"].items():
+        lines.append(f"| {LABELS[name]} | {r['samples']} | {r['plain_s']:.3f} | "
+                     f"{r['flopcounter_overhead']:.2f}x | {r['floor_overhead']:.2f}x | "
+                     f"{r['overhead_full']:.2f}x | **{r['overhead']:.2f}x** | "
+                     f"{r['steps_replayed']} / {r['steps_recorded']} / "
+                     f"{r['steps_diverged']} |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--samples", type=int, default=4096,
@@ -198,6 +222,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", help="comma-separated workloads (small, large, cnn)")
     ap.add_argument("--quick", action="store_true", help="1024 samples, 2 repeats")
+    ap.add_argument("--write", action="store_true",
+                    help=f"store the RESULT in {RESULT_FILE.relative_to(RESULT_FILE.parents[2])}")
     args = ap.parse_args()
     if args.quick:
         args.samples, args.repeats = 1024, 2
@@ -221,11 +247,17 @@ def main():
               f"{r['steps_replayed']}/{r['steps_recorded']}/{r['steps_diverged']}")
     print("every side ran every batch; MACs agree with FlopCounterMode's FLOPs / 2; both "
           "counted epochs whole; replay ledger == full ledger")
-    result = {"timer": "process_time", "threads": torch.get_num_threads(),
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "torch": torch.__version__, "cpus": os.cpu_count(),
+              "timer": "process_time", "threads": torch.get_num_threads(),
               "loadavg": os.getloadavg(), "workloads": rows}
     for name, r in rows.items():
         result[f"overhead_{name}"] = r["overhead"]
         result[f"overhead_full_{name}"] = r["overhead_full"]
+    result["command"] = " ".join(["bench/torch_counting.py"] + sys.argv[1:])
+    if args.write:
+        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+    print(summary_text(result))
     print("RESULT " + json.dumps(result))
 
 

@@ -31,10 +31,12 @@ Why the ledger is exactly that of full counting:
 - Each replayed op's price is that of the recorded op with the same op and output shapes
   and dtypes in the same step, whose inputs are the step's inputs (in the key), the
   module's parameters and state, and earlier ops' outputs (checked). What this does not
-  check is a Python-side choice that changes an op's price without changing any shape or
-  dtype in the step (an op's non-tensor argument set from a step counter that leaves every
-  output shape as it was); ``replay="verify"`` prices every replayed op in full as well and
-  raises on any difference, and the tests run models both ways.
+  check, and full counting would price differently: a Python-side choice that changes an
+  op's price without changing any shape or dtype in the step (an op's non-tensor argument
+  set from a step counter that leaves every output shape as it was), or a tensor from
+  outside the step's inputs (the labels) with the recorded shape but a broadcast
+  (stride-0) layout, whose bytes are priced once. ``replay="verify"`` prices every replayed
+  op in full as well and raises on any difference, and the tests run models both ways.
 - Ops whose output shape or price depends on tensor values (tagged ``dynamic_output_shape``:
   ``nonzero``, ``masked_select``, ``unique``, boolean indexing; and
   :data:`sim.torch_engine.costs.VALUE_DEPENDENT`, a boolean-mask ``index_put_``) are never

@@ -22,6 +22,10 @@ Views, allocations and profiler markers (``costs.is_free``) cost nothing whateve
 arguments and skip the signature and the scope lookup. ``dev.cost_memo.verify = True``
 prices every call in full as well and raises on a difference; the tests compare memoised
 and full ledgers on an MLP, a CNN and a model with data-dependent branches and masks.
+Step replay (opt-in, ``TorchDevice(..., replay=True)``, :mod:`sim.torch_engine.replay`)
+goes one grain up: a training step seen before is checked op by op and module call by
+module call against its record, and its recorded tally added once; it saves the pricing,
+not the interception (``bench/RESULTS.md``, issue 36).
 
 Counts are those of the ops torch actually runs, and torch's choice can depend on Python
 references: autograd takes a fresh gradient into ``.grad`` when nothing else holds it and

@@ -49,7 +49,6 @@ from sim.torch_engine.activity import LayerRecorder, model_facts
 from sim.torch_engine.costs import (
     CostMemo,
     mutated_args,
-    op_cost,
     reads_selected_rows_of_first_arg,
     tensor_bytes,
 )
@@ -59,20 +58,17 @@ from sim.torch_engine.replay import (
     FREE,
     FULL,
     LEAVE,
-    MODULE,
-    NO_COST,
     PRICED,
     UNCOUNTED,
+    ReplayingMode,
     StepReplay,
     never_replayed,
     output_meta,
-    step_key,
-    tally_of,
 )
 from sim.torch_engine.scopes import ScopeTracker
 
 
-class _CountingMode(ObserverMode):
+class _CountingMode(ReplayingMode, ObserverMode):
     """Prices every aten op into per-scope local tallies."""
 
     def __init__(self, base: str, tracker: ScopeTracker, memo: CostMemo,
@@ -106,103 +102,6 @@ class _CountingMode(ObserverMode):
         self.end_step()
         self.bases.pop()
         self._scopes.clear()
-
-    # -- step replay (replay.py) ------------------------------------------------------------
-    def start_step(self, mod, args) -> None:
-        """An outermost module is called: the step before ends, this one starts (replayed
-        when its key was recorded, else recorded)."""
-        if self.steps is None:
-            return
-        self.end_step()
-        key = step_key(mod, args, tuple(self.bases))
-        if key is None:
-            return
-        self._key = key
-        record = self.steps.records.get(key)
-        if record is None:
-            self._rec = []
-        else:
-            self._replay, self._pos = record.ops, 0
-
-    def module_event(self, event: str, path: str) -> None:
-        """A module's forward starts or ends (``ENTER``/``LEAVE``) inside a step: checked
-        against the record when replaying, appended to it when recording."""
-        if self._replay is not None:
-            i = self._pos
-            replay = self._replay
-            if i < len(replay) and replay[i][0] is event and replay[i][1] == path:
-                self._pos = i + 1
-                return
-            self._diverge()
-        if self._rec is not None:
-            self._rec.append((event, path, MODULE, None, NO_COST))
-
-    def end_step(self) -> None:
-        """The step running ends: a replayed one adds its tally (the whole record's, or that
-        of the part of it that ran), a recorded one is stored under its key."""
-        steps = self.steps
-        if steps is None or self._key is None:
-            return
-        if self._replay is not None:
-            steps.replayed += 1
-            ops = self._replay
-            if self._pos == len(ops):
-                self._add_tally(steps.records[self._key].total)
-            else:
-                # every op so far matched, and the step ended early: the last step of a
-                # block (it lacks the next batch's slicing); the record is kept whole
-                self._add_tally(tally_of(ops[:self._pos]))
-        elif self._rec is not None:
-            steps.recorded += 1
-            steps.store(self._key, self._rec)
-        self._key = self._replay = self._rec = None
-
-    def _diverge(self) -> None:
-        """The replayed step runs another op than its record: the ops matched so far add
-        their recorded tallies, and the step is recorded in full from here."""
-        self.steps.diverged += 1
-        self._rec = self._replay[:self._pos]
-        self._add_tally(tally_of(self._rec))
-        self._replay = None
-
-    def _add_tally(self, total: dict[str, list]) -> None:
-        for scope, (counts, read, write, uncounted) in total.items():
-            if counts:
-                tally = self.ops[scope]
-                for op, n in counts.items():
-                    tally[op] += n
-            if read or write:
-                b = self.bytes[scope]
-                b[0] += read
-                b[1] += write
-            for op, n in uncounted.items():
-                self.uncounted[scope][op] += n
-
-    def _check(self, entry, func, args, kwargs, out) -> None:
-        """``replay="verify"``: the replayed op priced in full equals its record."""
-        cost = op_cost(func, args, kwargs, out)
-        scope = (self._scope_name(*self.tracker.where())
-                 if cost[0] or cost[1] or cost[2] or cost[3] else None)
-        if (cost, scope) != (entry[4], entry[3]):
-            raise AssertionError(f"step replay: {func} priced {cost} under {scope} in full "
-                                 f"but recorded as {entry[4]} under {entry[3]}")
-
-    def forward_scope(self, path: str) -> str:
-        """The scope a forward op of module ``path`` lands in now."""
-        return self._scope_name(path, False)
-
-    def _scope_name(self, path: str, backward: bool) -> str:
-        name = self._scopes.get((path, backward))
-        if name is None:
-            parts = list(self.bases)
-            if path:
-                parts.append(path)
-            if backward:
-                parts.append("backward")
-            elif path:
-                parts.append("forward")
-            name = self._scopes[(path, backward)] = "/".join(parts)
-        return name
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

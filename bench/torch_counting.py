@@ -1,9 +1,11 @@
 """Cost of counting: TorchDevice's op counting against plain torch and torch's FlopCounterMode.
 
-One training epoch three ways in one run: plain torch (no counting), torch's own
-``FlopCounterMode`` (the anchor: counts FLOPs of matmuls/convs only), and
-``TorchDevice.count`` (every op, bytes, scopes per module, NeuroBench activity). Three
-workloads (issue 36):
+One training epoch five ways in one run: plain torch (bare, no counting), torch's own
+``FlopCounterMode`` (the anchor: counts FLOPs of matmuls/convs only), a dispatch mode that
+only runs each op (the floor of any Python-level interception, for reference),
+``TorchDevice.count`` counting every op in full (every op, bytes, scopes per module,
+NeuroBench activity), and the same with step replay (``TorchDevice(replay=True)``,
+``sim/torch_engine/replay.py``). Three workloads (issue 36):
 
 - ``small``: the MLP 784-1000-10, batch 128, Adam (the issue's);
 - ``large``: an MLP 784-2048-2048-10, batch 128, Adam (large layers: the per-op cost of
@@ -11,16 +13,21 @@ workloads (issue 36):
 - ``cnn``: a small CNN (conv 1-16 3x3, max-pool, conv 16-32 3x3, max-pool, linear 800-10)
   on 28 x 28 inputs, batch 64, SGD with momentum.
 
-Each side trains the same epoch (every sample, the same batches); the three take turns,
+Each side trains the same epoch (every sample, the same batches); the sides take turns,
 ``--repeats`` times, and the best CPU time per epoch of each is kept (one torch thread, so
-CPU time is one core's). Prints the seconds per epoch and the slowdown ratios, and checks
-that the MAC counts agree with the anchor (2 FLOPs per MAC) and that TorchDevice counted
-one whole epoch. The device's cost memo (``sim.torch_engine.costs.CostMemo``) persists
-across epochs, as it does across a training run's count blocks; its hits and misses are
-printed. Last line: ``RESULT {json}`` with ``overhead_small``, ``overhead_large`` and
-``overhead_cnn`` (counted / plain CPU time).
+CPU time is one core's). Checked, so that each side did the work it is timed for: every
+side ran every batch of the epoch; the MAC counts agree with the anchor (2 FLOPs per MAC);
+both TorchDevice sides counted one whole epoch; the replay side's ledger equals the full
+side's (their nets start equal and train the same epochs, so even the NeuroBench activity
+matches) and its last epoch replayed every step. The cost memo and the recorded steps
+persist across epochs, as they do across a training run's count blocks. Last line:
+``RESULT {json}`` with ``overhead_small``, ``overhead_large``, ``overhead_cnn`` (replay
+counting / bare CPU time) and ``overhead_full_<workload>`` (full counting / bare).
 
-    .venv/bin/python bench/torch_counting.py [--samples 4096] [--repeats 3] [--quick]
+``--write`` stores the RESULT in ``bench/out/torch_counting.json``, from which the table in
+bench/RESULTS.md is rendered (:func:`summary_text`; tests/bench/test_torch_counting.py).
+
+    .venv/bin/python bench/torch_counting.py [--samples 4096] [--repeats 3] [--quick] [--write]
 """
 from __future__ import annotations
 
@@ -40,6 +47,7 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 import sim  # noqa: E402
 from models.shared.training import seeded  # noqa: E402
+from sim.torch_engine.dispatch import ObserverMode  # noqa: E402
 
 
 def _mlp(widths, seed=0):
@@ -69,12 +77,23 @@ WORKLOADS = {
 }
 
 
-def _epoch(net, opt, x, y, batch):
+def _epoch(net, opt, x, y, batch) -> int:
+    """One epoch; returns the steps it ran."""
+    steps = 0
     for s in range(0, len(x), batch):
         loss = torch.nn.functional.cross_entropy(net(x[s:s + batch]), y[s:s + batch])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        steps += 1
+    return steps
+
+
+class _Floor(ObserverMode):
+    """A dispatch mode that runs each op and nothing else: what intercepting costs."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
 
 
 def _timed(fns: dict, repeats: int) -> dict:
@@ -90,11 +109,17 @@ def _timed(fns: dict, repeats: int) -> dict:
 
 
 def run_workload(name: str, samples: int, repeats: int) -> dict:
-    """Plain, FlopCounterMode and TorchDevice.count on one epoch of workload ``name``."""
+    """Bare, FlopCounterMode, the interception floor, and TorchDevice.count in full and with
+    step replay, on one epoch of workload ``name``."""
     make, shape, batch, optim = WORKLOADS[name]
     g = torch.Generator().manual_seed(0)
     x = torch.rand(samples, *shape, generator=g)
     y = torch.randint(0, 10, (samples,), generator=g)
+    steps_per_epoch = -(-samples // batch)
+    ran: dict[str, list[int]] = {}     # side -> steps each of its epochs ran
+
+    def trained(side, steps):
+        ran.setdefault(side, []).append(steps)
 
     net = make()
     opt = optim(net.parameters())
@@ -105,35 +130,88 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
     def with_anchor():
         nonlocal anchor_flops
         with FlopCounterMode(display=False) as fc:
-            _epoch(net, opt, x, y, batch)
+            trained("anchor", _epoch(net, opt, x, y, batch))
         anchor_flops = fc.get_total_flops()
 
-    dev = sim.device("x86-avx2")   # a cpu profile: the torch engine
-    net2 = dev.compile(make())
-    opt2 = optim(net2.parameters())
+    def with_floor():
+        with _Floor():
+            trained("floor", _epoch(net, opt, x, y, batch))
 
-    def with_device():
-        dev.reset()
-        with dev.count("train", samples=samples):
-            _epoch(net2, opt2, x, y, batch)
-    best = _timed({"plain": lambda: _epoch(net, opt, x, y, batch),
-                   "anchor": with_anchor, "ours": with_device}, repeats)
-    macs = dev.ledger.total_ops()["mac_fp32"]
-    counted = dev.ledger.samples()["train"]     # the last repeat's ledger (reset per repeat)
-    if counted != samples:
-        raise RuntimeError(f"bench: TorchDevice counted {counted} training samples, the "
-                           f"epoch has {samples}")
+    devices, nets = {}, {}
+    for side, replay in (("full", False), ("replay", True)):
+        dev = devices[side] = sim.device("x86-avx2")   # a cpu profile: the torch engine
+        dev.replay = replay
+        net_side = nets[side] = dev.compile(make())      # the same initial weights
+        opt_side = optim(net_side.parameters())
+
+        def with_device(side=side, dev=dev, net_side=net_side, opt_side=opt_side):
+            dev.reset()
+            with dev.count("train", samples=samples):
+                trained(side, _epoch(net_side, opt_side, x, y, batch))
+        devices[side + "_fn"] = with_device
+    replayed_before = [0]
+
+    def with_replay():
+        replayed_before[0] = devices["replay"].step_replay.replayed
+        devices["replay_fn"]()
+
+    best = _timed({"plain": lambda: trained("plain", _epoch(net, opt, x, y, batch)),
+                   "anchor": with_anchor, "floor": with_floor,
+                   "full": devices["full_fn"], "replay": with_replay}, repeats)
+    # every side ran every batch of every epoch it was timed on
+    for side, epochs in ran.items():
+        if epochs != [steps_per_epoch] * repeats:
+            raise RuntimeError(f"bench {name}: side {side} ran {epochs} steps per epoch, "
+                               f"expected {steps_per_epoch} x {repeats}")
+    full, replayed = devices["full"], devices["replay"]
+    macs = full.ledger.total_ops()["mac_fp32"]
+    for side in ("full", "replay"):
+        counted = devices[side].ledger.samples()["train"]   # the last repeat's ledger
+        if counted != samples:
+            raise RuntimeError(f"bench {name}: TorchDevice ({side}) counted {counted} "
+                               f"training samples, the epoch has {samples}")
     if 2 * macs != anchor_flops:
         raise RuntimeError(f"bench {name}: TorchDevice counted {macs} MACs, "
                            f"FlopCounterMode {anchor_flops} FLOPs")
-    plain, anchor, ours = best["plain"], best["anchor"], best["ours"]
-    return {"batch": batch, "samples": samples, "plain_s": plain, "flopcounter_s": anchor,
-            "torchdevice_s": ours, "overhead": ours / plain,
-            "flopcounter_overhead": anchor / plain, "macs": macs,
-            # (an older checkout, run for comparison, has no memo)
-            "memo_hits": getattr(getattr(dev, "cost_memo", None), "hits", None),
-            "memo_misses": getattr(getattr(dev, "cost_memo", None), "misses", None),
-            "uncounted": dev.ledger.uncounted()}
+    if replayed.ledger != full.ledger:
+        raise RuntimeError(f"bench {name}: the replayed epoch's ledger differs from the "
+                           f"fully counted one")
+    last = replayed.step_replay.replayed - replayed_before[0]
+    if repeats > 1 and last != steps_per_epoch:
+        raise RuntimeError(f"bench {name}: the last replay epoch replayed {last} of "
+                           f"{steps_per_epoch} steps")
+    plain = best["plain"]
+    steps = replayed.step_replay
+    return {"batch": batch, "samples": samples, "plain_s": plain,
+            "flopcounter_s": best["anchor"], "floor_s": best["floor"],
+            "full_s": best["full"], "replay_s": best["replay"],
+            "overhead": best["replay"] / plain, "overhead_full": best["full"] / plain,
+            "flopcounter_overhead": best["anchor"] / plain,
+            "floor_overhead": best["floor"] / plain, "macs": macs,
+            "memo_hits": full.cost_memo.hits, "memo_misses": full.cost_memo.misses,
+            "steps_replayed": steps.replayed, "steps_recorded": steps.recorded,
+            "steps_diverged": steps.diverged, "uncounted": full.ledger.uncounted()}
+
+
+RESULT_FILE = Path(__file__).resolve().parents[1] / "bench" / "out" / "torch_counting.json"
+LABELS = {"small": "`small`: MLP 784-1000-10, batch 128, Adam",
+          "large": "`large`: MLP 784-2048-2048-10, batch 128, Adam",
+          "cnn": "`cnn`: conv 16, pool, conv 32, pool, linear; batch 64, SGD momentum"}
+
+
+def summary_text(result: dict) -> str:
+    """The bench/RESULTS.md table of a stored RESULT: CPU time per epoch and each side's
+    ratio to bare torch."""
+    lines = ["| workload | samples | bare s/epoch | FlopCounterMode | interception floor | "
+             "full counting | **step replay** | steps replayed / recorded / diverged |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, r in result["workloads"].items():
+        lines.append(f"| {LABELS[name]} | {r['samples']} | {r['plain_s']:.3f} | "
+                     f"{r['flopcounter_overhead']:.2f}x | {r['floor_overhead']:.2f}x | "
+                     f"{r['overhead_full']:.2f}x | **{r['overhead']:.2f}x** | "
+                     f"{r['steps_replayed']} / {r['steps_recorded']} / "
+                     f"{r['steps_diverged']} |")
+    return "\n".join(lines)
 
 
 def main():
@@ -144,6 +222,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", help="comma-separated workloads (small, large, cnn)")
     ap.add_argument("--quick", action="store_true", help="1024 samples, 2 repeats")
+    ap.add_argument("--write", action="store_true",
+                    help=f"store the RESULT in {RESULT_FILE.relative_to(RESULT_FILE.parents[2])}")
     args = ap.parse_args()
     if args.quick:
         args.samples, args.repeats = 1024, 2
@@ -156,19 +236,28 @@ def main():
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, "
           f"{platform.processor() or platform.machine()}, load average "
           f"{os.getloadavg()[0]:.2f}; CPU time per epoch, best of {args.repeats} turns")
-    print(f"{'workload':9s} {'samples':>7s} {'plain s':>8s} {'FlopCounter':>12s} "
-          f"{'TorchDevice':>12s}  memo hits/misses")
+    print(f"{'workload':9s} {'samples':>7s} {'bare s':>7s} {'FlopCounter':>12s} "
+          f"{'floor':>12s} {'full count':>12s} {'replay':>12s}  replayed/recorded/diverged")
     for name, r in rows.items():
-        print(f"{name:9s} {r['samples']:7d} {r['plain_s']:8.3f} "
+        print(f"{name:9s} {r['samples']:7d} {r['plain_s']:7.3f} "
               f"{r['flopcounter_s']:7.3f} {r['flopcounter_overhead']:4.2f}x "
-              f"{r['torchdevice_s']:7.3f} {r['overhead']:4.2f}x  "
-              f"{r['memo_hits']}/{r['memo_misses']}")
-    print("MACs agree with FlopCounterMode's FLOPs / 2 on every workload; every epoch counted "
-          "whole")
-    result = {"timer": "process_time", "threads": torch.get_num_threads(),
+              f"{r['floor_s']:7.3f} {r['floor_overhead']:4.2f}x "
+              f"{r['full_s']:7.3f} {r['overhead_full']:4.2f}x "
+              f"{r['replay_s']:7.3f} {r['overhead']:4.2f}x  "
+              f"{r['steps_replayed']}/{r['steps_recorded']}/{r['steps_diverged']}")
+    print("every side ran every batch; MACs agree with FlopCounterMode's FLOPs / 2; both "
+          "counted epochs whole; replay ledger == full ledger")
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "torch": torch.__version__, "cpus": os.cpu_count(),
+              "timer": "process_time", "threads": torch.get_num_threads(),
               "loadavg": os.getloadavg(), "workloads": rows}
     for name, r in rows.items():
         result[f"overhead_{name}"] = r["overhead"]
+        result[f"overhead_full_{name}"] = r["overhead_full"]
+    result["command"] = " ".join(["bench/torch_counting.py"] + sys.argv[1:])
+    if args.write:
+        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+    print(summary_text(result))
     print("RESULT " + json.dumps(result))
 
 

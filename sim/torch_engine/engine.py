@@ -22,6 +22,10 @@ Views, allocations and profiler markers (``costs.is_free``) cost nothing whateve
 arguments and skip the signature and the scope lookup. ``dev.cost_memo.verify = True``
 prices every call in full as well and raises on a difference; the tests compare memoised
 and full ledgers on an MLP, a CNN and a model with data-dependent branches and masks.
+Step replay (opt-in, ``TorchDevice(..., replay=True)``, :mod:`sim.torch_engine.replay`)
+goes one grain up: a training step seen before is checked op by op and module call by
+module call against its record, and its recorded tally added once; it saves the pricing,
+not the interception (``bench/RESULTS.md``, issue 36).
 
 Counts are those of the ops torch actually runs, and torch's choice can depend on Python
 references: autograd takes a fresh gradient into ``.grad`` when nothing else holds it and
@@ -37,6 +41,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
@@ -48,17 +53,37 @@ from sim.torch_engine.costs import (
     tensor_bytes,
 )
 from sim.torch_engine.dispatch import ObserverMode
+from sim.torch_engine.replay import (
+    ENTER,
+    FREE,
+    FULL,
+    LEAVE,
+    PRICED,
+    UNCOUNTED,
+    ReplayingMode,
+    StepReplay,
+    never_replayed,
+    output_meta,
+)
 from sim.torch_engine.scopes import ScopeTracker
 
 
-class _CountingMode(ObserverMode):
+class _CountingMode(ReplayingMode, ObserverMode):
     """Prices every aten op into per-scope local tallies."""
 
-    def __init__(self, base: str, tracker: ScopeTracker, memo: CostMemo):
+    def __init__(self, base: str, tracker: ScopeTracker, memo: CostMemo,
+                 steps: StepReplay | None = None):
         super().__init__()
         self.bases = [base]   # the count() blocks open now, outermost first
         self.tracker = tracker
         self.memo = memo
+        # step replay (sim/torch_engine/replay.py), when the device enables it: the record
+        # being followed and the position in it, or the ops of the step being recorded
+        self.steps = steps
+        self._key: tuple | None = None
+        self._replay: list | None = None
+        self._pos = 0
+        self._rec: list | None = None
         self.ops: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.uncounted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -69,37 +94,55 @@ class _CountingMode(ObserverMode):
 
     def push(self, base: str) -> None:
         """An inner count() block opens: its ops land below ``base``."""
+        self.end_step()   # the recorded scopes no longer apply
         self.bases.append(base)
         self._scopes.clear()
 
     def pop(self) -> None:
+        self.end_step()
         self.bases.pop()
         self._scopes.clear()
-
-    def forward_scope(self, path: str) -> str:
-        """The scope a forward op of module ``path`` lands in now."""
-        return self._scope_name(path, False)
-
-    def _scope_name(self, path: str, backward: bool) -> str:
-        name = self._scopes.get((path, backward))
-        if name is None:
-            parts = list(self.bases)
-            if path:
-                parts.append(path)
-            if backward:
-                parts.append("backward")
-            elif path:
-                parts.append("forward")
-            name = self._scopes[(path, backward)] = "/".join(parts)
-        return name
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        counts, read, write, uncounted = self.memo.cost(func, args, kwargs, out)
+        replay = self._replay
+        if replay is not None:
+            # a replayed step: the op and its output's shapes must be the recorded ones
+            i = self._pos
+            if i < len(replay):
+                entry = replay[i]
+                if entry[0] is func and entry[1] == output_meta(out):
+                    self._pos = i + 1
+                    kind = entry[2]
+                    if kind == PRICED:
+                        self.resident.touch(func, args, kwargs, out)
+                    elif kind == FULL:
+                        self._count(func, args, kwargs, out)
+                    if self.steps.verify and kind != FULL:
+                        self._check(entry, func, args, kwargs, out)
+                    return out
+            self._diverge()
+        scope, cost = self._count(func, args, kwargs, out)
+        rec = self._rec
+        if rec is not None:
+            if never_replayed(func):
+                kind = FULL
+            elif cost[3]:
+                kind = UNCOUNTED
+            else:
+                kind = FREE if scope is None else PRICED
+            rec.append((func, output_meta(out), kind, scope, cost))
+        return out
+
+    def _count(self, func, args, kwargs, out) -> tuple[str | None, tuple]:
+        """Price one call into the tallies: (its scope, None for a free op; its cost)."""
+        cost = self.memo.cost(func, args, kwargs, out)
+        counts, read, write, uncounted = cost
         if uncounted:
-            self.uncounted[self._scope_name(*self.tracker.where())][uncounted] += 1
-            return out
+            scope = self._scope_name(*self.tracker.where())
+            self.uncounted[scope][uncounted] += 1
+            return scope, cost
         # a free op (a view, an allocation) records nothing: no scope to look up;
         # an op that computes or moves bytes runs one kernel (an execution model input)
         # and every tensor it touches may stay resident after the block
@@ -114,23 +157,27 @@ class _CountingMode(ObserverMode):
                 b[0] += read
                 b[1] += write
             self.resident.touch(func, args, kwargs, out)
-        return out
+            return scope, cost
+        return None, cost
 
 
 class _Resident:
     """Storages an op touched, to measure a count block's resident footprint at its end.
 
-    Keyed by storage address; holds weak references to the tensors seen on it, so a storage
-    counts only while some tensor on it is alive. At the end of a block, the live storages
-    are the state the block keeps (parameters, optimizer state, gradients, data on the
-    device); those some op wrote are its writable part. Activations that die inside the
-    block are not in it. A storage that ops only gathered rows from and never wrote (the
-    training tensor a mini-batch is indexed out of) is streamed data: it is read-only state
-    that the block passes through, not state it reuses, so it is reported apart.
+    Keyed by storage address; holds a weak reference to the storage itself, so a storage
+    counts while it is alive, whichever tensor keeps it (a gradient that autograd detached
+    from the kernel's output keeps that output's storage, as the storage's written one).
+    At the end of a block, the live storages are the state the block keeps (parameters,
+    optimizer state, gradients, data on the device); those some op wrote are its writable
+    part. Activations that die inside the block are not in it. A storage that ops only
+    gathered rows from and never wrote (the training tensor a mini-batch is indexed out of)
+    is streamed data: it is read-only state that the block passes through, not state it
+    reuses, so it is reported apart.
     """
 
     def __init__(self):
-        # address -> [storage bytes, written, weakrefs, only gathered from so far]
+        # address -> [storage bytes, written, weak reference to the storage, only gathered
+        # from so far]
         self.seen: dict[int, list] = {}
         # address -> ops that wrote it: a tensor's ``_version`` misses in-place ``_foreach_``
         # updates run under a dispatch mode (the optimizers' step), this does not
@@ -141,6 +188,7 @@ class _Resident:
         # data address is on the same storage (two live storages never share an address):
         # no storage object, weakref or lookup for it (issue 36)
         self._known: dict[int, tuple] = {}
+        self._plans: dict[int, tuple] = {}   # id(op) -> (written positions, gathers)
 
     def writes_to(self, t: torch.Tensor) -> int:
         """Ops in this block that wrote ``t``'s storage."""
@@ -149,8 +197,7 @@ class _Resident:
     def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
         known = self._known.get(id(t))
         if known is not None and known[0]() is t and known[1] == t.data_ptr():
-            # seen alive on the same memory: the entry it was added to holds its weakref
-            # (alive, so never reset) and its storage's size (a storage that grows moves)
+            # seen alive on the same memory: on the storage of the entry it was added to
             ptr, entry = known[2], known[3]
         else:
             try:
@@ -159,19 +206,17 @@ class _Resident:
                 return
             ptr = st.data_ptr()
             entry = self.seen.get(ptr)
-            if entry is None or not any(r() is not None for r in entry[2]):
-                entry = self.seen[ptr] = [0, False, [], True]
-            entry[0] = max(entry[0], st.nbytes())
-            refs = entry[2]
-            if len(refs) > 8:  # views come and go every batch: keep the live ones
-                refs[:] = [r for r in refs if r() is not None]
-            ref = weakref.ref(t)
-            refs.append(ref)
-            if t._base is not None:   # a view (w.t() in linear): its base keeps it alive
-                refs.append(weakref.ref(t._base))
+            # a storage seen before at this address and dead since: a new storage reuses
+            # the memory. (Before, liveness was that of the tensor objects seen on it, and a
+            # gradient detached from its kernel's output, alive on that output's storage,
+            # reset the entry and lost its written flag: issue 36.)
+            if entry is None or entry[2].expired():
+                entry = self.seen[ptr] = [st.nbytes(), False, StorageWeakRef(st), True]
+            else:
+                entry[0] = max(entry[0], st.nbytes())
             if len(self._known) > 4096:   # ids of dead tensors pile up: start again
                 self._known.clear()
-            self._known[id(t)] = (ref, t.data_ptr(), ptr, entry)
+            self._known[id(t)] = (weakref.ref(t), t.data_ptr(), ptr, entry)
         if written:
             entry[1] = True
             self.writes[ptr] = self.writes.get(ptr, 0) + 1
@@ -179,34 +224,47 @@ class _Resident:
             entry[3] = False
 
     def touch(self, func, args, kwargs, out) -> None:
-        mutated = mutated_args(func)
-        gathers = reads_selected_rows_of_first_arg(func)
+        # which arguments the op writes and gathers from, per op: keyed by id (an
+        # OpOverload's own __hash__ is Python code; this runs for every priced op, issue 36)
+        plan = self._plans.get(id(func))
+        if plan is None:
+            plan = self._plans[id(func)] = (mutated_args(func),
+                                            reads_selected_rows_of_first_arg(func))
+        mutated, gathers = plan
+        add = self._add
         for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                self._add(a, i in mutated, gathered=gathers and i == 0)
+            if isinstance(a, _Tensor):
+                add(a, i in mutated, gathers and i == 0)
             elif isinstance(a, (list, tuple)):
                 written, gathered = i in mutated, gathers and i == 0
                 for t in a:
-                    if isinstance(t, torch.Tensor):
-                        self._add(t, written, gathered)
-        for a in kwargs.values():
-            for t in _flat_tensors(a):
-                self._add(t, False)
-        for t in _flat_tensors(out):
-            self._add(t, True)
+                    if isinstance(t, _Tensor):
+                        add(t, written, gathered)
+        if kwargs:
+            for a in kwargs.values():
+                for t in _flat_tensors(a):
+                    add(t, False)
+        if isinstance(out, _Tensor):
+            add(out, True)
+        else:
+            for t in _flat_tensors(out):
+                add(t, True)
 
     def footprint(self) -> tuple[int, int, int]:
         """(writable, read-only, streamed) bytes of the storages still alive; streamed is
         the part of read-only that ops only gathered rows from."""
         w = r = streamed = 0
-        for nbytes, written, refs, gathered_only in self.seen.values():
-            if any(ref() is not None for ref in refs):
+        for nbytes, written, storage, gathered_only in self.seen.values():
+            if not storage.expired():
                 if written:
                     w += nbytes
                 else:
                     r += nbytes
                     streamed += nbytes if gathered_only else 0
         return w, r, streamed
+
+
+_Tensor = torch.Tensor
 
 
 def _flat_tensors(x) -> list[torch.Tensor]:
@@ -227,6 +285,12 @@ class TorchDevice(Device):
         model's float kernels; ``sim.device(p, engine="torch")``).
     prefer_cuda : bool
         Use CUDA for a GPU profile when available (default). Counts do not depend on it.
+    replay : bool or "verify"
+        Step replay (:mod:`sim.torch_engine.replay`): a step (one outermost module call to
+        the next) whose key was counted before is checked op by op against its record and
+        its tally added once, instead of pricing each op; the ledger is the same. ``"verify"``
+        prices every replayed op in full as well and raises on a difference. Default off;
+        also settable later as ``dev.replay``.
 
     Examples
     --------
@@ -242,7 +306,7 @@ class TorchDevice(Device):
     # (sim/execution/mcu.py); chosen with sim.device(profile, engine="torch")
     kinds = ("gpu", "cpu", "bitwise")
 
-    def __init__(self, profile, prefer_cuda: bool = True):
+    def __init__(self, profile, prefer_cuda: bool = True, replay: bool | str = False):
         super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
         use_cuda = prefer_cuda and self.profile.kind == "gpu" and torch.cuda.is_available()
         self.torch_device = torch.device("cuda" if use_cuda else "cpu")
@@ -253,6 +317,21 @@ class TorchDevice(Device):
         # the cost of every distinct op call, kept across blocks (costs.CostMemo); set
         # ``dev.cost_memo.verify = True`` to price every call in full as well and compare
         self.cost_memo = CostMemo()
+        self.replay = replay
+        # the recorded steps (replay.py), kept across blocks as the cost memo is
+        self.step_replay = StepReplay()
+
+    @property
+    def replay(self) -> bool | str:
+        """Step replay: False (every op priced), True, or "verify" (see the class doc)."""
+        return self._replay_setting
+
+    @replay.setter
+    def replay(self, value: bool | str) -> None:
+        if value not in (False, True, "verify"):
+            raise ModelError(f"[TorchDevice] replay = {value!r}: expected False, True or "
+                             f"'verify'")
+        self._replay_setting = value
 
     def compile(self, module: torch.nn.Module, stored_bytes: int | None = None) -> torch.nn.Module:
         """Move ``module`` to the device after checking its parameters fit device memory.
@@ -315,8 +394,26 @@ class TorchDevice(Device):
                 return
             recorder = LayerRecorder(lambda path: mode.forward_scope(path),
                                      lambda w: mode.resident.writes_to(w))
-            tracker = ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
-            mode = self._mode = _CountingMode(scope, tracker, self.cost_memo)
+            steps = None
+            if self._replay_setting:
+                steps = self.step_replay
+                steps.verify = self._replay_setting == "verify"
+
+            def on_enter(mod, path, args):
+                if path:
+                    mode.module_event(ENTER, path)
+                else:                  # an outermost module: a step starts
+                    mode.start_step(mod, args)
+                recorder.enter(mod, path, args)
+
+            def on_leave(mod, path, args, out):
+                mode.module_event(LEAVE, path)
+                recorder.leave(mod, path, args, out)
+
+            tracker = (ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
+                       if steps is None else ScopeTracker(on_enter=on_enter,
+                                                          on_leave=on_leave))
+            mode = self._mode = _CountingMode(scope, tracker, self.cost_memo, steps)
             # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off
             # while counting, those layers run as the linear, attention and norm ops they
             # stand for, counted the same on every device (costs.py's docstring)
@@ -325,6 +422,7 @@ class TorchDevice(Device):
             try:
                 with tracker, mode:
                     yield
+                    mode.end_step()   # the last step's tally, before the mode leaves
             finally:
                 self._mode = None
                 torch.backends.mha.set_fastpath_enabled(fastpath)

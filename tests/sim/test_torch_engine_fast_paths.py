@@ -74,10 +74,10 @@ def test_a_tensor_moved_to_another_storage_is_counted_on_the_new_one(toy_gpu_pat
         a.add_(1.0)                      # writes a's storage
         a.set_(b)                        # a now views b's storage (a free op)
         a.add_(1.0)                      # writes b's storage through a
-    # written and alive at the end: a's first storage (its weakref is to a, alive) and b's:
-    # 40 + 4,000 B; a short path that missed the move would record the second write on the
-    # first storage and leave 40 B
-    assert dev.ledger.footprints()["x"]["writable"] == 4040
+    # written and alive at the end: b's storage, 4,000 B (a's first storage died with the
+    # move: nothing holds it); a short path that missed the move would record the second
+    # write on the first, dead, storage and leave 0 B
+    assert dev.ledger.footprints()["x"]["writable"] == 4000
     assert np.allclose(b.numpy(), 1.0)
 
 

@@ -1,0 +1,95 @@
+"""The figures README.md, the room READMEs and docs/claims.md state for a card's quick run
+(``runner.run(NAME, preset="quick", seed=0)`` on its default dataset: what ``neuroedge
+simulate NAME`` runs), worded as the documents word them and formatted from that run's own
+output, so a figure in the text cannot drift from what the run prints (issue 33).
+
+``QUICK[name](run)`` -> ``[(document, text), ...]``: each ``text`` must appear in
+``document`` (a path from the repository root), runs of whitespace (line breaks) counting as
+one space. ``tests/models/test_contract.py`` checks it
+on the session's one quick run per card (the toy profile of the card's kind: accuracies do
+not depend on the profile, energies are priced here on the profile the text names).
+Rounding is Python's: ``f"{0.94889:.1%}"`` is ``"94.9%"``, :func:`format_energy` keeps 3
+significant digits (40.66 uJ -> ``"40.7 uJ"``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from deploy.formatting import format_energy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pct(x: float) -> str:
+    """A fraction as the documents print it: one decimal of a percent (0.96 -> "96.0%")."""
+    return f"{x:.1%}"
+
+
+def _diffpc(run) -> list[tuple[str, str]]:
+    m = run.metrics
+    acc = pct(m["test_accuracy"])
+    return [
+        ("README.md", f"2 shared cores; {acc} test accuracy)"),
+        ("docs/claims.md", f"| digits {acc} (PC "),
+        ("models/diffpc/README.md", f"digits quick >= 90% (measured {acc});"),
+        # spikes 3.48 -> "~3.5"; float PC's 960 bits / DiffPC's 46.07 = 20.8, truncated: "20x"
+        ("models/diffpc/README.md",
+         f"(~{m['spikes_per_neuron_per_sample']:.1f} on digits"),
+        ("models/diffpc/README.md",
+         f"{int(960 / m['bits_per_neuron_per_sample'])}x on digits"),
+    ]
+
+
+def _pc(run) -> list[tuple[str, str]]:
+    acc = pct(run.metrics["test_accuracy"])
+    return [("models/baselines/pc/README.md", f"# {acc} on digits"),
+            ("docs/claims.md", f"(PC {acc}, BP ")]
+
+
+def _mlp(run) -> list[tuple[str, str]]:
+    acc = pct(run.metrics["test_accuracy"])
+    return [("models/baselines/mlp/README.md", f"(measured {acc} with seed 0 on the quick"),
+            ("docs/claims.md", f", BP {acc}; re-measured with named seed streams)")]
+
+
+def _bep(run) -> list[tuple[str, str]]:
+    acc = pct(run.metrics["test_accuracy"])
+    return [("models/bep/README.md", f"(`neuroedge simulate bep`, seed 0): {acc} test accuracy"),
+            ("models/bep/README.md", f"(quick seed 0: BEP {acc}, QAT "),
+            ("docs/claims.md", f"; quick seed 0 ties QAT at 1e-2, {acc} each)")]
+
+
+def tsetlin_row(dataset: str, profile: str, m: dict) -> str:
+    """The row of bench/RESULTS.md's tsetlin classification table for one quick run."""
+    return (f"| {dataset} | {profile} | {pct(m['test_accuracy'])} | "
+            f"{format_energy(m['energy_per_train_sample_j'])} | "
+            f"{format_energy(m['energy_per_inference_j'])} |")
+
+
+def _tsetlin(run) -> list[tuple[str, str]]:
+    # the default run: digits on cortex-m4 (the card's default profile, also its toy one)
+    m = run.metrics
+    return [("bench/RESULTS.md", tsetlin_row("digits", "cortex-m4", m)),
+            ("models/tsetlin/README.md",
+             f"digits {pct(m['test_accuracy'])} on cortex-m4 at "
+             f"{format_energy(m['energy_per_train_sample_j'])} per training sample and "
+             f"{format_energy(m['energy_per_inference_j'])} per inference")]
+
+
+QUICK = {"diffpc": _diffpc, "pc": _pc, "mlp": _mlp, "bep": _bep, "tsetlin": _tsetlin}
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def absent(pairs) -> list[tuple[str, str]]:
+    """The ``(document, text)`` pairs whose document does not contain the text (whitespace
+    runs, line breaks included, compared as one space)."""
+    return [(doc, text) for doc, text in pairs
+            if _flat(text) not in _flat((ROOT / doc).read_text())]
+
+
+def missing(name: str, run) -> list[tuple[str, str]]:
+    """The ``(document, text)`` pairs of ``QUICK[name]`` that the document does not contain."""
+    return absent(QUICK[name](run))

@@ -107,8 +107,26 @@ def _geo_inr_id(run) -> list[tuple[str, str]]:
              f"The counted quick run's kNN is {share:.1%} of its MACs".replace("%", " %"))]
 
 
+def _dave(run) -> list[tuple[str, str]]:
+    m, doc = run.metrics, "models/dave/README.md"
+    f1 = [m[f"{e}_box_f1"] for e in ("fused", "merged", "average", "copy_gru", "copy_tf2",
+                                       "generalist")]
+    fig = [m[f"{e}_figure_accuracy"] for e in ("fused", "merged", "average", "copy_gru",
+                                                "copy_tf2", "generalist")]
+    # counts do not depend on the toy profile: priced here on a100, as the text says
+    report = run.ledger.price("a100")
+    return [(doc, f"the quick run (seed 0) gives box F1 {min(f1):.2f}-{max(f1):.2f} on every "
+                  f"encoder (fused {f1[0]:.3f}, merged {f1[1]:.3f}, average {f1[2]:.3f}, "
+                  f"copies {f1[3]:.3f} / {f1[4]:.3f}, generalist {f1[5]:.3f};"),
+            (doc, f"near chance ({min(fig):.2f}-{max(fig):.2f})"),
+            (doc, f"`train/stage1` {format_energy(report.energy_within('train/stage1'))} "
+                  f"(96 samples = the 3 counted MAE steps of 32 pages), `infer` "
+                  f"{format_energy(report.energy_within('infer'))} (64 test pages) on a100")]
+
+
 QUICK = {"diffpc": _diffpc, "pc": _pc, "mlp": _mlp, "bep": _bep, "tsetlin": _tsetlin,
-         "decoupled_prototypes": _decoupled_prototypes, "geo_inr_id": _geo_inr_id}
+         "decoupled_prototypes": _decoupled_prototypes, "geo_inr_id": _geo_inr_id,
+         "dave": _dave}
 
 
 def _flat(text: str) -> str:

@@ -132,9 +132,9 @@ def _apple(run) -> list[tuple[str, str]]:
     return [("models/apple/README.md", f"the quick run on a100 is {share} launch overhead")]
 
 
-QUICK = {"apple": _apple, "diffpc": _diffpc, "pc": _pc, "mlp": _mlp, "bep": _bep, "tsetlin": _tsetlin,
-         "decoupled_prototypes": _decoupled_prototypes, "geo_inr_id": _geo_inr_id,
-         "dave": _dave}
+QUICK = {"apple": _apple, "bep": _bep, "dave": _dave,
+         "decoupled_prototypes": _decoupled_prototypes, "diffpc": _diffpc,
+         "geo_inr_id": _geo_inr_id, "mlp": _mlp, "pc": _pc, "tsetlin": _tsetlin}
 
 
 def _flat(text: str) -> str:

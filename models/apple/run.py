@@ -141,7 +141,9 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
 
     for it in range(cfg.iterations):
         agent.eval()
-        with scope("rollout", samples=cfg.n_envs * task.steps):
+        # the rollouts collect the training data: a cost of training, under train/ so the
+        # report's energy per training sample holds them; the update steps record the samples
+        with scope("train/rollout"):
             replay.add(rollout(agent, task, policy, cfg.n_envs, gen))
         agent.train()
         if replay.size >= cfg.batch:

@@ -106,8 +106,17 @@ def simulate(cfg: DecoupledPrototypesConfig, device: TorchDevice, data,
     ``<variant>/knn``. Both trainings sit under ``train``, so the report's energy per training
     sample is over both variants' training images (issue 33).
     """
+    import torch
+
     from models.decoupled_prototypes.run import run_both
-    return run_both(cfg, device, data, progress)
+    threads = torch.get_num_threads()
+    # one thread, as the README's figures were measured: two on the shared 2-core machine
+    # ran ~10x slower, and a CPU run's float sums (hence its figures) depend on the count
+    torch.set_num_threads(1)
+    try:
+        return run_both(cfg, device, data, progress)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

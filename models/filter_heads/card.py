@@ -232,8 +232,17 @@ def load_data(dataset: str, cfg: FilterHeadsConfig) -> ListPrompts:
 def simulate(cfg: FilterHeadsConfig, device: TorchDevice, data: ListPrompts,
              progress=None) -> Outcome:
     """Train, locate the heads, test them (``run.run``), all counted on ``device``."""
+    import torch
+
     from models.filter_heads.run import run
-    return run(cfg, device, data, progress)
+    threads = torch.get_num_threads()
+    # one thread, as the README's quick-run figure was measured: a CPU run's float sums
+    # (hence its accuracies) depend on the count; the counts do not
+    torch.set_num_threads(1)
+    try:
+        return run(cfg, device, data, progress)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:

@@ -102,7 +102,11 @@ def load_data(dataset: str, cfg: GebConfig):
 
 def simulate(cfg: GebConfig, device: TorchDevice, data, progress=None) -> Outcome:
     """Per seed: pretrain pi_ref, run passive, prior-form and GEB loops from it (counted on
-    ``device`` when ``cfg.count``); metrics are seed means and paired tests over seeds."""
+    ``device`` when ``cfg.count``); metrics are seed means and paired tests over seeds.
+
+    Ledger scopes: ``train/pretrain`` (pi_ref's SFT) and ``train/<arm>/{sample,train}`` per
+    arm (the pairs' responses drawn, the f-DPO steps): all of it is training, so the report's
+    energy per training sample is every counted op over the SFT and f-DPO samples."""
     import torch
 
     from models.geb.model import run_comparison

@@ -142,7 +142,7 @@ def pretrain_reference(task: Task, cfg, dev, count: bool = True) -> Policy:
         pol = Policy(task.prompts, task.vocab, task.length, cfg.hidden)
     pol = dev.compile(pol.to(DTYPE[cfg.dtype]))
     opt = torch.optim.Adam(pol.parameters(), lr=cfg.sft_lr)
-    with _ctx(dev, "pretrain", count, samples=cfg.sft_steps * len(x)):
+    with _ctx(dev, "train/pretrain", count, samples=cfg.sft_steps * len(x)):
         for _ in range(cfg.sft_steps):
             opt.zero_grad(set_to_none=True)
             loss = -pol(x, y).mean()
@@ -232,7 +232,9 @@ def run_loop(task: Task, ref0: Policy, cfg, dev, bonus: str, kappa: float, count
     xs, yws, yls, hist = [], [], [], []
     ref = ref0
     for it in range(cfg.iterations):
-        with _ctx(dev, "sample", count, samples=cfg.pairs * task.prompts * 2), torch.no_grad():
+        # the responses drawn for the preference pairs: a cost of online training, not
+        # training samples (no samples recorded: the DPO step below records them)
+        with _ctx(dev, "sample", count), torch.no_grad():
             try:
                 x, y1, y2 = sample_pairs(pol, task, ev, cfg, gen)
             except RuntimeError as e:   # torch.multinomial on the nan of a diverged policy
@@ -318,7 +320,7 @@ def compare(task: Task, cfg, dev, count: bool = True, progress=None, step0: int 
     arms = {"passive": ("none", 0.0), "prior": ("prior", cfg.kappa),
             "geb": (cfg.bonus, cfg.kappa)}
     for k, (name, (bonus, kappa)) in enumerate(arms.items()):
-        with _ctx(dev, name, count):
+        with _ctx(dev, f"train/{name}", count):   # all of it is training (see run_comparison)
             out[name] = run_loop(task, ref0, cfg, dev, bonus, kappa, count)
         if progress:
             progress(step0 + k + 1, total or len(arms), {"arm": name, **out[name]["final"]})

@@ -12,8 +12,9 @@ Pipeline (KLAS, ICLR 2026: probes, block similarity, anchor and stitch selection
    fine-tune one supernet per selection (SN-Net recipe: every step trains one configuration
    drawn uniformly from the anchors and the selected stitches; same steps for both), and
    compare their accuracy-FLOPs frontiers.
-Every torch op runs on a TorchDevice and is counted under train/, probe/, score/,
-finetune/, supernet/ and infer/ scopes.
+Every torch op runs on a TorchDevice and is counted under train/ (anchors, and as
+train/probe/, train/finetune/, train/supernet/ every other training step, so the report's
+energy per training sample covers all of them), score/ and infer/ scopes.
 """
 from __future__ import annotations
 
@@ -182,7 +183,7 @@ def run(cfg: KLASConfig, dev: TorchDevice, data, progress=None) -> dict:
     # ProbeNet and KL similarities on D_v
     logp = []
     for a, m in enumerate(anchors):
-        probes = train_probes(cfg, dev, m, x, y, f"probe/anchor{a}",
+        probes = train_probes(cfg, dev, m, x, y, f"train/probe/anchor{a}",
                               seeds.child(cfg.seed, "probe", a))
         logp.append(probe_logp(dev, m, probes, x_val, f"score/anchor{a}"))
     probe_acc = [[float((lp.argmax(-1).cpu() == torch.as_tensor(data.y_train[cfg.n_train:]))
@@ -206,7 +207,7 @@ def run(cfg: KLASConfig, dev: TorchDevice, data, progress=None) -> dict:
                              (ft.back, True), (ft.norm, True), (ft.head, True)):
             part.requires_grad_(learns)
         _train(dev, ft.parameters(), lambda st, xb, yb, ft=ft: F.cross_entropy(ft(xb), yb), x, y,
-               f"finetune/{s.name}", cfg.stitch_steps, cfg.batch_size // 2, cfg.stitch_lr,
+               f"train/finetune/{s.name}", cfg.stitch_steps, cfg.batch_size // 2, cfg.stitch_lr,
                seeds.child(cfg.seed, "finetune", n))
         acc_ft, _ = evaluate(dev, ft, x_te, y_te, f"infer/ft/{s.name}")
         table[s] = {"gamma": float(gamma), "omega": float(theta[s.front, s.back][s.i - 1, s.j - 1]),
@@ -284,7 +285,7 @@ def supernet(cfg: KLASConfig, dev: TorchDevice, anchors, chosen, table, x, y, x_
     draw = seeds.rng(cfg.seed, "supernet", "draw").integers(0, len(nets),
                                                              size=cfg.supernet_steps)
     _train(dev, params.values(), lambda st, xb, yb: F.cross_entropy(nets[draw[st]](xb), yb),
-           x, y, f"supernet/{name}", cfg.supernet_steps, cfg.batch_size // 2, cfg.supernet_lr,
+           x, y, f"train/supernet/{name}", cfg.supernet_steps, cfg.batch_size // 2, cfg.supernet_lr,
            seeds.child(cfg.seed, "supernet", "batches"))
     points, accs = [], {}
     for n, net in enumerate(nets):

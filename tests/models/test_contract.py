@@ -7,8 +7,9 @@ types each field's text; its quick preset runs through ``runner.run`` on a toy p
 its default kind and returns finite metrics, typed traces and a non-empty ledger; each
 declared export target's ``artifact`` has the type ``sim.artifacts`` names; the card is
 data only; its functions take the parameters of the protocols ``Simulate``, ``Experiment``,
-``Artifact`` and ``LoadData`` (``models/registry.py``), by name and in order. Cards whose quick
-run takes more than ~10 s are in ``card_runs.SLOW``.
+``Artifact`` and ``LoadData`` (``models/registry.py``), by name and in order; the figures
+the documents state for a quick run are that run's own (``doc_figures.QUICK``). Cards whose
+quick run takes more than ~10 s are in ``card_runs.SLOW``.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import inspect
 import math
 from dataclasses import dataclass
 
+import doc_figures
 import numpy as np
 import pytest
 from card_runs import SLOW, missing_data, param, toy_profile
@@ -321,6 +323,19 @@ def test_quick_preset_runs(name):
     assert isinstance(run.ledger, Ledger) and not run.ledger.is_empty()
     assert run.ledger.scopes() and sum(sum(run.ledger.ops(s).values())
                                        for s in run.ledger.scopes()) > 0
+
+
+# diffpc's figures are checked on its own default-run fixture (tests/models/diffpc/test_card.py),
+# which the default test run runs anyway; the others reuse the quick run above
+@pytest.mark.parametrize("name", [param(n) for n in sorted(doc_figures.QUICK) if n != "diffpc"])
+def test_docs_state_the_quick_runs_figures(name):
+    """Each figure the README, the room README, bench/RESULTS.md or docs/claims.md states for
+    the card's quick run is that run's own output at the printed precision (issue 33)."""
+    import torch
+    run = _quick_run(name)
+    if torch.cuda.is_available() and run.profile.kind in ("gpu", "cpu"):
+        pytest.skip("the documents' figures were measured on CPU; CUDA kernels round differently")
+    assert doc_figures.missing(name, run) == []
 
 
 def _export_params():

@@ -18,6 +18,16 @@ def test_summarize_means_and_wins():
     assert s[40]["wins"] == 1 and s[40]["baseline_std"] == 0.0
 
 
+def test_wins_claim_needs_k_of_n_seeds_and_the_mean():
+    # 3 seeds need ceil(2) = 2 wins: 2 of 3 ahead, mean +0.01 holds
+    assert fs_experiment.wins_claim({"wins": 2, "seeds": 3, "gain": 0.01})
+    # one large win lifts the mean (+0.05) but 1 of 3 seeds is not enough
+    assert not fs_experiment.wins_claim({"wins": 1, "seeds": 3, "gain": 0.05})
+    # 2 of 3 ahead but behind in the mean
+    assert not fs_experiment.wins_claim({"wins": 2, "seeds": 3, "gain": -0.01})
+    assert fs_experiment.wins_claim({"wins": 1, "seeds": 1, "gain": 0.2})   # ceil(2/3) = 1
+
+
 def test_study_runs_the_sweep_through_the_runner(monkeypatch, toy_gpu_path):
     torch.set_num_threads(1)
     monkeypatch.setitem(fs_experiment.PLANS, "quick",
@@ -38,7 +48,8 @@ def test_study_runs_the_sweep_through_the_runner(monkeypatch, toy_gpu_path):
         bl = sum(r.metrics["baseline_test_accuracy"] for r in runs) / 2
         assert entry[f"fskan_n{n}"] == pytest.approx(fk)
         assert entry[f"gain_n{n}"] == pytest.approx(fk - bl)
-    assert entry["fskan_wins_at_smallest"] == (entry["gain_n20"] > 0)
+    # 2 seeds: ahead on ceil(4/3) = 2 of 2 and in the mean
+    assert entry["fskan_wins_at_smallest"] == (entry["wins_n20"] == 2 and entry["gain_n20"] > 0)
     assert study.summary["claim_met"] == entry["fskan_wins_at_smallest"]
 
 

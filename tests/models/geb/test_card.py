@@ -7,6 +7,7 @@ from conftest import TOY_GPU
 import models
 from models import runner
 from models.geb.card import GebConfig
+from sim import phases
 
 SHORT = {"seeds": 2, "iterations": 2, "steps": 3, "sft_samples": 256, "sft_steps": 10}
 """2 seeds x 3 arms x 2 iterations of 3 steps, from a reference trained 10 steps."""
@@ -33,10 +34,19 @@ def test_short_run_counts_every_arm_and_draws_seed_bands(short_run):
     m = short_run.metrics
     assert m["seeds"] == 2
     assert 0.0 <= m["reward_geb"] <= 1.0 and m["reference_logp_ref_optimum"] < 0
-    scopes = {s.split("/")[0] for s in short_run.ledger.scopes()}
+    # everything is training: the report prices every op per training sample (issue 33)
+    assert {s.split("/")[0] for s in short_run.ledger.scopes()} == {"train"}
+    scopes = {s.split("/")[1] for s in short_run.ledger.scopes() if "/" in s}
     assert {"pretrain", "passive", "prior", "geb"} <= scopes
-    # train samples: steps x pairs so far = 3 x 64 + 3 x 128 = 576 per seed and arm
-    assert short_run.ledger.samples()["passive/train"] == 2 * 576
+    # train samples: steps x pairs so far = 3 x 64 + 3 x 128 = 576 per seed and arm; the
+    # drawn responses record none
+    samples = short_run.ledger.samples()
+    assert samples["train/passive/train"] == 2 * 576
+    assert not any(n for s, n in samples.items() if s.endswith("/sample"))
+    # the report's training scope holds every op, over the SFT steps' samples (10 steps x
+    # 256 sft_samples) and the f-DPO steps' (3 arms x 576): 2 seeds x (2560 + 1728) = 8576
+    assert phases.train_scope(samples) == "train" and phases.inference_scope(samples) is None
+    assert phases.scope_samples(samples, "train") == 2 * (10 * 256 + 3 * 576)
     band = short_run.traces["true_reward"]
     # 3 arms x 2 seeds x (2 iterations + the final policy)
     assert (band.kind, band.data.shape, band.columns) == ("bands", (3, 2, 3),

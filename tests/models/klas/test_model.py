@@ -34,10 +34,12 @@ def test_tiny_pipeline_runs_end_to_end_and_counts_everything(tiny_run):
     # anchors: 1 epoch of 256 images in batches of 32 = 8 steps of 32 random images
     assert samples["train/anchor0"] == 8 * 32 and samples["infer/anchor2"] == 128
     # fine-tunes and supernets draw batches of 32 // 2 = 16: 3 and 6 steps
-    assert samples["finetune/s01-1-1"] == 3 * 16 and samples["supernet/klas"] == 6 * 16
+    assert samples["train/finetune/s01-1-1"] == 3 * 16
+    assert samples["train/supernet/klas"] == 6 * 16
     assert samples["score/features"] == 3 * 32                    # 3 anchors x ls_samples
-    for scope in ("train/anchor0", "probe/anchor2", "score/anchor1", "finetune/s01-1-1",
-                  "supernet/klas", "supernet/snnet", "infer/ls/s12-2-1"):
+    for scope in ("train/anchor0", "train/probe/anchor2", "score/anchor1",
+                  "train/finetune/s01-1-1", "train/supernet/klas", "train/supernet/snnet",
+                  "infer/ls/s12-2-1"):
         assert led.total_ops(scope).get("mac_fp32", 0) > 0, scope
     fl = res["anchor_flops"]
     assert fl[0] < fl[1] < fl[2]

@@ -73,3 +73,26 @@ def test_c_export_is_bit_exact(tmp_path, target, digits_run):
     out = export_c(art.layers, art.inputs, tmp_path / "tm", profile=art.profile)
     run = check_c_project(out, want, target=target)
     assert np.array_equal(run.labels, want.labels) and np.array_equal(run.scores, want.scores)
+
+
+@pytest.mark.slow   # five quick runs; the first fpga-bnn run compiles its 64-bit kernels
+def test_classification_table_is_the_quick_runs(fashion_mnist):     # (77 s at load ~9)
+    """bench/RESULTS.md's classification table and the room README's sentence state these
+    quick runs (seed 0) at the printed precision; the digits / cortex-m4 row, the default
+    run, is checked by ``test_contract.py::test_docs_state_the_quick_runs_figures``."""
+    import doc_figures
+    runs = {(ds, p): runner.run("tsetlin", dataset=ds, profile=p, seed=0).metrics
+            for ds, p in [("digits", "cortex-m7"), ("digits", "fpga-bnn"),
+                          ("fashion-mnist", "cortex-m4"), ("fashion-mnist", "cortex-m7"),
+                          ("fashion-mnist", "fpga-bnn")]}
+    pairs = [("bench/RESULTS.md", doc_figures.tsetlin_row(ds, p, m))
+             for (ds, p), m in runs.items()]
+    f, e = runs["fashion-mnist", "cortex-m4"], doc_figures.format_energy
+    fpga = [runs[ds, "fpga-bnn"]["energy_per_inference_j"] for ds in ("digits", "fashion-mnist")]
+    # 0.744 -> "74.4%"; 505.9 uJ -> "506 uJ"; fpga-bnn 2.564 uJ -> "2.56 uJ"
+    pairs.append(("models/tsetlin/README.md",
+                  f"Fashion-MNIST (5000 images, 2 epochs) {doc_figures.pct(f['test_accuracy'])} "
+                  f"at {e(f['energy_per_train_sample_j']).removesuffix(' uJ')} / "
+                  f"{e(f['energy_per_inference_j'])} (fpga-bnn: "
+                  f"{e(fpga[0]).removesuffix(' uJ')} / {e(fpga[1])} per inference"))
+    assert doc_figures.absent(pairs) == []

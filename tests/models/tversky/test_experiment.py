@@ -17,6 +17,12 @@ def test_one_tversky_layer_fits_xor_for_some_seeds_linear_for_none():
     fits = {s: fit_xor(TverskyProjection(2, 2, 4, seed=s)) for s in range(10)}
     solved = [s for s, (acc, _) in fits.items() if acc == 1.0]
     assert len(solved) >= 2, solved
+    # the count docs/claims.md and the room README state is this sweep's (issue 33)
+    import doc_figures
+    assert doc_figures.absent([
+        ("docs/claims.md", f"XOR yes ({len(solved)}/10 seeds fit it at K = 4;"),
+        ("models/tversky/README.md", f"one Tversky layer fits XOR ({len(solved)}/10 seeds at K=4")
+    ]) == []
     for s in solved:     # a confident fit: cross-entropy far below a tie's ln 2 = 0.69
         assert fits[s][1] < 0.2
     for seed in range(10):  # XOR is not linearly separable: at most 3 of 4 points, any seed

@@ -1,0 +1,160 @@
+"""The figures README.md, the room READMEs and docs/claims.md state for a card's quick run
+(``runner.run(NAME, preset="quick", seed=0)`` on its default dataset: what ``neuroedge
+simulate NAME`` runs), worded as the documents word them and formatted from that run's own
+output, so a figure in the text cannot drift from what the run prints (issue 33).
+
+``QUICK[name](run)`` -> ``[(document, text), ...]``: each ``text`` must appear in
+``document`` (a path from the repository root), runs of whitespace (line breaks) counting as
+one space. ``tests/models/test_contract.py`` checks it
+on the session's one quick run per card (the toy profile of the card's kind: accuracies do
+not depend on the profile, energies are priced here on the profile the text names).
+Rounding is Python's: ``f"{0.94889:.1%}"`` is ``"94.9%"``, :func:`format_energy` keeps 3
+significant digits (40.66 uJ -> ``"40.7 uJ"``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from deploy.formatting import format_energy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pct(x: float) -> str:
+    """A fraction as the documents print it: one decimal of a percent (0.96 -> "96.0%")."""
+    return f"{x:.1%}"
+
+
+def _diffpc(run) -> list[tuple[str, str]]:
+    m = run.metrics
+    acc = pct(m["test_accuracy"])
+    ratio = int(960 / m["bits_per_neuron_per_sample"])
+    return [
+        ("README.md", f"2 shared cores; {acc} test accuracy)"),
+        ("docs/claims.md", f"| digits {acc} (PC "),
+        ("models/diffpc/README.md", f"digits quick >= 90% (measured {acc});"),
+        # spikes 3.48 -> "~3.5"; float PC's 960 bits (64 x 15 steps) / DiffPC's 46.07 = 20.8,
+        # which the documents truncate: "20x"
+        ("models/diffpc/README.md",
+         f"(~{m['spikes_per_neuron_per_sample']:.1f} on digits"),
+        ("models/diffpc/README.md", f"{ratio}x on digits"),
+        ("README.md", f"DiffPC sends {ratio}-57x fewer bits than float PC"),   # 57: Fashion bench
+        ("docs/claims.md", f"float PC / DiffPC bits {ratio}-57x"),
+    ]
+
+
+def _pc(run) -> list[tuple[str, str]]:
+    acc = pct(run.metrics["test_accuracy"])
+    return [("models/baselines/pc/README.md", f"# {acc} on digits"),
+            ("docs/claims.md", f"(PC {acc}, BP ")]
+
+
+def _mlp(run) -> list[tuple[str, str]]:
+    acc = pct(run.metrics["test_accuracy"])
+    return [("models/baselines/mlp/README.md", f"(measured {acc} with seed 0 on the quick"),
+            ("docs/claims.md", f", BP {acc}; re-measured with named seed streams)")]
+
+
+def _bep(run) -> list[tuple[str, str]]:
+    acc = pct(run.metrics["test_accuracy"])
+    return [("models/bep/README.md", f"(`neuroedge simulate bep`, seed 0): {acc} test accuracy"),
+            ("models/bep/README.md", f"(quick seed 0: BEP {acc}, QAT "),
+            ("docs/claims.md", f"; quick seed 0 ties QAT at 1e-2, {acc} each)")]
+
+
+def tsetlin_row(dataset: str, profile: str, m: dict) -> str:
+    """The row of bench/RESULTS.md's tsetlin classification table for one quick run."""
+    return (f"| {dataset} | {profile} | {pct(m['test_accuracy'])} | "
+            f"{format_energy(m['energy_per_train_sample_j'])} | "
+            f"{format_energy(m['energy_per_inference_j'])} |")
+
+
+def _tsetlin(run) -> list[tuple[str, str]]:
+    # the default run: digits on cortex-m4 (the card's default profile, also its toy one)
+    m = run.metrics
+    return [("bench/RESULTS.md", tsetlin_row("digits", "cortex-m4", m)),
+            ("models/tsetlin/README.md",
+             f"digits {pct(m['test_accuracy'])} on cortex-m4 at "
+             f"{format_energy(m['energy_per_train_sample_j'])} per training sample and "
+             f"{format_energy(m['energy_per_inference_j'])} per inference")]
+
+
+def _share(x: float) -> str:
+    """A unique-prototype fraction as the table prints it: "100%" whole, else "90.2%"."""
+    return "100%" if x == 1 else pct(x)
+
+
+def _decoupled_prototypes(run) -> list[tuple[str, str]]:
+    m, doc = run.metrics, "models/decoupled_prototypes/README.md"
+    rows = [(doc, f"| {v} | " + " | ".join(_share(m[f"{v}_unique_eps{e}"])
+                                          for e in ("0.025", "0.1", "0.25"))
+             + f" | {m[f'{v}_usage_entropy']:.2f} nats ({m[f'{v}_usage_effective']:.1f} "
+             f"effective) | {pct(m[f'{v}_knn_accuracy'])} |") for v in ("joint", "decoupled")]
+    # 2 epochs x 8 steps of 256 images; 36.89e9 MACs -> "36.9 G"
+    macs = run.ledger.total_ops("train/joint")["mac_fp32"]
+    return [*rows, (doc, f"(joint quick run: {macs / 1e9:.1f} G MACs / (16 steps x 256 images))")]
+
+
+def _macs(ops: dict) -> int:
+    return sum(v for k, v in ops.items() if k.startswith("mac_"))
+
+
+def _filter_heads(run) -> list[tuple[str, str]]:
+    # the trained model's clean accuracy, whole percent: 0.8368 -> "~84%"
+    return [("models/filter_heads/README.md",
+             f"300 steps leave the model at ~{run.metrics['accuracy_clean']:.0%}")]
+
+
+def _geo_inr_id(run) -> list[tuple[str, str]]:
+    # kNN's fp64 MACs over every MAC of the run, fp32 and fp64:
+    # 1.024e9 / 57.76e9 = 1.77% -> "1.8 %"
+    share = _macs(run.ledger.total_ops("id/knn")) / _macs(run.ledger.total_ops())
+    return [("models/geo_inr_id/README.md",
+             f"The counted quick run's kNN is {share:.1%} of its MACs".replace("%", " %"))]
+
+
+def _dave(run) -> list[tuple[str, str]]:
+    m, doc = run.metrics, "models/dave/README.md"
+    f1 = [m[f"{e}_box_f1"] for e in ("fused", "merged", "average", "copy_gru", "copy_tf2",
+                                       "generalist")]
+    fig = [m[f"{e}_figure_accuracy"] for e in ("fused", "merged", "average", "copy_gru",
+                                                "copy_tf2", "generalist")]
+    # counts do not depend on the toy profile: priced here on a100, as the text says
+    report = run.ledger.price("a100")
+    return [(doc, f"the quick run (seed 0) gives box F1 {min(f1):.2f}-{max(f1):.2f} on every "
+                  f"encoder (fused {f1[0]:.3f}, merged {f1[1]:.3f}, average {f1[2]:.3f}, "
+                  f"copies {f1[3]:.3f} / {f1[4]:.3f}, generalist {f1[5]:.3f};"),
+            (doc, f"near chance ({min(fig):.2f}-{max(fig):.2f})"),
+            (doc, f"`train/stage1` {format_energy(report.energy_within('train/stage1'))} "
+                  f"(96 samples = the 3 counted MAE steps of 32 pages), `infer` "
+                  f"{format_energy(report.energy_within('infer'))} (64 test pages) on a100")]
+
+
+def _apple(run) -> list[tuple[str, str]]:
+    # idle power during per-op launches over all energy, priced on a100: 50.39 / 52.00 J
+    # = 96.9% -> "97 %"
+    report = run.ledger.price("a100")
+    share = f"{report.launch_idle_j / report.total_j:.0%}".replace("%", " %")
+    return [("models/apple/README.md", f"the quick run on a100 is {share} launch overhead")]
+
+
+QUICK = {"apple": _apple, "bep": _bep, "dave": _dave,
+         "decoupled_prototypes": _decoupled_prototypes, "diffpc": _diffpc,
+         "filter_heads": _filter_heads, "geo_inr_id": _geo_inr_id, "mlp": _mlp, "pc": _pc,
+         "tsetlin": _tsetlin}
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def absent(pairs) -> list[tuple[str, str]]:
+    """The ``(document, text)`` pairs whose document does not contain the text (whitespace
+    runs, line breaks included, compared as one space)."""
+    return [(doc, text) for doc, text in pairs
+            if _flat(text) not in _flat((ROOT / doc).read_text())]
+
+
+def missing(name: str, run) -> list[tuple[str, str]]:
+    """The ``(document, text)`` pairs of ``QUICK[name]`` that the document does not contain."""
+    return absent(QUICK[name](run))

@@ -166,35 +166,58 @@ def r2_per_column(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 1 - sse / sst
 
 
+class Pretraining:
+    """Pre-training that can be resumed: :meth:`advance` runs more Adam steps on the same
+    optimizer, head and batch stream, so ``advance(a)`` then ``advance(b)`` gives the network
+    one ``advance(a + b)`` gives (what ``bench/geo_inr_settle.py`` needs to train an encoder
+    until its probe generalises).
+
+    Regresses the 24 pre-training fields from the embedding (Adam, MSE, mini-batches of
+    ``cfg.batch_size`` drawn from the stream ``("pretrain", "order")``).
+    """
+
+    def __init__(self, enc: LocationEncoder, data, cfg, dev):
+        with seeded(seeds.child(cfg.seed, "init", "head")):
+            self.head = dev.compile(nn.Linear(cfg.embed, data.pretrain_y.shape[1]))
+        self.enc, self.cfg, self.dev = dev.compile(enc), cfg, dev
+        self.x, self.y = dev.tensor(data.pretrain_lonlat), dev.tensor(data.pretrain_y)
+        params = list(self.enc.parameters()) + list(self.head.parameters())
+        self.opt = torch.optim.Adam(params, lr=cfg.lr, foreach=True)   # list ops: few per step
+        self.gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "pretrain", "order"))
+        self.losses: list[float] = []
+        n = len(self.x)
+        self.batch = min(cfg.batch_size, n)
+        # the positional features are fixed functions of the location: computed once per
+        # point (as a data loader would cache them), not once per step
+        with torch.no_grad(), dev.count("train/pretrain/features", samples=n):
+            self.feats = self.enc.features(self.x)                          # (n, F)
+
+    def advance(self, steps: int, progress=None) -> None:
+        """``steps`` more Adam steps (counted under ``train/pretrain``)."""
+        n, b, x, y = len(self.x), self.batch, self.x, self.y
+        with self.dev.count("train/pretrain", samples=steps * b):
+            for step in range(steps):
+                idx = torch.randint(0, n, (b,), generator=self.gen).to(x.device)
+                loss = ((self.head(self.enc.mlp(self.feats[idx])) - y[idx]) ** 2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                self.losses.append(float(loss.detach()))
+                if progress and (step + 1) % max(1, steps // 10) == 0:
+                    progress(step + 1, steps, {"pretrain_mse": self.losses[-1]})
+
+    def fit_r2(self) -> float:
+        """Mean R^2 of the head on the pre-training set (counted under ``pretrain/fit``)."""
+        with torch.no_grad(), self.dev.count("pretrain/fit", samples=len(self.x)):
+            return float(r2_per_column(self.head(self.enc.mlp(self.feats)), self.y).mean())
+
+
 def pretrain(enc: LocationEncoder, data, cfg, dev, progress=None) -> dict:
-    """Regress the 24 pre-training fields from the embedding (Adam, MSE, ``cfg.steps``
-    mini-batches of ``cfg.batch_size`` drawn from the stream ``("pretrain", "order")``)."""
-    with seeded(seeds.child(cfg.seed, "init", "head")):
-        head = dev.compile(nn.Linear(cfg.embed, data.pretrain_y.shape[1]))
-    enc = dev.compile(enc)
-    x, y = dev.tensor(data.pretrain_lonlat), dev.tensor(data.pretrain_y)
-    params = list(enc.parameters()) + list(head.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.lr, foreach=True)   # list ops: few per step
-    gen = torch.Generator().manual_seed(seeds.child(cfg.seed, "pretrain", "order"))
-    losses = []
-    n, b = len(x), min(cfg.batch_size, len(x))
-    # the positional features are fixed functions of the location: computed once per point
-    # (as a data loader would cache them), not once per step
-    with torch.no_grad(), dev.count("train/pretrain/features", samples=n):
-        feats = enc.features(x)                                        # (n, F)
-    with dev.count("train/pretrain", samples=cfg.steps * b):
-        for step in range(cfg.steps):
-            idx = torch.randint(0, n, (b,), generator=gen).to(x.device)
-            loss = ((head(enc.mlp(feats[idx])) - y[idx]) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.detach()))
-            if progress and (step + 1) % max(1, cfg.steps // 10) == 0:
-                progress(step + 1, cfg.steps, {"pretrain_mse": losses[-1]})
-    with torch.no_grad(), dev.count("pretrain/fit", samples=n):
-        fit = float(r2_per_column(head(enc.mlp(feats)), y).mean())
-    return {"losses": losses, "pretrain_r2": fit, "head": head}
+    """Regress the 24 pre-training fields from the embedding for ``cfg.steps`` Adam steps
+    (:class:`Pretraining`)."""
+    run_ = Pretraining(enc, data, cfg, dev)
+    run_.advance(cfg.steps, progress)
+    return {"losses": run_.losses, "pretrain_r2": run_.fit_r2(), "head": run_.head}
 
 
 def embed(enc: LocationEncoder, lonlat: np.ndarray, dev) -> torch.Tensor:

@@ -80,3 +80,17 @@ def test_group_errors():
         symmetric(0)
     with pytest.raises(ModelError, match="same Group object"):
         pair_orbits(natural(symmetric(3)), natural(symmetric(3)))
+
+
+def test_pair_orbits_are_remembered_per_action_and_handed_out_as_copies():
+    from models.fs_kan import groups
+    act = natural(symmetric(3) * cyclic(4))
+    first = pair_orbits(act, act)
+    hits = groups._pair_orbits.cache_info().hits
+    first[:] = -1                               # a caller scribbling on its copy ...
+    again = pair_orbits(act, act)
+    assert groups._pair_orbits.cache_info().hits == hits + 1       # ... the second call is
+    assert int(again.max()) + 1 == 2 * 4 and again.min() == 0      # remembered, unchanged
+    # a new Action object of the same group is computed afresh, with the same orbits
+    other = natural(act.group)
+    assert np.array_equal(pair_orbits(other, other), again)

@@ -538,24 +538,24 @@ def op_signature(func, args, kwargs, out) -> tuple | None:
     key: list = [func, len(args)]
     seen: dict[int, int] = {}
     try:
-        _sign(args, key, seen)
+        sign_into(args, key, seen)
         if kwargs:
             key.append(("{", tuple(kwargs)))
-            _sign(kwargs.values(), key, seen)
-        _sign((out,), key, seen)
-    except _NoSignature:
+            sign_into(kwargs.values(), key, seen)
+        sign_into((out,), key, seen)
+    except NoSignature:
         return None
     return tuple(key)
 
 
-class _NoSignature(Exception):
+class NoSignature(Exception):
     """A call argument that :func:`op_signature` cannot key on."""
 
 
 _Tensor, _STRIDED = torch.Tensor, torch.strided
 
 
-def _sign(items, key: list, seen: dict[int, int]) -> None:
+def sign_into(items, key: list, seen: dict[int, int]) -> None:
     """Append the key of each of ``items`` to ``key`` (see :func:`op_signature`); recursion
     into lists rather than a work stack: runs once per executed op (issue 36), and aten
     schemas nest at most a list of tensors in an argument."""
@@ -568,20 +568,20 @@ def _sign(items, key: list, seen: dict[int, int]) -> None:
                 continue
             seen[id(item)] = len(seen)
             if item.layout is not _STRIDED:
-                raise _NoSignature   # sparse and other layouts: no strides to key on
+                raise NoSignature   # sparse and other layouts: no strides to key on
             append((item.shape, item.stride(), item.dtype, item.device))
         elif isinstance(item, float):
             append(float)
         elif isinstance(item, (list, tuple)):
             append(("[", len(item)))
-            _sign(item, key, seen)
+            sign_into(item, key, seen)
         elif item is None or isinstance(item, _KEYED_VALUES):
             append(item)
         elif isinstance(item, dict):
             append(("{", tuple(item)))
-            _sign(item.values(), key, seen)
+            sign_into(item.values(), key, seen)
         else:
-            raise _NoSignature       # another object (a profiler handle): not kept in a key
+            raise NoSignature       # another object (a profiler handle): not kept in a key
 
 
 class CostMemo:

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import torch
 
-from sim.torch_engine.costs import VALUE_DEPENDENT, _NoSignature, _sign, op_cost
+from sim.torch_engine.costs import VALUE_DEPENDENT, NoSignature, sign_into, op_cost
 
 FREE, PRICED, UNCOUNTED, FULL, MODULE = 0, 1, 2, 3, 4
 """Kinds of a recorded entry: an op that is free (a view, an allocation: no tally, no
@@ -92,8 +92,8 @@ def step_key(mod: torch.nn.Module, args, bases: tuple) -> tuple | None:
     key: list = [id(mod), bases, torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
                  mod.training, len(args)]
     try:
-        _sign(args, key, {})
-    except _NoSignature:
+        sign_into(args, key, {})
+    except NoSignature:
         return None
     return tuple(key)
 

@@ -81,8 +81,15 @@ def power(n: int, effect: float, sd: float, alpha: float = ALPHA,
     nc = abs(effect) / sd * math.sqrt(n)
     if two_sided:
         tc = stats.t.ppf(1 - alpha / 2, df)
-        return float(stats.nct.sf(tc, df, nc) + stats.nct.cdf(-tc, df, nc))
-    return float(stats.nct.sf(stats.t.ppf(1 - alpha, df), df, nc))
+        # the lower tail P(T' < -tc) written as P(T'(-nc) > tc) (T'(nc) = -T'(-nc)):
+        # scipy's nct.cdf(-tc, df, nc) returns nan for large nc at few df (nc 12, df 2)
+        p = stats.nct.sf(tc, df, nc) + stats.nct.sf(tc, df, -nc)
+    else:
+        p = stats.nct.sf(stats.t.ppf(1 - alpha, df), df, nc)
+    if not math.isfinite(p):
+        raise ModelError(f"[power.power] n = {n}, d = {abs(effect) / sd:.3g}: scipy's "
+                         "noncentral t gave no finite tail probability")
+    return float(min(p, 1.0))
 
 
 def seeds_needed(effect: float, sd: float, alpha: float = ALPHA,

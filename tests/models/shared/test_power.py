@@ -37,6 +37,21 @@ def test_power_tends_to_alpha_and_to_the_normal_approximation():
     assert P.power(400, 0.2, 1.0) == pytest.approx(approx, abs=0.003)
 
 
+def test_power_at_a_huge_effect_is_finite():
+    """d = 8.37 (an effect 8x its noise): scipy's nct.cdf lower tail is nan at n = 3; the
+    power equals E_V[Phi(nc - tc sqrt(V/df)) + Phi(-nc - tc sqrt(V/df))], V ~ chi2(df), the
+    t statistic's definition integrated directly."""
+    from scipy import integrate
+    d, n = 8.37, 3
+    df, nc, tc = n - 1, d * math.sqrt(n), stats.t.ppf(0.975, n - 1)
+    exact = integrate.quad(lambda v: (stats.norm.cdf(nc - tc * math.sqrt(v / df))
+                                      + stats.norm.cdf(-nc - tc * math.sqrt(v / df)))
+                           * stats.chi2.pdf(v, df), 0, np.inf)[0]
+    assert P.power(n, d, 1.0) == pytest.approx(exact, abs=1e-9)       # 0.99993
+    # n = 2 has power 0.647 (< 0.8), n = 3 0.9999: 3 pairs
+    assert P.seeds_needed(d, 1.0) == 3
+
+
 def test_power_is_the_rejection_rate_of_the_test():
     """40,000 simulated studies of n = 10 pairs with true d = 0.5: the paired t-test rejects
     in the share power() predicts (0.293), to within 4 standard errors

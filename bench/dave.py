@@ -19,7 +19,8 @@ single (t and Wilcoxon p), the power these seeds have for the paper's relative e
 (Doc averages 63.4 / 62.8 / 55.6: merge over average +0.96 %, over a single encoder +14.0 %,
 times this scale's measured average / single box F1) and the seeds a paired t-test would
 need for power 0.8 (``models/shared/power.py``); ``"complete": false`` until the last seed
-is in. ``--set checks=false`` skips the probes and the fine-tuned generalist (checks b, e),
+is in; ``--rescore NAME`` recomputes a stored file's analysis from its per-seed box F1.
+``--set checks=false`` skips the probes and the fine-tuned generalist (checks b, e),
 which neither difference reads; every stage draws from its own named seed stream, so the
 merge, average and copies are the same runs either way. The tables of ``bench/RESULTS.md``
 and ``models/dave/README.md`` and the ``docs/claims.md`` row are rendered from the file
@@ -74,9 +75,10 @@ def _num(v) -> str:
 def render(result: dict) -> str:
     """The power study's table for bench/RESULTS.md and the room README."""
     f1 = {a: np.asarray(v) for a, v in result["box_f1"].items()}
-    lines = ["| difference (box F1) | seeds | merge | other arm | paired mean +- sd | t (p) | "
-             "Wilcoxon p | merge ahead | paper's effect here | power | seeds for 0.8 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| difference (box F1) | seeds | merge | other arm | paired mean +- sd | 95 % CI | "
+             "t (p) | Wilcoxon p | merge ahead | paper's effect here | power | seeds for 0.8 "
+             "(sd at 80 % upper limit) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, base, _ in CONTRASTS:
         c = result["contrasts"][name]
         ahead = sum(d > 0 for d in c["diffs"])
@@ -84,9 +86,11 @@ def render(result: dict) -> str:
             f"| {name.replace('_', ' ')} | {c['n']} | {f1['merged'].mean():.3f} +- "
             f"{f1['merged'].std(ddof=1):.3f} | {f1[base].mean():.3f} +- "
             f"{f1[base].std(ddof=1):.3f} | {c['mean']:+.4f} +- {c['sd']:.4f} | "
+            f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] | "
             f"{c['t']:+.2f} ({c['p_t']:.2f}) | {c['p_wilcoxon']:.2f} | {ahead}/{c['n']} | "
             f"{c['effect']:+.4f} ({100 * c['relative_gain']:.2f} %, d = {_num(c['d'])}) | "
-            f"{_num(c['power'])} | {c['seeds_needed'] or '-'} |")
+            f"{_num(c['power'])} | {c['seeds_needed'] or '-'} "
+            f"({c['seeds_needed_upper80'] or '-'}) |")
     return "\n".join(lines)
 
 
@@ -96,10 +100,24 @@ def claim_text(result: dict) -> str:
     for name, _, _ in CONTRASTS:
         c = result["contrasts"][name]
         parts.append(f"{name.replace('_', ' ')} {c['mean']:+.4f} +- {c['sd']:.4f} "
-                     f"(t p {c['p_t']:.2f}, Wilcoxon p {c['p_wilcoxon']:.2f}; power "
+                     f"(95 % CI [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]; t p "
+                     f"{c['p_t']:.2f}, Wilcoxon p {c['p_wilcoxon']:.2f}; power "
                      f"{_num(c['power'])} for the paper's {100 * c['relative_gain']:.1f} %, "
-                     f"{c['seeds_needed']} seeds for 0.8)")
+                     f"{c['seeds_needed'] or '-'} seeds for 0.8, "
+                     f"{c['seeds_needed_upper80'] or '-'} at the sd's 80 % upper limit)")
     return f"{result['contrasts']['merge_minus_average']['n']} seeds: " + "; ".join(parts)
+
+
+def rescore(name: str) -> dict:
+    """Recompute a stored power study's analysis from its per-seed box F1 (no training)."""
+    path = ROOT / "bench" / "out" / f"{name}.json"
+    stored = json.loads(path.read_text())
+    f1 = stored["box_f1"]
+    per_seed = [{f"{a}_box_f1": f1[a][i] for a in f1} for i in range(len(stored["seeds"]))]
+    stored.update(power_study(per_seed, stored["seeds"]))
+    path.write_text(json.dumps(stored, indent=1) + "\n")
+    return stored
+
 
 ENCODERS = ("fused", "merged", "average", "copy_gru", "copy_tf2", "copy_tf1_class",
             "generalist", "finetuned_generalist")
@@ -145,7 +163,14 @@ def main(argv=None):
     ap.add_argument("--write", metavar="NAME", help="the paired power study, stored in "
                     "bench/out/NAME.json after every seed")
     ap.add_argument("--no-pictures", action="store_true")
+    ap.add_argument("--rescore", metavar="NAME", help="recompute bench/out/NAME.json's "
+                    "paired analysis from its stored per-seed box F1, and stop")
     args = ap.parse_args(argv)
+    if args.rescore:
+        stored = rescore(args.rescore)
+        print(render(stored))
+        print("RESULT " + json.dumps(stored))
+        return
     over = dict(BENCH) if args.scale == "bench" else {"checks": True}
     for kv in args.set:
         k, v = kv.split("=", 1)

@@ -19,7 +19,8 @@ one ``bench/out/NAME.json`` is rewritten with the per-seed keypoint errors of bo
 paired test of learned - frozen (t and Wilcoxon p), the power these seeds have for the
 paper's relative effect (Tab. 2: 1 - 2.56 / 2.70 = 5.2 %, times the frozen arm's measured
 mean error) and the seeds a paired t-test would need for power 0.8
-(``models/shared/power.py``); ``"complete": false`` until the last seed is in. The tables of
+(``models/shared/power.py``); ``"complete": false`` until the last seed is in.
+``--rescore NAME`` recomputes a stored file's analysis from its per-seed errors. The tables of
 ``bench/RESULTS.md`` and ``models/ppl/README.md`` and the ``docs/claims.md`` row are
 rendered from it (:func:`render`, :func:`claim_text`; ``tests/bench/test_ppl_power.py`` pins
 them).
@@ -49,15 +50,20 @@ PAPER_REL = 1 - PAPER["learned"] / PAPER["frozen"]     # 0.0519: the learned pri
 
 
 def power_study(runs: dict) -> dict:
-    """The paired learned - frozen keypoint error over the seeds both arms ran, tested
-    against 0 and powered for the paper's relative effect at this scale's frozen error."""
+    """The paired learned - frozen keypoint error over the seeds both arms ran
+    (:func:`power_of`)."""
     by = {p: {int(k.split("seed")[1]): r.metrics["keypoint_error"] for k, r in runs.items()
               if k.startswith(p + "/")} for p in ("learned", "frozen_random")}
     seeds = sorted(set(by["learned"]) & set(by["frozen_random"]))
-    lrn = [by["learned"][s] for s in seeds]
-    frz = [by["frozen_random"][s] for s in seeds]
+    return power_of(seeds, [by["learned"][s] for s in seeds],
+                    [by["frozen_random"][s] for s in seeds])
+
+
+def power_of(seeds: list[int], lrn: list[float], frz: list[float]) -> dict:
+    """Per-seed errors of both arms, tested against 0 and powered for the paper's relative
+    effect at this scale's frozen error (``power.analyse``)."""
     effect = -PAPER_REL * float(np.mean(frz))   # learned lower by 5.2 % of the frozen error
-    return {"seeds": seeds, "learned": lrn, "frozen_random": frz,
+    return {"seeds": list(seeds), "learned": list(lrn), "frozen_random": list(frz),
             "paper": {**PAPER, "relative_gain": PAPER_REL},
             "paired": power.analyse(lrn, frz, effect)}
 
@@ -67,15 +73,17 @@ def render(result: dict) -> str:
     ps, c = result["paired"], result["config"]
     lrn, frz = np.asarray(result["learned"]), np.asarray(result["frozen_random"])
     return "\n".join([
-        "| seeds | steps | learned | frozen random | learned - frozen (paired) | t (p) | "
-        "Wilcoxon p | paper's effect here | power | seeds for 0.8 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| seeds | steps | learned | frozen random | learned - frozen (paired) | 95 % CI | "
+        "t (p) | Wilcoxon p | paper's effect here | power | seeds for 0.8 (sd at 80 % "
+        "upper limit) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         f"| {ps['n']} ({result['seeds'][0]}-{result['seeds'][-1]}) | {c['steps']} | "
         f"{lrn.mean():.2f} +- {lrn.std(ddof=1):.2f} | {frz.mean():.2f} +- "
-        f"{frz.std(ddof=1):.2f} | {ps['mean']:+.3f} +- {ps['sd']:.3f} | {ps['t']:+.2f} "
+        f"{frz.std(ddof=1):.2f} | {ps['mean']:+.3f} +- {ps['sd']:.3f} | "
+        f"[{ps['ci95'][0]:+.3f}, {ps['ci95'][1]:+.3f}] | {ps['t']:+.2f} "
         f"({ps['p_t']:.2f}) | {ps['p_wilcoxon']:.2f} | {ps['effect']:+.3f} "
         f"({100 * result['paper']['relative_gain']:.1f} %, d = {ps['d']:.2f}) | "
-        f"{ps['power']:.2f} | {ps['seeds_needed']} |"])
+        f"{ps['power']:.2f} | {ps['seeds_needed']} ({ps['seeds_needed_upper80']}) |"])
 
 
 def claim_text(result: dict) -> str:
@@ -84,9 +92,19 @@ def claim_text(result: dict) -> str:
     lrn, frz = np.mean(result["learned"]), np.mean(result["frozen_random"])
     return (f"{c['steps']} steps, {ps['n']} seeds: keypoint error {lrn:.2f} learned vs "
             f"{frz:.2f} frozen, paired difference {ps['mean']:+.3f} +- {ps['sd']:.3f} "
-            f"(t p {ps['p_t']:.2f}, Wilcoxon p {ps['p_wilcoxon']:.2f}); power "
-            f"{ps['power']:.2f} for the paper's 5.2 % relative effect ({ps['effect']:+.2f}), "
-            f"{ps['seeds_needed']} seeds would give 0.8")
+            f"(95 % CI [{ps['ci95'][0]:+.2f}, {ps['ci95'][1]:+.2f}]; t p {ps['p_t']:.2f}, "
+            f"Wilcoxon p {ps['p_wilcoxon']:.2f}); power {ps['power']:.2f} for the paper's "
+            f"5.2 % relative effect ({ps['effect']:+.2f}); {ps['seeds_needed']} seeds would "
+            f"give 0.8 ({ps['seeds_needed_upper80']} at the sd's 80 % upper limit)")
+
+
+def rescore(name: str) -> dict:
+    """Recompute a stored power study's analysis from its per-seed errors (no training)."""
+    path = ROOT / "bench" / "out" / f"{name}.json"
+    stored = json.loads(path.read_text())
+    stored.update(power_of(stored["seeds"], stored["learned"], stored["frozen_random"]))
+    path.write_text(json.dumps(stored, indent=1) + "\n")
+    return stored
 
 
 def write_pictures(runs: dict, out: Path) -> list[str]:
@@ -147,7 +165,14 @@ def main(argv=None):
     ap.add_argument("--write", metavar="NAME", help="the paired power study, stored in "
                     "bench/out/NAME.json after every seed")
     ap.add_argument("--no-pictures", action="store_true")
+    ap.add_argument("--rescore", metavar="NAME", help="recompute bench/out/NAME.json's "
+                    "paired analysis from its stored per-seed errors, and stop")
     args = ap.parse_args(argv)
+    if args.rescore:
+        stored = rescore(args.rescore)
+        print(render(stored))
+        print("RESULT " + json.dumps(stored))
+        return
     import torch
     torch.set_num_threads(1)     # 2 shared cores: a second thread only spins
     t0 = time.time()

@@ -36,6 +36,7 @@ from sim.errors import ModelError
 
 ALPHA = 0.05        # the conventional two-sided level
 TARGET_POWER = 0.8  # Cohen's convention
+UPPER_CONFIDENCE = 0.8  # the sd's upper limit that analyse() plans with as well
 N_MAX = 1_000_000   # seeds_needed gives up above this (an effect ~0 against its noise)
 
 
@@ -119,8 +120,9 @@ def seeds_needed(effect: float, sd: float, alpha: float = ALPHA,
 def paired(a, b) -> dict:
     """The paired comparison of arms ``a`` and ``b`` measured on the same seeds.
 
-    Returns the differences ``a - b`` (list), their mean and sd (ddof 1), the paired t
-    statistic and its two-sided p, and the two-sided Wilcoxon signed-rank p (exact for
+    Returns the differences ``a - b`` (list), their mean and sd (ddof 1), the 95 % t
+    confidence interval of the mean difference, the paired t statistic and its two-sided p,
+    and the two-sided Wilcoxon signed-rank p (exact for
     small n without ties, scipy's default; 1.0 when every difference is 0). With every
     difference equal (sd 0) t and its p are nan.
     """
@@ -133,7 +135,9 @@ def paired(a, b) -> dict:
     # all differences equal: t is undefined (nan), not scipy's precision-loss warning
     t = stats.ttest_rel(a, b) if sd > 0 else None
     w = stats.wilcoxon(d) if np.any(d != 0) else None
+    half = stats.t.ppf(0.975, d.size - 1) * sd / math.sqrt(d.size)
     return {"n": int(d.size), "diffs": d.tolist(), "mean": float(d.mean()), "sd": sd,
+            "ci95": [float(d.mean() - half), float(d.mean() + half)],
             "t": float(t.statistic) if t else math.nan, "p_t": float(t.pvalue) if t else math.nan,
             "p_wilcoxon": float(w.pvalue) if w is not None else 1.0}
 
@@ -141,13 +145,19 @@ def paired(a, b) -> dict:
 def analyse(a, b, effect: float, alpha: float = ALPHA, target: float = TARGET_POWER) -> dict:
     """:func:`paired` plus, for ``effect`` (the difference to detect, in the units of
     ``a - b``): Cohen's d at the measured sd, the power these seeds have, and the seeds a
-    paired t-test would need for ``target`` power. When every difference is the same (sd
-    0) the three are None: a plug-in sd of 0 says nothing about the noise."""
+    paired t-test would need for ``target`` power; and, since an sd from few seeds is itself
+    uncertain, the seeds needed at the sd's one-sided 80 % upper confidence limit
+    ``sd sqrt((n - 1) / chi2_0.2(n - 1))`` (the pilot-study rule of Browne 1995, Stat. Med.
+    14:1933). When every difference is the same (sd 0) the power figures are None: a plug-in
+    sd of 0 says nothing about the noise."""
     out = paired(a, b)
+    n, sd = out["n"], out["sd"]
+    sd_upper = sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - UPPER_CONFIDENCE, n - 1))
     out.update({"effect": float(effect), "alpha": alpha, "target_power": target,
-                "d": None, "power": None, "seeds_needed": None})
-    if out["sd"] > 0:
-        out.update({"d": abs(effect) / out["sd"],
-                    "power": power(out["n"], effect, out["sd"], alpha),
-                    "seeds_needed": seeds_needed(effect, out["sd"], alpha, target)})
+                "d": None, "power": None, "seeds_needed": None,
+                "sd_upper80": float(sd_upper), "seeds_needed_upper80": None})
+    if sd > 0:
+        out.update({"d": abs(effect) / sd, "power": power(n, effect, sd, alpha),
+                    "seeds_needed": seeds_needed(effect, sd, alpha, target),
+                    "seeds_needed_upper80": seeds_needed(effect, sd_upper, alpha, target)})
     return out

@@ -71,6 +71,8 @@ def test_paired_by_hand():
     assert r["t"] == pytest.approx(0.8 / (math.sqrt(0.98 / 3) / 2))          # 2.799
     # two-sided t p at 3 df
     assert r["p_t"] == pytest.approx(2 * stats.t.sf(0.8 / (math.sqrt(0.98 / 3) / 2), 3))
+    # 95 % interval: 0.8 -+ t_0.975(3) sd / 2 = 0.8 -+ 3.182 * 0.2858 = [-0.109, 1.709]
+    assert r["ci95"] == pytest.approx([-0.1094, 1.7094], abs=1e-3)
     # Wilcoxon, exact: all 4 signs positive is 1 of 2^4 sign patterns, two-sided 2/16
     assert r["p_wilcoxon"] == pytest.approx(0.125)
 
@@ -82,6 +84,9 @@ def test_analyse_powers_the_given_effect_at_the_measured_sd():
     assert r["d"] == pytest.approx(0.5 / sd)                                  # 0.875
     assert r["power"] == pytest.approx(P.power(4, 0.5, sd))
     assert r["seeds_needed"] == P.seeds_needed(0.5, sd) == 13
+    # the sd's 80 % upper limit at 3 df: chi2_0.2(3) = 1.005, sd sqrt(3 / 1.005) = 1.728 sd
+    assert r["sd_upper80"] == pytest.approx(sd * math.sqrt(3 / 1.0052), rel=1e-3)
+    assert r["seeds_needed_upper80"] == P.seeds_needed(0.5, r["sd_upper80"]) > 13
     # every difference equal: sd 0, power undefined, not a crash
     flat = P.analyse([1, 2, 3], [0, 1, 2], effect=0.5)
     assert flat["sd"] == 0 and flat["power"] is None and flat["seeds_needed"] is None

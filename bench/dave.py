@@ -108,6 +108,22 @@ def claim_text(result: dict) -> str:
     return f"{result['contrasts']['merge_minus_average']['n']} seeds: " + "; ".join(parts)
 
 
+def pilot_text(summary: dict) -> str:
+    """The same power analysis from an older study's stored summary (``bench/out/dave.json``:
+    5 seeds, checks on, measured before named seed streams), whose metrics hold each
+    difference's mean and population std (ddof 0) but not the per-seed values."""
+    n = summary["seeds"]
+    parts = []
+    for name, base, rel in CONTRASTS:
+        m = summary["metrics"][f"{name}_box_f1"]
+        sd = m["std"] * (n / (n - 1)) ** 0.5              # ddof 0 -> the sample sd
+        effect = rel * summary["metrics"][f"{base}_box_f1"]["mean"]
+        parts.append(f"{name.replace('_', ' ')} {m['mean']:+.4f} +- {sd:.4f}: power "
+                     f"{power.power(n, effect, sd):.3f} for {effect:+.4f}, "
+                     f"{power.seeds_needed(effect, sd)} seeds for 0.8")
+    return f"the {n}-seed study of `bench/out/dave.json`: " + "; ".join(parts)
+
+
 def rescore(name: str) -> dict:
     """Recompute a stored power study's analysis from its per-seed box F1 (no training)."""
     path = ROOT / "bench" / "out" / f"{name}.json"

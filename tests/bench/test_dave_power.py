@@ -46,3 +46,14 @@ def test_figures_are_the_stored_run():
         for k, v in again.items():
             assert result["contrasts"][name][k] == pytest.approx(v, nan_ok=True), (name, k)
     assert len(result["seeds"]) == len(f1["merged"]) >= 2
+
+
+def test_pilot_from_the_older_summary():
+    """The older 5-seed study's power line, from its stored mean and ddof-0 std: in the
+    README and RESULTS.md as rendered; merge - average's sd 0.0273 sqrt(5/4) = 0.0305 against
+    0.96 % of 0.626 = 0.0060 (d = 0.20) needs ~200 seeds."""
+    summary = json.loads((ROOT / "bench" / "out" / "dave.json").read_text())
+    text = dave.pilot_text(summary)
+    assert "merge minus average +0.0092 +- 0.0305" in text and "207 seeds" in text
+    assert text in (ROOT / "bench" / "RESULTS.md").read_text()
+    assert text in (ROOT / "models" / "dave" / "README.md").read_text()

@@ -67,6 +67,11 @@ def power_study(per_seed: list[dict], seeds: list[int]) -> dict:
     return out
 
 
+def _where(c: dict) -> str:
+    """Whether the paper's effect lies in the measured difference's 95 % interval."""
+    return "inside" if c["ci95"][0] <= c["effect"] <= c["ci95"][1] else "outside"
+
+
 def _num(v) -> str:
     """None (sd 0: power undefined, ``power.analyse``) as '-'."""
     return "-" if v is None else f"{v:.2f}"
@@ -87,7 +92,7 @@ def render(result: dict) -> str:
             f"{f1['merged'].std(ddof=1):.3f} | {f1[base].mean():.3f} +- "
             f"{f1[base].std(ddof=1):.3f} | {c['mean']:+.4f} +- {c['sd']:.4f} | "
             f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] | "
-            f"{c['t']:+.2f} ({c['p_t']:.2f}) | {c['p_wilcoxon']:.2f} | {ahead}/{c['n']} | "
+            f"{c['t']:+.2f} ({c['p_t']:.3f}) | {c['p_wilcoxon']:.3f} | {ahead}/{c['n']} | "
             f"{c['effect']:+.4f} ({100 * c['relative_gain']:.2f} %, d = {_num(c['d'])}) | "
             f"{_num(c['power'])} | {c['seeds_needed'] or '-'} "
             f"({c['seeds_needed_upper80'] or '-'}) |")
@@ -99,10 +104,13 @@ def claim_text(result: dict) -> str:
     parts = []
     for name, _, _ in CONTRASTS:
         c = result["contrasts"][name]
-        parts.append(f"{name.replace('_', ' ')} {c['mean']:+.4f} +- {c['sd']:.4f} "
+        ahead = sum(d > 0 for d in c["diffs"])
+        parts.append(f"{name.replace('_', ' ')} {c['mean']:+.4f} +- {c['sd']:.4f}, merge "
+                     f"ahead on {ahead}/{c['n']} seeds "
                      f"(95 % CI [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}]; t p "
-                     f"{c['p_t']:.2f}, Wilcoxon p {c['p_wilcoxon']:.2f}; power "
-                     f"{_num(c['power'])} for the paper's {100 * c['relative_gain']:.1f} %, "
+                     f"{c['p_t']:.3f}, Wilcoxon p {c['p_wilcoxon']:.3f}; power "
+                     f"{_num(c['power'])} for the paper's {100 * c['relative_gain']:.1f} % "
+                     f"({c['effect']:+.4f}, {_where(c)} the 95 % CI), "
                      f"{c['seeds_needed'] or '-'} seeds for 0.8, "
                      f"{c['seeds_needed_upper80'] or '-'} at the sd's 80 % upper limit)")
     return f"{result['contrasts']['merge_minus_average']['n']} seeds: " + "; ".join(parts)

@@ -81,7 +81,7 @@ def render(result: dict) -> str:
         f"{lrn.mean():.2f} +- {lrn.std(ddof=1):.2f} | {frz.mean():.2f} +- "
         f"{frz.std(ddof=1):.2f} | {ps['mean']:+.3f} +- {ps['sd']:.3f} | "
         f"[{ps['ci95'][0]:+.3f}, {ps['ci95'][1]:+.3f}] | {ps['t']:+.2f} "
-        f"({ps['p_t']:.2f}) | {ps['p_wilcoxon']:.2f} | {ps['effect']:+.3f} "
+        f"({ps['p_t']:.3f}) | {ps['p_wilcoxon']:.3f} | {ps['effect']:+.3f} "
         f"({100 * result['paper']['relative_gain']:.1f} %, d = {ps['d']:.2f}) | "
         f"{ps['power']:.2f} | {ps['seeds_needed']} ({ps['seeds_needed_upper80']}) |"])
 
@@ -92,10 +92,16 @@ def claim_text(result: dict) -> str:
     lrn, frz = np.mean(result["learned"]), np.mean(result["frozen_random"])
     return (f"{c['steps']} steps, {ps['n']} seeds: keypoint error {lrn:.2f} learned vs "
             f"{frz:.2f} frozen, paired difference {ps['mean']:+.3f} +- {ps['sd']:.3f} "
-            f"(95 % CI [{ps['ci95'][0]:+.2f}, {ps['ci95'][1]:+.2f}]; t p {ps['p_t']:.2f}, "
-            f"Wilcoxon p {ps['p_wilcoxon']:.2f}); power {ps['power']:.2f} for the paper's "
-            f"5.2 % relative effect ({ps['effect']:+.2f}); {ps['seeds_needed']} seeds would "
-            f"give 0.8 ({ps['seeds_needed_upper80']} at the sd's 80 % upper limit)")
+            f"(95 % CI [{ps['ci95'][0]:+.2f}, {ps['ci95'][1]:+.2f}]; t p {ps['p_t']:.3f}, "
+            f"Wilcoxon p {ps['p_wilcoxon']:.3f}); power {ps['power']:.2f} for the paper's "
+            f"5.2 % relative effect ({ps['effect']:+.2f}, {_where(ps)} the 95 % CI); "
+            f"{ps['seeds_needed']} seeds would give 0.8 ({ps['seeds_needed_upper80']} at the "
+            "sd's 80 % upper limit)")
+
+
+def _where(ps: dict) -> str:
+    """Whether the paper's effect lies in the measured difference's 95 % interval."""
+    return "inside" if ps["ci95"][0] <= ps["effect"] <= ps["ci95"][1] else "outside"
 
 
 def rescore(name: str) -> dict:

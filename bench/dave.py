@@ -22,9 +22,9 @@ need for power 0.8 (``models/shared/power.py``); ``"complete": false`` until the
 is in; ``--rescore NAME`` recomputes a stored file's analysis from its per-seed box F1.
 ``--set checks=false`` skips the probes and the fine-tuned generalist (checks b, e),
 which neither difference reads; every stage draws from its own named seed stream, so the
-merge, average and copies are the same runs either way. The tables of ``bench/RESULTS.md``
-and ``models/dave/README.md`` and the ``docs/claims.md`` row are rendered from the file
-(:func:`render`, :func:`claim_text`; ``tests/bench/test_dave_power.py`` pins them).
+merge, average and copies should be the same runs either way (not checked by a run). The
+tables of ``bench/RESULTS.md`` and ``models/dave/README.md`` and the ``docs/claims.md`` row
+are rendered from the file (:func:`render`, :func:`claim_text`; ``tests/bench/test_dave_power.py`` pins them).
 
 Last line: ``RESULT {json}``.
 """

@@ -24,7 +24,8 @@ is in; ``--rescore NAME`` recomputes a stored file's analysis from its per-seed 
 which neither difference reads; every stage draws from its own named seed stream, so the
 merge, average and copies should be the same runs either way (not checked by a run). The
 tables of ``bench/RESULTS.md`` and ``models/dave/README.md`` and the ``docs/claims.md`` row
-are rendered from the file (:func:`render`, :func:`claim_text`; ``tests/bench/test_dave_power.py`` pins them).
+are rendered from the file (:func:`render`, :func:`claim_text`;
+``tests/bench/test_dave_power.py`` pins them).
 
 Last line: ``RESULT {json}``.
 """

@@ -67,6 +67,23 @@ def merge(per_seed: list) -> types.SimpleNamespace:
                                  seconds=sum(r.seconds for r in per_seed))
 
 
+def claim_text(result: dict) -> str:
+    """The card default routing's verdict on ``digits`` as docs/claims.md states it
+    (tests/models/apple/test_results.py pins the two together)."""
+    s = result["digits"]
+    r, rnd = s["ready"]["apple"], s["final"]["random"]["mean"]
+    text = (f"card default routing, {result['iterations']} rollouts x {r['n']} seeds "
+            f"({s['env_steps'] / 1000:.1f}k env steps): predictor on random glimpses "
+            f"{s['predictor_on_random']['apple']['mean']:.3f} vs random's {rnd:.3f}, at the "
+            f"random level on {r['seeds_at_level']}/{r['n']} seeds (needs {r['needed']})")
+    if not r["ready"]:
+        return text + ": void"
+    t = s["paired"]["apple_vs_random"]
+    return (text + f"; policy {s['final']['apple']['mean']:.3f} vs random {rnd:.3f}, ahead "
+            f"on {t['wins']}/{t['n']} seeds (one-sided Wilcoxon p {t['wilcoxon_p_greater']:.3f}"
+            f"): {s['verdict']['apple']}")
+
+
 def readings(text: str) -> dict:
     out = {}
     for item in filter(None, text.split(";")):
@@ -131,6 +148,8 @@ def main(argv=None):
                                                "holds": min(seeds) > 0.3}
         print(f"== check c: Fashion-MNIST, random glimpses, supervised term only: final-step "
               f"accuracy per seed {[round(v, 3) for v in seeds]} (> 0.3: {min(seeds) > 0.3})")
+    if "apple" in result.get("digits", {}).get("ready", {}):
+        print("claim: " + claim_text(result))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print("RESULT " + json.dumps(result))

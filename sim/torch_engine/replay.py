@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import torch
 
-from sim.torch_engine.costs import VALUE_DEPENDENT, NoSignature, sign_into, op_cost
+from sim.torch_engine.costs import VALUE_DEPENDENT, NoSignature, op_cost, sign_into
 
 FREE, PRICED, UNCOUNTED, FULL, MODULE = 0, 1, 2, 3, 4
 """Kinds of a recorded entry: an op that is free (a view, an allocation: no tally, no

@@ -73,6 +73,7 @@ class ChunkAttnConfig:
     n_keys: int = 4
     n_values: int = 4
     n_pairs: int = 4
+    keys_per_chunk: int = 1      # needles per needle chunk (> 1: landmarks must be non-linear)
     # test lengths and how many fresh sequences each is measured on
     eval_lengths: tuple[int, ...] = (512, 2048, 8192)
     eval_samples: tuple[int, ...] = (128, 64, 32)
@@ -115,7 +116,8 @@ class ChunkAttnConfig:
     @property
     def task(self) -> NeedleTask:
         """The needle task of these settings."""
-        return NeedleTask(self.n_filler, self.n_keys, self.n_values, self.n_pairs)
+        return NeedleTask(self.n_filler, self.n_keys, self.n_values, self.n_pairs,
+                          self.keys_per_chunk)
 
 
 FULL_LENGTHS = (512, 2048, 4096, 8192, 16384, 32768)   # 1x .. 64x the training length

@@ -15,6 +15,13 @@ this shared 2-core machine did not leave its loss plateau within the few hundred
 we can afford; a one-token needle keeps the retrieval problem (find the chunk holding the
 key among many, read the value) and drops the binding.
 
+Several keys per chunk (``keys_per_chunk`` = g > 1, issue 34): the needles sit g to a chunk
+(``n_pairs / g`` chunks hold needles, the rest is filler). A chunk then holds the asked key
+and g - 1 distractor keys, and a distractor chunk holds g other keys of the same small set, so
+which chunk holds the asked key is a set-membership question over the chunk's tokens -- the
+reason (Sec. 3 of the paper) a landmark must be a non-linear function of its chunk. With
+g = 1 (the default) needles are spread at random as before.
+
 Vocabulary (ids): filler ``[0, n_filler)``, needle ``(k, v)`` at ``n_filler + k * n_values
 + v``, then query keys ``n_keys``, values ``n_values`` and the query marker ``Q``.
 """
@@ -37,14 +44,18 @@ class NeedleTask:
     n_keys: int = 4
     n_values: int = 4
     n_pairs: int = 4      # needles per sequence: each is asked once, the others distract
+    keys_per_chunk: int = 1   # needles per needle-holding chunk (1: spread at random)
 
     def __post_init__(self):
-        for name in ("n_filler", "n_keys", "n_values", "n_pairs"):
+        for name in ("n_filler", "n_keys", "n_values", "n_pairs", "keys_per_chunk"):
             if getattr(self, name) < 1:
                 raise ModelError(f"NeedleTask.{name} = {getattr(self, name)}: must be >= 1")
         if self.n_pairs > self.n_keys:
             raise ModelError(f"NeedleTask.n_pairs = {self.n_pairs} > n_keys = {self.n_keys}: "
                              "keys in one sequence must be distinct")
+        if self.n_pairs % self.keys_per_chunk:
+            raise ModelError(f"NeedleTask.keys_per_chunk = {self.keys_per_chunk}: must divide "
+                             f"n_pairs = {self.n_pairs} (every needle chunk holds as many)")
 
     @property
     def key_base(self) -> int:
@@ -64,6 +75,11 @@ class NeedleTask:
 
     def min_length(self, chunk: int) -> int:
         """Shortest sequence that fits the needles in complete chunks before the queries."""
+        if self.keys_per_chunk > chunk:
+            raise ModelError(f"NeedleTask.keys_per_chunk = {self.keys_per_chunk} > chunk = "
+                             f"{chunk}: a chunk cannot hold that many needles")
+        if self.keys_per_chunk > 1:       # n_pairs / g whole chunks, then the query chunk
+            return 3 * self.n_pairs + chunk * (1 + self.n_pairs // self.keys_per_chunk)
         return 3 * self.n_pairs + chunk * (1 + -(-self.n_pairs // chunk))
 
     def batch(self, rng: np.random.Generator, n: int, length: int, chunk: int):
@@ -83,7 +99,13 @@ class NeedleTask:
                              f"{self.min_length(chunk)}")
         tokens = rng.integers(0, self.n_filler, (n, length))
         hay_end = ((length - 3 * p) // chunk) * chunk    # chunks complete before any query
-        pos = np.argsort(rng.random((n, hay_end)), axis=1)[:, :p]          # distinct slots
+        g = self.keys_per_chunk
+        if g == 1:
+            pos = np.argsort(rng.random((n, hay_end)), axis=1)[:, :p]      # distinct slots
+        else:   # p / g distinct chunks, g distinct slots in each
+            chunks = np.argsort(rng.random((n, hay_end // chunk)), axis=1)[:, :p // g]
+            slots = np.argsort(rng.random((n, p // g, chunk)), axis=2)[:, :, :g]
+            pos = (chunks[:, :, None] * chunk + slots).reshape(n, p)
         keys = np.argsort(rng.random((n, self.n_keys)), axis=1)[:, :p]     # distinct keys
         values = rng.integers(0, self.n_values, (n, p))
         tokens[np.arange(n)[:, None], pos] = self.n_filler + keys * self.n_values + values

@@ -46,9 +46,19 @@ class ChunkAttnLM:
         return (dev.tensor(tokens, torch.int64), dev.tensor(q_pos, torch.int64),
                 dev.tensor(answers, torch.int64), needle)
 
-    def fit(self, progress: Progress | None = None, log_every: int = 50):
-        """Adam with warm-up + cosine decay on fresh batches; counted under ``train``."""
+    def fit(self, progress: Progress | None = None, log_every: int = 50,
+            target: float | None = None, val_n: int = 128):
+        """Adam with warm-up + cosine decay on fresh batches; counted under ``train``.
+
+        ``target``: train to a target (issue 34): every ``log_every`` steps once the
+        warm-up on short sequences is over, measure answer accuracy at ``train_len`` on
+        ``val_n`` validation sequences (the ``"val"`` stream, the same sequences at every
+        check, never the test stream) and stop as soon as it is >= ``target``;
+        ``cfg.steps`` is then the step cap. ``self.val_history`` keeps the checks,
+        ``self.steps_done`` the steps run."""
         cfg, net = self.cfg, self.net
+        self.val_history: list[dict] = []
+        self.steps_done = 0
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, foreach=True)
         rng = seeds.rng(cfg.seed, "train", "data")
         net.train()
@@ -74,6 +84,15 @@ class ChunkAttnLM:
                     self.history.append(rec)
                     if progress:
                         progress(step + 1, cfg.steps, rec)
+                self.steps_done = step + 1
+                if target is not None and length == cfg.train_len and \
+                        ((step + 1) % log_every == 0 or step + 1 == cfg.steps):
+                    val = self.evaluate(cfg.train_len, n=val_n, scope="val",
+                                        seed=seeds.child(cfg.seed, "val"))["accuracy"]
+                    net.train()
+                    self.val_history.append({"step": step + 1, "accuracy": val})
+                    if val >= target:
+                        break
         return self
 
     @torch.no_grad()

@@ -53,3 +53,21 @@ def test_bad_inputs():
         NeedleTask(n_values=0)
     with pytest.raises(ModelError, match="length = 40 is too short .* need >= 44"):
         NeedleTask().batch(np.random.default_rng(0), 1, 40, 16)
+
+
+def test_several_keys_per_chunk():
+    """keys_per_chunk = 2: the 4 needles fill exactly 2 chunks, 2 in each, at distinct slots."""
+    task = NeedleTask(keys_per_chunk=2)
+    tok, q, ans, needle = task.batch(np.random.default_rng(1), 50, 256, 16)
+    hay = (tok >= task.n_filler) & (tok < task.key_base)
+    assert hay.sum(axis=1).tolist() == [4] * 50                # 4 needles, none overwritten
+    per_chunk = hay[:, :240].reshape(50, 15, 16).sum(axis=2)   # 256 - 12 -> 15 whole chunks
+    assert (np.sort(per_chunk, axis=1)[:, -2:] == 2).all() and (per_chunk.sum(1) == 4).all()
+    # the asked needle still holds the queried key and the answer
+    rows = np.arange(50)[:, None]
+    key, val = tok[rows, q] - task.key_base, ans - task.value_base
+    assert (tok[rows, needle] == task.n_filler + key * task.n_values + val).all()
+    # 12 query tokens + 16 * (1 + 4 / 2) = 60
+    assert task.min_length(16) == 60
+    with pytest.raises(ModelError, match="keys_per_chunk = 3: must divide n_pairs = 4"):
+        NeedleTask(keys_per_chunk=3)

@@ -91,3 +91,16 @@ def test_bad_inputs(device):
         lm.evaluate(128, n=0)
     with pytest.raises(ModelError, match="vocabulary"):
         ChunkAttnLM(ChunkAttnConfig(**SMALL), device(), task=NeedleTask(n_filler=8))
+
+
+def test_fit_to_target_stops_at_the_first_check(device):
+    """target = 0: the first validation check (step 10: the warm-up on short sequences
+    ends at 0.5 x 16 = 8 steps, checks every log_every = 5 steps) meets it, so training
+    stops there; target > 1 cannot be met, so it runs to the cap (16 steps, checks at 10,
+    15 and the last step 16)."""
+    cfg = ChunkAttnConfig(**SMALL, steps=16, batch=4, warmup=2, train_len=64, warm_len=48,
+                          warm_frac=0.5)
+    lm = ChunkAttnLM(cfg, device()).fit(log_every=5, target=0.0, val_n=8)
+    assert lm.steps_done == 10 and [h["step"] for h in lm.val_history] == [10]
+    lm = ChunkAttnLM(cfg, device()).fit(log_every=5, target=1.01, val_n=8)
+    assert lm.steps_done == 16 and [h["step"] for h in lm.val_history] == [10, 15, 16]

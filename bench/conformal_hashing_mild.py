@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -44,6 +43,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+
+from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILE = ROOT / "bench" / "out" / "conformal_hashing_mild.json"
@@ -58,7 +59,7 @@ def beats(a: list[float], b: list[float]) -> dict:
     if len(a) != len(b) or not a:
         raise ValueError(f"conformal_hashing_mild: paired lists of {len(a)} and {len(b)} "
                          "values; expected the same number of seeds, at least one")
-    n, needed = len(a), math.ceil(2 * len(a) / 3)
+    n, needed = len(a), seeds_to_hold(len(a))
     ahead = int(sum(x > y for x, y in zip(a, b, strict=True)))
     diff = float(np.mean(a) - np.mean(b))
     return {"ahead_seeds": ahead, "n": n, "needed": needed, "mean_diff": diff,

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -73,6 +72,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+
+from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILE = ROOT / "bench" / "out" / "filter_heads_settle.json"
@@ -90,10 +91,6 @@ SEEDS = (0, 1, 2)
 N_EVAL, N_RANDOM = 256, 10
 
 
-def needed(n: int) -> int:
-    """Seeds a claim must hold on, of ``n``: ceil(2n/3) (the project's rule, as BEP's)."""
-    return math.ceil(2 * n / 3)
-
 
 def existence(rec: dict) -> bool:
     """The existence rule on one seed's record (module docstring)."""
@@ -110,7 +107,8 @@ def eager(rec: dict) -> bool:
 
 def verdict(flags: list[bool]) -> dict:
     k, n = int(sum(flags)), len(flags)
-    return {"seeds_holding": k, "seeds": n, "needed": needed(n), "holds": k >= needed(n)}
+    need = seeds_to_hold(n)
+    return {"seeds_holding": k, "seeds": n, "needed": need, "holds": k >= need}
 
 
 def pick_lambda(table: list[dict]) -> float:

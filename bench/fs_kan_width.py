@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -57,6 +56,7 @@ from models.fs_kan.card import FSConfig  # noqa: E402
 from models.fs_kan.data import TEST_SEED, signal_sets  # noqa: E402
 from models.fs_kan.groups import cyclic, natural, symmetric  # noqa: E402
 from models.fs_kan.model import FSClassifier, matched_baseline  # noqa: E402
+from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILE = ROOT / "bench" / "out" / "fs_kan_width.json"
@@ -132,7 +132,7 @@ def verdict(fskan: list[float], base: list[float], margin: float = MARGIN) -> di
     """'fskan', 'baseline' or 'tie': ahead on >= ceil(2n/3) of n seeds and by > margin in
     the mean."""
     fk, bl = np.asarray(fskan), np.asarray(base)
-    need = math.ceil(2 * len(fk) / 3)
+    need = seeds_to_hold(len(fk))
     ahead_f, ahead_b = int((fk > bl).sum()), int((bl > fk).sum())
     gain = float(fk.mean() - bl.mean())
     who = ("fskan" if ahead_f >= need and gain > margin else

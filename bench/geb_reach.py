@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import platform
 import sys
@@ -50,6 +49,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+
+from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILE = ROOT / "bench" / "out" / "geb_reach.json"
@@ -121,7 +122,7 @@ def wins(a, b) -> dict:
     if d.ndim != 1 or not d.size:
         raise ValueError(f"geb_reach: paired values of shapes {np.shape(a)} and "
                          f"{np.shape(b)}; expected two equal-length lists, >= 1 seed")
-    n, needed = int(d.size), math.ceil(2 * d.size / 3)
+    n, needed = int(d.size), seeds_to_hold(int(d.size))
     ahead, p = int((d > 0).sum()), wilcoxon_p(d)
     return {"mean": float(d.mean()), "ahead": ahead, "n": n, "needed": needed,
             "wilcoxon_p": p, "sign_p": sign_p(d),

@@ -55,6 +55,7 @@ from models.geo_inr_id import estimators as est  # noqa: E402
 from models.geo_inr_id import model as M  # noqa: E402
 from models.geo_inr_id.card import GeoIdConfig  # noqa: E402
 from models.geo_inr_id.experiment import RESOLUTIONS, rho  # noqa: E402
+from models.shared.power import seeds_to_hold  # noqa: E402
 from sim import seeds as S  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,16 +125,12 @@ def settle_encoder(cfg, data, val, dev, first=FIRST_STEPS, chunk=CHUNK_STEPS,
             "pretrain_r2": run.fit_r2()}
 
 
-def needed(n: int) -> int:
-    """Seeds the rule asks for: ceil(2n/3)."""
-    return math.ceil(2 * n / 3)
-
 
 def verdict(rhos: list[float]) -> dict:
     """rho(ID, downstream) > 0 on >= ceil(2n/3) of n seeds (nan counts as not > 0)."""
     k = sum(1 for r in rhos if r > 0)
-    return {"positive_seeds": k, "seeds": len(rhos), "needed": needed(len(rhos)),
-            "holds": k >= needed(len(rhos))}
+    return {"positive_seeds": k, "seeds": len(rhos), "needed": seeds_to_hold(len(rhos)),
+            "holds": k >= seeds_to_hold(len(rhos))}
 
 
 def correlate(encoders: dict) -> dict:

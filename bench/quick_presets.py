@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import sys
 import time
@@ -38,6 +37,8 @@ from pathlib import Path
 
 # the repository root first, so `sim`, `models` import from this checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILE = ROOT / "bench" / "out" / "quick_presets.json"
@@ -137,10 +138,6 @@ ROOMS = {   # room -> (runner, the claim's direction as a difference claim_side 
 }
 
 
-def needed(n: int) -> int:
-    """Seeds (of ``n``) on which the direction must show: ceil(2n/3)."""
-    return math.ceil(2 * n / 3)
-
 
 def judge(per_seed: dict) -> dict:
     """The rule of the module docstring on ``{seed: {claim_side, other_side, wall_s}}``
@@ -148,8 +145,8 @@ def judge(per_seed: dict) -> dict:
     diffs = [v["claim_side"] - v["other_side"] for v in per_seed.values()]
     n, k = len(diffs), sum(d > 0 for d in diffs)
     return {"per_seed": {str(s): v for s, v in per_seed.items()},
-            "diffs": diffs, "n": n, "seeds_showing": k, "needed": needed(n),
-            "shows_direction": k >= needed(n),
+            "diffs": diffs, "n": n, "seeds_showing": k, "needed": seeds_to_hold(n),
+            "shows_direction": k >= seeds_to_hold(n),
             "wall_s_per_seed_max": max(sum(v["wall_s"]) for v in per_seed.values())}
 
 

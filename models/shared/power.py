@@ -117,6 +117,14 @@ def seeds_needed(effect: float, sd: float, alpha: float = ALPHA,
     return hi
 
 
+def seeds_to_hold(n: int) -> int:
+    """Seeds of ``n`` on which a paired claim must hold: ceil(2n/3) (2 of 3, 4 of 5, 6 of 8),
+    the rule the settling benches fix before their runs."""
+    if n < 1:
+        raise ModelError(f"[power.seeds_to_hold] {n} seeds: give at least one")
+    return math.ceil(2 * n / 3)
+
+
 def paired(a, b) -> dict:
     """The paired comparison of arms ``a`` and ``b`` measured on the same seeds.
 

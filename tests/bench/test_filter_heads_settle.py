@@ -39,7 +39,7 @@ def test_eager_rule():
 
 def test_verdict_needs_two_of_three():
     # ceil(2 * 3 / 3) = 2; ceil(2 * 5 / 3) = 4
-    assert fs.needed(3) == 2 and fs.needed(5) == 4
+    assert fs.seeds_to_hold(3) == 2 and fs.seeds_to_hold(5) == 4
     assert fs.verdict([True, False, True]) == {"seeds_holding": 2, "seeds": 3, "needed": 2,
                                                "holds": True}
     assert not fs.verdict([True, False, False])["holds"]

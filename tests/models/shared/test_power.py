@@ -105,3 +105,10 @@ def test_refusals_name_the_input():
         P.seeds_needed(1e-6, 1.0)
     with pytest.raises(ModelError, match="equal-length"):
         P.paired([1, 2, 3], [1, 2])
+
+
+def test_seeds_to_hold_is_two_thirds_rounded_up():
+    # ceil(2n/3): 2*3/3 = 2; 2*5/3 = 3.33 -> 4; 2*8/3 = 5.33 -> 6; 2*1/3 = 0.67 -> 1
+    assert [P.seeds_to_hold(n) for n in (3, 5, 8, 1)] == [2, 4, 6, 1]
+    with pytest.raises(ModelError, match="0 seeds"):
+        P.seeds_to_hold(0)

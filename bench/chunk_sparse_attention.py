@@ -36,7 +36,7 @@ sweep: it times bare forwards, each in a fresh process, not runner runs.
 ``--settle`` (issue 34): every variant trained TO A TARGET on a task whose landmarks must be
 non-linear, then compared at 16x. Task: 2 needles per needle chunk (``keys_per_chunk``), 4
 needles, 256-token training sequences (16 chunks for K = 4; warm-up on 128 tokens for the
-first 30% of the step cap). Each (variant, seed) trains until its validation accuracy at 256
+first 300 steps, 15% of the step cap). Each (variant, seed) trains until its validation accuracy at 256
 tokens (128 sequences of the ``"val"`` stream, checked every 50 steps) is >= 0.95, or the
 step cap (``SETTLE["steps"]``); then it is tested at 256 (1x) and 4096 tokens (16x) on the
 ``"eval"`` stream. Rule stated before the run (``verdict``): a variant that did not reach
@@ -106,10 +106,13 @@ def train_eval(name: str, steps: int, lengths, seeds, jobs: int) -> tuple[dict, 
     return res, spreads
 
 
-SETTLE = {"train_len": 256, "keys_per_chunk": 2, "steps": 1000, "warm_frac": 0.3,
+SETTLE = {"train_len": 256, "keys_per_chunk": 2, "steps": 2000, "warm_frac": 0.15,
           "warm_len": 128, "batch": 32, "warmup": 50}
 """Train-to-target settings (issue 34), found on seed 0 with the full method: it reached
-0.955 validation accuracy at step 450 of a 1500 cap (warm-up 300 steps)."""
+0.955 validation accuracy at step 450 of a 1500 cap (warm-up 300 steps). The first full
+run capped training at 1000 steps (warm-up 300) and the method missed the target on seed 2
+(``bench/out/chunk_sparse_attention_settle_cap1000.json``); the cap is now 2000 for every
+variant, the warm-up on short sequences still 300 steps (15% of the cap)."""
 TARGET, MARGIN, LONG_N, ONE_N = 0.95, 0.02, 64, 128
 SETTLE_FILE = Path(__file__).resolve().parent / "out" / "chunk_sparse_attention_settle.json"
 SETTLE_ORDER = ("hsa", "meanpool", "no_cls", "standard_residual", "dense", "full")

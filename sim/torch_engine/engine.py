@@ -41,7 +41,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
-from torch.multiprocessing.reductions import StorageWeakRef
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
@@ -210,8 +209,13 @@ class _Resident:
             # the memory. (Before, liveness was that of the tensor objects seen on it, and a
             # gradient detached from its kernel's output, alive on that output's storage,
             # reset the entry and lost its written flag: issue 36.)
-            if entry is None or entry[2].expired():
-                entry = self.seen[ptr] = [st.nbytes(), False, StorageWeakRef(st), True]
+            if entry is None or entry[2]() is None:
+                # a weak reference to the storage's Python object, which torch keeps as
+                # long as the storage lives (PyObject preservation). Not torch's
+                # StorageWeakRef: on torch 2.13 it keeps a dead storage's memory allocated
+                # until the reference goes, so a long count block held every activation
+                # it had ever seen (22 MB a step on chunk attention's training)
+                entry = self.seen[ptr] = [st.nbytes(), False, weakref.ref(st), True]
             else:
                 entry[0] = max(entry[0], st.nbytes())
             if len(self._known) > 4096:   # ids of dead tensors pile up: start again
@@ -255,7 +259,7 @@ class _Resident:
         the part of read-only that ops only gathered rows from."""
         w = r = streamed = 0
         for nbytes, written, storage, gathered_only in self.seen.values():
-            if not storage.expired():
+            if storage() is not None:
                 if written:
                     w += nbytes
                 else:

@@ -38,12 +38,13 @@ non-linear, then compared at 16x. Task: 2 needles per needle chunk (``keys_per_c
 needles, 256-token training sequences (16 chunks for K = 4; warm-up on 128 tokens for the
 first 300 steps, 15% of the step cap). Each (variant, seed) trains until its validation
 accuracy at 256 tokens (128 sequences of the ``"val"`` stream, checked every 50 steps) is
->= 0.95, or the step cap (``SETTLE["steps"]``); then it is tested at 256 (1x) and 4096 tokens (16x) on the
-``"eval"`` stream. Rule stated before the run (``verdict``): a variant that did not reach
-0.95 on every seed "did not train" and its comparison is untested; otherwise an ablation is
-worse than the method when its 16x accuracy is below the method's on >= 2 of 3 seeds AND
-its mean is lower by > 0.02. Results are written to ``bench/out/chunk_sparse_attention_settle.json``
-after every run (partial results survive), and the last line is ``RESULT {json}``.
+>= 0.95, or the step cap (``SETTLE["steps"]``); then it is tested at 256 (1x) and 4096
+tokens (16x) on the ``"eval"`` stream. Rule stated before the run (``verdict``): a variant
+that did not reach 0.95 on every seed "did not train" and its comparison is untested;
+otherwise an ablation is worse than the method when its 16x accuracy is below the method's
+on >= 2 of 3 seeds AND its mean is lower by > 0.02. Results are written to
+``bench/out/chunk_sparse_attention_settle.json`` after every run (partial results
+survive), and the last line is ``RESULT {json}``.
 """
 from __future__ import annotations
 

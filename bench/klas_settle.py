@@ -242,6 +242,19 @@ def render(result: dict) -> str:
             f"{len(r['rows'])} | {_f(m['klas_gamma'])} ({_f(p['klas_gamma'])}) | "
             f"{_f(m['kl_omega'])} ({_f(p['kl_omega'])}) | {_f(m['cka'])} ({_f(p['cka'])}) | "
             f"{_f(r['diff'])} | {r['wall_s']:.0f} |")
+    acc = [row["acc_ft"] for r in result["seeds"] for row in r["rows"]]
+    if acc:
+        # the ground truth's own noise: the binomial standard error of one accuracy on
+        # n_test images, against the spread of the fine-tuned accuracies within a bucket
+        p = float(np.mean(acc))
+        se = (p * (1 - p) / c["n_test"]) ** 0.5
+        spread = [max(x) - min(x) for r in result["seeds"] for b in range(result["n_buckets"])
+                  if len(x := [row["acc_ft"] for row in r["rows"] if row["bucket"] == b]) > 1]
+        lines += ["", f"Fine-tuned accuracies {min(acc):.3f}-{max(acc):.3f} (mean {p:.3f}); "
+                  f"one accuracy on {c['n_test']} test images has a standard error of "
+                  f"{se:.4f}; the best and worst stitch of a bucket differ by "
+                  f"{float(np.median(spread)):.4f} (median over buckets), i.e. "
+                  f"{float(np.median(spread)) / se:.1f} standard errors."]
     v = result["verdict"]
     tail = (f"missing seeds {', '.join(map(str, v['missing']))}" if v["missing"]
             else f"mean {_f(v['mean'])}")

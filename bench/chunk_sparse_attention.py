@@ -119,22 +119,39 @@ SETTLE_FILE = Path(__file__).resolve().parent / "out" / "chunk_sparse_attention_
 SETTLE_ORDER = ("hsa", "meanpool", "no_cls", "standard_residual", "dense", "full")
 
 
+RESTARTS = 2
+"""A run that misses TARGET at the step cap is restarted from a fresh initialisation and
+data stream (seed ``seeds.child(seed, "restart", k)``), at most RESTARTS times, for every
+variant alike (rule added after the cap-2000 run, in which the method and dense each stuck
+on one seed, and before any restart ran). How many attempts a variant needed is reported
+beside its accuracy: it is the variants' training reliability, apart from the
+length-generalisation comparison, which needs trained models. The test sequences are the
+original seed's ``"eval"`` stream for every attempt and variant."""
+
+
 def settle_one(job: tuple[str, int]) -> dict:
-    """Variant ``job[0]`` on seed ``job[1]``, trained to TARGET (or the cap), tested at 1x
-    and 16x the training length."""
+    """Variant ``job[0]`` on seed ``job[1]``, trained to TARGET (or the cap; restarted up
+    to RESTARTS times), tested at 1x and 16x the training length."""
     from models.chunk_sparse_attention.run import ChunkAttnLM
     from sim import seeds as sim_seeds
     torch.set_num_threads(1)
     name, seed = job
-    base = runner.make_config(NAME, PRESET, "needle", seed, SETTLE)
-    cfg = runner.make_config(NAME, PRESET, "needle", seed,
-                             {**SETTLE, **variant_overrides(name, base)})
-    dev = runner.device_for(runner.method_of(NAME), "a100")
     t0 = time.perf_counter()
-    model = ChunkAttnLM(cfg, dev).fit(target=TARGET)
-    out = {"variant": name, "seed": seed, "steps": model.steps_done,
-           "val_accuracy": model.val_history[-1]["accuracy"] if model.val_history else None,
-           "reached": bool(model.val_history and model.val_history[-1]["accuracy"] >= TARGET),
+    tried = []
+    for attempt in range(1 + RESTARTS):
+        run_seed = seed if attempt == 0 else sim_seeds.child(seed, "restart", attempt)
+        base = runner.make_config(NAME, PRESET, "needle", run_seed, SETTLE)
+        cfg = runner.make_config(NAME, PRESET, "needle", run_seed,
+                                 {**SETTLE, **variant_overrides(name, base)})
+        dev = runner.device_for(runner.method_of(NAME), "a100")
+        model = ChunkAttnLM(cfg, dev).fit(target=TARGET)
+        val = model.val_history[-1]["accuracy"] if model.val_history else None
+        tried.append({"seed": run_seed, "steps": model.steps_done, "val_accuracy": val})
+        if val is not None and val >= TARGET:
+            break
+    out = {"variant": name, "seed": seed, "attempts": len(tried), "tried": tried,
+           "steps": model.steps_done, "val_accuracy": val,
+           "reached": bool(val is not None and val >= TARGET),
            "train_s": time.perf_counter() - t0}
     for tag, length, n in (("1x", cfg.train_len, ONE_N), ("16x", 16 * cfg.train_len, LONG_N)):
         r = model.evaluate(length, n=n, seed=sim_seeds.child(seed, "eval"))
@@ -181,6 +198,7 @@ def summarise(runs: list[dict], n_seeds: int) -> dict:
         row = {"seeds": [r["seed"] for r in rs]}
         for k in ("steps", "accuracy_1x", "accuracy_16x"):
             row[k] = [r[k] for r in rs]
+        row["attempts"] = [r.get("attempts", 1) for r in rs]
         row["reached"] = [r["reached"] for r in rs]
         if name != "hsa":
             row |= verdict(by.get("hsa", []), rs, n_seeds)
@@ -194,14 +212,15 @@ def _mean(xs):
 
 def render(result: dict) -> str:
     """The settle table (markdown) of a stored RESULT."""
-    lines = ["| variant | reached 0.95 | steps | acc 1x (mean) | acc 16x per seed | "
-             "acc 16x (mean) | verdict vs hsa |", "|---|---|---|---|---|---|---|"]
+    lines = ["| variant | reached 0.95 | attempts | steps | acc 1x (mean) | acc 16x per seed | "
+             "acc 16x (mean) | verdict vs hsa |", "|---|---|---|---|---|---|---|---|"]
     for name, row in result["table"].items():
         v = row.get("verdict", "(the method)")
         if "below_on" in row:
             v += f" (below on {row['below_on']}, mean gap {row['mean_gap']:+.3f})"
         lines.append(
             f"| {name} | {sum(row['reached'])} of {len(row['reached'])} | "
+            f"{'/'.join(str(a) for a in row.get('attempts', [1] * len(row['steps'])))} | "
             f"{'/'.join(str(s) for s in row['steps'])} | {_mean(row['accuracy_1x']):.3f} | "
             f"{' / '.join(f'{a:.3f}' for a in row['accuracy_16x'])} | "
             f"{_mean(row['accuracy_16x']):.3f} | {v} |")
@@ -230,7 +249,8 @@ def settle(seeds, names, jobs: int) -> dict:
     import multiprocessing as mp
     work = [(n, s) for n in names for s in seeds]
     result = {"benchmark": "chunk_sparse_attention_settle", "settings": SETTLE,
-              "target": TARGET, "margin": MARGIN, "eval_n": {"1x": ONE_N, "16x": LONG_N},
+              "restarts": RESTARTS, "target": TARGET, "margin": MARGIN,
+              "eval_n": {"1x": ONE_N, "16x": LONG_N},
               "seeds": list(seeds), "variants": list(names),
               "command": "python bench/chunk_sparse_attention.py --settle " + " ".join(
                   sys.argv[1:]).replace("--settle", "").strip(),

@@ -35,6 +35,17 @@ def test_verdict_follows_the_rule():
     assert cs.verdict(hsa, runs("x", [0.3] * 3)[:2], 3)["verdict"] == "untested (runs missing)"
 
 
+def test_attempts_are_shown_beside_each_run():
+    """A restarted run (the restart rule) shows how many attempts it took; a record from
+    before the rule (no "attempts") counts as one."""
+    hsa = runs("hsa", [0.90, 0.92, 0.94])
+    hsa[2]["attempts"] = 3
+    table = cs.summarise(hsa + runs("meanpool", [0.85, 0.90, 0.91]), 3)
+    assert table["hsa"]["attempts"] == [1, 1, 3] and table["meanpool"]["attempts"] == [1, 1, 1]
+    line = cs.render({"table": table}).splitlines()[2]
+    assert line.startswith("| hsa | 3 of 3 | 1/1/3 | 400/400/400 |")
+
+
 @pytest.mark.skipif(not cs.SETTLE_FILE.exists(), reason="no stored settle RESULT")
 def test_figures_are_the_stored_run():
     result = json.loads(cs.SETTLE_FILE.read_text())

@@ -234,9 +234,12 @@ def claim_text(result: dict) -> str:
     for name in [n for n in t if n not in ("hsa", "full")]:
         parts.append(f"{name} {t[name].get('verdict', '?')}")
     hsa = t.get("hsa")
+    restarts = sum(a - 1 for row in t.values() for a in row.get("attempts", []))
     head = ("method trained to 0.95 on "
             f"{sum(hsa['reached'])} of {len(hsa['reached'])} seeds, 16x accuracy "
             f"{_mean(hsa['accuracy_16x']):.2f}" if hsa else "method not run")
+    if restarts:
+        head += f" ({restarts} of the runs restarted once or more to reach it)"
     full = f"; full attention {t['full']['verdict']}" if "full" in t else ""
     return ("| `chunk_sparse_attention` | length generalisation; each ablation worse | "
             f"2 keys per chunk, trained to target (bench --settle): {head}{full}; "

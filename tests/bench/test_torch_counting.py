@@ -25,3 +25,17 @@ def test_small_run_passes_the_checks_and_replays_its_last_epoch():
 def test_results_table_is_rendered_from_the_stored_result():
     result = json.loads((ROOT / "bench" / "out" / "torch_counting.json").read_text())
     assert tc.summary_text(result) in (ROOT / "bench" / "RESULTS.md").read_text()
+
+
+def test_readme_states_the_stored_overheads():
+    """README's limits line quotes the stored run's ranges over the three workloads: with
+    step replay (``overhead``) and in full (``overhead_full``)."""
+    result = json.loads((ROOT / "bench" / "out" / "torch_counting.json").read_text())
+    w = result["workloads"].values()
+
+    def span(key):
+        xs = [r[key] for r in w]
+        return f"{min(xs):.2f}-{max(xs):.2f}x"
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"costs {span('overhead')} bare torch on a quiet CPU with step replay, "
+            f"{span('overhead_full')} without") in readme

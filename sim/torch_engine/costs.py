@@ -4,7 +4,10 @@ Counting conventions (the same on every profile):
 
 - Matrix products and convolutions use **torch's own FLOP counter formulas**
   (``torch.utils.flop_counter.flop_registry``: multiply-add = 2 FLOPs); we record
-  ``FLOPs / 2`` multiply-accumulates as ``mac_<dtype>``.
+  ``FLOPs / 2`` multiply-accumulates as ``mac_<dtype>``. One correction: torch's
+  convolution backward counts the weight gradient of a grouped convolution as if it had one
+  group (``groups`` times too many; a depthwise convolution's by its channel count), so
+  that term is divided by ``groups`` (:func:`_conv_backward_flops`).
 - Ops tagged ``pointwise`` by aten (add, relu, where, ...) and ``_foreach_*`` ops (the
   optimizers' fused list updates): one op per output element, ``flop_<dtype>``.
 - Ops tagged ``reduction`` (sum, mean, argmax, ...): one op per input element.
@@ -84,7 +87,7 @@ import math
 from typing import Any
 
 import torch
-from torch.utils.flop_counter import flop_registry
+from torch.utils.flop_counter import conv_flop_count, flop_registry
 
 aten = torch.ops.aten
 
@@ -311,6 +314,39 @@ _BILINEAR, _NEAREST = 0, 1
 _ZEROS, _BORDER = 0, 1
 
 
+_CONV_BACKWARD_ARGS = ("grad_output", "input", "weight", "bias_sizes", "stride", "padding",
+                       "dilation", "transposed", "output_padding", "groups", "output_mask")
+
+
+def _conv_backward_flops(args, kwargs, out) -> int:
+    """FLOPs of ``aten.convolution_backward``: torch's formula, with its weight-gradient
+    term divided by ``groups``. Each weight-gradient element of a grouped convolution sums
+    over batch x output positions for the input channels of its own group only, i.e.
+    N x H_out x W_out x C_out x (C_in / groups) x kernel multiply-adds, as in the forward;
+    torch's term uses all C_in (its docstring leaves groups out "for the sake of
+    brevity"). Checked against torch's own total, so a torch that counts groups itself is
+    left as it is."""
+    flops = int(flop_registry[aten.convolution_backward](*args, **kwargs, out_val=out))
+    a = dict(zip(_CONV_BACKWARD_ARGS, args, strict=False)) | kwargs
+    groups, mask = a["groups"], a["output_mask"]
+    if groups == 1 or not mask[1]:
+        return flops
+    grad_out, x, grad_w = (list(a["grad_output"].shape), list(a["input"].shape),
+                           list(out[1].shape))
+
+    def t(shape):   # torch's batch <-> channel swap
+        return [shape[1], shape[0], *shape[2:]]
+    if a["transposed"]:
+        term = conv_flop_count(t(grad_out), t(x), t(grad_w), transposed=False)
+    else:
+        term = conv_flop_count(t(x), t(grad_out), t(grad_w), transposed=False)
+    grad_in = (conv_flop_count(grad_out, list(a["weight"].shape), list(out[0].shape),
+                               not a["transposed"]) if mask[0] else 0)
+    if flops != grad_in + term:    # not the ungrouped term: torch's formula changed
+        return flops
+    return grad_in + term // groups
+
+
 def _affine_grid_cost(args, kwargs, suffix: str, size: int):
     """(counts, read, write) of ``affine_grid_generator(theta, size, align_corners)``: the
     base grid ``[coords..., 1]`` (N x P x (d + 1)) times theta^T (d + 1 x d) in one bmm."""
@@ -415,7 +451,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         grad_or_out = first if "backward" in name else outputs[0]
         counts[op.replace("flop_", "mac_")] = grad_or_out.numel() * _UPSAMPLE_TAPS[packet]
     elif packet in flop_registry:
-        flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
+        flops = (_conv_backward_flops(args, kwargs, out) if packet is aten.convolution_backward
+                 else int(flop_registry[packet](*args, **kwargs, out_val=out)))
         macs = flops // 2
         dtype = first.dtype
         if dtype in _FLOAT_SUFFIX:

@@ -4,7 +4,9 @@ training under the torch engine: no op goes uncounted, and the MACs equal
 ``torch.utils.flop_counter.FlopCounterMode`` (FLOPs / 2) plus, where FlopCounterMode has no
 formula for the attention kernel the device picked (CPU flash), the attention's hand formula
 ``heads x Sq x Sk x (D + Dv)`` forward, ``heads x Sq x Sk x (3 D + 2 Dv)`` backward (Q K^T
-recomputed, dQ, dK, dV, dP; see sim/torch_engine/costs.py)."""
+recomputed, dQ, dK, dV, dP; see sim/torch_engine/costs.py), and less FlopCounterMode's
+overcount of a grouped convolution's weight gradient (it sums over all input channels, not
+the group's: ``groups - 1`` extra sums of N x positions per weight-gradient element)."""
 import os
 
 import pytest
@@ -21,7 +23,8 @@ _SDPA = {aten._scaled_dot_product_flash_attention_for_cpu,
 
 
 class _AttentionMacs(torch.utils._python_dispatch.TorchDispatchMode):
-    """Hand formula for the attention kernels FlopCounterMode does not count."""
+    """Hand formula for the attention kernels FlopCounterMode does not count, and its
+    grouped-convolution overcount taken off."""
 
     def __init__(self):
         super().__init__()
@@ -35,6 +38,13 @@ class _AttentionMacs(torch.utils._python_dispatch.TorchDispatchMode):
             scores = q.shape[:-2].numel() * q.shape[-2] * k.shape[-2]
             d, dv = q.shape[-1], v.shape[-1]
             self.macs += scores * ((3 * d + 2 * dv) if backward else (d + dv))
+        elif func.overloadpacket is aten.convolution_backward:
+            grad_out, x, transposed, groups, mask = args[0], args[1], args[7], args[9], args[10]
+            if groups > 1 and mask[1]:
+                # each weight-gradient element sums over the batch and the positions its
+                # tap meets: the input's (transposed) or the output's (plain convolution)
+                positions = (x if transposed else grad_out).shape[2:].numel()
+                self.macs -= out[1].numel() * x.shape[0] * positions * (groups - 1)
         return out
 
 

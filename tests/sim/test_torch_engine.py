@@ -72,6 +72,29 @@ def test_conv2d_macs(toy_gpu_path):
     assert dev.ledger.total_ops() == {"mac_fp32": 2 * 4 * 8 * 8 * 27, "kernel_launch": 1}
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("groups", [1, 4, 16])
+def test_grouped_conv_training_step_is_three_forwards(toy_gpu_path, groups, transposed):
+    """A convolution's backward is two convolutions of the forward's size (input gradient,
+    weight gradient), so a step costs 3x the forward's MACs, for any number of groups.
+    torch's own formula counts the weight gradient as if groups = 1 (16x too much for a
+    16-channel depthwise conv); the engine divides it by groups."""
+    dev = TorchDevice(toy_gpu_path)
+    make = torch.nn.ConvTranspose2d if transposed else torch.nn.Conv2d
+    conv = dev.compile(make(16, 32, kernel_size=3, groups=groups, bias=False))
+    x = dev.tensor(torch.randn(2, 16, 10, 10)).requires_grad_(True)
+    with dev.count("fwd"):
+        conv(x)
+    with dev.count("step"):
+        conv(x).sum().backward()
+    # forward: conv, 2 x 32 x 8 x 8 outputs x (16 / groups) input channels x 9 taps;
+    # transposed, each of 2 x 16 x 10 x 10 inputs x (32 / groups) output channels x 9 taps
+    fwd = (2 * 16 * 10 * 10 * (32 // groups) * 9 if transposed
+           else 2 * 32 * 8 * 8 * (16 // groups) * 9)
+    assert dev.ledger.total_ops("fwd")["mac_fp32"] == fwd
+    assert dev.ledger.total_ops("step")["mac_fp32"] == 3 * fwd
+
+
 def test_float64_and_integer_ops_use_their_own_names(toy_gpu_path):
     dev = TorchDevice(toy_gpu_path)
     with dev.count("x"):

@@ -123,6 +123,49 @@ _PER_ELEMENT = {
     # softmax that leaves fully masked rows at 0 (SDPA's math path): counted as softmax
     aten._safe_softmax: 5,
     aten._fused_rms_norm: 7, aten._fused_rms_norm_backward: 14,
+    # activations aten does not tag pointwise, and activation backward passes (per element
+    # of their first input, the gradient for a backward): hardswish = add 3, clamp to
+    # [0, 6] (2 compares), multiply, divide (5), its backward 2 range compares, (2x + 3) / 6
+    # and the gradient product (6); hardsigmoid's, the shrinks' and leaky ReLU's backward =
+    # a compare and a select or scale (2); ELU's = compare, add alpha, multiply (3);
+    # softplus's = exp, add, divide, multiply, threshold compare (5); Mish's 8 (softplus,
+    # tanh, sigmoid and their product rule); log-sigmoid = abs, exp, log1p, max, subtract
+    # (5), backward 4; GLU = a sigmoid and a product per output, i.e. 1 per input element,
+    # backward 4 per gradient element; PReLU / RReLU = compare, scale, select (2), PReLU's
+    # backward with the weight gradient's multiply-add (4)
+    aten.hardswish: 5, aten.hardswish_: 5, aten.hardswish_backward: 6,
+    aten.hardsigmoid_backward: 2, aten.leaky_relu_backward: 2, aten.elu_backward: 3,
+    aten.softplus_backward: 5, aten.mish_backward: 8,
+    aten.log_sigmoid_forward: 5, aten.log_sigmoid_backward: 4,
+    aten.glu: 1, aten.glu_backward: 4,
+    aten.softshrink_backward: 2, aten.hardshrink_backward: 2,
+    aten.rrelu_with_noise: 2, aten.rrelu_with_noise_backward: 2,
+    aten._prelu_kernel: 2, aten._prelu_kernel_backward: 4,
+    # losses: smooth L1 / Huber = subtract, abs, compare, square or shift, scale, sum (6),
+    # backward subtract, compare, select, scale (4); BCE = two logs, 1 - y, two products,
+    # add, negate, sum (8), backward (p - y) / (p (1 - p)) times the gradient (6); BCE with
+    # logits = max(x, 0) - x y + log1p(exp(-|x|)) and the sum (8); 2-D NLL as NLL
+    aten.smooth_l1_loss: 6, aten.smooth_l1_loss_backward: 4,
+    aten.huber_loss: 6, aten.huber_loss_backward: 4,
+    aten.binary_cross_entropy: 8, aten.binary_cross_entropy_backward: 6,
+    aten.binary_cross_entropy_with_logits: 8,
+    aten.nll_loss2d_forward: 1, aten.nll_loss2d_backward: 1,
+    # scans along a dimension: one add / multiply per element; log-cumsum-exp = max,
+    # subtract, exp, log-add (4); the exponential RNG draw like the other draws
+    aten.cumsum: 1, aten.cumsum_: 1, aten.cumprod: 1, aten.logcumsumexp: 4,
+    aten.exponential_: 1,
+    # gradient folds: each gradient element added once into its source (col2im: the
+    # overlapping patches; padding and nearest upsampling backward: the copies' gradients)
+    aten.col2im: 1, aten.reflection_pad1d_backward: 1, aten.reflection_pad2d_backward: 1,
+    aten.reflection_pad3d_backward: 1, aten.replication_pad1d_backward: 1,
+    aten.replication_pad2d_backward: 1, aten.replication_pad3d_backward: 1,
+    aten.upsample_nearest1d_backward: 1, aten.upsample_nearest2d_backward: 1,
+    aten.upsample_nearest3d_backward: 1,
+    # adaptive max pooling: its windows tile the input, one compare per input element;
+    # backward one add per gradient element at its argmax
+    aten.adaptive_max_pool2d: 1, aten.adaptive_max_pool2d_backward: 1,
+    aten.adaptive_max_pool3d: 1, aten.adaptive_max_pool3d_backward: 1,
+    aten._adaptive_avg_pool3d: 1, aten._adaptive_avg_pool3d_backward: 1,
 }
 # Attention kernels (see the module docstring): forward ops take (q, k, v, ...); backward
 # ops (grad_out, q, k, v, ...).
@@ -152,9 +195,12 @@ _SCATTER_ADDS = {aten.scatter_add, aten.scatter_add_, aten.index_add, aten.index
                  aten.scatter_reduce, aten.scatter_reduce_}
 # Pooling with a window (kernel_size is the argument after the input).
 _POOLS = {aten.max_pool2d_with_indices, aten.avg_pool2d, aten.max_pool2d_with_indices_backward,
-          aten.avg_pool2d_backward}
+          aten.avg_pool2d_backward, aten.max_pool3d_with_indices, aten.avg_pool3d,
+          aten.max_pool3d_with_indices_backward, aten.avg_pool3d_backward}
+_MAX_POOL_BACKWARDS = {aten.max_pool2d_with_indices_backward,
+                       aten.max_pool3d_with_indices_backward}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
-_SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort}
+_SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.nanmedian}
 
 FREE = {aten.detach, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
         aten.new_empty, aten.empty_strided, aten.new_empty_strided, aten._unsafe_view,
@@ -162,8 +208,11 @@ FREE = {aten.detach, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
         aten.sym_size, aten.sym_stride, aten.sym_numel,
         # reads a status integer the factorisation already returned (host-side check)
         aten._linalg_check_errors,
-        # in-place restride (Swin's window partition): metadata only, like a view
-        aten.as_strided_}
+        # in-place restride (Swin's window partition): metadata only, like a view; so are
+        # the in-place transposes and squeezes, and the unsafe splits (views that autograd
+        # does not track as views: the RNN cells' gate split)
+        aten.as_strided_, aten.transpose_, aten.t_, aten.swapdims_, aten.squeeze_,
+        aten.unsqueeze_, aten.unsafe_split, aten.unsafe_chunk, aten.unsafe_split_with_sizes}
 """Ops that move no data and compute nothing (views, allocation without writes)."""
 
 MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten.index_select,
@@ -178,7 +227,10 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.slice_backward, aten.select_backward,
                aten.upsample_nearest1d, aten.upsample_nearest2d, aten.upsample_nearest3d,
                aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d,
-               aten._upsample_nearest_exact3d}
+               aten._upsample_nearest_exact3d, aten.pixel_shuffle, aten.pixel_unshuffle,
+               aten.reflection_pad1d, aten.reflection_pad2d, aten.reflection_pad3d,
+               aten.replication_pad1d, aten.replication_pad2d, aten.replication_pad3d,
+               aten.im2col, aten.diagonal_backward}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
@@ -314,6 +366,64 @@ _BILINEAR, _NEAREST = 0, 1
 _ZEROS, _BORDER = 0, 1
 
 
+# Fused recurrent kernels: nn.LSTM on CPU runs ``mkldnn_rnn_layer`` (one layer and
+# direction per call); nn.RNN / LSTM / GRU on CUDA run ``_cudnn_rnn`` (every layer and
+# direction in one call). ``mode`` is cuDNN's numbering (oneDNN's call reuses it).
+_RNN_FORWARD = {aten.mkldnn_rnn_layer, aten._cudnn_rnn}
+_RNN_BACKWARD = {aten.mkldnn_rnn_layer_backward, aten._cudnn_rnn_backward}
+_RNN_GATES = {0: 1, 1: 1, 2: 4, 3: 3}   # RNN_RELU, RNN_TANH, LSTM, GRU
+_CDISTS = {aten._cdist_forward, aten._cdist_backward}
+_RNN_POINTWISE = {0: 2, 1: 2, 2: 13, 3: 10}
+"""Gate arithmetic per hidden unit and time step, biases apart: an Elman cell adds its two
+projections and applies its activation (2); an LSTM cell adds its two projections for 4
+gates (4), 3 sigmoids, 2 tanh, c = f c + i g (3), h = o tanh(c) (1): 13; a GRU cell adds
+the projections of r and z (2), n = tanh(x_n + r (h_n)) (3), h = n + z (h - n) (3), 2
+sigmoids: 10."""
+
+
+def _rnn_cost(func, args, kwargs, suffix: str) -> dict[str, int]:
+    """One fused recurrent kernel. Every weight matrix multiplies every (time step, batch)
+    position once: ``positions x sum(weight matrices' sizes)`` MACs, the same as the cell
+    run op by op (``tests/sim/test_torch_engine_coverage.py`` checks the LSTM both ways).
+    Pointwise: :data:`_RNN_POINTWISE` per hidden unit and step (the op-by-op LSTM cell
+    counts the same 13), plus two bias adds per gate (op by op, one of them rides in an
+    ``addmm`` priced as its product alone). Backward: twice the forward's MACs (the inputs'
+    and hidden states' gradients, the initial state's included, and the weights'), twice
+    its gate arithmetic, and one add per bias gradient element and position."""
+    a = {arg.name: v for arg, v in zip(func._schema.arguments, args, strict=False)} | kwargs
+    x = a["input"]
+    positions = x.numel() // x.shape[-1]          # time steps x batch (or the packed total)
+    if func.overloadpacket in (aten.mkldnn_rnn_layer, aten.mkldnn_rnn_layer_backward):
+        first = "weight0" if "weight0" in a else "weight1"
+        second = "weight1" if first == "weight0" else "weight2"
+        matrices, calls = [a[first], a[second]], 1
+        biases = a["has_biases"]
+    else:
+        weights = a["weight"]
+        matrices = [w for w in weights if w.dim() == 2]
+        biases = any(w.dim() == 1 for w in weights)
+        calls = a["num_layers"] * (2 if a["bidirectional"] else 1)
+    mode, hidden = a["mode"], a["hidden_size"]
+    macs = positions * sum(w.numel() for w in matrices)
+    unit_steps = positions * hidden * calls
+    bias_adds = 2 * _RNN_GATES[mode] * unit_steps if biases else 0
+    pointwise = unit_steps * _RNN_POINTWISE[mode] + bias_adds
+    if func.overloadpacket in _RNN_BACKWARD:
+        macs, pointwise = 2 * macs, 2 * (pointwise - bias_adds) + bias_adds
+    return {f"mac_{suffix}": macs, f"flop_{suffix}": pointwise}
+
+
+def _cdist_cost(packet, args, suffix: str) -> dict[str, int]:
+    """``torch.cdist`` run directly (``_cdist_forward``): each of the B x P x R distances
+    takes M subtract-and-accumulate steps (M MACs, M subtractions) and a root; the backward
+    (``_cdist_backward``: grad, x1, x2, p, distances) about twice that."""
+    x1, x2 = (args[1], args[2]) if packet is aten._cdist_backward else (args[0], args[1])
+    pairs = x1.shape[:-1].numel() * x2.shape[-2]
+    m = x1.shape[-1]
+    factor = 2 if packet is aten._cdist_backward else 1
+    return {f"mac_{suffix}": factor * pairs * m, f"flop_{suffix}": factor * pairs * (m + 1)}
+
+
 _CONV_BACKWARD_ARGS = ("grad_output", "input", "weight", "bias_sizes", "stride", "padding",
                        "dilation", "transposed", "output_padding", "groups", "output_mask")
 
@@ -444,6 +554,11 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         if q.dtype not in _FLOAT_SUFFIX:
             return {}, 0, 0, name
         counts = _attention_cost(packet, args, _FLOAT_SUFFIX[q.dtype])
+    elif packet in _RNN_FORWARD or packet in _RNN_BACKWARD or packet in _CDISTS:
+        if first.dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        counts = (_cdist_cost(packet, args, _FLOAT_SUFFIX[first.dtype]) if packet in _CDISTS
+                  else _rnn_cost(func, args, kwargs, _FLOAT_SUFFIX[first.dtype]))
     elif packet in _UPSAMPLE_TAPS:
         op = _elementwise_op(packet, first.dtype)
         if not op.startswith("flop_"):
@@ -477,12 +592,11 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         counts[_elementwise_op(packet, first.dtype)] = first.numel()
     elif packet in _POOLS:
         kernel = args[2] if "backward" in name else args[1]
-        window = math.prod(kernel) if len(kernel) > 1 else kernel[0] ** 2   # [k] = k x k
-        if packet is aten.max_pool2d_with_indices:
-            n = outputs[0].numel() * window          # compare each window element
-        elif packet is aten.avg_pool2d:
-            n = outputs[0].numel() * window          # add each window element
-        elif packet is aten.max_pool2d_with_indices_backward:
+        dims = 3 if "3d" in name else 2
+        window = math.prod(kernel) if len(kernel) > 1 else kernel[0] ** dims   # [k] = k x k
+        if "backward" not in name:
+            n = outputs[0].numel() * window          # compare / add each window element
+        elif packet in _MAX_POOL_BACKWARDS:
             n = first.numel()                        # add each gradient at its argmax
         else:
             n = first.numel() * window               # spread each gradient over its window
@@ -506,7 +620,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         dim_pos = 2 if packet in (aten.topk, aten.kthvalue) else 1  # after k for topk
         dim = args[dim_pos] if len(args) > dim_pos and isinstance(args[dim_pos], int) \
             else kwargs.get("dim", -1)
-        n = first.shape[dim] if first.dim() else 1
+        whole = packet in (aten.median, aten.nanmedian) and len(args) < 2 and "dim" not in kwargs
+        n = first.numel() if whole else (first.shape[dim] if first.dim() else 1)
         op = _elementwise_op(aten.sort, first.dtype)
         counts[op] = first.numel() * max(1, math.ceil(math.log2(max(n, 2))))
     elif name.startswith("_foreach_"):

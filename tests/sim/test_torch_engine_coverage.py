@@ -103,3 +103,116 @@ def test_host_to_device_copy_is_not_device_work():
     assert op_cost(aten.copy_.default, (dst, src), {}, dst)[:3] == ({}, 0, 0)
     same = torch.empty(4, 3)
     assert op_cost(aten.copy_.default, (same, src), {}, same)[2] == 48   # 12 floats written
+
+
+# Ops of real models that went uncounted before (issue 36's follow-up of issue 30): each
+# runs forward and backward under the engine and must leave nothing uncounted.
+_EVERYDAY = {
+    "hardswish / hardsigmoid (MobileNetV3)": lambda x: F.hardswish(x) + F.hardsigmoid(x),
+    "leaky ReLU, ELU, SELU, CELU": lambda x: F.leaky_relu(x) + F.elu(x) + F.selu(x) + F.celu(x),
+    "softplus, Mish, log-sigmoid, GLU": lambda x: (F.softplus(x) + F.mish(x) + F.logsigmoid(x)
+                                                   + F.glu(x.repeat(1, 2), -1)),
+    "shrinks, PReLU, RReLU": lambda x: (F.softshrink(x) + F.hardshrink(x)
+                                        + F.prelu(x, torch.full((1,), 0.25, device=x.device))
+                                        + F.rrelu(x, training=False)),
+    "losses": lambda x: (F.smooth_l1_loss(x, x.detach() / 2) + F.huber_loss(x, x.detach() / 2)
+                         + F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(x.detach()))
+                         + F.binary_cross_entropy_with_logits(x, torch.sigmoid(x.detach()))),
+    "2-D cross entropy": lambda x: F.cross_entropy(
+        x.view(2, 5, 2, 2), torch.zeros(2, 2, 2, dtype=torch.long, device=x.device)),
+    "scans, median": lambda x: (torch.cumsum(x, -1) + torch.cumprod(x, -1)
+                                + torch.logcumsumexp(x, -1)).sum() + x.median(),
+    "pixel shuffle, reflect / replicate pads, fold": lambda x: (
+        F.pixel_shuffle(x.view(1, 40, 1, 1), 2).sum()
+        + F.pad(x.view(2, 5, 2, 2), (1, 1, 1, 1), mode="reflect").sum()
+        + F.pad(x.view(2, 5, 2, 2), (1, 1, 1, 1), mode="replicate").sum()
+        + F.fold(F.unfold(x.view(2, 5, 2, 2), 2), (2, 2), 2).sum()),
+    "3-D and adaptive max pooling, nearest upsampling": lambda x: (
+        F.avg_pool3d(x.view(1, 1, 2, 4, 5), 2).sum() + F.max_pool3d(x.view(1, 1, 2, 4, 5), 2).sum()
+        + F.adaptive_max_pool1d(x.unsqueeze(1), 3).sum()
+        + F.interpolate(x.view(2, 5, 2, 2), scale_factor=2).sum()),
+    "cdist, gumbel softmax": lambda x: torch.cdist(x, x).sum() + F.gumbel_softmax(x).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(_EVERYDAY))
+def test_everyday_ops_are_counted_forward_and_backward(toy_gpu_path, name):
+    dev = TorchDevice(toy_gpu_path)
+    x = torch.randn(4, 10, device=dev.torch_device, requires_grad=True)
+    with dev.count("t"):
+        _EVERYDAY[name](x).sum().backward()
+    assert dev.ledger.uncounted() == {}, name
+    assert dev.ledger.total_ops("t").get("flop_fp32", 0) > 0
+
+
+def test_pool3d_and_cdist_counts(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    x = torch.randn(1, 1, 4, 4, 4, device=dev.torch_device)
+    with dev.count("pool"):
+        F.avg_pool3d(x, 2)         # 2 x 2 x 2 = 8 outputs, each adds a 2 x 2 x 2 window: 64
+    assert dev.ledger.ops("pool") == {"flop_fp32": 64, "kernel_launch": 1}
+    a = torch.randn(3, 5, 7, device=dev.torch_device)
+    b = torch.randn(3, 6, 7, device=dev.torch_device)
+    with dev.count("cdist"):
+        torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")
+    # 3 x 5 x 6 = 90 distances of 7 subtract-square-accumulate steps: 630 MACs; 630
+    # subtractions + 90 roots = 720
+    ops = dev.ledger.ops("cdist")
+    assert (ops["mac_fp32"], ops["flop_fp32"]) == (630, 720)
+
+
+def _lstm_ledger(dev, train, mkldnn):
+    torch.manual_seed(0)
+    lstm = dev.compile(torch.nn.LSTM(8, 16, num_layers=2, batch_first=True))
+    x = torch.randn(4, 5, 8, device=dev.torch_device, requires_grad=train)
+    with torch.backends.mkldnn.flags(enabled=mkldnn), dev.count("lstm"):
+        with torch.set_grad_enabled(train):
+            out = lstm(x)[0]
+            if train:
+                out.sum().backward()
+    assert dev.ledger.uncounted() == {}
+    return dev.ledger.total_ops("lstm")
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["infer", "train"])
+def test_fused_lstm_counts_the_cells_products(toy_gpu_path, train):
+    """nn.LSTM on a CPU runs oneDNN's fused layer kernel (``mkldnn_rnn_layer``), op by op
+    when oneDNN is off; the MACs agree. Forward: 4 batch x 5 steps x 64 gate units x
+    (8 + 16) inputs for layer 1 = 30720, x (16 + 16) for layer 2 = 40960: 71680. Training
+    adds twice that in the fused backward, whose op-by-op twin skips the zero initial
+    state's gradient: 4 x 64 x 16 = 4096 MACs per layer."""
+    dev = TorchDevice(toy_gpu_path)
+    fused = _lstm_ledger(dev, train, mkldnn=True)
+    if dev.torch_device.type != "cpu" or not torch.backends.mkldnn.is_available():
+        pytest.skip("oneDNN's fused LSTM runs on a CPU build with oneDNN")
+    by_op = _lstm_ledger(TorchDevice(toy_gpu_path), train, mkldnn=False)
+    if not train:
+        assert fused["mac_fp32"] == by_op["mac_fp32"] == 71680
+        # gate arithmetic: 13 per unit and step (as op by op) + 2 bias adds x 4 gates:
+        # 2 layers x 20 positions x 16 units x 21 = 13440
+        assert fused["flop_fp32"] == 13440
+    else:
+        assert fused["mac_fp32"] == 3 * 71680 == by_op["mac_fp32"] + 2 * 4096
+
+
+def test_cudnn_rnn_counts_every_layer_and_direction(toy_gpu_path):
+    """The CUDA kernel (``_cudnn_rnn``) runs every layer and direction in one call: priced
+    from its arguments alone (no GPU needed). A 2-layer bidirectional GRU, 5 steps x 4
+    batch, input 8, hidden 16: layer 1 per direction 48 x (8 + 16), layer 2 48 x (32 + 16)
+    MACs per position: 20 x 2 x (1152 + 2304) = 138240, as the GRU run op by op."""
+    T, B, H = 5, 4, 16
+    gru = torch.nn.GRU(8, H, num_layers=2, bidirectional=True)
+    weights = [w.detach() for w in gru._flat_weights]
+    x = torch.randn(T, B, 8)
+    out = (torch.empty(T, B, 2 * H), torch.empty(4, B, H), torch.empty(0), torch.empty(0),
+           torch.empty(0))
+    args = (x, weights, 4, None, torch.zeros(4, B, H), None, 3, H, 0, 2, False, 0.0, False,
+            True, [], None)
+    counts, _, _, uncounted = op_cost(aten._cudnn_rnn.default, args, {}, out)
+    assert uncounted == "" and counts["mac_fp32"] == 138240
+    # gate arithmetic: 20 positions x 16 units x 4 layer-directions x (10 + 2 x 3 biases)
+    assert counts["flop_fp32"] == 20 * 16 * 4 * 16
+    twin = TorchDevice(toy_gpu_path, prefer_cuda=False)   # the op-by-op twin, on the CPU
+    with twin.count("gru"):
+        twin.compile(gru)(x)
+    assert twin.ledger.total_ops("gru")["mac_fp32"] == 138240

@@ -154,6 +154,8 @@ _PER_ELEMENT = {
     # subtract, exp, log-add (4); the exponential RNG draw like the other draws
     aten.cumsum: 1, aten.cumsum_: 1, aten.cumprod: 1, aten.logcumsumexp: 4,
     aten.exponential_: 1,
+    # a 3-vector cross product: 6 multiplies and 3 subtractions, 3 per element
+    aten.linalg_cross: 3,
     # gradient folds: each gradient element added once into its source (col2im: the
     # overlapping patches; padding and nearest upsampling backward: the copies' gradients)
     aten.col2im: 1, aten.reflection_pad1d_backward: 1, aten.reflection_pad2d_backward: 1,
@@ -424,6 +426,48 @@ def _cdist_cost(packet, args, suffix: str) -> dict[str, int]:
     return {f"mac_{suffix}": factor * pairs * m, f"flop_{suffix}": factor * pairs * (m + 1)}
 
 
+# Fused optimizer kernels (``fused=True``): ops per parameter element, the same as the
+# ``_foreach_`` path of the same optimizer counts (tests/sim/test_torch_engine_coverage.py):
+# Adam(W) 7 (lerp of the first moment, square and add of the second, square root, bias
+# division and epsilon, the update), SGD 1 (the update), Adagrad 5; each option adds its
+# own pass: weight decay 1, AMSGrad's running max 1, maximize's negation 1, SGD's momentum
+# 2 after its first step (the buffer's scale and add) and Nesterov's look-ahead 1, and an
+# AMP gradient scale's unscaling 1.
+_FUSED_OPTIMIZERS = {aten._fused_adam_: 7, aten._fused_adamw_: 7, aten._fused_sgd_: 1,
+                     aten._fused_adagrad_: 5}
+
+
+def _fused_optimizer_ops(packet, args, kwargs) -> int:
+    params = args[0]
+    per = _FUSED_OPTIMIZERS[packet]
+    per += (kwargs.get("weight_decay", 0) != 0) + bool(kwargs.get("maximize", False))
+    per += kwargs.get("grad_scale") is not None
+    if packet is aten._fused_sgd_:
+        if kwargs.get("momentum", 0) != 0:
+            per += 0 if kwargs.get("is_first_step", False) else 2
+            per += bool(kwargs.get("nesterov", False))
+    elif packet is not aten._fused_adagrad_:
+        per += bool(kwargs.get("amsgrad", False))
+    return per * sum(p.numel() for p in params)
+
+
+# Vector products torch's FLOP counter has no formula for: matrix-vector (mv, addmv),
+# dot products (dot, vdot), the outer-product update addr, and the int8 matmul _int_mm.
+_VECTOR_PRODUCTS = {aten.mv, aten.addmv, aten.dot, aten.vdot, aten.addr, aten._int_mm}
+
+
+def _vector_product_macs(packet, args) -> int:
+    if packet is aten.mv:
+        return args[0].numel()                          # each matrix element once
+    if packet is aten.addmv:
+        return args[1].numel()
+    if packet in (aten.dot, aten.vdot):
+        return args[0].numel()
+    if packet is aten.addr:
+        return args[1].numel() * args[2].numel()        # the outer product, added in
+    return args[0].shape[0] * args[0].shape[1] * args[1].shape[1]    # _int_mm: n x k x m
+
+
 _CONV_BACKWARD_ARGS = ("grad_output", "input", "weight", "bias_sizes", "stride", "padding",
                        "dilation", "transposed", "output_padding", "groups", "output_mask")
 
@@ -554,6 +598,23 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         if q.dtype not in _FLOAT_SUFFIX:
             return {}, 0, 0, name
         counts = _attention_cost(packet, args, _FLOAT_SUFFIX[q.dtype])
+    elif packet in _FUSED_OPTIMIZERS:
+        params = args[0]
+        if not params or params[0].dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        counts[f"flop_{_FLOAT_SUFFIX[params[0].dtype]}"] = _fused_optimizer_ops(packet, args,
+                                                                               kwargs)
+    elif packet in _VECTOR_PRODUCTS:
+        dtype = first.dtype
+        macs = _vector_product_macs(packet, args)
+        if dtype in _FLOAT_SUFFIX:
+            counts[f"mac_{_FLOAT_SUFFIX[dtype]}"] = macs
+        elif dtype in (torch.int8, torch.uint8):
+            counts["mac_int8"] = macs
+        elif not dtype.is_complex:
+            counts["int_mul"] = counts["int_add"] = macs
+        else:
+            return {}, 0, 0, name
     elif packet in _RNN_FORWARD or packet in _RNN_BACKWARD or packet in _CDISTS:
         if first.dtype not in _FLOAT_SUFFIX:
             return {}, 0, 0, name

@@ -216,3 +216,64 @@ def test_cudnn_rnn_counts_every_layer_and_direction(toy_gpu_path):
     with twin.count("gru"):
         twin.compile(gru)(x)
     assert twin.ledger.total_ops("gru")["mac_fp32"] == 138240
+
+
+_OPTIMIZERS = {
+    "Adam": (torch.optim.Adam, {}),
+    "Adam, weight decay, AMSGrad, maximize": (
+        torch.optim.Adam, {"weight_decay": 0.1, "amsgrad": True, "maximize": True}),
+    "AdamW": (torch.optim.AdamW, {}),
+    "SGD": (torch.optim.SGD, {"lr": 0.1}),
+    "SGD, Nesterov momentum, weight decay": (
+        torch.optim.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    "Adagrad, weight decay": (torch.optim.Adagrad, {"weight_decay": 0.1}),
+}
+
+
+def _optimizer_ledger(toy_gpu_path, make, options, how):
+    dev = TorchDevice(toy_gpu_path)
+    torch.manual_seed(0)
+    net = dev.compile(torch.nn.Linear(8, 4))
+    x = torch.randn(16, 8, device=dev.torch_device)
+    opt = make(net.parameters(), **options, **{how: True})
+    # the first two steps make the state (SGD's momentum buffer); the third is counted
+    for step in range(3):
+        opt.zero_grad()
+        net(x).pow(2).sum().backward()
+        if step < 2:
+            opt.step()
+    with dev.count("step"):
+        opt.step()
+    assert dev.ledger.uncounted() == {}
+    return dev.ledger.total_ops("step")
+
+
+@pytest.mark.parametrize("name", list(_OPTIMIZERS))
+def test_fused_optimizer_counts_as_its_foreach_twin(toy_gpu_path, name):
+    """``fused=True`` runs one kernel per step (``_fused_adam_`` ...); it counts the same
+    arithmetic as the ``_foreach_`` path, whose ops are counted one by one. 36 parameters
+    (8 x 4 weights + 4 biases); Adam's 7 ops per element give 252, plus the step counters'
+    2 increments."""
+    make, options = _OPTIMIZERS[name]
+    fused = _optimizer_ledger(toy_gpu_path, make, options, "fused")
+    foreach = _optimizer_ledger(toy_gpu_path, make, options, "foreach")
+    assert fused["flop_fp32"] == foreach["flop_fp32"]
+    if name == "Adam":
+        assert fused["flop_fp32"] == 36 * 7 + 2
+
+
+def test_vector_products(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    d = dev.torch_device
+    a, v, w = torch.randn(6, 5, device=d), torch.randn(5, device=d), torch.randn(6, device=d)
+    with dev.count("v"):
+        torch.mv(a, v)          # 30
+        torch.addmv(w, a, v)    # 30
+        torch.dot(v, v)         # 5
+        torch.addr(a, w, v)     # 6 x 5 = 30
+    assert dev.ledger.ops("v")["mac_fp32"] == 95
+    if d.type == "cpu":
+        i8 = torch.ones(32, 16, dtype=torch.int8)
+        with dev.count("i"):
+            torch._int_mm(i8, i8.T.contiguous())     # 32 x 16 x 32 = 16384 int8 MACs
+        assert dev.ledger.ops("i")["mac_int8"] == 16384

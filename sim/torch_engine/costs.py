@@ -604,6 +604,17 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             return {}, 0, 0, name
         counts[f"flop_{_FLOAT_SUFFIX[params[0].dtype]}"] = _fused_optimizer_ops(packet, args,
                                                                                kwargs)
+    elif packet is aten._amp_foreach_non_finite_check_and_unscale_:
+        # GradScaler's unscale: each gradient element multiplied by 1 / scale and checked
+        # finite (2 ops)
+        grads = args[0]
+        if not grads or grads[0].dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        counts[f"flop_{_FLOAT_SUFFIX[grads[0].dtype]}"] = 2 * sum(g.numel() for g in grads)
+    elif packet is aten._amp_update_scale_:
+        # GradScaler's update: on the one-element scale, a check of the inf flag, a
+        # growth-tracker increment and a multiply by the growth or backoff factor (3 ops)
+        counts[f"flop_{_FLOAT_SUFFIX.get(first.dtype, 'fp32')}"] = 3
     elif packet in _VECTOR_PRODUCTS:
         dtype = first.dtype
         macs = _vector_product_macs(packet, args)

@@ -277,3 +277,24 @@ def test_vector_products(toy_gpu_path):
         with dev.count("i"):
             torch._int_mm(i8, i8.T.contiguous())     # 32 x 16 x 32 = 16384 int8 MACs
         assert dev.ledger.ops("i")["mac_int8"] == 16384
+
+
+def test_grad_scaler_unscale_and_update(toy_gpu_path):
+    """Mixed-precision training's GradScaler: unscaling checks and rescales each gradient
+    element (2 ops: 36 parameters -> 72), the update touches the one-element scale (3)."""
+    dev = TorchDevice(toy_gpu_path)
+    d = dev.torch_device
+    net = dev.compile(torch.nn.Linear(8, 4))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler(d.type)
+    with torch.autocast(d.type, dtype=torch.bfloat16):
+        loss = net(torch.randn(16, 8, device=d)).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    with dev.count("unscale"):
+        scaler.unscale_(opt)
+    with dev.count("update"):
+        scaler.step(opt)
+        scaler.update()
+    assert dev.ledger.uncounted() == {}
+    assert dev.ledger.total_ops("unscale")["flop_fp32"] == 72
+    assert dev.ledger.total_ops("update")["flop_fp32"] >= 3

@@ -156,6 +156,10 @@ _PER_ELEMENT = {
     aten.exponential_: 1,
     # a 3-vector cross product: 6 multiplies and 3 subtractions, 3 per element
     aten.linalg_cross: 3,
+    # histogram: bin index (subtract, scale, floor) and the count's add (4); bincount one
+    # add per element; nonzero one test per element; allclose |a - b| <= atol + rtol |b|
+    # (5); renorm a sum of squares and a scale per element (3)
+    aten.histc: 4, aten.bincount: 1, aten.nonzero: 1, aten.allclose: 5, aten.renorm: 3,
     # gradient folds: each gradient element added once into its source (col2im: the
     # overlapping patches; padding and nearest upsampling backward: the copies' gradients)
     aten.col2im: 1, aten.reflection_pad1d_backward: 1, aten.reflection_pad2d_backward: 1,
@@ -232,7 +236,10 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten._upsample_nearest_exact3d, aten.pixel_shuffle, aten.pixel_unshuffle,
                aten.reflection_pad1d, aten.reflection_pad2d, aten.reflection_pad3d,
                aten.replication_pad1d, aten.replication_pad2d, aten.replication_pad3d,
-               aten.im2col, aten.diagonal_backward}
+               aten.im2col, aten.diagonal_backward, aten.linspace, aten.logspace,
+               aten.tril_indices, aten.triu_indices, aten.rot90, aten.block_diag,
+               aten.index_fill, aten.index_fill_, aten.index_copy, aten.index_copy_,
+               aten.put, aten.put_}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
@@ -468,6 +475,40 @@ def _vector_product_macs(packet, args) -> int:
     return args[0].shape[0] * args[0].shape[1] * args[1].shape[1]    # _int_mm: n x k x m
 
 
+# Searches: binary searches (bucketize, searchsorted, isin against a sorted copy of the test
+# set) cost ceil(log2(m + 1)) comparisons per query against m sorted values; unique sorts
+# (n ceil(log2 n)) and compares neighbours (n); multinomial draws scan each row's weights
+# once (a cumulative sum) and binary-search them per sample.
+_SEARCHES = {aten.bucketize, aten.searchsorted, aten.isin, aten._unique2, aten.multinomial}
+
+
+def _log2_steps(m: int) -> int:
+    return max(1, math.ceil(math.log2(m + 1)))
+
+
+def _search_compares(packet, args, outputs) -> tuple[int, torch.dtype]:
+    """(comparisons, dtype compared) of one search op."""
+    if packet is aten.bucketize:                # (input, boundaries)
+        x, table = args[0], args[1]
+        n = x.numel() if isinstance(x, torch.Tensor) else 1
+        return n * _log2_steps(table.numel()), table.dtype
+    if packet is aten.searchsorted:             # (sorted_sequence, input)
+        table, x = args[0], args[1]
+        n = x.numel() if isinstance(x, torch.Tensor) else 1
+        rows = table.shape[:-1].numel() if table.dim() > 1 else 1
+        return n * _log2_steps(table.numel() // rows), table.dtype
+    if packet is aten.isin:                     # (elements, test_elements)
+        x, test = args[0], args[1]
+        n = x.numel() if isinstance(x, torch.Tensor) else 1
+        m = test.numel() if isinstance(test, torch.Tensor) else 1
+        return n * _log2_steps(m), (x if isinstance(x, torch.Tensor) else test).dtype
+    if packet is aten._unique2:
+        n = args[0].numel()
+        return n * _log2_steps(n) + n, args[0].dtype
+    probs = args[0]                            # multinomial: (probabilities, samples)
+    return probs.numel() + outputs[0].numel() * _log2_steps(probs.shape[-1]), probs.dtype
+
+
 _CONV_BACKWARD_ARGS = ("grad_output", "input", "weight", "bias_sizes", "stride", "padding",
                        "dilation", "transposed", "output_padding", "groups", "output_mask")
 
@@ -615,6 +656,17 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         # GradScaler's update: on the one-element scale, a check of the inf flag, a
         # growth-tracker increment and a multiply by the growth or backoff factor (3 ops)
         counts[f"flop_{_FLOAT_SUFFIX.get(first.dtype, 'fp32')}"] = 3
+    elif packet in _SEARCHES:
+        n, dtype = _search_compares(packet, args, outputs)
+        counts[_elementwise_op(aten.sort, dtype)] = n
+    elif packet is aten.embedding_renorm_:
+        # (weight, indices, max_norm, norm_type): each referenced row's norm (a square and
+        # an add per element) and its rescale (a multiply per element)
+        weight, indices = args[0], args[1]
+        op = _elementwise_op(packet, weight.dtype)
+        if not op:
+            return {}, 0, 0, name
+        counts[op] = 3 * indices.numel() * weight.shape[-1]
     elif packet in _VECTOR_PRODUCTS:
         dtype = first.dtype
         macs = _vector_product_macs(packet, args)

@@ -298,3 +298,26 @@ def test_grad_scaler_unscale_and_update(toy_gpu_path):
     assert dev.ledger.uncounted() == {}
     assert dev.ledger.total_ops("unscale")["flop_fp32"] == 72
     assert dev.ledger.total_ops("update")["flop_fp32"] >= 3
+
+
+def test_searches_and_index_writes_are_counted(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    d = dev.torch_device
+    x = torch.randn(4, 10, device=d)
+    edges = torch.linspace(-1, 1, 5, device=d)
+    with dev.count("bucketize"):
+        torch.bucketize(x, edges)     # 40 queries x ceil(log2(5 + 1)) = 3 compares: 120
+    assert dev.ledger.ops("bucketize") == {"flop_fp32": 120, "kernel_launch": 1}
+    probs = torch.softmax(x, -1)
+    with dev.count("sample"):
+        torch.multinomial(probs, 2)   # 40 weights scanned + 8 draws x ceil(log2 11) = 4: 72
+    assert dev.ledger.ops("sample")["flop_fp32"] == 72
+    with dev.count("misc"):
+        torch.unique(torch.arange(8, device=d) % 3)  # 8 x 4 sort steps + 8 neighbour tests
+        (x > 0).nonzero()
+        torch.histc(x, 5)
+        x.index_fill(1, torch.tensor([0, 2], device=d), -1.0)
+        torch.rot90(x)
+        F.embedding(torch.tensor([[1, 2]], device=d), torch.randn(10, 3, device=d), max_norm=1.0)
+    assert dev.ledger.uncounted() == {}
+    assert dev.ledger.ops("misc")["int_cmp"] >= 40

@@ -56,3 +56,15 @@ def test_figures_are_the_stored_run():
     # the stored table is the summary of the stored runs, verdicts by the rule
     assert result["table"] == cs.summarise(result["runs"], len(result["seeds"]))
     assert result["target"] == 0.95 and result["margin"] == 0.02
+
+
+def test_readme_quotes_the_stuck_run():
+    """The README's reading quotes the method's stuck first seed-2 run of the cap-2000 file."""
+    stored = ROOT / "bench" / "out" / "chunk_sparse_attention_settle_cap2000.json"
+    run = next(r for r in json.loads(stored.read_text())["runs"]
+               if r["variant"] == "hsa" and r["seed"] == 2)
+    assert not run["reached"]
+    readme = " ".join((ROOT / "models" / "chunk_sparse_attention" / "README.md").read_text()
+                      .split())
+    assert (f"stuck at {run['val_accuracy']:.2f} validation accuracy, top-K recall "
+            f"{run['recall_1x']:.2f}") in readme

@@ -142,6 +142,13 @@ _OP_CLASS_OF = (
 CONNECTION_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
 """NeuroBench's stateless connection layers (neurobench.blocks.layer.STATELESS_LAYERS)."""
 
+RECURRENT_CELLS = (nn.RNNCell, nn.LSTMCell)
+"""The recurrent cells whose synaptic operations NeuroBench defines and this engine counts
+(neurobench.blocks.layer.RECURRENT_CELLS also lists GRUCell, whose formula there reads the
+input bias of one gate element for all; not reproduced). Whole recurrent layers
+(nn.RNN / LSTM / GRU) have no NeuroBench definition (it raises for them): their products
+are in the ledger's MACs, not in the activity."""
+
 ACTIVATION_LAYERS: tuple[type, ...] = (nn.ReLU, nn.Sigmoid)
 """NeuroBench's default activation layers (neurobench.blocks.activation), plus snnTorch's
 neurons below when snnTorch is installed (NeuroBench adds them for snnTorch models)."""
@@ -201,6 +208,40 @@ def model_facts(module: nn.Module) -> dict[str, int]:
             "connection_weights": weights, "connection_zero_weights": zeros}
 
 
+def cell_synops(mod: nn.Module, args: tuple, dense: bool) -> int:
+    """NeuroBench's synaptic operations of one call of an RNN or LSTM cell (its
+    ``single_layer_MACs``): inputs, states and weights taken as 0/1 (all ones for the
+    ``dense`` count), the products of both projections whose input and weight are both
+    non-zero, and for an LSTM cell the gate products after them: ``f c + i g`` (each
+    product whose two gates, as 0/1 after the biases, are non-zero) and ``o tanh(c)``.
+    States not passed are zero: no recurrent products. As NeuroBench does, an LSTM's
+    ``(h, c)`` stay 0/1 in the dense count too (its ``cylce_tuple_ones`` fills only the
+    outer tuple's tensors with ones), so Dense equals NeuroBench's value."""
+    def bits(t: torch.Tensor) -> torch.Tensor:
+        return torch.ones_like(t) if dense else (t != 0).to(t.dtype)
+
+    def state_bits(t: torch.Tensor) -> torch.Tensor:
+        return (t != 0).to(t.dtype) if isinstance(mod, nn.LSTMCell) else bits(t)
+
+    x = args[0]
+    states = args[1] if len(args) > 1 and args[1] is not None else None
+    xb = bits(x).reshape(-1, x.shape[-1])                               # (batch, in)
+    gates = bits(mod.weight_ih) @ xb.T                                  # (G x hidden, batch)
+    if states is not None:
+        h = states[0] if isinstance(mod, nn.LSTMCell) else states
+        gates = gates + bits(mod.weight_hh) @ state_bits(h).reshape(-1, h.shape[-1]).T
+    total = gates.sum()
+    if isinstance(mod, nn.LSTMCell):
+        if mod.bias:
+            gates = gates + (bits(mod.bias_ih) + bits(mod.bias_hh))[:, None]
+        i, f, g, o = (gates != 0).to(gates.dtype).reshape(4, mod.hidden_size, -1)
+        c = i * g
+        if states is not None:
+            c = c + f * state_bits(states[1]).reshape(-1, mod.hidden_size).T
+        total = total + c.sum() + (o * (c != 0)).sum()
+    return int(total)
+
+
 class LayerRecorder:
     """Per-block layer records and activity tallies; the engine flushes them at block end.
 
@@ -245,7 +286,7 @@ class LayerRecorder:
             self.layers[path] = (type(mod).__name__, shape, params, op_class(mod))
         # activity: the counts run torch ops, with the counting mode suspended; layers with
         # no activity (pooling, flatten, ...) skip entering it (issue 36)
-        if neuron or isinstance(mod, CONNECTION_LAYERS + ACTIVATION_LAYERS):
+        if neuron or isinstance(mod, CONNECTION_LAYERS + ACTIVATION_LAYERS + RECURRENT_CELLS):
             with torch.no_grad(), _disable_current_modes():
                 self._activity(mod, path, args, y)
 
@@ -259,6 +300,10 @@ class LayerRecorder:
             spiking = is_spiking(x)
             self._add(scope, "dense_synops", dense)
             self._add(scope, "effective_acs" if spiking else "effective_macs", effective)
+        if isinstance(mod, RECURRENT_CELLS) and x is not None:
+            self._add(scope, "dense_synops", cell_synops(mod, args, dense=True))
+            self._add(scope, "effective_acs" if is_spiking(x) else "effective_macs",
+                      cell_synops(mod, args, dense=False))
         if isinstance(mod, ACTIVATION_LAYERS) and y is not None:
             self._add(scope, "activations", y.numel())
             self._add(scope, "activations_zero", y.numel() - count_nonzero(y))

@@ -160,6 +160,23 @@ _PER_ELEMENT = {
     # add per element; nonzero one test per element; allclose |a - b| <= atol + rtol |b|
     # (5); renorm a sum of squares and a scale per element (3)
     aten.histc: 4, aten.bincount: 1, aten.nonzero: 1, aten.allclose: 5, aten.renorm: 3,
+    # fake quantization (quantization-aware training): divide by the scale, round, add the
+    # zero point, clamp (2 compares), subtract it, multiply by the scale (7); the learnable
+    # form's backward also sums the scale's and zero point's gradients (8); the cachemask
+    # backward masks the gradient (1)
+    aten.fake_quantize_per_tensor_affine: 7, aten.fake_quantize_per_tensor_affine_cachemask: 7,
+    aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams: 7,
+    aten.fake_quantize_per_channel_affine: 7,
+    aten.fake_quantize_per_channel_affine_cachemask: 7,
+    aten._fake_quantize_learnable_per_tensor_affine: 7,
+    aten._fake_quantize_learnable_per_channel_affine: 7,
+    aten._fake_quantize_learnable_per_tensor_affine_backward: 8,
+    aten._fake_quantize_learnable_per_channel_affine_backward: 8,
+    aten.fake_quantize_per_tensor_affine_cachemask_backward: 1,
+    aten.fake_quantize_per_channel_affine_cachemask_backward: 1,
+    # weight normalisation: the norm (square, add) and the rescale (divide, multiply) per
+    # element of v; backward 6
+    aten._weight_norm_interface: 4, aten._weight_norm_interface_backward: 6,
     # gradient folds: each gradient element added once into its source (col2im: the
     # overlapping patches; padding and nearest upsampling backward: the copies' gradients)
     aten.col2im: 1, aten.reflection_pad1d_backward: 1, aten.reflection_pad2d_backward: 1,
@@ -239,7 +256,8 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.im2col, aten.diagonal_backward, aten.linspace, aten.logspace,
                aten.tril_indices, aten.triu_indices, aten.rot90, aten.block_diag,
                aten.index_fill, aten.index_fill_, aten.index_copy, aten.index_copy_,
-               aten.put, aten.put_}
+               aten.put, aten.put_, aten.channel_shuffle, aten.native_channel_shuffle,
+               aten.max_unpool2d, aten.max_unpool3d}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
@@ -659,6 +677,20 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     elif packet in _SEARCHES:
         n, dtype = _search_compares(packet, args, outputs)
         counts[_elementwise_op(aten.sort, dtype)] = n
+    elif packet in (aten._ctc_loss, aten._ctc_loss_backward):
+        # CTC's dynamic programme: per batch element, time step and position of the
+        # blank-extended target (2 S + 1), a log-sum-exp of up to 3 predecessors (6 ops);
+        # the backward runs the same recursion for beta and adds each log-probability's
+        # gradient (3 ops per time step, batch element and class)
+        lp = args[1] if packet is aten._ctc_loss_backward else args[0]
+        lengths = args[4] if packet is aten._ctc_loss_backward else args[3]
+        op = _elementwise_op(packet, lp.dtype)
+        if not op:
+            return {}, 0, 0, name
+        s_max = max(lengths) if isinstance(lengths, (list, tuple)) else int(lengths.max())
+        t, b, c = lp.shape if lp.dim() == 3 else (lp.shape[0], 1, lp.shape[1])
+        n = t * b * (2 * s_max + 1) * 6
+        counts[op] = n + (t * b * c * 3 if packet is aten._ctc_loss_backward else 0)
     elif packet is aten.embedding_renorm_:
         # (weight, indices, max_norm, norm_type): each referenced row's norm (a square and
         # an add per element) and its rescale (a multiply per element)

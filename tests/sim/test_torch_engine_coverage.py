@@ -132,6 +132,18 @@ _EVERYDAY = {
         + F.adaptive_max_pool1d(x.unsqueeze(1), 3).sum()
         + F.interpolate(x.view(2, 5, 2, 2), scale_factor=2).sum()),
     "cdist, gumbel softmax": lambda x: torch.cdist(x, x).sum() + F.gumbel_softmax(x).sum(),
+    "fake quantization (QAT)": lambda x: (
+        torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -128, 127)
+        + torch.fake_quantize_per_channel_affine(
+            x, torch.full((10,), 0.1, device=x.device),
+            torch.zeros(10, dtype=torch.int32, device=x.device), 1, -128, 127)),
+    "weight norm, channel shuffle, max unpool": lambda x: (
+        torch._weight_norm(x, torch.ones(4, 1, device=x.device), 0).sum()
+        + F.channel_shuffle(x.view(2, 4, 5, 1), 2).sum()
+        + F.max_unpool1d(*F.max_pool1d(x.unsqueeze(1), 2, return_indices=True), 2).sum()),
+    "CTC loss": lambda x: F.ctc_loss(
+        F.log_softmax(x.view(5, 2, 4), -1), torch.tensor([[1, 2], [3, 1]], device=x.device),
+        [5, 5], [2, 2]),
 }
 
 

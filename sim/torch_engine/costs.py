@@ -478,17 +478,23 @@ def _fused_optimizer_ops(packet, args, kwargs) -> int:
 
 # Vector products torch's FLOP counter has no formula for: matrix-vector (mv, addmv),
 # dot products (dot, vdot), the outer-product update addr, and the int8 matmul _int_mm.
-_VECTOR_PRODUCTS = {aten.mv, aten.addmv, aten.dot, aten.vdot, aten.addr, aten._int_mm}
+_VECTOR_PRODUCTS = {aten.mv, aten.addmv, aten.addmv_, aten.dot, aten.vdot, aten.addr,
+                    aten.addr_, aten._int_mm, aten.addbmm, aten.addbmm_}
+# in-place forms of the products torch's FLOP counter has a formula for
+_INPLACE_PRODUCTS = {aten.addmm_: aten.addmm, aten.baddbmm_: aten.baddbmm}
 
 
 def _vector_product_macs(packet, args) -> int:
     if packet is aten.mv:
         return args[0].numel()                          # each matrix element once
-    if packet is aten.addmv:
+    if packet in (aten.addmv, aten.addmv_):
         return args[1].numel()
+    if packet in (aten.addbmm, aten.addbmm_):    # sum over the batch of (n x k) @ (k x m)
+        b, n, k = args[1].shape
+        return b * n * k * args[2].shape[2]
     if packet in (aten.dot, aten.vdot):
         return args[0].numel()
-    if packet is aten.addr:
+    if packet in (aten.addr, aten.addr_):
         return args[1].numel() * args[2].numel()        # the outer product, added in
     return args[0].shape[0] * args[0].shape[1] * args[1].shape[1]    # _int_mm: n x k x m
 
@@ -721,9 +727,10 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             return {}, 0, 0, name
         grad_or_out = first if "backward" in name else outputs[0]
         counts[op.replace("flop_", "mac_")] = grad_or_out.numel() * _UPSAMPLE_TAPS[packet]
-    elif packet in flop_registry:
+    elif packet in flop_registry or packet in _INPLACE_PRODUCTS:
+        formula = flop_registry[_INPLACE_PRODUCTS.get(packet, packet)]
         flops = (_conv_backward_flops(args, kwargs, out) if packet is aten.convolution_backward
-                 else int(flop_registry[packet](*args, **kwargs, out_val=out)))
+                 else int(formula(*args, **kwargs, out_val=out)))
         macs = flops // 2
         dtype = first.dtype
         if dtype in _FLOAT_SUFFIX:

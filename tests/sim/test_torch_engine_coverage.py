@@ -284,6 +284,13 @@ def test_vector_products(toy_gpu_path):
         torch.dot(v, v)         # 5
         torch.addr(a, w, v)     # 6 x 5 = 30
     assert dev.ledger.ops("v")["mac_fp32"] == 95
+    b1, b2 = torch.randn(2, 3, 4, device=d), torch.randn(2, 4, 5, device=d)
+    with dev.count("inplace"):
+        torch.zeros(3, 5, device=d).addmm_(b1[0], b2[0])     # 3 x 4 x 5 = 60
+        torch.zeros(2, 3, 5, device=d).baddbmm_(b1, b2)      # 2 x 60 = 120
+        torch.addbmm(torch.zeros(3, 5, device=d), b1, b2)    # summed over the batch: 120
+        torch.zeros(6, device=d).addmv_(a, v)                # 30
+    assert dev.ledger.ops("inplace")["mac_fp32"] == 330
     if d.type == "cpu":
         i8 = torch.ones(32, 16, dtype=torch.int8)
         with dev.count("i"):

@@ -177,6 +177,19 @@ _PER_ELEMENT = {
     # weight normalisation: the norm (square, add) and the rescale (divide, multiply) per
     # element of v; backward 6
     aten._weight_norm_interface: 4, aten._weight_norm_interface_backward: 6,
+    # the default QAT observer-and-fake-quantize kernel: a running min and max (2 compares)
+    # and the fake quantization (7)
+    aten._fused_moving_avg_obs_fq_helper: 9,
+    # the batch norms CUDA and ROCm builds dispatch to, and the functional forms: as
+    # native_batch_norm (their first argument is the input)
+    aten.cudnn_batch_norm: 7, aten.cudnn_batch_norm_backward: 14,
+    aten.miopen_batch_norm: 7, aten.miopen_batch_norm_backward: 14,
+    aten._batch_norm_with_update: 7, aten._batch_norm_no_update: 7,
+    aten.batch_norm_backward: 14,
+    aten._native_batch_norm_legit: 7, aten._native_batch_norm_legit_no_training: 7,
+    # softmax with a mask (the transformer fast path's): the mask's select and softmax (6),
+    # backward as softmax's (3)
+    aten._masked_softmax: 6, aten._masked_softmax_backward: 3,
     # gradient folds: each gradient element added once into its source (col2im: the
     # overlapping patches; padding and nearest upsampling backward: the copies' gradients)
     aten.col2im: 1, aten.reflection_pad1d_backward: 1, aten.reflection_pad2d_backward: 1,
@@ -400,6 +413,11 @@ _RNN_FORWARD = {aten.mkldnn_rnn_layer, aten._cudnn_rnn}
 _RNN_BACKWARD = {aten.mkldnn_rnn_layer_backward, aten._cudnn_rnn_backward}
 _RNN_GATES = {0: 1, 1: 1, 2: 4, 3: 3}   # RNN_RELU, RNN_TANH, LSTM, GRU
 _CDISTS = {aten._cdist_forward, aten._cdist_backward}
+# CUDA's fused cell kernels -> (mode, backward)
+_FUSED_CELLS = {aten._thnn_fused_lstm_cell: (2, False),
+                aten._thnn_fused_lstm_cell_backward_impl: (2, True),
+                aten._thnn_fused_gru_cell: (3, False),
+                aten._thnn_fused_gru_cell_backward: (3, True)}
 _RNN_POINTWISE = {0: 2, 1: 2, 2: 13, 3: 10}
 """Gate arithmetic per hidden unit and time step, biases apart: an Elman cell adds its two
 projections and applies its activation (2); an LSTM cell adds its two projections for 4
@@ -683,7 +701,29 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     elif packet in _SEARCHES:
         n, dtype = _search_compares(packet, args, outputs)
         counts[_elementwise_op(aten.sort, dtype)] = n
-    elif packet in (aten._ctc_loss, aten._ctc_loss_backward):
+    elif packet in _FUSED_CELLS:
+        # CUDA's fused LSTM / GRU cell pointwise kernels (the projections ran before them as
+        # addmm): per hidden unit :data:`_RNN_POINTWISE`, plus 2 bias adds per gate when
+        # biases are given; backward twice the gate arithmetic plus the bias gradients.
+        # The base is the state (cx / hx: batch x hidden) or, backward, its gradient.
+        mode, backward = _FUSED_CELLS[packet]
+        state = args[2] if not backward else args[0]
+        op = _elementwise_op(packet, state.dtype)
+        if not op:
+            return {}, 0, 0, name
+        has_bias = (args[-1] if backward else (len(args) > 3 and args[3] is not None))
+        bias = 2 * _RNN_GATES[mode] if has_bias else 0
+        per = (2 * _RNN_POINTWISE[mode] + bias) if backward else _RNN_POINTWISE[mode] + bias
+        counts[op] = state.numel() * per
+    elif packet is aten.cudnn_grid_sampler:
+        # cuDNN's sampler: bilinear, zero padding, corners aligned
+        if first.dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        cost = _grid_sample_cost((args[0], args[1], _BILINEAR, _ZEROS, True), {},
+                                 _FLOAT_SUFFIX[first.dtype], first.element_size(), outputs[0])
+        counts, read, write = cost
+        return {k: v for k, v in counts.items() if v}, read, write, ""
+    elif packet in (aten._ctc_loss, aten._ctc_loss_backward, aten._cudnn_ctc_loss):
         # CTC's dynamic programme: per batch element, time step and position of the
         # blank-extended target (2 S + 1), a log-sum-exp of up to 3 predecessors (6 ops);
         # the backward runs the same recursion for beta and adds each log-probability's
@@ -697,6 +737,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         t, b, c = lp.shape if lp.dim() == 3 else (lp.shape[0], 1, lp.shape[1])
         n = t * b * (2 * s_max + 1) * 6
         counts[op] = n + (t * b * c * 3 if packet is aten._ctc_loss_backward else 0)
+        if packet is aten._cudnn_ctc_loss:   # cuDNN returns the gradient with the loss
+            counts[op] = 2 * n + t * b * c * 3
     elif packet is aten.embedding_renorm_:
         # (weight, indices, max_norm, norm_type): each referenced row's norm (a square and
         # an add per element) and its rescale (a multiply per element)

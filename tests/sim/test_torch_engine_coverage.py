@@ -340,3 +340,51 @@ def test_searches_and_index_writes_are_counted(toy_gpu_path):
         F.embedding(torch.tensor([[1, 2]], device=d), torch.randn(10, 3, device=d), max_norm=1.0)
     assert dev.ledger.uncounted() == {}
     assert dev.ledger.ops("misc")["int_cmp"] >= 40
+
+
+def test_cuda_kernels_are_priced_from_their_arguments():
+    """Kernels only CUDA builds dispatch to, priced on CPU tensors of the same shapes (no
+    GPU needed): cuDNN's batch norm as native_batch_norm (7 per element), the fused LSTM /
+    GRU cell kernels (13 / 10 per hidden unit + 2 bias adds per gate; backward twice the
+    gate arithmetic + the bias gradients), the masked softmax (6 per element) and cuDNN's
+    grid sampler as grid_sampler_2d's bilinear rule."""
+    x = torch.randn(2, 4, 3, 3)
+    w, b = torch.ones(4), torch.zeros(4)
+    out = (torch.empty_like(x), torch.empty(4), torch.empty(4), torch.empty(0))
+    counts = op_cost(aten.cudnn_batch_norm.default, (x, w, b, w, w, True, 0.1, 1e-5), {}, out)[0]
+    assert counts["flop_fp32"] == 7 * 72
+    B, H = 3, 5
+    gates, state = torch.randn(B, 4 * H), torch.randn(B, H)
+    lstm = op_cost(aten._thnn_fused_lstm_cell.default,
+                   (gates, gates, state, torch.zeros(4 * H), torch.zeros(4 * H)), {},
+                   (state, state, gates))[0]
+    assert lstm["flop_fp32"] == B * H * (13 + 8)
+    back = op_cost(aten._thnn_fused_lstm_cell_backward_impl.default,
+                   (state, state, state, state, gates, True), {}, (gates, gates, state))[0]
+    assert back["flop_fp32"] == B * H * (26 + 8)
+    g3 = torch.randn(B, 3 * H)
+    gru = op_cost(aten._thnn_fused_gru_cell.default, (g3, g3, state, None, None), {},
+                  (state, torch.randn(B, 5 * H)))[0]
+    assert gru["flop_fp32"] == B * H * 10
+    scores = torch.randn(2, 4, 6)
+    masked = op_cost(aten._masked_softmax.default,
+                     (scores, torch.zeros(2, 4, 6, dtype=torch.bool), -1, None), {}, scores)[0]
+    assert masked["flop_fp32"] == 6 * 48
+    img, grid = torch.randn(1, 2, 5, 5), torch.rand(1, 4, 4, 2) * 2 - 1
+    sampled = torch.empty(1, 2, 4, 4)
+    cudnn = op_cost(aten.cudnn_grid_sampler.default, (img, grid), {}, sampled)
+    plain = op_cost(aten.grid_sampler_2d.default, (img, grid, 0, 0, True), {}, sampled)
+    assert cudnn == plain and cudnn[0]["mac_fp32"] == 4 * 32
+
+
+def test_default_qat_observer_is_counted(toy_gpu_path):
+    """torch.ao's default QAT fake-quantize module runs one fused observer-and-quantize
+    kernel per call: 9 ops per element (a running min and max, then fake quantization)."""
+    from torch.ao.quantization import FusedMovingAvgObsFakeQuantize
+    dev = TorchDevice(toy_gpu_path)
+    fq = dev.compile(FusedMovingAvgObsFakeQuantize())
+    x = torch.randn(4, 10, device=dev.torch_device)
+    with dev.count("qat"):
+        fq(x)
+    assert dev.ledger.uncounted() == {}
+    assert dev.ledger.total_ops("qat")["flop_fp32"] >= 9 * 40

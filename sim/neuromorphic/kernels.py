@@ -148,12 +148,10 @@ _TWOS = np.uint64(0x0202020202020202)
 
 @njit(cache=True)
 def _integrate_mark(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, use_inj,
-                    a_v, b_v, k_in, th, mark, zero_x):
+                    a_v, b_v, k_in, th, mark):
     """The fused CUBA pass over one population's slices: currents, membrane (refractory v
     held), strict threshold, the ring-buffer slot consumed. ``mark[i]`` = 1 (active: had
     input) | 3 (crossed the threshold: active and spiking) | 0; returns the crossings.
-    ``zero_x`` = 0: the slot is read, not cleared (the caller clears the entries delivery
-    wrote, :func:`_clear_delivered`).
 
     The arithmetic is :func:`_integrate`'s term for term (``use_inj`` = 0 drops the
     ``k_in * inj`` term, +-0 then, which cannot change a non-zero sum); selects, no
@@ -178,9 +176,8 @@ def _integrate_mark(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, us
         s = (vv > th) & ok
         mark[i] = np.uint8(f | s) | (np.uint8(s) << np.uint8(1))
         ns += s
-        if zero_x:           # loop-invariant: LLVM makes two loops, as for use_inj
-            x0[i] = 0.0
-            x1[i] = 0.0
+        x0[i] = 0.0
+        x1[i] = 0.0
     return ns
 
 
@@ -190,7 +187,7 @@ _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 @njit(cache=True)
 def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,  # noqa: E741 (I: synaptic current, NIR's name)
                 refsteps, aI, gI, kI, inj, use_inj, inbuf, payload, zeros, mark, words,
-                spk_list, nspk, zero_x):
+                spk_list, nspk):
     """The uniform CUBA update (:func:`_cuba_uniform`) as one vectorised pass that writes a
     mark byte per neuron (:func:`_integrate_mark`); the spikes are found 8 marks at a time
     and reset in index order. Same values, same spike order as the two-pass update; the
@@ -205,7 +202,7 @@ def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, 
     I1 = I[1, lo:hi] if nch > 1 else zeros[:n]
     ns = _integrate_mark(t, I[0, lo:hi], x[lo:hi], aI[q, 0], gI[q, 0], kI[q, 0], I1, x1, a1,
                          g1, k1, v[lo:hi], until[lo:hi], inj[lo:hi], use_inj, av[q], bv[q],
-                         kin[q], thr[q], mark[lo:hi], zero_x)
+                         kin[q], thr[q], mark[lo:hi])
     if ns:
         vr, sub, mode, rs = vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q]
         k = lo >> 3
@@ -226,18 +223,14 @@ def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, 
 def _tally_runs(words, wc, k0, k1, r0, r1, run_ka, run_kb, run_mlo, run_mhi, run_n,
                 run_row, ct):
     """Per-core neuron tally of one fused population from its mark bytes: each word's
-    active marks (bit 0) summed at once ((w & 0x01..01) x 0x01..01 >> 56 sums a word's 8
-    low bits into its top byte) into a running sum over words ``k0 .. k1-1`` (``wc[k]``:
-    words k0 .. k), then each core run ``r0 .. r1-1`` adds its interior words (a difference
-    of two running sums: no loop per run, whose varying trip count cost a mispredicted
-    branch per core) and its two end words masked to the run (masks precomputed per call).
-    Active into ``ct[1, row]``, idle into ``ct[2, row]`` (``ct``: the column-major per-core
-    table of :func:`run_builtin`); returns the population's active neurons. Integer sums:
-    the same counts in any order."""
-    acc = np.uint64(0)
+    active marks (bit 0) summed at once (``wc``, one vectorised pass over words ``k0 ..
+    k1-1``: (w & 0x01..01) x 0x01..01 >> 56 sums a word's 8 low bits into its top byte),
+    then each core run ``r0 .. r1-1`` adds its interior words and its two end words masked
+    to the run (masks precomputed per call). Active into ``ct[1, row]``, idle into
+    ``ct[2, row]`` (``ct``: the column-major per-core table of :func:`run_builtin`); returns
+    the population's active neurons."""
     for k in range(k0, k1):
-        acc += ((words[k] & _ONES) * _ONES) >> np.uint64(56)
-        wc[k] = acc
+        wc[k] = ((words[k] & _ONES) * _ONES) >> np.uint64(56)
     active = 0
     for r in range(r0, r1):
         ka, kb = run_ka[r], run_kb[r]
@@ -247,7 +240,9 @@ def _tally_runs(words, wc, k0, k1, r0, r1, run_ka, run_kb, run_mlo, run_mhi, run
         else:
             a = ((words[ka] & _ONES & run_mlo[r]) * _ONES) >> np.uint64(56)
             b = ((words[kb] & _ONES & run_mhi[r]) * _ONES) >> np.uint64(56)
-            m = wc[kb - 1] - wc[ka]         # words ka+1 .. kb-1 (0 when kb = ka + 1)
+            m = np.uint64(0)
+            for k in range(ka + 1, kb):
+                m += wc[k]
             act = np.int64(a + b + m)
         row = run_row[r]
         ct[1, row] += act
@@ -387,27 +382,13 @@ def deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entr
 
 
 @njit(cache=True)
-def _clear_delivered(x, spk_i, a, b, row_ptr, col):
-    """Set to +0.0 the ring-buffer entries of slot row ``x`` that the spikes ``spk_i[a:b]``
-    (one step's delivery) wrote: the entries the dense pass would have cleared, every
-    other one is +0.0 already. At 256k neurons ~13k entries a step instead of a 4 MB
-    row rewritten (16 of the ~89 B a neuron moves per step in the fused pass)."""
-    for s in range(a, b):
-        j = spk_i[s]
-        for k in range(row_ptr[j], row_ptr[j + 1]):
-            x[col[k]] = 0.0
-
-
-@njit(cache=True)
-def _prefetch_row(j, row_ptr, col, w, syn_row, row_w):
+def _prefetch_row(j, row_ptr, col, w, syn_row):
     """Prefetch presynaptic row ``j``'s synapses (its ``col``, ``w``, ``syn_row`` entries,
-    one prefetch per 64-byte line) into the caches; ``w`` only where delivery reads it
-    (``row_w[j]`` < 0: the row's weights differ)."""
+    one prefetch per 64-byte line) into the caches."""
     lo, hi = row_ptr[j], row_ptr[j + 1]
     if hi > lo:
-        if row_w[j] < 0:
-            for k in range(lo, hi, 8):
-                prefetch(w, k)
+        for k in range(lo, hi, 8):
+            prefetch(w, k)
         for k in range(lo, hi, 16):
             prefetch(col, k)
             prefetch(syn_row, k)
@@ -419,16 +400,11 @@ def _prefetch_row(j, row_ptr, col, w, syn_row, row_w):
 @njit(cache=True)
 def _deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
                   inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
-                  core_row, syn_row, d0, ct, ahead, row_w):
+                  core_row, syn_row, d0, ct, ahead):
     """:func:`deliver_step` for :func:`run_builtin`: per-core counts into its column-major
     table ``ct`` (a synop into ``ct[0, syn_row[k]]``, ``syn_row``: each synapse's
     destination table row); ``d0`` >= 0 when every synapse has that delay (then one
     ring-buffer row takes the whole step).
-
-    ``row_w[j]`` >= 0 when every synapse of row ``j`` holds the same weight (bit for bit),
-    ``w[row_w[j]]``: then delivery reads that one weight and not the row's ``w`` entries
-    (8 of its 16 B per synapse; VA CUBA: every row, each neuron is excitatory or
-    inhibitory). ``w[k] * pl`` is then the same product for every k: the same sums.
 
     A spike's synapses are a random row of arrays far larger than the caches (20 M synapses
     x 16 B at 256k neurons), so each row costs DRAM latency per line when walked cold;
@@ -443,11 +419,11 @@ def _deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, ent
     m = nspk[0]
     if ahead > 0:
         for s in range(min(ahead, m)):
-            _prefetch_row(spk_list[s], row_ptr, col, w, syn_row, row_w)
+            _prefetch_row(spk_list[s], row_ptr, col, w, syn_row)
     for s in range(m):
         j = spk_list[s]
         if ahead > 0 and s + ahead < m:
-            _prefetch_row(spk_list[s + ahead], row_ptr, col, w, syn_row, row_w)
+            _prefetch_row(spk_list[s + ahead], row_ptr, col, w, syn_row)
         lo, hi = row_ptr[j], row_ptr[j + 1]
         r = core_row[j]
         ct[3, r] += 1
@@ -462,12 +438,7 @@ def _deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, ent
         counts[HOP] += hops[j]
         counts[SYNOP] += hi - lo
         nbytes[0] += (hi - lo) * entry_bytes
-        if d0 >= 0 and row_w[j] >= 0:
-            x = w[row_w[j]] * pl
-            for k in range(lo, hi):
-                row[col[k]] += x
-                ct[0, syn_row[k]] += 1
-        elif d0 >= 0:
+        if d0 >= 0:
             for k in range(lo, hi):
                 row[col[k]] += w[k] * pl
                 ct[0, syn_row[k]] += 1
@@ -605,18 +576,6 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
         while x >= n_neurons:             # column = channel x N + target
             x -= n_neurons
         syn_row[k] = core_row[x]
-    # each row's one weight, where all its synapses hold the same bits (_deliver_cols reads
-    # it instead of the row's w entries): row_w[j] = its first synapse, else -1
-    row_w = np.full(row_ptr.size - 1, -1, np.int64)
-    wb = w.view(np.int64)
-    for j in range(row_ptr.size - 1):
-        lo, hi = row_ptr[j], row_ptr[j + 1]
-        if hi > lo:
-            row_w[j] = lo
-            for k in range(lo + 1, hi):
-                if wb[k] != wb[lo]:
-                    row_w[j] = -1
-                    break
     d0 = dly[0] if dly.size else 0
     for k in range(dly.size):
         if dly[k] != d0:
@@ -658,12 +617,6 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
                     k += 1
                     a = i
         run_ptr[p + 1] = k
-    # one delay for every synapse (d0 >= 1) and D = d0 + 1 slots: the slot of step t is
-    # written by step t - d0's delivery alone (the record span rec_lo .. rec_hi of that
-    # step, kept per slot), so the fused pass need not clear it whole (see zero_x)
-    sparse = d0 >= 1 and D == d0 + 1
-    rec_lo = np.zeros(D, np.int64)
-    rec_hi = np.zeros(D, np.int64)
     t = t0
     while t < t1:
         if spk_n[0] + payload.size > spk_t.size:
@@ -671,16 +624,12 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
         sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
                      pois_prob, rng_state, spk_list, nspk)
         slot = t % D
-        # the slot consumed now was written only by the delivery of step t - d0; once
-        # that step ran in this call its spikes are in the record, and the fused pass
-        # leaves the slot to _clear_delivered (the first d0 steps clear it whole)
-        zero_x = not sparse or t < t0 + d0
         for p in range(n_pop):
             lo, hi = pop_lo[p], pop_hi[p]
             if fused[p]:
                 _cuba_fused(t, slot, lo, hi, pop_nch[p], pop_row0[p], v, I, ref, av, bv, kin,
                             thr, vreset, rmode, refsteps, aI, gI, kI, inj, use_inj[p], inbuf,
-                            payload, zeros, mark, words, spk_list, nspk, zero_x)
+                            payload, zeros, mark, words, spk_list, nspk)
                 active = _tally_runs(words, wc, lo >> 3, ((hi - 1) >> 3) + 1, run_ptr[p],
                                      run_ptr[p + 1], run_ka, run_kb, run_mlo, run_mhi,
                                      run_n, run_row, ct)
@@ -695,16 +644,11 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
                     ct[2, core_row[i]] += 1 - a
             counts[NU_ACTIVE] += active
             counts[NU_IDLE] += hi - lo - active
-        if not zero_x:
-            q = (t - d0) % D
-            _clear_delivered(inbuf[slot], spk_i, rec_lo[q], rec_hi[q], row_ptr, col)
         if probe_idx.size:
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
-        rec_lo[slot] = spk_n[0]
         _deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
                       inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
-                      core_row, syn_row, d0, ct, PREFETCH_AHEAD, row_w)
-        rec_hi[slot] = spk_n[0]
+                      core_row, syn_row, d0, ct, PREFETCH_AHEAD)
         _end_cols(ct, tt, tau, sync, stats, sb, bits)
         t += 1
     for r in range(R):

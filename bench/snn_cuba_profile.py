@@ -67,25 +67,16 @@ def _run_timed(t0, t1, lo, hi, nch, row0, D, v, I, ref, av, bv, kin, thr, vreset
     d0 = dly[0]
     mark = np.zeros((n_neurons + 15) // 8 * 8, np.uint8)
     words = mark.view(np.uint64)
-    wc = np.zeros(words.size, np.uint64)
     run_row = np.zeros(n_neurons, np.int64)
     run_n = np.zeros(n_neurons, np.int64)
-    run_ka = np.zeros(n_neurons, np.int64)
-    run_kb = np.zeros(n_neurons, np.int64)
-    run_mlo = np.zeros(n_neurons, np.uint64)
-    run_mhi = np.zeros(n_neurons, np.uint64)
+    run_end = np.zeros(n_neurons, np.int64)
     k = 0
     a = lo
     for i in range(lo + 1, hi + 1):
         if i == hi or core_row[i] != core_row[i - 1]:
             run_row[k] = core_row[a]
             run_n[k] = i - a
-            run_ka[k] = a >> 3
-            run_kb[k] = (i - 1) >> 3
-            run_mlo[k] = K._ALL << np.uint64(8 * (a & 7))
-            e = ((i - 1) & 7) + 1
-            run_mhi[k] = K._ALL if e == 8 else (np.uint64(1) << np.uint64(8 * e)) \
-                - np.uint64(1)
+            run_end[k] = i
             k += 1
             a = i
     n_runs = k
@@ -95,8 +86,7 @@ def _run_timed(t0, t1, lo, hi, nch, row0, D, v, I, ref, av, bv, kin, thr, vreset
                       rmode, refsteps, aI, gI, kI, inj, False, inbuf, payload, zeros, mark,
                       words, spk_list, nspk)
         c1 = _cycles()
-        K._tally_runs(words, wc, lo >> 3, ((hi - 1) >> 3) + 1, 0, n_runs, run_ka, run_kb,
-                      run_mlo, run_mhi, run_n, run_row, ct)
+        K._tally_runs(words, lo, 0, n_runs, run_end, run_n, run_row, ct)
         c2 = _cycles()
         K._deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops,
                         entry_bytes, inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, 0, 1,

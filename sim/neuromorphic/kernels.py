@@ -218,7 +218,15 @@ def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, 
     if ns:
         vr, sub, mode, rs = vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q]
         k = lo >> 3
+        last = words.size - 8
         while ns > 0:                   # the crossings, in index order
+            # spikes are sparse (~0.06% of neurons a step in VA CUBA): skip 64 marks at a
+            # time while none crossed (only a filter: the words past hi are never taken)
+            if k <= last and ((words[k] | words[k + 1] | words[k + 2] | words[k + 3]
+                               | words[k + 4] | words[k + 5] | words[k + 6]
+                               | words[k + 7]) & _TWOS) == 0:
+                k += 8
+                continue
             if words[k] & _TWOS:
                 for i in range(max(lo, k << 3), min(hi, (k << 3) + 8)):
                     if mark[i] & 2:

@@ -38,6 +38,16 @@ row, so spikes x that time bounds delivery from below when rows miss the cache. 
 bound exceeds half of cpp_standalone's time, 2x is impossible for this layout
 (``memory_rules_out_2x``); where it does not, the gap is not the memory's.
 
+Second bound, on the neuron updates (issue 36 item 2): every step each neuron's float64
+state ``v``, ``ge``, ``gi`` is read and written (48 B; Brian2 does the same, and the engine
+also reads its input buffer and refractory step and writes marks: ~89 B with two
+channels), so the engine's process also times one single pass over three float64 arrays of
+N that reads and writes each element once (:func:`_state_pass`, best of several, the
+arrays as warm in the caches as repeated passes make them); steps x that time bounds the
+neuron updates from below. ``memory_bound`` = the two bounds added (the engine runs the
+neuron pass and delivery one after the other); ``memory_rules_out_2x`` compares it with
+half of cpp_standalone's time.
+
 Usage: ``python bench/snn_cuba.py [--sizes 4000,16000] [--duration 1.0] [--runtime]``.
 The last line is ``RESULT {json}``: per size the ratio standalone CPU / engine CPU (> 1:
 the engine is faster) and whether the spikes matched; ``targets.ge_2x_all`` is the issue's
@@ -58,6 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SIZES = (4000, 16000, 64000, 256000)
+STATE_BYTES = 48          # v, ge, gi float64, each read and written once per neuron step
 OUT_DEGREE = 80
 FAST = ["-w", "-O3", "-ffast-math", "-fno-finite-math-only", "-march=native", "-std=c++11"]
 EXACT = ["-w", "-O3", "-march=native", "-std=c++11"]
@@ -85,6 +96,40 @@ def _digest(steps, idx) -> str:
     o = np.lexsort((idx, steps))
     pairs = np.stack([np.asarray(steps)[o], np.asarray(idx)[o]]).astype(np.int64)
     return hashlib.sha256(pairs.tobytes()).hexdigest()[:16]
+
+
+def _state_pass_fn():
+    """The single-pass update of three float64 arrays (njit, built on first use so the Brian2
+    children never import numba): ``ge *= a``, ``gi *= b``, ``v = c v + ge + gi``, each
+    element read and written once: 48 B per neuron, the least any float64 CUBA update
+    moves."""
+    from numba import njit
+
+    @njit(cache=True)
+    def _state_pass(v, ge, gi, a, b, c):
+        for i in range(v.size):
+            e = a * ge[i]
+            g = b * gi[i]
+            ge[i] = e
+            gi[i] = g
+            v[i] = c * v[i] + e + g
+    return _state_pass
+
+
+def state_pass_s(n: int, reps: int = 7, passes: int = 50) -> float:
+    """Seconds of CPU time for one :func:`_state_pass_fn` pass over n neurons, the best of
+    ``reps`` runs of ``passes`` passes (after a warm-up that compiles or loads it)."""
+    import numpy as np
+    f = _state_pass_fn()
+    v, ge, gi = np.full(n, -55.0), np.full(n, 1.0), np.full(n, -1.0)
+    f(v, ge, gi, 0.98, 0.99, 0.995)
+    best = float("inf")
+    for _ in range(reps):
+        t = time.process_time()
+        for _ in range(passes):
+            f(v, ge, gi, 0.98, 0.99, 0.995)
+        best = min(best, (time.process_time() - t) / passes)
+    return best
 
 
 def memory_rates(row_bytes: int, total_bytes: int = 256 << 20, reps: int = 3) -> dict:
@@ -146,6 +191,8 @@ def run_engine(n: int, duration: float, profile: str) -> dict:
     # its synapse row (out-degree x bytes per synapse) from a random place, so delivery
     # alone takes at least spikes x (one random row fetch) when rows miss the cache
     mem = memory_rates(int(round(syn_bytes / cfg.n)))   # bytes of one neuron's row
+    # and the neuron updates: steps x one pass over the float64 state v, ge, gi
+    mem["state_pass_s"] = state_pass_s(cfg.n)
     return {"sim": "engine", "build_s": t1 - t0, "jit_s": t2 - t1, "run_s": t3 - t2,
             "run_cpu_s": cpu, "spikes": int(idx.size), "digest": _digest(st, idx),
             "events": events, "synop_counted": res.counts.get("synop", 0),
@@ -153,7 +200,8 @@ def run_engine(n: int, duration: float, profile: str) -> dict:
             "row_bytes": c.row_ptr.nbytes, "cores": c.n_cores,
             "chip_hops": res.counts.get("chip_hop", 0), "hops": res.counts.get("hop", 0),
             "rate_hz": idx.size / (cfg.n * duration), "memory": mem,
-            "delivery_bound_cpu_s": idx.size * mem["random_row_s"]}
+            "delivery_bound_cpu_s": idx.size * mem["random_row_s"],
+            "state_bound_cpu_s": n_steps * mem["state_pass_s"]}
 
 
 def run_brian2(n: int, duration: float, mode: str) -> dict:
@@ -296,12 +344,17 @@ def main() -> None:
                          cores=eng["cores"], chip_hops=eng["chip_hops"])
             mem = eng["memory"]
             entry.update(memory=mem, delivery_bound_cpu_per_sim_s=eng["delivery_bound_cpu_s"]
-                         / args.duration)
+                         / args.duration,
+                         state_bound_cpu_per_sim_s=eng["state_bound_cpu_s"] / args.duration)
+            entry["memory_bound_cpu_per_sim_s"] = (entry["delivery_bound_cpu_per_sim_s"]
+                                                   + entry["state_bound_cpu_per_sim_s"])
             print(f"{n:>8} memory, measured here: stream read "
                   f"{mem['stream_read_bytes_per_s'] / 1e9:.1f} GB/s, one random "
                   f"{mem['row_bytes']} B synapse row {mem['random_row_s'] * 1e9:.0f} ns; "
                   f"delivery bound {entry['delivery_bound_cpu_per_sim_s']:.4f} CPU s/sim s "
-                  f"({eng['spikes']} spikes x one row each)")
+                  f"({eng['spikes']} spikes x one row each); neuron-state bound "
+                  f"{entry['state_bound_cpu_per_sim_s']:.4f} (one {STATE_BYTES} B/neuron pass "
+                  f"{mem['state_pass_s'] * 1e6:.1f} us x steps)")
         for m in modes[1:]:
             r = rows[m]
             if "error" in r or "error" in eng:
@@ -313,10 +366,10 @@ def main() -> None:
             entry[f"same_spikes_{m}"] = r["digest"] == eng["digest"]
             if r.get("bytes_per_synapse"):
                 entry[f"{m}_bytes_per_synapse"] = r["bytes_per_synapse"]
-            if m == "standalone" and "delivery_bound_cpu_per_sim_s" in entry:
+            if m == "standalone" and "memory_bound_cpu_per_sim_s" in entry:
                 # 2x is ruled out by memory only if the bound exceeds half the anchor's time
                 half = entry["standalone_cpu_per_sim_s"] / 2
-                entry["memory_rules_out_2x"] = entry["delivery_bound_cpu_per_sim_s"] > half
+                entry["memory_rules_out_2x"] = entry["memory_bound_cpu_per_sim_s"] > half
                 print(f"{n:>8} 2x standalone = {half:.4f} CPU s/sim s; the memory bound "
                       f"{'rules it out' if entry['memory_rules_out_2x'] else 'allows it'}")
             print(f"{n:>8} engine vs {m}: {entry[f'speedup_vs_{m}']:.2f}x less CPU time; "

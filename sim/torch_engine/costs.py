@@ -160,6 +160,8 @@ _PER_ELEMENT = {
     # add per element; nonzero one test per element; allclose |a - b| <= atol + rtol |b|
     # (5); renorm a sum of squares and a scale per element (3)
     aten.histc: 4, aten.bincount: 1, aten.nonzero: 1, aten.allclose: 5, aten.renorm: 3,
+    # integer division with floor (aten tags it no pointwise): one op per element
+    aten.floor_divide: 1, aten.floor_divide_: 1,
     # fake quantization (quantization-aware training): divide by the scale, round, add the
     # zero point, clamp (2 compares), subtract it, multiply by the scale (7); the learnable
     # form's backward also sums the scale's and zero point's gradients (8); the cachemask
@@ -494,15 +496,16 @@ def _fused_optimizer_ops(packet, args, kwargs) -> int:
     return per * sum(p.numel() for p in params)
 
 
-# Vector products torch's FLOP counter has no formula for: matrix-vector (mv, addmv),
-# dot products (dot, vdot), the outer-product update addr, and the int8 matmul _int_mm.
+# Products torch's FLOP counter has no formula for: matrix-vector (mv, addmv), dot products
+# (dot, vdot), the outer-product update addr, addbmm, the int8 matmul _int_mm and the
+# mixture-of-experts grouped GEMM _grouped_mm.
 _VECTOR_PRODUCTS = {aten.mv, aten.addmv, aten.addmv_, aten.dot, aten.vdot, aten.addr,
-                    aten.addr_, aten._int_mm, aten.addbmm, aten.addbmm_}
+                    aten.addr_, aten._int_mm, aten.addbmm, aten.addbmm_, aten._grouped_mm}
 # in-place forms of the products torch's FLOP counter has a formula for
 _INPLACE_PRODUCTS = {aten.addmm_: aten.addmm, aten.baddbmm_: aten.baddbmm}
 
 
-def _vector_product_macs(packet, args) -> int:
+def _vector_product_macs(packet, args, out_numel: int = 0) -> int:
     if packet is aten.mv:
         return args[0].numel()                          # each matrix element once
     if packet in (aten.addmv, aten.addmv_):
@@ -514,6 +517,14 @@ def _vector_product_macs(packet, args) -> int:
         return args[0].numel()
     if packet in (aten.addr, aten.addr_):
         return args[1].numel() * args[2].numel()        # the outer product, added in
+    if packet is aten._grouped_mm:
+        # mixture-of-experts GEMM: groups split the rows (2-D x 3-D), the batch (3-D x 3-D)
+        # or the columns (3-D x 2-D) and every output element is one K-long dot product;
+        # 2-D x 2-D splits K itself, so the groups' products add up to one M x K x N product
+        a, b = args[0], args[1]
+        if a.dim() == 2 and b.dim() == 2:
+            return a.shape[0] * a.shape[1] * b.shape[1]
+        return out_numel * a.shape[-1]
     return args[0].shape[0] * args[0].shape[1] * args[1].shape[1]    # _int_mm: n x k x m
 
 
@@ -749,7 +760,7 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         counts[op] = 3 * indices.numel() * weight.shape[-1]
     elif packet in _VECTOR_PRODUCTS:
         dtype = first.dtype
-        macs = _vector_product_macs(packet, args)
+        macs = _vector_product_macs(packet, args, outputs[0].numel() if outputs else 0)
         if dtype in _FLOAT_SUFFIX:
             counts[f"mac_{_FLOAT_SUFFIX[dtype]}"] = macs
         elif dtype in (torch.int8, torch.uint8):

@@ -23,8 +23,8 @@ _SDPA = {aten._scaled_dot_product_flash_attention_for_cpu,
 
 
 class _AttentionMacs(torch.utils._python_dispatch.TorchDispatchMode):
-    """Hand formula for the attention kernels FlopCounterMode does not count, and its
-    grouped-convolution overcount taken off."""
+    """Hand formula for the attention kernels and the grouped GEMM FlopCounterMode does not
+    count, and its grouped-convolution overcount taken off."""
 
     def __init__(self):
         super().__init__()
@@ -38,6 +38,21 @@ class _AttentionMacs(torch.utils._python_dispatch.TorchDispatchMode):
             scores = q.shape[:-2].numel() * q.shape[-2] * k.shape[-2]
             d, dv = q.shape[-1], v.shape[-1]
             self.macs += scores * ((3 * d + 2 * dv) if backward else (d + dv))
+        elif func.overloadpacket is aten._grouped_mm:
+            # FlopCounterMode has no formula: each group's product from the offsets
+            a, b, offs = args[0], args[1], args[2]
+            if a.dim() == 3 and b.dim() == 3:
+                self.macs += a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+            else:
+                ends = offs.tolist()
+                sizes = [e - s for s, e in zip([0] + ends[:-1], ends, strict=True)]
+                for size in sizes:
+                    if a.dim() == 2 and b.dim() == 3:      # rows split: tokens per expert
+                        self.macs += size * a.shape[1] * b.shape[2]
+                    elif a.dim() == 2:                    # K split
+                        self.macs += a.shape[0] * size * b.shape[1]
+                    else:                                  # columns split
+                        self.macs += a.shape[1] * a.shape[2] * size
         elif func.overloadpacket is aten.convolution_backward:
             grad_out, x, transposed, groups, mask = args[0], args[1], args[7], args[9], args[10]
             if groups > 1 and mask[1]:
@@ -79,6 +94,9 @@ ZOO = {
         num_mel_bins=8, max_source_positions=16, vocab_size=100,
         pad_token_id=0, bos_token_id=1, eos_token_id=2,
         decoder_start_token_id=1)).encoder, "audio"),
+    "mixtral (mixture of experts)": _text(
+        "MixtralModel", "MixtralConfig", vocab_size=100, num_key_value_heads=1,
+        num_local_experts=4, num_experts_per_tok=2, **_SMALL),
     "nn.Transformer": (lambda: torch.nn.Transformer(
         32, 2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=64,
         dropout=0.0, batch_first=True), "pair"),

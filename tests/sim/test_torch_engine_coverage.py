@@ -132,6 +132,7 @@ _EVERYDAY = {
         + F.adaptive_max_pool1d(x.unsqueeze(1), 3).sum()
         + F.interpolate(x.view(2, 5, 2, 2), scale_factor=2).sum()),
     "cdist, gumbel softmax": lambda x: torch.cdist(x, x).sum() + F.gumbel_softmax(x).sum(),
+    "floor division": lambda x: x * torch.floor_divide(torch.arange(10, device=x.device), 3),
     "fake quantization (QAT)": lambda x: (
         torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -128, 127)
         + torch.fake_quantize_per_channel_affine(
@@ -296,6 +297,12 @@ def test_vector_products(toy_gpu_path):
         with dev.count("i"):
             torch._int_mm(i8, i8.T.contiguous())     # 32 x 16 x 32 = 16384 int8 MACs
         assert dev.ledger.ops("i")["mac_int8"] == 16384
+        # a mixture-of-experts grouped GEMM: 10 tokens routed to 3 experts (offsets 3, 7,
+        # 10), each token's row times its expert's 8 x 8 matrix: 10 x 8 x 8 = 640 MACs
+        with dev.count("moe"):
+            torch._grouped_mm(torch.randn(10, 8), torch.randn(3, 8, 8),
+                              torch.tensor([3, 7, 10], dtype=torch.int32))
+        assert dev.ledger.ops("moe")["mac_fp32"] == 640
 
 
 def test_grad_scaler_unscale_and_update(toy_gpu_path):

@@ -877,9 +877,13 @@ def tensor_bytes(tensors: Any) -> int:
 
 # -- the cost of a call seen before ----------------------------------------------------------
 
-VALUE_DEPENDENT = {aten.index_put_}
-"""Ops whose cost reads tensor values (``index_put_`` with a boolean mask writes its true
-entries): priced in full on every call, never from :class:`CostMemo`."""
+VALUE_DEPENDENT = {aten.index_put_, aten._ctc_loss, aten._ctc_loss_backward,
+                   aten._cudnn_ctc_loss, *_FUSED_OPTIMIZERS}
+"""Ops whose cost reads values that :func:`op_signature` does not key on: tensor values
+(``index_put_`` with a boolean mask writes its true entries; CTC's target lengths given as
+a tensor) or a Python float (a fused optimizer's weight decay and momentum, zero or not,
+decide its passes; two parameter groups of the same shapes may differ in them). Priced in
+full on every call, never from :class:`CostMemo`, never replayed."""
 
 _SIGNATURE_MISS = object()
 _FREE_COST: tuple[dict[str, int], int, int, str] = ({}, 0, 0, "")

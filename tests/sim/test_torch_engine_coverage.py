@@ -395,3 +395,26 @@ def test_default_qat_observer_is_counted(toy_gpu_path):
         fq(x)
     assert dev.ledger.uncounted() == {}
     assert dev.ledger.total_ops("qat")["flop_fp32"] >= 9 * 40
+
+
+def test_fused_optimizer_groups_of_equal_shapes_keep_their_own_options(toy_gpu_path):
+    """Two parameter groups of the same shapes, one with weight decay and one without: the
+    fused kernel is called once per group with the same tensor shapes, and only a float
+    tells them apart, so its cost is never taken from the memo (or replayed) by shape.
+    Adam: 7 ops per element, + 1 with weight decay: 36 x 7 + 36 x 8 + 2 x 2 step counters."""
+    def ledger(how):
+        dev = TorchDevice(toy_gpu_path)
+        torch.manual_seed(0)
+        a, b = dev.compile(torch.nn.Linear(8, 4)), dev.compile(torch.nn.Linear(8, 4))
+        opt = torch.optim.Adam([{"params": a.parameters()},
+                                {"params": b.parameters(), "weight_decay": 0.1}], **{how: True})
+        x = torch.randn(16, 8, device=dev.torch_device)
+        for step in range(2):
+            opt.zero_grad()
+            (a(x) + b(x)).pow(2).sum().backward()
+            if step == 0:
+                opt.step()
+        with dev.count("step"):
+            opt.step()
+        return dev.ledger.total_ops("step")["flop_fp32"]
+    assert ledger("fused") == ledger("foreach") == 36 * 7 + 36 * 8 + 4

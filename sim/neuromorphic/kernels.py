@@ -20,7 +20,6 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 LIF, IF, CUBA, CUSTOM = 0, 1, 2, 3
-EXPERIMENT = True
 
 
 @intrinsic
@@ -198,25 +197,6 @@ def _integrate_mark(t, I0, x0, a0, g0, k0, I1, x1, a1, g1, k1, v, until, inj, us
 
 
 @njit(cache=True)
-def _direct_mark(t, I0, a0, I1, a1, k0, k1, v, until, a_v, b_v, th, mark):
-    ns = 0
-    for i in range(v.size):
-        j0 = I0[i]
-        j1 = I1[i]
-        I0[i] = a0 * j0
-        I1[i] = a1 * j1
-        vn = a_v * v[i] + b_v + (k0 * j0 + k1 * j1)
-        f = (mark[i] >> np.uint8(2)) & np.uint8(1)
-        ok = until[i] <= t
-        vv = vn if ok else v[i]
-        v[i] = vv
-        s = (vv > th) & ok
-        mark[i] = f | np.uint8(s) | (np.uint8(s) << np.uint8(1))
-        ns += s
-    return ns
-
-
-@njit(cache=True)
 def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, rmode,  # noqa: E741 (I: synaptic current, NIR's name)
                 refsteps, aI, gI, kI, inj, use_inj, inbuf, payload, zeros, mark, words,
                 spk_list, nspk):
@@ -232,13 +212,9 @@ def _cuba_fused(t, slot, lo, hi, nch, q, v, I, until, av, bv, kin, thr, vreset, 
     k1 = kI[q, 1] if nch > 1 else 0.0
     x1 = x[N + lo:N + hi] if nch > 1 else zeros[:n]
     I1 = I[1, lo:hi] if nch > 1 else zeros[:n]
-    if slot < 0:
-        ns = _direct_mark(t, I[0, lo:hi], aI[q, 0], I1, a1, kI[q, 0], k1, v[lo:hi],
-                          until[lo:hi], av[q], bv[q], thr[q], mark[lo:hi])
-    else:
-        ns = _integrate_mark(t, I[0, lo:hi], x[lo:hi], aI[q, 0], gI[q, 0], kI[q, 0], I1, x1,
-                             a1, g1, k1, v[lo:hi], until[lo:hi], inj[lo:hi], use_inj, av[q],
-                             bv[q], kin[q], thr[q], mark[lo:hi])
+    ns = _integrate_mark(t, I[0, lo:hi], x[lo:hi], aI[q, 0], gI[q, 0], kI[q, 0], I1, x1, a1,
+                         g1, k1, v[lo:hi], until[lo:hi], inj[lo:hi], use_inj, av[q], bv[q],
+                         kin[q], thr[q], mark[lo:hi])
     if ns:
         vr, sub, mode, rs = vreset[q], thr[q] - vreset[q], rmode[q], refsteps[q]
         k = lo >> 3
@@ -448,7 +424,7 @@ def _prefetch_row(j, row_ptr, col, w, syn_row):
 @njit(cache=True)
 def _deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
                   inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
-                  core_row, syn_row, d0, ct, ahead, direct, Iflat, gsc, mark, Nn):
+                  core_row, syn_row, d0, ct, ahead):
     """:func:`deliver_step` for :func:`run_builtin`: per-core counts into its column-major
     table ``ct`` (a synop into ``ct[0, syn_row[k]]``, ``syn_row``: each synapse's
     destination table row); ``d0`` >= 0 when every synapse has that delay (then one
@@ -486,14 +462,7 @@ def _deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, ent
         counts[HOP] += hops[j]
         counts[SYNOP] += hi - lo
         nbytes[0] += (hi - lo) * entry_bytes
-        if direct:
-            for k in range(lo, hi):
-                c = col[k]
-                ch = 1 if c >= Nn else 0
-                Iflat[c] += gsc[ch] * (w[k] * pl)
-                mark[c - ch * Nn] |= np.uint8(4)
-                ct[0, syn_row[k]] += 1
-        elif d0 >= 0:
+        if d0 >= 0:
             for k in range(lo, hi):
                 row[col[k]] += w[k] * pl
                 ct[0, syn_row[k]] += 1
@@ -661,27 +630,13 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
                     k += 1
                     a = i
         run_ptr[p + 1] = k
-    direct = (EXPERIMENT and d0 == 1 and n_pop == 1 and fused[0] and pop_nch[0] == 2
-              and not use_inj[0] and probe_idx.size == 0 and I.shape[0] == 2)
-    gsc = np.zeros(2)
-    if direct:   # enter: I := a I + g x (the old first step's arithmetic), x cleared
-        q = pop_row0[0]
-        gsc[0] = gI[q, 0]
-        gsc[1] = gI[q, 1]
-        sl = t0 % D
-        for c in range(2):
-            for i in range(n_neurons):
-                x = inbuf[sl, c * n_neurons + i]
-                mark[i] = np.uint8(4) if (x != 0.0 or (c == 1 and mark[i] == 4)) else np.uint8(0)
-                I[c, i] = aI[q, c] * I[c, i] + gI[q, c] * x
-                inbuf[sl, c * n_neurons + i] = 0.0
     t = t0
     while t < t1:
         if spk_n[0] + payload.size > spk_t.size:
             break
         sources_step(t, n_neurons, payload, ev_steps, ev_index, ev_payload, ev_ptr,
                      pois_prob, rng_state, spk_list, nspk)
-        slot = -1 if direct else t % D
+        slot = t % D
         for p in range(n_pop):
             lo, hi = pop_lo[p], pop_hi[p]
             if fused[p]:
@@ -705,15 +660,12 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
             record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
         _deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops, entry_bytes,
                       inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP, SPIKE, HOP,
-                      core_row, syn_row, d0, ct, PREFETCH_AHEAD, direct, I.reshape(-1), gsc,
-                      mark, n_neurons)
+                      core_row, syn_row, d0, ct, PREFETCH_AHEAD)
         _end_cols(ct, tt, tau, sync, stats, sb, bits)
         t += 1
     for r in range(R):
         for k in range(n_ops):
             tot[r, k] += tt[k, r]
-    if direct:   # I holds a J + inputs: experiment only, not converted back
-        pass
     return t
 
 

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from bench._results import store  # noqa: E402
 from models.apple.experiment import summarize  # noqa: E402
 from sim.traces import Trace  # noqa: E402
 
@@ -150,8 +151,7 @@ def main(argv=None):
               f"accuracy per seed {[round(v, 3) for v in seeds]} (> 0.3: {min(seeds) > 0.3})")
     if "apple" in result.get("digits", {}).get("ready", {}):
         print("claim: " + claim_text(result))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    store(Path(args.out), result)
     print("RESULT " + json.dumps(result))
 
 

@@ -52,6 +52,7 @@ import torch  # noqa: E402
 
 import sim  # noqa: E402
 from bench import _checks  # noqa: E402
+from bench._results import store  # noqa: E402
 from models.bep import data as bep_data  # noqa: E402
 from models.bep.card import TT_SETTING, BEPConfig  # noqa: E402
 from models.bep.model import BEP, to_signs  # noqa: E402
@@ -266,8 +267,7 @@ def main(argv=None) -> int:
                       for k, v in res["mlp"].items()))
     print(render(res))
     if args.write:
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(res, indent=1) + "\n")
+        store(RESULT_FILE, res)
     print("RESULT " + json.dumps(res))
     return 0
 

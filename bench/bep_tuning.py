@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from bench import _checks  # noqa: E402
+from bench._results import store  # noqa: E402
 from models.bep.experiment import MARGIN_PTS, beats  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -273,8 +274,7 @@ def main(argv=None) -> int:
               "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     print(render(result))
     if args.write:
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        store(RESULT_FILE, result)
     print("RESULT " + json.dumps(result))
     return 0
 

@@ -39,6 +39,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._results import store  # noqa: E402
 from deploy.c_int8 import (  # noqa: E402
     check_project,
     measure_instructions,
@@ -221,8 +222,7 @@ def main(argv=None) -> int:
     result = {"profile": PROFILE, "rows": rows}
     print(render(result))
     if args.write:
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        store(RESULT_FILE, result)
     print("RESULT " + json.dumps(result))
     return 0
 

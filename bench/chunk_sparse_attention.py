@@ -64,6 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from bench import _sweeps  # noqa: E402
+from bench._results import store  # noqa: E402
 from models import runner  # noqa: E402
 from models.chunk_sparse_attention.card import VARIANTS, variant_overrides  # noqa: E402
 from models.chunk_sparse_attention.experiment import compare  # noqa: E402
@@ -268,7 +269,7 @@ def settle(seeds, names, jobs: int) -> dict:
                                  if not any(x["variant"] == n and x["seed"] == s
                                             for x in result["runs"])]
             result["total_s"] = time.perf_counter() - t0
-            SETTLE_FILE.write_text(json.dumps(result, indent=1) + "\n")
+            store(SETTLE_FILE, result)
             print(f"{r['variant']} seed {r['seed']}: steps {r['steps']} reached "
                   f"{r['reached']} acc 1x {r['accuracy_1x']:.3f} 16x {r['accuracy_16x']:.3f} "
                   f"({r['wall_s']:.0f} s)", flush=True)

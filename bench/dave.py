@@ -43,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._results import store  # noqa: E402
 from models.dave.card import BENCH  # noqa: E402
 from models.dave.experiment import experiment, judge, mean_std, with_derived  # noqa: E402
 from models.shared import power  # noqa: E402
@@ -140,7 +141,7 @@ def rescore(name: str) -> dict:
     f1 = stored["box_f1"]
     per_seed = [{f"{a}_box_f1": f1[a][i] for a in f1} for i in range(len(stored["seeds"]))]
     stored.update(power_study(per_seed, stored["seeds"]))
-    path.write_text(json.dumps(stored, indent=1) + "\n")
+    store(path, stored)
     return stored
 
 
@@ -215,7 +216,7 @@ def main(argv=None):
                       "wall_s": round(time.time() - t0, 1),
                       "command": "python bench/dave.py " + " ".join(argv or sys.argv[1:])}
             path = ROOT / "bench" / "out" / f"{args.write}.json"
-            path.write_text(json.dumps(result, indent=1) + "\n")
+            store(path, result)
             print(f"  seed {seed}: {path.name} written", flush=True)
     wall = time.time() - t0
     keys = [k for k in per_seed[0] if all(k in m for m in per_seed)]

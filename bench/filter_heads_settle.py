@@ -73,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from bench._results import store  # noqa: E402
 from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -341,10 +342,7 @@ def main(argv=None) -> int:
     }
     print("\n" + render(result))
     if args.write:
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        tmp = RESULT_FILE.with_suffix(".part")
-        tmp.write_text(json.dumps(result, indent=1) + "\n")
-        tmp.replace(RESULT_FILE)   # never a half-written results file
+        store(RESULT_FILE, result)   # never a half-written file
     print("RESULT " + json.dumps(result))
     return 0
 

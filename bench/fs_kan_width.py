@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from bench._results import store  # noqa: E402
 from models.fs_kan.card import FSConfig  # noqa: E402
 from models.fs_kan.data import TEST_SEED, signal_sets  # noqa: E402
 from models.fs_kan.groups import cyclic, natural, symmetric  # noqa: E402
@@ -275,24 +276,23 @@ def main(argv=None) -> int:
         sizes, seeds, steps, n_test = SIZES[:2], SEEDS[:1], 20, 200
     t0, c0 = time.perf_counter(), time.process_time()
 
-    def store(**parts):
+    def update_stored(**parts):
         """Replace these parts of the stored RESULT (read, update, write)."""
         stored = json.loads(RESULT_FILE.read_text()) if RESULT_FILE.exists() else {}
         stored.setdefault("tasks", {}).update(parts.pop("tasks", {}))
         stored["tasks"] = {k: stored["tasks"][k] for k in TASKS if k in stored["tasks"]}
         stored.update(parts)
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(stored, indent=1) + "\n")
+        store(RESULT_FILE, stored)
 
     result = {"tasks": {}}
     for t in tasks:
-        on_row = (lambda task, t=t: store(tasks={t: task})) if args.write else None
+        on_row = (lambda task, t=t: update_stored(tasks={t: task})) if args.write else None
         result["tasks"][t] = run_task(*TASKS[t], sizes, seeds, steps, n_test, on_row=on_row)
     if args.feasibility:
         result["feasibility"] = feasibility(*PAPER_TASK, PROBE_STEPS, SIZES, SEEDS, STEPS,
                                             N_TEST)
         if args.write:
-            store(feasibility=result["feasibility"])
+            update_stored(feasibility=result["feasibility"])
     result["runs"] = {"machine": f"{platform.machine()} {os.cpu_count()} cores (shared)",
                       "wall_s": time.perf_counter() - t0,
                       "cpu_s": time.process_time() - c0, "tasks": tasks}

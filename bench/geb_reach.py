@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from bench._results import store  # noqa: E402
 from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -275,8 +276,7 @@ def main(argv=None) -> int:
     print(render(result))
     print(claim_text(result))
     if args.write:
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        store(RESULT_FILE, result)
     print("RESULT " + json.dumps(result))
     return 0
 

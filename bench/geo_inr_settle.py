@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from bench._results import store  # noqa: E402
 from models.geo_inr_id import data as geo_data  # noqa: E402
 from models.geo_inr_id import estimators as est  # noqa: E402
 from models.geo_inr_id import model as M  # noqa: E402
@@ -240,8 +241,7 @@ def main(argv=None) -> int:
               "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     print(render(result))
     if args.write:
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        store(RESULT_FILE, result)
     print("RESULT " + json.dumps(result))
     return 0
 

@@ -54,6 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from bench._results import store  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILE = ROOT / "bench" / "out" / "klas_settle.json"
 SEEDS = (0, 1, 2)
@@ -290,8 +292,7 @@ def main(argv=None) -> int:
     if args.merge:
         recs = [json.loads(part_file(s).read_text()) for s in SEEDS if part_file(s).exists()]
         result = assemble(recs)
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        store(RESULT_FILE, result)
         print(render(result))
         print("RESULT " + json.dumps(result))
         return 0
@@ -300,10 +301,7 @@ def main(argv=None) -> int:
     seed = SEEDS[0] if args.seed is None else args.seed
     rec = study_seed(seed, quick=args.quick, progress=lambda s: print(s, flush=True))
     if args.part:
-        tmp = part_file(seed).with_suffix(".part")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(rec, indent=1) + "\n")
-        tmp.replace(part_file(seed))   # never a half-written part
+        store(part_file(seed), rec)   # never a half-written part
     print(render(assemble([rec])))
     print("RESULT " + json.dumps(rec))
     return 0

@@ -26,6 +26,7 @@ from pathlib import Path
 # run from a checkout without installing: this checkout, not an installed copy, is imported
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._results import store  # noqa: E402
 from models import runner  # noqa: E402
 from models.latent.experiment import SETTLE_METHODS, settle_rows, settle_summary  # noqa: E402
 
@@ -64,10 +65,7 @@ def main() -> None:
                            f"{args.model_steps}")
         res["config"]["methods"] = list(res["config"]["methods"])
         path = Path(args.out) / f"latent_settle_{env}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".part")
-        tmp.write_text(json.dumps(res, indent=1) + "\n")
-        tmp.replace(path)   # never a half-written results file
+        store(path, res)   # never a half-written file
         print(f"== {env}: {args.seeds} seeds x {args.iterations} iterations, "
               f"{res['wall_s']:.0f} s wall, {res['cpu_s']:.0f} s CPU -> {path} ==")
         print("\n".join(settle_rows(env, res)))

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import sim  # noqa: E402
+from bench._results import store  # noqa: E402
 from models.latent import envs  # noqa: E402
 from models.latent import model as M  # noqa: E402
 from models.latent import run as R  # noqa: E402
@@ -76,10 +77,7 @@ def main() -> None:
                 f"{st}:{lo:.2f}-{hi:.2f}" for st, lo, hi in
                 zip(res["steps"], rows.min(0), rows.max(0), strict=True)), flush=True)
     res["wall_s"] = round(time.time() - t0, 1)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".part")
-    tmp.write_text(json.dumps(res, indent=1) + "\n")
-    tmp.replace(OUT)
+    store(OUT, res)   # never a half-written file
     print("RESULT " + json.dumps(res))
 
 

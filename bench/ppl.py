@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._results import store  # noqa: E402
 from models.ppl.experiment import run_pairs, summarize  # noqa: E402
 from models.shared import power  # noqa: E402
 
@@ -109,7 +110,7 @@ def rescore(name: str) -> dict:
     path = ROOT / "bench" / "out" / f"{name}.json"
     stored = json.loads(path.read_text())
     stored.update(power_of(stored["seeds"], stored["learned"], stored["frozen_random"]))
-    path.write_text(json.dumps(stored, indent=1) + "\n")
+    store(path, stored)
     return stored
 
 
@@ -195,7 +196,7 @@ def main(argv=None):
                      "wall_s": round(time.time() - t0, 1),
                      "command": "python bench/ppl.py " + " ".join(argv or sys.argv[1:])}
             path = ROOT / "bench" / "out" / f"{args.write}.json"
-            path.write_text(json.dumps(study, indent=1) + "\n")
+            store(path, study)
             print(f"  seed {seed}: learned {study['learned'][-1]:.3f} frozen "
                   f"{study['frozen_random'][-1]:.3f}; {path.name} written", flush=True)
     s = summarize(runs)

@@ -38,6 +38,7 @@ from pathlib import Path
 # the repository root first, so `sim`, `models` import from this checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._results import store  # noqa: E402
 from models.shared.power import seeds_to_hold  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,8 +206,7 @@ def main(argv=None) -> int:
               f"(diffs {', '.join(f'{d:+.4f}' for d in verdict['diffs'])}); "
               f"{time.perf_counter() - t:.0f} s", flush=True)
     if args.write:
-        RESULT_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        store(RESULT_FILE, result)
     print("RESULT " + json.dumps(result))
     return 0
 

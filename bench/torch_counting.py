@@ -46,6 +46,7 @@ import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 import sim  # noqa: E402
+from bench._results import store  # noqa: E402
 from models.shared.training import seeded  # noqa: E402
 from sim.torch_engine.dispatch import ObserverMode  # noqa: E402
 
@@ -256,7 +257,7 @@ def main():
         result[f"overhead_full_{name}"] = r["overhead_full"]
     result["command"] = " ".join(["bench/torch_counting.py"] + sys.argv[1:])
     if args.write:
-        RESULT_FILE.write_text(json.dumps(result, indent=1) + "\n")
+        store(RESULT_FILE, result)
     print(summary_text(result))
     print("RESULT " + json.dumps(result))
 

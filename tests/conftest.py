@@ -46,6 +46,14 @@ def _restore_torch_state():
     torch.random.set_rng_state(rng)
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread for tests of tiny tensors: on the shared 2-core machine OpenMP's
+    spin-waits cost more than the work (``_restore_torch_state`` puts the count back)."""
+    import torch
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def fashion_mnist() -> None:
     """Skip, saying how to install them, when the Fashion-MNIST files are absent (``make test``

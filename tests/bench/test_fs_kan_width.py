@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from bench import fs_kan_width as fw
 from models import runner
@@ -13,12 +12,7 @@ from models import runner
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_baselines_are_equal_parameters_and_equal_width():

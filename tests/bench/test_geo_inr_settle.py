@@ -18,12 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = {"n_pretrain": 200, "n_eval": 150, "probe_steps": 2, "batch_size": 64, "count": False}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

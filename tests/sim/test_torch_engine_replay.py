@@ -10,6 +10,7 @@ from torch import nn
 from sim.errors import ModelError
 from sim.torch_engine import TorchDevice
 from sim.torch_engine.replay import FULL, never_replayed
+from tests.sim.test_torch_engine_memo import _cnn, _mlp  # the memo tests' two models
 
 aten = torch.ops.aten
 
@@ -43,16 +44,6 @@ class Branchy(nn.Module):
     def forward(self, x):
         h = self.wide(x) if x.sum() > 0 else self.narrow(x)
         return self.head(torch.relu(h))
-
-
-def _mlp():
-    return nn.Sequential(nn.Linear(12, 24), nn.ReLU(), nn.Linear(24, 3))
-
-
-def _cnn():
-    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Conv2d(4, 6, 3), nn.ReLU(), nn.Flatten(),
-                         nn.Linear(6 * 2 * 2, 3))
 
 
 CASES = {   # factory, input shape of a step's batch (batch first), optimizer

@@ -348,6 +348,11 @@ def _arg(args, kwargs, pos: int, name: str):
     return args[pos] if pos < len(args) else kwargs.get(name)
 
 
+def _named_args(func, args, kwargs) -> dict:
+    """Every argument of one call by its schema name (positional and keyword alike)."""
+    return {arg.name: v for arg, v in zip(func._schema.arguments, args, strict=False)} | kwargs
+
+
 def _index_put_elements(self_: torch.Tensor, indices) -> int:
     """Elements of ``self`` that ``self[indices] = values`` writes."""
     shapes, covered = [], 0
@@ -437,7 +442,7 @@ def _rnn_cost(func, args, kwargs, suffix: str) -> dict[str, int]:
     ``addmm`` priced as its product alone). Backward: twice the forward's MACs (the inputs'
     and hidden states' gradients, the initial state's included, and the weights'), twice
     its gate arithmetic, and one add per bias gradient element and position."""
-    a = {arg.name: v for arg, v in zip(func._schema.arguments, args, strict=False)} | kwargs
+    a = _named_args(func, args, kwargs)
     x = a["input"]
     positions = x.numel() // x.shape[-1]          # time steps x batch (or the packed total)
     if func.overloadpacket in (aten.mkldnn_rnn_layer, aten.mkldnn_rnn_layer_backward):
@@ -562,11 +567,7 @@ def _search_compares(packet, args, outputs) -> tuple[int, torch.dtype]:
     return probs.numel() + outputs[0].numel() * _log2_steps(probs.shape[-1]), probs.dtype
 
 
-_CONV_BACKWARD_ARGS = ("grad_output", "input", "weight", "bias_sizes", "stride", "padding",
-                       "dilation", "transposed", "output_padding", "groups", "output_mask")
-
-
-def _conv_backward_flops(args, kwargs, out) -> int:
+def _conv_backward_flops(func, args, kwargs, out) -> int:
     """FLOPs of ``aten.convolution_backward``: torch's formula, with its weight-gradient
     term divided by ``groups``. Each weight-gradient element of a grouped convolution sums
     over batch x output positions for the input channels of its own group only, i.e.
@@ -575,7 +576,7 @@ def _conv_backward_flops(args, kwargs, out) -> int:
     brevity"). Checked against torch's own total, so a torch that counts groups itself is
     left as it is."""
     flops = int(flop_registry[aten.convolution_backward](*args, **kwargs, out_val=out))
-    a = dict(zip(_CONV_BACKWARD_ARGS, args, strict=False)) | kwargs
+    a = _named_args(func, args, kwargs)
     groups, mask = a["groups"], a["output_mask"]
     if groups == 1 or not mask[1]:
         return flops
@@ -782,7 +783,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         counts[op.replace("flop_", "mac_")] = grad_or_out.numel() * _UPSAMPLE_TAPS[packet]
     elif packet in flop_registry or packet in _INPLACE_PRODUCTS:
         formula = flop_registry[_INPLACE_PRODUCTS.get(packet, packet)]
-        flops = (_conv_backward_flops(args, kwargs, out) if packet is aten.convolution_backward
+        flops = (_conv_backward_flops(func, args, kwargs, out)
+                 if packet is aten.convolution_backward
                  else int(formula(*args, **kwargs, out_val=out)))
         macs = flops // 2
         dtype = first.dtype

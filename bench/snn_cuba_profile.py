@@ -70,16 +70,7 @@ def _run_timed(t0, t1, lo, hi, nch, row0, D, v, I, ref, av, bv, kin, thr, vreset
     run_row = np.zeros(n_neurons, np.int64)
     run_n = np.zeros(n_neurons, np.int64)
     run_end = np.zeros(n_neurons, np.int64)
-    k = 0
-    a = lo
-    for i in range(lo + 1, hi + 1):
-        if i == hi or core_row[i] != core_row[i - 1]:
-            run_row[k] = core_row[a]
-            run_n[k] = i - a
-            run_end[k] = i
-            k += 1
-            a = i
-    n_runs = k
+    n_runs = K.core_runs(core_row, lo, hi, run_row, run_n, run_end, 0)
     for t in range(t0, t1):
         c0 = _cycles()
         K._cuba_fused(t, t % D, lo, hi, nch, row0, v, I, ref, av, bv, kin, thr, vreset,

@@ -558,6 +558,22 @@ def record_step(row, probe_idx, probe_var, v, I, rec):  # noqa: E741 (I: synapti
 
 
 @njit(cache=True)
+def core_runs(core_row, lo, hi, run_row, run_n, run_end, k):
+    """The runs of consecutive neurons of [lo, hi) placed on one core (the per-core tally
+    counts each run by popcounts between its boundaries): each run's core row, length and
+    end written from index ``k`` on; returns the index after the last run."""
+    a = lo
+    for i in range(lo + 1, hi + 1):
+        if i == hi or core_row[i] != core_row[i - 1]:
+            run_row[k] = core_row[a]
+            run_n[k] = i - a
+            run_end[k] = i
+            k += 1
+            a = i
+    return k
+
+
+@njit(cache=True)
 def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
                 D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,  # noqa: E741 (I: synaptic current, NIR's name)
                 payload, zeros, flag, spk_list, nspk, ev_steps, ev_index, ev_payload, ev_ptr,
@@ -621,14 +637,7 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
                 use_inj[p] = True
                 break
         if fused[p]:
-            a = lo
-            for i in range(lo + 1, hi + 1):
-                if i == hi or core_row[i] != core_row[i - 1]:
-                    run_row[k] = core_row[a]
-                    run_n[k] = i - a
-                    run_end[k] = i
-                    k += 1
-                    a = i
+            k = core_runs(core_row, lo, hi, run_row, run_n, run_end, k)
         run_ptr[p + 1] = k
     t = t0
     while t < t1:

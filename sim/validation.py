@@ -506,8 +506,9 @@ def device_kind_of(r: ValidationRow) -> str:
 def heldout_factors(rows: list[ValidationRow]) -> dict:
     """The held-out summary ``bench/validate.py`` reports: all held-out rows (``kinds``: their
     device kinds), then per device kind (``device_kind_factors``), per profile kind
-    (``kind_factors``) and per profile and software stack (``stack_factors``, keyed
-    ``"profile/stack"``: what a report on that profile and stack shows). Calibration rows never
+    (``kind_factors``), per profile and software stack (``stack_factors``, keyed
+    ``"profile/stack"``: what a report on that profile and stack shows) and per profile
+    (``profile_factors``: what a neuromorphic report shows). Calibration rows never
     enter it; they are counted apart (``calibration_rows``)."""
     held = [r for r in rows if r.group == "held-out" and r.ratio is not None]
     out = {"heldout_rows": len(held), "kinds": sorted({device_kind_of(r) for r in held}),
@@ -521,6 +522,12 @@ def heldout_factors(rows: list[ValidationRow]) -> dict:
     out["stack_factors"] = {f"{p}/{s}": factor_stats([r for r in held
                                                        if (r.profile, r.stack) == (p, s)])
                             for p, s in sorted({(r.profile, r.stack) for r in held if r.stack})}
+    # per profile, every stack together: what a report on a kind priced per profile
+    # (hw_profiles.validation.PER_PROFILE_KINDS, the neuromorphic chips) shows
+    out["profile_factors"] = {
+        p: {**factor_stats(sub), "median_rel_error": median(abs(r.ratio - 1) for r in sub)}
+        for p in sorted({r.profile for r in held})
+        for sub in [[r for r in held if r.profile == p]]}
     return out
 
 

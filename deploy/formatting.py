@@ -245,8 +245,8 @@ def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
              "yet; see neuroedge validate)")]
     if report.validation is not None:
         from sim.pricing import describe_error
-        rows.append((f"held-out error (stack {report.stack})",
-                     describe_error(report.validation)))
+        rows.append((f"held-out error (stack {report.stack})" if report.stack
+                     else "held-out error", describe_error(report.validation)))
     rows += [("excludes", x) for x in report.excluded]
     rows += [("note", x) for x in report.notes]
     return rows

@@ -419,3 +419,21 @@ def test_movidius_row_runs_the_network_in_fp16_on_the_graph_stack():
     # graph stack: no launch time, so no overhead line; only the busy time's idle power
     assert not [c for c in report.charges if c.category == "overhead"]
     assert row.predicted_j == pytest.approx(report.total_j - idle, rel=1e-12)
+
+
+def test_neuromorphic_reports_get_only_their_own_profiles_rows(tmp_path):
+    """heldout_error: a gpu report with no row of its own gets the kind's rows (and says so);
+    a neuromorphic one gets its own profile's rows or None (PER_PROFILE_KINDS)."""
+    import json
+
+    from hw_profiles.validation import heldout_error
+    f = {"rows": 2, "energy_median_factor": 1.5, "energy_worst_factor": 2.0,
+         "latency_median_factor": None, "latency_worst_factor": None}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"kind_factors": {"gpu": f, "neuromorphic": f},
+                                "stacks": {}, "profiles": {"truenorth": f}}))
+    gpu = heldout_error("gpu", "eager", path, profile="a100")
+    assert gpu["stack"] == "all stacks" and gpu["asked"] == "eager"
+    tn = heldout_error("neuromorphic", "", path, profile="truenorth")
+    assert tn["profile"] == "truenorth" and tn["rows"] == 2 and "asked" not in tn
+    assert heldout_error("neuromorphic", "", path, profile="loihi") is None

@@ -13,8 +13,9 @@ and per group (a factor f off is log10 f: 3x = 0.477, 1.5x = 0.176), and over th
 rows ``heldout_rows``, ``kinds`` (their kinds), ``energy_median_factor``,
 ``energy_worst_factor``, ``latency_median_factor``, ``latency_worst_factor`` (factor =
 max(r, 1/r) of predicted / measured), per device kind in ``heldout_by_kind``, per profile and
-stack in ``heldout_by_stack``; the calibration rows apart in ``calibration_rows`` and
-``calibration_factors`` (they set fitted profile numbers: bench/calibrate.py).
+stack in ``heldout_by_stack``, per profile in ``heldout_by_profile``; the calibration rows
+apart in ``calibration_rows`` and ``calibration_factors`` (they set fitted profile numbers:
+bench/calibrate.py).
 """
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def main(argv=None) -> int:
         held = heldout_factors(rows)
         doc = {"heldout": {k: held[k] for k in HEADLINE}, "kinds": kind_errors(rows),
                "device_kinds": held["device_kind_factors"],
-               "kind_factors": held["kind_factors"], "stacks": held["stack_factors"]}
+               "kind_factors": held["kind_factors"], "stacks": held["stack_factors"],
+               "profiles": held["profile_factors"]}
         write_text(SUMMARY_PATH, json.dumps(doc, indent=1) + "\n", force=True)
         print(f"wrote {SUMMARY_PATH}")
     if args.json:
@@ -63,10 +65,12 @@ def main(argv=None) -> int:
     from sim.validation import factor_stats, heldout_factors
     held = heldout_factors(rows)
     summary.update({k: v for k, v in held.items()
-                    if k not in ("kind_factors", "device_kind_factors", "stack_factors")})
+                    if k not in ("kind_factors", "device_kind_factors", "stack_factors",
+                                 "profile_factors")})
     # the profile kinds of summarise() give way to the device kinds of the held-out rows
     summary["heldout_by_kind"] = held["device_kind_factors"]
     summary["heldout_by_stack"] = held["stack_factors"]
+    summary["heldout_by_profile"] = held["profile_factors"]
     summary["calibration_factors"] = factor_stats([r for r in rows if r.group == "calibration"])
     print("RESULT " + json.dumps(summary))
     return 0

@@ -71,7 +71,8 @@ def error_lines(reports, asked=()) -> list[str]:
     for name, r in reports.items():
         err = r.validation
         what = (describe_error(err) if err is not None else
-                f"no held-out measurement of kind {r.kind} is predicted yet: error unknown")
+                f"no held-out measurement of kind {r.kind} on {r.profile} is predicted yet: "
+                "error unknown")
         how = "asked" if name in asked else "the default"
         out.append(f"error {name} (stack {r.stack or '-'}, {how}; figures: {r.bound}): {what}")
     return out

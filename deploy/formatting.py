@@ -232,18 +232,21 @@ def figures_are(report: EnergyReport) -> str:
 
 def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
     """What the figures are: bound or estimate, model, validation, exclusions, decisions."""
+    from hw_profiles.validation import PER_PROFILE_KINDS
     err = report.validation_error
+    # a neuromorphic report is validated on its own profile's rows only (PER_PROFILE_KINDS)
+    whose = "profile" if report.kind in PER_PROFILE_KINDS else "device kind"
     rows = [("figures are", figures_are(report)),
             ("execution model", report.execution_model or "(not recorded)"),
-            ("validation error of this device kind",
+            (f"validation error of this {whose}",
              f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "
              "measurements)" if err is not None
-             else "not validated (no held-out measurement of this kind can be rebuilt yet; "
-             "see neuroedge validate)")]
+             else f"not validated (no held-out measurement of this {whose} can be rebuilt "
+             "yet; see neuroedge validate)")]
     if report.validation is not None:
         from sim.pricing import describe_error
-        rows.append((f"held-out error (stack {report.stack})",
-                     describe_error(report.validation)))
+        rows.append((f"held-out error (stack {report.stack})" if report.stack
+                     else "held-out error", describe_error(report.validation)))
     rows += [("excludes", x) for x in report.excluded]
     rows += [("note", x) for x in report.notes]
     return rows

@@ -74,8 +74,8 @@ def heldout_text(report: EnergyReport, quantity: str, source: bool = True) -> st
                 + (f" ({error_source(err)})" if source else ""))
     if err is not None:
         return f"{quantity} error unknown: no held-out row of {error_source(err)} gives it"
-    return (f"{quantity} error unknown: no held-out {report.kind} measurement"
-            + (" is predicted yet" if source else ""))
+    return (f"{quantity} error unknown: no held-out {report.kind} measurement of "
+            f"{report.profile}" + (" is predicted yet" if source else ""))
 
 
 # -- metrics ----------------------------------------------------------------------------------

@@ -37,6 +37,12 @@ Jetson is an ``edge-gpu`` priced on a ``gpu`` profile, a microcontroller an ``mc
 its profile kind."""
 DEFAULT_DEVICE_KIND = {"bitwise": "mcu", "cpu": "cpu", "gpu": "gpu",
                        "neuromorphic": "neuromorphic"}
+PER_PROFILE_KINDS = ("neuromorphic",)
+"""Profile kinds whose reports show only the held-out rows of their own profile, never the
+kind's rows on other profiles: each neuromorphic profile is another architecture priced from
+other kinds of figures (TrueNorth's whole-chip measurement split into per-event and static
+power, Loihi's pre-silicon per-op energies), so a TrueNorth row says nothing of a Loihi
+estimate."""
 
 _REQUIRED = {"id", "kind", "profile", "device", "part", "group", "workload", "params", "per",
              "measured_j", "conditions", "source_title", "source_url"}
@@ -230,7 +236,8 @@ def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH,
     is None where no held-out row publishes latency). The rows of that profile and stack when
     the summary has them (``"profile"`` then names it), else all held-out rows of the kind
     (``stack`` then reads ``"all stacks"`` and ``"asked"`` names the stack asked for); None
-    when the kind has no held-out row.
+    when the kind has no held-out row. A kind of :data:`PER_PROFILE_KINDS` gets the rows of
+    its own profile (every stack) or None.
     """
     path = Path(path)
     if not path.exists():
@@ -243,6 +250,10 @@ def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH,
     per_stack = data.get("stacks", {}).get(f"{profile}/{stack}")
     if per_stack is not None:
         return {"kind": kind, "profile": profile, "stack": stack, **per_stack}
+    if kind in PER_PROFILE_KINDS:
+        own = data.get("profiles", {}).get(profile)
+        return None if own is None else {"kind": kind, "profile": profile, "stack": stack,
+                                         **own}
     per_kind = data.get("kind_factors", {}).get(kind)
     if per_kind is None:
         return None

@@ -53,8 +53,9 @@ class EnergyReport:
     bound : "estimate", "lower bound" or "upper bound": what the totals are
     excluded : what the figures leave out (each a short sentence)
     notes : decisions the model took for this ledger (cache fit, memory placement, ...)
-    validation_error : median relative error of this device kind against the validation
-        table of published measurements; None while no validation covers the kind
+    validation_error : median relative error of this device kind (of this profile for a
+        neuromorphic one: hw_profiles.validation.PER_PROFILE_KINDS) against the validation
+        table of published measurements; None while no held-out row covers it
     """
 
     profile: str

@@ -114,11 +114,19 @@ def _model(prof: HardwareProfile) -> ExecutionModel:
 
 def _with_validation(report: EnergyReport) -> EnergyReport:
     """Attach the held-out validation error of the report's device kind and stack."""
-    from hw_profiles.validation import heldout_error, kind_summary
+    from hw_profiles.validation import PER_PROFILE_KINDS, heldout_error, kind_summary
     v = kind_summary().get(report.kind)
     if v is None:
         return report
     err = heldout_error(report.kind, report.stack, profile=report.profile)
+    if report.kind in PER_PROFILE_KINDS:
+        # only this profile's own rows say anything of it (PER_PROFILE_KINDS)
+        if err is None:
+            return report
+        return replace(report, validation_error=err["median_rel_error"],
+                       validation=err, notes=report.notes + (
+                           f"validation ({report.profile}): " + describe_error(err)
+                           + " (neuroedge validate)",))
     note = (f"validation ({report.kind}): {v['rows']} held-out published measurement(s), "
             f"predicted / measured {v['min_ratio']:.2g}-{v['max_ratio']:.2g} "
             "(neuroedge validate)")
@@ -142,9 +150,16 @@ def error_factors(err: dict | None, quantity: str) -> str | None:
     return f"x{digits(m)} median, x{digits(err[f'{quantity}_worst_factor'])} worst"
 
 
+def _whose(err: dict) -> str:
+    """``"gpu/all stacks"``, ``"stm32l4r5/tflm-2.3.1"``, or the profile alone where no stack
+    is priced (the neuromorphic profiles)."""
+    who = err.get("profile") or err["kind"]
+    return f"{who}/{err['stack']}" if err["stack"] else who
+
+
 def error_source(err: dict) -> str:
     """Whose held-out rows ``err`` summarises: ``"gpu/all stacks, 4 rows"``."""
-    return f"{err.get('profile') or err['kind']}/{err['stack']}, {err['rows']} rows"
+    return f"{_whose(err)}, {err['rows']} rows"
 
 
 def describe_error(err: dict) -> str:
@@ -155,8 +170,7 @@ def describe_error(err: dict) -> str:
         return f"{name} {factors}" if factors is not None else f"{name} -"
     other = (f"; no held-out row ran {err['asked']!r} on this profile: these are the "
              "kind's rows on other profiles and stacks" if err.get("asked") else "")
-    return (f"held-out error for {err.get('profile') or err['kind']}/{err['stack']} "
-            f"({err['rows']} rows): "
+    return (f"held-out error for {_whose(err)} ({err['rows']} rows): "
             f"{f('energy')}; {f('latency')}{other}")
 
 

@@ -319,16 +319,47 @@ def _torch_row(m: Measurement) -> tuple[float, float, str, str]:
 
 
 # -- spiking workloads -------------------------------------------------------------------------
+def rate_periods(rate_hz: float, dt: float, n: int) -> np.ndarray:
+    """Integer firing periods (steps) of ``n`` neurons whose mean rate is ``rate_hz``.
+
+    A neuron driven from reset to threshold by a constant current fires every whole number of
+    steps, so a rate whose period ``1 / (rate_hz dt)`` is not whole (95.93 Hz: 10.42 steps)
+    is built as a mix of the two neighbouring periods a = floor and a + 1: the first
+    ``round(p n)`` neurons fire every a steps and the rest every a + 1, with p solving
+    p / a + (1 - p) / (a + 1) = rate_hz dt. A whole period gives every neuron that period.
+
+    Raises
+    ------
+    NeuroedgeError
+        ``rate_hz dt`` is not in (0, 1] (at most one spike per step).
+    """
+    r = float(rate_hz) * dt                          # spikes per step
+    if not 0.0 < r <= 1.0:
+        raise NeuroedgeError(f"[validation] rate_hz = {rate_hz!r} at dt = {dt} s is "
+                             f"{r:g} spikes per step; expected > 0 and <= 1")
+    exact = 1.0 / r
+    a = int(math.floor(exact + 1e-9))
+    if abs(exact - round(exact)) < 1e-9:             # whole period: one period for all
+        return np.full(n, int(round(exact)), dtype=np.int64)
+    b = a + 1
+    p = (r - 1.0 / b) / (1.0 / a - 1.0 / b)          # share of neurons at period a
+    n_a = int(round(p * n))
+    return np.concatenate([np.full(n_a, a), np.full(n - n_a, b)]).astype(np.int64)
+
+
 def truenorth_rate_network(m: Measurement) -> tuple[float, float, str]:
-    """Merolla 2014's operating point: every neuron firing at ``rate_hz`` and delivering each
-    spike over ``synapses_per_neuron`` synapses, for ``duration_s`` of real time (1 ms ticks).
+    """Merolla 2014's operating point (and Akopyan 2015's): every neuron firing at
+    ``rate_hz`` on average and delivering each spike over ``synapses_per_neuron`` synapses,
+    for ``duration_s`` of real time (1 ms ticks).
 
     Each neuron is an integrate-and-fire unit driven by a constant current that takes it from
-    reset to threshold in exactly ``1 / (rate_hz dt)`` steps, started at a random phase (seeded),
-    so the rate is the published one by construction. Its spikes go to the next
-    ``synapses_per_neuron`` neurons of its 256-neuron block (a binary crossbar) with a weight
-    of 1e-6 of the threshold, too small to move any spike by more than a step over the run.
-    Counts are then scaled to the chip (module docstring).
+    reset to threshold in exactly its period of steps (:func:`rate_periods`: ``1 / (rate_hz
+    dt)`` when that is whole, else a mix of the two neighbouring whole periods with the
+    published mean rate), started at a random phase (seeded), so the rate is the published
+    one by construction. Its spikes go to the next ``synapses_per_neuron`` neurons of its
+    256-neuron block (a binary crossbar) with a weight of 1e-6 of the threshold, too small to
+    move any spike by a step over the run. Counts are then scaled to the chip (module
+    docstring).
     """
     from sim.neuromorphic import Network, NeuromorphicDevice
     p = m.params
@@ -339,14 +370,18 @@ def truenorth_rate_network(m: Measurement) -> tuple[float, float, str]:
                              f"of 256 that divides neurons = {n_chip}")
     dt = 1e-3
     steps = round(p["duration_s"] / dt)
-    period = round(1.0 / (float(p["rate_hz"]) * dt))      # 50 steps at 20 Hz
+    period = rate_periods(float(p["rate_hz"]), dt, n)   # 50 steps each at 20 Hz
     # v rises by 1/period per step and spikes once v > 1 - 0.5/period: after exactly `period`
     # steps from reset (strict threshold, reset to 0)
     thr = 1.0 - 0.5 / period
     rng = np.random.default_rng(int(p.get("seed", 0)))
+    # one period for all draws the phases as before the mixed periods existed (same seed,
+    # same stream), so the calibration row's counts are unchanged
+    uniform = bool(np.all(period == period[0]))
+    phase = rng.integers(0, int(period[0]) if uniform else period, n)
     net = Network(dt=dt)
     net.population("neurons", n, "if", v_threshold=thr, r=1.0, i_inj=1.0 / (period * dt),
-                   v_init=rng.integers(0, period, n) / period)
+                   v_init=phase / period)
     j = np.arange(n)
     block, local = j // 256, j % 256
     pre = np.repeat(j, k)
@@ -359,8 +394,9 @@ def truenorth_rate_network(m: Measurement) -> tuple[float, float, str]:
     ledger = scaled(dev.ledger, factor)
     report = price(ledger, m.profile)
     events = ledger.total_ops()["synop"]
+    rate = events / (n_chip * k * p["duration_s"])
     detail = (f"NeuromorphicDevice, {n} of {n_chip} neurons simulated, counts x {factor}; "
-              f"{events:.4g} synaptic events in {steps} steps, "
+              f"{events:.4g} synaptic events in {steps} steps (mean rate {rate:.4g} Hz), "
               f"latency {report.total_latency_s:.3g} s for {p['duration_s']} s real time")
     return report.total_j / events, report.total_latency_s / events, detail
 
@@ -470,8 +506,9 @@ def device_kind_of(r: ValidationRow) -> str:
 def heldout_factors(rows: list[ValidationRow]) -> dict:
     """The held-out summary ``bench/validate.py`` reports: all held-out rows (``kinds``: their
     device kinds), then per device kind (``device_kind_factors``), per profile kind
-    (``kind_factors``) and per profile and software stack (``stack_factors``, keyed
-    ``"profile/stack"``: what a report on that profile and stack shows). Calibration rows never
+    (``kind_factors``), per profile and software stack (``stack_factors``, keyed
+    ``"profile/stack"``: what a report on that profile and stack shows) and per profile
+    (``profile_factors``: what a neuromorphic report shows). Calibration rows never
     enter it; they are counted apart (``calibration_rows``)."""
     held = [r for r in rows if r.group == "held-out" and r.ratio is not None]
     out = {"heldout_rows": len(held), "kinds": sorted({device_kind_of(r) for r in held}),
@@ -485,6 +522,12 @@ def heldout_factors(rows: list[ValidationRow]) -> dict:
     out["stack_factors"] = {f"{p}/{s}": factor_stats([r for r in held
                                                        if (r.profile, r.stack) == (p, s)])
                             for p, s in sorted({(r.profile, r.stack) for r in held if r.stack})}
+    # per profile, every stack together: what a report on a kind priced per profile
+    # (hw_profiles.validation.PER_PROFILE_KINDS, the neuromorphic chips) shows
+    out["profile_factors"] = {
+        p: {**factor_stats(sub), "median_rel_error": median(abs(r.ratio - 1) for r in sub)}
+        for p in sorted({r.profile for r in held})
+        for sub in [[r for r in held if r.profile == p]]}
     return out
 
 

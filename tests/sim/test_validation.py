@@ -81,6 +81,49 @@ def test_truenorth_row_is_synop_energy_plus_static_power_over_priced_time():
     assert s_per_event * events == pytest.approx(1.0, rel=1e-12)
 
 
+def test_rate_periods_mix_two_whole_periods_to_the_published_mean_rate():
+    from hw_profiles.errors import NeuroedgeError
+    from sim.validation import rate_periods
+    # 20 Hz at 1 ms is a whole period: every neuron fires every 50 steps
+    assert set(rate_periods(20.0, 1e-3, 512).tolist()) == {50}
+    # 95.93 Hz: 10.42 steps -> periods 10 and 11; p / 10 + (1 - p) / 11 = 0.09593 gives
+    # p = (0.09593 - 1/11) / (1/10 - 1/11) = 0.5523, 0.5523 x 4096 = 2262.2 -> 2262 at 10
+    per = rate_periods(95.93, 1e-3, 4096)
+    assert (per == 10).sum() == 2262 and (per == 11).sum() == 4096 - 2262
+    assert (1.0 / per).mean() * 1e3 == pytest.approx(95.93, rel=1e-4)
+    with pytest.raises(NeuroedgeError, match="spikes per step"):
+        rate_periods(1500.0, 1e-3, 256)
+
+
+def test_truenorth_rows_count_the_published_event_rate():
+    """A non-whole period (95.93 Hz) still yields the published events: rate x neurons x
+    synapses per neuron, within the phase rounding of a 1 s run."""
+    from dataclasses import replace
+
+    from sim.validation import truenorth_rate_network
+    m = next(r for r in load_table() if r.id == "truenorth-tcad15-95.93hz")
+    small = replace(m, params={**m.params, "simulated_neurons": 1024})
+    j, s, detail = truenorth_rate_network(small)
+    # 1,048,576 x 95.93 Hz x 128 synapses x 1 s = 1.2876e10 events
+    assert "mean rate 95.9" in detail
+    events = 1.0 / s          # the run lasts 1 s of real time: seconds per event = 1 / events
+    assert events == pytest.approx(1_048_576 * 95.93 * 128, rel=2e-3)
+    # 2.5 pJ per event + 63.1 mW static over 1 s spread on the events
+    assert j == pytest.approx(2.5e-12 + 0.0631 / events, rel=1e-9)
+
+
+def test_results_page_quotes_the_truenorth_rows():
+    """bench/RESULTS.md's issue-29 neuromorphic table is this run's ratios (3 digits)."""
+    from pathlib import Path
+    ids = [r.id for r in load_table() if r.profile == "truenorth"]
+    assert len(ids) == 6
+    text = (Path(__file__).resolve().parents[2] / "bench" / "RESULTS.md").read_text()
+    for r in validate(only=set(ids)):
+        line = (f"| `{r.id}` | {r.group} | {r.predicted_j * 1e12:.3g} | "
+                f"{r.measured_j * 1e12:.3g} | {r.ratio:.3g} |")
+        assert line in text, line
+
+
 def test_cpu_row_is_the_profile_arithmetic():
     m = next(r for r in load_table() if r.id == "cpu-kws-blouw2019")
     row = validate_one(m)
@@ -184,6 +227,13 @@ def test_kind_errors_are_held_out_medians():
                                              "min_ratio": 0.5, "max_ratio": 2.0}}
 
 
+def _same(shipped: dict, fresh: dict) -> bool:
+    """Equal factor tables: floats to 1e-9 relative, None (no latency row) exactly."""
+    return set(shipped) == set(fresh) and all(
+        shipped[k] == fresh[k] if fresh[k] is None or isinstance(fresh[k], int)
+        else shipped[k] == pytest.approx(fresh[k], rel=1e-9) for k in fresh)
+
+
 def test_shipped_validation_summary_is_current():
     """The per-kind errors every report shows equal a fresh validation run (rewrite with
     python bench/validate.py --write-summary when the models or profiles change)."""
@@ -198,7 +248,7 @@ def test_shipped_validation_summary_is_current():
     fresh_factors = heldout_factors(rows)["kind_factors"]
     assert set(factors) == set(fresh_factors)
     for kind, v in fresh_factors.items():
-        assert factors[kind] == pytest.approx(v, rel=1e-9), kind
+        assert _same(factors[kind], v), kind
     # the headline held-out figures README.md and docs/pricing.md quote
     doc = json.loads(SUMMARY_PATH.read_text())
     fresh_held = heldout_factors(rows)
@@ -210,7 +260,13 @@ def test_shipped_validation_summary_is_current():
     fresh_stacks = heldout_factors(rows)["stack_factors"]
     assert set(stacks) == set(fresh_stacks) and "stm32l4r5/xcube-ai-9.0" in stacks
     for key, v in fresh_stacks.items():
-        assert stacks[key] == pytest.approx(v, rel=1e-9), key
+        assert _same(stacks[key], v), key
+    # per profile (what a neuromorphic report shows)
+    profiles = json.loads(SUMMARY_PATH.read_text())["profiles"]
+    fresh_profiles = heldout_factors(rows)["profile_factors"]
+    assert set(profiles) == set(fresh_profiles) and "truenorth" in profiles
+    for key, v in fresh_profiles.items():
+        assert _same(profiles[key], v), key
     assert set(shipped) == set(fresh)
     for kind, v in fresh.items():
         assert shipped[kind]["rows"] == v["rows"]
@@ -237,10 +293,18 @@ def test_reports_carry_their_kinds_validation_error():
     k4000 = price(led, "quadro-k4000", stack="tf1-session")
     assert k4000.validation["profile"] == "quadro-k4000" and k4000.validation["rows"] == 1
     assert price(led, "quadro-k4000").validation["stack"] == "all stacks"   # eager: none
-    # no held-out neuromorphic measurement is rebuildable yet: no figure is claimed
+    # a neuromorphic report shows its own profile's held-out rows only: TrueNorth's five
+    # (Akopyan 2015), none for Loihi, whose estimate TrueNorth's rows say nothing of
     spiking = Ledger()
     spiking.add("synop", 10, scope="infer")
     assert price(spiking, "loihi").validation_error is None
+    assert price(spiking, "loihi").validation is None
+    tn = price(spiking, "truenorth")
+    assert tn.validation["profile"] == "truenorth" and tn.validation["rows"] == 5
+    assert tn.validation["latency_median_factor"] is None     # energy only: real time
+    assert 0 <= tn.validation_error < 0.1
+    assert any(n.startswith("validation (truenorth): held-out error for truenorth (5 rows): "
+                            "energy x") for n in tn.notes)
 
 
 def test_malformed_summary_is_a_one_line_error(tmp_path):
@@ -316,11 +380,20 @@ def test_docs_quote_the_shipped_held_out_figures():
     micro = (f"mcu: {mcu['rows']} rows; energy factor {g(mcu['energy_median_factor'])} median, "
              f"{g(mcu['energy_worst_factor'])} worst; latency factor "
              f"{g(mcu['latency_median_factor'])} median, {g(mcu['latency_worst_factor'])} worst")
+    nm = doc["device_kinds"]["neuromorphic"]
+    # TrueNorth runs in real time: its rows publish no latency, so none is quoted
+    assert nm["latency_median_factor"] is None
+    neuro = (f"neuromorphic: {nm['rows']} rows; energy factor "
+             f"{g(nm['energy_median_factor'])} median, {g(nm['energy_worst_factor'])} worst")
     root = Path(__file__).resolve().parents[2]
     for page in ("README.md", "docs/pricing.md"):
         text = (root / page).read_text()
         assert overall in text, (page, overall)
         assert micro in text, (page, micro)
+        assert neuro in " ".join(text.split()), (page, neuro)
+    # bench/RESULTS.md's issue-29 neuromorphic section quotes the same summary
+    results = " ".join((root / "bench" / "RESULTS.md").read_text().split())
+    assert overall in results and neuro in results
 
 
 def test_movidius_row_runs_the_network_in_fp16_on_the_graph_stack():
@@ -346,3 +419,21 @@ def test_movidius_row_runs_the_network_in_fp16_on_the_graph_stack():
     # graph stack: no launch time, so no overhead line; only the busy time's idle power
     assert not [c for c in report.charges if c.category == "overhead"]
     assert row.predicted_j == pytest.approx(report.total_j - idle, rel=1e-12)
+
+
+def test_neuromorphic_reports_get_only_their_own_profiles_rows(tmp_path):
+    """heldout_error: a gpu report with no row of its own gets the kind's rows (and says so);
+    a neuromorphic one gets its own profile's rows or None (PER_PROFILE_KINDS)."""
+    import json
+
+    from hw_profiles.validation import heldout_error
+    f = {"rows": 2, "energy_median_factor": 1.5, "energy_worst_factor": 2.0,
+         "latency_median_factor": None, "latency_worst_factor": None}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"kind_factors": {"gpu": f, "neuromorphic": f},
+                                "stacks": {}, "profiles": {"truenorth": f}}))
+    gpu = heldout_error("gpu", "eager", path, profile="a100")
+    assert gpu["stack"] == "all stacks" and gpu["asked"] == "eager"
+    tn = heldout_error("neuromorphic", "", path, profile="truenorth")
+    assert tn["profile"] == "truenorth" and tn["rows"] == 2 and "asked" not in tn
+    assert heldout_error("neuromorphic", "", path, profile="loihi") is None

@@ -8,9 +8,10 @@ C++-side op interception, the profiler (``torch.profiler.profile`` with CPU acti
 events read back afterwards as counting would need them (each aten event's name, input
 shapes and dtypes, from the raw kineto events: the cheapest read; the public
 ``prof.events()`` builds a Python ``FunctionEvent`` per event and cost 3.8x bare torch on
-the small MLP, 2,048 samples, in a one-off probe), ``TorchDevice.count`` counting every op in full (every op,
-bytes, scopes per module, NeuroBench activity), and the same with step replay
-(``TorchDevice(replay=True)``, ``sim/torch_engine/replay.py``). Three workloads (issue 36):
+the small MLP, 2,048 samples, in a one-off probe), ``TorchDevice.count`` counting every
+op in full (every op, bytes, scopes per module, NeuroBench activity), and the same with
+step replay (``TorchDevice(replay=True)``, ``sim/torch_engine/replay.py``). Three workloads
+(issue 36):
 
 - ``small``: the MLP 784-1000-10, batch 128, Adam (the issue's);
 - ``large``: an MLP 784-2048-2048-10, batch 128, Adam (large layers: the per-op cost of
@@ -24,9 +25,9 @@ CPU time is one core's). Checked, so that each side did the work it is timed for
 side ran every batch of the epoch; the MAC counts agree with the anchor (2 FLOPs per MAC);
 the profiler recorded, with its shapes, every op counting prices (the calls a dispatch mode
 sees of ops that are not free, by name: at least as many events as calls; it also records
-the composite ops above them); both TorchDevice sides counted one whole epoch; the replay side's ledger equals the full
-side's (their nets start equal and train the same epochs, so even the NeuroBench activity
-matches) and its last epoch replayed every step. The cost memo and the recorded steps
+the composite ops above them); both TorchDevice sides counted one whole epoch; the replay
+side's ledger equals the full side's (their nets start equal and train the same epochs, so
+even the NeuroBench activity matches) and its last epoch replayed every step. The cost memo and the recorded steps
 persist across epochs, as they do across a training run's count blocks. Last line:
 ``RESULT {json}`` with ``overhead_small``, ``overhead_large``, ``overhead_cnn`` (replay
 counting / bare CPU time), ``overhead_full_<workload>`` (full counting / bare) and

@@ -27,8 +27,9 @@ the profiler recorded, with its shapes, every op counting prices (the calls a di
 sees of ops that are not free, by name: at least as many events as calls; it also records
 the composite ops above them); both TorchDevice sides counted one whole epoch; the replay
 side's ledger equals the full side's (their nets start equal and train the same epochs, so
-even the NeuroBench activity matches) and its last epoch replayed every step. The cost memo and the recorded steps
-persist across epochs, as they do across a training run's count blocks. Last line:
+even the NeuroBench activity matches) and its last epoch replayed every step. The cost memo
+and the recorded steps persist across epochs, as they do across a training run's count
+blocks. Last line:
 ``RESULT {json}`` with ``overhead_small``, ``overhead_large``, ``overhead_cnn`` (replay
 counting / bare CPU time), ``overhead_full_<workload>`` (full counting / bare) and
 ``profiler_overhead_<workload>`` (the profiler with its read-back / bare).

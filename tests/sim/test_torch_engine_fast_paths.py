@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from sim.torch_engine import TorchDevice
-from sim.torch_engine.activity import LayerRecorder, count_nonzero, is_spiking
+from sim.torch_engine.activity import LayerRecorder, _host_array, count_nonzero, is_spiking
 from sim.torch_engine.costs import CostMemo, is_free, op_cost
 
 
@@ -58,9 +58,14 @@ def test_convolution_effective_pairs_on_the_cpu_equal_torch_arithmetic():
     x = torch.relu(torch.randn(8, 3, 6, 6, generator=g))    # about half the inputs zero
     f = torch.randint(0, 30, (3, 6, 6), generator=g)          # weights each input meets
     expected = int(((x != 0).sum(dim=0).to(torch.int64) * f).sum())
-    assert LayerRecorder._effective_pairs(x, False, f) == expected
+    fa = _host_array(f)
+    # numpy's path (host arrays given) and torch's (None: tensors off the CPU)
+    assert LayerRecorder._effective_pairs(x, _host_array(x), False, f, fa) == expected
+    assert LayerRecorder._effective_pairs(x, None, False, f, None) == expected
     one = x[0]                                                # an unbatched call
-    assert LayerRecorder._effective_pairs(one, True, f) == int(((one != 0) * f).sum())
+    assert (LayerRecorder._effective_pairs(one, _host_array(one), True, f, fa)
+            == LayerRecorder._effective_pairs(one, None, True, f, None)
+            == int(((one != 0) * f).sum()))
     assert expected > 0
 
 

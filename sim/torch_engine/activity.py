@@ -271,6 +271,23 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool) -> int:
     return int(total)
 
 
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+
+
+def _suspended(mod: nn.Module, x, y, kinds):
+    """A context in which the activity counts' torch ops reach no dispatch mode. A Linear,
+    convolution or activation layer on tensors that do not dispatch to Python themselves
+    (plain tensors and parameters): torch's C++ guard that turns Python dispatch off for the
+    thread, 2 us; otherwise (neurons and cells read more of the module, a tensor subclass
+    must still dispatch to itself): every mode popped and pushed back, 9 us of Python
+    (issue 36)."""
+    if not (kinds[0] or kinds[3]) and all(
+            not isinstance(t, torch.Tensor) or type(t).__torch_dispatch__ is _PLAIN_DISPATCH
+            for t in (x, y, getattr(mod, "weight", None))):
+        return torch._C._DisableTorchDispatch()
+    return _disable_current_modes()
+
+
 class LayerRecorder:
     """Per-block layer records and activity tallies; the engine flushes them at block end.
 
@@ -320,13 +337,13 @@ class LayerRecorder:
         # activity: the counts run torch ops, with the counting mode suspended; layers with
         # no activity (pooling, flatten, ...) skip entering it (issue 36)
         if neuron or kinds[1] or kinds[2] or kinds[3]:
-            with torch.no_grad(), _disable_current_modes():
-                self._activity(mod, path, args, y, kinds)
+            x = _first_tensor(args)
+            with torch.no_grad(), _suspended(mod, x, y, kinds):
+                self._activity(mod, path, args, x, y, kinds)
 
     # -- one leaf call's activity --------------------------------------------------------
-    def _activity(self, mod, path, args, y, kinds) -> None:
+    def _activity(self, mod, path, args, x, y, kinds) -> None:
         scope = self.scope_of(path)
-        x = _first_tensor(args)
         neuron, connection, activation, recurrent, _ = kinds
         if connection and x is not None:
             xa = _host_array(x)   # once for the counts below (None off the CPU)

@@ -1,11 +1,17 @@
 """Cost of counting: TorchDevice's op counting against plain torch and torch's FlopCounterMode.
 
-One training epoch five ways in one run: plain torch (bare, no counting), torch's own
+One training epoch six ways in one run: plain torch (bare, no counting), torch's own
 ``FlopCounterMode`` (the anchor: counts FLOPs of matmuls/convs only), a dispatch mode that
-only runs each op (the floor of any Python-level interception, for reference),
-``TorchDevice.count`` counting every op in full (every op, bytes, scopes per module,
-NeuroBench activity), and the same with step replay (``TorchDevice(replay=True)``,
-``sim/torch_engine/replay.py``). Three workloads (issue 36):
+only runs each op (the floor of any Python-level interception, for reference), torch's
+C++-side op interception, the profiler (``torch.profiler.profile`` with CPU activity and
+``record_shapes=True``: what a counter that intercepts ops in C++ would at least pay), its
+events read back afterwards as counting would need them (each aten event's name, input
+shapes and dtypes, from the raw kineto events: the cheapest read; the public
+``prof.events()`` builds a Python ``FunctionEvent`` per event and cost 3.8x bare torch on
+the small MLP, 2,048 samples, in a one-off probe), ``TorchDevice.count`` counting every
+op in full (every op, bytes, scopes per module, NeuroBench activity), and the same with
+step replay (``TorchDevice(replay=True)``, ``sim/torch_engine/replay.py``). Three workloads
+(issue 36):
 
 - ``small``: the MLP 784-1000-10, batch 128, Adam (the issue's);
 - ``large``: an MLP 784-2048-2048-10, batch 128, Adam (large layers: the per-op cost of
@@ -17,12 +23,16 @@ Each side trains the same epoch (every sample, the same batches); the sides take
 ``--repeats`` times, and the best CPU time per epoch of each is kept (one torch thread, so
 CPU time is one core's). Checked, so that each side did the work it is timed for: every
 side ran every batch of the epoch; the MAC counts agree with the anchor (2 FLOPs per MAC);
-both TorchDevice sides counted one whole epoch; the replay side's ledger equals the full
-side's (their nets start equal and train the same epochs, so even the NeuroBench activity
-matches) and its last epoch replayed every step. The cost memo and the recorded steps
-persist across epochs, as they do across a training run's count blocks. Last line:
+the profiler recorded, with its shapes, every op counting prices (the calls a dispatch mode
+sees of ops that are not free, by name: at least as many events as calls; it also records
+the composite ops above them); both TorchDevice sides counted one whole epoch; the replay
+side's ledger equals the full side's (their nets start equal and train the same epochs, so
+even the NeuroBench activity matches) and its last epoch replayed every step. The cost memo
+and the recorded steps persist across epochs, as they do across a training run's count
+blocks. Last line:
 ``RESULT {json}`` with ``overhead_small``, ``overhead_large``, ``overhead_cnn`` (replay
-counting / bare CPU time) and ``overhead_full_<workload>`` (full counting / bare).
+counting / bare CPU time), ``overhead_full_<workload>`` (full counting / bare) and
+``profiler_overhead_<workload>`` (the profiler with its read-back / bare).
 
 ``--write`` stores the RESULT in ``bench/out/torch_counting.json``, from which the table in
 bench/RESULTS.md is rendered (:func:`summary_text`; tests/bench/test_torch_counting.py).
@@ -43,11 +53,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 import sim  # noqa: E402
 from bench._results import store  # noqa: E402
 from models.shared.training import seeded  # noqa: E402
+from sim.torch_engine.costs import is_free  # noqa: E402
 from sim.torch_engine.dispatch import ObserverMode  # noqa: E402
 
 
@@ -97,6 +109,31 @@ class _Floor(ObserverMode):
         return func(*args, **(kwargs or {}))
 
 
+class _OpNames(ObserverMode):
+    """Counts, by name, the calls a dispatch mode sees of ops that are not free (counting
+    prices them; views, allocations and profiler markers cost nothing: ``costs.is_free``).
+    The profiler side's check."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not is_free(func):
+            name = func._schema.name
+            self.calls[name] = self.calls.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+def _profiled_ops(epoch) -> list[tuple]:
+    """Run ``epoch()`` under torch's profiler (CPU ops, input shapes recorded) and read
+    back (name, input shapes, dtypes) of every event: the interception and the read-back a
+    counter built on the profiler would need."""
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        epoch()
+    return [(e.name(), e.shapes(), e.dtypes()) for e in prof.profiler.kineto_results.events()]
+
+
 def _timed(fns: dict, repeats: int) -> dict:
     """Best CPU seconds of each function over ``repeats`` turns (the functions alternate, so
     load on a shared machine hits all of them alike)."""
@@ -138,6 +175,12 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
         with _Floor():
             trained("floor", _epoch(net, opt, x, y, batch))
 
+    profiled: list = []
+
+    def with_profiler():
+        profiled[:] = _profiled_ops(lambda: trained("profiler",
+                                                    _epoch(net, opt, x, y, batch)))
+
     devices, nets = {}, {}
     for side, replay in (("full", False), ("replay", True)):
         dev = devices[side] = sim.device("x86-avx2")   # a cpu profile: the torch engine
@@ -157,13 +200,25 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
         devices["replay_fn"]()
 
     best = _timed({"plain": lambda: trained("plain", _epoch(net, opt, x, y, batch)),
-                   "anchor": with_anchor, "floor": with_floor,
+                   "anchor": with_anchor, "floor": with_floor, "profiler": with_profiler,
                    "full": devices["full_fn"], "replay": with_replay}, repeats)
     # every side ran every batch of every epoch it was timed on
     for side, epochs in ran.items():
         if epochs != [steps_per_epoch] * repeats:
             raise RuntimeError(f"bench {name}: side {side} ran {epochs} steps per epoch, "
                                f"expected {steps_per_epoch} x {repeats}")
+    # the profiler saw every op counting prices: one more epoch (not timed) names the priced
+    # ops a dispatch mode gets; the last profiled epoch holds at least as many events of each
+    names = _OpNames()
+    with names:
+        _epoch(net, opt, x, y, batch)
+    events: dict[str, int] = {}
+    for op, _, _ in profiled:
+        events[op] = events.get(op, 0) + 1
+    missed = {op: n for op, n in names.calls.items() if events.get(op, 0) < n}
+    if missed:
+        raise RuntimeError(f"bench {name}: the profiler recorded fewer events than the "
+                           f"dispatch mode saw calls of {missed}")
     full, replayed = devices["full"], devices["replay"]
     macs = full.ledger.total_ops()["mac_fp32"]
     for side in ("full", "replay"):
@@ -185,6 +240,8 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
     steps = replayed.step_replay
     return {"batch": batch, "samples": samples, "plain_s": plain,
             "flopcounter_s": best["anchor"], "floor_s": best["floor"],
+            "profiler_s": best["profiler"], "profiler_overhead": best["profiler"] / plain,
+            "profiler_events": len(profiled), "priced_calls": sum(names.calls.values()),
             "full_s": best["full"], "replay_s": best["replay"],
             "overhead": best["replay"] / plain, "overhead_full": best["full"] / plain,
             "flopcounter_overhead": best["anchor"] / plain,
@@ -204,11 +261,13 @@ def summary_text(result: dict) -> str:
     """The bench/RESULTS.md table of a stored RESULT: CPU time per epoch and each side's
     ratio to bare torch."""
     lines = ["| workload | samples | bare s/epoch | FlopCounterMode | interception floor | "
-             "full counting | **step replay** | steps replayed / recorded / diverged |",
-             "|---|---|---|---|---|---|---|---|"]
+             "torch profiler + read-back | full counting | **step replay** | "
+             "steps replayed / recorded / diverged |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, r in result["workloads"].items():
         lines.append(f"| {LABELS[name]} | {r['samples']} | {r['plain_s']:.3f} | "
                      f"{r['flopcounter_overhead']:.2f}x | {r['floor_overhead']:.2f}x | "
+                     f"{r['profiler_overhead']:.2f}x | "
                      f"{r['overhead_full']:.2f}x | **{r['overhead']:.2f}x** | "
                      f"{r['steps_replayed']} / {r['steps_recorded']} / "
                      f"{r['steps_diverged']} |")
@@ -238,16 +297,19 @@ def main():
           f"{platform.processor() or platform.machine()}, load average "
           f"{os.getloadavg()[0]:.2f}; CPU time per epoch, best of {args.repeats} turns")
     print(f"{'workload':9s} {'samples':>7s} {'bare s':>7s} {'FlopCounter':>12s} "
-          f"{'floor':>12s} {'full count':>12s} {'replay':>12s}  replayed/recorded/diverged")
+          f"{'floor':>12s} {'profiler':>12s} {'full count':>12s} {'replay':>12s}  "
+          f"replayed/recorded/diverged")
     for name, r in rows.items():
         print(f"{name:9s} {r['samples']:7d} {r['plain_s']:7.3f} "
               f"{r['flopcounter_s']:7.3f} {r['flopcounter_overhead']:4.2f}x "
               f"{r['floor_s']:7.3f} {r['floor_overhead']:4.2f}x "
+              f"{r['profiler_s']:7.3f} {r['profiler_overhead']:4.2f}x "
               f"{r['full_s']:7.3f} {r['overhead_full']:4.2f}x "
               f"{r['replay_s']:7.3f} {r['overhead']:4.2f}x  "
               f"{r['steps_replayed']}/{r['steps_recorded']}/{r['steps_diverged']}")
-    print("every side ran every batch; MACs agree with FlopCounterMode's FLOPs / 2; both "
-          "counted epochs whole; replay ledger == full ledger")
+    print("every side ran every batch; MACs agree with FlopCounterMode's FLOPs / 2; the "
+          "profiler recorded every priced op; both counted epochs whole; replay ledger == "
+          "full ledger")
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "torch": torch.__version__, "cpus": os.cpu_count(),
               "timer": "process_time", "threads": torch.get_num_threads(),
@@ -255,6 +317,7 @@ def main():
     for name, r in rows.items():
         result[f"overhead_{name}"] = r["overhead"]
         result[f"overhead_full_{name}"] = r["overhead_full"]
+        result[f"profiler_overhead_{name}"] = r["profiler_overhead"]
     result["command"] = " ".join(["bench/torch_counting.py"] + sys.argv[1:])
     if args.write:
         store(RESULT_FILE, result)

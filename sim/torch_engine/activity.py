@@ -57,6 +57,11 @@ def count_nonzero(t: torch.Tensor) -> int:
     a = _host_array(t)
     if a is None:
         return int(torch.count_nonzero(t))
+    return _host_nonzero(a)
+
+
+def _host_nonzero(a: np.ndarray) -> int:
+    """:func:`count_nonzero` of a host array."""
     return int(np.count_nonzero(a if a.dtype == np.bool_ else a != 0))
 
 
@@ -77,27 +82,42 @@ def _not_spikes(a: np.ndarray) -> bool:
     return bool(np.any(a * (a - 1)))
 
 
-def sample_stride(size: int) -> slice:
-    """The 64 (or so) evenly spaced elements :func:`is_spiking` tests first, as a slice of
-    the flat tensor. The stride is odd and no multiple of 5: ``size // 64`` alone is a
-    multiple of a row's length whenever 64 divides the rows (a 128 x 1000 ReLU output gave
-    stride 2000, every sample in column 0: one dead unit, zero in every row, passed the
-    sample and the whole tensor was tested, ~0.5 ms per call; issue 36)."""
-    step = max(size // 64, 1) | 1
-    if step % 5 == 0:
-        step += 2
-    return slice(0, None, step)
+_SAMPLES: dict[int, np.ndarray] = {}
+
+
+def sample_index(size: int) -> np.ndarray:
+    """The 64 positions of the flat tensor :func:`is_spiking` tests first: ``size`` times the
+    fractional parts of ``k`` times the golden ratio, ``k = 0 .. 63`` (a Weyl sequence:
+    spread over the whole tensor and, within each sample of a batch, over its channels and
+    positions). Any even stride meets one feature in every sample when it is close to a
+    multiple of the sample's size: ``size // 64`` put every sampled element of a 128 x 1000
+    ReLU output in column 0, and the odd stride that replaced it (2707 for a 64 x 16 x 13 x
+    13 pooled activation, 2704 elements a sample) every one in channel 0; one dead unit or
+    channel passed the sample and the whole tensor was tested, ~0.3-0.5 ms a call (issue
+    36). Kept per size."""
+    idx = _SAMPLES.get(size)
+    if idx is None:
+        if len(_SAMPLES) > 1024:   # a model fed ever-new shapes: start again
+            _SAMPLES.clear()
+        frac = np.mod(np.arange(64) * 0.6180339887498949, 1.0)
+        idx = _SAMPLES[size] = np.minimum((frac * size).astype(np.int64), size - 1)
+    return idx
 
 
 def is_spiking(x: torch.Tensor) -> bool:
     """Every element 0 or +-1 (|x| equals its non-zero indicator). numpy on the CPU
     (torch.equal of the two tensors took 3 ms on the tensor above), torch elsewhere. A
-    sample of 64 evenly spaced elements is tested first: one element other than 0 and +-1
-    settles it (the usual case of real-valued inputs: 2.5 ms -> 0.01 ms for the tensor
-    above); otherwise every element is tested."""
+    sample of 64 elements spread over the tensor (:func:`sample_index`) is tested first:
+    one element other than 0 and +-1 settles it (the usual case of real-valued inputs:
+    2.5 ms -> 0.01 ms for the tensor above); otherwise every element is tested."""
     a = _host_array(x)
     if a is None:
         return bool(torch.equal(x.abs(), (x != 0).to(x.dtype)))
+    return _host_spiking(a)
+
+
+def _host_spiking(a: np.ndarray) -> bool:
+    """:func:`is_spiking` of a host array."""
     if a.dtype == np.bool_:
         return True
     flat = a.reshape(-1)       # a view when contiguous, else a copy
@@ -105,7 +125,7 @@ def is_spiking(x: torch.Tensor) -> bool:
     # the loop, which usually stops at the first element (``in`` compares by ==: -0.0 is 0,
     # NaN matches nothing)
     if flat.size > 64 and any(v not in _SPIKE_VALUES
-                              for v in flat[sample_stride(flat.size)].tolist()):
+                              for v in flat[sample_index(flat.size)].tolist()):
         return False
     return not _not_spikes(flat)
 
@@ -162,6 +182,25 @@ else:
 
 def is_spiking_neuron(mod: nn.Module) -> bool:
     return _SpikingNeuron is not None and isinstance(mod, _SpikingNeuron)
+
+
+_KINDS: dict[type, tuple] = {}
+
+
+def _kinds(mod: nn.Module) -> tuple[bool, bool, bool, bool, str | None]:
+    """(spiking neuron, connection layer, activation layer, recurrent cell, op class) of
+    ``mod``'s class: what :meth:`LayerRecorder.leave` asks of every call, looked up once per
+    class (isinstance answers by class alone; issue 36). The op class is None for a
+    convolution, whose class (depthwise or not) depends on its groups and channels."""
+    cls = type(mod)
+    kinds = _KINDS.get(cls)
+    if kinds is None:
+        conv = isinstance(mod, nn.modules.conv._ConvNd)
+        kinds = _KINDS[cls] = (is_spiking_neuron(mod), isinstance(mod, CONNECTION_LAYERS),
+                               isinstance(mod, ACTIVATION_LAYERS),
+                               isinstance(mod, RECURRENT_CELLS),
+                               None if conv else op_class(mod))
+    return kinds
 
 
 def _first_tensor(x):
@@ -242,6 +281,23 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool) -> int:
     return int(total)
 
 
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+
+
+def _suspended(mod: nn.Module, x, y, kinds):
+    """A context in which the activity counts' torch ops reach no dispatch mode. A Linear,
+    convolution or activation layer on tensors that do not dispatch to Python themselves
+    (plain tensors and parameters): torch's C++ guard that turns Python dispatch off for the
+    thread, 2 us; otherwise (neurons and cells read more of the module, a tensor subclass
+    must still dispatch to itself): every mode popped and pushed back, 9 us of Python
+    (issue 36)."""
+    if not (kinds[0] or kinds[3]) and all(
+            not isinstance(t, torch.Tensor) or type(t).__torch_dispatch__ is _PLAIN_DISPATCH
+            for t in (x, y, getattr(mod, "weight", None))):
+        return torch._C._DisableTorchDispatch()
+    return _disable_current_modes()
+
+
 class LayerRecorder:
     """Per-block layer records and activity tallies; the engine flushes them at block end.
 
@@ -260,7 +316,8 @@ class LayerRecorder:
         self.roots: list[nn.Module] = []    # outermost modules run, in order (no duplicates)
         self._seen_neurons: set[int] = set()   # id() of neurons called once in this block
         self._pre_mem: dict[int, torch.Tensor | None] = {}
-        self._conv_f: dict[tuple, tuple] = {}   # (id, shape, all?) -> (version, fan-out)
+        # (id, shape, all?) -> (version, fan-out, its host array, its sum): see _fan_out
+        self._conv_f: dict[tuple, tuple] = {}
         self._columns: dict[int, tuple] = {}   # id(Linear) -> ((id, weight version), counts)
         self._dense_weights: dict[int, tuple] = {}   # id(layer) -> ((id, version), no zero)
 
@@ -268,7 +325,7 @@ class LayerRecorder:
     def enter(self, mod: nn.Module, path: str, args) -> None:
         if path == "" and not any(m is mod for m in self.roots):
             self.roots.append(mod)
-        if is_spiking_neuron(mod):
+        if _kinds(mod)[0]:
             mem = getattr(mod, "mem", None)
             self._pre_mem[id(mod)] = mem if isinstance(mem, torch.Tensor) else None
 
@@ -277,37 +334,42 @@ class LayerRecorder:
         # the children() generator: this runs on every module call, issue 36)
         if any(m is not None for m in mod._modules.values()):
             return
-        neuron = is_spiking_neuron(mod)
+        kinds = _kinds(mod)
+        neuron = kinds[0]
         y = _neuron_output(mod, out) if neuron else _first_tensor(out)
         params = sum(p.numel() for p in mod._parameters.values() if p is not None)
         if path or params:   # a parameter-free root (a loss) is no layer of the model
             shape = tuple(y.shape) if y is not None else ()
             self.layers.pop(path, None)           # re-insert: recording order = last call
-            self.layers[path] = (type(mod).__name__, shape, params, op_class(mod))
+            op = kinds[4]
+            self.layers[path] = (type(mod).__name__, shape, params,
+                                 op_class(mod) if op is None else op)
         # activity: the counts run torch ops, with the counting mode suspended; layers with
         # no activity (pooling, flatten, ...) skip entering it (issue 36)
-        if neuron or isinstance(mod, CONNECTION_LAYERS + ACTIVATION_LAYERS + RECURRENT_CELLS):
-            with torch.no_grad(), _disable_current_modes():
-                self._activity(mod, path, args, y)
+        if neuron or kinds[1] or kinds[2] or kinds[3]:
+            x = _first_tensor(args)
+            with torch.no_grad(), _suspended(mod, x, y, kinds):
+                self._activity(mod, path, args, x, y, kinds)
 
     # -- one leaf call's activity --------------------------------------------------------
-    def _activity(self, mod, path, args, y) -> None:
+    def _activity(self, mod, path, args, x, y, kinds) -> None:
         scope = self.scope_of(path)
-        x = _first_tensor(args)
-        if isinstance(mod, CONNECTION_LAYERS) and x is not None:
-            dense, effective = self._synops(mod, x)
+        neuron, connection, activation, recurrent, _ = kinds
+        if connection and x is not None:
+            xa = _host_array(x)   # once for the counts below (None off the CPU)
+            dense, effective = self._synops(mod, x, xa)
             # spikes: every element 0 or +-1, i.e. |x| equals its non-zero indicator
-            spiking = is_spiking(x)
+            spiking = is_spiking(x) if xa is None else _host_spiking(xa)
             self._add(scope, "dense_synops", dense)
             self._add(scope, "effective_acs" if spiking else "effective_macs", effective)
-        if isinstance(mod, RECURRENT_CELLS) and x is not None:
+        if recurrent and x is not None:
             self._add(scope, "dense_synops", cell_synops(mod, args, dense=True))
             self._add(scope, "effective_acs" if is_spiking(x) else "effective_macs",
                       cell_synops(mod, args, dense=False))
-        if isinstance(mod, ACTIVATION_LAYERS) and y is not None:
+        if activation and y is not None:
             self._add(scope, "activations", y.numel())
             self._add(scope, "activations_zero", y.numel() - count_nonzero(y))
-        if is_spiking_neuron(mod):
+        if neuron:
             self._membrane(mod, scope)
 
     def _add(self, scope: str, name: str, n: int) -> None:
@@ -327,14 +389,16 @@ class LayerRecorder:
             self._add(scope, "membrane_updates", int(torch.count_nonzero(pre - post)))
 
     # -- synaptic operations -----------------------------------------------------------
-    def _synops(self, mod, x: torch.Tensor) -> tuple[int, int]:
-        """(dense, effective) (input, weight) pairs of one call of a connection layer."""
+    def _synops(self, mod, x: torch.Tensor, xa: np.ndarray | None) -> tuple[int, int]:
+        """(dense, effective) (input, weight) pairs of one call of a connection layer;
+        ``xa``: ``x`` as a host array, or None."""
         if isinstance(mod, nn.Linear):
             rows = x.numel() // max(x.shape[-1], 1)
             dense = rows * mod.in_features * mod.out_features
             per_column = self._per_column(mod)
             if per_column is None:   # no zero weight: each non-zero input meets them all
-                return dense, count_nonzero(x) * mod.out_features
+                nonzero = count_nonzero(x) if xa is None else _host_nonzero(xa)
+                return dense, nonzero * mod.out_features
             nz = x != 0
             per_input = nz.reshape(-1, x.shape[-1]).sum(dim=0, dtype=torch.int64)   # (in,)
             # elementwise then sum: CUDA has no int64 matmul
@@ -346,14 +410,15 @@ class LayerRecorder:
         # no zero weight (training's usual case): the effective fan-out is the dense one
         f_eff = f_ones if self._dense(mod) else self._fan_out(mod, sample_shape,
                                                               mod.weight != 0)
-        return batch * int(f_ones.sum()), self._effective_pairs(x, unbatched, f_eff)
+        return batch * f_ones[3], self._effective_pairs(x, xa, unbatched, f_eff[1], f_eff[2])
 
     @staticmethod
-    def _effective_pairs(x: torch.Tensor, unbatched: bool, f: torch.Tensor) -> int:
+    def _effective_pairs(x: torch.Tensor, a: np.ndarray | None, unbatched: bool,
+                         f: torch.Tensor, fa: np.ndarray | None) -> int:
         """``sum(x != 0 times f)`` over the batch: each input element's non-zero count over
         the batch times the weights it meets (numpy on the CPU: its bool sum over the batch
-        took 0.07 ms where torch's took 0.16 ms, 64 x 16 x 13 x 13)."""
-        a, fa = _host_array(x), _host_array(f)
+        took 0.07 ms where torch's took 0.16 ms, 64 x 16 x 13 x 13). ``a``, ``fa``: ``x``
+        and ``f`` as host arrays, or None."""
         if a is None or fa is None:
             nz = x != 0
             nzs = nz if unbatched else nz.sum(dim=0)
@@ -396,9 +461,11 @@ class LayerRecorder:
                                                                         dtype=torch.int64))
         return col[1]
 
-    def _fan_out(self, mod, sample_shape, wnz) -> torch.Tensor:
+    def _fan_out(self, mod, sample_shape, wnz) -> tuple:
         """``F[c, position]``: weights (non-zero ones, or all when ``wnz`` is None) that
-        each input element meets in one convolution of ``sample_shape``."""
+        each input element meets in one convolution of ``sample_shape``, as ``(weights
+        version, F, F as a host array or None, F's sum)``: the array and the sum are taken
+        once with F, not per call (issue 36)."""
         # the non-zero fan-out is kept for the weights' current version only (training
         # changes them every step)
         key = (id(mod), sample_shape, wnz is None)
@@ -411,5 +478,6 @@ class LayerRecorder:
                                   requires_grad=True)
                 total = mod._conv_forward(ones, w, None).sum()
                 (grad,) = torch.autograd.grad(total, ones)
-            f = self._conv_f[key] = (version, grad[0].round().to(torch.int64))
-        return f[1]
+            fan = grad[0].round().to(torch.int64)
+            f = self._conv_f[key] = (version, fan, _host_array(fan), int(fan.sum()))
+        return f

@@ -29,7 +29,8 @@ def test_results_table_is_rendered_from_the_stored_result():
 
 def test_readme_states_the_stored_overheads():
     """README's limits line quotes the stored run's ranges over the three workloads: with
-    step replay (``overhead``) and in full (``overhead_full``)."""
+    step replay (``overhead``), in full (``overhead_full``), the do-nothing dispatch mode
+    (``floor_overhead``) and torch's profiler with its read-back (``profiler_overhead``)."""
     result = json.loads((ROOT / "bench" / "out" / "torch_counting.json").read_text())
     w = result["workloads"].values()
 
@@ -37,5 +38,7 @@ def test_readme_states_the_stored_overheads():
         xs = [r[key] for r in w]
         return f"{min(xs):.2f}-{max(xs):.2f}x"
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert (f"costs {span('overhead')} bare torch on a quiet CPU with step replay, "
+    assert (f"costs {span('overhead')} bare torch on a shared CPU with step replay, "
             f"{span('overhead_full')} without") in readme
+    assert (f"a Python dispatch mode that does nothing costs {span('floor_overhead')}, "
+            f"torch's C++-side profiler with shapes {span('profiler_overhead')}") in readme

@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from sim.torch_engine import TorchDevice
-from sim.torch_engine.activity import LayerRecorder, count_nonzero, is_spiking
+from sim.torch_engine.activity import (
+    LayerRecorder,
+    _host_array,
+    count_nonzero,
+    is_spiking,
+    sample_index,
+)
 from sim.torch_engine.costs import CostMemo, is_free, op_cost
 
 
@@ -19,16 +25,34 @@ def _spiking_by_definition(x: torch.Tensor) -> bool:
 
 
 def test_spike_test_checks_every_element_when_the_sample_passes():
-    # 1,000 elements: the sample takes every 1000 // 64 = 15th (0, 15, 30, ...); element 1 is
-    # not sampled, so only the full pass can find the 0.5 there
+    # 1,000 elements, the 64 sampled ones set to 1; the two unsampled elements below are
+    # found by the full pass only
     x = torch.zeros(1000)
-    x[::15] = 1.0
+    sampled = sample_index(1000)
+    x[torch.from_numpy(sampled)] = 1.0
+    free = [i for i in range(1000) if i not in set(sampled.tolist())]
+    assert len(set(sampled.tolist())) == 64 and len(free) == 936
     assert is_spiking(x) and _spiking_by_definition(x)
-    x[1] = 0.5
+    x[free[0]] = 0.5
     assert not is_spiking(x)
-    x[1] = -1.0
+    x[free[0]] = -1.0
     assert is_spiking(x)
-    x[999] = float("nan")                       # not sampled either; NaN is no spike
+    x[free[-1]] = float("nan")                  # NaN is no spike
+    assert not is_spiking(x)
+
+
+def test_spike_sample_meets_every_channel_of_a_batch():
+    """The sample decides a real-valued activation whose first channel is dead (zero in
+    every sample): a 64 x 16 x 13 x 13 pooled ReLU output (2,704 elements a sample). The
+    stride sample before took element 2,707 k, channel 0 of sample k at every k, saw only
+    zeros and sent every call to the full pass."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(64, 16, 13, 13, generator=g) + 0.1   # no element 0 ...
+    x[:, 0] = 0.0                                        # ... but in the dead channel
+    flat = x.reshape(-1).numpy()
+    picked = flat[sample_index(flat.size)]
+    # 4 of the 64 positions fall in channel 0 (the old stride: all 64)
+    assert (picked != 0).sum() == 64 - 4
     assert not is_spiking(x)
 
 
@@ -58,9 +82,14 @@ def test_convolution_effective_pairs_on_the_cpu_equal_torch_arithmetic():
     x = torch.relu(torch.randn(8, 3, 6, 6, generator=g))    # about half the inputs zero
     f = torch.randint(0, 30, (3, 6, 6), generator=g)          # weights each input meets
     expected = int(((x != 0).sum(dim=0).to(torch.int64) * f).sum())
-    assert LayerRecorder._effective_pairs(x, False, f) == expected
+    fa = _host_array(f)
+    # numpy's path (host arrays given) and torch's (None: tensors off the CPU)
+    assert LayerRecorder._effective_pairs(x, _host_array(x), False, f, fa) == expected
+    assert LayerRecorder._effective_pairs(x, None, False, f, None) == expected
     one = x[0]                                                # an unbatched call
-    assert LayerRecorder._effective_pairs(one, True, f) == int(((one != 0) * f).sum())
+    assert (LayerRecorder._effective_pairs(one, _host_array(one), True, f, fa)
+            == LayerRecorder._effective_pairs(one, None, True, f, None)
+            == int(((one != 0) * f).sum()))
     assert expected > 0
 
 

@@ -655,6 +655,41 @@ def core_runs(core_row, lo, hi, run_row, run_n, run_end, k):
 
 
 @njit(cache=True)
+def syn_tables(col, dly, sdir, gcol, core_row, n_neurons, C):
+    """:func:`_deliver_cols`' per-call tables: each synapse's destination table row (1 +
+    core of its target), ``d0`` (the delay every synapse has, or -1), the delivery mode (2:
+    every synapse goes straight into ``Ip`` with one g per channel, ``gch``; 1: some do; 0:
+    none does). O(synapses), once per call."""
+    syn_row = np.empty(col.size, np.int32)
+    gch = np.zeros(C)
+    seen = np.zeros(C, np.bool_)
+    n_dir = 0
+    uniform_g = True
+    for k in range(col.size):
+        x = col[k]
+        ch = 0
+        while x >= n_neurons:             # column = channel x N + target
+            x -= n_neurons
+            ch += 1
+        syn_row[k] = core_row[x]
+        if sdir[k]:
+            n_dir += 1
+            g = gcol[col[k]]
+            if not seen[ch]:
+                seen[ch] = True
+                gch[ch] = g
+            elif gch[ch] != g:
+                uniform_g = False
+    d0 = dly[0] if dly.size else 0
+    for k in range(dly.size):
+        if dly[k] != d0:
+            d0 = -1
+            break
+    mode = 0 if n_dir == 0 else (2 if n_dir == col.size and uniform_g else 1)
+    return syn_row, d0, mode, gch
+
+
+@njit(cache=True)
 def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C,
                 D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj, inbuf,  # noqa: E741 (I: synaptic current, NIR's name)
                 Ip, payload, zeros, flag, mark, spk_list, nspk, ev_steps, ev_index, ev_payload,
@@ -699,34 +734,7 @@ def run_builtin(t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop
     use_inj = np.zeros(n_pop, np.bool_)
     # each synapse's destination table row (1 + core of its target neuron); O(synapses)
     # once per call
-    # and the delivery mode of _deliver_cols: 2 when every synapse goes straight into Ip
-    # with one g per channel, 1 when some do, 0 when none does
-    syn_row = np.empty(col.size, np.int32)
-    gch = np.zeros(C)
-    seen = np.zeros(C, np.bool_)
-    n_dir = 0
-    uniform_g = True
-    for k in range(col.size):
-        x = col[k]
-        ch = 0
-        while x >= n_neurons:             # column = channel x N + target
-            x -= n_neurons
-            ch += 1
-        syn_row[k] = core_row[x]
-        if sdir[k]:
-            n_dir += 1
-            g = gcol[col[k]]
-            if not seen[ch]:
-                seen[ch] = True
-                gch[ch] = g
-            elif gch[ch] != g:
-                uniform_g = False
-    d0 = dly[0] if dly.size else 0
-    for k in range(dly.size):
-        if dly[k] != d0:
-            d0 = -1
-            break
-    mode = 0 if n_dir == 0 else (2 if n_dir == col.size and uniform_g else 1)
+    syn_row, d0, mode, gch = syn_tables(col, dly, sdir, gcol, core_row, n_neurons, C)
     # every synapse has delay 1: nothing writes a CUBA column of the ring buffer (they all
     # go into Ip), so the fused pass need not read or clear it
     ring = d0 != 1

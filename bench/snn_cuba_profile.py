@@ -118,8 +118,8 @@ def profile(n: int, steps: int) -> dict:
             co["refsteps"], co["aI"], co["gI"], co["kI"], dev.inj, dev._inbuf, dev._Ip,
             dev.payload, dev.zeros, dev._mark, dev.spk_list, dev.nspk, c.row_ptr, c.col, c.w,
             c.dly, dev._sdir, dev._gcol_flat, c.hops, c.entry_bytes, np.zeros(8, np.int64),
-            np.zeros(1, np.int64), spk_t, spk_i, spk_p, spk_n, dev.core_row, clk.tot.shape[0], clk.tot.shape[1], clk.tau, clk.sync,
-            clk.stats)
+            np.zeros(1, np.int64), spk_t, spk_i, spk_p, spk_n, dev.core_row, clk.tot.shape[0],
+            clk.tot.shape[1], clk.tau, clk.sync, clk.stats)
     _run_timed(*args, cyc)
     same = bool(np.array_equal(spk_i[:spk_n[0]], res.spikes["cuba"][1])
                 and np.array_equal(spk_t[:spk_n[0]], res.spikes["cuba"][0]))

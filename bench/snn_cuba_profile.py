@@ -47,9 +47,9 @@ def _cycles(typingctx):
 
 @njit(cache=True)
 def _run_timed(t0, t1, lo, hi, nch, row0, D, v, I, ref, av, bv, kin, thr, vreset, rmode,  # noqa: E741 (I: synaptic current, NIR's name)
-               refsteps, aI, gI, kI, inj, inbuf, payload, zeros, spk_list, nspk, row_ptr,
-               col, w, dly, hops, entry_bytes, counts, nbytes, spk_t, spk_i, spk_p, spk_n,
-               core_row, R, n_ops, tau, sync, stats, cyc):
+               refsteps, aI, gI, kI, inj, inbuf, Ip, payload, zeros, mark, spk_list, nspk,
+               row_ptr, col, w, dly, sdir, gcol, hops, entry_bytes, counts, nbytes, spk_t,
+               spk_i, spk_p, spk_n, core_row, R, n_ops, tau, sync, stats, cyc):
     """``run_builtin``'s steps for one fused CUBA population [lo, hi) and one delay, the
     same kernel calls in the same order (its per-call tables built as it builds them), with
     the cycles of each phase added into ``cyc``."""
@@ -58,14 +58,8 @@ def _run_timed(t0, t1, lo, hi, nch, row0, D, v, I, ref, av, bv, kin, thr, vreset
     tt = np.zeros((n_ops, R), np.int64)
     sb = np.zeros(R)
     bits = np.zeros(1, np.int64)
-    syn_row = np.empty(col.size, np.int32)
-    for k in range(col.size):
-        x = col[k]
-        while x >= n_neurons:
-            x -= n_neurons
-        syn_row[k] = core_row[x]
-    d0 = dly[0]
-    mark = np.zeros((n_neurons + 15) // 8 * 8, np.uint8)
+    syn_row, d0, mode, gch = K.syn_tables(col, dly, sdir, gcol, core_row, n_neurons,
+                                          I.shape[0])
     words = mark.view(np.uint64)
     run_row = np.zeros(n_neurons, np.int64)
     run_n = np.zeros(n_neurons, np.int64)
@@ -74,14 +68,15 @@ def _run_timed(t0, t1, lo, hi, nch, row0, D, v, I, ref, av, bv, kin, thr, vreset
     for t in range(t0, t1):
         c0 = _cycles()
         K._cuba_fused(t, t % D, lo, hi, nch, row0, v, I, ref, av, bv, kin, thr, vreset,
-                      rmode, refsteps, aI, gI, kI, inj, False, inbuf, payload, zeros, mark,
-                      words, spk_list, nspk)
+                      rmode, refsteps, aI, gI, kI, inj, False, d0 != 1, t + 1 == t1, inbuf, Ip,
+                      payload, zeros, mark, words, spk_list, nspk)
         c1 = _cycles()
         K._tally_runs(words, lo, 0, n_runs, run_end, run_n, run_row, ct)
         c2 = _cycles()
-        K._deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops,
-                        entry_bytes, inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, 0, 1,
-                        2, core_row, syn_row, d0, ct, K.PREFETCH_AHEAD)
+        K._deliver_cols(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, sdir, gcol,
+                        hops, entry_bytes, inbuf, Ip, mark, counts, nbytes, spk_t, spk_i,
+                        spk_p, spk_n, 0, 1, 2, core_row, syn_row, d0, mode, gch, ct,
+                        K.PREFETCH_AHEAD)
         c3 = _cycles()
         K._end_cols(ct, tt, tau, sync, stats, sb, bits)
         c4 = _cycles()
@@ -99,7 +94,8 @@ def profile(n: int, steps: int) -> dict:
     dev = runner.device_for(runner.method_of("snn_cuba"), profile_for(n))
     c = dev.compile(build(cfg))
     dev.run(1, scope="warmup")
-    state = {k: getattr(dev, k).copy() for k in ("v", "I", "ref", "_inbuf", "payload")}
+    state = {k: getattr(dev, k).copy()
+             for k in ("v", "I", "ref", "_inbuf", "_Ip", "_mark", "payload")}
     (lo, hi), = c.offsets.values()
     if len(c.offsets) != 1 or np.unique(c.dly).size != 1 or dev.inj.any():
         raise SystemExit("snn_cuba_profile: expected one population, one delay, no injection")
@@ -119,11 +115,11 @@ def profile(n: int, steps: int) -> dict:
     cyc = np.zeros(4, np.int64)
     args = (t0, t0 + steps, lo, hi, dev._pop_nch[0], co["row0"][0], c.D, dev.v, dev.I,
             dev.ref, co["av"], co["bv"], co["kin"], co["thr"], co["vreset"], co["rmode"],
-            co["refsteps"], co["aI"], co["gI"], co["kI"], dev.inj, dev._inbuf, dev.payload,
-            dev.zeros, dev.spk_list, dev.nspk, c.row_ptr, c.col, c.w, c.dly, c.hops,
-            c.entry_bytes, np.zeros(8, np.int64), np.zeros(1, np.int64), spk_t, spk_i, spk_p,
-            spk_n, dev.core_row, clk.tot.shape[0], clk.tot.shape[1], clk.tau, clk.sync,
-            clk.stats)
+            co["refsteps"], co["aI"], co["gI"], co["kI"], dev.inj, dev._inbuf, dev._Ip,
+            dev.payload, dev.zeros, dev._mark, dev.spk_list, dev.nspk, c.row_ptr, c.col, c.w,
+            c.dly, dev._sdir, dev._gcol_flat, c.hops, c.entry_bytes, np.zeros(8, np.int64),
+            np.zeros(1, np.int64), spk_t, spk_i, spk_p, spk_n, dev.core_row, clk.tot.shape[0],
+            clk.tot.shape[1], clk.tau, clk.sync, clk.stats)
     _run_timed(*args, cyc)
     same = bool(np.array_equal(spk_i[:spk_n[0]], res.spikes["cuba"][1])
                 and np.array_equal(spk_t[:spk_n[0]], res.spikes["cuba"][0]))

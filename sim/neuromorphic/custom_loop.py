@@ -121,9 +121,9 @@ def _emit(a, payload, flag, lo, hi, seg_lo, seg_hi, seg_row, s0, s1, spk_list, n
 @njit
 def run_custom(kernels, t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_row0,
                pop_stride, C, D, v, I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI,  # noqa: E741 (I: synaptic current, NIR's name)
-               gI, kI, inj, inbuf, payload, zeros, flag, spk_list, nspk, ev_steps, ev_index,
-               ev_payload, ev_ptr, pois_prob, rng_state,
-               row_ptr, col, w, dly, hops, entry_bytes, counts, nbytes,
+               gI, kI, inj, inbuf, Ip, payload, zeros, flag, mark, spk_list, nspk, ev_steps,
+               ev_index, ev_payload, ev_ptr, pois_prob, rng_state,
+               row_ptr, col, w, dly, sdir, gcol, hops, entry_bytes, counts, nbytes,
                spk_t, spk_i, spk_p, spk_n, probe_idx, probe_var, rec,
                SYNOP, NU_ACTIVE, NU_IDLE, SPIKE, HOP,
                core_row, rc_ptr, rc_row, rc_cnt, cc, tot, tau, sync, stats,
@@ -155,8 +155,8 @@ def run_custom(kernels, t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_r
                        pois_prob, rng_state, spk_list, nspk)
         K.neurons_step(t, pop_lo, pop_hi, pop_code, pop_nch, pop_row0, pop_stride, C, D, v,
                        I, ref, av, bv, kin, thr, vreset, rmode, refsteps, aI, gI, kI, inj,
-                       inbuf, payload, zeros, flag, spk_list, nspk, counts, NU_ACTIVE,
-                       NU_IDLE)
+                       inbuf, Ip, payload, zeros, flag, mark, spk_list, nspk, counts,
+                       NU_ACTIVE, NU_IDLE)
         for p in range(cu_lo.size):
             a, n, nch = cu_lo[p], cu_n[p], cu_nch[p]
             inp = inp_flat[inp_off[p]:inp_off[p] + n * nch].reshape(n, nch)
@@ -186,9 +186,9 @@ def run_custom(kernels, t0, t1, rec_t0, pop_lo, pop_hi, pop_code, pop_nch, pop_r
             K.record_step(t - rec_t0, probe_idx, probe_var, v, I, rec)
         for b in range(b_lo.size):
             K.tally_neurons(core_row[b_lo[b]:b_hi[b]], flag[b_lo[b]:b_hi[b]], cc)
-        K.deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, hops,
-                       entry_bytes, inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
-                       SPIKE, HOP, core_row, rc_ptr, rc_row, rc_cnt, cc)
+        K.deliver_step(t, D, payload, spk_list, nspk, row_ptr, col, w, dly, sdir, gcol, hops,
+                       entry_bytes, inbuf, Ip, mark, counts, nbytes, spk_t, spk_i, spk_p, spk_n,
+                       SYNOP, SPIKE, HOP, core_row, rc_ptr, rc_row, rc_cnt, cc)
         K.end_step(cc, tot, tau, sync, stats)
     return t1
 

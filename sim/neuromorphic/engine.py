@@ -188,6 +188,27 @@ class NeuromorphicDevice(Device):
                      if p.i_inj is not None]
         self._set_inj(0)
         self._inbuf = np.zeros((c.D, c.C * c.n_neurons))
+        # delay-1 spikes into CUBA channels skip the ring buffer (kernels.py): per column
+        # (channel x N + neuron) its a_c and g_c, 0 off the CUBA channels; per synapse
+        # whether it goes straight into the pending currents Ip = a I + arrivals
+        N = c.n_neurons
+        self._acol = np.zeros((c.C, N))
+        self._gcol = np.zeros((c.C, N))
+        cuba_col = np.zeros((c.C, N), bool)
+        for k, p in enumerate(pops):
+            if p.custom or p.model != "cuba_lif":
+                continue
+            a, b = c.offsets[p.name]
+            q = c.coeff["row0"][k] + np.arange(b - a) * c.coeff["stride"][k]  # table rows
+            self._acol[:p.n_channels, a:b] = c.coeff["aI"][q, :p.n_channels].T
+            self._gcol[:p.n_channels, a:b] = c.coeff["gI"][q, :p.n_channels].T
+            cuba_col[:p.n_channels, a:b] = True
+        self._sdir = ((c.dly == 1) & cuba_col.reshape(-1)[c.col]).astype(np.uint8)
+        self._gcol_flat = self._gcol.reshape(-1)
+        self._Ip = self._acol * self.I          # a_c I_c[-1]: no arrivals yet
+        # per neuron: bit 2 = delay-1 input arrived (the fused loop's mark byte keeps bits
+        # 0-1); whole 8-byte words, as the fused loop reads them
+        self._mark = np.zeros((N + 15) // 8 * 8, np.uint8)
         self.payload = np.zeros(c.n_neurons + c.n_sources, np.int32)
         self.zeros = np.zeros(c.n_neurons)   # the absent second channel of 1-channel CUBA
         self.flag = np.zeros(c.n_neurons, np.uint8)   # scratch: "had input this step"
@@ -293,9 +314,10 @@ class NeuromorphicDevice(Device):
                      co["stride"], c.C, c.D,
                      self.v, self.I, self.ref, co["av"], co["bv"], co["kin"], co["thr"],
                      co["vreset"], co["rmode"], co["refsteps"], co["aI"], co["gI"], co["kI"],
-                     self.inj, self._inbuf, self.payload, self.zeros, self.flag,
-                     self.spk_list, self.nspk)
-        args_syn = (c.row_ptr, c.col, c.w, c.dly, c.hops, c.entry_bytes)
+                     self.inj, self._inbuf, self._Ip, self.payload, self.zeros, self.flag,
+                     self._mark, self.spk_list, self.nspk)
+        args_syn = (c.row_ptr, c.col, c.w, c.dly, self._sdir, self._gcol_flat, c.hops,
+                    c.entry_bytes)
         SYNOP, NU_A, NU_I, SPIKE, HOP = _OPS
         clk = self.clock
         clk.start()
@@ -313,7 +335,7 @@ class NeuromorphicDevice(Device):
                        *self.payload_range, err)
         t = t0
         while t < t1:
-            if spk_n[0] + self.payload.size > spk_t.size:
+            if spk_n[0] + 2 * self.payload.size > spk_t.size:   # run_builtin's rule
                 grow = max(spk_t.size, self.payload.size)
                 spk_t = np.concatenate([spk_t, np.zeros(grow, np.int64)])
                 spk_i = np.concatenate([spk_i, np.zeros(grow, np.int64)])
@@ -349,8 +371,8 @@ class NeuromorphicDevice(Device):
                 K.record_step(t - t0, probe_idx, probe_var, self.v, self.I, rec)
             K.tally_neurons(self.core_row, self.flag, clk.cc)
             K.deliver_step(t, c.D, self.payload, self.spk_list, self.nspk, *args_syn,
-                           self._inbuf, counts, nbytes, spk_t, spk_i, spk_p, spk_n, SYNOP,
-                           SPIKE, HOP, *args_core)
+                           self._inbuf, self._Ip, self._mark, counts, nbytes, spk_t, spk_i,
+                           spk_p, spk_n, SYNOP, SPIKE, HOP, *args_core)
             K.end_step(clk.cc, *args_clock)
             t += 1
         self.t = t1
@@ -517,6 +539,8 @@ class NeuromorphicDevice(Device):
         independent inputs, so nothing of the previous one arrives during the next."""
         self._need_compiled()
         self._inbuf[:] = 0.0
+        self._Ip[:] = self._acol * self.I     # the delay-1 arrivals dropped too
+        self._mark &= np.uint8(3)
 
     def _need_compiled(self) -> Compiled:
         if self.compiled is None:

@@ -15,8 +15,27 @@ Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this o
    - ``cuba_lif`` (NIR ``CubaLIF``: ``tau_syn dI/dt = -I + w_in S``,
      ``tau_mem dv/dt = (v_leak - v) + r I``), per channel ``c``
      ``I_c[t] = a_c I_c[t-1] + g_c x_c[t]`` and
-     ``v[t] = a_v v[t-1] + b_v + sum_c k_c I_c[t] + k_inj i_inj``;
-   - ``lif`` (NIR ``LIF``: ``tau dv/dt = (v_leak - v) + r I``) with ``I`` = the step's input:
+     ``v[t] = a_v v[t-1] + b_v + sum_c k_c I_c[t] + k_inj i_inj``.
+
+     In float64 the current's sum is evaluated in this order (the reading chosen: Brian2's
+     arithmetic, ``ge = a ge`` in its state update, then ``ge += w`` once per arriving spike):
+     the spikes that arrive with delay 1 are added one at a time into the decayed current,
+     then the summed input of the longer delays,
+     ``I_c[t] = fl(...fl(fl(a_c I_c[t-1]) + fl(g_c u_1)) ... + fl(g_c u_m)) + fl(g_c y_c[t])``,
+     ``u_k = fl(weight_k x payload_k)`` the delay-1 arrivals in the order they were sent
+     (the spikes of step ``t - 1`` as the spike record lists them: source events, Poisson
+     channels, then neurons by population and index; each spike's synapses in the order
+     the projections were connected), ``y_c[t]`` the sum of the delay >= 2 arrivals (a ring
+     buffer of sums, as before: a slot per delay holds a sum, not the spikes). Without
+     delay-1 arrivals this is ``fl(fl(a_c I_c[t-1]) + fl(g_c x_c[t]))``, the plain
+     formula's rounding; with two or more on one channel the roundings differ from one
+     ``g_c x_c`` (1.6% of the (neuron, channel, step) triples with input in VA CUBA), and
+     this order is what keeps the spikes identical to Brian2's. Why delay 1 only: its
+     spikes go straight into the current, so the engine keeps no input buffer for them
+     (issue 36). The update is active ("had input") when a delay-1 arrival's ``u_k`` was
+     non-zero, or ``y_c[t]`` or the injected current is non-zero, or it spiked;
+   - ``lif`` (NIR ``LIF``: ``tau dv/dt = (v_leak - v) + r I``) with ``I`` = the step's input
+     (``x_0[t]`` summed over every delay, for ``if`` too; active when it is non-zero):
      ``v[t] = a_v v[t-1] + b_v + k (x_0[t] + i_inj)``;
    - ``if`` (NIR ``IF``: ``dv/dt = r I``): ``v[t] = v[t-1] + r dt (x_0[t] + i_inj)``;
 
@@ -48,6 +67,9 @@ Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this o
    (snnTorch's subtraction when ``v_reset = 0``);
 5. its spike reaches its targets in step ``t + delay`` (integer ``delay >= 1``: a spike
    always needs at least one step to travel, as on Loihi).
+
+Probes of ``"i<c>"`` and the engine's ``I`` after a ``run`` report ``I_c[t]``; a run split
+into several ``run`` calls gives the same spikes, states and ledger as one call.
 
 Units: ``dt`` and time constants in seconds; ``v``, thresholds and weights in the same
 arbitrary unit (mV in the Vogels-Abbott example); ``r`` converts input to voltage.

@@ -1,10 +1,10 @@
 """The spiking engine's ratios to Brian2 cpp_standalone quoted in README.md, docs/claims.md
-and docs/neuromorphic.md are the stored run's (bench/out/snn_cuba_2026-12-06.json)."""
+and docs/neuromorphic.md are the stored run's (bench/out/snn_cuba_2026-12-06_direct.json)."""
 import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STORED = ROOT / "bench" / "out" / "snn_cuba_2026-12-06.json"
+STORED = ROOT / "bench" / "out" / "snn_cuba_2026-12-06_direct.json"
 
 
 def _flat(path: Path) -> str:

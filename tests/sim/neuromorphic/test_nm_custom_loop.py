@@ -108,6 +108,10 @@ def test_compiled_loop_equals_python_path():
         for k, v in dc.custom_state(pop).items():
             np.testing.assert_array_equal(v, dp.custom_state(pop)[k])
     np.testing.assert_array_equal(dc._inbuf, dp._inbuf)     # spikes still in flight
+    # and the delay-1 arrivals already in the pending currents, with their input bits
+    np.testing.assert_array_equal(dc._Ip, dp._Ip)
+    np.testing.assert_array_equal(dc._mark, dp._mark)
+    np.testing.assert_array_equal(dc.I, dp.I)
 
 
 def test_unjitted_update_runs_the_python_path_with_the_same_results():

@@ -1,9 +1,14 @@
 """Cost of counting: TorchDevice's op counting against plain torch and torch's FlopCounterMode.
 
-One training epoch six ways in one run: plain torch (bare, no counting), torch's own
+One training epoch seven ways in one run: plain torch (bare, no counting), torch's own
 ``FlopCounterMode`` (the anchor: counts FLOPs of matmuls/convs only), a dispatch mode that
-only runs each op (the floor of any Python-level interception, for reference), torch's
-C++-side op interception, the profiler (``torch.profiler.profile`` with CPU activity and
+only runs each op (the floor of any Python-level interception, for reference), the floor of
+a C++ interception (a ``RecordFunction`` callback compiled here, which appends each op's name
+and its input shapes and dtypes to a C++ buffer and prices nothing: what a counter that
+intercepts in C++ and prices in Python only once per step signature would at least pay;
+:data:`_CPP_FLOOR_SOURCE`, built with ``torch.utils.cpp_extension``, which needs ``g++`` and
+``ninja``: Debian ``g++ ninja-build``; without them the side says why and the rest runs),
+torch's C++-side op interception, the profiler (``torch.profiler.profile`` with CPU activity and
 ``record_shapes=True``: what a counter that intercepts ops in C++ would at least pay), its
 events read back afterwards as counting would need them (each aten event's name, input
 shapes and dtypes, from the raw kineto events: the cheapest read; the public
@@ -31,8 +36,9 @@ even the NeuroBench activity matches) and its last epoch replayed every step. Th
 and the recorded steps persist across epochs, as they do across a training run's count
 blocks. Last line:
 ``RESULT {json}`` with ``overhead_small``, ``overhead_large``, ``overhead_cnn`` (replay
-counting / bare CPU time), ``overhead_full_<workload>`` (full counting / bare) and
-``profiler_overhead_<workload>`` (the profiler with its read-back / bare).
+counting / bare CPU time), ``overhead_full_<workload>`` (full counting / bare),
+``profiler_overhead_<workload>`` (the profiler with its read-back / bare) and
+``cpp_floor_overhead_<workload>`` (the C++ callback / bare; null when it could not be built).
 
 ``--write`` stores the RESULT in ``bench/out/torch_counting.json``, from which the table in
 bench/RESULTS.md is rendered (:func:`summary_text`; tests/bench/test_torch_counting.py).
@@ -125,6 +131,94 @@ class _OpNames(ObserverMode):
         return func(*args, **(kwargs or {}))
 
 
+_CPP_FLOOR_SOURCE = r"""
+#include <torch/extension.h>
+#include <ATen/record_function.h>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+// One entry per op the dispatcher runs: its name's id in `ids` (names interned in `table`:
+// a RecordFunction may own its name and free it when it ends), its tensor inputs' sizes and
+// dtypes appended to `shapes` (sizes, then -1 - dtype). Autograd's node markers carry no
+// inputs: their id is -1 and their sequence number (the forward op's, what ties a backward
+// op to its module) goes to `shapes`. Nothing is priced: the floor of intercepting in C++.
+static std::unordered_map<std::string, int32_t> table;
+static std::vector<std::string> table_names;
+static std::vector<int32_t> ids;
+static std::vector<int64_t> shapes;
+static at::CallbackHandle handle = 0;
+
+static int32_t intern(const char* name) {
+  auto it = table.find(name);
+  if (it != table.end()) return it->second;
+  const auto id = static_cast<int32_t>(table_names.size());
+  table.emplace(name, id);
+  table_names.emplace_back(name);
+  return id;
+}
+
+static std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
+  const auto inputs = fn.inputs();
+  if (inputs.empty()) {
+    ids.push_back(-1);
+    shapes.push_back(fn.seqNr());
+    return nullptr;
+  }
+  ids.push_back(intern(fn.name()));
+  for (const auto& v : inputs) {
+    if (!v.isTensor()) continue;
+    const auto& t = v.toTensor();
+    if (!t.defined()) continue;
+    for (auto n : t.sizes()) shapes.push_back(n);
+    shapes.push_back(-1 - static_cast<int64_t>(t.scalar_type()));
+  }
+  return nullptr;
+}
+
+void start() {
+  ids.clear();
+  shapes.clear();
+  ids.reserve(1 << 16);
+  shapes.reserve(1 << 20);
+  handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(on_op).needsInputs(true).scopes(
+          {at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+}
+
+void stop() {
+  at::removeCallback(handle);
+  handle = 0;
+}
+
+// The ops recorded since start(), by name (read after the timed epoch: the check that
+// the callback saw every op counting prices).
+std::unordered_map<std::string, int64_t> counts() {
+  std::unordered_map<std::string, int64_t> out;
+  for (auto id : ids) {
+    if (id >= 0) out[table_names[id]] += 1;
+  }
+  return out;
+}
+
+int64_t shape_words() { return static_cast<int64_t>(shapes.size()); }
+"""
+
+
+def _cpp_floor():
+    """The C++ callback module (built once per machine into torch's extension cache), or the
+    one-line reason it could not be built."""
+    try:
+        from torch.utils.cpp_extension import load_inline
+        # -DNDEBUG: the headers' debug-only check rejects inputs() of autograd's node
+        # markers, which carry none (an empty list in a release build)
+        return load_inline("neuroedge_bench_op_floor", cpp_sources=_CPP_FLOOR_SOURCE,
+                           functions=["start", "stop", "counts", "shape_words"],
+                           extra_cflags=["-O2", "-DNDEBUG"], verbose=False)
+    except Exception as e:      # no compiler, no ninja, headers missing: say which
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
+
+
 def _profiled_ops(epoch) -> list[tuple]:
     """Run ``epoch()`` under torch's profiler (CPU ops, input shapes recorded) and read
     back (name, input shapes, dtypes) of every event: the interception and the read-back a
@@ -146,7 +240,7 @@ def _timed(fns: dict, repeats: int) -> dict:
     return best
 
 
-def run_workload(name: str, samples: int, repeats: int) -> dict:
+def run_workload(name: str, samples: int, repeats: int, cpp_floor: bool = True) -> dict:
     """Bare, FlopCounterMode, the interception floor, and TorchDevice.count in full and with
     step replay, on one epoch of workload ``name``."""
     make, shape, batch, optim = WORKLOADS[name]
@@ -181,6 +275,16 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
         profiled[:] = _profiled_ops(lambda: trained("profiler",
                                                     _epoch(net, opt, x, y, batch)))
 
+    cpp = _cpp_floor() if cpp_floor else "not asked for (--no-cpp-floor)"
+    cpp_counts: dict[str, int] = {}
+
+    def with_cpp_floor():
+        cpp.start()
+        try:
+            trained("cpp_floor", _epoch(net, opt, x, y, batch))
+        finally:
+            cpp.stop()
+
     devices, nets = {}, {}
     for side, replay in (("full", False), ("replay", True)):
         dev = devices[side] = sim.device("x86-avx2")   # a cpu profile: the torch engine
@@ -199,9 +303,12 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
         replayed_before[0] = devices["replay"].step_replay.replayed
         devices["replay_fn"]()
 
-    best = _timed({"plain": lambda: trained("plain", _epoch(net, opt, x, y, batch)),
-                   "anchor": with_anchor, "floor": with_floor, "profiler": with_profiler,
-                   "full": devices["full_fn"], "replay": with_replay}, repeats)
+    sides = {"plain": lambda: trained("plain", _epoch(net, opt, x, y, batch)),
+             "anchor": with_anchor, "floor": with_floor, "profiler": with_profiler,
+             "full": devices["full_fn"], "replay": with_replay}
+    if not isinstance(cpp, str):
+        sides["cpp_floor"] = with_cpp_floor
+    best = _timed(sides, repeats)
     # every side ran every batch of every epoch it was timed on
     for side, epochs in ran.items():
         if epochs != [steps_per_epoch] * repeats:
@@ -219,6 +326,12 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
     if missed:
         raise RuntimeError(f"bench {name}: the profiler recorded fewer events than the "
                            f"dispatch mode saw calls of {missed}")
+    if not isinstance(cpp, str):   # the C++ callback too (its last timed epoch's record)
+        cpp_counts = cpp.counts()
+        missed = {op: n for op, n in names.calls.items() if cpp_counts.get(op, 0) < n}
+        if missed:
+            raise RuntimeError(f"bench {name}: the C++ callback recorded fewer ops than the "
+                               f"dispatch mode saw calls of {missed}")
     full, replayed = devices["full"], devices["replay"]
     macs = full.ledger.total_ops()["mac_fp32"]
     for side in ("full", "replay"):
@@ -242,6 +355,10 @@ def run_workload(name: str, samples: int, repeats: int) -> dict:
             "flopcounter_s": best["anchor"], "floor_s": best["floor"],
             "profiler_s": best["profiler"], "profiler_overhead": best["profiler"] / plain,
             "profiler_events": len(profiled), "priced_calls": sum(names.calls.values()),
+            "cpp_floor_s": None if isinstance(cpp, str) else best["cpp_floor"],
+            "cpp_floor_overhead": None if isinstance(cpp, str) else best["cpp_floor"] / plain,
+            "cpp_floor_ops": sum(cpp_counts.values()),
+            "cpp_floor_not_built": cpp if isinstance(cpp, str) else None,
             "full_s": best["full"], "replay_s": best["replay"],
             "overhead": best["replay"] / plain, "overhead_full": best["full"] / plain,
             "flopcounter_overhead": best["anchor"] / plain,
@@ -261,12 +378,14 @@ def summary_text(result: dict) -> str:
     """The bench/RESULTS.md table of a stored RESULT: CPU time per epoch and each side's
     ratio to bare torch."""
     lines = ["| workload | samples | bare s/epoch | FlopCounterMode | interception floor | "
-             "torch profiler + read-back | full counting | **step replay** | "
-             "steps replayed / recorded / diverged |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "C++ callback floor | torch profiler + read-back | full counting | "
+             "**step replay** | steps replayed / recorded / diverged |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in result["workloads"].items():
+        cpp = r.get("cpp_floor_overhead")
         lines.append(f"| {LABELS[name]} | {r['samples']} | {r['plain_s']:.3f} | "
                      f"{r['flopcounter_overhead']:.2f}x | {r['floor_overhead']:.2f}x | "
+                     f"{'not built' if cpp is None else f'{cpp:.2f}x'} | "
                      f"{r['profiler_overhead']:.2f}x | "
                      f"{r['overhead_full']:.2f}x | **{r['overhead']:.2f}x** | "
                      f"{r['steps_replayed']} / {r['steps_recorded']} / "
@@ -282,6 +401,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", help="comma-separated workloads (small, large, cnn)")
     ap.add_argument("--quick", action="store_true", help="1024 samples, 2 repeats")
+    ap.add_argument("--no-cpp-floor", action="store_true",
+                    help="skip the C++ callback side (it compiles an extension: ~1 min "
+                         "the first time on a machine)")
     ap.add_argument("--write", action="store_true",
                     help=f"store the RESULT in {RESULT_FILE.relative_to(RESULT_FILE.parents[2])}")
     args = ap.parse_args()
@@ -292,24 +414,29 @@ def main():
     rows = {}
     for name in names:
         samples = args.samples // 2 if name == "large" else args.samples
-        rows[name] = run_workload(name, samples, args.repeats)
+        rows[name] = run_workload(name, samples, args.repeats, not args.no_cpp_floor)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, "
           f"{platform.processor() or platform.machine()}, load average "
           f"{os.getloadavg()[0]:.2f}; CPU time per epoch, best of {args.repeats} turns")
     print(f"{'workload':9s} {'samples':>7s} {'bare s':>7s} {'FlopCounter':>12s} "
-          f"{'floor':>12s} {'profiler':>12s} {'full count':>12s} {'replay':>12s}  "
-          f"replayed/recorded/diverged")
+          f"{'floor':>12s} {'C++ floor':>12s} {'profiler':>12s} {'full count':>12s} "
+          f"{'replay':>12s}  replayed/recorded/diverged")
     for name, r in rows.items():
+        cpp = ("   not built   " if r["cpp_floor_s"] is None else
+               f"{r['cpp_floor_s']:7.3f} {r['cpp_floor_overhead']:4.2f}x")
         print(f"{name:9s} {r['samples']:7d} {r['plain_s']:7.3f} "
               f"{r['flopcounter_s']:7.3f} {r['flopcounter_overhead']:4.2f}x "
-              f"{r['floor_s']:7.3f} {r['floor_overhead']:4.2f}x "
+              f"{r['floor_s']:7.3f} {r['floor_overhead']:4.2f}x {cpp} "
               f"{r['profiler_s']:7.3f} {r['profiler_overhead']:4.2f}x "
               f"{r['full_s']:7.3f} {r['overhead_full']:4.2f}x "
               f"{r['replay_s']:7.3f} {r['overhead']:4.2f}x  "
               f"{r['steps_replayed']}/{r['steps_recorded']}/{r['steps_diverged']}")
+    for name, r in rows.items():
+        if r["cpp_floor_not_built"]:
+            print(f"{name}: the C++ callback was not built ({r['cpp_floor_not_built']})")
     print("every side ran every batch; MACs agree with FlopCounterMode's FLOPs / 2; the "
-          "profiler recorded every priced op; both counted epochs whole; replay ledger == "
-          "full ledger")
+          "profiler and the C++ callback recorded every priced op; both counted epochs "
+          "whole; replay ledger == full ledger")
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "torch": torch.__version__, "cpus": os.cpu_count(),
               "timer": "process_time", "threads": torch.get_num_threads(),
@@ -318,6 +445,7 @@ def main():
         result[f"overhead_{name}"] = r["overhead"]
         result[f"overhead_full_{name}"] = r["overhead_full"]
         result[f"profiler_overhead_{name}"] = r["profiler_overhead"]
+        result[f"cpp_floor_overhead_{name}"] = r["cpp_floor_overhead"]
     result["command"] = " ".join(["bench/torch_counting.py"] + sys.argv[1:])
     if args.write:
         store(RESULT_FILE, result)

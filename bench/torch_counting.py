@@ -8,8 +8,8 @@ and its input shapes and dtypes to a C++ buffer and prices nothing: what a count
 intercepts in C++ and prices in Python only once per step signature would at least pay;
 :data:`_CPP_FLOOR_SOURCE`, built with ``torch.utils.cpp_extension``, which needs ``g++`` and
 ``ninja``: Debian ``g++ ninja-build``; without them the side says why and the rest runs),
-torch's C++-side op interception, the profiler (``torch.profiler.profile`` with CPU activity and
-``record_shapes=True``: what a counter that intercepts ops in C++ would at least pay), its
+torch's own C++-side op interception, the profiler (``torch.profiler.profile`` with CPU
+activity and ``record_shapes=True``: what a counter built on the profiler would pay), its
 events read back afterwards as counting would need them (each aten event's name, input
 shapes and dtypes, from the raw kineto events: the cheapest read; the public
 ``prof.events()`` builds a Python ``FunctionEvent`` per event and cost 3.8x bare torch on
@@ -48,6 +48,7 @@ bench/RESULTS.md is rendered (:func:`summary_text`; tests/bench/test_torch_count
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -201,13 +202,15 @@ std::unordered_map<std::string, int64_t> counts() {
   return out;
 }
 
+// Words in `shapes`: more than one per op, so the inputs were read (the bench checks it).
 int64_t shape_words() { return static_cast<int64_t>(shapes.size()); }
 """
 
 
+@functools.cache
 def _cpp_floor():
-    """The C++ callback module (built once per machine into torch's extension cache), or the
-    one-line reason it could not be built."""
+    """The C++ callback module (built once per machine into torch's extension cache, loaded
+    once per process), or the one-line reason it could not be built."""
     try:
         from torch.utils.cpp_extension import load_inline
         # -DNDEBUG: the headers' debug-only check rejects inputs() of autograd's node
@@ -241,8 +244,9 @@ def _timed(fns: dict, repeats: int) -> dict:
 
 
 def run_workload(name: str, samples: int, repeats: int, cpp_floor: bool = True) -> dict:
-    """Bare, FlopCounterMode, the interception floor, and TorchDevice.count in full and with
-    step replay, on one epoch of workload ``name``."""
+    """Bare, FlopCounterMode, the Python and (``cpp_floor``) C++ interception floors, the
+    profiler, and TorchDevice.count in full and with step replay, on one epoch of workload
+    ``name``."""
     make, shape, batch, optim = WORKLOADS[name]
     g = torch.Generator().manual_seed(0)
     x = torch.rand(samples, *shape, generator=g)
@@ -326,12 +330,18 @@ def run_workload(name: str, samples: int, repeats: int, cpp_floor: bool = True) 
     if missed:
         raise RuntimeError(f"bench {name}: the profiler recorded fewer events than the "
                            f"dispatch mode saw calls of {missed}")
+    cpp_words = 0
     if not isinstance(cpp, str):   # the C++ callback too (its last timed epoch's record)
         cpp_counts = cpp.counts()
         missed = {op: n for op, n in names.calls.items() if cpp_counts.get(op, 0) < n}
         if missed:
             raise RuntimeError(f"bench {name}: the C++ callback recorded fewer ops than the "
                                f"dispatch mode saw calls of {missed}")
+        # and it read their inputs: at least a size and a dtype per priced call
+        cpp_words = cpp.shape_words()
+        if cpp_words < 2 * sum(names.calls.values()):
+            raise RuntimeError(f"bench {name}: the C++ callback recorded {cpp_words} shape "
+                               f"words for {sum(names.calls.values())} priced calls")
     full, replayed = devices["full"], devices["replay"]
     macs = full.ledger.total_ops()["mac_fp32"]
     for side in ("full", "replay"):
@@ -357,7 +367,7 @@ def run_workload(name: str, samples: int, repeats: int, cpp_floor: bool = True) 
             "profiler_events": len(profiled), "priced_calls": sum(names.calls.values()),
             "cpp_floor_s": None if isinstance(cpp, str) else best["cpp_floor"],
             "cpp_floor_overhead": None if isinstance(cpp, str) else best["cpp_floor"] / plain,
-            "cpp_floor_ops": sum(cpp_counts.values()),
+            "cpp_floor_ops": sum(cpp_counts.values()), "cpp_floor_shape_words": cpp_words,
             "cpp_floor_not_built": cpp if isinstance(cpp, str) else None,
             "full_s": best["full"], "replay_s": best["replay"],
             "overhead": best["replay"] / plain, "overhead_full": best["full"] / plain,

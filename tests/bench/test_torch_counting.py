@@ -38,6 +38,8 @@ def test_cpp_callback_side_records_every_priced_op():
     assert r["cpp_floor_s"] > 0
     assert r["priced_calls"] == 44
     assert r["cpp_floor_ops"] > r["priced_calls"]
+    # every priced call has a tensor input: at least one size and its dtype each
+    assert r["cpp_floor_shape_words"] >= 2 * r["priced_calls"]
 
 
 def test_results_table_is_rendered_from_the_stored_result():

@@ -30,6 +30,20 @@ version, cached for the block; the module's own padding mode is honoured).
 
 The counts are computed with the counting dispatch mode suspended, so they cost no ops in
 the ledger.
+
+Off the CPU (CUDA) the counts stay on the device until the block ends (*deferred*): each
+call adds 0-dim tensors to per-scope sums, and :meth:`LayerRecorder.flush` reads them all
+back with one copy. Reading a count back per layer (``int(t)``) makes the host wait for
+every kernel queued before it, so torch's host-side work and the GPU's no longer overlap:
+a training step with ten layers waited ten times (issue 36). Nothing in a deferred call
+turns a device value into a Python number: which way a call counts is not decided on the
+host but as arithmetic (a spiking input's pairs go to ``effective_acs`` times 1 and to
+``effective_macs`` times 0; the ledger drops zero counts), and the shortcuts that need a
+host decision (no zero weight: every non-zero input meets them all) are replaced by the
+general count, which equals them. The CPU keeps the host path (numpy is faster there, and
+nothing waits); ``LayerRecorder.defer_on_cpu = True`` runs the deferred path on the CPU
+too, as the tests do, so both paths are checked against the same hand counts and
+NeuroBench's own.
 """
 from __future__ import annotations
 
@@ -247,7 +261,7 @@ def model_facts(module: nn.Module) -> dict[str, int]:
             "connection_weights": weights, "connection_zero_weights": zeros}
 
 
-def cell_synops(mod: nn.Module, args: tuple, dense: bool) -> int:
+def cell_synops(mod: nn.Module, args: tuple, dense: bool, as_tensor: bool = False):
     """NeuroBench's synaptic operations of one call of an RNN or LSTM cell (its
     ``single_layer_MACs``): inputs, states and weights taken as 0/1 (all ones for the
     ``dense`` count), the products of both projections whose input and weight are both
@@ -255,7 +269,8 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool) -> int:
     product whose two gates, as 0/1 after the biases, are non-zero) and ``o tanh(c)``.
     States not passed are zero: no recurrent products. As NeuroBench does, an LSTM's
     ``(h, c)`` stay 0/1 in the dense count too (its ``cylce_tuple_ones`` fills only the
-    outer tuple's tensors with ones), so Dense equals NeuroBench's value."""
+    outer tuple's tensors with ones), so Dense equals NeuroBench's value. An int, or with
+    ``as_tensor`` the 0-dim tensor on the cell's device (not read back)."""
     def bits(t: torch.Tensor) -> torch.Tensor:
         return torch.ones_like(t) if dense else (t != 0).to(t.dtype)
 
@@ -278,7 +293,7 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool) -> int:
         if states is not None:
             c = c + f * state_bits(states[1]).reshape(-1, mod.hidden_size).T
         total = total + c.sum() + (o * (c != 0)).sum()
-    return int(total)
+    return total if as_tensor else int(total)
 
 
 _PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
@@ -302,8 +317,13 @@ class LayerRecorder:
     """Per-block layer records and activity tallies; the engine flushes them at block end.
 
     ``scope_of(path)`` gives the ledger scope an op of layer ``path`` lands in (the
-    counting mode's rule, so activity and ops share scopes).
+    counting mode's rule, so activity and ops share scopes). A call on tensors off the CPU
+    is counted deferred (the module's docstring); :meth:`flush` before reading
+    ``activity``.
     """
+
+    defer_on_cpu = False
+    """Count calls on CPU tensors deferred too (the tests run both paths on the CPU)."""
 
     def __init__(self, scope_of, writes_to=None):
         self.scope_of = scope_of
@@ -313,6 +333,8 @@ class LayerRecorder:
         # path -> (type, shape, params, op class)
         self.layers: dict[str, tuple[str, tuple, int, str]] = {}
         self.activity: dict[str, dict[str, int]] = {}          # scope -> name -> count
+        # (scope, name) -> 0-dim int64 tensor: deferred counts, on the device until flush()
+        self._pending: dict[tuple[str, str], torch.Tensor] = {}
         self.roots: list[nn.Module] = []    # outermost modules run, in order (no duplicates)
         self._seen_neurons: set[int] = set()   # id() of neurons called once in this block
         self._pre_mem: dict[int, torch.Tensor | None] = {}
@@ -355,6 +377,10 @@ class LayerRecorder:
     def _activity(self, mod, path, args, x, y, kinds) -> None:
         scope = self.scope_of(path)
         neuron, connection, activation, recurrent, _ = kinds
+        t = x if x is not None else y
+        if t is not None and (t.device.type != "cpu" or self.defer_on_cpu):
+            self._deferred_activity(mod, scope, args, x, y, kinds)
+            return
         if connection and x is not None:
             xa = _host_array(x)   # once for the counts below (None off the CPU)
             dense, effective = self._synops(mod, x, xa)
@@ -372,11 +398,63 @@ class LayerRecorder:
         if neuron:
             self._membrane(mod, scope)
 
-    def _add(self, scope: str, name: str, n: int) -> None:
+    def _deferred_activity(self, mod, scope, args, x, y, kinds) -> None:
+        """:meth:`_activity` with every data-dependent count a 0-dim tensor on ``x``'s device,
+        added to ``_pending`` (no host sync; the module's docstring)."""
+        neuron, connection, activation, recurrent, _ = kinds
+        if connection and x is not None:
+            dense, effective = self._deferred_synops(mod, x)
+            self._add(scope, "dense_synops", dense)
+            self._add_split(scope, x, effective)
+        if recurrent and x is not None:
+            self._add(scope, "dense_synops",
+                      cell_synops(mod, args, dense=True, as_tensor=True))
+            self._add_split(scope, x, cell_synops(mod, args, dense=False, as_tensor=True))
+        if activation and y is not None:
+            self._add(scope, "activations", y.numel())
+            self._pend(scope, "activations_zero",
+                       y.numel() - torch.count_nonzero(y))
+        if neuron:
+            self._membrane(mod, scope, deferred=True)
+
+    def _add_split(self, scope: str, x: torch.Tensor, effective: torch.Tensor) -> None:
+        """A call's effective pairs under ``effective_acs`` when ``x`` is spikes (every
+        element 0 or +-1; a bool tensor is), else ``effective_macs``, decided on the device:
+        the pairs times 1 under one name and times 0 under the other."""
+        if x.dtype == torch.bool:
+            self._pend(scope, "effective_acs", effective)
+            return
+        # NaN and inf are neither 0 nor +-1 (as in _not_spikes); complex: its magnitude
+        not_spikes = ((x != 0) & (x.abs() != 1)).any()
+        self._pend(scope, "effective_acs", effective * ~not_spikes)
+        self._pend(scope, "effective_macs", effective * not_spikes)
+
+    def _add(self, scope: str, name: str, n) -> None:
+        """Add ``n`` to count ``name`` of ``scope``: an int now, a tensor deferred."""
+        if isinstance(n, torch.Tensor):
+            self._pend(scope, name, n)
+            return
         bucket = self.activity.setdefault(scope, {})
         bucket[name] = bucket.get(name, 0) + int(n)
 
-    def _membrane(self, mod, scope) -> None:
+    def _pend(self, scope: str, name: str, n: torch.Tensor) -> None:
+        """Add the 0-dim tensor ``n`` to the deferred count ``name`` of ``scope``."""
+        key = (scope, name)
+        n = n.to(torch.int64)   # a cell's float count: truncated as int() truncates it
+        prev = self._pending.get(key)
+        self._pending[key] = n if prev is None else prev + n
+
+    def flush(self) -> None:
+        """The deferred counts into ``activity``: one copy to the host for all of them."""
+        if not self._pending:
+            return
+        keys = list(self._pending)
+        values = torch.stack([self._pending[k] for k in keys]).tolist()
+        self._pending.clear()
+        for (scope, name), n in zip(keys, values, strict=True):
+            self._add(scope, name, n)
+
+    def _membrane(self, mod, scope, deferred: bool = False) -> None:
         post = getattr(mod, "mem", None)
         if not isinstance(post, torch.Tensor):
             return
@@ -385,6 +463,8 @@ class LayerRecorder:
             # NeuroBench counts every element on a neuron's first call of a batch
             self._seen_neurons.add(id(mod))
             self._add(scope, "membrane_updates", post.numel())
+        elif deferred:
+            self._pend(scope, "membrane_updates", torch.count_nonzero(pre - post))
         else:
             self._add(scope, "membrane_updates", int(torch.count_nonzero(pre - post)))
 
@@ -411,6 +491,24 @@ class LayerRecorder:
         f_eff = f_ones if self._dense(mod) else self._fan_out(mod, sample_shape,
                                                               mod.weight != 0)
         return batch * f_ones[3], self._effective_pairs(x, xa, unbatched, f_eff[1], f_eff[2])
+
+    def _deferred_synops(self, mod, x: torch.Tensor) -> tuple[int, torch.Tensor]:
+        """:meth:`_synops` without a host decision: the effective pairs as a 0-dim tensor,
+        by the general count (per non-zero input, its column's or position's non-zero
+        weights), which equals the no-zero-weight shortcut when no weight is zero."""
+        if isinstance(mod, nn.Linear):
+            rows = x.numel() // max(x.shape[-1], 1)
+            dense = rows * mod.in_features * mod.out_features
+            per_input = (x != 0).reshape(-1, x.shape[-1]).sum(dim=0, dtype=torch.int64)
+            return dense, (per_input * self._columns_of(mod)).sum()
+        unbatched = x.dim() == mod.weight.dim() - 1
+        sample_shape = tuple(x.shape if unbatched else x.shape[1:])
+        batch = 1 if unbatched else x.shape[0]
+        dense = batch * self._fan_out(mod, sample_shape, None)[3]   # once per shape
+        f = self._fan_out(mod, sample_shape, mod.weight != 0)[1]
+        nz = x != 0
+        nzs = nz if unbatched else nz.sum(dim=0, dtype=torch.int64)
+        return dense, (nzs.to(torch.int64) * f).sum()
 
     @staticmethod
     def _effective_pairs(x: torch.Tensor, a: np.ndarray | None, unbatched: bool,
@@ -454,6 +552,11 @@ class LayerRecorder:
         while its weights are unchanged."""
         if self._dense(mod):
             return None
+        return self._columns_of(mod)
+
+    def _columns_of(self, mod) -> torch.Tensor:
+        """Non-zero weights per input column of a Linear, kept while its weights are
+        unchanged."""
         key = self._weights_state(mod)
         col = self._columns.get(id(mod))
         if col is None or col[0] != key:
@@ -464,8 +567,9 @@ class LayerRecorder:
     def _fan_out(self, mod, sample_shape, wnz) -> tuple:
         """``F[c, position]``: weights (non-zero ones, or all when ``wnz`` is None) that
         each input element meets in one convolution of ``sample_shape``, as ``(weights
-        version, F, F as a host array or None, F's sum)``: the array and the sum are taken
-        once with F, not per call (issue 36)."""
+        version, F, F as a host array or None, F's sum or None)``: the array and the sum
+        are taken once with F, not per call (issue 36); the sum, the dense count, only of
+        the all-ones F (an int on the CPU, else a 0-dim tensor)."""
         # the non-zero fan-out is kept for the weights' current version only (training
         # changes them every step)
         key = (id(mod), sample_shape, wnz is None)
@@ -479,5 +583,11 @@ class LayerRecorder:
                 total = mod._conv_forward(ones, w, None).sum()
                 (grad,) = torch.autograd.grad(total, ones)
             fan = grad[0].round().to(torch.int64)
-            f = self._conv_f[key] = (version, fan, _host_array(fan), int(fan.sum()))
+            # the sum is the dense count, of the all-ones fan-out only (the non-zero one is
+            # re-made every training step and never summed): numpy's int on the CPU, a 0-dim
+            # tensor elsewhere (not read back: deferred)
+            fa = _host_array(fan)
+            total = None if wnz is not None else int(fa.sum()) if fa is not None \
+                else fan.sum()
+            f = self._conv_f[key] = (version, fan, fa, total)
         return f

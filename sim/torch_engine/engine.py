@@ -454,6 +454,7 @@ class TorchDevice(Device):
         module's buffers as compiled)."""
         for path, (kind, shape, params, op) in recorder.layers.items():
             self.ledger.record_layer(path, kind, shape, params, op)
+        recorder.flush()   # the counts kept on the device (CUDA): one read-back a block
         for name, bucket in recorder.activity.items():
             for what, n in bucket.items():
                 self.ledger.add_activity(what, n, scope=name)

@@ -1,4 +1,5 @@
-"""NeuroBench metrics (sim/neurobench.py) from the engines' counts, against hand counts."""
+"""NeuroBench metrics (sim/neurobench.py) from the engines' counts, against hand counts
+(each test on both activity paths: counted on the host, and deferred on the device)."""
 import json
 import math
 
@@ -15,7 +16,16 @@ from sim.ledger import Ledger
 from sim.neurobench import METRIC_UNITS, flat, inference_scope, metrics
 from sim.neuromorphic import Network
 from sim.neuromorphic.engine import NeuromorphicDevice
+from sim.torch_engine.activity import LayerRecorder
 from sim.torch_engine.engine import TorchDevice
+
+
+@pytest.fixture(autouse=True, params=["host", "deferred"])
+def activity_path(request, monkeypatch):
+    """Every test here twice: the activity counted on the host (the CPU's path) and kept on
+    the device until the block ends (CUDA's path, run on the CPU): the same hand counts."""
+    monkeypatch.setattr(LayerRecorder, "defer_on_cpu", request.param == "deferred")
+    return request.param
 
 
 def _linear_4_3():

@@ -243,6 +243,9 @@ def model_facts(module: nn.Module) -> dict[str, int]:
     params = list(module.parameters())
     buffers = list(module.buffers())
     weights = zeros = 0
+    # device -> non-zero counts of the weights on it, off the CPU: read back together, one
+    # wait per device instead of one per layer
+    on_device: dict[torch.device, list[torch.Tensor]] = {}
     with torch.no_grad(), _disable_current_modes():
         for mod in module.modules():
             if isinstance(mod, CONNECTION_LAYERS):
@@ -254,7 +257,12 @@ def model_facts(module: nn.Module) -> dict[str, int]:
                 continue
             for t in tensors:
                 weights += t.numel()
-                zeros += t.numel() - count_nonzero(t)
+                if t.device.type == "cpu":
+                    zeros += t.numel() - count_nonzero(t)
+                else:
+                    zeros += t.numel()
+                    on_device.setdefault(t.device, []).append(torch.count_nonzero(t))
+        zeros -= sum(int(torch.stack(counts).sum()) for counts in on_device.values())
     return {"parameters": sum(p.numel() for p in params),
             "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
             "buffer_bytes": sum(b.numel() * b.element_size() for b in buffers),

@@ -63,7 +63,8 @@ def _train(case: str, deferred: bool, monkeypatch, replay=False) -> TorchDevice:
     net = dev.compile(make())
     opt = torch.optim.SGD(net.parameters(), lr=0.5)
     g = torch.Generator().manual_seed(1)
-    data = [(batch(g), torch.randint(0, 3, (4,), generator=g)) for _ in range(4)]
+    data = [(dev.tensor(batch(g)), dev.tensor(torch.randint(0, 3, (4,), generator=g),
+                                              dtype=torch.int64)) for _ in range(4)]
     with dev.count("train", samples=16):
         for x, y in data:
             loss = nn.functional.cross_entropy(net(x), y)
@@ -150,6 +151,7 @@ def test_deferred_counts_are_not_read_back_per_call(case, monkeypatch):
     dev = _train(case, True, monkeypatch)
     assert reads == []
     assert dev.ledger.activity()["dense_synops"] > 0
-    # the guard does catch a read: the host path reads counts back on every call
-    with pytest.raises(AssertionError, match="activity read a tensor back"):
-        _train(case, False, monkeypatch)
+    if dev.torch_device.type == "cpu":
+        # the guard does catch a read: the CPU's host path reads counts back every call
+        with pytest.raises(AssertionError, match="activity read a tensor back"):
+            _train(case, False, monkeypatch)

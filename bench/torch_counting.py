@@ -34,7 +34,12 @@ the composite ops above them); both TorchDevice sides counted one whole epoch; t
 side's ledger equals the full side's (their nets start equal and train the same epochs, so
 even the NeuroBench activity matches) and its last epoch replayed every step. The cost memo
 and the recorded steps persist across epochs, as they do across a training run's count
-blocks. Last line:
+blocks. One more replayed epoch, not timed as a side, is split with timers: the CPU time of
+the layer recorder (NeuroBench activity and layer records, per module call) and of the
+resident-footprint bookkeeping (per priced op), as shares of the bare epoch
+(``replay_activity_share``, ``replay_footprint_share``): what replay pays above the
+interception floor besides following its record, which a C++ interception would still pay
+while they stay in Python. Last line:
 ``RESULT {json}`` with ``overhead_small``, ``overhead_large``, ``overhead_cnn`` (replay
 counting / bare CPU time), ``overhead_full_<workload>`` (full counting / bare),
 ``profiler_overhead_<workload>`` (the profiler with its read-back / bare) and
@@ -66,8 +71,10 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 import sim  # noqa: E402
 from bench._results import store  # noqa: E402
 from models.shared.training import seeded  # noqa: E402
+from sim.torch_engine.activity import LayerRecorder  # noqa: E402
 from sim.torch_engine.costs import is_free  # noqa: E402
 from sim.torch_engine.dispatch import ObserverMode  # noqa: E402
+from sim.torch_engine.engine import _Resident  # noqa: E402
 
 
 def _mlp(widths, seed=0):
@@ -231,6 +238,31 @@ def _profiled_ops(epoch) -> list[tuple]:
     return [(e.name(), e.shapes(), e.dtypes()) for e in prof.profiler.kineto_results.events()]
 
 
+def _replay_split(epoch) -> dict[str, float]:
+    """CPU seconds that one replayed ``epoch()`` spends in the layer recorder (NeuroBench
+    activity and layer records, per module call) and in the resident-footprint bookkeeping
+    (per priced op): what step replay pays above the interception floor besides following
+    its record. Timers wrap both for this one extra epoch, which no side's time includes."""
+    spent = {"activity": 0.0, "footprint": 0.0}
+
+    def timer(fn, key):
+        def timed(*args, **kwargs):
+            t = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[key] += time.process_time() - t
+        return timed
+
+    leave, touch = LayerRecorder.leave, _Resident.touch
+    LayerRecorder.leave, _Resident.touch = timer(leave, "activity"), timer(touch, "footprint")
+    try:
+        epoch()
+    finally:
+        LayerRecorder.leave, _Resident.touch = leave, touch
+    return spent
+
+
 def _timed(fns: dict, repeats: int) -> dict:
     """Best CPU seconds of each function over ``repeats`` turns (the functions alternate, so
     load on a shared machine hits all of them alike)."""
@@ -361,6 +393,7 @@ def run_workload(name: str, samples: int, repeats: int, cpp_floor: bool = True) 
                            f"{steps_per_epoch} steps")
     plain = best["plain"]
     steps = replayed.step_replay
+    split = _replay_split(devices["replay_fn"])   # after the checks: it trains one more epoch
     return {"batch": batch, "samples": samples, "plain_s": plain,
             "flopcounter_s": best["anchor"], "floor_s": best["floor"],
             "profiler_s": best["profiler"], "profiler_overhead": best["profiler"] / plain,
@@ -375,7 +408,9 @@ def run_workload(name: str, samples: int, repeats: int, cpp_floor: bool = True) 
             "floor_overhead": best["floor"] / plain, "macs": macs,
             "memo_hits": full.cost_memo.hits, "memo_misses": full.cost_memo.misses,
             "steps_replayed": steps.replayed, "steps_recorded": steps.recorded,
-            "steps_diverged": steps.diverged, "uncounted": full.ledger.uncounted()}
+            "steps_diverged": steps.diverged, "uncounted": full.ledger.uncounted(),
+            "replay_activity_share": split["activity"] / plain,
+            "replay_footprint_share": split["footprint"] / plain}
 
 
 RESULT_FILE = Path(__file__).resolve().parents[1] / "bench" / "out" / "torch_counting.json"
@@ -384,13 +419,22 @@ LABELS = {"small": "`small`: MLP 784-1000-10, batch 128, Adam",
           "cnn": "`cnn`: conv 16, pool, conv 32, pool, linear; batch 64, SGD momentum"}
 
 
+def _split_text(r: dict) -> str:
+    """The replay side's activity and footprint shares of bare time ("0.06 / 0.04"), or
+    "not measured" in a RESULT from before they were."""
+    if "replay_activity_share" not in r:
+        return "not measured"
+    return f"{r['replay_activity_share']:.2f} / {r['replay_footprint_share']:.2f}"
+
+
 def summary_text(result: dict) -> str:
     """The bench/RESULTS.md table of a stored RESULT: CPU time per epoch and each side's
     ratio to bare torch."""
     lines = ["| workload | samples | bare s/epoch | FlopCounterMode | interception floor | "
              "C++ callback floor | torch profiler + read-back | full counting | "
-             "**step replay** | steps replayed / recorded / diverged |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "**step replay** | of which activity / footprint | "
+             "steps replayed / recorded / diverged |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in result["workloads"].items():
         cpp = r.get("cpp_floor_overhead")
         lines.append(f"| {LABELS[name]} | {r['samples']} | {r['plain_s']:.3f} | "
@@ -398,7 +442,7 @@ def summary_text(result: dict) -> str:
                      f"{'not built' if cpp is None else f'{cpp:.2f}x'} | "
                      f"{r['profiler_overhead']:.2f}x | "
                      f"{r['overhead_full']:.2f}x | **{r['overhead']:.2f}x** | "
-                     f"{r['steps_replayed']} / {r['steps_recorded']} / "
+                     f"{_split_text(r)} | {r['steps_replayed']} / {r['steps_recorded']} / "
                      f"{r['steps_diverged']} |")
     return "\n".join(lines)
 
@@ -440,7 +484,9 @@ def main():
               f"{r['profiler_s']:7.3f} {r['profiler_overhead']:4.2f}x "
               f"{r['full_s']:7.3f} {r['overhead_full']:4.2f}x "
               f"{r['replay_s']:7.3f} {r['overhead']:4.2f}x  "
-              f"{r['steps_replayed']}/{r['steps_recorded']}/{r['steps_diverged']}")
+              f"{r['steps_replayed']}/{r['steps_recorded']}/{r['steps_diverged']}  "
+              f"(replay: activity {r['replay_activity_share']:.2f}, footprint "
+              f"{r['replay_footprint_share']:.2f} of bare)")
     for name, r in rows.items():
         if r["cpp_floor_not_built"]:
             print(f"{name}: the C++ callback was not built ({r['cpp_floor_not_built']})")

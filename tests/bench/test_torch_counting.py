@@ -18,8 +18,11 @@ def test_small_run_passes_the_checks_and_replays_its_last_epoch():
     # the replay side's last epoch replays both steps (the bench raises otherwise). Epoch 1
     # records step 1 and re-records step 2 (Adam's state was made in step 1), which ends
     # the block without the next batch's slicing; epoch 2's step 1 runs past that record's
-    # end (the slicing: diverged, recorded again) and step 2 replays; epoch 3 replays both
-    assert (r["steps_replayed"], r["steps_recorded"], r["steps_diverged"]) == (3, 3, 2)
+    # end (the slicing: diverged, recorded again) and step 2 replays; epoch 3 replays both;
+    # the untimed epoch the activity and footprint shares are measured on replays both too
+    assert (r["steps_replayed"], r["steps_recorded"], r["steps_diverged"]) == (5, 3, 2)
+    # that epoch spent CPU time in both (a timer that saw no call would read 0)
+    assert 0 < r["replay_activity_share"] < 1 and 0 < r["replay_footprint_share"] < 1
     # 2 epochs' worth counted: one epoch's MACs, forward 256 x (784 x 1000 + 1000 x 10)
     # and backward 2x that (weights and inputs; the first layer's input needs no gradient)
     assert r["macs"] == 256 * (784 * 1000 + 1000 * 10) * 2 + 256 * 1000 * 10
@@ -50,8 +53,9 @@ def test_results_table_is_rendered_from_the_stored_result():
 def test_readme_states_the_stored_overheads():
     """README's limits line quotes the stored run's ranges over the three workloads: with
     step replay (``overhead``), in full (``overhead_full``), the do-nothing dispatch mode
-    (``floor_overhead``), the C++ callback that only records (``cpp_floor_overhead``) and
-    torch's profiler with its read-back (``profiler_overhead``)."""
+    (``floor_overhead``), the C++ callback that only records (``cpp_floor_overhead``),
+    torch's profiler with its read-back (``profiler_overhead``), and the shares of bare time
+    replay spends in the activity counts and the footprint bookkeeping."""
     result = json.loads((ROOT / "bench" / "out" / "torch_counting.json").read_text())
     w = result["workloads"].values()
 
@@ -64,3 +68,5 @@ def test_readme_states_the_stored_overheads():
     assert (f"a Python dispatch mode that does nothing costs {span('floor_overhead')}, "
             f"a C++ callback that records each op's shapes {span('cpp_floor_overhead')}, "
             f"torch's C++-side profiler with shapes {span('profiler_overhead')}") in readme
+    assert (f"replay's NeuroBench activity alone takes {span('replay_activity_share')} "
+            f"and its footprint bookkeeping {span('replay_footprint_share')}") in readme

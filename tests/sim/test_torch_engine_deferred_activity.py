@@ -38,6 +38,11 @@ def _pruned_cnn():
     return net
 
 
+def _recurrent():
+    torch.manual_seed(0)
+    return Recurrent()
+
+
 def _spiking_mlp():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3))
@@ -51,7 +56,7 @@ CASES = {   # factory, a batch of inputs (generator -> tensor)
     # 0/1 inputs: spikes, their pairs are accumulates
     "spikes": (_spiking_mlp, lambda g: (torch.rand(4, 12, generator=g) > 0.6).float()),
     "real": (_spiking_mlp, lambda g: torch.randn(4, 12, generator=g)),
-    "recurrent": (lambda: Recurrent(), lambda g: torch.randn(4, 3, 6, generator=g)),
+    "recurrent": (_recurrent, lambda g: torch.randn(4, 3, 6, generator=g)),
 }
 
 
@@ -155,3 +160,23 @@ def test_deferred_counts_are_not_read_back_per_call(case, monkeypatch):
         # the guard does catch a read: the CPU's host path reads counts back every call
         with pytest.raises(AssertionError, match="activity read a tensor back"):
             _train(case, False, monkeypatch)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (a GPU machine)")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cuda_activity_equals_the_cpu_host_path(case, monkeypatch):
+    """The same weights and batch on CUDA (deferred counts) and on the CPU (host path): the
+    same NeuroBench activity, scope by scope (an inference: no training to drift apart)."""
+    make, batch = CASES[case]
+    x = batch(torch.Generator().manual_seed(1))
+    per_device = []
+    for prefer_cuda in (True, False):
+        dev = TorchDevice("a100", prefer_cuda=prefer_cuda)
+        assert dev.torch_device.type == ("cuda" if prefer_cuda else "cpu")
+        net = dev.compile(make())        # each factory seeds its own weights
+        with torch.no_grad():
+            dev.run(net, x)
+        per_device.append({s: dev.ledger.activity(s) for s in dev.ledger.scopes()})
+    assert per_device[0] == per_device[1]
+    assert any(a.get("dense_synops", 0) > 0 for a in per_device[0].values())

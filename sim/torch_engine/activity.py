@@ -269,6 +269,12 @@ def model_facts(module: nn.Module) -> dict[str, int]:
             "connection_weights": weights, "connection_zero_weights": zeros}
 
 
+_COUNT = torch.float32
+"""The dtype the 0/1 products of the synaptic-operation counts are computed in: whole numbers
+are exact in it to 2^24 (a count of weights one input meets, one gate's pairs); totals
+larger than that are summed in float64."""
+
+
 def cell_synops(mod: nn.Module, args: tuple, dense: bool, as_tensor: bool = False):
     """NeuroBench's synaptic operations of one call of an RNN or LSTM cell (its
     ``single_layer_MACs``): inputs, states and weights taken as 0/1 (all ones for the
@@ -280,10 +286,12 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool, as_tensor: bool = Fals
     outer tuple's tensors with ones), so Dense equals NeuroBench's value. An int, or with
     ``as_tensor`` the 0-dim tensor on the cell's device (not read back)."""
     def bits(t: torch.Tensor) -> torch.Tensor:
-        return torch.ones_like(t) if dense else (t != 0).to(t.dtype)
+        # 0/1 in float32 whatever the model's dtype: half and bfloat16 hold whole numbers
+        # only to 2048 and 256, and a gate's count of pairs can exceed both
+        return torch.ones_like(t, dtype=_COUNT) if dense else (t != 0).to(_COUNT)
 
     def state_bits(t: torch.Tensor) -> torch.Tensor:
-        return (t != 0).to(t.dtype) if isinstance(mod, nn.LSTMCell) else bits(t)
+        return (t != 0).to(_COUNT) if isinstance(mod, nn.LSTMCell) else bits(t)
 
     x = args[0]
     states = args[1] if len(args) > 1 and args[1] is not None else None
@@ -292,7 +300,7 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool, as_tensor: bool = Fals
     if states is not None:
         h = states[0] if isinstance(mod, nn.LSTMCell) else states
         gates = gates + bits(mod.weight_hh) @ state_bits(h).reshape(-1, h.shape[-1]).T
-    total = gates.sum()
+    total = gates.sum(dtype=torch.float64)   # float32 sums lose whole numbers past 2^24
     if isinstance(mod, nn.LSTMCell):
         if mod.bias:
             gates = gates + (bits(mod.bias_ih) + bits(mod.bias_hh))[:, None]
@@ -300,7 +308,8 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool, as_tensor: bool = Fals
         c = i * g
         if states is not None:
             c = c + f * state_bits(states[1]).reshape(-1, mod.hidden_size).T
-        total = total + c.sum() + (o * (c != 0)).sum()
+        total = (total + c.sum(dtype=torch.float64)
+                 + (o * (c != 0)).sum(dtype=torch.float64))
     return total if as_tensor else int(total)
 
 
@@ -584,7 +593,12 @@ class LayerRecorder:
         version = None if wnz is None else self._weights_state(mod)
         f = self._conv_f.get(key)
         if f is None or f[0] != version:
-            w = torch.ones_like(mod.weight) if wnz is None else wnz.to(mod.weight.dtype)
+            # 0/1 weights in float32 (float64 weights stay): in half or bfloat16 a count of
+            # more than 2048 or 256 weights met would round; float32 is exact to 2^24, and
+            # TF32 convolutions round only their inputs, here 0 and 1
+            dtype = torch.float64 if mod.weight.dtype == torch.float64 else _COUNT
+            w = (torch.ones_like(mod.weight, dtype=dtype) if wnz is None
+                 else wnz.to(dtype))
             with torch.enable_grad():
                 ones = torch.ones((1, *sample_shape), dtype=w.dtype, device=w.device,
                                   requires_grad=True)

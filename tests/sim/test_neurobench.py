@@ -1,5 +1,6 @@
 """NeuroBench metrics (sim/neurobench.py) from the engines' counts, against hand counts
 (each test on both activity paths: counted on the host, and deferred on the device)."""
+import copy
 import json
 import math
 
@@ -236,3 +237,57 @@ def test_lstm_cell_without_states_hand_count():
     dev.run(dev.compile(_CellStep(cell, None)), torch.tensor([[0.7, 0.0]]))
     m = metrics(dev.ledger)["SynapticOperations"]
     assert (m["Effective_MACs"], m["Dense"]) == (6.0, 10.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_conv_counts_are_exact_in_half_precision(dtype):
+    """A half or bfloat16 convolution: each input of a 64 -> 300 channel 3 x 3 layer meets up
+    to 300 x 9 = 2700 weights, more than half (2048) and bfloat16 (256) hold as whole
+    numbers; the counts come out as the binary-copy rule's in float64 (before the fan-out
+    was computed in the weights' dtype: bfloat16 gave Dense 4,943,872 per sample for
+    4,915,200)."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(64, 300, 3, padding=1).to(dtype)
+    with torch.no_grad():
+        conv.weight[conv.weight.abs() < 0.01] = 0.0
+    x = torch.relu(torch.randn(2, 64, 6, 6)).to(dtype)
+    syn = metrics(_run(nn.Sequential(conv), x))["SynapticOperations"]
+    ref = nn.Conv2d(64, 300, 3, padding=1).double()
+
+    def pairs(xb, wb):
+        return int(ref._conv_forward(xb, wb, None).sum())
+    eff = pairs((x != 0).double(), (conv.weight != 0).double())
+    dense = pairs(torch.ones(x.shape, dtype=torch.float64),
+                  torch.ones(conv.weight.shape, dtype=torch.float64))
+    # dense: in-bounds taps of a 3 x 3 kernel over the 6 x 6 positions, padding 1: 4 corners
+    # x 4 + 16 edge positions x 6 + 16 inner x 9 = 256 per channel pair; 300 x 64 x 256 =
+    # 4,915,200 a sample, 2 samples
+    assert dense == 2 * 4_915_200
+    assert (syn["Effective_MACs"], syn["Dense"]) == (eff / 2, dense / 2)
+
+
+@pytest.mark.parametrize("kind,dtype,size", [("rnn", torch.float32, 2000),
+                                              ("lstm", torch.bfloat16, 300)])
+def test_cell_counts_are_exact_past_the_dtypes_whole_numbers(kind, dtype, size):
+    """NeuroBench's own count on a float64 copy of the cell (exact) against the engine's on
+    the cell as it is: a float32 RNN cell whose total (~1.1e8 pairs) is past float32's
+    whole numbers (2^24), a bfloat16 LSTM cell whose gates meet 600 inputs (past 256)."""
+    nb = pytest.importorskip("neurobench.metrics.utils.layers.macs")
+    torch.manual_seed(0)
+    cell = (nn.RNNCell(size, size) if kind == "rnn" else nn.LSTMCell(size, size)).to(dtype)
+    with torch.no_grad():
+        for p in cell.parameters():
+            p[torch.rand(p.shape) < 0.1] = 0.0          # ~10% zero weights, unevenly
+    x = torch.randn(16, size).to(dtype)
+    x[torch.rand(x.shape) < 0.2] = 0.0
+    h = torch.randn(16, size).to(dtype)
+    states = (h, torch.randn(16, size).to(dtype)) if kind == "lstm" else h
+    exact = copy.deepcopy(cell).double()
+    states64 = tuple(s.double() for s in states) if kind == "lstm" else states.double()
+    effective = nb.single_layer_MACs((x.double(), states64), exact, total=False)[0]
+    dense = nb.single_layer_MACs((x.double(), states64), exact, total=True)[0]
+    dev = TorchDevice("a100")
+    dev.run(dev.compile(_CellStep(cell, states)), x)
+    m = metrics(dev.ledger)["SynapticOperations"]
+    # per sample: the metric divides by the 16 samples
+    assert (m["Effective_MACs"] * 16, m["Dense"] * 16) == (float(effective), float(dense))

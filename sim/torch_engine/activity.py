@@ -369,15 +369,19 @@ class LayerRecorder:
             self._pre_mem[id(mod)] = mem if isinstance(mem, torch.Tensor) else None
 
     def leave(self, mod: nn.Module, path: str, args, out) -> None:
-        # containers: their ops land in their leaves (the module's own registry rather than
-        # the children() generator: this runs on every module call, issue 36)
-        if any(m is not None for m in mod._modules.values()):
-            return
         kinds = _kinds(mod)
         neuron = kinds[0]
+        # containers: their ops land in their leaves (the module's own registry rather than
+        # the children() generator: this runs on every module call, issue 36). A spiking
+        # neuron that holds its recurrent connection (snnTorch's RLeaky, RSynaptic) is no
+        # leaf but still a neuron layer, as NeuroBench's hooks take it: its spikes and
+        # membranes count (its connection is counted as the Linear or convolution it is)
+        leaf = not any(m is not None for m in mod._modules.values())
+        if not leaf and not neuron:
+            return
         y = _neuron_output(mod, out) if neuron else _first_tensor(out)
         params = sum(p.numel() for p in mod._parameters.values() if p is not None)
-        if path or params:   # a parameter-free root (a loss) is no layer of the model
+        if leaf and (path or params):   # a parameter-free root (a loss) is no layer
             shape = tuple(y.shape) if y is not None else ()
             self.layers.pop(path, None)           # re-insert: recording order = last call
             op = kinds[4]

@@ -291,3 +291,69 @@ def test_cell_counts_are_exact_past_the_dtypes_whole_numbers(kind, dtype, size):
     m = metrics(dev.ledger)["SynapticOperations"]
     # per sample: the metric divides by the 16 samples
     assert (m["Effective_MACs"] * 16, m["Dense"] * 16) == (float(effective), float(dense))
+
+
+def _recurrent_neuron_net(kind: str) -> nn.Sequential:
+    """A spiking network whose hidden neuron holds its own recurrent connection: snnTorch's
+    RLeaky and RSynaptic (a Linear inside), SLSTM (an LSTM cell inside), RLeaky over
+    channels (a convolution inside); a Leaky output neuron."""
+    snn = pytest.importorskip("snntorch")
+    out = snn.Leaky(beta=0.9, init_hidden=True, output=True)
+    if kind == "rleaky_conv":
+        return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1),
+                             snn.RLeaky(beta=0.9, all_to_all=True, linear_features=None,
+                                        conv2d_channels=4, kernel_size=3, init_hidden=True),
+                             nn.Flatten(), nn.Linear(4 * 6 * 6, 3), out)
+    hidden = {"rleaky": lambda: snn.RLeaky(beta=0.9, linear_features=12, init_hidden=True),
+              "rsynaptic": lambda: snn.RSynaptic(alpha=0.8, beta=0.9, linear_features=12,
+                                                 init_hidden=True),
+              "slstm": lambda: snn.SLSTM(12, 12, init_hidden=True)}[kind]()
+    return nn.Sequential(nn.Linear(10, 12), hidden, nn.Linear(12, 4), out)
+
+
+@pytest.mark.parametrize("kind", ["rleaky", "rsynaptic", "slstm", "rleaky_conv"])
+def test_neurons_with_recurrent_connections_match_neurobench(kind):
+    """A neuron with a connection inside is no leaf module but still a neuron layer: its
+    spikes and membranes count, as NeuroBench's hooks take them (before, it was skipped as
+    a container: an RLeaky network's MembraneUpdates read 80 for NeuroBench's 320, its
+    ActivationSparsity 0.967 for 0.851). The oracle: the ``neurobench`` package's Benchmark
+    on the same weights and spikes."""
+    pytest.importorskip("neurobench")
+    from neurobench.benchmarks import Benchmark
+    from neurobench.metrics.workload import (
+        ActivationSparsity,
+        MembraneUpdates,
+        SynapticOperations,
+    )
+    from neurobench.models import SNNTorchModel
+    from snntorch import utils
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(3)
+    state = _recurrent_neuron_net(kind).state_dict()
+    shape = (8, 10, 1, 6, 6) if kind == "rleaky_conv" else (8, 20, 10)   # batch, steps, ...
+    x = (torch.rand(*shape) < 0.3).float()
+    theirs_net = _recurrent_neuron_net(kind)
+    theirs_net.load_state_dict(state)
+    data = DataLoader(TensorDataset(x, torch.zeros(x.shape[0])), batch_size=x.shape[0])
+    theirs = Benchmark(SNNTorchModel(theirs_net), data, [], [],
+                       [[], [ActivationSparsity, SynapticOperations, MembraneUpdates]]
+                       ).run(quiet=True)
+    dev = TorchDevice("a100")
+    ours_net = _recurrent_neuron_net(kind)
+    ours_net.load_state_dict(state)
+    ours_net = dev.compile(ours_net)
+    utils.reset(ours_net)
+    xs = dev.tensor(x)
+    with torch.no_grad(), dev.count("infer", samples=x.shape[0]):
+        for t in range(x.shape[1]):
+            ours_net(xs[:, t])
+    ours = metrics(dev.ledger)
+    assert ours["MembraneUpdates"] == pytest.approx(theirs["MembraneUpdates"], rel=1e-12)
+    assert ours["ActivationSparsity"] == pytest.approx(theirs["ActivationSparsity"],
+                                                       rel=1e-12)
+    syn = theirs["SynapticOperations"]
+    assert ours["SynapticOperations"] == pytest.approx(
+        {"Effective_MACs": syn["Effective_MACs"], "Effective_ACs": syn["Effective_ACs"],
+         "Dense": syn["Dense"]}, rel=1e-12)
+    assert ours["MembraneUpdates"] > 0 and 0 < ours["ActivationSparsity"] < 1

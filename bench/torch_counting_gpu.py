@@ -105,7 +105,7 @@ def run_workload(name: str, spec: tuple, repeats: int, device: torch.device) -> 
         dev = sim.device("h100")        # a GPU profile: torch on CUDA when there is one
         dev.replay = replay
         net_side = dev.compile(copy.deepcopy(template))   # the same initial weights
-        if next(net_side.parameters()).device != device:
+        if next(net_side.parameters()).device.type != device.type:   # cuda:0 is cuda
             raise RuntimeError(f"bench {name}: TorchDevice put the net on "
                                f"{next(net_side.parameters()).device}, expected {device}")
         opt_side = optim(net_side.parameters())

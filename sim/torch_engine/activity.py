@@ -603,7 +603,11 @@ class LayerRecorder:
             dtype = torch.float64 if mod.weight.dtype == torch.float64 else _COUNT
             w = (torch.ones_like(mod.weight, dtype=dtype) if wnz is None
                  else wnz.to(dtype))
-            with torch.enable_grad():
+            # the gradient needs autograd, which torch.inference_mode turns off: off here
+            # (under inference mode a CNN's count failed, "element 0 of tensors does not
+            # require grad"); w is made inside, a normal tensor autograd may save
+            with torch.inference_mode(False), torch.enable_grad():
+                w = w.clone()
                 ones = torch.ones((1, *sample_shape), dtype=w.dtype, device=w.device,
                                   requires_grad=True)
                 total = mod._conv_forward(ones, w, None).sum()

@@ -240,7 +240,7 @@ _MAX_POOL_BACKWARDS = {aten.max_pool2d_with_indices_backward,
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.nanmedian}
 
-FREE = {aten.detach, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
+FREE = {aten.detach, aten.detach_, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
         aten.new_empty, aten.empty_strided, aten.new_empty_strided, aten._unsafe_view,
         aten._local_scalar_dense, aten.set_, aten.resize_, aten.is_same_size,
         aten.sym_size, aten.sym_stride, aten.sym_numel,

@@ -104,6 +104,27 @@ class _CountingMode(ReplayingMode, ObserverMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        whole = _ARRIVES_WHOLE.get(id(func))
+        if whole is None:
+            whole = _ARRIVES_WHOLE[id(func)] = _has_composite_kernel(func)
+        if whole:
+            # a CompositeImplicitAutograd op (linear, conv2d, layer_norm, ...) reaches the
+            # mode undecomposed only where autograd's dispatch keys are off (under
+            # torch.inference_mode): run as ATen's composite kernel, the ops it stands for,
+            # with this mode entered again around them (as torch's FlopCounterMode does), so
+            # they are counted as under no_grad; the op itself has no price (inference mode
+            # counted a Linear's MACs as nothing). ATen's kernel, not torch's Python
+            # decomposition (``func.decompose``): an eval dropout's returns its input, the
+            # Python one a clone, a kernel no_grad does not run. Limit: the inner ops run
+            # below autograd here, where a choice made on which tensors require gradients
+            # can differ from torch's own run: matmul of a non-contiguous 3-D input by a
+            # weight (nn.MultiheadAttention's projections) takes one bmm where torch copies
+            # the input and folds it into an mm; the MACs are the same, 3 copy kernels of a
+            # TransformerEncoderLayer fewer (tests/sim/test_torch_engine_inference_mode.py)
+            if not any(isinstance(t, torch.Tensor) and t.is_nested
+                       for t in (*args, *kwargs.values())):   # nested: their own kernels
+                with self:
+                    return func._op_dk(_COMPOSITE, *args, **kwargs)
         out = func(*args, **kwargs)
         replay = self._replay
         if replay is not None:
@@ -158,6 +179,24 @@ class _CountingMode(ReplayingMode, ObserverMode):
             self.resident.touch(func, args, kwargs, out)
             return scope, cost
         return None, cost
+
+
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+_ARRIVES_WHOLE: dict[int, bool] = {}
+"""id(op) -> whether ATen has a CompositeImplicitAutograd kernel for the op (it then reaches a
+dispatch mode only undecomposed, under inference mode: :meth:`_CountingMode.__torch_dispatch__`)."""
+
+
+_BACKEND_KERNELS = ("CPU", "CUDA", "XPU", "MPS", "CompositeExplicitAutograd",
+                    "CompositeExplicitAutogradNonFunctional")
+
+
+def _has_composite_kernel(func) -> bool:
+    """ATen runs ``func`` as its CompositeImplicitAutograd kernel on every backend: it has
+    one, and no kernel of a backend or an explicit composite that would run instead."""
+    name = func.name()
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return has(name, _COMPOSITE) and not any(has(name, k) for k in _BACKEND_KERNELS)
 
 
 class _Resident:

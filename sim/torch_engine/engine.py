@@ -511,8 +511,11 @@ class TorchDevice(Device):
     def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer") -> Any:
         """Inference: ``module(x)`` without gradients, counted under ``scope``; ``x`` is
         moved to the engine's device first (a host-device copy, not counted)."""
-        if isinstance(x, torch.Tensor):
-            x = x.to(self.torch_device)
+        if not isinstance(x, torch.Tensor):
+            raise ModelError(f"TorchDevice.run: x is a {type(x).__name__}, not a tensor; run "
+                             "takes one batch-first tensor (for other inputs count the call: "
+                             "with dev.count('infer', samples=N): module(**inputs))")
+        x = x.to(self.torch_device)
         with torch.no_grad(), self.count(scope, samples=int(x.shape[0]) if x.dim() else 1):
             return module(x)
 

@@ -81,3 +81,16 @@ def test_inference_mode_linear_hand_count():
     assert dev.ledger.total_ops()["mac_fp32"] == 24
     assert dev.ledger.activity()["dense_synops"] == 24
     assert dev.ledger.uncounted() == {}
+
+
+@pytest.mark.parametrize("x", [{"x": torch.ones(2, 4)}, [torch.ones(2, 4)], 3.0])
+def test_run_refuses_what_is_not_a_tensor(x):
+    """``run`` takes one batch-first tensor; anything else is one line saying so and what to
+    do instead, before anything is counted (it was an AttributeError on ``dim``)."""
+    from sim.errors import ModelError
+    dev = TorchDevice("a100")
+    lin = dev.compile(nn.Linear(4, 3))
+    with pytest.raises(ModelError, match=r"x is a (dict|list|float), not a tensor; run "
+                                         r"takes one batch-first tensor"):
+        dev.run(lin, x)
+    assert dev.ledger.is_empty()

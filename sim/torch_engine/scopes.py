@@ -21,6 +21,15 @@ set's iteration order, which changes with the string hash seed of each process: 
 run gave 51 to 71 scopes. Nothing here orders by a hash or an object's address; dicts keyed
 by modules or tensors are only looked up, never iterated.
 
+Activation checkpointing (``torch.utils.checkpoint``) runs a forward again inside backward:
+those module calls take the path of their last forward call (the stack is empty then), the
+ops they run land in those modules' backward scopes (recomputing is backward's work), and
+they call no ``on_enter``/``on_leave`` (they are no new forward calls: NeuroBench's activity
+is the forward's).
+The recomputation may stop part-way (torch stops it once it has the tensors backward needs),
+so a module entered inside a backward pass may never leave: every entry remembers the
+backward pass it was made in, and one made in a pass that is no longer running is dropped.
+
 Limits: nodes created by a backward pass (``create_graph=True``) on another thread take a
 number from that thread's counter and may be named wrongly; nodes made before the block
 count at its root.
@@ -51,7 +60,9 @@ class ScopeTracker:
         # on_enter(mod, path, args) / on_leave(mod, path, args, out): called for every module
         # whose forward runs, with its path (the engine records layers and activity there)
         self._on_enter, self._on_leave = on_enter, on_leave
-        self._stack: list[tuple[nn.Module, str]] = []
+        # (module, path, graph task id when it was entered: -1 in forward)
+        self._stack: list[tuple[nn.Module, str, int]] = []
+        self._forward_paths: dict[nn.Module, str] = {}   # module -> path of its last forward
         self._names: dict[nn.Module, dict[nn.Module, str]] = {}  # caller -> {descendant: name}
         self._starts: list[int] = []   # sequence numbers at which the path changed ...
         self._paths: list[str] = []    # ... and the path from there on
@@ -80,14 +91,22 @@ class ScopeTracker:
         return type(mod).__name__ if name is None else name
 
     def _enter_module(self, mod: nn.Module, args) -> None:
+        task = torch._C._current_graph_task_id()
+        self._drop_stale(task)
         if self._stack:
-            caller, caller_path = self._stack[-1]
+            caller, caller_path, _ = self._stack[-1]
             name = self._relative_name(caller, mod)
             path = ".".join(p for p in (caller_path, name) if p)
+        elif task != -1:    # recomputed inside backward (checkpointing): its forward's path
+            path = self._forward_paths.get(mod, "")
         else:
             path = ""                           # the outermost module is the block's root
-        self._stack.append((mod, path))
-        if self._on_enter is not None:
+        if task == -1:
+            self._forward_paths[mod] = path
+        self._stack.append((mod, path, task))
+        # a forward recomputed inside backward is no new call of the module: no callbacks
+        # (the engine's layer records, NeuroBench activity and step events are the forward's)
+        if self._on_enter is not None and task == -1:
             self._on_enter(mod, path, args)
         # the module's own registry (what ``parameters(recurse=False)`` walks, without its
         # generator and duplicate set: this runs on every module call, issue 36)
@@ -100,11 +119,18 @@ class ScopeTracker:
         # pop down to ``mod``: a module whose forward raised never ran its post hook
         for i in range(len(self._stack) - 1, -1, -1):
             if self._stack[i][0] is mod:
-                if self._on_leave is not None:
+                if self._on_leave is not None and self._stack[i][2] == -1:
                     self._on_leave(mod, self._stack[i][1], args, out)
                 del self._stack[i:]
                 break
         self._mark(self._stack[-1][1] if self._stack else "")
+
+    def _drop_stale(self, task: int) -> None:
+        """Drop the entries made inside a backward pass other than ``task`` (it ended, and a
+        recomputation that stopped part-way left them)."""
+        stack = self._stack
+        while stack and stack[-1][2] != -1 and stack[-1][2] != task:
+            stack.pop()
 
     def _mark(self, path: str) -> None:
         seq = torch._C._autograd._get_sequence_nr()   # the number the next node will get
@@ -116,8 +142,14 @@ class ScopeTracker:
 
     def where(self) -> tuple[str, bool]:
         """``(path, backward)`` of the op running now."""
-        if torch._C._current_graph_task_id() == -1:
-            return (self._stack[-1][1] if self._stack else ""), False
+        task = torch._C._current_graph_task_id()
+        stack = self._stack
+        if task == -1:
+            if stack and stack[-1][2] != -1:
+                self._drop_stale(task)
+            return (stack[-1][1] if stack else ""), False
+        if stack and stack[-1][2] == task:   # a forward recomputed inside this backward
+            return stack[-1][1], True
         node = torch._C._current_autograd_node()
         if node is None:
             return "", True

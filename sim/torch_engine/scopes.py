@@ -26,9 +26,10 @@ those module calls take the path of their last forward call (the stack is empty 
 ops they run land in those modules' backward scopes (recomputing is backward's work), and
 they call no ``on_enter``/``on_leave`` (they are no new forward calls: NeuroBench's activity
 is the forward's).
-The recomputation may stop part-way (torch stops it once it has the tensors backward needs),
-so a module entered inside a backward pass may never leave: every entry remembers the
-backward pass it was made in, and one made in a pass that is no longer running is dropped.
+The recomputation may stop part-way (torch stops it by raising once it has the tensors
+backward needs): the leave hook is registered ``always_call``, so a forward that raised
+leaves too; and every entry remembers the backward pass it was made in, so one made in a pass
+that is no longer running is dropped whatever left it.
 
 Limits: nodes created by a backward pass (``create_graph=True``) on another thread take a
 number from that thread's counter and may be named wrongly; nodes made before the block
@@ -72,7 +73,9 @@ class ScopeTracker:
     def __enter__(self) -> Self:
         self._mark("")
         self._handles = [register_module_forward_pre_hook(self._enter_module),
-                         register_module_forward_hook(self._leave_module)]
+                         # always_call: a forward that raises leaves too (a recomputation
+                         # that checkpointing stops part-way raises to stop it)
+                         register_module_forward_hook(self._leave_module, always_call=True)]
         return self
 
     def __exit__(self, *exc) -> None:

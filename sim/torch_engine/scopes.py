@@ -122,7 +122,8 @@ class ScopeTracker:
         # pop down to ``mod``: a module whose forward raised never ran its post hook
         for i in range(len(self._stack) - 1, -1, -1):
             if self._stack[i][0] is mod:
-                if self._on_leave is not None and self._stack[i][2] == -1:
+                # out None: the forward raised (the hook is always_call), no call to record
+                if self._on_leave is not None and self._stack[i][2] == -1 and out is not None:
                     self._on_leave(mod, self._stack[i][1], args, out)
                 del self._stack[i:]
                 break

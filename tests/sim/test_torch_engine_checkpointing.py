@@ -77,3 +77,19 @@ def test_checkpointed_steps_replay(replay):
     # makes no optimizer state, so no step differs from the first)
     steps = dev.step_replay
     assert (steps.replayed, steps.recorded, steps.diverged) == (5, 1, 0)
+
+
+def test_a_forward_that_raises_records_no_call():
+    """The leave hook runs even when a forward raises (always_call, for checkpointing's
+    stopped recomputations): a failed call caught inside the block adds no layer call and
+    no activity, and the next call's path is the module's own."""
+    dev = TorchDevice("a100")
+    net = dev.compile(nn.Sequential(nn.Linear(4, 3)))
+    with torch.no_grad(), dev.count("infer", samples=2):
+        with pytest.raises(RuntimeError, match="cannot be multiplied"):
+            net(dev.tensor(torch.ones(2, 5)))        # wrong width: the Linear raises
+        net(dev.tensor(torch.ones(2, 4)))
+    # one call of 2 samples: 2 x 4 x 3 = 24 dense pairs, the MACs alike
+    assert dev.ledger.activity()["dense_synops"] == 24
+    assert dev.ledger.total_ops()["mac_fp32"] == 24
+    assert sorted(dev.ledger.scopes()) == ["infer", "infer/0/forward"]

@@ -80,7 +80,7 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
     import torch
     from torch.utils._pytree import tree_leaves
 
-    from sim.torch_engine.dispatch import ObserverMode, for_compiled_code
+    from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
 
     weights = {t.untyped_storage().data_ptr()
                for t in list(module.parameters()) + list(module.buffers())}
@@ -120,8 +120,8 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
 
     for x in inputs:
         touch(x, 0, create=True)
-    mode = for_compiled_code(_Trace)()
-    with torch.no_grad(), mode:
+    mode = _Trace()
+    with eager_while_observing(), torch.no_grad(), mode:
         out = module(*inputs)
     for t in tree_leaves(out):   # the outputs are read after the last op
         touch(t, mode.step + 1, create=True)

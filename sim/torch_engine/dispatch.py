@@ -6,11 +6,13 @@ torch wraps a ``TorchDispatchMode`` subclass's ``__torch_dispatch__`` in
 ``torch._dynamo`` on the first op (1-3 s of CPU time: most of a ``neuroedge estimate`` run's
 start-up, issue 36) and goes through dynamo's eval-frame switch on every op after. It only
 matters when ``torch.compile`` traces code that runs inside the mode; nothing in this
-project compiles inside a counting or tracing block, so the modes here opt out, and take the
-guard only where the process already uses ``torch.compile`` (:func:`for_compiled_code`).
+project compiles inside a counting or tracing block, so the modes here opt out; where the
+process uses ``torch.compile``, compiled code runs eagerly inside the block
+(:func:`eager_while_observing`).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import torch
@@ -26,21 +28,15 @@ class ObserverMode(TorchDispatchMode):
         return False
 
 
-_UNDER_COMPILE: dict[type, type] = {}
-
-
-def for_compiled_code(cls: type) -> type:
-    """``cls``, or, once this process uses ``torch.compile`` (``torch._dynamo`` imported), its
-    subclass whose ``__torch_dispatch__`` dynamo does not trace. A compiled model's ops reach
-    the mode from compiled frames, and dynamo then compiled the mode's own Python: a new
-    graph for each argument type, a recompile-limit warning after 8, seconds spent (a
-    compiled MLP counted under ``TorchDevice.count``). Without compile the mode stays
-    unwrapped (the module docstring)."""
+def eager_while_observing():
+    """A context in which ``torch.compile``d code runs eagerly, for a block that observes ops
+    with a mode here: ``torch.compiler.set_stance("force_eager")`` once this process uses
+    torch.compile (``torch._dynamo`` imported), else nothing. Inside an observing block a
+    compiled model's ops are its eager ops anyway, and dynamo, running compiled frames,
+    compiled the mode's own Python: 72 frames, 9 graphs and its recompile limit for a 3-layer
+    MLP counted under ``TorchDevice.count``. Nothing is compiled inside the block; the
+    compiled model compiles on its next call outside. Without compile nothing is imported
+    (the module docstring)."""
     if "torch._dynamo" not in sys.modules:
-        return cls
-    sub = _UNDER_COMPILE.get(cls)
-    if sub is None:
-        dispatch = torch._disable_dynamo(cls.__torch_dispatch__, recursive=True)
-        sub = _UNDER_COMPILE[cls] = type(cls.__name__ + "UnderCompile", (cls,),
-                                         {"__torch_dispatch__": dispatch})
-    return sub
+        return contextlib.nullcontext()
+    return torch.compiler.set_stance("force_eager")

@@ -51,7 +51,7 @@ from sim.torch_engine.costs import (
     reads_selected_rows_of_first_arg,
     tensor_bytes,
 )
-from sim.torch_engine.dispatch import ObserverMode, for_compiled_code
+from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
 from sim.torch_engine.replay import (
     ENTER,
     FREE,
@@ -456,15 +456,14 @@ class TorchDevice(Device):
             tracker = (ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
                        if steps is None else ScopeTracker(on_enter=on_enter,
                                                           on_leave=on_leave))
-            mode = self._mode = for_compiled_code(_CountingMode)(scope, tracker,
-                                                                 self.cost_memo, steps)
+            mode = self._mode = _CountingMode(scope, tracker, self.cost_memo, steps)
             # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off
             # while counting, those layers run as the linear, attention and norm ops they
             # stand for, counted the same on every device (costs.py's docstring)
             fastpath = torch.backends.mha.get_fastpath_enabled()
             torch.backends.mha.set_fastpath_enabled(False)
             try:
-                with tracker, mode:
+                with eager_while_observing(), tracker, mode:
                     yield
                     mode.end_step()   # the last step's tally, before the mode leaves
             finally:

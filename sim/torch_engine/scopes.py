@@ -37,6 +37,7 @@ count at its root.
 """
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
 from typing import Self
 
@@ -48,6 +49,21 @@ from torch.nn.modules.module import (
 )
 
 _ACCUMULATE_GRAD = 2 ** 64 - 1   # the sequence number every AccumulateGrad node has
+
+_WRAPPER_CLASSES: dict[type, bool] = {}
+
+
+def _is_compile_wrapper(mod: nn.Module) -> bool:
+    """``mod`` is ``torch.compile``'s wrapper (``OptimizedModule``, the model inside as
+    ``_orig_mod``): no level of the paths, no call of its own (the model inside is the one
+    that runs). Looked up once per class; dynamo is not imported for it."""
+    cls = type(mod)
+    wrapper = _WRAPPER_CLASSES.get(cls)
+    if wrapper is None:
+        eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+        wrapper = _WRAPPER_CLASSES[cls] = (eval_frame is not None
+                                           and issubclass(cls, eval_frame.OptimizedModule))
+    return wrapper
 
 
 class ScopeTracker:
@@ -94,6 +110,8 @@ class ScopeTracker:
         return type(mod).__name__ if name is None else name
 
     def _enter_module(self, mod: nn.Module, args) -> None:
+        if _is_compile_wrapper(mod):
+            return
         task = torch._C._current_graph_task_id()
         self._drop_stale(task)
         if self._stack:
@@ -119,6 +137,8 @@ class ScopeTracker:
         self._mark(path)
 
     def _leave_module(self, mod: nn.Module, args, out) -> None:
+        if _is_compile_wrapper(mod):
+            return
         # pop down to ``mod``: a module whose forward raised never ran its post hook
         for i in range(len(self._stack) - 1, -1, -1):
             if self._stack[i][0] is mod:

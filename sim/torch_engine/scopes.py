@@ -139,7 +139,8 @@ class ScopeTracker:
     def _leave_module(self, mod: nn.Module, args, out) -> None:
         if _is_compile_wrapper(mod):
             return
-        # pop down to ``mod``: a module whose forward raised never ran its post hook
+        # pop down to ``mod``: entries above it are calls that never left (a hook another
+        # library removed, say); a forward that raised leaves too (always_call)
         for i in range(len(self._stack) - 1, -1, -1):
             if self._stack[i][0] is mod:
                 # out None: the forward raised (the hook is always_call), no call to record

@@ -372,16 +372,20 @@ class LayerRecorder:
         kinds = _kinds(mod)
         neuron = kinds[0]
         # containers: their ops land in their leaves (the module's own registry rather than
-        # the children() generator: this runs on every module call, issue 36). A spiking
-        # neuron that holds its recurrent connection (snnTorch's RLeaky, RSynaptic) is no
-        # leaf but still a neuron layer, as NeuroBench's hooks take it: its spikes and
-        # membranes count (its connection is counted as the Linear or convolution it is)
-        leaf = not any(m is not None for m in mod._modules.values())
-        if not leaf and not neuron:
+        # the children() generator: this runs on every module call, issue 36). A layer of a
+        # kind NeuroBench counts is one with children too, as NeuroBench's hooks take it: a
+        # Linear or convolution under weight_norm / spectral_norm (its parametrizations are
+        # children), a spiking neuron that holds its recurrent connection (snnTorch's RLeaky,
+        # RSynaptic; the connection is counted as the Linear or convolution it is)
+        if any(m is not None for m in mod._modules.values()) and not (
+                neuron or kinds[1] or kinds[2] or kinds[3]):
             return
         y = _neuron_output(mod, out) if neuron else _first_tensor(out)
         params = sum(p.numel() for p in mod._parameters.values() if p is not None)
-        if leaf and (path or params):   # a parameter-free root (a loss) is no layer
+        parametrized = mod._modules.get("parametrizations")
+        if parametrized is not None:   # the tensors a parametrized weight is made of
+            params += sum(p.numel() for p in parametrized.parameters())
+        if path or params:   # a parameter-free root (a loss) is no layer of the model
             shape = tuple(y.shape) if y is not None else ()
             self.layers.pop(path, None)           # re-insert: recording order = last call
             op = kinds[4]

@@ -357,3 +357,33 @@ def test_neurons_with_recurrent_connections_match_neurobench(kind):
         {"Effective_MACs": syn["Effective_MACs"], "Effective_ACs": syn["Effective_ACs"],
          "Dense": syn["Dense"]}, rel=1e-12)
     assert ours["MembraneUpdates"] > 0 and 0 < ours["ActivationSparsity"] < 1
+
+
+def test_parametrized_layers_count_as_the_layers_they_are():
+    """A Linear under weight_norm or spectral_norm holds its parametrizations as children:
+    it is still a connection layer (before, it was skipped as a container: no synaptic
+    operations at all). NeuroBench 2.x's own hooks give negative counts on such layers, so
+    the check is by hand: dense 8 x 16 + 16 x 3 = 176 pairs a sample; effective, each
+    non-zero input times its column's non-zero weights of the weight the layer computes."""
+    from torch.nn.utils.parametrizations import spectral_norm, weight_norm
+    torch.manual_seed(0)
+    net = nn.Sequential(weight_norm(nn.Linear(8, 16)), nn.ReLU(),
+                        spectral_norm(nn.Linear(16, 3))).eval()
+    with torch.no_grad():
+        net[0].parametrizations.weight.original1[:, 0] = 0.0   # v's column 0: w's too
+    x = torch.relu(torch.randn(6, 8))
+    dev = TorchDevice("a100")
+    led_net = dev.compile(net)
+    dev.run(led_net, x)
+    syn = metrics(dev.ledger)["SynapticOperations"]
+    with torch.no_grad():
+        h = net[1](net[0](x))
+        eff = sum(int(((inp != 0).float() @ (lin.weight != 0).float().T).sum())
+                  for inp, lin in ((x, net[0]), (h, net[2])))
+    assert syn["Dense"] == 176.0
+    assert syn["Effective_MACs"] == pytest.approx(eff / 6, rel=1e-12)
+    assert syn["Effective_MACs"] < 176.0
+    layers = dev.ledger.layers()
+    # rows for both Linears, their parameters those the weight is made of: weight_norm's g
+    # (16) and v (16 x 8) and the bias (16) = 160; spectral_norm's weight (48) and bias (3)
+    assert (layers["0"]["parameters"], layers["2"]["parameters"]) == (160, 51)

@@ -851,6 +851,15 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         for t in lists[0]:
             op = _elementwise_op(packet, t.dtype)
             counts[op] = counts.get(op, 0) + t.numel()
+    elif name in _QUANTIZED_LINEARS:
+        return _quantized_linear_cost(name, args, inputs, outputs)
+    elif packet in (aten.quantize_per_tensor, aten.quantize_per_channel):
+        # a static quantized model's entry: per element a multiply by 1 / scale and the
+        # round, zero-point add and clamp taken as one more op
+        counts["flop_fp32"] = 2 * first.numel()
+    elif packet is aten.dequantize and first is not None and first.is_quantized:
+        # its exit: per element the zero point subtracted and the scale multiplied
+        counts["int_add"] = counts["flop_fp32"] = first.numel()
     elif torch.Tag.pointwise in func.tags:
         ref = outputs[0] if outputs else first
         op = _elementwise_op(packet, first.dtype if first is not None else ref.dtype)
@@ -870,6 +879,37 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         return {}, 0, 0, name
     read, write = _traffic(func, packet, args, kwargs, inputs, outputs)
     return {k: v for k, v in counts.items() if v}, read, write, ""
+
+
+_QUANTIZED_LINEARS = {"quantized.linear_dynamic", "quantized.linear_relu_dynamic",
+                      "quantized.linear_dynamic_fp16", "quantized.linear_relu_dynamic_fp16",
+                      "quantized.linear", "quantized.linear_relu"}
+"""torch.ao's quantized Linear kernels (``quantize_dynamic``'s and a converted static model's):
+the weight arrives packed (a ``LinearPackedParamsBase``, no tensor), so the generic rules
+see neither its work nor its bytes."""
+
+
+def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int], int, int, str]:
+    """One quantized Linear: the GEMM of the input's rows by the packed weight (out x in) in
+    int8 (``_fp16``: fp16 weights); a dynamic one first quantizes its float input (a min and
+    a max over it, then a scale per element: 3 ops an element) and dequantizes its float
+    output (a scale and the bias: 2 ops an element); a ``_relu`` one adds a max per output
+    element. Bytes: the input, the unpacked weight and bias, the output."""
+    x, y = inputs[0], outputs[0]
+    unpack = (torch.ops.quantized.linear_unpack_fp16 if name.endswith("_fp16")
+              else torch.ops.quantized.linear_unpack)
+    weight, bias = unpack(args[1])
+    k, n = weight.shape[1], weight.shape[0]
+    rows = x.numel() // max(k, 1)
+    counts = {"mac_fp16" if name.endswith("_fp16") else "mac_int8": rows * k * n}
+    if "dynamic" in name:
+        counts["flop_fp32"] = 3 * x.numel() + 2 * y.numel()
+    if "relu" in name:
+        op = "flop_fp32" if y.is_floating_point() else "int_add"
+        counts[op] = counts.get(op, 0) + y.numel()
+    read = (x.numel() * x.element_size() + weight.numel() * weight.element_size()
+            + (bias.numel() * bias.element_size() if bias is not None else 0))
+    return counts, read, y.numel() * y.element_size(), ""
 
 
 def tensor_bytes(tensors: Any) -> int:

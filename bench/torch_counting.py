@@ -263,15 +263,20 @@ def _replay_split(epoch) -> dict[str, float]:
     return spent
 
 
-def _timed(fns: dict, repeats: int) -> dict:
-    """Best CPU seconds of each function over ``repeats`` turns (the functions alternate, so
-    load on a shared machine hits all of them alike)."""
+def _timed(fns: dict, repeats: int, clock=time.process_time, sync=None) -> dict:
+    """Best ``clock`` seconds (CPU time by default) of each function over ``repeats`` turns
+    (the functions alternate, so load on a shared machine hits all of them alike); ``sync``
+    runs before and after each (a GPU's queued kernels timed with them)."""
     best = {name: float("inf") for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            t = time.process_time()
+            if sync is not None:
+                sync()
+            t = clock()
             fn()
-            best[name] = min(best[name], time.process_time() - t)
+            if sync is not None:
+                sync()
+            best[name] = min(best[name], clock() - t)
     return best
 
 

@@ -42,7 +42,7 @@ import torch  # noqa: E402
 import sim  # noqa: E402
 from bench._results import store  # noqa: E402
 from bench.gpu_measure import resnet18  # noqa: E402
-from bench.torch_counting import _epoch, _Floor, _mlp  # noqa: E402
+from bench.torch_counting import _epoch, _Floor, _mlp, _timed  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "torch_counting_gpu.json"
 
@@ -62,20 +62,6 @@ def _workloads(quick: bool, cuda: bool, steps: int, samples: int) -> dict:
     }
 
 
-def _timed(fns: dict, repeats: int, sync) -> dict:
-    """Best wall seconds of each function over ``repeats`` turns, synchronised before and
-    after (the functions alternate, so the machine's state hits all of them alike)."""
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            sync()
-            t = time.perf_counter()
-            fn()
-            sync()
-            best[name] = min(best[name], time.perf_counter() - t)
-    return best
-
-
 def _ops_and_bytes(ledger) -> dict:
     """Scope -> (op counts, bytes moved): what pricing reads, apart from the activity."""
     return {s: (ledger.ops(s), ledger.bytes(s)) for s in ledger.scopes()}
@@ -88,7 +74,7 @@ def run_workload(name: str, spec: tuple, repeats: int, device: torch.device) -> 
     g = torch.Generator().manual_seed(0)
     x = torch.rand(steps * batch, *shape, generator=g).to(device)
     y = torch.randint(0, 10, (steps * batch,), generator=g).to(device)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    sync = torch.cuda.synchronize if device.type == "cuda" else None
     ran: dict[str, list[int]] = {}
 
     def trained(side, n):
@@ -134,7 +120,7 @@ def run_workload(name: str, spec: tuple, repeats: int, device: torch.device) -> 
     ran.clear()
     best = _timed({"bare": lambda: trained("bare", _epoch(net, opt, x, y, batch)),
                    "floor": with_floor, "full": devices["full"][1], "replay": with_replay},
-                  repeats, sync)
+                  repeats, clock=time.perf_counter, sync=sync)
     for side, turns in ran.items():
         if turns != [steps] * repeats:
             raise RuntimeError(f"bench {name}: side {side} ran {turns} steps a turn, "

@@ -377,8 +377,8 @@ class LayerRecorder:
         # Linear or convolution under weight_norm / spectral_norm (its parametrizations are
         # children), a spiking neuron that holds its recurrent connection (snnTorch's RLeaky,
         # RSynaptic; the connection is counted as the Linear or convolution it is)
-        if any(m is not None for m in mod._modules.values()) and not (
-                neuron or kinds[1] or kinds[2] or kinds[3]):
+        counted = neuron or kinds[1] or kinds[2] or kinds[3]
+        if not counted and any(m is not None for m in mod._modules.values()):
             return
         y = _neuron_output(mod, out) if neuron else _first_tensor(out)
         params = sum(p.numel() for p in mod._parameters.values() if p is not None)
@@ -393,7 +393,7 @@ class LayerRecorder:
                                  op_class(mod) if op is None else op)
         # activity: the counts run torch ops, with the counting mode suspended; layers with
         # no activity (pooling, flatten, ...) skip entering it (issue 36)
-        if neuron or kinds[1] or kinds[2] or kinds[3]:
+        if counted:
             x = _first_tensor(args)
             with torch.no_grad(), _suspended(mod, x, y, kinds):
                 self._activity(mod, path, args, x, y, kinds)
@@ -609,9 +609,11 @@ class LayerRecorder:
                  else wnz.to(dtype))
             # the gradient needs autograd, which torch.inference_mode turns off: off here
             # (under inference mode a CNN's count failed, "element 0 of tensors does not
-            # require grad"); w is made inside, a normal tensor autograd may save
+            # require grad"); an inference tensor w is copied into a normal one autograd
+            # may save
             with torch.inference_mode(False), torch.enable_grad():
-                w = w.clone()
+                if w.is_inference():
+                    w = w.clone()
                 ones = torch.ones((1, *sample_shape), dtype=w.dtype, device=w.device,
                                   requires_grad=True)
                 total = mod._conv_forward(ones, w, None).sum()

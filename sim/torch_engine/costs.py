@@ -894,7 +894,8 @@ def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int],
     int8 (``_fp16``: fp16 weights); a dynamic one first quantizes its float input (a min and
     a max over it, then a scale per element: 3 ops an element) and dequantizes its float
     output (a scale and the bias: 2 ops an element); a ``_relu`` one adds a max per output
-    element. Bytes: the input, the unpacked weight and bias, the output."""
+    element. Bytes: the input, the weight as stored (int8, or fp16: ``linear_unpack_fp16``
+    hands it back as fp32) and the bias, the output."""
     x, y = inputs[0], outputs[0]
     unpack = (torch.ops.quantized.linear_unpack_fp16 if name.endswith("_fp16")
               else torch.ops.quantized.linear_unpack)
@@ -907,9 +908,10 @@ def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int],
     if "relu" in name:
         op = "flop_fp32" if y.is_floating_point() else "int_add"
         counts[op] = counts.get(op, 0) + y.numel()
-    read = (x.numel() * x.element_size() + weight.numel() * weight.element_size()
-            + (bias.numel() * bias.element_size() if bias is not None else 0))
-    return counts, read, y.numel() * y.element_size(), ""
+    stored = 2 if name.endswith("_fp16") else weight.element_size()
+    read = _nbytes([x]) + weight.numel() * stored + (_nbytes([bias]) if bias is not None
+                                                     else 0)
+    return counts, read, _nbytes([y]), ""
 
 
 def tensor_bytes(tensors: Any) -> int:

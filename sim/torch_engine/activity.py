@@ -228,6 +228,14 @@ def _first_tensor(x):
     return None
 
 
+def _values(t: torch.Tensor | None) -> torch.Tensor | None:
+    """The values the activity counts read: a quantized tensor's dequantized ones (a
+    ReLU or Sigmoid of a torch.ao static quantized model runs on quint8 tensors, which
+    have no count_nonzero: its counting raised NotImplementedError). Exact for what is
+    counted: ``scale * (q - zero_point)`` is 0 exactly where ``q`` is the zero point."""
+    return t.dequantize() if t is not None and t.is_quantized else t
+
+
 def _neuron_output(mod: nn.Module, out):
     """The spikes of an snnTorch neuron's output, as NeuroBench's NeuronHook takes them."""
     if getattr(mod, "init_hidden", False) and not getattr(mod, "output", False) \
@@ -396,7 +404,7 @@ class LayerRecorder:
         if counted:
             x = _first_tensor(args)
             with torch.no_grad(), _suspended(mod, x, y, kinds):
-                self._activity(mod, path, args, x, y, kinds)
+                self._activity(mod, path, args, _values(x), _values(y), kinds)
 
     # -- one leaf call's activity --------------------------------------------------------
     def _activity(self, mod, path, args, x, y, kinds) -> None:

@@ -234,7 +234,9 @@ _SCATTER_ADDS = {aten.scatter_add, aten.scatter_add_, aten.index_add, aten.index
 # Pooling with a window (kernel_size is the argument after the input).
 _POOLS = {aten.max_pool2d_with_indices, aten.avg_pool2d, aten.max_pool2d_with_indices_backward,
           aten.avg_pool2d_backward, aten.max_pool3d_with_indices, aten.avg_pool3d,
-          aten.max_pool3d_with_indices_backward, aten.avg_pool3d_backward}
+          aten.max_pool3d_with_indices_backward, aten.avg_pool3d_backward,
+          # a quantized tensor's max pooling (torch.ao static models)
+          aten.quantized_max_pool1d, aten.quantized_max_pool2d, aten.quantized_max_pool3d}
 _MAX_POOL_BACKWARDS = {aten.max_pool2d_with_indices_backward,
                        aten.max_pool3d_with_indices_backward}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
@@ -810,7 +812,7 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         counts[_elementwise_op(packet, first.dtype)] = first.numel()
     elif packet in _POOLS:
         kernel = args[2] if "backward" in name else args[1]
-        dims = 3 if "3d" in name else 2
+        dims = 3 if "3d" in name else 1 if "1d" in name else 2
         window = math.prod(kernel) if len(kernel) > 1 else kernel[0] ** dims   # [k] = k x k
         if "backward" not in name:
             n = outputs[0].numel() * window          # compare / add each window element
@@ -853,6 +855,20 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             counts[op] = counts.get(op, 0) + t.numel()
     elif name in _QUANTIZED_LINEARS:
         return _quantized_linear_cost(name, args, inputs, outputs)
+    elif name in _QUANTIZED_CONVS:
+        return _quantized_conv_cost(name, args, inputs, outputs)
+    elif name in _QUANTIZED_EMBEDDINGS:
+        return _quantized_embedding_cost(name, args, outputs)
+    elif packet in _QUANTIZED_RNNS:
+        return _quantized_rnn_cost(func, args, kwargs, inputs, outputs)
+    elif name in _QUANTIZED_PER_ELEMENT:
+        # a quantized tensor's elementwise kernel: integer ops per output element (per
+        # input element for the norms, which read their statistics), a fused ReLU one more
+        ref = outputs[0] if outputs else first
+        counts["int_add"] = ref.numel() * (_QUANTIZED_PER_ELEMENT[name] + ("relu" in name))
+    elif name == "quantized.matmul":
+        # int8 batched matrix product: (..., n, k) by (..., k, m), k products per output
+        counts["mac_int8"] = outputs[0].numel() * first.shape[-1]
     elif packet in (aten.quantize_per_tensor, aten.quantize_per_channel):
         # a static quantized model's entry: per element a multiply by 1 / scale and the
         # round, zero-point add and clamp taken as one more op
@@ -891,11 +907,13 @@ see neither its work nor its bytes."""
 
 def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int], int, int, str]:
     """One quantized Linear: the GEMM of the input's rows by the packed weight (out x in) in
-    int8 (``_fp16``: fp16 weights); a dynamic one first quantizes its float input (a min and
-    a max over it, then a scale per element: 3 ops an element) and dequantizes its float
-    output (a scale and the bias: 2 ops an element); a ``_relu`` one adds a max per output
-    element. Bytes: the input, the weight as stored (int8, or fp16: ``linear_unpack_fp16``
-    hands it back as fp32) and the bias, the output."""
+    int8 (``_fp16``: fp16 weights); a dynamic int8 one first quantizes its float input (a
+    min and a max over it, then a scale per element: 3 ops an element) and dequantizes its
+    float output (a scale and the bias: 2 ops an element); the fp16 one adds the bias to
+    each float output (1); a ``_relu`` one adds a max per output element. Requantizing a
+    static one's int32 sums to its output scale is not counted (nor for the convolutions).
+    Bytes: the input, the weight as stored (int8, or fp16: ``linear_unpack_fp16`` hands it
+    back as fp32) and the bias, the output."""
     x, y = inputs[0], outputs[0]
     unpack = (torch.ops.quantized.linear_unpack_fp16 if name.endswith("_fp16")
               else torch.ops.quantized.linear_unpack)
@@ -903,7 +921,12 @@ def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int],
     k, n = weight.shape[1], weight.shape[0]
     rows = x.numel() // max(k, 1)
     counts = {"mac_fp16" if name.endswith("_fp16") else "mac_int8": rows * k * n}
-    if "dynamic" in name:
+    if name.endswith("_fp16"):
+        # fbgemm's fp16 GEMM takes the float input as it is (the weights widen in the
+        # kernel): no quantization, the bias added to each output
+        if bias is not None:
+            counts["flop_fp32"] = y.numel()
+    elif "dynamic" in name:
         counts["flop_fp32"] = 3 * x.numel() + 2 * y.numel()
     if "relu" in name:
         op = "flop_fp32" if y.is_floating_point() else "int_add"
@@ -912,6 +935,133 @@ def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int],
     read = _nbytes([x]) + weight.numel() * stored + (_nbytes([bias]) if bias is not None
                                                      else 0)
     return counts, read, _nbytes([y]), ""
+
+
+_QUANTIZED_CONVS = {f"quantized.{kind}" for kind in (
+    "conv1d", "conv2d", "conv3d", "conv1d_relu", "conv2d_relu", "conv3d_relu",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv2d_add",
+    "conv2d_add_relu")}
+"""torch.ao's quantized convolution kernels (a converted static model's ``nnq.Conv*d``,
+``nniq.ConvReLU*d``, ``nnq.ConvTranspose*d``; oneDNN's fused ``conv2d_add``): their weight
+arrives packed, like the Linears'."""
+
+
+def _quantized_conv_cost(name, args, inputs, outputs) -> tuple[dict[str, int], int, int, str]:
+    """One quantized convolution: int8 products, torch's FLOP-counter rule (every output
+    element, padded positions included, meets ``in_channels / groups x kernel`` weights; a
+    transposed one: every input element meets ``out_channels / groups x kernel``). The
+    packed weight is unpacked for its shape (``out, in / groups, kernel...``; transposed
+    ``in, out / groups, kernel...``: the second dimension and the kernel either way). A
+    ``_add`` one adds the accumulated tensor to each output (1 op), a ``_relu`` one a max
+    (1 op). Bytes: the input (and accumulated tensor), the int8 weight and the bias, the
+    output."""
+    x, y = inputs[0], outputs[0]
+    packed = args[2] if "_add" in name else args[1]
+    weight, bias = packed.unpack()
+    taps = math.prod(weight.shape[1:])
+    counts = {"mac_int8": (x if "transpose" in name else y).numel() * taps}
+    extra = ("_add" in name) + ("relu" in name)
+    if extra:
+        counts["int_add"] = extra * y.numel()
+    read = (_nbytes(inputs) + weight.numel() * weight.element_size()
+            + (_nbytes([bias]) if bias is not None else 0))
+    return counts, read, _nbytes([y]), ""
+
+
+_QUANTIZED_EMBEDDINGS = {"quantized.embedding_byte", "quantized.embedding_4bit"}
+"""A quantized ``nn.Embedding`` (torch.ao's weight-only ``QuantizedEmbedding``): rows of 8 or
+4 bits with a float scale and offset per row, packed."""
+
+
+def _quantized_embedding_cost(name, args, outputs) -> tuple[dict[str, int], int, int, str]:
+    """One quantized embedding lookup: per index its row gathered and dequantized (a scale
+    and an offset per element: 2 fp32 ops). Bytes: the indices, per index its row as stored
+    (``dim`` bytes, or ``dim / 2`` for 4 bits, and the row's scale and offset: two fp32
+    for 8-bit rows, two fp16 for 4-bit ones, as fbgemm lays them out), the float output."""
+    indices, y = args[1], outputs[0]
+    weight = args[0].unpack()
+    dim = weight.shape[-1]
+    row = dim + 8 if name.endswith("_byte") else (dim + 1) // 2 + 4
+    read = _nbytes([indices]) + indices.numel() * row
+    return {"flop_fp32": 2 * y.numel()}, read, _nbytes([y]), ""
+
+
+_QUANTIZED_RNNS = {aten.quantized_lstm, aten.quantized_gru}
+"""``quantize_dynamic``'s nn.LSTM and nn.GRU: one kernel for every layer and direction, the
+weights packed per cell (int8, or fp16)."""
+
+
+def _quantized_rnn_cost(func, args, kwargs, inputs, outputs):
+    """One dynamic quantized LSTM or GRU: per position (time step x batch), layer and
+    direction, the cell's two GEMMs (input and hidden state by the gate weights,
+    ``G H (I_l + H)`` products, ``I_l`` the layer's input width) in the weights' type, and
+    the gate arithmetic of :func:`_rnn_cost` (:data:`_RNN_POINTWISE` per hidden unit). An
+    int8 cell quantizes each GEMM's float input (3 ops an element) and dequantizes its
+    outputs with the bias (2 ops an element, as :func:`_quantized_linear_cost`); an fp16
+    one adds the two biases (2 per gate output). Bytes: the generic reads and writes of the
+    tensors, plus every weight as stored and the fp32 biases."""
+    a = _named_args(func, args, kwargs)
+    x = a["input"] if "input" in a else a["data"]
+    hx = a["hx"]
+    h0 = hx[0] if isinstance(hx, (list, tuple)) else hx
+    lstm = func.overloadpacket is aten.quantized_lstm
+    gates, pointwise_per_unit = (4, _RNN_POINTWISE[2]) if lstm else (3, _RNN_POINTWISE[3])
+    layers, directions = a["num_layers"], 2 if a["bidirectional"] else 1
+    hidden, width = h0.shape[-1], x.shape[-1]
+    positions = x.numel() // width
+    fp16 = _cell_params_fp16(a["params"], a.get("dtype"))
+    products = pointwise = weight_elements = 0
+    for layer in range(layers):
+        layer_in = width if layer == 0 else directions * hidden
+        cell = gates * hidden * (layer_in + hidden)
+        weight_elements += cell
+        products += cell
+        pointwise += hidden * pointwise_per_unit
+        if fp16:
+            pointwise += 2 * gates * hidden if a["has_biases"] else 0
+        else:
+            pointwise += 3 * (layer_in + hidden) + 2 * 2 * gates * hidden
+    products *= positions * directions
+    pointwise *= positions * directions
+    weight_bytes = directions * weight_elements * (2 if fp16 else 1)
+    if a["has_biases"]:
+        weight_bytes += directions * layers * 2 * gates * hidden * 4
+    read, write = _traffic(func, func.overloadpacket, args, kwargs, inputs, outputs)
+    counts = {"mac_fp16" if fp16 else "mac_int8": products, "flop_fp32": pointwise}
+    return counts, read + weight_bytes, write, ""
+
+
+def _cell_params_fp16(params, dtype) -> bool:
+    """The packed cells of a quantized RNN hold fp16 weights (``quantize_dynamic`` with
+    ``dtype=torch.float16``), not int8: their state names the kind."""
+    if dtype is not None:
+        return dtype == torch.float16
+    try:
+        return params[0].__getstate__()[0][0] == "quantized_fp16"
+    except (AttributeError, IndexError, RuntimeError, TypeError):
+        return False
+
+
+_QUANTIZED_PER_ELEMENT = {
+    **{f"quantized.{op}{suffix}": 1 for op in ("add", "mul", "add_scalar", "mul_scalar")
+       for suffix in ("", "_relu", "_out", "_relu_out")},
+    # the activations as aten counts their float forms (hardswish 5, the others one op an
+    # element); softmax and the norms as theirs (5 and 7: their statistics are computed)
+    "quantized.hardswish": 5, "quantized.leaky_relu": 1, "quantized.relu6": 1,
+    "quantized.elu": 1, "quantized.celu": 1, "quantized.threshold": 1,
+    "quantized.sigmoid": 1, "quantized.softmax": 5, "quantized.layer_norm": 7,
+    "quantized.group_norm": 7, "quantized.instance_norm": 7,
+    # batch norm in inference, as the quantized kernel runs it: the running statistics,
+    # weight and bias folded into a scale and a shift per channel, 2 ops an element
+    **{f"quantized.batch_norm{d}{relu}": 2 for d in ("", "1d", "2d", "3d")
+       for relu in ("", "_relu")},
+    # concatenation moves bytes only
+    "quantized.cat": 0, "quantized.cat_relu": 0, "quantized.cat_out": 0,
+}
+"""torch.ao's quantized elementwise kernels (``FloatFunctional``'s add and mul, the quantized
+activations and norms): integer ops per output element (``int_add``, as integer tensors'
+pointwise ops count), a ``_relu`` form one more. Requantizing to the output's scale is not
+counted, as for the Linears."""
 
 
 def tensor_bytes(tensors: Any) -> int:

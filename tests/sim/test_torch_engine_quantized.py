@@ -30,10 +30,15 @@ def test_dynamic_quantized_linear(dtype, mac):
     led = _run(q)
     ops = led.total_ops()
     assert led.uncounted() == {}
-    # 4 x (8 x 16 + 16 x 3) = 704 products in the weights' type; fp32: the ReLU's 64, each
-    # Linear's input quantized (3 x 32, 3 x 64) and output dequantized (2 x 64, 2 x 12)
+    # 4 x (8 x 16 + 16 x 3) = 704 products in the weights' type; fp32: the ReLU's 64;
+    # int8: each Linear's input quantized (3 x 32, 3 x 64) and output dequantized with its
+    # bias (2 x 64, 2 x 12); fp16 (fbgemm's fp16 GEMM takes the float input as it is): the
+    # bias added to each output (64 + 12)
     assert ops[mac] == 704
-    assert ops["flop_fp32"] == 64 + 96 + 128 + 192 + 24
+    if dtype == torch.qint8:
+        assert ops["flop_fp32"] == 64 + 96 + 128 + 192 + 24
+    else:
+        assert ops["flop_fp32"] == 64 + 64 + 12
     # reads: Linear 1 its input 128 B, its 128 weights (1 B in int8, 2 B in fp16), fp32 bias
     # 64 B; the ReLU 256 B; Linear 2 its input 256 B, 48 weights, bias 12 B
     size = 1 if dtype == torch.qint8 else 2
@@ -69,3 +74,164 @@ def test_static_quantized_linear_relu():
     assert ops["mac_int8"] == 704
     assert ops["flop_fp32"] == 2 * 32 + 12
     assert ops["int_add"] == 64 + 12
+
+
+def _quantize_static(net, x):
+    """torch.ao eager static quantization of ``net`` (its QuantStub / DeQuantStub inside),
+    calibrated on ``x``; transposed convolutions take the per-tensor qconfig (torch has no
+    per-channel one for them)."""
+    net.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    for mod in net.modules():
+        if isinstance(mod, nn.modules.conv._ConvTransposeNd):
+            mod.qconfig = torch.ao.quantization.default_qconfig
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = torch.ao.quantization.prepare(net)
+        prepared(x)
+        return torch.ao.quantization.convert(prepared)
+
+
+def _float_macs(net, x) -> int:
+    with torch.utils.flop_counter.FlopCounterMode(display=False) as counter:
+        net(x)
+    return counter.get_total_flops() // 2
+
+
+@pytest.mark.parametrize("make, shape", [
+    # strided, grouped + dilated, transposed (grouped), pointwise 2-D convolutions
+    (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, stride=2),
+                           nn.Conv2d(8, 8, 3, groups=4, dilation=2),
+                           nn.ConvTranspose2d(8, 6, 3, stride=2, groups=2),
+                           nn.Conv2d(6, 4, 1)), (2, 3, 20, 20)),
+    (lambda: nn.Sequential(nn.Conv1d(3, 6, 5, padding=2, groups=3),
+                           nn.ConvTranspose1d(6, 4, 3, stride=2)), (2, 3, 30)),
+    (lambda: nn.Sequential(nn.Conv3d(2, 4, 3, padding=1),
+                           nn.ConvTranspose3d(4, 2, 2, stride=2)), (1, 2, 6, 6, 6)),
+], ids=["2d", "1d", "3d"])
+def test_static_quantized_convolutions_count_the_float_models_products(make, shape):
+    """A quantized convolution's weight arrives packed (they were uncounted): its int8
+    products equal torch's FlopCounterMode's MACs of the float model (77,232 / 6,120 /
+    60,480 here)."""
+    torch.manual_seed(0)
+    net = make().eval()
+    x = torch.rand(*shape)
+    macs = _float_macs(net, x)
+    q = _quantize_static(nn.Sequential(torch.ao.quantization.QuantStub(), net,
+                                       torch.ao.quantization.DeQuantStub()).eval(), x)
+    dev = TorchDevice("x86-avx2")
+    dev.run(dev.compile(q), x)
+    assert dev.ledger.uncounted() == {}
+    assert dev.ledger.total_ops()["mac_int8"] == macs
+
+
+class _QuantizedBlock(nn.Module):
+    """A MobileNet-style quantized block: conv-ReLU and depthwise conv-BN fused, a
+    residual add-ReLU, an unfused ReLU and a Sigmoid on quint8 tensors, concatenation,
+    max pooling, hardswish, a Linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.conv, self.relu = nn.Conv2d(2, 4, 3, padding=1), nn.ReLU()
+        self.dw, self.bn = nn.Conv2d(4, 4, 3, padding=1, groups=4), nn.BatchNorm2d(4)
+        self.add = torch.ao.nn.quantized.FloatFunctional()
+        self.cat = torch.ao.nn.quantized.FloatFunctional()
+        self.act, self.gate = nn.ReLU(), nn.Sigmoid()
+        self.pool, self.hs = nn.MaxPool2d(2), nn.Hardswish()
+        self.head = nn.Linear(8 * 4 * 4, 3)
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        a = self.relu(self.conv(self.quant(x)))
+        b = self.add.add_relu(a, self.bn(self.dw(a)))
+        x = self.cat.cat([self.act(b), self.gate(b)], 1)
+        x = self.hs(self.pool(x))
+        return self.dequant(self.head(x.flatten(1)))
+
+
+def test_static_quantized_block_counted_op_by_op():
+    torch.manual_seed(0)
+    net = _QuantizedBlock().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.fuse_modules(net, [["conv", "relu"], ["dw", "bn"]], inplace=True)
+    x = torch.randn(2, 2, 8, 8)
+    q = _quantize_static(net, x)
+    outputs = {}   # the quint8 outputs, dequantized after the run (no op in the ledger)
+    for name in ("act", "gate"):
+        getattr(q, name).register_forward_hook(
+            lambda m, i, o, name=name: outputs.__setitem__(name, o))
+    dev = TorchDevice("x86-avx2")
+    dev.run(dev.compile(q), x)
+    led = dev.ledger
+    assert led.uncounted() == {}
+    ops = led.total_ops()
+    # int8 products: conv 2 x 4 x 64 x (2 x 9) = 9,216; depthwise 2 x 4 x 64 x 9 = 4,608;
+    # head 2 x 128 x 3 = 768
+    assert ops["mac_int8"] == 9216 + 4608 + 768
+    # integer ops: the fused conv's ReLU 512; add-ReLU 2 x 512; the ReLU on quint8 512 and
+    # the Sigmoid 512 (one op an element, as integer tensors count); max pooling 2 x 8 x 4
+    # x 4 outputs x 4 window positions = 1,024; hardswish 5 x 256 = 1,280; the quantized
+    # output's dequantization 6 (and 6 fp32); depthwise BN folded into its convolution
+    assert ops["int_add"] == 512 + 1024 + 512 + 512 + 1024 + 1280 + 6
+    # fp32: the input's quantization 2 x 256, the output's dequantization 6
+    assert ops["flop_fp32"] == 512 + 6
+    # FloatFunctional's add-ReLU and cat are no forward calls: the block's own scope holds
+    # them and the flatten's copy of the channels-last pooled tensor. Bytes: add-ReLU reads
+    # 2 x 512 quint8 and writes 512; cat (bytes only) reads 2 x 512 and writes 1,024; the
+    # copy 256 and 256
+    assert led.ops("infer") == {"int_add": 1024, "kernel_launch": 3}
+    assert led.bytes("infer") == {("offchip", "read"): 1024 + 1024 + 256,
+                                  ("offchip", "write"): 512 + 1024 + 256}
+    # NeuroBench activity of the ReLU and Sigmoid on quint8 tensors (their count raised
+    # NotImplementedError): zeros of the dequantized values, where the integer is the
+    # zero point
+    zeros = [int((outputs[n].dequantize() == 0).sum()) for n in ("act", "gate")]
+    assert led.activity() == {"activations": 1024, "activations_zero": sum(zeros)}
+    assert zeros[0] > 0      # the ReLU zeroes some: the count reads the values
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU])
+@pytest.mark.parametrize("dtype", [torch.qint8, torch.float16])
+def test_dynamic_quantized_rnn(cls, dtype):
+    """quantize_dynamic's LSTM and GRU run as one ``quantized_lstm`` / ``quantized_gru``
+    kernel with packed cells (uncounted before): the float layer's products in the
+    weights' type, and the gate arithmetic with the cell's (de)quantization."""
+    torch.manual_seed(0)
+    net = nn.Sequential(cls(5, 7, batch_first=True)).eval()
+    x = torch.rand(3, 4, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = torch.ao.quantization.quantize_dynamic(net, {cls}, dtype=dtype)
+    dev = TorchDevice("x86-avx2")
+    dev.run(dev.compile(q), x)
+    ops = dev.ledger.total_ops()
+    assert dev.ledger.uncounted() == {}
+    gates, per_unit = (4, 13) if cls is nn.LSTM else (3, 10)
+    # 12 positions x gates x 7 x (5 + 7) products: 4,032 (LSTM), 3,024 (GRU)
+    mac = "mac_int8" if dtype == torch.qint8 else "mac_fp16"
+    assert ops[mac] == 12 * gates * 7 * 12
+    # per position: the gate arithmetic 7 x per_unit; int8: both GEMMs' inputs quantized
+    # 3 x (5 + 7), their 2 x gates x 7 outputs dequantized with the bias 2 each; fp16: the
+    # two biases added, 2 x gates x 7. LSTM int8: 12 x (91 + 36 + 112) = 2,868
+    extra = 3 * 12 + 4 * gates * 7 if dtype == torch.qint8 else 2 * gates * 7
+    assert ops["flop_fp32"] == 12 * (7 * per_unit + extra)
+
+
+def test_quantized_embedding():
+    net = nn.Sequential(nn.Embedding(50, 16)).eval()
+    net[0].qconfig = torch.ao.quantization.float_qparams_weight_only_qconfig
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = torch.ao.quantization.convert(torch.ao.quantization.prepare(net))
+    dev = TorchDevice("x86-avx2")
+    dev.run(dev.compile(q), torch.randint(0, 50, (2, 7)))
+    led = dev.ledger
+    assert led.uncounted() == {}
+    # 14 rows of 16 dequantized (scale and offset): 448 fp32 ops; reads the 14 int64
+    # indices (112 B) and 14 rows of 16 B + an fp32 scale and offset (24 B): 448 B;
+    # writes 14 x 16 floats
+    assert led.total_ops()["flop_fp32"] == 448
+    scope = [s for s in led.scopes() if s.endswith("0/forward")][0]
+    assert led.bytes(scope) == {("offchip", "read"): 112 + 14 * 24,
+                                ("offchip", "write"): 14 * 16 * 4}

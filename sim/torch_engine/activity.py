@@ -52,6 +52,8 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import _disable_current_modes
 
+from sim.torch_engine.costs import packed_weights
+
 
 def _host_array(t: torch.Tensor) -> np.ndarray | None:
     """``t`` as a numpy view when it lives on the CPU in a dtype numpy has, else None."""
@@ -271,10 +273,36 @@ def model_facts(module: nn.Module) -> dict[str, int]:
                     zeros += t.numel()
                     on_device.setdefault(t.device, []).append(torch.count_nonzero(t))
         zeros -= sum(int(torch.stack(counts).sum()) for counts in on_device.values())
-    return {"parameters": sum(p.numel() for p in params),
-            "parameter_bytes": sum(p.numel() * p.element_size() for p in params),
+        # a torch.ao quantized model's weights are packed, no parameters: counted as
+        # stored; a quantized Linear's or convolution's weight (not its bias) and a dynamic
+        # RNN cell's weights and biases are connection weights, as the float layers' are
+        packed = packed_parameters(module)
+        for obj in packed:
+            cell = obj._type().qualified_name().endswith(".CellParamsBase")
+            embedding = obj._type().qualified_name().endswith("EmbeddingPackedParamsBase")
+            for t, _, bias in packed_weights(obj):
+                if embedding or (bias and not cell):
+                    continue
+                weights += t.numel()
+                zeros += t.numel() - count_nonzero(t.dequantize() if t.is_quantized else t)
+    stored = [(t.numel(), nbytes) for obj in packed for t, nbytes, _ in packed_weights(obj)]
+    return {"parameters": sum(p.numel() for p in params) + sum(n for n, _ in stored),
+            "parameter_bytes": sum(p.numel() * p.element_size() for p in params)
+            + sum(b for _, b in stored),
             "buffer_bytes": sum(b.numel() * b.element_size() for b in buffers),
             "connection_weights": weights, "connection_zero_weights": zeros}
+
+
+def packed_parameters(module: nn.Module) -> list[torch.ScriptObject]:
+    """The packed-weight objects of ``module``'s torch.ao quantized layers (a converted
+    model's Linears, convolutions, embeddings, ``quantize_dynamic``'s LSTM and GRU cells:
+    :func:`sim.torch_engine.costs.packed_weights`), each once."""
+    found: dict[int, torch.ScriptObject] = {}
+    for mod in module.modules():
+        for value in vars(mod).values():
+            if isinstance(value, torch.ScriptObject) and packed_weights(value):
+                found.setdefault(id(value), value)
+    return list(found.values())
 
 
 _COUNT = torch.float32

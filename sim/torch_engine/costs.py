@@ -1042,6 +1042,61 @@ def _cell_params_fp16(params, dtype) -> bool:
         return False
 
 
+_SUB_BYTE_BITS = {torch.quint4x2: 4, torch.quint2x4: 2}
+
+
+def packed_weights(obj) -> list[tuple[torch.Tensor, int, bool]]:
+    """The tensors a torch.ao packed-weight object holds (a quantized Linear's, convolution's
+    or embedding's ``*PackedParamsBase``, a dynamic RNN's ``CellParamsBase``), each as
+    ``(tensor unpacked, bytes as stored, is a bias)``. They are no parameters or buffers
+    of their module: a converted model's ``parameters()`` are empty. Stored bytes: a
+    quantized tensor's integers (1 B; an embedding's rows at its bit rate, 8, 4 or 2 bits)
+    with a scale and a zero point per tensor or per channel (8 B; an embedding row of 4 or
+    2 bits 4 B, two fp16, as fbgemm lays them out); a packed Linear that
+    unpacks to float holds fp16 weights (fbgemm's only float packing; 2 B); biases fp32.
+    [] for another script object."""
+    try:
+        kind = obj._type().qualified_name()
+    except (AttributeError, RuntimeError):
+        return []
+    if kind.endswith(".CellParamsBase"):
+        # (kind, the biases of an int8 cell, ..., the cell's two packed Linears, which
+        # hold the biases too: counted once)
+        state = obj.__getstate__()[0]
+        out = [w for linear in state[4] for w in packed_weights(linear)]
+        if not any(bias for _, _, bias in out):
+            out += [(t, t.numel() * t.element_size(), True) for t in state[1]
+                    if isinstance(t, torch.Tensor)]
+        return out
+    if not kind.endswith("PackedParamsBase"):
+        return []
+    unpacked = obj.unpack()
+    tensors = unpacked if isinstance(unpacked, tuple) else (unpacked,)
+    # an embedding's rows may be packed at 4 or 2 bits (unpacked to quint8)
+    bits = obj.bit_rate() if kind.endswith("EmbeddingPackedParamsBase") else None
+    out = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            continue
+        if t.is_quantized:
+            channels = (t.q_per_channel_scales().numel()
+                        if t.qscheme() in _PER_CHANNEL else 1)
+            # fbgemm keeps a sub-byte row's scale and offset in fp16
+            qparams = 4 if bits is not None and bits < 8 else 8
+            stored = (t.numel() * (bits or _SUB_BYTE_BITS.get(t.dtype, 8)) + 7) // 8 \
+                + qparams * channels
+        elif i == 0 and kind.endswith("LinearPackedParamsBase"):
+            stored = 2 * t.numel()
+        else:
+            stored = t.numel() * t.element_size()
+        out.append((t, stored, i > 0))
+    return out
+
+
+_PER_CHANNEL = (torch.per_channel_affine, torch.per_channel_symmetric,
+                torch.per_channel_affine_float_qparams)
+
+
 _QUANTIZED_PER_ELEMENT = {
     **{f"quantized.{op}{suffix}": 1 for op in ("add", "mul", "add_scalar", "mul_scalar")
        for suffix in ("", "_relu", "_out", "_relu_out")},

@@ -48,8 +48,8 @@ from sim.torch_engine.activity import LayerRecorder, model_facts
 from sim.torch_engine.costs import (
     CostMemo,
     mutated_args,
+    packed_weights,
     reads_selected_rows_of_first_arg,
-    tensor_bytes,
 )
 from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
 from sim.torch_engine.replay import (
@@ -227,6 +227,8 @@ class _Resident:
         # no storage object, weakref or lookup for it (issue 36)
         self._known: dict[int, tuple] = {}
         self._plans: dict[int, tuple] = {}   # id(op) -> (written positions, gathers)
+        # id -> (packed-weight object, its stored bytes): a quantized model's weights
+        self.packed: dict[int, tuple] = {}
 
     def writes_to(self, t: torch.Tensor) -> int:
         """Ops in this block that wrote ``t``'s storage."""
@@ -283,6 +285,10 @@ class _Resident:
                 for t in a:
                     if isinstance(t, _Tensor):
                         add(t, written, gathered)
+                    elif isinstance(t, _ScriptObject):   # a dynamic RNN's packed cells
+                        self._add_packed(t)
+            elif isinstance(a, _ScriptObject):   # a quantized kernel's packed weights
+                self._add_packed(a)
         if kwargs:
             for a in kwargs.values():
                 for t in _flat_tensors(a):
@@ -293,10 +299,19 @@ class _Resident:
             for t in _flat_tensors(out):
                 add(t, True)
 
+    def _add_packed(self, obj) -> None:
+        """A torch.ao packed-weight object an op read (a quantized Linear's, convolution's,
+        embedding's, RNN cell's): read-only state of the bytes it stores, held until the
+        block ends (a script object takes no weak reference; its module holds it anyway)."""
+        if id(obj) not in self.packed:
+            self.packed[id(obj)] = (obj, sum(b for _, b, _ in packed_weights(obj)))
+
     def footprint(self) -> tuple[int, int, int]:
-        """(writable, read-only, streamed) bytes of the storages still alive; streamed is
-        the part of read-only that ops only gathered rows from."""
-        w = r = streamed = 0
+        """(writable, read-only, streamed) bytes of the storages still alive and of the
+        packed weights read; streamed is the part of read-only that ops only gathered rows
+        from."""
+        w = streamed = 0
+        r = sum(nbytes for _, nbytes in self.packed.values())
         for nbytes, written, storage, gathered_only in self.seen.values():
             if storage() is not None:
                 if written:
@@ -308,6 +323,7 @@ class _Resident:
 
 
 _Tensor = torch.Tensor
+_ScriptObject = torch.ScriptObject
 
 
 def _flat_tensors(x) -> list[torch.Tensor]:
@@ -384,7 +400,9 @@ class TorchDevice(Device):
         if not isinstance(module, torch.nn.Module):
             raise ModelError(f"[TorchDevice.compile] expected a torch.nn.Module, got "
                              f"{type(module).__name__}")
-        footprint = (tensor_bytes(list(module.parameters()) + list(module.buffers()))
+        facts = model_facts(module)
+        # parameters and buffers, and a torch.ao quantized model's packed weights as stored
+        footprint = (facts["parameter_bytes"] + facts["buffer_bytes"]
                      if stored_bytes is None else stored_bytes)
         # a GPU/CPU holds the model in device memory; a microcontroller (bitwise profile, no
         # offchip level) in its SRAM and flash together; the run's state is checked against
@@ -403,7 +421,7 @@ class TorchDevice(Device):
             self._placed.append(module)
         # the ledger gets the model's facts when a counting block ends (_record_layers): a
         # run that counts nothing leaves its ledger empty
-        self._buffer_bytes[id(module)] = model_facts(module)["buffer_bytes"]
+        self._buffer_bytes[id(module)] = facts["buffer_bytes"]
         return module
 
     def tensor(self, x, dtype=torch.float32) -> torch.Tensor:

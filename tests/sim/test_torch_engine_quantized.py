@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+from sim.errors import HardwareLimitError
 from sim.torch_engine.engine import TorchDevice
 
 
@@ -235,3 +236,40 @@ def test_quantized_embedding():
     scope = [s for s in led.scopes() if s.endswith("0/forward")][0]
     assert led.bytes(scope) == {("offchip", "read"): 112 + 14 * 24,
                                 ("offchip", "write"): 14 * 16 * 4}
+
+
+def _dynamic_mlp(hidden: int):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, 10)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return net, torch.ao.quantization.quantize_dynamic(net, {nn.Linear}, dtype=torch.qint8)
+
+
+def test_quantized_weights_are_the_models_parameters_and_must_fit():
+    """A converted model's weights are packed, no parameters(): its facts said 0
+    parameters and 0 B, and any quantized model fit any device."""
+    net, q = _dynamic_mlp(1000)
+    # float: 795,010 parameters, 3,180,040 B > stm32l4r5's 655,360 B SRAM + 2,097,152 B
+    # flash = 2,752,512 B: refused
+    with pytest.raises(HardwareLimitError, match="3180040 B exceeds"):
+        TorchDevice("stm32l4r5").compile(net)
+    # int8: 794,000 weights at 1 B, 1,010 fp32 biases (4,040 B), a scale and a zero point
+    # per weight tensor (2 x 8 B): 798,056 B, fits
+    dev = TorchDevice("stm32l4r5")
+    x = torch.rand(1, 784)
+    dev.run(dev.compile(q), x)
+    facts = dev.ledger.models()["Sequential"]
+    weights = [m.weight().dequantize() for m in (q[0], q[2])]
+    assert facts == {"parameters": 795_010, "parameter_bytes": 798_056, "buffer_bytes": 0,
+                     "connection_weights": 794_000,
+                     "connection_zero_weights": sum(int((w == 0).sum()) for w in weights)}
+    # the run's state: the packed weights and the input (3,136 B) read-only, the output
+    # (40 B) written
+    assert dev.ledger.footprints()["infer"] == {"writable": 40, "read_only": 798_056 + 3136,
+                                                "blocks": 1}
+    # 784-2000-10 in int8: 1,568,000 + 20,000 weights + 8,040 B biases + 16 B = 1,596,056 B
+    # fits; 784-4000-10: 3,136,000 + 40,000 + 16,040 + 16 = 3,192,056 B does not
+    TorchDevice("stm32l4r5").compile(_dynamic_mlp(2000)[1])
+    with pytest.raises(HardwareLimitError, match="3192056 B exceeds"):
+        TorchDevice("stm32l4r5").compile(_dynamic_mlp(4000)[1])

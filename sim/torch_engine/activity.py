@@ -47,12 +47,14 @@ NeuroBench's own.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import torch
 from torch import nn
 from torch.utils._python_dispatch import _disable_current_modes
 
-from sim.torch_engine.costs import packed_weights
+from sim.torch_engine.costs import is_packed_weights, packed_weights
 
 
 def _host_array(t: torch.Tensor) -> np.ndarray | None:
@@ -146,16 +148,39 @@ def _host_spiking(a: np.ndarray) -> bool:
     return not _not_spikes(flat)
 
 
+def quantized_layer(mod: nn.Module) -> str | None:
+    """``"conv"``, ``"dense"`` or ``"layer"`` for a torch.ao quantized layer that holds
+    packed weights (a converted or dynamic model's convolutions, Linears, embeddings,
+    LSTMs and GRUs: no ``nn`` layer class, no ``parameters()``, and the Linears, embeddings
+    and RNNs keep their packed weights in child modules), None for any other module. Reads
+    only the torch.ao modules already imported: a model made of them imported them."""
+    quantized = sys.modules.get("torch.ao.nn.quantized")
+    if quantized is None:
+        return None
+    if isinstance(mod, quantized.modules.conv._ConvNd):
+        return "conv"
+    if isinstance(mod, quantized.modules.linear.Linear):   # dynamic and fused ones too
+        return "dense"
+    if isinstance(mod, quantized.modules.embedding_ops.Embedding):
+        return "layer"
+    dynamic = sys.modules.get("torch.ao.nn.quantized.dynamic")
+    if dynamic is not None and isinstance(mod, dynamic.modules.rnn.RNNBase):
+        return "layer"
+    return None
+
+
 def op_class(mod: nn.Module) -> str:
     """The kernel class a deployed inference library runs for leaf ``mod``
     (:data:`sim.ledger.OP_CLASSES`), or "" for a module of no known class. A convolution
     with one input channel per output group and more than one group is depthwise
     (TFLite's DEPTHWISE_CONV_2D, CMSIS-NN's ``arm_depthwise_conv_*``); 1 x 1 (pointwise)
-    convolutions are standard convolutions, as TFLite runs them (CONV_2D)."""
-    if isinstance(mod, nn.modules.conv._ConvNd):
+    convolutions are standard convolutions, as TFLite runs them (CONV_2D). torch.ao's
+    quantized convolutions and Linears are of their float layers' classes."""
+    quantized = quantized_layer(mod)
+    if isinstance(mod, nn.modules.conv._ConvNd) or quantized == "conv":
         groups = mod.groups
         return "depthwise_conv" if groups > 1 and groups == mod.in_channels else "conv"
-    if isinstance(mod, (nn.Linear, nn.Bilinear)):
+    if isinstance(mod, (nn.Linear, nn.Bilinear)) or quantized == "dense":
         return "dense"
     for classes, name in _OP_CLASS_OF:
         if isinstance(mod, classes):
@@ -203,19 +228,21 @@ def is_spiking_neuron(mod: nn.Module) -> bool:
 _KINDS: dict[type, tuple] = {}
 
 
-def _kinds(mod: nn.Module) -> tuple[bool, bool, bool, bool, str | None]:
-    """(spiking neuron, connection layer, activation layer, recurrent cell, op class) of
-    ``mod``'s class: what :meth:`LayerRecorder.leave` asks of every call, looked up once per
-    class (isinstance answers by class alone; issue 36). The op class is None for a
-    convolution, whose class (depthwise or not) depends on its groups and channels."""
+def _kinds(mod: nn.Module) -> tuple[bool, bool, bool, bool, str | None, bool]:
+    """(spiking neuron, connection layer, activation layer, recurrent cell, op class,
+    quantized layer with packed weights) of ``mod``'s class: what
+    :meth:`LayerRecorder.leave` asks of every call, looked up once per class (isinstance
+    answers by class alone; issue 36). The op class is None for a convolution, whose class
+    (depthwise or not) depends on its groups and channels."""
     cls = type(mod)
     kinds = _KINDS.get(cls)
     if kinds is None:
-        conv = isinstance(mod, nn.modules.conv._ConvNd)
+        quantized = quantized_layer(mod)
+        conv = isinstance(mod, nn.modules.conv._ConvNd) or quantized == "conv"
         kinds = _KINDS[cls] = (is_spiking_neuron(mod), isinstance(mod, CONNECTION_LAYERS),
                                isinstance(mod, ACTIVATION_LAYERS),
                                isinstance(mod, RECURRENT_CELLS),
-                               None if conv else op_class(mod))
+                               None if conv else op_class(mod), quantized is not None)
     return kinds
 
 
@@ -276,16 +303,17 @@ def model_facts(module: nn.Module) -> dict[str, int]:
         # a torch.ao quantized model's weights are packed, no parameters: counted as
         # stored; a quantized Linear's or convolution's weight (not its bias) and a dynamic
         # RNN cell's weights and biases are connection weights, as the float layers' are
-        packed = packed_parameters(module)
-        for obj in packed:
-            cell = obj._type().qualified_name().endswith(".CellParamsBase")
-            embedding = obj._type().qualified_name().endswith("EmbeddingPackedParamsBase")
-            for t, _, bias in packed_weights(obj):
-                if embedding or (bias and not cell):
-                    continue
-                weights += t.numel()
-                zeros += t.numel() - count_nonzero(t.dequantize() if t.is_quantized else t)
-    stored = [(t.numel(), nbytes) for obj in packed for t, nbytes, _ in packed_weights(obj)]
+        stored = []   # (elements, bytes as stored) of each packed tensor
+        for obj in packed_parameters(module):
+            kind = obj._type().qualified_name()
+            connection = not kind.endswith("EmbeddingPackedParamsBase")
+            cell = kind.endswith(".CellParamsBase")
+            for t, nbytes, bias in packed_weights(obj):
+                stored.append((t.numel(), nbytes))
+                if connection and (cell or not bias):
+                    weights += t.numel()
+                    zeros += t.numel() - count_nonzero(t.dequantize() if t.is_quantized
+                                                       else t)
     return {"parameters": sum(p.numel() for p in params) + sum(n for n, _ in stored),
             "parameter_bytes": sum(p.numel() * p.element_size() for p in params)
             + sum(b for _, b in stored),
@@ -300,7 +328,7 @@ def packed_parameters(module: nn.Module) -> list[torch.ScriptObject]:
     found: dict[int, torch.ScriptObject] = {}
     for mod in module.modules():
         for value in vars(mod).values():
-            if isinstance(value, torch.ScriptObject) and packed_weights(value):
+            if isinstance(value, torch.ScriptObject) and is_packed_weights(value):
                 found.setdefault(id(value), value)
     return list(found.values())
 
@@ -395,6 +423,7 @@ class LayerRecorder:
         self._conv_f: dict[tuple, tuple] = {}
         self._columns: dict[int, tuple] = {}   # id(Linear) -> ((id, weight version), counts)
         self._dense_weights: dict[int, tuple] = {}   # id(layer) -> ((id, version), no zero)
+        self._packed: dict[int, tuple] = {}   # id(quantized layer) -> (packed ids, elements)
 
     # -- tracker callbacks -------------------------------------------------------------
     def enter(self, mod: nn.Module, path: str, args) -> None:
@@ -414,10 +443,12 @@ class LayerRecorder:
         # children), a spiking neuron that holds its recurrent connection (snnTorch's RLeaky,
         # RSynaptic; the connection is counted as the Linear or convolution it is)
         counted = neuron or kinds[1] or kinds[2] or kinds[3]
-        if not counted and any(m is not None for m in mod._modules.values()):
+        if not (counted or kinds[5]) and any(m is not None for m in mod._modules.values()):
             return
         y = _neuron_output(mod, out) if neuron else _first_tensor(out)
         params = sum(p.numel() for p in mod._parameters.values() if p is not None)
+        if kinds[5]:   # a torch.ao quantized layer: its packed weights are its parameters
+            params += self._packed_count(mod)
         parametrized = mod._modules.get("parametrizations")
         if parametrized is not None:   # the tensors a parametrized weight is made of
             params += sum(p.numel() for p in parametrized.parameters())
@@ -434,10 +465,22 @@ class LayerRecorder:
             with torch.no_grad(), _suspended(mod, x, y, kinds):
                 self._activity(mod, path, args, _values(x), _values(y), kinds)
 
+    def _packed_count(self, mod: nn.Module) -> int:
+        """Elements of the packed weights (and biases) of quantized layer ``mod``, kept while
+        it holds the same packed objects (unpacking them per call would copy them)."""
+        objs = packed_parameters(mod)
+        key = tuple(id(o) for o in objs)
+        known = self._packed.get(id(mod))
+        if known is None or known[0] != key:
+            with _disable_current_modes():   # unpacking runs ops: not the model's
+                count = sum(t.numel() for o in objs for t, _, _ in packed_weights(o))
+            known = self._packed[id(mod)] = (key, count)
+        return known[1]
+
     # -- one leaf call's activity --------------------------------------------------------
     def _activity(self, mod, path, args, x, y, kinds) -> None:
         scope = self.scope_of(path)
-        neuron, connection, activation, recurrent, _ = kinds
+        neuron, connection, activation, recurrent = kinds[:4]
         t = x if x is not None else y
         if t is not None and (t.device.type != "cpu" or self.defer_on_cpu):
             self._deferred_activity(mod, scope, args, x, y, kinds)
@@ -462,7 +505,7 @@ class LayerRecorder:
     def _deferred_activity(self, mod, scope, args, x, y, kinds) -> None:
         """:meth:`_activity` with every data-dependent count a 0-dim tensor on ``x``'s device,
         added to ``_pending`` (no host sync; the module's docstring)."""
-        neuron, connection, activation, recurrent, _ = kinds
+        neuron, connection, activation, recurrent = kinds[:4]
         if connection and x is not None:
             dense, effective = self._deferred_synops(mod, x)
             self._add(scope, "dense_synops", dense)

@@ -1045,6 +1045,15 @@ def _cell_params_fp16(params, dtype) -> bool:
 _SUB_BYTE_BITS = {torch.quint4x2: 4, torch.quint2x4: 2}
 
 
+def is_packed_weights(obj) -> bool:
+    """``obj`` is a script object of a kind :func:`packed_weights` reads."""
+    try:
+        kind = obj._type().qualified_name()
+    except (AttributeError, RuntimeError):
+        return False
+    return kind.endswith((".CellParamsBase", "PackedParamsBase"))
+
+
 def packed_weights(obj) -> list[tuple[torch.Tensor, int, bool]]:
     """The tensors a torch.ao packed-weight object holds (a quantized Linear's, convolution's
     or embedding's ``*PackedParamsBase``, a dynamic RNN's ``CellParamsBase``), each as

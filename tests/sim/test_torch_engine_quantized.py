@@ -273,3 +273,31 @@ def test_quantized_weights_are_the_models_parameters_and_must_fit():
     TorchDevice("stm32l4r5").compile(_dynamic_mlp(2000)[1])
     with pytest.raises(HardwareLimitError, match="3192056 B exceeds"):
         TorchDevice("stm32l4r5").compile(_dynamic_mlp(4000)[1])
+
+
+def test_quantized_layers_have_rows_and_kernel_classes():
+    """A quantized Linear keeps its packed weights in a child module: it was taken for a
+    container and had no layer row, and a quantized convolution had no kernel class, so a
+    microcontroller priced their int8 MACs at the library's convolution rate."""
+    torch.manual_seed(0)
+    net = _QuantizedBlock().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.fuse_modules(net, [["conv", "relu"], ["dw", "bn"]], inplace=True)
+    x = torch.randn(2, 2, 8, 8)
+    q = _quantize_static(net, x)
+    dev = TorchDevice("stm32l4r5")
+    dev.run(dev.compile(q), x)
+    layers = dev.ledger.layers()
+    # parameters: conv 4 x 2 x 9 + 4 = 76, depthwise 4 x 9 + 4 = 40, head 128 x 3 + 3 = 387
+    assert {name: (layers[name]["parameters"], layers[name]["op_class"])
+            for name in ("conv", "dw", "head")} == {
+        "conv": (76, "conv"), "dw": (40, "depthwise_conv"), "head": (387, "dense")}
+    assert dev.ledger.models()["_QuantizedBlock"]["parameters"] == 76 + 40 + 387
+    report = dev.ledger.price(dev.profile, stack="tflm-2.3.1")
+    entries = {c.scope: c.entry for c in report.charges if c.item == "mac_int8"}
+    # TFLM's fitted dense rate for the head; its int8 MAC rate for both convolutions
+    # (the stack prices depthwise convolutions with no rate of their own)
+    assert entries == {"infer/head/forward": "stacks.tflm-2.3.1.dense_cycles",
+                       "infer/conv/forward": "stacks.tflm-2.3.1.mac_int8_cycles",
+                       "infer/dw/forward": "stacks.tflm-2.3.1.mac_int8_cycles"}

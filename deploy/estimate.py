@@ -308,6 +308,7 @@ def _first_line(exc: BaseException) -> str:
 def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimizer, target,
                     seed, dtype, stack=None) -> Estimate:
     from sim.torch_engine import TorchDevice
+    from sim.torch_engine.activity import packed_size
     name = type(module).__name__
     profs = _profiles(profiles)
     asked = stacks_asked(profs, stack)
@@ -360,6 +361,8 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             ledger = retyped_int8(ledger)
             notes.append(INT8_CONVENTIONS)
         est.dtype = dtype
+        if dtype == "fp32" and packed_size(net)[0]:
+            est.dtype = "quantized"   # a torch.ao quantized model runs its own int8 kernels
         for label, d in devices.items():
             try:
                 est.reports[label] = ledger.price(d.profile, stack=asked.get(label))
@@ -378,11 +381,13 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
 def _stored_weight_bytes(net, dtype: str) -> int:
     """The bytes ``net``'s parameters and buffers take stored at ``dtype``: at int8 weight
     matrices and kernels 1 byte a value, vectors (biases, norm scales) 4 bytes (TFLM's int32
-    biases); at fp32 each tensor's own bytes."""
+    biases); at fp32 each tensor's own bytes. A torch.ao quantized model's packed weights
+    (no parameters) as they are stored, whatever ``dtype``."""
+    from sim.torch_engine.activity import packed_size
     per = 1 if dtype == "int8" else None
     return sum(t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
                             else t.element_size())
-               for t in [*net.parameters(), *net.buffers()])
+               for t in [*net.parameters(), *net.buffers()]) + packed_size(net)[1]
 
 
 def stacks_asked(profs, stack) -> dict[str, str]:
@@ -478,6 +483,8 @@ def _module_facts(net, dtype: str):
     order of the first call (a parent before its children)."""
     import torch
     from torch.utils._pytree import tree_leaves
+
+    from sim.torch_engine.activity import packed_size
     facts: dict[str, dict] = {}
     names = {id(m): n for n, m in net.named_modules()}
 
@@ -486,7 +493,9 @@ def _module_facts(net, dtype: str):
         if path is not None and path not in facts:
             facts[path] = {"type": type(module).__name__, "output_shape": [],
                            "output_bytes": 0,
-                           "parameters": sum(p.numel() for p in module.parameters())}
+                           # a torch.ao quantized layer's packed weights included
+                           "parameters": sum(p.numel() for p in module.parameters())
+                           + packed_size(module)[0]}
 
     def after(module, args, output):
         entry = facts.get(names.get(id(module)))

@@ -174,7 +174,11 @@ def _sizes(est, profile: str) -> list[str]:
     models = ledger.models()
     params = sum(m.get("parameter_bytes", 0) + m.get("buffer_bytes", 0)
                  for m in models.values())
-    out = [f"Params {format_bytes(params)} (fp32); activations {est.dtype}, every leaf "
+    # a torch.ao quantized model's parameters and activations are as it stores and runs
+    # them (int8 weights, quint8 activations), a float model's parameters fp32
+    stored = "as stored" if est.dtype == "quantized" else "fp32"
+    acts = "as run" if est.dtype == "quantized" else est.dtype
+    out = [f"Params {format_bytes(params)} ({stored}); activations {acts}, every leaf "
            f"layer's output: {format_bytes(_leaf_output_bytes(est))}"]
     mem = est.memory.get(profile)
     if mem:

@@ -321,6 +321,15 @@ def model_facts(module: nn.Module) -> dict[str, int]:
             "connection_weights": weights, "connection_zero_weights": zeros}
 
 
+def packed_size(module: nn.Module) -> tuple[int, int]:
+    """(elements, bytes as stored) of the packed weights of ``module``'s torch.ao quantized
+    layers, biases included; (0, 0) for a float model."""
+    with _disable_current_modes():   # unpacking runs ops: not the model's
+        sizes = [(t.numel(), nbytes) for obj in packed_parameters(module)
+                 for t, nbytes, _ in packed_weights(obj)]
+    return sum(n for n, _ in sizes), sum(b for _, b in sizes)
+
+
 def packed_parameters(module: nn.Module) -> list[torch.ScriptObject]:
     """The packed-weight objects of ``module``'s torch.ao quantized layers (a converted
     model's Linears, convolutions, embeddings, ``quantize_dynamic``'s LSTM and GRU cells:
@@ -468,13 +477,10 @@ class LayerRecorder:
     def _packed_count(self, mod: nn.Module) -> int:
         """Elements of the packed weights (and biases) of quantized layer ``mod``, kept while
         it holds the same packed objects (unpacking them per call would copy them)."""
-        objs = packed_parameters(mod)
-        key = tuple(id(o) for o in objs)
+        key = tuple(id(o) for o in packed_parameters(mod))
         known = self._packed.get(id(mod))
         if known is None or known[0] != key:
-            with _disable_current_modes():   # unpacking runs ops: not the model's
-                count = sum(t.numel() for o in objs for t, _, _ in packed_weights(o))
-            known = self._packed[id(mod)] = (key, count)
+            known = self._packed[id(mod)] = (key, packed_size(mod)[0])
         return known[1]
 
     # -- one leaf call's activity --------------------------------------------------------

@@ -52,6 +52,7 @@ import sys
 import numpy as np
 import torch
 from torch import nn
+from torch._C import _functorch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from sim.torch_engine.costs import is_packed_weights, packed_weights
@@ -294,6 +295,10 @@ def model_facts(module: nn.Module) -> dict[str, int]:
                 continue
             for t in tensors:
                 weights += t.numel()
+                if t.device.type == "meta":
+                    # no values (torch.func's ensemble template, a module built on the
+                    # meta device): its weights count, none of them as zero
+                    continue
                 if t.device.type == "cpu":
                     zeros += t.numel() - count_nonzero(t)
                 else:
@@ -388,6 +393,54 @@ def cell_synops(mod: nn.Module, args: tuple, dense: bool, as_tensor: bool = Fals
 
 _PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
 
+UNCOUNTED_ACTIVITY = "neurobench_activity_under_vmap"
+"""The ledger's uncounted entry for a layer call whose NeuroBench activity is not counted:
+inside ``torch.func.vmap`` over the layer's weights (an ensemble), or of a spiking neuron
+or recurrent cell (their state) inside a torch.func transform."""
+
+
+def _wrapped(t) -> bool:
+    """``t`` is a torch.func (functorch) wrapper: grad's or vmap's."""
+    return isinstance(t, torch.Tensor) and _functorch.is_functorch_wrapped_tensor(t)
+
+
+def _physical(t: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The plain tensor under ``t``'s torch.func wrappers and how many vmap levels batch
+    it: each level's batch dimension moved to the front (the outermost first)."""
+    levels = 0
+    while _functorch.is_functorch_wrapped_tensor(t):
+        if _functorch.is_batchedtensor(t):
+            t, bdim = _functorch._unwrap_batched(t, _functorch.maybe_get_level(t))
+            if bdim is not None:
+                t = t.movedim(bdim, levels)
+                levels += 1
+        else:
+            t = _functorch.get_unwrapped(t)
+    return t, levels
+
+
+def _unwrapped(x, y, w, kinds) -> tuple | None:
+    """(x, y, w) of a layer call inside torch.func's grad or vmap as the plain tensors they
+    wrap, vmap's samples joined into the batch: a Linear's rows, a convolution's batch (or,
+    for an unbatched convolution input, the batch). None when the counts would need more:
+    weights batched by vmap (one layer per sample), a spiking neuron's or recurrent cell's
+    state."""
+    if kinds[0] or kinds[3]:
+        return None
+    w, w_levels = _physical(w) if w is not None else (None, 0)
+    if w_levels:
+        return None
+    logical = x
+    if x is not None:
+        x, levels = _physical(x)
+        if levels > 1:
+            x = x.flatten(0, levels - 1)
+        if levels and w is not None and w.dim() > 2 and logical.dim() == w.dim():
+            x = x.flatten(0, 1)      # a batched convolution input: vmap's samples join it
+    if y is not None:
+        y = _physical(y)[0]
+    return x, y, w
+
 
 def _suspended(mod: nn.Module, x, y, kinds):
     """A context in which the activity counts' torch ops reach no dispatch mode. A Linear,
@@ -433,6 +486,8 @@ class LayerRecorder:
         self._columns: dict[int, tuple] = {}   # id(Linear) -> ((id, weight version), counts)
         self._dense_weights: dict[int, tuple] = {}   # id(layer) -> ((id, version), no zero)
         self._packed: dict[int, tuple] = {}   # id(quantized layer) -> (packed ids, elements)
+        # scope -> calls whose activity is not counted (:data:`UNCOUNTED_ACTIVITY`)
+        self.uncounted: dict[str, int] = {}
 
     # -- tracker callbacks -------------------------------------------------------------
     def enter(self, mod: nn.Module, path: str, args) -> None:
@@ -471,8 +526,19 @@ class LayerRecorder:
         # no activity (pooling, flatten, ...) skip entering it (issue 36)
         if counted:
             x = _first_tensor(args)
+            w = mod.weight if kinds[1] else None
             with torch.no_grad(), _suspended(mod, x, y, kinds):
-                self._activity(mod, path, args, _values(x), _values(y), kinds)
+                if _wrapped(x) or _wrapped(y) or _wrapped(w):
+                    # inside torch.func's grad or vmap (per-sample gradients): the tensors
+                    # are functorch wrappers, which have no storage and no numpy view (the
+                    # count raised NotImplementedError); counted on the tensors they wrap
+                    plain = _unwrapped(x, y, w, kinds)
+                    if plain is None:
+                        scope = self.scope_of(path)
+                        self.uncounted[scope] = self.uncounted.get(scope, 0) + 1
+                        return
+                    x, y, w = plain
+                self._activity(mod, path, args, _values(x), _values(y), kinds, w)
 
     def _packed_count(self, mod: nn.Module) -> int:
         """Elements of the packed weights (and biases) of quantized layer ``mod``, kept while
@@ -484,16 +550,16 @@ class LayerRecorder:
         return known[1]
 
     # -- one leaf call's activity --------------------------------------------------------
-    def _activity(self, mod, path, args, x, y, kinds) -> None:
+    def _activity(self, mod, path, args, x, y, kinds, w) -> None:
         scope = self.scope_of(path)
         neuron, connection, activation, recurrent = kinds[:4]
         t = x if x is not None else y
         if t is not None and (t.device.type != "cpu" or self.defer_on_cpu):
-            self._deferred_activity(mod, scope, args, x, y, kinds)
+            self._deferred_activity(mod, scope, args, x, y, kinds, w)
             return
         if connection and x is not None:
             xa = _host_array(x)   # once for the counts below (None off the CPU)
-            dense, effective = self._synops(mod, x, xa)
+            dense, effective = self._synops(mod, w, x, xa)
             # spikes: every element 0 or +-1, i.e. |x| equals its non-zero indicator
             spiking = is_spiking(x) if xa is None else _host_spiking(xa)
             self._add(scope, "dense_synops", dense)
@@ -508,12 +574,12 @@ class LayerRecorder:
         if neuron:
             self._membrane(mod, scope)
 
-    def _deferred_activity(self, mod, scope, args, x, y, kinds) -> None:
+    def _deferred_activity(self, mod, scope, args, x, y, kinds, w) -> None:
         """:meth:`_activity` with every data-dependent count a 0-dim tensor on ``x``'s device,
         added to ``_pending`` (no host sync; the module's docstring)."""
         neuron, connection, activation, recurrent = kinds[:4]
         if connection and x is not None:
-            dense, effective = self._deferred_synops(mod, x)
+            dense, effective = self._deferred_synops(mod, w, x)
             self._add(scope, "dense_synops", dense)
             self._add_split(scope, x, effective)
         if recurrent and x is not None:
@@ -579,13 +645,14 @@ class LayerRecorder:
             self._add(scope, "membrane_updates", int(torch.count_nonzero(pre - post)))
 
     # -- synaptic operations -----------------------------------------------------------
-    def _synops(self, mod, x: torch.Tensor, xa: np.ndarray | None) -> tuple[int, int]:
-        """(dense, effective) (input, weight) pairs of one call of a connection layer;
-        ``xa``: ``x`` as a host array, or None."""
+    def _synops(self, mod, w: torch.Tensor, x: torch.Tensor,
+                xa: np.ndarray | None) -> tuple[int, int]:
+        """(dense, effective) (input, weight) pairs of one call of a connection layer with
+        weights ``w``; ``xa``: ``x`` as a host array, or None."""
         if isinstance(mod, nn.Linear):
             rows = x.numel() // max(x.shape[-1], 1)
             dense = rows * mod.in_features * mod.out_features
-            per_column = self._per_column(mod)
+            per_column = self._per_column(mod, w)
             if per_column is None:   # no zero weight: each non-zero input meets them all
                 nonzero = count_nonzero(x) if xa is None else _host_nonzero(xa)
                 return dense, nonzero * mod.out_features
@@ -593,16 +660,16 @@ class LayerRecorder:
             per_input = nz.reshape(-1, x.shape[-1]).sum(dim=0, dtype=torch.int64)   # (in,)
             # elementwise then sum: CUDA has no int64 matmul
             return dense, int((per_input * per_column).sum())
-        unbatched = x.dim() == mod.weight.dim() - 1
+        unbatched = x.dim() == w.dim() - 1
         sample_shape = tuple(x.shape if unbatched else x.shape[1:])
         batch = 1 if unbatched else x.shape[0]
-        f_ones = self._fan_out(mod, sample_shape, None)
+        f_ones = self._fan_out(mod, w, sample_shape, None)
         # no zero weight (training's usual case): the effective fan-out is the dense one
-        f_eff = f_ones if self._dense(mod) else self._fan_out(mod, sample_shape,
-                                                              mod.weight != 0)
+        f_eff = f_ones if self._dense(mod, w) else self._fan_out(mod, w, sample_shape,
+                                                                 w != 0)
         return batch * f_ones[3], self._effective_pairs(x, xa, unbatched, f_eff[1], f_eff[2])
 
-    def _deferred_synops(self, mod, x: torch.Tensor) -> tuple[int, torch.Tensor]:
+    def _deferred_synops(self, mod, w: torch.Tensor, x: torch.Tensor) -> tuple[int, torch.Tensor]:
         """:meth:`_synops` without a host decision: the effective pairs as a 0-dim tensor,
         by the general count (per non-zero input, its column's or position's non-zero
         weights), which equals the no-zero-weight shortcut when no weight is zero."""
@@ -610,12 +677,12 @@ class LayerRecorder:
             rows = x.numel() // max(x.shape[-1], 1)
             dense = rows * mod.in_features * mod.out_features
             per_input = (x != 0).reshape(-1, x.shape[-1]).sum(dim=0, dtype=torch.int64)
-            return dense, (per_input * self._columns_of(mod)).sum()
-        unbatched = x.dim() == mod.weight.dim() - 1
+            return dense, (per_input * self._columns_of(mod, w)).sum()
+        unbatched = x.dim() == w.dim() - 1
         sample_shape = tuple(x.shape if unbatched else x.shape[1:])
         batch = 1 if unbatched else x.shape[0]
-        dense = batch * self._fan_out(mod, sample_shape, None)[3]   # once per shape
-        f = self._fan_out(mod, sample_shape, mod.weight != 0)[1]
+        dense = batch * self._fan_out(mod, w, sample_shape, None)[3]   # once per shape
+        f = self._fan_out(mod, w, sample_shape, w != 0)[1]
         nz = x != 0
         nzs = nz if unbatched else nz.sum(dim=0, dtype=torch.int64)
         return dense, (nzs.to(torch.int64) * f).sum()
@@ -635,73 +702,70 @@ class LayerRecorder:
         nzs = nz if unbatched else nz.sum(axis=0, dtype=np.int64)
         return int((nzs * fa).sum())
 
-    def _weights_state(self, mod) -> tuple:
-        """Changes whenever ``mod``'s weights may have: the tensor, its ``_version`` (bumped
+    def _weights_state(self, w: torch.Tensor) -> tuple:
+        """Changes whenever weights ``w`` may have: the tensor, its ``_version`` (bumped
         by in-place ops outside the dispatch mode) and the ops inside it that wrote the
         weights' storage (in-place ``_foreach_`` updates under the mode leave ``_version``
         as it was)."""
-        w = mod.weight
         return (id(w), w._version, self.writes_to(w) if self.writes_to is not None else 0)
 
-    def _dense(self, mod) -> bool:
-        """No weight of ``mod`` is zero (NaN is not zero); kept while its weights are
+    def _dense(self, mod, w: torch.Tensor) -> bool:
+        """No weight of ``mod`` (``w``) is zero (NaN is not zero); kept while its weights are
         unchanged (an evaluation loop asks once per batch with the same weights; training,
         once per step: one pass over the weights, far cheaper than counting them per
         column)."""
-        key = self._weights_state(mod)
+        key = self._weights_state(w)
         dense = self._dense_weights.get(id(mod))
         if dense is None or dense[0] != key:
-            w = mod.weight
             a = _host_array(w)   # numpy: 3-5x faster than torch's all() on the CPU
             no_zero = not _has_zero(a) if a is not None else bool(w.all())
             dense = self._dense_weights[id(mod)] = (key, no_zero)
         return dense[1]
 
-    def _per_column(self, mod) -> torch.Tensor | None:
+    def _per_column(self, mod, w: torch.Tensor) -> torch.Tensor | None:
         """Non-zero weights per input column of a Linear, or None when none is zero; kept
         while its weights are unchanged."""
-        if self._dense(mod):
+        if self._dense(mod, w):
             return None
-        return self._columns_of(mod)
+        return self._columns_of(mod, w)
 
-    def _columns_of(self, mod) -> torch.Tensor:
+    def _columns_of(self, mod, w: torch.Tensor) -> torch.Tensor:
         """Non-zero weights per input column of a Linear, kept while its weights are
         unchanged."""
-        key = self._weights_state(mod)
+        key = self._weights_state(w)
         col = self._columns.get(id(mod))
         if col is None or col[0] != key:
-            col = self._columns[id(mod)] = (key, (mod.weight != 0).sum(dim=0,
-                                                                        dtype=torch.int64))
+            col = self._columns[id(mod)] = (key, (w != 0).sum(dim=0, dtype=torch.int64))
         return col[1]
 
-    def _fan_out(self, mod, sample_shape, wnz) -> tuple:
+    def _fan_out(self, mod, w, sample_shape, wnz) -> tuple:
         """``F[c, position]``: weights (non-zero ones, or all when ``wnz`` is None) that
-        each input element meets in one convolution of ``sample_shape``, as ``(weights
+        each input element meets in one convolution of ``sample_shape`` (``w``: the
+        layer's weight), as ``(weights
         version, F, F as a host array or None, F's sum or None)``: the array and the sum
         are taken once with F, not per call (issue 36); the sum, the dense count, only of
         the all-ones F (an int on the CPU, else a 0-dim tensor)."""
         # the non-zero fan-out is kept for the weights' current version only (training
         # changes them every step)
         key = (id(mod), sample_shape, wnz is None)
-        version = None if wnz is None else self._weights_state(mod)
+        version = None if wnz is None else self._weights_state(w)
         f = self._conv_f.get(key)
         if f is None or f[0] != version:
             # 0/1 weights in float32 (float64 weights stay): in half or bfloat16 a count of
             # more than 2048 or 256 weights met would round; float32 is exact to 2^24, and
             # TF32 convolutions round only their inputs, here 0 and 1
-            dtype = torch.float64 if mod.weight.dtype == torch.float64 else _COUNT
-            w = (torch.ones_like(mod.weight, dtype=dtype) if wnz is None
-                 else wnz.to(dtype))
+            dtype = torch.float64 if w.dtype == torch.float64 else _COUNT
+            w01 = (torch.ones_like(w, dtype=dtype) if wnz is None else wnz.to(dtype))
             # the gradient needs autograd, which torch.inference_mode turns off: off here
             # (under inference mode a CNN's count failed, "element 0 of tensors does not
             # require grad"); an inference tensor w is copied into a normal one autograd
             # may save
             with torch.inference_mode(False), torch.enable_grad():
-                if w.is_inference():
-                    w = w.clone()
-                ones = torch.ones((1, *sample_shape), dtype=w.dtype, device=w.device,
+                if w01.is_inference():
+                    w01 = w01.clone()
+                ones = torch.ones((1, *sample_shape), dtype=w01.dtype, device=w01.device,
                                   requires_grad=True)
-                total = mod._conv_forward(ones, w, None).sum()
+                total = mod._conv_forward(ones, w01, None).sum()
                 (grad,) = torch.autograd.grad(total, ones)
             fan = grad[0].round().to(torch.int64)
             # the sum is the dense count, of the all-ones fan-out only (the non-zero one is

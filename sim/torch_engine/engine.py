@@ -44,7 +44,7 @@ import torch
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
-from sim.torch_engine.activity import LayerRecorder, model_facts
+from sim.torch_engine.activity import UNCOUNTED_ACTIVITY, LayerRecorder, model_facts
 from sim.torch_engine.costs import (
     CostMemo,
     mutated_args,
@@ -512,6 +512,8 @@ class TorchDevice(Device):
         for path, (kind, shape, params, op) in recorder.layers.items():
             self.ledger.record_layer(path, kind, shape, params, op)
         recorder.flush()   # the counts kept on the device (CUDA): one read-back a block
+        for name, calls in recorder.uncounted.items():
+            self.ledger.add_uncounted(UNCOUNTED_ACTIVITY, calls, scope=name)
         for name, bucket in recorder.activity.items():
             for what, n in bucket.items():
                 self.ledger.add_activity(what, n, scope=name)

@@ -351,6 +351,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             out = _infer(dev, net, xs, batch, name)
         est.modules = modules
         _check_mcu_memory(est, devices, net, xs, dtype, notes)
+        _check_device_memory(est, devices, net, xs, dev.ledger)
         if wants_train:
             notes.append(_train(dev, net, xs, example_input, out, batch, name,
                                 train_step=train_step, loss=loss, optimizer=optimizer,
@@ -473,6 +474,38 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
         notes.append(f"{label} memory: activation arena {arena:,} B ({len(buffers)} tensors, "
                      f"greedy plan of their lifetimes; peak live {peak:,} B) + weights "
                      f"{weights:,} B, placed {where}")
+
+
+def _check_device_memory(est: Estimate, devices: dict, net, xs, ledger) -> None:
+    """Each GPU or CPU profile in ``devices`` holds one inference in its device memory: the
+    weights and the activations alive at once (:func:`sim.arena.peak_live_bytes` of the
+    forward's tensor lifetimes). The lifetimes are traced (a second forward) only when the
+    bytes every op of the counted inference wrote, with the weights and the input, could
+    exceed a profile's memory: every tensor the forward fills is written by some op, so
+    the peak is at most all of them (an allocation never written is not in that bound).
+    A profile it does not fit moves to ``est.skipped`` with the one-line reason naming
+    the bytes. A training step's memory (saved activations, gradients) is not checked."""
+    from sim.arena import peak_live_bytes, trace_lifetimes
+    capacity = {label: d.profile.memory["offchip"].capacity_bytes.value
+                for label, d in devices.items()
+                if d.profile.kind in ("gpu", "cpu") and "offchip" in d.profile.memory}
+    weights = _stored_weight_bytes(net, "fp32")
+    inputs = sum(x.numel() * x.element_size() for x in xs)
+    bound = weights + inputs + ledger.total_bytes("infer").get(("offchip", "write"), 0)
+    tight = [label for label, cap in capacity.items() if bound > cap]
+    if not tight:
+        return
+    peak = peak_live_bytes(trace_lifetimes(net.eval(), xs))
+    for label in tight:
+        if weights + peak > capacity[label]:
+            name = devices[label].profile.name
+            est.skipped[label] = (
+                f"[estimate] one inference of {est.inference_samples} sample(s) holds weights "
+                f"{weights} B + activations alive at once {peak} B = {weights + peak} B, "
+                f"which exceeds {name} memory.offchip.capacity_bytes = "
+                f"{capacity[label]:.0f} B; use a smaller batch or a profile with more device "
+                f"memory")
+            del devices[label]
 
 
 @contextmanager

@@ -1,0 +1,56 @@
+"""estimate on GPUs and CPUs: one inference's weights and the activations alive at once must
+fit device memory (a batch of 200 224 x 224 images through a 64-channel convolution, 5.1 GB
+alive at once, was priced on the 4 GB Jetson TX1). Toy profiles with a small memory."""
+from pathlib import Path
+
+import pytest
+import torch.nn as nn
+
+from deploy.estimate import estimate
+
+TOY_GPU = Path(__file__).parents[1] / "data" / "toy-gpu.toml"
+
+
+def _toy(tmp_path, capacity: int) -> str:
+    path = tmp_path / f"toy-{capacity}.toml"
+    path.write_text(TOY_GPU.read_text().replace("capacity_bytes = { value = 1e9",
+                                                f"capacity_bytes = {{ value = {capacity}"))
+    return str(path)
+
+
+def _chain():
+    # conv 3->64 (1,792 weights), in-place ReLU, conv 64->3 (1,731): 14,092 B fp32
+    return nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(inplace=True),
+                         nn.Conv2d(64, 3, 3, padding=1))
+
+
+@pytest.mark.parametrize("capacity, fits", [(2_000_000, False), (2_480_000, False),
+                                            (3_000_000, True)])
+def test_weights_and_live_activations_against_device_memory(tmp_path, capacity, fits):
+    # (1, 3, 96, 96): the input 110,592 B and the first conv's output 64 x 96 x 96 x 4 B =
+    # 2,359,296 B are alive together (the ReLU works in place, the second conv's output
+    # 110,592 B replaces the input): 2,469,888 B + 14,092 B of weights = 2,483,980 B
+    profile = _toy(tmp_path, capacity)
+    est = estimate(_chain(), (1, 3, 96, 96), profiles=[profile])
+    assert bool(est.reports) is fits
+    if not fits:
+        why = next(iter(est.skipped.values()))
+        assert ("holds weights 14092 B + activations alive at once 2469888 B = 2483980 B, "
+                f"which exceeds toy-gpu memory.offchip.capacity_bytes = {capacity} B") in why
+        assert "\n" not in why
+
+
+def test_the_trace_runs_only_when_the_written_bytes_could_exceed_memory(tmp_path,
+                                                                       monkeypatch):
+    import sim.arena
+    traced = []
+    trace = sim.arena.trace_lifetimes
+    monkeypatch.setattr(sim.arena, "trace_lifetimes",
+                        lambda *a, **k: traced.append(1) or trace(*a, **k))
+    # written: 2,359,296 (conv) + 2,359,296 (ReLU in place) + 110,592 (conv) B, with the
+    # weights and the input 5,003,868 B: at 6 MB no trace is needed, at 3 MB it is (and
+    # the model fits)
+    assert estimate(_chain(), (1, 3, 96, 96), profiles=[_toy(tmp_path, 6_000_000)]).reports
+    assert traced == []
+    assert estimate(_chain(), (1, 3, 96, 96), profiles=[_toy(tmp_path, 3_000_000)]).reports
+    assert traced == [1]

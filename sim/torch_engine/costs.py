@@ -71,7 +71,9 @@ their constituent linear, attention, norm and pointwise ops and are counted as s
 
 Interpolation: ``upsample_nearest*`` copies (bytes only); ``upsample_(bi|tri)linear``:
 per output element ``2^d`` taps, one multiply-add each (``mac``); ``upsample_bicubic2d``:
-16 taps. Their backward ops spread each gradient over the same taps. Group norm and RMS
+16 taps. Their backward ops spread each gradient over the same taps. Anti-aliased resizing
+(``_upsample_bilinear2d_aa``, ``_upsample_bicubic2d_aa``) reads as many taps per output
+position as its filter's support covers (:func:`_aa_resize_macs`). Group norm and RMS
 norm count like layer norm (7 ops per element, backward 14).
 
 Cross-device copies (``_to_copy``/``copy_`` between host and accelerator) are host-device
@@ -86,6 +88,7 @@ import functools
 import math
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.flop_counter import conv_flop_count, flop_registry
 
@@ -217,7 +220,7 @@ _SDPA_BACKWARD = {aten._scaled_dot_product_flash_attention_for_cpu_backward,
                   aten._scaled_dot_product_cudnn_attention_backward}
 # Interpolation: taps per output element (forward) / per gradient element (backward).
 _UPSAMPLE_TAPS = {aten.upsample_linear1d: 2, aten.upsample_bilinear2d: 4,
-                  aten._upsample_bilinear2d_aa: 4, aten.upsample_trilinear3d: 8,
+                  aten.upsample_trilinear3d: 8,
                   aten.upsample_bicubic2d: 16,
                   aten.upsample_linear1d_backward: 2, aten.upsample_bilinear2d_backward: 4,
                   aten.upsample_trilinear3d_backward: 8, aten.upsample_bicubic2d_backward: 16}
@@ -236,9 +239,14 @@ _POOLS = {aten.max_pool2d_with_indices, aten.avg_pool2d, aten.max_pool2d_with_in
           aten.avg_pool2d_backward, aten.max_pool3d_with_indices, aten.avg_pool3d,
           aten.max_pool3d_with_indices_backward, aten.avg_pool3d_backward,
           # a quantized tensor's max pooling (torch.ao static models)
-          aten.quantized_max_pool1d, aten.quantized_max_pool2d, aten.quantized_max_pool3d}
+          aten.quantized_max_pool1d, aten.quantized_max_pool2d, aten.quantized_max_pool3d,
+          # fractional max pooling: a kernel-size window at pseudo-random offsets
+          aten.fractional_max_pool2d, aten.fractional_max_pool3d,
+          aten.fractional_max_pool2d_backward, aten.fractional_max_pool3d_backward}
 _MAX_POOL_BACKWARDS = {aten.max_pool2d_with_indices_backward,
-                       aten.max_pool3d_with_indices_backward}
+                       aten.max_pool3d_with_indices_backward,
+                       aten.fractional_max_pool2d_backward,
+                       aten.fractional_max_pool3d_backward}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.nanmedian}
 
@@ -274,12 +282,15 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.tril_indices, aten.triu_indices, aten.rot90, aten.block_diag,
                aten.index_fill, aten.index_fill_, aten.index_copy, aten.index_copy_,
                aten.put, aten.put_, aten.channel_shuffle, aten.native_channel_shuffle,
-               aten.max_unpool2d, aten.max_unpool3d}
+               aten.max_unpool2d, aten.max_unpool3d,
+               # pack_padded_sequence: the valid time steps gathered, and its backward's
+               # scatter into a zero-padded gradient
+               aten._pack_padded_sequence, aten._pack_padded_sequence_backward}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
 _GATHERS = {aten.index, aten.index_select, aten.gather, aten.embedding, aten.narrow_copy,
-            aten.slice_copy, aten.select_copy}
+            aten.slice_copy, aten.select_copy, aten._pack_padded_sequence}
 
 
 def reads_selected_rows_of_first_arg(func) -> bool:
@@ -375,6 +386,10 @@ def _index_put_elements(self_: torch.Tensor, indices) -> int:
 
 def _traffic(func, packet, args, kwargs, inputs, outputs) -> tuple[int, int]:
     """Bytes read and written by one op (the rules are in the module docstring)."""
+    if packet is aten._pack_padded_sequence:
+        # the valid steps gathered (the packed data) and the lengths read; the batch
+        # sizes computed and written with the data
+        return _nbytes(outputs[:1]) + _distinct_bytes(args[1]), _nbytes(outputs)
     if packet in _GATHERS:
         # every tensor after the source is an index (index's list, index_select's and
         # gather's index, embedding's indices)
@@ -433,6 +448,65 @@ projections and applies its activation (2); an LSTM cell adds its two projection
 gates (4), 3 sigmoids, 2 tanh, c = f c + i g (3), h = o tanh(c) (1): 13; a GRU cell adds
 the projections of r and z (2), n = tanh(x_n + r (h_n)) (3), h = n + z (h - n) (3), 2
 sigmoids: 10."""
+
+
+_AA_RESIZES = {aten._upsample_bilinear2d_aa: 2, aten._upsample_bicubic2d_aa: 4,
+               aten._upsample_bilinear2d_aa_backward: 2,
+               aten._upsample_bicubic2d_aa_backward: 4}
+"""Anti-aliased resizing (``F.interpolate(..., antialias=True)``, torchvision's ``Resize``
+on tensors) -> its filter's interpolation size (2 bilinear, 4 bicubic)."""
+
+
+def _aa_taps(in_size: int, out_size: int, align_corners: bool, scale_arg, interp: int,
+             dtype: torch.dtype) -> int:
+    """The input taps ATen's anti-aliased filter reads for the output positions along one
+    dimension, summed: PIL's bounds, as ``_compute_indices_min_size_weights_aa``
+    computes them (``center = scale (i + 0.5)``, ``support = interp / 2 x max(scale, 1)``,
+    ``xmin = max(int(center - support + 0.5), 0)``, ``xsize = min(int(center + support +
+    0.5), in) - xmin``, at most ``2 ceil(support) + 1``), in the kernel's arithmetic (float
+    for a float32 tensor, double for float64); ``scale`` as ``area_pixel_compute_scale``."""
+    real = np.float64 if dtype == torch.float64 else np.float32
+    if align_corners:
+        scale = real((in_size - 1) / (out_size - 1)) if out_size > 1 else real(0)
+    elif scale_arg is not None and scale_arg > 0:
+        scale = real(1.0 / scale_arg)
+    else:
+        scale = real(in_size) / real(out_size)
+    support = real(interp * 0.5 * float(scale)) if scale >= 1 else real(interp * 0.5)
+    widest = math.ceil(float(support)) * 2 + 1
+    center = (float(scale) * (np.arange(out_size) + 0.5)).astype(real)
+    low = np.maximum(np.trunc((center - support).astype(np.float64) + 0.5), 0)
+    high = np.minimum(np.trunc((center + support).astype(np.float64) + 0.5), in_size)
+    return int(np.clip(high - low, 0, widest).sum())
+
+
+def _aa_resize_macs(packet, args, first: torch.Tensor) -> int:
+    """Multiply-adds of one anti-aliased 2-D resize, as ATen's CPU kernels run it. Forward
+    (``input, output_size, align_corners, scales_h, scales_w``): separable, the width first
+    (each of the ``N C H_in W_out`` elements takes its column taps), then the height
+    (``N C W_out`` columns, each output row its row taps); a dimension whose size does not
+    change is skipped. Backward (``grad_output, output_size, input_size, align_corners,
+    scales_h, scales_w``): every output gradient spread over its row taps x column taps."""
+    backward = "backward" in str(packet)
+    interp = _AA_RESIZES[packet]
+    if backward:
+        out_h, out_w = args[1]
+        n, c, in_h, in_w = args[2]
+        align, scales = args[3], args[4:6]
+    else:
+        n, c, in_h, in_w = first.shape
+        out_h, out_w = args[1]
+        align, scales = args[2], args[3:5]
+    scale_h = scales[0] if len(scales) > 0 else None
+    scale_w = scales[1] if len(scales) > 1 else None
+    rows = _aa_taps(in_h, out_h, align, scale_h, interp, first.dtype)
+    cols = _aa_taps(in_w, out_w, align, scale_w, interp, first.dtype)
+    if backward:
+        return n * c * rows * cols
+    macs = n * c * in_h * cols if out_w != in_w else 0
+    if out_h != in_h:
+        macs += n * c * out_w * rows
+    return macs
 
 
 def _rnn_cost(func, args, kwargs, suffix: str) -> dict[str, int]:
@@ -777,6 +851,10 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             return {}, 0, 0, name
         counts = (_cdist_cost(packet, args, _FLOAT_SUFFIX[first.dtype]) if packet in _CDISTS
                   else _rnn_cost(func, args, kwargs, _FLOAT_SUFFIX[first.dtype]))
+    elif packet in _AA_RESIZES:
+        if first.dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        counts[f"mac_{_FLOAT_SUFFIX[first.dtype]}"] = _aa_resize_macs(packet, args, first)
     elif packet in _UPSAMPLE_TAPS:
         op = _elementwise_op(packet, first.dtype)
         if not op.startswith("flop_"):

@@ -18,6 +18,7 @@ the outputs to the end. :func:`greedy_arena` plans them.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 ALIGNMENT = 16
@@ -84,10 +85,14 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
 
     weights = {t.untyped_storage().data_ptr()
                for t in list(module.parameters()) + list(module.buffers())}
-    # storage address -> [bytes, first op, last op]; every tensor stays referenced in
-    # ``keep`` so no address is reused by a later tensor while tracing
-    live: dict[int, list[int]] = {}
-    keep: list = []
+    # storage address -> [bytes, first op, last op, weak reference to the storage]. A
+    # storage that died leaves its address to a new one: its buffer is closed then. (Every
+    # tensor was kept alive instead, so no address was reused: the trace held all the
+    # activations the forward ever made, the whole forward's bytes at once, which a large
+    # model's trace could not hold; now it holds what the forward itself holds.)
+    live: dict[int, list] = {}
+    closed: list[tuple[int, Buffer]] = []   # (creation number, buffer)
+    created = [0]
 
     def size(t) -> int:
         per = (bytes_per_element if bytes_per_element is not None and t.is_floating_point()
@@ -97,14 +102,22 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
     def touch(t, step: int, create: bool) -> None:
         if not isinstance(t, torch.Tensor) or t.device.type == "meta":
             return
-        key = t.untyped_storage().data_ptr()
-        if key in weights or t.untyped_storage().nbytes() == 0:
+        storage = t.untyped_storage()
+        key = storage.data_ptr()
+        if key in weights or storage.nbytes() == 0:
             return
-        if key in live:
-            live[key][2] = step
+        entry = live.get(key)
+        if entry is not None and entry[3]() is None:   # dead: a new storage at its address
+            closed.append((entry[4], Buffer(entry[0], entry[1], entry[2])))
+            del live[key]
+            entry = None
+        if entry is not None:
+            entry[2] = step
         elif create:
-            live[key] = [size(t), step, step]
-            keep.append(t)
+            # a weak reference to the storage's Python object, which torch keeps while the
+            # storage lives (as the engine's resident footprint does)
+            live[key] = [size(t), step, step, weakref.ref(storage), created[0]]
+            created[0] += 1
 
     class _Trace(ObserverMode):
         step = 0
@@ -125,4 +138,5 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
         out = module(*inputs)
     for t in tree_leaves(out):   # the outputs are read after the last op
         touch(t, mode.step + 1, create=True)
-    return [Buffer(n, first, last) for n, first, last in live.values()]
+    closed += [(number, Buffer(n, first, last)) for n, first, last, _, number in live.values()]
+    return [b for _, b in sorted(closed, key=lambda c: c[0])]   # in the order made

@@ -105,6 +105,11 @@ def _classify(gm, node) -> tuple[str, object]:
             return "flatten", mod
         if isinstance(mod, (nn.Dropout, nn.Identity)):
             return "identity", mod
+        if type(mod).__module__.startswith(("torch.ao.nn.quantized", "torch.ao.quantization",
+                                            "torch.ao.nn.intrinsic.quantized")):
+            raise _unsupported(node, what, "a torch.ao quantized model: give the float model; "
+                                           "the export quantizes it itself, TFLite's way, "
+                                           "from --calibration")
         raise _unsupported(node, what)
     if node.op == "call_function":
         fn = node.target

@@ -253,6 +253,36 @@ def test_unsupported_function_and_untraceable_model():
         quantize(Branchy(), x)
 
 
+def _with_stubs():
+    torch.manual_seed(0)
+    return nn.Sequential(torch.ao.quantization.QuantStub(), nn.Conv2d(1, 2, 3), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(72, 2),
+                         torch.ao.quantization.DeQuantStub()).eval()
+
+
+def test_torch_ao_stubs_in_a_float_model_are_identities():
+    """A float model readied for torch.ao quantization keeps QuantStub / DeQuantStub,
+    identities until converted: torch.fx traces through them."""
+    x = _data((1, 1, 8, 8), 10, 0)
+    stubbed = quantize(_with_stubs(), x)
+    plain = quantize(nn.Sequential(*list(_with_stubs())[1:-1]).eval(), x)
+    assert [type(node).__name__ for node in stubbed.nodes] == \
+        [type(node).__name__ for node in plain.nodes] == ["Conv2d", "Reshape", "Linear"]
+
+
+def test_a_converted_torch_ao_model_is_refused_naming_why():
+    import warnings
+    model = _with_stubs()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = torch.ao.quantization.prepare(model)
+        prepared(torch.randn(4, 1, 8, 8))
+        converted = torch.ao.quantization.convert(prepared)
+    with pytest.raises(ExportError, match="a torch.ao quantized model: give the float model"):
+        quantize(converted, _data((1, 1, 8, 8), 10, 0))
+
+
 def test_model_too_large_names_bytes(tmp_path):
     """Linear(2048, 640): 1,310,720 B of int8 weights > the cortex-m4's 1 MiB flash plus
     what is left of its 192 KiB SRAM."""

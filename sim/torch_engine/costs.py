@@ -1114,6 +1114,8 @@ def _cell_params_fp16(params, dtype) -> bool:
     ``dtype=torch.float16``), not int8: their state names the kind."""
     if dtype is not None:
         return dtype == torch.float16
+    if not params or not isinstance(params[0], torch.ScriptObject):
+        return False   # the legacy overloads' tensors: int8
     try:
         return params[0].__getstate__()[0][0] == "quantized_fp16"
     except (AttributeError, IndexError, RuntimeError, TypeError):

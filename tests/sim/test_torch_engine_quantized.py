@@ -150,14 +150,19 @@ class _QuantizedBlock(nn.Module):
         return self.dequant(self.head(x.flatten(1)))
 
 
-def test_static_quantized_block_counted_op_by_op():
+def _quantized_block(x):
+    """The block converted: conv + ReLU and depthwise conv + BN fused, calibrated on x."""
     torch.manual_seed(0)
     net = _QuantizedBlock().eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.ao.quantization.fuse_modules(net, [["conv", "relu"], ["dw", "bn"]], inplace=True)
+    return _quantize_static(net, x)
+
+
+def test_static_quantized_block_counted_op_by_op():
     x = torch.randn(2, 2, 8, 8)
-    q = _quantize_static(net, x)
+    q = _quantized_block(x)
     outputs = {}   # the quint8 outputs, dequantized after the run (no op in the ledger)
     for name in ("act", "gate"):
         getattr(q, name).register_forward_hook(
@@ -279,13 +284,8 @@ def test_quantized_layers_have_rows_and_kernel_classes():
     """A quantized Linear keeps its packed weights in a child module: it was taken for a
     container and had no layer row, and a quantized convolution had no kernel class, so a
     microcontroller priced their int8 MACs at the library's convolution rate."""
-    torch.manual_seed(0)
-    net = _QuantizedBlock().eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.ao.quantization.fuse_modules(net, [["conv", "relu"], ["dw", "bn"]], inplace=True)
     x = torch.randn(2, 2, 8, 8)
-    q = _quantize_static(net, x)
+    q = _quantized_block(x)
     dev = TorchDevice("stm32l4r5")
     dev.run(dev.compile(q), x)
     layers = dev.ledger.layers()

@@ -353,10 +353,12 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         _check_mcu_memory(est, devices, net, xs, dtype, notes)
         _check_device_memory(est, devices, net, xs, dev.ledger)
         if wants_train:
-            notes.append(_train(dev, net, xs, example_input, out, batch, name,
+            note, peak = _train(dev, net, xs, example_input, out, batch, name,
                                 train_step=train_step, loss=loss, optimizer=optimizer,
-                                target=target, seed=seed))
+                                target=target, seed=seed)
+            notes.append(note)
             est.train_samples = batch
+            _check_training_memory(est, devices, peak)
         ledger = dev.ledger
         if dtype == "int8":
             ledger = retyped_int8(ledger)
@@ -643,15 +645,23 @@ def _loss_and_target(loss, target, out, seed: int):
 
 
 def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_step, loss,
-           optimizer, target, seed: int) -> str:
-    """One training step counted under ``train``; returns the line saying what ran."""
+           optimizer, target, seed: int) -> tuple[str, int]:
+    """One training step counted under ``train``; returns the line saying what ran and the
+    most bytes it held alive at once (:func:`sim.arena.live_peak_mode`: the weights, their
+    gradients, the optimizer's state, the inputs and the activations backward needs)."""
     import torch
+
+    from sim.arena import live_peak_mode
     opt, opt_text = _make_optimizer(optimizer, net)
+    y = None
     if train_step is None:
         fn, y, what = _loss_and_target("auto" if loss is None else loss, target, out, seed)
     net.train()
     try:
-        with dev.count("train", samples=batch):
+        with dev.count("train", samples=batch), live_peak_mode(
+                [*net.parameters(), *net.buffers(), *xs, y,
+                 *(p.grad for p in net.parameters()),
+                 *(t for state in opt.state.values() for t in state.values())]) as held:
             opt.zero_grad(set_to_none=True)
             if train_step is not None:
                 arg = xs if isinstance(example_input, (tuple, list)) and not \
@@ -677,7 +687,27 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
         net.eval()
     if train_step is not None:
         what = f"train_step {getattr(train_step, '__name__', type(train_step).__name__)}"
-    return f"training step: one forward, {what}, backward and {opt_text} step, train mode"
+    return (f"training step: one forward, {what}, backward and {opt_text} step, train mode",
+            held.peak)
+
+
+def _check_training_memory(est: Estimate, devices: dict, peak: int) -> None:
+    """Each GPU or CPU profile in ``devices`` holds the training step asked for: the most
+    bytes it had alive at once (``peak``, from :func:`_train`) against its device memory. A
+    profile it does not fit moves to ``est.skipped``, naming the bytes (the inference alone
+    would fit there, but the run asked for training)."""
+    for label in [label for label, d in devices.items() if d.profile.kind in ("gpu", "cpu")
+                  and "offchip" in d.profile.memory]:
+        prof = devices[label].profile
+        capacity = prof.memory["offchip"].capacity_bytes.value
+        if peak > capacity:
+            est.skipped[label] = (
+                f"[estimate] one training step of {est.train_samples} sample(s) holds "
+                f"{peak} B alive at once (weights, gradients, optimizer state, inputs and "
+                f"the activations backward needs), which exceeds {prof.name} "
+                f"memory.offchip.capacity_bytes = {capacity:.0f} B; use a smaller batch or "
+                f"a profile with more device memory")
+            del devices[label]
 
 
 def _describe(value) -> str:

@@ -140,3 +140,58 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
         touch(t, mode.step + 1, create=True)
     closed += [(number, Buffer(n, first, last)) for n, first, last, _, number in live.values()]
     return [b for _, b in sorted(closed, key=lambda c: c[0])]   # in the order made
+
+
+def live_peak_mode(start=()):
+    """A dispatch mode that measures, while entered, the most bytes of storages alive at
+    once: every storage counts from the first op that reads or makes it until it is freed
+    (each storage once, views sharing it), and ``start``'s tensors (the weights, gradients,
+    optimizer state and inputs alive before) from the start. ``mode.peak`` after the block:
+    what a device holds at its fullest running the same ops eagerly (no allocator rounding,
+    caching or fragmentation, no kernel workspace). Entered inside a counting block it sits
+    on top of the counting mode, which still sees every op."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    from sim.torch_engine.dispatch import ObserverMode
+
+    class _LivePeak(ObserverMode):
+        def __init__(self):
+            super().__init__()
+            self.live = self.peak = 0
+            self._alive: dict[int, int] = {}   # storage address -> its bytes
+
+        def _free(self, key: int, nbytes: int) -> None:
+            if self._alive.pop(key, None) is not None:
+                self.live -= nbytes
+
+        def add(self, t) -> None:
+            if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+                return
+            try:
+                storage = t.untyped_storage()
+            except (RuntimeError, NotImplementedError):   # sparse, functorch wrappers
+                return
+            key, nbytes = storage.data_ptr(), storage.nbytes()
+            if nbytes == 0 or key in self._alive:
+                return
+            self._alive[key] = nbytes
+            self.live += nbytes
+            # torch keeps a storage's Python object while the storage lives: its death is
+            # the storage's
+            weakref.finalize(storage, self._free, key, nbytes)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            for t in tree_leaves((args, kwargs or {})):
+                self.add(t)
+            out = func(*args, **(kwargs or {}))
+            for t in tree_leaves(out):
+                self.add(t)
+            self.peak = max(self.peak, self.live)
+            return out
+
+    mode = _LivePeak()
+    for t in start:
+        mode.add(t)
+    mode.peak = mode.live
+    return mode

@@ -54,3 +54,29 @@ def test_the_trace_runs_only_when_the_written_bytes_could_exceed_memory(tmp_path
     assert traced == []
     assert estimate(_chain(), (1, 3, 96, 96), profiles=[_toy(tmp_path, 3_000_000)]).reports
     assert traced == [1]
+
+
+def test_a_training_step_that_does_not_fit_is_refused(tmp_path):
+    # Linear(100, 1000), ReLU, Linear(1000, 10) at batch 64, SGD: inference holds the
+    # weights (444,040 B), the input (25,600 B) and two 256,000 B activations: fits 1.2 MB.
+    # The training step is fullest at the ReLU's backward: weights, the second layer's
+    # gradients (40,040 B), input, labels (512 B), the ReLU's saved output, the gradient
+    # it gets and the one it makes (3 x 256,000 B), the loss and its total weight (8 B):
+    # 1,278,200 B
+    import torch
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(100, 1000), nn.ReLU(), nn.Linear(1000, 10))
+    profile = _toy(tmp_path, 1_200_000)
+    assert estimate(net, (64, 100), profiles=[profile]).reports
+    est = estimate(net, (64, 100), profiles=[profile], loss="auto")
+    assert est.reports == {}
+    why = next(iter(est.skipped.values()))
+    assert ("one training step of 64 sample(s) holds 1278200 B alive at once" in why
+            and "exceeds toy-gpu memory.offchip.capacity_bytes = 1200000 B" in why)
+    # with room for it the step is priced, its counts untouched by the memory check:
+    # forward 64 x (100 x 1000 + 1000 x 10) MACs, backward both weights' gradients (the
+    # same again) and the hidden layer's, 64 x 1000 x 10 (the input needs none)
+    big = estimate(net, (64, 100), profiles=[_toy(tmp_path, 3_000_000)], loss="auto")
+    led = next(iter(big.ledgers.values()))
+    assert led.total_ops("train")["mac_fp32"] == 64 * (100 * 1000 + 1000 * 10) * 2 + \
+        64 * 1000 * 10

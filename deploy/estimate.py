@@ -358,7 +358,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
                                 target=target, seed=seed)
             notes.append(note)
             est.train_samples = batch
-            _check_training_memory(est, devices, peak)
+            _check_training_memory(est, devices, peak, dtype)
         ledger = dev.ledger
         if dtype == "int8":
             ledger = retyped_int8(ledger)
@@ -691,11 +691,26 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
             held.peak)
 
 
-def _check_training_memory(est: Estimate, devices: dict, peak: int) -> None:
-    """Each GPU or CPU profile in ``devices`` holds the training step asked for: the most
-    bytes it had alive at once (``peak``, from :func:`_train`) against its device memory. A
-    profile it does not fit moves to ``est.skipped``, naming the bytes (the inference alone
-    would fit there, but the run asked for training)."""
+def _check_training_memory(est: Estimate, devices: dict, peak: int, dtype: str) -> None:
+    """Each profile in ``devices`` holds the training step asked for: the most bytes it had
+    alive at once (``peak``, from :func:`_train`) against a GPU's or CPU's device memory,
+    or a microcontroller's writable memories (weights, gradients and optimizer state change
+    every step: SRAM, never flash; :func:`sim.execution.mcu.place`), at fp32 as the step
+    ran (a run priced at int8 leaves microcontrollers unchecked: no int8 training step is
+    modelled). A profile it does not fit moves to ``est.skipped``, naming the bytes (the
+    inference alone would fit there, but the run asked for training)."""
+    from sim.execution.mcu import place
+    for label in [label for label, d in devices.items() if d.profile.kind == "bitwise"]:
+        if dtype != "fp32":
+            break
+        try:
+            place(devices[label].profile, peak, 0, who="estimate",
+                  subject="one training step",
+                  writable_what="weights, gradients, optimizer state and the activations "
+                                "backward needs, alive at once, fp32")
+        except HardwareLimitError as exc:
+            est.skipped[label] = str(exc)
+            del devices[label]
     for label in [label for label, d in devices.items() if d.profile.kind in ("gpu", "cpu")
                   and "offchip" in d.profile.memory]:
         prof = devices[label].profile

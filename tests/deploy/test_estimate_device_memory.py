@@ -80,3 +80,22 @@ def test_a_training_step_that_does_not_fit_is_refused(tmp_path):
     led = next(iter(big.ledgers.values()))
     assert led.total_ops("train")["mac_fp32"] == 64 * (100 * 1000 + 1000 * 10) * 2 + \
         64 * 1000 * 10
+
+
+def test_a_training_step_on_a_microcontroller_needs_writable_memory():
+    # Linear(100, 300), ReLU, Linear(300, 10) at batch 16: 33,310 weights (133,240 B) sit in
+    # flash for inference, but a training step updates them: weights, gradients and the
+    # activations backward needs, alive at once, must fit the SRAM. cortex-m4's 196,608 B
+    # cannot hold them; cortex-m7's 327,680 B can
+    import torch
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(100, 300), nn.ReLU(), nn.Linear(300, 10))
+    assert list(estimate(net, (16, 100), profiles=["cortex-m4", "cortex-m7"]).reports) == \
+        ["cortex-m4", "cortex-m7"]
+    est = estimate(net, (16, 100), profiles=["cortex-m4", "cortex-m7"], loss="auto")
+    assert list(est.reports) == ["cortex-m7"]
+    why = est.skipped["cortex-m4"]
+    assert "one training step needs" in why and "but cortex-m4 has 196,608 B" in why
+    # the peak is at least the weights and their gradients (2 x 133,240 B)
+    needs = int(why.split("needs ")[1].split(" B")[0].replace(",", ""))
+    assert 2 * 133_240 <= needs <= 327_680

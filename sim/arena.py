@@ -160,6 +160,7 @@ def live_peak_mode(start=()):
             super().__init__()
             self.live = self.peak = 0
             self._alive: dict[int, int] = {}   # storage address -> its bytes
+            self._finalizers: list = []
 
         def _free(self, key: int, nbytes: int) -> None:
             if self._alive.pop(key, None) is not None:
@@ -179,7 +180,15 @@ def live_peak_mode(start=()):
             self.live += nbytes
             # torch keeps a storage's Python object while the storage lives: its death is
             # the storage's
-            weakref.finalize(storage, self._free, key, nbytes)
+            self._finalizers.append(weakref.finalize(storage, self._free, key, nbytes))
+
+        def __exit__(self, *exc):
+            # the storages that outlive the block (weights, gradients) keep no callback
+            # into this mode
+            for f in self._finalizers:
+                f.detach()
+            self._finalizers.clear()
+            return super().__exit__(*exc)
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             for t in tree_leaves((args, kwargs or {})):

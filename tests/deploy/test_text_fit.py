@@ -95,4 +95,5 @@ def test_the_figures_at_80_columns_are_the_unfolded_ones(outputs):
             assert f"latency {latency}" in record
             seen.append(name)
     assert seen == ["jetson-orin", "a100"]
-    assert "skipped:\n  cortex-m7: [price] cortex-m7: state of scope 'train'" in narrow
+    # the training step's weights, gradients and activations need more SRAM than it has
+    assert "skipped:\n  cortex-m7: [estimate] cortex-m7: one training step needs" in narrow

@@ -277,7 +277,9 @@ def _neuron_output(mod: nn.Module, out):
 def model_facts(module: nn.Module) -> dict[str, int]:
     """:data:`sim.ledger.MODEL_FACTS` of a torch module (NeuroBench's Footprint,
     ParameterCount and ConnectionSparsity: the weights of Linear/Conv layers, biases not
-    included, and those of recurrent layers and cells with their biases)."""
+    included, and those of recurrent layers and cells with their biases). A torch.ao
+    quantized model's packed weights, which are no ``parameters()``, count as parameters at
+    the bytes they are stored in (:func:`sim.torch_engine.costs.packed_weights`)."""
     params = list(module.parameters())
     buffers = list(module.buffers())
     weights = zeros = 0

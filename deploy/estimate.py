@@ -486,7 +486,7 @@ def _check_device_memory(est: Estimate, devices: dict, net, xs, ledger) -> None:
     exceed a profile's memory: every tensor the forward fills is written by some op, so
     the peak is at most all of them (an allocation never written is not in that bound).
     A profile it does not fit moves to ``est.skipped`` with the one-line reason naming
-    the bytes. A training step's memory (saved activations, gradients) is not checked."""
+    the bytes. A training step's memory is :func:`_check_training_memory`'s."""
     from sim.arena import peak_live_bytes, trace_lifetimes
     capacity = {label: d.profile.memory["offchip"].capacity_bytes.value
                 for label, d in devices.items()

@@ -937,6 +937,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         return _quantized_conv_cost(name, args, inputs, outputs)
     elif name in _QUANTIZED_EMBEDDINGS:
         return _quantized_embedding_cost(name, args, outputs)
+    elif name in _QUANTIZED_BAGS:
+        return _quantized_bag_cost(func, name, args, kwargs, outputs)
     elif packet in _QUANTIZED_RNNS:
         return _quantized_rnn_cost(func, args, kwargs, inputs, outputs)
     elif name in _QUANTIZED_PER_ELEMENT:
@@ -1062,6 +1064,42 @@ def _quantized_embedding_cost(name, args, outputs) -> tuple[dict[str, int], int,
     row = dim + 8 if name.endswith("_byte") else (dim + 1) // 2 + 4
     read = _nbytes([indices]) + indices.numel() * row
     return {"flop_fp32": 2 * y.numel()}, read, _nbytes([y]), ""
+
+
+_QUANTIZED_BAGS = {"quantized.embedding_bag_byte": 8, "quantized.embedding_bag_4bit": 4,
+                   "quantized.embedding_bag_byte_rowwise_offsets": 8,
+                   "quantized.embedding_bag_4bit_rowwise_offsets": 4,
+                   "quantized.embedding_bag_2bit_rowwise_offsets": 2}
+"""A quantized ``nn.EmbeddingBag`` (torch.ao's ``QuantizedEmbeddingBag``, packed) and fbgemm's
+row-wise kernels on prepacked rows (a uint8 tensor, each row its values and then its scale
+and offset) -> the bits a value is stored in."""
+
+
+def _quantized_bag_cost(func, name, args, kwargs, outputs):
+    """One quantized embedding bag: each index's row dequantized (a scale and an offset per
+    element) and accumulated into its bag (an add, or a compare for ``max``), a per-sample
+    weight's multiply when given: 3 or 4 fp32 ops per element of every looked-up row; a
+    ``mean`` bag divides each output element once. Bytes: per index its row as stored (the
+    values at their bits and the row's scale and offset: two fp32 for 8-bit rows, two fp16
+    below), the indices, offsets and per-sample weights, the output."""
+    a = _named_args(func, args, kwargs)
+    bits = _QUANTIZED_BAGS[name]
+    qparams = 8 if bits == 8 else 4
+    weight = a["weight"]
+    if isinstance(weight, torch.Tensor):   # prepacked rows: values, then scale and offset
+        dim = (weight.shape[1] - qparams) * 8 // bits
+    else:
+        dim = weight.unpack().shape[1]
+    indices = a["indices"]
+    per_sample = a.get("per_sample_weights")
+    lookups = indices.numel() * dim
+    counts = {"flop_fp32": lookups * (3 + (per_sample is not None))}
+    if a.get("mode", 0) == 1:
+        counts["flop_fp32"] += outputs[0].numel()
+    row = (dim * bits + 7) // 8 + qparams
+    small = [t for t in (indices, a.get("offsets"), per_sample,
+                         a.get("compressed_indices_mapping")) if isinstance(t, torch.Tensor)]
+    return counts, indices.numel() * row + _nbytes(small), _nbytes(outputs), ""
 
 
 _QUANTIZED_RNNS = {aten.quantized_lstm, aten.quantized_gru}

@@ -301,3 +301,44 @@ def test_quantized_layers_have_rows_and_kernel_classes():
     assert entries == {"infer/head/forward": "stacks.tflm-2.3.1.dense_cycles",
                        "infer/conv/forward": "stacks.tflm-2.3.1.mac_int8_cycles",
                        "infer/dw/forward": "stacks.tflm-2.3.1.mac_int8_cycles"}
+
+
+@pytest.mark.parametrize("qconfig, row", [
+    (torch.ao.quantization.float_qparams_weight_only_qconfig, 16 + 8),      # 8-bit: fp32
+    (torch.ao.quantization.float_qparams_weight_only_qconfig_4bit, 8 + 4),  # 4-bit: fp16
+], ids=["8bit", "4bit"])
+def test_quantized_embedding_bag(qconfig, row):
+    """torch.ao's quantized EmbeddingBag (DLRM-style recommenders) was uncounted."""
+    net = nn.Sequential(nn.EmbeddingBag(50, 16, mode="sum")).eval()
+    net[0].qconfig = qconfig
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = torch.ao.quantization.convert(torch.ao.quantization.prepare(net))
+    dev = TorchDevice("x86-avx2")
+    indices, offsets = torch.randint(0, 50, (12,)), torch.tensor([0, 5, 9])
+    with dev.count("bags"):
+        q[0](indices, offsets)
+    led = dev.ledger
+    assert led.uncounted() == {}
+    # 12 rows of 16 dequantized (scale, offset) and summed: 12 x 16 x 3 = 576 fp32 ops;
+    # reads each row as stored (16 values at 8 or 4 bits and the row's scale and offset),
+    # the 12 indices and 3 offsets (int64); writes 3 bags x 16 floats
+    assert led.total_ops()["flop_fp32"] == 576
+    assert led.total_bytes() == {("offchip", "read"): 12 * row + 15 * 8,
+                                 ("offchip", "write"): 3 * 16 * 4}
+
+
+def test_prepacked_rowwise_embedding_bag():
+    weight = torch.randn(50, 16)
+    packed = torch.ops.quantized.embedding_bag_byte_prepack(weight)   # 50 x (16 + 8) bytes
+    indices, offsets = torch.randint(0, 50, (12,)), torch.tensor([0, 5, 9])
+    dev = TorchDevice("x86-avx2")
+    with dev.count("bags"):
+        torch.ops.quantized.embedding_bag_byte_rowwise_offsets(
+            packed, indices, offsets, mode=1, per_sample_weights=torch.rand(12),
+            include_last_offset=False)
+    led = dev.ledger
+    assert led.uncounted() == {}
+    # per looked-up element 4 ops (scale, offset, the sample's weight, the add); mean
+    # divides the 48 outputs: 12 x 16 x 4 + 48 = 816; the torch.rand draw (12) apart
+    assert led.total_ops()["flop_fp32"] == 816 + 12

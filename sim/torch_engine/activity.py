@@ -315,12 +315,11 @@ def model_facts(module: nn.Module) -> dict[str, int]:
             kind = obj._type().qualified_name()
             connection = not kind.endswith("EmbeddingPackedParamsBase")
             cell = kind.endswith(".CellParamsBase")
-            for t, nbytes, bias in packed_weights(obj):
-                stored.append((t.numel(), nbytes))
-                if connection and (cell or not bias):
-                    weights += t.numel()
-                    zeros += t.numel() - count_nonzero(t.dequantize() if t.is_quantized
-                                                       else t)
+            for p in packed_weights(obj):
+                stored.append((p.numel, p.stored))
+                if connection and (cell or not p.bias):
+                    weights += p.numel
+                    zeros += p.zeros
     return {"parameters": sum(p.numel() for p in params) + sum(n for n, _ in stored),
             "parameter_bytes": sum(p.numel() * p.element_size() for p in params)
             + sum(b for _, b in stored),
@@ -331,9 +330,8 @@ def model_facts(module: nn.Module) -> dict[str, int]:
 def packed_size(module: nn.Module) -> tuple[int, int]:
     """(elements, bytes as stored) of the packed weights of ``module``'s torch.ao quantized
     layers, biases included; (0, 0) for a float model."""
-    with _disable_current_modes():   # unpacking runs ops: not the model's
-        sizes = [(t.numel(), nbytes) for obj in packed_parameters(module)
-                 for t, nbytes, _ in packed_weights(obj)]
+    sizes = [(p.numel, p.stored) for obj in packed_parameters(module)
+             for p in packed_weights(obj)]
     return sum(n for n, _ in sizes), sum(b for _, b in sizes)
 
 
@@ -487,7 +485,6 @@ class LayerRecorder:
         self._conv_f: dict[tuple, tuple] = {}
         self._columns: dict[int, tuple] = {}   # id(Linear) -> ((id, weight version), counts)
         self._dense_weights: dict[int, tuple] = {}   # id(layer) -> ((id, version), no zero)
-        self._packed: dict[int, tuple] = {}   # id(quantized layer) -> (packed ids, elements)
         # scope -> calls whose activity is not counted (:data:`UNCOUNTED_ACTIVITY`)
         self.uncounted: dict[str, int] = {}
 
@@ -514,7 +511,7 @@ class LayerRecorder:
         y = _neuron_output(mod, out) if neuron else _first_tensor(out)
         params = sum(p.numel() for p in mod._parameters.values() if p is not None)
         if kinds[5]:   # a torch.ao quantized layer: its packed weights are its parameters
-            params += self._packed_count(mod)
+            params += packed_size(mod)[0]
         parametrized = mod._modules.get("parametrizations")
         if parametrized is not None:   # the tensors a parametrized weight is made of
             params += sum(p.numel() for p in parametrized.parameters())
@@ -541,15 +538,6 @@ class LayerRecorder:
                         return
                     x, y, w = plain
                 self._activity(mod, path, args, _values(x), _values(y), kinds, w)
-
-    def _packed_count(self, mod: nn.Module) -> int:
-        """Elements of the packed weights (and biases) of quantized layer ``mod``, kept while
-        it holds the same packed objects (unpacking them per call would copy them)."""
-        key = tuple(id(o) for o in packed_parameters(mod))
-        known = self._packed.get(id(mod))
-        if known is None or known[0] != key:
-            known = self._packed[id(mod)] = (key, packed_size(mod)[0])
-        return known[1]
 
     # -- one leaf call's activity --------------------------------------------------------
     def _activity(self, mod, path, args, x, y, kinds, w) -> None:

@@ -86,10 +86,12 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+import weakref
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils.flop_counter import conv_flop_count, flop_registry
 
 aten = torch.ops.aten
@@ -992,13 +994,12 @@ def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int],
     float output (a scale and the bias: 2 ops an element); the fp16 one adds the bias to
     each float output (1); a ``_relu`` one adds a max per output element. Requantizing a
     static one's int32 sums to its output scale is not counted (nor for the convolutions).
-    Bytes: the input, the weight as stored (int8, or fp16: ``linear_unpack_fp16`` hands it
-    back as fp32) and the bias, the output."""
+    Bytes: the input, the weight's values as stored (int8, or fp16: fbgemm unpacks it as
+    fp32) and the bias, the output."""
     x, y = inputs[0], outputs[0]
-    unpack = (torch.ops.quantized.linear_unpack_fp16 if name.endswith("_fp16")
-              else torch.ops.quantized.linear_unpack)
-    weight, bias = unpack(args[1])
-    k, n = weight.shape[1], weight.shape[0]
+    weight, *rest = packed_weights(args[1])
+    bias = next((p for p in rest if p.bias), None)
+    n, k = weight.shape
     rows = x.numel() // max(k, 1)
     counts = {"mac_fp16" if name.endswith("_fp16") else "mac_int8": rows * k * n}
     if name.endswith("_fp16"):
@@ -1011,9 +1012,7 @@ def _quantized_linear_cost(name, args, inputs, outputs) -> tuple[dict[str, int],
     if "relu" in name:
         op = "flop_fp32" if y.is_floating_point() else "int_add"
         counts[op] = counts.get(op, 0) + y.numel()
-    stored = 2 if name.endswith("_fp16") else weight.element_size()
-    read = _nbytes([x]) + weight.numel() * stored + (_nbytes([bias]) if bias is not None
-                                                     else 0)
+    read = _nbytes([x]) + weight.value_bytes + (bias.value_bytes if bias is not None else 0)
     return counts, read, _nbytes([y]), ""
 
 
@@ -1036,15 +1035,15 @@ def _quantized_conv_cost(name, args, inputs, outputs) -> tuple[dict[str, int], i
     (1 op). Bytes: the input (and accumulated tensor), the int8 weight and the bias, the
     output."""
     x, y = inputs[0], outputs[0]
-    packed = args[2] if "_add" in name else args[1]
-    weight, bias = packed.unpack()
+    weight, *rest = packed_weights(args[2] if "_add" in name else args[1])
+    bias = next((p for p in rest if p.bias), None)
     taps = math.prod(weight.shape[1:])
     counts = {"mac_int8": (x if "transpose" in name else y).numel() * taps}
     extra = ("_add" in name) + ("relu" in name)
     if extra:
         counts["int_add"] = extra * y.numel()
-    read = (_nbytes(inputs) + weight.numel() * weight.element_size()
-            + (_nbytes([bias]) if bias is not None else 0))
+    read = (_nbytes(inputs) + weight.value_bytes
+            + (bias.value_bytes if bias is not None else 0))
     return counts, read, _nbytes([y]), ""
 
 
@@ -1059,11 +1058,16 @@ def _quantized_embedding_cost(name, args, outputs) -> tuple[dict[str, int], int,
     (``dim`` bytes, or ``dim / 2`` for 4 bits, and the row's scale and offset: two fp32
     for 8-bit rows, two fp16 for 4-bit ones, as fbgemm lays them out), the float output."""
     indices, y = args[1], outputs[0]
-    weight = args[0].unpack()
-    dim = weight.shape[-1]
-    row = dim + 8 if name.endswith("_byte") else (dim + 1) // 2 + 4
-    read = _nbytes([indices]) + indices.numel() * row
+    dim = packed_weights(args[0])[0].shape[-1]
+    read = _nbytes([indices]) + indices.numel() * _row_bytes(dim, 8 if name.endswith("_byte")
+                                                             else 4)
     return {"flop_fp32": 2 * y.numel()}, read, _nbytes([y]), ""
+
+
+def _row_bytes(dim: int, bits: int) -> int:
+    """Bytes of one quantized embedding row as fbgemm stores it: ``dim`` values at ``bits``,
+    then the row's scale and offset (two fp32 for 8-bit rows, two fp16 below)."""
+    return (dim * bits + 7) // 8 + (8 if bits == 8 else 4)
 
 
 _QUANTIZED_BAGS = {"quantized.embedding_bag_byte": 8, "quantized.embedding_bag_4bit": 4,
@@ -1084,19 +1088,18 @@ def _quantized_bag_cost(func, name, args, kwargs, outputs):
     below), the indices, offsets and per-sample weights, the output."""
     a = _named_args(func, args, kwargs)
     bits = _QUANTIZED_BAGS[name]
-    qparams = 8 if bits == 8 else 4
     weight = a["weight"]
     if isinstance(weight, torch.Tensor):   # prepacked rows: values, then scale and offset
-        dim = (weight.shape[1] - qparams) * 8 // bits
+        dim = (weight.shape[1] - _row_bytes(0, bits)) * 8 // bits
     else:
-        dim = weight.unpack().shape[1]
+        dim = packed_weights(weight)[0].shape[1]
     indices = a["indices"]
     per_sample = a.get("per_sample_weights")
     lookups = indices.numel() * dim
     counts = {"flop_fp32": lookups * (3 + (per_sample is not None))}
     if a.get("mode", 0) == 1:
         counts["flop_fp32"] += outputs[0].numel()
-    row = (dim * bits + 7) // 8 + qparams
+    row = _row_bytes(dim, bits)
     small = [t for t in (indices, a.get("offsets"), per_sample,
                          a.get("compressed_indices_mapping")) if isinstance(t, torch.Tensor)]
     return counts, indices.numel() * row + _nbytes(small), _nbytes(outputs), ""
@@ -1172,16 +1175,53 @@ def is_packed_weights(obj) -> bool:
     return kind.endswith((".CellParamsBase", "PackedParamsBase"))
 
 
-def packed_weights(obj) -> list[tuple[torch.Tensor, int, bool]]:
+class PackedTensor(NamedTuple):
+    """One tensor a torch.ao packed-weight object holds: its shape and elements, its values'
+    bytes as stored (``value_bytes``: int8 1 B, an fp16 Linear's 2 B, an embedding row's
+    values at its bit rate) and with its scales and zero points (``stored``), whether it is
+    a bias, and how many of its values are 0 (dequantized: the integer is the zero point)."""
+
+    shape: tuple
+    numel: int
+    value_bytes: int
+    stored: int
+    bias: bool
+    zeros: int
+
+
+_PACKED: dict[int, tuple] = {}
+"""id(packed object) -> (weak reference to it, its :class:`PackedTensor` tuple)."""
+
+
+def packed_weights(obj) -> tuple[PackedTensor, ...]:
     """The tensors a torch.ao packed-weight object holds (a quantized Linear's, convolution's
-    or embedding's ``*PackedParamsBase``, a dynamic RNN's ``CellParamsBase``), each as
-    ``(tensor unpacked, bytes as stored, is a bias)``. They are no parameters or buffers
-    of their module: a converted model's ``parameters()`` are empty. Stored bytes: a
-    quantized tensor's integers (1 B; an embedding's rows at its bit rate, 8, 4 or 2 bits)
-    with a scale and a zero point per tensor or per channel (8 B; an embedding row of 4 or
-    2 bits 4 B, two fp16, as fbgemm lays them out); a packed Linear that
-    unpacks to float holds fp16 weights (fbgemm's only float packing; 2 B); biases fp32.
-    [] for another script object."""
+    or embedding's ``*PackedParamsBase``, a dynamic RNN's ``CellParamsBase``), () for
+    another script object. They are no parameters or buffers of their module: a converted
+    model's ``parameters()`` are empty. Stored bytes: a quantized tensor's integers (1 B;
+    an embedding's rows at its bit rate, 8, 4 or 2 bits) with a scale and a zero point per
+    tensor or per channel (8 B; an embedding row of 4 or 2 bits 4 B, two fp16, as fbgemm
+    lays them out); a packed Linear that unpacks to float holds fp16 weights (fbgemm's only
+    float packing; 2 B); biases fp32.
+
+    Kept per live object: unpacking copies the weights (3.5 ms for a 768 x 768 int8
+    Linear, on every call it was priced), and a packed object never changes (torch packs
+    a new one to change the weights)."""
+    known = _PACKED.get(id(obj))
+    if known is not None and known[0]() is obj:
+        return known[1]
+    with _disable_current_modes():   # unpacking and counting zeros run ops: not the model's
+        summary = tuple(_unpacked(obj))
+    key = id(obj)
+    try:   # the entry goes with the object
+        ref = weakref.ref(obj, lambda _: _PACKED.pop(key, None))
+    except TypeError:   # no weak reference: not kept
+        return summary
+    _PACKED[key] = (ref, summary)
+    return summary
+
+
+def _unpacked(obj) -> list[PackedTensor]:
+    """:func:`packed_weights` of ``obj``, unpacked now."""
     try:
         kind = obj._type().qualified_name()
     except (AttributeError, RuntimeError):
@@ -1191,9 +1231,8 @@ def packed_weights(obj) -> list[tuple[torch.Tensor, int, bool]]:
         # hold the biases too: counted once)
         state = obj.__getstate__()[0]
         out = [w for linear in state[4] for w in packed_weights(linear)]
-        if not any(bias for _, _, bias in out):
-            out += [(t, t.numel() * t.element_size(), True) for t in state[1]
-                    if isinstance(t, torch.Tensor)]
+        if not any(p.bias for p in out):
+            out += [_plain(t, True) for t in state[1] if isinstance(t, torch.Tensor)]
         return out
     if not kind.endswith("PackedParamsBase"):
         return []
@@ -1208,16 +1247,26 @@ def packed_weights(obj) -> list[tuple[torch.Tensor, int, bool]]:
         if t.is_quantized:
             channels = (t.q_per_channel_scales().numel()
                         if t.qscheme() in _PER_CHANNEL else 1)
-            # fbgemm keeps a sub-byte row's scale and offset in fp16
-            qparams = 4 if bits is not None and bits < 8 else 8
-            stored = (t.numel() * (bits or _SUB_BYTE_BITS.get(t.dtype, 8)) + 7) // 8 \
-                + qparams * channels
+            values = (t.numel() * (bits or _SUB_BYTE_BITS.get(t.dtype, 8)) + 7) // 8
+            # a scale and a zero point per tensor or channel; an embedding's per row, as
+            # fbgemm lays its rows out
+            qparams = _row_bytes(0, bits) if bits is not None else 8
+            out.append(PackedTensor(tuple(t.shape), t.numel(), values,
+                                    values + qparams * channels, i > 0,
+                                    t.numel() - int(torch.count_nonzero(t.dequantize()))))
         elif i == 0 and kind.endswith("LinearPackedParamsBase"):
-            stored = 2 * t.numel()
+            p = _plain(t, False)
+            out.append(p._replace(value_bytes=2 * t.numel(), stored=2 * t.numel()))
         else:
-            stored = t.numel() * t.element_size()
-        out.append((t, stored, i > 0))
+            out.append(_plain(t, i > 0))
     return out
+
+
+def _plain(t: torch.Tensor, bias: bool) -> PackedTensor:
+    """A float tensor of a packed object, stored as it is."""
+    nbytes = t.numel() * t.element_size()
+    return PackedTensor(tuple(t.shape), t.numel(), nbytes, nbytes, bias,
+                        t.numel() - int(torch.count_nonzero(t)))
 
 
 _PER_CHANNEL = (torch.per_channel_affine, torch.per_channel_symmetric,

@@ -304,7 +304,7 @@ class _Resident:
         embedding's, RNN cell's): read-only state of the bytes it stores, held until the
         block ends (a script object takes no weak reference; its module holds it anyway)."""
         if id(obj) not in self.packed:
-            self.packed[id(obj)] = (obj, sum(b for _, b, _ in packed_weights(obj)))
+            self.packed[id(obj)] = (obj, sum(p.stored for p in packed_weights(obj)))
 
     def footprint(self) -> tuple[int, int, int]:
         """(writable, read-only, streamed) bytes of the storages still alive and of the

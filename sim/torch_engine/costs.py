@@ -17,6 +17,12 @@ Counting conventions (the same on every profile):
 - Integer and boolean tensors count ``int_add`` (``int_cmp`` for comparisons) instead
   of ``flop_<dtype>``; integer products count ``mac_int8`` for 8-bit inputs, else
   ``int_mul`` + ``int_add`` per multiply-accumulate.
+- Complex tensors count in real ops of their component precision (complex64 as fp32): a
+  complex multiply-accumulate in a matrix product is 4 real ones (``mac_<dtype>``); the
+  elementwise ops with a stated count per element (``_COMPLEX_OPS``: add 2, mul 6, div 11,
+  abs 4, exp 5, ...) count those; other complex ops are uncounted. FFTs (``_fft_c2c``,
+  ``_fft_r2c``, ``_fft_c2r``) count FFTW's 5 N log2 N real ops per complex transform of N
+  points and 2.5 N log2 N per real one, plus the normalisation's scaling (``_FFTS``).
 - Pooling: max pooling compares every window element (one op per output element and
   window position), its backward adds each output gradient once; average pooling adds every
   window element, its backward spreads each output gradient over its window.
@@ -252,6 +258,34 @@ _MAX_POOL_BACKWARDS = {aten.max_pool2d_with_indices_backward,
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.nanmedian}
 
+# Complex arithmetic, in real ops of the component precision per output element (per input
+# element for the reductions): the kernel runs the full complex op whatever the other
+# operand (ATen promotes a real operand or scalar to complex). add / sub 2; mul (a c - b d,
+# a d + b c) 6; div as (a c + b d, b c - a d) / (c^2 + d^2): 6 multiplies, 3 adds, 2
+# divides = 11; abs sqrt(a^2 + b^2) 4; angle atan2 1; exp e^a (cos b, sin b) 5; reciprocal
+# (c, -d) / (c^2 + d^2) 6; conj_physical negates the imaginary part 1; polar r (cos t,
+# sin t) 4; sum / mean 2 adds per element; the random fills draw 2 reals per element. The
+# scaling that libraries add against overflow in div, abs and reciprocal is left out. Other
+# complex ops stay uncounted.
+_COMPLEX_OPS = {aten.add: 2, aten.add_: 2, aten.sub: 2, aten.sub_: 2, aten.rsub: 2,
+                aten.neg: 2, aten.neg_: 2, aten.mul: 6, aten.mul_: 6, aten.div: 11,
+                aten.div_: 11, aten.abs: 4, aten.angle: 1, aten.exp: 5, aten.exp_: 5,
+                aten.reciprocal: 6, aten.reciprocal_: 6, aten.conj_physical: 1,
+                aten.conj_physical_: 1, aten.polar: 4, aten.sum: 2, aten.mean: 2,
+                aten.randn: 2, aten.rand: 2, aten.normal_: 2, aten.uniform_: 2}
+_COMPLEX_REDUCTIONS = {aten.sum, aten.mean}
+
+# FFTs (MKL / pocketfft on CPU, cuFFT on CUDA), by FFTW's benchmark convention
+# (fftw.org/speed/method.html): 5 N log2 N real ops per complex transform of N points,
+# 2.5 N log2 N per real-input or real-output one (N = the product of the transformed
+# sizes, of the real signal for r2c / c2r); exact for a radix-2 transform ((N / 2) log2 N
+# butterflies of a complex multiply and two complex adds), a convention for other N.
+_FFTS = {aten._fft_c2c: 5.0, aten._fft_r2c: 2.5, aten._fft_c2r: 2.5}
+
+# Window functions (ATen's hamming_window, which hann_window calls with alpha = beta =
+# 0.5): arange(N + periodic) then mul, cos, mul, add in place, 4 ops per computed element
+_COSINE_WINDOWS = {aten.hann_window, aten.hamming_window}
+
 FREE = {aten.detach, aten.detach_, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
         aten.new_empty, aten.empty_strided, aten.new_empty_strided, aten._unsafe_view,
         aten._local_scalar_dense, aten.set_, aten.resize_, aten.is_same_size,
@@ -287,7 +321,9 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.max_unpool2d, aten.max_unpool3d,
                # pack_padded_sequence: the valid time steps gathered, and its backward's
                # scatter into a zero-padded gradient
-               aten._pack_padded_sequence, aten._pack_padded_sequence_backward}
+               aten._pack_padded_sequence, aten._pack_padded_sequence_backward,
+               # a complex tensor interleaved from its real and imaginary parts
+               aten.complex}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
@@ -731,6 +767,25 @@ def _cross_device(packet, args, inputs, outputs) -> bool:
     return dst is not None and src != dst
 
 
+def _real_suffix(dtype: torch.dtype) -> str:
+    """The ledger suffix of a floating or complex dtype's real precision (complex64 ->
+    fp32), or "" for other dtypes."""
+    return _FLOAT_SUFFIX.get(dtype.to_real() if dtype.is_complex else dtype, "")
+
+
+def _fft_flops(packet, args, outputs) -> int:
+    """Real ops of one ``_fft_*`` call (:data:`_FFTS`), plus the normalisation's multiply
+    per real output value when it scales (``normalization`` 1: by 1 / sqrt(N), 2: by 1 / N)."""
+    x, dims, normalization = args[0], args[1], args[2]
+    signal = outputs[0] if packet is aten._fft_c2r else x
+    n = math.prod(signal.shape[d] for d in dims)
+    flops = round(_FFTS[packet] * n * math.log2(n) * (signal.numel() // n)) if n > 1 else 0
+    if normalization:
+        out = outputs[0]
+        flops += out.numel() * (2 if out.is_complex() else 1)
+    return flops
+
+
 def _elementwise_op(packet, dtype: torch.dtype) -> str:
     if dtype in _FLOAT_SUFFIX:
         return f"flop_{_FLOAT_SUFFIX[dtype]}"
@@ -837,6 +892,25 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         if not op:
             return {}, 0, 0, name
         counts[op] = 3 * indices.numel() * weight.shape[-1]
+    elif packet in _FFTS:
+        suffix = _real_suffix(first.dtype)
+        if not suffix:
+            return {}, 0, 0, name
+        counts[f"flop_{suffix}"] = _fft_flops(packet, args, outputs)
+    elif packet in _COSINE_WINDOWS:
+        out = outputs[0]
+        periodic = _arg(args, kwargs, 1, "periodic")
+        computed = out.numel() + (periodic is not False) if out.numel() > 1 else 0
+        suffix = _real_suffix(out.dtype)
+        if not suffix:
+            return {}, 0, 0, name
+        counts[f"flop_{suffix}"] = 4 * computed
+    elif packet in _COMPLEX_OPS and any(t.is_complex() for t in inputs + outputs):
+        ref = first if packet in _COMPLEX_REDUCTIONS else (outputs[0] if outputs else first)
+        suffix = _real_suffix(ref.dtype)
+        if not suffix:
+            return {}, 0, 0, name
+        counts[f"flop_{suffix}"] = ref.numel() * _COMPLEX_OPS[packet]
     elif packet in _VECTOR_PRODUCTS:
         dtype = first.dtype
         macs = _vector_product_macs(packet, args, outputs[0].numel() if outputs else 0)
@@ -844,6 +918,9 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             counts[f"mac_{_FLOAT_SUFFIX[dtype]}"] = macs
         elif dtype in (torch.int8, torch.uint8):
             counts["mac_int8"] = macs
+        elif dtype.is_complex and _real_suffix(dtype):
+            # a complex multiply-accumulate is 4 real ones (a c - b d, a d + b c)
+            counts[f"mac_{_real_suffix(dtype)}"] = 4 * macs
         elif not dtype.is_complex:
             counts["int_mul"] = counts["int_add"] = macs
         else:
@@ -874,6 +951,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             counts[f"mac_{_FLOAT_SUFFIX[dtype]}"] = macs
         elif dtype in (torch.int8, torch.uint8):
             counts["mac_int8"] = macs
+        elif dtype.is_complex and _real_suffix(dtype):
+            counts[f"mac_{_real_suffix(dtype)}"] = 4 * macs     # 4 real MACs each
         elif not dtype.is_complex:
             counts["int_mul"] = macs
             counts["int_add"] = macs
@@ -974,6 +1053,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             return {}, 0, 0, name
         counts[op] = ref.numel() * _PER_ELEMENT.get(packet, 1)
     else:
+        return {}, 0, 0, name
+    if "" in counts:    # a rule met a dtype it has no op for (a complex scatter-add ...)
         return {}, 0, 0, name
     read, write = _traffic(func, packet, args, kwargs, inputs, outputs)
     return {k: v for k, v in counts.items() if v}, read, write, ""

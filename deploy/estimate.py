@@ -327,6 +327,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         raise ModelError(f"estimate: {name} cannot be deep-copied ({_first_line(exc)}); "
                          "estimate runs a copy so your module stays untouched: make its "
                          "attributes copyable") from None
+    lazy_note = _size_lazy_layers(net, xs, name)
     est = Estimate(model=name, source="torch", stacks_asked=asked)
     devices = {}
     for p in profs:   # capacity per profile; the counting itself is shared
@@ -344,7 +345,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         devices[p.label] = dev
     est.inference_samples = batch
     notes = ["inference: eval mode, no gradients, on a copy of the module (its weights, mode "
-             "and device are untouched)"]
+             "and device are untouched)", *lazy_note]
     if devices:
         dev = next(iter(devices.values()))
         with _module_facts(net, dtype) as modules:
@@ -550,6 +551,29 @@ def _module_facts(net, dtype: str):
     finally:
         for h in handles:
             h.remove()
+
+
+def _size_lazy_layers(net, xs, name: str) -> list[str]:
+    """Lazy layers (``nn.LazyLinear`` ...) sized by one uncounted forward on the example
+    input, as torch's LazyModule convention asks before a model's memory is known; the
+    note for the report, or none when the model has no lazy layers."""
+    import torch
+
+    from sim.torch_engine.activity import uninitialized_parameters
+    lazy = uninitialized_parameters(net)
+    if not lazy:
+        return []
+    net.eval()
+    try:
+        with torch.no_grad():
+            net(*xs)
+    except Exception as exc:
+        raise ModelError(f"estimate: {name} forward failed on example_input of shape "
+                         f"{_shape_text(xs)} while sizing its lazy layers "
+                         f"({_first_line(exc)}); give an input of the shape {name}.forward "
+                         "expects (batch first)") from exc
+    return [f"lazy layers ({len(lazy)} parameters and buffers) sized by one uncounted forward "
+            "on the example input before the counted one"]
 
 
 def _infer(dev, net, xs, batch: int, name: str):

@@ -274,6 +274,13 @@ def _neuron_output(mod: nn.Module, out):
     return _first_tensor(out)
 
 
+def uninitialized_parameters(module: nn.Module) -> list[str]:
+    """The names of ``module``'s parameters and buffers that a lazy layer (``nn.LazyLinear``,
+    ``nn.LazyConv2d`` ...) has not sized yet: they have no shape until a first forward."""
+    from torch.nn.parameter import is_lazy
+    return [n for n, t in [*module.named_parameters(), *module.named_buffers()] if is_lazy(t)]
+
+
 def model_facts(module: nn.Module) -> dict[str, int]:
     """:data:`sim.ledger.MODEL_FACTS` of a torch module (NeuroBench's Footprint,
     ParameterCount and ConnectionSparsity: the weights of Linear/Conv layers, biases not

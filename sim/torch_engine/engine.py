@@ -44,7 +44,12 @@ import torch
 
 from sim.device import Device, register_engine
 from sim.errors import ModelError
-from sim.torch_engine.activity import UNCOUNTED_ACTIVITY, LayerRecorder, model_facts
+from sim.torch_engine.activity import (
+    UNCOUNTED_ACTIVITY,
+    LayerRecorder,
+    model_facts,
+    uninitialized_parameters,
+)
 from sim.torch_engine.costs import (
     CostMemo,
     mutated_args,
@@ -400,6 +405,13 @@ class TorchDevice(Device):
         if not isinstance(module, torch.nn.Module):
             raise ModelError(f"[TorchDevice.compile] expected a torch.nn.Module, got "
                              f"{type(module).__name__}")
+        lazy = uninitialized_parameters(module)
+        if lazy:
+            more = f" and {len(lazy) - 3} more" if len(lazy) > 3 else ""
+            raise ModelError(f"[TorchDevice.compile] {type(module).__name__} has lazy layers "
+                             f"not sized yet ({', '.join(lazy[:3])}{more}): their memory is "
+                             "unknown until a first forward; run the model once on an input "
+                             "batch before compile (torch's LazyModule convention)")
         facts = model_facts(module)
         # parameters and buffers, and a torch.ao quantized model's packed weights as stored
         footprint = (facts["parameter_bytes"] + facts["buffer_bytes"]

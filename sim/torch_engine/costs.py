@@ -214,6 +214,19 @@ _PER_ELEMENT = {
     # backward one add per gradient element at its argmax
     aten.adaptive_max_pool2d: 1, aten.adaptive_max_pool2d_backward: 1,
     aten.adaptive_max_pool3d: 1, aten.adaptive_max_pool3d_backward: 1,
+    # nearest-exact upsampling's backward and Tensor.unfold's (overlapping windows) fold
+    # each gradient element once into its source, as the gradient folds above
+    aten._upsample_nearest_exact1d_backward: 1, aten._upsample_nearest_exact2d_backward: 1,
+    aten._upsample_nearest_exact3d_backward: 1, aten.unfold_backward: 1,
+    # the all / any tests of a boolean tensor (torch.distributions' argument checks): one
+    # logical test per element
+    aten._is_all_true: 1, aten._is_any_true: 1,
+    # dist(a, b, p): subtract, |.|^p, add per element (3); soft margin loss log(1 +
+    # exp(-y x)) and its sum (5), backward -y e / (1 + e) times the gradient (6); multi
+    # margin loss, per class margin - x[y] + x[i], compare and add (3), backward a compare,
+    # a scale and an add (3)
+    aten.dist: 3, aten.soft_margin_loss: 5, aten.soft_margin_loss_backward: 6,
+    aten.multi_margin_loss: 3, aten.multi_margin_loss_backward: 3,
     aten._adaptive_avg_pool3d: 1, aten._adaptive_avg_pool3d_backward: 1,
 }
 # Attention kernels (see the module docstring): forward ops take (q, k, v, ...); backward
@@ -236,7 +249,7 @@ _UPSAMPLE_TAPS = {aten.upsample_linear1d: 2, aten.upsample_bilinear2d: 4,
 _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maximum,
                 aten.minimum, aten.max, aten.min, aten.amax, aten.amin, aten.argmax,
                 aten.argmin, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max,
-                aten.sort, aten.topk}
+                aten.sort, aten.topk, aten._is_all_true, aten._is_any_true}
 _BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward}
 # Scatter/index adds: one add per element of the source (the last tensor argument);
 # scatter_reduce likewise, one sum/prod/min/max step per source element.
@@ -322,13 +335,15 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                # pack_padded_sequence: the valid time steps gathered, and its backward's
                # scatter into a zero-padded gradient
                aten._pack_padded_sequence, aten._pack_padded_sequence_backward,
-               # a complex tensor interleaved from its real and imaginary parts
-               aten.complex}
+               # a complex tensor interleaved from its real and imaginary parts; a
+               # matrix's diagonal copied out (torch.diag)
+               aten.complex, aten.diagonal_copy}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
 _GATHERS = {aten.index, aten.index_select, aten.gather, aten.embedding, aten.narrow_copy,
-            aten.slice_copy, aten.select_copy, aten._pack_padded_sequence}
+            aten.slice_copy, aten.select_copy, aten._pack_padded_sequence,
+            aten.diagonal_copy}
 
 
 def reads_selected_rows_of_first_arg(func) -> bool:
@@ -746,6 +761,97 @@ def _grid_sample_cost(args, kwargs, suffix: str, size: int, out: torch.Tensor):
     return counts, read, elements * size
 
 
+def _grid_sample_backward_cost(args, kwargs, suffix: str, size: int, outputs):
+    """(counts, read, write) of ``grid_sampler_2d_backward``, or None for a mode without a
+    rule. Per output pixel the forward's coordinate work again and, for the grid's gradient,
+    2 multiplies by the unnormalisation factor; per output element (N C H W): bilinear, the
+    input's gradient spread over the 4 corners (4 multiply-adds) and the grid's, each
+    corner's value times its weight's derivative along x and y times the gradient (8
+    multiply-adds); nearest, one add into the input's gradient and no grid gradient (zero)."""
+    grad_out, inp, grid = args[0], args[1], args[2]
+    mode, padding = _arg(args, kwargs, 3, "interpolation_mode"), _arg(args, kwargs, 4,
+                                                                        "padding_mode")
+    align = bool(_arg(args, kwargs, 5, "align_corners"))
+    mask = _arg(args, kwargs, 6, "output_mask")
+    want_input, want_grid = bool(mask[0]), bool(mask[1])
+    if mode not in (_BILINEAR, _NEAREST) or padding not in (_ZEROS, _BORDER):
+        return None
+    pixels, elements = grid.numel() // 2, grad_out.numel()
+    coord = (3 if align else 4) + (2 if padding == _BORDER else 0)
+    if mode == _BILINEAR:
+        counts = {f"flop_{suffix}": pixels * (2 * coord + 2 + 12 + 2 * want_grid),
+                  f"mac_{suffix}": elements * (4 * want_input + 8 * want_grid),
+                  "int_add": 2 * pixels, "int_cmp": 16 * pixels}
+        taps = 4
+    else:
+        counts = {f"flop_{suffix}": pixels * (2 * coord + 2) + elements * want_input,
+                  "int_cmp": 4 * pixels}
+        taps = 1
+    # the gradient and the grid read; the grid's gradient reads the input's corners
+    read = (_distinct_bytes(grad_out) + _distinct_bytes(grid)
+            + (taps * elements * inp.element_size() if want_grid and mode == _BILINEAR
+               else 0))
+    return counts, read, _nbytes(outputs)
+
+
+def _sumproduct_pair(a: list[int], b: list[int], summed: set[int]):
+    """(MACs, multiplies, adds, result shape) of ATen's ``sumproduct_pair``: the product
+    of two broadcast-aligned operands summed over ``summed`` (kept as size 1). No summed
+    dimension: an elementwise product. A summed dimension only one operand has (> 1) is
+    summed out of that operand first (one add per its element); the rest is one batched
+    product, a MAC per (kept or shared-summed) index combination."""
+    if not summed:
+        shape = [max(x, y) for x, y in zip(a, b, strict=True)]
+        return 0, math.prod(shape), 0, shape
+    a, b = list(a), list(b)
+    macs, adds = 1, 0
+    for i in range(len(a)):
+        left, right = a[i] != 1, b[i] != 1
+        if i in summed:
+            if left and right:
+                macs *= a[i]
+            elif left:
+                adds += math.prod(a)
+                a[i] = 1
+            elif right:
+                adds += math.prod(b)
+                b[i] = 1
+        elif left or right:
+            macs *= max(a[i], b[i])
+    shape = [1 if i in summed else max(x, y) for i, (x, y) in enumerate(zip(a, b, strict=True))]
+    return macs, 0, adds, shape
+
+
+def _trilinear_ops(args) -> tuple[int, int]:
+    """(MACs, other ops) of ``_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim,
+    unroll_dim=1)`` as ATen runs it: per index k of the unrolled dimension,
+    ``sumproduct_pair(i1_k, i2_k)`` over the summed dimensions ``i3`` lacks, then with
+    ``i3_k`` over the rest, then added into the output (one add per element). ``F.bilinear``
+    (B x I by weight K x I x J by B x J): K (B I J + B J) MACs and K B adds."""
+    i1, i2, i3, e1, e2, e3, sumdim = args[:7]
+    unroll = args[7] if len(args) > 7 else 1
+    total = i1.dim() + len(e1)
+    shapes = []
+    for t, expand in ((i1, e1), (i2, e2), (i3, e3)):
+        shape = list(t.shape)
+        for i in range(total):          # ATen unsqueezes dimension i, in order
+            if i in expand:
+                shape.insert(i, 1)
+        shapes.append(shape)
+    if any(math.prod(s) == 0 for s in shapes):
+        return 0, 0
+    unroll_size = next(s[unroll] for s, e in zip(reversed(shapes), (e3, e2, e1), strict=True)
+                       if unroll not in e)
+    for s in shapes:
+        s[unroll] = 1                   # one slice of the unrolled dimension
+    sums = {i for i in sumdim if i != unroll}
+    sum12 = {i for i in sums if i in e3}
+    macs1, muls1, adds1, buf = _sumproduct_pair(shapes[0], shapes[1], sum12)
+    macs2, muls2, adds2, out = _sumproduct_pair(buf, shapes[2], sums - sum12)
+    ops = muls1 + adds1 + muls2 + adds2 + math.prod(out)
+    return unroll_size * (macs1 + macs2), unroll_size * ops
+
+
 def _attention_cost(packet, args, suffix: str) -> dict[str, int]:
     """MACs and softmax ops of one fused attention kernel (rule in the module docstring)."""
     backward = packet in _SDPA_BACKWARD
@@ -969,6 +1075,24 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     elif packet is aten.embedding_dense_backward:
         # scatter-add of every output gradient row into the table's gradient
         counts[_elementwise_op(packet, first.dtype)] = first.numel()
+    elif packet is aten._embedding_bag_per_sample_weights_backward:
+        # (grad, weight, indices, ...): each index's weight is the dot product of its bag's
+        # gradient row and its table row, one MAC per row element
+        grad, weight, indices = args[0], args[1], args[2]
+        op = _elementwise_op(packet, grad.dtype)
+        if not op.startswith("flop_"):
+            return {}, 0, 0, name
+        counts[op.replace("flop_", "mac_")] = indices.numel() * weight.shape[1]
+    elif packet is aten._trilinear:
+        # nn.Bilinear (forward and the three gradients)
+        if first.dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        macs, ops = _trilinear_ops(args)
+        suffix = _FLOAT_SUFFIX[first.dtype]
+        counts[f"mac_{suffix}"], counts[f"flop_{suffix}"] = macs, ops
+    elif packet is aten.trace:
+        # the diagonal's sum: one add per diagonal element
+        counts[_elementwise_op(packet, first.dtype)] = min(first.shape)
     elif packet in _POOLS:
         kernel = args[2] if "backward" in name else args[1]
         dims = 3 if "3d" in name else 1 if "1d" in name else 2
@@ -980,13 +1104,17 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         else:
             n = first.numel() * window               # spread each gradient over its window
         counts[_elementwise_op(packet, first.dtype)] = n
-    elif packet in (aten.affine_grid_generator, aten.grid_sampler_2d):
+    elif packet in (aten.affine_grid_generator, aten.grid_sampler_2d,
+                    aten.grid_sampler_2d_backward):
         if first.dtype not in _FLOAT_SUFFIX:
             return {}, 0, 0, name
         suffix, size = _FLOAT_SUFFIX[first.dtype], first.element_size()
-        cost = (_affine_grid_cost(args, kwargs, suffix, size)
-                if packet is aten.affine_grid_generator
-                else _grid_sample_cost(args, kwargs, suffix, size, outputs[0]))
+        if packet is aten.affine_grid_generator:
+            cost = _affine_grid_cost(args, kwargs, suffix, size)
+        elif packet is aten.grid_sampler_2d:
+            cost = _grid_sample_cost(args, kwargs, suffix, size, outputs[0])
+        else:
+            cost = _grid_sample_backward_cost(args, kwargs, suffix, size, outputs)
         if cost is None:
             return {}, 0, 0, name
         counts, read, write = cost

@@ -145,6 +145,23 @@ _EVERYDAY = {
     "CTC loss": lambda x: F.ctc_loss(
         F.log_softmax(x.view(5, 2, 4), -1), torch.tensor([[1, 2], [3, 1]], device=x.device),
         [5, 5], [2, 2]),
+    # uncounted before (a probe of everyday layers, stop 48)
+    "bilinear layer": lambda x: F.bilinear(x, x[:, :6], torch.ones(3, 10, 6, device=x.device)),
+    "soft and multi margin losses, dist": lambda x: (
+        F.soft_margin_loss(x, torch.ones_like(x))
+        + F.multi_margin_loss(x, torch.zeros(4, dtype=torch.long, device=x.device))
+        + torch.dist(x, x.detach() / 2)),
+    "distributions' argument checks": lambda x: torch.distributions.Normal(
+        x, torch.ones_like(x)).log_prob(torch.zeros_like(x)).sum(),
+    "trace, diag, Tensor.unfold": lambda x: (torch.trace(x[:, :4]) + torch.diag(x[:, :4]).sum()
+                                             + x.unfold(1, 4, 2).sum()),
+    "nearest-exact upsampling": lambda x: F.interpolate(x.view(2, 5, 2, 2), scale_factor=2,
+                                                        mode="nearest-exact"),
+    "per-sample weighted embedding bag": lambda x: F.embedding_bag(
+        torch.tensor([0, 2, 1, 3], device=x.device), torch.ones(4, 3, device=x.device),
+        torch.tensor([0, 2], device=x.device), mode="sum", per_sample_weights=x[0, :4]),
+    "grid sample, training": lambda x: F.grid_sample(
+        x.view(1, 1, 4, 10), torch.tanh(x[:, :6]).view(1, 2, 6, 2), align_corners=False),
 }
 
 
@@ -156,6 +173,56 @@ def test_everyday_ops_are_counted_forward_and_backward(toy_gpu_path, name):
         _EVERYDAY[name](x).sum().backward()
     assert dev.ledger.uncounted() == {}, name
     assert dev.ledger.total_ops("t").get("flop_fp32", 0) > 0
+
+
+def test_bilinear_counts_atens_trilinear_products(toy_gpu_path):
+    """nn.Bilinear runs ``_trilinear``, unrolled over the output features: per feature k
+    the input1 x weight_k product summed over input1's features (B I J MACs), then with
+    input2 over its features (B J MACs), then added into the output (B adds)."""
+    dev = TorchDevice(toy_gpu_path)
+    torch.manual_seed(0)
+    layer = dev.compile(torch.nn.Bilinear(5, 7, 3, bias=False))
+    x1 = torch.randn(4, 5, device=dev.torch_device, requires_grad=True)
+    x2 = torch.randn(4, 7, device=dev.torch_device, requires_grad=True)
+    with dev.count("fwd"):
+        out = layer(x1, x2)
+    # 3 x (4 x 5 x 7 + 4 x 7) = 504 MACs, 3 x 4 = 12 adds
+    assert dev.ledger.ops("fwd")["mac_fp32"] == 504
+    assert dev.ledger.ops("fwd")["flop_fp32"] == 12
+    with dev.count("bwd"):
+        out.backward(torch.ones_like(out))
+    # each of the three gradients is K I J B = 420 MACs. Other ops: input1's gradient
+    # multiplies gradient x weight elementwise first (3 x 4 x 5 x 7 = 420) and adds 3 x 20
+    # outputs (480); input2's pairs input1 with the weight over I first (the MACs), then
+    # multiplies by the gradient and adds, 3 x (28 + 28) = 168; the weight's multiplies
+    # input1 by the gradient (3 x 20) and adds 3 x 35 outputs (165)
+    ops = dev.ledger.total_ops("bwd")
+    assert ops["mac_fp32"] == 3 * 420
+    assert ops["flop_fp32"] == 480 + 168 + 165
+    assert dev.ledger.uncounted() == {}
+
+
+def test_grid_sample_backward_counts_both_gradients():
+    """grid_sampler_2d_backward, bilinear, zeros padding, no corner alignment: per output
+    pixel the coordinates again (2 x 4 unnormalise + 2 floors + 12 weight ops) and 2
+    multiplies for the grid's gradient; per output element 4 MACs for the input's gradient
+    and 8 for the grid's. 9 pixels x 2 channels."""
+    inp, grid = torch.randn(1, 2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1
+    grad = torch.randn(1, 2, 3, 3)
+    outs = (torch.empty_like(inp), torch.empty_like(grid))
+    args = (grad, inp, grid, 0, 0, False, [True, True])
+    counts, read, write, uncounted = op_cost(aten.grid_sampler_2d_backward.default, args, {},
+                                             outs)
+    assert uncounted == ""
+    assert counts["flop_fp32"] == 9 * (8 + 2 + 12 + 2)
+    assert counts["mac_fp32"] == 18 * (4 + 8)
+    # the gradient (72 B) and grid (72 B) read, 4 corners of each of 18 elements (288 B);
+    # both gradients written (128 + 72 B)
+    assert (read, write) == (72 + 72 + 288, 128 + 72)
+    # the input's gradient alone: no grid-gradient products
+    args = (grad, inp, grid, 0, 0, False, [True, False])
+    counts = op_cost(aten.grid_sampler_2d_backward.default, args, {}, outs)[0]
+    assert counts["mac_fp32"] == 18 * 4 and counts["flop_fp32"] == 9 * 22
 
 
 def test_pool3d_and_cdist_counts(toy_gpu_path):

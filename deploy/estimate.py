@@ -28,6 +28,7 @@ import copy
 import inspect
 import math
 import os
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 from deploy import nir_estimate  # light: nir and the engine are imported in its functions
@@ -553,6 +554,43 @@ def _module_facts(net, dtype: str):
             h.remove()
 
 
+def token_ids(model, shape: tuple[int, ...], seed: int):
+    """An example batch of token ids for a language model (``neuroedge estimate
+    --input-dtype int64``): int64 of ``shape``, uniform below the vocabulary
+    (``num_embeddings``) of the table the ids index: a ``transformers`` model's
+    ``get_input_embeddings()``, else the model's first ``nn.Embedding`` / ``nn.EmbeddingBag``
+    (the token table comes before the position and segment tables in every model seen);
+    drawn with ``seed``; and the note saying so."""
+    import torch
+    from torch import nn
+    tables = (nn.Embedding, nn.EmbeddingBag)
+    first = getattr(model, "get_input_embeddings", None)
+    try:
+        table = first() if callable(first) else None
+    except Exception:       # a model class that does not implement it
+        table = None
+    if not isinstance(table, tables):
+        table = next((m for m in model.modules() if isinstance(m, tables)), None)
+    name = type(model).__name__
+    if table is None:
+        raise ModelError(f"estimate: --input-dtype int64 draws token ids below the model's "
+                         f"vocabulary (its nn.Embedding num_embeddings), but {name} has no "
+                         "nn.Embedding; leave --input-dtype out for float input")
+    if not shape or any(d < 1 for d in shape):
+        raise ModelError(f"estimate: example_input shape {shape} must have one or more "
+                         "dimensions, each >= 1 (the first is the batch), e.g. (1, 16)")
+    nbytes = 8 * math.prod(shape)
+    if nbytes > MAX_DRAWN_INPUT_BYTES:
+        raise ModelError(f"estimate: example_input shape {shape} would take {nbytes:,} bytes "
+                         f"in int64, over the {MAX_DRAWN_INPUT_BYTES:,}-byte limit for a drawn "
+                         "input; give a smaller shape (the batch is the first dimension)")
+    gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
+    high = table.num_embeddings
+    return (torch.randint(0, high, shape, generator=gen),
+            f"input: token ids of shape {shape}, uniform in [0, {high}) (the vocabulary of "
+            f"{name}'s input embedding), seed {seed}")
+
+
 def _size_lazy_layers(net, xs, name: str) -> list[str]:
     """Lazy layers (``nn.LazyLinear`` ...) sized by one uncounted forward on the example
     input, as torch's LazyModule convention asks before a model's memory is known; the
@@ -585,9 +623,13 @@ def _infer(dev, net, xs, batch: int, name: str):
     except NeuroedgeError:
         raise
     except Exception as exc:
+        hint = ""
+        if xs[0].is_floating_point() and any(
+                isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) for m in net.modules()):
+            hint = " (token ids: give integer input; the command's --input-dtype int64)"
         raise ModelError(f"estimate: {name} forward failed on example_input of shape "
                          f"{_shape_text(xs)} ({_first_line(exc)}); give an input of the shape "
-                         f"{name}.forward expects (batch first)") from exc
+                         f"{name}.forward expects (batch first){hint}") from exc
 
 
 def _check_optimizer(optimizer) -> None:
@@ -626,13 +668,40 @@ def _make_optimizer(optimizer, net):
                  f"{type(opt).__name__}")
 
 
+def _trained_output(out):
+    """(tensor, where) the training step's loss is taken on: the output itself, or the first
+    floating-point tensor of a tuple, list or dict output (a ``transformers`` ModelOutput is
+    an ordered dict: its ``logits`` or ``last_hidden_state``), found depth first; ``where``
+    names it (``['logits']``). (None, "") when the output holds none."""
+    import torch
+    if isinstance(out, torch.Tensor):
+        return out, ""
+    if isinstance(out, Mapping):
+        items = list(out.items())
+    elif isinstance(out, (tuple, list)):
+        items = list(enumerate(out))
+    else:
+        return None, ""
+    for key, value in items:
+        t, where = _trained_output(value)
+        if t is not None and (t.is_floating_point() or t.is_complex()):
+            return t, f"[{key!r}]{where}"
+    return None, ""
+
+
 def _loss_and_target(loss, target, out, seed: int):
-    """(loss function, target, one line saying which) for ``loss`` on output ``out``."""
+    """(loss function, target, one line saying which) for ``loss`` on output ``out`` (its
+    tensor :func:`_trained_output` picks)."""
     import torch
     import torch.nn.functional as F
-    if not isinstance(out, torch.Tensor):
-        raise ModelError(f"estimate: the forward returned a {type(out).__name__}, not one "
-                         "tensor; give train_step=callable(module, x) -> loss for this model")
+    returned = type(out).__name__
+    out, where = _trained_output(out)
+    if out is None:
+        raise ModelError(f"estimate: the forward returned a {returned} with no "
+                         "floating-point tensor to train on; give train_step=callable(module, "
+                         "x) -> loss for this model")
+    if where:
+        where = f" of the output{where}"
     classifier = out.dim() == 2 and out.shape[1] >= 2
     if loss == "auto":
         loss = "cross_entropy" if classifier else "mse"
@@ -649,7 +718,7 @@ def _loss_and_target(loss, target, out, seed: int):
         raise ModelError(f"estimate: loss is a {type(loss).__name__}; give 'cross_entropy', "
                          "'mse', 'auto' or a callable (output, target) -> loss")
     if target is not None:
-        return fn, torch.as_tensor(target), f"{what} on the given target"
+        return fn, torch.as_tensor(target), f"{what}{where} on the given target"
     # its own stream: with the input's seed the target would be drawn from the input's numbers
     gen = torch.Generator().manual_seed(seeds.child(seed, "target"))
     is_ce = (isinstance(fn, (torch.nn.CrossEntropyLoss, torch.nn.NLLLoss))
@@ -662,10 +731,11 @@ def _loss_and_target(loss, target, out, seed: int):
         classes = int(out.shape[1])
         shape = (out.shape[0],) + tuple(out.shape[2:])
         y = torch.randint(0, classes, shape, generator=gen)
-        return fn, y, (f"{what} on random labels over {classes} classes (output "
+        return fn, y, (f"{what}{where} on random labels over {classes} classes (output "
                        f"{tuple(out.shape)})")
     y = torch.randn(tuple(out.shape), generator=gen, dtype=out.dtype)
-    return fn, y, f"{what} against random normal targets shaped like the output {tuple(out.shape)}"
+    return fn, y, (f"{what}{where} against random normal targets shaped like the output "
+                   f"{tuple(out.shape)}")
 
 
 def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_step, loss,
@@ -692,7 +762,7 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
                     _is_shape(example_input) else xs[0]
                 value = train_step(net, arg)
             else:
-                value = fn(net(*xs), y)
+                value = fn(_trained_output(net(*xs))[0], y)
             if not isinstance(value, torch.Tensor) or value.numel() != 1 \
                     or not value.requires_grad:
                 raise ModelError(f"estimate: the training step's loss is "

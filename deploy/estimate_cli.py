@@ -50,6 +50,9 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="FILE.py models: shape of one inference batch, batch first, e.g. "
                         "1,1,28,28 (filled with standard normal values drawn with --seed)")
+    p.add_argument("--input-dtype", choices=("float32", "int64"), default="float32",
+                   help="FILE.py models: float32 (default) or int64, token ids for a language "
+                        "model, drawn uniformly below its input embedding's vocabulary")
     p.add_argument("--batch", type=parse_positive, metavar="N",
                    help="samples per inference: replaces the first dimension of "
                         "--input-shape (default: that dimension)")
@@ -229,6 +232,7 @@ def run_estimate(args):
     start_torch()
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
+                            ("--input-dtype int64", args.input_dtype == "int64"),
                             ("--train", args.train), ("--dtype int8", args.dtype == "int8"),
                             ("--stack", args.stack)):
             if value:
@@ -243,9 +247,16 @@ def run_estimate(args):
     if args.batch is not None:
         shape = (args.batch,) + shape[1:]
     model = load_model(args.model, seed=args.seed)
-    return estimate(model, shape, profiles=args.profiles, seed=args.seed, strict=args.strict,
-                    dtype=args.dtype, loss="auto" if args.train else None, stack=args.stack,
-                    **_options(args))
+    example, note = shape, None
+    if args.input_dtype == "int64":
+        from deploy.estimate import token_ids
+        example, note = token_ids(model, shape, args.seed)
+    est = estimate(model, example, profiles=args.profiles, seed=args.seed, strict=args.strict,
+                   dtype=args.dtype, loss="auto" if args.train else None, stack=args.stack,
+                   **_options(args))
+    if note:
+        est.notes = (*est.notes, note)
+    return est
 
 
 def to_json(est) -> dict:

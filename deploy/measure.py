@@ -103,7 +103,9 @@ def measure_energy(fn, meter, *, repeats: int, sync=None) -> float:
 
 def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats: int,
                 seed: int = 0, clock=time.perf_counter, meter_for=energy_meter) -> dict:
-    """Predicted (``estimate`` on ``profile``) and measured figures of one inference."""
+    """Predicted (``estimate`` on ``profile``) and measured figures of one inference.
+    ``shape``: the input's shape (standard normal values drawn with ``seed``), or the input
+    tensor itself (token ids), used for both."""
     import torch
 
     from deploy.estimate import estimate
@@ -113,8 +115,11 @@ def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats
         raise ModelError(f"profile {profile!r}: the model cannot be priced there ({why})")
     row = est.rows()[0]
     net = model.to(device).eval()
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(shape, generator=gen).to(device)
+    if isinstance(shape, torch.Tensor):
+        x, shape = shape.to(device), tuple(shape.shape)
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.randn(shape, generator=gen).to(device)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
     def call():

@@ -19,6 +19,9 @@ def add_measure_parser(subparsers):
                    "(with --calibrate: the profile the written one starts from)")
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="shape of one inference batch, batch first")
+    p.add_argument("--input-dtype", choices=("float32", "int64"), default="float32",
+                   help="float32 (default) or int64, token ids for a language model, drawn "
+                        "uniformly below its input embedding's vocabulary")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where to run (auto: cuda when present, else cpu)")
     p.add_argument("--warmup", type=int, default=3,
@@ -56,7 +59,11 @@ def cmd_measure(args) -> int:
                          "--calibrate --out PATH.toml)")
     shape = parse_shape(args.input_shape)
     model = load_model(args.model, seed=args.seed)
-    r = run_measure(model, shape, args.profile, device=device, warmup=args.warmup,
+    example = shape
+    if args.input_dtype == "int64":
+        from deploy.estimate import token_ids
+        example = token_ids(model, shape, args.seed)[0]
+    r = run_measure(model, example, args.profile, device=device, warmup=args.warmup,
                     repeats=args.repeats, seed=args.seed)
     print(format_measure(r))
     return 0

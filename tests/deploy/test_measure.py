@@ -73,6 +73,17 @@ def test_cli_prints_both_and_the_energy_line(user_file, capsys, monkeypatch):
     assert "energy is not measurable here: no readable RAPL counter" in out
 
 
+def test_cli_measures_a_language_model_on_token_ids(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("deploy.measure.RAPL_ENERGY", tmp_path / "no_rapl")
+    f = tmp_path / "lm.py"
+    f.write_text("from torch import nn\n\n\ndef make():\n"
+                 "    return nn.Sequential(nn.Embedding(50, 8), nn.Linear(8, 50))\n")
+    assert main(["measure", f"{f}:make", "--input-shape", "2,12", "--input-dtype", "int64",
+                 "--profile", "x86-avx2", "--device", "cpu", "--repeats", "3",
+                 "--warmup", "1"]) == 0
+    assert "predicted" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("spec, profile, want", [
     ("{f}:nope", "x86-avx2", "has no 'nope'"),
     ("{f}:make", "nosuch", "unknown hardware profile 'nosuch'"),

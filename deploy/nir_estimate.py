@@ -147,7 +147,20 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
     # one step's input without batch: (n,) for (T, n) or (T, 1, n); (C, H, W) for events
     sample = torch.zeros(x.shape[2:] if x.ndim == 3 and x.shape[1] == 1 else x.shape[1:])
     facts = _module_facts(module)   # as given: the export's forward pass resizes state buffers
-    graph = export_to_nir(module, sample)
+    resets = _snntorch_resets(module)
+    try:
+        graph = export_to_nir(_per_neuron_parameters(module, sample), sample)
+    except NeuroedgeError:
+        raise
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise NeuroedgeError(
+            f"estimate_spiking_module: snnTorch's export_to_nir failed on "
+            f"{type(module).__name__} with one step's input of shape {tuple(sample.shape)} "
+            f"({type(exc).__name__}: {first}); snnTorch exports Linear, Conv2d, AvgPool2d "
+            "and Flatten layers and Leaky, RLeaky, Synaptic and RSynaptic neurons") from None
+    _state_resets(graph, resets)
+    uniform = set(resets.values())
     dt = SNNTORCH_DT if dt is None else dt
     if steps is None:
         import warnings
@@ -156,9 +169,97 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
             depth = max(read_nir(graph, dt=dt).nir_depth.values(), default=0)
         steps = x.shape[0] + depth
     est = estimate_nir(graph, stimulus=x, steps=steps, profiles=profiles, dt=dt,
-                       quantize=quantize, model_facts=facts)
+                       quantize=quantize, model_facts=facts,
+                       reset=uniform.pop() if len(uniform) == 1 else None)
     est.model = type(module).__name__
     return est
+
+
+def _snntorch_resets(module) -> dict[str, str]:
+    """Each snnTorch neuron's reset as the NIR import names it, by module path: snnTorch's
+    default (``reset_mechanism="subtract"``, ``reset_delay=True``) is ``"snntorch"``; a
+    ``Leaky``'s ``"zero"`` is NIR's reset to ``v_reset = 0`` (``"value"``: the same spikes,
+    checked against snnTorch in ``tests/deploy/test_nir_snntorch_modules.py``). snnTorch's
+    export records neither, and the import would assume the default. Any other reset is
+    refused: RLeaky's and Synaptic's ``"zero"`` hold the state at 0 for the step after a
+    spike (that step's input dropped), ``"none"`` never resets, and ``reset_delay=False``
+    subtracts within the step; the import runs none of those."""
+    import snntorch as snn
+    words = {}
+    for path, m in module.named_modules():
+        if not isinstance(m, snn.SpikingNeuron):
+            continue
+        mechanism = {0: "subtract", 1: "zero", 2: "none"}.get(int(m.reset_mechanism_val))
+        delay = bool(getattr(m, "reset_delay", True))
+        if mechanism == "subtract" and delay:
+            words[path] = "snntorch"
+        elif mechanism == "zero" and type(m) is snn.Leaky:
+            words[path] = "value"
+        else:
+            what = f"reset_mechanism={mechanism!r}" + ("" if delay else ", reset_delay=False")
+            raise NeuroedgeError(
+                f"estimate_spiking_module: {path or 'the module'} ({type(m).__name__}) has "
+                f"{what}, which the NIR import cannot run (it runs snnTorch's default, "
+                "reset_mechanism='subtract' with reset_delay=True, and a Leaky's 'zero'); "
+                "use reset_mechanism='subtract'")
+    return words
+
+
+def _state_resets(graph, resets: dict[str, str], prefix: str = "") -> None:
+    """Write each neuron's reset (:func:`_snntorch_resets`) into its LIF / CubaLIF node's
+    metadata, which the import honours: snnTorch names a node by its module's path (an
+    RLeaky's neuron is ``path.lif`` in its subgraph)."""
+    import nir
+    for name, node in graph.nodes.items():
+        key = f"{prefix}{name}"
+        if isinstance(node, nir.NIRGraph):
+            _state_resets(node, resets, f"{key}.")
+        elif isinstance(node, (nir.LIF, nir.CubaLIF)):
+            word = resets.get(key, resets.get(key.removesuffix(".lif")))
+            if word is not None:
+                node.metadata = {**(node.metadata or {}), "reset": word}
+
+
+def _per_neuron_parameters(module, sample):
+    """A copy of the snnTorch ``module`` in which each neuron's scalar ``beta``, ``alpha``
+    and ``threshold`` are tensors of its input's shape for one sample (the neurons' own
+    shape): snnTorch's export of a scalar one fails NIR's type inference (its LIF node's
+    input type is ``[]`` against the previous layer's ``[n]``), so ``snn.Leaky(beta=0.9)``,
+    the usual way to write one, could not be exported. The same values broadcast, so the
+    same network; the module itself is not touched."""
+    import copy
+
+    import snntorch as snn
+    import torch
+    from snntorch import utils
+    net = copy.deepcopy(module)
+    neurons = [m for m in net.modules() if isinstance(m, snn.SpikingNeuron)]
+    shapes: dict[int, tuple[int, ...]] = {}
+
+    def seen(mod, args):
+        if args and isinstance(args[0], torch.Tensor):
+            shapes.setdefault(id(mod), tuple(args[0].shape))
+
+    hooks = [m.register_forward_pre_hook(seen) for m in neurons]
+    try:
+        utils.reset(net)
+        with torch.no_grad():
+            net(sample)
+    finally:
+        for h in hooks:
+            h.remove()
+    utils.reset(net)
+    for m in neurons:
+        shape = shapes.get(id(m))
+        for name in ("beta", "alpha", "threshold"):
+            t = getattr(m, name, None)
+            if shape is None or not isinstance(t, torch.Tensor) or t.numel() != 1:
+                continue
+            full = t.detach().reshape(()).expand(shape).clone()
+            if isinstance(t, torch.nn.Parameter):
+                full = torch.nn.Parameter(full, requires_grad=t.requires_grad)
+            setattr(m, name, full)
+    return net
 
 
 def _module_facts(module) -> dict[str, int]:

@@ -240,6 +240,12 @@ def _per_neuron_parameters(module, sample):
         if args and isinstance(args[0], torch.Tensor):
             shapes.setdefault(id(mod), tuple(args[0].shape))
 
+    # snnTorch's export traces one unbatched sample, where nn.Flatten()'s start_dim=1 (the
+    # batch's first feature dimension) would keep the channels apart: one earlier
+    for m in net.modules():
+        if isinstance(m, torch.nn.Flatten) and m.start_dim > 0:
+            m.start_dim -= 1
+            m.end_dim = m.end_dim - 1 if m.end_dim > 0 else m.end_dim
     hooks = [m.register_forward_pre_hook(seen) for m in neurons]
     try:
         utils.reset(net)

@@ -107,3 +107,55 @@ def test_a_layer_snntorch_cannot_export_is_one_line():
                                              r"export_to_nir failed on Sequential .*snnTorch "
                                              r"exports Linear, Conv2d"):
         estimate_spiking_module(net, np.zeros((5, 10), np.float32), ["loihi"])
+
+
+def test_conv_classifier_with_flatten_exports_and_spikes_as_snntorch():
+    """Conv2d -> Leaky -> AvgPool2d -> Flatten -> Linear -> Leaky, scalar betas: the usual
+    snnTorch classifier. snnTorch's export traces one unbatched sample, where nn.Flatten()
+    kept the 4 channels apart ((4, 9) into a Linear of 36: the export failed); the copy
+    flattens from the sample's first dimension. Per layer, the spikes in each population's
+    T-step window (the import delays a population by its depth) equal snnTorch's."""
+    from snntorch import utils
+    from snntorch.export_nir import export_to_nir
+
+    from deploy.nir_estimate import _per_neuron_parameters
+    from deploy.nir_import import read_nir, stimulus
+    from sim.neuromorphic.engine import NeuromorphicDevice
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3), snn.Leaky(beta=0.9, init_hidden=True), torch.nn.AvgPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(36, 5), snn.Leaky(beta=0.9, init_hidden=True))
+    with torch.no_grad():   # stronger weights: both layers spike
+        net[0].weight.mul_(3)
+        net[4].weight.abs_().mul_(2)
+    sample = torch.zeros(1, 8, 8)
+    graph = export_to_nir(_per_neuron_parameters(net, sample), sample)
+    T = 30
+    for seed in (0, 1):
+        x = (np.random.default_rng(seed).random((T, 1, 8, 8)) < 0.3).astype(np.float32)
+        utils.reset(net)
+        theirs = {"1": 0, "5": 0}
+        hooks = [net[int(k)].register_forward_hook(
+            lambda m, a, out, k=k, tally=theirs: tally.__setitem__(k, tally[k] + int(out.sum())))
+            for k in theirs]
+        with torch.no_grad():
+            for t in range(T):
+                net(torch.tensor(x[t:t + 1]))
+        for h in hooks:
+            h.remove()
+        assert min(theirs.values()) > 5     # both layers spike: the comparison can fail
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours_net = read_nir(graph, dt=1e-4, reset="snntorch")
+        steps = T + max(ours_net.nir_depth.values())
+        stimulus(ours_net, x.reshape(T, -1), steps)
+        dev = NeuromorphicDevice("loihi")
+        dev.compile(ours_net, quantize=False)
+        res = dev.run(steps)
+        ours = {k: int(np.count_nonzero((res.spikes[k][0] >= L) & (res.spikes[k][0] < L + T)))
+                for k, L in ours_net.nir_depth.items()}
+        assert ours == theirs, (seed, ours, theirs)
+    # and the module goes through estimate as it is
+    x = (np.random.default_rng(0).random((T, 1, 8, 8)) < 0.3).astype(np.float32)
+    est = estimate_spiking_module(net, x, ["loihi"])
+    assert est.ledgers["loihi"].total_ops()["synop"] > 0

@@ -246,8 +246,11 @@ def _profiles(profiles) -> list:
     return load_many(profiles)
 
 
-def _example(example_input, name: str, seed: int):
-    """``example_input`` as a tuple of CPU tensors, checked finite, and its batch size."""
+def _example(example_input, name: str, seed: int, like=None):
+    """``example_input`` as a tuple of CPU tensors, checked finite, and its batch size. A
+    shape is filled with standard normal values, in the floating dtype of the module
+    ``like``'s first floating parameter (a ``.half()`` or bfloat16 model takes its own
+    precision), float32 otherwise."""
     import numpy as np
     import torch
     if example_input is None:
@@ -265,7 +268,7 @@ def _example(example_input, name: str, seed: int):
                              "for a drawn input; give a smaller shape (the batch is the first "
                              "dimension)")
         gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
-        xs = (torch.randn(shape, generator=gen),)
+        xs = (torch.randn(shape, generator=gen).to(_floating_dtype(like)),)
     else:
         items = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
         xs = []
@@ -291,6 +294,22 @@ def _example(example_input, name: str, seed: int):
     return xs, batch
 
 
+def _float_names():
+    import torch
+    return {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
+
+
+def _floating_dtype(module):
+    """The dtype of ``module``'s first floating-point parameter or buffer (float32 when it
+    has none, or no module is given): what a drawn input is made in."""
+    import torch
+    if module is not None:
+        for t in (*module.parameters(), *module.buffers()):
+            if t.is_floating_point():
+                return t.dtype
+    return torch.float32
+
+
 def _is_shape(x) -> bool:
     return (isinstance(x, (tuple, list)) and len(x) > 0
             and all(isinstance(d, int) and not isinstance(d, bool) for d in x))
@@ -313,7 +332,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     name = type(module).__name__
     profs = _profiles(profiles)
     asked = stacks_asked(profs, stack)
-    xs, batch = _example(example_input, name, seed)
+    xs, batch = _example(example_input, name, seed, like=module)
     wants_train = train_step is not None or loss is not None or optimizer is not None
     if train_step is not None and loss is not None:
         raise ModelError("estimate: give train_step or loss, not both (train_step computes "
@@ -368,6 +387,9 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         est.dtype = dtype
         if dtype == "fp32" and packed_size(net)[0]:
             est.dtype = "quantized"   # a torch.ao quantized model runs its own int8 kernels
+        elif dtype == "fp32":
+            # a .half(), bfloat16 or float64 model runs (and is counted) in its own precision
+            est.dtype = _float_names().get(_floating_dtype(net), "fp32")
         for label, d in devices.items():
             try:
                 est.reports[label] = ledger.price(d.profile, stack=asked.get(label))

@@ -36,7 +36,9 @@ class Estimate:
     notes : what ran, one line each (mode, loss and optimizer of the training step, the
         assumptions an import made), for reports to show beside the table
     dtype : the precision the torch model was priced at (``"fp32"`` or ``"int8"``;
-        ``"quantized"``: a torch.ao quantized model, priced at its own kernels)
+        ``"quantized"``: a torch.ao quantized model, priced at its own kernels; ``"fp16"``,
+        ``"bf16"``, ``"fp64"``: a model whose parameters are in that precision, counted as
+        it runs)
     memory : microcontroller profile -> one inference's memory plan, TFLM's way:
         ``arena_bytes`` (greedy plan of the activations' lifetimes), ``peak_live_bytes``,
         ``weight_bytes`` and ``placement`` (memory name -> writable / read-only bytes)

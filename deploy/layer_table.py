@@ -175,8 +175,9 @@ def _sizes(est, profile: str) -> list[str]:
     params = sum(m.get("parameter_bytes", 0) + m.get("buffer_bytes", 0)
                  for m in models.values())
     # a torch.ao quantized model's parameters and activations are as it stores and runs
-    # them (int8 weights, quint8 activations), a float model's parameters fp32
-    stored = "as stored" if est.dtype == "quantized" else "fp32"
+    # them (int8 weights, quint8 activations); a float model's parameters in its own
+    # precision (fp32 also when it is priced at int8: these are its tensors' bytes)
+    stored = {"quantized": "as stored", "int8": "fp32"}.get(est.dtype, est.dtype)
     acts = "as run" if est.dtype == "quantized" else est.dtype
     out = [f"Params {format_bytes(params)} ({stored}); activations {acts}, every leaf "
            f"layer's output: {format_bytes(_leaf_output_bytes(est))}"]

@@ -108,18 +108,17 @@ def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats
     tensor itself (token ids), used for both."""
     import torch
 
-    from deploy.estimate import estimate
+    from deploy.estimate import _example, estimate
+    if not isinstance(shape, torch.Tensor):
+        # the very input estimate would draw, so the count and the timed run see the same
+        shape = _example(tuple(shape), type(model).__name__, seed, like=model)[0][0]
     est = estimate(model, shape, profiles=profile, seed=seed)
     if not est.reports:
         why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())
         raise ModelError(f"profile {profile!r}: the model cannot be priced there ({why})")
     row = est.rows()[0]
     net = model.to(device).eval()
-    if isinstance(shape, torch.Tensor):
-        x, shape = shape.to(device), tuple(shape.shape)
-    else:
-        gen = torch.Generator().manual_seed(seed)
-        x = torch.randn(shape, generator=gen).to(device)
+    x, shape = shape.to(device), tuple(shape.shape)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
     def call():

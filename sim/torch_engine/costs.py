@@ -23,6 +23,10 @@ Counting conventions (the same on every profile):
   abs 4, exp 5, ...) count those; other complex ops are uncounted. FFTs (``_fft_c2c``,
   ``_fft_r2c``, ``_fft_c2r``) count FFTW's 5 N log2 N real ops per complex transform of N
   points and 2.5 N log2 N per real one, plus the normalisation's scaling (``_FFTS``).
+- Dense factorisations and solves (Cholesky, triangular solves, LU, solve, inv, det,
+  slogdet, Cholesky solve, QR) count LAPACK Working Note 41's multiplications and additions
+  of the routines ATen calls (``_LAPACK``, :func:`_lapack_ops`); iterative ones (eigh, svd,
+  pinv, lstsq, matrix_exp) are uncounted.
 - Pooling: max pooling compares every window element (one op per output element and
   window position), its backward adds each output gradient once; average pooling adds every
   window element, its backward spreads each output gradient over its window.
@@ -295,6 +299,13 @@ _COMPLEX_REDUCTIONS = {aten.sum, aten.mean}
 # butterflies of a complex multiply and two complex adds), a convention for other N.
 _FFTS = {aten._fft_c2c: 5.0, aten._fft_r2c: 2.5, aten._fft_c2r: 2.5}
 
+# Dense factorisations and solves, by the operation counts of LAPACK Working Note 41 (the
+# multiplications, divisions included, and additions of each LAPACK routine that ATen calls:
+# POTRF, TRSM, GETRF, GETRS, POTRS, GEQRF, ORGQR), per matrix of a batch (_lapack_ops)
+_LAPACK = {aten.linalg_cholesky_ex, aten.linalg_solve_triangular, aten.linalg_lu_factor_ex,
+           aten.linalg_lu_solve, aten._linalg_solve_ex, aten.linalg_inv_ex, aten._linalg_det,
+           aten._linalg_slogdet, aten.cholesky_solve, aten.linalg_qr}
+
 # Window functions (ATen's hamming_window, which hann_window calls with alpha = beta =
 # 0.5): arange(N + periodic) then mul, cos, mul, add in place, 4 ops per computed element
 _COSINE_WINDOWS = {aten.hann_window, aten.hamming_window}
@@ -337,7 +348,9 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten._pack_padded_sequence, aten._pack_padded_sequence_backward,
                # a complex tensor interleaved from its real and imaginary parts; a
                # matrix's diagonal copied out (torch.diag)
-               aten.complex, aten.diagonal_copy}
+               aten.complex, aten.diagonal_copy,
+               # a diagonal matrix from a vector; an LU factorisation unpacked into P, L, U
+               aten.diag_embed, aten.lu_unpack}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
@@ -892,6 +905,88 @@ def _fft_flops(packet, args, outputs) -> int:
     return flops
 
 
+def _potrf(n: int) -> tuple[float, float]:
+    return n * ((n / 6 + 0.5) * n + 1 / 3), n * ((n / 6) * n - 1 / 6)
+
+
+def _getrf(m: int, n: int) -> tuple[float, float]:
+    a, b = (m, n) if m < n else (n, m)      # a = min(m, n), b = max(m, n)
+    return (0.5 * a * (a * (b - a / 3 - 1) + b) + 2 * a / 3,
+            0.5 * a * (a * (b - a / 3) - b) + a / 6)
+
+
+def _getrs(n: int, nrhs: int) -> tuple[float, float]:
+    return nrhs * n * n, nrhs * n * (n - 1)
+
+
+def _trsm(m: int, nrhs: int, unit: bool) -> tuple[float, float]:
+    """A triangular m x m matrix solved against nrhs columns (LAWN 41's TRSM, the unit
+    diagonal's m divisions per column left out when it is unit)."""
+    return nrhs * m * (m + 1) / 2 - (nrhs * m if unit else 0), nrhs * m * (m - 1) / 2
+
+
+def _geqrf(m: int, n: int) -> tuple[float, float]:
+    if m > n:
+        return (n * (n * (0.5 - n / 3 + m) + m + 23 / 6), n * (n * (0.5 - n / 3 + m) + 5 / 6))
+    return (m * (m * (-0.5 - m / 3 + n) + 2 * n + 23 / 6), m * (m * (-0.5 - m / 3 + n) + n + 5 / 6))
+
+
+def _orgqr(m: int, n: int, k: int) -> tuple[float, float]:
+    return (k * (2 * m * n + 2 * n - 5 / 3 + k * (2 / 3 * k - (m + n) - 1)),
+            k * (2 * m * n + n - m + 1 / 3 + k * (2 / 3 * k - (m + n))))
+
+
+def _lapack_ops(packet, args, kwargs, outputs) -> tuple[int, int]:
+    """(multiply-adds, other ops) of one dense factorisation or solve (:data:`_LAPACK`):
+    per matrix LAWN 41's additions, each paired with a multiplication, as MACs, and the
+    multiplications left over (divisions included) as other ops, plus what LAWN 41 leaves
+    out: Cholesky's n square roots, the determinant's product of the LU diagonal (n) and
+    slogdet's |.|, log and sum of it (3 n). ATen runs inv(A) as solve(A, I) (GETRF, then
+    GETRS on n columns) and solve(A, B) as GETRF then GETRS."""
+    a = args[0]
+    if packet is aten.cholesky_solve:            # (B, L, upper): POTRS
+        b, a = args[0], args[1]
+    batch, (m, n) = math.prod(a.shape[:-2]), a.shape[-2:]
+    extra = 0
+    if packet is aten.linalg_cholesky_ex:
+        muls, adds = _potrf(n)
+        extra = n
+    elif packet is aten.linalg_lu_factor_ex:
+        muls, adds = _getrf(m, n)
+    elif packet in (aten._linalg_det, aten._linalg_slogdet):
+        muls, adds = _getrf(n, n)
+        extra = n if packet is aten._linalg_det else 3 * n
+    elif packet is aten.linalg_inv_ex:
+        muls, adds = (x + y for x, y in zip(_getrf(n, n), _getrs(n, n), strict=True))
+    elif packet in (aten._linalg_solve_ex, aten.linalg_lu_solve, aten.linalg_solve_triangular):
+        b = args[2] if packet is aten.linalg_lu_solve else args[1]
+        left = kwargs.get("left", True) is not False
+        # B's columns (solved from the left) or rows (from the right); a vector is one
+        nrhs = 1 if b.dim() == 1 else (b.shape[-1] if left else b.shape[-2])
+        if packet is aten.linalg_solve_triangular:
+            muls, adds = _trsm(n, nrhs, bool(kwargs.get("unitriangular", False)))
+        else:
+            muls, adds = _getrs(n, nrhs)
+            if packet is aten._linalg_solve_ex:
+                f = _getrf(n, n)
+                muls, adds = muls + f[0], adds + f[1]
+        # a batched B against one A (a broadcast) solves B's batch
+        batch = max(batch, math.prod(b.shape[:-2]) if b.dim() > 2 else 1)
+    elif packet is aten.cholesky_solve:
+        nrhs = b.shape[-1]
+        muls, adds = nrhs * n * (n + 1), nrhs * n * (n - 1)
+        batch = max(batch, math.prod(b.shape[:-2]))
+    else:                                         # linalg_qr(A, mode)
+        mode = _arg(args, kwargs, 1, "mode") or "reduced"
+        k = min(m, n)
+        muls, adds = _geqrf(m, n)
+        if mode != "r":
+            q = _orgqr(m, m if mode == "complete" else k, k)
+            muls, adds = muls + q[0], adds + q[1]
+    muls, adds = round(muls), round(adds)
+    return batch * adds, batch * (max(muls - adds, 0) + extra)
+
+
 def _elementwise_op(packet, dtype: torch.dtype) -> str:
     if dtype in _FLOAT_SUFFIX:
         return f"flop_{_FLOAT_SUFFIX[dtype]}"
@@ -1003,6 +1098,12 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         if not suffix:
             return {}, 0, 0, name
         counts[f"flop_{suffix}"] = _fft_flops(packet, args, outputs)
+    elif packet in _LAPACK:
+        if first.dtype not in _FLOAT_SUFFIX:      # complex factorisations: no rule
+            return {}, 0, 0, name
+        macs, ops = _lapack_ops(packet, args, kwargs, outputs)
+        suffix = _FLOAT_SUFFIX[first.dtype]
+        counts[f"mac_{suffix}"], counts[f"flop_{suffix}"] = macs, ops
     elif packet in _COSINE_WINDOWS:
         out = outputs[0]
         periodic = _arg(args, kwargs, 1, "periodic")

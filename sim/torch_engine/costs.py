@@ -231,6 +231,8 @@ _PER_ELEMENT = {
     # a scale and an add (3)
     aten.dist: 3, aten.soft_margin_loss: 5, aten.soft_margin_loss_backward: 6,
     aten.multi_margin_loss: 3, aten.multi_margin_loss_backward: 3,
+    # segment reductions (graph pooling): one op per data element
+    aten.segment_reduce: 1,
     aten._adaptive_avg_pool3d: 1, aten._adaptive_avg_pool3d_backward: 1,
 }
 # Attention kernels (see the module docstring): forward ops take (q, k, v, ...); backward
@@ -258,7 +260,8 @@ _BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_
 # Scatter/index adds: one add per element of the source (the last tensor argument);
 # scatter_reduce likewise, one sum/prod/min/max step per source element.
 _SCATTER_ADDS = {aten.scatter_add, aten.scatter_add_, aten.index_add, aten.index_add_,
-                 aten.scatter_reduce, aten.scatter_reduce_}
+                 aten.scatter_reduce, aten.scatter_reduce_, aten.index_reduce,
+                 aten.index_reduce_}
 # Pooling with a window (kernel_size is the argument after the input).
 _POOLS = {aten.max_pool2d_with_indices, aten.avg_pool2d, aten.max_pool2d_with_indices_backward,
           aten.avg_pool2d_backward, aten.max_pool3d_with_indices, aten.avg_pool3d,
@@ -397,12 +400,30 @@ def _tensors(tree) -> list[torch.Tensor]:
 
 
 def _nbytes(tensors) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
+    return sum(t.numel() * t.element_size() if t.layout is _STRIDED else _sparse_bytes(t)
+               for t in tensors)
+
+
+def _sparse_bytes(t: torch.Tensor) -> int:
+    """Bytes a sparse tensor stores: its values and its indices (COO: one index per sparse
+    dimension and value; CSR / CSC / BSR / BSC: the compressed and the plain indices)."""
+    if t.layout is torch.sparse_coo:
+        values, indices = t._values(), [t._indices()]
+    else:
+        compressed = (t.crow_indices() if t.layout in (torch.sparse_csr, torch.sparse_bsr)
+                      else t.ccol_indices())
+        plain = (t.col_indices() if t.layout in (torch.sparse_csr, torch.sparse_bsr)
+                 else t.row_indices())
+        values, indices = t.values(), [compressed, plain]
+    return sum(x.numel() * x.element_size() for x in (values, *indices))
 
 
 def _distinct_bytes(t: torch.Tensor) -> int:
     """Bytes of the distinct elements a tensor addresses: a dimension of stride 0 (a
-    broadcast by ``expand``) repeats the same elements, which a kernel reads once."""
+    broadcast by ``expand``) repeats the same elements, which a kernel reads once; a sparse
+    tensor's stored values and indices."""
+    if t.layout is not _STRIDED:
+        return _sparse_bytes(t)
     n = 1
     for size, stride in zip(t.shape, t.stride(), strict=True):
         if stride != 0 or size == 0:
@@ -987,6 +1008,53 @@ def _lapack_ops(packet, args, kwargs, outputs) -> tuple[int, int]:
     return batch * adds, batch * (max(muls - adds, 0) + extra)
 
 
+# Sparse tensors (COO, CSR, CSC, BSR, BSC: graph adjacency matrices): the products of one
+# sparse and one dense matrix, construction, conversion and coalescing have rules
+# (_sparse_cost); any other op with a sparse argument or output is uncounted
+_SPARSE_PRODUCTS = {aten.mm, aten.addmm, aten._sparse_addmm, aten._sparse_mm}
+_SPARSE_MOVES = {aten._sparse_coo_tensor_with_dims_and_tensors,
+                 aten._sparse_compressed_tensor_unsafe, aten.sparse_compressed_tensor,
+                 aten._to_sparse, aten._to_sparse_csr, aten._to_sparse_csc,
+                 aten._to_sparse_bsr, aten._to_sparse_bsc, aten._to_dense, aten.to_dense,
+                 aten.clone, aten.copy_, aten._to_copy}
+
+
+def _sparse_cost(packet, args, kwargs, inputs, outputs) -> dict[str, int] | None:
+    """Counts of an op with a sparse argument or output, or None (uncounted). A product
+    of a sparse (m x k, nnz stored values) and a dense matrix: nnz x n MACs (each stored
+    value times a row of the dense k x n matrix), or nnz x m for dense (m x k) times sparse
+    (k x n); addmm's bias added when beta is not 0 (one op per output element); the
+    duplicate-merging sort of ``coalesce`` nnz x ceil(log2 nnz) comparisons and nnz adds;
+    construction and conversion between layouts move bytes only; a sparse-sparse product
+    has no rule."""
+    if packet in _SPARSE_MOVES:
+        return {}
+    if packet is aten._coalesce:
+        t = args[0]
+        nnz = t._nnz()
+        op = _elementwise_op(packet, t.dtype)
+        if not op:
+            return None
+        return {"int_cmp": nnz * max(1, math.ceil(math.log2(max(nnz, 2)))), op: nnz}
+    if packet not in _SPARSE_PRODUCTS:
+        return None
+    a, b = (args[0], args[1]) if packet in (aten.mm, aten._sparse_mm) else (args[1], args[2])
+    if (a.layout is _STRIDED) == (b.layout is _STRIDED) or a.dim() != 2 or b.dim() != 2:
+        return None
+    sparse, dense = (a, b) if a.layout is not _STRIDED else (b, a)
+    suffix = _FLOAT_SUFFIX.get(dense.dtype)
+    if suffix is None:
+        return None
+    nnz = sparse._nnz() * (math.prod(sparse.values().shape[1:])
+                           if sparse.layout in (torch.sparse_bsr, torch.sparse_bsc) else 1)
+    macs = nnz * (b.shape[1] if sparse is a else a.shape[0])
+    counts = {f"mac_{suffix}": macs}
+    beta = kwargs.get("beta", args[3] if len(args) > 3 and packet is not aten._sparse_mm else 1)
+    if packet in (aten.addmm, aten._sparse_addmm) and beta != 0:
+        counts[f"flop_{suffix}"] = outputs[0].numel()
+    return counts
+
+
 def _elementwise_op(packet, dtype: torch.dtype) -> str:
     if dtype in _FLOAT_SUFFIX:
         return f"flop_{_FLOAT_SUFFIX[dtype]}"
@@ -1022,7 +1090,12 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
 
     if _cross_device(packet, args, inputs, outputs):
         return {}, 0, 0, ""
-    if packet in _SDPA_FORWARD or packet in _SDPA_BACKWARD:
+    if any(t.layout is not _STRIDED for t in inputs) or \
+            any(t.layout is not _STRIDED for t in outputs):
+        counts = _sparse_cost(packet, args, kwargs, inputs, outputs)
+        if counts is None:
+            return {}, 0, 0, name
+    elif packet in _SDPA_FORWARD or packet in _SDPA_BACKWARD:
         q = args[1] if packet in _SDPA_BACKWARD else args[0]
         if q.dtype not in _FLOAT_SUFFIX:
             return {}, 0, 0, name
@@ -1191,6 +1264,10 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         macs, ops = _trilinear_ops(args)
         suffix = _FLOAT_SUFFIX[first.dtype]
         counts[f"mac_{suffix}"], counts[f"flop_{suffix}"] = macs, ops
+    elif packet is aten._segment_reduce_backward:
+        # (grad, output, data, ...): each data element's gradient from its segment's, one
+        # op each (a copy-and-scale for sum / mean, a compare-and-select for max / min)
+        counts[_elementwise_op(packet, first.dtype)] = args[2].numel()
     elif packet is aten.trace:
         # the diagonal's sum: one add per diagonal element
         counts[_elementwise_op(packet, first.dtype)] = min(first.shape)

@@ -1,0 +1,91 @@
+"""Sparse tensors (graph networks' adjacency matrices). Before: a CSR matrix product crashed
+the count block (``RuntimeError: Sparse CSR tensors do not have strides``, from the bytes
+rule), a COO product was counted as the dense product (N x N x D MACs, not nnz x D), and
+``torch.sparse.mm``'s kernel, coalescing, ``index_reduce`` and ``segment_reduce`` were
+uncounted."""
+import pytest
+import torch
+
+from sim.torch_engine.costs import op_cost
+from sim.torch_engine.engine import TorchDevice
+
+DEVICE = TorchDevice("x86-avx2").torch_device
+aten = torch.ops.aten
+N, D = 10, 8
+
+
+def _adjacency(layout):
+    """A 10 x 10 adjacency with 25 distinct edges (coalesced)."""
+    g = torch.Generator().manual_seed(0)
+    edges = torch.randperm(N * N, generator=g)[:25]
+    adj = torch.sparse_coo_tensor(torch.stack([edges // N, edges % N]),
+                                  torch.rand(25, generator=g), (N, N)).coalesce()
+    return (adj if layout == "coo" else adj.to_sparse_csr()).to(DEVICE)
+
+
+def _count(fn):
+    dev = TorchDevice("x86-avx2")
+    with dev.count("g"):
+        fn()
+    return dev.ledger
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_sparse_times_dense_counts_the_stored_values(layout):
+    adj = _adjacency(layout)
+    x = torch.randn(N, D, device=DEVICE, requires_grad=True)
+    led = _count(lambda: (adj @ x).sum().backward())
+    assert led.uncounted() == {}
+    # forward 25 stored values x 8 columns = 200 MACs; backward adj^T @ grad, 200 more (the
+    # dense product would be 10 x 10 x 8 = 800 each)
+    assert led.total_ops()["mac_fp32"] == 400
+
+
+def test_gcn_layer_trains_with_nothing_uncounted():
+    adj = _adjacency("coo")
+    x = torch.randn(N, D, device=DEVICE)
+    w = torch.randn(D, 4, device=DEVICE, requires_grad=True)
+    led = _count(lambda: torch.sparse.mm(adj, x @ w).relu().sum().backward())
+    assert led.uncounted() == {}
+    # x W: 10 x 8 x 4 = 320; adj (x W): 25 x 4 = 100; backward adj^T grad 100 and the
+    # weight gradient x^T (.) 320 (x needs no gradient)
+    assert led.total_ops()["mac_fp32"] == 320 + 100 + 100 + 320
+
+
+def test_dense_times_sparse_and_sparse_bytes():
+    adj = _adjacency("csr")
+    x = torch.randn(3, N, device=DEVICE)
+    out = x @ adj.to_dense()
+    counts, read, write, uncounted = op_cost(aten.mm.default, (x, adj), {}, out)
+    # each of the 25 stored values meets the 3 rows of x: 75 MACs
+    assert uncounted == "" and counts == {"mac_fp32": 75}
+    # x 3 x 10 x 4 B = 120; the CSR matrix: 25 values x 4 B + 11 row pointers and 25 column
+    # indices x 8 B = 388; the dense 3 x 10 output written, 120 B
+    assert (read, write) == (120 + 388, 120)
+
+
+def test_sparse_sparse_product_is_uncounted_not_dense():
+    adj = _adjacency("coo")
+    led = _count(lambda: torch.sparse.mm(adj, adj))
+    assert led.uncounted() and "mac_fp32" not in led.total_ops()
+
+
+def test_coalesce_and_graph_reductions():
+    g = torch.Generator().manual_seed(1)
+    idx = torch.randint(0, N, (2, 30), generator=g)
+    raw = torch.sparse_coo_tensor(idx, torch.rand(30, generator=g), (N, N))
+    led = _count(lambda: raw.coalesce())
+    # sorting 30 entries: 30 x ceil(log2 30) = 150 comparisons; merging: 30 adds
+    assert led.total_ops()["int_cmp"] == 150 and led.total_ops()["flop_fp32"] == 30
+    src = torch.randn(30, D, device=DEVICE, requires_grad=True)
+    dst = torch.randint(0, N, (30,), generator=g).to(DEVICE)
+    led = _count(lambda: torch.zeros(N, D, device=DEVICE)
+                 .index_reduce(0, dst, src, "amax").sum().backward())
+    assert led.uncounted() == {}
+    data = torch.randn(9, D, device=DEVICE, requires_grad=True)
+    led = _count(lambda: torch.segment_reduce(
+        data, "sum", lengths=torch.tensor([3, 3, 3], device=DEVICE)).sum().backward())
+    assert led.uncounted() == {}
+    # forward 9 x 8 = 72 adds, backward 72 gradient copies, plus the sum's 24 and nothing
+    # else with arithmetic
+    assert led.total_ops()["flop_fp32"] == 72 + 72 + 24

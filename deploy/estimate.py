@@ -167,7 +167,7 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         # time first, (T, n) or (T, 1, n); a shape is drawn here with ``seed`` as spikes
         # (Bernoulli, p = SPIKE_PROBABILITY per step and input), not as normal values
         drawn = _is_shape(example_input)
-        xs, _ = _example(example_input, type(model).__name__, seed)
+        xs, _ = example_inputs(example_input, type(model).__name__, seed)
         x = xs[0] if len(xs) == 1 else xs
         if drawn:
             gen = torch.Generator().manual_seed(seeds.child(seed, "example_input", "spikes"))
@@ -246,7 +246,7 @@ def _profiles(profiles) -> list:
     return load_many(profiles)
 
 
-def _example(example_input, name: str, seed: int, like=None):
+def example_inputs(example_input, name: str, seed: int, like=None):
     """``example_input`` as a tuple of CPU tensors, checked finite, and its batch size. A
     shape is filled with standard normal values, in the floating dtype of the module
     ``like``'s first floating parameter (a ``.half()`` or bfloat16 model takes its own
@@ -327,12 +327,14 @@ def _first_line(exc: BaseException) -> str:
 # -- the torch path ---------------------------------------------------------------------------
 def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimizer, target,
                     seed, dtype, stack=None) -> Estimate:
+    import torch
+
     from sim.torch_engine import TorchDevice
     from sim.torch_engine.activity import packed_size
     name = type(module).__name__
     profs = _profiles(profiles)
     asked = stacks_asked(profs, stack)
-    xs, batch = _example(example_input, name, seed, like=module)
+    xs, batch = example_inputs(example_input, name, seed, like=module)
     wants_train = train_step is not None or loss is not None or optimizer is not None
     if train_step is not None and loss is not None:
         raise ModelError("estimate: give train_step or loss, not both (train_step computes "
@@ -342,7 +344,11 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
                          "callable (module, example_input) -> loss tensor")
     _check_optimizer(optimizer)
     try:
-        net = copy.deepcopy(module)
+        # torch cannot deep-copy a CSR / CSC / BSR / BSC tensor (a graph's adjacency
+        # buffer): such tensors are cloned for the copy
+        net = copy.deepcopy(module, memo={
+            id(t): t.clone() for t in (*module.parameters(), *module.buffers())
+            if t.layout not in (torch.strided, torch.sparse_coo)})
     except Exception as exc:   # a module holding a lock, a file, a generator ...
         raise ModelError(f"estimate: {name} cannot be deep-copied ({_first_line(exc)}); "
                          "estimate runs a copy so your module stays untouched: make its "
@@ -410,10 +416,15 @@ def _stored_weight_bytes(net, dtype: str) -> int:
     matrices and kernels 1 byte a value, vectors (biases, norm scales) 4 bytes (TFLM's int32
     biases); at fp32 each tensor's own bytes. A torch.ao quantized model's packed weights
     (no parameters) as they are stored, whatever ``dtype``."""
+    import torch
+
     from sim.torch_engine.activity import packed_size
+    from sim.torch_engine.costs import tensor_bytes
     per = 1 if dtype == "int8" else None
-    return sum(t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
-                            else t.element_size())
+    # a sparse tensor (a graph's adjacency) as it is stored: values and indices
+    return sum(tensor_bytes(t) if t.layout is not torch.strided
+               else t.numel() * (per if per and t.is_floating_point() and t.dim() > 1
+                                 else t.element_size())
                for t in [*net.parameters(), *net.buffers()]) + packed_size(net)[1]
 
 

@@ -108,10 +108,10 @@ def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats
     tensor itself (token ids), used for both."""
     import torch
 
-    from deploy.estimate import _example, estimate
+    from deploy.estimate import estimate, example_inputs
     if not isinstance(shape, torch.Tensor):
         # the very input estimate would draw, so the count and the timed run see the same
-        shape = _example(tuple(shape), type(model).__name__, seed, like=model)[0][0]
+        shape = example_inputs(tuple(shape), type(model).__name__, seed, like=model)[0][0]
     est = estimate(model, shape, profiles=profile, seed=seed)
     if not est.reports:
         why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())

@@ -271,6 +271,7 @@ def _per_neuron_parameters(module, sample):
 def _module_facts(module) -> dict[str, int]:
     """NeuroBench's Footprint and ParameterCount of the torch module, by their definitions
     (neurobench.metrics.static: parameters' numel; bytes of parameters + buffers)."""
+    from sim.torch_engine.costs import tensor_bytes
     return {"parameters": sum(p.numel() for p in module.parameters()),
-            "parameter_bytes": sum(p.numel() * p.element_size() for p in module.parameters()),
-            "buffer_bytes": sum(b.numel() * b.element_size() for b in module.buffers())}
+            "parameter_bytes": tensor_bytes(list(module.parameters())),
+            "buffer_bytes": tensor_bytes(list(module.buffers()))}

@@ -72,6 +72,15 @@ def peak_live_bytes(buffers: list[Buffer]) -> int:
                for t in range(end + 1))
 
 
+def _dense(t) -> tuple:
+    """``t`` itself, or the dense tensors a sparse one stores (values and indices)."""
+    import torch
+    if t.layout is torch.strided:
+        return (t,)
+    from sim.torch_engine.costs import sparse_parts
+    return sparse_parts(t)
+
+
 def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
                     ) -> list[Buffer]:
     """The activation buffers of one inference of ``module`` on ``inputs`` (see the module
@@ -83,8 +92,8 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
 
     from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
 
-    weights = {t.untyped_storage().data_ptr()
-               for t in list(module.parameters()) + list(module.buffers())}
+    weights = {p.untyped_storage().data_ptr()
+               for t in list(module.parameters()) + list(module.buffers()) for p in _dense(t)}
     # storage address -> [bytes, first op, last op, weak reference to the storage]. A
     # storage that died leaves its address to a new one: its buffer is closed then. (Every
     # tensor was kept alive instead, so no address was reused: the trace held all the
@@ -101,6 +110,10 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
 
     def touch(t, step: int, create: bool) -> None:
         if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+            return
+        if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
+            for part in _dense(t):
+                touch(part, step, create)
             return
         storage = t.untyped_storage()
         key = storage.data_ptr()
@@ -169,9 +182,13 @@ def live_peak_mode(start=()):
         def add(self, t) -> None:
             if not isinstance(t, torch.Tensor) or t.device.type == "meta":
                 return
+            if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
+                for part in _dense(t):
+                    self.add(part)
+                return
             try:
                 storage = t.untyped_storage()
-            except (RuntimeError, NotImplementedError):   # sparse, functorch wrappers
+            except (RuntimeError, NotImplementedError):   # functorch wrappers
                 return
             key, nbytes = storage.data_ptr(), storage.nbytes()
             if nbytes == 0 or key in self._alive:

@@ -55,7 +55,7 @@ from torch import nn
 from torch._C import _functorch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from sim.torch_engine.costs import is_packed_weights, packed_weights
+from sim.torch_engine.costs import is_packed_weights, packed_weights, tensor_bytes
 
 
 def _host_array(t: torch.Tensor) -> np.ndarray | None:
@@ -327,10 +327,12 @@ def model_facts(module: nn.Module) -> dict[str, int]:
                 if connection and (cell or not p.bias):
                     weights += p.numel
                     zeros += p.zeros
-    return {"parameters": sum(p.numel() for p in params) + sum(n for n, _ in stored),
-            "parameter_bytes": sum(p.numel() * p.element_size() for p in params)
-            + sum(b for _, b in stored),
-            "buffer_bytes": sum(b.numel() * b.element_size() for b in buffers),
+    # a sparse tensor (a graph's adjacency buffer) holds its stored values and indices,
+    # not its dense shape's elements
+    return {"parameters": sum(p.numel() if p.layout is torch.strided else p._nnz()
+                              for p in params) + sum(n for n, _ in stored),
+            "parameter_bytes": tensor_bytes(params) + sum(b for _, b in stored),
+            "buffer_bytes": tensor_bytes(buffers),
             "connection_weights": weights, "connection_zero_weights": zeros}
 
 

@@ -404,18 +404,19 @@ def _nbytes(tensors) -> int:
                for t in tensors)
 
 
-def _sparse_bytes(t: torch.Tensor) -> int:
-    """Bytes a sparse tensor stores: its values and its indices (COO: one index per sparse
-    dimension and value; CSR / CSC / BSR / BSC: the compressed and the plain indices)."""
+def sparse_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The dense tensors a sparse tensor stores: its values and its indices (COO: one index
+    per sparse dimension and value; CSR / CSC / BSR / BSC: the compressed and the plain
+    indices)."""
     if t.layout is torch.sparse_coo:
-        values, indices = t._values(), [t._indices()]
-    else:
-        compressed = (t.crow_indices() if t.layout in (torch.sparse_csr, torch.sparse_bsr)
-                      else t.ccol_indices())
-        plain = (t.col_indices() if t.layout in (torch.sparse_csr, torch.sparse_bsr)
-                 else t.row_indices())
-        values, indices = t.values(), [compressed, plain]
-    return sum(x.numel() * x.element_size() for x in (values, *indices))
+        return t._values(), t._indices()
+    row_major = t.layout in (torch.sparse_csr, torch.sparse_bsr)
+    return (t.values(), t.crow_indices() if row_major else t.ccol_indices(),
+            t.col_indices() if row_major else t.row_indices())
+
+
+def _sparse_bytes(t: torch.Tensor) -> int:
+    return sum(x.numel() * x.element_size() for x in sparse_parts(t))
 
 
 def _distinct_bytes(t: torch.Tensor) -> int:

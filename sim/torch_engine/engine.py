@@ -55,6 +55,7 @@ from sim.torch_engine.costs import (
     mutated_args,
     packed_weights,
     reads_selected_rows_of_first_arg,
+    sparse_parts,
 )
 from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
 from sim.torch_engine.replay import (
@@ -245,9 +246,13 @@ class _Resident:
             # seen alive on the same memory: on the storage of the entry it was added to
             ptr, entry = known[2], known[3]
         else:
+            if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
+                for part in sparse_parts(t):
+                    self._add(part, written, gathered)
+                return
             try:
                 st = t.untyped_storage()
-            except (RuntimeError, NotImplementedError):   # sparse, meta: no plain storage
+            except (RuntimeError, NotImplementedError):   # meta: no plain storage
                 return
             ptr = st.data_ptr()
             entry = self.seen.get(ptr)

@@ -89,3 +89,53 @@ def test_coalesce_and_graph_reductions():
     # forward 9 x 8 = 72 adds, backward 72 gradient copies, plus the sum's 24 and nothing
     # else with arithmetic
     assert led.total_ops()["flop_fp32"] == 72 + 72 + 24
+
+
+class _GCN(torch.nn.Module):
+    """Two graph convolutions over an adjacency buffer (COO or CSR)."""
+
+    def __init__(self, n, edges, layout="coo"):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        idx = torch.randint(0, n, (2, edges), generator=g)
+        adj = torch.sparse_coo_tensor(idx, torch.ones(edges), (n, n)).coalesce()
+        self.register_buffer("adj", adj if layout == "coo" else adj.to_sparse_csr())
+        self.lin1 = torch.nn.Linear(16, 8)
+        self.lin2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.sparse.mm(self.adj, self.lin1(x)).relu() if self.adj.layout is \
+            torch.sparse_coo else (self.adj @ self.lin1(x)).relu()
+        return self.adj @ self.lin2(h)
+
+
+def test_a_sparse_adjacency_weighs_what_it_stores():
+    """A 200,000-node graph with 100,000 edges: its dense shape would be 1.6e11 B of float32,
+    and the model was refused on every profile; stored it is values and indices."""
+    model = _GCN(200_000, 100_000)
+    nnz = model.adj._nnz()
+    dev = TorchDevice("jetson-orin")
+    dev.compile(model)
+    # 4 B per value and 2 x 8 B of indices; lin1 and lin2: (16 x 8 + 8 + 8 x 3 + 3) x 4 B
+    assert dev.footprint_bytes == nnz * 20 + 163 * 4
+    x = torch.randn(200_000, 16, device=dev.torch_device)
+    with dev.count("g"), torch.no_grad():
+        model(x)
+    led = dev.ledger
+    assert led.models()["_GCN"]["buffer_bytes"] == nnz * 20
+    # the adjacency is read by both products: in the resident footprint, as stored
+    assert led.footprints()["g"]["read_only"] >= nnz * 20
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_estimate_of_a_graph_network_trains_and_plans_mcu_memory(layout):
+    from deploy.estimate import estimate
+    model = _GCN(500, 3000, layout)
+    nnz = model.adj._nnz()
+    est = estimate(model, (500, 16), profiles=["a100", "cortex-m7"], loss="auto",
+                   strict=True)
+    ops = est.ledgers["a100"].total_ops("infer")
+    # 500 x 16 x 8 + nnz x 8 + 500 x 8 x 3 + nnz x 3 MACs
+    assert ops["mac_fp32"] == 500 * 16 * 8 + nnz * 8 + 500 * 8 * 3 + nnz * 3
+    assert "cortex-m7" in est.memory       # the MCU arena plan ran on the sparse model
+    assert est.ledgers["a100"].uncounted() == {}

@@ -351,7 +351,7 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten._pack_padded_sequence, aten._pack_padded_sequence_backward,
                # a complex tensor interleaved from its real and imaginary parts; a
                # matrix's diagonal copied out (torch.diag)
-               aten.complex, aten.diagonal_copy,
+               aten.complex, aten.diagonal_copy, aten.masked_select,
                # a diagonal matrix from a vector; an LU factorisation unpacked into P, L, U
                aten.diag_embed, aten.lu_unpack}
 """Ops that move bytes but do no arithmetic."""
@@ -524,7 +524,8 @@ _ZEROS, _BORDER = 0, 1
 _RNN_FORWARD = {aten.mkldnn_rnn_layer, aten._cudnn_rnn}
 _RNN_BACKWARD = {aten.mkldnn_rnn_layer_backward, aten._cudnn_rnn_backward}
 _RNN_GATES = {0: 1, 1: 1, 2: 4, 3: 3}   # RNN_RELU, RNN_TANH, LSTM, GRU
-_CDISTS = {aten._cdist_forward, aten._cdist_backward}
+_CDISTS = {aten._cdist_forward, aten._cdist_backward, aten._pdist_forward,
+           aten._pdist_backward}
 # CUDA's fused cell kernels -> (mode, backward)
 _FUSED_CELLS = {aten._thnn_fused_lstm_cell: (2, False),
                 aten._thnn_fused_lstm_cell_backward_impl: (2, True),
@@ -632,11 +633,17 @@ def _rnn_cost(func, args, kwargs, suffix: str) -> dict[str, int]:
 def _cdist_cost(packet, args, suffix: str) -> dict[str, int]:
     """``torch.cdist`` run directly (``_cdist_forward``): each of the B x P x R distances
     takes M subtract-and-accumulate steps (M MACs, M subtractions) and a root; the backward
-    (``_cdist_backward``: grad, x1, x2, p, distances) about twice that."""
-    x1, x2 = (args[1], args[2]) if packet is aten._cdist_backward else (args[0], args[1])
-    pairs = x1.shape[:-1].numel() * x2.shape[-2]
-    m = x1.shape[-1]
-    factor = 2 if packet is aten._cdist_backward else 1
+    (``_cdist_backward``: grad, x1, x2, p, distances) about twice that. ``torch.pdist``
+    (``_pdist_forward``: x, p; ``_pdist_backward``: grad, x, p, distances) likewise over
+    the N (N - 1) / 2 pairs of x's N rows."""
+    if packet in (aten._pdist_forward, aten._pdist_backward):
+        x = args[1] if packet is aten._pdist_backward else args[0]
+        pairs, m = x.shape[0] * (x.shape[0] - 1) // 2, x.shape[1]
+    else:
+        x1, x2 = (args[1], args[2]) if packet is aten._cdist_backward else (args[0], args[1])
+        pairs = x1.shape[:-1].numel() * x2.shape[-2]
+        m = x1.shape[-1]
+    factor = 2 if packet in (aten._cdist_backward, aten._pdist_backward) else 1
     return {f"mac_{suffix}": factor * pairs * m, f"flop_{suffix}": factor * pairs * (m + 1)}
 
 

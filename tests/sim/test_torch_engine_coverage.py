@@ -160,6 +160,8 @@ _EVERYDAY = {
     "per-sample weighted embedding bag": lambda x: F.embedding_bag(
         torch.tensor([0, 2, 1, 3], device=x.device), torch.ones(4, 3, device=x.device),
         torch.tensor([0, 2], device=x.device), mode="sum", per_sample_weights=x[0, :4]),
+    "pdist, masked_select": lambda x: (F.pdist(x).sum()
+                                       + torch.masked_select(x, x > 0).sum()),
     "grid sample, training": lambda x: F.grid_sample(
         x.view(1, 1, 4, 10), torch.tanh(x[:, :6]).view(1, 2, 6, 2), align_corners=False),
 }
@@ -239,6 +241,13 @@ def test_pool3d_and_cdist_counts(toy_gpu_path):
     # subtractions + 90 roots = 720
     ops = dev.ledger.ops("cdist")
     assert (ops["mac_fp32"], ops["flop_fp32"]) == (630, 720)
+    x = torch.randn(4, 10, device=dev.torch_device)
+    with dev.count("pdist"):
+        F.pdist(x)
+    # 4 x 3 / 2 = 6 pairs of 10 subtract-square-accumulate steps: 60 MACs; 60 subtractions
+    # + 6 roots = 66
+    ops = dev.ledger.ops("pdist")
+    assert (ops["mac_fp32"], ops["flop_fp32"]) == (60, 66)
 
 
 def _lstm_ledger(dev, train, mkldnn):

@@ -309,6 +309,12 @@ _LAPACK = {aten.linalg_cholesky_ex, aten.linalg_solve_triangular, aten.linalg_lu
            aten.linalg_lu_solve, aten._linalg_solve_ex, aten.linalg_inv_ex, aten._linalg_det,
            aten._linalg_slogdet, aten.cholesky_solve, aten.linalg_qr}
 
+# Weight-only quantized matrix products (int8 / int4 weights, float activations: torchao's
+# and gpt-fast's LLM inference): the weights are dequantized to the activations' precision
+# in the kernel and multiplied there (_weight_only_cost)
+_WEIGHT_ONLY = {aten._weight_int8pack_mm, aten._weight_int4pack_mm,
+                aten._weight_int4pack_mm_for_cpu}
+
 # Window functions (ATen's hamming_window, which hann_window calls with alpha = beta =
 # 0.5): arange(N + periodic) then mul, cos, mul, add in place, 4 ops per computed element
 _COSINE_WINDOWS = {aten.hann_window, aten.hamming_window}
@@ -1063,6 +1069,21 @@ def _sparse_cost(packet, args, kwargs, inputs, outputs) -> dict[str, int] | None
     return counts
 
 
+def _weight_only_cost(packet, args, outputs) -> dict[str, int] | None:
+    """(self: m x k activations, packed weights, ...) -> m x n: m n k multiply-adds in the
+    activations' precision, and the dequantization: int8, one scale multiply per output
+    element (the per-channel scale applied after the sum); int4, a scale and a zero point
+    per weight element (2 ops x k n), as the group-wise kernel applies them while
+    unpacking."""
+    x, out = args[0], outputs[0]
+    suffix = _FLOAT_SUFFIX.get(x.dtype)
+    if suffix is None:
+        return None
+    m, k, n = x.shape[:-1].numel(), x.shape[-1], out.shape[-1]
+    dequant = m * n if packet is aten._weight_int8pack_mm else 2 * k * n
+    return {f"mac_{suffix}": m * n * k, f"flop_{suffix}": dequant}
+
+
 def _elementwise_op(packet, dtype: torch.dtype) -> str:
     if dtype in _FLOAT_SUFFIX:
         return f"flop_{_FLOAT_SUFFIX[dtype]}"
@@ -1179,6 +1200,10 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         if not suffix:
             return {}, 0, 0, name
         counts[f"flop_{suffix}"] = _fft_flops(packet, args, outputs)
+    elif packet in _WEIGHT_ONLY:
+        counts = _weight_only_cost(packet, args, outputs)
+        if counts is None:
+            return {}, 0, 0, name
     elif packet in _LAPACK:
         if first.dtype not in _FLOAT_SUFFIX:      # complex factorisations: no rule
             return {}, 0, 0, name

@@ -342,3 +342,29 @@ def test_prepacked_rowwise_embedding_bag():
     # per looked-up element 4 ops (scale, offset, the sample's weight, the add); mean
     # divides the 48 outputs: 12 x 16 x 4 + 48 = 816; the torch.rand draw (12) apart
     assert led.total_ops()["flop_fp32"] == 816 + 12
+
+
+def test_weight_only_int8_and_int4_products_are_counted():
+    """torch's weight-only quantized kernels (LLM inference with int8 / int4 weights and
+    bfloat16 activations, as torchao and gpt-fast run it) were uncounted."""
+    from sim.torch_engine.costs import op_cost
+    aten = torch.ops.aten
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    w8 = torch.randint(-128, 127, (32, 64), dtype=torch.int8)
+    scales = torch.rand(32, dtype=torch.bfloat16)
+    out = torch._weight_int8pack_mm(x, w8, scales)
+    counts, read, write, uncounted = op_cost(aten._weight_int8pack_mm.default,
+                                             (x, w8, scales), {}, out)
+    # 4 x 32 outputs of 64 products in bfloat16: 8,192 MACs; one scale multiply per
+    # output, 128. Bytes: x 512 + int8 weights 2,048 + scales 64 read, 256 written
+    assert uncounted == ""
+    assert counts == {"mac_bf16": 8192, "flop_bf16": 128}
+    assert (read, write) == (512 + 2048 + 64, 256)
+    packed = torch._convert_weight_to_int4pack_for_cpu(
+        torch.randint(0, 16, (32, 64), dtype=torch.int32), 1)
+    zeros_scales = torch.rand(2, 32, 2, dtype=torch.bfloat16)   # groups of 32 along k
+    out = torch._weight_int4pack_mm_for_cpu(x, packed, 32, zeros_scales)
+    counts = op_cost(aten._weight_int4pack_mm_for_cpu.default, (x, packed, 32, zeros_scales),
+                     {}, out)[0]
+    # the same 8,192 MACs; a scale and a zero point per weight element: 2 x 64 x 32
+    assert counts == {"mac_bf16": 8192, "flop_bf16": 4096}

@@ -322,7 +322,7 @@ _COSINE_WINDOWS = {aten.hann_window, aten.hamming_window}
 FREE = {aten.detach, aten.detach_, aten.alias, aten.lift_fresh, aten.empty, aten.empty_like,
         aten.new_empty, aten.empty_strided, aten.new_empty_strided, aten._unsafe_view,
         aten._local_scalar_dense, aten.set_, aten.resize_, aten.is_same_size,
-        aten.sym_size, aten.sym_stride, aten.sym_numel,
+        aten.sym_size, aten.sym_stride, aten.sym_numel, aten.sym_storage_offset,
         # reads a status integer the factorisation already returned (host-side check)
         aten._linalg_check_errors,
         # in-place restride (Swin's window partition): metadata only, like a view; so are
@@ -358,6 +358,8 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                # a complex tensor interleaved from its real and imaginary parts; a
                # matrix's diagonal copied out (torch.diag)
                aten.complex, aten.diagonal_copy, aten.masked_select,
+               # the functional copy and fill of a functionalized graph (torch.export)
+               aten.copy, aten.fill,
                # a diagonal matrix from a vector; an LU factorisation unpacked into P, L, U
                aten.diag_embed, aten.lu_unpack}
 """Ops that move bytes but do no arithmetic."""
@@ -383,7 +385,7 @@ _OVERWRITES = {aten.copy_, aten.fill_, aten.zero_, aten.normal_, aten.uniform_,
 # Factories that take a tensor only for its shape, dtype and device.
 _SHAPE_ONLY = {aten.zeros_like, aten.ones_like, aten.empty_like, aten.full_like,
                aten.rand_like, aten.randn_like, aten.randint_like, aten.new_zeros,
-               aten.new_ones, aten.new_empty, aten.new_full, aten.new_empty_strided}
+               aten.new_ones, aten.new_empty, aten.new_full, aten.new_empty_strided, aten.fill}
 
 
 def _tensors(tree) -> list[torch.Tensor]:
@@ -480,6 +482,9 @@ def _index_put_elements(self_: torch.Tensor, indices) -> int:
 
 def _traffic(func, packet, args, kwargs, inputs, outputs) -> tuple[int, int]:
     """Bytes read and written by one op (the rules are in the module docstring)."""
+    if packet is aten.copy:
+        # the functional copy: a new tensor of self's layout holding src (self unread)
+        return _distinct_bytes(args[1]), _nbytes(outputs)
     if packet is aten._pack_padded_sequence:
         # the valid steps gathered (the packed data) and the lengths read; the batch
         # sizes computed and written with the data

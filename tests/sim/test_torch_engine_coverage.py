@@ -494,3 +494,12 @@ def test_fused_optimizer_groups_of_equal_shapes_keep_their_own_options(toy_gpu_p
             opt.step()
         return dev.ledger.total_ops("step")["flop_fp32"]
     assert ledger("fused") == ledger("foreach") == 36 * 7 + 36 * 8 + 4
+
+
+def test_functional_copy_and_fill_of_exported_graphs():
+    """torch.export's functionalized graphs run the functional ``copy`` and ``fill`` (core
+    ATen ops), which were uncounted: bytes only, the overwritten tensor not read."""
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    # copy reads src's 12 floats (48 B) and writes 48 B; fill reads nothing
+    assert op_cost(aten.copy.default, (a, b), {}, a.clone()) == ({}, 48, 48, "")
+    assert op_cost(aten.fill.Scalar, (a, 1.0), {}, a.clone()) == ({}, 0, 48, "")

@@ -27,6 +27,10 @@ Counting conventions (the same on every profile):
   slogdet, Cholesky solve, QR) count LAPACK Working Note 41's multiplications and additions
   of the routines ATen calls (``_LAPACK``, :func:`_lapack_ops`); iterative ones (eigh, svd,
   pinv, lstsq, matrix_exp) are uncounted.
+- Sparse tensors (COO, CSR, CSC, BSR, BSC): a sparse times dense matrix product counts one
+  MAC per stored value and dense column (row), a sparse tensor's bytes are its stored
+  values and indices (``sparse_parts``); other ops with a sparse argument are uncounted
+  unless ``_sparse_cost`` has a rule (construction, conversion, coalescing).
 - Pooling: max pooling compares every window element (one op per output element and
   window position), its backward adds each output gradient once; average pooling adds every
   window element, its backward spreads each output gradient over its window.

@@ -578,8 +578,10 @@ def _module_facts(net, dtype: str):
             t.numel() * (1 if dtype == "int8" and t.is_floating_point() else t.element_size())
             for t in tensors)
 
-    handles = [h for m in net.modules() for h in (m.register_forward_pre_hook(before),
-                                                  m.register_forward_hook(after))]
+    # TorchScript modules take no Python hooks (and run none of their children's): such a
+    # model has no layer rows, its ops are counted all the same
+    handles = [h for m in net.modules() if not isinstance(m, torch.jit.ScriptModule)
+               for h in (m.register_forward_pre_hook(before), m.register_forward_hook(after))]
     try:
         yield facts
     finally:
@@ -732,7 +734,8 @@ def _loss_and_target(loss, target, out, seed: int):
     if out is None:
         raise ModelError(f"estimate: the forward returned a {returned} with no "
                          "floating-point tensor to train on; give train_step=callable(module, "
-                         "x) -> loss for this model")
+                         "x) -> loss for this model (neuroedge.estimate from Python), or "
+                         "leave the training step out")
     if where:
         where = f" of the output{where}"
     classifier = out.dim() == 2 and out.shape[1] >= 2
@@ -779,6 +782,11 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
     import torch
 
     from sim.arena import live_peak_mode
+    if isinstance(net, torch.jit.ScriptModule):
+        raise ModelError(f"estimate: {name} is a TorchScript module, which cannot be trained "
+                         "on a copy (torch's copy of a ScriptModule has non-leaf parameters, "
+                         "which no optimizer takes); give the Python nn.Module for a training "
+                         "step, or leave the training step out")
     opt, opt_text = _make_optimizer(optimizer, net)
     y = None
     if train_step is None:

@@ -433,6 +433,15 @@ class TorchDevice(Device):
                               f"{capacity:.0f} B", "use a smaller model or a profile with "
                               "more device memory")
         self.footprint_bytes = footprint
+        meta = [n for n, t in [*module.named_parameters(), *module.named_buffers()]
+                if t.device.type == "meta"]
+        if meta:   # it fits (checked above), but has no weights to run
+            raise ModelError(f"[TorchDevice.compile] {type(module).__name__} has parameters on "
+                             f"the meta device ({', '.join(meta[:3])}"
+                             f"{f' and {len(meta) - 3} more' if len(meta) > 3 else ''}): "
+                             "shapes without data, which cannot run; build it on the CPU, or "
+                             "materialise it (module.to_empty(device='cpu')) and initialise "
+                             "its weights")
         module = module.to(self.torch_device)
         if not any(m is module for m in self._placed):
             self._placed.append(module)

@@ -1,8 +1,9 @@
-"""Models with lazy layers (``nn.LazyLinear``, ``nn.LazyConv2d``: sized by their first
-forward). ``TorchDevice.compile`` crashed on them with torch's raw ValueError from
-``numel()`` of an uninitialized parameter (and ``neuroedge estimate`` printed the
-traceback); now compile refuses in one line, and estimate sizes them by one uncounted
-forward on the example input, as torch's convention asks."""
+"""Models in forms torch allows that the engine did not take. Lazy layers
+(``nn.LazyLinear``, ``nn.LazyConv2d``: sized by their first forward): ``TorchDevice.compile``
+crashed with torch's raw ValueError from ``numel()`` of an uninitialized parameter (and
+``neuroedge estimate`` printed the traceback); now compile refuses in one line, and estimate
+sizes them by one uncounted forward on the example input, as torch's convention asks. Also
+meta-device and TorchScript models (below)."""
 import pytest
 import torch
 from torch import nn
@@ -66,3 +67,29 @@ def test_cli_estimate_of_a_lazy_factory(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "lazy layers (4 parameters and buffers) sized by one uncounted forward" in out
     assert "ParameterCount 54,170" in out
+
+
+def test_meta_device_model_is_one_line():
+    """A model built on the meta device (shapes, no data): compile crashed in .to() with
+    torch's NotImplementedError ("Cannot copy out of meta tensor")."""
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 2))
+    with pytest.raises(ModelError, match=r"parameters on the meta device \(0\.weight, "
+                                         r"0\.bias, 2\.weight and 1 more\).*to_empty"):
+        TorchDevice("x86-avx2").compile(model)
+    with pytest.raises(ModelError, match="meta device"):
+        estimate(model, (2, 16), profiles=["a100"])
+
+
+def test_torchscript_model_is_estimated_and_its_training_refused_in_one_line():
+    """A torch.jit.script'ed model: estimate crashed registering Python hooks
+    (``register_forward_pre_hook is not supported on ScriptModules``); its ops are counted
+    now (no layer rows), and a training step is refused (torch's copy of a ScriptModule has
+    non-leaf parameters, which no optimizer takes)."""
+    torch.manual_seed(0)
+    plain = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 2))
+    est = estimate(torch.jit.script(plain), (2, 16), profiles=["a100"])
+    # 2 x (16 x 8 + 8 x 2) = 288 MACs, as the Python module counts
+    assert est.ledgers["a100"].total_ops()["mac_fp32"] == 288
+    with pytest.raises(ModelError, match="TorchScript module, which cannot be trained"):
+        estimate(torch.jit.script(plain), (2, 16), profiles=["a100"], loss="auto")

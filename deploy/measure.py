@@ -117,7 +117,11 @@ def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats
         why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())
         raise ModelError(f"profile {profile!r}: the model cannot be priced there ({why})")
     row = est.rows()[0]
-    net = model.to(device).eval()
+    net = model.to(device)
+    try:
+        net.eval()
+    except NotImplementedError:   # torch.export's module: its mode was fixed at export
+        pass
     x, shape = shape.to(device), tuple(shape.shape)
     sync = torch.cuda.synchronize if device == "cuda" else None
 

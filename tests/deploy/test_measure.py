@@ -141,3 +141,16 @@ def test_calibrate_refuses_a_file_it_did_not_write(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not written by measure --calibrate" in err
     assert out.read_text() == "# mine\n"
+
+
+def test_measure_takes_a_torch_export_module(tmp_path, capsys, monkeypatch):
+    """``torch.export.export(...).module()`` refuses ``.eval()`` (NotImplementedError),
+    which measure called on it: a traceback before."""
+    monkeypatch.setattr("deploy.measure.RAPL_ENERGY", tmp_path / "no_rapl")
+    f = tmp_path / "exported.py"
+    f.write_text("import torch\nfrom torch import nn\n\n\ndef make():\n"
+                 "    net = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 2))\n"
+                 "    return torch.export.export(net, (torch.zeros(2, 16),)).module()\n")
+    assert main(["measure", f"{f}:make", "--input-shape", "2,16", "--profile", "x86-avx2",
+                 "--device", "cpu", "--repeats", "3", "--warmup", "1"]) == 0
+    assert "predicted" in capsys.readouterr().out

@@ -23,7 +23,8 @@ from pathlib import Path
 from sim.errors import ModelError
 from sim.precision import DTYPES
 
-SETTINGS = ("batch", "dtype")
+SETTINGS = ("batch", "dtype", "input_dtype")
+INPUT_DTYPES = ("float32", "int64")   # int64: token ids (deploy.estimate.token_ids)
 DATASET = "random-normal"   # the drawn example input, not a dataset
 PRESET = "own"              # a card's presets do not apply
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]")
@@ -49,7 +50,7 @@ def resolve(model: str, base: Path | None) -> str:
 
 
 def check_key(model: str, key: str) -> None:
-    """A grid key your own model takes: ``batch`` or ``dtype``."""
+    """A grid key your own model takes: ``batch``, ``dtype`` or ``input_dtype``."""
     if key not in SETTINGS:
         raise ModelError(f"--set {key}: your own model {Path(model).name} takes "
                          f"{', '.join(SETTINGS)} in a sweep (its other settings are the "
@@ -67,6 +68,12 @@ def parse_settings(model: str, items: dict) -> dict:
                 raise ModelError(f"--set batch={text}: give an integer >= 1 (samples per "
                                  "inference)")
             out[key] = int(text)
+        elif key == "input_dtype":
+            if text not in INPUT_DTYPES:
+                raise ModelError(f"--set input_dtype={text}: give one of "
+                                 f"{', '.join(INPUT_DTYPES)} (int64: token ids for a language "
+                                 "model)")
+            out[key] = text
         else:
             if text not in DTYPES:
                 raise ModelError(f"--set dtype={text}: give one of {', '.join(DTYPES)}")
@@ -118,14 +125,19 @@ def run(run, profiles) -> object:
     labels = [runner.load_profile(p) for p in profiles]
     if prof.label not in [p.label for p in labels]:
         labels.insert(0, prof)
-    est = estimate(module, shape, profiles=labels, seed=run.seed, dtype=dtype)
+    example = shape
+    if run.overrides.get("input_dtype") == "int64":   # token ids, as estimate's command
+        from deploy.estimate import token_ids
+        example = token_ids(module, shape, run.seed)[0]
+    est = estimate(module, example, profiles=labels, seed=run.seed, dtype=dtype)
     if prof.label in est.skipped:
         raise ModelError(f"{Path(run.model).name} does not run on {prof.label}: "
                          f"{est.skipped[prof.label]}")
     params = sum(p.numel() for p in module.parameters())
     return RunResult(
         model=run.model, profile=prof, dataset=DATASET,
-        config={"input_shape": list(shape), "dtype": dtype, "seed": run.seed},
+        config={"input_shape": list(shape), "dtype": dtype, "seed": run.seed,
+                "input_dtype": run.overrides.get("input_dtype", "float32")},
         metrics={"parameters": float(params)}, ledger=est.ledgers[prof.label],
         preset=PRESET, units={"parameters": "count"},
         facts={"skipped": dict(est.skipped), "notes": list(est.notes),

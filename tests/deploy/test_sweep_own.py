@@ -94,12 +94,32 @@ def test_a_model_too_large_for_a_chip_is_a_row_not_a_failure(tmp_path):
     assert next(r for r in res.rows if r["profile"] == "a100")["status"] == "ok"
 
 
+def test_a_language_model_sweeps_on_token_ids(tmp_path):
+    """``input_dtype = ["int64"]``: each run counts the model on token ids below its input
+    embedding's vocabulary, as ``neuroedge estimate --input-dtype int64`` does."""
+    from deploy.estimate import token_ids
+    (tmp_path / "lm.py").write_text("import torch.nn as nn\n\n\ndef make():\n"
+                                    "    return nn.Sequential(nn.Embedding(50, 8), "
+                                    "nn.Linear(8, 50))\n")
+    spec = {"name": "lm", "models": [f"{tmp_path / 'lm.py'}:make"], "input_shape": [2, 12],
+            "profiles": ["a100"], "grid": {"input_dtype": ["int64"]}}
+    res = sweep.run_sweep(spec, tmp_path / "out", serial=True)
+    assert not res.failed and [r["status"] for r in res.rows] == ["ok"]
+    module = load_model(f"{tmp_path / 'lm.py'}:make", seed=0)
+    want = estimate(module, token_ids(module, (2, 12), 0)[0], profiles=["a100"])
+    run = read_run(next((tmp_path / "out").rglob("*.h5")))
+    assert run.ledger.total_ops() == want.ledgers["a100"].total_ops()
+    assert run.config["input_dtype"] == "int64"
+
+
 @pytest.mark.parametrize("change, message", [
     ({"input_shape": None}, "is a model of your own: give input_shape = [1, 1, 28, 28]"),
     ({"input_shape": [1, 0]}, "input_shape = [1, 0]; give the shape of one inference"),
     ({"grid": {"hidden": [8]}}, "grid.hidden: --set hidden: your own model net.py:make_net "
-                                "takes batch, dtype"),
+                                "takes batch, dtype, input_dtype"),
     ({"grid": {"dtype": ["fp16"]}}, "--set dtype=fp16: give one of fp32, int8"),
+    ({"grid": {"input_dtype": ["int32"]}}, "--set input_dtype=int32: give one of float32, "
+                                           "int64"),
     ({"grid": {"batch": [0]}}, "--set batch=0: give an integer >= 1"),
     ({"models": ["nope.py:make_net"]}, "nope.py' is not a file; give FILE.py:NAME"),
     ({"models": ["net.py:mkae_net"]}, "has no 'mkae_net'; it defines make_net, wide"),

@@ -705,9 +705,12 @@ def _make_optimizer(optimizer, net):
 
 def _trained_output(out):
     """(tensor, where) the training step's loss is taken on: the output itself, or the first
-    floating-point tensor of a tuple, list or dict output (a ``transformers`` ModelOutput is
-    an ordered dict: its ``logits`` or ``last_hidden_state``), found depth first; ``where``
+    floating-point tensor of a tuple, list, dict or dataclass output (a ``transformers``
+    ModelOutput is an ordered dict: its ``logits`` or ``last_hidden_state``), found depth
+    first; ``where``
     names it (``['logits']``). (None, "") when the output holds none."""
+    import dataclasses
+
     import torch
     if isinstance(out, torch.Tensor):
         return out, ""
@@ -715,6 +718,8 @@ def _trained_output(out):
         items = list(out.items())
     elif isinstance(out, (tuple, list)):
         items = list(enumerate(out))
+    elif dataclasses.is_dataclass(out) and not isinstance(out, type):
+        items = [(f.name, getattr(out, f.name)) for f in dataclasses.fields(out)]
     else:
         return None, ""
     for key, value in items:

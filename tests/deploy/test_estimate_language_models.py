@@ -120,3 +120,20 @@ def test_cli_transformers_classifier_trains(tmp_path, capsys):
                  "--profiles", "a100", "--train", "--strict"]) == 0
     out = capsys.readouterr().out
     assert "cross_entropy of the output['logits'] on random labels over 3 classes" in out
+
+
+def test_a_dataclass_output_trains_on_its_first_float_field():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Out:
+        label: torch.Tensor
+        scores: torch.Tensor
+
+    class Net(TupleNet):
+        def forward(self, x):
+            logits, _ = super().forward(x)
+            return Out(label=logits.argmax(-1), scores=logits)
+
+    est = estimate(Net(), (3, 6), profiles=["a100"], loss="auto")
+    assert "cross_entropy of the output['scores'] on random labels" in _train_note(est)

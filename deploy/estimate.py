@@ -707,8 +707,7 @@ def _trained_output(out):
     """(tensor, where) the training step's loss is taken on: the output itself, or the first
     floating-point tensor of a tuple, list, dict or dataclass output (a ``transformers``
     ModelOutput is an ordered dict: its ``logits`` or ``last_hidden_state``), found depth
-    first; ``where``
-    names it (``['logits']``). (None, "") when the output holds none."""
+    first; ``where`` names it (``['logits']``). (None, "") when the output holds none."""
     import dataclasses
 
     import torch

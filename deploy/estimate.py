@@ -335,6 +335,13 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     profs = _profiles(profiles)
     asked = stacks_asked(profs, stack)
     xs, batch = example_inputs(example_input, name, seed, like=module)
+    own = _floating_dtype(module)
+    if dtype == "int8" and own != torch.float32:
+        # int8 re-types an fp32 ledger (ops and bytes / 4); a model in another precision
+        # would keep its own ops and have its bytes divided wrongly
+        raise ModelError(f"estimate: dtype='int8' re-expresses an fp32 model's counts at "
+                         f"int8, but {name}'s parameters are {str(own).removeprefix('torch.')}; "
+                         "give the fp32 model (module.float()) or leave dtype out")
     wants_train = train_step is not None or loss is not None or optimizer is not None
     if train_step is not None and loss is not None:
         raise ModelError("estimate: give train_step or loss, not both (train_step computes "

@@ -10,6 +10,7 @@ from torch import nn
 from deploy.estimate import estimate
 from deploy.layer_table import render
 from deploy.measure import run_measure
+from sim.errors import ModelError
 
 
 def _mlp(dtype):
@@ -56,3 +57,14 @@ def test_measure_times_the_input_estimate_counted():
     # estimate's forward(s) on its copy, then the warm-up and timed calls: one input
     assert len(log) >= 4
     assert all(torch.equal(x, log[0]) for x in log)
+
+
+def test_int8_pricing_of_a_model_in_another_precision_is_refused():
+    """``dtype="int8"`` re-types fp32 counts (bytes / 4); on a half model it kept the fp16
+    MACs, divided fp16 bytes by 4 and still said int8."""
+    with pytest.raises(ModelError, match=r"dtype=.int8. re-expresses an fp32 model's counts "
+                                         r"at int8, but Sequential's parameters are float16"):
+        estimate(_mlp(torch.float16), (2, 16), profiles=["a100"], dtype="int8")
+    # an fp32 model is re-typed as before: 1,280 int8 MACs
+    est = estimate(_mlp(torch.float32), (2, 16), profiles=["a100"], dtype="int8")
+    assert est.ledgers["a100"].total_ops()["mac_int8"] == 1280

@@ -327,6 +327,8 @@ FREE = {aten.detach, aten.detach_, aten.alias, aten.lift_fresh, aten.empty, aten
         aten.new_empty, aten.empty_strided, aten.new_empty_strided, aten._unsafe_view,
         aten._local_scalar_dense, aten.set_, aten.resize_, aten.is_same_size,
         aten.sym_size, aten.sym_stride, aten.sym_numel, aten.sym_storage_offset,
+        # a sparse tensor's coalesced flag (metadata)
+        aten.is_coalesced,
         # reads a status integer the factorisation already returned (host-side check)
         aten._linalg_check_errors,
         # in-place restride (Swin's window partition): metadata only, like a view; so are
@@ -486,6 +488,10 @@ def _index_put_elements(self_: torch.Tensor, indices) -> int:
 
 def _traffic(func, packet, args, kwargs, inputs, outputs) -> tuple[int, int]:
     """Bytes read and written by one op (the rules are in the module docstring)."""
+    if packet is aten.sparse_mask:
+        # a dense tensor's values at a sparse mask's indices (the sparse optimizers' state
+        # rows): those values and the mask's indices read, the sparse result written
+        return (_nbytes(outputs) + _nbytes(sparse_parts(args[1])[1:]), _nbytes(outputs))
     if packet is aten.copy:
         # the functional copy: a new tensor of self's layout holding src (self unread)
         return _distinct_bytes(args[1]), _nbytes(outputs)
@@ -1039,7 +1045,7 @@ _SPARSE_MOVES = {aten._sparse_coo_tensor_with_dims_and_tensors,
                  aten._sparse_compressed_tensor_unsafe, aten.sparse_compressed_tensor,
                  aten._to_sparse, aten._to_sparse_csr, aten._to_sparse_csc,
                  aten._to_sparse_bsr, aten._to_sparse_bsc, aten._to_dense, aten.to_dense,
-                 aten.clone, aten.copy_, aten._to_copy}
+                 aten.clone, aten.copy_, aten._to_copy, aten.sparse_mask}
 
 
 def _sparse_cost(packet, args, kwargs, inputs, outputs) -> dict[str, int] | None:
@@ -1059,6 +1065,15 @@ def _sparse_cost(packet, args, kwargs, inputs, outputs) -> dict[str, int] | None
         if not op:
             return None
         return {"int_cmp": nnz * max(1, math.ceil(math.log2(max(nnz, 2)))), op: nnz}
+    if packet in (aten.add, aten.add_, aten.sub, aten.sub_):
+        # a sparse tensor added into a dense one (SGD's update from an nn.Embedding's
+        # sparse gradient): one add per stored value (times alpha, folded in)
+        tensors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+        sparse = [t for t in tensors if t.layout is not _STRIDED]
+        if len(tensors) != 2 or len(sparse) != 1 or not _FLOAT_SUFFIX.get(sparse[0].dtype):
+            return None
+        values = sparse_parts(sparse[0])[0]
+        return {f"flop_{_FLOAT_SUFFIX[sparse[0].dtype]}": values.numel()}
     if packet not in _SPARSE_PRODUCTS:
         return None
     a, b = (args[0], args[1]) if packet in (aten.mm, aten._sparse_mm) else (args[1], args[2])

@@ -139,3 +139,37 @@ def test_estimate_of_a_graph_network_trains_and_plans_mcu_memory(layout):
     assert ops["mac_fp32"] == 500 * 16 * 8 + nnz * 8 + 500 * 8 * 3 + nnz * 3
     assert "cortex-m7" in est.memory       # the MCU arena plan ran on the sparse model
     assert est.ledgers["a100"].uncounted() == {}
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "SparseAdam", "Adagrad"])
+def test_sparse_embedding_gradients_train_with_nothing_uncounted(optimizer):
+    """nn.Embedding(sparse=True), the recommender's table: its gradient is sparse, and the
+    optimizers that take one (SGD, SparseAdam, Adagrad) update only the rows looked up.
+    Before: SGD's sparse-into-dense add_, the coalesced-flag query and sparse_mask were
+    uncounted."""
+    torch.manual_seed(0)
+    dev = TorchDevice("x86-avx2")
+    emb = dev.compile(torch.nn.Embedding(100, 8, sparse=True))
+    opt = getattr(torch.optim, optimizer)(emb.parameters(), lr=0.1)
+    ids = torch.randint(0, 100, (4, 5), device=dev.torch_device)
+    with dev.count("t"):
+        for _ in range(2):
+            opt.zero_grad()
+            emb(ids).sum().backward()
+            opt.step()
+    assert dev.ledger.uncounted() == {}
+    if optimizer == "SGD":
+        # per step: the sum's 20 x 8 = 160 adds and SGD's 160 (one per looked-up value of
+        # the uncoalesced gradient): 2 x 320
+        assert dev.ledger.total_ops()["flop_fp32"] == 640
+
+
+def test_sparse_mask_reads_the_rows_it_keeps():
+    dense = torch.randn(100, 8)
+    rows = torch.tensor([[3, 7, 9]])
+    mask = torch.sparse_coo_tensor(rows, torch.ones(3, 8), (100, 8)).coalesce()
+    out = dense.sparse_mask(mask)
+    counts, read, write, uncounted = op_cost(aten.sparse_mask.default, (dense, mask), {}, out)
+    # the result: 3 rows x 8 values x 4 B + 3 row indices x 8 B = 120 B, written; read:
+    # those values and the mask's 3 indices (24 B), not the 3,200-B table
+    assert (uncounted, counts, read, write) == ("", {}, 120 + 24, 120)

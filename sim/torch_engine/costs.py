@@ -1325,6 +1325,18 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         # (grad, output, data, ...): each data element's gradient from its segment's, one
         # op each (a copy-and-scale for sum / mean, a compare-and-select for max / min)
         counts[_elementwise_op(packet, first.dtype)] = args[2].numel()
+    elif packet is aten.conv_tbc:
+        # fairseq's time-batch-channel convolution: ATen runs one GEMM per kernel tap k
+        # over the t_k time steps where input and output overlap (padding rows skipped):
+        # sum_k t_k x batch x C_in x C_out MACs; the bias is copied in, not added
+        if first.dtype not in _FLOAT_SUFFIX:
+            return {}, 0, 0, name
+        x, w, pad = args[0], args[1], (args[3] if len(args) > 3 else kwargs.get("pad", 0))
+        steps, taps = x.shape[0], w.shape[0]
+        out_steps = steps + 2 * pad - taps + 1
+        rows = sum(max(0, min(steps + pad - k, out_steps) - max(0, pad - k))
+                   for k in range(taps))
+        counts[f"mac_{_FLOAT_SUFFIX[first.dtype]}"] = rows * x.shape[1] * w.shape[1] * w.shape[2]
     elif packet is aten.trace:
         # the diagonal's sum: one add per diagonal element
         counts[_elementwise_op(packet, first.dtype)] = min(first.shape)

@@ -503,3 +503,20 @@ def test_functional_copy_and_fill_of_exported_graphs():
     # copy reads src's 12 floats (48 B) and writes 48 B; fill reads nothing
     assert op_cost(aten.copy.default, (a, b), {}, a.clone()) == ({}, 48, 48, "")
     assert op_cost(aten.fill.Scalar, (a, 1.0), {}, a.clone()) == ({}, 0, 48, "")
+
+
+def test_conv_tbc_counts_the_overlapping_taps(toy_gpu_path):
+    """fairseq's time-batch-channel convolution (``torch.conv_tbc``) was uncounted."""
+    dev = TorchDevice(toy_gpu_path)
+    on = dict(device=dev.torch_device)
+    x = torch.randn(5, 2, 4, **on, requires_grad=True)      # time 5, batch 2, 4 channels
+    w = torch.randn(3, 4, 6, **on, requires_grad=True)      # 3 taps, 4 -> 6 channels
+    b = torch.zeros(6, **on, requires_grad=True)
+    with dev.count("fwd"):
+        y = torch.conv_tbc(x, w, b, 1)
+    # padding 1, 5 output steps: tap k reads input step o - 1 + k, inside [0, 5) for 4, 5
+    # and 4 output steps: 13 x batch 2 x 4 x 6 = 624 MACs
+    assert dev.ledger.ops("fwd")["mac_fp32"] == 624
+    with dev.count("bwd"):
+        y.sum().backward()
+    assert dev.ledger.uncounted() == {}

@@ -19,6 +19,8 @@ SEED_MAX = 2**32 - 1       # numpy's SeedSequence-free legacy seeding and torch 
 MIN_WIDTH = 40             # narrower terminals cannot hold a table of figures
 PRESETS = ("quick", "full")   # models.registry.PRESETS, spelled here so that building the
                               # parser imports no model (tests check the two agree)
+INPUT_DTYPES = ("float32", "int64")   # --input-dtype: float32 values, or int64 token ids
+                                      # for a language model (deploy.estimate.token_ids)
 
 
 # -- argument types -------------------------------------------------------------------------

@@ -32,8 +32,9 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 
 from deploy import nir_estimate  # light: nir and the engine are imported in its functions
+from deploy.cli_args import INPUT_DTYPES
 from deploy.estimate_result import Estimate, profile_list
-from hw_profiles.errors import NeuroedgeError, ProfileError
+from hw_profiles.errors import NeuroedgeError, ProfileError, first_line
 from sim import seeds
 from sim.errors import HardwareLimitError, ModelError, PricingError
 from sim.precision import DTYPES, INT8_CONVENTIONS, retyped_int8
@@ -257,18 +258,11 @@ def example_inputs(example_input, name: str, seed: int, like=None):
         raise ModelError(f"estimate: {name} needs example_input, one input batch such as "
                          "torch.zeros(1, 1, 28, 28) or its shape (1, 1, 28, 28)")
     if _is_shape(example_input):
-        shape = tuple(int(d) for d in example_input)
-        if not shape or any(d < 1 for d in shape):
-            raise ModelError(f"estimate: example_input shape {shape} must have one or more "
-                             "dimensions, each >= 1 (the first is the batch), e.g. (1, 1, 28, 28)")
-        nbytes = 4 * math.prod(shape)   # float32
-        if nbytes > MAX_DRAWN_INPUT_BYTES:
-            raise ModelError(f"estimate: example_input shape {shape} would take {nbytes:,} "
-                             f"bytes in float32, over the {MAX_DRAWN_INPUT_BYTES:,}-byte limit "
-                             "for a drawn input; give a smaller shape (the batch is the first "
-                             "dimension)")
+        dtype = _floating_dtype(like)
+        # drawn in float32, then converted: the larger of the two is held
+        shape = _drawable(example_input, max(4, dtype.itemsize), str(dtype).split(".")[-1])
         gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
-        xs = (torch.randn(shape, generator=gen).to(_floating_dtype(like)),)
+        xs = (torch.randn(shape, generator=gen).to(dtype),)
     else:
         items = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
         xs = []
@@ -294,9 +288,20 @@ def example_inputs(example_input, name: str, seed: int, like=None):
     return xs, batch
 
 
-def _float_names():
-    import torch
-    return {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
+def _drawable(shape, element_bytes: int, dtype_name: str) -> tuple[int, ...]:
+    """``shape`` as a tuple, checked before an input of it is drawn: one or more
+    dimensions, each >= 1, and at most :data:`MAX_DRAWN_INPUT_BYTES` at ``element_bytes``."""
+    shape = tuple(int(d) for d in shape)
+    if not shape or any(d < 1 for d in shape):
+        raise ModelError(f"estimate: example_input shape {shape} must have one or more "
+                         "dimensions, each >= 1 (the first is the batch), e.g. (1, 1, 28, 28)")
+    nbytes = element_bytes * math.prod(shape)
+    if nbytes > MAX_DRAWN_INPUT_BYTES:
+        raise ModelError(f"estimate: example_input shape {shape} would take {nbytes:,} "
+                         f"bytes in {dtype_name}, over the {MAX_DRAWN_INPUT_BYTES:,}-byte limit "
+                         "for a drawn input; give a smaller shape (the batch is the first "
+                         "dimension)")
+    return shape
 
 
 def _floating_dtype(module):
@@ -319,11 +324,6 @@ def _shape_text(xs) -> str:
     return ", ".join(str(tuple(x.shape)) for x in xs)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
-
-
 # -- the torch path ---------------------------------------------------------------------------
 def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimizer, target,
                     seed, dtype, stack=None) -> Estimate:
@@ -331,6 +331,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
 
     from sim.torch_engine import TorchDevice
     from sim.torch_engine.activity import packed_size
+    from sim.torch_engine.costs import float_suffix
     name = type(module).__name__
     profs = _profiles(profiles)
     asked = stacks_asked(profs, stack)
@@ -357,7 +358,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             id(t): t.clone() for t in (*module.parameters(), *module.buffers())
             if t.layout not in (torch.strided, torch.sparse_coo)})
     except Exception as exc:   # a module holding a lock, a file, a generator ...
-        raise ModelError(f"estimate: {name} cannot be deep-copied ({_first_line(exc)}); "
+        raise ModelError(f"estimate: {name} cannot be deep-copied ({first_line(exc)}); "
                          "estimate runs a copy so your module stays untouched: make its "
                          "attributes copyable") from None
     lazy_note = _size_lazy_layers(net, xs, name)
@@ -402,7 +403,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             est.dtype = "quantized"   # a torch.ao quantized model runs its own int8 kernels
         elif dtype == "fp32":
             # a .half(), bfloat16 or float64 model runs (and is counted) in its own precision
-            est.dtype = _float_names().get(_floating_dtype(net), "fp32")
+            est.dtype = float_suffix(own) or "fp32"
         for label, d in devices.items():
             try:
                 est.reports[label] = ledger.price(d.profile, stack=asked.get(label))
@@ -618,19 +619,23 @@ def token_ids(model, shape: tuple[int, ...], seed: int):
         raise ModelError(f"estimate: --input-dtype int64 draws token ids below the model's "
                          f"vocabulary (its nn.Embedding num_embeddings), but {name} has no "
                          "nn.Embedding; leave --input-dtype out for float input")
-    if not shape or any(d < 1 for d in shape):
-        raise ModelError(f"estimate: example_input shape {shape} must have one or more "
-                         "dimensions, each >= 1 (the first is the batch), e.g. (1, 16)")
-    nbytes = 8 * math.prod(shape)
-    if nbytes > MAX_DRAWN_INPUT_BYTES:
-        raise ModelError(f"estimate: example_input shape {shape} would take {nbytes:,} bytes "
-                         f"in int64, over the {MAX_DRAWN_INPUT_BYTES:,}-byte limit for a drawn "
-                         "input; give a smaller shape (the batch is the first dimension)")
+    shape = _drawable(shape, 8, "int64")
     gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
     high = table.num_embeddings
     return (torch.randint(0, high, shape, generator=gen),
             f"input: token ids of shape {shape}, uniform in [0, {high}) (the vocabulary of "
             f"{name}'s input embedding), seed {seed}")
+
+
+def drawn_example(model, shape: tuple[int, ...], input_dtype: str, seed: int):
+    """What the commands (estimate, measure, a sweep of your own model) give ``estimate``
+    for ``--input-shape`` and ``--input-dtype``: the shape itself (float32: estimate draws
+    standard normal values in the model's precision), or token ids (int64,
+    :func:`token_ids`); and the note to add to the report, or None."""
+    if input_dtype not in INPUT_DTYPES:
+        raise ModelError(f"estimate: input dtype {input_dtype!r}; give one of "
+                         f"{', '.join(INPUT_DTYPES)} (int64: token ids for a language model)")
+    return token_ids(model, shape, seed) if input_dtype == "int64" else (shape, None)
 
 
 def _size_lazy_layers(net, xs, name: str) -> list[str]:
@@ -650,7 +655,7 @@ def _size_lazy_layers(net, xs, name: str) -> list[str]:
     except Exception as exc:
         raise ModelError(f"estimate: {name} forward failed on example_input of shape "
                          f"{_shape_text(xs)} while sizing its lazy layers "
-                         f"({_first_line(exc)}); give an input of the shape {name}.forward "
+                         f"({first_line(exc)}); give an input of the shape {name}.forward "
                          "expects (batch first)") from exc
     return [f"lazy layers ({len(lazy)} parameters and buffers) sized by one uncounted forward "
             "on the example input before the counted one"]
@@ -670,7 +675,7 @@ def _infer(dev, net, xs, batch: int, name: str):
                 isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) for m in net.modules()):
             hint = " (token ids: give integer input; the command's --input-dtype int64)"
         raise ModelError(f"estimate: {name} forward failed on example_input of shape "
-                         f"{_shape_text(xs)} ({_first_line(exc)}); give an input of the shape "
+                         f"{_shape_text(xs)} ({first_line(exc)}); give an input of the shape "
                          f"{name}.forward expects (batch first){hint}") from exc
 
 
@@ -700,7 +705,7 @@ def _make_optimizer(optimizer, net):
     try:
         opt = optimizer(params)
     except TypeError as exc:
-        raise ModelError(f"estimate: optimizer {label}(params) failed ({_first_line(exc)}); "
+        raise ModelError(f"estimate: optimizer {label}(params) failed ({first_line(exc)}); "
                          "give a factory with its settings, e.g. "
                          "lambda params: torch.optim.SGD(params, lr=0.1)") from None
     if not isinstance(opt, torch.optim.Optimizer):
@@ -826,7 +831,7 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
         raise
     except Exception as exc:
         raise ModelError(f"estimate: {name} training step failed on example_input of shape "
-                         f"{_shape_text(xs)} ({_first_line(exc)}); check the loss and target "
+                         f"{_shape_text(xs)} ({first_line(exc)}); check the loss and target "
                          "against the output, or give train_step=callable(module, x) -> "
                          "loss") from exc
     finally:

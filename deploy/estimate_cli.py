@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from deploy.cli_args import (
+    INPUT_DTYPES,
     SEED_MAX,
     add_width,
     parse_positive,
@@ -50,7 +51,7 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="FILE.py models: shape of one inference batch, batch first, e.g. "
                         "1,1,28,28 (filled with standard normal values drawn with --seed)")
-    p.add_argument("--input-dtype", choices=("float32", "int64"), default="float32",
+    p.add_argument("--input-dtype", choices=INPUT_DTYPES, default="float32",
                    help="FILE.py models: float32 (default) or int64, token ids for a language "
                         "model, drawn uniformly below its input embedding's vocabulary")
     p.add_argument("--batch", type=parse_positive, metavar="N",
@@ -228,7 +229,7 @@ def start_torch() -> None:
 
 def run_estimate(args):
     """The :class:`~deploy.estimate_result.Estimate` the command's arguments ask for."""
-    from deploy.estimate import estimate
+    from deploy.estimate import drawn_example, estimate
     start_torch()
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
@@ -247,10 +248,7 @@ def run_estimate(args):
     if args.batch is not None:
         shape = (args.batch,) + shape[1:]
     model = load_model(args.model, seed=args.seed)
-    example, note = shape, None
-    if args.input_dtype == "int64":
-        from deploy.estimate import token_ids
-        example, note = token_ids(model, shape, args.seed)
+    example, note = drawn_example(model, shape, args.input_dtype, args.seed)
     est = estimate(model, example, profiles=args.profiles, seed=args.seed, strict=args.strict,
                    dtype=args.dtype, loss="auto" if args.train else None, stack=args.stack,
                    **_options(args))

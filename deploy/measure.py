@@ -101,18 +101,17 @@ def measure_energy(fn, meter, *, repeats: int, sync=None) -> float:
     return (meter.read_j() - e0) / repeats
 
 
-def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats: int,
+def run_measure(model, example, profile: str, *, device: str, warmup: int, repeats: int,
                 seed: int = 0, clock=time.perf_counter, meter_for=energy_meter) -> dict:
     """Predicted (``estimate`` on ``profile``) and measured figures of one inference.
-    ``shape``: the input's shape (standard normal values drawn with ``seed``), or the input
-    tensor itself (token ids), used for both."""
+    ``example``: the input's shape (standard normal values drawn with ``seed``), or the
+    input tensor itself (token ids); the count and the timed run see the same input."""
     import torch
 
     from deploy.estimate import estimate, example_inputs
-    if not isinstance(shape, torch.Tensor):
-        # the very input estimate would draw, so the count and the timed run see the same
-        shape = example_inputs(tuple(shape), type(model).__name__, seed, like=model)[0][0]
-    est = estimate(model, shape, profiles=profile, seed=seed)
+    if not isinstance(example, torch.Tensor):
+        example = example_inputs(tuple(example), type(model).__name__, seed, like=model)[0][0]
+    est = estimate(model, example, profiles=profile, seed=seed)
     if not est.reports:
         why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())
         raise ModelError(f"profile {profile!r}: the model cannot be priced there ({why})")
@@ -122,7 +121,7 @@ def run_measure(model, shape, profile: str, *, device: str, warmup: int, repeats
         net.eval()
     except NotImplementedError:   # torch.export's module: its mode was fixed at export
         pass
-    x, shape = shape.to(device), tuple(shape.shape)
+    x, shape = example.to(device), tuple(example.shape)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
     def call():

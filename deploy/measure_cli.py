@@ -9,7 +9,7 @@ from sim.errors import ModelError
 
 def add_measure_parser(subparsers):
     """Add the ``measure`` command to ``subparsers``."""
-    from deploy.cli_args import parse_positive, parse_seed
+    from deploy.cli_args import INPUT_DTYPES, parse_positive, parse_seed
     p = subparsers.add_parser("measure", help="run your model for real here and print "
                               "predicted and measured latency/energy side by side")
     p.add_argument("model", metavar="FILE.py:factory", nargs="?",
@@ -19,7 +19,7 @@ def add_measure_parser(subparsers):
                    "(with --calibrate: the profile the written one starts from)")
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="shape of one inference batch, batch first")
-    p.add_argument("--input-dtype", choices=("float32", "int64"), default="float32",
+    p.add_argument("--input-dtype", choices=INPUT_DTYPES, default="float32",
                    help="float32 (default) or int64, token ids for a language model, drawn "
                         "uniformly below its input embedding's vocabulary")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -59,10 +59,8 @@ def cmd_measure(args) -> int:
                          "--calibrate --out PATH.toml)")
     shape = parse_shape(args.input_shape)
     model = load_model(args.model, seed=args.seed)
-    example = shape
-    if args.input_dtype == "int64":
-        from deploy.estimate import token_ids
-        example = token_ids(model, shape, args.seed)[0]
+    from deploy.estimate import drawn_example
+    example = drawn_example(model, shape, args.input_dtype, args.seed)[0]
     r = run_measure(model, example, args.profile, device=device, warmup=args.warmup,
                     repeats=args.repeats, seed=args.seed)
     print(format_measure(r))

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from deploy.estimate_result import Estimate, profile_list
-from hw_profiles.errors import NeuroedgeError
+from hw_profiles.errors import NeuroedgeError, first_line
 
 SCOPE = "infer"
 
@@ -149,15 +149,14 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
     facts = _module_facts(module)   # as given: the export's forward pass resizes state buffers
     resets = _snntorch_resets(module)
     try:
-        graph = export_to_nir(_per_neuron_parameters(module, sample), sample)
+        graph = export_to_nir(_exportable_copy(module, sample), sample)
     except NeuroedgeError:
         raise
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise NeuroedgeError(
             f"estimate_spiking_module: snnTorch's export_to_nir failed on "
             f"{type(module).__name__} with one step's input of shape {tuple(sample.shape)} "
-            f"({type(exc).__name__}: {first}); snnTorch exports Linear, Conv2d, AvgPool2d "
+            f"({first_line(exc)}); snnTorch exports Linear, Conv2d, AvgPool2d "
             "and Flatten layers and Leaky, RLeaky, Synaptic and RSynaptic neurons") from None
     _state_resets(graph, resets)
     uniform = set(resets.values())
@@ -220,13 +219,14 @@ def _state_resets(graph, resets: dict[str, str], prefix: str = "") -> None:
                 node.metadata = {**(node.metadata or {}), "reset": word}
 
 
-def _per_neuron_parameters(module, sample):
-    """A copy of the snnTorch ``module`` in which each neuron's scalar ``beta``, ``alpha``
-    and ``threshold`` are tensors of its input's shape for one sample (the neurons' own
-    shape): snnTorch's export of a scalar one fails NIR's type inference (its LIF node's
-    input type is ``[]`` against the previous layer's ``[n]``), so ``snn.Leaky(beta=0.9)``,
-    the usual way to write one, could not be exported. The same values broadcast, so the
-    same network; the module itself is not touched."""
+def _exportable_copy(module, sample):
+    """A copy of the snnTorch ``module`` that snnTorch's export takes, the same network:
+    each neuron's scalar ``beta``, ``alpha`` and ``threshold`` become tensors of its input's
+    shape for one sample (the export of a scalar one fails NIR's type inference: its LIF
+    node's input type is ``[]`` against the previous layer's ``[n]``, so
+    ``snn.Leaky(beta=0.9)``, the usual way to write one, could not be exported), and each
+    ``nn.Flatten`` flattens from one dimension earlier (the export traces one unbatched
+    sample). The module itself is not touched."""
     import copy
 
     import snntorch as snn

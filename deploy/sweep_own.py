@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from deploy.cli_args import INPUT_DTYPES
 from sim.errors import ModelError
 from sim.precision import DTYPES
 
 SETTINGS = ("batch", "dtype", "input_dtype")
-INPUT_DTYPES = ("float32", "int64")   # int64: token ids (deploy.estimate.token_ids)
 DATASET = "random-normal"   # the drawn example input, not a dataset
 PRESET = "own"              # a card's presets do not apply
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]")
@@ -114,7 +114,7 @@ def key(run) -> str:
 def run(run, profiles) -> object:
     """Estimate the factory's module for ``run`` on ``profiles``; the run record
     (:class:`models.registry.RunResult`) of its simulate profile."""
-    from deploy.estimate import estimate
+    from deploy.estimate import drawn_example, estimate
     from deploy.estimate_cli import load_model
     from models import runner
     from models.registry import RunResult
@@ -125,10 +125,8 @@ def run(run, profiles) -> object:
     labels = [runner.load_profile(p) for p in profiles]
     if prof.label not in [p.label for p in labels]:
         labels.insert(0, prof)
-    example = shape
-    if run.overrides.get("input_dtype") == "int64":   # token ids, as estimate's command
-        from deploy.estimate import token_ids
-        example = token_ids(module, shape, run.seed)[0]
+    input_dtype = run.overrides.get("input_dtype", "float32")
+    example = drawn_example(module, shape, input_dtype, run.seed)[0]
     est = estimate(module, example, profiles=labels, seed=run.seed, dtype=dtype)
     if prof.label in est.skipped:
         raise ModelError(f"{Path(run.model).name} does not run on {prof.label}: "
@@ -137,7 +135,7 @@ def run(run, profiles) -> object:
     return RunResult(
         model=run.model, profile=prof, dataset=DATASET,
         config={"input_shape": list(shape), "dtype": dtype, "seed": run.seed,
-                "input_dtype": run.overrides.get("input_dtype", "float32")},
+                "input_dtype": input_dtype},
         metrics={"parameters": float(params)}, ledger=est.ledgers[prof.label],
         preset=PRESET, units={"parameters": "count"},
         facts={"skipped": dict(est.skipped), "notes": list(est.notes),

@@ -23,6 +23,13 @@ class ProfileError(NeuroedgeError):
     """A hardware profile is malformed, unknown or inconsistent."""
 
 
+def first_line(exc: BaseException) -> str:
+    """``exc`` as one line for a message: its type and the first line of its text
+    (``"RuntimeError: mat1 and mat2 shapes cannot be multiplied"``)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
 def not_a_file(path) -> str:
     """What is wrong with ``path`` when it is not a regular file, as the end of a message
     (``f"run file {p!r} {not_a_file(p)}"``): "does not exist", "is a directory", or "is a

@@ -72,15 +72,6 @@ def peak_live_bytes(buffers: list[Buffer]) -> int:
                for t in range(end + 1))
 
 
-def _dense(t) -> tuple:
-    """``t`` itself, or the dense tensors a sparse one stores (values and indices)."""
-    import torch
-    if t.layout is torch.strided:
-        return (t,)
-    from sim.torch_engine.costs import sparse_parts
-    return sparse_parts(t)
-
-
 def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
                     ) -> list[Buffer]:
     """The activation buffers of one inference of ``module`` on ``inputs`` (see the module
@@ -90,10 +81,12 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
     import torch
     from torch.utils._pytree import tree_leaves
 
+    from sim.torch_engine.costs import dense_parts
     from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
 
     weights = {p.untyped_storage().data_ptr()
-               for t in list(module.parameters()) + list(module.buffers()) for p in _dense(t)}
+               for t in list(module.parameters()) + list(module.buffers())
+               for p in dense_parts(t)}
     # storage address -> [bytes, first op, last op, weak reference to the storage]. A
     # storage that died leaves its address to a new one: its buffer is closed then. (Every
     # tensor was kept alive instead, so no address was reused: the trace held all the
@@ -112,7 +105,7 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
         if not isinstance(t, torch.Tensor) or t.device.type == "meta":
             return
         if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
-            for part in _dense(t):
+            for part in dense_parts(t):
                 touch(part, step, create)
             return
         storage = t.untyped_storage()
@@ -166,6 +159,7 @@ def live_peak_mode(start=()):
     import torch
     from torch.utils._pytree import tree_leaves
 
+    from sim.torch_engine.costs import dense_parts
     from sim.torch_engine.dispatch import ObserverMode
 
     class _LivePeak(ObserverMode):
@@ -183,7 +177,7 @@ def live_peak_mode(start=()):
             if not isinstance(t, torch.Tensor) or t.device.type == "meta":
                 return
             if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
-                for part in _dense(t):
+                for part in dense_parts(t):
                     self.add(part)
                 return
             try:

@@ -429,6 +429,12 @@ def sparse_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
             t.col_indices() if row_major else t.row_indices())
 
 
+def dense_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``t`` itself, or the dense tensors a sparse one stores (:func:`sparse_parts`): the
+    storages a tensor holds, for the footprints and the memory traces."""
+    return (t,) if t.layout is _STRIDED else sparse_parts(t)
+
+
 def _sparse_bytes(t: torch.Tensor) -> int:
     return sum(x.numel() * x.element_size() for x in sparse_parts(t))
 
@@ -903,8 +909,9 @@ def _trilinear_ops(args) -> tuple[int, int]:
         shapes.append(shape)
     if any(math.prod(s) == 0 for s in shapes):
         return 0, 0
-    unroll_size = next(s[unroll] for s, e in zip(reversed(shapes), (e3, e2, e1), strict=True)
-                       if unroll not in e)
+    # the unrolled dimension's size (0, no slices, when every operand expands it)
+    unroll_size = next((s[unroll] for s, e in zip(reversed(shapes), (e3, e2, e1), strict=True)
+                        if unroll not in e), 0)
     for s in shapes:
         s[unroll] = 1                   # one slice of the unrolled dimension
     sums = {i for i in sumdim if i != unroll}
@@ -936,7 +943,7 @@ def _cross_device(packet, args, inputs, outputs) -> bool:
     return dst is not None and src != dst
 
 
-def _real_suffix(dtype: torch.dtype) -> str:
+def float_suffix(dtype: torch.dtype) -> str:
     """The ledger suffix of a floating or complex dtype's real precision (complex64 ->
     fp32), or "" for other dtypes."""
     return _FLOAT_SUFFIX.get(dtype.to_real() if dtype.is_complex else dtype, "")
@@ -1220,7 +1227,7 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             return {}, 0, 0, name
         counts[op] = 3 * indices.numel() * weight.shape[-1]
     elif packet in _FFTS:
-        suffix = _real_suffix(first.dtype)
+        suffix = float_suffix(first.dtype)
         if not suffix:
             return {}, 0, 0, name
         counts[f"flop_{suffix}"] = _fft_flops(packet, args, outputs)
@@ -1238,13 +1245,13 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         out = outputs[0]
         periodic = _arg(args, kwargs, 1, "periodic")
         computed = out.numel() + (periodic is not False) if out.numel() > 1 else 0
-        suffix = _real_suffix(out.dtype)
+        suffix = float_suffix(out.dtype)
         if not suffix:
             return {}, 0, 0, name
         counts[f"flop_{suffix}"] = 4 * computed
     elif packet in _COMPLEX_OPS and any(t.is_complex() for t in inputs + outputs):
         ref = first if packet in _COMPLEX_REDUCTIONS else (outputs[0] if outputs else first)
-        suffix = _real_suffix(ref.dtype)
+        suffix = float_suffix(ref.dtype)
         if not suffix:
             return {}, 0, 0, name
         counts[f"flop_{suffix}"] = ref.numel() * _COMPLEX_OPS[packet]
@@ -1255,9 +1262,9 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             counts[f"mac_{_FLOAT_SUFFIX[dtype]}"] = macs
         elif dtype in (torch.int8, torch.uint8):
             counts["mac_int8"] = macs
-        elif dtype.is_complex and _real_suffix(dtype):
+        elif dtype.is_complex and float_suffix(dtype):
             # a complex multiply-accumulate is 4 real ones (a c - b d, a d + b c)
-            counts[f"mac_{_real_suffix(dtype)}"] = 4 * macs
+            counts[f"mac_{float_suffix(dtype)}"] = 4 * macs
         elif not dtype.is_complex:
             counts["int_mul"] = counts["int_add"] = macs
         else:
@@ -1288,8 +1295,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
             counts[f"mac_{_FLOAT_SUFFIX[dtype]}"] = macs
         elif dtype in (torch.int8, torch.uint8):
             counts["mac_int8"] = macs
-        elif dtype.is_complex and _real_suffix(dtype):
-            counts[f"mac_{_real_suffix(dtype)}"] = 4 * macs     # 4 real MACs each
+        elif dtype.is_complex and float_suffix(dtype):
+            counts[f"mac_{float_suffix(dtype)}"] = 4 * macs     # 4 real MACs each
         elif not dtype.is_complex:
             counts["int_mul"] = macs
             counts["int_add"] = macs

@@ -52,10 +52,10 @@ from sim.torch_engine.activity import (
 )
 from sim.torch_engine.costs import (
     CostMemo,
+    dense_parts,
     mutated_args,
     packed_weights,
     reads_selected_rows_of_first_arg,
-    sparse_parts,
 )
 from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
 from sim.torch_engine.replay import (
@@ -247,7 +247,7 @@ class _Resident:
             ptr, entry = known[2], known[3]
         else:
             if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
-                for part in sparse_parts(t):
+                for part in dense_parts(t):
                     self._add(part, written, gathered)
                 return
             try:
@@ -344,6 +344,12 @@ def _flat_tensors(x) -> list[torch.Tensor]:
     return []
 
 
+def _first_names(names: list[str]) -> str:
+    """The first three of ``names`` for a message, and how many more."""
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"{', '.join(names[:3])}{more}"
+
+
 class TorchDevice(Device):
     """Standard GPU backend: torch on CUDA when the profile is a GPU and CUDA exists, else CPU.
 
@@ -412,9 +418,8 @@ class TorchDevice(Device):
                              f"{type(module).__name__}")
         lazy = uninitialized_parameters(module)
         if lazy:
-            more = f" and {len(lazy) - 3} more" if len(lazy) > 3 else ""
             raise ModelError(f"[TorchDevice.compile] {type(module).__name__} has lazy layers "
-                             f"not sized yet ({', '.join(lazy[:3])}{more}): their memory is "
+                             f"not sized yet ({_first_names(lazy)}): their memory is "
                              "unknown until a first forward; run the model once on an input "
                              "batch before compile (torch's LazyModule convention)")
         facts = model_facts(module)
@@ -437,11 +442,9 @@ class TorchDevice(Device):
                 if t.device.type == "meta"]
         if meta:   # it fits (checked above), but has no weights to run
             raise ModelError(f"[TorchDevice.compile] {type(module).__name__} has parameters on "
-                             f"the meta device ({', '.join(meta[:3])}"
-                             f"{f' and {len(meta) - 3} more' if len(meta) > 3 else ''}): "
-                             "shapes without data, which cannot run; build it on the CPU, or "
-                             "materialise it (module.to_empty(device='cpu')) and initialise "
-                             "its weights")
+                             f"the meta device ({_first_names(meta)}): shapes without data, "
+                             "which cannot run; build it on the CPU, or materialise it "
+                             "(module.to_empty(device='cpu')) and initialise its weights")
         module = module.to(self.torch_device)
         if not any(m is module for m in self._placed):
             self._placed.append(module)

@@ -118,7 +118,7 @@ def test_conv_classifier_with_flatten_exports_and_spikes_as_snntorch():
     from snntorch import utils
     from snntorch.export_nir import export_to_nir
 
-    from deploy.nir_estimate import _per_neuron_parameters
+    from deploy.nir_estimate import _exportable_copy
     from deploy.nir_import import read_nir, stimulus
     from sim.neuromorphic.engine import NeuromorphicDevice
     torch.manual_seed(0)
@@ -129,7 +129,7 @@ def test_conv_classifier_with_flatten_exports_and_spikes_as_snntorch():
         net[0].weight.mul_(3)
         net[4].weight.abs_().mul_(2)
     sample = torch.zeros(1, 8, 8)
-    graph = export_to_nir(_per_neuron_parameters(net, sample), sample)
+    graph = export_to_nir(_exportable_copy(net, sample), sample)
     T = 30
     for seed in (0, 1):
         x = (np.random.default_rng(seed).random((T, 1, 8, 8)) < 0.3).astype(np.float32)

@@ -254,6 +254,8 @@ def example_inputs(example_input, name: str, seed: int, like=None):
     precision), float32 otherwise."""
     import numpy as np
     import torch
+
+    from sim.torch_engine.nested import describe
     if example_input is None:
         raise ModelError(f"estimate: {name} needs example_input, one input batch such as "
                          "torch.zeros(1, 1, 28, 28) or its shape (1, 1, 28, 28)")
@@ -279,12 +281,14 @@ def example_inputs(example_input, name: str, seed: int, like=None):
             raise ModelError("estimate: example_input is an empty tuple; give one input batch")
     for i, x in enumerate(xs):
         if x.is_floating_point() or x.is_complex():
-            bad = int((~torch.isfinite(x)).sum())
+            # a nested tensor (sequences of different lengths) has no isfinite: its components
+            bad = sum(int((~torch.isfinite(u)).sum()) for u in (x.unbind() if x.is_nested
+                                                                 else (x,)))
             if bad:
                 where = f"example_input[{i}]" if len(xs) > 1 else "example_input"
-                raise ModelError(f"estimate: {where} of shape {tuple(x.shape)} has {bad} NaN or "
+                raise ModelError(f"estimate: {where} of {describe(x)} has {bad} NaN or "
                                  "infinite value(s); give finite numbers")
-    batch = int(xs[0].shape[0]) if xs[0].dim() else 1
+    batch = int(xs[0].size(0)) if xs[0].dim() else 1
     return xs, batch
 
 
@@ -563,6 +567,7 @@ def _module_facts(net, dtype: str):
     from torch.utils._pytree import tree_leaves
 
     from sim.torch_engine.activity import packed_size
+    from sim.torch_engine.nested import element_count, shape_of
     facts: dict[str, dict] = {}
     names = {id(m): n for n, m in net.named_modules()}
 
@@ -581,9 +586,10 @@ def _module_facts(net, dtype: str):
             return
         tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
         if tensors:
-            entry["output_shape"] = list(tensors[0].shape)
+            entry["output_shape"] = shape_of(tensors[0])
         entry["output_bytes"] = sum(
-            t.numel() * (1 if dtype == "int8" and t.is_floating_point() else t.element_size())
+            element_count(t) * (1 if dtype == "int8" and t.is_floating_point()
+                                else t.element_size())
             for t in tensors)
 
     # TorchScript modules take no Python hooks (and run none of their children's): such a
@@ -723,7 +729,13 @@ def _trained_output(out):
     import dataclasses
 
     import torch
+
+    from sim.torch_engine.nested import stacked_values
     if isinstance(out, torch.Tensor):
+        if out.is_nested:
+            # sequences of different lengths: the loss on their rows stacked (a view that
+            # autograd follows); None where the components differ beyond their rows
+            return stacked_values(out), ""
         return out, ""
     if isinstance(out, Mapping):
         items = list(out.items())

@@ -63,3 +63,10 @@ def suggestion(name: str, choices: Iterable[str], lister: str | None = None) -> 
     if guess is None:
         return None
     return f"did you mean {guess!r}?" + (f" ({lister} lists them)" if lister else "")
+
+
+def first_names(names) -> str:
+    """The first three of ``names`` for a one-line message, and how many more."""
+    names = [str(n) for n in names]
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f"{', '.join(names[:3])}{more}"

@@ -56,6 +56,7 @@ from torch._C import _functorch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from sim.torch_engine.costs import is_packed_weights, packed_weights, tensor_bytes
+from sim.torch_engine.nested import stacked_values
 
 
 def _host_array(t: torch.Tensor) -> np.ndarray | None:
@@ -263,7 +264,21 @@ def _values(t: torch.Tensor | None) -> torch.Tensor | None:
     ReLU or Sigmoid of a torch.ao static quantized model runs on quint8 tensors, which
     have no count_nonzero: its counting raised NotImplementedError). Exact for what is
     counted: ``scale * (q - zero_point)`` is 0 exactly where ``q`` is the zero point."""
+    if t is not None and t.is_nested:
+        # a nested tensor's components (sequences of different lengths): their rows
+        # stacked, as a batch of rows (it has no count_nonzero of its own)
+        rows = stacked_values(t)
+        return rows if rows is not None else torch.cat([u.reshape(-1) for u in t.unbind()])
     return t.dequantize() if t is not None and t.is_quantized else t
+
+
+def _shape(t: torch.Tensor) -> tuple[int, ...]:
+    """A layer output's shape for its record; a nested tensor's as its stacked rows (its
+    component count where they differ beyond the first dimension)."""
+    if not t.is_nested:
+        return tuple(t.shape)
+    rows = stacked_values(t)
+    return tuple(rows.shape) if rows is not None else (t.size(0),)
 
 
 def _neuron_output(mod: nn.Module, out):
@@ -525,7 +540,7 @@ class LayerRecorder:
         if parametrized is not None:   # the tensors a parametrized weight is made of
             params += sum(p.numel() for p in parametrized.parameters())
         if path or params:   # a parameter-free root (a loss) is no layer of the model
-            shape = tuple(y.shape) if y is not None else ()
+            shape = () if y is None else _shape(y)
             self.layers.pop(path, None)           # re-insert: recording order = last call
             op = kinds[4]
             self.layers[path] = (type(mod).__name__, shape, params,

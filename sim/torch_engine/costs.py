@@ -108,6 +108,8 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils.flop_counter import conv_flop_count, flop_registry
 
+from sim.torch_engine.nested import is_nested_call, nested_cost
+
 aten = torch.ops.aten
 
 _FLOAT_SUFFIX = {torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16",
@@ -335,7 +337,14 @@ FREE = {aten.detach, aten.detach_, aten.alias, aten.lift_fresh, aten.empty, aten
         # the in-place transposes and squeezes, and the unsafe splits (views that autograd
         # does not track as views: the RNN cells' gate split)
         aten.as_strided_, aten.transpose_, aten.t_, aten.swapdims_, aten.squeeze_,
-        aten.unsqueeze_, aten.unsafe_split, aten.unsafe_chunk, aten.unsafe_split_with_sizes}
+        aten.unsqueeze_, aten.unsafe_split, aten.unsafe_chunk, aten.unsafe_split_with_sizes,
+        # a nested tensor's metadata: its components' sizes, strides and offsets, its
+        # jagged layout's lengths and bounds, the layout query
+        aten._nested_tensor_size, aten._nested_tensor_strides,
+        aten._nested_tensor_storage_offsets, aten._nested_get_offsets,
+        aten._nested_get_lengths, aten._nested_get_ragged_idx, aten._nested_get_min_seqlen,
+        aten._nested_get_max_seqlen, aten._nested_get_jagged_dummy, torch.ops.prim.layout,
+        aten.dim, aten.sym_is_contiguous}
 """Ops that move no data and compute nothing (views, allocation without writes)."""
 
 MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten.index_select,
@@ -431,12 +440,17 @@ def sparse_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 def dense_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """``t`` itself, or the dense tensors a sparse one stores (:func:`sparse_parts`): the
-    storages a tensor holds, for the footprints and the memory traces."""
-    return (t,) if t.layout is _STRIDED else sparse_parts(t)
+    storages a tensor holds, for the footprints and the memory traces; a jagged nested
+    tensor's values and offsets."""
+    if t.layout is _STRIDED:
+        return (t,)
+    if t.layout is torch.jagged:
+        return t.values(), t.offsets()
+    return sparse_parts(t)
 
 
 def _sparse_bytes(t: torch.Tensor) -> int:
-    return sum(x.numel() * x.element_size() for x in sparse_parts(t))
+    return sum(x.numel() * x.element_size() for x in dense_parts(t))
 
 
 def _distinct_bytes(t: torch.Tensor) -> int:
@@ -1150,6 +1164,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
 
     if _cross_device(packet, args, inputs, outputs):
         return {}, 0, 0, ""
+    if is_nested_call(inputs) or is_nested_call(outputs):
+        return nested_cost(func, args, kwargs, out, op_cost)
     if any(t.layout is not _STRIDED for t in inputs) or \
             any(t.layout is not _STRIDED for t in outputs):
         counts = _sparse_cost(packet, args, kwargs, inputs, outputs)
@@ -1804,6 +1820,8 @@ def op_signature(func, args, kwargs, out) -> tuple | None:
             sign_into(kwargs.values(), key, seen)
         sign_into((out,), key, seen)
     except NoSignature:
+        return None
+    except RuntimeError:   # a strided nested tensor: no sizes or strides to key on
         return None
     return tuple(key)
 

@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from hw_profiles.errors import first_names
 from sim.device import Device, register_engine
 from sim.errors import ModelError
 from sim.torch_engine.activity import (
@@ -202,7 +203,12 @@ def _has_composite_kernel(func) -> bool:
     one, and no kernel of a backend or an explicit composite that would run instead."""
     name = func.name()
     has = torch._C._dispatch_has_kernel_for_dispatch_key
-    return has(name, _COMPOSITE) and not any(has(name, k) for k in _BACKEND_KERNELS)
+    try:
+        return has(name, _COMPOSITE) and not any(has(name, k) for k in _BACKEND_KERNELS)
+    except RuntimeError:
+        # not in the dispatcher (``aten.sym_size``, which a jagged nested tensor's size
+        # query sends from C++ where an exception aborts the process): no composite kernel
+        return False
 
 
 class _Resident:
@@ -344,12 +350,6 @@ def _flat_tensors(x) -> list[torch.Tensor]:
     return []
 
 
-def _first_names(names: list[str]) -> str:
-    """The first three of ``names`` for a message, and how many more."""
-    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-    return f"{', '.join(names[:3])}{more}"
-
-
 class TorchDevice(Device):
     """Standard GPU backend: torch on CUDA when the profile is a GPU and CUDA exists, else CPU.
 
@@ -419,7 +419,7 @@ class TorchDevice(Device):
         lazy = uninitialized_parameters(module)
         if lazy:
             raise ModelError(f"[TorchDevice.compile] {type(module).__name__} has lazy layers "
-                             f"not sized yet ({_first_names(lazy)}): their memory is "
+                             f"not sized yet ({first_names(lazy)}): their memory is "
                              "unknown until a first forward; run the model once on an input "
                              "batch before compile (torch's LazyModule convention)")
         facts = model_facts(module)
@@ -442,7 +442,7 @@ class TorchDevice(Device):
                 if t.device.type == "meta"]
         if meta:   # it fits (checked above), but has no weights to run
             raise ModelError(f"[TorchDevice.compile] {type(module).__name__} has parameters on "
-                             f"the meta device ({_first_names(meta)}): shapes without data, "
+                             f"the meta device ({first_names(meta)}): shapes without data, "
                              "which cannot run; build it on the CPU, or materialise it "
                              "(module.to_empty(device='cpu')) and initialise its weights")
         module = module.to(self.torch_device)

@@ -93,7 +93,7 @@ def step_key(mod: torch.nn.Module, args, bases: tuple) -> tuple | None:
                  mod.training, len(args)]
     try:
         sign_into(args, key, {})
-    except NoSignature:
+    except (NoSignature, RuntimeError):   # RuntimeError: a strided nested tensor's sizes
         return None
     return tuple(key)
 

@@ -131,6 +131,8 @@ _PER_ELEMENT = {
     aten.native_batch_norm: 7, aten.native_batch_norm_backward: 14,
     aten.mse_loss: 3, aten.mse_loss_backward: 3,
     aten.bernoulli_: 1, aten.bernoulli: 1, aten.normal_: 1, aten.uniform_: 1,
+    # torch.normal(mean, std) with tensor arguments: normal_'s draw, out of place
+    aten.normal: 1,
     aten.randn: 1, aten.rand: 1, aten.randint: 1, aten.randperm: 1,
     # running max/min along a dimension: one compare-and-keep per element (a scan)
     aten.cummax: 1, aten.cummin: 1,
@@ -281,22 +283,24 @@ _MAX_POOL_BACKWARDS = {aten.max_pool2d_with_indices_backward,
                        aten.max_pool3d_with_indices_backward,
                        aten.fractional_max_pool2d_backward,
                        aten.fractional_max_pool3d_backward}
-# Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension.
-_SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.nanmedian}
+# Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension; mode (ATen
+# sorts each slice, then counts its runs) one more compare per element.
+_SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.nanmedian,
+          aten.mode}
 
 # Complex arithmetic, in real ops of the component precision per output element (per input
 # element for the reductions): the kernel runs the full complex op whatever the other
 # operand (ATen promotes a real operand or scalar to complex). add / sub 2; mul (a c - b d,
 # a d + b c) 6; div as (a c + b d, b c - a d) / (c^2 + d^2): 6 multiplies, 3 adds, 2
 # divides = 11; abs sqrt(a^2 + b^2) 4; angle atan2 1; exp e^a (cos b, sin b) 5; reciprocal
-# (c, -d) / (c^2 + d^2) 6; conj_physical negates the imaginary part 1; polar r (cos t,
+# (c, -d) / (c^2 + d^2) 6; sgn z / |z| (the abs's 4 and 2 divides) 6; conj_physical negates the imaginary part 1; polar r (cos t,
 # sin t) 4; sum / mean 2 adds per element; the random fills draw 2 reals per element. The
 # scaling that libraries add against overflow in div, abs and reciprocal is left out. Other
 # complex ops stay uncounted.
 _COMPLEX_OPS = {aten.add: 2, aten.add_: 2, aten.sub: 2, aten.sub_: 2, aten.rsub: 2,
                 aten.neg: 2, aten.neg_: 2, aten.mul: 6, aten.mul_: 6, aten.div: 11,
                 aten.div_: 11, aten.abs: 4, aten.angle: 1, aten.exp: 5, aten.exp_: 5,
-                aten.reciprocal: 6, aten.reciprocal_: 6, aten.conj_physical: 1,
+                aten.reciprocal: 6, aten.reciprocal_: 6, aten.sgn: 6, aten.conj_physical: 1,
                 aten.conj_physical_: 1, aten.polar: 4, aten.sum: 2, aten.mean: 2,
                 aten.randn: 2, aten.rand: 2, aten.normal_: 2, aten.uniform_: 2}
 _COMPLEX_REDUCTIONS = {aten.sum, aten.mean}
@@ -313,7 +317,8 @@ _FFTS = {aten._fft_c2c: 5.0, aten._fft_r2c: 2.5, aten._fft_c2r: 2.5}
 # POTRF, TRSM, GETRF, GETRS, POTRS, GEQRF, ORGQR), per matrix of a batch (_lapack_ops)
 _LAPACK = {aten.linalg_cholesky_ex, aten.linalg_solve_triangular, aten.linalg_lu_factor_ex,
            aten.linalg_lu_solve, aten._linalg_solve_ex, aten.linalg_inv_ex, aten._linalg_det,
-           aten._linalg_slogdet, aten.cholesky_solve, aten.linalg_qr}
+           aten._linalg_slogdet, aten.cholesky_solve, aten.linalg_qr, aten.geqrf,
+           aten.linalg_householder_product}
 
 # Weight-only quantized matrix products (int8 / int4 weights, float activations: torchao's
 # and gpt-fast's LLM inference): the weights are dequantized to the activations' precision
@@ -355,7 +360,8 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.full_like, aten.new_zeros, aten.new_ones, aten.new_full, aten.scalar_tensor,
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
                aten.roll, aten.masked_scatter, aten.slice_scatter, aten.select_scatter,
-               aten.diagonal_scatter, aten.tril, aten.triu, aten.one_hot,
+               aten.diagonal_scatter, aten.tril, aten.triu, aten.tril_, aten.triu_,
+               aten.one_hot,
                aten.slice_backward, aten.select_backward,
                aten.upsample_nearest1d, aten.upsample_nearest2d, aten.upsample_nearest3d,
                aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d,
@@ -1047,6 +1053,10 @@ def _lapack_ops(packet, args, kwargs, outputs) -> tuple[int, int]:
         nrhs = b.shape[-1]
         muls, adds = nrhs * n * (n + 1), nrhs * n * (n - 1)
         batch = max(batch, math.prod(b.shape[:-2]))
+    elif packet is aten.geqrf:                   # the Householder factorisation alone
+        muls, adds = _geqrf(m, n)
+    elif packet is aten.linalg_householder_product:   # (A, tau): ORGQR, Q's n columns
+        muls, adds = _orgqr(m, n, args[1].shape[-1])
     else:                                         # linalg_qr(A, mode)
         mode = _arg(args, kwargs, 1, "mode") or "reduced"
         k = min(m, n)
@@ -1400,7 +1410,8 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         whole = packet in (aten.median, aten.nanmedian) and len(args) < 2 and "dim" not in kwargs
         n = first.numel() if whole else (first.shape[dim] if first.dim() else 1)
         op = _elementwise_op(aten.sort, first.dtype)
-        counts[op] = first.numel() * max(1, math.ceil(math.log2(max(n, 2))))
+        counts[op] = first.numel() * (max(1, math.ceil(math.log2(max(n, 2))))
+                                      + (packet is aten.mode))
     elif name.startswith("_foreach_"):
         # list ops of the optimizers: one op per element of the first tensor list
         lists = [a for a in args if isinstance(a, (list, tuple)) and a

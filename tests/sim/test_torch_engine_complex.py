@@ -134,3 +134,10 @@ def test_fnet_fourier_mixing_counts_every_op(train):
     # (the real input promoted): 2 x 5 x 512 x log2 512 = 46,080 real ops
     fft_ops = led.total_ops("fnet")["flop_fp32"]
     assert fft_ops > 2 * 46080
+
+
+def test_sgn_of_complex_values_counts_abs_and_two_divides():
+    z = torch.randn(5, dtype=torch.complex64, device=DEVICE)
+    # z / |z|: the abs's 4 real ops and 2 divides, 6 per element: 30 (complex abs's
+    # gradient, as in a polar representation's backward)
+    assert _arith(lambda: torch.sgn(z)) == {"flop_fp32": 30}

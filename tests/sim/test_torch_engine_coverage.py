@@ -520,3 +520,18 @@ def test_conv_tbc_counts_the_overlapping_taps(toy_gpu_path):
     with dev.count("bwd"):
         y.sum().backward()
     assert dev.ledger.uncounted() == {}
+
+
+def test_mode_and_functional_normal_are_counted(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    d = dev.torch_device
+    x = torch.randint(0, 4, (6, 16), device=d).float()
+    with dev.count("mode"):
+        torch.mode(x, dim=1)
+    # a sort of each 16-element row, 16 x ceil(log2 16) = 64 compares, and one more per
+    # element for the run count: 6 x 16 x 5 = 480
+    assert dev.ledger.ops("mode") == {"flop_fp32": 480, "kernel_launch": 1}
+    mean = torch.zeros(6, 16, device=d)
+    with dev.count("normal"):
+        torch.normal(mean, 2.0)       # normal_'s one draw per element, out of place: 96
+    assert dev.ledger.ops("normal") == {"flop_fp32": 96, "kernel_launch": 1}

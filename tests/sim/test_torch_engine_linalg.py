@@ -65,6 +65,30 @@ def test_qr_counts_geqrf_and_orgqr():
     assert _ops(lambda: torch.linalg.qr(a, mode="r")) == (86, 36)
 
 
+def test_geqrf_and_householder_product_count_their_routines():
+    a = torch.randn(6, 4, **F64)
+    qr, tau = torch.geqrf(a)
+    # the same LAWN 41 counts as in qr above: GEQRF(6, 4) 122 / 86, ORGQR(6, 4, 4) 84 / 68
+    assert _ops(lambda: torch.geqrf(a)) == (86, 122 - 86)
+    assert _ops(lambda: torch.linalg.householder_product(qr, tau)) == (68, 84 - 68)
+
+
+def test_orthogonal_parametrization_by_householder_trains_with_nothing_uncounted():
+    """``nn.utils.parametrizations.orthogonal`` with its Householder map (torch's default
+    for a non-square real weight; for a square one it is ``matrix_exp``, uncounted): the
+    weight is rebuilt from the parameter by ORGQR on every forward, and backward runs
+    through it (the in-place ``tril_`` of the reflectors was uncounted too)."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 6, **F64)
+    torch.nn.utils.parametrizations.orthogonal(layer)
+    dev = TorchDevice("x86-avx2")
+    with dev.count("train"):
+        layer(torch.randn(3, 4, **F64)).sum().backward()
+    assert dev.ledger.uncounted() == {}
+    # at least the forward's ORGQR(6, 4, 4): 68 MACs, and the 3 x 4 x 6 = 72 of the product
+    assert dev.ledger.total_ops()["mac_fp64"] >= 68 + 72
+
+
 def test_gaussian_process_marginal_likelihood_trains_with_nothing_uncounted():
     """A GP's negative log marginal likelihood and its gradient: Cholesky, Cholesky solve,
     log-determinant from the factor's diagonal, and their backward passes (triangular

@@ -66,6 +66,9 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                         "a .npy/.npz spike array of shape (steps, inputs), or dataset:NAME")
     p.add_argument("--steps", type=parse_positive, metavar="T",
                    help="NIR files and spiking modules: time steps to run")
+    p.add_argument("--input-node", metavar="NAME",
+                   help="NIR files with several Input nodes: the one the stimulus drives "
+                        "(the others stay silent)")
     p.add_argument("--dt", type=parse_positive_float, metavar="SECONDS",
                    help="NIR files: the time step, when the graph's metadata does not give it")
     p.add_argument("--reset", choices=("value", "subtract", "snntorch"),
@@ -198,8 +201,11 @@ def _where(exc: BaseException, path: Path) -> str:
 
 
 def _options(args) -> dict:
-    return {k: getattr(args, k) for k in ("stimulus", "steps", "dt", "reset")
-            if getattr(args, k) is not None}
+    options = {k: getattr(args, k) for k in ("stimulus", "steps", "dt", "reset")
+               if getattr(args, k) is not None}
+    if args.input_node is not None:
+        options["input"] = args.input_node
+    return options
 
 
 def start_torch() -> None:

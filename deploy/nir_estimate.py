@@ -27,7 +27,8 @@ checked before the run, since the engine's records grow with the steps."""
 
 def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, profiles,
                  dt: float | None = None, seed: int = 0, reset: str | None = None,
-                 quantize: bool = True, model_facts: dict | None = None) -> Estimate:
+                 quantize: bool = True, model_facts: dict | None = None,
+                 input: str | None = None) -> Estimate:
     """Price ``steps`` steps of the NIR graph driven by ``stimulus`` on each profile.
 
     ``steps`` may be left out when ``stimulus`` is a spike array or its file: it is then the
@@ -40,7 +41,8 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
     neuroedge export stores (Poisson rates, event lists) and its injected currents; a graph
     whose ``Input`` carries no events then needs a stimulus. ``quantize=False`` keeps the
     float weights (to compare spike counts with the producer; a chip's real weights are
-    quantised).
+    quantised). ``input``: the ``Input`` node the stimulus drives, for a graph with several
+    (the others stay silent).
     """
     import sim
     from deploy.nir_import import read_nir, stimulus_length
@@ -57,11 +59,14 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
     if steps > MAX_STEPS:
         raise NeuroedgeError(f"estimate_nir: steps = {steps:,} is more than {MAX_STEPS:,} "
                              "(the most one estimate runs); price a shorter run and scale")
+    if input is not None and stimulus is None:
+        raise NeuroedgeError(f"estimate_nir: input={input!r} names the Input node the "
+                             "stimulus drives; give a stimulus too (--stimulus)")
     net = read_nir(graph_or_path, dt=dt, reset=reset)
     if model_facts is not None:   # the producer's module, counted directly
         net.model_facts = dict(model_facts)
     if stimulus is not None:
-        attach(net, stimulus, steps, seed=seed)
+        attach(net, stimulus, steps, seed=seed, input=input)
     else:
         _check_self_driven(net, graph_or_path)
     label = Path(graph_or_path).name if isinstance(graph_or_path, (str, os.PathLike)) \

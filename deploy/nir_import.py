@@ -20,6 +20,9 @@ attaches spikes to its ``Input``. Two kinds of graph are read:
     (``tau = dt``, ``r = 1``: ``v[t]`` is the step's input, a spike iff it exceeds the
     threshold); ``LI``, ``I`` and ``CubaLI`` non-spiking readouts (threshold
     :data:`NEVER`), which must end at an ``Output``;
+  - a cycle through stateless nodes only (no neuron to end it), parallel branches that
+    join into more than :data:`MAX_PATHS` paths, and a ``Delay`` that is not a whole
+    number of steps of ``dt`` are refused naming the nodes;
   - a neuron node with scalar parameters takes its size from the tensor that feeds it;
     an ``Input`` typed with a leading batch of 1 (Norse's export) feeds a conv unbatched.
 
@@ -90,6 +93,11 @@ RESETS = ("value", "subtract", "snntorch")
 READ_NODES = ("Input", "Output", "Linear", "Affine", "Scale", "Conv1d", "Conv2d", "SumPool2d",
               "AvgPool2d", "Flatten", "Delay", "LIF", "CubaLIF", "IF", "Threshold", "LI", "I",
               "CubaLI")
+
+
+MAX_PATHS = 100_000
+"""The most emitter-to-neuron path steps one emitter's stateless nodes may give (parallel
+branches that join multiply them: 17 two-way splits and joins in a row give 131,072)."""
 
 
 def linear_node_types() -> tuple:
@@ -233,8 +241,34 @@ def _graph_dt(graph, nodes):
     meta = dict(graph.metadata or {})
     for key in ("dt", "time_step", "timestep"):
         if key in meta:
-            return float(np.asarray(meta[key]).ravel()[0])
+            value = np.asarray(meta[key]).ravel()
+            try:
+                return float(value[0])
+            except (IndexError, TypeError, ValueError):
+                raise _err(f"the graph's metadata {key} = {meta[key]!r} is not a time step "
+                           "in seconds; pass dt= (--dt on the command line)") from None
     return None
+
+
+def _check_delays(nodes, dt: float, nir) -> None:
+    """Every ``Delay`` node holds finite delays >= 0 that are whole numbers of steps (the
+    engine delivers a spike at a step, and rounding a delay would move spikes)."""
+    for k, v in nodes.items():
+        if not isinstance(v, nir.Delay):
+            continue
+        d = np.asarray(v.delay, float).ravel()
+        if d.size and not np.isfinite(d).all():
+            raise _err(f"node {k!r} is a Delay with non-finite values; expected delays in "
+                       "seconds, finite and >= 0")
+        if d.size and d.min() < 0:
+            raise _err(f"node {k!r} is a Delay of {d.min():g} s; delays must be >= 0")
+        steps = d / dt
+        off = np.abs(steps - np.rint(steps))
+        if d.size and off.max() > 1e-6 * max(1.0, float(np.abs(steps).max())):
+            i = int(off.argmax())
+            raise _err(f"node {k!r} is a Delay of {d[i]:g} s, {steps[i]:g} time steps of dt = "
+                       f"{dt:g} s; a delay must be a whole number of steps: give a dt that "
+                       "divides it (dt=, --dt)")
 
 
 # -- read ----------------------------------------------------------------------------------
@@ -284,6 +318,7 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                    f"command line), since NIR is continuous-time{hint}")
     dt = float(dt)
     net = Network(dt=dt)
+    _check_delays(nodes, dt, nir)
     succ: dict[str, list[str]] = {}
     pred: dict[str, list[str]] = {}
     for a, b in edges:
@@ -326,20 +361,38 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     # (the chain: Linear, Affine, Conv, pooling and Scale nodes in order, composed into one
     # matrix by deploy.nir_ops; None when the emitter feeds the target one to one)
     def forward(start):
-        """Every (chain of linear nodes, delay s, channel node, target) from ``start``."""
-        out, stack = [], [(b, (), 0.0, None) for b in succ.get(start, [])]
+        """Every (chain of linear nodes, delay s, channel node, target) from ``start``.
+        A cycle through stateless nodes only (no neuron to end a path) is refused, and so
+        is a graph whose stateless nodes branch and join into more than
+        :data:`MAX_PATHS` paths (each would be composed apart)."""
+        out = []
+        stack = [(b, (), 0.0, None, (start,)) for b in succ.get(start, [])]
+        walked = 0
         while stack:
-            k, w, d, ch = stack.pop()
+            k, w, d, ch, via = stack.pop()
+            walked += 1
+            if walked > MAX_PATHS:
+                raise _err(f"the stateless nodes after {start!r} branch and join into more "
+                           f"than {MAX_PATHS:,} paths to the neurons; merge parallel "
+                           "Linear / Affine branches into one node")
             node = nodes[k]
+            stateless = k in ident or isinstance(node, (*linear_types, nir.Delay)) or (
+                isinstance(node, nir.LI) and k not in readouts)
+            if stateless and k in via:
+                loop = via[via.index(k):]
+                raise _err(f"nodes {' -> '.join(loop)} -> {k} form a cycle with no neuron "
+                           "in it (an algebraic loop the engine cannot step); every cycle "
+                           "must pass through a spiking node (LIF, CubaLIF, IF, Threshold)")
+            after = (*via, k)
             if k in ident:
-                stack += [(b, w, d, ch) for b in succ.get(k, [])]
+                stack += [(b, w, d, ch, after) for b in succ.get(k, [])]
             elif isinstance(node, linear_types):
-                stack += [(b, (*w, k), d, ch) for b in succ.get(k, [])]
+                stack += [(b, (*w, k), d, ch, after) for b in succ.get(k, [])]
             elif isinstance(node, nir.Delay):
-                stack += [(b, w, np.asarray(node.delay, float) + d, ch)
+                stack += [(b, w, np.asarray(node.delay, float) + d, ch, after)
                           for b in succ.get(k, [])]
             elif isinstance(node, nir.LI) and k not in readouts:
-                stack += [(b, w, d, k) for b in succ.get(k, [])]
+                stack += [(b, w, d, k, after) for b in succ.get(k, [])]
             elif isinstance(node, target_types):
                 out.append((w or None, d, ch, k))
             # Output and placeholder sinks end a path
@@ -698,7 +751,8 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
     if input is None:
         if len(names) != 1:
             raise _err(f"the network has {len(names)} Input nodes ({', '.join(names) or 'none'}"
-                       "); name the one to drive with input=")
+                       "); name the one the stimulus drives with input= (--input-node on "
+                       "the command line); the others stay silent")
         input = names[0]
     elif input not in names:
         raise _err(f"input {input!r} is not an Input node of the graph; it has "

@@ -294,9 +294,9 @@ _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.n
 # a d + b c) 6; div as (a c + b d, b c - a d) / (c^2 + d^2): 6 multiplies, 3 adds, 2
 # divides = 11; abs sqrt(a^2 + b^2) 4; angle atan2 1; exp e^a (cos b, sin b) 5; reciprocal
 # (c, -d) / (c^2 + d^2) 6; sgn z / |z| (the abs's 4 and 2 divides) 6; conj_physical
-# negates the imaginary part 1; polar r (cos t, sin t) 4; sum / mean 2 adds per element; the random fills draw 2 reals per element. The
-# scaling that libraries add against overflow in div, abs and reciprocal is left out. Other
-# complex ops stay uncounted.
+# negates the imaginary part 1; polar r (cos t, sin t) 4; sum / mean 2 adds per element;
+# the random fills draw 2 reals per element. The scaling that libraries add against
+# overflow in div, abs and reciprocal is left out. Other complex ops stay uncounted.
 _COMPLEX_OPS = {aten.add: 2, aten.add_: 2, aten.sub: 2, aten.sub_: 2, aten.rsub: 2,
                 aten.neg: 2, aten.neg_: 2, aten.mul: 6, aten.mul_: 6, aten.div: 11,
                 aten.div_: 11, aten.abs: 4, aten.angle: 1, aten.exp: 5, aten.exp_: 5,

@@ -572,7 +572,7 @@ _RNN_FORWARD = {aten.mkldnn_rnn_layer, aten._cudnn_rnn}
 _RNN_BACKWARD = {aten.mkldnn_rnn_layer_backward, aten._cudnn_rnn_backward}
 _RNN_GATES = {0: 1, 1: 1, 2: 4, 3: 3}   # RNN_RELU, RNN_TANH, LSTM, GRU
 _CDISTS = {aten._cdist_forward, aten._cdist_backward, aten._pdist_forward,
-           aten._pdist_backward}
+           aten._pdist_backward, aten._euclidean_dist}
 # CUDA's fused cell kernels -> (mode, backward)
 _FUSED_CELLS = {aten._thnn_fused_lstm_cell: (2, False),
                 aten._thnn_fused_lstm_cell_backward_impl: (2, True),
@@ -682,7 +682,17 @@ def _cdist_cost(packet, args, suffix: str) -> dict[str, int]:
     takes M subtract-and-accumulate steps (M MACs, M subtractions) and a root; the backward
     (``_cdist_backward``: grad, x1, x2, p, distances) about twice that. ``torch.pdist``
     (``_pdist_forward``: x, p; ``_pdist_backward``: grad, x, p, distances) likewise over
-    the N (N - 1) / 2 pairs of x's N rows."""
+    the N (N - 1) / 2 pairs of x's N rows. ``_euclidean_dist`` (cdist's default for more
+    than 25 rows, and ``compute_mode='use_mm_for_euclid_dist'``) as ATen computes it: the
+    rows' squared norms (a square and an add per element), x1 times -2, both padded with
+    the norms and ones, one product of (P, M + 2) by (M + 2, R), then a clamp and a root
+    per distance."""
+    if packet is aten._euclidean_dist:
+        x1, x2 = args[0], args[1]
+        batch = max(x1.shape[:-2].numel(), x2.shape[:-2].numel())
+        p, r, m = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+        return {f"mac_{suffix}": batch * p * r * (m + 2),
+                f"flop_{suffix}": batch * (3 * p * m + 2 * r * m + 2 * p * r)}
     if packet in (aten._pdist_forward, aten._pdist_backward):
         x = args[1] if packet is aten._pdist_backward else args[0]
         pairs, m = x.shape[0] * (x.shape[0] - 1) // 2, x.shape[1]
@@ -1220,12 +1230,19 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         bias = 2 * _RNN_GATES[mode] if has_bias else 0
         per = (2 * _RNN_POINTWISE[mode] + bias) if backward else _RNN_POINTWISE[mode] + bias
         counts[op] = state.numel() * per
-    elif packet is aten.cudnn_grid_sampler:
-        # cuDNN's sampler: bilinear, zero padding, corners aligned
+    elif packet in (aten.cudnn_grid_sampler, aten.cudnn_grid_sampler_backward):
+        # cuDNN's sampler: bilinear, zero padding, corners aligned; its backward (input,
+        # grid, grad_output) gives both gradients
         if first.dtype not in _FLOAT_SUFFIX:
             return {}, 0, 0, name
-        cost = _grid_sample_cost((args[0], args[1], _BILINEAR, _ZEROS, True), {},
-                                 _FLOAT_SUFFIX[first.dtype], first.element_size(), outputs[0])
+        suffix, size = _FLOAT_SUFFIX[first.dtype], first.element_size()
+        if packet is aten.cudnn_grid_sampler:
+            cost = _grid_sample_cost((args[0], args[1], _BILINEAR, _ZEROS, True), {},
+                                     suffix, size, outputs[0])
+        else:
+            cost = _grid_sample_backward_cost(
+                (args[2], args[0], args[1], _BILINEAR, _ZEROS, True, (True, True)), {},
+                suffix, size, outputs)
         counts, read, write = cost
         return {k: v for k, v in counts.items() if v}, read, write, ""
     elif packet in (aten._ctc_loss, aten._ctc_loss_backward, aten._cudnn_ctc_loss):

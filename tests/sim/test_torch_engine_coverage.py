@@ -250,6 +250,23 @@ def test_pool3d_and_cdist_counts(toy_gpu_path):
     assert (ops["mac_fp32"], ops["flop_fp32"]) == (60, 66)
 
 
+def test_cdist_of_more_than_25_rows_counts_the_matrix_product_form(toy_gpu_path):
+    """cdist's default for more than 25 rows (prototypes, k-means, contrastive losses) runs
+    ``_euclidean_dist``, the matrix-product form; it was uncounted, forward and backward."""
+    dev = TorchDevice(toy_gpu_path)
+    a = torch.randn(30, 8, device=dev.torch_device, requires_grad=True)
+    b = torch.randn(40, 8, device=dev.torch_device)
+    with dev.count("forward"):
+        d = torch.cdist(a, b)
+    # one product of (30, 8 + 2) by (10, 40): 12,000 MACs; norms 2 x 30 x 8 + 2 x 40 x 8,
+    # x1 times -2 30 x 8, clamp and root 2 x 1,200: 240 + 480 + 640 + 2,400 = 3,760
+    ops = dev.ledger.ops("forward")
+    assert (ops["mac_fp32"], ops["flop_fp32"]) == (12_000, 3_760)
+    with dev.count("backward"):
+        d.sum().backward()
+    assert dev.ledger.uncounted() == {}
+
+
 def _lstm_ledger(dev, train, mkldnn):
     torch.manual_seed(0)
     lstm = dev.compile(torch.nn.LSTM(8, 16, num_layers=2, batch_first=True))
@@ -458,6 +475,14 @@ def test_cuda_kernels_are_priced_from_their_arguments():
     cudnn = op_cost(aten.cudnn_grid_sampler.default, (img, grid), {}, sampled)
     plain = op_cost(aten.grid_sampler_2d.default, (img, grid, 0, 0, True), {}, sampled)
     assert cudnn == plain and cudnn[0]["mac_fp32"] == 4 * 32
+    # its backward (input, grid, grad_output), as grid_sampler_2d_backward with both
+    # gradients: 32 output elements x (4 + 8) multiply-adds = 384
+    grads = (torch.empty_like(img), torch.empty_like(grid))
+    cudnn_back = op_cost(aten.cudnn_grid_sampler_backward.default, (img, grid, sampled), {},
+                         grads)
+    plain_back = op_cost(aten.grid_sampler_2d_backward.default,
+                         (sampled, img, grid, 0, 0, True, [True, True]), {}, grads)
+    assert cudnn_back == plain_back and cudnn_back[0]["mac_fp32"] == 384
 
 
 def test_default_qat_observer_is_counted(toy_gpu_path):

@@ -64,10 +64,12 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         inside, a NIR graph and a ``.nir`` path go to
         :func:`deploy.nir_estimate.estimate_spiking_module` /
         :func:`~deploy.nir_estimate.estimate_nir` with ``nir_options``.
-    example_input : tensor, array, tuple of tensors, or a shape such as ``(1, 1, 28, 28)``
+    example_input : tensor, array, tuple of tensors, dict of tensors, or a shape such as
+        ``(1, 1, 28, 28)``
         What one inference is run on; its first dimension is the batch (the samples the
-        per-inference energy divides by). A shape is filled with standard normal values
-        drawn with ``seed``. Required for torch modules.
+        per-inference energy divides by). A dict is passed by keyword,
+        ``model(**example_input)`` (a ``transformers`` tokenizer's output). A shape is
+        filled with standard normal values drawn with ``seed``. Required for torch modules.
     profiles : profile names, paths or HardwareProfiles (a string may list them with commas)
     train_step : callable ``(module, example_input) -> loss tensor``, optional
         One training step of your own; estimate calls ``backward()`` on the loss it returns
@@ -165,6 +167,9 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         raise ModelError(f"estimate: model is a {type(model).__name__}; pass a "
                          "torch.nn.Module, a nir.NIRGraph or the path of a .nir file")
     if _is_spiking(model):
+        if isinstance(example_input, Mapping):
+            raise ModelError(f"estimate: {type(model).__name__} has spiking neurons and takes "
+                             "one spike tensor (time first), not a dict of inputs")
         # time first, (T, n) or (T, 1, n); a shape is drawn here with ``seed`` as spikes
         # (Bernoulli, p = SPIKE_PROBABILITY per step and input), not as normal values
         drawn = _is_shape(example_input)
@@ -247,6 +252,26 @@ def _profiles(profiles) -> list:
     return load_many(profiles)
 
 
+class ExampleInputs(tuple):
+    """The example input's tensors, the positional ones first; the last ``len(names)`` are
+    keyword inputs (a dict example input: ``model(**inputs)``)."""
+
+    def __new__(cls, tensors, names: tuple[str, ...] = ()):
+        self = super().__new__(cls, tensors)
+        self.names = tuple(names)
+        return self
+
+    def positional(self) -> tuple:
+        return tuple(self[:len(self) - len(self.names)])
+
+    def keywords(self) -> dict:
+        return dict(zip(self.names, self[len(self) - len(self.names):], strict=True))
+
+    def call(self, fn):
+        """``fn`` (the model) on these inputs."""
+        return fn(*self.positional(), **self.keywords())
+
+
 def example_inputs(example_input, name: str, seed: int, like=None):
     """``example_input`` as a tuple of CPU tensors, checked finite, and its batch size. A
     shape is filled with standard normal values, in the floating dtype of the module
@@ -264,19 +289,34 @@ def example_inputs(example_input, name: str, seed: int, like=None):
         # drawn in float32, then converted: the larger of the two is held
         shape = _drawable(example_input, max(4, dtype.itemsize), str(dtype).split(".")[-1])
         gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
-        xs = (torch.randn(shape, generator=gen).to(dtype),)
+        xs = ExampleInputs((torch.randn(shape, generator=gen).to(dtype),))
     else:
-        items = example_input if isinstance(example_input, (tuple, list)) else (example_input,)
+        names: tuple[str, ...] = ()
+        if isinstance(example_input, Mapping):
+            # keyword inputs, model(**inputs): the transformers convention (a tokenizer's
+            # BatchEncoding: input_ids=, attention_mask=)
+            names = tuple(example_input)
+            bad = [k for k in names if not isinstance(k, str)]
+            if bad or not names:
+                raise ModelError(f"estimate: example_input is a dict with "
+                                 f"{'no keys' if not names else f'key {bad[0]!r}'}; give "
+                                 "keyword names of the forward (input_ids=, attention_mask=) "
+                                 "mapped to tensors")
+            items = tuple(example_input.values())
+        else:
+            items = example_input if isinstance(example_input, (tuple, list)) \
+                else (example_input,)
         xs = []
         for i, x in enumerate(items):
             if isinstance(x, np.ndarray):
                 x = torch.from_numpy(x)
             if not isinstance(x, torch.Tensor):
-                raise ModelError(f"estimate: example_input{f'[{i}]' if len(items) > 1 else ''}"
-                                 f" is a {type(x).__name__}; give tensors or arrays, or a shape "
-                                 "of ints such as (1, 1, 28, 28)")
+                where = (f"[{names[i]!r}]" if names else f"[{i}]" if len(items) > 1 else "")
+                raise ModelError(f"estimate: example_input{where} is a {type(x).__name__}; "
+                                 "give tensors or arrays, or a shape of ints such as "
+                                 "(1, 1, 28, 28)")
             xs.append(x.detach().to("cpu"))
-        xs = tuple(xs)
+        xs = ExampleInputs(xs, names)
         if not xs:
             raise ModelError("estimate: example_input is an empty tuple; give one input batch")
     for i, x in enumerate(xs):
@@ -286,6 +326,8 @@ def example_inputs(example_input, name: str, seed: int, like=None):
                                                                  else (x,)))
             if bad:
                 where = f"example_input[{i}]" if len(xs) > 1 else "example_input"
+                if xs.names:
+                    where = f"example_input[{xs.names[i]!r}]"
                 raise ModelError(f"estimate: {where} of {describe(x)} has {bad} NaN or "
                                  "infinite value(s); give finite numbers")
     batch = int(xs[0].size(0)) if xs[0].dim() else 1
@@ -502,7 +544,8 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
     if not mcus:
         return
     per = 1 if dtype == "int8" else None
-    buffers = trace_lifetimes(net.eval(), xs, bytes_per_element=per)
+    buffers = trace_lifetimes(net.eval(), xs.positional(), bytes_per_element=per,
+                              keywords=xs.keywords())
     arena, _ = greedy_arena(buffers)
     weights = _stored_weight_bytes(net, dtype)
     peak = peak_live_bytes(buffers)
@@ -544,7 +587,8 @@ def _check_device_memory(est: Estimate, devices: dict, net, xs, ledger) -> None:
     tight = [label for label, cap in capacity.items() if bound > cap]
     if not tight:
         return
-    peak = peak_live_bytes(trace_lifetimes(net.eval(), xs))
+    peak = peak_live_bytes(trace_lifetimes(net.eval(), xs.positional(),
+                                           keywords=xs.keywords()))
     for label in tight:
         if weights + peak > capacity[label]:
             name = devices[label].profile.name
@@ -657,7 +701,7 @@ def _size_lazy_layers(net, xs, name: str) -> list[str]:
     net.eval()
     try:
         with torch.no_grad():
-            net(*xs)
+            xs.call(net)
     except Exception as exc:
         raise ModelError(f"estimate: {name} forward failed on example_input of shape "
                          f"{_shape_text(xs)} while sizing its lazy layers "
@@ -672,7 +716,7 @@ def _infer(dev, net, xs, batch: int, name: str):
     net.eval()
     try:
         with torch.no_grad(), dev.count("infer", samples=batch):
-            return net(*xs)
+            return xs.call(net)
     except NeuroedgeError:
         raise
     except Exception as exc:
@@ -829,9 +873,11 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
             if train_step is not None:
                 arg = xs if isinstance(example_input, (tuple, list)) and not \
                     _is_shape(example_input) else xs[0]
+                if xs.names:      # a dict example input: the dict
+                    arg = xs.keywords()
                 value = train_step(net, arg)
             else:
-                value = fn(_trained_output(net(*xs))[0], y)
+                value = fn(_trained_output(xs.call(net))[0], y)
             if not isinstance(value, torch.Tensor) or value.numel() != 1 \
                     or not value.requires_grad:
                 raise ModelError(f"estimate: the training step's loss is "

@@ -72,11 +72,12 @@ def peak_live_bytes(buffers: list[Buffer]) -> int:
                for t in range(end + 1))
 
 
-def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
-                    ) -> list[Buffer]:
-    """The activation buffers of one inference of ``module`` on ``inputs`` (see the module
-    docstring). ``bytes_per_element``: the deployed size of each element (1 for int8);
-    ``None`` keeps each tensor's own size; it applies to floating-point tensors only.
+def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
+                    keywords: dict | None = None) -> list[Buffer]:
+    """The activation buffers of one inference of ``module`` on ``inputs`` and the keyword
+    inputs ``keywords`` (see the module docstring). ``bytes_per_element``: the deployed
+    size of each element (1 for int8); ``None`` keeps each tensor's own size; it applies to
+    floating-point tensors only.
     Parameters and buffers of the module (its weights) are left out."""
     import torch
     from torch.utils._pytree import tree_leaves
@@ -137,11 +138,12 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None
                 touch(t, self.step, create=True)
             return out
 
-    for x in inputs:
+    keywords = keywords or {}
+    for x in (*inputs, *keywords.values()):
         touch(x, 0, create=True)
     mode = _Trace()
     with eager_while_observing(), torch.no_grad(), mode:
-        out = module(*inputs)
+        out = module(*inputs, **keywords)
     for t in tree_leaves(out):   # the outputs are read after the last op
         touch(t, mode.step + 1, create=True)
     closed += [(number, Buffer(n, first, last)) for n, first, last, _, number in live.values()]

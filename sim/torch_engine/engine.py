@@ -94,6 +94,7 @@ class _CountingMode(ReplayingMode, ObserverMode):
         self.bytes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.uncounted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.resident = _Resident()
+        self._work = 0   # calls seen that do work, priced or uncounted (never free ones)
         # (module path, backward) -> scope name for the blocks open now: the name is built
         # once, not joined per op (issue 36); cleared when a block opens or closes
         self._scopes: dict[tuple[str, bool], str] = {}
@@ -113,8 +114,23 @@ class _CountingMode(ReplayingMode, ObserverMode):
         kwargs = kwargs or {}
         whole = _ARRIVES_WHOLE.get(id(func))
         if whole is None:
-            whole = _ARRIVES_WHOLE[id(func)] = _has_composite_kernel(func)
-        if whole:
+            whole = _ARRIVES_WHOLE[id(func)] = (_has_composite_kernel(func)
+                                                or _python_custom_op(func))
+        out = _NOT_RUN
+        if whole is not True and whole:
+            # a torch.library.custom_op implemented in Python (a user's own op; torch's
+            # chunked linear_cross_entropy): opaque to the mode, so its kernel runs with the
+            # mode entered again and is counted by the torch ops it runs. Where those do no
+            # work the mode can price (the op computes in numpy or C), the op itself is
+            # reported uncounted below; one launching Triton kernels is never entered
+            kernel = _custom_kernel(whole, args, kwargs)
+            if kernel is not None:
+                before = self._work
+                with self:
+                    out = kernel(*args, **kwargs)
+                if self._work != before:
+                    return out
+        elif whole:
             # a CompositeImplicitAutograd op (linear, conv2d, layer_norm, ...) reaches the
             # mode undecomposed only where autograd's dispatch keys are off (under
             # torch.inference_mode): run as ATen's composite kernel, the ops it stands for,
@@ -132,7 +148,8 @@ class _CountingMode(ReplayingMode, ObserverMode):
                        for t in (*args, *kwargs.values())):   # nested: their own kernels
                 with self:
                     return func._op_dk(_COMPOSITE, *args, **kwargs)
-        out = func(*args, **kwargs)
+        if out is _NOT_RUN:
+            out = func(*args, **kwargs)
         replay = self._replay
         if replay is not None:
             # a replayed step: the op and its output's shapes must be the recorded ones
@@ -143,7 +160,10 @@ class _CountingMode(ReplayingMode, ObserverMode):
                     self._pos = i + 1
                     kind = entry[2]
                     if kind == PRICED:
+                        self._work += 1
                         self.resident.touch(func, args, kwargs, out)
+                    elif kind == UNCOUNTED:
+                        self._work += 1
                     elif kind == FULL:
                         self._count(func, args, kwargs, out)
                     if self.steps.verify and kind != FULL:
@@ -166,6 +186,8 @@ class _CountingMode(ReplayingMode, ObserverMode):
         """Price one call into the tallies: (its scope, None for a free op; its cost)."""
         cost = self.memo.cost(func, args, kwargs, out)
         counts, read, write, uncounted = cost
+        if uncounted or counts or read or write:
+            self._work += 1   # calls that do work (priced or not): see the custom ops above
         if uncounted:
             scope = self._scope_name(*self.tracker.where())
             self.uncounted[scope][uncounted] += 1
@@ -189,9 +211,34 @@ class _CountingMode(ReplayingMode, ObserverMode):
 
 
 _COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+_NOT_RUN = object()   # __torch_dispatch__: the op has not run yet
 _ARRIVES_WHOLE: dict[int, bool] = {}
 """id(op) -> whether ATen has a CompositeImplicitAutograd kernel for the op (it then reaches a
 dispatch mode only undecomposed, under inference mode: :meth:`_CountingMode.__torch_dispatch__`)."""
+
+
+def _python_custom_op(func):
+    """The ``CustomOpDef`` of a ``torch.library.custom_op`` implemented in Python that
+    launches no Triton kernel, or False (ATen's ops, C++ and Triton custom ops)."""
+    if func.namespace in ("aten", "prim", "prims", "profiler"):
+        return False
+    try:
+        from torch._library.custom_ops import _maybe_get_opdef
+        opdef = _maybe_get_opdef(func._name)
+    except (ImportError, AttributeError):   # torch's private registry moved
+        return False
+    if opdef is None or getattr(opdef, "_used_triton_kernels", None) \
+            or not getattr(opdef, "_backend_fns", None):
+        return False
+    return opdef
+
+
+def _custom_kernel(opdef, args, kwargs):
+    """``opdef``'s kernel for the device of the call's first tensor (its kernel for every
+    device where it has no device's own), or None."""
+    first = next((t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)), None)
+    fns = opdef._backend_fns
+    return fns.get(first.device.type if first is not None else None) or fns.get(None)
 
 
 _BACKEND_KERNELS = ("CPU", "CUDA", "XPU", "MPS", "CompositeExplicitAutograd",

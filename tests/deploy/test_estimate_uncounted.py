@@ -1,8 +1,9 @@
 """Uncounted is never silent: an op with no cost formula marks the estimate a lower bound in
 its first line, ``strict`` refuses it, and a model with nothing counted is never priced 0 J.
 
-The uncounted op is a custom op registered here (``neuroedge_test::twice``): no engine can
-know its cost, whatever formulas the engine gains later.
+The uncounted op is a custom op registered here (``neuroedge_test::twice``) that computes in
+numpy: the engine sees no torch op of its work (a Python custom op computing with torch ops
+is counted by them), so no engine can know its cost, whatever formulas it gains later.
 """
 import pytest
 import torch
@@ -16,7 +17,7 @@ from sim.errors import ModelError
 
 @torch.library.custom_op("neuroedge_test::twice", mutates_args=())
 def twice(x: torch.Tensor) -> torch.Tensor:
-    return x * 2
+    return torch.from_numpy(x.detach().numpy() * 2)
 
 
 class Twice(nn.Module):
@@ -65,7 +66,7 @@ import torch.nn as nn
 
 @torch.library.custom_op("neuroedge_cli_test::thrice", mutates_args=())
 def thrice(x: torch.Tensor) -> torch.Tensor:
-    return x * 3
+    return torch.from_numpy(x.detach().numpy() * 3)
 
 
 class Thrice(nn.Module):

@@ -131,8 +131,13 @@ _PER_ELEMENT = {
     aten.native_batch_norm: 7, aten.native_batch_norm_backward: 14,
     aten.mse_loss: 3, aten.mse_loss_backward: 3,
     aten.bernoulli_: 1, aten.bernoulli: 1, aten.normal_: 1, aten.uniform_: 1,
-    # torch.normal(mean, std) with tensor arguments: normal_'s draw, out of place
-    aten.normal: 1,
+    # torch.normal(mean, std) with tensor arguments: normal_'s draw, out of place; the
+    # *_like draws (diffusion models' noise) and the other random fills likewise
+    aten.normal: 1, aten.randn_like: 1, aten.rand_like: 1, aten.randint_like: 1,
+    aten.cauchy_: 1, aten.geometric_: 1, aten.log_normal_: 1,
+    # unique_consecutive: one neighbour compare per element (no sort, unlike unique);
+    # nonzero_static as nonzero
+    aten.unique_consecutive: 1, aten.nonzero_static: 1,
     aten.randn: 1, aten.rand: 1, aten.randint: 1, aten.randperm: 1,
     # running max/min along a dimension: one compare-and-keep per element (a scan)
     aten.cummax: 1, aten.cummin: 1,
@@ -285,6 +290,9 @@ _MAX_POOL_BACKWARDS = {aten.max_pool2d_with_indices_backward,
                        aten.fractional_max_pool3d_backward}
 # Sorting-type ops: n * ceil(log2 n) comparisons along the sorted dimension; mode (ATen
 # sorts each slice, then counts its runs) one more compare per element.
+# Elementwise overloads ATen does not tag pointwise (their Scalar forms are): other - self
+# with a tensor other, a fill with a 0-dim tensor value
+_UNTAGGED_POINTWISE = {aten.rsub, aten.masked_fill}
 _SORTS = {aten.sort, aten.topk, aten.kthvalue, aten.argsort, aten.median, aten.nanmedian,
           aten.mode}
 
@@ -301,6 +309,7 @@ _COMPLEX_OPS = {aten.add: 2, aten.add_: 2, aten.sub: 2, aten.sub_: 2, aten.rsub:
                 aten.neg: 2, aten.neg_: 2, aten.mul: 6, aten.mul_: 6, aten.div: 11,
                 aten.div_: 11, aten.abs: 4, aten.angle: 1, aten.exp: 5, aten.exp_: 5,
                 aten.reciprocal: 6, aten.reciprocal_: 6, aten.sgn: 6, aten.conj_physical: 1,
+                aten._conj_physical: 1,
                 aten.conj_physical_: 1, aten.polar: 4, aten.sum: 2, aten.mean: 2,
                 aten.randn: 2, aten.rand: 2, aten.normal_: 2, aten.uniform_: 2}
 _COMPLEX_REDUCTIONS = {aten.sum, aten.mean}
@@ -318,7 +327,8 @@ _FFTS = {aten._fft_c2c: 5.0, aten._fft_r2c: 2.5, aten._fft_c2r: 2.5}
 _LAPACK = {aten.linalg_cholesky_ex, aten.linalg_solve_triangular, aten.linalg_lu_factor_ex,
            aten.linalg_lu_solve, aten._linalg_solve_ex, aten.linalg_inv_ex, aten._linalg_det,
            aten._linalg_slogdet, aten.cholesky_solve, aten.linalg_qr, aten.geqrf,
-           aten.linalg_householder_product}
+           aten.linalg_householder_product, aten.cholesky, aten.triangular_solve,
+           aten.linalg_lu, aten.cholesky_inverse}
 
 # Weight-only quantized matrix products (int8 / int4 weights, float activations: torchao's
 # and gpt-fast's LLM inference): the weights are dequantized to the activations' precision
@@ -349,7 +359,7 @@ FREE = {aten.detach, aten.detach_, aten.alias, aten.lift_fresh, aten.empty, aten
         aten._nested_tensor_storage_offsets, aten._nested_get_offsets,
         aten._nested_get_lengths, aten._nested_get_ragged_idx, aten._nested_get_min_seqlen,
         aten._nested_get_max_seqlen, aten._nested_get_jagged_dummy, torch.ops.prim.layout,
-        aten.dim, aten.sym_is_contiguous}
+        aten.dim, aten.sym_is_contiguous, aten.empty_permuted, aten.resize_as_}
 """Ops that move no data and compute nothing (views, allocation without writes)."""
 
 MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten.index_select,
@@ -361,7 +371,12 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
                aten.roll, aten.masked_scatter, aten.slice_scatter, aten.select_scatter,
                aten.diagonal_scatter, aten.tril, aten.triu, aten.tril_, aten.triu_,
-               aten.one_hot,
+               aten.one_hot, aten.take, aten._chunk_cat, aten.as_strided_scatter,
+               # the copying forms of views (torch.export's functional graphs)
+               aten.expand_copy, aten.view_copy, aten.permute_copy, aten.as_strided_copy,
+               aten.split_with_sizes_copy, aten.split_copy, aten.unbind_copy,
+               aten.unfold_copy, aten.squeeze_copy, aten.unsqueeze_copy, aten.transpose_copy,
+               aten.t_copy, aten.alias_copy, aten.detach_copy, aten.diagonal_copy,
                aten.slice_backward, aten.select_backward,
                aten.upsample_nearest1d, aten.upsample_nearest2d, aten.upsample_nearest3d,
                aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d,
@@ -996,6 +1011,10 @@ def _potrf(n: int) -> tuple[float, float]:
     return n * ((n / 6 + 0.5) * n + 1 / 3), n * ((n / 6) * n - 1 / 6)
 
 
+def _trtri(n: int) -> tuple[float, float]:
+    return n * (n * (n / 6 + 0.5) + 1 / 3), n * (n * (n / 6 - 0.5) + 1 / 3)
+
+
 def _getrf(m: int, n: int) -> tuple[float, float]:
     a, b = (m, n) if m < n else (n, m)      # a = min(m, n), b = max(m, n)
     return (0.5 * a * (a * (b - a / 3 - 1) + b) + 2 * a / 3,
@@ -1035,9 +1054,18 @@ def _lapack_ops(packet, args, kwargs, outputs) -> tuple[int, int]:
         b, a = args[0], args[1]
     batch, (m, n) = math.prod(a.shape[:-2]), a.shape[-2:]
     extra = 0
-    if packet is aten.linalg_cholesky_ex:
+    if packet in (aten.linalg_cholesky_ex, aten.cholesky):
         muls, adds = _potrf(n)
         extra = n
+    elif packet is aten.cholesky_inverse:        # POTRI: TRTRI, then LAUUM (POTRF's counts)
+        muls, adds = (x + y for x, y in zip(_trtri(n), _potrf(n), strict=True))
+    elif packet is aten.triangular_solve:        # (B, A, upper, transpose, unitriangular)
+        b, a = args[0], args[1]
+        n, nrhs = a.shape[-1], b.shape[-1]
+        muls, adds = _trsm(n, nrhs, bool(_arg(args, kwargs, 4, "unitriangular")))
+        batch = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))
+    elif packet is aten.linalg_lu:                # GETRF; P, L and U unpacked (bytes)
+        muls, adds = _getrf(m, n)
     elif packet is aten.linalg_lu_factor_ex:
         muls, adds = _getrf(m, n)
     elif packet in (aten._linalg_det, aten._linalg_slogdet):
@@ -1463,7 +1491,7 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     elif packet is aten.dequantize and first is not None and first.is_quantized:
         # its exit: per element the zero point subtracted and the scale multiplied
         counts["int_add"] = counts["flop_fp32"] = first.numel()
-    elif torch.Tag.pointwise in func.tags:
+    elif torch.Tag.pointwise in func.tags or packet in _UNTAGGED_POINTWISE:
         ref = outputs[0] if outputs else first
         op = _elementwise_op(packet, first.dtype if first is not None else ref.dtype)
         if not op:

@@ -560,3 +560,30 @@ def test_mode_and_functional_normal_are_counted(toy_gpu_path):
     with dev.count("normal"):
         torch.normal(mean, 2.0)       # normal_'s one draw per element, out of place: 96
     assert dev.ledger.ops("normal") == {"flop_fp32": 96, "kernel_launch": 1}
+
+
+def test_untagged_elementwise_overloads_random_likes_and_copying_views(toy_gpu_path):
+    dev = TorchDevice(toy_gpu_path)
+    on = dict(device=dev.torch_device)
+    x = torch.randn(3, 4, **on)
+    with dev.count("elementwise"):
+        torch.rsub(x, torch.ones(1, 4, **on))      # 1 - x with a tensor: 12 subtractions
+        x.masked_fill(x > 0, torch.tensor(0.0, **on))   # 12 selects (and the compare, 12)
+    assert dev.ledger.ops("elementwise")["flop_fp32"] == 36
+    with dev.count("noise"):
+        torch.randn_like(x)                         # a diffusion model's noise: 12 draws
+        torch.rand_like(x)
+    assert dev.ledger.ops("noise")["flop_fp32"] == 24
+    ops = torch.ops.aten
+    with dev.count("copies"):
+        # the copying forms of views, as torch.export's functional graphs run them, and
+        # take: bytes only (12 floats read and written each)
+        ops.view_copy(x, [12])
+        ops.permute_copy(x, [1, 0])
+        ops.t_copy(x)
+        torch.take(x, torch.arange(12, **on))
+    assert dev.ledger.uncounted() == {}
+    assert "flop_fp32" not in dev.ledger.ops("copies")
+    with dev.count("runs"):
+        torch.unique_consecutive(torch.tensor([1, 1, 2, 2, 2, 3], **on))   # 6 compares
+    assert dev.ledger.uncounted() == {}

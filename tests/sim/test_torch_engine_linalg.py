@@ -89,6 +89,20 @@ def test_orthogonal_parametrization_by_householder_trains_with_nothing_uncounted
     assert dev.ledger.total_ops()["mac_fp64"] >= 68 + 72
 
 
+def test_the_older_factorisation_apis_count_their_routines():
+    a = _spd(4)
+    low = torch.linalg.cholesky(a)
+    # torch.cholesky: POTRF(4) 20 multiplications, 10 additions, and 4 square roots
+    assert _ops(lambda: torch.cholesky(a)) == (10, 10 + 4)
+    # cholesky_inverse: POTRI = TRTRI(4) (20 and 4) + LAUUM (POTRF's 20 and 10): 40 and 14
+    assert _ops(lambda: torch.cholesky_inverse(low)) == (14, 40 - 14)
+    # triangular_solve of 3 columns: TRSM(4, 3) 3 x 4 x 5 / 2 = 30 and 3 x 4 x 3 / 2 = 18
+    b = torch.randn(4, 3, **F64)
+    assert _ops(lambda: torch.triangular_solve(b, low, upper=False)) == (18, 30 - 18)
+    # linalg.lu: GETRF(4) 24 and 14, as in inv above (P, L and U unpacked: bytes only)
+    assert _ops(lambda: torch.linalg.lu(a)) == (14, 24 - 14)
+
+
 def test_gaussian_process_marginal_likelihood_trains_with_nothing_uncounted():
     """A GP's negative log marginal likelihood and its gradient: Cholesky, Cholesky solve,
     log-determinant from the factor's diagonal, and their backward passes (triangular

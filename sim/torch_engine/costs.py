@@ -371,7 +371,7 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
                aten.roll, aten.masked_scatter, aten.slice_scatter, aten.select_scatter,
                aten.diagonal_scatter, aten.tril, aten.triu, aten.tril_, aten.triu_,
-               aten.one_hot, aten.take, aten._chunk_cat, aten.as_strided_scatter,
+               aten.one_hot, aten.take, aten.masked_scatter_backward, aten._chunk_cat, aten.as_strided_scatter,
                # the copying forms of views (torch.export's functional graphs)
                aten.expand_copy, aten.view_copy, aten.permute_copy, aten.as_strided_copy,
                aten.split_with_sizes_copy, aten.split_copy, aten.unbind_copy,
@@ -780,7 +780,8 @@ def _vector_product_macs(packet, args, out_numel: int = 0) -> int:
 # set) cost ceil(log2(m + 1)) comparisons per query against m sorted values; unique sorts
 # (n ceil(log2 n)) and compares neighbours (n); multinomial draws scan each row's weights
 # once (a cumulative sum) and binary-search them per sample.
-_SEARCHES = {aten.bucketize, aten.searchsorted, aten.isin, aten._unique2, aten.multinomial}
+_SEARCHES = {aten.bucketize, aten.searchsorted, aten.isin, aten._unique2, aten._unique,
+             aten.multinomial}
 
 
 def _log2_steps(m: int) -> int:
@@ -803,7 +804,7 @@ def _search_compares(packet, args, outputs) -> tuple[int, torch.dtype]:
         n = x.numel() if isinstance(x, torch.Tensor) else 1
         m = test.numel() if isinstance(test, torch.Tensor) else 1
         return n * _log2_steps(m), (x if isinstance(x, torch.Tensor) else test).dtype
-    if packet is aten._unique2:
+    if packet in (aten._unique2, aten._unique):
         n = args[0].numel()
         return n * _log2_steps(n) + n, args[0].dtype
     probs = args[0]                            # multinomial: (probabilities, samples)

@@ -587,3 +587,20 @@ def test_untagged_elementwise_overloads_random_likes_and_copying_views(toy_gpu_p
     with dev.count("runs"):
         torch.unique_consecutive(torch.tensor([1, 1, 2, 2, 2, 3], **on))   # 6 compares
     assert dev.ledger.uncounted() == {}
+
+
+def test_masked_scatter_trains_and_index_fill_backward_is_counted(toy_gpu_path):
+    """masked_scatter puts image features into a language model's token embeddings (LLaVA);
+    its backward gathers the gradient back (bytes only), and index_fill's backward runs
+    ``_unique`` on the indices: both were uncounted."""
+    dev = TorchDevice(toy_gpu_path)
+    on = dict(device=dev.torch_device)
+    tokens = torch.randn(2, 6, 4, requires_grad=True, **on)
+    image = torch.randn(3, 4, requires_grad=True, **on)
+    where = torch.zeros(2, 6, 1, dtype=torch.bool, **on)
+    where[0, 1:4] = True
+    with dev.count("scatter"):
+        tokens.masked_scatter(where, image).sum().backward()
+        x = torch.randn(4, 5, requires_grad=True, **on)
+        x.index_fill(1, torch.tensor([0, 2, 2], **on), -1.0).sum().backward()
+    assert dev.ledger.uncounted() == {}

@@ -371,7 +371,8 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                aten.constant_pad_nd, aten.repeat, aten.contiguous, aten.arange, aten.flip,
                aten.roll, aten.masked_scatter, aten.slice_scatter, aten.select_scatter,
                aten.diagonal_scatter, aten.tril, aten.triu, aten.tril_, aten.triu_,
-               aten.one_hot, aten.take, aten.masked_scatter_backward, aten._chunk_cat, aten.as_strided_scatter,
+               aten.one_hot, aten.take, aten.masked_scatter_backward, aten._chunk_cat,
+               aten.as_strided_scatter,
                # the copying forms of views (torch.export's functional graphs)
                aten.expand_copy, aten.view_copy, aten.permute_copy, aten.as_strided_copy,
                aten.split_with_sizes_copy, aten.split_copy, aten.unbind_copy,

@@ -133,8 +133,11 @@ def _dense_cost(func, args, kwargs, out, price):
 
 
 def _matmul_cost(a, b, out, price):
-    """``a @ b`` of equal batch dimensions (a component's) as ATen runs it: ``bmm`` over the
-    flattened batch."""
+    """``a @ b`` as ATen runs it: by a matrix (a weight), ``mm`` of ``a``'s rows; of equal
+    batch dimensions (a component's), ``bmm`` over the flattened batch."""
+    if b.dim() == 2 and a.dim() >= 2:
+        k, m = b.shape
+        return price(aten.mm.default, (a.reshape(-1, k), b), {}, out.reshape(-1, m))
     if a.dim() < 3 or a.shape[:-2] != b.shape[:-2]:
         return {}, 0, 0, "matmul"
     n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
@@ -195,6 +198,7 @@ def _per_component_cost(func, args, kwargs, out, nested, name, price):
     for t in nested:
         if id(t) not in parts:
             parts[id(t)] = [u.unsqueeze(0) for u in t.unbind()]
+    ndim = nested[0].dim()
     counts_of = {len(p) for p in parts.values()}
     if len(counts_of) != 1:
         return {}, 0, 0, name
@@ -206,7 +210,7 @@ def _per_component_cost(func, args, kwargs, out, nested, name, price):
     priced = []
     for b, n in groups.values():
         stand_ins = {i: p[b] for i, p in parts.items()}
-        sliced = _substituted((args, kwargs, out), stand_ins, batch, b)
+        sliced = _substituted((args, kwargs, out), stand_ins, batch, b, ndim)
         c, r, w, uncounted = _dense_cost(func, *sliced, price)
         priced.append(({op: n * k for op, k in c.items()}, n * r, n * w, uncounted))
     return _summed(priced)
@@ -236,19 +240,21 @@ def _flat(*trees) -> list[torch.Tensor]:
     return found
 
 
-def _substituted(tree, stand_ins: dict, batch: int = 0, b: int = 0):
+def _substituted(tree, stand_ins: dict, batch: int = 0, b: int = 0, ndim: int = 0):
     """``tree`` with each nested tensor replaced by its stand-in; with ``batch``, a dense
-    tensor whose leading dimension is ``batch`` by its row ``b`` (kept as a batch of one)."""
+    tensor of the nested tensors' ``ndim`` dimensions whose leading one is ``batch`` (one
+    row per sequence) by its row ``b``, kept as a batch of one (a weight matrix whose first
+    size happens to equal ``batch`` is left whole)."""
     if isinstance(tree, torch.Tensor):
         if tree.is_nested:
             return stand_ins[id(tree)]
-        if batch > 1 and tree.dim() and tree.shape[0] == batch:
+        if batch > 1 and tree.dim() == ndim and tree.shape[0] == batch:
             return tree[b:b + 1]
         return tree
     if isinstance(tree, tuple):
-        return tuple(_substituted(t, stand_ins, batch, b) for t in tree)
+        return tuple(_substituted(t, stand_ins, batch, b, ndim) for t in tree)
     if isinstance(tree, list):
-        return [_substituted(t, stand_ins, batch, b) for t in tree]
+        return [_substituted(t, stand_ins, batch, b, ndim) for t in tree]
     if isinstance(tree, dict):
-        return {k: _substituted(v, stand_ins, batch, b) for k, v in tree.items()}
+        return {k: _substituted(v, stand_ins, batch, b, ndim) for k, v in tree.items()}
     return tree

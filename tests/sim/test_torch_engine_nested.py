@@ -111,6 +111,20 @@ def test_an_elementwise_op_with_a_per_sequence_operand_is_priced_per_sequence(to
     assert dev.ledger.uncounted() == {}
 
 
+def test_a_product_by_a_weight_whose_rows_equal_the_sequence_count(toy_gpu_path):
+    """``x @ W`` with W of 3 rows and 3 sequences: the weight is one matrix for every
+    sequence, not one row per sequence (it was sliced as such, and the call went
+    uncounted)."""
+    dev = TorchDevice(toy_gpu_path)
+    x = _nested(dev, torch.jagged, width=3, lengths=(2, 4, 1))
+    w = torch.randn(3, 5, device=dev.torch_device)
+    with dev.count("mm"):
+        x @ w
+    # 7 rows x 3 x 5 = 105 MACs
+    assert dev.ledger.total_ops()["mac_fp32"] == 105
+    assert dev.ledger.uncounted() == {}
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_neurobench_activity_equals_the_stacked_batch(toy_gpu_path, layout):
     dev = TorchDevice(toy_gpu_path)

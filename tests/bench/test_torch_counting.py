@@ -21,8 +21,10 @@ def test_small_run_passes_the_checks_and_replays_its_last_epoch():
     # end (the slicing: diverged, recorded again) and step 2 replays; epoch 3 replays both;
     # the untimed epoch the activity and footprint shares are measured on replays both too
     assert (r["steps_replayed"], r["steps_recorded"], r["steps_diverged"]) == (5, 3, 2)
-    # that epoch spent CPU time in both (a timer that saw no call would read 0)
-    assert 0 < r["replay_activity_share"] < 1 and 0 < r["replay_footprint_share"] < 1
+    # that epoch spent CPU time in both (a timer that saw no call would read 0); no upper
+    # bound: a share of a 2-step epoch's CPU time is a timing, 0.03-0.4 on a quiet machine
+    # and above 1 on a loaded one (a full test run read 1.54 with other tests beside it)
+    assert r["replay_activity_share"] > 0 and r["replay_footprint_share"] > 0
     # 2 epochs' worth counted: one epoch's MACs, forward 256 x (784 x 1000 + 1000 x 10)
     # and backward 2x that (weights and inputs; the first layer's input needs no gradient)
     assert r["macs"] == 256 * (784 * 1000 + 1000 * 10) * 2 + 256 * 1000 * 10

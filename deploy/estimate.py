@@ -688,6 +688,27 @@ def drawn_example(model, shape: tuple[int, ...], input_dtype: str, seed: int):
     return token_ids(model, shape, seed) if input_dtype == "int64" else (shape, None)
 
 
+def drawn_examples(model, shapes: list[tuple[int, ...]], input_dtypes: list[str], seed: int):
+    """:func:`drawn_example` for a model that takes one input per shape (``--input-shape``
+    given several times, with its ``--input-dtype``): the single input as
+    :func:`drawn_example` gives it, several as a tuple of tensors, input ``i`` drawn from
+    its own stream of ``seed`` (two inputs of one shape get different values); and the
+    notes to add to the report."""
+    if len(shapes) == 1:
+        example, note = drawn_example(model, shapes[0], input_dtypes[0], seed)
+        return example, [note] if note else []
+    inputs, notes = [], []
+    for i, (shape, input_dtype) in enumerate(zip(shapes, input_dtypes, strict=True)):
+        own = seeds.child(seed, "input", i)
+        example, note = drawn_example(model, shape, input_dtype, own)
+        if note is None:   # a shape: drawn as estimate would draw it
+            example = example_inputs(example, type(model).__name__, own, like=model)[0][0]
+        else:
+            notes.append(f"input {i}: {note.removeprefix('input: ')}")
+        inputs.append(example)
+    return tuple(inputs), notes
+
+
 def _size_lazy_layers(net, xs, name: str) -> list[str]:
     """Lazy layers (``nn.LazyLinear`` ...) sized by one uncounted forward on the example
     input, as torch's LazyModule convention asks before a model's memory is known; the

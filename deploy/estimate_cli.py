@@ -48,12 +48,14 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
                    help="comma-separated profile names or TOML paths, e.g. "
                         "jetson-orin,cortex-m7,a100; profiles a model cannot run on are "
                         "listed below the table with the reason")
-    p.add_argument("--input-shape", metavar="N,C,H,W",
+    p.add_argument("--input-shape", metavar="N,C,H,W", action="append",
                    help="FILE.py models: shape of one inference batch, batch first, e.g. "
-                        "1,1,28,28 (filled with standard normal values drawn with --seed)")
-    p.add_argument("--input-dtype", choices=INPUT_DTYPES, default="float32",
+                        "1,1,28,28 (filled with standard normal values drawn with --seed); "
+                        "once per input of a model that takes several, in forward's order")
+    p.add_argument("--input-dtype", choices=INPUT_DTYPES, action="append",
                    help="FILE.py models: float32 (default) or int64, token ids for a language "
-                        "model, drawn uniformly below its input embedding's vocabulary")
+                        "model, drawn uniformly below its input embedding's vocabulary; once "
+                        "for every input, or once per --input-shape")
     p.add_argument("--batch", type=parse_positive, metavar="N",
                    help="samples per inference: replaces the first dimension of "
                         "--input-shape (default: that dimension)")
@@ -235,11 +237,11 @@ def start_torch() -> None:
 
 def run_estimate(args):
     """The :class:`~deploy.estimate_result.Estimate` the command's arguments ask for."""
-    from deploy.estimate import drawn_example, estimate
+    from deploy.estimate import drawn_examples, estimate
     start_torch()
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),
-                            ("--input-dtype int64", args.input_dtype == "int64"),
+                            ("--input-dtype", args.input_dtype),
                             ("--train", args.train), ("--dtype int8", args.dtype == "int8"),
                             ("--stack", args.stack)):
             if value:
@@ -250,16 +252,22 @@ def run_estimate(args):
     if args.input_shape is None:
         raise ModelError(f"{args.model}: --input-shape is required for a torch model, e.g. "
                          "--input-shape 1,1,28,28 (batch first)")
-    shape = parse_shape(args.input_shape)
+    shapes = [parse_shape(text) for text in args.input_shape]
     if args.batch is not None:
-        shape = (args.batch,) + shape[1:]
+        shapes = [(args.batch,) + shape[1:] for shape in shapes]
+    dtypes = args.input_dtype or ["float32"]
+    if len(dtypes) == 1:
+        dtypes = dtypes * len(shapes)
+    if len(dtypes) != len(shapes):
+        raise ModelError(f"--input-dtype is given {len(dtypes)} times for {len(shapes)} "
+                         "--input-shape; give it once (every input) or once per --input-shape, "
+                         "in the same order")
     model = load_model(args.model, seed=args.seed)
-    example, note = drawn_example(model, shape, args.input_dtype, args.seed)
+    example, notes = drawn_examples(model, shapes, dtypes, args.seed)
     est = estimate(model, example, profiles=args.profiles, seed=args.seed, strict=args.strict,
                    dtype=args.dtype, loss="auto" if args.train else None, stack=args.stack,
                    **_options(args))
-    if note:
-        est.notes = (*est.notes, note)
+    est.notes = (*est.notes, *notes)
     return est
 
 

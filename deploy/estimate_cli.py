@@ -110,6 +110,24 @@ def add_estimate_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def input_shapes(shape_texts: list[str], dtypes: list[str] | None, batch: int | None = None
+                 ) -> tuple[list[tuple[int, ...]], list[str]]:
+    """The inputs ``--input-shape`` (given once per input) and ``--input-dtype`` (once for
+    all, once per shape, or not at: float32) ask for, as (shapes, dtypes) in forward's
+    order; ``batch`` replaces every shape's first dimension."""
+    shapes = [parse_shape(text) for text in shape_texts]
+    if batch is not None:
+        shapes = [(batch,) + shape[1:] for shape in shapes]
+    dtypes = list(dtypes or ["float32"])
+    if len(dtypes) == 1:
+        dtypes = dtypes * len(shapes)
+    if len(dtypes) != len(shapes):
+        raise ModelError(f"--input-dtype is given {len(dtypes)} times for {len(shapes)} "
+                         "--input-shape; give it once (every input) or once per --input-shape, "
+                         "in the same order")
+    return shapes, dtypes
+
+
 def parse_shape(text: str, option: str = "--input-shape") -> tuple[int, ...]:
     """``"1,1,28,28"`` -> ``(1, 1, 28, 28)``; every dimension an integer >= 1."""
     parts = [t.strip() for t in text.replace("x", ",").split(",")]
@@ -252,16 +270,7 @@ def run_estimate(args):
     if args.input_shape is None:
         raise ModelError(f"{args.model}: --input-shape is required for a torch model, e.g. "
                          "--input-shape 1,1,28,28 (batch first)")
-    shapes = [parse_shape(text) for text in args.input_shape]
-    if args.batch is not None:
-        shapes = [(args.batch,) + shape[1:] for shape in shapes]
-    dtypes = args.input_dtype or ["float32"]
-    if len(dtypes) == 1:
-        dtypes = dtypes * len(shapes)
-    if len(dtypes) != len(shapes):
-        raise ModelError(f"--input-dtype is given {len(dtypes)} times for {len(shapes)} "
-                         "--input-shape; give it once (every input) or once per --input-shape, "
-                         "in the same order")
+    shapes, dtypes = input_shapes(args.input_shape, args.input_dtype, args.batch)
     model = load_model(args.model, seed=args.seed)
     example, notes = drawn_examples(model, shapes, dtypes, args.seed)
     est = estimate(model, example, profiles=args.profiles, seed=args.seed, strict=args.strict,

@@ -104,14 +104,21 @@ def measure_energy(fn, meter, *, repeats: int, sync=None) -> float:
 def run_measure(model, example, profile: str, *, device: str, warmup: int, repeats: int,
                 seed: int = 0, clock=time.perf_counter, meter_for=energy_meter) -> dict:
     """Predicted (``estimate`` on ``profile``) and measured figures of one inference.
-    ``example``: the input's shape (standard normal values drawn with ``seed``), or the
-    input tensor itself (token ids); the count and the timed run see the same input."""
+    ``example``: the input's shape (standard normal values drawn with ``seed``), the input
+    tensor itself (token ids), or a tuple of tensors (a model's several inputs, in its
+    forward's order); the count and the timed run see the same inputs."""
     import torch
 
     from deploy.estimate import estimate, example_inputs
-    if not isinstance(example, torch.Tensor):
-        example = example_inputs(tuple(example), type(model).__name__, seed, like=model)[0][0]
-    est = estimate(model, example, profiles=profile, seed=seed)
+    if isinstance(example, tuple) and example and all(
+            isinstance(t, torch.Tensor) for t in example):
+        inputs = example
+    elif isinstance(example, torch.Tensor):
+        inputs = (example,)
+    else:
+        inputs = (example_inputs(tuple(example), type(model).__name__, seed, like=model)[0][0],)
+    est = estimate(model, inputs if len(inputs) > 1 else inputs[0], profiles=profile,
+                   seed=seed)
     if not est.reports:
         why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())
         raise ModelError(f"profile {profile!r}: the model cannot be priced there ({why})")
@@ -121,12 +128,13 @@ def run_measure(model, example, profile: str, *, device: str, warmup: int, repea
         net.eval()
     except NotImplementedError:   # torch.export's module: its mode was fixed at export
         pass
-    x, shape = example.to(device), tuple(example.shape)
+    xs = tuple(t.to(device) for t in inputs)
+    shape = tuple(inputs[0].shape)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
     def call():
         with torch.no_grad():
-            net(x)
+            net(*xs)
 
     timing = time_calls(call, warmup=warmup, repeats=repeats, clock=clock, sync=sync)
     meter, why = meter_for(device)

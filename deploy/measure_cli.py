@@ -17,11 +17,13 @@ def add_measure_parser(subparsers):
                         "(as for 'neuroedge estimate'); not with --calibrate")
     p.add_argument("--profile", required=True, help="profile name or TOML path to price on "
                    "(with --calibrate: the profile the written one starts from)")
-    p.add_argument("--input-shape", metavar="N,C,H,W",
-                   help="shape of one inference batch, batch first")
-    p.add_argument("--input-dtype", choices=INPUT_DTYPES, default="float32",
+    p.add_argument("--input-shape", metavar="N,C,H,W", action="append",
+                   help="shape of one inference batch, batch first; once per input of a "
+                        "model that takes several, in forward's order")
+    p.add_argument("--input-dtype", choices=INPUT_DTYPES, action="append",
                    help="float32 (default) or int64, token ids for a language model, drawn "
-                        "uniformly below its input embedding's vocabulary")
+                        "uniformly below its input embedding's vocabulary; once for every "
+                        "input, or once per --input-shape")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where to run (auto: cuda when present, else cpu)")
     p.add_argument("--warmup", type=int, default=3,
@@ -43,7 +45,7 @@ def add_measure_parser(subparsers):
 def cmd_measure(args) -> int:
     import torch
 
-    from deploy.estimate_cli import load_model, parse_shape
+    from deploy.estimate_cli import input_shapes, load_model
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -57,10 +59,10 @@ def cmd_measure(args) -> int:
     if not args.model or not args.input_shape:
         raise ModelError("measure: give FILE.py:factory and --input-shape N,C,H,W (or "
                          "--calibrate --out PATH.toml)")
-    shape = parse_shape(args.input_shape)
+    shapes, dtypes = input_shapes(args.input_shape, args.input_dtype)
     model = load_model(args.model, seed=args.seed)
-    from deploy.estimate import drawn_example
-    example = drawn_example(model, shape, args.input_dtype, args.seed)[0]
+    from deploy.estimate import drawn_examples
+    example = drawn_examples(model, shapes, dtypes, args.seed)[0]
     r = run_measure(model, example, args.profile, device=device, warmup=args.warmup,
                     repeats=args.repeats, seed=args.seed)
     print(format_measure(r))

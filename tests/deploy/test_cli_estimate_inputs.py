@@ -72,3 +72,16 @@ def test_one_dtype_applies_to_every_input(tmp_path, capsys):
                      "--input-dtype", "int64")
     assert code == 2
     assert "forward failed" in out.err and len(out.err.strip().splitlines()) == 1
+
+
+def test_measure_times_a_model_of_two_inputs(tmp_path, capsys, monkeypatch):
+    """measure takes the same inputs: both drawn, counted and timed (a second
+    --input-shape replaced the first before, and the forward failed on one input)."""
+    monkeypatch.setattr("deploy.measure.RAPL_ENERGY", tmp_path / "no_rapl")
+    path = tmp_path / "two.py"
+    path.write_text(MODEL)
+    assert main(["measure", f"{path}:make", "--input-shape", "3,6", "--input-dtype", "int64",
+                 "--input-shape", "3,12", "--input-dtype", "float32", "--profile",
+                 "x86-avx2", "--device", "cpu", "--repeats", "3", "--warmup", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "measured on cpu (batch 3" in out and "predicted" in out

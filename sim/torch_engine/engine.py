@@ -117,20 +117,7 @@ class _CountingMode(ReplayingMode, ObserverMode):
             whole = _ARRIVES_WHOLE[id(func)] = (_has_composite_kernel(func)
                                                 or _python_custom_op(func))
         out = _NOT_RUN
-        if whole is not True and whole:
-            # a torch.library.custom_op implemented in Python (a user's own op; torch's
-            # chunked linear_cross_entropy): opaque to the mode, so its kernel runs with the
-            # mode entered again and is counted by the torch ops it runs. Where those do no
-            # work the mode can price (the op computes in numpy or C), the op itself is
-            # reported uncounted below; one launching Triton kernels is never entered
-            kernel = _custom_kernel(whole, args, kwargs)
-            if kernel is not None:
-                before = self._work
-                with self:
-                    out = kernel(*args, **kwargs)
-                if self._work != before:
-                    return out
-        elif whole:
+        if whole is True:
             # a CompositeImplicitAutograd op (linear, conv2d, layer_norm, ...) reaches the
             # mode undecomposed only where autograd's dispatch keys are off (under
             # torch.inference_mode): run as ATen's composite kernel, the ops it stands for,
@@ -148,6 +135,19 @@ class _CountingMode(ReplayingMode, ObserverMode):
                        for t in (*args, *kwargs.values())):   # nested: their own kernels
                 with self:
                     return func._op_dk(_COMPOSITE, *args, **kwargs)
+        elif whole:
+            # a torch.library.custom_op implemented in Python (a user's own op; torch's
+            # chunked linear_cross_entropy): opaque to the mode, so its kernel runs with the
+            # mode entered again and is counted by the torch ops it runs. Where those do no
+            # work the mode can price (the op computes in numpy or C), the op itself is
+            # reported uncounted below; one launching Triton kernels is never entered
+            kernel = _custom_kernel(whole, args, kwargs)
+            if kernel is not None:
+                before = self._work
+                with self:
+                    out = kernel(*args, **kwargs)
+                if self._work != before:
+                    return out
         if out is _NOT_RUN:
             out = func(*args, **kwargs)
         replay = self._replay
@@ -212,9 +212,11 @@ class _CountingMode(ReplayingMode, ObserverMode):
 
 _COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
 _NOT_RUN = object()   # __torch_dispatch__: the op has not run yet
-_ARRIVES_WHOLE: dict[int, bool] = {}
-"""id(op) -> whether ATen has a CompositeImplicitAutograd kernel for the op (it then reaches a
-dispatch mode only undecomposed, under inference mode: :meth:`_CountingMode.__torch_dispatch__`)."""
+_ARRIVES_WHOLE: dict[int, Any] = {}
+"""id(op) -> True where ATen has a CompositeImplicitAutograd kernel for the op (it then reaches
+a dispatch mode only undecomposed, under inference mode), the op's ``CustomOpDef`` where it
+is a Python ``torch.library.custom_op`` (:func:`_python_custom_op`), else False; see
+:meth:`_CountingMode.__torch_dispatch__`."""
 
 
 def _python_custom_op(func):

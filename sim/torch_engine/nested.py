@@ -13,8 +13,8 @@ tensors is priced on dense tensors that do the same work:
 - **per component** otherwise (attention over each sequence, batched products): the call
   priced once per distinct set of component shapes, each component as a batch of one
   (``(1, *component)``: the call keeps its dimensions, so its dim arguments still apply), a
-  dense argument whose leading dimension is B sliced to the component's row, and the
-  price times the components of that shape.
+  dense argument of as many dimensions whose leading one is B (one row per component)
+  sliced to the component's row, and the price times the components of that shape.
 
 Conversions between nested and dense tensors move the components' elements once (to a
 padded tensor: the padding written too). A call neither way can price (components that
@@ -39,6 +39,7 @@ _ROWWISE = {aten.linear, aten.linear_backward, aten.native_layer_norm,
 _CONVERSIONS = {aten.to_padded_tensor, aten._nested_tensor_from_mask, aten._nested_from_padded,
                 aten._nested_from_padded_tensor, aten._nested_tensor_from_tensor_list}
 """Nested to dense and back: memory only."""
+
 
 def is_nested_call(tensors) -> bool:
     """Some of ``tensors`` is a nested tensor."""

@@ -284,6 +284,12 @@ def example_inputs(example_input, name: str, seed: int, like=None):
     if example_input is None:
         raise ModelError(f"estimate: {name} needs example_input, one input batch such as "
                          "torch.zeros(1, 1, 28, 28) or its shape (1, 1, 28, 28)")
+    names: tuple[str, ...] = ()     # a dict's keys
+    items: tuple = ()
+
+    def where(i: int) -> str:   # an input's name in a message
+        return "example_input" + (f"[{names[i]!r}]" if names else
+                                  f"[{i}]" if len(items) > 1 else "")
     if _is_shape(example_input):
         dtype = _floating_dtype(like)
         # drawn in float32, then converted: the larger of the two is held
@@ -291,7 +297,6 @@ def example_inputs(example_input, name: str, seed: int, like=None):
         gen = torch.Generator().manual_seed(seeds.child(seed, "example_input"))
         xs = ExampleInputs((torch.randn(shape, generator=gen).to(dtype),))
     else:
-        names: tuple[str, ...] = ()
         if isinstance(example_input, Mapping):
             # keyword inputs, model(**inputs): the transformers convention (a tokenizer's
             # BatchEncoding: input_ids=, attention_mask=)
@@ -311,8 +316,7 @@ def example_inputs(example_input, name: str, seed: int, like=None):
             if isinstance(x, np.ndarray):
                 x = torch.from_numpy(x)
             if not isinstance(x, torch.Tensor):
-                where = (f"[{names[i]!r}]" if names else f"[{i}]" if len(items) > 1 else "")
-                raise ModelError(f"estimate: example_input{where} is a {type(x).__name__}; "
+                raise ModelError(f"estimate: {where(i)} is a {type(x).__name__}; "
                                  "give tensors or arrays, or a shape of ints such as "
                                  "(1, 1, 28, 28)")
             xs.append(x.detach().to("cpu"))
@@ -325,10 +329,7 @@ def example_inputs(example_input, name: str, seed: int, like=None):
             bad = sum(int((~torch.isfinite(u)).sum()) for u in (x.unbind() if x.is_nested
                                                                  else (x,)))
             if bad:
-                where = f"example_input[{i}]" if len(xs) > 1 else "example_input"
-                if xs.names:
-                    where = f"example_input[{xs.names[i]!r}]"
-                raise ModelError(f"estimate: {where} of {describe(x)} has {bad} NaN or "
+                raise ModelError(f"estimate: {where(i)} of {describe(x)} has {bad} NaN or "
                                  "infinite value(s); give finite numbers")
     batch = int(xs[0].size(0)) if xs[0].dim() else 1
     return xs, batch
@@ -367,7 +368,8 @@ def _is_shape(x) -> bool:
 
 
 def _shape_text(xs) -> str:
-    return ", ".join(str(tuple(x.shape)) for x in xs)
+    from sim.torch_engine.nested import describe
+    return ", ".join(describe(x).removeprefix("shape ") for x in xs)
 
 
 # -- the torch path ---------------------------------------------------------------------------

@@ -180,3 +180,12 @@ def test_estimate_refuses_a_nested_input_holding_nan():
     parts = [torch.randn(3, 8), torch.full((5, 8), float("nan"))]
     with pytest.raises(ModelError, match=r"nested components \(3, 8\), \(5, 8\) has 40 NaN"):
         estimate(nn.Linear(8, 4), torch.nested.nested_tensor(parts), profiles=["a100"])
+
+
+def test_a_forward_that_fails_on_a_nested_input_is_one_line():
+    parts = [torch.randn(3, 8), torch.randn(5, 8)]
+    # a Linear of 6 inputs on rows of 8: the forward fails; the message names the input
+    # by its components (reading a strided nested tensor's shape raised instead)
+    with pytest.raises(ModelError, match=r"forward failed on example_input of shape nested "
+                                         r"components \(3, 8\), \(5, 8\)"):
+        estimate(nn.Linear(6, 4), torch.nested.nested_tensor(parts), profiles=["a100"])

@@ -120,7 +120,8 @@ def export_int8(model, input_shape, calibration, out, *, profile="cortex-m4",
         "input_shape": list(shape), "profile": prof.label, "conventions": CONVENTIONS,
         "input": {"scale": tin.scale, "zero_point": tin.zero_point},
         "output": {"scale": tout.scale, "zero_point": tout.zero_point, "size": tout.size},
-        "layers": [f"{type(n).__name__} {n.name}" for n in graph.nodes],
+        "layers": [f"{type(n).__name__} {n.name}" for n in graph.nodes
+                   if not (isinstance(n, q8.Reshape) and n.view)],
         "sizes": sizes.to_dict(), "accuracy": accuracy, "predicted_per_inference": cost,
         "golden": {"samples": GOLDEN_SAMPLES, "random": GOLDEN_RANDOM, "seed": seed},
     }

@@ -10,8 +10,12 @@ and converted layer by layer with TFLite's conventions (:mod:`sim.bitwise.int8`)
   that op's clamp, and the op's output takes the ReLU's range (as the TFLite converter
   does); any other ReLU is a clamp at the input's scale;
 - pooling and flatten keep their input's scale and zero point (TFLite requires it);
-- a ``BatchNorm2d`` right after a conv used by nothing else is folded into the conv's
+- a ``BatchNorm1d/2d`` right after a conv or linear used by nothing else is folded into its
   weights and bias (its running statistics: the model in eval mode), before quantisation;
+- a ``Conv1d`` or 1-D pool runs as the 2-D kernel of height 1 on the (C, 1, L) view of its
+  (C, L) input (a reshape, free: the same bytes), as TFLite converts Conv1D; a global
+  average pool written ``x.mean((2, 3))`` or ``F.adaptive_avg_pool2d(x, 1)`` is the
+  ``AdaptiveAvgPool2d(1)`` it computes;
 - ``Dropout`` and ``Identity`` are nothing at inference.
 
 Anything else is refused in one line naming the layer and listing :data:`SUPPORTED`.
@@ -27,9 +31,11 @@ import numpy as np
 from deploy.errors import ExportError
 from sim.bitwise import int8 as q8
 
-SUPPORTED = ("Conv2d (any groups: plain, depthwise, grouped; zero padding)",
-             "BatchNorm2d right after a Conv2d (folded into it)", "Linear",
-             "ReLU", "ReLU6", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d(1)", "Flatten",
+SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero padding)",
+             "BatchNorm1d/2d right after a Conv1d, Conv2d or Linear (folded into it)",
+             "Linear", "ReLU", "ReLU6", "MaxPool1d/2d", "AvgPool1d/2d",
+             "AdaptiveAvgPool1d/2d(1) and x.mean over the spatial axes (global average)",
+             "the functional forms of these pools", "Flatten",
              "flatten/view/reshape to [N, -1]", "residual add (a + b, torch.add)",
              "Dropout and Identity (no-ops at inference)")
 CALIBRATION_SETS = ("digits", "fashion-mnist")
@@ -53,64 +59,149 @@ def _pair(v) -> tuple[int, int]:
     return (int(v), int(v)) if isinstance(v, int) else (int(v[0]), int(v[1]))
 
 
+def _hw(v, one_d: bool, height: int) -> tuple[int, int]:
+    """A pooling setting as (height, width); a 1-D layer's is ``height`` (1 for a kernel or
+    stride, 0 for padding) along the height of its (C, 1, L) view."""
+    if not one_d:
+        return _pair(v)
+    return (height, int(v if isinstance(v, int) else v[0]))
+
+
+def _ones(v) -> set[int]:
+    return {int(v)} if isinstance(v, int) else {int(x) for x in v}
+
+
 # -- reading the traced graph -------------------------------------------------------------
-def _classify(gm, node) -> tuple[str, object]:
-    """(kind, module or None) of one fx node, or an ExportError for what is not supported."""
-    import torch
+ONE_D = ("conv1d", "maxpool1d", "avgpool1d", "globalavg1d")
+"""Kinds that run on a (C, L) value as the 2-D kernels of height 1 on its (C, 1, L) view
+(a free reshape before and after: TFLite converts Conv1D the same way)."""
+SOFTMAX_WHY = ("export the logits: a softmax keeps their argmax, the class; TFLM's int8 "
+               "softmax is not among the kernels")
+
+
+def _conv_padding(node, mod) -> tuple[int, ...]:
+    """A Conv1d/Conv2d's zero padding as numbers per spatial axis; ``'same'`` (stride 1 in
+    torch) as the half of ``dilation x (kernel - 1)`` on each side where that is even."""
+    what = type(mod).__name__
+    if mod.padding_mode != "zeros":
+        raise _unsupported(node, what, f"padding_mode={mod.padding_mode!r}")
+    if mod.padding == "valid":
+        return (0,) * len(mod.kernel_size)
+    if mod.padding == "same":
+        total = [d * (k - 1) for k, d in zip(mod.kernel_size, mod.dilation, strict=True)]
+        if any(t % 2 for t in total):
+            raise _unsupported(node, what, "padding='same' with an even kernel pads one side "
+                                           "more than the other; the kernels pad both sides "
+                                           "alike: give the padding as numbers")
+        return tuple(t // 2 for t in total)
+    return tuple(int(p) for p in mod.padding)
+
+
+def _classify_module(node, mod) -> tuple[str, object]:
+    """(kind, module) of a module (or of a functional call as its module), or an
+    ExportError for what is not supported."""
+    from torch import nn
+    what = type(mod).__name__
+    if isinstance(mod, (nn.Conv1d, nn.Conv2d)):
+        _conv_padding(node, mod)
+        return ("conv1d" if isinstance(mod, nn.Conv1d) else "conv"), mod
+    if isinstance(mod, nn.Linear):
+        return "linear", mod
+    if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        if not mod.track_running_stats or mod.running_mean is None:
+            raise _unsupported(node, what, "track_running_stats=False: no statistics "
+                                           "to fold")
+        return "bn", mod
+    if isinstance(mod, nn.ReLU6):
+        return "relu6", mod
+    if isinstance(mod, nn.ReLU):
+        return "relu", mod
+    one_d = "1d" if isinstance(mod, (nn.MaxPool1d, nn.AvgPool1d, nn.AdaptiveAvgPool1d)) else ""
+    if isinstance(mod, (nn.MaxPool1d, nn.MaxPool2d)):
+        if _ones(mod.dilation) != {1} or mod.ceil_mode or mod.return_indices:
+            raise _unsupported(node, what, "dilation, ceil_mode and return_indices "
+                                           "must be left at their defaults")
+        return "maxpool" + one_d, mod
+    if isinstance(mod, (nn.AvgPool1d, nn.AvgPool2d)):
+        if mod.ceil_mode or getattr(mod, "divisor_override", None) is not None:
+            raise _unsupported(node, what, "ceil_mode and divisor_override must be left "
+                                           "at their defaults")
+        if _ones(mod.padding) != {0} and mod.count_include_pad:
+            raise _unsupported(node, what, "padding counted in the mean: set "
+                                           "count_include_pad=False, as TFLM counts")
+        return "avgpool" + one_d, mod
+    if isinstance(mod, (nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d)):
+        size = mod.output_size
+        if size not in (1, (1,), (1, 1), [1], [1, 1]):
+            raise _unsupported(node, what, f"output_size={size!r}; only 1 (global)")
+        return "globalavg" + one_d, mod
+    if isinstance(mod, nn.Flatten):
+        return "flatten", mod
+    if isinstance(mod, (nn.Dropout, nn.Identity)):
+        return "identity", mod
+    if isinstance(mod, (nn.Softmax, nn.LogSoftmax)):
+        raise _unsupported(node, what, SOFTMAX_WHY)
+    if type(mod).__module__.startswith(("torch.ao.nn.quantized", "torch.ao.quantization",
+                                        "torch.ao.nn.intrinsic.quantized")):
+        raise _unsupported(node, what, "a torch.ao quantized model: give the float model; "
+                                       "the export quantizes it itself, TFLite's way, "
+                                       "from --calibration")
+    raise _unsupported(node, what)
+
+
+def _functional_pools() -> dict:
+    """torch.nn.functional pooling function -> the module that does the same."""
     import torch.nn.functional as F
     from torch import nn
+    return {F.max_pool1d: nn.MaxPool1d, F.max_pool2d: nn.MaxPool2d,
+            F.avg_pool1d: nn.AvgPool1d, F.avg_pool2d: nn.AvgPool2d,
+            F.adaptive_avg_pool1d: nn.AdaptiveAvgPool1d,
+            F.adaptive_avg_pool2d: nn.AdaptiveAvgPool2d}
+
+
+def _call_arguments(gm, node) -> dict:
+    """A function call's arguments by name (torch.fx's normalisation), every one a constant;
+    else an ExportError."""
+    import torch.fx
+    what = f"function {getattr(node.target, '__name__', node.target)}"
+    try:
+        args = node.normalized_arguments(gm, normalize_to_only_use_kwargs=True)
+    except Exception:   # an ambiguous or unknown signature
+        args = None
+    if args is None:
+        raise _unsupported(node, what, "its arguments could not be read")
+    kwargs = dict(args.kwargs)
+    kwargs.pop("input", None)
+    if any(isinstance(v, torch.fx.Node) for v in kwargs.values()):
+        raise _unsupported(node, what, "its settings must be constants, not tensors")
+    return kwargs
+
+
+def _mean_dims(node) -> tuple:
+    """``(dims, keepdim)`` of ``x.mean(dims)`` / ``torch.mean(x, dims)``."""
+    import torch.fx
+    args, kwargs = list(node.args[1:]), dict(node.kwargs)
+    dims = kwargs.pop("dim", args.pop(0) if args else None)
+    keepdim = kwargs.pop("keepdim", args.pop(0) if args else False)
+    if dims is None or kwargs.get("dtype") is not None or args \
+            or isinstance(dims, torch.fx.Node) or isinstance(keepdim, torch.fx.Node):
+        raise _unsupported(node, "mean", "only the mean over the spatial axes, a global "
+                                         "average pool: x.mean((2, 3)) or x.mean(-1)")
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return dims, bool(keepdim)
+
+
+def _classify(gm, node) -> tuple[str, object]:
+    """(kind, module or settings) of one fx node, or an ExportError for what is not
+    supported. A functional pooling call is classified as its module."""
+    import torch
+    import torch.nn.functional as F
     if node.op == "placeholder":
         return "input", None
     if node.op == "output":
         return "output", None
     if node.op == "call_module":
-        mod = gm.get_submodule(node.target)
-        what = type(mod).__name__
-        if isinstance(mod, nn.Conv2d):
-            if mod.padding_mode != "zeros":
-                raise _unsupported(node, what, f"padding_mode={mod.padding_mode!r}")
-            if isinstance(mod.padding, str) and mod.padding != "valid":
-                raise _unsupported(node, what, "padding='same': give the padding as numbers")
-            return "conv", mod
-        if isinstance(mod, nn.Linear):
-            return "linear", mod
-        if isinstance(mod, nn.BatchNorm2d):
-            if not mod.track_running_stats or mod.running_mean is None:
-                raise _unsupported(node, what, "track_running_stats=False: no statistics "
-                                               "to fold")
-            return "bn", mod
-        if isinstance(mod, nn.ReLU6):
-            return "relu6", mod
-        if isinstance(mod, nn.ReLU):
-            return "relu", mod
-        if isinstance(mod, nn.MaxPool2d):
-            if _pair(mod.dilation) != (1, 1) or mod.ceil_mode or mod.return_indices:
-                raise _unsupported(node, what, "dilation, ceil_mode and return_indices "
-                                               "must be left at their defaults")
-            return "maxpool", mod
-        if isinstance(mod, nn.AvgPool2d):
-            if mod.ceil_mode or mod.divisor_override is not None:
-                raise _unsupported(node, what, "ceil_mode and divisor_override must be left "
-                                               "at their defaults")
-            if _pair(mod.padding) != (0, 0) and mod.count_include_pad:
-                raise _unsupported(node, what, "padding counted in the mean: set "
-                                               "count_include_pad=False, as TFLM counts")
-            return "avgpool", mod
-        if isinstance(mod, nn.AdaptiveAvgPool2d):
-            size = mod.output_size
-            if size not in (1, (1, 1), [1, 1]):
-                raise _unsupported(node, what, f"output_size={size!r}; only 1 (global)")
-            return "globalavg", mod
-        if isinstance(mod, nn.Flatten):
-            return "flatten", mod
-        if isinstance(mod, (nn.Dropout, nn.Identity)):
-            return "identity", mod
-        if type(mod).__module__.startswith(("torch.ao.nn.quantized", "torch.ao.quantization",
-                                            "torch.ao.nn.intrinsic.quantized")):
-            raise _unsupported(node, what, "a torch.ao quantized model: give the float model; "
-                                           "the export quantizes it itself, TFLite's way, "
-                                           "from --calibration")
-        raise _unsupported(node, what)
+        return _classify_module(node, gm.get_submodule(node.target))
     if node.op == "call_function":
         fn = node.target
         if fn in (operator.add, torch.add):
@@ -123,6 +214,17 @@ def _classify(gm, node) -> tuple[str, object]:
             return "relu6", None
         if fn in (F.dropout,):
             return "identity", None
+        pool = _functional_pools().get(fn)
+        if pool is not None:
+            try:
+                mod = pool(**_call_arguments(gm, node))
+            except TypeError as exc:   # a setting the module does not take
+                raise _unsupported(node, f"function {fn.__name__}", str(exc)) from None
+            return _classify_module(node, mod)
+        if fn is torch.mean:
+            return "mean", _mean_dims(node)
+        if fn in (F.softmax, F.log_softmax, torch.softmax, torch.log_softmax):
+            raise _unsupported(node, f"function {fn.__name__}", SOFTMAX_WHY)
         raise _unsupported(node, f"function {getattr(fn, '__name__', fn)}")
     if node.op == "call_method":
         if node.target in ("flatten", "view", "reshape"):
@@ -133,6 +235,10 @@ def _classify(gm, node) -> tuple[str, object]:
             return "relu", None
         if node.target == "add":
             return "add", None
+        if node.target == "mean":
+            return "mean", _mean_dims(node)
+        if node.target in ("softmax", "log_softmax"):
+            raise _unsupported(node, f"tensor method .{node.target}()", SOFTMAX_WHY)
         raise _unsupported(node, f"tensor method .{node.target}()")
     raise _unsupported(node, f"fx op {node.op} {node.target}")
 
@@ -263,7 +369,8 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
         return None
 
     def folded_bn(node):
-        """The BatchNorm2d node folded into conv ``node``: its one user, when a BN."""
+        """The BatchNorm node folded into the conv or linear ``node``: its one user, when a
+        BatchNorm."""
         us = users[node.name]
         return us[0] if len(us) == 1 and kinds[us[0].name] == "bn" else None
 
@@ -274,7 +381,33 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
                                "an input is a constant, not a traced tensor")
         return tid[a.name]
 
+    def as_2d(node, src: int) -> int:
+        """A (C, L) value as its (C, 1, L) view for a 2-D kernel (a free reshape, once)."""
+        t = tensors[src]
+        if len(t.shape) != 2:
+            raise _unsupported(node, kinds[node.name], f"its input has shape {t.shape} per "
+                               "sample; a 1-D layer takes [N, C, L]")
+        if src not in views:
+            views[src] = new_tensor(f"{t.name}.2d", (t.shape[0], 1, t.shape[1]), t.scale,
+                                    t.zero_point)
+            nodes.append(q8.Reshape(f"{_label(node)}.view", (src,), views[src], view=True))
+        return views[src]
+
+    def as_torch(node, t: int, value: str) -> int:
+        """A 2-D kernel's output ``t`` under the shape torch gives ``value`` (the same bytes:
+        a free reshape where they differ)."""
+        want = shapes[value]
+        if tensors[t].shape == want:
+            return t
+        if math.prod(want) != tensors[t].size:   # a layer the export reads otherwise than torch
+            raise _unsupported(node, kinds[node.name], f"torch gives {want} per sample, the "
+                               f"int8 kernel {tensors[t].shape}")
+        out = new_tensor(value, want, tensors[t].scale, tensors[t].zero_point)
+        nodes.append(q8.Reshape(f"{_label(node)}.view", (t,), out, view=True))
+        return out
+
     output = input_id = None
+    views: dict[int, int] = {}   # (C, L) tensor -> its (C, 1, L) view
     for node, kind, mod in ops:
         if kind == "input":
             if node.name not in ranges:
@@ -293,92 +426,134 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             continue
         src = arg_tensor(node, node.args[0])
         tin = tensors[src]
+        one_d = kind in ONE_D
+        if one_d:
+            src = as_2d(node, src)
         if kind == "identity":
             tid[node.name] = src
             continue
         if kind == "bn":
-            raise _unsupported(node, "BatchNorm2d", "it is folded into a Conv2d only when it "
-                               "directly follows one that nothing else uses")
-        if kind in ("conv", "linear", "add"):
-            bn = folded_bn(node) if kind == "conv" else None
+            raise _unsupported(node, type(mod).__name__, "it is folded into a Conv1d, Conv2d "
+                               "or Linear only when it directly follows one that nothing "
+                               "else uses")
+        if kind in ("conv", "conv1d", "linear", "add"):
+            bn = folded_bn(node) if kind != "add" else None
             tail = bn if bn is not None else node
             relu = fusible(tail)
-            t = from_range(node.name, relu or tail.name)
+            value = relu or tail.name
+            scale, zp = q8.activation_params(*ranges[value])
+            shape = shapes[value]
+            t = new_tensor(node.name, (shape[0], 1, *shape[1:]) if one_d else shape, scale, zp)
             lo, hi = _act_range(kinds[relu] if relu else None, tensors[t])
-            for extra in (relu, bn.name if bn is not None else None):
-                if extra:
-                    fused.add(extra)
-                    tid[extra] = t
-            tid[node.name] = t
-            if kind == "conv":
-                bn_mod = gm.get_submodule(bn.target) if bn is not None else None
-                nodes.append(_conv(node, mod, src, t, tin, tensors[t], lo, hi, bn_mod))
+            bn_mod = gm.get_submodule(bn.target) if bn is not None else None
+            if kind in ("conv", "conv1d"):
+                nodes.append(_conv(node, mod, src, t, tensors[src], tensors[t], lo, hi, bn_mod))
             elif kind == "linear":
                 if len(tin.shape) != 1:
                     raise _unsupported(node, "Linear", f"its input has shape {tin.shape} per "
                                        "sample; flatten to [N, features] first")
-                nodes.append(_linear(node, mod, src, t, tin, tensors[t], lo, hi))
+                nodes.append(_linear(node, mod, src, t, tin, tensors[t], lo, hi, bn_mod))
             else:
                 other = arg_tensor(node, node.args[1] if len(node.args) > 1 else None)
                 if node.kwargs.get("alpha", 1) != 1 or tensors[other].shape != tin.shape:
                     raise _unsupported(node, "add", "both operands must be traced tensors "
                                        "of one shape, without alpha")
                 nodes.append(_add(node, src, other, t, tin, tensors[other], tensors[t], lo, hi))
+            t = as_torch(node, t, value)
+            for extra in (relu, bn.name if bn is not None else None):
+                if extra:
+                    fused.add(extra)
+                    tid[extra] = t
+            tid[node.name] = t
             continue
         # the rest keep the input's scale and zero point
-        t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
-        tid[node.name] = t
+        tin = tensors[src]
         if kind in ("relu", "relu6"):
+            t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
             lo, hi = _act_range(kind, tin)
             nodes.append(q8.Clamp(_label(node), (src,), t, lo, hi))
         elif kind == "flatten":
+            t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
             if len(tensors[t].shape) != 1 or tensors[t].size != tin.size:
                 raise _unsupported(node, f"{node.op} {node.target}",
                                    f"it reshapes {tin.shape} to {tensors[t].shape}; only a "
                                    "flatten to [N, features] is supported")
             nodes.append(q8.Reshape(_label(node), (src,), t))
-        elif kind in ("maxpool", "avgpool"):
-            cls = q8.MaxPool2d if kind == "maxpool" else q8.AvgPool2d
-            stride = mod.stride if mod.stride is not None else mod.kernel_size
-            nodes.append(cls(_label(node), (src,), t, _pair(mod.kernel_size), _pair(stride),
-                             _pair(mod.padding)))
-        elif kind == "globalavg":
-            hw = tin.shape[1:]
-            nodes.append(q8.AvgPool2d(_label(node), (src,), t, hw, hw, (0, 0)))
-        else:   # pragma: no cover - _classify knows no other kind
-            raise _unsupported(node, kind)
-        if kind in ("maxpool", "avgpool", "globalavg") and len(tin.shape) != 3:
-            raise _unsupported(node, kind, f"its input has shape {tin.shape} per sample")
+        else:   # pooling: on (C, H, W), or a 1-D layer's (C, 1, L) view
+            if kind == "mean":
+                dims, _ = mod
+                rank = len(tin.shape) + 1
+                if rank not in (3, 4) or sorted(d % rank for d in dims) != list(range(2, rank)):
+                    raise _unsupported(node, "mean", f"over axes {dims} of a [N, "
+                                       f"{', '.join(map(str, tin.shape))}] value; only the "
+                                       "mean over the spatial axes, a global average pool: "
+                                       "x.mean((2, 3)) or x.mean(-1)")
+                if rank == 3:
+                    src = as_2d(node, src)
+                    tin = tensors[src]
+                kind = "globalavg"
+            if len(tin.shape) != 3:
+                raise _unsupported(node, kind, f"its input has shape {tin.shape} per sample")
+            if kind.startswith("globalavg"):
+                hw = tin.shape[1:]
+                t = new_tensor(node.name, (tin.shape[0], 1, 1), tin.scale, tin.zero_point)
+                nodes.append(q8.AvgPool2d(_label(node), (src,), t, hw, hw, (0, 0)))
+            else:
+                cls = q8.MaxPool2d if kind.startswith("maxpool") else q8.AvgPool2d
+                kernel = _hw(mod.kernel_size, one_d, 1)
+                stride = _hw(mod.stride if mod.stride is not None else mod.kernel_size,
+                             one_d, 1)
+                padding = _hw(mod.padding, one_d, 0)
+                out_hw = q8.conv_output_hw(tin.shape[1:], kernel, stride, padding, (1, 1))
+                t = new_tensor(node.name, (tin.shape[0], *out_hw), tin.scale, tin.zero_point)
+                nodes.append(cls(_label(node), (src,), t, kernel, stride, padding))
+            t = as_torch(node, t, node.name)
+        tid[node.name] = t
     if output is None or not nodes:
         raise ExportError("c-int8 export: the model computes nothing the export can write")
     return q8.Int8Graph(tensors, nodes, input_id, output)
 
 
+def _fold_bn(w: np.ndarray, b, bn) -> tuple[np.ndarray, np.ndarray]:
+    """``w``, ``b`` of a conv or linear with the BatchNorm after it folded in: y = gamma
+    (x - mean) / sqrt(var + eps) + beta, from its running statistics."""
+    mean = bn.running_mean.detach().double().cpu().numpy()
+    var = bn.running_var.detach().double().cpu().numpy()
+    gamma = (bn.weight.detach().double().cpu().numpy() if bn.weight is not None
+             else np.ones_like(mean))
+    beta = (bn.bias.detach().double().cpu().numpy() if bn.bias is not None
+            else np.zeros_like(mean))
+    k = gamma / np.sqrt(var + bn.eps)
+    return w * k.reshape(-1, *[1] * (w.ndim - 1)), ((b if b is not None else 0.0) - mean) * k + beta
+
+
 def _conv(node, mod, src, dst, tin, tout, lo, hi, bn=None) -> q8.Conv2d:
+    """A Conv2d, or a Conv1d as the Conv2d of height 1 on (C, 1, L)."""
     w = mod.weight.detach().double().cpu().numpy()
     b = None if mod.bias is None else mod.bias.detach().double().cpu().numpy()
-    if bn is not None:   # fold: y = gamma (conv - mean) / sqrt(var + eps) + beta
-        mean = bn.running_mean.detach().double().cpu().numpy()
-        var = bn.running_var.detach().double().cpu().numpy()
-        gamma = (bn.weight.detach().double().cpu().numpy() if bn.weight is not None
-                 else np.ones_like(mean))
-        beta = (bn.bias.detach().double().cpu().numpy() if bn.bias is not None
-                else np.zeros_like(mean))
-        k = gamma / np.sqrt(var + bn.eps)
-        w = w * k[:, None, None, None]
-        b = ((b if b is not None else 0.0) - mean) * k + beta
+    if bn is not None:
+        w, b = _fold_bn(w, b, bn)
+    one_d = w.ndim == 3
+    if one_d:
+        w = w[:, :, None, :]
     qw, ws = _weight_params(w)
     qb, mult, shift = _bias_and_multipliers(node, b, ws, tin.scale, tout.scale, qw,
                                             tin.zero_point)
-    padding = (0, 0) if isinstance(mod.padding, str) else _pair(mod.padding)
-    return q8.Conv2d(_label(node), (src,), dst, qw, qb, mult, shift, _pair(mod.stride), padding,
-                     _pair(mod.dilation), int(mod.groups), lo, hi)
+    padding = _conv_padding(node, mod)
+    if one_d:
+        stride, padding, dilation = (1, mod.stride[0]), (0, padding[0]), (1, mod.dilation[0])
+    else:
+        stride, dilation = _pair(mod.stride), _pair(mod.dilation)
+    return q8.Conv2d(_label(node), (src,), dst, qw, qb, mult, shift, stride, _pair(padding),
+                     dilation, int(mod.groups), lo, hi)
 
 
-def _linear(node, mod, src, dst, tin, tout, lo, hi) -> q8.Linear:
+def _linear(node, mod, src, dst, tin, tout, lo, hi, bn=None) -> q8.Linear:
     w = mod.weight.detach().double().cpu().numpy()
-    qw, ws = _weight_params(w)
     b = None if mod.bias is None else mod.bias.detach().double().cpu().numpy()
+    if bn is not None:
+        w, b = _fold_bn(w, b, bn)
+    qw, ws = _weight_params(w)
     qb, mult, shift = _bias_and_multipliers(node, b, ws, tin.scale, tout.scale, qw,
                                             tin.zero_point)
     return q8.Linear(_label(node), (src,), dst, qw, qb, mult, shift, lo, hi)
@@ -431,7 +606,9 @@ def load_calibration(spec: str, input_shape: tuple[int, ...], limit: int = 1000)
         raise ExportError(f"--calibration {spec!r}: holds {x.dtype} {x.shape}; expected real "
                           f"numbers [N >= 1, {', '.join(map(str, per_sample))}] (the "
                           "--input-shape without its batch)")
-    x = np.asarray(x[:limit], dtype=np.float32)
+    # a copy: the memory map is read-only (torch warned on every export from an .npy of
+    # float32) and the file may change after the export read it
+    x = np.array(x[:limit], dtype=np.float32)
     if not np.isfinite(x).all():
         raise ExportError(f"--calibration {spec!r}: holds NaN or infinite values")
     return x, None, None

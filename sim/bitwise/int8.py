@@ -244,11 +244,14 @@ class Clamp:
 
 @dataclass(frozen=True)
 class Reshape:
-    """Flatten / reshape: the same bytes under another shape (the output aliases the input)."""
+    """Flatten / reshape: the same bytes under another shape (the output aliases the input).
+    ``view``: added by the export, not a layer of the model (a 1-D layer's (C, 1, L) view for
+    its 2-D kernel, and back)."""
 
     name: str
     inputs: tuple[int]
     output: int
+    view: bool = False
 
 
 NODE_TYPES = (Conv2d, Linear, MaxPool2d, AvgPool2d, Add, Clamp, Reshape)

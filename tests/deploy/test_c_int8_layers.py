@@ -1,0 +1,257 @@
+"""`export --target c-int8` of the layer forms microcontroller models are written in beyond
+the first set (tests/deploy/test_c_int8.py): 1-D convolutions and pools (keyword spotting,
+sensor time series) run as the 2-D kernels of height 1, a BatchNorm after a Linear or a
+Conv1d folded into it (MLPerf Tiny's anomaly-detection autoencoder), functional pools,
+``x.mean`` global averages and ``padding='same'``. Each model is quantised, checked against
+its fp32 output and compiled on the host, where the C must agree with the reference bit for
+bit; what the kernels cannot do is refused in one line."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from deploy.c_int8 import FLASH_MARGIN, check_project, measure_size, tools_missing
+from deploy.c_int8.export import export_int8
+from deploy.c_int8.quantize import load_calibration
+from deploy.errors import ExportError
+from sim.bitwise import int8 as q8
+
+
+def _random_statistics(bn: nn.modules.batchnorm._BatchNorm) -> None:
+    """Running statistics away from (0, 1), so that a fold that skipped them shows."""
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.3, 3.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.3, 0.3)
+
+
+class KWS1d(nn.Module):
+    """1-D: Conv1d + BatchNorm1d + ReLU, depthwise Conv1d (padding='same') + ReLU6, residual
+    add, MaxPool1d, F.avg_pool1d with padding not counted, x.mean(-1), Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 8, 5, stride=2, padding=2, bias=False)
+        self.bn1 = nn.BatchNorm1d(8)
+        self.dw = nn.Conv1d(8, 8, 3, padding="same", groups=8)
+        self.pool = nn.MaxPool1d(2)
+        self.fc = nn.Linear(8, 6)
+        _random_statistics(self.bn1)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.c1(x)))
+        y = y + F.relu6(self.dw(y))
+        y = F.avg_pool1d(self.pool(y), 3, stride=2, padding=1, count_include_pad=False)
+        return self.fc(y.mean(-1))
+
+
+class Res8(nn.Module):
+    """MLPerf Tiny's ResNet-8 form: convs without bias + BatchNorm2d, a strided 1x1 shortcut,
+    residual add + ReLU, F.adaptive_avg_pool2d(y, (1, 1)), torch.flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c0, self.b0 = nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.c1, self.b1 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False), \
+            nn.BatchNorm2d(16)
+        self.c2, self.b2 = nn.Conv2d(16, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16)
+        self.shortcut = nn.Conv2d(8, 16, 1, stride=2)
+        self.fc = nn.Linear(16, 10)
+        for bn in (self.b0, self.b1, self.b2):
+            _random_statistics(bn)
+
+    def forward(self, x):
+        x = F.relu(self.b0(self.c0(x)))
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        y = F.relu(y + self.shortcut(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(y, (1, 1)), 1))
+
+
+class AutoEncoder(nn.Module):
+    """MLPerf Tiny's anomaly-detection form: Linear + BatchNorm1d + ReLU blocks, a Linear
+    out."""
+
+    def __init__(self):
+        super().__init__()
+        blocks, d = [], 32
+        for h in (16, 8, 16):
+            blocks += [nn.Linear(d, h), nn.BatchNorm1d(h), nn.ReLU()]
+            d = h
+        self.net = nn.Sequential(*blocks, nn.Linear(d, 32))
+        for m in self.net:
+            if isinstance(m, nn.BatchNorm1d):
+                _random_statistics(m)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class SameGap(nn.Module):
+    """Conv2d padding='same' with dilation 2, F.max_pool2d, torch.mean over (2, 3) with
+    keepdim, view(N, -1), Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 8, 3, padding="same", dilation=2)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = F.max_pool2d(torch.relu(self.c(x)), 2)
+        y = torch.mean(y, dim=[-1, -2], keepdim=True)
+        return self.fc(y.view(y.size(0), -1))
+
+
+NETS = {"kws1d": (KWS1d, (1, 4, 32)), "res8": (Res8, (1, 3, 12, 12)),
+        "autoencoder": (AutoEncoder, (1, 32)), "samegap": (SameGap, (1, 2, 10, 10))}
+
+
+def _data(shape, n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.5, 0.5, (n, *shape[1:])).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Each net (seeded weights, random BatchNorm statistics) exported once, calibrated on
+    200 random inputs."""
+    out = {}
+    for name, (cls, shape) in NETS.items():
+        torch.manual_seed(0)
+        model = cls().eval()
+        result = export_int8(model, shape, (_data(shape, 200, 1), None, None),
+                             tmp_path_factory.mktemp("c_int8_layers") / name)
+        out[name] = (model, shape, result)
+    return out
+
+
+def test_layers_as_the_kernels_run_them(exported):
+    """The C's layers (reshapes are free views, no code): a BatchNorm is no layer of its own
+    (folded), a 1-D layer is its 2-D kernel, a functional pool or mean is the pool."""
+    kinds = {name: [type(n).__name__ for n in r.graph.nodes if not isinstance(n, q8.Reshape)]
+             for name, (_, _, r) in exported.items()}
+    assert kinds["kws1d"] == ["Conv2d", "Conv2d", "Add", "MaxPool2d", "AvgPool2d",
+                              "AvgPool2d", "Linear"]
+    assert kinds["res8"] == ["Conv2d", "Conv2d", "Conv2d", "Conv2d", "Add", "AvgPool2d",
+                             "Linear"]
+    assert kinds["autoencoder"] == ["Linear"] * 4
+    assert kinds["samegap"] == ["Conv2d", "MaxPool2d", "AvgPool2d", "Linear"]
+    g = exported["kws1d"][2].graph
+    by_name = {n.name: n for n in g.nodes}
+    c1, dw = by_name["c1"], by_name["dw"]
+    # Conv1d(4, 8, 5, stride 2, padding 2) as height 1: [8, 4, 1, 5]; L 32 -> (32 + 4 - 4
+    # - 1) // 2 + 1 = 16; padding='same' of a 3-tap kernel: 1 on each side
+    assert c1.weight.shape == (8, 4, 1, 5) and c1.stride == (1, 2) and c1.padding == (0, 2)
+    assert g.tensors[c1.output].shape == (8, 1, 16)
+    assert dw.groups == 8 and dw.padding == (0, 1)
+    # the input stays [N, 4, 32] as torch takes it
+    assert g.tensors[g.input].shape == (4, 32)
+    # what the export prints lists the model's layers, not the views the export added
+    assert exported["kws1d"][2].report["layers"] == [
+        "Conv2d c1", "Conv2d dw", "Add add", "MaxPool2d pool", "AvgPool2d avg_pool1d",
+        "AvgPool2d mean", "Linear fc"]
+    # samegap: padding='same', dilation 2, 3 taps: 2 x (3 - 1) / 2 = 2 on each side
+    assert exported["samegap"][2].graph.nodes[0].padding == (2, 2)
+    # the reshapes between them only view bytes: each 1-D layer's input and output share
+    # its neighbours' storage, so the arena holds no copy (storage() maps a reshape's
+    # output to its input's buffer)
+    base = g.storage()
+    assert base[c1.inputs[0]] == g.input and base[dw.inputs[0]] == base[c1.output]
+
+
+@pytest.mark.parametrize("name", NETS)
+def test_reference_tracks_fp32(exported, name):
+    """The int8 reference, dequantised, stays within 6% of the fp32 output range on fresh
+    inputs (as tests/deploy/test_c_int8.py: a few output steps of 1/255 of the range); a
+    BatchNorm left out of the fold moves outputs by its statistics (means of +-0.5, scales
+    0.5-1.8), far more."""
+    model, shape, result = exported[name]
+    x = _data(shape, 100, 7)
+    with torch.no_grad():
+        f = model(torch.from_numpy(x)).numpy()
+    g = result.graph
+    y = q8.dequantize(g.tensors[g.output], q8.run_int8(g, q8.quantize_input(g, x)))
+    assert y.shape == f.shape
+    assert np.abs(y - f).max() <= 0.06 * (f.max() - f.min())
+
+
+@pytest.mark.parametrize("name", NETS)
+def test_host_bit_exact(exported, name):
+    reason = tools_missing("host")
+    if reason:
+        pytest.skip(f"C target 'host': {reason}")
+    result = exported[name][2]
+    run = check_project(result.path, result.golden_y, "host")
+    assert run.all_match and run.scores.shape == result.golden_y.shape
+
+
+def test_one_d_model_on_the_cortex_m4(exported):
+    """The 1-D model's C on QEMU's Cortex-M4 bit for bit, and its built objects as predicted
+    (as tests/deploy/test_c_int8.py checks its nets): the views between the 1-D layers add
+    no code and no arena bytes (bss = the planned arena)."""
+    reason = tools_missing("cortex-m4")
+    if reason:
+        pytest.skip(f"C target 'cortex-m4': {reason}")
+    result = exported["kws1d"][2]
+    run = check_project(result.path, result.golden_y, "cortex-m4")
+    assert run.all_match and np.array_equal(run.scores, result.golden_y.astype(np.int32))
+    built = measure_size(result.path, "cortex-m4")
+    assert abs(result.sizes.flash - built.flash) <= FLASH_MARGIN * built.flash
+    assert built.bss == result.sizes.arena
+
+
+def _refused(model, shape, tmp_path) -> str:
+    torch.manual_seed(0)
+    with pytest.raises(ExportError) as err:
+        export_int8(model.eval(), shape, (_data(shape, 20, 1), None, None), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    return str(err.value)
+
+
+class _Lambda(nn.Module):
+    def __init__(self, fn, *layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self, x)
+
+
+def test_what_the_kernels_cannot_do_is_refused(tmp_path):
+    # padding='same' of a 4-tap kernel pads 1 before and 2 after: the kernels pad alike
+    msg = _refused(nn.Sequential(nn.Conv1d(2, 4, 4, padding="same"), nn.Flatten(),
+                                 nn.Linear(4 * 16, 3)), (1, 2, 16), tmp_path)
+    assert "'0' (Conv1d)" in msg and "even kernel" in msg
+    # a mean over the channels is no global average pool
+    msg = _refused(_Lambda(lambda m, x: m.layers[0](x.mean(1)), nn.Linear(8, 2)),
+                   (1, 3, 8), tmp_path)
+    assert "'mean'" in msg and "over axes (1,)" in msg
+    # the functional pool's settings go through the module's checks
+    msg = _refused(_Lambda(lambda m, x: m.layers[0](torch.flatten(
+        F.max_pool2d(x, 2, ceil_mode=True), 1)), nn.Linear(3 * 3 * 3, 2)), (1, 3, 5, 5),
+        tmp_path)
+    assert "max_pool2d" in msg and "ceil_mode" in msg
+    # a BatchNorm after a pool has nothing to fold into
+    msg = _refused(nn.Sequential(nn.Conv1d(2, 4, 3), nn.MaxPool1d(2), nn.BatchNorm1d(4),
+                                 nn.Flatten(), nn.Linear(4 * 7, 2)), (1, 2, 16), tmp_path)
+    assert "'2' (BatchNorm1d)" in msg and "directly follows" in msg
+    # a softmax at the end: the logits are what to export
+    msg = _refused(nn.Sequential(nn.Linear(8, 3), nn.Softmax(dim=1)), (1, 8), tmp_path)
+    assert "'1' (Softmax)" in msg and "export the logits" in msg
+    # a 2-D pool on a [N, C, L] value (torch would pool over C and L as an unbatched image)
+    msg = _refused(nn.Sequential(nn.MaxPool2d(2), nn.Flatten(), nn.Linear(2 * 4, 2)),
+                   (1, 4, 8), tmp_path)
+    assert "'0'" in msg and "per sample" in msg
+
+
+def test_calibration_file_read_into_memory(tmp_path):
+    """An .npy of float32 inputs is copied, not used as the read-only memory map (torch
+    warned "The given NumPy array is not writable" on every export from one, and the map
+    would read a file changed after the export began)."""
+    path = tmp_path / "cal.npy"
+    np.save(path, _data((1, 4, 32), 30, 2))
+    x, x_test, y_test = load_calibration(str(path), (1, 4, 32))
+    assert x.flags.writeable and not isinstance(x, np.memmap)
+    assert x.shape == (30, 4, 32) and x_test is None and y_test is None

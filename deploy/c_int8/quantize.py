@@ -6,9 +6,10 @@ and converted layer by layer with TFLite's conventions (:mod:`sim.bitwise.int8`)
 
 - weights: per output channel, symmetric, ``scale = max |w| / 127``;
 - activations: per tensor, asymmetric, from the calibration min/max (widened to hold 0);
-- a ReLU / ReLU6 whose input is a conv, linear or add used by nothing else is fused into
-  that op's clamp, and the op's output takes the ReLU's range (as the TFLite converter
-  does); any other ReLU is a clamp at the input's scale;
+- a ReLU, ReLU6, Hardtanh or clamp (each a clamp to its bounds) whose input is a conv,
+  linear or add used by nothing else is fused into that op's clamp, and the op's output
+  takes the clamp's range (as the TFLite converter does); any other is a clamp at the
+  input's scale;
 - pooling and flatten keep their input's scale and zero point (TFLite requires it);
 - a ``BatchNorm1d/2d`` right after a conv or linear used by nothing else is folded into its
   weights and bias (its running statistics: the model in eval mode), before quantisation;
@@ -33,7 +34,8 @@ from sim.bitwise import int8 as q8
 
 SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero padding)",
              "BatchNorm1d/2d right after a Conv1d, Conv2d or Linear (folded into it)",
-             "Linear", "ReLU", "ReLU6", "MaxPool1d/2d", "AvgPool1d/2d",
+             "Linear", "ReLU", "ReLU6", "Hardtanh and clamp/clip to number bounds",
+             "MaxPool1d/2d", "AvgPool1d/2d",
              "AdaptiveAvgPool1d/2d(1) and x.mean over the spatial axes (global average)",
              "the functional forms of these pools", "Flatten",
              "flatten/view/reshape to [N, -1]", "residual add (a + b, torch.add)",
@@ -112,10 +114,10 @@ def _classify_module(node, mod) -> tuple[str, object]:
             raise _unsupported(node, what, "track_running_stats=False: no statistics "
                                            "to fold")
         return "bn", mod
-    if isinstance(mod, nn.ReLU6):
-        return "relu6", mod
+    if isinstance(mod, nn.Hardtanh):   # ReLU6 is one: hardtanh(0, 6)
+        return "clamp", _bounds(node, mod.min_val, mod.max_val)
     if isinstance(mod, nn.ReLU):
-        return "relu", mod
+        return "clamp", RELU
     one_d = "1d" if isinstance(mod, (nn.MaxPool1d, nn.AvgPool1d, nn.AdaptiveAvgPool1d)) else ""
     if isinstance(mod, (nn.MaxPool1d, nn.MaxPool2d)):
         if _ones(mod.dilation) != {1} or mod.ceil_mode or mod.return_indices:
@@ -191,6 +193,33 @@ def _mean_dims(node) -> tuple:
     return dims, bool(keepdim)
 
 
+RELU = (0.0, None)
+"""A ReLU as clamp bounds (lower, upper; None: unbounded)."""
+
+
+def _bounds(node, lower, upper) -> tuple:
+    """Clamp bounds as numbers (None for an infinite one), lower at most upper; else an
+    ExportError."""
+    import torch.fx
+    if isinstance(lower, torch.fx.Node) or isinstance(upper, torch.fx.Node):
+        raise _unsupported(node, "clamp", "its bounds must be numbers, not tensors")
+    lo = None if lower is None or float(lower) == -math.inf else float(lower)
+    hi = None if upper is None or float(upper) == math.inf else float(upper)
+    if (lo is not None and not math.isfinite(lo)) or (hi is not None and not math.isfinite(hi)) \
+            or (lo is not None and hi is not None and lo > hi):
+        raise _unsupported(node, "clamp", f"bounds ({lower}, {upper}): expected numbers, the "
+                                          "lower at most the upper")
+    return lo, hi
+
+
+def _clamp_bounds(node) -> tuple:
+    """The bounds of ``torch.clamp(x, min, max)`` / ``x.clamp(min=..., max=...)``."""
+    args, kwargs = list(node.args[1:]), node.kwargs
+    lower = kwargs.get("min", args[0] if args else None)
+    upper = kwargs.get("max", args[1] if len(args) > 1 else None)
+    return _bounds(node, lower, upper)
+
+
 def _classify(gm, node) -> tuple[str, object]:
     """(kind, module or settings) of one fx node, or an ExportError for what is not
     supported. A functional pooling call is classified as its module."""
@@ -209,9 +238,14 @@ def _classify(gm, node) -> tuple[str, object]:
         if fn in (torch.flatten,):
             return "flatten", None
         if fn in (F.relu, torch.relu):
-            return "relu", None
+            return "clamp", RELU
         if fn is F.relu6:
-            return "relu6", None
+            return "clamp", (0.0, 6.0)
+        if fn is F.hardtanh:
+            kw = _call_arguments(gm, node)
+            return "clamp", _bounds(node, kw["min_val"], kw["max_val"])
+        if fn in (torch.clamp, torch.clip):
+            return "clamp", _clamp_bounds(node)
         if fn in (F.dropout,):
             return "identity", None
         pool = _functional_pools().get(fn)
@@ -231,8 +265,10 @@ def _classify(gm, node) -> tuple[str, object]:
             return "flatten", None
         if node.target == "size":
             return "size", None
-        if node.target == "relu":
-            return "relu", None
+        if node.target in ("relu", "relu_"):
+            return "clamp", RELU
+        if node.target in ("clamp", "clamp_", "clip", "clip_"):
+            return "clamp", _clamp_bounds(node)
         if node.target == "add":
             return "add", None
         if node.target == "mean":
@@ -327,14 +363,13 @@ def _bias_and_multipliers(node, bias, w_scale, s_in, s_out, q_w, in_zp):
     return qb.astype(np.int32), mult, shift
 
 
-def _act_range(kind: str | None, t: q8.QTensor) -> tuple[int, int]:
-    """The clamp of a fused activation at the output's scale and zero point."""
-    if kind == "relu":
-        return max(q8.INT8_MIN, t.zero_point), q8.INT8_MAX
-    if kind == "relu6":
-        return (max(q8.INT8_MIN, t.zero_point),
-                min(q8.INT8_MAX, t.zero_point + int(round(6.0 / t.scale))))
-    return q8.INT8_MIN, q8.INT8_MAX
+def _act_range(bounds: tuple | None, t: q8.QTensor) -> tuple[int, int]:
+    """A clamp's bounds (lower, upper; None: none) at tensor ``t``'s scale and zero point,
+    within int8: a ReLU's floor is the zero point, a ReLU6's top ``zp + round(6 / scale)``."""
+    lower, upper = bounds if bounds is not None else (None, None)
+    lo = q8.INT8_MIN if lower is None else t.zero_point + int(round(lower / t.scale))
+    hi = q8.INT8_MAX if upper is None else t.zero_point + int(round(upper / t.scale))
+    return min(max(q8.INT8_MIN, lo), q8.INT8_MAX), max(min(q8.INT8_MAX, hi), q8.INT8_MIN)
 
 
 def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
@@ -348,6 +383,7 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
     ranges, shapes = _calibrate(gm, calibration)
     users = {node.name: [u for u in node.users] for node, _, _ in ops}
     kinds = {node.name: kind for node, kind, _ in ops}
+    settings = {node.name: mod for node, _, mod in ops}   # a clamp's bounds, a mean's axes
     tensors: list[q8.QTensor] = []
     nodes: list = []
     tid: dict[str, int] = {}     # fx value -> tensor id
@@ -364,7 +400,7 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
     def fusible(node) -> str | None:
         """The ReLU kind to fuse after ``node``, when its one user is a ReLU."""
         us = users[node.name]
-        if len(us) == 1 and kinds[us[0].name] in ("relu", "relu6"):
+        if len(us) == 1 and kinds[us[0].name] == "clamp":
             return us[0].name
         return None
 
@@ -444,7 +480,7 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             scale, zp = q8.activation_params(*ranges[value])
             shape = shapes[value]
             t = new_tensor(node.name, (shape[0], 1, *shape[1:]) if one_d else shape, scale, zp)
-            lo, hi = _act_range(kinds[relu] if relu else None, tensors[t])
+            lo, hi = _act_range(settings[relu] if relu else None, tensors[t])
             bn_mod = gm.get_submodule(bn.target) if bn is not None else None
             if kind in ("conv", "conv1d"):
                 nodes.append(_conv(node, mod, src, t, tensors[src], tensors[t], lo, hi, bn_mod))
@@ -468,9 +504,9 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             continue
         # the rest keep the input's scale and zero point
         tin = tensors[src]
-        if kind in ("relu", "relu6"):
+        if kind == "clamp":
             t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
-            lo, hi = _act_range(kind, tin)
+            lo, hi = _act_range(mod, tin)
             nodes.append(q8.Clamp(_label(node), (src,), t, lo, hi))
         elif kind == "flatten":
             t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)

@@ -233,7 +233,8 @@ class Add:
 
 @dataclass(frozen=True)
 class Clamp:
-    """A ReLU / ReLU6 that could not be fused: ``clamp(q, act_min, act_max)``, same scale."""
+    """A ReLU, ReLU6 or clamp that could not be fused: ``clamp(q, act_min, act_max)``, same
+    scale."""
 
     name: str
     inputs: tuple[int]

@@ -103,8 +103,26 @@ class SameGap(nn.Module):
         return self.fc(y.view(y.size(0), -1))
 
 
+class Clamps(nn.Module):
+    """ReLU6 written as x.clamp(0, 6) and F.hardtanh(x, 0, 6) (fused into the conv before
+    each), a clamp to (-1, 1) after a pool (nothing to fuse into: a Clamp node) and
+    torch.clip(x, min=0) (a ReLU) fused into a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.fc1, self.fc2 = nn.Linear(4 * 4 * 4, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        y = F.hardtanh(self.c2(self.c1(x).clamp(0, 6)), 0.0, 6.0)
+        y = torch.clamp(F.max_pool2d(y, 2), -1.0, 1.0)
+        return self.fc2(torch.clip(self.fc1(torch.flatten(y, 1)), min=0))
+
+
 NETS = {"kws1d": (KWS1d, (1, 4, 32)), "res8": (Res8, (1, 3, 12, 12)),
-        "autoencoder": (AutoEncoder, (1, 32)), "samegap": (SameGap, (1, 2, 10, 10))}
+        "autoencoder": (AutoEncoder, (1, 32)), "samegap": (SameGap, (1, 2, 10, 10)),
+        "clamps": (Clamps, (1, 1, 8, 8))}
 
 
 def _data(shape, n, seed):
@@ -137,6 +155,17 @@ def test_layers_as_the_kernels_run_them(exported):
                              "Linear"]
     assert kinds["autoencoder"] == ["Linear"] * 4
     assert kinds["samegap"] == ["Conv2d", "MaxPool2d", "AvgPool2d", "Linear"]
+    assert kinds["clamps"] == ["Conv2d", "Conv2d", "MaxPool2d", "Clamp", "Linear", "Linear"]
+    g = exported["clamps"][2].graph
+    c1, c2, _, clamp, fc1, _ = [n for n in g.nodes if not isinstance(n, q8.Reshape)]
+    for node in (c1, c2):   # clamp(0, 6) fused: floor at the zero point, top zp + 6 / scale
+        t = g.tensors[node.output]
+        assert node.act_min == t.zero_point == -128   # the range [0, max] starts at 0
+        assert node.act_max == min(127, t.zero_point + round(6 / t.scale))
+    t = g.tensors[clamp.inputs[0]]   # the pool's scale: -1 and 1 at zp -+ round(1 / scale)
+    assert (clamp.act_min, clamp.act_max) == (max(-128, t.zero_point - round(1 / t.scale)),
+                                              min(127, t.zero_point + round(1 / t.scale)))
+    assert fc1.act_min == g.tensors[fc1.output].zero_point and fc1.act_max == 127
     g = exported["kws1d"][2].graph
     by_name = {n.name: n for n in g.nodes}
     c1, dw = by_name["c1"], by_name["dw"]
@@ -237,6 +266,10 @@ def test_what_the_kernels_cannot_do_is_refused(tmp_path):
     msg = _refused(nn.Sequential(nn.Conv1d(2, 4, 3), nn.MaxPool1d(2), nn.BatchNorm1d(4),
                                  nn.Flatten(), nn.Linear(4 * 7, 2)), (1, 2, 16), tmp_path)
     assert "'2' (BatchNorm1d)" in msg and "directly follows" in msg
+    # a clamp whose lower bound is above its upper one (torch gives the upper everywhere)
+    msg = _refused(_Lambda(lambda m, x: m.layers[0](x).clamp(2.0, 1.0), nn.Linear(8, 2)),
+                   (1, 8), tmp_path)
+    assert "'clamp'" in msg and "bounds (2.0, 1.0)" in msg
     # a softmax at the end: the logits are what to export
     msg = _refused(nn.Sequential(nn.Linear(8, 3), nn.Softmax(dim=1)), (1, 8), tmp_path)
     assert "'1' (Softmax)" in msg and "export the logits" in msg

@@ -114,6 +114,24 @@ def _err(msg: str) -> ExportError:
     return ExportError(f"NIR import: {msg}")
 
 
+def _check_euler(k: str, params: dict, dt: float) -> None:
+    """Forward Euler, how a NIR graph runs here, diverges where ``dt > 2 tau``: refused naming
+    the ``dt`` that runs the node (the engine's own check would advise a method the import
+    does not take). Norse's ``to_nir`` writes taus ``dt`` times too small (norse/norse#411):
+    its graphs run as Norse ran them at Norse's ``dt`` squared."""
+    for key, value in params.items():
+        if not key.startswith("tau"):
+            continue
+        for tau in (value if isinstance(value, tuple) else (value,)):
+            least = float(np.min(tau))
+            if dt > 2 * least:
+                raise _err(f"node {k!r}: {key} = {least:g} s is under half of dt = {dt:g} s, "
+                           f"where forward Euler diverges; give dt <= {2 * least:g} s (--dt, "
+                           "dt=). A graph from Norse's to_nir has taus dt times too small "
+                           "(norse/norse#411): read it at Norse's dt squared, 1e-06 s for its "
+                           "default 1 ms")
+
+
 def load(graph_or_path):
     """A ``nir.NIRGraph`` as given, or read from a ``.nir`` path (no type check: foreign
     files often fail it; :func:`read_nir` checks what it uses)."""
@@ -329,6 +347,10 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         if k in ident or isinstance(v, (*target_types, nir.Input, nir.Output, nir.Delay,
                                         *linear_types)):
             continue
+        if v is None:   # nirtorch's extraction keeps a module its producer could not map
+            raise _err(f"node {k!r} is empty (None): its producer wrote no NIR node for that "
+                       "layer (Norse's to_nir does so for the cells it cannot export, e.g. "
+                       f"LICell); the import reads {', '.join(READ_NODES)}")
         raise _err(f"node {k!r} is a {type(v).__name__}, which the engine has no model for; "
                    f"it reads {', '.join(READ_NODES)}")
     for k in readouts:
@@ -570,6 +592,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             kw.setdefault("v_init", vres)
             vres = vth - (vth - vres) / a_v   # subtract thr/beta now = thr after the decay
             rmode = "subtract"
+        if method == "euler":
+            _check_euler(k, prm, dt)
         net.population(population_name(k) if ours else k, n, model, n_channels=nch, reset=rmode,
                        v_threshold=vth, v_reset=vres, **prm, **kw)
 

@@ -392,3 +392,61 @@ def test_cli_estimates_a_conv_nir_file_from_an_events_file(snn_conv, tmp_path, c
     # events need the run's length: without --steps, one line asks for it
     assert main(argv[:4] + argv[6:]) == 2
     assert "steps is missing" in capsys.readouterr().err
+
+
+def _norse_dense(norse, cell):
+    """Linear -> cell -> Linear -> cell, positive strong weights (both layers spike)."""
+    torch.manual_seed(0)
+    net = norse.SequentialState(torch.nn.Linear(10, 16, bias=False), cell(),
+                                torch.nn.Linear(16, 4, bias=False), cell())
+    with torch.no_grad():
+        net[0].weight.abs_().mul_(8)
+        net[2].weight.abs_().mul_(24)
+    return net
+
+
+def test_norse_graph_read_at_norses_dt_names_the_dt_that_runs_it():
+    """Norse's taus are dt times too small (norse/norse#411): LIFBoxCell's default
+    tau_mem_inv 100 /s is written as tau = 1e-3 / 100 = 1e-5 s, LIFCell's tau_syn_inv 200 /s
+    as 5e-6 s. At dt = 1e-3 forward Euler diverges (dt > 2 tau); the refusal names the
+    largest dt that runs (2 tau: 2e-5 s, 1e-5 s) and Norse's, where before it advised
+    "method='exact'", which the import does not take. At 1e-3 ** 2 the dense network gives
+    Norse's own spike counts per layer."""
+    norse = pytest.importorskip("norse.torch")
+    box = norse.to_nir(_norse_dense(norse, norse.LIFBoxCell), torch.zeros(1, 10))
+    with pytest.raises(ExportError) as err:
+        read_nir(box, dt=1e-3, reset="value")
+    msg = str(err.value)
+    assert "node '1': tau_mem = 1e-05 s" in msg and "dt <= 2e-05 s" in msg
+    assert "norse/norse#411" in msg and "method=" not in msg
+    cuba = norse.to_nir(_norse_dense(norse, norse.LIFCell), torch.zeros(1, 10))
+    with pytest.raises(ExportError, match=r"tau_syn = 5e-06 s .* dt <= 1e-05 s"):
+        read_nir(cuba, dt=1e-3, reset="value")
+
+    net = _norse_dense(norse, norse.LIFBoxCell)
+    T = 300
+    x = (np.random.default_rng(0).random((T, 10)) < 0.3).astype(np.float32)
+    theirs, states = {"1": 0, "3": 0}, [None] * 4
+    with torch.no_grad():
+        for t in range(T):
+            h = torch.tensor(x[t:t + 1])
+            for i, m in enumerate(net):
+                if isinstance(m, torch.nn.Linear):
+                    h = m(h)
+                else:
+                    h, states[i] = m(h, states[i])
+                    theirs[str(i)] += int(h.sum())
+    counts, _ = _our_counts(read_nir(box, dt=1e-3 ** 2, reset="value"), x)
+    assert {k: counts[k] for k in theirs} == theirs
+    assert theirs["1"] > 20 and theirs["3"] > 5, theirs
+
+
+def test_a_layer_norse_could_not_export_is_named():
+    """Norse's to_nir keeps a cell it cannot map (LICell) as a None node: named as such."""
+    norse = pytest.importorskip("norse.torch")
+    torch.manual_seed(0)
+    graph = norse.to_nir(norse.SequentialState(torch.nn.Linear(4, 3), norse.LICell()),
+                         torch.zeros(1, 4))
+    with pytest.raises(ExportError, match=r"node '1' is empty \(None\): its producer wrote "
+                                          r"no NIR node"):
+        read_nir(graph, dt=1e-6, reset="value")

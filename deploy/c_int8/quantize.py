@@ -37,7 +37,8 @@ SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero pad
              "Linear", "ReLU", "ReLU6", "Hardtanh and clamp/clip to number bounds",
              "MaxPool1d/2d", "AvgPool1d/2d",
              "AdaptiveAvgPool1d/2d(1) and x.mean over the spatial axes (global average)",
-             "the functional forms of these pools", "Flatten",
+             "the functional forms of these pools",
+             "a zero pad (ZeroPad1d/2d, F.pad) folded into the conv after it", "Flatten",
              "flatten/view/reshape to [N, -1]", "residual add (a + b, torch.add)",
              "Dropout and Identity (no-ops at inference)")
 CALIBRATION_SETS = ("digits", "fashion-mnist")
@@ -82,21 +83,35 @@ SOFTMAX_WHY = ("export the logits: a softmax keeps their argmax, the class; TFLM
 
 
 def _conv_padding(node, mod) -> tuple[int, ...]:
-    """A Conv1d/Conv2d's zero padding as numbers per spatial axis; ``'same'`` (stride 1 in
-    torch) as the half of ``dilation x (kernel - 1)`` on each side where that is even."""
+    """A Conv1d/Conv2d's zero padding before the input (top, left) per spatial axis;
+    ``'same'`` (stride 1 in torch) as torch splits ``dilation x (kernel - 1)``: half before,
+    the odd one after (the kernels read the padding after from the output's size)."""
     what = type(mod).__name__
     if mod.padding_mode != "zeros":
         raise _unsupported(node, what, f"padding_mode={mod.padding_mode!r}")
     if mod.padding == "valid":
         return (0,) * len(mod.kernel_size)
     if mod.padding == "same":
-        total = [d * (k - 1) for k, d in zip(mod.kernel_size, mod.dilation, strict=True)]
-        if any(t % 2 for t in total):
-            raise _unsupported(node, what, "padding='same' with an even kernel pads one side "
-                                           "more than the other; the kernels pad both sides "
-                                           "alike: give the padding as numbers")
-        return tuple(t // 2 for t in total)
+        return tuple(d * (k - 1) // 2 for k, d in zip(mod.kernel_size, mod.dilation,
+                                                      strict=True))
     return tuple(int(p) for p in mod.padding)
+
+
+def _zero_pad(node, pad, value) -> tuple[int, ...]:
+    """A constant pad's widths (torch's order: last axis first, before then after), when it
+    pads with zeros by non-negative widths; else an ExportError."""
+    import torch.fx
+    what = f"{node.op} {_label(node)}"
+    if isinstance(pad, torch.fx.Node) or any(isinstance(p, torch.fx.Node) for p in pad) \
+            or isinstance(value, torch.fx.Node):
+        raise _unsupported(node, what, "its widths and value must be constants")
+    if value not in (None, 0, 0.0):
+        raise _unsupported(node, what, f"it pads with {value!r}; only zeros fold into a conv")
+    pad = tuple(int(p) for p in pad)
+    if len(pad) not in (2, 4) or min(pad) < 0:
+        raise _unsupported(node, what, f"widths {pad}; expected 2 (1-D) or 4 (2-D) "
+                                       "non-negative widths")
+    return pad
 
 
 def _classify_module(node, mod) -> tuple[str, object]:
@@ -139,6 +154,8 @@ def _classify_module(node, mod) -> tuple[str, object]:
         return "globalavg" + one_d, mod
     if isinstance(mod, nn.Flatten):
         return "flatten", mod
+    if isinstance(mod, (nn.ConstantPad1d, nn.ConstantPad2d)):   # ZeroPad1d/2d among them
+        return "pad", _zero_pad(node, mod.padding, mod.value)
     if isinstance(mod, (nn.Dropout, nn.Identity)):
         return "identity", mod
     if isinstance(mod, (nn.Softmax, nn.LogSoftmax)):
@@ -257,6 +274,12 @@ def _classify(gm, node) -> tuple[str, object]:
             return _classify_module(node, mod)
         if fn is torch.mean:
             return "mean", _mean_dims(node)
+        if fn is F.pad:
+            kw = _call_arguments(gm, node)
+            if kw.get("mode", "constant") != "constant":
+                raise _unsupported(node, "function pad", f"mode={kw['mode']!r}; only a "
+                                   "constant zero pad folds into a conv")
+            return "pad", _zero_pad(node, kw["pad"], kw.get("value"))
         if fn in (F.softmax, F.log_softmax, torch.softmax, torch.log_softmax):
             raise _unsupported(node, f"function {fn.__name__}", SOFTMAX_WHY)
         raise _unsupported(node, f"function {getattr(fn, '__name__', fn)}")
@@ -444,6 +467,7 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
 
     output = input_id = None
     views: dict[int, int] = {}   # (C, L) tensor -> its (C, 1, L) view
+    pads: dict[str, tuple[int, int]] = {}   # zero pad node -> (top, left) widths it adds
     for node, kind, mod in ops:
         if kind == "input":
             if node.name not in ranges:
@@ -468,6 +492,18 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
         if kind == "identity":
             tid[node.name] = src
             continue
+        if kind == "pad":
+            # folded into the one conv after it, as more padding before the input (the conv's
+            # output size, from torch, holds the padding after)
+            us = users[node.name]
+            conv = "conv1d" if len(mod) == 2 else "conv"
+            if len(us) != 1 or kinds[us[0].name] != conv or len(tin.shape) != len(mod) // 2 + 1:
+                raise _unsupported(node, f"zero pad of {len(mod)} widths", "it folds into a "
+                                   f"{'Conv1d' if conv == 'conv1d' else 'Conv2d'} that is its "
+                                   "only user, padding the input's spatial axes")
+            pads[node.name] = (0, mod[0]) if conv == "conv1d" else (mod[2], mod[0])
+            tid[node.name] = src
+            continue
         if kind == "bn":
             raise _unsupported(node, type(mod).__name__, "it is folded into a Conv1d, Conv2d "
                                "or Linear only when it directly follows one that nothing "
@@ -483,7 +519,9 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             lo, hi = _act_range(settings[relu] if relu else None, tensors[t])
             bn_mod = gm.get_submodule(bn.target) if bn is not None else None
             if kind in ("conv", "conv1d"):
-                nodes.append(_conv(node, mod, src, t, tensors[src], tensors[t], lo, hi, bn_mod))
+                before = pads.get(getattr(node.args[0], "name", None), (0, 0))
+                nodes.append(_conv(node, mod, src, t, tensors[src], tensors[t], lo, hi, bn_mod,
+                                   before))
             elif kind == "linear":
                 if len(tin.shape) != 1:
                     raise _unsupported(node, "Linear", f"its input has shape {tin.shape} per "
@@ -563,8 +601,9 @@ def _fold_bn(w: np.ndarray, b, bn) -> tuple[np.ndarray, np.ndarray]:
     return w * k.reshape(-1, *[1] * (w.ndim - 1)), ((b if b is not None else 0.0) - mean) * k + beta
 
 
-def _conv(node, mod, src, dst, tin, tout, lo, hi, bn=None) -> q8.Conv2d:
-    """A Conv2d, or a Conv1d as the Conv2d of height 1 on (C, 1, L)."""
+def _conv(node, mod, src, dst, tin, tout, lo, hi, bn=None, before=(0, 0)) -> q8.Conv2d:
+    """A Conv2d, or a Conv1d as the Conv2d of height 1 on (C, 1, L); ``before``: the (top,
+    left) widths of a zero pad folded into it."""
     w = mod.weight.detach().double().cpu().numpy()
     b = None if mod.bias is None else mod.bias.detach().double().cpu().numpy()
     if bn is not None:
@@ -580,7 +619,8 @@ def _conv(node, mod, src, dst, tin, tout, lo, hi, bn=None) -> q8.Conv2d:
         stride, padding, dilation = (1, mod.stride[0]), (0, padding[0]), (1, mod.dilation[0])
     else:
         stride, dilation = _pair(mod.stride), _pair(mod.dilation)
-    return q8.Conv2d(_label(node), (src,), dst, qw, qb, mult, shift, stride, _pair(padding),
+    padding = tuple(p + b for p, b in zip(_pair(padding), before, strict=True))
+    return q8.Conv2d(_label(node), (src,), dst, qw, qb, mult, shift, stride, padding,
                      dilation, int(mod.groups), lo, hi)
 
 

@@ -155,7 +155,9 @@ class QTensor:
 class Conv2d:
     """Convolution (``groups == 1``), depthwise (``groups`` = input channels, any depth
     multiplier) or grouped; weights [C_out, C_in / groups, kh, kw] int8, per output
-    channel ``bias`` (int32), ``multiplier`` and ``shift``."""
+    channel ``bias`` (int32), ``multiplier`` and ``shift``. ``padding``: the zero rows above
+    and columns left of the input; those below and right are what the output's size reaches
+    (fewer or more: torch's 'same' of an even kernel, a zero pad before the conv)."""
 
     name: str
     inputs: tuple[int]
@@ -364,8 +366,13 @@ def _conv(node: Conv2d, x, tin: QTensor, tout: QTensor, c: _Counter) -> np.ndarr
     g = node.groups
     oh, ow = tout.shape[1:]
     ph, pw = node.padding
-    # (x - zp_in) is 0 at the padding: pad the offset input with zeros
-    xo = np.pad(x.astype(np.float64) - tin.zero_point, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    # (x - zp_in) is 0 at the padding: pad the offset input with zeros; ``padding`` is the
+    # top / left offset (as the C kernel reads it), the bottom / right what the output size
+    # reaches (torch's 'same' of an even kernel and a zero pad before the conv pad unevenly)
+    below = max(ph, (oh - 1) * node.stride[0] + (kh - 1) * node.dilation[0] + 1 - h - ph)
+    right = max(pw, (ow - 1) * node.stride[1] + (kw - 1) * node.dilation[1] + 1 - w - pw)
+    xo = np.pad(x.astype(np.float64) - tin.zero_point, ((0, 0), (0, 0), (ph, below),
+                                                        (pw, right)))
     win = _windows(xo, (kh, kw), node.stride, node.dilation, (oh, ow))
     cols = win.reshape(n, g, cg, oh * ow, kh * kw).transpose(0, 1, 3, 2, 4) \
               .reshape(n, g, oh * ow, cg * kh * kw)

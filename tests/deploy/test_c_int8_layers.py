@@ -120,9 +120,48 @@ class Clamps(nn.Module):
         return self.fc2(torch.clip(self.fc1(torch.flatten(y, 1)), min=0))
 
 
+class TFPadded(nn.Module):
+    """Uneven padding: TensorFlow's 'same' for a strided conv written as F.pad(x, (0, 1, 0,
+    1)) before it, a ZeroPad2d before a depthwise conv, padding='same' of a 4 x 4 kernel
+    (torch: 1 before, 2 after), flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(2, 6, 3, stride=2)
+        self.pad = nn.ZeroPad2d((2, 0, 1, 1))
+        self.dw = nn.Conv2d(6, 6, 3, groups=6)
+        self.c3 = nn.Conv2d(6, 4, 4, padding="same")
+        self.fc = nn.Linear(4 * 5 * 5, 3)
+
+    def forward(self, x):
+        y = F.relu(self.c1(F.pad(x, (0, 1, 0, 1))))
+        y = F.relu6(self.dw(self.pad(y)))
+        return self.fc(torch.flatten(self.c3(y), 1))
+
+
+class Causal1d(nn.Module):
+    """A causal temporal CNN (time series on a microcontroller): ZeroPad1d((2, 0)) before a
+    3-tap Conv1d, F.pad(x, (4, 0)) before a dilated one, a 4-tap Conv1d with padding='same',
+    flatten, Linear (every time step reaches the output: a shifted window shows)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.ZeroPad1d((2, 0))
+        self.c1 = nn.Conv1d(3, 8, 3)
+        self.c2 = nn.Conv1d(8, 8, 3, dilation=2)
+        self.c3 = nn.Conv1d(8, 4, 4, padding="same")
+        self.fc = nn.Linear(4 * 24, 2)
+
+    def forward(self, x):
+        y = F.relu(self.c1(self.pad(x)))
+        y = F.relu(self.c2(F.pad(y, (4, 0))))
+        return self.fc(torch.flatten(self.c3(y), 1))
+
+
 NETS = {"kws1d": (KWS1d, (1, 4, 32)), "res8": (Res8, (1, 3, 12, 12)),
         "autoencoder": (AutoEncoder, (1, 32)), "samegap": (SameGap, (1, 2, 10, 10)),
-        "clamps": (Clamps, (1, 1, 8, 8))}
+        "clamps": (Clamps, (1, 1, 8, 8)), "tfpadded": (TFPadded, (1, 2, 10, 10)),
+        "causal1d": (Causal1d, (1, 3, 24))}
 
 
 def _data(shape, n, seed):
@@ -166,6 +205,21 @@ def test_layers_as_the_kernels_run_them(exported):
     assert (clamp.act_min, clamp.act_max) == (max(-128, t.zero_point - round(1 / t.scale)),
                                               min(127, t.zero_point + round(1 / t.scale)))
     assert fc1.act_min == g.tensors[fc1.output].zero_point and fc1.act_max == 127
+    # uneven padding: the conv's padding is the (top, left) offset, the rest follows from
+    # the output size. tfpadded: F.pad(0, 1, 0, 1) adds nothing before; 10 + 1 -> (11 - 3)
+    # // 2 + 1 = 5; ZeroPad2d(left 2, right 0, top 1, bottom 1) -> (1, 2) before, output (5
+    # + 2 - 2, 5 + 2 - 2) = 5 x 5; 'same' 4 x 4: 3 // 2 = 1 before, 2 after
+    g = exported["tfpadded"][2].graph
+    c1, dw, c3 = g.nodes[:3]
+    assert [type(n).__name__ for n in g.nodes] == ["Conv2d"] * 3 + ["Reshape", "Linear"]
+    assert (c1.padding, dw.padding, c3.padding) == ((0, 0), (1, 2), (1, 1))
+    assert g.tensors[c1.output].shape == (6, 5, 5) and g.tensors[c3.output].shape == (4, 5, 5)
+    # causal1d: left pads 2 and 4 (dilation 2 x 2 taps), 'same' 4 taps 1 before: the length
+    # stays 24 through every conv
+    by_name = {n.name: n for n in exported["causal1d"][2].graph.nodes}
+    assert [by_name[k].padding for k in ("c1", "c2", "c3")] == [(0, 2), (0, 4), (0, 1)]
+    assert {exported["causal1d"][2].graph.tensors[by_name[k].output].shape
+            for k in ("c1", "c2", "c3")} == {(8, 1, 24), (4, 1, 24)}
     g = exported["kws1d"][2].graph
     by_name = {n.name: n for n in g.nodes}
     c1, dw = by_name["c1"], by_name["dw"]
@@ -215,14 +269,15 @@ def test_host_bit_exact(exported, name):
     assert run.all_match and run.scores.shape == result.golden_y.shape
 
 
-def test_one_d_model_on_the_cortex_m4(exported):
-    """The 1-D model's C on QEMU's Cortex-M4 bit for bit, and its built objects as predicted
-    (as tests/deploy/test_c_int8.py checks its nets): the views between the 1-D layers add
-    no code and no arena bytes (bss = the planned arena)."""
+@pytest.mark.parametrize("name", ["kws1d", "tfpadded"])
+def test_on_the_cortex_m4(exported, name):
+    """The 1-D model's and the unevenly padded one's C on QEMU's Cortex-M4 bit for bit, and
+    their built objects as predicted (as tests/deploy/test_c_int8.py checks its nets): the
+    views between the 1-D layers add no code and no arena bytes (bss = the planned arena)."""
     reason = tools_missing("cortex-m4")
     if reason:
         pytest.skip(f"C target 'cortex-m4': {reason}")
-    result = exported["kws1d"][2]
+    result = exported[name][2]
     run = check_project(result.path, result.golden_y, "cortex-m4")
     assert run.all_match and np.array_equal(run.scores, result.golden_y.astype(np.int32))
     built = measure_size(result.path, "cortex-m4")
@@ -249,10 +304,18 @@ class _Lambda(nn.Module):
 
 
 def test_what_the_kernels_cannot_do_is_refused(tmp_path):
-    # padding='same' of a 4-tap kernel pads 1 before and 2 after: the kernels pad alike
-    msg = _refused(nn.Sequential(nn.Conv1d(2, 4, 4, padding="same"), nn.Flatten(),
-                                 nn.Linear(4 * 16, 3)), (1, 2, 16), tmp_path)
-    assert "'0' (Conv1d)" in msg and "even kernel" in msg
+    # a zero pad before a pool (a max pool pads with -inf, not 0), a pad of another value,
+    # a reflection pad: nothing to fold them into
+    msg = _refused(nn.Sequential(nn.ZeroPad2d(1), nn.MaxPool2d(2), nn.Flatten(),
+                                 nn.Linear(2 * 5 * 5, 2)), (1, 2, 8, 8), tmp_path)
+    assert "'0'" in msg and "only user" in msg
+    msg = _refused(nn.Sequential(nn.ConstantPad1d(1, 0.5), nn.Conv1d(2, 2, 3), nn.Flatten(),
+                                 nn.Linear(2 * 8, 2)), (1, 2, 8), tmp_path)
+    assert "pads with 0.5" in msg
+    msg = _refused(_Lambda(lambda m, x: m.layers[1](torch.flatten(m.layers[0](
+        F.pad(x, (1, 1), mode="reflect")), 1)), nn.Conv1d(2, 2, 3), nn.Linear(2 * 8, 2)),
+        (1, 2, 8), tmp_path)
+    assert "mode='reflect'" in msg
     # a mean over the channels is no global average pool
     msg = _refused(_Lambda(lambda m, x: m.layers[0](x.mean(1)), nn.Linear(8, 2)),
                    (1, 3, 8), tmp_path)

@@ -56,15 +56,15 @@ DISPOSABLE = ("test_host", "test_*.elf", "icount_*.elf", "*.o", "*.su")
 directory where it ran."""
 
 KERNELS = {q8.Conv2d: "CONV", q8.Linear: "FC", q8.MaxPool2d: "MAXPOOL",
-           q8.AvgPool2d: "AVGPOOL", q8.Add: "ADD", q8.Clamp: "CLAMP"}
+           q8.AvgPool2d: "AVGPOOL", q8.Add: "ADD", q8.Clamp: "CLAMP", q8.Lut: "LUT"}
 KERNEL_CODE_BYTES = {"REQUANTIZE": 212, "CONV": 876, "FC": 128, "MAXPOOL": 264,
-                     "AVGPOOL": 260, "ADD": 112, "CLAMP": 60}
+                     "AVGPOOL": 260, "ADD": 112, "CLAMP": 60, "LUT": 48}
 """``.text`` bytes of each kernel in ``ne_int8.o``: ``arm-none-eabi-size`` of the object
 built with only that kernel enabled, less the object with none (212 B: ne_requantize,
-always there); arm-none-eabi-gcc 12.2.1 ``-O2 -mthumb -mcpu=cortex-m4`` (all six: 1,912 B;
-cortex-m3 1,860 B, cortex-m7 1,932 B)."""
+always there); arm-none-eabi-gcc 12.2.1 ``-O2 -mthumb -mcpu=cortex-m4`` (all seven: 1,960 B;
+cortex-m3 1,908 B, cortex-m7 1,980 B; the lookup table kernel 48 B on each)."""
 KERNEL_STACK_BYTES = {"REQUANTIZE": 8, "CONV": 192, "FC": 40, "MAXPOOL": 56, "AVGPOOL": 48,
-                      "ADD": 32, "CLAMP": 12}
+                      "ADD": 32, "CLAMP": 12, "LUT": 8}
 """Frame of each kernel (``-fstack-usage``, same compiler and flags)."""
 CALL_CODE_BYTES = 14
 MODEL_CODE_BYTES = 32
@@ -78,7 +78,7 @@ ne_requantize's, an upper bound."""
 FLASH_MARGIN = 0.10
 """|predicted flash - built objects' text + data| <= this fraction of the built size."""
 STRUCT_BYTES = {q8.Conv2d: 4 * 4 + 19 * 4, q8.Linear: 4 * 4 + 6 * 4, q8.MaxPool2d: 13 * 4,
-                q8.AvgPool2d: 13 * 4, q8.Add: 12 * 4, q8.Clamp: 3 * 4}
+                q8.AvgPool2d: 13 * 4, q8.Add: 12 * 4, q8.Clamp: 3 * 4, q8.Lut: 2 * 4}
 """sizeof the parameter struct of each kernel on a 32-bit target (ne_int8.h: 4-byte
 pointers and int32 fields)."""
 GOLDEN_RANDOM = 4
@@ -124,6 +124,8 @@ def predict_sizes(graph: q8.Int8Graph) -> Sizes:
         weights += STRUCT_BYTES[type(node)]
         if isinstance(node, (q8.Conv2d, q8.Linear)):
             weights += _pad4(node.weight.size) + 12 * node.weight.shape[0]
+        elif isinstance(node, q8.Lut):
+            weights += _pad4(node.table.size)
     code = sum(KERNEL_CODE_BYTES[k] for k in kinds) + MODEL_CODE_BYTES + CALL_CODE_BYTES * calls
     arena, _ = graph.arena()
     stack = (INVOKE_STACK_BYTES + KERNEL_STACK_BYTES["REQUANTIZE"]
@@ -183,11 +185,14 @@ def _emit(p: str, node, ts: list[q8.QTensor]) -> str:
     if isinstance(node, q8.Clamp):
         return (f"static const ne_clamp_t {p} = {{{tout.size}, {node.act_min}, "
                 f"{node.act_max}}};\n")
+    if isinstance(node, q8.Lut):
+        return (f"static const int8_t {p}_TABLE[256] = {_int8s(node.table)};\n"
+                f"static const ne_lut_t {p} = {{{p}_TABLE, {tout.size}}};\n")
     raise ExportError(f"c-int8 export: no C emitter for {type(node).__name__}")
 
 
 _CALLS = {q8.Conv2d: "ne_conv2d", q8.Linear: "ne_fully_connected", q8.MaxPool2d: "ne_max_pool",
-          q8.AvgPool2d: "ne_avg_pool", q8.Clamp: "ne_clamp"}
+          q8.AvgPool2d: "ne_avg_pool", q8.Clamp: "ne_clamp", q8.Lut: "ne_lut"}
 
 
 def _describe(node, ts) -> str:
@@ -208,7 +213,8 @@ def c_sources(graph: q8.Int8Graph, golden_x: np.ndarray, golden_y: np.ndarray,
     config = ("/* written by neuroedge deploy.c_int8: the kernels this model uses */\n"
               "#ifndef NE_CONFIG_H\n#define NE_CONFIG_H\n"
               + "".join(f"#define NE_USE_{k} {int(k in used)}\n"
-                        for k in ("CONV", "FC", "MAXPOOL", "AVGPOOL", "ADD", "CLAMP"))
+                        for k in ("CONV", "FC", "MAXPOOL", "AVGPOOL", "ADD", "CLAMP",
+                                  "LUT"))
               + "#endif\n")
     data, calls = [], []
     for p, node in zip(prefixes, live, strict=True):

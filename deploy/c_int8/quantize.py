@@ -35,6 +35,8 @@ from sim.bitwise import int8 as q8
 SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero padding)",
              "BatchNorm1d/2d right after a Conv1d, Conv2d or Linear (folded into it)",
              "Linear", "ReLU", "ReLU6", "Hardtanh and clamp/clip to number bounds",
+             "Sigmoid, Tanh, Hardsigmoid, Hardswish, SiLU, GELU, LeakyReLU, ELU, Mish, "
+             "Softplus (a 256-entry table)",
              "MaxPool1d/2d", "AvgPool1d/2d",
              "AdaptiveAvgPool1d/2d(1) and x.mean over the spatial axes (global average)",
              "the functional forms of these pools",
@@ -158,6 +160,8 @@ def _classify_module(node, mod) -> tuple[str, object]:
         return "pad", _zero_pad(node, mod.padding, mod.value)
     if isinstance(mod, (nn.Dropout, nn.Identity)):
         return "identity", mod
+    if isinstance(mod, _lut_modules()):
+        return "lut", mod
     if isinstance(mod, (nn.Softmax, nn.LogSoftmax)):
         raise _unsupported(node, what, SOFTMAX_WHY)
     if type(mod).__module__.startswith(("torch.ao.nn.quantized", "torch.ao.quantization",
@@ -166,6 +170,21 @@ def _classify_module(node, mod) -> tuple[str, object]:
                                        "the export quantizes it itself, TFLite's way, "
                                        "from --calibration")
     raise _unsupported(node, what)
+
+
+def _lut_modules() -> tuple:
+    """Elementwise activation modules the export runs as a 256-entry table."""
+    from torch import nn
+    return (nn.Sigmoid, nn.Tanh, nn.Hardsigmoid, nn.Hardswish, nn.SiLU, nn.GELU, nn.LeakyReLU,
+            nn.ELU, nn.Mish, nn.Softplus)
+
+
+def _lut_functions() -> tuple:
+    """Their functional forms (torch.sigmoid, F.hardswish, ...)."""
+    import torch
+    import torch.nn.functional as F
+    return (torch.sigmoid, torch.tanh, F.sigmoid, F.tanh, F.hardsigmoid, F.hardswish, F.silu,
+            F.gelu, F.leaky_relu, F.elu, F.mish, F.softplus)
 
 
 def _functional_pools() -> dict:
@@ -274,6 +293,10 @@ def _classify(gm, node) -> tuple[str, object]:
             return _classify_module(node, mod)
         if fn is torch.mean:
             return "mean", _mean_dims(node)
+        if fn in _lut_functions():
+            settings = _call_arguments(gm, node)
+            settings.pop("inplace", None)
+            return "lut", lambda v: fn(v, **settings)
         if fn is F.pad:
             kw = _call_arguments(gm, node)
             if kw.get("mode", "constant") != "constant":
@@ -296,6 +319,9 @@ def _classify(gm, node) -> tuple[str, object]:
             return "add", None
         if node.target == "mean":
             return "mean", _mean_dims(node)
+        if node.target in ("sigmoid", "tanh") and len(node.args) == 1 and not node.kwargs:
+            method = node.target
+            return "lut", lambda v: getattr(v, method)()
         if node.target in ("softmax", "log_softmax"):
             raise _unsupported(node, f"tensor method .{node.target}()", SOFTMAX_WHY)
         raise _unsupported(node, f"tensor method .{node.target}()")
@@ -546,6 +572,9 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
             lo, hi = _act_range(mod, tin)
             nodes.append(q8.Clamp(_label(node), (src,), t, lo, hi))
+        elif kind == "lut":
+            t = from_range(node.name, node.name)
+            nodes.append(q8.Lut(_label(node), (src,), t, _table(node, mod, tin, tensors[t])))
         elif kind == "flatten":
             t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
             if len(tensors[t].shape) != 1 or tensors[t].size != tin.size:
@@ -586,6 +615,24 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
     if output is None or not nodes:
         raise ExportError("c-int8 export: the model computes nothing the export can write")
     return q8.Int8Graph(tensors, nodes, input_id, output)
+
+
+def _table(node, fn, tin: q8.QTensor, tout: q8.QTensor) -> np.ndarray:
+    """The 256 int8 outputs of the elementwise ``fn`` (the model's own module or function,
+    in float32 as the model runs), one per int8 input ``q`` at index ``q + 128``: ``fn`` of
+    ``scale_in (q - zp_in)``, quantised at the output's scale (rounded half away from zero,
+    as TFLite's tables) and clamped to int8."""
+    import torch
+    q = np.arange(-128, 128)
+    x = torch.from_numpy(((q - tin.zero_point) * tin.scale).astype(np.float32))
+    with torch.no_grad():
+        f = fn(x).double().numpy()
+    if f.shape != (256,) or not np.isfinite(f).all():
+        raise _unsupported(node, "activation", "it is not finite and elementwise on the "
+                                               "input's int8 range")
+    v = f / tout.scale
+    return np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5) + tout.zero_point,
+                   q8.INT8_MIN, q8.INT8_MAX).astype(np.int8)
 
 
 def _fold_bn(w: np.ndarray, b, bn) -> tuple[np.ndarray, np.ndarray]:

@@ -257,7 +257,18 @@ class Reshape:
     view: bool = False
 
 
-NODE_TYPES = (Conv2d, Linear, MaxPool2d, AvgPool2d, Add, Clamp, Reshape)
+@dataclass(frozen=True)
+class Lut:
+    """An elementwise activation (sigmoid, tanh, hardswish, ...) as the table of its 256 int8
+    outputs, one per int8 input (TFLite's lookup-table kernels): ``y = table[x + 128]``."""
+
+    name: str
+    inputs: tuple[int]
+    output: int
+    table: np.ndarray   # int8 [256]
+
+
+NODE_TYPES = (Conv2d, Linear, MaxPool2d, AvgPool2d, Add, Clamp, Lut, Reshape)
 
 
 @dataclass
@@ -479,6 +490,15 @@ def _clamp(node: Clamp, x, c: _Counter) -> np.ndarray:
     return np.clip(x, node.act_min, node.act_max).astype(np.int8)
 
 
+def _lut(node: Lut, x, c: _Counter) -> np.ndarray:
+    n = x[0].size
+    c.op("int_add", n)    # the index x + 128
+    c.read += n
+    c.flash += n          # the table is constant data
+    c.write += n
+    return node.table[x.astype(np.int16) + 128]
+
+
 def check_input(graph: Int8Graph, x) -> np.ndarray:
     """``x`` as int8 [N, *input shape], or a one-line ModelError."""
     x = np.asarray(x)
@@ -531,6 +551,8 @@ def _forward(graph: Int8Graph, x: np.ndarray, ledger, level: str) -> np.ndarray:
             y = _add(node, args[0], args[1], tin, ts[node.inputs[1]], tout, c)
         elif isinstance(node, Clamp):
             y = _clamp(node, args[0], c)
+        elif isinstance(node, Lut):
+            y = _lut(node, args[0], c)
         elif isinstance(node, Reshape):
             y = args[0].reshape((n, *tout.shape))
         else:

@@ -158,10 +158,28 @@ class Causal1d(nn.Module):
         return self.fc(torch.flatten(self.c3(y), 1))
 
 
+class Activations(nn.Module):
+    """Activations that are no clamp, each a 256-entry table: Hardswish after a conv
+    (MobileNetV3), F.leaky_relu (TinyYOLO), nn.SiLU, F.gelu(approximate='tanh'),
+    x.tanh(), and a torch.sigmoid output (a binary or anomaly score)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 4, 3, padding=1)
+        self.act = nn.Hardswish()
+        self.silu = nn.SiLU()
+        self.fc1, self.fc2 = nn.Linear(4 * 4 * 4, 16), nn.Linear(16, 3)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.leaky_relu(self.act(self.c(x)), 0.1), 2)
+        y = F.gelu(self.silu(self.fc1(torch.flatten(y, 1))), approximate="tanh")
+        return torch.sigmoid(self.fc2(y.tanh()))
+
+
 NETS = {"kws1d": (KWS1d, (1, 4, 32)), "res8": (Res8, (1, 3, 12, 12)),
         "autoencoder": (AutoEncoder, (1, 32)), "samegap": (SameGap, (1, 2, 10, 10)),
         "clamps": (Clamps, (1, 1, 8, 8)), "tfpadded": (TFPadded, (1, 2, 10, 10)),
-        "causal1d": (Causal1d, (1, 3, 24))}
+        "causal1d": (Causal1d, (1, 3, 24)), "activations": (Activations, (1, 1, 8, 8))}
 
 
 def _data(shape, n, seed):
@@ -205,6 +223,16 @@ def test_layers_as_the_kernels_run_them(exported):
     assert (clamp.act_min, clamp.act_max) == (max(-128, t.zero_point - round(1 / t.scale)),
                                               min(127, t.zero_point + round(1 / t.scale)))
     assert fc1.act_min == g.tensors[fc1.output].zero_point and fc1.act_max == 127
+    assert kinds["activations"] == ["Conv2d", "Lut", "Lut", "MaxPool2d", "Linear", "Lut",
+                                    "Lut", "Lut", "Linear", "Lut"]
+    g = exported["activations"][2].graph
+    sig = g.nodes[-1]
+    tin, tout = g.tensors[sig.inputs[0]], g.tensors[sig.output]
+    # the table's entry for the input's zero point (x = 0) is sigmoid(0) = 0.5 at the
+    # output's scale; the table never falls (sigmoid rises)
+    assert sig.table[tin.zero_point + 128] == min(127, round(0.5 / tout.scale)
+                                                  + tout.zero_point)
+    assert np.all(np.diff(sig.table.astype(int)) >= 0)
     # uneven padding: the conv's padding is the (top, left) offset, the rest follows from
     # the output size. tfpadded: F.pad(0, 1, 0, 1) adds nothing before; 10 + 1 -> (11 - 3)
     # // 2 + 1 = 5; ZeroPad2d(left 2, right 0, top 1, bottom 1) -> (1, 2) before, output (5
@@ -269,7 +297,7 @@ def test_host_bit_exact(exported, name):
     assert run.all_match and run.scores.shape == result.golden_y.shape
 
 
-@pytest.mark.parametrize("name", ["kws1d", "tfpadded"])
+@pytest.mark.parametrize("name", ["kws1d", "tfpadded", "activations"])
 def test_on_the_cortex_m4(exported, name):
     """The 1-D model's and the unevenly padded one's C on QEMU's Cortex-M4 bit for bit, and
     their built objects as predicted (as tests/deploy/test_c_int8.py checks its nets): the

@@ -3,10 +3,12 @@
  * implementation; GCC and Clang define it so). */
 #include "ne_int8.h"
 
+#if NE_USE_CONV || NE_USE_FC || NE_USE_MAXPOOL || NE_USE_AVGPOOL || NE_USE_ADD || NE_USE_CLAMP
 static int32_t ne_clamp_i32(int32_t v, int32_t lo, int32_t hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);
 }
+#endif
 
 /* TFLite's MultiplyByQuantizedMultiplier: x * mult * 2^(shift - 31), rounded.
  * SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT. A left shift (shift > 0) is
@@ -200,6 +202,18 @@ void ne_clamp(const ne_clamp_t *p, const int8_t *x, int8_t *y)
     int32_t i;
     for (i = 0; i < p->n; i++) {
         y[i] = (int8_t)ne_clamp_i32(x[i], p->act_min, p->act_max);
+    }
+}
+#endif
+
+#if NE_USE_LUT
+/* an elementwise activation as its table of 256 outputs (built by the export from the
+ * torch function at the input's and output's scales) */
+void ne_lut(const ne_lut_t *p, const int8_t *x, int8_t *y)
+{
+    int32_t i;
+    for (i = 0; i < p->n; i++) {
+        y[i] = p->table[(int32_t)x[i] + 128];
     }
 }
 #endif

@@ -41,6 +41,11 @@ typedef struct {
     int32_t n, act_min, act_max;
 } ne_clamp_t;
 
+typedef struct {
+    const int8_t *table;    /* [256]: the output of input q at table[q + 128] */
+    int32_t n;
+} ne_lut_t;
+
 int32_t ne_requantize(int32_t x, int32_t mult, int32_t shift);
 #if NE_USE_CONV
 void ne_conv2d(const ne_conv_t *p, const int8_t *x, int8_t *y);
@@ -56,6 +61,9 @@ void ne_avg_pool(const ne_pool_t *p, const int8_t *x, int8_t *y);
 #endif
 #if NE_USE_ADD
 void ne_add(const ne_add_t *p, const int8_t *a, const int8_t *b, int8_t *y);
+#endif
+#if NE_USE_LUT
+void ne_lut(const ne_lut_t *p, const int8_t *x, int8_t *y);
 #endif
 #if NE_USE_CLAMP
 void ne_clamp(const ne_clamp_t *p, const int8_t *x, int8_t *y);

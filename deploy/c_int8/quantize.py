@@ -311,9 +311,11 @@ def _classify(gm, node) -> tuple[str, object]:
             return "flatten", None
         if node.target == "size":
             return "size", None
-        if node.target in ("relu", "relu_"):
+        # not the in-place forms (x.relu_()): torch.fx keeps later uses of x on the value
+        # before the call, so the export would drop the clamp
+        if node.target == "relu":
             return "clamp", RELU
-        if node.target in ("clamp", "clamp_", "clip", "clip_"):
+        if node.target in ("clamp", "clip"):
             return "clamp", _clamp_bounds(node)
         if node.target == "add":
             return "add", None

@@ -95,17 +95,23 @@ def _data(shape, n, seed):
     return rng.normal(0.5, 0.5, (n, *shape[1:])).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """Each net (seeded weights) exported once: calibrated on 200 random inputs."""
+def export_nets(nets: dict, tmp_path_factory, folder: str) -> dict:
+    """name -> (model, input shape, export) of each net class in ``nets`` (name -> (class,
+    shape)), built with seed 0 and exported once, calibrated on 200 random inputs."""
     out = {}
-    for name, (cls, shape) in NETS.items():
+    for name, (cls, shape) in nets.items():
         torch.manual_seed(0)
         model = cls().eval()
         result = export_int8(model, shape, (_data(shape, 200, 1), None, None),
-                             tmp_path_factory.mktemp("c_int8") / name)
+                             tmp_path_factory.mktemp(folder) / name)
         out[name] = (model, shape, result)
     return out
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Each net (seeded weights) exported once: calibrated on 200 random inputs."""
+    return export_nets(NETS, tmp_path_factory, "c_int8")
 
 
 def test_layers_quantised_as_designed(exported):

@@ -16,6 +16,7 @@ from deploy.c_int8.export import export_int8
 from deploy.c_int8.quantize import load_calibration
 from deploy.errors import ExportError
 from sim.bitwise import int8 as q8
+from tests.deploy.test_c_int8 import _data, export_nets
 
 
 def _random_statistics(bn: nn.modules.batchnorm._BatchNorm) -> None:
@@ -182,23 +183,11 @@ NETS = {"kws1d": (KWS1d, (1, 4, 32)), "res8": (Res8, (1, 3, 12, 12)),
         "causal1d": (Causal1d, (1, 3, 24)), "activations": (Activations, (1, 1, 8, 8))}
 
 
-def _data(shape, n, seed):
-    rng = np.random.default_rng(seed)
-    return rng.normal(0.5, 0.5, (n, *shape[1:])).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """Each net (seeded weights, random BatchNorm statistics) exported once, calibrated on
     200 random inputs."""
-    out = {}
-    for name, (cls, shape) in NETS.items():
-        torch.manual_seed(0)
-        model = cls().eval()
-        result = export_int8(model, shape, (_data(shape, 200, 1), None, None),
-                             tmp_path_factory.mktemp("c_int8_layers") / name)
-        out[name] = (model, shape, result)
-    return out
+    return export_nets(NETS, tmp_path_factory, "c_int8_layers")
 
 
 def test_layers_as_the_kernels_run_them(exported):
@@ -361,6 +350,15 @@ def test_what_the_kernels_cannot_do_is_refused(tmp_path):
     msg = _refused(_Lambda(lambda m, x: m.layers[0](x).clamp(2.0, 1.0), nn.Linear(8, 2)),
                    (1, 8), tmp_path)
     assert "'clamp'" in msg and "bounds (2.0, 1.0)" in msg
+    # an in-place clamp: torch.fx keeps the later use of y on the value before it, so the
+    # export would drop the clamp; refused (write y = y.clamp(...))
+    def inplace(m, x):
+        y = m.layers[0](x)
+        y.clamp_(0.0, 1.0)
+        return m.layers[1](y)
+
+    msg = _refused(_Lambda(inplace, nn.Linear(8, 4), nn.Linear(4, 2)), (1, 8), tmp_path)
+    assert "tensor method .clamp_()" in msg
     # a softmax at the end: the logits are what to export
     msg = _refused(nn.Sequential(nn.Linear(8, 3), nn.Softmax(dim=1)), (1, 8), tmp_path)
     assert "'1' (Softmax)" in msg and "export the logits" in msg

@@ -512,6 +512,12 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             continue
         if node.name in fused:
             continue
+        if not users[node.name]:
+            # a layer whose result nothing reads: an in-place call (F.relu(y, inplace=True)
+            # or nn.ReLU(inplace=True) without keeping its result), which torch.fx records
+            # apart from the later uses of y: exporting it would drop the layer
+            raise _unsupported(node, kind, "its result is never used: an in-place call? "
+                               "write y = f(y)")
         src = arg_tensor(node, node.args[0])
         tin = tensors[src]
         one_d = kind in ONE_D

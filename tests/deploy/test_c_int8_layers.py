@@ -359,6 +359,16 @@ def test_what_the_kernels_cannot_do_is_refused(tmp_path):
 
     msg = _refused(_Lambda(inplace, nn.Linear(8, 4), nn.Linear(4, 2)), (1, 8), tmp_path)
     assert "tensor method .clamp_()" in msg
+
+    # the same with a module: nn.ReLU(inplace=True) whose result is dropped
+    def dropped(m, x):
+        y = m.layers[0](x)
+        m.layers[1](y)
+        return m.layers[2](y)
+
+    msg = _refused(_Lambda(dropped, nn.Linear(8, 4), nn.ReLU(inplace=True), nn.Linear(4, 2)),
+                   (1, 8), tmp_path)
+    assert "layers.1" in msg and "never used" in msg
     # a softmax at the end: the logits are what to export
     msg = _refused(nn.Sequential(nn.Linear(8, 3), nn.Softmax(dim=1)), (1, 8), tmp_path)
     assert "'1' (Softmax)" in msg and "export the logits" in msg

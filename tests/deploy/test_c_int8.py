@@ -137,12 +137,18 @@ def test_layers_quantised_as_designed(exported):
 def test_reference_tracks_fp32(exported, name):
     """The int8 reference, dequantised, stays within 6% of the fp32 output range of the
     torch model on fresh inputs (a few output steps of 1/255 of the range each)."""
-    model, shape, result = exported[name]
+    assert_tracks_fp32(*exported[name])
+
+
+def assert_tracks_fp32(model, shape, result) -> None:
+    """The export's int8 reference on 100 fresh inputs, dequantised, has the model's output
+    shape and stays within 6% of the fp32 output range of ``model`` on them."""
     x = _data(shape, 100, 7)
     with torch.no_grad():
         f = model(torch.from_numpy(x)).numpy()
     g = result.graph
     y = q8.dequantize(g.tensors[g.output], q8.run_int8(g, q8.quantize_input(g, x)))
+    assert y.shape == f.shape
     assert np.abs(y - f).max() <= 0.06 * (f.max() - f.min())
 
 
@@ -154,8 +160,13 @@ def _require(target):
 
 @pytest.mark.parametrize("name", NETS)
 def test_host_bit_exact(exported, name):
+    assert_host_bit_exact(exported[name][2])
+
+
+def assert_host_bit_exact(result) -> None:
+    """The export's C built by the host compiler prints every golden output as the
+    reference computed it (skipped without a compiler)."""
     _require("host")
-    result = exported[name][2]
     run = check_project(result.path, result.golden_y, "host")
     assert run.all_match and run.scores.shape == result.golden_y.shape
 

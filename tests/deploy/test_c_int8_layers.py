@@ -11,12 +11,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deploy.c_int8 import FLASH_MARGIN, check_project, measure_size, tools_missing
+from deploy.c_int8 import FLASH_MARGIN, check_project, measure_size
 from deploy.c_int8.export import export_int8
 from deploy.c_int8.quantize import load_calibration
 from deploy.errors import ExportError
 from sim.bitwise import int8 as q8
-from tests.deploy.test_c_int8 import _data, export_nets
+from tests.deploy.test_c_int8 import (
+    _data,
+    _require,
+    assert_host_bit_exact,
+    assert_tracks_fp32,
+    export_nets,
+)
 
 
 def _random_statistics(bn: nn.modules.batchnorm._BatchNorm) -> None:
@@ -266,24 +272,12 @@ def test_reference_tracks_fp32(exported, name):
     inputs (as tests/deploy/test_c_int8.py: a few output steps of 1/255 of the range); a
     BatchNorm left out of the fold moves outputs by its statistics (means of +-0.5, scales
     0.5-1.8), far more."""
-    model, shape, result = exported[name]
-    x = _data(shape, 100, 7)
-    with torch.no_grad():
-        f = model(torch.from_numpy(x)).numpy()
-    g = result.graph
-    y = q8.dequantize(g.tensors[g.output], q8.run_int8(g, q8.quantize_input(g, x)))
-    assert y.shape == f.shape
-    assert np.abs(y - f).max() <= 0.06 * (f.max() - f.min())
+    assert_tracks_fp32(*exported[name])
 
 
 @pytest.mark.parametrize("name", NETS)
 def test_host_bit_exact(exported, name):
-    reason = tools_missing("host")
-    if reason:
-        pytest.skip(f"C target 'host': {reason}")
-    result = exported[name][2]
-    run = check_project(result.path, result.golden_y, "host")
-    assert run.all_match and run.scores.shape == result.golden_y.shape
+    assert_host_bit_exact(exported[name][2])
 
 
 @pytest.mark.parametrize("name", ["kws1d", "tfpadded", "activations"])
@@ -291,9 +285,7 @@ def test_on_the_cortex_m4(exported, name):
     """The 1-D model's and the unevenly padded one's C on QEMU's Cortex-M4 bit for bit, and
     their built objects as predicted (as tests/deploy/test_c_int8.py checks its nets): the
     views between the 1-D layers add no code and no arena bytes (bss = the planned arena)."""
-    reason = tools_missing("cortex-m4")
-    if reason:
-        pytest.skip(f"C target 'cortex-m4': {reason}")
+    _require("cortex-m4")
     result = exported[name][2]
     run = check_project(result.path, result.golden_y, "cortex-m4")
     assert run.all_match and np.array_equal(run.scores, result.golden_y.astype(np.int32))

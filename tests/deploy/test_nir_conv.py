@@ -178,6 +178,25 @@ def test_neurobench_static_metrics_equal_the_neurobench_package(snn_conv):
     assert rep.placement_report()["chip_synapse_memory_bytes"] == 297 * rep.compiled.entry_bytes
 
 
+def _norse_run(net, x, cells) -> tuple[dict, list]:
+    """Norse running ``net`` (a SequentialState of torch layers and cells) step by step on
+    ``x`` [T, ...]: the output spikes of each cell named in ``cells`` (its index) summed
+    over the run, and the last layer's output per step."""
+    states, counts, last = [None] * len(net), dict.fromkeys(cells, 0), []
+    with torch.no_grad():
+        for t in range(x.shape[0]):
+            h = torch.tensor(x[t:t + 1])
+            for i, m in enumerate(net):
+                if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+                    h = m(h)
+                else:
+                    h, states[i] = m(h, states[i])
+                    if str(i) in counts:
+                        counts[str(i)] += int(h.sum())
+            last.append(h.numpy().ravel())
+    return counts, last
+
+
 def test_norse_conv_export_runs_with_norses_spikes_and_readout():
     """Norse's own export (Conv2d -> LIFBoxCell -> Conv2d -> LIFBoxCell -> Conv2d ->
     LIBoxCell readout): spike counts per layer equal Norse's, and the LI readout's voltage
@@ -200,18 +219,7 @@ def test_norse_conv_export_runs_with_norses_spikes_and_readout():
     graph = norse.to_nir(net, torch.zeros(1, 2, 12, 12))
     T = 20
     x = (np.random.default_rng(0).random((T, 2, 12, 12)) < 0.3).astype(np.float32)
-    states, theirs, readout = [None] * len(net), {"1": 0, "3": 0}, []
-    with torch.no_grad():
-        for t in range(T):
-            h = torch.tensor(x[t:t + 1])
-            for i, m in enumerate(net):
-                if isinstance(m, torch.nn.Conv2d):
-                    h = m(h)
-                else:
-                    h, states[i] = m(h, states[i])
-                    if str(i) in theirs:
-                        theirs[str(i)] += int(h.sum())
-            readout.append(h.numpy().ravel())
+    theirs, readout = _norse_run(net, x, ("1", "3"))
     ours = read_nir(graph, dt=1e-3 ** 2, reset="value")
     assert ours.populations["5"].n == 2 and ours.nir_depth["5"] == 3
     ours.probe("5", "v")
@@ -426,16 +434,7 @@ def test_norse_graph_read_at_norses_dt_names_the_dt_that_runs_it():
     net = _norse_dense(norse, norse.LIFBoxCell)
     T = 300
     x = (np.random.default_rng(0).random((T, 10)) < 0.3).astype(np.float32)
-    theirs, states = {"1": 0, "3": 0}, [None] * 4
-    with torch.no_grad():
-        for t in range(T):
-            h = torch.tensor(x[t:t + 1])
-            for i, m in enumerate(net):
-                if isinstance(m, torch.nn.Linear):
-                    h = m(h)
-                else:
-                    h, states[i] = m(h, states[i])
-                    theirs[str(i)] += int(h.sum())
+    theirs, _ = _norse_run(net, x, ("1", "3"))
     counts, _ = _our_counts(read_nir(box, dt=1e-3 ** 2, reset="value"), x)
     assert {k: counts[k] for k in theirs} == theirs
     assert theirs["1"] > 20 and theirs["3"] > 5, theirs

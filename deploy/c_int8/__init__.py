@@ -13,7 +13,8 @@ writes, all or nothing (:func:`deploy.outputs.atomic_output`), a directory holdi
   one ``static int8_t`` arena planned from the tensors' lifetimes by TFLM's greedy planner
   (:mod:`sim.arena`); no malloc, no float;
 - ``ne_int8.[ch]``: the kernels (conv / depthwise conv, fully connected, max / avg pool,
-  add, clamp), only those the model uses compiled in (``ne_config.h``);
+  add, mul, concatenation, clamp, lookup table), only those the model uses compiled in
+  (``ne_config.h``);
 - ``golden.h`` + ``main.c``: golden int8 inputs (test-split samples and random ones) and
   the reference's outputs; the harness exits 0 only if every output matches;
 - ``Makefile``: ``host``, ``cortex-m`` (QEMU ``mps2-an385`` Cortex-M3 or ``mps2-an386``
@@ -56,15 +57,18 @@ DISPOSABLE = ("test_host", "test_*.elf", "icount_*.elf", "*.o", "*.su")
 directory where it ran."""
 
 KERNELS = {q8.Conv2d: "CONV", q8.Linear: "FC", q8.MaxPool2d: "MAXPOOL",
-           q8.AvgPool2d: "AVGPOOL", q8.Add: "ADD", q8.Clamp: "CLAMP", q8.Lut: "LUT"}
+           q8.AvgPool2d: "AVGPOOL", q8.Add: "ADD", q8.Mul: "MUL", q8.Concat: "CONCAT",
+           q8.Clamp: "CLAMP", q8.Lut: "LUT"}
 KERNEL_CODE_BYTES = {"REQUANTIZE": 212, "CONV": 876, "FC": 128, "MAXPOOL": 264,
-                     "AVGPOOL": 260, "ADD": 112, "CLAMP": 60, "LUT": 48}
+                     "AVGPOOL": 260, "ADD": 112, "MUL": 136, "CONCAT": 76, "CLAMP": 60,
+                     "LUT": 48}
 """``.text`` bytes of each kernel in ``ne_int8.o``: ``arm-none-eabi-size`` of the object
 built with only that kernel enabled, less the object with none (212 B: ne_requantize,
-always there); arm-none-eabi-gcc 12.2.1 ``-O2 -mthumb -mcpu=cortex-m4`` (all seven: 1,960 B;
-cortex-m3 1,908 B, cortex-m7 1,980 B; the lookup table kernel 48 B on each)."""
+always there); arm-none-eabi-gcc 12.2.1 ``-O2 -mthumb -mcpu=cortex-m4`` (all nine: 2,172 B
+with ne_requantize; cortex-m3 2,120 B, cortex-m7 2,192 B; the lookup table kernel 48 B, mul
+136 B, concatenation 76 B on each)."""
 KERNEL_STACK_BYTES = {"REQUANTIZE": 8, "CONV": 192, "FC": 40, "MAXPOOL": 56, "AVGPOOL": 48,
-                      "ADD": 32, "CLAMP": 12, "LUT": 8}
+                      "ADD": 32, "MUL": 48, "CONCAT": 32, "CLAMP": 12, "LUT": 8}
 """Frame of each kernel (``-fstack-usage``, same compiler and flags)."""
 CALL_CODE_BYTES = 14
 MODEL_CODE_BYTES = 32
@@ -78,9 +82,10 @@ ne_requantize's, an upper bound."""
 FLASH_MARGIN = 0.10
 """|predicted flash - built objects' text + data| <= this fraction of the built size."""
 STRUCT_BYTES = {q8.Conv2d: 4 * 4 + 19 * 4, q8.Linear: 4 * 4 + 6 * 4, q8.MaxPool2d: 13 * 4,
-                q8.AvgPool2d: 13 * 4, q8.Add: 12 * 4, q8.Clamp: 3 * 4, q8.Lut: 2 * 4}
+                q8.AvgPool2d: 13 * 4, q8.Add: 12 * 4, q8.Mul: 11 * 4, q8.Concat: 5 * 4,
+                q8.Clamp: 3 * 4, q8.Lut: 2 * 4}
 """sizeof the parameter struct of each kernel on a 32-bit target (ne_int8.h: 4-byte
-pointers and int32 fields)."""
+pointers and int32 fields); a concatenation has one per input."""
 GOLDEN_RANDOM = 4
 """Random int8 golden inputs beside the test-split samples."""
 
@@ -120,8 +125,9 @@ def predict_sizes(graph: q8.Int8Graph) -> Sizes:
         if isinstance(node, q8.Reshape):
             continue
         kinds.add(KERNELS[type(node)])
-        calls += 1
-        weights += STRUCT_BYTES[type(node)]
+        parts = len(node.inputs) if isinstance(node, q8.Concat) else 1   # a call per input
+        calls += parts
+        weights += STRUCT_BYTES[type(node)] * parts
         if isinstance(node, (q8.Conv2d, q8.Linear)):
             weights += _pad4(node.weight.size) + 12 * node.weight.shape[0]
         elif isinstance(node, q8.Lut):
@@ -182,6 +188,20 @@ def _emit(p: str, node, ts: list[q8.QTensor]) -> str:
                   node.out_multiplier, node.out_shift, node.act_min, node.act_max]
         return (f"static const ne_add_t {p} = {{"
                 f"{', '.join(_int32s([f]).strip('{} ').strip() for f in fields)}}};\n")
+    if isinstance(node, q8.Mul):
+        tb = ts[node.inputs[1]]
+        per_channel = tb.size != tout.size   # (C, 1, ..., 1) against (C, ...)
+        outer = tout.shape[0] if per_channel else 1
+        fields = [outer, tout.size // outer, 1 if per_channel else 0, 0 if per_channel else 1,
+                  -tin.zero_point, -tb.zero_point, tout.zero_point, node.multiplier,
+                  node.shift, node.act_min, node.act_max]
+        return f"static const ne_mul_t {p} = {{{', '.join(map(str, fields))}}};\n"
+    if isinstance(node, q8.Concat):
+        return "".join(
+            f"static const ne_concat_t {p}_{k} = {{{ts[t].size}, {-ts[t].zero_point}, "
+            f"{tout.zero_point}, {m}, {s}}};\n"
+            for k, (t, m, s) in enumerate(zip(node.inputs, node.multipliers, node.shifts,
+                                              strict=True)))
     if isinstance(node, q8.Clamp):
         return (f"static const ne_clamp_t {p} = {{{tout.size}, {node.act_min}, "
                 f"{node.act_max}}};\n")
@@ -192,7 +212,8 @@ def _emit(p: str, node, ts: list[q8.QTensor]) -> str:
 
 
 _CALLS = {q8.Conv2d: "ne_conv2d", q8.Linear: "ne_fully_connected", q8.MaxPool2d: "ne_max_pool",
-          q8.AvgPool2d: "ne_avg_pool", q8.Clamp: "ne_clamp", q8.Lut: "ne_lut"}
+          q8.AvgPool2d: "ne_avg_pool", q8.Add: "ne_add", q8.Mul: "ne_mul", q8.Clamp: "ne_clamp",
+          q8.Lut: "ne_lut"}
 
 
 def _describe(node, ts) -> str:
@@ -213,17 +234,23 @@ def c_sources(graph: q8.Int8Graph, golden_x: np.ndarray, golden_y: np.ndarray,
     config = ("/* written by neuroedge deploy.c_int8: the kernels this model uses */\n"
               "#ifndef NE_CONFIG_H\n#define NE_CONFIG_H\n"
               + "".join(f"#define NE_USE_{k} {int(k in used)}\n"
-                        for k in ("CONV", "FC", "MAXPOOL", "AVGPOOL", "ADD", "CLAMP",
-                                  "LUT"))
+                        for k in ("CONV", "FC", "MAXPOOL", "AVGPOOL", "ADD", "MUL", "CONCAT",
+                                  "CLAMP", "LUT"))
               + "#endif\n")
     data, calls = [], []
     for p, node in zip(prefixes, live, strict=True):
         text = _emit(p, node, ts)
         data.append(f"/* {_describe(node, ts)} */\n{text}")
-        args = ", ".join(f"ne_arena + {offsets[t]}" for t in node.inputs)
-        fn = "ne_add" if isinstance(node, q8.Add) else _CALLS[type(node)]
-        calls.append(f"    {fn}(&{p}, {args}, ne_arena + {offsets[node.output]});\n"
-                     f"    NE_LAYER_DONE({len(calls)});\n")
+        if isinstance(node, q8.Concat):   # each input into its block of the output
+            at = offsets[node.output]
+            call = ""
+            for k, t in enumerate(node.inputs):
+                call += f"    ne_concat(&{p}_{k}, ne_arena + {offsets[t]}, ne_arena + {at});\n"
+                at += ts[t].size
+        else:
+            args = ", ".join(f"ne_arena + {offsets[t]}" for t in node.inputs)
+            call = f"    {_CALLS[type(node)]}(&{p}, {args}, ne_arena + {offsets[node.output]});\n"
+        calls.append(f"{call}    NE_LAYER_DONE({len(calls)});\n")
     tin, tout = ts[graph.input], ts[graph.output]
     weights_h = ("/* int8 weights, int32 biases, multipliers and shifts, layer parameters: "
                  "static const (flash) */\n#ifndef NE_MODEL_WEIGHTS_H\n"

@@ -17,6 +17,12 @@ and converted layer by layer with TFLite's conventions (:mod:`sim.bitwise.int8`)
   (C, L) input (a reshape, free: the same bytes), as TFLite converts Conv1D; a global
   average pool written ``x.mean((2, 3))`` or ``F.adaptive_avg_pool2d(x, 1)`` is the
   ``AdaptiveAvgPool2d(1)`` it computes;
+- ``a + b`` and ``a - b`` of two tensors run as TFLite's int8 add and sub, ``a * b`` (of one
+  shape, or a squeeze-and-excitation block's (C, 1, 1) channel weights times its (C, H, W)
+  input) as its int8 mul, ``torch.cat`` along the channels as one requantisation per
+  input into its block of the output; arithmetic with a number (``x * 0.5``, ``x + 3``,
+  ``x / 6``) is an elementwise function of one tensor, a 256-entry table like the
+  activations;
 - ``Dropout`` and ``Identity`` are nothing at inference.
 
 Anything else is refused in one line naming the layer and listing :data:`SUPPORTED`.
@@ -41,7 +47,12 @@ SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero pad
              "AdaptiveAvgPool1d/2d(1) and x.mean over the spatial axes (global average)",
              "the functional forms of these pools",
              "a zero pad (ZeroPad1d/2d, F.pad) folded into the conv after it", "Flatten",
-             "flatten/view/reshape to [N, -1]", "residual add (a + b, torch.add)",
+             "flatten/view/reshape to [N, -1]",
+             "add and subtract of two tensors of one shape (a + b, a - b, torch.add)",
+             "product of two tensors of one shape, or by per-channel weights (C, 1, ..., 1): "
+             "squeeze-and-excitation",
+             "torch.cat along the channels",
+             "arithmetic with a number (x * 0.5, x + 3, x / 6: a 256-entry table)",
              "Dropout and Identity (no-ops at inference)")
 CALIBRATION_SETS = ("digits", "fashion-mnist")
 """Bundled data set names ``--calibration`` takes (else an ``.npy`` file)."""
@@ -256,6 +267,62 @@ def _clamp_bounds(node) -> tuple:
     return _bounds(node, lower, upper)
 
 
+_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": None}
+"""Arithmetic of two values as tensor methods: the kind when both are traced tensors
+(None: no kernel then), and with one a number an elementwise function of the other (a
+table)."""
+
+
+def _binary_functions() -> dict:
+    """The same as operators and torch functions."""
+    import torch
+    return {operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub",
+            operator.mul: "mul", torch.mul: "mul", operator.truediv: None, torch.div: None}
+
+
+def _binary(node, kind: str | None, fn) -> tuple[str, object]:
+    """``a + b``, ``a - b``, ``a * b``, ``a / b`` (operator, torch function or tensor method):
+    of two traced tensors, the kind; with one operand a number, the elementwise function of
+    the other that the model computes (a 256-entry table, its settings such as ``alpha``
+    included); else an ExportError."""
+    import torch.fx
+    what = getattr(fn, "__name__", fn) if node.op == "call_function" else f".{fn}()"
+    operands = list(node.args[:2])
+    tensors = [isinstance(a, torch.fx.Node) for a in operands]
+    if len(operands) == 2 and all(tensors):
+        if kind is None:
+            raise _unsupported(node, str(what), "a division of two tensors has no int8 kernel; "
+                               "a division by a number is a table")
+        return kind, None
+    numbers = [isinstance(a, (int, float)) and not isinstance(a, bool) for a in operands]
+    kwargs = dict(node.kwargs)
+    if len(operands) == 2 and tensors.count(True) == 1 and numbers.count(True) == 1 \
+            and not any(isinstance(v, torch.fx.Node) for v in kwargs.values()):
+        at = tensors.index(True)
+        const = operands[1 - at]
+        if node.op == "call_method":
+            if at != 0:
+                raise _unsupported(node, str(what), "a number's method")
+            return "lut", lambda v: getattr(v, fn)(const, **kwargs)
+        return "lut", (lambda v: fn(v, const, **kwargs)) if at == 0 else \
+            (lambda v: fn(const, v, **kwargs))
+    raise _unsupported(node, str(what), "its operands must be two traced tensors, or one "
+                       "and a number")
+
+
+def _cat_arguments(node) -> tuple[list, int]:
+    """The tensors and the axis of ``torch.cat(tensors, dim)``."""
+    import torch.fx
+    args, kwargs = list(node.args), dict(node.kwargs)
+    parts = kwargs.pop("tensors", args.pop(0) if args else None)
+    dim = kwargs.pop("dim", kwargs.pop("axis", args.pop(0) if args else 0))
+    if not isinstance(parts, (list, tuple)) or not parts or isinstance(dim, torch.fx.Node) \
+            or args or kwargs:
+        raise _unsupported(node, "cat", "expected torch.cat([tensors], dim) with a constant "
+                                        "dim")
+    return list(parts), int(dim)
+
+
 def _classify(gm, node) -> tuple[str, object]:
     """(kind, module or settings) of one fx node, or an ExportError for what is not
     supported. A functional pooling call is classified as its module."""
@@ -269,8 +336,11 @@ def _classify(gm, node) -> tuple[str, object]:
         return _classify_module(node, gm.get_submodule(node.target))
     if node.op == "call_function":
         fn = node.target
-        if fn in (operator.add, torch.add):
-            return "add", None
+        binary = _binary_functions()
+        if fn in binary:
+            return _binary(node, binary[fn], fn)
+        if fn in (torch.cat, torch.concat, torch.concatenate):
+            return "cat", _cat_arguments(node)
         if fn in (torch.flatten,):
             return "flatten", None
         if fn in (F.relu, torch.relu):
@@ -317,8 +387,8 @@ def _classify(gm, node) -> tuple[str, object]:
             return "clamp", RELU
         if node.target in ("clamp", "clip"):
             return "clamp", _clamp_bounds(node)
-        if node.target == "add":
-            return "add", None
+        if node.target in _BINARY_METHODS:
+            return _binary(node, _BINARY_METHODS[node.target], node.target)
         if node.target == "mean":
             return "mean", _mean_dims(node)
         if node.target in ("sigmoid", "tanh") and len(node.args) == 1 and not node.kwargs:
@@ -493,6 +563,22 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
         nodes.append(q8.Reshape(f"{_label(node)}.view", (t,), out, view=True))
         return out
 
+    def concat(node, parts, dim) -> int:
+        """``torch.cat`` along the channels: the output's bytes are the inputs' one after
+        another, each requantised to the output's scale."""
+        ins = [arg_tensor(node, a) for a in parts]
+        shape = shapes[node.name]
+        if dim % (len(shape) + 1) != 1 or any(tensors[i].shape[1:] != shape[1:] for i in ins):
+            raise _unsupported(node, "cat", f"along axis {dim} of [N, "
+                               f"{', '.join(map(str, shape))}]; only along the channels "
+                               "(axis 1), where each input is one block of the output")
+        out = from_range(node.name, node.name)
+        scales = np.array([tensors[i].scale / tensors[out].scale for i in ins])
+        mult, shift = q8.quantize_multiplier(scales)
+        nodes.append(q8.Concat(_label(node), tuple(ins), out, tuple(int(m) for m in mult),
+                               tuple(int(x) for x in shift)))
+        return out
+
     output = input_id = None
     views: dict[int, int] = {}   # (C, L) tensor -> its (C, 1, L) view
     pads: dict[str, tuple[int, int]] = {}   # zero pad node -> (top, left) widths it adds
@@ -518,7 +604,10 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             # apart from the later uses of y: exporting it would drop the layer
             raise _unsupported(node, kind, "its result is never used: an in-place call? "
                                "write y = f(y)")
-        src = arg_tensor(node, node.args[0])
+        if kind == "cat":
+            tid[node.name] = concat(node, *mod)
+            continue
+        src = arg_tensor(node, _source(node))
         tin = tensors[src]
         one_d = kind in ONE_D
         if one_d:
@@ -542,8 +631,8 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             raise _unsupported(node, type(mod).__name__, "it is folded into a Conv1d, Conv2d "
                                "or Linear only when it directly follows one that nothing "
                                "else uses")
-        if kind in ("conv", "conv1d", "linear", "add"):
-            bn = folded_bn(node) if kind != "add" else None
+        if kind in ("conv", "conv1d", "linear", "add", "sub", "mul"):
+            bn = folded_bn(node) if kind in ("conv", "conv1d", "linear") else None
             tail = bn if bn is not None else node
             relu = fusible(tail)
             value = relu or tail.name
@@ -563,10 +652,7 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
                 nodes.append(_linear(node, mod, src, t, tin, tensors[t], lo, hi, bn_mod))
             else:
                 other = arg_tensor(node, node.args[1] if len(node.args) > 1 else None)
-                if node.kwargs.get("alpha", 1) != 1 or tensors[other].shape != tin.shape:
-                    raise _unsupported(node, "add", "both operands must be traced tensors "
-                                       "of one shape, without alpha")
-                nodes.append(_add(node, src, other, t, tin, tensors[other], tensors[t], lo, hi))
+                nodes.append(_elementwise(node, kind, src, other, t, tensors, lo, hi))
             t = as_torch(node, t, value)
             for extra in (relu, bn.name if bn is not None else None):
                 if extra:
@@ -623,6 +709,14 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
     if output is None or not nodes:
         raise ExportError("c-int8 export: the model computes nothing the export can write")
     return q8.Int8Graph(tensors, nodes, input_id, output)
+
+
+def _source(node):
+    """The value a layer reads: its first argument, or for a table of arithmetic with a
+    number first (``0.5 * x``, ``1 - x``) the traced operand."""
+    import torch.fx
+    return next((a for a in node.args if isinstance(a, torch.fx.Node)),
+                node.args[0] if node.args else None)
 
 
 def _table(node, fn, tin: q8.QTensor, tout: q8.QTensor) -> np.ndarray:
@@ -690,14 +784,37 @@ def _linear(node, mod, src, dst, tin, tout, lo, hi, bn=None) -> q8.Linear:
     return q8.Linear(_label(node), (src,), dst, qw, qb, mult, shift, lo, hi)
 
 
-def _add(node, a, b, dst, ta, tb, tout, lo, hi) -> q8.Add:
+def _elementwise(node, kind: str, a: int, b: int, dst: int, tensors, lo, hi):
+    """``a + b``, ``a - b`` (an add with the second input's multiplier negated, as TFLite's
+    sub) or ``a * b`` of two traced tensors: of one shape, or for a product one of them
+    (C, 1, ..., 1) against the other's (C, ...)."""
+    ta, tb = tensors[a], tensors[b]
+    if kind == "mul" and ta.shape != tb.shape and _per_channel(ta.shape, tb.shape):
+        a, b, ta, tb = b, a, tb, ta   # the full tensor first, the per-channel one second
+    if node.kwargs.get("alpha", 1) != 1 or not (
+            ta.shape == tb.shape or (kind == "mul" and _per_channel(tb.shape, ta.shape))):
+        raise _unsupported(node, kind, f"operands of shapes {ta.shape} and {tb.shape} per "
+                           "sample" + (" with alpha" if "alpha" in node.kwargs else "")
+                           + "; expected one shape" + (", or one operand (C, 1, ..., 1) "
+                           "against the other's (C, ...)" if kind == "mul" else ""))
+    tout = tensors[dst]
+    if kind == "mul":
+        m, s = q8.quantize_multiplier(ta.scale * tb.scale / tout.scale)
+        return q8.Mul(_label(node), (a, b), dst, int(m[0]), int(s[0]), lo, hi)
     # TFLite PrepareGeneralSubOp: both inputs to 2 x the larger scale, 20 bits of headroom
     twice_max = 2.0 * max(ta.scale, tb.scale)
     m1, s1 = q8.quantize_multiplier(ta.scale / twice_max)
     m2, s2 = q8.quantize_multiplier(tb.scale / twice_max)
     mo, so = q8.quantize_multiplier(twice_max / ((1 << q8.ADD_LEFT_SHIFT) * tout.scale))
-    return q8.Add(_label(node), (a, b), dst, int(m1[0]), int(s1[0]), int(m2[0]), int(s2[0]),
-                  int(mo[0]), int(so[0]), lo, hi)
+    sign = -1 if kind == "sub" else 1
+    return q8.Add(_label(node), (a, b), dst, int(m1[0]), int(s1[0]), sign * int(m2[0]),
+                  int(s2[0]), int(mo[0]), int(so[0]), lo, hi)
+
+
+def _per_channel(small: tuple, full: tuple) -> bool:
+    """``small`` is (C, 1, ..., 1) of ``full``'s (C, ...), with more than one value there."""
+    return len(small) == len(full) >= 2 and small[0] == full[0] \
+        and all(d == 1 for d in small[1:]) and math.prod(full[1:]) > 1
 
 
 # -- calibration data ------------------------------------------------------------------------

@@ -41,8 +41,13 @@ Counting (per sample; the ops of the C kernels' inner loops, priced by the profi
   byte;
 - max pool: per in-bounds tap 1 ``int_cmp``; avg pool: per tap 1 ``int_add``, per output
   1 ``int_mul`` (the division), 2 ``int_add`` (rounding), 2 ``int_cmp`` (clamp);
-- add: per output 2 x (1 offset ``int_add`` + 1 shift ``int_add`` + a requantisation),
+- add (a subtraction is an add whose second input's multiplier is negated, as TFLite's
+  sub): per output 2 x (1 offset ``int_add`` + 1 shift ``int_add`` + a requantisation),
   1 ``int_add`` (sum), 1 requantisation, 1 ``int_add`` (offset), 2 ``int_cmp``;
+- mul: per output 2 offset ``int_add``, 1 ``int_mul``, a requantisation, 1 ``int_add``
+  (offset), 2 ``int_cmp``; reads both inputs' bytes;
+- concatenation: per output 1 offset ``int_add``, a requantisation (each input to the
+  output's scale), 1 ``int_add`` (offset), 2 ``int_cmp``;
 - clamp (a ReLU that follows no conv, linear or add): 2 ``int_cmp`` per element;
 - reshape / flatten: nothing (the bytes stay where they are).
 """
@@ -234,6 +239,35 @@ class Add:
 
 
 @dataclass(frozen=True)
+class Mul:
+    """Elementwise ``a * b`` (TFLite's int8 mul): ``b`` of ``a``'s shape, or (C, 1, ..., 1)
+    against ``a``'s (C, ...): one value per channel, broadcast over the channel (a
+    squeeze-and-excitation block's channel weights). ``(a - za) (b - zb)`` in int32,
+    rescaled by ``s_a s_b / s_out``."""
+
+    name: str
+    inputs: tuple[int, int]
+    output: int
+    multiplier: int
+    shift: int
+    act_min: int
+    act_max: int
+
+
+@dataclass(frozen=True)
+class Concat:
+    """Concatenation along the channel axis (the first of each sample, so every input is one
+    block of the output's bytes): each input requantised to the output's scale and zero
+    point as TFLM's int8 requantize does (``zp_out + MBQM(q - zp_in)``, clamped to int8)."""
+
+    name: str
+    inputs: tuple[int, ...]
+    output: int
+    multipliers: tuple[int, ...]
+    shifts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Clamp:
     """A ReLU, ReLU6 or clamp that could not be fused: ``clamp(q, act_min, act_max)``, same
     scale."""
@@ -268,7 +302,7 @@ class Lut:
     table: np.ndarray   # int8 [256]
 
 
-NODE_TYPES = (Conv2d, Linear, MaxPool2d, AvgPool2d, Add, Clamp, Lut, Reshape)
+NODE_TYPES = (Conv2d, Linear, MaxPool2d, AvgPool2d, Add, Mul, Concat, Clamp, Lut, Reshape)
 
 
 @dataclass
@@ -483,6 +517,34 @@ def _add(node: Add, a, b, ta: QTensor, tb: QTensor, tout: QTensor, c: _Counter) 
     return y
 
 
+def _mul(node: Mul, a, b, ta: QTensor, tb: QTensor, tout: QTensor, c: _Counter) -> np.ndarray:
+    # b is a's shape or (C, 1, ..., 1): numpy broadcasts it over each channel as the C does
+    prod = (a.astype(np.int64) - ta.zero_point) * (b.astype(np.int64) - tb.zero_point)
+    y = _requantize(prod, node.multiplier, node.shift, tout.zero_point, node.act_min,
+                    node.act_max)
+    n = tout.size
+    c.op("int_add", 3 * n)
+    c.op("int_mul", n)
+    c.requant(n)
+    c.op("int_cmp", 2 * n)
+    c.read += 2 * n
+    c.write += n
+    return y
+
+
+def _concat(node: Concat, xs, tins, tout: QTensor, c: _Counter) -> np.ndarray:
+    parts = [_requantize(x.astype(np.int64) - t.zero_point, m, s, tout.zero_point, INT8_MIN,
+                         INT8_MAX)
+             for x, t, m, s in zip(xs, tins, node.multipliers, node.shifts, strict=True)]
+    n = tout.size
+    c.op("int_add", 2 * n)
+    c.requant(n)
+    c.op("int_cmp", 2 * n)
+    c.read += n
+    c.write += n
+    return np.concatenate(parts, axis=1)
+
+
 def _clamp(node: Clamp, x, c: _Counter) -> np.ndarray:
     c.op("int_cmp", 2 * x[0].size)
     c.read += x[0].size
@@ -549,6 +611,10 @@ def _forward(graph: Int8Graph, x: np.ndarray, ledger, level: str) -> np.ndarray:
             y = _avg_pool(node, args[0], tin, tout, c)
         elif isinstance(node, Add):
             y = _add(node, args[0], args[1], tin, ts[node.inputs[1]], tout, c)
+        elif isinstance(node, Mul):
+            y = _mul(node, args[0], args[1], tin, ts[node.inputs[1]], tout, c)
+        elif isinstance(node, Concat):
+            y = _concat(node, args, [ts[t] for t in node.inputs], tout, c)
         elif isinstance(node, Clamp):
             y = _clamp(node, args[0], c)
         elif isinstance(node, Lut):

@@ -3,7 +3,8 @@
  * implementation; GCC and Clang define it so). */
 #include "ne_int8.h"
 
-#if NE_USE_CONV || NE_USE_FC || NE_USE_MAXPOOL || NE_USE_AVGPOOL || NE_USE_ADD || NE_USE_CLAMP
+#if NE_USE_CONV || NE_USE_FC || NE_USE_MAXPOOL || NE_USE_AVGPOOL || NE_USE_ADD || NE_USE_CLAMP \
+    || NE_USE_MUL || NE_USE_CONCAT
 static int32_t ne_clamp_i32(int32_t v, int32_t lo, int32_t hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);
@@ -192,6 +193,39 @@ void ne_add(const ne_add_t *p, const int8_t *a, const int8_t *b, int8_t *y)
                                          p->mult2, p->shift2);
         const int32_t out = ne_requantize(sa + sb, p->out_mult, p->out_shift) + p->out_offset;
         y[i] = (int8_t)ne_clamp_i32(out, p->act_min, p->act_max);
+    }
+}
+#endif
+
+#if NE_USE_MUL
+/* TFLite's int8 mul: (a - za)(b - zb) in int32, rescaled to the output */
+void ne_mul(const ne_mul_t *p, const int8_t *a, const int8_t *b, int8_t *y)
+{
+    int32_t o, i;
+    for (o = 0; o < p->outer; o++) {
+        const int8_t *ao = a + o * p->inner;
+        const int8_t *bo = b + o * p->b_outer_stride;
+        int8_t *yo = y + o * p->inner;
+        for (i = 0; i < p->inner; i++) {
+            const int32_t prod = ((int32_t)ao[i] + p->in1_offset)
+                                 * ((int32_t)bo[i * p->b_step] + p->in2_offset);
+            const int32_t out = ne_requantize(prod, p->mult, p->shift) + p->out_offset;
+            yo[i] = (int8_t)ne_clamp_i32(out, p->act_min, p->act_max);
+        }
+    }
+}
+#endif
+
+#if NE_USE_CONCAT
+/* one input of a concatenation along the channels, requantised to the output's scale and
+ * zero point (TFLM's int8 requantize) into its block of the output */
+void ne_concat(const ne_concat_t *p, const int8_t *x, int8_t *y)
+{
+    int32_t i;
+    for (i = 0; i < p->n; i++) {
+        const int32_t out = ne_requantize((int32_t)x[i] + p->in_offset, p->mult, p->shift)
+                            + p->out_offset;
+        y[i] = (int8_t)ne_clamp_i32(out, -128, 127);
     }
 }
 #endif

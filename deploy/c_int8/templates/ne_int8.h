@@ -38,6 +38,17 @@ typedef struct {
 } ne_add_t;
 
 typedef struct {
+    /* y[o][i] = a[o][i] * b[o * b_outer_stride + i * b_step]: b of a's shape (outer 1,
+     * b_step 1) or one value per channel o (b_outer_stride 1, b_step 0) */
+    int32_t outer, inner, b_outer_stride, b_step;
+    int32_t in1_offset, in2_offset, out_offset, mult, shift, act_min, act_max;
+} ne_mul_t;
+
+typedef struct {
+    int32_t n, in_offset, out_offset, mult, shift;   /* one input of a concatenation */
+} ne_concat_t;
+
+typedef struct {
     int32_t n, act_min, act_max;
 } ne_clamp_t;
 
@@ -61,6 +72,12 @@ void ne_avg_pool(const ne_pool_t *p, const int8_t *x, int8_t *y);
 #endif
 #if NE_USE_ADD
 void ne_add(const ne_add_t *p, const int8_t *a, const int8_t *b, int8_t *y);
+#endif
+#if NE_USE_MUL
+void ne_mul(const ne_mul_t *p, const int8_t *a, const int8_t *b, int8_t *y);
+#endif
+#if NE_USE_CONCAT
+void ne_concat(const ne_concat_t *p, const int8_t *x, int8_t *y);
 #endif
 #if NE_USE_LUT
 void ne_lut(const ne_lut_t *p, const int8_t *x, int8_t *y);

@@ -1,0 +1,189 @@
+"""`export --target c-int8` of the blocks mobile networks are built from beyond single
+layers: squeeze-and-excitation (MobileNetV3, EfficientNet: a per-channel product), a
+hardswish written out (``x * relu6(x + 3) / 6``: a product and arithmetic with numbers),
+channel concatenation (SqueezeNet's fire module, DenseNet, Inception), a gated linear unit
+and a difference of two tensors. Each net is quantised, checked against its fp32 output,
+compiled on the host and on QEMU's Cortex-M4, where the C must agree with the reference bit
+for bit; the forms the kernels do not take are refused in one line."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from deploy.c_int8 import FLASH_MARGIN, check_project, measure_size
+from sim.bitwise import int8 as q8
+from tests.deploy.test_c_int8 import (
+    _require,
+    assert_host_bit_exact,
+    assert_tracks_fp32,
+    export_nets,
+)
+from tests.deploy.test_c_int8_layers import _Lambda, _refused
+
+
+class SqueezeExcite(nn.Module):
+    """MobileNetV3's inverted residual with squeeze-and-excitation as torchvision writes it
+    (pool, 1x1 conv, ReLU, 1x1 conv, hardsigmoid, ``y * s``), a hardswish written out, the
+    per-channel weights first in a product (``sigmoid(mean) * g``) and ``z - 0.5 * x``."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.expand = nn.Conv2d(8, 16, 1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.fc1 = nn.Conv2d(16, 4, 1)
+        self.fc2 = nn.Conv2d(4, 16, 1)
+        self.project = nn.Conv2d(16, 8, 1)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.hardswish(self.stem(x))
+        y = F.hardswish(self.dw(F.relu(self.expand(x))))
+        s = F.hardsigmoid(self.fc2(F.relu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        x = x + self.project(y * s)
+        g = x * F.relu6(x + 3) / 6
+        z = torch.sigmoid(x.mean((2, 3), keepdim=True)) * g
+        return self.head(torch.flatten(F.adaptive_avg_pool2d(z - 0.5 * x, 1), 1))
+
+
+class Concats(nn.Module):
+    """SqueezeNet's fire module (``torch.cat`` of a 1x1 and a 3x3 expansion), a DenseNet
+    block (the input kept: ``cat((y, x), 1)``, then ``cat([y, f(y)], 1)``), and on feature
+    vectors a difference and a gated linear unit joined by ``cat(..., -1)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.squeeze = nn.Conv2d(2, 4, 1)
+        self.e1 = nn.Conv2d(4, 6, 1)
+        self.e3 = nn.Conv2d(4, 6, 3, padding=1)
+        self.dense = nn.Conv2d(14, 4, 3, padding=1)
+        self.fc_a = nn.Linear(18, 8)
+        self.fc_b = nn.Linear(18, 8)
+        self.fc = nn.Linear(16, 3)
+
+    def forward(self, x):
+        s = F.relu(self.squeeze(x))
+        y = torch.cat([F.relu(self.e1(s)), F.relu(self.e3(s))], dim=1)
+        y = torch.cat((y, x), 1)
+        y = torch.cat([y, F.relu(self.dense(y))], 1)
+        v = torch.flatten(F.max_pool2d(y, 8), 1)
+        a, b = self.fc_a(v), self.fc_b(v)
+        return self.fc(torch.cat([a - b, a * torch.sigmoid(b)], -1))
+
+
+NETS = {"squeeze_excite": (SqueezeExcite, (1, 3, 8, 8)), "concats": (Concats, (1, 2, 8, 8))}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Each net (seeded weights) exported once, calibrated on 200 random inputs."""
+    return export_nets(NETS, tmp_path_factory, "c_int8_blocks")
+
+
+def _layers(result) -> list[str]:
+    return [type(n).__name__ for n in result.graph.nodes if not isinstance(n, q8.Reshape)]
+
+
+def test_blocks_as_the_kernels_run_them(exported):
+    se = exported["squeeze_excite"][2]
+    assert _layers(se) == [
+        "Conv2d", "Lut",                                   # stem, hardswish
+        "Conv2d", "Conv2d", "Lut",                         # expand + ReLU, dw, hardswish
+        "AvgPool2d", "Conv2d", "Conv2d", "Lut", "Mul",     # squeeze, excite, y * s
+        "Conv2d", "Add",                                   # project, residual
+        "Lut", "Clamp", "Mul", "Lut",                      # x + 3, relu6, x * ..., / 6
+        "AvgPool2d", "Lut", "Mul",                         # sigmoid(mean) * g
+        "Lut", "Add", "AvgPool2d", "Linear"]               # 0.5 * x, z - ..., pool, head
+    g = se.graph
+    muls = [n for n in g.nodes if isinstance(n, q8.Mul)]
+    # the per-channel operand is the second, whichever side the model wrote it on
+    assert [(g.tensors[m.inputs[0]].shape, g.tensors[m.inputs[1]].shape) for m in muls] == [
+        ((16, 8, 8), (16, 1, 1)), ((8, 8, 8), (8, 8, 8)), ((8, 8, 8), (8, 1, 1))]
+    # z - 0.5 x: an add whose second input's multiplier is negated (TFLite's sub); the
+    # residual add's is not
+    residual, difference = [n for n in g.nodes if isinstance(n, q8.Add)]
+    assert residual.multiplier2 > 0 > difference.multiplier2
+    # the table of x + 3: at the input's zero point (x = 0) it holds 3 at the output's scale
+    plus3 = g.nodes[[type(n).__name__ for n in g.nodes].index("Clamp") - 1]
+    tin, tout = g.tensors[plus3.inputs[0]], g.tensors[plus3.output]
+    assert plus3.table[tin.zero_point + 128] == min(127, round(3 / tout.scale) + tout.zero_point)
+
+    cat = exported["concats"][2]
+    assert _layers(cat) == ["Conv2d", "Conv2d", "Conv2d", "Concat", "Concat", "Conv2d",
+                            "Concat", "MaxPool2d", "Linear", "Linear", "Add", "Lut", "Mul",
+                            "Concat", "Linear"]
+    g = cat.graph
+    concats = [n for n in g.nodes if isinstance(n, q8.Concat)]
+    # channels: 6 + 6 = 12, + the input's 2 = 14, + the dense conv's 4 = 18; features 8 + 8
+    assert [g.tensors[n.output].shape for n in concats] == [(12, 8, 8), (14, 8, 8),
+                                                            (18, 8, 8), (16,)]
+    # every input requantised to the output's scale: multiplier x 2^(shift - 31) = ratio
+    for n in concats:
+        for t, m, s in zip(n.inputs, n.multipliers, n.shifts, strict=True):
+            ratio = g.tensors[t].scale / g.tensors[n.output].scale
+            assert abs(m * 2.0 ** (s - 31) - ratio) <= 1e-9 * ratio
+
+
+def test_concat_requantises_each_input_into_its_block():
+    """By hand: an input at the output's scale and zero point is copied; one at half the
+    scale (0.1 against 0.2, zero point 0 against 10) is halved and moved: q -> q / 2 + 10
+    (even q: no rounding)."""
+    ts = [q8.QTensor("a", (5,), 0.2, 10), q8.QTensor("b", (5,), 0.1, 0),
+          q8.QTensor("y", (10,), 0.2, 10)]
+    mult, shift = q8.quantize_multiplier(np.array([1.0, 0.5]))
+    node = q8.Concat("cat", (0, 1), 2, tuple(int(m) for m in mult), tuple(int(s) for s in shift))
+    # the graph's one input feeds both blocks: a as it is, b (the same bytes through a
+    # reshape) read at scale 0.1, zero point 0
+    graph = q8.Int8Graph(ts, [q8.Reshape("b", (0,), 1), node], 0, 2)
+    x = np.array([[-128, -4, 0, 4, 126]], dtype=np.int8)
+    assert q8.run_int8(graph, x).tolist() == [[-128, -4, 0, 4, 126, -54, 8, 10, 12, 73]]
+
+
+@pytest.mark.parametrize("name", NETS)
+def test_reference_tracks_fp32(exported, name):
+    assert_tracks_fp32(*exported[name])
+
+
+@pytest.mark.parametrize("name", NETS)
+def test_host_bit_exact(exported, name):
+    assert_host_bit_exact(exported[name][2])
+
+
+@pytest.mark.parametrize("name", NETS)
+def test_on_the_cortex_m4(exported, name):
+    """On QEMU's Cortex-M4 bit for bit, and the built objects as predicted: flash within
+    FLASH_MARGIN (the mul and concatenation kernels' code measured into the prediction),
+    bss the planned arena (a concatenation's output is one buffer its inputs are written
+    into, block after block)."""
+    _require("cortex-m4")
+    result = exported[name][2]
+    run = check_project(result.path, result.golden_y, "cortex-m4")
+    assert run.all_match and np.array_equal(run.scores, result.golden_y.astype(np.int32))
+    built = measure_size(result.path, "cortex-m4")
+    assert abs(result.sizes.flash - built.flash) <= FLASH_MARGIN * built.flash
+    assert built.bss == result.sizes.arena
+
+
+def test_what_the_kernels_cannot_do_is_refused(tmp_path):
+    conv = nn.Conv2d(2, 2, 1)
+    # a concatenation along the height: the inputs are no blocks of the output's bytes
+    msg = _refused(_Lambda(lambda m, x: torch.flatten(torch.cat([m.layers[0](x), x], 2), 1),
+                           conv), (1, 2, 4, 4), tmp_path)
+    assert "'cat'" in msg and "along axis 2" in msg
+    # spatial attention: a (1, H, W) map over every channel is no per-channel product
+    msg = _refused(_Lambda(lambda m, x: torch.flatten(
+        m.layers[0](x) * torch.sigmoid(m.layers[1](x)), 1), conv, nn.Conv2d(2, 1, 1)),
+        (1, 2, 4, 4), tmp_path)
+    assert "operands of shapes (2, 4, 4) and (1, 4, 4)" in msg
+    # the per-channel broadcast is for a product only
+    msg = _refused(_Lambda(lambda m, x: torch.flatten(
+        m.layers[0](x) - F.adaptive_avg_pool2d(x, 1), 1), conv), (1, 2, 4, 4), tmp_path)
+    assert "'sub'" in msg and "expected one shape" in msg
+    # a division of two tensors has no int8 kernel; torch.add's alpha is not taken
+    msg = _refused(_Lambda(lambda m, x: m.layers[0](x) / (x + 1), nn.Linear(4, 4)), (1, 4),
+                   tmp_path)
+    assert "division of two tensors" in msg
+    msg = _refused(_Lambda(lambda m, x: torch.add(m.layers[0](x), x, alpha=2),
+                           nn.Linear(4, 4)), (1, 4), tmp_path)
+    assert "with alpha" in msg

@@ -13,7 +13,7 @@ writes, all or nothing (:func:`deploy.outputs.atomic_output`), a directory holdi
   one ``static int8_t`` arena planned from the tensors' lifetimes by TFLM's greedy planner
   (:mod:`sim.arena`); no malloc, no float;
 - ``ne_int8.[ch]``: the kernels (conv / depthwise conv, fully connected, max / avg pool,
-  add, mul, concatenation, clamp, lookup table), only those the model uses compiled in
+  add, mul, concatenation, PReLU, clamp, lookup table), only those the model uses compiled in
   (``ne_config.h``);
 - ``golden.h`` + ``main.c``: golden int8 inputs (test-split samples and random ones) and
   the reference's outputs; the harness exits 0 only if every output matches;
@@ -58,17 +58,18 @@ directory where it ran."""
 
 KERNELS = {q8.Conv2d: "CONV", q8.Linear: "FC", q8.MaxPool2d: "MAXPOOL",
            q8.AvgPool2d: "AVGPOOL", q8.Add: "ADD", q8.Mul: "MUL", q8.Concat: "CONCAT",
-           q8.Clamp: "CLAMP", q8.Lut: "LUT"}
+           q8.PReLU: "PRELU", q8.Clamp: "CLAMP", q8.Lut: "LUT"}
 KERNEL_CODE_BYTES = {"REQUANTIZE": 212, "CONV": 876, "FC": 128, "MAXPOOL": 264,
-                     "AVGPOOL": 260, "ADD": 112, "MUL": 136, "CONCAT": 76, "CLAMP": 60,
-                     "LUT": 48}
+                     "AVGPOOL": 260, "ADD": 112, "MUL": 136, "CONCAT": 76, "PRELU": 124,
+                     "CLAMP": 60, "LUT": 48}
 """``.text`` bytes of each kernel in ``ne_int8.o``: ``arm-none-eabi-size`` of the object
 built with only that kernel enabled, less the object with none (212 B: ne_requantize,
-always there); arm-none-eabi-gcc 12.2.1 ``-O2 -mthumb -mcpu=cortex-m4`` (all nine: 2,172 B
-with ne_requantize; cortex-m3 2,120 B, cortex-m7 2,192 B; the lookup table kernel 48 B, mul
-136 B, concatenation 76 B on each)."""
+always there); arm-none-eabi-gcc 12.2.1 ``-O2 -mthumb -mcpu=cortex-m4`` (all ten: 2,296 B
+with ne_requantize; cortex-m3 2,244 B, cortex-m7 2,328 B; the lookup table kernel 48 B, mul
+136 B, concatenation 76 B on each, PReLU 124 B on cortex-m3/m4)."""
 KERNEL_STACK_BYTES = {"REQUANTIZE": 8, "CONV": 192, "FC": 40, "MAXPOOL": 56, "AVGPOOL": 48,
-                      "ADD": 32, "MUL": 48, "CONCAT": 32, "CLAMP": 12, "LUT": 8}
+                      "ADD": 32, "MUL": 48, "CONCAT": 32, "PRELU": 48, "CLAMP": 12,
+                      "LUT": 8}
 """Frame of each kernel (``-fstack-usage``, same compiler and flags)."""
 CALL_CODE_BYTES = 14
 MODEL_CODE_BYTES = 32
@@ -83,7 +84,7 @@ FLASH_MARGIN = 0.10
 """|predicted flash - built objects' text + data| <= this fraction of the built size."""
 STRUCT_BYTES = {q8.Conv2d: 4 * 4 + 19 * 4, q8.Linear: 4 * 4 + 6 * 4, q8.MaxPool2d: 13 * 4,
                 q8.AvgPool2d: 13 * 4, q8.Add: 12 * 4, q8.Mul: 11 * 4, q8.Concat: 5 * 4,
-                q8.Clamp: 3 * 4, q8.Lut: 2 * 4}
+                q8.PReLU: 4 + 8 * 4, q8.Clamp: 3 * 4, q8.Lut: 2 * 4}
 """sizeof the parameter struct of each kernel on a 32-bit target (ne_int8.h: 4-byte
 pointers and int32 fields); a concatenation has one per input."""
 GOLDEN_RANDOM = 4
@@ -132,6 +133,8 @@ def predict_sizes(graph: q8.Int8Graph) -> Sizes:
             weights += _pad4(node.weight.size) + 12 * node.weight.shape[0]
         elif isinstance(node, q8.Lut):
             weights += _pad4(node.table.size)
+        elif isinstance(node, q8.PReLU):
+            weights += _pad4(node.alpha.size)
     code = sum(KERNEL_CODE_BYTES[k] for k in kinds) + MODEL_CODE_BYTES + CALL_CODE_BYTES * calls
     arena, _ = graph.arena()
     stack = (INVOKE_STACK_BYTES + KERNEL_STACK_BYTES["REQUANTIZE"]
@@ -202,6 +205,12 @@ def _emit(p: str, node, ts: list[q8.QTensor]) -> str:
             f"{tout.zero_point}, {m}, {s}}};\n"
             for k, (t, m, s) in enumerate(zip(node.inputs, node.multipliers, node.shifts,
                                               strict=True)))
+    if isinstance(node, q8.PReLU):
+        c = node.alpha.size
+        fields = [c, tout.size // c, -tin.zero_point, tout.zero_point, node.multiplier1,
+                  node.shift1, node.multiplier2, node.shift2]
+        return (f"static const int8_t {p}_ALPHA[{c}] = {_int8s(node.alpha)};\n"
+                f"static const ne_prelu_t {p} = {{{p}_ALPHA, {', '.join(map(str, fields))}}};\n")
     if isinstance(node, q8.Clamp):
         return (f"static const ne_clamp_t {p} = {{{tout.size}, {node.act_min}, "
                 f"{node.act_max}}};\n")
@@ -212,8 +221,8 @@ def _emit(p: str, node, ts: list[q8.QTensor]) -> str:
 
 
 _CALLS = {q8.Conv2d: "ne_conv2d", q8.Linear: "ne_fully_connected", q8.MaxPool2d: "ne_max_pool",
-          q8.AvgPool2d: "ne_avg_pool", q8.Add: "ne_add", q8.Mul: "ne_mul", q8.Clamp: "ne_clamp",
-          q8.Lut: "ne_lut"}
+          q8.AvgPool2d: "ne_avg_pool", q8.Add: "ne_add", q8.Mul: "ne_mul", q8.PReLU: "ne_prelu",
+          q8.Clamp: "ne_clamp", q8.Lut: "ne_lut"}
 
 
 def _describe(node, ts) -> str:
@@ -235,7 +244,7 @@ def c_sources(graph: q8.Int8Graph, golden_x: np.ndarray, golden_y: np.ndarray,
               "#ifndef NE_CONFIG_H\n#define NE_CONFIG_H\n"
               + "".join(f"#define NE_USE_{k} {int(k in used)}\n"
                         for k in ("CONV", "FC", "MAXPOOL", "AVGPOOL", "ADD", "MUL", "CONCAT",
-                                  "CLAMP", "LUT"))
+                                  "PRELU", "CLAMP", "LUT"))
               + "#endif\n")
     data, calls = [], []
     for p, node in zip(prefixes, live, strict=True):

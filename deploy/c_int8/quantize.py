@@ -23,6 +23,8 @@ and converted layer by layer with TFLite's conventions (:mod:`sim.bitwise.int8`)
   input into its block of the output; arithmetic with a number (``x * 0.5``, ``x + 3``,
   ``x / 6``) is an elementwise function of one tensor, a 256-entry table like the
   activations;
+- a ``PReLU`` (one alpha, or one per channel) is TFLite's int8 prelu, its alphas int8,
+  symmetric per tensor;
 - ``Dropout`` and ``Identity`` are nothing at inference.
 
 Anything else is refused in one line naming the layer and listing :data:`SUPPORTED`.
@@ -43,7 +45,7 @@ SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero pad
              "Linear", "ReLU", "ReLU6", "Hardtanh and clamp/clip to number bounds",
              "Sigmoid, Tanh, Hardsigmoid, Hardswish, SiLU, GELU, LeakyReLU, ELU, Mish, "
              "Softplus (a 256-entry table)",
-             "MaxPool1d/2d", "AvgPool1d/2d",
+             "PReLU (one alpha or one per channel)", "MaxPool1d/2d", "AvgPool1d/2d",
              "AdaptiveAvgPool1d/2d(1) and x.mean over the spatial axes (global average)",
              "the functional forms of these pools",
              "a zero pad (ZeroPad1d/2d, F.pad) folded into the conv after it", "Flatten",
@@ -173,6 +175,8 @@ def _classify_module(node, mod) -> tuple[str, object]:
         return "identity", mod
     if isinstance(mod, _lut_modules()):
         return "lut", mod
+    if isinstance(mod, nn.PReLU):
+        return "prelu", mod
     if isinstance(mod, (nn.Softmax, nn.LogSoftmax)):
         raise _unsupported(node, what, SOFTMAX_WHY)
     if type(mod).__module__.startswith(("torch.ao.nn.quantized", "torch.ao.quantization",
@@ -666,6 +670,9 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
             lo, hi = _act_range(mod, tin)
             nodes.append(q8.Clamp(_label(node), (src,), t, lo, hi))
+        elif kind == "prelu":
+            t = from_range(node.name, node.name)
+            nodes.append(_prelu(node, mod, src, t, tin, tensors[t]))
         elif kind == "lut":
             t = from_range(node.name, node.name)
             nodes.append(q8.Lut(_label(node), (src,), t, _table(node, mod, tin, tensors[t])))
@@ -809,6 +816,24 @@ def _elementwise(node, kind: str, a: int, b: int, dst: int, tensors, lo, hi):
     sign = -1 if kind == "sub" else 1
     return q8.Add(_label(node), (a, b), dst, int(m1[0]), int(s1[0]), sign * int(m2[0]),
                   int(s2[0]), int(mo[0]), int(so[0]), lo, hi)
+
+
+def _prelu(node, mod, src, dst, tin, tout) -> q8.PReLU:
+    """A PReLU: its alphas (one, or one per channel: the first axis of a sample) int8,
+    symmetric per tensor (``scale = max |alpha| / 127``), one per channel in the C."""
+    alpha = mod.weight.detach().double().cpu().numpy().ravel()
+    channels = tin.shape[0]
+    if alpha.size not in (1, channels):
+        raise _unsupported(node, "PReLU", f"{alpha.size} parameters for an input of shape "
+                           f"{tin.shape} per sample; expected 1 or {channels}")
+    alpha = np.broadcast_to(alpha, (channels,))
+    amax = float(np.abs(alpha).max())
+    scale = amax / 127.0 if amax > 0 else 1.0
+    qa = np.clip(np.round(alpha / scale), -127, 127).astype(np.int8)
+    m1, s1 = q8.quantize_multiplier(tin.scale / tout.scale)
+    m2, s2 = q8.quantize_multiplier(tin.scale * scale / tout.scale)
+    return q8.PReLU(_label(node), (src,), dst, qa, int(m1[0]), int(s1[0]), int(m2[0]),
+                    int(s2[0]))
 
 
 def _per_channel(small: tuple, full: tuple) -> bool:

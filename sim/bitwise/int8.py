@@ -49,6 +49,10 @@ Counting (per sample; the ops of the C kernels' inner loops, priced by the profi
 - concatenation: per output 1 offset ``int_add``, a requantisation (each input to the
   output's scale), 1 ``int_add`` (offset), 2 ``int_cmp``;
 - clamp (a ReLU that follows no conv, linear or add): 2 ``int_cmp`` per element;
+- PReLU: per element 1 offset ``int_add``, 1 ``int_cmp`` (the sign), a requantisation,
+  1 ``int_add`` (offset), 2 ``int_cmp``; for each negative input (counted over the batch as
+  it is, not per sample) 1 ``int_mul`` by its channel's alpha; each channel's alpha byte
+  read from flash once;
 - reshape / flatten: nothing (the bytes stay where they are).
 """
 from __future__ import annotations
@@ -268,6 +272,23 @@ class Concat:
 
 
 @dataclass(frozen=True)
+class PReLU:
+    """``x`` where ``x >= 0``, else ``alpha[c] x`` (TFLite's int8 prelu): one int8 ``alpha``
+    per channel (the first axis of each sample; a shared alpha repeated), symmetric at
+    ``alpha_scale``; the two sides rescaled by ``s_in / s_out`` (``multiplier1``) and
+    ``s_in s_alpha / s_out`` (``multiplier2``)."""
+
+    name: str
+    inputs: tuple[int]
+    output: int
+    alpha: np.ndarray      # int8 [C]
+    multiplier1: int
+    shift1: int
+    multiplier2: int
+    shift2: int
+
+
+@dataclass(frozen=True)
 class Clamp:
     """A ReLU, ReLU6 or clamp that could not be fused: ``clamp(q, act_min, act_max)``, same
     scale."""
@@ -302,7 +323,8 @@ class Lut:
     table: np.ndarray   # int8 [256]
 
 
-NODE_TYPES = (Conv2d, Linear, MaxPool2d, AvgPool2d, Add, Mul, Concat, Clamp, Lut, Reshape)
+NODE_TYPES = (Conv2d, Linear, MaxPool2d, AvgPool2d, Add, Mul, Concat, PReLU, Clamp, Lut,
+              Reshape)
 
 
 @dataclass
@@ -376,15 +398,20 @@ def _requantize(acc, multiplier, shift, out_zp: int, lo: int, hi: int) -> np.nda
 
 
 class _Counter:
-    """Op and byte counts of one node, per sample, flushed to the ledger times N."""
+    """Op and byte counts of one node, per sample, flushed to the ledger times N; what
+    depends on the values (:meth:`batch_op`) as the total over the N samples."""
 
     def __init__(self, ledger, level: str, n: int):
         self.ledger, self.level, self.n = ledger, level, n
         self.ops: dict[str, int] = {}
         self.read = self.write = self.flash = 0
+        self.batch_ops: dict[str, int] = {}   # data-dependent: totals over the N samples
 
     def op(self, name: str, count) -> None:
         self.ops[name] = self.ops.get(name, 0) + int(count)
+
+    def batch_op(self, name: str, total) -> None:
+        self.batch_ops[name] = self.batch_ops.get(name, 0) + int(total)
 
     def requant(self, count) -> None:
         for op, k in REQUANT_OPS.items():
@@ -393,6 +420,9 @@ class _Counter:
     def flush(self) -> None:
         for op, k in self.ops.items():
             self.ledger.add(op, k * self.n)
+        for op, total in self.batch_ops.items():
+            if total:
+                self.ledger.add(op, total)
         self.ledger.add_bytes(self.level, read=self.read * self.n, write=self.write * self.n)
         if self.flash:
             self.ledger.add_bytes("nonvolatile", read=self.flash * self.n)
@@ -545,6 +575,24 @@ def _concat(node: Concat, xs, tins, tout: QTensor, c: _Counter) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
+def _prelu(node: PReLU, x, tin: QTensor, tout: QTensor, c: _Counter) -> np.ndarray:
+    v = x.astype(np.int64) - tin.zero_point
+    alpha = node.alpha.astype(np.int64).reshape(-1, *[1] * (x.ndim - 2))   # per channel
+    pos = multiply_by_quantized_multiplier(v, node.multiplier1, node.shift1)
+    neg = multiply_by_quantized_multiplier(v * alpha, node.multiplier2, node.shift2)
+    y = np.clip(np.where(v >= 0, pos, neg) + tout.zero_point, INT8_MIN, INT8_MAX)
+    n = tout.size
+    negative = int(np.count_nonzero(v < 0))   # over the batch: the C multiplies only these
+    c.op("int_add", 2 * n)
+    c.op("int_cmp", 3 * n)
+    c.requant(n)
+    c.batch_op("int_mul", negative)
+    c.flash += node.alpha.size
+    c.read += n
+    c.write += n
+    return y.astype(np.int8)
+
+
 def _clamp(node: Clamp, x, c: _Counter) -> np.ndarray:
     c.op("int_cmp", 2 * x[0].size)
     c.read += x[0].size
@@ -615,6 +663,8 @@ def _forward(graph: Int8Graph, x: np.ndarray, ledger, level: str) -> np.ndarray:
             y = _mul(node, args[0], args[1], tin, ts[node.inputs[1]], tout, c)
         elif isinstance(node, Concat):
             y = _concat(node, args, [ts[t] for t in node.inputs], tout, c)
+        elif isinstance(node, PReLU):
+            y = _prelu(node, args[0], tin, tout, c)
         elif isinstance(node, Clamp):
             y = _clamp(node, args[0], c)
         elif isinstance(node, Lut):

@@ -244,12 +244,13 @@ def test_instructions_measured_on_qemu(exported):
 
 # -- bad input ---------------------------------------------------------------------------------
 def test_unsupported_layer_named_with_the_supported_list(tmp_path):
-    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.PReLU(), nn.Flatten(), nn.Linear(72, 2))
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.LocalResponseNorm(2), nn.Flatten(),
+                          nn.Linear(72, 2))
     with pytest.raises(ExportError) as err:
         export_int8(model, (1, 1, 8, 8), (_data((1, 1, 8, 8), 10, 0), None, None),
                     tmp_path / "out")
     msg = str(err.value)
-    assert "layer '1' (PReLU) is not supported" in msg and "\n" not in msg
+    assert "layer '1' (LocalResponseNorm) is not supported" in msg and "\n" not in msg
     assert all(s in msg for s in SUPPORTED)
     assert not (tmp_path / "out").exists()
 

@@ -72,7 +72,32 @@ class Concats(nn.Module):
         return self.fc(torch.cat([a - b, a * torch.sigmoid(b)], -1))
 
 
-NETS = {"squeeze_excite": (SqueezeExcite, (1, 3, 8, 8)), "concats": (Concats, (1, 2, 8, 8))}
+class FacePReLU(nn.Module):
+    """MobileFaceNet's blocks: conv + BatchNorm + PReLU with one alpha per channel (random,
+    some negative), a depthwise conv + PReLU, and a shared-alpha PReLU on features."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), \
+            nn.BatchNorm2d(8)
+        self.a1 = nn.PReLU(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.a2 = nn.PReLU(8)
+        self.fc1 = nn.Linear(8 * 4 * 4, 12)
+        self.a3 = nn.PReLU()
+        self.fc2 = nn.Linear(12, 4)
+        with torch.no_grad():
+            for a in (self.a1, self.a2):
+                a.weight.uniform_(-0.3, 0.6)
+            self.a3.weight.fill_(0.1)
+
+    def forward(self, x):
+        y = self.a2(self.dw(self.a1(self.b1(self.c1(x)))))
+        return self.fc2(self.a3(self.fc1(torch.flatten(y, 1))))
+
+
+NETS = {"squeeze_excite": (SqueezeExcite, (1, 3, 8, 8)), "concats": (Concats, (1, 2, 8, 8)),
+        "prelu": (FacePReLU, (1, 3, 8, 8))}
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +148,21 @@ def test_blocks_as_the_kernels_run_them(exported):
         for t, m, s in zip(n.inputs, n.multipliers, n.shifts, strict=True):
             ratio = g.tensors[t].scale / g.tensors[n.output].scale
             assert abs(m * 2.0 ** (s - 31) - ratio) <= 1e-9 * ratio
+
+
+def test_prelu_alphas(exported):
+    """One int8 alpha per channel, symmetric: the largest |alpha| at 127; the shared one
+    repeated over the 12 features (the C reads one per channel)."""
+    model, _, result = exported["prelu"]
+    assert _layers(result) == ["Conv2d", "PReLU", "Conv2d", "PReLU", "Linear", "PReLU",
+                               "Linear"]
+    p1, p2, p3 = [n for n in result.graph.nodes if isinstance(n, q8.PReLU)]
+    for node, mod in ((p1, model.a1), (p2, model.a2)):
+        alpha = mod.weight.detach().numpy().astype(np.float64)
+        scale = np.abs(alpha).max() / 127
+        assert node.alpha.tolist() == np.round(alpha / scale).astype(int).tolist()
+        assert np.abs(node.alpha).max() == 127 and (node.alpha < 0).any()
+    assert p3.alpha.tolist() == [127] * 12
 
 
 def test_concat_requantises_each_input_into_its_block():

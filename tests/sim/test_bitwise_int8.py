@@ -171,6 +171,26 @@ def test_add_matches_real_sum():
         [20, 6, -91, 88]
 
 
+def test_prelu_values_and_counts():
+    """TFLite's prelu, input and output at scale 0.1 zero point 0, alpha 0.5 on every one
+    of the 4 channels (int8 127 at scale 0.5 / 127): q >= 0 passes, q < 0 is halved (even q:
+    no rounding). The C multiplies only the negative inputs by alpha: 3 in this batch of 2
+    (a per-sample count times 2 would give 2 or 4), each channel's alpha read once per
+    sample: 4 B x 2 of flash."""
+    ts = [q8.QTensor("x", (4,), 0.1, 0), q8.QTensor("y", (4,), 0.1, 0)]
+    m1, s1 = q8.quantize_multiplier(1.0)
+    m2, s2 = q8.quantize_multiplier(0.5 / 127)
+    node = q8.PReLU("prelu", (0,), 1, np.full(4, 127, np.int8), int(m1[0]), int(s1[0]),
+                    int(m2[0]), int(s2[0]))
+    x = np.array([[-4, 5, -2, 0], [1, 2, 6, -6]], np.int8)
+    dev = BitwiseDevice("cortex-m4")
+    y = q8.run_int8(q8.Int8Graph(ts, [node], 0, 1), x, device=dev)
+    assert y.tolist() == [[-2, 5, -1, 0], [1, 2, 6, -3]]
+    ops = dev.ledger.ops("infer/L0_PReLU")
+    assert ops["int_mul"] == 3 + 2 * 4   # the alphas, plus a requantisation's per element
+    assert dev.ledger.bytes("infer/L0_PReLU")[("nonvolatile", "read")] == 2 * 4
+
+
 def test_run_int8_refuses_wrong_input():
     rng = np.random.default_rng(0)
     g, _, _ = _conv_graph(rng)

@@ -4,7 +4,7 @@
 #include "ne_int8.h"
 
 #if NE_USE_CONV || NE_USE_FC || NE_USE_MAXPOOL || NE_USE_AVGPOOL || NE_USE_ADD || NE_USE_CLAMP \
-    || NE_USE_MUL || NE_USE_CONCAT
+    || NE_USE_MUL || NE_USE_CONCAT || NE_USE_PRELU
 static int32_t ne_clamp_i32(int32_t v, int32_t lo, int32_t hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);
@@ -226,6 +226,26 @@ void ne_concat(const ne_concat_t *p, const int8_t *x, int8_t *y)
         const int32_t out = ne_requantize((int32_t)x[i] + p->in_offset, p->mult, p->shift)
                             + p->out_offset;
         y[i] = (int8_t)ne_clamp_i32(out, -128, 127);
+    }
+}
+#endif
+
+#if NE_USE_PRELU
+/* TFLite's int8 prelu: x >= 0 rescaled as it is, x < 0 times its channel's alpha first */
+void ne_prelu(const ne_prelu_t *p, const int8_t *x, int8_t *y)
+{
+    int32_t ch, i;
+    for (ch = 0; ch < p->c; ch++) {
+        const int32_t alpha = p->alpha[ch];
+        const int8_t *xc = x + ch * p->inner;
+        int8_t *yc = y + ch * p->inner;
+        for (i = 0; i < p->inner; i++) {
+            const int32_t v = (int32_t)xc[i] + p->in_offset;
+            const int32_t out = (v >= 0 ? ne_requantize(v, p->mult1, p->shift1)
+                                        : ne_requantize(v * alpha, p->mult2, p->shift2))
+                                + p->out_offset;
+            yc[i] = (int8_t)ne_clamp_i32(out, -128, 127);
+        }
     }
 }
 #endif

@@ -49,6 +49,11 @@ typedef struct {
 } ne_concat_t;
 
 typedef struct {
+    const int8_t *alpha;    /* [c]: symmetric int8, one per channel */
+    int32_t c, inner, in_offset, out_offset, mult1, shift1, mult2, shift2;
+} ne_prelu_t;
+
+typedef struct {
     int32_t n, act_min, act_max;
 } ne_clamp_t;
 
@@ -78,6 +83,9 @@ void ne_mul(const ne_mul_t *p, const int8_t *a, const int8_t *b, int8_t *y);
 #endif
 #if NE_USE_CONCAT
 void ne_concat(const ne_concat_t *p, const int8_t *x, int8_t *y);
+#endif
+#if NE_USE_PRELU
+void ne_prelu(const ne_prelu_t *p, const int8_t *x, int8_t *y);
 #endif
 #if NE_USE_LUT
 void ne_lut(const ne_lut_t *p, const int8_t *x, int8_t *y);

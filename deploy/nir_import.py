@@ -80,6 +80,7 @@ import scipy.sparse as sp
 
 from deploy import events, nir_ops
 from deploy.errors import ExportError
+from deploy.hdf5_checks import check_structure
 from deploy.nir_format import (
     FORMAT_KEY,
     FORMAT_VALUE,
@@ -134,19 +135,34 @@ def _check_euler(k: str, params: dict, dt: float) -> None:
 
 def load(graph_or_path):
     """A ``nir.NIRGraph`` as given, or read from a ``.nir`` path (no type check: foreign
-    files often fail it; :func:`read_nir` checks what it uses)."""
+    files often fail it; :func:`read_nir` checks what it uses). The file is opened once and
+    its HDF5 structure checked before ``nir.read`` reads that same open file: links, external
+    raw storage and virtual datasets (data from other files) and more decompressed bytes
+    than :mod:`deploy.hdf5_checks` allows are refused."""
     nir = require_nir()
     if isinstance(graph_or_path, nir.NIRGraph):
         return graph_or_path
     if isinstance(graph_or_path, (str, os.PathLike)):
+        import h5py
         path = Path(graph_or_path)
         if not path.is_file():
             raise _err(f"{str(path)!r} is not a file; expected a .nir file")
-        try:
-            return nir.read(path, type_check=False)
-        except Exception as exc:   # h5py / nir raise many kinds on a foreign file
-            raise _err(f"{str(path)!r} is not a readable NIR file "
-                       f"({_unreadable_reason(path, nir, exc)})") from None
+        checked = False
+        with open(path, "rb") as raw:
+            try:
+                with h5py.File(raw, "r") as f:
+                    check_structure(f, f"{str(path)!r}", "NIR files",
+                                    os.fstat(raw.fileno()).st_size, _err)
+                checked = True
+                raw.seek(0)
+                return nir.read(raw, type_check=False)
+            except ExportError:
+                raise
+            except Exception as exc:   # h5py / nir raise many kinds on a foreign file
+                # the node types are listed only from a file whose structure passed
+                reason = _unreadable_reason(path, nir, exc) if checked else \
+                    (str(exc) or type(exc).__name__)
+                raise _err(f"{str(path)!r} is not a readable NIR file ({reason})") from None
     raise _err(f"expected a nir.NIRGraph or a .nir path, got {type(graph_or_path).__name__}")
 
 

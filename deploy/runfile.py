@@ -63,6 +63,7 @@ import h5py
 import numpy as np
 
 from deploy.errors import RunFileError
+from deploy.hdf5_checks import check_structure
 from deploy.outputs import check_output, write_bytes
 from hw_profiles import HardwareProfile, from_dict
 from hw_profiles.errors import NeuroedgeError, not_a_file
@@ -464,53 +465,11 @@ def _read_units(f, where: str) -> tuple[dict[str, str], str | None]:
     return units, str(g.attrs.get("main_metric", "")) or None
 
 
-# A run file's datasets may be gzip-compressed, so a small hostile file could decompress to
-# gigabytes: the logical size of all datasets together is capped at the larger of this floor
-# and this multiple of the file's own size (checked before any dataset is read).
-MAX_DECOMPRESSED_FLOOR = 256 * 2**20
-MAX_DECOMPRESSION_RATIO = 100
-
-
 def _check_structure(f, path: Path) -> None:
     """Refuse what :func:`write_run` never writes and a hostile file could use to make us
-    read another file or allocate without bound: soft, external or user-defined links,
-    datasets with external raw storage, virtual datasets, and more decompressed bytes than
-    ``max(MAX_DECOMPRESSED_FLOOR, MAX_DECOMPRESSION_RATIO x file size)``. Nothing is followed
-    or read here: links are inspected with ``getlink=True``, datasets by their metadata."""
-    where = f"run file {str(path)!r}"
-    limit = max(MAX_DECOMPRESSED_FLOOR, MAX_DECOMPRESSION_RATIO * path.stat().st_size)
-    total = 0
-    pending = [("", f)]
-    while pending:                      # iterative: a deep hostile tree is no RecursionError
-        prefix, group = pending.pop()
-        for key in group:
-            name = f"{prefix}/{key}"
-            link = group.get(key, getlink=True)
-            if not isinstance(link, h5py.HardLink):
-                raise RunFileError(f"{where}: {name} is a {type(link).__name__}; run files "
-                                   "hold only their own groups and datasets (links are not "
-                                   "followed)")
-            obj = group[key]
-            if isinstance(obj, h5py.Group):
-                pending.append((name, obj))
-                continue
-            if not isinstance(obj, h5py.Dataset):
-                raise RunFileError(f"{where}: {name} is neither a group nor a dataset")
-            if obj.is_virtual:
-                raise RunFileError(f"{where}: dataset {name} is a virtual dataset (its data "
-                                   "lives in other files); run files hold their own data")
-            if obj.id.get_create_plist().get_external_count():
-                raise RunFileError(f"{where}: dataset {name} uses external raw storage (its "
-                                   "data lives in another file); run files hold their own "
-                                   "data")
-            total += int(np.prod(obj.shape, dtype=np.float64) if obj.shape else 1) \
-                * obj.dtype.itemsize
-            if total > limit:
-                raise RunFileError(
-                    f"{where}: its datasets hold over {total / 2**20:.0f} MiB once "
-                    f"decompressed ({name} and those before it); the limit is "
-                    f"{limit / 2**20:.0f} MiB (the larger of {MAX_DECOMPRESSED_FLOOR // 2**20} "
-                    f"MiB and {MAX_DECOMPRESSION_RATIO}x the file's size)")
+    read another file or allocate without bound (:func:`deploy.hdf5_checks.check_structure`)."""
+    check_structure(f, f"run file {str(path)!r}", "run files", path.stat().st_size,
+                    RunFileError)
 
 
 def _check_header(f, path: Path) -> int:

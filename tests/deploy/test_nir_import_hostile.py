@@ -6,6 +6,7 @@ rounded to the nearest step). A graph with several Input nodes can be estimated 
 one the stimulus drives named."""
 import warnings
 
+import h5py
 import numpy as np
 import pytest
 
@@ -133,3 +134,71 @@ def test_the_cli_takes_the_input_node(tmp_path, capsys):
                  "--profiles", "loihi", "--reset", "value", "--input-node", "a"])
     assert code == 0
     assert "loihi" in capsys.readouterr().out
+
+
+# -- hostile files: nothing read from another file, nothing allocated without bound --------
+def _written(path):
+    """A valid .nir file (Input 3 -> Linear -> LIF 4 -> Output) whose LIF tau the tests
+    replace."""
+    nodes = {"in": nir.Input(input_type=np.array([3])), "w": _linear(4, 3, 0.5), "l": _lif(4),
+             "out": nir.Output(output_type=np.array([4]))}
+    nir.write(path, _graph(nodes, [("in", "w"), ("w", "l"), ("l", "out")]))
+    return path
+
+
+TAU = "node/nodes/l/tau"
+
+
+def _external_storage(f, other):
+    del f[TAU]
+    f.create_dataset(TAU, shape=(4,), dtype="<f8", external=[(str(other), 0, 32)])
+
+
+def _external_link(f, other):
+    del f[TAU]
+    f[TAU] = h5py.ExternalLink(str(other), "/tau")
+
+
+def _virtual(f, other):
+    layout = h5py.VirtualLayout(shape=(4,), dtype="<f8")
+    layout[:] = h5py.VirtualSource(str(other), "/tau", shape=(4,))
+    del f[TAU]
+    f.create_virtual_dataset(TAU, layout)
+
+
+def _bomb(f, other):
+    # 2e8 float64 never written (the fill value): 1.5 GiB once read, a few kB on disk
+    del f[TAU]
+    f.create_dataset(TAU, shape=(200_000_000,), dtype="<f8", chunks=(1 << 20,),
+                     fillvalue=0.01)
+
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_external_storage, ["/node/nodes/l/tau", "external raw storage"]),
+    (_external_link, ["/node/nodes/l/tau", "ExternalLink", "not followed"]),
+    (_virtual, ["/node/nodes/l/tau", "virtual dataset"]),
+    (_bomb, ["/node/nodes/l/tau", "MiB", "limit is 256 MiB"]),
+])
+def test_a_file_that_reads_other_files_or_unbounded_data_is_refused(tmp_path, edit, words):
+    """Before, each ran: the external storage read the other file's bytes as the LIF's tau
+    (a probe pointed it at /etc/passwd), the link and the virtual dataset read another
+    file's array, and the 2e8-element tau took 1.9 GB before any check."""
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as g:
+        g["tau"] = np.full(4, 5e-3)
+    (tmp_path / "secret.bin").write_bytes(np.full(4, 5e-3).tobytes())
+    path = _written(tmp_path / "g.nir")
+    with h5py.File(path, "r+") as f:
+        edit(f, tmp_path / "secret.bin" if edit is _external_storage else other)
+    with pytest.raises(ExportError) as err:
+        read_nir(path)
+    msg = str(err.value)
+    assert "\n" not in msg and "'" + str(path) + "'" in msg
+    for word in words:
+        assert word in msg, msg
+
+
+def test_a_checked_file_reads(tmp_path):
+    net = read_nir(_written(tmp_path / "g.nir"), reset="value")
+    assert net.populations["l"].n == 4

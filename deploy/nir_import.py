@@ -11,8 +11,8 @@ attaches spikes to its ``Input``. Two kinds of graph are read:
   ``lif2.lif`` + ``lif2.w_rec``):
 
   - the stateless nodes between two spiking layers (``Linear``, ``Affine``, ``Scale``,
-    ``Conv1d``, ``Conv2d``, ``SumPool2d``, ``AvgPool2d``; ``Flatten`` is the identity on
-    the engine's flat C-order channels) compose into one projection
+    ``Conv1d``, ``Conv2d``, ``SumPool2d``, ``AvgPool2d``, ``Flatten``: the same C-order
+    values under the shape it gives the next node) compose into one projection
     (:mod:`deploy.nir_ops`); a chain with only convolutions, pooling and Scale is marked
     weight-shared (``Projection.kernel_weights``: what a chip with shared kernels
     stores, see :mod:`sim.neuromorphic.compiler`);
@@ -20,9 +20,13 @@ attaches spikes to its ``Input``. Two kinds of graph are read:
     (``tau = dt``, ``r = 1``: ``v[t]`` is the step's input, a spike iff it exceeds the
     threshold); ``LI``, ``I`` and ``CubaLI`` non-spiking readouts (threshold
     :data:`NEVER`), which must end at an ``Output``;
+  - a ``Delay`` before the first weight node of a path delays each source neuron (NIR's
+    ``y(t) = x(t - delay)`` on its own input), one after the last each target neuron;
   - a cycle through stateless nodes only (no neuron to end it), parallel branches that
-    join into more than :data:`MAX_PATHS` paths, and a ``Delay`` that is not a whole
-    number of steps of ``dt`` are refused naming the nodes;
+    join into more than :data:`MAX_PATHS` paths, a ``Delay`` that is not a whole number of
+    steps of ``dt`` or sits between two weight nodes, a tensor whose layout differs from
+    its target's per-neuron parameters, and a node of over :data:`MAX_NEURONS` neurons are
+    refused naming the nodes;
   - a neuron node with scalar parameters takes its size from the tensor that feeds it;
     an ``Input`` typed with a leading batch of 1 (Norse's export) feeds a conv unbatched.
 
@@ -96,6 +100,10 @@ READ_NODES = ("Input", "Output", "Linear", "Affine", "Scale", "Conv1d", "Conv2d"
               "CubaLI")
 
 
+MAX_NEURONS = 20_000_000
+"""The most neurons one Input or neuron node may declare (its state is several float64
+vectors: ~1 GB at this size), checked before anything of that size is allocated."""
+
 MAX_PATHS = 100_000
 """The most emitter-to-neuron path steps one emitter's stateless nodes may give (parallel
 branches that join multiply them: 17 two-way splits and joins in a row give 131,072)."""
@@ -105,7 +113,7 @@ def linear_node_types() -> tuple:
     """The NIR node classes composed into a projection's matrix (deploy.nir_ops)."""
     nir = require_nir()
     return (nir.Linear, nir.Affine, nir.Scale, nir.Conv1d, nir.Conv2d, nir.SumPool2d,
-            nir.AvgPool2d)
+            nir.AvgPool2d, nir.Flatten)
 SNNTORCH_DT = 1e-4   # the time step snnTorch's export_to_nir assumes (tau = dt/(1-beta))
 _RESET_WORDS = {"value": "value", "zero": "value", "subtract": "subtract",
                 "snntorch": "snntorch"}
@@ -125,6 +133,9 @@ def _check_euler(k: str, params: dict, dt: float) -> None:
             continue
         for tau in (value if isinstance(value, tuple) else (value,)):
             least = float(np.min(tau))
+            if least <= 0:
+                raise _err(f"node {k!r}: {key} = {least:g} s; a time constant must be > 0 "
+                           "(seconds)")
             if dt > 2 * least:
                 raise _err(f"node {k!r}: {key} = {least:g} s is under half of dt = {dt:g} s, "
                            f"where forward Euler diverges; give dt <= {2 * least:g} s (--dt, "
@@ -194,7 +205,7 @@ def _unreadable_reason(path, nir, exc) -> str:
 # -- graph preprocessing -------------------------------------------------------------------
 def _flatten(graph, nir, prefix=""):
     """(nodes, edges, identity names): nested subgraphs inlined with ``key.`` prefixes; their
-    inner Input/Output and every Flatten are identity (pass-through) nodes."""
+    inner Input/Output are identity (pass-through) nodes."""
     nodes, edges, ident = {}, [], set()
     inner_in, inner_out = {}, {}
     for key, node in graph.nodes.items():
@@ -211,8 +222,7 @@ def _flatten(graph, nir, prefix=""):
             ident |= set(inner_in[name]) | set(inner_out[name])
         else:
             nodes[name] = node
-            if isinstance(node, nir.Flatten) or (prefix and isinstance(node, (nir.Input,
-                                                                               nir.Output))):
+            if prefix and isinstance(node, (nir.Input, nir.Output)):
                 ident.add(name)
     for a, b in graph.edges:
         a, b = prefix + a, prefix + b
@@ -238,11 +248,21 @@ def _size(node, name, shape) -> int:
     """Neurons of ``node``: its tensor's size; each parameter is a scalar or one per neuron."""
     arrs = [np.asarray(getattr(node, k)) for k in _PARAM_FIELDS
             if getattr(node, k, None) is not None]
-    n = max([int(np.prod(shape))] + [a.size for a in arrs])
+    n = max([_count(name, shape)] + [a.size for a in arrs])
     if any(a.size not in (1, n) for a in arrs):
         raise _err(f"node {name!r} ({type(node).__name__}): parameters of sizes "
                    f"{[a.size for a in arrs]} for a {tuple(shape)} tensor; expected one "
                    f"value or {n}")
+    return int(n)
+
+
+def _count(name: str, shape) -> int:
+    """The neurons of a ``shape`` node ``name`` declares, at most :data:`MAX_NEURONS`."""
+    n = float(np.prod(np.asarray(shape, dtype=np.float64)))   # float: no int64 overflow
+    if not n <= MAX_NEURONS:
+        raise _err(f"node {name!r} declares {n:,.0f} neurons (shape "
+                   f"{tuple(int(d) for d in np.asarray(shape).ravel())}); the "
+                   f"simulator takes at most {MAX_NEURONS:,} per node")
     return int(n)
 
 
@@ -386,7 +406,7 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         m = dict(v.metadata or {})
         if m.get(PLACEHOLDER_KEY):
             continue
-        n = int(np.prod(list(v.input_type.values())[0]))
+        n = _count(k, np.asarray(list(v.input_type.values())[0]).ravel())
         inputs.append(k)
         if ours and m.get("neuroedge_kind") == "poisson":
             net.poisson(k, n, m["rate_hz"], seed=int(m.get("seed", 0)))
@@ -399,12 +419,15 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     # (the chain: Linear, Affine, Conv, pooling and Scale nodes in order, composed into one
     # matrix by deploy.nir_ops; None when the emitter feeds the target one to one)
     def forward(start):
-        """Every (chain of linear nodes, delay s, channel node, target) from ``start``.
-        A cycle through stateless nodes only (no neuron to end a path) is refused, and so
-        is a graph whose stateless nodes branch and join into more than
+        """Every (chain of linear nodes, delays s, channel node, target) from ``start``;
+        delays ``(before, after)``: of the ``Delay`` nodes before the chain (one per
+        emitter neuron, NIR's ``y(t) = x(t - delay)`` on the emitter's spikes) and after it
+        (one per target neuron). A Delay between two weight nodes (no per-neuron meaning
+        on either side) and a cycle through stateless nodes only (no neuron to end a path)
+        are refused, and so is a graph whose stateless nodes branch and join into more than
         :data:`MAX_PATHS` paths (each would be composed apart)."""
         out = []
-        stack = [(b, (), 0.0, None, (start,)) for b in succ.get(start, [])]
+        stack = [(b, (), (0.0, 0.0), None, (start,)) for b in succ.get(start, [])]
         walked = 0
         while stack:
             k, w, d, ch, via = stack.pop()
@@ -425,14 +448,22 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             if k in ident:
                 stack += [(b, w, d, ch, after) for b in succ.get(k, [])]
             elif isinstance(node, linear_types):
+                if np.any(d[1]) and not isinstance(node, nir.Flatten):
+                    raise _err(f"node {k!r} ({type(node).__name__}) follows a Delay that "
+                               f"follows a weight node ({', '.join(w)}) on a path from "
+                               f"{start!r}; a Delay is read before the first weight node "
+                               "(per source neuron) or after the last (per target neuron)")
                 stack += [(b, (*w, k), d, ch, after) for b in succ.get(k, [])]
             elif isinstance(node, nir.Delay):
-                stack += [(b, w, np.asarray(node.delay, float) + d, ch, after)
-                          for b in succ.get(k, [])]
+                delay = np.asarray(node.delay, float)
+                d = (d[0] + delay, d[1]) if not w else (d[0], d[1] + delay)
+                stack += [(b, w, d, ch, after) for b in succ.get(k, [])]
             elif isinstance(node, nir.LI) and k not in readouts:
                 stack += [(b, w, d, k, after) for b in succ.get(k, [])]
             elif isinstance(node, target_types):
-                out.append((w or None, d, ch, k))
+                # a chain of Flatten nodes only maps one to one, as no chain
+                weights = any(not isinstance(nodes[x], nir.Flatten) for x in w)
+                out.append((w if weights else None, d, ch, k))
             # Output and placeholder sinks end a path
         return out
 
@@ -627,12 +658,15 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             what = "weight" if len(w or ()) < 2 else f"chain {' -> '.join(w)}"
             raise _err(f"{(w or (e,))[-1]!r} -> {k!r}: {what} of shape {W.shape}; expected "
                        f"({n_post}, {n_pre}) for {e!r} ({n_pre}) -> {k!r} ({n_post})")
+        _check_layout(e, w, k, chain_shape(w, shape_of(e)), _param_shape(nodes[k]), nodes)
         m = dict(node.metadata or {}) if node is not None else {}
-        if np.asarray(d).size not in (1, n_post):
-            raise _err(f"a Delay of {np.asarray(d).size} values on the path {e!r} -> {k!r}; "
-                       f"expected one value or one per target neuron ({n_post}): a delay "
-                       "before a Linear/Conv that mixes neurons has no per-synapse meaning")
-        extra = np.rint(np.broadcast_to(np.asarray(d, float), (n_post,)) / dt).astype(np.int64)
+        coo = W.tocoo()
+        keep = coo.data != 0
+        post_i, pre_i = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)
+        # each synapse's extra steps: its source neuron's delay before the chain and its
+        # target neuron's after it
+        extra = _delay_steps(d[0], n_pre, dt, e, k, "source")[pre_i] \
+            + _delay_steps(d[1], n_post, dt, e, k, "target")[post_i]
         channel = int(nodes[ch].metadata.get("channel", 0)) if ch is not None else 0
         if ours:
             base = int(m.get("delay_steps", 1))
@@ -643,14 +677,11 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                 raise _err(f"edge {e!r} -> {k!r} closes a loop over {depth[e] - depth[k]} "
                            "layers; the engine's one-step recurrence cannot express it")
             dly = step + extra
-        coo = W.tocoo()
-        keep = coo.data != 0
-        post_i, pre_i = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)
         key = str(m.get("projection", "+".join(w) if w is not None else f"{e}->{k}"))
         shared = None if w is None else [nir_ops.kernel_weights(nodes[x]) for x in w]
         shared = None if shared is None or min(shared) < 0 else sum(shared)
         projs.setdefault(key, []).append((pname(e), pname(k), channel, pre_i, post_i,
-                                          coo.data[keep], dly[post_i], shared))
+                                          coo.data[keep], dly, shared))
         b = chain_map(e, w)[1] if w is not None else None
         if b is not None and np.any(b) and \
                 (ch is not None or isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI))):
@@ -685,6 +716,32 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     net.model_facts = _model_facts(nodes, neurons, linear_types)
     net.nir_input_shapes = {k: shape_of(k) for k in inputs}
     return net
+
+
+def _check_layout(e: str, chain, k: str, given: tuple, held: tuple, nodes) -> None:
+    """The tensor a path gives ``k`` and the shape of ``k``'s per-neuron parameters agree
+    wherever both have two or more axes (beyond axes of 1): otherwise the same count of
+    values in another layout, (2, 3, 3) into parameters of (3, 3, 2), would pair each
+    neuron with another neuron's parameters. A flat side is read in C order (how
+    producers write flattened tensors)."""
+    a = tuple(int(x) for x in given if int(x) != 1)
+    b = tuple(int(x) for x in held if int(x) != 1)
+    if len(a) >= 2 and len(b) >= 2 and a != b:
+        last = (chain or (e,))[-1]
+        raise _err(f"edge {last!r} -> {k!r}: {last!r} gives a tensor of shape "
+                   f"{tuple(int(x) for x in given)}, but {k!r} ({type(nodes[k]).__name__}) "
+                   f"holds parameters of shape {tuple(int(x) for x in held)}; the layouts "
+                   "must agree (or one side be flat)")
+
+
+def _delay_steps(delay, n: int, dt: float, e: str, k: str, side: str) -> np.ndarray:
+    """Whole steps of the Delay seconds ``delay`` (one value, or one per ``side`` neuron of
+    ``n``) on the path ``e -> k``, one per neuron."""
+    delay = np.asarray(delay, float).ravel()
+    if delay.size not in (1, n):
+        raise _err(f"a Delay of {delay.size} values on the path {e!r} -> {k!r}; expected one "
+                   f"value or one per {side} neuron ({n})")
+    return np.rint(np.broadcast_to(delay, (n,)) / dt).astype(np.int64)
 
 
 def _placeholder_target(nodes, succ, nir, pname) -> tuple[str, int] | None:

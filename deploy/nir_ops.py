@@ -189,10 +189,14 @@ def linear_map(name: str, node, in_shape) -> tuple[sp.csr_matrix, np.ndarray | N
     n_out = int(np.prod(shape))
     if isinstance(node, (nir.Linear, nir.Affine)):
         W = sp.csr_matrix(np.asarray(node.weight, np.float64))
-        b = np.asarray(node.bias, np.float64).ravel() if isinstance(node, nir.Affine) else None
+        # an Affine's bias: None is no bias, one value is the same for every output
+        b = np.asarray(node.bias, np.float64).ravel() \
+            if isinstance(node, nir.Affine) and node.bias is not None else None
+        if b is not None and b.size == 1:
+            b = np.full(n_out, b[0])
         if b is not None and b.size != n_out:
             raise _err(f"node {name!r} is an Affine with bias of {b.size} values; expected "
-                       f"{n_out} (weight.shape[0])")
+                       f"{n_out} (weight.shape[0]) or one")
         return W, b
     if isinstance(node, (nir.Conv1d, nir.Conv2d)):
         w = np.asarray(node.weight, np.float64)

@@ -101,6 +101,97 @@ def test_a_whole_number_of_steps_of_delay_reads():
     assert set(np.unique(proj.delay)) == {4}
 
 
+def test_a_delay_before_a_linear_delays_each_source_neuron():
+    """NIR's Delay is y(t) = x(t - delay) on its own input: before a Linear that permutes
+    (target i <- source (i + 1) % 4) the delay belongs to the source neuron. Source j's
+    synapse: 1 step (layer to layer) + j steps. Before, the delays were applied by target
+    neuron (target 3, fed by source 0, got 3 extra steps instead of 0)."""
+    perm = nir.Linear(weight=np.eye(4)[[1, 2, 3, 0]])
+    g = _chain({"d": nir.Delay(delay=np.arange(4) * 1e-3), "w": perm},
+               [("in", "d"), ("d", "w"), ("w", "l")])
+    (proj,) = read_nir(g, reset="value").projections.values()
+    pairs = zip(proj.pre_idx.tolist(), proj.delay.tolist(), strict=True)
+    assert sorted(pairs) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    # a delay on each side: 2 source steps + 3 target steps on every synapse of a 4 x 4
+    g = _chain({"d": nir.Delay(delay=np.full(4, 2e-3)), "w": _linear(4, 4),
+                "d2": nir.Delay(delay=np.full(4, 3e-3))},
+               [("in", "d"), ("d", "w"), ("w", "d2"), ("d2", "l")])
+    (proj,) = read_nir(g, reset="value").projections.values()
+    assert proj.delay.tolist() == [6] * 16
+    # between two weight nodes a delay has no neuron to belong to
+    g = _chain({"w": _linear(4, 4), "d": nir.Delay(delay=np.full(4, 1e-3)), "w2": _linear(4, 4)},
+               [("in", "w"), ("w", "d"), ("d", "w2"), ("w2", "l")])
+    with pytest.raises(ExportError, match=r"node 'w2' \(Linear\) follows a Delay that follows "
+                                          r"a weight node \(w\)"):
+        read_nir(g, reset="value")
+
+
+def test_a_flatten_gives_its_shape_to_the_node_after_it():
+    """Flatten(start_dim=1) of (2, 4, 4) is (2, 16) (NIR's own output type): a Conv1d of 2
+    input channels reads it; before, Flatten was passed through unchanged and the Conv1d
+    was refused as fed (2, 4, 4). Conv1d of kernel 3, stride 2, padding 1 on 16: (16 + 2 - 2
+    - 1) // 2 + 1 = 8 outputs per channel, 3 channels: 24 neurons."""
+    nodes = {"in": nir.Input(input_type=np.array([2, 4, 4])),
+             "fl": nir.Flatten(input_type={"input": np.array([2, 4, 4])}, start_dim=1),
+             "c": nir.Conv1d(input_shape=16, weight=np.ones((3, 2, 3)), stride=2, padding=1,
+                             dilation=1, groups=1, bias=np.zeros(3)),
+             "l": nir.LIF(tau=np.full((3, 8), 0.01), r=np.ones((3, 8)),
+                          v_leak=np.zeros((3, 8)), v_threshold=np.ones((3, 8)),
+                          v_reset=np.zeros((3, 8))),
+             "out": nir.Output(output_type=np.array([3, 8]))}
+    net = read_nir(_graph(nodes, [("in", "fl"), ("fl", "c"), ("c", "l"), ("l", "out")]),
+                   reset="value")
+    assert net.populations["l"].n == 24
+
+
+def test_a_tensor_and_parameters_of_another_layout_are_refused():
+    """A Conv2d gives (2, 3, 3); a LIF holding one threshold per neuron as (3, 3, 2) would
+    pair neurons with others' thresholds (nir's own type check refuses the edge)."""
+    nodes = {"in": nir.Input(input_type=np.array([1, 5, 5])),
+             "c": nir.Conv2d(input_shape=(5, 5), weight=np.ones((2, 1, 3, 3)), stride=1,
+                             padding=0, dilation=1, groups=1, bias=np.zeros(2)),
+             "l": nir.LIF(tau=np.full((3, 3, 2), 0.01), r=np.ones((3, 3, 2)),
+                          v_leak=np.zeros((3, 3, 2)),
+                          v_threshold=np.linspace(0.1, 5, 18).reshape(3, 3, 2),
+                          v_reset=np.zeros((3, 3, 2))),
+             "out": nir.Output(output_type=np.array([18]))}
+    with pytest.raises(ExportError, match=r"edge 'c' -> 'l': 'c' gives a tensor of shape "
+                                          r"\(2, 3, 3\), but 'l' \(LIF\) holds parameters "
+                                          r"of shape \(3, 3, 2\)"):
+        read_nir(_graph(nodes, [("in", "c"), ("c", "l"), ("l", "out")]), reset="value")
+
+
+@pytest.mark.parametrize("tau", [-5e-3, 0.0])
+def test_a_time_constant_that_is_not_positive_is_refused(tau):
+    # was "give dt <= -0.01 s" (a negative tau read as a dt too large for forward Euler)
+    g = _chain({"w": _linear(4, 4)}, [("in", "w"), ("w", "l")])
+    g.nodes["l"] = nir.LIF(tau=np.full(4, tau), r=np.ones(4), v_leak=np.zeros(4),
+                           v_threshold=np.ones(4), v_reset=np.zeros(4))
+    with pytest.raises(ExportError, match=rf"node 'l': tau_mem = {tau:g} s; a time constant "
+                                          r"must be > 0"):
+        read_nir(g, reset="value")
+
+
+def test_an_affine_without_bias_or_with_one_bias_reads():
+    # bias None was "an Affine with bias of 1 values; expected 4"; one value is every output's
+    for bias, want in ((None, None), (np.array([0.5]), [0.5] * 4)):
+        g = _chain({"a": nir.Affine(weight=np.full((4, 4), 0.5), bias=bias)},
+                   [("in", "a"), ("a", "l")])
+        net = read_nir(g, reset="value")
+        i_inj = net.populations["l"].i_inj
+        assert (i_inj is None if want is None else np.asarray(i_inj).tolist() == want)
+
+
+def test_a_huge_declared_input_is_refused_before_allocating():
+    # 1e9 neurons were 8 GB of spike state, a MemoryError traceback
+    g = _chain({}, [("in", "l")])
+    g.nodes["in"] = nir.Input(input_type=np.array([10**9]))
+    with pytest.raises(ExportError, match=r"node 'in' declares 1,000,000,000 neurons \(shape "
+                                          r"\(1000000000,\)\); the simulator takes at most "
+                                          r"20,000,000"):
+        read_nir(g, reset="value")
+
+
 def _two_inputs():
     nodes = {"a": nir.Input(input_type=np.array([4])), "b": nir.Input(input_type=np.array([4])),
              # b's weights are zero: spikes from b reach no synapse

@@ -534,6 +534,11 @@ def _is_torch_module(obj) -> bool:
     return isinstance(obj, torch.nn.Module)
 
 
+_TRACED_FOR = "that traces its activations' lifetimes for the memory check of {}"
+"""Why a memory check runs the forward again (``_forward_errors``'s ``again``): {} the
+profiles checked."""
+
+
 def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: list) -> None:
     """Each microcontroller (bitwise profile) in ``devices`` holds one inference the way
     TFLM lays it out (:func:`sim.execution.mcu.place_inference`): the activation arena
@@ -546,8 +551,10 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
     if not mcus:
         return
     per = 1 if dtype == "int8" else None
-    buffers = trace_lifetimes(net.eval(), xs.positional(), bytes_per_element=per,
-                              keywords=xs.keywords())
+    with _forward_errors(net, xs, type(net).__name__, again=_TRACED_FOR.format(
+            ", ".join(mcus))):
+        buffers = trace_lifetimes(net.eval(), xs.positional(), bytes_per_element=per,
+                                  keywords=xs.keywords())
     arena, _ = greedy_arena(buffers)
     weights = _stored_weight_bytes(net, dtype)
     peak = peak_live_bytes(buffers)
@@ -589,8 +596,10 @@ def _check_device_memory(est: Estimate, devices: dict, net, xs, ledger) -> None:
     tight = [label for label, cap in capacity.items() if bound > cap]
     if not tight:
         return
-    peak = peak_live_bytes(trace_lifetimes(net.eval(), xs.positional(),
-                                           keywords=xs.keywords()))
+    with _forward_errors(net, xs, type(net).__name__,
+                         again=_TRACED_FOR.format(", ".join(tight))):
+        peak = peak_live_bytes(trace_lifetimes(net.eval(), xs.positional(),
+                                               keywords=xs.keywords()))
     for label in tight:
         if weights + peak > capacity[label]:
             name = devices[label].profile.name
@@ -737,19 +746,34 @@ def _size_lazy_layers(net, xs, name: str) -> list[str]:
 def _infer(dev, net, xs, batch: int, name: str):
     import torch
     net.eval()
+    with _forward_errors(net, xs, name), torch.no_grad(), dev.count("infer", samples=batch):
+        return xs.call(net)
+
+
+@contextmanager
+def _forward_errors(net, xs, name: str, again: str = ""):
+    """A forward of ``net`` (``name``) on ``xs`` that fails inside the block: one line
+    (``ModelError``) naming the input's shape and the failure, not a traceback; the
+    counted forward's and every other's. ``again``: the block runs the forward once more
+    after the counted one (the lifetime trace of a memory check), for the reason given; a
+    failure there comes from state the model keeps between calls, not from the input's
+    shape, and the message says so."""
+    import torch
     try:
-        with torch.no_grad(), dev.count("infer", samples=batch):
-            return xs.call(net)
+        yield
     except NeuroedgeError:
         raise
     except Exception as exc:
-        hint = ""
-        if xs[0].is_floating_point() and any(
+        when, fix = "", f"give an input of the shape {name}.forward expects (batch first)"
+        if again:   # the counted forward took this input: its shape is right
+            when = f" on a second run {again}"
+            fix = (f"make {name}.forward run again on the same input (reset the state it "
+                   "keeps between calls), or leave out the profiles whose memory is checked")
+        elif xs[0].is_floating_point() and any(
                 isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) for m in net.modules()):
-            hint = " (token ids: give integer input; the command's --input-dtype int64)"
+            fix += " (token ids: give integer input; the command's --input-dtype int64)"
         raise ModelError(f"estimate: {name} forward failed on example_input of shape "
-                         f"{_shape_text(xs)} ({first_line(exc)}); give an input of the shape "
-                         f"{name}.forward expects (batch first){hint}") from exc
+                         f"{_shape_text(xs)}{when} ({first_line(exc)}); {fix}") from exc
 
 
 def _check_optimizer(optimizer) -> None:
@@ -789,16 +813,20 @@ def _make_optimizer(optimizer, net):
 
 
 def _trained_output(out):
-    """(tensor, where) the training step's loss is taken on: the output itself, or the first
-    floating-point tensor of a tuple, list, dict or dataclass output (a ``transformers``
-    ModelOutput is an ordered dict: its ``logits`` or ``last_hidden_state``), found depth
-    first; ``where`` names it (``['logits']``). (None, "") when the output holds none."""
+    """(tensor, where) the training step's loss is taken on: the first floating-point (or
+    complex) tensor of the output: the output itself when it is a tensor, else of a tuple,
+    list, dict or dataclass output (a ``transformers`` ModelOutput is an ordered dict: its
+    ``logits`` or ``last_hidden_state``), found depth first; ``where`` names it
+    (``['logits']``). (None, "") when the output holds none (an integer tensor included)."""
     import dataclasses
 
     import torch
 
     from sim.torch_engine.nested import stacked_values
     if isinstance(out, torch.Tensor):
+        # integer outputs (class ids from argmax, token ids) carry no gradient: no loss on them
+        if not (out.is_floating_point() or out.is_complex()):
+            return None, ""
         if out.is_nested:
             # sequences of different lengths: the loss on their rows stacked (a view that
             # autograd follows); None where the components differ beyond their rows
@@ -814,7 +842,7 @@ def _trained_output(out):
         return None, ""
     for key, value in items:
         t, where = _trained_output(value)
-        if t is not None and (t.is_floating_point() or t.is_complex()):
+        if t is not None:
             return t, f"[{key!r}]{where}"
     return None, ""
 
@@ -825,6 +853,8 @@ def _loss_and_target(loss, target, out, seed: int):
     import torch
     import torch.nn.functional as F
     returned = type(out).__name__
+    if isinstance(out, torch.Tensor):
+        returned += f" of {str(out.dtype).removeprefix('torch.')}"
     out, where = _trained_output(out)
     if out is None:
         raise ModelError(f"estimate: the forward returned a {returned} with no "

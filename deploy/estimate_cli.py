@@ -12,6 +12,7 @@ the same function, which reads it through :mod:`deploy.nir_estimate`. The number
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import sys
@@ -160,13 +161,20 @@ def load_model(spec: str, seed: int = 0):
         from hw_profiles.errors import not_a_file
         raise ModelError(f"model {spec!r}: {file!r} {not_a_file(path)}; give the path of a "
                          "Python file")
+    # unique per file: two net.py in different directories are two modules
     name = f"_neuroedge_user_{abs(hash(str(path.resolve())))}"
     mod_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(mod_spec)
     torch.manual_seed(seed)
     sys.path.insert(0, str(path.resolve().parent))   # the file may import its neighbours
+    # registered before it runs, as importlib's recipe for importing a source file: code
+    # that looks its own module up by name while it runs (dataclasses under
+    # ``from __future__ import annotations``, pickle) finds it
+    sys.modules[name] = module
+    imported = False
     try:
         mod_spec.loader.exec_module(module)
+        imported = True
     except NeuroedgeError:
         raise
     except SystemExit as exc:   # sys.exit() at import: no exit of ours, one line instead
@@ -178,6 +186,8 @@ def load_model(spec: str, seed: int = 0):
                          "fix the file so 'python FILE.py' runs") from exc
     finally:
         sys.path.remove(str(path.resolve().parent))
+        if not imported and sys.modules.get(name) is module:   # nothing half-registered
+            del sys.modules[name]
     if not hasattr(module, attr):
         found = sorted(k for k, v in vars(module).items()
                        if not k.startswith("_") and (callable(v) or isinstance(v, torch.nn.Module))
@@ -303,14 +313,28 @@ def to_json(est) -> dict:
                     if ledger is not None else []})
 
 
+def _inputs(args) -> list:
+    """Every file the command reads, which its output may be none of: the model file, the
+    profile files (shipped or the user's TOML, as loaded) and a spike-array stimulus."""
+    from deploy.estimate_result import profile_list
+    from hw_profiles import load_many
+    profiles = [p.path for p in load_many(profile_list(args.profiles)) if p.path]
+    return [args.model.rpartition(":")[0] or args.model, *profiles,
+            *([args.stimulus] if args.stimulus else [])]
+
+
 def cmd_estimate(args) -> int:
     """``neuroedge estimate``: print the table (or JSON); exit 2 when no profile priced it."""
     to_stdout = args.json == STDOUT
-    inputs = [args.model.rpartition(":")[0] or args.model]   # never written over
+    inputs = []
     if args.json and not to_stdout:
         from deploy.outputs import check_output
+        inputs = _inputs(args)
         check_output(args.json, force=args.force, inputs=inputs, option="--json")
-    est = run_estimate(args)
+    # stdout holds the JSON alone: what the user's code prints (import, factory, forward)
+    # goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+        est = run_estimate(args)
     if not est.reports:
         why = "; ".join(f"{k}: {v}" for k, v in est.skipped.items())
         raise NeuroedgeError(f"estimate: no profile in {args.profiles!r} can run "

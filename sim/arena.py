@@ -83,7 +83,7 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
     from torch.utils._pytree import tree_leaves
 
     from sim.torch_engine.costs import dense_parts
-    from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
+    from sim.torch_engine.dispatch import ObserverMode, observed_as_counted
 
     weights = {p.untyped_storage().data_ptr()
                for t in list(module.parameters()) + list(module.buffers())
@@ -142,7 +142,8 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
     for x in (*inputs, *keywords.values()):
         touch(x, 0, create=True)
     mode = _Trace()
-    with eager_while_observing(), torch.no_grad(), mode:
+    # the settings the count runs under: the same ops, the same tensors
+    with observed_as_counted(), torch.no_grad(), mode:
         out = module(*inputs, **keywords)
     for t in tree_leaves(out):   # the outputs are read after the last op
         touch(t, mode.step + 1, create=True)

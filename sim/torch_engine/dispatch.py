@@ -40,3 +40,22 @@ def eager_while_observing():
     if "torch._dynamo" not in sys.modules:
         return contextlib.nullcontext()
     return torch.compiler.set_stance("force_eager")
+
+
+@contextlib.contextmanager
+def observed_as_counted():
+    """The settings every block that observes a model's ops runs under, so that the count
+    (``TorchDevice.count``) and the lifetime trace (:func:`sim.arena.trace_lifetimes`) see
+    the same ops: compiled code eager (:func:`eager_while_observing`), and PyTorch's fused
+    encoder-layer / multi-head-attention fast path off, restored after. That fast path is
+    one opaque kernel; without it those layers run as the linear, attention and norm ops
+    they stand for, counted the same on every device (``costs.py``'s docstring). A trace
+    of the fused kernel would miss their intermediate tensors: a 160-token encoder layer's
+    (160, 256) feed-forward hidden tensor, 163,840 B, which the counted run holds."""
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with eager_while_observing():
+            yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)

@@ -58,7 +58,7 @@ from sim.torch_engine.costs import (
     packed_weights,
     reads_selected_rows_of_first_arg,
 )
-from sim.torch_engine.dispatch import ObserverMode, eager_while_observing
+from sim.torch_engine.dispatch import ObserverMode, observed_as_counted
 from sim.torch_engine.replay import (
     ENTER,
     FREE,
@@ -553,18 +553,13 @@ class TorchDevice(Device):
                        if steps is None else ScopeTracker(on_enter=on_enter,
                                                           on_leave=on_leave))
             mode = self._mode = _CountingMode(scope, tracker, self.cost_memo, steps)
-            # PyTorch's fused encoder-layer / MHA fast path is one opaque kernel: turned off
-            # while counting, those layers run as the linear, attention and norm ops they
-            # stand for, counted the same on every device (costs.py's docstring)
-            fastpath = torch.backends.mha.get_fastpath_enabled()
-            torch.backends.mha.set_fastpath_enabled(False)
             try:
-                with eager_while_observing(), tracker, mode:
+                # the fused attention fast path off, as for the lifetime trace (one place)
+                with observed_as_counted(), tracker, mode:
                     yield
                     mode.end_step()   # the last step's tally, before the mode leaves
             finally:
                 self._mode = None
-                torch.backends.mha.set_fastpath_enabled(fastpath)
         # flushed outside the block's Ledger.scope: the tallies' names start with ``scope``
         for name, tally in mode.ops.items():
             for op, n in tally.items():

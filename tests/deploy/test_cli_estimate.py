@@ -7,6 +7,7 @@ import pytest
 from deploy.cli import build_parser, main
 from deploy.estimate import estimate
 from deploy.estimate_cli import load_model
+from sim.errors import ModelError
 
 CNN = '''
 import torch.nn as nn
@@ -254,3 +255,91 @@ def test_nir_steps_come_from_a_spike_array_and_are_bounded(tmp_path, capsys):
     assert main(base + ["--stimulus", "poisson:rate=100", "--steps", str(MAX_STEPS + 1)]) == 2
     err = capsys.readouterr().err
     assert "steps = 10,000,001 is more than 10,000,000" in err and len(err.splitlines()) == 1
+
+
+def test_no_file_the_command_reads_is_written_over_by_json(user_file, tmp_path, capsys):
+    # the profile TOML and the spike-array stimulus are inputs, as the model file is: even
+    # with --force the JSON may not replace them
+    from pathlib import Path
+
+    import numpy as np
+    toml = tmp_path / "mine.toml"
+    toml.write_text((Path(__file__).parents[1] / "data" / "toy-gpu.toml").read_text())
+    before = toml.read_text()
+    argv = ["estimate", f"{user_file}:make_net", "--input-shape", "1,1,28,28",
+            "--profiles", f"a100,{toml}", "--json", str(toml), "--force"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--json '{toml}' is the same file as the input '{toml}' of this command" in err
+    assert err.count("\n") == 1 and toml.read_text() == before
+    spikes = tmp_path / "s.npy"
+    np.save(spikes, np.ones((3, 2), np.int8))
+    before = spikes.read_bytes()
+    assert main(["estimate", str(_hand_nir(tmp_path)), "--stimulus", str(spikes), "--dt",
+                 "1e-3", "--reset", "value", "--profiles", "loihi", "--json", str(spikes),
+                 "--force"]) == 2
+    assert f"is the same file as the input '{spikes}'" in capsys.readouterr().err
+    assert spikes.read_bytes() == before
+
+
+def test_json_to_stdout_is_json_alone_when_the_model_prints(tmp_path, capsys):
+    # prints at import and in forward go to stderr while the user's code runs: stdout is
+    # the JSON document and nothing else
+    path = tmp_path / "noisy.py"
+    path.write_text("import torch.nn as nn\n"
+                    "print('loading my model')\n"
+                    "class Net(nn.Module):\n"
+                    "    def __init__(self):\n"
+                    "        super().__init__()\n"
+                    "        print('building')\n"
+                    "        self.fc = nn.Linear(4, 2)\n"
+                    "    def forward(self, x):\n"
+                    "        print('forward shape', tuple(x.shape))\n"
+                    "        return self.fc(x)\n")
+    assert main(["estimate", f"{path}:Net", "--input-shape", "1,4", "--profiles", "a100",
+                 "--json", "-"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["model"] == "Net"
+    # one forward counted; without a memory check on a100 (its memory is far from full)
+    # none is traced
+    assert out.err == "loading my model\nbuilding\nforward shape (1, 4)\n"
+
+
+DATACLASS_NET = '''
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch.nn as nn
+
+
+@dataclass
+class Config:
+    d_in: int = 16
+    n_out: int = {n_out}
+
+
+def make():
+    cfg = Config()
+    return nn.Linear(cfg.d_in, cfg.n_out)
+'''
+
+
+def test_a_file_with_postponed_annotations_and_a_dataclass_imports(tmp_path):
+    # dataclass looks its module up in sys.modules while the file runs: the file is
+    # registered there, under a name of its own (two net.py in two directories are two
+    # modules), and a failed import leaves nothing registered
+    import sys
+    for sub, n_out in (("a", 3), ("b", 5)):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "net.py").write_text(DATACLASS_NET.replace("{n_out}", str(n_out)))
+    a = load_model(f"{tmp_path / 'a' / 'net.py'}:make")
+    b = load_model(f"{tmp_path / 'b' / 'net.py'}:make")
+    assert (a.out_features, b.out_features) == (3, 5)
+    assert load_model(f"{tmp_path / 'a' / 'net.py'}:make").out_features == 3
+    registered = set(sys.modules)
+    bad = tmp_path / "bad.py"
+    bad.write_text("import dataclasses\nraise RuntimeError('half done')\n")
+    with pytest.raises(ModelError, match="half done"):
+        load_model(f"{bad}:make")
+    assert set(sys.modules) == registered

@@ -95,6 +95,61 @@ def test_auto_loss_is_mse_for_a_non_classifier_output_and_optimizer_class_is_use
     assert "mse against random normal targets" in note and "Adam" in note
 
 
+def test_an_integer_output_is_refused_for_training_like_a_dict_without_floats():
+    # argmax gives class ids (int64): no gradient flows through them, so no loss on them
+    class Predictor(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(x).argmax(-1)
+    with pytest.raises(ModelError) as info:
+        estimate(Predictor(), (2, 4), profiles=["a100"], loss="auto")
+    assert str(info.value) == (
+        "estimate: the forward returned a Tensor of int64 with no floating-point tensor to "
+        "train on; give train_step=callable(module, x) -> loss for this model "
+        "(neuroedge.estimate from Python), or leave the training step out")
+
+
+class OneShot(nn.Module):
+    """A one-slot cache, as a streaming decoder step's: full after the first call."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.calls = 0
+
+    def forward(self, x):
+        if self.calls:
+            raise RuntimeError(f"cache full ({self.calls} of 1 slots)")
+        self.calls += 1
+        return self.fc(x)
+
+
+def test_a_forward_that_fails_on_its_second_call_is_one_line_where_memory_is_traced(
+        tmp_path, toy_gpu_path):
+    # the counted forward fills the cache; the memory check's lifetime trace is the second
+    # call. cortex-m7 traces every model; the toy GPU only one whose counted bytes could
+    # exceed its memory: weights 8 x 8 + 8 = 72 values x 4 B = 288 B fit 300 B, weights +
+    # input 32 B + the bytes the forward wrote (its output, 32 B) = 352 B may not
+    tight = tmp_path / "toy-300.toml"
+    tight.write_text(toy_gpu_path.read_text().replace("capacity_bytes = { value = 1e9",
+                                                      "capacity_bytes = { value = 300"))
+    for profile, label in (("cortex-m7", "cortex-m7"), (str(tight), "toy-gpu (file: ")):
+        with pytest.raises(ModelError) as info:
+            estimate(OneShot(), (1, 8), profiles=[profile])
+        text = str(info.value)
+        assert text.startswith(
+            "estimate: OneShot forward failed on example_input of shape (1, 8) on a second "
+            "run that traces its activations' lifetimes for the memory check of "
+            f"{label}"), text
+        assert "(RuntimeError: cache full (1 of 1 slots)); make OneShot.forward run again" \
+            in text and "\n" not in text
+    # a roomy GPU runs the forward once: priced
+    assert list(estimate(OneShot(), (1, 8), profiles=[str(toy_gpu_path)]).reports)
+
+
 def test_custom_train_step_and_loss_with_target():
     def step(module, x):
         return module(x).pow(2).mean()

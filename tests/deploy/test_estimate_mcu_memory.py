@@ -1,6 +1,7 @@
 """estimate on microcontrollers: one inference's activation arena (TFLM's greedy plan) plus
 its weights against SRAM and flash; ``dtype="int8"`` prices the model quantised."""
 import pytest
+import torch
 import torch.nn as nn
 
 from deploy.estimate import estimate
@@ -82,3 +83,21 @@ def test_a_model_that_fits_only_at_int8_is_priced_at_int8():
     q = estimate(mlp(), (1, 64), profiles=["cortex-m4"], dtype="int8")
     assert list(q.reports) == ["cortex-m4"]
     assert q.memory["cortex-m4"]["weight_bytes"] == 639_016
+
+
+def test_an_encoder_layer_is_planned_as_the_run_that_is_counted():
+    # the count runs nn.TransformerEncoderLayer with PyTorch's fused fast path off, as its
+    # linear, attention and norm ops; the arena is planned from that same run, not from the
+    # one fused kernel (whose trace held 81,920 B: input and output). 160 tokens x 64: at
+    # the feed-forward's ReLU, the first norm's output (kept for the residual, 160 x 64 x
+    # 4 B = 40,960 B), linear1's output and the ReLU's (160 x 256 x 4 B = 163,840 B each)
+    # are alive at once: 40,960 + 2 x 163,840 = 368,640 B > cortex-m7's 327,680 B of SRAM
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(64, 4, 256, batch_first=True)
+    assert torch.backends.mha.get_fastpath_enabled()   # on, as torch's default
+    est = estimate(layer, (1, 160, 64), profiles=["cortex-m7"])
+    assert est.reports == {}
+    why = est.skipped["cortex-m7"]
+    assert "one inference needs 368,640 B of writable memory" in why
+    assert "but cortex-m7 has 327,680 B" in why
+    assert torch.backends.mha.get_fastpath_enabled()   # restored after the trace

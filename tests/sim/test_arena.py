@@ -77,3 +77,36 @@ def test_the_trace_lets_dead_activations_go():
     # until the next layer's kernel reads it
     assert [(b.nbytes, b.first, b.last) for b in buffers] == \
         [(64, 0, 2), (64, 2, 3), (64, 3, 5), (64, 5, 6), (64, 6, 8), (64, 8, 9)]
+
+
+def test_the_trace_and_the_count_run_the_same_decomposed_attention(toy_gpu_path):
+    # both observe the encoder layer with the fused fast path off (one setting, shared):
+    # the same aten ops in the same order, among them its 4 matrix products (in-projection,
+    # out-projection, linear1, linear2), none of them the fused kernel
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from sim.torch_engine import TorchDevice
+
+    class Ops(TorchDispatchMode):   # outermost: sees every op the inner mode runs
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    dev = TorchDevice(toy_gpu_path)
+    torch.manual_seed(0)
+    layer = dev.compile(nn.TransformerEncoderLayer(64, 4, 256, batch_first=True).eval())
+    x = torch.randn(1, 32, 64, device=dev.torch_device)
+    assert torch.backends.mha.get_fastpath_enabled()
+    with Ops() as traced:
+        trace_lifetimes(layer, (x,))
+    with Ops() as counted, torch.no_grad(), dev.count("infer"):
+        layer(x)
+    assert traced.names == counted.names
+    assert traced.names.count("addmm") == 4
+    assert not any("transformer_encoder_layer" in n or "native_multi_head" in n
+                   for n in traced.names)
+    assert torch.backends.mha.get_fastpath_enabled()   # restored after both

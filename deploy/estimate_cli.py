@@ -209,10 +209,18 @@ def load_model(spec: str, seed: int = 0):
         raise ModelError(f"model {spec!r}: {attr}() called sys.exit({exc.code!r}) "
                          f"({_where(exc, path)}); it must return a torch.nn.Module") from None
     except Exception as exc:
-        raise ModelError(f"model {spec!r}: {attr}() failed ({_where(exc, path)}); it is "
-                         "called with no arguments: give defaults to its parameters") from exc
+        from deploy.estimate import required_parameters
+        needs = required_parameters(obj)
+        fix = (f"it is called with no arguments: give defaults to its parameters "
+               f"({', '.join(needs)})" if needs else
+               f"it is called with no arguments and must build the model: fix it so "
+               f"{attr}() runs")
+        raise ModelError(f"model {spec!r}: {attr}() failed ({_where(exc, path)}); "
+                         f"{fix}") from exc
     if not isinstance(built, torch.nn.Module):
-        raise ModelError(f"model {spec!r}: {attr}() returned a {type(built).__name__}; it "
+        kind = type(built).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise ModelError(f"model {spec!r}: {attr}() returned {article} {kind}; it "
                          "must return a torch.nn.Module")
     return built
 

@@ -28,6 +28,12 @@ def not_a_module():
 
 def fine():
     return nn.Linear(4, 3)
+
+
+class Sized(nn.Module):
+    def __init__(self, n, *, bias):
+        super().__init__()
+        self.fc = nn.Linear(n, 3, bias=bias)
 '''
 
 
@@ -39,7 +45,12 @@ def user_file(tmp_path):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("raises", "raises() failed (RuntimeError: no weights here, line 8)"),
+    # a factory without parameters is told to run, not to give its parameters defaults
+    ("raises", "raises() failed (RuntimeError: no weights here, line 8); it is called with no "
+               "arguments and must build the model: fix it so raises() runs"),
+    ("Sized", "Sized() failed (TypeError: Sized.__init__() missing 1 required positional "
+              "argument: 'n'); it is called with no arguments: give defaults to its "
+              "parameters (n, bias)"),
     ("exits", "exits() called sys.exit(3) (SystemExit: 3, line 12)"),
     ("not_a_module", "not_a_module() returned a dict; it must return a torch.nn.Module"),
 ])
@@ -65,3 +76,29 @@ def test_drawn_input_over_the_limit_is_refused_before_allocating():
         estimate(torch.nn.Identity(), shape, profiles=["a100"])
     assert (f"would take 1,077,936,128 bytes in float32, over the "
             f"{MAX_DRAWN_INPUT_BYTES:,}-byte limit") in str(e.value)
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 2)
+
+    def forward(self, x, feats, *, scale=1.0):
+        return self.fc(torch.cat([x, feats], -1)) * scale
+
+
+@pytest.mark.parametrize("model, example, fix", [
+    # was "give an input of the shape TwoInputs.forward expects" for an input it lacked
+    (TwoInputs(), (1, 2), "TwoInputs.forward also takes feats: give --input-shape once per "
+                          "input, in its order"),
+    (torch.nn.ModuleList([torch.nn.Linear(4, 4)]), (1, 4),
+     "ModuleList has no forward of its own (a container such as ModuleList or ModuleDict)"),
+    (torch.nn.Linear(4, 2).double(), torch.zeros(1, 4),
+     "Linear's parameters are float64 and the input is float32: give an input of the "
+     "model's dtype"),
+    (torch.nn.Linear(4, 2), (1, 5), "give an input of the shape Linear.forward expects"),
+])
+def test_a_failed_forward_names_what_to_change(model, example, fix):
+    with pytest.raises(ModelError) as e:
+        estimate(model, example, profiles=["a100"])
+    assert fix in str(e.value) and "\n" not in str(e.value)

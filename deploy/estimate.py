@@ -434,6 +434,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         with _module_facts(net, dtype) as modules:
             out = _infer(dev, net, xs, batch, name)
         est.modules = modules
+        notes += _not_finite("the forward's output", out)
         _check_mcu_memory(est, devices, net, xs, dtype, notes)
         _check_device_memory(est, devices, net, xs, dev.ledger)
         if wants_train:
@@ -983,6 +984,7 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
                                  "requires grad (computed from the module's output)")
             value.backward()
             opt.step()
+        broken = _not_finite("the training step's loss", value)
     except NeuroedgeError:
         raise
     except Exception as exc:
@@ -994,8 +996,27 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
         net.eval()
     if train_step is not None:
         what = f"train_step {getattr(train_step, '__name__', type(train_step).__name__)}"
-    return (f"training step: one forward, {what}, backward and {opt_text} step, train mode",
-            held.peak)
+    line = f"training step: one forward, {what}, backward and {opt_text} step, train mode"
+    return "; ".join([line, *broken]), held.peak
+
+
+def _not_finite(what: str, value) -> list[str]:
+    """A note when ``value`` (a tensor or a structure of tensors) holds NaN or infinite
+    floating-point values, else none: the counts and prices stand (they do not depend on
+    the values), but the model does not compute numbers on this input."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+    bad = total = 0
+    for t in tree_leaves(value):
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()) \
+                and not t.is_nested:
+            bad += int((~torch.isfinite(t.detach())).sum())
+            total += t.numel()
+    if not bad:
+        return []
+    return [f"{what} holds {bad:,} NaN or infinite value(s) of {total:,} (the counts and "
+            "prices do not depend on values and stand; the model's weights or input do not "
+            "give numbers)"]
 
 
 def _check_training_memory(est: Estimate, devices: dict, peak: int, dtype: str) -> None:

@@ -102,3 +102,19 @@ def test_a_failed_forward_names_what_to_change(model, example, fix):
     with pytest.raises(ModelError) as e:
         estimate(model, example, profiles=["a100"])
     assert fix in str(e.value) and "\n" not in str(e.value)
+
+
+def test_values_that_are_not_numbers_are_noted():
+    """A NaN weight makes output 0 of each of the 2 samples NaN: 2 of 2 x 3 values; the
+    cross-entropy over them is NaN too. Priced as before, with a note for each; a finite
+    model gets neither note. (Before, such a model was priced without a word.)"""
+    lin = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        lin.weight[0, 0] = float("nan")
+    est = estimate(lin, (2, 4), profiles=["a100"], loss="cross_entropy")
+    assert est.reports   # still priced
+    text = " ".join(est.notes)
+    assert "the forward's output holds 2 NaN or infinite value(s) of 6" in text
+    assert "the training step's loss holds 1 NaN or infinite value(s) of 1" in text
+    est = estimate(torch.nn.Linear(4, 3), (2, 4), profiles=["a100"], loss="cross_entropy")
+    assert "NaN" not in " ".join(est.notes)

@@ -435,7 +435,9 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             out = _infer(dev, net, xs, batch, name)
         est.modules = modules
         notes += _not_finite("the forward's output", out)
-        _check_mcu_memory(est, devices, net, xs, dtype, notes)
+        memory_notes: dict[str, str] = {}
+        _check_mcu_memory(est, devices, net, xs, dtype, memory_notes)
+        notes += memory_notes.values()
         _check_device_memory(est, devices, net, xs, dev.ledger)
         if wants_train:
             note, peak = _train(dev, net, xs, example_input, out, batch, name,
@@ -465,6 +467,12 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     order = [p.label for p in profs]
     est.reports = {k: est.reports[k] for k in order if k in est.reports}
     est.skipped = {k: est.skipped[k] for k in order if k in est.skipped}
+    if devices:
+        # a profile skipped after its inference memory was planned (the training step does
+        # not fit it, or pricing failed) keeps no plan: it runs nothing
+        dropped = {memory_notes[k] for k in est.skipped if k in memory_notes}
+        notes = [n for n in notes if n not in dropped]
+    est.memory = {k: v for k, v in est.memory.items() if k not in est.skipped}
     est.notes = tuple(notes)
     return est
 
@@ -541,12 +549,13 @@ _TRACED_FOR = "that traces its activations' lifetimes for the memory check of {}
 profiles checked."""
 
 
-def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: list) -> None:
+def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: dict) -> None:
     """Each microcontroller (bitwise profile) in ``devices`` holds one inference the way
     TFLM lays it out (:func:`sim.execution.mcu.place_inference`): the activation arena
     planned from tensor lifetimes (:mod:`sim.arena`) in SRAM, the weights in the SRAM left
     and then flash. A profile it does not fit moves to ``est.skipped`` with the one-line
-    reason naming the bytes; ``est.memory`` gets the plan of the others."""
+    reason naming the bytes; ``est.memory`` gets the plan of the others, ``notes`` (profile
+    -> line) each plan in words."""
     from sim.arena import greedy_arena, peak_live_bytes, trace_lifetimes
     from sim.execution.mcu import place_inference
     mcus = [label for label, d in devices.items() if d.profile.kind == "bitwise"]
@@ -574,9 +583,9 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
                                                                   "read_only": r}
                                            for lv, (w, r) in held.items()}}
         where = ", ".join(f"{prof.memory[lv].name} {w + r:,} B" for lv, (w, r) in held.items())
-        notes.append(f"{label} memory: activation arena {arena:,} B ({len(buffers)} tensors, "
-                     f"greedy plan of their lifetimes; peak live {peak:,} B) + weights "
-                     f"{weights:,} B, placed {where}")
+        notes[label] = (f"{label} memory: activation arena {arena:,} B ({len(buffers)} tensors, "
+                        f"greedy plan of their lifetimes; peak live {peak:,} B) + weights "
+                        f"{weights:,} B, placed {where}")
 
 
 def _check_device_memory(est: Estimate, devices: dict, net, xs, ledger) -> None:

@@ -101,3 +101,19 @@ def test_an_encoder_layer_is_planned_as_the_run_that_is_counted():
     assert "one inference needs 368,640 B of writable memory" in why
     assert "but cortex-m7 has 327,680 B" in why
     assert torch.backends.mha.get_fastpath_enabled()   # restored after the trace
+
+
+def test_a_profile_skipped_for_training_keeps_no_inference_plan():
+    """Linear(256, 256): 257 x 256 x 4 = 263,168 B of weights fit cortex-m7's flash for an
+    inference, but a training step holds weights + gradients (526,336 B and more) in its
+    327,680 B of SRAM: skipped. Its inference plan (note and ``memory`` entry) went with it;
+    before, both stayed as if it ran."""
+    est = estimate(torch.nn.Linear(256, 256), (1, 256), profiles=["cortex-m7", "a100"],
+                   loss="mse")
+    assert "cortex-m7" in est.skipped and "a100" in est.reports
+    assert "cortex-m7" not in est.memory
+    assert not any(n.startswith("cortex-m7 memory:") for n in est.notes)
+    # inference alone: the plan is there
+    est = estimate(torch.nn.Linear(256, 256), (1, 256), profiles=["cortex-m7"])
+    assert "cortex-m7" in est.memory
+    assert any(n.startswith("cortex-m7 memory:") for n in est.notes)

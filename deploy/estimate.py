@@ -379,7 +379,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     import torch
 
     from sim.torch_engine import TorchDevice
-    from sim.torch_engine.activity import packed_size
+    from sim.torch_engine.activity import packed_size, uninitialized_parameters
     from sim.torch_engine.costs import float_suffix
     name = type(module).__name__
     profs = _profiles(profiles)
@@ -400,6 +400,26 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         raise ModelError(f"estimate: train_step is a {type(train_step).__name__}; give a "
                          "callable (module, example_input) -> loss tensor")
     _check_optimizer(optimizer)
+    devices = {}
+    est = Estimate(model=name, source="torch", stacks_asked=asked)
+    sized = not uninitialized_parameters(module)   # a lazy layer's size comes with a forward
+    for p in profs:   # capacity per profile, before the copy: a model no profile holds is
+        # refused without copying it (a 2 GiB Linear took 5 GB to refuse on a cortex-m7)
+        if p.kind not in TORCH_KINDS:
+            est.skipped[p.label] = (f"{p.label} is a {p.kind} chip: it runs spiking networks; "
+                                    f"give a NIR graph (.nir) or a torch module with snnTorch "
+                                    f"neurons, not the plain module {name}")
+            continue
+        dev = TorchDevice(p, prefer_cuda=False)   # CPU: counts do not depend on the device
+        try:
+            if sized:
+                dev.check_fits(name, _stored_weight_bytes(module, dtype))
+        except HardwareLimitError as exc:
+            est.skipped[p.label] = str(exc)
+            continue
+        devices[p.label] = dev
+    if not devices:   # nothing to run: every profile refused
+        return _ordered(est, profs, [])
     try:
         # torch cannot deep-copy a CSR / CSC / BSR / BSC tensor (a graph's adjacency
         # buffer): such tensors are cloned for the copy
@@ -411,22 +431,14 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
                          "estimate runs a copy so your module stays untouched: make its "
                          "attributes copyable") from None
     lazy_note = _size_lazy_layers(net, xs, name)
-    est = Estimate(model=name, source="torch", stacks_asked=asked)
-    devices = {}
-    for p in profs:   # capacity per profile; the counting itself is shared
-        if p.kind not in TORCH_KINDS:
-            est.skipped[p.label] = (f"{p.label} is a {p.kind} chip: it runs spiking networks; "
-                                    f"give a NIR graph (.nir) or a torch module with snnTorch "
-                                    f"neurons, not the plain module {name}")
-            continue
-        dev = TorchDevice(p, prefer_cuda=False)   # CPU: counts do not depend on the device
+    for label, dev in list(devices.items()):   # the copy placed; a lazy model's size checked
         try:
             dev.compile(net, stored_bytes=_stored_weight_bytes(net, dtype))
         except HardwareLimitError as exc:
-            est.skipped[p.label] = str(exc)
-            continue
-        devices[p.label] = dev
+            est.skipped[label] = str(exc)
+            del devices[label]
     est.inference_samples = batch
+    memory_notes: dict[str, str] = {}
     notes = ["inference: eval mode, no gradients, on a copy of the module (its weights, mode "
              "and device are untouched)", *lazy_note]
     if devices:
@@ -435,7 +447,6 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             out = _infer(dev, net, xs, batch, name)
         est.modules = modules
         notes += _not_finite("the forward's output", out)
-        memory_notes: dict[str, str] = {}
         _check_mcu_memory(est, devices, net, xs, dtype, memory_notes)
         notes += memory_notes.values()
         _check_device_memory(est, devices, net, xs, dev.ledger)
@@ -463,15 +474,18 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
                 est.skipped[label] = str(exc)
                 continue
             est.ledgers[label] = ledger
-    # reports first, in the order asked; skipped in the order asked as well
+    # a profile skipped after its inference memory was planned (the training step does not
+    # fit it, or pricing failed) keeps no plan: it runs nothing
+    dropped = {memory_notes[k] for k in est.skipped if k in memory_notes}
+    return _ordered(est, profs, [n for n in notes if n not in dropped])
+
+
+def _ordered(est: Estimate, profs, notes: list) -> Estimate:
+    """``est`` with its reports first, in the order asked, and the skipped profiles in the
+    order asked as well; no memory plan for a skipped profile; ``notes``."""
     order = [p.label for p in profs]
     est.reports = {k: est.reports[k] for k in order if k in est.reports}
     est.skipped = {k: est.skipped[k] for k in order if k in est.skipped}
-    if devices:
-        # a profile skipped after its inference memory was planned (the training step does
-        # not fit it, or pricing failed) keeps no plan: it runs nothing
-        dropped = {memory_notes[k] for k in est.skipped if k in memory_notes}
-        notes = [n for n in notes if n not in dropped]
     est.memory = {k: v for k, v in est.memory.items() if k not in est.skipped}
     est.notes = tuple(notes)
     return est

@@ -457,6 +457,20 @@ class TorchDevice(Device):
                              f"'verify'")
         self._replay_setting = value
 
+    def check_fits(self, name: str, footprint: int) -> None:
+        """A model ``name`` of ``footprint`` bytes (parameters and buffers as stored) fits
+        the device, else a HardwareLimitError naming both sizes. A GPU/CPU holds the model in
+        device memory; a microcontroller (bitwise profile, no offchip level) in its SRAM and
+        flash together; the run's state is checked against each memory when its ledger is
+        priced (sim/execution/mcu.py)."""
+        levels = ["offchip"] if "offchip" in self.profile.memory else list(self.profile.memory)
+        capacity = sum(self.profile.memory[lv].capacity_bytes.value for lv in levels)
+        if footprint > capacity:
+            self._limit_error(f"{name} parameters + buffers", f"{footprint} B",
+                              " + ".join(f"memory.{lv}.capacity_bytes" for lv in levels),
+                              f"{capacity:.0f} B", "use a smaller model or a profile with "
+                              "more device memory")
+
     def compile(self, module: torch.nn.Module, stored_bytes: int | None = None) -> torch.nn.Module:
         """Move ``module`` to the device after checking its parameters fit device memory.
 
@@ -475,17 +489,7 @@ class TorchDevice(Device):
         # parameters and buffers, and a torch.ao quantized model's packed weights as stored
         footprint = (facts["parameter_bytes"] + facts["buffer_bytes"]
                      if stored_bytes is None else stored_bytes)
-        # a GPU/CPU holds the model in device memory; a microcontroller (bitwise profile, no
-        # offchip level) in its SRAM and flash together; the run's state is checked against
-        # each memory when its ledger is priced (sim/execution/mcu.py)
-        levels = ["offchip"] if "offchip" in self.profile.memory else list(self.profile.memory)
-        capacity = sum(self.profile.memory[lv].capacity_bytes.value for lv in levels)
-        if footprint > capacity:
-            self._limit_error(f"{type(module).__name__} parameters + buffers",
-                              f"{footprint} B", " + ".join(f"memory.{lv}.capacity_bytes"
-                                                           for lv in levels),
-                              f"{capacity:.0f} B", "use a smaller model or a profile with "
-                              "more device memory")
+        self.check_fits(type(module).__name__, footprint)
         self.footprint_bytes = footprint
         meta = [n for n, t in [*module.named_parameters(), *module.named_buffers()]
                 if t.device.type == "meta"]

@@ -117,3 +117,18 @@ def test_a_profile_skipped_for_training_keeps_no_inference_plan():
     est = estimate(torch.nn.Linear(256, 256), (1, 256), profiles=["cortex-m7"])
     assert "cortex-m7" in est.memory
     assert any(n.startswith("cortex-m7 memory:") for n in est.notes)
+
+
+class _NoCopy(nn.Linear):
+    def __deepcopy__(self, memo):
+        raise AssertionError("copied")
+
+
+def test_a_model_no_profile_holds_is_refused_without_copying_it():
+    """1024 x 1024 + 1024 float32 = 4,198,400 B of weights, over cortex-m4's SRAM + flash:
+    refused before the working copy is made (a 2 GiB Linear took 5 GB of memory and 18 s to
+    be refused; before, this module's copy failed first). The message names both sizes."""
+    est = estimate(_NoCopy(1024, 1024), (1, 1024), profiles=["cortex-m4"])
+    assert not est.reports
+    assert "_NoCopy parameters + buffers" in est.skipped["cortex-m4"]
+    assert "4198400 B" in est.skipped["cortex-m4"]

@@ -76,10 +76,12 @@ MODEL_CODE_BYTES = 32
 """``model.o``: bytes per layer call in ``model_invoke`` (two arena addresses and the
 parameter struct into registers, BL: 12-16 B), and the fixed part (push, pop, literal pool
 of ``model_invoke``; ``model_input`` and ``model_output``, 8 B each)."""
-INVOKE_STACK_BYTES = 24
-"""Largest frame of ``model_invoke`` seen (r3-r7 and lr pushed; 8-24 B by the registers
-the compiler keeps across calls): the stack is this + the deepest used kernel's frame +
-ne_requantize's, an upper bound."""
+INVOKE_STACK_BYTES = 40
+"""The largest frame ``model_invoke`` can have: it holds no locals, only the callee-saved
+registers the compiler keeps arena addresses in across calls, at most r4-r11 and lr with r3
+for 8-byte alignment (AAPCS): 10 x 4 B. Seen: 8-40 B (24 B with r3-r7 and lr; 32-40 B when
+more addresses are reused, e.g. push {r3-r9, lr} in a gated MLP). The stack is this + the
+deepest used kernel's frame + ne_requantize's, an upper bound."""
 FLASH_MARGIN = 0.10
 """|predicted flash - built objects' text + data| <= this fraction of the built size."""
 STRUCT_BYTES = {q8.Conv2d: 4 * 4 + 19 * 4, q8.Linear: 4 * 4 + 6 * 4, q8.MaxPool2d: 13 * 4,

@@ -49,7 +49,8 @@ SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero pad
              "AdaptiveAvgPool1d/2d(1) and x.mean over the spatial axes (global average)",
              "the functional forms of these pools",
              "a zero pad (ZeroPad1d/2d, F.pad) folded into the conv after it", "Flatten",
-             "flatten/view/reshape to [N, -1]",
+             "flatten/view/reshape/unsqueeze/squeeze and x[:, :, None, None] of each sample",
+             "expand/expand_as before a product",
              "add and subtract of two tensors of one shape (a + b, a - b, torch.add)",
              "product of two tensors of one shape, or by per-channel weights (C, 1, ..., 1): "
              "squeeze-and-excitation",
@@ -345,8 +346,14 @@ def _classify(gm, node) -> tuple[str, object]:
             return _binary(node, binary[fn], fn)
         if fn in (torch.cat, torch.concat, torch.concatenate):
             return "cat", _cat_arguments(node)
-        if fn in (torch.flatten,):
+        if fn in (torch.flatten, torch.reshape, torch.unsqueeze, torch.squeeze):
             return "flatten", None
+        if fn is operator.getitem:
+            return _getitem(node)
+        if fn is getattr and len(node.args) == 2 and node.args[1] == "shape":
+            return "size", None    # x.shape: Python numbers, no layer
+        if fn in (operator.neg, torch.neg):
+            return "lut", torch.neg
         if fn in (F.relu, torch.relu):
             return "clamp", RELU
         if fn is F.relu6:
@@ -360,8 +367,11 @@ def _classify(gm, node) -> tuple[str, object]:
             return "identity", None
         pool = _functional_pools().get(fn)
         if pool is not None:
+            settings = _call_arguments(gm, node)
+            if settings.get("stride") in ([], (), None):   # left out: torch.fx writes []
+                settings.pop("stride", None)                 # the module's: the kernel
             try:
-                mod = pool(**_call_arguments(gm, node))
+                mod = pool(**settings)
             except TypeError as exc:   # a setting the module does not take
                 raise _unsupported(node, f"function {fn.__name__}", str(exc)) from None
             return _classify_module(node, mod)
@@ -381,8 +391,12 @@ def _classify(gm, node) -> tuple[str, object]:
             raise _unsupported(node, f"function {fn.__name__}", SOFTMAX_WHY)
         raise _unsupported(node, f"function {getattr(fn, '__name__', fn)}")
     if node.op == "call_method":
-        if node.target in ("flatten", "view", "reshape"):
+        if node.target in ("flatten", "view", "reshape", "unsqueeze", "squeeze"):
             return "flatten", None
+        if node.target in ("expand", "expand_as"):
+            return "expand", None
+        if node.target == "neg":
+            return "lut", lambda v: -v
         if node.target == "size":
             return "size", None
         # not the in-place forms (x.relu_()): torch.fx keeps later uses of x on the value
@@ -401,7 +415,29 @@ def _classify(gm, node) -> tuple[str, object]:
         if node.target in ("softmax", "log_softmax"):
             raise _unsupported(node, f"tensor method .{node.target}()", SOFTMAX_WHY)
         raise _unsupported(node, f"tensor method .{node.target}()")
+    if node.op == "get_attr":
+        raise _unsupported(node, f"tensor {node.target!r} held by the model", "a parameter or "
+                           "buffer used as an operand (y * self.gamma, F.prelu(x, w)); the "
+                           "export takes the weights of the layers listed only")
     raise _unsupported(node, f"fx op {node.op} {node.target}")
+
+
+def _getitem(node) -> tuple[str, object]:
+    """``x.size()[i]`` / ``x.shape[0]`` (a Python number: no layer), or ``x[:, :, None,
+    None]`` (new axes of 1 around whole ones: a reshape); any other indexing refused."""
+    import torch.fx
+    source, index = node.args
+    if isinstance(source, torch.fx.Node) and (
+            (source.op == "call_method" and source.target == "size")
+            or (source.op == "call_function" and source.target is getattr)):
+        return "size", None
+    items = index if isinstance(index, tuple) else (index,)
+    whole = slice(None)
+    if any(i is None for i in items) and all(i is None or i == whole or i is Ellipsis
+                                             for i in items):
+        return "flatten", None
+    raise _unsupported(node, "indexing", f"x[{index!r}]; only new axes of 1 "
+                       "(x[:, :, None, None]) and sizes (x.shape[0]) are read")
 
 
 def trace(model):
@@ -616,7 +652,9 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
         one_d = kind in ONE_D
         if one_d:
             src = as_2d(node, src)
-        if kind == "identity":
+        if kind in ("identity", "expand"):
+            # an expand is a broadcast view: the value stays as small as it is, and the
+            # product that reads it broadcasts it (a (C, 1, 1) weight over (C, H, W))
             tid[node.name] = src
             continue
         if kind == "pad":
@@ -677,11 +715,14 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
             t = from_range(node.name, node.name)
             nodes.append(q8.Lut(_label(node), (src,), t, _table(node, mod, tin, tensors[t])))
         elif kind == "flatten":
+            # any reshape of a sample is free: the bytes are C-order, channel first, as
+            # torch holds them (a flatten, an SE block's (C,) -> (C, 1, 1))
             t = new_tensor(node.name, shapes[node.name], tin.scale, tin.zero_point)
-            if len(tensors[t].shape) != 1 or tensors[t].size != tin.size:
+            if tensors[t].size != tin.size:
                 raise _unsupported(node, f"{node.op} {node.target}",
-                                   f"it reshapes {tin.shape} to {tensors[t].shape}; only a "
-                                   "flatten to [N, features] is supported")
+                                   f"it reshapes {tin.shape} per sample to "
+                                   f"{tensors[t].shape}; a reshape must keep the batch axis "
+                                   "and each sample's values")
             nodes.append(q8.Reshape(_label(node), (src,), t))
         else:   # pooling: on (C, H, W), or a 1-D layer's (C, 1, L) view
             if kind == "mean":
@@ -736,9 +777,11 @@ def _table(node, fn, tin: q8.QTensor, tout: q8.QTensor) -> np.ndarray:
     x = torch.from_numpy(((q - tin.zero_point) * tin.scale).astype(np.float32))
     with torch.no_grad():
         f = fn(x).double().numpy()
-    if f.shape != (256,) or not np.isfinite(f).all():
-        raise _unsupported(node, "activation", "it is not finite and elementwise on the "
-                                               "input's int8 range")
+    if f.shape != (256,) or np.isnan(f).any():
+        raise _unsupported(node, "elementwise function", "it is not a number on some of the "
+                           "input's int8 range (0 / 0?) or not elementwise")
+    # an infinity (6 / x at x = 0, where the range widened to hold 0 puts a grid point the
+    # calibration never reached) saturates as every out-of-range value does
     v = f / tout.scale
     return np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5) + tout.zero_point,
                    q8.INT8_MIN, q8.INT8_MAX).astype(np.int8)

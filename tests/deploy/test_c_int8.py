@@ -185,8 +185,8 @@ def test_sizes_match_the_built_objects(exported, name):
     """arm-none-eabi-size of model.o + ne_int8.o (no harness): flash (text + data) within
     FLASH_MARGIN of the prediction, bss = the planned arena exactly, the stack of the
     chain model_invoke -> kernel -> ne_requantize (-fstack-usage) at most the predicted
-    one, which takes model_invoke's largest frame (24 B: r3-r7 and lr pushed), and at
-    most 16 B above it (fewer registers pushed)."""
+    one, which takes model_invoke's largest possible frame (40 B: r3-r11 and lr pushed),
+    and at most 32 B above it (its smallest: r3 and lr)."""
     _require("cortex-m4")
     if shutil.which("arm-none-eabi-size") is None:
         pytest.skip("arm-none-eabi-size not installed")
@@ -195,7 +195,7 @@ def test_sizes_match_the_built_objects(exported, name):
     pred = result.sizes
     assert abs(pred.flash - built.flash) <= FLASH_MARGIN * built.flash
     assert built.bss == pred.arena
-    assert built.stack <= pred.stack <= built.stack + 16
+    assert built.stack <= pred.stack <= built.stack + 32
     assert result.report["sizes"]["flash"] == pred.flash == predict_sizes(result.graph).flash
 
 

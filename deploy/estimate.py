@@ -508,6 +508,21 @@ def _stored_weight_bytes(net, dtype: str) -> int:
                for t in [*net.parameters(), *net.buffers()]) + packed_size(net)[1]
 
 
+def _asked_label(asked: str, profs) -> str | None:
+    """The label of the profile ``asked`` names in ``PROFILE=STACK``: its label, the path
+    of its file as given to ``--profiles`` or any spelling of it, or its name when one
+    profile asked has it; None when none does."""
+    from pathlib import Path
+    for p in profs:
+        if asked == p.label:
+            return p.label
+    for p in profs:
+        if p.path and Path(asked).expanduser().resolve() == Path(p.path).resolve():
+            return p.label
+    named = [p.label for p in profs if p.name == asked]
+    return named[0] if len(named) == 1 else None
+
+
 def stacks_asked(profs, stack) -> dict[str, str]:
     """profile label -> the stack asked for it (checked: the profile has it); profiles not
     named are left out (priced at their default). ``stack``: None, one name for every
@@ -537,9 +552,10 @@ def stacks_asked(profs, stack) -> dict[str, str]:
     else:
         pairs = {str(k): str(v) for k, v in dict(stack).items()}
     out = {}
-    for label, name in pairs.items():
-        if label not in labels:
-            raise ModelError(f"estimate: stack for profile {label!r}, which is not among the "
+    for asked, name in pairs.items():
+        label = _asked_label(asked, profs)
+        if label is None:
+            raise ModelError(f"estimate: stack for profile {asked!r}, which is not among the "
                              f"profiles asked ({', '.join(labels)})")
         try:
             out[label] = resolve_stack(labels[label], name)

@@ -9,6 +9,7 @@ The format is documented in ``hw_profiles/SCHEMA.md``.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ from typing import Any
 from hw_profiles.errors import ProfileError, not_a_file, suggestion
 from hw_profiles.ops import OPS
 from hw_profiles.profile import (
+    EXECUTION_STACKS,
     KINDS,
     MEMORY_LEVELS,
     PROVENANCES,
@@ -183,7 +185,10 @@ def load(name_or_path: str | Path | HardwareProfile) -> HardwareProfile:
         return name_or_path
     text = str(name_or_path)
     path = Path(text)
-    if not (text.endswith(".toml") or path.is_file() or "/" in text):
+    # a bare shipped name is the shipped profile, even with a file of that name in the
+    # working directory (a notes file called a100 must not replace it); another bare name
+    # may be a file there
+    if text in available() or not (text.endswith(".toml") or path.is_file() or "/" in text):
         path = DATA_DIR / f"{text}.toml"
         if not path.is_file():
             hint = suggestion(text, available(), "neuroedge profiles") or \
@@ -215,6 +220,9 @@ def loads(text: str | bytes, origin: str = "<string>", path: str = "") -> Hardwa
         except UnicodeDecodeError as exc:
             raise ProfileError(f"{origin}: not UTF-8 text (byte {exc.start}); a profile is a "
                                "TOML file") from None
+    if text.startswith("\ufeff"):
+        raise ProfileError(f"{origin}: starts with a byte-order mark (U+FEFF), which TOML "
+                           "does not allow; save it as UTF-8 without BOM")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -233,7 +241,7 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
     v.table(doc, "", _TOP_KEYS, required={"schema_version", "name", "kind", "description",
                                            "energy_pj", "throughput", "memory", "limits",
                                            "static", "sources"})
-    if doc["schema_version"] != SCHEMA_VERSION or isinstance(doc["schema_version"], bool):
+    if type(doc["schema_version"]) is not int or doc["schema_version"] != SCHEMA_VERSION:
         v.fail("", "schema_version", doc["schema_version"],
                f"this neuroedge reads schema_version {SCHEMA_VERSION}")
     name = v.string(doc, "", "name")
@@ -305,13 +313,34 @@ def _stacks(v, doc, kind: str) -> tuple[dict[str, Mapping[str, Quantity]], str]:
     if raw and not units:
         v.fail("", "stacks", ", ".join(raw), f"a {kind} profile takes no [stacks] tables "
                "(its stacks are the execution model's: sim/execution/)")
+    for name in raw:
+        _check_stack_name(v, name, kind)
     stacks = {name: MappingProxyType(v.quantity_table(t, f"stacks.{name}", units))
               for name, t in raw.items()}
     default = doc.get("default_stack", "")
+    if not isinstance(default, str):
+        v.fail("", "default_stack", default, "expected the name of a [stacks] table (text)")
     if default and default not in stacks:
         v.fail("", "default_stack", default, f"must name a [stacks] table "
                f"({', '.join(stacks) or 'none given'})")
     return stacks, default
+
+
+STACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+"""A stack's name: what ``--stack NAME`` and ``PROFILE=NAME`` can select (no ``,``, ``=``
+or space), up to 64 characters."""
+
+
+def _check_stack_name(v, name: str, kind: str) -> None:
+    """A ``[stacks.NAME]`` table's name: selectable (:data:`STACK_NAME`) and none of the
+    execution model's own stacks, which a table of the same name would silently replace."""
+    if not STACK_NAME.fullmatch(name):
+        v.fail("stacks", name, "", "a stack name is 1-64 letters, digits, '.', '_', '+' or "
+               "'-', starting with a letter or digit (--stack PROFILE=NAME selects it)")
+    own = EXECUTION_STACKS[kind]
+    if name in own:
+        v.fail("stacks", name, "", f"{name!r} is a stack of the {kind} execution model "
+               f"({', '.join(own)}); give the table another name")
 
 
 def _nm_execution_model(v, doc, kind: str):
@@ -438,7 +467,7 @@ class _Validator:
         if prov not in PROVENANCES:
             self.fail(section, key, prov, f"provenance must be one of {', '.join(PROVENANCES)}")
         src = obj["source"]
-        if src not in self.source_keys:
+        if not isinstance(src, str) or src not in self.source_keys:
             self.fail(section, key, src, f"source {src!r} is not defined in [sources] "
                       f"(defined: {', '.join(sorted(self.source_keys))})")
         derivation = obj.get("derivation", "")
@@ -448,6 +477,9 @@ class _Validator:
                       "giving the arithmetic and its cited inputs (fitted: the script and "
                       "the calibration rows)")
         for text_key in ("derivation", "note"):
+            if text_key in obj and not isinstance(obj[text_key], str):
+                self.fail(section, f"{key}.{text_key}", obj[text_key], "expected text (a "
+                          "quoted string)")
             if isinstance(obj.get(text_key), str):
                 check_text(obj[text_key], MAX_TEXT_CHARS,
                            lambda why, k=text_key: self.fail(section, f"{key}.{k}", "", why))
@@ -462,6 +494,10 @@ class _Validator:
         for op, q in obj.items():
             if op not in OPS:
                 self.fail(section, op, "", f"unknown op; ops are {', '.join(OPS)}")
+            if op == "kernel_launch":   # counted, priced from [execution] only (SCHEMA.md)
+                self.fail(section, op, "", "a kernel launch is priced from [execution] "
+                          "launch_s (the time the device idles per launch, at [static] "
+                          "power_w), never from [energy_pj] or [throughput]: remove it")
             out[op] = self.quantity(q, section, op, unit, sign)
         return out
 

@@ -14,6 +14,12 @@ PROVENANCES = ("measured", "simulated", "specified", "derived", "fitted")
 """``fitted``: fitted by ``bench/calibrate.py`` on the validation table's calibration rows,
 which its ``derivation`` names (never on held-out rows)."""
 MEMORY_LEVELS = ("local", "shared", "offchip", "nonvolatile")
+EXECUTION_STACKS = {"gpu": ("eager", "graph", "fused", "tf1-session"),
+                    "cpu": ("eager", "graph", "fused", "tf1-session"),
+                    "bitwise": ("peak",), "neuromorphic": ("native",)}
+"""kind -> the software stacks its execution model prices (sim/execution: what each means).
+A bitwise profile's own ``[stacks.NAME]`` tables add kernel libraries beside them, under
+other names."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hw_profiles.errors import NeuroedgeError, suggestion
-from hw_profiles.profile import KINDS, HardwareProfile
+from hw_profiles.profile import EXECUTION_STACKS, KINDS, HardwareProfile
 from sim.energy_report import EnergyReport
 from sim.step_timing import StepTiming
 
@@ -57,26 +57,28 @@ ExecutionModel = Callable[..., EnergyReport]
 """``price(ledger, profile, stack=...) -> EnergyReport``: an execution model (``stack``: a
 name :func:`resolve_stack` returned; the neuromorphic and roofline models take none)."""
 
-STACKS: dict[str, dict[str, str]] = {
-    "gpu": {"eager": "eager PyTorch: every kernel pays the host's per-op dispatch "
-                     "([execution] launch_s), the device idling meanwhile",
-            "graph": "graph-captured or compiled (CUDA graphs, torch.compile): kernels are "
-                     "replayed without per-op host dispatch; launch time is not charged",
-            "fused": "fused inference engine (TensorRT-like): no per-op host dispatch, as "
-                     "graph; the traffic fusion saves between kernels is NOT modelled, so "
-                     "memory-bound figures are high",
-            "tf1-session": "TensorFlow 1.x session.run from Python: per-op dispatch as eager "
-                           "plus the host's per-call overhead ([execution] session_call_s) "
-                           "once per counted block (one inference batch, one training step); "
-                           "the device is charged idle power meanwhile"},
-    "bitwise": {"peak": "the core manual's cycle counts ([throughput]): no kernel library's "
-                        "overhead, a lower bound on time"},
-    "neuromorphic": {"native": "the chip's own runtime (the only stack)"},
+_MEANING = {
+    "eager": "eager PyTorch: every kernel pays the host's per-op dispatch ([execution] "
+             "launch_s), the device idling meanwhile",
+    "graph": "graph-captured or compiled (CUDA graphs, torch.compile): kernels are replayed "
+             "without per-op host dispatch; launch time is not charged",
+    "fused": "fused inference engine (TensorRT-like): no per-op host dispatch, as graph; the "
+             "traffic fusion saves between kernels is NOT modelled, so memory-bound figures "
+             "are high",
+    "tf1-session": "TensorFlow 1.x session.run from Python: per-op dispatch as eager plus the "
+                   "host's per-call overhead ([execution] session_call_s) once per counted "
+                   "block (one inference batch, one training step); the device is charged "
+                   "idle power meanwhile",
+    "peak": "the core manual's cycle counts ([throughput]): no kernel library's overhead, a "
+            "lower bound on time",
+    "native": "the chip's own runtime (the only stack)",
 }
-"""kind -> software stacks the kind's execution model knows -> what pricing for it means.
-A bitwise profile adds its own kernel libraries (``[stacks.NAME]``: cycles per op class
-per library, hw_profiles/SCHEMA.md)."""
-STACKS["cpu"] = STACKS["gpu"]
+STACKS: dict[str, dict[str, str]] = {kind: {name: _MEANING[name] for name in names}
+                                     for kind, names in EXECUTION_STACKS.items()}
+"""kind -> software stacks the kind's execution model knows (their names:
+:data:`hw_profiles.profile.EXECUTION_STACKS`) -> what pricing for it means. A bitwise profile
+adds its own kernel libraries (``[stacks.NAME]``: cycles per op class per library,
+hw_profiles/SCHEMA.md)."""
 DEFAULT_STACK = {"gpu": "eager", "cpu": "eager", "bitwise": "peak", "neuromorphic": "native"}
 """The stack a run is priced for when none is asked and the profile names none
 (``default_stack``)."""

@@ -74,3 +74,25 @@ def test_a_stack_for_a_nir_graph_is_refused():
     with pytest.raises(NeuroedgeError, match="a neuromorphic chip runs its own runtime "
                                              r"\(stack native\): leave stack out"):
         estimate("net.nir", profiles="loihi", stack="graph")
+
+
+def test_a_profile_file_is_named_in_stack_pairs_as_given(tmp_path, monkeypatch):
+    """``--stack FILE=NAME`` names a profile given as a file the way ``--profiles`` did (the
+    path as typed, or another spelling of it), and a file profile by its name when no other
+    profile asked has that name; before, only the label "stm32l4r5 (file: /abs/x.toml)"
+    worked."""
+    from deploy.estimate import stacks_asked
+    from hw_profiles import load_many
+    from hw_profiles.loader import DATA_DIR
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.toml").write_text((DATA_DIR / "stm32l4r5.toml").read_text())
+    profs = load_many(["stm32l4r5", "x.toml"])
+    file_label = profs[1].label
+    assert stacks_asked(profs, "x.toml=tflm-2.3.1") == {file_label: "tflm-2.3.1"}
+    assert stacks_asked(profs, f"{tmp_path}/x.toml=tflm-2.3.1") == {file_label: "tflm-2.3.1"}
+    # the bare name is the shipped profile while it is asked too, else the file's
+    assert stacks_asked(profs, "stm32l4r5=tflm-2.3.1") == {"stm32l4r5": "tflm-2.3.1"}
+    assert stacks_asked(load_many(["x.toml"]), "stm32l4r5=tflm-2.3.1") == \
+        {file_label: "tflm-2.3.1"}
+    with pytest.raises(NeuroedgeError, match="not among the profiles asked"):
+        stacks_asked(profs, "y.toml=tflm-2.3.1")

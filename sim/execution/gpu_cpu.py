@@ -89,11 +89,15 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> 
     ex = prof.execution
     missing = [k for k in REQUIRED if k not in ex]
     if missing:
+        from hw_profiles import available
+        hint = (f"A run file written before these existed can be priced on the shipped "
+                f"profile (neuroedge report RUN --profile {prof.name})"
+                if prof.name in available() else
+                "Add them to the profile's [execution] table")
         raise PricingError(
             f"profile {prof.name!r} has no [execution] {', '.join(missing)}: the {prof.kind} "
-            f"execution model needs {', '.join(REQUIRED)} (see hw_profiles/SCHEMA.md). A run "
-            f"file written before these existed can be priced on the shipped profile "
-            f"(neuroedge report RUN --profile {prof.name})")
+            f"execution model needs {', '.join(REQUIRED)} (see hw_profiles/SCHEMA.md). "
+            f"{hint}")
     n_half = ex["half_perf_ops"].value
     dispatched = stack in ("eager", "tf1-session")
     launch_s = ex["launch_s"].value if dispatched else 0.0

@@ -103,9 +103,17 @@ def test_gpu_pricing_needs_execution_section(toy_gpu_text):
     prof = hw_profiles.from_dict(doc)
     led = Ledger()
     led.add("mac_fp32", 1)
-    # ... and pricing on the gpu model refuses, naming the key
-    with pytest.raises(PricingError, match=r"no \[execution\] launch_s.*--profile toy-gpu"):
+    # ... and pricing on the gpu model refuses, naming the key; a profile that is not shipped
+    # is told to add it (it was told to use `--profile toy-gpu`, which does not exist), a
+    # shipped one's old snapshot to use the shipped profile
+    with pytest.raises(PricingError, match=r"no \[execution\] launch_s.*Add them to the "
+                                           r"profile's \[execution\] table"):
         price(led, prof)
+    a100 = tomllib.loads((hw_profiles.loader.DATA_DIR / "a100.toml").read_text())
+    del a100["execution"]["launch_s"], a100["sources"]["pytorch_dispatch_lesson"]   # its only use
+    with pytest.raises(PricingError, match=r"no \[execution\] launch_s.*report RUN --profile "
+                                           r"a100\)"):
+        price(led, hw_profiles.from_dict(a100))
     doc["execution"]["launch_s"] = {"value": -1.0, "unit": "s", "provenance": "specified",
                                     "source": "toy"}
     with pytest.raises(ProfileError, match=r"\[execution\] launch_s = -1.0: must be > 0 s"):
@@ -137,3 +145,4 @@ def test_no_op_class_implies_another_board_power(name):
         assert e.value * 1e-12 * p.throughput[op].value == pytest.approx(compute_w, rel=1e-5), op
     assert p.static_power_w.value > 0   # idle power is charged over the whole run
     assert math.isfinite(p.execution["launch_s"].value)
+

@@ -144,9 +144,22 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
         raise ModelError(f"estimate: stack={stack!r} applies to torch modules priced on GPUs, "
                          "CPUs and microcontrollers; a neuromorphic chip runs its own runtime "
                          "(stack native): leave stack out")
-    if dtype != "fp32" and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)):
-        raise ModelError(f"estimate: dtype={dtype!r} applies to torch modules; a NIR graph "
-                         "runs at the chip's own weight precision: leave dtype out")
+    spiking_module = _is_torch_module(model) and _is_spiking(model)
+    if dtype != "fp32" and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)
+                            or spiking_module):
+        raise ModelError(f"estimate: dtype={dtype!r} applies to torch modules without spiking "
+                         "neurons; a NIR graph or spiking module runs at the chip's own "
+                         "weight precision: leave dtype out")
+    trained = [k for k, v in (("train_step", train_step), ("loss", loss),
+                              ("optimizer", optimizer), ("target", target)) if v is not None]
+    if trained and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)
+                    or spiking_module):
+        # the neuromorphic engine runs inference; these were silently ignored
+        raise ModelError(f"estimate: {', '.join(trained)} ask for a training step, which is "
+                         "priced for torch modules on GPUs, CPUs and microcontrollers; a NIR "
+                         "graph or spiking module runs inference on the neuromorphic engine: "
+                         f"leave {', '.join(trained)} out"
+                         + (" (--train on the command line)" if "loss" in trained else ""))
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not path.endswith(".nir"):

@@ -149,6 +149,13 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
     if x.ndim < 2:
         raise NeuroedgeError(f"estimate_spiking_module: example_input has shape {x.shape}; "
                              "expected spikes (T, n) or (T, 1, n), time first")
+    if x.ndim == 5:   # (T, batch, C, H, W): snnTorch's time-first batched layout of images
+        if x.shape[1] != 1:
+            raise NeuroedgeError(f"estimate_spiking_module: example_input has shape {x.shape}:"
+                                 f" a batch of {x.shape[1]}; one sample is run, (T, 1, C, H, "
+                                 "W) or (T, C, H, W)")
+        x = x[:, 0]
+    _check_neurons(module)
     # one step's input without batch: (n,) for (T, n) or (T, 1, n); (C, H, W) for events
     sample = torch.zeros(x.shape[2:] if x.ndim == 3 and x.shape[1] == 1 else x.shape[1:])
     facts = _module_facts(module)   # as given: the export's forward pass resizes state buffers
@@ -165,6 +172,11 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
             "and Flatten layers and Leaky, RLeaky, Synaptic and RSynaptic neurons") from None
     _state_resets(graph, resets)
     uniform = set(resets.values())
+    if dt is not None and dt != SNNTORCH_DT:
+        # snnTorch is discrete-time: its export writes tau = 1e-4 / (1 - beta); another step
+        # keeps beta only with every tau scaled by dt / 1e-4 (a different dt changed the
+        # spikes: 65 at 1e-4 s, 380 at 1e-3 s for beta 0.98)
+        _scale_taus(graph, dt / SNNTORCH_DT)
     dt = SNNTORCH_DT if dt is None else dt
     if steps is None:
         import warnings
@@ -179,6 +191,65 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
     return est
 
 
+def _scale_taus(graph, factor: float) -> None:
+    """Every time constant of ``graph``'s neuron nodes (nested subgraphs too) times
+    ``factor``."""
+    import nir
+    for node in graph.nodes.values():
+        if isinstance(node, nir.NIRGraph):
+            _scale_taus(node, factor)
+            continue
+        for key in ("tau", "tau_mem", "tau_syn"):
+            if getattr(node, key, None) is not None:
+                setattr(node, key, np.asarray(getattr(node, key), dtype=np.float64) * factor)
+
+
+SNNTORCH_LAYERS = ("Linear", "Conv2d", "AvgPool2d", "Flatten", "Leaky", "RLeaky", "Synaptic",
+                   "RSynaptic")
+"""The layers snnTorch's ``export_to_nir`` writes (and this estimate runs)."""
+
+
+def _check_neurons(module) -> None:
+    """Refuse, naming the layer, what snnTorch's export would drop or mis-write: a layer it
+    does not export (it wrote an empty node, an AttributeError later), and a neuron option
+    that changes the spikes but is not in the export (graded spikes, quantised state, beta
+    = 1: no leak, an infinite tau)."""
+    import snntorch as snn
+    import torch
+    for path, m in module.named_modules():
+        kind = type(m).__name__
+        if not path or isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)):
+            continue
+        if isinstance(m, (snn.SpikingNeuron, torch.nn.Linear, torch.nn.Conv2d,
+                          torch.nn.AvgPool2d, torch.nn.Flatten)) and kind in SNNTORCH_LAYERS:
+            pass
+        elif not any(True for _ in m.children()):   # a leaf the export does not write
+            raise NeuroedgeError(f"estimate_spiking_module: layer {path!r} ({kind}) is not "
+                                 "exported by snnTorch's export_to_nir; it writes "
+                                 f"{', '.join(SNNTORCH_LAYERS)}")
+        if not isinstance(m, snn.SpikingNeuron):
+            continue
+        graded = getattr(m, "graded_spikes_factor", 1.0)
+        if isinstance(graded, torch.Tensor):
+            graded = graded.detach().cpu().numpy()
+        if not np.all(np.asarray(graded) == 1.0):
+            raise NeuroedgeError(f"estimate_spiking_module: {path!r} ({kind}) has "
+                                 f"graded_spikes_factor={np.asarray(graded).tolist()}, which "
+                                 "the export leaves out (its spikes would count 1): use 1")
+        if getattr(m, "inhibition", False):
+            raise NeuroedgeError(f"estimate_spiking_module: {path!r} ({kind}) has "
+                                 "inhibition=True (only the strongest neuron fires), which "
+                                 "the export leaves out: remove it")
+        if getattr(m, "state_quant", False):
+            raise NeuroedgeError(f"estimate_spiking_module: {path!r} ({kind}) quantises its "
+                                 "state (state_quant), which the export leaves out: remove it")
+        beta = getattr(m, "beta", None)
+        if isinstance(beta, torch.Tensor) and bool((beta.detach() >= 1).any()):
+            raise NeuroedgeError(f"estimate_spiking_module: {path!r} ({kind}) has beta >= 1 "
+                                 "(no leak), which the export writes as an infinite tau; use "
+                                 "beta < 1")
+
+
 def _snntorch_resets(module) -> dict[str, str]:
     """Each snnTorch neuron's reset as the NIR import names it, by module path: snnTorch's
     default (``reset_mechanism="subtract"``, ``reset_delay=True``) is ``"snntorch"``; a
@@ -189,12 +260,22 @@ def _snntorch_resets(module) -> dict[str, str]:
     spike (that step's input dropped), ``"none"`` never resets, and ``reset_delay=False``
     subtracts within the step; the import runs none of those."""
     import snntorch as snn
+    import torch
     words = {}
     for path, m in module.named_modules():
         if not isinstance(m, snn.SpikingNeuron):
             continue
         mechanism = {0: "subtract", 1: "zero", 2: "none"}.get(int(m.reset_mechanism_val))
         delay = bool(getattr(m, "reset_delay", True))
+        beta = getattr(m, "beta", None)
+        if mechanism == "subtract" and delay and isinstance(beta, torch.Tensor) \
+                and bool((beta.detach() == 0).any()):
+            # snnTorch's delayed subtraction after a full decay has no equivalent on the
+            # engine (the import would advise reset='value', which this call does not take)
+            raise NeuroedgeError(
+                f"estimate_spiking_module: {path} ({type(m).__name__}) has beta = 0 with "
+                "reset_mechanism='subtract', which the NIR import cannot run; use "
+                "reset_mechanism='zero' (a Leaky) or beta > 0")
         if mechanism == "subtract" and delay:
             words[path] = "snntorch"
         elif mechanism == "zero" and type(m) is snn.Leaky:
@@ -237,7 +318,12 @@ def _exportable_copy(module, sample):
     import snntorch as snn
     import torch
     from snntorch import utils
-    net = copy.deepcopy(module)
+    # a neuron's hidden state after a training step still holds autograd history, which
+    # torch cannot deep-copy; the export resets the state anyway, so it is copied detached
+    held = {id(t): t.detach().clone() for m in module.modules()
+            for t in (*vars(m).values(), *m._buffers.values())
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None}
+    net = copy.deepcopy(module, memo=held)
     neurons = [m for m in net.modules() if isinstance(m, snn.SpikingNeuron)]
     shapes: dict[int, tuple[int, ...]] = {}
 

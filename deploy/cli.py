@@ -41,7 +41,9 @@ from deploy.cli_args import (
 )
 from deploy.cli_examples import add_examples
 from deploy.cli_output import (
+    CheckedStdout,
     CommandOutput,
+    StdoutError,
     check_outputs,
     console,
     finite,
@@ -49,8 +51,10 @@ from deploy.cli_output import (
     progress_bar,
 )
 from deploy.completion import add_completion_parser
+from deploy.errors import OutputError
 from deploy.estimate_cli import add_estimate_parser
 from deploy.measure_cli import add_measure_parser
+from deploy.outputs import all_or_nothing
 from deploy.sweep_cli import add_sweep_parser
 from hw_profiles.errors import NeuroedgeError, suggestion
 
@@ -241,16 +245,23 @@ def cmd_simulate(args) -> int:
     with bar:
         result = runner.execute(plan, progress)
     # the run records the profile object it ran on (RunResult refuses a name): a user's
-    # file is never looked up again by its name (which may be unknown, or shadow a shipped one)
+    # file is never looked up again by its name (which may be unknown, or shadow a shipped
+    # one)
     write_run(out, result, force=args.force, inputs=inputs, parents=True)
     run = read_run(out)
     energy = run.ledger.price(run.profile, realtime=args.realtime)
     # compared first: the headline carries the ratio to every compared profile
     reports = [energy] + _compare_reports(plan, run, others, args, o)
     print_report(o, args, run, reports)
-    rep.html_report(run, reports, html, force=args.force, inputs=inputs, parents=True)
-    if args.json:
-        o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
+    try:
+        with all_or_nothing():   # the reports: both or neither
+            rep.html_report(run, reports, html, force=args.force, inputs=inputs, parents=True)
+            if args.json:
+                o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
+    except OutputError as exc:
+        # the run file holds the training that was paid for: kept, and said so
+        raise OutputError(f"{exc}; the run file {str(out)!r} is written and kept (neuroedge "
+                          f"report {str(out)!r} --html PATH writes its report)") from None
     o.report(f"run file: {out}\nreport:   {html}")
     return 0
 
@@ -328,25 +339,30 @@ def cmd_validate(args) -> int:
 
 def cmd_report(args) -> int:
     from deploy import report as rep
+    from deploy.formatting import printable
     from deploy.headline import summary
-    from deploy.runfile import read_run
+    from deploy.runfile import read_run, stored_profile
     run = read_run(parse_run_file(args.run))
-    profile = load_profile(args.profile, "--profile") if args.profile else run.profile
+    profile, note = (load_profile(args.profile, "--profile"), None) if args.profile \
+        else stored_profile(run)
     inputs = [args.run] + ([profile.path] if args.profile and profile.path else [])
     check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
     check_realtime(args.realtime, [profile])
     o = CommandOutput(args)
+    if note:
+        o.say(printable(f"note: {note}"), markup=False)
     energy = run.ledger.price(profile, realtime=args.realtime, stack=args.stack)
     print_report(o, args, run, [energy])
-    if args.html:
-        path = rep.html_report(run, [energy], Path(args.html), force=args.force,
-                               inputs=inputs, parents=True)
-        o.report(f"report: {path}")
-    if args.json:
-        # the summary, and the energy report itself (what --json wrote before the summary)
-        doc = {**summary(run, [energy]), "energy_report": energy.to_dict()}
-        o.json(args.json, doc, force=args.force, inputs=inputs)
+    with all_or_nothing():
+        if args.html:
+            path = rep.html_report(run, [energy], Path(args.html), force=args.force,
+                                   inputs=inputs, parents=True)
+            o.report(f"report: {path}")
+        if args.json:
+            # the summary, and the energy report itself (what --json wrote before the summary)
+            doc = {**summary(run, [energy]), "energy_report": energy.to_dict()}
+            o.json(args.json, doc, force=args.force, inputs=inputs)
     return 0
 
 
@@ -414,12 +430,13 @@ def cmd_compare(args) -> int:
     o = CommandOutput(args)
     # the first profile is the reference: the headline is its figures and every ratio
     print_report(o, args, run, reports)
-    if args.html:
-        path = rep.html_report(run, reports, Path(args.html), force=args.force, inputs=inputs,
-                               parents=True)
-        o.report(f"report: {path}")
-    if args.json:
-        o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
+    with all_or_nothing():
+        if args.html:
+            path = rep.html_report(run, reports, Path(args.html), force=args.force,
+                                   inputs=inputs, parents=True)
+            o.report(f"report: {path}")
+        if args.json:
+            o.json(args.json, summary(run, reports), force=args.force, inputs=inputs)
     return 0
 
 
@@ -558,13 +575,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("profiles show NAME: give a profile name")
         if args.action is None and args.name:
             parser.error(f"unexpected argument {args.name!r}: use 'profiles show NAME'")
+    stdout, sys.stdout = sys.stdout, CheckedStdout(sys.stdout)
     try:
         with warnings.catch_warnings():
             # an assumption neuroedge made (a NIR file that does not state its reset rule)
             # is one line on stderr, not Python's warning with its source line
             warnings.showwarning = _show_warning
             code = args.func(args)
-        sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at exit
+        # a closed pipe or a full disk raises here, inside the handlers, not at exit
+        sys.stdout.flush()
         return code
     except NeuroedgeError as exc:
         from deploy.formatting import printable
@@ -572,15 +591,31 @@ def main(argv: list[str] | None = None) -> int:
         # the message may quote a file's text
         print(f"neuroedge: error: {printable(exc)}", file=sys.stderr)
         return EXIT_ERROR
+    except StdoutError as exc:
+        print(f"neuroedge: error: {exc}", file=sys.stderr)
+        _drop_stdout()
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("neuroedge: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # the reader left (`neuroedge report RUN.h5 | head -1`): the Python docs' recipe,
-        # stdout onto devnull so the interpreter's final flush cannot fail again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        # the reader left (`neuroedge report RUN.h5 | head -1`)
+        _drop_stdout()
         return EXIT_BROKEN_PIPE
+    finally:
+        sys.stdout = stdout
+
+
+def _drop_stdout() -> None:
+    """What stdout still buffers goes nowhere: the Python docs' recipe for a closed pipe,
+    stdout onto devnull, so the interpreter's final flush cannot fail again (a stdout
+    without a file descriptor, as in a test, has no final flush to fail)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,18 @@ The report and the closing lines go to stdout, status lines and the progress bar
 (so the report starts with its headline); with ``--json -`` stdout holds the JSON alone and
 the report goes to stderr; with ``--quiet`` only errors are printed. Files are written
 through :mod:`deploy.outputs`, every output of a command checked before any work. Shared by
-``deploy.cli`` and the commands in their own modules (``deploy.estimate_cli``).
+``deploy.cli`` and the commands in their own modules (``deploy.estimate_cli``). While a
+command runs, stdout is a :class:`CheckedStdout`, so a write that stdout refuses (a full
+disk) is told apart from the command's other errors.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import json
 import math
+import os
 import shutil
 import sys
 
@@ -20,12 +25,72 @@ from deploy.formatting import printable
 STDOUT = "-"               # --json -: the JSON on stdout, every other word on stderr
 
 
+class StdoutError(Exception):
+    """stdout refused a write (a full disk, an I/O error): one line from ``main``. Not a
+    NeuroedgeError, so no command's own handler takes it for a failure of its work."""
+
+
+@contextlib.contextmanager
+def _stdout_refusals():
+    try:
+        yield
+    except BrokenPipeError:
+        raise   # the reader left (`| head -1`): main's quiet exit, not an error
+    except OSError as exc:
+        fix = "free some space, or send stdout elsewhere" \
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "send stdout elsewhere"
+        raise StdoutError(f"stdout could not be written ({exc.strerror or exc}); what was "
+                          f"printed there is incomplete: {fix}") from None
+
+
+class CheckedStdout:
+    """``sys.stdout`` while a command runs (``deploy.cli.main``): writes and flushes go to
+    ``stream``, and one it refuses raises :class:`StdoutError`. Everything else is the
+    stream's (rich asks it ``isatty``, ``encoding``, ``fileno``)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        buffer = getattr(stream, "buffer", None)
+        # under PYTHONUNBUFFERED the text layer writes straight to the file and drops what a
+        # short write left over (a disk that fills partway) without an error; such bytes are
+        # written here until all are out or the file refuses them
+        self._raw = buffer if isinstance(buffer, io.RawIOBase) else None
+
+    def write(self, text: str) -> int:
+        with _stdout_refusals():
+            if self.stream is None:   # Python found stdout closed (`>&-`)
+                raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+            if self._raw is None:
+                return self.stream.write(text)
+            self.stream.flush()
+            # POSIX stdout translates no newlines, so the text's bytes are what it writes
+            data = memoryview(text.encode(self.stream.encoding, self.stream.errors))
+            while data:
+                n = self._raw.write(data)
+                if n is None:   # a non-blocking stdout that is full, as the text layer says
+                    raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+                data = data[n:]
+            return len(text)
+
+    def flush(self) -> None:
+        with _stdout_refusals():
+            if self.stream is not None:
+                self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def check_outputs(outputs: dict, *, force: bool, inputs) -> None:
     """Every output of a command checked together, before any work (deploy.outputs rules);
-    ``--json -`` is stdout, not a file."""
+    ``--json -`` is stdout, not a file, and no other output goes to stdout."""
+    from deploy.errors import OutputError
     from deploy.outputs import check_distinct, check_output
     outputs = {k: v for k, v in outputs.items() if not (k == "--json" and v == STDOUT)}
     for option, path in outputs.items():
+        if path is not None and str(path) == STDOUT:
+            raise OutputError(f"{option} {STDOUT!r}: only --json writes to stdout; give "
+                              f"{option} a file path (./- for a file named '-')")
         if path is not None:
             check_output(path, force=force, inputs=inputs, option=option)
     check_distinct(outputs)

@@ -10,6 +10,9 @@ One helper for run files, HTML/JSON reports and the C/NIR/ONNX exports. Its rule
 - Content is written into a temporary sibling and renamed onto the destination only when
   the writer finished, so a crash or Ctrl-C leaves the destination as it was.
 - Nothing is deleted that this module did not create.
+- The outputs of one command are written all or none (:func:`all_or_nothing`): when one
+  fails, those written before it in the same command that did not exist before are
+  removed again, so "nothing was written" is true of the whole command.
 
 Directory exports and ``force``: a directory is replaced only if neuroedge wrote it. Each
 directory export carries a manifest (:data:`MANIFEST`) listing every file it wrote with its
@@ -26,6 +29,7 @@ all its outputs before any training; the writers check again at write time.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import fnmatch
 import hashlib
@@ -271,6 +275,19 @@ def _mkdtemp(dst: Path, suffix: str, option: str | None) -> Path:
         raise _os_error(dst, option, exc) from None
 
 
+def _without_dotdot(dst: Path) -> Path:
+    """``dst`` with the missing folders of its parent spelt without ``..``: ``o/a/../r.html``
+    is ``o/r.html`` when ``o/a`` does not exist, so no folder ``o/a`` is made only to step
+    out of it. The folders that exist are kept as spelt (a ``..`` after a symbolic link is
+    its target's parent, which only the file system knows)."""
+    anc = dst.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if anc == dst.parent:
+        return dst
+    return anc / os.path.normpath(dst.parent.relative_to(anc)) / dst.name
+
+
 def _make_parents(dst: Path, option: str | None) -> list[Path]:
     """Create the missing folders ``dst`` goes in; returns those it made, deepest first,
     so a failed write removes them again (:func:`_remove_made`)."""
@@ -327,6 +344,39 @@ def _commit_file(src: Path, dst: Path, force: bool, option: str | None) -> None:
         os.replace(src, dst)
 
 
+_WRITTEN: contextvars.ContextVar[list | None] = contextvars.ContextVar("neuroedge_written",
+                                                                      default=None)
+"""The files :func:`write_file` wrote inside the innermost :func:`all_or_nothing`: (path,
+its (st_dev, st_ino), the folders made for it, whether it replaced a file)."""
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """The outputs one command writes inside: all or none. When a write fails (OutputError:
+    a full disk, a path that changed meanwhile), the files written before it that did not
+    exist before are removed again, with the folders made for them, so the error's "nothing
+    was written" holds for the whole command. A file that was replaced (``force``) cannot be
+    given back: the error then names it."""
+    written: list[tuple[Path, tuple[int, int], list[Path], bool]] = []
+    token = _WRITTEN.set(written)
+    try:
+        yield
+    except OutputError as exc:
+        for path, inode, made, replaced in reversed(written):
+            with contextlib.suppress(OSError):
+                st = path.lstat()
+                if not replaced and (st.st_dev, st.st_ino) == inode:  # still the file we wrote
+                    path.unlink()
+            _remove_made(made)
+        kept = [repr(str(path)) for path, _, _, replaced in written if replaced]
+        if kept:
+            raise type(exc)(f"{exc}; before that, this command replaced {', '.join(kept)}: "
+                            "the old content is gone, the new one stays") from None
+        raise
+    finally:
+        _WRITTEN.reset(token)
+
+
 @contextlib.contextmanager
 def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike] = (),
                parents: bool = False, option: str | None = None,
@@ -339,7 +389,7 @@ def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike
     ``parents=True`` creates missing parent directories first. Raises OutputError as
     :func:`check_output`, before and after the writer ran.
     """
-    dst = check_output(path, force=force, inputs=inputs, option=option)
+    dst = _without_dotdot(check_output(path, force=force, inputs=inputs, option=option))
     made = _make_parents(dst, option) if parents else []
     try:
         tmp_dir = _mkdtemp(dst, ".tmp", option)
@@ -366,8 +416,13 @@ def write_file(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike
             if not target.is_file():
                 raise OutputError(f"{_label(dst, option)}: the writer produced no file; "
                                   "nothing was written")
+            replaced = dst.exists() or dst.is_symlink()   # only with force
             _commit_file(target, dst, force, option)
             committed = True
+            written = _WRITTEN.get()
+            if written is not None:
+                st = dst.lstat()
+                written.append((dst, (st.st_dev, st.st_ino), made, replaced))
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)  # the temporary directory made above
         if not committed:
@@ -441,7 +496,8 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
     ``disposable`` are glob patterns of files the export's own tooling makes inside it
     later (``make host`` -> ``test_host``); a later forced export may remove them.
     """
-    dst = check_output(path, force=force, inputs=inputs, directory=True, option=option)
+    dst = _without_dotdot(check_output(path, force=force, inputs=inputs, directory=True,
+                                       option=option))
     disposable = list(disposable)
     made = _make_parents(dst, option) if parents else []
     try:

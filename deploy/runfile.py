@@ -49,6 +49,7 @@ problem is one :class:`~hw_profiles.errors.RunFileError` line.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 import io
@@ -65,7 +66,7 @@ import numpy as np
 from deploy.errors import RunFileError
 from deploy.hdf5_checks import check_structure
 from deploy.outputs import check_output, write_bytes
-from hw_profiles import HardwareProfile, from_dict
+from hw_profiles import HardwareProfile, from_dict, load
 from hw_profiles.errors import NeuroedgeError, not_a_file
 from models.registry import RunFile, RunResult, Trained
 from sim import neurobench
@@ -133,13 +134,18 @@ def field_digests(doc) -> dict[str, str]:
     return out
 
 
+def _document(prof: HardwareProfile) -> dict:
+    """The profile's document as a snapshot stores it (plain JSON values)."""
+    return json.loads(json.dumps(dict(prof.raw), default=_json_default))
+
+
 def _snapshot(prof: HardwareProfile) -> tuple[str, dict[str, str]]:
     """The profile's document as stored JSON, and the /profile attrs that go with it.
 
     Refuses a profile whose document does not build the same profile (one made or changed in
     memory, e.g. with ``dataclasses.replace``): its snapshot would price differently.
     """
-    doc = json.loads(json.dumps(dict(prof.raw), default=_json_default))
+    doc = _document(prof)
     try:
         rebuilt = from_dict(doc, origin=f"profile {prof.label!r}", path=prof.path,
                             label=prof.label)
@@ -174,6 +180,35 @@ def _read_profile(group, root_label, path: Path, version: int) -> HardwareProfil
         raise RunFileError(f"run file {str(path)!r}: root attribute profile = {root_label!r} "
                            f"differs from the snapshot's label {label!r}")
     return profile
+
+
+def stored_profile(run: RunResult) -> tuple[HardwareProfile, str | None]:
+    """The run's profile snapshot, to price the run on it, and a note when the user's file
+    it was loaded from now holds another profile (``None``: no such note).
+
+    A user's file is labelled ``NAME (file: PATH)``. Priced under that label, the snapshot
+    would read as the file, which may have changed or gone since the run; it is labelled
+    ``NAME (snapshot stored in the run; file: PATH when simulated)`` instead. A shipped
+    profile keeps its name.
+    """
+    prof = run.profile
+    prefix = f"{prof.name} (file: "
+    if not prof.label.startswith(prefix):
+        return prof, None
+    path = prof.label[len(prefix):-1]   # _read_profile checked the label's form
+    snapshot = dataclasses.replace(prof, label=f"{prof.name} (snapshot stored in the run; "
+                                               f"file: {path} when simulated)")
+    if not Path(path).is_file():
+        return snapshot, None
+    try:
+        same = document_digest(_document(load(path))) == document_digest(_document(prof))
+    except NeuroedgeError:   # the file no longer loads: it is not the snapshot either
+        same = False
+    if same:
+        return snapshot, None
+    return snapshot, (f"{path!r} differs from the profile snapshot stored in the run when it "
+                      f"was simulated; this report prices the snapshot: pass --profile "
+                      f"{path!r} to price the file as it is now")
 
 
 def _digest_mismatch(path: Path, doc, stored_fields) -> str:

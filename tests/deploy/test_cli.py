@@ -547,6 +547,42 @@ def test_duplicate_profiles_in_compare(tiny_run, capsys, tmp_path):
                                                                     rel=1e-9)
 
 
+def test_report_says_it_prices_the_stored_snapshot_not_the_file(tmp_path, capsys):
+    """A run on a user's file is priced on the snapshot the run stored, and says so: the
+    file may have changed or gone since (`--profile FILE` prices the file as it is now)."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(A100_TOML.read_text().replace('name = "a100"', 'name = "mine"'))
+    run = write_run(tmp_path / "run.h5", RunResult("mlp", hw_profiles.load(mine), "digits",
+                                                   {}, {"test_accuracy": 1.0}, _tiny_ledger()))
+    snapshot = f"mine (snapshot stored in the run; file: {mine.resolve()} when simulated)"
+    note = (f"note: {str(mine.resolve())!r} differs from the profile snapshot stored in the "
+            f"run when it was simulated; this report prices the snapshot: pass --profile "
+            f"{str(mine.resolve())!r} to price the file as it is now\n")
+
+    def report(*extra):
+        capsys.readouterr()
+        js = tmp_path / "r.json"
+        assert main(["report", str(run), "--json", str(js), "--force", "--width", "400",
+                     *extra]) == 0
+        (row,) = json.loads(js.read_text())["profiles"]
+        return row, capsys.readouterr()
+
+    row, said = report()            # the file as it was: the same figures, no note
+    assert row["profile"] == snapshot and f"J on {snapshot}, estimate" in said.out
+    assert said.err == "" and f"run on mine (file: {mine.resolve()}))" in said.out
+    total = row["total_j"]
+    mine.write_text(_a100_with_double_mac().replace('name = "a100"', 'name = "mine"'))
+    row, said = report()            # the file changed: still the snapshot, with a note
+    assert row["profile"] == snapshot and row["total_j"] == total and said.err == note
+    row, said = report("--profile", str(mine))     # the file as it is now, under its label
+    assert row["profile"] == f"mine (file: {mine.resolve()})" and said.err == ""
+    # 1000 MAC at twice the energy: +1000 x a100's mac_fp32 energy
+    assert row["total_j"] - total == pytest.approx(1000 * A100_MAC_PJ * 1e-12, rel=1e-9)
+    mine.unlink()
+    row, said = report()            # the file is gone: the snapshot, said so, no note
+    assert row["profile"] == snapshot and row["total_j"] == total and said.err == ""
+
+
 @pytest.mark.parametrize("name", ["my-gpu", "a100"])
 def test_users_profile_file_is_the_profile_used(tmp_path, fake_mlp, name):
     mine = tmp_path / "mine.toml"

@@ -1,8 +1,13 @@
 """A full disk (issue 32): every writer ends in one OutputError line naming the output and
 the space needed, leaves no temporary, and the interpreter survives (HDF5 is built in
-memory, so h5py never sees the failing write)."""
+memory, so h5py never sees the failing write). A command's outputs are written all or
+none, and stdout on a full disk is one line naming stdout."""
 import errno
 import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +186,157 @@ def test_serial_sweep_stops_at_the_first_run_the_disk_refuses(tmp_path, monkeypa
     assert len(attempts) == 1      # the second run was never simulated
     # no run file, no temporary: only the (empty) runs folder and the lock the sweep made
     assert _no_leftovers(out) == [".neuroedge-sweep.lock", "runs"]
+
+
+# -- stdout on a full disk: one line naming stdout, exit 2, for every command ----------------
+STDOUT_FULL = "neuroedge: error: stdout could not be written (No space left on device)"
+
+
+def _neuroedge(args, stdout, **kw):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2]),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    env.update(kw.pop("env", {}))
+    return subprocess.run([sys.executable, "-m", "deploy.cli", *map(str, args)],
+                          stdout=stdout, stderr=subprocess.PIPE, text=True, env=env,
+                          timeout=300, check=False, **kw)
+
+
+@pytest.fixture
+def stored_run(tmp_path, toy_gpu_path):
+    return runfile.write_run(tmp_path / "run.h5", _result(toy_gpu_path))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("command", [
+    ["report", "RUN"], ["report", "RUN", "--json", "-", "--quiet"],
+    ["compare", "RUN", "--profiles", "a100,h100"], ["profiles"], ["profiles", "show", "a100"],
+    ["validate", "--only", "truenorth-rate-20hz"],
+    ["estimate", "MODEL:make", "--profiles", "a100", "--input-shape", "1,8"],
+])
+def test_every_command_says_when_stdout_is_a_full_disk(command, stored_run, tmp_path):
+    model = tmp_path / "tiny.py"
+    model.write_text("import torch.nn as nn\n\n\ndef make():\n    return nn.Linear(8, 4)\n")
+    args = [str(stored_run) if a == "RUN" else a.replace("MODEL", str(model))
+            for a in command]
+    with open("/dev/full", "w") as full:
+        proc = _neuroedge(args, full)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(STDOUT_FULL) and proc.stderr.count("\n") == 1, proc.stderr
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_stdout_that_fills_partway_is_an_error_not_a_truncated_file(stored_run, tmp_path,
+                                                                    unbuffered):
+    # a file-size limit is a disk that takes the first 2,000 bytes and refuses the rest
+    # (EFBIG); under PYTHONUNBUFFERED Python's text layer dropped the refused rest without
+    # a word, and the command exited 0 with the JSON cut off
+    dest = tmp_path / "r.json"
+    with open(dest, "w") as out:
+        proc = _neuroedge(["report", stored_run, "--json", "-", "--quiet"], out,
+                          env={"PYTHONUNBUFFERED": unbuffered},
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                                (2000, 2000)))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == ("neuroedge: error: stdout could not be written (File too large); "
+                           "what was printed there is incomplete: send stdout elsewhere\n")
+    assert dest.stat().st_size == 2000
+
+
+def test_a_closed_stdout_is_one_line_too(tmp_path):
+    # `neuroedge profiles >&-`: Python starts with sys.stdout None; the listing's first line
+    # ended in an AttributeError traceback
+    proc = _neuroedge(["profiles"], subprocess.DEVNULL,
+                      preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == ("neuroedge: error: stdout could not be written (Bad file "
+                           "descriptor); what was printed there is incomplete: send stdout "
+                           "elsewhere\n")
+
+
+class _FullStdout:
+    """A stdout on a full disk: its writes (or only its flushes) are refused."""
+
+    def __init__(self, refuse_write: bool):
+        self.refuse_write, self.written = refuse_write, []
+
+    def write(self, text):
+        if self.refuse_write:
+            _full()
+        self.written.append(text)
+        return len(text)
+
+    def flush(self):
+        _full()
+
+    def isatty(self):
+        return False
+
+
+@pytest.mark.parametrize("refuse_write", [True, False])
+def test_stdout_refused_in_process_is_one_line(stored_run, capsys, monkeypatch, refuse_write):
+    from deploy.cli import main
+    capsys.readouterr()
+    full = _FullStdout(refuse_write)
+    monkeypatch.setattr("sys.stdout", full)
+    assert main(["report", str(stored_run)]) == 2
+    assert capsys.readouterr().err == STDOUT_FULL + (
+        "; what was printed there is incomplete: free some space, or send stdout elsewhere\n")
+    assert sys.stdout is full     # main gave the stream it found back
+
+
+# -- a command's outputs on a full disk: all or none ------------------------------------------
+def _full_for(name):
+    """os.fsync refusing the temporary of the output named ``name`` only."""
+    real = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(f"/{name}"):
+            _full()
+        return real(fd)
+    return fsync
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_report_whose_json_the_disk_refuses_leaves_no_html(command, stored_run, tmp_path,
+                                                               monkeypatch, capsys):
+    from deploy.cli import main
+    monkeypatch.setattr(outputs.os, "fsync", _full_for("x.json"))
+    html, js = tmp_path / "o4" / "r.html", tmp_path / "full" / "x.json"
+    extra = ["--profiles", "a100"] if command == "compare" else []
+    capsys.readouterr()
+    assert main([command, str(stored_run), *extra, "--html", str(html), "--json", str(js),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--json {str(js)!r} could not be written" in err
+    assert "nothing was written" in err and "replaced" not in err
+    assert _no_leftovers(tmp_path) == ["run.h5"]      # no r.html, no o4/, no full/
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_simulate_whose_html_the_disk_refuses_keeps_the_run_file_and_says_so(
+        tmp_path, monkeypatch, capsys):
+    """The run file holds the training paid for: kept, and the error says so (it said
+    "nothing was written" of the HTML while the run file stayed, unnamed)."""
+    from deploy.cli import main
+    spec_run = tmp_path / "sub" / "r.h5"
+    monkeypatch.setattr(outputs.os, "fsync", _full_for("r.html"))
+    # mlp on digits with 8 hidden units and one epoch: about a second
+    assert main(["simulate", "mlp", "--set", "epochs=1", "--set", "hidden=8", "--out",
+                 str(spec_run), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "r.html' could not be written" in err
+    assert f"the run file {str(spec_run)!r} is written and kept" in err
+    assert _no_leftovers(tmp_path) == ["sub", "sub/r.h5"]
+
+
+def test_html_to_stdout_is_refused_before_any_work(stored_run, tmp_path, monkeypatch, capsys):
+    from deploy.cli import main
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(stored_run), "--html", "-", "--quiet"]) == 2
+    assert capsys.readouterr().err == ("neuroedge: error: --html '-': only --json writes to "
+                                       "stdout; give --html a file path (./- for a file "
+                                       "named '-')\n")
+    assert _no_leftovers(tmp_path) == ["run.h5"]      # no file named '-'
+    assert main(["report", str(stored_run), "--html", "./-", "--quiet"]) == 0
+    assert (tmp_path / "-").read_text().startswith("<!DOCTYPE html>")

@@ -7,6 +7,7 @@ import pytest
 from deploy.errors import OutputError
 from deploy.outputs import (
     MANIFEST,
+    all_or_nothing,
     atomic_output,
     check_distinct,
     check_output,
@@ -203,3 +204,54 @@ def test_atomic_output_replaces_only_its_own_directory_export(tmp_path):
         (tmp / "v2.h").write_text("v2")
     assert sorted(p.name for p in out.iterdir()) == [".neuroedge-manifest.json", "v2.h"]
     assert [p.name for p in tmp_path.iterdir()] == ["c"]
+
+
+def test_dotdot_after_missing_folders_makes_no_folder_it_steps_out_of(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert write_text("o3/a/../r.html", "x", parents=True) is not None
+    # o3/a was made for the path only, then left empty behind
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == [str(tmp_path / "o3"),
+                                                           str(tmp_path / "o3" / "r.html")]
+    # x.json/.. named a folder x.json, which then stood where the next output goes
+    write_text("o2/x.json/../y.html", "y", parents=True)
+    write_text("o2/x.json", "{}", parents=True)
+    assert _tree(tmp_path / "o2") == {"x.json": b"{}", "y.html": b"y"}
+    with write_directory("o4/c/../export") as tmp:
+        (tmp / "m.c").write_text("int x;")
+    assert sorted(p.name for p in (tmp_path / "o4").iterdir()) == ["export"]
+
+
+def test_dotdot_after_an_existing_folder_is_the_file_systems(tmp_path):
+    # a '..' after a symbolic link is its target's parent, not the link's folder
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "deep")
+    write_text(tmp_path / "link" / ".." / "new" / "r.txt", "x", parents=True)
+    assert (tmp_path / "real" / "new" / "r.txt").read_text() == "x"
+    assert not (tmp_path / "new").exists()
+
+
+def test_all_or_nothing_removes_what_a_failed_command_wrote_before(tmp_path):
+    (tmp_path / "old.json").write_text("old")
+    with pytest.raises(OutputError) as info, all_or_nothing():
+        write_text(tmp_path / "a" / "b" / "r.html", "<html>", parents=True)
+        write_text(tmp_path / "old.json", "new", force=True)
+        write_text(tmp_path / "old.json", "again")       # refused: exists, no force
+    # r.html and the folders made for it are gone; old.json cannot be given back: named
+    assert _tree(tmp_path) == {"old.json": b"new"} and not (tmp_path / "a").exists()
+    assert str(info.value).endswith(f"; before that, this command replaced "
+                                    f"{str(tmp_path / 'old.json')!r}: the old content is "
+                                    f"gone, the new one stays")
+    with all_or_nothing():                               # no failure: everything stays
+        write_text(tmp_path / "r.html", "<html>")
+    write_text(tmp_path / "outside.txt", "x")            # outside: nothing recorded
+    assert sorted(_tree(tmp_path)) == ["old.json", "outside.txt", "r.html"]
+
+
+def test_all_or_nothing_leaves_a_file_someone_put_there_since(tmp_path):
+    dest = tmp_path / "r.html"
+    with pytest.raises(OutputError), all_or_nothing():
+        write_text(dest, "ours")
+        dest.unlink()
+        dest.write_text("the user's")                    # another file under that name now
+        raise OutputError("a later output failed")
+    assert dest.read_text() == "the user's"

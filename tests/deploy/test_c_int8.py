@@ -152,6 +152,19 @@ def assert_tracks_fp32(model, shape, result) -> None:
     assert np.abs(y - f).max() <= 0.06 * (f.max() - f.min())
 
 
+def assert_cortex_m4_as_predicted(result) -> None:
+    """The export's C on QEMU's Cortex-M4 prints every golden output as the reference
+    computed it, and its built objects are as predicted: flash within FLASH_MARGIN, bss the
+    planned arena exactly, the stack at most the predicted one (skipped without the tools)."""
+    _require("cortex-m4")
+    run = check_project(result.path, result.golden_y, "cortex-m4")
+    assert run.all_match and np.array_equal(run.scores, result.golden_y.astype(np.int32))
+    built = measure_size(result.path, "cortex-m4")
+    assert abs(result.sizes.flash - built.flash) <= FLASH_MARGIN * built.flash
+    assert built.bss == result.sizes.arena
+    assert built.stack <= result.sizes.stack
+
+
 def _require(target):
     reason = tools_missing(target)
     if reason:

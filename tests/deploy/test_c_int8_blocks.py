@@ -11,10 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deploy.c_int8 import FLASH_MARGIN, check_project, measure_size
 from sim.bitwise import int8 as q8
 from tests.deploy.test_c_int8 import (
-    _require,
+    assert_cortex_m4_as_predicted,
     assert_host_bit_exact,
     assert_tracks_fp32,
     export_nets,
@@ -237,17 +236,10 @@ def test_on_the_cortex_m4(exported, name):
     FLASH_MARGIN (the mul and concatenation kernels' code measured into the prediction),
     bss the planned arena (a concatenation's output is one buffer its inputs are written
     into, block after block)."""
-    _require("cortex-m4")
-    result = exported[name][2]
-    run = check_project(result.path, result.golden_y, "cortex-m4")
-    assert run.all_match and np.array_equal(run.scores, result.golden_y.astype(np.int32))
-    built = measure_size(result.path, "cortex-m4")
-    assert abs(result.sizes.flash - built.flash) <= FLASH_MARGIN * built.flash
-    assert built.bss == result.sizes.arena
     # the stack predicted is an upper bound: model_invoke keeps more arena addresses in
     # registers across a gated unit's calls (push {r3-r9, lr}: 32 B) than the 24 B taken
     # before
-    assert built.stack <= result.sizes.stack
+    assert_cortex_m4_as_predicted(exported[name][2])
 
 
 def test_what_the_kernels_cannot_do_is_refused(tmp_path):

@@ -11,14 +11,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from deploy.c_int8 import FLASH_MARGIN, check_project, measure_size
 from deploy.c_int8.export import export_int8
 from deploy.c_int8.quantize import load_calibration
 from deploy.errors import ExportError
 from sim.bitwise import int8 as q8
 from tests.deploy.test_c_int8 import (
     _data,
-    _require,
+    assert_cortex_m4_as_predicted,
     assert_host_bit_exact,
     assert_tracks_fp32,
     export_nets,
@@ -285,13 +284,7 @@ def test_on_the_cortex_m4(exported, name):
     """The 1-D model's and the unevenly padded one's C on QEMU's Cortex-M4 bit for bit, and
     their built objects as predicted (as tests/deploy/test_c_int8.py checks its nets): the
     views between the 1-D layers add no code and no arena bytes (bss = the planned arena)."""
-    _require("cortex-m4")
-    result = exported[name][2]
-    run = check_project(result.path, result.golden_y, "cortex-m4")
-    assert run.all_match and np.array_equal(run.scores, result.golden_y.astype(np.int32))
-    built = measure_size(result.path, "cortex-m4")
-    assert abs(result.sizes.flash - built.flash) <= FLASH_MARGIN * built.flash
-    assert built.bss == result.sizes.arena
+    assert_cortex_m4_as_predicted(exported[name][2])
 
 
 def _refused(model, shape, tmp_path) -> str:

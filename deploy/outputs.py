@@ -82,6 +82,28 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _disposable(rel: str, patterns: Iterable[str]) -> bool:
+    """``rel`` (a path inside an export, '/'-separated) is a build product a pattern names,
+    segment by segment: ``*.o`` is an object file in the export's top folder, not
+    ``vendor/driver.o`` (fnmatch's ``*`` alone would cross the '/')."""
+    parts = rel.split("/")
+    for pattern in patterns:
+        pat = pattern.split("/")
+        if len(pat) == len(parts) and all(fnmatch.fnmatchcase(a, b)
+                                           for a, b in zip(parts, pat, strict=True)):
+            return True
+    return False
+
+
+def _own_folders(files: Iterable[str]) -> set[str]:
+    """The folders an export made: those holding the files its manifest lists."""
+    out = set()
+    for rel in files:
+        parts = rel.split("/")[:-1]
+        out.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out
+
+
 def own_export(directory: PathLike) -> str | None:
     """``None`` when ``directory`` holds exactly a neuroedge export (see the module doc),
     else the reason it is not one (the first foreign, edited or unreadable entry)."""
@@ -95,18 +117,23 @@ def own_export(directory: PathLike) -> str | None:
         return f"it has no {MANIFEST}, so neuroedge did not write it"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"its {MANIFEST} is unreadable ({type(exc).__name__})"
+    folders = _own_folders(files)
     for root, dirs, names in os.walk(d):
         for name in dirs + names:
             full = Path(root) / name
             rel = full.relative_to(d).as_posix()
             if full.is_symlink():
                 return f"{rel} is a symbolic link neuroedge did not write"
-            if full.is_dir() or rel == MANIFEST:
+            if full.is_dir():
+                if rel not in folders:
+                    return f"{rel}/ is a folder neuroedge did not make"
+                continue
+            if rel == MANIFEST:
                 continue
             if rel in files:
                 if _sha256(full) != files[rel]:
                     return f"{rel} was changed after neuroedge wrote it"
-            elif not any(fnmatch.fnmatchcase(rel, pat) for pat in disposable):
+            elif not _disposable(rel, disposable):
                 return f"{rel} was not written by neuroedge"
     return None
 
@@ -469,16 +496,17 @@ def _remove_own_export(old: Path) -> None:
     directories. Anything else stays (the directory then stays too, with a warning)."""
     doc = json.loads((old / MANIFEST).read_text())
     listed, patterns = set(doc["files"]), list(doc.get("disposable", []))
+    folders = _own_folders(listed)
     for root, dirs, names in os.walk(old, topdown=False):
         for name in names:
             full = Path(root) / name
             rel = full.relative_to(old).as_posix()
-            if rel == MANIFEST or rel in listed or any(fnmatch.fnmatchcase(rel, p)
-                                                       for p in patterns):
+            if rel == MANIFEST or rel in listed or _disposable(rel, patterns):
                 full.unlink()
         for name in dirs:
-            with contextlib.suppress(OSError):
-                (Path(root) / name).rmdir()
+            if (Path(root) / name).relative_to(old).as_posix() in folders:
+                with contextlib.suppress(OSError):
+                    (Path(root) / name).rmdir()
     try:
         old.rmdir()
     except OSError:

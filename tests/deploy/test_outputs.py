@@ -255,3 +255,41 @@ def test_all_or_nothing_leaves_a_file_someone_put_there_since(tmp_path):
         dest.write_text("the user's")                    # another file under that name now
         raise OutputError("a later output failed")
     assert dest.read_text() == "the user's"
+
+
+@pytest.mark.parametrize("foreign, why", [
+    # fnmatch's "*" crossed the "/": a user's object file or board image in a folder of the
+    # export counted as the Makefile's build product, and --force deleted it
+    ("src/driver.o", "src/driver.o was not written by neuroedge"),
+    ("test_boards/board.elf", "test_boards/ is a folder neuroedge did not make"),
+    # an empty folder the user made was removed with the export
+    ("my_notes/", "my_notes/ is a folder neuroedge did not make"),
+])
+def test_force_deletes_nothing_the_user_put_in_an_export(tmp_path, foreign, why):
+    dest = tmp_path / "export"
+    with write_directory(dest, disposable=["*.o", "test_*.elf"]) as tmp:
+        (tmp / "model.c").write_text("int x;")
+        (tmp / "src").mkdir()
+        (tmp / "src" / "kernels.c").write_text("int y;")
+    (dest / "model.o").write_text("built")           # the Makefile's: disposable
+    target = dest / foreign
+    if foreign.endswith("/"):
+        target.mkdir()
+    else:
+        target.parent.mkdir(exist_ok=True)
+        target.write_text("the user's")
+    with pytest.raises(OutputError) as err:
+        with write_directory(dest, force=True, disposable=["*.o"]) as tmp:
+            (tmp / "model.c").write_text("int z;")
+    assert why in str(err.value)
+    assert target.exists() and (dest / "model.c").read_text() == "int x;"
+    # without it, the export and its top-level build product are replaced
+    if foreign.endswith("/"):
+        target.rmdir()
+    else:
+        target.unlink()
+        if target.parent.name == "test_boards":   # the folder the test made for it
+            target.parent.rmdir()
+    with write_directory(dest, force=True, disposable=["*.o"]) as tmp:
+        (tmp / "model.c").write_text("int z;")
+    assert sorted(p.name for p in dest.iterdir()) == [MANIFEST, "model.c"]

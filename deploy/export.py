@@ -211,10 +211,15 @@ def check_stored_state(trained, source: str) -> None:
     """Check a run file's trained state before any model is rebuilt from it: every array
     finite (a NaN weight is named, not found later as a disagreement with onnxruntime),
     and every list of integers in the meta (layer sizes, shapes) non-negative and no larger
-    than the number of stored array elements, so a hand-edited ``sizes: [1e6, 1e6]`` cannot
-    make the rebuild allocate terabytes: a layer cannot be wider than the weights it has."""
+    than the number of values the stored arrays hold, so a hand-edited ``sizes: [1e6, 1e6]``
+    cannot make the rebuild allocate terabytes: a layer cannot be wider than the weights it
+    has. An integer element counts as one value per bit (a bitwise model's weights are
+    packed 32 or 64 to a word: a BEP run with 8 hidden units holds 8 x 32 words for 1000
+    inputs, and was refused as 256 elements for k_in = 1000)."""
     import numpy as np
-    total = sum(int(np.asarray(a).size) for a in trained.arrays.values())
+    total = sum(int(np.asarray(a).size) * (np.asarray(a).dtype.itemsize * 8
+                                           if np.asarray(a).dtype.kind in "iub" else 1)
+                for a in trained.arrays.values())
     for name, arr in trained.arrays.items():
         arr = np.asarray(arr)
         if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
@@ -230,7 +235,7 @@ def check_stored_state(trained, source: str) -> None:
             if ints and len(ints) == len(value) and not all(0 <= v <= total for v in ints):
                 raise ExportError(f"--from {source!r}: trained {where} = {value!r:.80} has a "
                                   f"size outside 0..{total} (the stored arrays hold {total} "
-                                  "elements in all)")
+                                  "values in all, a packed bit counting one)")
             pending.extend((f"{where}[{i}]", v) for i, v in enumerate(value)
                            if isinstance(v, (dict, list)))
 

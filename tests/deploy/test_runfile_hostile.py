@@ -266,3 +266,17 @@ def test_export_from_stored_example_inputs_of_another_dtype_is_one_line(tmp_path
               "example_x": np.ones((4, 2), np.float64)}
     _export_refused(tmp_path, toy_gpu_path, "mlp", {"sizes": [2, 3]}, arrays, "onnx",
                     "does not rebuild a mlp model", "RuntimeError", "dtype")
+
+
+def test_packed_bitwise_weights_bound_the_meta_by_their_bits():
+    """A BEP run with 8 hidden units on 1000 inputs stores 8 x 32 uint32 words (1000 bits a
+    row, packed): its meta k_in = [1000] was refused as over the 256 stored elements
+    (`export --from` failed on a genuine run). Counted in bits (8 x 32 x 32 = 8192) it
+    passes; a meta beyond even the bits is still refused."""
+    from deploy.errors import ExportError
+    from deploy.export import check_stored_state
+    from models.registry import Trained
+    words = {"w0": np.zeros((8, 32), np.uint32)}
+    check_stored_state(Trained(arrays=words, meta={"k_in": [1000]}), "run.h5")
+    with pytest.raises(ExportError, match=r"k_in = \[100000\] has a size outside 0\.\.8192"):
+        check_stored_state(Trained(arrays=words, meta={"k_in": [100000]}), "run.h5")

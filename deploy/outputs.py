@@ -200,6 +200,12 @@ def check_output(path: PathLike, *, force: bool = False, inputs: Iterable[PathLi
             raise OutputError(f"{_label(p, option)} is a directory; give the path of the "
                               f"file to write (e.g. {str(p / 'NAME')!r}) or "
                               f"{_other(option)}")
+        if os.path.ismount(p):
+            # the export is written beside it and renamed into place, and nothing can be
+            # renamed onto a mount point (EBUSY, after the work was done)
+            raise OutputError(f"{_label(p, option)} is a mount point, which an export cannot "
+                              f"replace: give a folder inside it (e.g. "
+                              f"{str(p / 'export')!r})")
         if any(p.iterdir()):
             if not force:
                 raise OutputError(f"{_label(p, option)} is a directory that is not empty; "

@@ -293,3 +293,17 @@ def test_force_deletes_nothing_the_user_put_in_an_export(tmp_path, foreign, why)
     with write_directory(dest, force=True, disposable=["*.o"]) as tmp:
         (tmp / "model.c").write_text("int z;")
     assert sorted(p.name for p in dest.iterdir()) == [MANIFEST, "model.c"]
+
+
+def test_a_mount_point_is_refused_before_any_work(tmp_path, monkeypatch):
+    """An export is renamed into place and nothing can be renamed onto a mount point: an
+    empty mounted folder as --out failed after training with "changed while exporting
+    (Device or resource busy)". Now refused by the check made before any work."""
+    mounted = tmp_path / "usb"
+    mounted.mkdir()
+    real = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: str(p) == str(mounted) or real(p))
+    with pytest.raises(OutputError, match=r"--out '.*usb' is a mount point, which an export "
+                                          r"cannot replace: give a folder inside it"):
+        check_output(mounted, directory=True, option="--out")
+    assert check_output(mounted / "export", directory=True, option="--out")

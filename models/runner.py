@@ -220,8 +220,15 @@ def execute(plan: Plan, progress: Progress | None = None) -> RunResult:
     """Run a prepared plan: device, data, ``simulate``, RunResult."""
     method = plan.method
     device = device_for(method, plan.profile)
-    data = method.load_data(plan.dataset, plan.config)
-    outcome = method.simulate(plan.config, device, data, progress)
+    try:
+        data = method.load_data(plan.dataset, plan.config)
+        outcome = method.simulate(plan.config, device, data, progress)
+    except MemoryError as exc:   # numpy's "Unable to allocate 14.7 TiB" among them
+        raise ModelError(_out_of_memory(plan, exc)) from None
+    except RuntimeError as exc:
+        if not _allocation_failed(exc):
+            raise
+        raise ModelError(_out_of_memory(plan, exc)) from None
     if not isinstance(outcome, Outcome):
         raise NeuroedgeError(f"{method.name}.simulate returned a {type(outcome).__name__}; "
                              "the contract is an Outcome(metrics, traces, trained)")
@@ -230,6 +237,21 @@ def execute(plan: Plan, progress: Progress | None = None) -> RunResult:
                      outcome.traces, preset=plan.preset, facts=outcome.facts,
                      trained=outcome.trained, units=metric_units(method, outcome.metrics),
                      main_metric=method.card.main_metric)
+
+
+def _allocation_failed(exc: RuntimeError) -> bool:
+    """torch's CPU or CUDA allocator refusing a tensor (``DefaultCPUAllocator: can't
+    allocate memory``, ``[enforce fail at alloc_cpu.cpp]``, ``CUDA out of memory``)."""
+    text = str(exc)
+    return any(k in text for k in ("can't allocate memory", "alloc_cpu", "out of memory"))
+
+
+def _out_of_memory(plan: Plan, exc: BaseException) -> str:
+    """One line for a run whose settings need more memory than the machine gives."""
+    first = " ".join(str(exc).split())[:160]
+    asked = ", ".join(f"{k}={v!r}" for k, v in plan.overrides.items()) or "its preset's"
+    return (f"{plan.method.name} with settings {asked} needs more memory than this machine "
+            f"gives ({type(exc).__name__}: {first}); use smaller sizes (--set)")
 
 
 def metric_units(method: Method, metrics) -> dict[str, str]:

@@ -84,3 +84,35 @@ def test_models_listing_prints_the_notes(noted, capsys):
     assert f"  quick preset: {NOTE}\n" in out
     assert out.count("quick preset:") == sum(
         "quick" in m.card.preset_notes for m in models.REGISTRY.values())
+
+
+@pytest.mark.parametrize("error", [
+    MemoryError("Unable to allocate 14.7 TiB for an array with shape (2020000001024,)"),
+    RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't "
+                 "allocate memory: you tried to allocate 2560000000000 bytes."),
+])
+def test_settings_that_need_more_memory_than_the_machine_are_one_line(error):
+    """`simulate mlp --set hidden=10000000000` (and snn_cuba n=1e7, diffpc hidden=1e9, ...)
+    ended in an allocation traceback; any run that the machine cannot allocate is now one
+    ModelError naming the method and the settings asked. Other RuntimeErrors pass through."""
+    from models import runner
+    from sim.errors import ModelError
+    plan = runner.prepare("mlp", profile="a100", overrides={"hidden": (10**10,)})
+
+    def too_big(*args, **kwargs):
+        raise error
+
+    def failing(fn):
+        return dataclasses.replace(plan, method=dataclasses.replace(plan.method, load_data=fn))
+
+    with pytest.raises(ModelError) as err:
+        runner.execute(failing(too_big))
+    msg = str(err.value)
+    assert msg.startswith("mlp with settings hidden=(10000000000,) needs more memory than "
+                          "this machine gives") and "use smaller sizes (--set)" in msg
+
+    def other(*args, **kwargs):
+        raise RuntimeError("shape mismatch")
+
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        runner.execute(failing(other))

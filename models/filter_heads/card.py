@@ -91,6 +91,10 @@ class FilterLMConfig:
         check_at_least(self, max_len=1, weight_decay=0, warmup=0)
         self.orders, self.formats = tuple(self.orders), tuple(self.formats)
         self.task_kinds = tuple(self.task_kinds)
+        for name in ("orders", "formats", "task_kinds"):   # `--set formats=` gives ()
+            if not getattr(self, name):
+                raise ModelError(f"FilterLMConfig.{name} is empty: give at least one (default "
+                                 f"{', '.join(getattr(FilterLMConfig, name))})")
         for t in self.task_kinds:
             data.template("comma", "after", data.MIN_OPTIONS, t)   # raises on a bad task
         for o in self.orders:

@@ -111,3 +111,11 @@ def test_study_at_the_quick_preset(toy_gpu_path):
         run.metrics["accuracy_clean"] - run.metrics["accuracy_heads_ablated"])
     assert set(s["checks"]) <= {name for name, _, rule in ROWS if rule is not None}
     assert s["claim_met"] == all(s["checks"].values())
+
+
+@pytest.mark.parametrize("name", ["orders", "formats", "task_kinds"])
+def test_an_empty_tuple_setting_is_refused_in_one_line(name):
+    # `--set formats=` parses to (): was a max() traceback in __post_init__ (formats) or a
+    # ValueError seconds into training (orders, task_kinds)
+    with pytest.raises(ModelError, match=rf"FilterLMConfig\.{name} is empty: give at least one"):
+        FilterHeadsConfig(**{name: ()})

@@ -52,7 +52,11 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
     """The choice closest to a mistyped ``name`` (difflib's ratio >= 0.6, case ignored), or
     None when nothing is that close: the error then lists every choice instead."""
     by_lower = {str(c).lower(): str(c) for c in choices}
-    match = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.6)
+    typed = str(name).lower()
+    matches = difflib.get_close_matches(typed, list(by_lower), n=3, cutoff=0.6)
+    # swapped letters first: 'mpl' is 'mlp' typed out of order, though 'ppl' scores as high
+    same_letters = [m for m in matches if sorted(m) == sorted(typed)]
+    match = (same_letters or matches)[:1]
     return by_lower[match[0]] if match else None
 
 

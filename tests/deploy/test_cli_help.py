@@ -24,6 +24,8 @@ def _error(capsys, argv) -> str:
 def test_did_you_mean_picks_the_closest_or_nothing():
     # difflib ratio 2*M/T: 'a10' vs 'a100' = 2*3/7 = 0.86; vs 'h100' = 2*2/7 = 0.57
     assert did_you_mean("a10", ["h100", "a100", "loihi2"]) == "a100"
+    # two letters swapped beats one letter changed at the same score ("mpl" suggested ppl)
+    assert did_you_mean("mpl", ["ppl", "mlp", "pc"]) == "mlp"
     assert did_you_mean("A100", ["a100"]) == "a100"          # case is ignored
     assert did_you_mean("zzzz", ["a100", "h100"]) is None   # nothing shares a letter
     assert suggestion("quik", ["quick", "full"]) == "did you mean 'quick'?"

@@ -25,6 +25,7 @@ search has 2 random trials then 4 proposed by TPE, or 3 generations of 2 for NSG
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -183,18 +184,36 @@ def run_of(spec: sweep.Spec, params: dict) -> sweep.RunSpec:
 
 
 def check_space(spec: sweep.Spec) -> None:
-    """Every edge of the space (each range's low and high, each choice, the other keys at
-    their first edge) through ``runner.prepare``: a value the model refuses fails here, on
-    one line, before any trial runs."""
+    """The search's profile (the objectives are priced there: a kind the model does not run
+    on would fail every trial) through the card's kind check, and every edge of the space
+    (each range's low and high, each choice, the other keys at their first edge) through
+    ``runner.prepare``: a value the model refuses fails here, on one line, before any
+    trial runs."""
+    from models import runner
     search = spec.search
+    try:
+        # the check a grid sweep's simulate profile gets in runner.prepare
+        runner.check_kind(runner.method_of(spec.models[0]), runner.load_profile(_pricing(spec)),
+                          "search.profile" if search.profile else
+                          "search.profile (by default the first of profiles)")
+    except NeuroedgeError as exc:
+        raise SweepError(f"sweep spec {spec.source}: {exc}; give a profile of one of those "
+                         "kinds") from None
     first = {k: p.ends()[0] for k, p in search.space.items()}
-    for name, p in search.space.items():
-        for value in p.ends():
-            try:
-                run_of(spec, {**first, name: value}).plan()   # runner.prepare's checks
-            except NeuroedgeError as exc:
-                raise SweepError(f"sweep spec {spec.source}: search.space.{name} = "
-                                 f"{value!r}: {exc}") from None
+    # each edge alone first (the other keys at the preset's values), so a refused value is
+    # named as itself, not as whichever key happened to be tried with it; then with the
+    # other keys at their first edge, for a Config that refuses a combination
+    for alone in (True, False):
+        for name, p in search.space.items():
+            for value in p.ends():
+                others = {} if alone else {k: v for k, v in first.items() if k != name}
+                try:
+                    run_of(spec, {**others, name: value}).plan()   # runner.prepare's checks
+                except NeuroedgeError as exc:
+                    with_ = ", ".join(f"{k} = {v!r}" for k, v in others.items())
+                    raise SweepError(f"sweep spec {spec.source}: search.space.{name} = "
+                                     f"{value!r}" + (f" (with {with_})" if with_ else "")
+                                     + f": {exc}") from None
 
 
 def objective_values(rows: Sequence[dict], search: Search, label: str) -> list[float] | str:
@@ -217,7 +236,8 @@ def objective_values(rows: Sequence[dict], search: Search, label: str) -> list[f
 @dataclass
 class SearchResult:
     """What :func:`run_search` did: the rows, the files, the trials that ran here, those a
-    killed session left running whose run file was whole (``resumed``), those that failed,
+    killed session left running whose run file was whole (``resumed``), those that failed
+    (here, or in the session that ran them: a failed trial is not run again),
     and the Pareto front (trial numbers)."""
 
     rows: list[dict]
@@ -228,7 +248,8 @@ class SearchResult:
     resumed: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     pareto: list[int] = field(default_factory=list)
-    kept: int = 0          # trials an earlier session finished (--resume)
+    kept: int = 0          # trials an earlier session completed (--resume); those it
+                           # failed are in ``failed``
     interrupted: bool = False
 
 
@@ -256,8 +277,8 @@ def _settle_stale(study, spec, runs_dir: Path, profiles, label, result) -> None:
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         stem = t.user_attrs.get("run_file")
         path = runs_dir / f"{stem}.h5" if stem else None
-        if path is not None and sweep.run_is_complete(path):
-            run = run_of(spec, t.params)
+        run = run_of(spec, t.params)
+        if path is not None and sweep.run_is_complete(path, run):
             values = objective_values(sweep.price_rows(run, run.key, path, profiles),
                                       spec.search, label)
             if not isinstance(values, str):
@@ -384,9 +405,14 @@ def _any_complete(study) -> bool:
     return bool(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
+def _pricing(spec) -> str:
+    """The profile the objectives are priced on: the search's, by default the first."""
+    return spec.search.profile or spec.profiles[0]
+
+
 def _label(spec) -> str:
     from models import runner
-    return runner.load_profile(spec.search.profile or spec.profiles[0]).label
+    return runner.load_profile(_pricing(spec)).label
 
 
 def write_results(study, spec, out: Path, profiles) -> tuple[list[dict], list[int]]:
@@ -398,6 +424,23 @@ def write_results(study, spec, out: Path, profiles) -> tuple[list[dict], list[in
 
 
 # -- the search ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def _study_writable(path: Path):
+    """Optuna's StorageInternalError (a study.db that cannot be written: read-only,
+    immutable, on a read-only mount) as one line naming the file, not SQLAlchemy's
+    traceback."""
+    import optuna
+    try:
+        yield
+    except optuna.exceptions.StorageInternalError as exc:
+        cause = exc.__cause__
+        while cause is not None and not isinstance(cause, sqlite3.Error):
+            cause = cause.__cause__ or cause.__context__
+        why = f" ({cause})" if cause is not None else ""
+        raise SweepError(f"{path}: the study cannot be written{why}; make it writable, or "
+                         "give another --out") from None
+
+
 def dry_run_lines(spec: sweep.Spec) -> list[str]:
     """What ``--dry-run`` prints for a search: the study, one line per space key."""
     spec = spec if isinstance(spec, sweep.Spec) else sweep.load_spec(spec)
@@ -426,6 +469,7 @@ def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | No
     starts a study of ours again. Without either, an existing study, table or trial run
     file is an error. Raises SweepError (one line) for every check, before any trial runs.
     """
+    from optuna.trial import TrialState
     sweep.check_scheduler(scheduler)
     spec = spec if isinstance(spec, sweep.Spec) else sweep.load_spec(spec)
     if spec.search is None:
@@ -446,10 +490,16 @@ def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | No
         raise SweepError(f"--out {out}: cannot create {runs_dir} ({exc.strerror})") from None
     profiles = list(spec.profiles)
     label = _label(spec)
-    with sweep.output_lock(out):
+    with sweep.output_lock(out), _study_writable(out / STUDY_FILE):
         study = open_study(spec, out, resume=resume, force=force)
         result = SearchResult([], out / STUDY_FILE, out / "results.csv", out / "summary.html")
-        result.kept = _counted(study)
+        # trials an earlier session finished: kept when complete, failed when they failed
+        # (a failed trial is finished, not run again: it counts as failed, never as kept)
+        for t in filter(finished, study.get_trials(deepcopy=False)):
+            if t.state == TrialState.COMPLETE:
+                result.kept += 1
+            else:
+                result.failed.append(t.number)
         _settle_stale(study, spec, runs_dir, profiles, label, result)
         try:
             if serial:

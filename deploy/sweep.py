@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import itertools
+import json
 import math
 import os
 import re
@@ -476,16 +478,37 @@ def one_line(exc: BaseException) -> str:
     return text if isinstance(exc, NeuroedgeError) else f"{type(exc).__name__}: {text}"
 
 
-def run_is_complete(path: Path) -> bool:
-    """True when ``path`` is a run file that :func:`deploy.runfile.read_run` reads whole."""
+def run_is_complete(path: Path, run: RunSpec | None = None) -> bool:
+    """True when ``path`` is a run file that :func:`deploy.runfile.read_run` reads whole and,
+    given ``run``, holds that run: its model, dataset, preset, simulate profile and config
+    (a file copied over another run's name is not that run: ``--resume`` runs it again, as
+    it does a truncated one)."""
     from deploy.runfile import read_run
     if not path.is_file():
         return False
     try:
-        read_run(path)
+        stored = read_run(path)
     except Exception:   # any unreadable file is incomplete: the sweep runs it again
         return False
-    return True
+    return run is None or _record(stored) == _planned_record(run)
+
+
+def _record(stored) -> tuple:
+    # the config as JSON text: a tuple setting reads back from the file as a list
+    return (stored.model, stored.dataset, stored.preset, stored.profile.label,
+            json.dumps(stored.config, sort_keys=True, default=str))
+
+
+def _planned_record(run: RunSpec) -> tuple:
+    """What :func:`_record` reads from a run file of ``run``."""
+    from models import runner
+    if sweep_own.is_own(run.model):
+        return (run.model, sweep_own.DATASET, sweep_own.PRESET,
+                runner.load_profile(run.profile).label,
+                json.dumps(sweep_own.config(run), sort_keys=True, default=str))
+    plan = run.plan()
+    return (plan.method.name, plan.dataset, plan.preset, plan.profile.label,
+            json.dumps(dataclasses.asdict(plan.config), sort_keys=True, default=str))
 
 
 def _base_row(run: RunSpec, key: str) -> dict[str, Any]:
@@ -794,7 +817,7 @@ def _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial, 
     todo = []
     for run, key in keyed:
         path = runs_dir / f"{key}.h5"
-        if resume and run_is_complete(path):
+        if resume and run_is_complete(path, run):
             done(key, price_rows(run, key, path, profiles), "resumed")
         else:
             todo.append((run, key))

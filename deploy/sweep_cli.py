@@ -10,6 +10,11 @@ from pathlib import Path
 
 from deploy.cli_args import parse_positive
 
+EXIT_FAILED = 1
+"""The sweep finished, but some of its runs (or trials) failed: not EXIT_ERROR (2), which
+is a sweep refused or stopped by an error (a script tells "rerun the failures" from "fix the
+spec")."""
+
 
 def add_sweep_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``sweep`` command to ``subparsers`` (``deploy.cli.build_parser``)."""
@@ -87,10 +92,12 @@ def cmd_sweep(args) -> int:
     if not args.quiet:
         print(f"{len(res.simulated)} simulated, {len(res.resumed)} resumed, "
               f"{len(res.failed)} failed\ntable:   {res.table_path}\nsummary: {res.html_path}")
-        for key in res.failed:
-            err = next(r["error"] for r in res.rows if r["key"] == key)
-            print(f"failed: {key}: {err}", file=sys.stderr)
-    return 0
+    failures = [(key, next(r["error"] for r in res.rows if r["key"] == key))
+                for key in res.failed]
+    total = len(res.simulated) + len(res.resumed) + len(res.failed)
+    # a failed run has no run file: --resume runs it again
+    return _report_failures(failures, total, "runs", res.table_path,
+                            "; fix the cause and rerun with --resume")
 
 
 def _cmd_search(spec, args) -> int:
@@ -120,4 +127,21 @@ def _cmd_search(spec, args) -> int:
               f"study, {len(res.failed)} failed; Pareto front: trial(s) {front or 'none'}\n"
               f"study:   {res.study_path}\ntable:   {res.table_path}\n"
               f"summary: {res.html_path}")
-    return 0
+    failures = [(f"trial {n}", next(r["error"] for r in res.rows if r["trial"] == n))
+                for n in res.failed]
+    total = len(res.ran) + len(res.resumed) + res.kept + len(res.failed)
+    # a failed trial is finished in the study: --resume does not run it again
+    return _report_failures(failures, total, "trials", res.table_path, "")
+
+
+def _report_failures(failures: list[tuple[str, str]], total: int, what: str,
+                     table: Path, hint: str) -> int:
+    """Each failed run (or trial) and its error on stderr, then how many failed, --quiet
+    or not (a failure is an error); the exit status: EXIT_FAILED when any failed."""
+    for name, err in failures:
+        print(f"failed: {name}: {err}", file=sys.stderr)
+    if not failures:
+        return 0
+    print(f"neuroedge: {len(failures)} of {total} {what} failed (their errors are in "
+          f"{table}){hint}", file=sys.stderr)
+    return EXIT_FAILED

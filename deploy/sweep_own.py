@@ -111,6 +111,12 @@ def key(run) -> str:
     return _UNSAFE.sub("_", stem)
 
 
+def config(run) -> dict:
+    """The settings a run file of ``run`` stores as its config (what ``--resume`` compares)."""
+    return {"input_shape": list(shape_of(run)), "dtype": run.overrides.get("dtype", "fp32"),
+            "seed": run.seed, "input_dtype": run.overrides.get("input_dtype", "float32")}
+
+
 def run(run, profiles) -> object:
     """Estimate the factory's module for ``run`` on ``profiles``; the run record
     (:class:`models.registry.RunResult`) of its simulate profile."""
@@ -134,8 +140,7 @@ def run(run, profiles) -> object:
     params = sum(p.numel() for p in module.parameters())
     return RunResult(
         model=run.model, profile=prof, dataset=DATASET,
-        config={"input_shape": list(shape), "dtype": dtype, "seed": run.seed,
-                "input_dtype": input_dtype},
+        config=config(run),
         metrics={"parameters": float(params)}, ledger=est.ledgers[prof.label],
         preset=PRESET, units={"parameters": "count"},
         facts={"skipped": dict(est.skipped), "notes": list(est.notes),
@@ -143,4 +148,5 @@ def run(run, profiles) -> object:
 
 
 __all__ = ["is_own", "resolve", "check_key", "parse_settings", "check_shape", "key", "run",
+           "config",
            "SETTINGS", "DATASET", "PRESET"]

@@ -174,6 +174,9 @@ def test_a_trial_whose_run_file_is_whole_is_kept_on_resume(tmp_path, monkeypatch
      "search.space.hiddn: --set hiddn: mlp has no setting 'hiddn'"),
     ({"space": {"epochs": {"choices": [0, 1]}}},
      "search.space.epochs = 0: MLPConfig.epochs = 0: must be >= 1"),
+    # the refused key named, not the first key tried with it at its first edge
+    ({"space": {"hidden": {"low": 8, "high": 16}, "epochs": {"choices": [0]}}},
+     "search.space.epochs = 0: MLPConfig.epochs = 0: must be >= 1"),
     ({"space": {"hidden": {"low": 4, "high": 16, "stride": 2}}},
      "search.space.hidden: unknown key 'stride'; keys are low, high, log, step, choices"),
     ({"space": {"lr": {"low": 0.0, "high": 0.1, "log": True}}},
@@ -283,3 +286,64 @@ def test_a_value_the_model_refuses_fails_its_trial_and_the_search_goes_on(tmp_pa
     assert [r["trial"] for r in rows] == ["0", "1", "2"]
     assert all("MLPConfig.lr = -1.0: must be > 0" in r["error"] for r in rows)
     assert "failed" in (tmp_path / "summary.html").read_text()
+
+
+def test_cli_failed_trials_exit_1_and_stay_failed_on_resume(tmp_path, monkeypatch, capsys):
+    """Trials that failed make the exit status 1 with each failure on stderr, --quiet or
+    not; resumed, they count as failed, not as trials kept from the study."""
+    monkeypatch.setattr(search, "check_space", lambda spec: None)   # to reach lr = -1
+    path = tmp_path / "fail.toml"
+    path.write_text('models = ["mlp"]\ndatasets = ["digits"]\nprofiles = ["a100"]\n'
+                    '[search]\nmethod = "random"\ntrials = 2\n'
+                    'objectives = ["energy_j:min"]\n[search.space]\n'
+                    'lr = { choices = [-1.0] }\nepochs = { choices = [1] }\n')
+    out = str(tmp_path / "out")
+    assert main(["sweep", str(path), "--out", out, "--serial", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert [line.split(": ")[1] for line in lines[:2]] == ["trial 0", "trial 1"]
+    assert all("MLPConfig.lr = -1.0: must be > 0" in line for line in lines[:2])
+    assert lines[2].startswith("neuroedge: 2 of 2 trials failed") and len(lines) == 3
+    assert main(["sweep", str(path), "--out", out, "--serial", "--resume"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith("0 trials run, 0 kept from the study, 2 failed;")
+    assert "neuroedge: 2 of 2 trials failed" in captured.err
+
+
+def test_a_study_that_cannot_be_written_is_one_line(done, tmp_path, monkeypatch):
+    """A study.db the sweep cannot write (read-only, immutable, a read-only mount): one
+    line naming the file, not optuna's StorageInternalError traceback. Opened read-only
+    here (SQLite's mode=ro) as root may write a file whatever its mode."""
+    out, _ = done
+    copy_dir = tmp_path / "ro"
+    shutil.copytree(out, copy_dir)
+
+    def read_only(path):
+        return optuna.storages.RDBStorage(f"sqlite:///file:{path}?mode=ro&uri=true")
+    monkeypatch.setattr(search, "_storage", read_only)
+    with pytest.raises(SweepError) as info:
+        search.run_search(_spec(trials=5), copy_dir, serial=True, resume=True)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(f"{copy_dir / search.STUDY_FILE}: ")
+    assert "cannot be written (attempt to write a readonly database)" in text, text
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_a_search_profile_the_model_does_not_run_on_is_refused_first(tmp_path, given):
+    """Objectives priced on a kind the card does not list (mlp: gpu, cpu, bitwise) would
+    fail every trial after training it: refused up front, by the card's kind check that a
+    grid sweep's simulate profile gets, with nothing created."""
+    spec = _spec(objectives=["energy_j:min"], **({"profile": "loihi2"} if given else {}))
+    spec.update(profiles=["loihi2", "a100"] if not given else ["a100", "loihi2"],
+                simulate_profile="a100")
+    out = tmp_path / "never"
+    with pytest.raises(SweepError) as info:
+        search.run_search(spec, out, serial=True)
+    text = str(info.value)
+    option = "search.profile" if given else "search.profile (by default the first of profiles)"
+    assert "\n" not in text and (f"{option} 'loihi2' is a 'neuromorphic' profile; model "
+                                 "'mlp' runs on gpu, cpu, bitwise profiles") in text, text
+    assert not out.exists()
+    with pytest.raises(SweepError, match="'loihi2' is a 'neuromorphic' profile"):
+        search.dry_run_lines(sweep.load_spec(spec))

@@ -372,3 +372,32 @@ def test_bound_column_is_the_energy_bound(tmp_path):
     assert row["bound"] == "lower bound"
     # 1000 synop x 6.84 pJ + static 0.0539 W x 3.03 ns = 6.84 + 0.163 nJ = 7.01 nJ
     assert row["energy_j"] == pytest.approx(7.01e-9, rel=2e-3)
+
+
+def test_cli_failed_runs_exit_1_and_are_listed_even_quiet(serial_dir, tmp_path, capsys):
+    """A sweep that finished with failed runs is not a success: exit status 1 (2 is a sweep
+    refused or stopped), each failure and their count on stderr, --quiet or not."""
+    out, _ = serial_dir
+    shutil.copytree(out, tmp_path / "s")   # --resume: the OK runs kept, the BAD ones rerun
+    code = main(["sweep", _toml_path(), "--out", str(tmp_path / "s"), "--resume", "--serial",
+                 "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == ""
+    lines = captured.err.splitlines()
+    assert [line.split(": ")[1] for line in lines[:2]] == BAD
+    assert all(line.startswith("failed: ") and "exceeds cortex-m4" in line
+               for line in lines[:2])
+    assert lines[2].startswith("neuroedge: 2 of 4 runs failed") and len(lines) == 3
+
+
+def test_resume_reruns_a_run_file_that_holds_another_run(serial_dir, tmp_path):
+    """A run file is resumed by what it holds, not by its name: seed 1's file copied over
+    seed 0's is run again, as a truncated file is (its config says seed 1)."""
+    out, _ = serial_dir
+    shutil.copytree(out, tmp_path / "s")
+    runs = tmp_path / "s" / "runs"
+    shutil.copyfile(runs / f"{OK[1]}.h5", runs / f"{OK[0]}.h5")
+    spec = {**SPEC, "grid": {"epochs": [1], "mlp": {"hidden": [[8]]}}}
+    res = sweep.run_sweep(spec, tmp_path / "s", serial=True, resume=True)
+    assert res.resumed == [OK[1]] and res.simulated == [OK[0]]
+    assert read_run(runs / f"{OK[0]}.h5").config["seed"] == 0

@@ -93,7 +93,23 @@ def fit_hockney(macs: np.ndarray, seconds: np.ndarray, launch_s: float) -> tuple
         raise ModelError("GEMM timings do not grow with size (slope "
                          f"{slope:.3g} s/MAC): rerun on an idle machine")
     peak = 1.0 / slope
-    return float(peak), float(max(intercept * peak, 1.0))
+    n_half = float(max(intercept * peak, 1.0))
+    fitted = launch_s + (macs + n_half) / peak
+    off = np.abs(np.log(fitted / seconds))
+    worst = int(np.argmax(off))
+    if off[worst] > np.log(MAX_FIT_FACTOR):
+        # timings that do not follow the model (a busy machine: n = 64 to 512 all took 8 ms,
+        # the fit then 500x off at n = 64) would be written as this machine's rates
+        raise ModelError(f"GEMM timings do not follow a peak rate and a half-performance size: "
+                         f"{macs[worst]:.3g} MACs took {seconds[worst]:.3g} s, the fit gives "
+                         f"{fitted[worst]:.3g} s (more than {MAX_FIT_FACTOR:g}x apart); rerun "
+                         "on an idle machine")
+    return float(peak), n_half
+
+
+MAX_FIT_FACTOR = 3.0
+"""The most a GEMM timing may be from the fitted Hockney curve, either way: timing noise on
+a loaded machine moves medians tens of percent; a point this far off means no fit."""
 
 
 def _base_path(profile: str) -> Path:
@@ -112,6 +128,13 @@ def _quantity(value: float, unit: str, note: str) -> dict:
 def calibrate(base: str, *, repeats: int = 20, device: str = "cpu", name: str = "",
               command: str = "") -> tuple[dict, list[str]]:
     """The calibrated profile as a TOML document (a dict) and one line per fitted entry."""
+    from hw_profiles.loader import load
+    kind = load(base).kind
+    wanted = "gpu" if device == "cuda" else "cpu"
+    if kind != wanted:   # checked before the microbenchmarks run
+        raise ProfileError(f"--profile {base!r} is a {kind} profile; calibrating on {device} "
+                           f"measures a {wanted}: start from a {wanted} profile (e.g. "
+                           f"{'a100' if wanted == 'gpu' else 'x86-avx2'})")
     doc = tomllib.loads(_base_path(base).read_text())
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     where = f"{stamp} on {machine_name()}, {device}; command: {command or 'calibrate()'}"

@@ -588,7 +588,8 @@ def _is_torch_module(obj) -> bool:
 
 
 _TRACED_FOR = "that traces its activations' lifetimes for the memory check of {}"
-"""Why a memory check runs the forward again (``_forward_errors``'s ``again``): {} the
+_LEAVE_OUT = "leave out the profiles whose memory is checked"
+"""Why a memory check runs the forward again (``forward_errors``'s ``again``): {} the
 profiles checked."""
 
 
@@ -605,8 +606,8 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
     if not mcus:
         return
     per = 1 if dtype == "int8" else None
-    with _forward_errors(net, xs, type(net).__name__, again=_TRACED_FOR.format(
-            ", ".join(mcus))):
+    with forward_errors(net, xs, type(net).__name__, again=_TRACED_FOR.format(
+            ", ".join(mcus)), instead=_LEAVE_OUT):
         buffers = trace_lifetimes(net.eval(), xs.positional(), bytes_per_element=per,
                                   keywords=xs.keywords())
     arena, _ = greedy_arena(buffers)
@@ -650,8 +651,8 @@ def _check_device_memory(est: Estimate, devices: dict, net, xs, ledger) -> None:
     tight = [label for label, cap in capacity.items() if bound > cap]
     if not tight:
         return
-    with _forward_errors(net, xs, type(net).__name__,
-                         again=_TRACED_FOR.format(", ".join(tight))):
+    with forward_errors(net, xs, type(net).__name__,
+                         again=_TRACED_FOR.format(", ".join(tight)), instead=_LEAVE_OUT):
         peak = peak_live_bytes(trace_lifetimes(net.eval(), xs.positional(),
                                                keywords=xs.keywords()))
     for label in tight:
@@ -800,18 +801,18 @@ def _size_lazy_layers(net, xs, name: str) -> list[str]:
 def _infer(dev, net, xs, batch: int, name: str):
     import torch
     net.eval()
-    with _forward_errors(net, xs, name), torch.no_grad(), dev.count("infer", samples=batch):
+    with forward_errors(net, xs, name), torch.no_grad(), dev.count("infer", samples=batch):
         return xs.call(net)
 
 
 @contextmanager
-def _forward_errors(net, xs, name: str, again: str = ""):
+def forward_errors(net, xs, name: str, again: str = "", instead: str = ""):
     """A forward of ``net`` (``name``) on ``xs`` that fails inside the block: one line
     (``ModelError``) naming the input's shape and the failure, not a traceback; the
     counted forward's and every other's. ``again``: the block runs the forward once more
-    after the counted one (the lifetime trace of a memory check), for the reason given; a
-    failure there comes from state the model keeps between calls, not from the input's
-    shape, and the message says so."""
+    after the counted one (the lifetime trace of a memory check, measure's timed calls), for
+    the reason given; a failure there comes from state the model keeps between calls, not
+    from the input's shape, and the message says so, with ``instead`` (another way out)."""
     import torch
     try:
         yield
@@ -822,7 +823,7 @@ def _forward_errors(net, xs, name: str, again: str = ""):
         if again:   # the counted forward took this input: its shape is right
             when = f" on a second run {again}"
             fix = (f"make {name}.forward run again on the same input (reset the state it "
-                   "keeps between calls), or leave out the profiles whose memory is checked")
+                   "keeps between calls)" + (f", or {instead}" if instead else ""))
         elif xs[0].is_floating_point() and any(
                 isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) for m in net.modules()):
             fix += " (token ids: give integer input; the command's --input-dtype int64)"

@@ -136,15 +136,28 @@ def run_measure(model, example, profile: str, *, device: str, warmup: int, repea
         with torch.no_grad():
             net(*xs)
 
-    timing = time_calls(call, warmup=warmup, repeats=repeats, clock=clock, sync=sync)
-    meter, why = meter_for(device)
-    energy = measure_energy(call, meter, repeats=repeats, sync=sync) if meter else None
+    from deploy.estimate import ExampleInputs, forward_errors
+    # the count ran on a copy; the timed calls run the model itself, and a model that keeps
+    # state between calls can fail there: one line, as the count's forward
+    with forward_errors(net, ExampleInputs(xs), type(model).__name__,
+                         again=f"timed on {device} ({warmup} warm-up, {repeats} repeats)"):
+        timing = time_calls(call, warmup=warmup, repeats=repeats, clock=clock, sync=sync)
+        meter, why = meter_for(device)
+        energy = measure_energy(call, meter, repeats=repeats, sync=sync) if meter else None
+    if energy is not None and not energy > 0:
+        # a counter that did not tick in the window (RAPL updates about once a millisecond)
+        # or wrapped: no reading, not a division by zero or negative joules
+        energy, why = None, (f"the {meter.name} counter read {energy * repeats:.4g} J over "
+                             f"{repeats} calls (not a positive reading: it did not update in "
+                             "so short a window, or wrapped); give more --repeats")
     return {"profile": row["profile"], "device": device, "batch": shape[0],
             "predicted_latency_s": row["latency_s"], "predicted_energy_j": row["total_j"],
             "measured_latency_s": timing.median_s, "latency_min_s": timing.min_s,
             "latency_max_s": timing.max_s, "repeats": repeats, "warmup": warmup,
-            "measured_energy_j": energy, "energy_source": meter.name if meter else None,
-            "energy_note": "" if meter else f"energy is not measurable here: {why}"}
+            "measured_energy_j": energy,
+            "energy_source": meter.name if energy is not None else None,
+            "energy_note": "" if energy is not None else f"energy is not measurable here: {why}"}
+
 
 
 def format_measure(r: dict) -> str:

@@ -154,3 +154,77 @@ def test_measure_takes_a_torch_export_module(tmp_path, capsys, monkeypatch):
     assert main(["measure", f"{f}:make", "--input-shape", "2,16", "--profile", "x86-avx2",
                  "--device", "cpu", "--repeats", "3", "--warmup", "1"]) == 0
     assert "predicted" in capsys.readouterr().out
+
+
+def test_hockney_fit_refuses_timings_that_follow_no_curve():
+    """Seen on a busy machine: n = 64 to 512 all took 8 ms. The least-squares line through
+    them was written as this machine's GEMM rate, pricing a model 5.4x its measured time;
+    the fit is now refused when a point is more than 3x from it."""
+    import numpy as np
+
+    from deploy.calibrate import fit_hockney
+    from sim.errors import ModelError
+    macs = np.array([16.0, 32.0, 64.0, 128.0, 256.0, 512.0]) ** 3
+    secs = np.array([2e-5, 1e-4, 8e-3, 8e-3, 8e-3, 8.01e-3])
+    with pytest.raises(ModelError, match=r"GEMM timings do not follow .*more than 3x apart\); "
+                                         r"rerun on an idle machine"):
+        fit_hockney(macs, secs, 1.2e-6)
+
+
+def test_calibrating_from_a_profile_of_another_kind_is_refused_first(tmp_path, capsys,
+                                                                   monkeypatch):
+    # it ran the microbenchmarks, then blamed the output's schema (loihi) or wrote a
+    # "bitwise"/"gpu" profile holding this CPU's rates (cortex-m4, a100 on --device cpu)
+    import deploy.calibrate as cal
+    monkeypatch.setattr(cal, "gemm_times", lambda *a, **k: pytest.fail("benchmarked"))
+    for base in ("loihi", "cortex-m4", "a100"):
+        out = tmp_path / f"{base}.toml"
+        assert main(["measure", "--calibrate", "--profile", base, "--out", str(out),
+                     "--device", "cpu"]) == 2
+        err = capsys.readouterr().err
+        assert f"--profile '{base}' is a" in err and "start from a cpu profile" in err
+        assert not out.exists()
+
+
+class _FailsLater(torch.nn.Module):
+    """Runs twice (the count, on a copy, and the first timed call), then raises."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.calls = torch.nn.Linear(4, 2), 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > 2:
+            raise RuntimeError(f"boom on call {self.calls}")
+        return self.fc(x)
+
+
+def test_a_forward_failing_in_the_timed_calls_is_one_line():
+    # was a raw traceback: the count ran on a copy, the timed calls on the model itself
+    from deploy.measure import run_measure
+    from sim.errors import ModelError
+    with pytest.raises(ModelError, match=r"_FailsLater forward failed .* timed on cpu .*boom "
+                                         r"on call"):
+        run_measure(_FailsLater(), (1, 4), "x86-avx2", device="cpu", warmup=1, repeats=3,
+                    meter_for=lambda device: (None, "no counter"))
+
+
+def test_an_energy_counter_that_does_not_move_is_no_reading():
+    """A counter that did not tick in the window (RAPL updates about once a millisecond,
+    20 calls of 20 us are 0.4 ms) was a ZeroDivisionError in the table; one that wrapped
+    printed negative joules. Both are no reading, said so."""
+    from deploy.measure import format_measure, run_measure
+
+    class Stuck:
+        name = "RAPL package"
+
+        def read_j(self):
+            return 123.0
+
+    r = run_measure(torch.nn.Linear(4, 2), (1, 4), "x86-avx2", device="cpu", warmup=1,
+                    repeats=3, meter_for=lambda device: (Stuck(), ""))
+    assert r["measured_energy_j"] is None
+    assert "RAPL package counter read 0 J over 3 calls (not a positive reading" in \
+        r["energy_note"]
+    assert "energy is not measurable here" in format_measure(r)

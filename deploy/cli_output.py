@@ -50,6 +50,15 @@ class CheckedStdout:
 
     def __init__(self, stream):
         self.stream = stream
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "─…".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            # an ASCII or Latin-1 stdout (LANG=C, PYTHONIOENCODING=ascii): a table's rule or
+            # ellipsis would end the command in a UnicodeEncodeError traceback; written as
+            # '?' instead
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(errors="replace")
         buffer = getattr(stream, "buffer", None)
         # under PYTHONUNBUFFERED the text layer writes straight to the file and drops what a
         # short write left over (a disk that fills partway) without an error; such bytes are

@@ -242,6 +242,19 @@ def test_stdout_that_fills_partway_is_an_error_not_a_truncated_file(stored_run, 
     assert dest.stat().st_size == 2000
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_stdout_that_cannot_encode_the_tables_still_gets_the_report(stored_run, tmp_path,
+                                                                      encoding):
+    # LANG=C or PYTHONIOENCODING=ascii: a table's rule ended the report in a
+    # UnicodeEncodeError traceback (status 1); the characters stdout cannot hold become '?'
+    dest = tmp_path / "r.txt"
+    with open(dest, "w") as out:
+        proc = _neuroedge(["report", stored_run, "--width", "80"], out,
+                          env={"PYTHONIOENCODING": encoding})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert dest.read_bytes().decode(encoding).startswith("neuroedge report: ")
+
+
 def test_a_closed_stdout_is_one_line_too(tmp_path):
     # `neuroedge profiles >&-`: Python starts with sys.stdout None; the listing's first line
     # ended in an AttributeError traceback

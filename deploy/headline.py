@@ -138,6 +138,15 @@ def value_text(value: float, unit: str) -> str:
     return text + (" (unit not recorded)" if unit == "?" else f" {unit}")
 
 
+def metrics_title(run, priced: str | None = None) -> str:
+    """The metrics table's title: the run's metrics are what it recorded on its own profile
+    (an energy metric among them), which a report priced on another profile says, lest they
+    read as that profile's (its headline is)."""
+    if priced is None or priced == run.profile.label:
+        return "Metrics"
+    return f"Metrics (as the run recorded them on {run.profile.label}, not repriced)"
+
+
 def metric_rows(run) -> list[tuple[str, str, str]]:
     """(metric, value, unit) of every metric, the main metric first."""
     main = main_metric(run)

@@ -36,7 +36,10 @@ from deploy.formatting import (  # noqa: F401  (comparison_rows, format_bytes: p
     sampled_scopes,
     significant,
 )
-from deploy.headline import headline  # noqa: F401  (shared by the terminal and the HTML)
+from deploy.headline import (
+    headline,  # noqa: F401  (shared by the terminal and the HTML)
+    metrics_title,
+)
 from deploy.outputs import write_text
 from deploy.plots import fig_to_img as _img
 from deploy.plots import (
@@ -188,7 +191,7 @@ def _html_sections(run: RunResult, reports: list[EnergyReport]):
         if scopes else "<p class=muted>No scope recorded samples.</p>")
     yield epoch_section(run, first)
 
-    yield "<h2>Metrics</h2>" + _html_table(
+    yield f"<h2>{_e(metrics_title(run, first.profile))}</h2>" + _html_table(
         ("metric", "value", "unit"),
         [(k, f"{v:.6g}", run.unit(k)) for k, v in run.metrics.items()], csv="metrics")
     yield neurobench_section(run, first)

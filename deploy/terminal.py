@@ -157,12 +157,13 @@ def comparison_lines(reports, width: int, n: int | None = 10) -> list[str]:
                 rows, n or len(rows), width, what="profiles")
 
 
-def metric_lines(run, width: int, n: int | None = TOP_METRICS) -> list[str]:
+def metric_lines(run, width: int, n: int | None = TOP_METRICS,
+                 priced: str | None = None) -> list[str]:
     rows = hl.metric_rows(run)
     if not rows:
         return ["Metrics: none recorded.", ""]
-    return _top("Metrics", ("metric", "value", "unit"), rows, n or len(rows), width,
-                what="metrics")
+    return _top(hl.metrics_title(run, priced), ("metric", "value", "unit"), rows,
+                n or len(rows), width, what="metrics")
 
 
 def neurobench_lines(run, report: EnergyReport, width: int) -> list[str]:
@@ -287,7 +288,7 @@ def _full_lines(run, report, compared, width: int) -> list[str]:
     if compared:
         out += _lines(width, _table(f"Comparison across profiles (vs {report.profile})",
                                     *comparison_cells([report, *compared])))
-    out += metric_lines(run, width, None) + neurobench_lines(run, report, width)
+    out += metric_lines(run, width, None, report.profile) + neurobench_lines(run, report, width)
     out += layer_lines(run, report, width, None)
     out += _lines(width, _table("What these figures are", *tables["nature"], numeric=False))
     for key, title in FULL_TITLES.items():
@@ -324,7 +325,7 @@ def terminal_report(run, report: EnergyReport, width: int = 100, *,
     else:
         sections = [("what these figures are", nature_lines(report, width)),
                     ("comparison", comparison_lines(reports, width) if compared else []),
-                    ("metrics", metric_lines(run, width)),
+                    ("metrics", metric_lines(run, width, priced=report.profile)),
                     ("NeuroBench metrics", neurobench_lines(run, report, width)),
                     ("layers", layer_lines(run, report, width)),
                     ("energy by category", category_lines(report, width)),

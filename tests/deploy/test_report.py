@@ -539,3 +539,17 @@ def test_uncounted_ops_are_in_the_headline(run, ledger, toy):
     lines = rp.terminal_report(run, price(ledger, toy), width=100).splitlines()
     head = " ".join(" ".join(lines[:12]).split())
     assert "LOWER BOUND: 1 op(s) ran uncounted (3 call(s): aten::weird x3)" in head
+
+
+def test_metrics_recorded_on_the_run_profile_say_so_when_priced_on_another(run, ledger, toy,
+                                                                             toy2x, tmp_path):
+    """A report priced on another profile repriced its headline but listed the run's energy
+    metrics (recorded on the run's profile) under a plain "Metrics", as if they were that
+    profile's; the title now says whose they are. On the run's own profile it stays
+    "Metrics"."""
+    other = rp.terminal_report(run, price(ledger, toy2x), width=120, full=True)
+    assert "Metrics (as the run recorded them on toy-gpu, not repriced)" in other
+    own = rp.terminal_report(run, price(ledger, toy), width=120, full=True)
+    assert "Metrics (as the run" not in own and "Metrics" in own
+    html = rp.html_report(run, [price(ledger, toy2x)], tmp_path / "r.html").read_text()
+    assert "<h2>Metrics (as the run recorded them on toy-gpu, not repriced)</h2>" in html

@@ -84,7 +84,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 #headline{border:2px solid #4C72B0;background:#f3f6fb;padding:.4em 1em;margin:1em 0}
 #headline h2{border:none;margin-top:.3em}#headline .lead{font-size:1.15em}
 .note{border:2px solid #d9a400;background:#fff8dc;padding:.6em 1em;font-weight:600}
-p.dl{margin:.6em 0 0;font-size:.8em}
+p.dl{margin:.6em 0 0;font-size:.8em}.wide{overflow-x:auto}td a{overflow-wrap:anywhere}
 .muted{color:#666}img{max-width:100%;display:block;margin:.5em 0}"""
 
 

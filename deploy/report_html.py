@@ -98,8 +98,10 @@ def html_table(header: Sequence[str], rows, numeric: bool = True, *, csv: str,
     link = csv_link(csv, header if csv_header is None else csv_header,
                     rows if csv_rows is None else csv_rows)
     ident = f" id={table_id}" if table_id else ""
-    return (f"<p class=dl>{link}</p><table{ident}><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+    # in a box that scrolls sideways: a wide table (many profiles, long layer names) on a
+    # narrow screen scrolls by itself, not the page
+    return (f"<p class=dl>{link}</p><div class=wide><table{ident}><thead><tr>{head}</tr>"
+            f"</thead><tbody>{body}</tbody></table></div>")
 
 
 # -- per-layer rows ---------------------------------------------------------------------------

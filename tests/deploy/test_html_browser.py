@@ -175,6 +175,16 @@ def test_report_fits_1280_px(built, kind, tmp_path):
     assert page_problems(built[kind][0], tmp_path, width=1280) == []
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian chromium (make installs it)")
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_report_fits_800_px(built, kind, tmp_path):
+    """On an 800 px screen the page scrolled sideways (the citations' long URLs and the
+    layer table passed the edge); a wide table now scrolls in its own box and a URL
+    wraps."""
+    from browser_layout import page_problems
+    assert page_problems(built[kind][0], tmp_path, width=800) == []
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_table_downloads_as_its_rows(built, kind):
     path, run, reports = built[kind]

@@ -79,9 +79,11 @@ def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Tab
     first = min(10, max((len(str(r[0])) for r in rows), default=0), len(str(header[0])) + 10)
     for i, h in enumerate(header):
         # the first column (a scope, or a profile label with its file path) folds rather
-        # than squeeze the figures out of the table
+        # than squeeze the figures out of the table; so does a text table's last column (a
+        # citation's URL cut with an ellipsis could not be followed)
+        fold = i == 0 or (not numeric and i == len(header) - 1)
         t.add_column(_text(h), justify="right" if numeric and i else "left",
-                     no_wrap=0 < i < len(header) - 1, overflow="fold" if i == 0 else "ellipsis",
+                     no_wrap=0 < i < len(header) - 1, overflow="fold" if fold else "ellipsis",
                      min_width=first if i == 0 else None)
     for row in rows:
         t.add_row(*(_text(str(c)) for c in row))

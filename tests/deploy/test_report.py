@@ -553,3 +553,15 @@ def test_metrics_recorded_on_the_run_profile_say_so_when_priced_on_another(run, 
     assert "Metrics (as the run" not in own and "Metrics" in own
     html = rp.html_report(run, [price(ledger, toy2x)], tmp_path / "r.html").read_text()
     assert "<h2>Metrics (as the run recorded them on toy-gpu, not repriced)</h2>" in html
+
+
+def test_citations_are_never_cut(run, ledger, toy):
+    """--sources at width 80 ended URLs in an ellipsis ("https://doi.org/10.1145/3123939.
+    3124…"), which could not be followed; a text table's last column now folds: every URL
+    is all there, its pieces on consecutive lines."""
+    text = rp.terminal_report(run, price(ledger, toy), width=60, full=True, sources=True)
+    joined = "".join(text.split())
+    for source in toy.sources.values():
+        assert source.url in joined
+    section = text[text.index("Profile entries of"):]
+    assert "…" not in section

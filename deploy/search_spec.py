@@ -97,6 +97,16 @@ class Search:
                 "seed": self.seed}
 
 
+def check_keys(doc, keys, where: str) -> None:
+    """A SweepError naming the first key of ``doc`` that is not one of ``keys``, with the
+    closest of them when one is close (``seds`` -> ``seeds``)."""
+    unknown = [k for k in doc if k not in keys]
+    if unknown:
+        guess = suggestion(unknown[0], keys)
+        raise SweepError(f"{where}: unknown key {unknown[0]!r}; "
+                         + (f"{guess} " if guess else "") + f"keys are {', '.join(keys)}")
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -106,10 +116,7 @@ def _param(name: str, doc, where: str) -> Param:
     if not isinstance(doc, dict):
         raise SweepError(f"{where} = {doc!r}: give a range {{ low = 16, high = 128 }} or "
                          "{ choices = [2, 4] }")
-    unknown = [k for k in doc if k not in PARAM_KEYS]
-    if unknown:
-        raise SweepError(f"{where}: unknown key {unknown[0]!r}; keys are "
-                         f"{', '.join(PARAM_KEYS)}")
+    check_keys(doc, PARAM_KEYS, where)
     if "choices" in doc:
         extra = [k for k in doc if k != "choices"]
         if extra:
@@ -182,10 +189,7 @@ def parse_search(doc, *, source: str, models, datasets, presets, seeds, grid,
     if not isinstance(doc, Mapping):
         raise SweepError(f"{where} must be a table [search] with method, trials, objectives "
                          "and [search.space]")
-    unknown = [k for k in doc if k not in SEARCH_KEYS]
-    if unknown:
-        raise SweepError(f"{where}: unknown key {unknown[0]!r}; keys are "
-                         f"{', '.join(SEARCH_KEYS)}")
+    check_keys(doc, SEARCH_KEYS, where)
     for key, values, what in (("models", models, "model"), ("datasets", datasets, "dataset"),
                               ("presets", presets, "preset"), ("seeds", seeds, "seed")):
         if values is not None and len(values) != 1:

@@ -56,7 +56,7 @@ from typing import Any
 
 from deploy import sweep_own
 from deploy.errors import DiskFullError, SweepError
-from deploy.search_spec import Search, parse_search
+from deploy.search_spec import Search, check_keys, parse_search
 from hw_profiles.errors import NeuroedgeError, suggestion
 from sim.seeds import check as check_seed
 
@@ -234,10 +234,7 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         except RecursionError:
             raise SweepError(f"{_where(source)}: nested too deeply to read; a spec holds "
                              "lists of values and tables of them, not deep nesting") from None
-    unknown = [k for k in doc if k not in SPEC_KEYS]
-    if unknown:
-        raise SweepError(f"{_where(source)}: unknown key {unknown[0]!r}; keys are "
-                         f"{', '.join(SPEC_KEYS)}")
+    check_keys(doc, SPEC_KEYS, _where(source))
     name = doc.get("name", Path(source).stem if base is not None else "sweep")
     # a given name must be plain; the default, the spec file's own stem, is a file name already
     if not isinstance(name, str) or not name or ("name" in doc

@@ -178,7 +178,8 @@ def test_a_trial_whose_run_file_is_whole_is_kept_on_resume(tmp_path, monkeypatch
     ({"space": {"hidden": {"low": 8, "high": 16}, "epochs": {"choices": [0]}}},
      "search.space.epochs = 0: MLPConfig.epochs = 0: must be >= 1"),
     ({"space": {"hidden": {"low": 4, "high": 16, "stride": 2}}},
-     "search.space.hidden: unknown key 'stride'; keys are low, high, log, step, choices"),
+     "search.space.hidden: unknown key 'stride'; did you mean 'step'? keys are low, high, "
+     "log, step, choices"),
     ({"space": {"lr": {"low": 0.0, "high": 0.1, "log": True}}},
      "search.space.lr: log = true needs low > 0"),
     ({"profile": "loihi2"}, "search.profile = 'loihi2': not one of the spec's profiles"),

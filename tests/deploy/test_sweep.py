@@ -49,7 +49,9 @@ def _spec_error(spec) -> str:
 
 
 def test_spec_errors_are_one_line(tmp_path):
-    assert "unknown key 'seed'; keys are name," in _spec_error({**SPEC, "seed": [0]})
+    # a key one edit from a spec key is suggested (a misspelt one got only the list)
+    assert "unknown key 'seed'; did you mean 'seeds'? keys are name," in \
+        _spec_error({**SPEC, "seed": [0]})
     assert "unknown model 'mpl'" in _spec_error({**SPEC, "models": ["mpl"]})
     assert "grid.mlp.hiddn: --set hiddn: mlp has no setting 'hiddn'" in _spec_error(
         {**SPEC, "grid": {"mlp": {"hiddn": [8]}}})

@@ -139,12 +139,12 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     ['a100', 'cortex-m7']
     """
     profiles = profile_list(profiles)   # "loihi,loihi2": the same list for every model kind
+    spiking_module = _is_torch_module(model) and _is_spiking(model)
     if stack and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)
-                  or (_is_torch_module(model) and _is_spiking(model))):
+                  or spiking_module):
         raise ModelError(f"estimate: stack={stack!r} applies to torch modules priced on GPUs, "
                          "CPUs and microcontrollers; a neuromorphic chip runs its own runtime "
                          "(stack native): leave stack out")
-    spiking_module = _is_torch_module(model) and _is_spiking(model)
     if dtype != "fp32" and (isinstance(model, (str, os.PathLike)) or _is_nir_graph(model)
                             or spiking_module):
         raise ModelError(f"estimate: dtype={dtype!r} applies to torch modules without spiking "
@@ -179,7 +179,7 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"estimate: model is a {type(model).__name__}; pass a "
                          "torch.nn.Module, a nir.NIRGraph or the path of a .nir file")
-    if _is_spiking(model):
+    if spiking_module:
         if isinstance(example_input, Mapping):
             raise ModelError(f"estimate: {type(model).__name__} has spiking neurons and takes "
                              "one spike tensor (time first), not a dict of inputs")
@@ -415,7 +415,8 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     _check_optimizer(optimizer)
     devices = {}
     est = Estimate(model=name, source="torch", stacks_asked=asked)
-    sized = not uninitialized_parameters(module)   # a lazy layer's size comes with a forward
+    # a lazy layer's size comes with a forward: checked after the copy is sized
+    stored = None if uninitialized_parameters(module) else _stored_weight_bytes(module, dtype)
     for p in profs:   # capacity per profile, before the copy: a model no profile holds is
         # refused without copying it (a 2 GiB Linear took 5 GB to refuse on a cortex-m7)
         if p.kind not in TORCH_KINDS:
@@ -425,8 +426,8 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             continue
         dev = TorchDevice(p, prefer_cuda=False)   # CPU: counts do not depend on the device
         try:
-            if sized:
-                dev.check_fits(name, _stored_weight_bytes(module, dtype))
+            if stored is not None:
+                dev.check_fits(name, stored)
         except HardwareLimitError as exc:
             est.skipped[p.label] = str(exc)
             continue

@@ -220,10 +220,10 @@ def _check_neurons(module) -> None:
         kind = type(m).__name__
         if not path or isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)):
             continue
-        if isinstance(m, (snn.SpikingNeuron, torch.nn.Linear, torch.nn.Conv2d,
-                          torch.nn.AvgPool2d, torch.nn.Flatten)) and kind in SNNTORCH_LAYERS:
-            pass
-        elif not any(True for _ in m.children()):   # a leaf the export does not write
+        exported = kind in SNNTORCH_LAYERS and isinstance(
+            m, (snn.SpikingNeuron, torch.nn.Linear, torch.nn.Conv2d, torch.nn.AvgPool2d,
+                torch.nn.Flatten))
+        if not exported and next(m.children(), None) is None:   # a leaf it does not write
             raise NeuroedgeError(f"estimate_spiking_module: layer {path!r} ({kind}) is not "
                                  "exported by snnTorch's export_to_nir; it writes "
                                  f"{', '.join(SNNTORCH_LAYERS)}")

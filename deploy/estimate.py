@@ -437,9 +437,15 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     try:
         # torch cannot deep-copy a CSR / CSC / BSR / BSC tensor (a graph's adjacency
         # buffer): such tensors are cloned for the copy
-        net = copy.deepcopy(module, memo={
-            id(t): t.clone() for t in (*module.parameters(), *module.buffers())
-            if t.layout not in (torch.strided, torch.sparse_coo)})
+        memo = {id(t): t.clone() for t in (*module.parameters(), *module.buffers())
+                if t.layout not in (torch.strided, torch.sparse_coo)}
+        # nor a tensor computed from parameters and kept as an attribute (a layer pruned
+        # with torch.nn.utils.prune: its weight = weight_orig * weight_mask, which the
+        # prune hook computes again before each forward): copied detached
+        memo.update((id(t), t.detach().clone()) for mod in module.modules()
+                    for t in vars(mod).values()
+                    if isinstance(t, torch.Tensor) and not t.is_leaf)
+        net = copy.deepcopy(module, memo=memo)
     except Exception as exc:   # a module holding a lock, a file, a generator ...
         raise ModelError(f"estimate: {name} cannot be deep-copied ({first_line(exc)}); "
                          "estimate runs a copy so your module stays untouched: make its "
@@ -465,9 +471,14 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
         notes += memory_notes.values()
         _check_device_memory(est, devices, net, xs, dev.ledger)
         if wants_train:
+            # the model's facts (NeuroBench's static metrics) are of the module as given,
+            # as the inference counts are: not of the copy the training step changed
+            given = dev.ledger.models()
             note, peak = _train(dev, net, xs, example_input, out, batch, name,
                                 train_step=train_step, loss=loss, optimizer=optimizer,
                                 target=target, seed=seed)
+            for model, facts in given.items():
+                dev.ledger.record_model(model, **facts)
             notes.append(note)
             est.train_samples = batch
             _check_training_memory(est, devices, peak, dtype)

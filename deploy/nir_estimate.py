@@ -360,9 +360,9 @@ def _exportable_copy(module, sample):
 
 
 def _module_facts(module) -> dict[str, int]:
-    """NeuroBench's Footprint and ParameterCount of the torch module, by their definitions
-    (neurobench.metrics.static: parameters' numel; bytes of parameters + buffers)."""
-    from sim.torch_engine.costs import tensor_bytes
-    return {"parameters": sum(p.numel() for p in module.parameters()),
-            "parameter_bytes": tensor_bytes(list(module.parameters())),
-            "buffer_bytes": tensor_bytes(list(module.buffers()))}
+    """NeuroBench's Footprint, ParameterCount and ConnectionSparsity of the torch module, by
+    their definitions (neurobench.metrics.static: parameters' numel; bytes of parameters +
+    buffers; zero weights of its Linear and convolution layers, zeros the network built
+    from them leaves out)."""
+    from sim.torch_engine.activity import model_facts
+    return model_facts(module)

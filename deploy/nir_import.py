@@ -802,7 +802,14 @@ def _model_facts(nodes, neurons, linear_types) -> dict[str, int]:
                  if getattr(v, f, None) is not None)
     buffers = sum(int(np.asarray(getattr(nodes[k], f)).size) for k in neurons
                   for f in _PARAM_FIELDS if getattr(nodes[k], f, None) is not None)
-    return {"parameters": params, "parameter_bytes": 4 * params, "buffer_bytes": 4 * buffers}
+    # NeuroBench's connection layers: the weights of Linear/Affine/Conv nodes as stored,
+    # zeros included (the network built from them keeps only non-zero synapses)
+    weights = [np.asarray(v.weight) for v in nodes.values()
+               if isinstance(v, linear_types) and getattr(v, "weight", None) is not None]
+    return {"parameters": params, "parameter_bytes": 4 * params, "buffer_bytes": 4 * buffers,
+            "connection_weights": sum(int(w.size) for w in weights),
+            "connection_zero_weights": sum(int(w.size - np.count_nonzero(w))
+                                           for w in weights)}
 
 
 # -- stimulus --------------------------------------------------------------------------------

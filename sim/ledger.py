@@ -196,6 +196,12 @@ class Ledger:
         self._models[str(name)] = {k: _check_count(f"{name} {k}", facts[k])
                                    for k in MODEL_FACTS}
 
+    def forget_model(self, name: str) -> None:
+        """Drop the facts of model ``name`` (none recorded: nothing happens): an engine
+        whose models merged (a part first run alone, then the whole it belongs to) records
+        them again under other names."""
+        self._models.pop(str(name), None)
+
     def models(self) -> dict[str, dict[str, int]]:
         """``model name -> facts`` of every recorded model."""
         return {k: dict(v) for k, v in sorted(self._models.items())}

@@ -141,12 +141,14 @@ class NeuromorphicDevice(Device):
         # import, or the torch module it came from); else the network's synapse weights as
         # it holds them (float64). The chip's synapse memory is not NeuroBench's Footprint:
         # placement_report()["chip_synapse_memory_bytes"]
+        # (the network keeps only non-zero synapses: a producer's zero weights, which
+        # NeuroBench's ConnectionSparsity counts, are known from its facts alone)
         facts = dict(parameters=int(c.w.size),
                      parameter_bytes=int(sum(p.weight.nbytes for p in net.projections.values())),
-                     buffer_bytes=0)
+                     buffer_bytes=0, connection_weights=int(c.w.size),
+                     connection_zero_weights=int(c.w.size - nz.sum()))
         facts.update(getattr(net, "model_facts", None) or {})
-        self.ledger.record_model("network", **facts, connection_weights=int(c.w.size),
-                                 connection_zero_weights=int(c.w.size - nz.sum()))
+        self.ledger.record_model("network", **facts)
 
     def _record_activity(self, scope: str | None, n_steps: int, spk_i, spk_p) -> None:
         """NeuroBench activity of one run, per population under ``<scope>/<population>``:

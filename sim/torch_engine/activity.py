@@ -296,14 +296,27 @@ def uninitialized_parameters(module: nn.Module) -> list[str]:
     return [n for n, t in [*module.named_parameters(), *module.named_buffers()] if is_lazy(t)]
 
 
-def model_facts(module: nn.Module) -> dict[str, int]:
+def model_facts(module: nn.Module, counted: set[int] | None = None) -> dict[str, int]:
     """:data:`sim.ledger.MODEL_FACTS` of a torch module (NeuroBench's Footprint,
     ParameterCount and ConnectionSparsity: the weights of Linear/Conv layers, biases not
     included, and those of recurrent layers and cells with their biases). A torch.ao
     quantized model's packed weights, which are no ``parameters()``, count as parameters at
-    the bytes they are stored in (:func:`sim.torch_engine.costs.packed_weights`)."""
-    params = list(module.parameters())
-    buffers = list(module.buffers())
+    the bytes they are stored in (:func:`sim.torch_engine.costs.packed_weights`).
+
+    ``counted``: ids of tensors (and packed-weight objects) already counted in another
+    model of the same run; they are skipped here and this model's are added, so weights two
+    models share (a tied embedding, a backbone two heads use) count once."""
+    counted = set() if counted is None else counted
+    before = set(counted)     # another model's tensors (a computed weight is never one)
+
+    def new(t) -> bool:
+        if id(t) in counted:
+            return False
+        counted.add(id(t))
+        return True
+
+    params = [p for p in module.parameters() if new(p)]
+    buffers = [b for b in module.buffers() if new(b)]
     weights = zeros = 0
     # device -> non-zero counts of the weights on it, off the CPU: read back together, one
     # wait per device instead of one per layer
@@ -318,6 +331,8 @@ def model_facts(module: nn.Module) -> dict[str, int]:
             else:
                 continue
             for t in tensors:
+                if id(t) in before:     # another model's (shared), counted there
+                    continue
                 weights += t.numel()
                 if t.device.type == "meta":
                     # no values (torch.func's ensemble template, a module built on the
@@ -334,6 +349,8 @@ def model_facts(module: nn.Module) -> dict[str, int]:
         # RNN cell's weights and biases are connection weights, as the float layers' are
         stored = []   # (elements, bytes as stored) of each packed tensor
         for obj in packed_parameters(module):
+            if not new(obj):
+                continue
             kind = obj._type().qualified_name()
             connection = not kind.endswith("EmbeddingPackedParamsBase")
             cell = kind.endswith(".CellParamsBase")

@@ -437,6 +437,10 @@ class TorchDevice(Device):
         self.footprint_bytes = 0
         self._placed: list[torch.nn.Module] = []   # compiled modules (record_model)
         self._buffer_bytes: dict[int, int] = {}      # id(compiled module) -> its buffers' B
+        # every model the ledger's facts cover (compiled, or run outermost with parameters),
+        # in the order first seen, and the name each was recorded under (see _record_models)
+        self._modelled: list[torch.nn.Module] = []
+        self._model_names: dict[int, str] = {}
         self._mode: _CountingMode | None = None   # the outermost count() block's, while open
         # the cost of every distinct op call, kept across blocks (costs.CostMemo); set
         # ``dev.cost_memo.verify = True`` to price every call in full as well and compare
@@ -594,16 +598,47 @@ class TorchDevice(Device):
         for name, bucket in recorder.activity.items():
             for what, n in bucket.items():
                 self.ledger.add_activity(what, n, scope=name)
-        models = list(self._placed)
-        models += [m for m in recorder.roots if not any(m is p for p in models)
-                   and next(m.parameters(), None) is not None]
-        for module in models:
-            facts = model_facts(module)
+        self._record_models(recorder.roots)
+
+    def _record_models(self, roots) -> None:
+        """The facts of every model this device compiled or ran outermost (with parameters)
+        into the ledger, as they are now. A model inside another one seen (a compiled
+        encoder run inside a wrapper, one part of a compiled model run alone) is counted
+        with the one it belongs to, and a tensor two models share once; each model keeps
+        one name for the device's life (its class, ``#2``... when a class repeats), and
+        the names of models now inside another are dropped from the ledger."""
+        for m in [*self._placed, *roots]:
+            if (not any(m is seen for seen in self._modelled)
+                    and (any(m is p for p in self._placed)
+                         or next(m.parameters(), None) is not None)):
+                self._modelled.append(m)
+        members = [{id(sub) for sub in m.modules()} for m in self._modelled]
+        tops = [m for k, m in enumerate(self._modelled)
+                if not any(j != k and id(m) in inside for j, inside in enumerate(members))]
+        for m in self._modelled:
+            if m not in tops and id(m) in self._model_names:
+                self.ledger.forget_model(self._model_names[id(m)])
+        counted: set[int] = set()
+        for module in tops:
+            facts = model_facts(module, counted)
             # buffers as compiled: state buffers that take the batch's shape when run
             # (snnTorch's membranes) are the run's state, not the model (NeuroBench's
             # Footprint is taken before the run)
             facts["buffer_bytes"] = self._buffer_bytes.get(id(module), facts["buffer_bytes"])
-            self.ledger.record_model(type(module).__name__, **facts)
+            self.ledger.record_model(self._model_name(module), **facts)
+
+    def _model_name(self, module: torch.nn.Module) -> str:
+        """The ledger name of ``module``'s facts: its class name, ``#k`` added for the k-th
+        model of that class this device met."""
+        if id(module) not in self._model_names:
+            base = type(module).__name__
+            taken = set(self._model_names.values())
+            name, k = base, 1
+            while name in taken:
+                k += 1
+                name = f"{base}#{k}"
+            self._model_names[id(module)] = name
+        return self._model_names[id(module)]
 
     def run(self, module: torch.nn.Module, x: torch.Tensor, scope: str = "infer") -> Any:
         """Inference: ``module(x)`` without gradients, counted under ``scope``; ``x`` is

@@ -37,6 +37,7 @@ count at its root.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from bisect import bisect_right
 from typing import Self
@@ -66,6 +67,37 @@ def _is_compile_wrapper(mod: nn.Module) -> bool:
     return wrapper
 
 
+_SIGNATURES: dict[type, inspect.Signature | None] = {}
+
+
+def _positional(mod: nn.Module, args: tuple, kwargs: dict) -> tuple:
+    """``mod``'s call arguments as one tuple in its ``forward``'s parameter order (the
+    layer records read a layer's inputs by position), the defaults of parameters not given
+    left out after the last one given; ``args`` unchanged when forward's signature cannot
+    be read or does not take them."""
+    cls = type(mod)
+    if cls not in _SIGNATURES:
+        try:
+            _SIGNATURES[cls] = inspect.signature(mod.forward)
+        except (TypeError, ValueError):
+            _SIGNATURES[cls] = None
+    sig = _SIGNATURES[cls]
+    if sig is None:
+        return args
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return args
+    params = sig.parameters
+    names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY,
+                                                         p.POSITIONAL_OR_KEYWORD)]
+    last = max((k for k, n in enumerate(names) if n in bound.arguments), default=-1)
+    out = [bound.arguments.get(n, params[n].default) for n in names[:last + 1]]
+    out += [a for n, p in params.items() if p.kind == p.VAR_POSITIONAL
+            for a in bound.arguments.get(n, ())]
+    return tuple(out)
+
+
 class ScopeTracker:
     """Context manager: ``tracker.where()`` is ``(module path, in backward)`` for the running op.
 
@@ -91,7 +123,8 @@ class ScopeTracker:
         self._handles = [register_module_forward_pre_hook(self._enter_module),
                          # always_call: a forward that raises leaves too (a recomputation
                          # that checkpointing stops part-way raises to stop it)
-                         register_module_forward_hook(self._leave_module, always_call=True)]
+                         register_module_forward_hook(self._leave_module, always_call=True,
+                                                      with_kwargs=True)]
         return self
 
     def __exit__(self, *exc) -> None:
@@ -136,9 +169,13 @@ class ScopeTracker:
                 self._param_paths.setdefault(p, path)
         self._mark(path)
 
-    def _leave_module(self, mod: nn.Module, args, out) -> None:
+    def _leave_module(self, mod: nn.Module, args, *rest) -> None:
         if _is_compile_wrapper(mod):
             return
+        # (kwargs, out); torch calls an always_call hook (args, out) when forward raised
+        kwargs, out = rest if len(rest) == 2 else ({}, rest[0])
+        if kwargs:   # inputs given by name (cell(x, hx=h), fc(input=x)): in forward's order
+            args = _positional(mod, args, kwargs)
         # pop down to ``mod``: entries above it are calls that never left (a hook another
         # library removed, say); a forward that raised leaves too (always_call)
         for i in range(len(self._stack) - 1, -1, -1):

@@ -91,8 +91,13 @@ class NeuromorphicDevice(Device):
 
     kinds = ("neuromorphic",)
 
-    def __init__(self, profile, **_):
+    def __init__(self, profile, **options):
         super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
+        if options:   # the torch engine's (replay=, prefer_cuda=) would be silently ignored
+            raise ModelError(f"NeuromorphicDevice ({self.profile.label}) takes no options; "
+                             f"got {', '.join(f'{k}={v!r}' for k, v in options.items())} "
+                             "(replay and prefer_cuda are the torch engine's, for gpu, cpu "
+                             "and microcontroller profiles)")
         self.compiled: Compiled | None = None
         self.t = 0
 

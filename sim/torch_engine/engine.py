@@ -55,6 +55,7 @@ from sim.torch_engine.costs import (
     CostMemo,
     dense_parts,
     mutated_args,
+    op_signature,
     packed_weights,
     reads_selected_rows_of_first_arg,
 )
@@ -156,7 +157,11 @@ class _CountingMode(ReplayingMode, ObserverMode):
             i = self._pos
             if i < len(replay):
                 entry = replay[i]
-                if entry[0] is func and entry[1] == output_meta(out):
+                # an op with a price: its call's signature too (a tensor from outside the
+                # step's key, a non-tensor argument: what its price reads)
+                if entry[0] is func and entry[1] == output_meta(out) and (
+                        entry[5] is None
+                        or entry[5] == op_signature(func, args, kwargs, out)):
                     self._pos = i + 1
                     kind = entry[2]
                     if kind == PRICED:
@@ -173,13 +178,17 @@ class _CountingMode(ReplayingMode, ObserverMode):
         scope, cost = self._count(func, args, kwargs, out)
         rec = self._rec
         if rec is not None:
+            sig = None
             if never_replayed(func):
                 kind = FULL
-            elif cost[3]:
-                kind = UNCOUNTED
+            elif scope is None:
+                kind = FREE
             else:
-                kind = FREE if scope is None else PRICED
-            rec.append((func, output_meta(out), kind, scope, cost))
+                # no signature (a sparse tensor's op, an argument it cannot key on): its
+                # price may read more than shapes, so it is priced on every call
+                sig = op_signature(func, args, kwargs, out)
+                kind = FULL if sig is None else UNCOUNTED if cost[3] else PRICED
+            rec.append((func, output_meta(out), kind, scope, cost, sig))
         return out
 
     def _count(self, func, args, kwargs, out) -> tuple[str | None, tuple]:

@@ -10,14 +10,14 @@ memo's :func:`sim.torch_engine.costs.op_signature` rules). The first step of a k
 in full and *recorded*: for every op in order, the op, its output's shapes and dtypes, and
 what counting it added (ledger scope, op counts, bytes, or nothing for a free op). A later
 step with that key is *replayed*: the dispatch mode still sees every op, but instead of
-building the op's signature, looking up its scope and adding to the tallies, it checks that
-the op is the recorded one at that position with the same output shapes and dtypes, and
-adds the recorded step's tally once when the step ends. Module calls are part of the
-record: each start and end of a module's forward is checked against it too, in order among
-the ops, so every op lands under the module path it was recorded under (two layers of the
-same shape run by a branch are told apart), forward and backward (a backward op's path is
-that of the forward module that made its autograd node: the same order of ops and module
-calls makes the same nodes under the same paths).
+looking up the op's price and scope and adding to the tallies, it checks that the op is the
+recorded one at that position with the same output shapes and dtypes (and, for an op with a
+price, the same signature), and adds the recorded step's tally once when the step ends.
+Module calls are part of the record: each start and end of a module's forward is checked
+against it too, in order among the ops, so every op lands under the module path it was
+recorded under (two layers of the same shape run by a branch are told apart), forward and
+backward (a backward op's path is that of the forward module that made its autograd node:
+the same order of ops and module calls makes the same nodes under the same paths).
 
 Why the ledger is exactly that of full counting:
 
@@ -28,15 +28,17 @@ Why the ledger is exactly that of full counting:
   runs for its key now.
 - A step that ends early with every op so far matched (the last step of a block, which
   lacks the next batch's slicing) adds the tally of the part that ran.
-- Each replayed op's price is that of the recorded op with the same op and output shapes
-  and dtypes in the same step, whose inputs are the step's inputs (in the key), the
-  module's parameters and state, and earlier ops' outputs (checked). What this does not
-  check, and full counting would price differently: a Python-side choice that changes an
-  op's price without changing any shape or dtype in the step (an op's non-tensor argument
-  set from a step counter that leaves every output shape as it was), or a tensor from
-  outside the step's inputs (the labels) with the recorded shape but a broadcast
-  (stride-0) layout, whose bytes are priced once. ``replay="verify"`` prices every replayed
-  op in full as well and raises on any difference, and the tests run models both ways.
+- A replayed op that computes or moves bytes (priced or uncounted) must also have the
+  recorded call's signature (:func:`sim.torch_engine.costs.op_signature`: the shapes,
+  strides, dtypes and devices of every tensor argument and output, the non-tensor
+  arguments), which is everything its price reads: a tensor from outside the step's key (a
+  raw batch resized for the next step, a tensor passed by keyword, the weight of a layer
+  swapped for one of another kernel size, a broadcast label) or a non-tensor argument that
+  changed makes the step fall back at that op. An op with no signature (a sparse tensor's:
+  its price reads how many values it stores) is priced in full on every call, as is one
+  whose output has no sizes (a strided nested tensor: the step falls back there).
+  ``replay="verify"`` prices every replayed op in full as well and raises on any
+  difference, and the tests run models both ways.
 - Ops whose output shape or price depends on tensor values (tagged ``dynamic_output_shape``:
   ``nonzero``, ``masked_select``, ``unique``, boolean indexing; and
   :data:`sim.torch_engine.costs.VALUE_DEPENDENT`, a boolean-mask ``index_put_``) are never
@@ -64,7 +66,7 @@ every call; or a module's forward starting or ending (the path ops land in chang
 
 ENTER, LEAVE = "enter", "leave"
 """The first item of a MODULE entry: ``(ENTER or LEAVE, module path, MODULE, None,
-NO_COST)``."""
+NO_COST, None)``."""
 NO_COST: tuple = ({}, 0, 0, "")
 
 _DYNAMIC = torch.Tag.dynamic_output_shape
@@ -76,11 +78,21 @@ def never_replayed(func) -> bool:
             or _DYNAMIC in func.tags)
 
 
+class _Unmatched:
+    """The output meta of a tensor without sizes (a strided nested tensor): equal to
+    nothing, so a step that makes one never replays past it (counted in full there)."""
+
+    __slots__ = ()
+
+
 def output_meta(out):
     """What a replayed op's output is checked on: shapes and dtypes of its tensors; for a
     Python scalar (``.item()``) its type only (a branch on its value shows in the ops run)."""
     if isinstance(out, torch.Tensor):
-        return (out.shape, out.dtype)
+        try:
+            return (out.shape, out.dtype)
+        except RuntimeError:    # a strided nested tensor has no sizes
+            return _Unmatched()
     if isinstance(out, (list, tuple)):
         return tuple([output_meta(o) for o in out])
     return type(out)
@@ -101,8 +113,10 @@ def step_key(mod: torch.nn.Module, args, bases: tuple) -> tuple | None:
 class StepRecord:
     """One step's ops in order and their tally summed per scope.
 
-    ``ops``: ``(func, output meta, kind, scope, cost)`` per op, ``cost`` as
-    :meth:`sim.torch_engine.costs.CostMemo.cost` returns it. ``total``: scope ->
+    ``ops``: ``(func, output meta, kind, scope, cost, signature)`` per op, ``cost`` as
+    :meth:`sim.torch_engine.costs.CostMemo.cost` returns it, ``signature`` the call's
+    :func:`sim.torch_engine.costs.op_signature` for a priced or uncounted op (its price is
+    replayed only for a call with that signature), else None. ``total``: scope ->
     ``[op counts, bytes read, bytes written, uncounted ops]`` over the ops of kind
     ``PRICED`` and ``UNCOUNTED`` (``FULL`` ops are added as they run).
     """
@@ -118,9 +132,11 @@ def tally_of(ops) -> dict[str, list]:
     """Scope -> [op counts, read, written, uncounted] of the ``PRICED`` and ``UNCOUNTED``
     ops in ``ops``."""
     total: dict[str, list] = {}
-    for _, _, kind, scope, (counts, read, write, uncounted) in ops:
+    for entry in ops:
+        kind = entry[2]
         if kind != PRICED and kind != UNCOUNTED:
             continue
+        scope, (counts, read, write, uncounted) = entry[3], entry[4]
         t = total.get(scope)
         if t is None:
             t = total[scope] = [{}, 0, 0, {}]
@@ -192,7 +208,7 @@ class ReplayingMode:
                 return
             self._diverge()
         if self._rec is not None:
-            self._rec.append((event, path, MODULE, None, NO_COST))
+            self._rec.append((event, path, MODULE, None, NO_COST, None))
 
     def end_step(self) -> None:
         """The step running ends: a replayed one adds its tally (the whole record's, or that

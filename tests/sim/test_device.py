@@ -143,3 +143,14 @@ def test_every_engine_counts_by_the_same_rule():
     """TorchDevice overrides count() (it installs a dispatch mode); the others inherit it."""
     assert BitwiseDevice.count is Device.count
     assert TorchDevice.count is not Device.count
+
+
+@pytest.mark.parametrize("options", [{"replay": True}, {"replay": "bogus"},
+                                     {"prefer_cuda": False}])
+def test_neuromorphic_device_refuses_the_torch_engines_options(options):
+    # they were silently ignored: sim.device("loihi2", replay=True) counted without replay
+    # and said nothing
+    with pytest.raises(ModelError, match="takes no options.*torch engine"):
+        sim.device("loihi2", **options)
+    with pytest.raises(ModelError, match="takes no options"):
+        NeuromorphicDevice("loihi2", **options)

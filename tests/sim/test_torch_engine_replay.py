@@ -153,11 +153,11 @@ def test_verify_raises_on_a_record_that_is_wrong(toy_gpu_path):
     x = torch.ones(2, 4)
     dev.run(lin, x)                                     # recorded
     record = next(iter(dev.step_replay.records.values()))
-    for i, (func, meta, kind, scope, cost) in enumerate(record.ops):
+    for i, (func, meta, kind, scope, cost, sig) in enumerate(record.ops):
         if func is aten.addmm.default:                  # claim 1 MAC fewer
             counts = dict(cost[0])
             counts["mac_fp32"] -= 1
-            record.ops[i] = (func, meta, kind, scope, (counts, *cost[1:]))
+            record.ops[i] = (func, meta, kind, scope, (counts, *cost[1:]), sig)
     with pytest.raises(AssertionError, match="step replay"):
         dev.run(lin, x)
 

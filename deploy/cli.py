@@ -289,7 +289,11 @@ def _compare_reports(plan, run, others, args, o: CommandOutput) -> list:
             except HardwareLimitError as exc:
                 o.say(f"not compared on {p.label}: {exc}", markup=False)
         else:
-            reports.append(run.ledger.price(p, realtime=args.realtime and bool(p.core_op_ns)))
+            try:   # a microcontroller whose memory cannot hold the run's state: left out
+                reports.append(run.ledger.price(p, realtime=args.realtime
+                                                and bool(p.core_op_ns)))
+            except HardwareLimitError as exc:
+                o.say(f"not compared on {p.label}: {exc}", markup=False)
     return reports
 
 

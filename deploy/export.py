@@ -306,6 +306,40 @@ def _meta_text(meta) -> str:
     return json.dumps(meta, default=str)[:120]
 
 
+def check_golden_outputs(trained, art, source: str, model: str) -> None:
+    """A bitwise model rebuilt from a run file must give, on the golden inputs the run
+    stored, the golden outputs it stored with them (``golden_scores`` / ``golden_labels``,
+    the trained model's own): weights edited within their types (polarities scaled, include
+    bits moved) rebuild without an error, and the C export would otherwise take the edited
+    model's outputs as its golden vectors and pass its own check."""
+    import numpy as np
+
+    from sim.artifacts import BitwiseArtifact
+    stored = {k: np.asarray(trained.arrays[k]) for k in ("golden_scores", "golden_labels")
+              if k in trained.arrays}
+    if not isinstance(art, BitwiseArtifact) or not stored:
+        return
+    from sim.bitwise import BitwiseDevice
+    out = BitwiseDevice(art.profile).run(art.layers, art.inputs, scope="golden")
+    got = {"golden_scores": out.scores, "golden_labels": out.labels}
+    for name, want in stored.items():
+        have = got[name]
+        if have is None:
+            continue
+        have = np.asarray(have)
+        if have.shape != want.shape:
+            differ = f"shape {have.shape} against the stored {want.shape}"
+        elif not np.array_equal(have, want):
+            rows = have.reshape(len(have), -1) != want.reshape(len(want), -1)
+            differ = f"{int(rows.any(axis=1).sum())} of {len(want)} inputs differ"
+        else:
+            continue
+        raise ExportError(f"--from {source!r}: its /trained model does not give the "
+                          f"{name.replace('_', ' ')} the run stored ({differ}): the file "
+                          f"was edited or is corrupt; rerun 'neuroedge simulate {model}' "
+                          "for a fresh run file")
+
+
 def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> Path:
     """Train (when the plan says so) once, build the artifact, write it."""
     trained = xplan.trained
@@ -327,6 +361,7 @@ def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> 
             raise ExportError(_does_not_rebuild(xplan.source, xplan.method.name, exc)) from None
     if not xplan.source:
         return write_artifact(xplan.target, art, xplan.out, force=force)
+    check_golden_outputs(trained, art, xplan.source, xplan.method.name)
     try:
         return write_artifact(xplan.target, art, xplan.out, force=force)
     except NeuroedgeError:

@@ -277,9 +277,19 @@ class TsetlinMachine:
 def clause_layer(include: np.ndarray, polarity: np.ndarray, word_bits: int) -> ClauseLayer:
     """ClauseLayer of include actions [C, m, 2o] (literals ``[x, NOT x]``) and the clause
     polarities [m] (+1 / -1), packed in ``word_bits`` words: what the machine votes with."""
+    include, polarity = np.asarray(include), np.asarray(polarity)
+    if include.ndim != 3 or include.shape[2] % 2:
+        raise ModelError(f"tsetlin clause_layer: include has shape {include.shape}; expected "
+                         "(classes, clauses, 2 x features) include actions")
+    if include.dtype.kind not in "biuf" or not np.isin(include, (0, 1)).all():
+        raise ModelError("tsetlin clause_layer: include holds values other than 0 and 1; "
+                         "each automaton's action is include (1) or exclude (0)")
+    if polarity.shape != include.shape[1:2] or not np.isin(polarity, (-1, 1)).all():
+        raise ModelError(f"tsetlin clause_layer: polarity must be {include.shape[1]} values "
+                         "of +1 or -1, one per clause")
     n_classes, m, n_lit = include.shape
     o = n_lit // 2
-    inc = np.asarray(include, bool).reshape(-1, n_lit)                  # (C*m, 2o)
+    inc = include.astype(bool).reshape(-1, n_lit)                       # (C*m, 2o)
     cls = np.repeat(np.arange(n_classes), m)
     return ClauseLayer(pack_bits(inc[:, :o], word_bits), pack_bits(inc[:, o:], word_bits), o,
                        cls, np.tile(np.asarray(polarity, np.int64), n_classes), n_classes,
@@ -294,6 +304,9 @@ def simulate(cfg: TsetlinConfig, device: BitwiseDevice, data, progress=None) -> 
     the device's profile, state and model bytes), the host's fit and prediction times (as
     facts) and the trained state with ``N_GOLDEN`` golden test samples."""
     tm = TsetlinMachine(data.n_features, data.n_classes, cfg, device)
+    # every update writes the automata's bit-planes: the training state must fit the
+    # device's writable memory (a capacity error otherwise, as BEP's)
+    device.reserve(tm.state.nbytes, scope="train")
     epochs_run = []
 
     def counted(done, total, info):         # the epochs fit really ran (bench/tsetlin.py)

@@ -95,3 +95,18 @@ def test_compare_on_a_chip_too_small_leaves_it_out_with_the_reason(tmp_path, cap
     assert "not compared on spinnaker2: [NeuromorphicDevice.compile] population 'cuba'" in text
     html = out.with_suffix(".html").read_text()
     assert "loihi2" in html and "Energy on spinnaker2" not in html
+
+
+def test_compare_on_a_microcontroller_too_small_leaves_it_out_with_the_reason(tmp_path, capsys):
+    """A bitwise run whose training state does not fit cortex-m4's SRAM: the comparison
+    leaves cortex-m4 out with one line (it exited 2 after writing the run file, and wrote
+    no report). BEP with two hidden layers of 256 keeps 18 state bits per weight: 723,456 B,
+    against cortex-m4's 196,608 B of SRAM."""
+    out = tmp_path / "run.h5"
+    assert main(["simulate", "bep", "--profile", "fpga-bnn", "--set", "hidden=[256,256]",
+                 "--set", "epochs=1", "--set", "limit_train=300", "--set", "limit_test=50",
+                 "--compare", "cortex-m4", "--out", str(out)]) == 0
+    text = capsys.readouterr().err
+    assert ("not compared on cortex-m4: [price] cortex-m4: state of scope 'train' needs "
+            "723,456 B") in text
+    assert out.exists() and out.with_suffix(".html").exists()

@@ -280,3 +280,53 @@ def test_packed_bitwise_weights_bound_the_meta_by_their_bits():
     check_stored_state(Trained(arrays=words, meta={"k_in": [1000]}), "run.h5")
     with pytest.raises(ExportError, match=r"k_in = \[100000\] has a size outside 0\.\.8192"):
         check_stored_state(Trained(arrays=words, meta={"k_in": [100000]}), "run.h5")
+
+
+def _tsetlin_state(polarity=(1, -1, 1, -1), scores=((0, 0),), include=None):
+    """A 2-class, 4-clause machine over 3 features. Every clause empty: silent at inference,
+    so the class sums on any input are (0, 0) and the label 0."""
+    arrays = {"include": np.zeros((2, 4, 6), np.uint8) if include is None else include,
+              "polarity": np.asarray(polarity),
+              "golden_x": np.zeros((1, 1), np.uint32),
+              "golden_scores": np.asarray(scores, np.int32),
+              "golden_labels": np.zeros(1, np.int64)}
+    meta = {"n_features": 3, "n_classes": 2, "clauses": 4, "state_bits": 8, "word_bits": 32,
+            "profile": "cortex-m4"}
+    return meta, arrays
+
+
+def test_export_from_refuses_polarities_edited_off_plus_minus_one(tmp_path, toy_gpu_path):
+    # polarities scaled to +-0.5 were cast to 0: every class sum 0, exported without a word
+    meta, arrays = _tsetlin_state(polarity=(0.5, -0.5, 0.5, -0.5))
+    _export_refused(tmp_path, toy_gpu_path, "tsetlin", meta, arrays, "c",
+                    "does not rebuild a tsetlin model", "+1 or -1")
+
+
+def test_export_from_refuses_include_actions_other_than_0_and_1(tmp_path, toy_gpu_path):
+    include = np.zeros((2, 4, 6), np.int64)
+    include[0, 0, 0] = 2
+    meta, arrays = _tsetlin_state(include=include)
+    _export_refused(tmp_path, toy_gpu_path, "tsetlin", meta, arrays, "c",
+                    "does not rebuild a tsetlin model", "other than 0 and 1")
+
+
+def test_export_from_refuses_a_model_that_misses_its_own_golden_outputs(tmp_path,
+                                                                       toy_gpu_path):
+    # a valid state whose outputs are (0, 0), stored beside golden scores (3, 0): edited
+    # (the C export recomputed its golden vectors from the edited model and passed)
+    meta, arrays = _tsetlin_state(scores=((3, 0),))
+    _export_refused(tmp_path, toy_gpu_path, "tsetlin", meta, arrays, "c",
+                    "does not give the golden scores the run stored", "1 of 1 inputs differ",
+                    "edited or is corrupt")
+
+
+def test_export_from_a_state_with_its_own_golden_outputs_is_written(tmp_path, toy_gpu_path):
+    from deploy.export import export_run
+    from models.registry import Trained
+    meta, arrays = _tsetlin_state()
+    result = RunResult(model="tsetlin", profile=load(toy_gpu_path), dataset="digits",
+                       config={}, metrics={"test_accuracy": 0.9}, ledger=Ledger(), traces={},
+                       trained=Trained(arrays, meta))
+    runfile.write_run(tmp_path / "run.h5", result)
+    out = export_run(tmp_path / "run.h5", "c", tmp_path / "out")
+    assert (out / "golden.h").exists()

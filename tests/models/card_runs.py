@@ -50,10 +50,13 @@ def param(name: str):
 def toy_profile(card) -> str:
     """The toy profile of the kind of ``card``'s default profile. A neuromorphic card runs on
     its own default chip: the 32-neuron toy profile has no spike payload bits (DiffPC's
-    ternary spikes need them) and too little synapse memory for the CUBA network."""
+    ternary spikes need them) and too little synapse memory for the CUBA network; a bitwise
+    card on its own default microcontroller too (the Tsetlin machine's training state does
+    not fit cortex-m4's SRAM)."""
     from hw_profiles import load
     kind = load(card.default_profile).kind
-    return card.default_profile if kind == "neuromorphic" else KIND_PROFILE[kind]
+    return (card.default_profile if kind in ("neuromorphic", "bitwise")
+            else KIND_PROFILE[kind])
 
 
 def missing_data(card) -> str | None:

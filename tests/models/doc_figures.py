@@ -88,11 +88,11 @@ def tsetlin_row(dataset: str, profile: str, m: dict) -> str:
 
 
 def _tsetlin(run) -> list[tuple[str, str]]:
-    # the default run: digits on cortex-m4 (the card's default profile, also its toy one)
+    # the default run: digits on stm32l4r5 (the card's default profile)
     m = run.metrics
-    return [("bench/RESULTS.md", tsetlin_row("digits", "cortex-m4", m)),
+    return [("bench/RESULTS.md", tsetlin_row("digits", "stm32l4r5", m)),
             ("models/tsetlin/README.md",
-             f"digits {pct(m['test_accuracy'])} on cortex-m4 at "
+             f"digits {pct(m['test_accuracy'])} on stm32l4r5 at "
              f"{format_energy(m['energy_per_train_sample_j'])} per training sample and "
              f"{format_energy(m['energy_per_inference_j'])} per inference")]
 

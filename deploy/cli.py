@@ -54,7 +54,7 @@ from deploy.completion import add_completion_parser
 from deploy.errors import OutputError
 from deploy.estimate_cli import add_estimate_parser
 from deploy.measure_cli import add_measure_parser
-from deploy.outputs import all_or_nothing
+from deploy.outputs import all_or_nothing, given_path
 from deploy.sweep_cli import add_sweep_parser
 from hw_profiles.errors import NeuroedgeError, suggestion
 
@@ -232,8 +232,8 @@ def cmd_simulate(args) -> int:
             runner.check_kind(method, p, "--compare")
             if p.label != profile.label:  # the run's own is the first row
                 others.append(p)
-    out = Path(args.out) if args.out else runner.run_file_name(plan)
-    html = Path(args.html) if args.html else out.with_suffix(".html")
+    out = given_path(args.out, runner.run_file_name(plan), "--out")
+    html = given_path(args.html, out.with_suffix(".html"), "--html")
     inputs = [p.path for p in (profile, *others) if p.path]
     check_outputs({"--out": out, "--html": html, "--json": args.json}, force=args.force,
                    inputs=inputs)

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.errors import ExportError
-from deploy.outputs import check_output
+from deploy.outputs import check_output, given_path
 from hw_profiles.errors import NeuroedgeError
 
 TARGETS = ("c", "nir", "onnx")
@@ -188,7 +188,7 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
                               f"on, when the model returns one): rerun 'neuroedge simulate "
                               f"{run.model}' or export without --from, which trains")
         check_stored_state(run.trained, str(run_file))
-        dest = Path(out) if out else default_out(method.name, target)
+        dest = given_path(out, default_out(method.name, target), option or "--out")
         check_output(dest, force=force, inputs=[run_file],
                      directory=target in DIRECTORY_TARGETS, option=option)
         # the rebuild's dry run last: every check that needs no model code comes first
@@ -200,7 +200,7 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
     check_target(method, target)
     plan = runner.prepare(method, profile=profile, dataset=method.card.trains_on,
                           preset=preset, seed=seed, overrides=overrides)
-    dest = Path(out) if out else default_out(method.name, target)
+    dest = given_path(out, default_out(method.name, target), option or "--out")
     inputs = [plan.profile.path] if plan.profile.path else []
     check_output(dest, force=force, inputs=inputs, directory=target in DIRECTORY_TARGETS,
                  option=option)

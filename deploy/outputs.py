@@ -162,6 +162,18 @@ def _writable_ancestor(path: Path, option: str | None) -> None:
     os.unlink(probe)
 
 
+def given_path(value, default, option: str) -> Path:
+    """The path an option names, or ``default`` when the option was not given (None). An
+    empty value (``--out ""``: an unset shell variable) is refused rather than taken as
+    not given, which wrote into the default place."""
+    if value is None:
+        return Path(default)
+    if not str(value).strip():
+        raise OutputError(f"{option}: empty path: name a file to write, or leave {option} "
+                          "out for the default")
+    return Path(value)
+
+
 def check_output(path: PathLike, *, force: bool = False, inputs: Iterable[PathLike] = (),
                  directory: bool = False, option: str | None = None) -> Path:
     """Check that ``path`` can be written under the module's rules; write nothing.

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from deploy.cli_args import parse_positive
+from deploy.outputs import given_path
 
 EXIT_FAILED = 1
 """The sweep finished, but some of its runs (or trials) failed: not EXIT_ERROR (2), which
@@ -74,7 +75,7 @@ def cmd_sweep(args) -> int:
         if not args.quiet:
             print(f"{len(lines)} runs, priced on {', '.join(spec.profiles)}", file=sys.stderr)
         return 0
-    out = Path(args.out) if args.out else Path("sweeps") / spec.name
+    out = given_path(args.out, Path("sweeps") / spec.name, "--out")
 
     def progress(done, total, key, how):
         if not args.quiet:
@@ -106,7 +107,7 @@ def _cmd_search(spec, args) -> int:
     if args.dry_run:
         print("\n".join(search.dry_run_lines(spec)))
         return 0
-    out = Path(args.out) if args.out else Path("sweeps") / spec.name
+    out = given_path(args.out, Path("sweeps") / spec.name, "--out")
 
     def progress(done, total, number, line):
         if not args.quiet:

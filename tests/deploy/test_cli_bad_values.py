@@ -78,3 +78,21 @@ def test_a_bad_value_is_one_error_line(files, capsys, argv, fragment):
     assert err.startswith("neuroedge: error: ") and "\n" not in err, err
     assert fragment.format(d=files) in err
     assert sorted(p.name for p in files.iterdir()) == ["adir", "bad.h5", "bad.toml", "net.py"]
+
+
+@pytest.mark.parametrize("argv", [["simulate", "mlp", "--out", ""],
+                                  ["simulate", "mlp", "--html", ""],
+                                  ["export", "tsetlin", "--target", "c", "--out", ""],
+                                  ["sweep", "examples/sweep-diffpc.toml", "--out", ""]])
+def test_an_empty_output_path_is_refused_not_taken_as_the_default(argv, tmp_path,
+                                                                  monkeypatch, capsys):
+    """``--out ""`` (an unset shell variable) wrote into the default place (exports/...,
+    sweeps/..., runs/...) and exited 0."""
+    from pathlib import Path
+    spec = Path(__file__).resolve().parents[2] / "examples" / "sweep-diffpc.toml"
+    argv = [str(spec) if a == "examples/sweep-diffpc.toml" else a for a in argv]
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    option = argv[argv.index("") - 1]
+    assert f"{option}: empty path" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []          # nothing trained or written

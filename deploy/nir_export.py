@@ -1,6 +1,7 @@
 """NIR export and import of NeuromorphicDevice networks (``nir`` package, ``.nir`` HDF5 files).
 
-Mapping (NIR 1.0.x node types; every field of the network survives export + import):
+Mapping (NIR 1.0.x node types; what survives export + import, and what does not, is listed
+under "Round trip" below):
 
 ===========================  ===============================================================
 engine                       NIR
@@ -25,14 +26,21 @@ no source at all             a placeholder ``Input`` ``input`` and a zero ``Line
 ===========================  ===============================================================
 
 Every file therefore has an ``Input`` and an ``Output`` and passes ``nir.read`` with its
-default type check. Other readers (checked in tests/deploy/test_nir_import.py):
+default type check. Other readers (checked in tests/deploy/test_nir_import.py and
+tests/deploy/test_nir_roundtrip_fidelity.py):
 snnTorch's ``import_from_nir`` takes ``LIF`` / ``CubaLIF`` / ``IF`` populations with
 ``v_leak = 0``, one threshold per population and ``r = tau / 1e-4`` (its fixed dt), fed
-forward (same spike counts) or with one recurrent ``Linear`` per population (it runs, but
-snnTorch 1.0.0 routes the external input through the recurrent weights); Norse's
-``from_nir`` takes ``LIF`` / ``IF`` / ``CubaLIF`` and ``Linear`` (same counts for LIF with
-``r = 1``, forward Euler). Neither reads multi-channel CUBA (``LI`` per channel) or
-``Delay`` nodes: those files are for this project's import and NIR tools.
+forward or with one recurrent ``Linear`` per population (it runs, but snnTorch 1.0.0 routes
+the external input through the recurrent weights). Its spikes are ours (one step earlier per
+layer) only for ``LIF`` / ``CubaLIF`` populations with ``reset="value"`` and ``v_reset = 0``
+(also ``method="euler"``, no ``refractory``, no ``i_inj``, which it does not read): snnTorch
+1.0.0 builds every ``LIF`` / ``CubaLIF`` with ``reset_mechanism="zero"``, whatever the file's
+``v_reset`` and reset, so a ``reset="subtract"`` export, or one with ``v_reset != 0``, runs
+there with a reset to 0 and gives other spikes; an ``IF`` becomes a ``Leaky`` with
+``beta = 0.9`` (a leak ours does not have). Norse's ``from_nir`` takes ``LIF`` / ``IF`` /
+``CubaLIF`` and ``Linear`` (same counts for LIF with ``r = 1``, forward Euler). Neither reads
+multi-channel CUBA (``LI`` per channel) or ``Delay`` nodes: those files are for this
+project's import and NIR tools.
 
 Conventions written into the graph metadata (``neuroedge_*`` keys) and stated here, since
 NIR is continuous-time and leaves discretisation to each backend:
@@ -47,13 +55,35 @@ NIR is continuous-time and leaves discretisation to each backend:
   ``(d - 1) dt``; the one-step transmission is the recurrent step snnTorch's RLeaky /
   RSynaptic also take.
 
-Dense ``Linear`` weights are what NIR offers: synapses repeated between the same pair with
-the same delay are summed (the import then gives one synapse). Custom neuron kernels have
-no NIR node and are refused.
+Round trip (:func:`to_nir` / :func:`export_nir`, then :func:`deploy.nir_import.read_nir`,
+in memory or through a ``.nir`` file; tests/deploy/test_nir_export.py and
+tests/deploy/test_nir_roundtrip_fidelity.py): ``dt``, every population's model, size,
+parameters, method, reset, channels, refractory period, ``v_init`` and injected current,
+every source's events or rates and seed, every projection's synapses (pre, post, weight,
+delay), channel and ``kernel_weights``, and the probes come back as written, and so does
+the order of the network's sources, populations and projections (it decides the placement,
+hence hops and energy). Three things NIR's nodes cannot hold travel in metadata:
+
+- the order: graph metadata ``neuroedge_order`` (:data:`ORDER_KEY`), the node names as a
+  JSON list, since a ``.nir`` file lists nodes alphabetically;
+- ``kernel_weights`` (a projection's weight-shared form): ``Linear`` metadata
+  ``kernel_weights`` on each of its ``Linear`` nodes, counted once;
+- synapses of weight 0 that the network lists: ``Linear`` metadata ``zero_synapses``
+  (``[post; pre]`` indices), since a dense matrix cannot tell a listed synapse of weight 0
+  from no synapse. They are kept only for files this exporter wrote (graph metadata
+  ``neuroedge_format``); in any other producer's matrix a 0 is no synapse.
+
+What does not survive: synapses repeated between the same pair with the same delay are
+summed (dense ``Linear`` weights are what NIR offers; the import gives one synapse, of
+weight 0 when they cancel), and a projection's synapses come back per delay in the
+matrix's order (by target, then source), not in the order they were listed; with
+``compiled``, the weights written are the quantised ones. Custom neuron kernels have no
+NIR node and are refused. Other readers ignore this metadata.
 """
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 
@@ -68,6 +98,20 @@ from deploy.nir_format import (
     require_nir,
 )
 from deploy.outputs import write_bytes
+
+ORDER_KEY = "neuroedge_order"
+"""Graph metadata key: the graph's node names as a JSON list, in the order :func:`to_nir`
+made them (the network's sources, populations and projections in its own order). A
+``.nir`` file lists a group's nodes alphabetically, which would reorder the populations
+(placement, hops, energy) and sources; :func:`deploy.nir_import.read_nir` restores it."""
+ZERO_SYNAPSES_KEY = "zero_synapses"
+"""``Linear`` metadata key: the ``[post; pre]`` indices (int64, shape (2, k)) of the
+synapses the network lists whose weight in that matrix is 0. A dense matrix cannot tell a
+listed synapse of weight 0 from no synapse; the import keeps these (they count synaptic
+operations and synapse memory) while a zero in a foreign matrix stays no synapse."""
+KERNEL_WEIGHTS_KEY = "kernel_weights"
+"""``Linear`` metadata key: the projection's ``kernel_weights`` (weight-shared form), on
+each of its ``Linear`` nodes; absent when it is None."""
 
 
 def to_nir(net, compiled=None):
@@ -121,12 +165,19 @@ def to_nir(net, compiled=None):
             else f"{proj.post}.syn{proj.channel}"
         for d in np.unique(proj.delay):
             sel = proj.delay == d
+            post_i, pre_i = proj.post_idx[sel], proj.pre_idx[sel]
             dense = np.zeros((n_post, n_pre))
-            np.add.at(dense, (proj.post_idx[sel], proj.pre_idx[sel]), w[sel])
+            np.add.at(dense, (post_i, pre_i), w[sel])
             lin = f"{proj.name}.d{int(d)}"
-            nodes[lin] = nir.Linear(weight=dense, metadata={"projection": proj.name,
-                                                            "delay_steps": int(d),
-                                                            "channel": proj.channel})
+            lin_meta = {"projection": proj.name, "delay_steps": int(d),
+                        "channel": proj.channel}
+            if proj.kernel_weights is not None:
+                lin_meta[KERNEL_WEIGHTS_KEY] = int(proj.kernel_weights)
+            zero = dense[post_i, pre_i] == 0
+            if zero.any():   # listed synapses of weight 0 (summed, as every repeated pair)
+                z = np.unique(post_i[zero] * n_pre + pre_i[zero])
+                lin_meta[ZERO_SYNAPSES_KEY] = np.stack([z // n_pre, z % n_pre]).astype(np.int64)
+            nodes[lin] = nir.Linear(weight=dense, metadata=lin_meta)
             edges.append((node_name(proj.pre, net), lin))
             if d > 1:
                 dl = f"{lin}.delay"
@@ -147,7 +198,8 @@ def to_nir(net, compiled=None):
     meta = {FORMAT_KEY: FORMAT_VALUE, "dt": net.dt, "neuroedge_time_unit": "s",
             "neuroedge_update_order": "input, currents, membrane, strict threshold, reset",
             "neuroedge_delay": "d steps = 1 step transmission + Delay((d-1) dt)",
-            "neuroedge_probes": ";".join(f"{t}:{w}" for t, w in net.probes)}
+            "neuroedge_probes": ";".join(f"{t}:{w}" for t, w in net.probes),
+            ORDER_KEY: json.dumps(list(nodes))}
     return nir.NIRGraph(nodes=nodes, edges=edges, metadata=meta, type_check=False)
 
 

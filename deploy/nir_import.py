@@ -4,12 +4,18 @@
 attaches spikes to its ``Input``. Two kinds of graph are read:
 
 - **this project's exports** (graph metadata ``neuroedge_format``, :mod:`deploy.nir_export`):
-  every field comes back as written, delays included;
+  every field comes back as written, delays included, and the network's order of sources,
+  populations and projections (graph metadata ``neuroedge_order``; without it, as in files
+  written before it, the graph's order, alphabetical in a file), its projections' ``kernel_weights``
+  and its listed synapses of weight 0 (``Linear`` metadata ``kernel_weights``,
+  ``zero_synapses``), except what :mod:`deploy.nir_export` lists under "Round trip";
 - **other producers** (snnTorch's ``export_to_nir``, Norse's ``to_nir``, hand-built
   graphs): every NIR 1.0.8 primitive (:data:`READ_NODES`) and nested ``NIRGraph``
   subgraphs (older snnTorch RLeaky / RSynaptic exports; nirtorch 2.x writes them flat as
   ``lif2.lif`` + ``lif2.w_rec``):
 
+  - a weight of 0 in a matrix is no synapse (this project's own ``zero_synapses``
+    metadata is read only from its own exports);
   - the stateless nodes between two spiking layers (``Linear``, ``Affine``, ``Scale``,
     ``Conv1d``, ``Conv2d``, ``SumPool2d``, ``AvgPool2d``, ``Flatten``: the same C-order
     values under the shape it gives the next node) compose into one projection
@@ -69,12 +75,15 @@ Reset rule (``reset=`` argument, or the file):
 Which reader takes which graph (of this project's exports, :mod:`deploy.nir_export`):
 ``nir.read`` with its default type check takes all of them; snnTorch's ``import_from_nir``
 takes ``LIF`` / ``CubaLIF`` / ``IF`` populations with ``v_leak = 0``, one threshold per
-population and ``r = tau/1e-4``, fed forward or with one recurrent ``Linear`` per population;
+population and ``r = tau/1e-4``, fed forward or with one recurrent ``Linear`` per population
+(its spikes are ours only for ``reset="value"`` with ``v_reset = 0``: it resets every
+neuron to 0; :mod:`deploy.nir_export` states the conditions);
 Norse's ``from_nir`` takes ``LIF`` / ``CubaLIF`` / ``IF`` / ``Linear`` graphs; neither
 takes multi-channel CUBA (``LI`` per channel) or ``Delay`` nodes.
 """
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
@@ -85,6 +94,7 @@ import scipy.sparse as sp
 from deploy import events, nir_ops
 from deploy.errors import ExportError
 from deploy.hdf5_checks import check_structure
+from deploy.nir_export import KERNEL_WEIGHTS_KEY, ORDER_KEY, ZERO_SYNAPSES_KEY
 from deploy.nir_format import (
     FORMAT_KEY,
     FORMAT_VALUE,
@@ -347,6 +357,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         raise _err(f"reset={reset!r} is unknown; expected one of {RESETS}")
     ours = (graph.metadata or {}).get(FORMAT_KEY) in (FORMAT_VALUE, FORMAT_VALUE.encode())
     nodes, edges, ident = _flatten(graph, nir)
+    if ours:
+        nodes = _written_order(graph, nodes)
     dangling = sorted({k for edge in edges for k in edge if k not in nodes})
     if dangling:
         raise _err(f"{label} has edges naming nodes it does not hold: {', '.join(dangling)}; "
@@ -649,6 +661,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         return population_name(k) if ours else k
 
     projs: dict[str, list] = {}
+    rank = {k: i for i, k in enumerate(nodes)}
+    first: dict[str, int] = {}   # ours: a projection's first Linear node in the written order
     bias_sources = 0
     for e, w, d, ch, k in paths:
         node = nodes[w[-1]] if w is not None else None
@@ -663,6 +677,15 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         coo = W.tocoo()
         keep = coo.data != 0
         post_i, pre_i = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)
+        wv = coo.data[keep]
+        if ours and ZERO_SYNAPSES_KEY in m:
+            # our export's listed synapses of weight 0 (a dense matrix alone cannot hold
+            # them); a pair the matrix gives a weight is that synapse already
+            zk = _zero_synapses(m[ZERO_SYNAPSES_KEY], w[-1], n_post, n_pre)
+            zk = zk[~np.isin(zk, post_i * n_pre + pre_i)]
+            post_i = np.concatenate([post_i, zk // n_pre])
+            pre_i = np.concatenate([pre_i, zk % n_pre])
+            wv = np.concatenate([wv, np.zeros(zk.size)])
         # each synapse's extra steps: its source neuron's delay before the chain and its
         # target neuron's after it
         extra = _delay_steps(d[0], n_pre, dt, e, k, "source")[pre_i] \
@@ -678,10 +701,15 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                            "layers; the engine's one-step recurrence cannot express it")
             dly = step + extra
         key = str(m.get("projection", "+".join(w) if w is not None else f"{e}->{k}"))
-        shared = None if w is None else [nir_ops.kernel_weights(nodes[x]) for x in w]
-        shared = None if shared is None or min(shared) < 0 else sum(shared)
+        if ours:   # the projection's own value, on each of its Linear nodes
+            shared = _kernel_weights(m[KERNEL_WEIGHTS_KEY], w[-1]) \
+                if KERNEL_WEIGHTS_KEY in m else None
+            first[key] = min(first.get(key, len(rank)), rank.get((w or (k,))[-1], len(rank)))
+        else:
+            shared = None if w is None else [nir_ops.kernel_weights(nodes[x]) for x in w]
+            shared = None if shared is None or min(shared) < 0 else sum(shared)
         projs.setdefault(key, []).append((pname(e), pname(k), channel, pre_i, post_i,
-                                          coo.data[keep], dly, shared))
+                                          wv, dly, shared))
         b = chain_map(e, w)[1] if w is not None else None
         if b is not None and np.any(b) and \
                 (ch is not None or isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI))):
@@ -693,9 +721,13 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             net.connect(src, pname(k), weight=b.reshape(-1, 1), channel=channel,
                         delay=max(1, depth[k]), name=src)
             bias_sources += 1
+    if ours:   # connected in the order the network held them (their nodes' order)
+        projs = dict(sorted(projs.items(), key=lambda kv: first[kv[0]]))
     for key, parts in projs.items():
         pre, post, channel = parts[0][:3]
         kernel = [p[7] for p in parts]
+        if ours and None not in kernel:
+            kernel = kernel[:1]   # one value per projection, not per delay's Linear node
         net.connect(pre, post, pre_idx=np.concatenate([p[3] for p in parts]),
                     post_idx=np.concatenate([p[4] for p in parts]),
                     weight=np.concatenate([p[5] for p in parts]),
@@ -716,6 +748,56 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     net.model_facts = _model_facts(nodes, neurons, linear_types)
     net.nir_input_shapes = {k: shape_of(k) for k in inputs}
     return net
+
+
+def _written_order(graph, nodes: dict) -> dict:
+    """``nodes`` in the order a neuroedge export made them (graph metadata
+    :data:`~deploy.nir_export.ORDER_KEY`, a JSON list of node names), which a ``.nir`` file
+    loses (HDF5 lists a group's members alphabetically): the network's sources, populations
+    and projections come back in its own order. Nodes the list does not name follow in the
+    graph's order; a graph without the list keeps the graph's order."""
+    raw = (graph.metadata or {}).get(ORDER_KEY)
+    if raw is None:
+        return nodes
+    if isinstance(raw, (bytes, np.bytes_)):
+        raw = bytes(raw).decode("utf-8", "replace")
+    try:
+        names = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        names = None
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise _err(f"the graph's metadata {ORDER_KEY} is not a JSON list of node names "
+                   "(what neuroedge's export writes); remove it to read the nodes in the "
+                   "file's order")
+    ordered = {k: nodes[k] for k in names if k in nodes}
+    ordered.update((k, v) for k, v in nodes.items() if k not in ordered)
+    return ordered
+
+
+def _zero_synapses(value, node: str, n_post: int, n_pre: int) -> np.ndarray:
+    """The synapses of weight 0 a neuroedge ``Linear`` node lists (metadata
+    :data:`~deploy.nir_export.ZERO_SYNAPSES_KEY`, ``[post; pre]`` indices) as sorted unique
+    flat indices ``post * n_pre + pre``."""
+    a = np.asarray(value)
+    if a.ndim != 2 or a.shape[0] != 2 or (a.size and (
+            a.dtype.kind not in "iu" or a[0].min() < 0 or a[0].max() >= n_post
+            or a[1].min() < 0 or a[1].max() >= n_pre)):
+        raise _err(f"node {node!r}: metadata {ZERO_SYNAPSES_KEY} of shape {a.shape} "
+                   f"({a.dtype}); expected integer [post; pre] indices of shape (2, k) within "
+                   f"its ({n_post}, {n_pre}) weight")
+    return np.unique(a[0].astype(np.int64) * n_pre + a[1].astype(np.int64))
+
+
+def _kernel_weights(value, node: str) -> int:
+    """A neuroedge ``Linear`` node's :data:`~deploy.nir_export.KERNEL_WEIGHTS_KEY`: one
+    whole number."""
+    a = np.asarray(value)
+    if a.size != 1 or a.dtype.kind not in "iuf" or not np.isfinite(a).all() \
+            or a.ravel()[0] != np.rint(a.ravel()[0]) or abs(float(a.ravel()[0])) > 2**62:
+        shown = repr(a.ravel()[0].item()) if a.size == 1 else f"{a.size} values of {a.dtype}"
+        raise _err(f"node {node!r}: metadata {KERNEL_WEIGHTS_KEY} = {shown[:40]}; expected "
+                   "one whole number (the weights of the projection's shared kernel)")
+    return int(a.ravel()[0])
 
 
 def _check_layout(e: str, chain, k: str, given: tuple, held: tuple, nodes) -> None:

@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -575,6 +576,8 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
         replace_old = dst.is_dir() and any(dst.iterdir())
         if not replace_old:
             try:
+                if dst.is_dir():   # the user's empty directory keeps its permissions
+                    tmp.chmod(stat.S_IMODE(dst.stat().st_mode))
                 os.rename(tmp, dst)  # onto nothing or an empty directory; never onto content
             except OSError as exc:
                 raise OutputError(f"{_label(dst, option)} changed while exporting "

@@ -134,6 +134,18 @@ def test_directory_export_into_new_or_empty_directory(tmp_path):
     assert leftovers == []
 
 
+def test_an_empty_user_directory_keeps_its_permissions(tmp_path):
+    # an export into the user's empty 0750 directory came back 0755 (mkdir's mode under
+    # the umask): the directory was replaced by the temporary one
+    dest = tmp_path / "mine"
+    dest.mkdir()
+    dest.chmod(0o750)
+    with write_directory(dest) as tmp:
+        (tmp / "model.c").write_text("int x;\n")
+    assert dest.stat().st_mode & 0o777 == 0o750
+    assert (dest / "model.c").exists()
+
+
 def test_non_empty_user_directory_is_never_replaced_even_with_force(tmp_path):
     before = _user_dir(tmp_path)
     for force, hint in ((False, "not empty"), (True, "has no .neuroedge-manifest.json")):

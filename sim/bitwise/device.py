@@ -51,6 +51,7 @@ from sim.device import Device, register_engine
 from sim.errors import ModelError
 
 _INT_BYTES = 4  # products and scores are int32
+_INT32 = np.iinfo(np.int32)
 
 
 def _zeros_counts() -> np.ndarray:
@@ -183,7 +184,9 @@ class BitwiseDevice(Device):
             popcount of each mask row; computed (and counted) when not given.
         k : int, optional
             The rows' bit count; when given, the word count and zero padding are checked.
-            Mask padding bits must be 0 either way (pack_bits guarantees it).
+            Without it every bit of the words is a position (the device cannot tell padding
+            from data): a mask must then have 0 in its padding bits, as pack_bits makes
+            it, or the padding positions count as products of the padding's +-1 values.
 
         Returns int32 [N, M].
         """
@@ -363,8 +366,9 @@ class BitwiseDevice(Device):
         rows : integer array, optional
             Update only these rows (first-axis indices, distinct) of ``counters``.
 
-        Returns ``counters`` (updated in place). The sum is formed in int32, so it never
-        wraps before the clip.
+        Returns ``counters`` (updated in place). The sum is formed in int64 with ``delta``
+        clipped to +-2**62 (beyond any counter's range: the clip's result is the same), so
+        it never wraps before the clip.
         """
         c = counters
         if not isinstance(c, np.ndarray) or c.dtype.kind != "i" or c.dtype.itemsize > 4:
@@ -395,7 +399,11 @@ class BitwiseDevice(Device):
         else:
             target = c
         try:
-            new = np.clip(target.astype(np.int32) + d.astype(np.int32), lo, hi)
+            # int64: an int32 counter at hi plus 1 wrapped in int32 (to -2**31, then
+            # clipped to lo); a uint64 delta above 2**62 is clipped before the cast
+            d64 = (np.minimum(d, 2**62) if d.dtype == np.uint64
+                   else np.clip(d, -2**62, 2**62)).astype(np.int64)
+            new = np.clip(target.astype(np.int64) + d64, lo, hi).astype(c.dtype)
         except ValueError:
             raise ModelError(f"[BitwiseDevice] counter_add: delta shape {d.shape} does not "
                              f"broadcast against the counters {target.shape}") from None
@@ -443,7 +451,14 @@ class BitwiseDevice(Device):
         if x.dtype.kind not in "iu" or y.dtype.kind not in "iu":
             raise ModelError(f"[BitwiseDevice] add_int: integer operands only, got {x.dtype} "
                              f"and {y.dtype}")
-        out = (x.astype(np.int32) + y.astype(np.int32)).astype(np.int32)
+        total = x.astype(np.int64) + y.astype(np.int64)
+        if total.size and (total.min() < _INT32.min or total.max() > _INT32.max or
+                           min(x.min(initial=0), y.min(initial=0)) < _INT32.min or
+                           max(x.max(initial=0), y.max(initial=0)) > _INT32.max):
+            raise ModelError("[BitwiseDevice] add_int: operands or sums outside the device's "
+                             f"int32 range [{_INT32.min}, {_INT32.max}] (they would wrap); "
+                             "scale the operands down")
+        out = total.astype(np.int32)
         counts = _zeros_counts()
         counts[OP_CODES["int_add"]] = out.size
         self._flush(counts, read=x.nbytes + y.nbytes, write=out.nbytes)

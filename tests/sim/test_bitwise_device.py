@@ -252,3 +252,27 @@ def test_clause_votes_refuses_bad_input():
         dev.clause_votes(x, m, np.zeros((2, 1), np.uint32), np.zeros(3, int), np.ones(3, int), 2)
     with pytest.raises(ModelError, match=r"clause_weight must be an integer array of shape \(3,\)"):
         dev.clause_votes(x, m, m, np.zeros(3, int), np.ones(3), 2)
+
+
+def test_counter_add_saturates_without_wrapping():
+    dev = BitwiseDevice("cortex-m4")
+    # an int32 counter at its maximum plus 1 wrapped to -2**31 in int32 and was clipped to lo
+    c = np.array([2**31 - 1], np.int32)
+    dev.counter_add(c, 1, -(2**31), 2**31 - 1)
+    assert c.tolist() == [2**31 - 1]
+    # an int64 delta of 2**31 on an int16 counter was truncated to -2**31: clipped to lo
+    c16 = np.array([5], np.int16)
+    dev.counter_add(c16, np.array([2**31], np.int64), -100, 100)
+    assert c16.tolist() == [100]
+    c16 = np.array([5], np.int16)
+    dev.counter_add(c16, np.array([2**64 - 1], np.uint64), -100, 100)
+    assert c16.tolist() == [100]
+
+
+def test_add_int_refuses_what_would_wrap_the_int32_accumulators():
+    dev = BitwiseDevice("cortex-m4")
+    assert dev.add_int(np.array([2**31 - 2]), np.array([1])).tolist() == [2**31 - 1]
+    with pytest.raises(ModelError, match="outside the device's int32 range"):
+        dev.add_int(np.array([2**31 - 2]), np.array([3]))      # was -2147483647
+    with pytest.raises(ModelError, match="outside the device's int32 range"):
+        dev.add_int(np.array([2**40]), np.array([1]))           # was 1: truncated

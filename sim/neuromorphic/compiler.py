@@ -38,7 +38,7 @@ import numpy as np
 from hw_profiles.profile import HardwareProfile
 from sim.errors import HardwareLimitError, ModelError
 from sim.neuromorphic import kernels as K
-from sim.neuromorphic.network import Network
+from sim.neuromorphic.network import Network, refractory_steps
 
 MODEL_CODES = {"lif": K.LIF, "if": K.IF, "cuba_lif": K.CUBA}
 _UNLIMITED = 2 ** 62
@@ -100,6 +100,22 @@ def mesh_geometry(profile: HardwareProfile) -> MeshGeometry:
 def _limit_error(what: str, value, key: str, limit, profile: HardwareProfile, hint: str):
     return HardwareLimitError(f"[NeuromorphicDevice.compile] {what} = {value} exceeds "
                               f"{profile.name} {key} = {limit:g}; {hint}")
+
+
+class _Offsets(dict):
+    """``Compiled.offsets``: a name the compiled network lacks but its network now has was
+    added after compile (a run would otherwise fail with a bare KeyError)."""
+
+    def __init__(self, items, net: Network):
+        super().__init__(items)
+        self._net = net
+
+    def __missing__(self, key):
+        if key in self._net.populations or key in self._net.sources:
+            raise ModelError(f"[NeuromorphicDevice] {key!r} was added to the network after "
+                             "compile(): the network changed since compile; call "
+                             "compile(network) again before run()")
+        raise KeyError(key)
 
 
 @dataclass
@@ -187,7 +203,7 @@ def coefficients(net: Network) -> dict[str, np.ndarray]:
         co["vreset"][sl] = P["v_reset"]
         co["v0"][sl] = P.get("v_init", P["v_reset"])
         co["rmode"][sl] = 0 if pop.reset == "value" else 1
-        co["refsteps"][sl] = np.round(P["refractory"] / dt).astype(np.int64)
+        co["refsteps"][sl] = refractory_steps(P["refractory"], dt).astype(np.int64)
         if pop.model == "if":
             co["av"][sl], co["bv"][sl], co["kin"][sl] = 1.0, 0.0, P["r"] * dt
             continue
@@ -300,7 +316,7 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
         # 0 would quantise every weight to 0 and nan to nan, both without a word
         raise ModelError(f"[NeuromorphicDevice.compile] weight_lsb = {weight_lsb!r}: expected "
                          "a finite weight step > 0 (or None: one step per projection)")
-    offsets: dict[str, tuple[int, int]] = {}
+    offsets: dict[str, tuple[int, int]] = _Offsets((), net)
     lo = 0
     for name, pop in net.populations.items():
         offsets[name] = (lo, lo + pop.n)

@@ -113,6 +113,7 @@ class NeuromorphicDevice(Device):
         self.compiled = c = compile_network(net, self.profile, quantize=quantize,
                                             weight_lsb=weight_lsb)
         self._syn_rows = {}     # update_weights: per projection, its synapses' core rows
+        self._syn_zero = {}     # ... and which of its synapses' weights are 0
         self._alloc(c)
         self._record_network(c)
         return c
@@ -138,6 +139,8 @@ class NeuromorphicDevice(Device):
         self._row_pop_nz = np.bincount(row[nz] * len(pops) + target_pop[nz],
                                        minlength=n_pre * len(pops)).reshape(n_pre, len(pops))
         self._pop_synapses = np.bincount(target_pop, minlength=len(pops))
+        self._nz_pop_lo = pop_lo              # update_weights keeps _row_pop_nz current
+        self._zero_weights = int(c.w.size - nz.sum())
         for k, p in enumerate(pops):
             pop = net.populations[p]
             kind = pop.model if isinstance(pop.model, str) else type(pop.model).__name__
@@ -148,10 +151,16 @@ class NeuromorphicDevice(Device):
         # placement_report()["chip_synapse_memory_bytes"]
         # (the network keeps only non-zero synapses: a producer's zero weights, which
         # NeuroBench's ConnectionSparsity counts, are known from its facts alone)
+        self._record_facts(c)
+
+    def _record_facts(self, c: Compiled) -> None:
+        """The model facts of :meth:`_record_network`, with the zero weights as they are now
+        (after ``update_weights``)."""
+        net = c.net
         facts = dict(parameters=int(c.w.size),
                      parameter_bytes=int(sum(p.weight.nbytes for p in net.projections.values())),
                      buffer_bytes=0, connection_weights=int(c.w.size),
-                     connection_zero_weights=int(c.w.size - nz.sum()))
+                     connection_zero_weights=self._zero_weights)
         facts.update(getattr(net, "model_facts", None) or {})
         self.ledger.record_model("network", **facts)
 
@@ -236,9 +245,9 @@ class NeuromorphicDevice(Device):
                 ev_p.append(s.payload)
             else:
                 self.pois_prob[a:a + s.n] = s.rate_hz * net.dt
-                # one independent SplitMix stream per channel, from the source's seed
-                seeds[a:a + s.n] = np.random.SeedSequence(s.seed).generate_state(
-                    s.n, np.uint64)
+                # one independent SplitMix stream per channel, from the source's seed and
+                # its position among the Poisson sources (network.py: Source.channel_seeds)
+                seeds[a:a + s.n] = s.channel_seeds()
         if ev_s:
             st, ix, pl = np.concatenate(ev_s), np.concatenate(ev_i), np.concatenate(ev_p)
             o = np.lexsort((ix, st))
@@ -467,6 +476,9 @@ class NeuromorphicDevice(Device):
             rows = (c.core_of[c.col[perm] % c.n_neurons] + 1).astype(np.int32)
             self._syn_rows[projection] = rows
         per_row = np.zeros(self.clock.rows, np.int64)
+        was_zero = self._syn_zero.get(projection)
+        if was_zero is None:    # kept: only update_weights changes the weights
+            was_zero = c.w[perm] == 0
         changed = int(W.add_weights(c.w, perm, delta, 0.0 if q is None else q.scale,
                                     0.0 if q is None else 2.0 ** (q.bits - 1) - 1, rows,
                                     per_row))
@@ -476,7 +488,23 @@ class NeuromorphicDevice(Device):
         if changed:
             # one learning phase: each update on the core of its synapse's target neuron
             self.ledger.add_timing(self.clock.phase(per_row, "syn_update"), scope=scope)
+            now_zero = c.w[perm] == 0
+            flip = np.flatnonzero(was_zero != now_zero)
+            if flip.size:   # synapses now zero or no longer zero: the NeuroBench activity
+                self._count_nonzero(c, perm[flip], np.where(was_zero[flip], 1, -1))
+            was_zero = now_zero
+        self._syn_zero[projection] = was_zero
         return changed
+
+    def _count_nonzero(self, c: Compiled, pos: np.ndarray, sign: np.ndarray) -> None:
+        """Add ``sign`` (+1: now non-zero, -1: now zero) of the synapses at CSR positions
+        ``pos`` to the non-zero counts of :meth:`_record_network` (the effective accumulates
+        of a run, the zero weights of the model facts)."""
+        row = np.searchsorted(c.row_ptr, pos, side="right") - 1
+        pop = np.searchsorted(self._nz_pop_lo, c.col[pos] % c.n_neurons, side="right") - 1
+        np.add.at(self._row_pop_nz, (row, pop), sign)
+        self._zero_weights -= int(sign.sum())
+        self._record_facts(c)
 
     def count_synapse_writes(self, n: int, scope: str | None = "learn") -> None:
         """Count ``n`` synapse entries rewritten by the learning engine outside any projection.

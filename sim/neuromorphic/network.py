@@ -61,7 +61,11 @@ Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this o
    for the current just after the step's input arrived (Brian2's ``method='exact'`` with
    synapses scheduled before the state update).
 3. is refractory for ``refractory_steps`` steps after a spike: ``v`` is held, currents
-   keep integrating, no spike (Brian2's ``(unless refractory)``);
+   keep integrating, no spike (Brian2's ``(unless refractory)``). A spike in step ``s``
+   keeps the neuron refractory while ``t - s < refractory_steps``, with
+   ``refractory_steps = int((refractory + 1e-3 dt) / dt)`` (Brian2's
+   ``timestep(refractory, dt)``: a whole number of steps as given, a fractional one
+   truncated, 1.5 ms at dt = 1 ms is 1 step); at most ``MAX_STEPS`` steps;
 4. spikes iff ``v[t] > v_threshold`` (strict, NIR), then resets: ``reset="value"`` sets
    ``v = v_reset`` (NIR); ``reset="subtract"`` subtracts ``v_threshold - v_reset``
    (snnTorch's subtraction when ``v_reset = 0``);
@@ -71,12 +75,23 @@ Time is a fixed step ``dt`` (seconds). Within step ``t`` every neuron, in this o
 Probes of ``"i<c>"`` and the engine's ``I`` after a ``run`` report ``I_c[t]``; a run split
 into several ``run`` calls gives the same spikes, states and ledger as one call.
 
+Sources: an event source's channel sends at most one spike per step (``spikes`` refuses
+two events of one ``(step, index)``: merge them into one, its payload the one to send);
+its payload is delivered as ``weight x payload`` on every chip (not yet checked against a
+binary chip's ``limits.spike_payload_bits``, as neurons' payloads are). Poisson sources
+draw each channel from its own stream: the ``k``-th Poisson source of a network (``k = 0,
+1, ...`` in the order added) from ``SeedSequence(seed, spawn_key=(k,))`` (``k = 0``:
+``SeedSequence(seed)``), so sources of one seed are independent and a network's trains are
+reproducible (:meth:`Source.channel_seeds`).
+
 Units: ``dt`` and time constants in seconds; ``v``, thresholds and weights in the same
 arbitrary unit (mV in the Vogels-Abbott example); ``r`` converts input to voltage.
 
 Custom neuron kernels (:class:`NeuronKernel`) plug in as populations with their own state
 and parameter arrays; their spikes may carry a small signed integer payload (graded or
-ternary spikes, as DiffPC's units need).
+ternary spikes, as DiffPC's units need). Their injected current is added to input channel
+0 from step ``i_inj_start`` on, as for the built-in models; ``method`` and ``reset`` do not
+apply to them (the kernel integrates and resets its own state) and are refused.
 """
 from __future__ import annotations
 
@@ -114,6 +129,13 @@ def _err(where: str, msg: str) -> ModelError:
 
 def _finite_array(where: str, name: str, value, shape=None, dtype=np.float64) -> np.ndarray:
     try:
+        kind = np.asarray(value).dtype.kind
+    except (TypeError, ValueError):
+        kind = "O"
+    if kind == "c":   # the float cast would drop the imaginary part without a word
+        raise _err(where, f"{name} is complex ({np.asarray(value).dtype}); expected real "
+                          "numbers")
+    try:
         arr = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
         raise _err(where, f"{name} = {value!r}: expected numbers") from None
@@ -127,6 +149,36 @@ def _finite_array(where: str, name: str, value, shape=None, dtype=np.float64) ->
         else:
             raise _err(where, f"{name} has shape {arr.shape}; expected {shape} or a scalar")
     return arr
+
+
+def refractory_steps(refractory, dt: float) -> np.ndarray:
+    """Whole steps a refractory period of ``refractory`` seconds lasts at time step ``dt``:
+    Brian2's ``timestep(refractory, dt) = int((refractory + 1e-3 dt) / dt)`` (a whole number
+    of steps stays that number despite rounding, a fractional one is truncated), as float64
+    so that a caller can bound it before the integer cast."""
+    return np.floor((np.asarray(refractory, np.float64) + 1e-3 * dt) / dt)
+
+
+def _index_array(where: str, name: str, value, n: int) -> np.ndarray:
+    """``value`` as int64 indices into ``0..n-1``; refuses masks, fractions and complex."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        arr = np.asarray(value, dtype=object)   # ragged: _finite_array names it
+    if arr.dtype == np.bool_:   # True/False would be read as indices 1/0
+        raise _err(where, f"{name} is a boolean mask; expected integer indices in 0..{n - 1} "
+                          "(np.flatnonzero(mask) gives them)")
+    if arr.dtype.kind not in "iu":
+        arr = _finite_array(where, name, value)
+        bad = np.flatnonzero(arr != np.round(arr))
+        if bad.size:    # 0.7 became index 0, 2.9 index 2
+            k = int(bad[0])
+            raise _err(where, f"{name}[{k}] = {arr.ravel()[k]:g}; indices must be integers "
+                              f"in 0..{n - 1}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise _err(where, f"{name} spans {arr.min():.0f}..{arr.max():.0f}; expected "
+                          f"0..{n - 1}")
+    return arr.astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -164,9 +216,11 @@ class NeuronKernel:
         if len(set(self.state_names)) != len(self.state_names) or not self.state_names:
             raise _err("kernel", f"NeuronKernel {self.name!r}: state_names "
                                  f"{self.state_names} must be unique and non-empty")
-        if not 1 <= self.n_channels <= MAX_CHANNELS:
+        if isinstance(self.n_channels, bool) or not isinstance(self.n_channels,
+                                                               (int, np.integer)) \
+                or not 1 <= self.n_channels <= MAX_CHANNELS:
             raise _err("kernel", f"NeuronKernel {self.name!r}: n_channels = "
-                                 f"{self.n_channels}; expected 1..{MAX_CHANNELS}")
+                                 f"{self.n_channels!r}; expected an integer 1..{MAX_CHANNELS}")
 
 
 @dataclass
@@ -208,7 +262,9 @@ class Source:
 
     ``kind == "events"``: ``steps[k]``, ``index[k]`` (and ``payload[k]``) list each spike.
     ``kind == "poisson"``: each channel spikes with probability ``rate_hz x dt`` per step,
-    drawn from ``seed`` (the same seed gives the same trains).
+    drawn from ``seed`` and ``stream`` (the source's position among the network's Poisson
+    sources): the same seed and position give the same trains, two sources of one seed
+    independent ones (:meth:`channel_seeds`).
     """
 
     name: str
@@ -219,6 +275,15 @@ class Source:
     payload: np.ndarray | None = None
     rate_hz: np.ndarray | None = None
     seed: int = 0
+    stream: int = 0
+
+    def channel_seeds(self) -> np.ndarray:
+        """One uint64 SplitMix state per channel: ``SeedSequence(seed, spawn_key=(stream,))``
+        (``stream`` 0, the network's first Poisson source: ``SeedSequence(seed)``, the
+        stream every source drew from before sources had their own)."""
+        key = (self.stream,) if self.stream else ()
+        return np.random.SeedSequence(self.seed, spawn_key=key).generate_state(self.n,
+                                                                             np.uint64)
 
 
 @dataclass
@@ -278,38 +343,48 @@ class Network:
             raise _err(where, f"{name}: n = {n!r}; expected an integer >= 1")
         return int(n)
 
-    def population(self, name: str, n: int, model: str | NeuronKernel, *, method="euler",
-                   reset="value", n_channels: int = 1, i_inj=None, i_inj_start: int = 0,
-                   **params) -> Population:
+    def population(self, name: str, n: int, model: str | NeuronKernel, *, method=None,
+                   reset=None, n_channels: int | None = None, i_inj=None,
+                   i_inj_start: int = 0, **params) -> Population:
         """Add ``n`` neurons of ``model`` (``"lif"``, ``"if"``, ``"cuba_lif"`` or a kernel).
 
         Parameters are scalars or ``(n,)`` arrays: ``tau_mem``, ``tau_syn`` (s; a tuple of
         per-channel values for ``n_channels > 1``), ``v_threshold``, ``v_reset``, ``v_leak``,
         ``r``, ``w_in``, ``refractory`` (s), ``v_init`` (initial ``v``; default ``v_reset``).
-        For a :class:`NeuronKernel`, pass its ``param_names`` and optional ``<state>_init``.
+        ``method`` (default ``"euler"``), ``reset`` (default ``"value"``), ``n_channels``
+        (default 1). For a :class:`NeuronKernel`, pass its ``param_names`` and optional
+        ``<state>_init``; ``i_inj`` and ``i_inj_start`` apply to it, ``method`` and
+        ``reset`` do not (refused), ``n_channels`` is the kernel's (another is refused).
         """
         where = "population"
         self._new_name(where, name)
         n = self._check_n(where, name, n)
-        if method not in METHODS:
-            raise _err(where, f"{name}: method {method!r} is unknown; expected one of {METHODS}")
-        if reset not in RESETS:
-            raise _err(where, f"{name}: reset {reset!r} is unknown; expected one of {RESETS}")
         inj = None if i_inj is None else _finite_array(where, f"{name}.i_inj", i_inj, (n,))
         if isinstance(i_inj_start, bool) or not isinstance(i_inj_start, (int, np.integer)) \
                 or not 0 <= i_inj_start <= MAX_STEPS:
             raise _err(where, f"{name}: i_inj_start = {i_inj_start!r}; expected a step "
                               f"0..{MAX_STEPS}")
         if isinstance(model, NeuronKernel):
-            return self._custom_population(name, n, model, inj, params)
+            return self._custom_population(name, n, model, inj, int(i_inj_start), method,
+                                           reset, n_channels, params)
+        method = "euler" if method is None else method
+        reset = "value" if reset is None else reset
+        n_channels = 1 if n_channels is None else n_channels
+        if method not in METHODS:
+            raise _err(where, f"{name}: method {method!r} is unknown; expected one of {METHODS}")
+        if reset not in RESETS:
+            raise _err(where, f"{name}: reset {reset!r} is unknown; expected one of {RESETS}")
         if model not in MODELS:
             raise _err(where, f"{name}: neuron model {model!r} is unknown; expected one of "
                               f"{MODELS} or a NeuronKernel")
         if model != "cuba_lif" and n_channels != 1:
             raise _err(where, f"{name}: n_channels = {n_channels}; only cuba_lif has several "
                               "synaptic channels")
-        if not (isinstance(n_channels, int) and 1 <= n_channels <= MAX_CHANNELS):
-            raise _err(where, f"{name}: n_channels = {n_channels!r}; expected 1..{MAX_CHANNELS}")
+        if isinstance(n_channels, bool) or not isinstance(n_channels, (int, np.integer)) \
+                or not 1 <= n_channels <= MAX_CHANNELS:
+            raise _err(where, f"{name}: n_channels = {n_channels!r}; expected an integer "
+                              f"1..{MAX_CHANNELS}")
+        n_channels = int(n_channels)
         required, optional = _PARAMS[model]
         unknown = set(params) - required - set(optional)
         if unknown:
@@ -340,6 +415,12 @@ class Network:
                                   "be > 0 seconds")
             if key == "refractory" and not np.all(arr >= 0):
                 raise _err(where, f"{name}.refractory has min {arr.min():g}; must be >= 0 s")
+            # 1e17 s became -2**63 steps in the int64 cast, and no refractoriness at all
+            if key == "refractory" and refractory_steps(arr.max(), self.dt) > MAX_STEPS:
+                raise _err(where, f"{name}.refractory has max {arr.max():g} s = "
+                                  f"{refractory_steps(arr.max(), self.dt):g} steps of dt = "
+                                  f"{self.dt:g} s; refractory periods must be at most "
+                                  f"{MAX_STEPS} steps ({MAX_STEPS * self.dt:g} s)")
             # Forward Euler multiplies the state by a = 1 - dt/tau each step: |a| > 1 (the
             # state grows without bound, a 3e14 blow-up in 40 steps) exactly when dt > 2 tau.
             if key.startswith("tau") and method == "euler" and np.any(self.dt > 2 * arr):
@@ -353,8 +434,19 @@ class Network:
         self.populations[name] = pop
         return pop
 
-    def _custom_population(self, name, n, kernel: NeuronKernel, inj, params) -> Population:
+    def _custom_population(self, name, n, kernel: NeuronKernel, inj, i_inj_start, method,
+                           reset, n_channels, params) -> Population:
         where = "population"
+        # the kernel integrates and resets its own state: neither choice can reach it
+        for arg, value, does in (("method", method, "integrates"), ("reset", reset, "resets")):
+            if value is not None:
+                raise _err(where, f"{name}: {arg} = {value!r} does not apply to custom kernel "
+                                  f"{kernel.name!r}, which {does} its own state; omit {arg}")
+        if n_channels is not None and (isinstance(n_channels, bool) or not isinstance(
+                n_channels, (int, np.integer)) or n_channels != kernel.n_channels):
+            raise _err(where, f"{name}: n_channels = {n_channels!r}; custom kernel "
+                              f"{kernel.name!r} has n_channels = {kernel.n_channels} (omit "
+                              "n_channels, or set it on the NeuronKernel)")
         inits = {k[:-5]: v for k, v in params.items() if k.endswith("_init")
                  and k[:-5] in kernel.state_names}
         rest = {k: v for k, v in params.items() if k[:-5] not in inits or not k.endswith("_init")}
@@ -369,8 +461,8 @@ class Network:
                               f"{sorted(missing)}")
         out = {k: _finite_array(where, f"{name}.{k}", v, (n,)) for k, v in rest.items()}
         init = {k: _finite_array(where, f"{name}.{k}_init", v, (n,)) for k, v in inits.items()}
-        pop = Population(name, n, kernel, out, "euler", "value", kernel.n_channels, inj,
-                         state_init=init)
+        pop = Population(name, n, kernel, out, "euler", "value", int(kernel.n_channels), inj,
+                         i_inj_start=i_inj_start, state_init=init)
         self.populations[name] = pop
         return pop
 
@@ -380,6 +472,9 @@ class Network:
         self._new_name(where, name)
         n = self._check_n(where, name, n)
         st = _finite_array(where, f"{name}.steps", steps, dtype=np.float64)
+        if np.asarray(index).dtype == np.bool_:   # True/False would be read as channels 1/0
+            raise _err(where, f"{name}.index is a boolean mask; expected integer channel "
+                              f"indices in 0..{n - 1} (np.flatnonzero(mask) gives them)")
         ix = _finite_array(where, f"{name}.index", index, dtype=np.float64)
         if st.ndim != 1 or st.shape != ix.shape:
             raise _err(where, f"{name}: steps {st.shape} and index {ix.shape} must be 1-D "
@@ -401,20 +496,34 @@ class Network:
                                   f"integers in -{2**31 - 1}..{2**31 - 1} (signed int32)")
             pl = pf.astype(np.int32)
         order = np.lexsort((ix, st))
+        # two events of one (step, index) merged into one spike, the last payload winning
+        same = np.flatnonzero((st[order][1:] == st[order][:-1])
+                              & (ix[order][1:] == ix[order][:-1]))
+        if same.size:
+            a, b = sorted(order[same[0]:same[0] + 2].tolist())
+            raise _err(where, f"{name}: events {a} and {b} are both step {st[a]:g}, index "
+                              f"{ix[a]:g}; a channel sends at most one spike per step (give "
+                              "one event, with the payload to send)")
         src = Source(name, n, "events", steps=st[order].astype(np.int64),
                      index=ix[order].astype(np.int64), payload=pl[order])
         self.sources[name] = src
         return src
 
     def poisson(self, name: str, n: int, rate_hz, seed: int = 0) -> Source:
-        """``n`` independent Poisson spike trains of ``rate_hz`` (scalar or (n,)), seeded."""
+        """``n`` independent Poisson spike trains of ``rate_hz`` (scalar or (n,)), seeded.
+
+        Independent of every other Poisson source of the network too, the same seed or not
+        (:meth:`Source.channel_seeds`)."""
         where = "poisson"
         self._new_name(where, name)
         n = self._check_n(where, name, n)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise _err(where, f"{name}: seed = {seed!r}; expected an integer >= 0")
         rate = _finite_array(where, f"{name}.rate_hz", rate_hz, (n,))
         if np.any(rate < 0) or np.any(rate * self.dt > 1):
             raise _err(where, f"{name}.rate_hz must lie in 0..1/dt = {1 / self.dt:g} Hz")
-        src = Source(name, n, "poisson", rate_hz=rate, seed=int(seed))
+        stream = sum(1 for s in self.sources.values() if s.kind == "poisson")
+        src = Source(name, n, "poisson", rate_hz=rate, seed=int(seed), stream=stream)
         self.sources[name] = src
         return src
 
@@ -450,6 +559,10 @@ class Network:
                               f"0..{target.n_channels - 1}")
         if weight is None:
             raise _err(where, f"{name}: weight is required")
+        if kernel_weights is not None and (isinstance(kernel_weights, bool) or not isinstance(
+                kernel_weights, (int, np.integer)) or kernel_weights < 1):
+            raise _err(where, f"{name}: kernel_weights = {kernel_weights!r}; expected an "
+                              "integer >= 1 (the weights the shared kernel holds) or None")
         if pre_idx is None and post_idx is None:
             w = _finite_array(where, f"{name}.weight", weight)
             if w.shape != (n_post, n_pre):
@@ -467,18 +580,14 @@ class Network:
         else:
             if pre_idx is None or post_idx is None:
                 raise _err(where, f"{name}: sparse form needs both pre_idx and post_idx")
-            pre_i = _finite_array(where, f"{name}.pre_idx", pre_idx).astype(np.int64)
-            post_i = _finite_array(where, f"{name}.post_idx", post_idx).astype(np.int64)
+            pre_i = _index_array(where, f"{name}.pre_idx", pre_idx, n_pre)
+            post_i = _index_array(where, f"{name}.post_idx", post_idx, n_post)
             wv = _finite_array(where, f"{name}.weight", weight)
             if wv.ndim == 0:
                 wv = np.full(pre_i.shape, wv.item())
             if not (pre_i.ndim == 1 and pre_i.shape == post_i.shape == wv.shape):
                 raise _err(where, f"{name}: pre_idx {pre_i.shape}, post_idx {post_i.shape} and "
                                   f"weight {wv.shape} must be 1-D of one length")
-            for arr, lim, lab in ((pre_i, n_pre, "pre_idx"), (post_i, n_post, "post_idx")):
-                if arr.size and (arr.min() < 0 or arr.max() >= lim):
-                    raise _err(where, f"{name}.{lab} spans {arr.min()}..{arr.max()}; expected "
-                                      f"0..{lim - 1}")
             dv = delay
         dv = _finite_array(where, f"{name}.delay", dv)
         dv = np.broadcast_to(dv, wv.shape) if dv.ndim == 0 else dv

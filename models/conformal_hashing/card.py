@@ -9,9 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hw_profiles import load
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
+
+HAMMING_KINDS = ("bitwise", "cpu")
+"""Profile kinds the plain-Hamming retrieval's ``BitwiseDevice`` takes (its ``kinds``; not
+imported here: the engine loads numba, and this card stays light)."""
 
 if TYPE_CHECKING:
     from sim.torch_engine.engine import TorchDevice
@@ -67,6 +72,13 @@ class ColaConfig:
         if not self.lr > 0:
             raise ModelError(f"ColaConfig.lr = {self.lr}: must be > 0")
         check_at_least(self, sigma_rel=0, lam=0)
+        # the retrieval's profile: a misspelled or non-bitwise one was found after training
+        prof = load(self.hamming_profile)    # a ProfileError names it, with a suggestion
+        if prof.kind not in HAMMING_KINDS:
+            raise ModelError(f"ColaConfig.hamming_profile = {self.hamming_profile!r} is a "
+                             f"{prof.kind} profile; the plain-Hamming retrieval runs on the "
+                             f"bitwise engine, which takes {' or '.join(HAMMING_KINDS)} "
+                             "profiles (x86-avx2, cortex-m4, fpga-bnn, ...)")
 
 
 PRESETS = {

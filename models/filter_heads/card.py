@@ -31,6 +31,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hw_profiles.errors import suggestion
 from models.filter_heads import data
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
@@ -138,6 +139,10 @@ class MaskSearchConfig:
         if not self.lr > 0 or not self.lam >= 0:
             raise ModelError(f"MaskSearchConfig: lr = {self.lr} must be > 0 and lam = "
                              f"{self.lam} >= 0")
+        if self.task not in data.TASKS:   # was found only by the search, minutes in
+            hint = suggestion(self.task, data.TASKS)
+            raise ModelError(f"MaskSearchConfig.task = {self.task!r}: must be one of "
+                             f"{', '.join(data.TASKS)}" + (f"; {hint}" if hint else ""))
         if not self.eps > 0:
             raise ModelError(f"MaskSearchConfig.eps = {self.eps}: must be > 0")
 
@@ -187,8 +192,8 @@ class FilterHeadsConfig:
             _checked = (self.model, self.search)     # building both checks their fields
         except ModelError as exc:   # name the flat settings a user gives with --set
             raise ModelError(f"FilterHeadsConfig: {exc} (the mask search takes search_pairs, "
-                             "search_epochs, search_batch_size, search_lr as n_pairs, epochs, "
-                             "batch_size, lr)") from None
+                             "search_epochs, search_batch_size, search_lr, search_task as "
+                             "n_pairs, epochs, batch_size, lr, task)") from None
         for name in ("n_eval", "n_random"):
             if int(getattr(self, name)) < 1:
                 raise ModelError(f"FilterHeadsConfig.{name} = {getattr(self, name)}: "

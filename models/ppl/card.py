@@ -89,6 +89,11 @@ class PPLConfig:
         if not (self.lr > 0 and self.thick >= 0):
             raise ModelError(f"PPLConfig: lr = {self.lr}, thick = {self.thick}; need lr > 0 "
                              "and thick >= 0 (0 picks ~1.5 px lines)")
+        if not self.link_lr > 0:
+            raise ModelError(f"PPLConfig.link_lr = {self.link_lr}: must be > 0 (Adam's step "
+                             "on the link logits)")
+        # 0 turns each off: no dead-code restart, the default limb width (size / 16)
+        check_at_least(self, restart=0, limb_px=0)
 
 
 PRESETS = {

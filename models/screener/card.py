@@ -70,6 +70,9 @@ class ScreenerConfig:
                              f"the variants run, {self.variants}")
         if self.count_steps < 0:
             raise ModelError(f"ScreenerConfig.count_steps = {self.count_steps}: must be >= 0")
+        if not self.max_shift >= 0:   # the second crop's offset is drawn in [-s, s]
+            raise ModelError(f"ScreenerConfig.max_shift = {self.max_shift}: must be >= 0 "
+                             "(voxels between the two views' crop origins)")
         for name in ("train", "test", "d", "width", "expander", "pairs", "batch", "ssl_steps",
                      "density_steps"):
             if getattr(self, name) < 1:

@@ -37,6 +37,18 @@ def test_config_errors():
         ColaConfig(bits=0)
     with pytest.raises(ModelError, match="uwhd_kernel = 'gather': must be one of matmul, lut"):
         ColaConfig(uwhd_kernel="gather")
+    # the retrieval's profile was loaded only after training (a typo failed 5-7 s in)
+    from hw_profiles.errors import ProfileError
+    with pytest.raises(ProfileError, match="'x86-avx3': did you mean 'x86-avx2'"):
+        ColaConfig(hamming_profile="x86-avx3")
+    with pytest.raises(ModelError, match="'a100' is a gpu profile"):
+        ColaConfig(hamming_profile="a100")
+
+
+def test_hamming_kinds_are_the_bitwise_engines():
+    from models.conformal_hashing.card import HAMMING_KINDS
+    from sim.bitwise import BitwiseDevice
+    assert HAMMING_KINDS == BitwiseDevice.kinds
 
 
 def test_source_only_never_sees_the_target():

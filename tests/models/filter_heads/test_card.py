@@ -48,6 +48,10 @@ def test_bad_config():
         FilterHeadsConfig(orders=("after", "middle"))
     with pytest.raises(ModelError, match="n_random = 0"):
         FilterHeadsConfig(n_random=0)
+    # a misspelled task passed the config and failed minutes in, at the mask search
+    with pytest.raises(ModelError, match="MaskSearchConfig.task = 'itme': must be one of "
+                                         "mcq, item; did you mean 'item'"):
+        FilterHeadsConfig(search_task="itme")
     # max_len = 1 passed the config and crashed the first training batch (12 tokens); the
     # longest prompt is bullet with 7 options: <bos> Options : + 7 x (\\n - item) + . +
     # Which is <cat> ? + Answer = 1 + 2 + 21 + 1 + 4 + 1 = 30 tokens

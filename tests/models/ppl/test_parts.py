@@ -158,6 +158,10 @@ def test_center_occlusion_zeroes_a_quarter_of_the_image():
     # fewer keypoints than the 11 joints: the Hungarian matching left joints unassigned
     ("keypoints", 10, "PPLConfig.keypoints = 10: the matching error pairs one keypoint "
                       "with each of the figures' 11 joints; give >= 11"),
+    # accepted, then a scipy "matrix contains invalid numeric entries" traceback
+    ("link_lr", -1.0, "PPLConfig.link_lr = -1.0: must be > 0"),
+    ("restart", -0.1, "PPLConfig.restart = -0.1: must be >= 0"),
+    ("limb_px", -2.0, "PPLConfig.limb_px = -2.0: must be >= 0"),
 ])
 def test_config_refuses_bad_values(field, value, match):
     with pytest.raises(ModelError, match=match):

@@ -103,6 +103,9 @@ def test_config_refuses_bad_values():
         ScreenerConfig(variants=("gauss_mask",), deployed="flow_mask")
     with pytest.raises(ModelError, match=r"gauss_mask given twice; give each variant once$"):
         ScreenerConfig(variants=("gauss_mask", "gauss_none", "gauss_mask"))
+    # accepted, then torch's "random_ expects 'from' < 'to'" traceback after the SSL setup
+    with pytest.raises(ModelError, match="ScreenerConfig.max_shift = -1: must be >= 0"):
+        ScreenerConfig(max_shift=-1)
 
 
 def test_counted_steps_counts_only_the_first_k():

@@ -275,7 +275,7 @@ def _compare_reports(plan, run, others, args, o: CommandOutput) -> list:
     import dataclasses
 
     from models import runner
-    from sim.errors import HardwareLimitError
+    from sim.errors import HardwareLimitError, PricingError
     from sim.execution.neuromorphic import reprice
     reports = []
     for p in others:
@@ -289,10 +289,11 @@ def _compare_reports(plan, run, others, args, o: CommandOutput) -> list:
             except HardwareLimitError as exc:
                 o.say(f"not compared on {p.label}: {exc}", markup=False)
         else:
-            try:   # a microcontroller whose memory cannot hold the run's state: left out
+            try:   # a microcontroller whose memory cannot hold the run's state, another
+                # word width than the run counted in: left out, saying why
                 reports.append(run.ledger.price(p, realtime=args.realtime
                                                 and bool(p.core_op_ns)))
-            except HardwareLimitError as exc:
+            except (HardwareLimitError, PricingError) as exc:
                 o.say(f"not compared on {p.label}: {exc}", markup=False)
     return reports
 

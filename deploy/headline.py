@@ -236,10 +236,14 @@ def headline(run, reports: Sequence[EnergyReport], errors: bool = True
                 f"{first.latency_bound(inf)}")
     rows.append(("latency", lat + error("latency")))
     for r in reports[1:]:
+        # each figure says how sure it is, as the run's own rows do (another chip's time
+        # without a re-placement is a lower bound)
         text = (f"{ratio_text(r.total_j, first.total_j)} the energy ({format_energy(r.total_j)}"
-                f"; latency {format_seconds(r.total_latency_s)}")
+                f", {r.energy_bound(None)}; latency {format_seconds(r.total_latency_s)}, "
+                f"{r.latency_bound(None)}")
         if inf is not None:
-            text += f"; {format_energy(per_sample_j(r, inf))} per inference"
+            text += (f"; {format_energy(per_sample_j(r, inf))} per inference, "
+                     f"{r.energy_bound(inf)}")
         rows.append((f"vs {r.profile}", text + ")"))
     return rows
 

@@ -147,15 +147,25 @@ def _comparison_rows(reports: Sequence[EnergyReport]) -> list[tuple]:
              format_energy(hl.per_sample_j(r, hl.inference_scope(first))),
              # a run without training has no such figure: said in words, never "nan J"
              format_energy(hl.per_sample_j(r, train)) if train else "no training",
-             format_seconds(r.total_latency_s), hl.ratio_text(r.total_j, first.total_j))
+             format_seconds(r.total_latency_s), hl.ratio_text(r.total_j, first.total_j),
+             _figures(r))
             for r in reports]
+
+
+def _figures(report: EnergyReport) -> str:
+    """How sure a comparison row's figures are: "lower bound" when its energy or time is
+    one (another chip's time without a re-placement, an op run uncounted), else the
+    report's own word."""
+    bounds = {report.energy_bound(None), report.latency_bound(None)}
+    return "lower bound" if "lower bound" in bounds else report.bound
 
 
 def comparison_lines(reports, width: int, n: int | None = 10) -> list[str]:
     first = reports[0]
     rows = _comparison_rows(reports)
     return _top(f"Comparison across profiles (vs {first.profile})",
-                ("profile", "total", "per inference", "per train sample", "latency", "vs first"),
+                ("profile", "total", "per inference", "per train sample", "latency", "vs first",
+                 "figures"),
                 rows, n or len(rows), width, what="profiles")
 
 
@@ -256,6 +266,8 @@ def nature_lines(report: EnergyReport, width: int) -> list[str]:
         calls = sum(report.uncounted.values())
         parts.append(f"UNCOUNTED: {len(report.uncounted)} op(s), {calls:,} call(s) executed "
                      "but not priced, in no total (--all lists them)")
+    elif not any(c.count for c in report.charges):   # counting was off: nothing to price
+        parts.append("NOTHING WAS COUNTED: the run's ops are in no figure")
     else:
         parts.append("every executed op was priced")
     return _lines(width, _text("; ".join(parts) + ".")) + [""]

@@ -101,6 +101,7 @@ class Ledger:
         self._activity: dict[str, dict[str, int]] = defaultdict(dict)  # see add_activity
         self._models: dict[str, dict[str, int]] = {}     # see record_model
         self._layers: dict[str, dict] = {}               # see record_layer
+        self._word_bits: int | None = None               # see record_word_bits
         self._stack: list[str] = []
 
     # -- recording ---------------------------------------------------------------------
@@ -230,8 +231,27 @@ class Ledger:
         return {k: {**v, "output_shape": list(v["output_shape"])}
                 for k, v in self._layers.items()}
 
+    def record_word_bits(self, bits: int) -> None:
+        """The width of the words the ledger's word ops (``xor_word``, ``popcount_word``,
+        ...) were counted in: a bitwise engine's counts hold ``ceil(bits / width)`` words per
+        row, so they price only on a profile of that width (:func:`sim.pricing.price`)."""
+        bits = _check_count("word_bits", bits)
+        if self._word_bits is not None and self._word_bits != bits:
+            raise LedgerError(f"word_bits: the ledger's word ops were counted in "
+                              f"{self._word_bits}-bit words, not {bits}-bit ones; a ledger "
+                              "holds counts of one word width")
+        self._word_bits = bits
+
+    @property
+    def word_bits(self) -> int | None:
+        """:meth:`record_word_bits`'s width, or None (no word ops recorded with one)."""
+        return self._word_bits
+
     def _merge_extras(self, data: Mapping, prefix: str) -> None:
-        """Activity, models and layers of a serialised ledger (optional keys)."""
+        """Activity, models, layers and word width of a serialised ledger (optional
+        keys)."""
+        if data.get("word_bits") is not None:
+            self.record_word_bits(data["word_bits"])
         for name, bucket in data.get("activity", {}).items():
             full = "/".join(p for p in (prefix, name) if p)
             for k, n in bucket.items():
@@ -352,7 +372,9 @@ class Ledger:
         return out
 
     def is_empty(self) -> bool:
-        return not self.scopes() and not self._footprint and not self._extras()
+        extras = self._extras()
+        extras.pop("word_bits", None)   # a width alone counts nothing
+        return not self.scopes() and not self._footprint and not extras
 
     # -- combining ---------------------------------------------------------------------
     def merge(self, other: Ledger, scope: str | None = None) -> Ledger:
@@ -432,6 +454,8 @@ class Ledger:
             out["models"] = self.models()
         if self._layers:
             out["layers"] = self.layers()
+        if self._word_bits is not None:
+            out["word_bits"] = self._word_bits
         return out
 
     @classmethod

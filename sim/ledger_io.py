@@ -12,7 +12,7 @@ The HDF5 layout (a group, usually ``/ledger`` of a run file):
 - ``ops`` (S, O) and ``bytes`` (S, B) int64 matrices (gzip), ``samples`` (S,) int64 with
   -1 for a scope without samples;
 - attributes ``type``, ``version``, ``uncounted`` (JSON ``{scope: {op name: calls}}``) and,
-  when present, ``footprint`` and ``extras`` (JSON: activity, models, layers);
+  when present, ``footprint`` and ``extras`` (JSON: activity, models, layers, word_bits);
 - a ``timing`` subgroup with one group per step-timing record (``core_ops`` dataset, the
   ``scope`` and the rest of the record as JSON ``meta``).
 
@@ -32,6 +32,8 @@ from sim.step_timing import StepTiming
 
 FORMAT = "neuroedge.Ledger"
 FORMAT_VERSION = 1
+EXTRAS = ("activity", "models", "layers", "word_bits")
+"""The optional keys of a ledger's dict form kept in the HDF5 ``extras`` attribute."""
 DIRECTIONS = ("read", "write")
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -98,7 +100,7 @@ def write_hdf5(data: Mapping, group) -> None:
     _timing_to_hdf5({e["scope"]: e["timing"] for e in entries if "timing" in e}, group)
     if "footprint" in data:
         group.attrs["footprint"] = json.dumps(data["footprint"])
-    extras = {k: data[k] for k in ("activity", "models", "layers") if k in data}
+    extras = {k: data[k] for k in EXTRAS if k in data}
     if extras:
         group.attrs["extras"] = json.dumps(extras)
 
@@ -164,8 +166,7 @@ def read_hdf5(group) -> dict:
             extras = json.loads(group.attrs["extras"])
             if not isinstance(extras, dict):
                 raise TypeError(f"expected a JSON object, got {type(extras).__name__}")
-            data.update({k: extras[k] for k in ("activity", "models", "layers")
-                         if k in extras})
+            data.update({k: extras[k] for k in EXTRAS if k in extras})
         except (TypeError, ValueError) as exc:
             raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt extras "
                               f"attribute (activity, models, layers): {exc}") from None

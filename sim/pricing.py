@@ -87,6 +87,7 @@ def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
     """
     prof = load(profile)
     stack = resolve_stack(prof, stack)
+    _check_word_width(ledger, prof)
     _check_counts_finite(ledger, prof)
     if realtime and not has_model(prof):
         raise PricingError(f"realtime pacing needs a neuromorphic profile with [core_op_ns] "
@@ -99,7 +100,28 @@ def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
     else:
         report = _model(prof)(ledger, prof)
     _check_result_finite(report.charges, report.latency_s, prof)
+    if not any(ledger.total_ops().values()) and not any(ledger.total_bytes().values()):
+        # a run that counted nothing (counting turned off: count=false) ran ops all the
+        # same: its 0 J and 0 s are no estimate of them
+        report = replace(report, bound="lower bound", notes=report.notes + (
+            "nothing was counted (a run with counting turned off, or an empty ledger): "
+            "every figure is 0 and a lower bound",))
     return _with_validation(report)
+
+
+def _check_word_width(ledger, prof: HardwareProfile) -> None:
+    """A bitwise ledger's word ops were counted in words of its device's width (a row of k
+    bits is ceil(k / width) words): priced on a bitwise profile of another width, each op
+    would be charged at the other word's energy and time, for a count the other device
+    would not make (a 32-bit run on a 64-bit FPGA: twice the ops at the 64-bit price)."""
+    bits = getattr(ledger, "word_bits", None)
+    width = prof.limit("word_bits") if prof.kind == "bitwise" else None
+    if bits is None or width is None or int(width) == bits:
+        return
+    raise PricingError(f"the ledger's word ops were counted in {bits}-bit words, and "
+                       f"{prof.label!r} computes {int(width)}-bit words: its counts would "
+                       f"differ; simulate the model on {prof.label!r} (--profile) to price "
+                       "it there")
 
 
 def _model(prof: HardwareProfile) -> ExecutionModel:

@@ -98,6 +98,9 @@ class BitwiseDevice(Device):
                              f" = {wb}; the bitwise engine needs 32 or 64")
         self.word_bits: int = int(wb)
         self.word_dtype = WORD_DTYPES[self.word_bits]
+        # the models flush their word-op counts into this ledger directly: it says their
+        # width from the start (sim.pricing prices them only on a profile of this width)
+        self.ledger.record_word_bits(self.word_bits)
         if memory_level not in self.profile.memory:
             raise ModelError(f"[BitwiseDevice] memory_level {memory_level!r} is not a memory of "
                              f"profile {self.profile.name!r}; it has "
@@ -107,6 +110,8 @@ class BitwiseDevice(Device):
 
     # -- counting (``count(scope, samples)`` is Device.count: it records through the ledger)
     def _flush(self, counts: np.ndarray, read: int = 0, write: int = 0) -> None:
+        if self.ledger.word_bits is None:   # a ledger given to the device after it was made
+            self.ledger.record_word_bits(self.word_bits)
         self.ledger.flush(counts)
         if read or write:
             self.ledger.add_bytes(self.memory_level, read=int(read), write=int(write))

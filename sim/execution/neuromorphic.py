@@ -46,7 +46,15 @@ from hw_profiles.profile import HardwareProfile
 from sim.energy_report import PJ, Charge, EnergyReport
 from sim.errors import PricingError
 from sim.execution import LedgerCounts, register_execution_model, roofline
-from sim.step_timing import COL, StepTiming, core_times_s, has_model, tick_s, timing_key
+from sim.step_timing import (
+    COL,
+    StepTiming,
+    barrier_s,
+    core_times_s,
+    has_model,
+    tick_s,
+    timing_key,
+)
 
 STEP_MODEL = ("neuromorphic step model (SANA-FE): each time step lasts max(tick, the slowest "
               "core's work + the barrier); steps in sequence; static power x run time, or x "
@@ -99,6 +107,12 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, *,
                                "inconsistent (was it merged with another run?)")
         # the lower bound for counts without a per-core record: ideal spread over the chip
         rest_s = sum(n * tau[COL[op]] for op, n in rest.items() if op in COL) / n_chip
+        if rec is not None and not valid:
+            # steps timed on another chip: their number is known, and on this one each
+            # lasts at least its tick and at least the work plus the smallest barrier
+            # (max(tick, work + barrier) per step): TrueNorth's 1 ms tick over 2,500 steps
+            # is 2.5 s, which the ideal spread alone put at microseconds
+            rest_s = max(rec.steps * tick_s(prof), rest_s + rec.steps * barrier_s(prof, 1))
         for op, n in ops.items():
             e = prof.energy_pj[op]
             t = rest.get(op, 0) * tau[COL[op]] / n_chip if op in COL else 0.0
@@ -122,8 +136,10 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, *,
         elif rec is not None:
             parts.append(f"not re-placed on {prof.name}: steps were timed on {rec.profile!r}"
                          + (" with other time parameters" if rec.profile == prof.name else "")
-                         + "; their counts get the lower bound below (sim.execution."
-                         "neuromorphic.reprice re-simulates for the exact figure)")
+                         + f"; their counts get a lower bound: the larger of {rec.steps:,} "
+                         "steps x the tick and the ops spread evenly over every core plus "
+                         "the smallest barrier per step (sim.execution.neuromorphic.reprice "
+                         "re-simulates for the exact figure)")
         n_rest = sum(n for op, n in rest.items() if op in COL and n)
         if n_rest:
             parts.append(f"lower bound for {n_rest:,} ops counted outside the engine's "

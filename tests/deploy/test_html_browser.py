@@ -31,7 +31,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # in-degree kept at 40), 2 training epochs
 KINDS = {
     "neuromorphic": ("snn_cuba", {"n": 200, "p": 0.2, "duration": 0.05}, ("loihi2",)),
-    "bitwise": ("bep", {"epochs": 2}, ("fpga-bnn",)),
+    "bitwise": ("bep", {"epochs": 2}, ("cortex-m7",)),   # a 32-bit part, as the run
     "torch": ("mlp", {"epochs": 2}, ("jetson-orin", "x86-avx2")),
 }
 COMMON_PLOTS = {"by category", "by op", "scope depth 1", "scope depth 2", "comparison"}

@@ -79,3 +79,62 @@ def test_same_ledger_two_profiles_scale_with_numbers(tmp_path, toy_gpu_text, toy
     # compute energy triples with the per-MAC energy; static is unchanged (same latency)
     assert a.by_category()["compute"] == pytest.approx(3 * b.by_category()["compute"])
     assert a.static_j == pytest.approx(b.static_j)
+
+
+def test_bitwise_word_ops_price_only_on_a_profile_of_their_width(tmp_path):
+    """A 32-bit run's word ops (a 192-bit row is 6 words; 3 on a 64-bit device) were priced
+    at fpga-bnn's 64-bit word energy: a BEP inference came out 1.89x a real fpga-bnn run's."""
+    import numpy as np
+
+    from sim.bitwise import BitwiseDevice, pack_signs
+    dev = BitwiseDevice("cortex-m4")
+    rng = np.random.default_rng(0)
+    a = pack_signs(rng.choice([-1, 1], size=(4, 192)).astype(np.int8), 32)
+    dev.sign_matmul(a, a, 192)
+    led = dev.ledger
+    assert led.word_bits == 32
+    assert led.total_ops()["xor_word"] == 4 * 4 * 6        # 16 row pairs x 6 words
+    price(led, "cortex-m4")                                # its own width: priced
+    price(led, "stm32l4r5")                                # another 32-bit part too
+    with pytest.raises(PricingError, match="counted in 32-bit words, and 'fpga-bnn' "
+                                           "computes 64-bit words"):
+        price(led, "fpga-bnn")
+    # the width survives the run file's forms, and a ledger holds one width
+    again = Ledger.from_json(led.to_json())
+    assert again.word_bits == 32 and again == led
+    import h5py
+    with h5py.File(tmp_path / "l.h5", "w") as f:
+        led.to_hdf5(f.create_group("ledger"))
+    with h5py.File(tmp_path / "l.h5") as f:
+        assert Ledger.from_hdf5(f["ledger"]).word_bits == 32
+    from sim.errors import LedgerError
+    with pytest.raises(LedgerError, match="counted in 64-bit words, not 32-bit"):
+        BitwiseDevice("fpga-bnn").ledger.merge(led)
+    assert Ledger().is_empty() and BitwiseDevice("cortex-m4").ledger.is_empty()
+
+
+def test_a_ledger_that_counted_nothing_is_priced_as_a_lower_bound(toy_gpu_path):
+    # a run with counting turned off (fs_kan --set count=false) reported "0 J, estimate"
+    rep = price(Ledger(), toy_gpu_path)
+    assert rep.total_j == 0 and rep.bound == "lower bound"
+    assert any("nothing was counted" in n for n in rep.notes)
+    led = Ledger()
+    led.add("mac_fp32", 10, scope="infer")
+    assert price(led, toy_gpu_path).bound == "estimate"
+
+
+def test_another_chips_comparison_row_says_lower_bound():
+    from deploy.terminal import _comparison_rows
+    from sim.neuromorphic import Network, NeuromorphicDevice
+    net = Network(dt=1e-3)
+    net.population("A", 2, "lif", tau_mem=0.02, v_threshold=0.5)
+    net.spikes("s", 1, steps=[0, 3], index=[0, 0])
+    net.connect("s", "A", weight=[[1.0], [1.0]])
+    dev = NeuromorphicDevice("loihi")
+    dev.compile(net, quantize=False)
+    dev.run(10)
+    # on truenorth the steps are not re-placed: a lower bound, 10 steps x its 1 ms tick
+    own, other = dev.ledger.price("loihi"), dev.ledger.price("truenorth")
+    assert other.total_latency_s == pytest.approx(10 * 1e-3)
+    rows = _comparison_rows([own, other])
+    assert rows[0][-1] == "estimate" and rows[1][-1] == "lower bound"

@@ -146,9 +146,15 @@ def test_other_chip_is_not_re_placed_and_says_so():
     other = toy_chip(name="toy-other")
     rep = dev.ledger.price(other)
     # timed on toy-timed: every count gets the lower bound on toy-other's 4 cores:
-    # (3 synops x 1 + 3 active x 10 + 12 idle x 2 + 2 spikes x 5) / 4 = 67 / 4 ns
-    assert rep.latency_s["run"] == pytest.approx(67 / 4 * NS, rel=1e-12)
+    # (3 synops x 1 + 3 active x 10 + 12 idle x 2 + 2 spikes x 5) / 4 = 67 / 4 ns, plus the
+    # 5 recorded steps' barrier of 100 ns each (every step lasts at least its barrier: it
+    # was left out, and a chip's fixed tick too)
+    assert rep.latency_s["run"] == pytest.approx((67 / 4 + 5 * 100) * NS, rel=1e-12)
     assert "not re-placed on toy-other" in rep.time_model["run"]
+    # with a 1 us tick each of the 5 steps lasts at least 1 us: 5 us, above the spread
+    ticked = dev.ledger.price(toy_chip(name="toy-tick", tick=1000.0))
+    assert ticked.latency_s["run"] == pytest.approx(5 * 1000 * NS, rel=1e-12)
+    assert ticked.latency_bound() == "lower bound"
 
 
 def test_reprice_re_places_on_each_chip():

@@ -64,8 +64,8 @@ delay), channel and ``kernel_weights``, and the probes come back as written, and
 the order of the network's sources, populations and projections (it decides the placement,
 hence hops and energy). Three things NIR's nodes cannot hold travel in metadata:
 
-- the order: graph metadata ``neuroedge_order`` (:data:`ORDER_KEY`), the node names as a
-  JSON list, since a ``.nir`` file lists nodes alphabetically;
+- the order: graph metadata ``neuroedge_order`` (:data:`~deploy.nir_format.ORDER_KEY`),
+  the node names as a JSON list, since a ``.nir`` file lists nodes alphabetically;
 - ``kernel_weights`` (a projection's weight-shared form): ``Linear`` metadata
   ``kernel_weights`` on each of its ``Linear`` nodes, counted once;
 - synapses of weight 0 that the network lists: ``Linear`` metadata ``zero_synapses``
@@ -93,25 +93,14 @@ from deploy.errors import ExportError
 from deploy.nir_format import (
     FORMAT_KEY,
     FORMAT_VALUE,
+    KERNEL_WEIGHTS_KEY,
+    ORDER_KEY,
     PLACEHOLDER_KEY,
+    ZERO_SYNAPSES_KEY,
     node_name,
     require_nir,
 )
 from deploy.outputs import write_bytes
-
-ORDER_KEY = "neuroedge_order"
-"""Graph metadata key: the graph's node names as a JSON list, in the order :func:`to_nir`
-made them (the network's sources, populations and projections in its own order). A
-``.nir`` file lists a group's nodes alphabetically, which would reorder the populations
-(placement, hops, energy) and sources; :func:`deploy.nir_import.read_nir` restores it."""
-ZERO_SYNAPSES_KEY = "zero_synapses"
-"""``Linear`` metadata key: the ``[post; pre]`` indices (int64, shape (2, k)) of the
-synapses the network lists whose weight in that matrix is 0. A dense matrix cannot tell a
-listed synapse of weight 0 from no synapse; the import keeps these (they count synaptic
-operations and synapse memory) while a zero in a foreign matrix stays no synapse."""
-KERNEL_WEIGHTS_KEY = "kernel_weights"
-"""``Linear`` metadata key: the projection's ``kernel_weights`` (weight-shared form), on
-each of its ``Linear`` nodes; absent when it is None."""
 
 
 def to_nir(net, compiled=None):

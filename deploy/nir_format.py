@@ -13,6 +13,19 @@ FORMAT_KEY = "neuroedge_format"
 FORMAT_VALUE = "neuroedge.nir/1"
 PLACEHOLDER_KEY = "neuroedge_placeholder"   # the Input (+ zero Linear) of a source-less
                                             # network, which nir.read's type check needs
+ORDER_KEY = "neuroedge_order"
+"""Graph metadata key: the graph's node names as a JSON list, in the order :func:`to_nir`
+made them (the network's sources, populations and projections in its own order). A
+``.nir`` file lists a group's nodes alphabetically, which would reorder the populations
+(placement, hops, energy) and sources; :func:`deploy.nir_import.read_nir` restores it."""
+ZERO_SYNAPSES_KEY = "zero_synapses"
+"""``Linear`` metadata key: the ``[post; pre]`` indices (int64, shape (2, k)) of the
+synapses the network lists whose weight in that matrix is 0. A dense matrix cannot tell a
+listed synapse of weight 0 from no synapse; the import keeps these (they count synaptic
+operations and synapse memory) while a zero in a foreign matrix stays no synapse."""
+KERNEL_WEIGHTS_KEY = "kernel_weights"
+"""``Linear`` metadata key: the projection's ``kernel_weights`` (weight-shared form), on
+each of its ``Linear`` nodes; absent when it is None."""
 POPULATION_SUFFIX = ".neurons"   # population P is node "P.neurons" (snnTorch keys recurrent
                                  # subgraphs by the part before the first dot, which must be free)
 

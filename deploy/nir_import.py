@@ -94,11 +94,13 @@ import scipy.sparse as sp
 from deploy import events, nir_ops
 from deploy.errors import ExportError
 from deploy.hdf5_checks import check_structure
-from deploy.nir_export import KERNEL_WEIGHTS_KEY, ORDER_KEY, ZERO_SYNAPSES_KEY
 from deploy.nir_format import (
     FORMAT_KEY,
     FORMAT_VALUE,
+    KERNEL_WEIGHTS_KEY,
+    ORDER_KEY,
     PLACEHOLDER_KEY,
+    ZERO_SYNAPSES_KEY,
     population_name,
     require_nir,
 )
@@ -752,7 +754,7 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
 
 def _written_order(graph, nodes: dict) -> dict:
     """``nodes`` in the order a neuroedge export made them (graph metadata
-    :data:`~deploy.nir_export.ORDER_KEY`, a JSON list of node names), which a ``.nir`` file
+    :data:`~deploy.nir_format.ORDER_KEY`, a JSON list of node names), which a ``.nir`` file
     loses (HDF5 lists a group's members alphabetically): the network's sources, populations
     and projections come back in its own order. Nodes the list does not name follow in the
     graph's order; a graph without the list keeps the graph's order."""
@@ -776,7 +778,7 @@ def _written_order(graph, nodes: dict) -> dict:
 
 def _zero_synapses(value, node: str, n_post: int, n_pre: int) -> np.ndarray:
     """The synapses of weight 0 a neuroedge ``Linear`` node lists (metadata
-    :data:`~deploy.nir_export.ZERO_SYNAPSES_KEY`, ``[post; pre]`` indices) as sorted unique
+    :data:`~deploy.nir_format.ZERO_SYNAPSES_KEY`, ``[post; pre]`` indices) as sorted unique
     flat indices ``post * n_pre + pre``."""
     a = np.asarray(value)
     if a.ndim != 2 or a.shape[0] != 2 or (a.size and (
@@ -789,7 +791,7 @@ def _zero_synapses(value, node: str, n_post: int, n_pre: int) -> np.ndarray:
 
 
 def _kernel_weights(value, node: str) -> int:
-    """A neuroedge ``Linear`` node's :data:`~deploy.nir_export.KERNEL_WEIGHTS_KEY`: one
+    """A neuroedge ``Linear`` node's :data:`~deploy.nir_format.KERNEL_WEIGHTS_KEY`: one
     whole number."""
     a = np.asarray(value)
     if a.size != 1 or a.dtype.kind not in "iuf" or not np.isfinite(a).all() \

@@ -13,13 +13,11 @@ import pytest
 
 from deploy.errors import ExportError
 from deploy.nir_export import (
-    KERNEL_WEIGHTS_KEY,
-    ORDER_KEY,
-    ZERO_SYNAPSES_KEY,
     export_nir,
     from_nir,
     to_nir,
 )
+from deploy.nir_format import KERNEL_WEIGHTS_KEY, ORDER_KEY, ZERO_SYNAPSES_KEY
 from sim.neuromorphic import Network, NeuromorphicDevice
 
 nir = pytest.importorskip("nir")

@@ -241,7 +241,7 @@ def parse_search(doc, *, source: str, models, datasets, presets, seeds, grid,
     space = {k: _param(k, v, where) for k, v in space_doc.items()}
     for k in space:   # a key the model's Config does not take: the runner's own message
         try:
-            runner.parse_overrides(card.name, {k: 0})
+            runner.check_setting(card.name, k)
         except NeuroedgeError as exc:
             raise SweepError(f"{where}.space.{k}: {exc}") from None
     return Search(method, trials, objs, space, int(seed), profile)

@@ -333,7 +333,7 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
                 if sweep_own.is_own(m):
                     sweep_own.check_key(m, k)
                 else:
-                    runner.parse_overrides(m, {k: 0})
+                    runner.check_setting(m, k)
             except NeuroedgeError as exc:
                 where = f"grid.{m}.{k}" if k in model_grids.get(m, {}) else f"grid.{k}"
                 raise SweepError(f"{_where(source)}: {where}: {exc}") from None

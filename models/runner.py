@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 import re
 import types
 import typing
@@ -28,6 +29,7 @@ from hw_profiles.errors import NeuroedgeError, suggestion
 from hw_profiles.profile import HardwareProfile
 from models.registry import (
     PRESETS,
+    Card,
     Method,
     Outcome,
     Progress,
@@ -119,6 +121,59 @@ def field_types(config_cls) -> dict[str, Any]:
     return {f.name: hints.get(f.name, str) for f in dataclasses.fields(config_cls)}
 
 
+def _check_value(value, tp, where: str):
+    """A value given as itself (not text: ``overrides={"epochs": 3}`` from Python or a
+    sweep spec's TOML), checked against the field's type as :func:`_parse` checks text: an
+    int field takes an integer (not 2.5, not True), a float field a finite number, a bool
+    field a bool, a tuple field a list or tuple of such items; returned in the field's type
+    (a list as a tuple). Types this does not know pass unchanged."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in (a for a in args if a is not type(None)):
+            try:
+                return _check_value(value, a, where)
+            except ModelError as exc:
+                errors.append(str(exc))
+        raise ModelError(errors[0] if errors else f"{where}: {value!r} is not allowed")
+    if origin is typing.Literal:
+        if value in args:
+            return value
+        raise ModelError(f"{where}: {value!r} is not one of {', '.join(map(str, args))}")
+    if origin in (tuple, list):
+        if not isinstance(value, (tuple, list)):
+            raise ModelError(f"{where}: {value!r} is not a list; give a list of values")
+        item = args[0] if args else None
+        values = [v if item is None else _check_value(v, item, where) for v in value]
+        return tuple(values) if origin is tuple else values
+    if tp is bool:
+        if _is_bool(value):
+            return bool(value)
+        raise ModelError(f"{where}: {value!r} is not a boolean; give true or false")
+    if tp is int:
+        if isinstance(value, numbers.Integral) and not _is_bool(value):
+            return int(value)
+        raise ModelError(f"{where}: {value!r} is not an integer")
+    if tp is float:
+        if isinstance(value, numbers.Real) and not _is_bool(value):
+            if not math.isfinite(float(value)):
+                raise ModelError(f"{where}: {value!r} is not a finite number")
+            return float(value)
+        raise ModelError(f"{where}: {value!r} is not a number")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ModelError(f"{where}: {value!r} is not text")
+    return value
+
+
+def _is_bool(value) -> bool:
+    """A Python or numpy bool (numpy's is no ``numbers.Integral``; not imported here)."""
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
+
+
 def parse_overrides(model: str | Method, items) -> dict[str, Any]:
     """``["hidden=400", "epochs=3"]`` (or a dict) as typed values for the card's Config.
 
@@ -130,14 +185,22 @@ def parse_overrides(model: str | Method, items) -> dict[str, Any]:
     pairs = items.items() if isinstance(items, dict) else [_split(item) for item in items or ()]
     out: dict[str, Any] = {}
     for key, value in pairs:
-        if key not in types_ or key == "seed":
-            fields = [k for k in types_ if k != "seed"]
-            hint = "give the seed with --seed" if key == "seed" else \
-                suggestion(key, fields, "neuroedge models") or f"fields are {', '.join(fields)}"
-            raise ModelError(f"--set {key}: {card.name} has no setting {key!r}; {hint}")
+        check_setting(card, key)
         out[key] = _parse(value, types_[key], f"--set {key}") if isinstance(value, str) \
-            else value
+            else _check_value(value, types_[key], f"--set {key}")
     return out
+
+
+def check_setting(model, key: str) -> None:
+    """A one-line ModelError unless ``key`` is a setting of the model's Config (the seed is
+    not: it has its own option), with the closest setting as a suggestion."""
+    card = model if isinstance(model, Card) else method_of(model).card
+    types_ = field_types(card.config)
+    if key not in types_ or key == "seed":
+        fields = [k for k in types_ if k != "seed"]
+        hint = "give the seed with --seed" if key == "seed" else \
+            suggestion(key, fields, "neuroedge models") or f"fields are {', '.join(fields)}"
+        raise ModelError(f"--set {key}: {card.name} has no setting {key!r}; {hint}")
 
 
 def _split(item: str) -> tuple[str, str]:
@@ -153,7 +216,9 @@ def make_config(model: str | Method, preset: str, dataset: str, seed: int,
     card = method_of(model).card
     if preset not in PRESETS:
         raise ModelError(f"preset {preset!r}: presets are {', '.join(PRESETS)}")
-    values = {**card.presets[preset][dataset], **(overrides or {}), "seed": int(seed)}
+    from sim import seeds  # numpy: loaded when a run is prepared, not for `models`
+    values = {**card.presets[preset][dataset], **(overrides or {}),
+              "seed": seeds.check(seed)}   # out of range: refused here, before any work
     try:
         return card.config(**values)
     except TypeError as exc:  # a field the dataclass does not take: a bug in the card

@@ -279,8 +279,21 @@ def test_parse_overrides_types_values():
                    "names": ("b", "c"), "label": "hello world", "cap": None}
     assert [type(got[k]) for k in ("n", "rate", "flag", "sizes")] == [int, float, bool, tuple]
     assert runner.parse_overrides(method, ["cap=3", "flag=off"]) == {"cap": 3, "flag": False}
-    # a dict passes non-text values through untouched
+    # a dict's non-text values are checked against the field's type as text is (2.5 for
+    # an int field was accepted and failed inside the run as a TypeError), and converted:
+    # an int for a float field, a list for a tuple field
     assert runner.parse_overrides(method, {"sizes": (1, 2)}) == {"sizes": (1, 2)}
+    got = runner.parse_overrides(method, {"sizes": [1, 2], "rate": 1, "cap": None, "n": 3})
+    assert got == {"sizes": (1, 2), "rate": 1.0, "cap": None, "n": 3}
+    assert type(got["rate"]) is float and type(got["sizes"]) is tuple
+    for value, match in (({"n": 2.5}, "2.5 is not an integer"),
+                         ({"n": True}, "True is not an integer"),
+                         ({"rate": float("nan")}, "nan is not a finite number"),
+                         ({"flag": 1}, "1 is not a boolean"),
+                         ({"sizes": 5}, "5 is not a list"),
+                         ({"sizes": [1, 2.5]}, "2.5 is not an integer")):
+        with pytest.raises(ModelError, match=match):
+            runner.parse_overrides(method, value)
     for item, match in (("n=1.5", "'1.5' is not an integer"),
                         ("rate=fast", "'fast' is not a number"),
                         ("rate=inf", "'inf' is not a finite number"),
@@ -406,3 +419,10 @@ def test_out_of_range_settings_are_one_line_model_errors(name):
 def test_a_negative_weight_decay_names_the_field():
     with pytest.raises(ModelError, match=r"^MLPConfig.weight_decay = -0.5: must be >= 0$"):
         runner.make_config("mlp", "quick", "digits", 0, {"weight_decay": -0.5})
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 1.5, True])
+def test_prepare_refuses_a_seed_out_of_range(seed):
+    # it was refused only when the run started (execute), after prepare said all was well
+    with pytest.raises(ModelError, match="seeds are integers 0..4294967295"):
+        runner.prepare("mlp", seed=seed)

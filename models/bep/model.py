@@ -177,14 +177,22 @@ class BEP:
         self.counts[:] = 0
 
     def _check(self, x, y, what):
+        """x: uint8 bits of the network's input shape; y (when given): integer labels (a
+        float or list went to the numba kernels as another type)."""
         name = type(self).__name__
+        x = np.asarray(x)
         if x.ndim != self.x_ndim or x.shape[-1] != self.n_inputs or x.dtype != np.uint8:
             raise ModelError(f"{name}.{what}: x is {x.dtype} {x.shape}; expected uint8 bits "
                              f"({'N, T' if self.x_ndim == 3 else 'N'}, {self.n_inputs})")
-        if y is not None and (y.shape != (len(x),) or (y.size and not 0 <= y.min() <= y.max()
-                                                          < self.n_classes)):
-            raise ModelError(f"{name}.{what}: y must be ({len(x)},) labels in "
-                             f"0..{self.n_classes - 1}")
+        if x.size and x.max() > 1:
+            raise ModelError(f"{name}.{what}: x holds values up to {int(x.max())}; expected "
+                             "bits (0 or 1)")
+        if y is not None:
+            y = np.asarray(y)
+            if y.shape != (len(x),) or y.dtype.kind not in "iub" or (
+                    y.size and not 0 <= y.min() <= y.max() < self.n_classes):
+                raise ModelError(f"{name}.{what}: y is {y.dtype} {y.shape}; expected "
+                                 f"({len(x)},) integer labels in 0..{self.n_classes - 1}")
 
     def set_error(self, err: Fraction) -> None:
         """Rescale the reinforcement probability by sqrt(last epoch's train error)."""
@@ -293,6 +301,9 @@ class BEP:
     def fit(self, x, y, progress: Progress | None = None):
         """Train for ``epochs`` with a held-out split driving the gamma schedule."""
         self._check(x, y, "fit")
+        if len(x) == 0:
+            raise ModelError(f"{type(self).__name__}.fit: x has no samples; give at least one")
+        x, y = np.asarray(x), np.asarray(y).astype(np.int64)
         cfg = self.config
         g = seeds.rng(cfg.seed, "order")   # the held-out split, then each epoch's order
         perm = g.permutation(len(x))
@@ -329,6 +340,9 @@ class BEP:
     def predict_scores(self, x, scope: str = "infer", batch: int = 1000):
         """Logits int32 (N, C) and labels (N,) (the first maximum), counted under ``scope``."""
         self._check(x, None, "predict")
+        x = np.asarray(x)
+        if len(x) == 0:   # no rows: no scores (np.concatenate of nothing raised)
+            return np.zeros((0, self.n_classes), np.int32), np.zeros(0, np.int64)
         scores, preds = [], []
         with self.dev.count(scope, samples=len(x)):
             for s in range(0, len(x), batch):
@@ -345,7 +359,7 @@ class BEP:
 
     def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
         self._check(x, y, "evaluate")
-        return {"accuracy": float(np.mean(self.predict(x, scope) == y))}
+        return {"accuracy": float(np.mean(self.predict(x, scope) == np.asarray(y)))}
 
     @property
     def n_weights(self) -> int:

@@ -52,6 +52,7 @@ import numpy as np
 
 from hw_profiles.ops import OP_NAMES
 from models.registry import Outcome, Trained
+from models.shared.checks import check_xy
 from models.tsetlin import kernels as K
 from models.tsetlin.card import N_GOLDEN, TsetlinConfig
 from models.tsetlin.data import BOOLEANISE
@@ -132,11 +133,14 @@ class TsetlinMachine:
     # -- training ---------------------------------------------------------------------
     def fit(self, x, y, epochs: int | None = None, progress=None, scope: str = "train"):
         """Train for ``epochs`` passes (config.epochs by default) over booleans x [N, o]."""
+        x = _bits(x, self.o, "TsetlinMachine.fit")   # x first: a 1-D x is x's problem
+        # integer labels only: 0.7 was truncated to class 0 without a word
+        check_xy(x, y, self.o, max(self.n_classes, 2), "TsetlinMachine.fit")
         y = np.asarray(y).astype(np.int64)
-        if y.shape != (len(x),) or (y.size and (y.min() < 0 or
-                                                y.max() >= max(self.n_classes, 2))):
-            raise ModelError(f"TsetlinMachine.fit: y must be ({len(x)},) labels in "
-                             f"[0, {max(self.n_classes, 2)})")
+        if epochs is not None and (isinstance(epochs, bool) or not isinstance(
+                epochs, (int, np.integer)) or epochs < 0):
+            raise ModelError(f"TsetlinMachine.fit: epochs = {epochs!r}; expected an integer "
+                             ">= 0")
         epochs = self.config.epochs if epochs is None else int(epochs)
         with self.device.count(scope):
             lit = self.literals(x)
@@ -186,6 +190,11 @@ class TsetlinMachine:
         outputs on them; ``profile`` is the profile the export targets. What
         :func:`clause_layer` rebuilds the ClauseLayer from, with no training.
         """
+        if self.n_classes == 1:   # its label is v >= 0; the exported ClauseLayer argmaxes
+            raise ModelError("TsetlinMachine.trained: a single-output machine (n_classes = 1) "
+                             "decides by the sign of its sum, which the exported ClauseLayer "
+                             "(argmax over classes) does not compute; export a multiclass "
+                             "machine (n_classes >= 2)")
         x = _bits(golden_x, self.o, "TsetlinMachine.trained")
         arrays = {"include": self.include().astype(np.uint8),          # (C, m, 2o)
                   "polarity": self.sign.astype(np.int64),              # (m,)

@@ -203,3 +203,22 @@ def test_recurrent_network_has_no_packed_network():
     assert trained.meta["recurrent"] and trained.arrays["golden_x"].shape == (4, 8, 1)
     with pytest.raises(ModelError, match="recurrent"):
         packed_network(trained)
+
+
+def test_fit_and_predict_take_labels_and_empty_inputs_as_a_user_gives_them():
+    dev = BitwiseDevice("cortex-m4")
+    x = np.random.default_rng(0).integers(0, 2, (6, 5)).astype(np.uint8)
+    bep = BEP(5, 3, BEPConfig(hidden=(8, 8), epochs=1, batch_size=4, val_fraction=0), dev)
+    # float labels went to the numba kernels (a TypingError traceback), a list had no .shape
+    with pytest.raises(ModelError, match=r"y is float64 \(6,\); expected \(6,\) integer "
+                                         "labels in 0..2"):
+        bep.fit(x, np.array([0.5, 1, 2, 0, 1, 1]))
+    bep.fit(x, [0, 1, 2, 0, 1, 1])                       # a list of ints is labels
+    # no samples: a ZeroDivisionError; no rows to predict: numpy's concatenate ValueError
+    with pytest.raises(ModelError, match="x has no samples"):
+        bep.fit(np.zeros((0, 5), np.uint8), np.zeros(0, int))
+    scores, labels = bep.predict_scores(np.zeros((0, 5), np.uint8))
+    assert scores.shape == (0, 3) and labels.shape == (0,)
+    # non-bits were reported by pack_bits, not by name
+    with pytest.raises(ModelError, match="BEP.fit: x holds values up to 2; expected bits"):
+        bep.fit(np.full((6, 5), 2, np.uint8), np.zeros(6, int))

@@ -151,3 +151,26 @@ def test_clause_layer_is_built_from_include_and_polarity():
     out = sim.device("cortex-m4").run([layer], pack_bits(x, 32))
     # row 0: clause 0 fires -> +1; row 1: both fire -> 0; row 2: clause 1 -> -1
     assert out.scores[:, 0].tolist() == [1, 0, -1]
+
+
+def test_fit_refuses_labels_and_epochs_it_would_misread():
+    tm = TsetlinMachine(5, 3, TsetlinConfig(clauses=2, T=1, epochs=1), sim.device("cortex-m4"))
+    x = np.random.default_rng(0).integers(0, 2, (6, 5)).astype(np.uint8)
+    # 0.7 and 1.9 were truncated to classes 0 and 1 without a word
+    with pytest.raises(ModelError, match="y has dtype float64; expected integer class labels"):
+        tm.fit(x, np.array([0.7, 1.9, 2.2, 0, 1, 1]))
+    with pytest.raises(ModelError, match="epochs = -1; expected an integer >= 0"):
+        tm.fit(x, np.zeros(6, int), epochs=-1)
+    # a 1-D x was reported as a problem with y
+    with pytest.raises(ModelError, match=r"x has shape \(5,\); expected \(N, 5\)"):
+        tm.fit(x[0], np.zeros(1, int))
+
+
+def test_a_single_output_machine_is_not_exported_as_an_argmax():
+    # its label is v >= 0; the ClauseLayer the C export runs takes the argmax over its one
+    # class, always 0 (the exported labels were [0, 0] where predict gave [1, 1])
+    tm = TsetlinMachine(3, 1, TsetlinConfig(clauses=2, T=1, polarity="positive"),
+                        sim.device("cortex-m4"))
+    x = np.zeros((2, 3), np.uint8)
+    with pytest.raises(ModelError, match="single-output machine"):
+        tm.trained(x, tm.scores(x), tm.predict(x), "cortex-m4")

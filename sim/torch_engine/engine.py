@@ -566,9 +566,11 @@ class TorchDevice(Device):
                 mode.module_event(LEAVE, path)
                 recorder.leave(mod, path, args, out)
 
-            tracker = (ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave)
+            tracker = (ScopeTracker(on_enter=recorder.enter, on_leave=recorder.leave,
+                                    placed=self._placed)
                        if steps is None else ScopeTracker(on_enter=on_enter,
-                                                          on_leave=on_leave))
+                                                          on_leave=on_leave,
+                                                          placed=self._placed))
             mode = self._mode = _CountingMode(scope, tracker, self.cost_memo, steps)
             try:
                 # the fused attention fast path off, as for the lifetime trace (one place)

@@ -105,10 +105,14 @@ class ScopeTracker:
     code) and dotted below it (``0.attn.qkv``).
     """
 
-    def __init__(self, on_enter=None, on_leave=None):
+    def __init__(self, on_enter=None, on_leave=None, placed=()):
         # on_enter(mod, path, args) / on_leave(mod, path, args, out): called for every module
         # whose forward runs, with its path (the engine records layers and activity there)
         self._on_enter, self._on_leave = on_enter, on_leave
+        # the models the device compiled: a part of one called directly (a policy's
+        # ``logits`` method running its embedding and head) keeps its path in that model
+        self._placed = tuple(placed)
+        self._outer_paths: dict[nn.Module, str] = {}
         # (module, path, graph task id when it was entered: -1 in forward)
         self._stack: list[tuple[nn.Module, str, int]] = []
         self._forward_paths: dict[nn.Module, str] = {}   # module -> path of its last forward
@@ -154,7 +158,10 @@ class ScopeTracker:
         elif task != -1:    # recomputed inside backward (checkpointing): its forward's path
             path = self._forward_paths.get(mod, "")
         else:
-            path = ""                           # the outermost module is the block's root
+            # the outermost module is the block's root; a part of a compiled model called
+            # on its own keeps its name in that model (else its layers would be recorded
+            # as "", "0", "1" ... and take the scopes of the root)
+            path = self._outer_path(mod)
         if task == -1:
             self._forward_paths[mod] = path
         self._stack.append((mod, path, task))
@@ -168,6 +175,19 @@ class ScopeTracker:
             if p is not None:
                 self._param_paths.setdefault(p, path)
         self._mark(path)
+
+    def _outer_path(self, mod: nn.Module) -> str:
+        path = self._outer_paths.get(mod)
+        if path is None:
+            path = ""
+            if not any(mod is m for m in self._placed):
+                for model in self._placed:
+                    name = next((n for n, sub in model.named_modules() if sub is mod), None)
+                    if name:
+                        path = name
+                        break
+            self._outer_paths[mod] = path
+        return path
 
     def _leave_module(self, mod: nn.Module, args, *rest) -> None:
         if _is_compile_wrapper(mod):

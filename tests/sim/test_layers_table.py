@@ -112,3 +112,36 @@ def test_bitwise_layer_rows():
         ("L0_h", "SignLayer", (2,), 10), ("L1_s", "ScoresLayer", (2,), 6)]
     assert all(r.work > 0 and r.work_unit == "ops" for r in rows)
     assert dev.ledger.models()["network"]["connection_weights"] == 8 + 4
+
+
+class _Policy(nn.Module):
+    """geb's pattern: a method other than forward runs parts of the model."""
+
+    def __init__(self):
+        super().__init__()
+        self.ctx = nn.Embedding(4, 8)
+        self.head = nn.Sequential(nn.Tanh(), nn.Linear(8, 3))
+
+    def logits(self, x):
+        return self.head(self.ctx(x))
+
+    def forward(self, x):
+        return self.logits(x).sum(-1)
+
+
+def test_a_compiled_models_part_called_directly_keeps_its_path(toy_gpu_path):
+    """``policy.logits(x)`` ran the embedding first, outermost: it was recorded as layer ""
+    (the root, which then took every unsuffixed scope: geb's per-layer table gave a 512-
+    parameter Embedding 80% of the run's energy) and the head's layers as "0" and "1"."""
+    dev = TorchDevice(toy_gpu_path, prefer_cuda=False)
+    pol = dev.compile(_Policy())
+    x = torch.arange(4, device=dev.torch_device)
+    with dev.count("train/a", samples=4):
+        pol(x).sum().backward()
+    with torch.no_grad(), dev.count("train/b", samples=4):
+        pol.logits(x)
+    assert list(dev.ledger.layers()) == ["ctx", "head.0", "head.1"]
+    assert {s for s in dev.ledger.scopes() if s.startswith("train/b/")} == {
+        "train/b/ctx/forward", "train/b/head.0/forward", "train/b/head.1/forward"}
+    # 4 rows x 8 x 3 MACs in the head's Linear, under its own name in both blocks
+    assert dev.ledger.total_ops("train/b/head.1")["mac_fp32"] == 4 * 8 * 3

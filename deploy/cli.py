@@ -249,7 +249,13 @@ def cmd_simulate(args) -> int:
     # one)
     write_run(out, result, force=args.force, inputs=inputs, parents=True)
     run = read_run(out)
-    energy = run.ledger.price(run.profile, realtime=args.realtime)
+    try:
+        energy = run.ledger.price(run.profile, realtime=args.realtime)
+    except NeuroedgeError as exc:
+        # the training was paid for: its run file stays, and the message says so (a state
+        # the device cannot hold is found only when the run's ledger is priced)
+        raise type(exc)(f"{exc}; the run file {str(out)!r} is written and kept (its counts: "
+                        f"neuroedge report {str(out)!r} --profile ANOTHER)") from None
     # compared first: the headline carries the ratio to every compared profile
     reports = [energy] + _compare_reports(plan, run, others, args, o)
     print_report(o, args, run, reports)

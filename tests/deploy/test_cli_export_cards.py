@@ -113,3 +113,20 @@ def test_compare_on_a_microcontroller_too_small_leaves_it_out_with_the_reason(tm
     # were priced at its 64-bit energy, about twice its own run's figure)
     assert "not compared on fpga-bnn: the ledger's word ops were counted in 32-bit" in text
     assert out.exists() and out.with_suffix(".html").exists()
+
+
+def test_a_run_its_own_device_cannot_hold_keeps_its_file_and_says_so(tmp_path, capsys):
+    """The fit of a torch run on a microcontroller is known when its ledger is priced, after
+    training: the run file was left behind without a word. An MLP 64-2000-10 trained with
+    Adam keeps 2,400,180 B writable, against cortex-m7's 327,680 B of SRAM."""
+    out = tmp_path / "m7.h5"
+    assert main(["simulate", "mlp", "--profile", "cortex-m7", "--set", "hidden=[2000]",
+                 "--set", "epochs=1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "needs 2,400,180 B of writable memory" in err
+    assert f"the run file '{out}' is written and kept" in err
+    assert out.exists() and not out.with_suffix(".html").exists()
+    assert main(["report", str(out), "--profile", "stm32h7a3", "--html",
+                 str(tmp_path / "r.html")]) == 2   # 1.25 MB of SRAM: still too small
+    assert main(["report", str(out), "--profile", "a100", "--html",
+                 str(tmp_path / "r.html")]) == 0

@@ -60,7 +60,8 @@ def pack_bool(bits: np.ndarray, word_bits: int) -> np.ndarray:
 
 def _unpack(words, k: int, what: str) -> np.ndarray:
     words = np.asarray(words)
-    if words.dtype not in (np.uint32, np.uint64):
+    # either byte order (a big-endian '>u4' array from a file is read as its values)
+    if words.dtype.kind != "u" or words.dtype.itemsize not in (4, 8):
         raise ModelError(f"{what}: expected packed uint32 or uint64 words, got dtype {words.dtype}")
     if words.ndim < 1:
         raise ModelError(f"{what}: expected at least 1 dimension (last axis = words)")

@@ -69,3 +69,13 @@ def test_leading_axes_are_kept():
 def test_bad_input_is_refused(call, match):
     with pytest.raises(ModelError, match=match):
         call()
+
+
+def test_big_endian_words_unpack_as_their_values():
+    # '>u4' was refused with "expected packed uint32 ... got dtype >u4" (the byte-order
+    # conversion after the check could not be reached), while BitwiseDevice takes it
+    from sim.bitwise import pack_signs, unpack_signs
+    x = np.array([[1, -1, 1, 1, -1]], np.int8)
+    w = pack_signs(x, 32)
+    assert np.array_equal(unpack_signs(w.astype(">u4"), 5), x)
+    assert np.array_equal(unpack_signs(w.astype(np.uint64).astype(">u8"), 5), x)

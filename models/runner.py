@@ -65,20 +65,26 @@ def method_of(model: str | Method) -> Method:
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
 
+def _first_member(args, convert, otherwise: str):
+    """``convert(a)`` for the first member ``a`` of a union's ``args`` (None left out) that
+    takes the value; else the first member's error (or ``otherwise`` when there is none)."""
+    errors = []
+    for a in (a for a in args if a is not type(None)):
+        try:
+            return convert(a)
+        except ModelError as exc:
+            errors.append(str(exc))
+    raise ModelError(errors[0] if errors else otherwise)
+
+
 def _parse(text: str, tp, where: str):
     """``text`` as a value of type ``tp`` (int, float, bool, str, tuples, X | None, Literal)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         if text.lower() == "none" and type(None) in args:
             return None
-        inner = [a for a in args if a is not type(None)]
-        errors = []
-        for a in inner:
-            try:
-                return _parse(text, a, where)
-            except ModelError as exc:
-                errors.append(str(exc))
-        raise ModelError(errors[0] if errors else f"{where}: cannot parse {text!r}")
+        return _first_member(args, lambda a: _parse(text, a, where),
+                             f"{where}: cannot parse {text!r}")
     if origin is typing.Literal:
         for a in args:
             if str(a) == text:
@@ -131,13 +137,8 @@ def _check_value(value, tp, where: str):
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        errors = []
-        for a in (a for a in args if a is not type(None)):
-            try:
-                return _check_value(value, a, where)
-            except ModelError as exc:
-                errors.append(str(exc))
-        raise ModelError(errors[0] if errors else f"{where}: {value!r} is not allowed")
+        return _first_member(args, lambda a: _check_value(value, a, where),
+                             f"{where}: {value!r} is not allowed")
     if origin is typing.Literal:
         if value in args:
             return value

@@ -686,8 +686,8 @@ def _module_facts(net, dtype: str):
     int8) and parameters (its own and its children's, as torchinfo counts them), in the
     order of the first call (a parent before its children)."""
     import torch
-    from torch.utils._pytree import tree_leaves
 
+    from sim.arena import output_tensors
     from sim.torch_engine.activity import packed_size
     from sim.torch_engine.nested import element_count, shape_of
     facts: dict[str, dict] = {}
@@ -706,7 +706,7 @@ def _module_facts(net, dtype: str):
         entry = facts.get(names.get(id(module)))
         if entry is None or entry["output_shape"]:
             return
-        tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
+        tensors = output_tensors(output)   # a returned cache object's tensors too
         if tensors:
             entry["output_shape"] = shape_of(tensors[0])
         entry["output_bytes"] = sum(

@@ -145,10 +145,40 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
     # the settings the count runs under: the same ops, the same tensors
     with observed_as_counted(), torch.no_grad(), mode:
         out = module(*inputs, **keywords)
-    for t in tree_leaves(out):   # the outputs are read after the last op
+    for t in output_tensors(out):   # the outputs are read after the last op
         touch(t, mode.step + 1, create=True)
     closed += [(number, Buffer(n, first, last)) for n, first, last, _, number in live.values()]
     return [b for _, b in sorted(closed, key=lambda c: c[0])]   # in the order made
+
+
+def output_tensors(out, depth: int = 6) -> list:
+    """Every tensor a forward returned: torch's pytree leaves, and the tensors held by the
+    objects among them (a ``transformers`` ``DynamicCache`` keeps its key and value tensors
+    in per-layer objects that pytree does not open: they are outputs the caller keeps, which
+    a trace that missed them took for dead after their last op). Objects are opened through
+    their attributes, lists, tuples and dicts, ``depth`` levels deep, each once."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    # a work list, not a recursive closure: a closure that calls itself is a reference
+    # cycle, which would keep the tensors found alive until the collector ran (a count
+    # block's resident footprint then held outputs that were already dead)
+    found: list = []
+    seen: set[int] = set()
+    todo = [(leaf, 0) for leaf in tree_leaves(out)]
+    for x, level in todo:   # in order (the first output first); appended to while read
+        if id(x) in seen or level > depth:
+            continue
+        seen.add(id(x))
+        if isinstance(x, torch.Tensor):
+            found.append(x)
+        elif isinstance(x, (list, tuple)):
+            todo += [(v, level + 1) for v in x]
+        elif isinstance(x, dict):
+            todo += [(v, level + 1) for v in x.values()]
+        elif hasattr(x, "__dict__") and not isinstance(x, (type, torch.nn.Module)):
+            todo += [(v, level + 1) for v in vars(x).values()]
+    return found
 
 
 def live_peak_mode(start=()):
@@ -187,7 +217,10 @@ def live_peak_mode(start=()):
                 storage = t.untyped_storage()
             except (RuntimeError, NotImplementedError):   # functorch wrappers
                 return
-            key, nbytes = storage.data_ptr(), storage.nbytes()
+            try:
+                key, nbytes = storage.data_ptr(), storage.nbytes()
+            except RuntimeError:   # a storage without data (torch's efficient zero tensor,
+                return             # made by sgn's backward): no bytes held
             if nbytes == 0 or key in self._alive:
                 return
             self._alive[key] = nbytes

@@ -91,3 +91,24 @@ def test_cli_headline_and_strict(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code != 0 and "thrice (1 call(s))" in err
 
+
+
+def test_a_training_step_through_sgn_is_estimated():
+    """sgn's backward makes an efficient zero tensor (no storage): the training step's
+    memory trace read its data pointer and the estimate failed as "training step failed
+    ... check the loss and target"; the zero tensor is free (no data), not uncounted."""
+    import neuroedge
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(16, 16), nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            return self.b(h + torch.sgn(h))
+
+    est = neuroedge.estimate(Net(), (8, 16), profiles=["a100"], loss="auto")
+    assert "_efficientzerotensor" not in est.uncounted
+    # forward 8 x (16 x 16 + 16 x 4) = 2,560 MACs; the training step at least twice that
+    assert est.ledgers["a100"].total_ops("train")["mac_fp32"] >= 2 * 2560

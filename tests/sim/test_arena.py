@@ -110,3 +110,42 @@ def test_the_trace_and_the_count_run_the_same_decomposed_attention(toy_gpu_path)
     assert not any("transformer_encoder_layer" in n or "native_multi_head" in n
                    for n in traced.names)
     assert torch.backends.mha.get_fastpath_enabled()   # restored after both
+
+
+class _Layer:
+    def __init__(self, keys, values):
+        self.keys, self.values = keys, values
+
+
+class _Cache:
+    """A transformers-style cache: its tensors in per-layer objects pytree does not open."""
+
+    def __init__(self):
+        self.layers = []
+
+
+class _Cached(nn.Module):
+    def __init__(self, as_object: bool):
+        super().__init__()
+        self.k, self.v = nn.Linear(16, 16), nn.Linear(16, 16)
+        self.as_object = as_object
+
+    def forward(self, x):
+        k, v = self.k(x), self.v(x)
+        out = torch.relu(k + v)
+        if not self.as_object:
+            return out, ((k, v),)
+        cache = _Cache()
+        cache.layers.append(_Layer(k, v))
+        return out, cache
+
+
+def test_tensors_returned_inside_a_cache_object_stay_alive_to_the_end():
+    """A Llama's DynamicCache was taken for dead after its last op: a model whose returned
+    KV cache did not fit was priced (the peak 983,040 B where the cache alone is 2 MB)."""
+    x = torch.ones(64, 16)
+    peaks = [peak_live_bytes(trace_lifetimes(_Cached(as_object), (x,)))
+             for as_object in (False, True)]
+    # k, v and the output (64 x 16 x 4 B = 4,096 B each) all alive at the end, plus the
+    # input and the sum k + v alive while relu runs: the same peak either way
+    assert peaks[0] == peaks[1] >= 3 * 4096

@@ -120,6 +120,12 @@ _FLOAT_SUFFIX = {torch.float64: "fp64", torch.float32: "fp32", torch.float16: "f
 # passes = multiply, sum, subtract (3); dropout = compare a random number and scale (2);
 # layer norm = mean, subtract, square, mean, rsqrt-scale, affine multiply and add (7),
 # backward about twice that (14); NLL loss = one gather-and-add per target element.
+_PER_TARGET = {aten.nll_loss_forward: 1, aten.nll_loss_backward: 2}
+"""Ops counted per element of their target (the argument at that position), not of their
+input: NLL picks one log-probability per target (it counted N x C for N targets)."""
+_PER_LARGEST = {aten._adaptive_avg_pool2d_backward}
+"""Ops counted per element of their largest tensor, not of their first (a small gradient)."""
+
 _PER_ELEMENT = {
     aten._softmax: 5, aten._log_softmax: 5,
     aten._softmax_backward_data: 3, aten._log_softmax_backward_data: 3,
@@ -1504,12 +1510,21 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
     elif torch.Tag.reduction in func.tags or packet in _PER_ELEMENT:
         if first is None:
             ref = outputs[0]
+        elif first.dim() == 0 or packet in _PER_LARGEST:
+            # a loss's backward under mean or sum reduction takes its 0-dim gradient first
+            # (mse_loss_backward counted 3 flops for any output); an adaptive pooling's
+            # backward spreads each gradient over the input: per element of the largest
+            ref = max((*inputs, *outputs), key=lambda t: t.numel())
         else:
             ref = first
+        n = ref.numel()
+        if packet in _PER_TARGET:    # one gather-and-add per target element
+            n = args[_PER_TARGET[packet]].numel()
+            ref = next(t for t in inputs if t.is_floating_point() or t.is_complex())
         op = _elementwise_op(packet, ref.dtype)
         if not op:
             return {}, 0, 0, name
-        counts[op] = ref.numel() * _PER_ELEMENT.get(packet, 1)
+        counts[op] = n * _PER_ELEMENT.get(packet, 1)
     else:
         return {}, 0, 0, name
     if "" in counts:    # a rule met a dtype it has no op for (a complex scatter-add ...)

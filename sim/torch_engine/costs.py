@@ -1195,6 +1195,22 @@ def _elementwise_op(packet, dtype: torch.dtype) -> str:
     return "int_cmp" if packet in _COMPARISONS else "int_add"
 
 
+def _accumulated(packet, args, kwargs):
+    """The values an accumulating memory op adds into its destination, or None: index_put
+    with ``accumulate=True`` (its values), scatter with ``reduce`` "add"/"sum" (its source),
+    put with ``accumulate=True`` (its source)."""
+    def arg(pos, name, default=None):
+        return args[pos] if len(args) > pos else kwargs.get(name, default)
+    if packet in (aten.index_put, aten.index_put_) and arg(3, "accumulate", False):
+        return arg(2, "values")
+    if packet in (aten.scatter, aten.scatter_) and arg(4, "reduce") in ("add", "sum"):
+        src = arg(3, "src")
+        return src if isinstance(src, torch.Tensor) else None
+    if packet in (aten.put, aten.put_) and arg(3, "accumulate", False):
+        return arg(2, "source")
+    return None
+
+
 @functools.cache
 def is_free(func) -> bool:
     """Every call of ``func`` costs nothing, whatever its arguments: a view, an op in
@@ -1455,7 +1471,14 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         counts, read, write = cost
         return {k: v for k, v in counts.items() if v}, read, write, ""
     elif packet in MEMORY_ONLY:
-        pass
+        # an accumulating write adds each value into its destination (an embedding's
+        # backward: index_put with accumulate): one add per value written
+        added = _accumulated(packet, args, kwargs)
+        if added is not None:
+            op = _elementwise_op(aten.add, added.dtype)
+            if not op:
+                return {}, 0, 0, name
+            counts[op] = added.numel()
     elif packet in _SORTS:
         if first is None:
             return {}, 0, 0, name

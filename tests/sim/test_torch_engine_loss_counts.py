@@ -50,3 +50,29 @@ def test_adaptive_pool_backward_counts_the_input(toy_gpu_path):
     # forward and backward one per input element each: 2 x 100,352 (the backward was
     # 8,192, one per gradient element); the sum over 8 x 256 x 2 x 2 = 8,192 more
     assert dev.ledger.total_ops()["flop_fp32"] == 2 * 100_352 + 8_192
+
+
+def test_accumulating_writes_count_their_adds(toy_gpu_path):
+    """index_put with accumulate (an indexing's backward), scatter with reduce="add" and put
+    with accumulate add each value into its destination: they were counted as bytes only."""
+    import warnings
+    dev = TorchDevice(toy_gpu_path, prefer_cuda=False)
+    d = dev.torch_device
+    table = torch.randn(100, 64, device=d, requires_grad=True)
+    idx = torch.randint(0, 100, (512,), device=d)
+    with dev.count("train"):
+        table[idx].sum().backward()            # index_put_(accumulate): 512 x 64 adds
+    assert dev.ledger.total_ops("train/backward")["flop_fp32"] >= 512 * 64
+    dev = TorchDevice(toy_gpu_path, prefer_cuda=False)
+    index, src = torch.randint(0, 5, (8, 16), device=d), torch.randn(8, 16, device=d)
+    where, values = torch.randint(0, 100, (64,), device=d), torch.randn(64, device=d)
+    dest, flat = torch.zeros(8, 5, device=d), torch.zeros(100, device=d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # scatter's reduce= is deprecated in torch
+        with dev.count("scatter"):
+            dest.scatter_(1, index, src, reduce="add")
+    with dev.count("put"):
+        flat.put_(where, values, accumulate=True)
+    # 8 x 16 = 128 scattered adds, 64 put adds (both 0 before)
+    assert dev.ledger.total_ops("scatter")["flop_fp32"] == 128
+    assert dev.ledger.total_ops("put")["flop_fp32"] == 64

@@ -350,8 +350,9 @@ def dataset(name: str, seeds):
               f" {ours['train_s'] / r['train_s']:13.2f}x "
               f"{ours['predict_s'] / r['predict_s']:15.2f}x {r['epochs_trained']}")
     print("(ratios > 1: that implementation is faster than ours)")
-    best = max((r["accuracy"], n) for n, r in res.items() if "error" not in r and
-               n != "neuroedge")
+    # no anchor run (their environments absent): max() of nothing raised here
+    best = max(((r["accuracy"], n) for n, r in res.items() if "error" not in r and
+                n != "neuroedge"), default=None)
     if best:
         print(f"ours vs the best anchor ({best[1]}): "
               f"{100 * (ours['accuracy'] - best[0]):+.2f} points (means over seeds)")

@@ -366,8 +366,9 @@ FREE = {aten.detach, aten.detach_, aten.alias, aten.lift_fresh, aten.empty, aten
         aten._nested_get_lengths, aten._nested_get_ragged_idx, aten._nested_get_min_seqlen,
         aten._nested_get_max_seqlen, aten._nested_get_jagged_dummy, torch.ops.prim.layout,
         aten.dim, aten.sym_is_contiguous, aten.empty_permuted, aten.resize_as_,
-        # a zero tensor without storage (sgn's backward makes one): no data, no writes
-        aten._efficientzerotensor}
+        # a zero tensor without storage (sgn's backward makes one): no data, no writes;
+        # an asynchronous device assertion (torch._assert_async): a check, no arithmetic
+        aten._efficientzerotensor, aten._assert_async}
 """Ops that move no data and compute nothing (views, allocation without writes)."""
 
 MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten.index_select,

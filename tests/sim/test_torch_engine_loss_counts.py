@@ -76,3 +76,11 @@ def test_accumulating_writes_count_their_adds(toy_gpu_path):
     # 8 x 16 = 128 scattered adds, 64 put adds (both 0 before)
     assert dev.ledger.total_ops("scatter")["flop_fp32"] == 128
     assert dev.ledger.total_ops("put")["flop_fp32"] == 64
+
+
+def test_an_async_assertion_is_free(toy_gpu_path):
+    # it was reported uncounted, marking every figure a lower bound (strict refused it)
+    dev = TorchDevice(toy_gpu_path, prefer_cuda=False)
+    with dev.count("infer"):
+        torch._assert_async(torch.tensor(True, device=dev.torch_device))
+    assert dev.ledger.uncounted() == {}

@@ -5,8 +5,9 @@ readable) its idle power from microbenchmarks, and write a profile of the user's
 The written profile is BASE with the fitted entries replaced, each with provenance
 ``measured`` and a note giving date, machine and command:
 
-- ``[execution] launch_s``: median seconds of one eager op that does almost no arithmetic
-  (``torch.add`` of two 8x8 tensors), timed in blocks of ``DISPATCH_BLOCK`` calls;
+- ``[execution] launch_s``: seconds of one eager op that does almost no arithmetic
+  (``torch.add`` of two 8x8 tensors), timed in blocks of ``DISPATCH_BLOCK`` calls, the
+  fastest block (as every timing here: load only adds time);
 - ``[throughput] mac_fp32`` and ``[execution] half_perf_ops``: Hockney's curve, the one the
   pricing uses (a kernel of n MACs takes ``launch_s + (n + n_1/2) / peak``), fitted by least
   squares on relative error to square fp32 GEMMs (``GEMM_SIZES``);
@@ -64,12 +65,16 @@ def dispatch_s(*, repeats: int, clock=time.perf_counter, device: str = "cpu") ->
             torch.add(a, b)
 
     sync = torch.cuda.synchronize if device == "cuda" else None
-    return time_calls(block, warmup=1, repeats=repeats, clock=clock, sync=sync).median_s \
+    # the fastest block: other work on the machine only adds time, and a calibration
+    # wants what this machine does (the median took a busy neighbour's delays in)
+    return time_calls(block, warmup=1, repeats=repeats, clock=clock, sync=sync).min_s \
         / DISPATCH_BLOCK
 
 
 def gemm_times(sizes, *, repeats: int, device: str = "cpu") -> np.ndarray:
-    """Median seconds of one n x n x n fp32 matmul for each n in ``sizes``."""
+    """Seconds of one n x n x n fp32 matmul for each n in ``sizes``: the fastest of the
+    repeats (load only adds time; with the median, a busy second core made n = 64 take
+    8 ms and the fit refused the machine)."""
     import torch
     out = []
     for n in sizes:
@@ -77,7 +82,7 @@ def gemm_times(sizes, *, repeats: int, device: str = "cpu") -> np.ndarray:
         b = torch.randn(n, n, device=device)
         sync = torch.cuda.synchronize if device == "cuda" else None
         out.append(time_calls(lambda a=a, b=b: torch.mm(a, b), warmup=2, repeats=repeats,
-                              sync=sync).median_s)
+                              sync=sync).min_s)
     return np.array(out)
 
 
@@ -109,7 +114,7 @@ def fit_hockney(macs: np.ndarray, seconds: np.ndarray, launch_s: float) -> tuple
 
 MAX_FIT_FACTOR = 3.0
 """The most a GEMM timing may be from the fitted Hockney curve, either way: timing noise on
-a loaded machine moves medians tens of percent; a point this far off means no fit."""
+a loaded machine moves timings tens of percent; a point this far off means no fit."""
 
 
 def _base_path(profile: str) -> Path:
@@ -143,7 +148,7 @@ def calibrate(base: str, *, repeats: int = 20, device: str = "cpu", name: str = 
     macs = np.array([float(n) ** 3 for n in sizes])
     secs = gemm_times(sizes, repeats=repeats, device=device)
     peak, n_half = fit_hockney(macs, secs, launch)
-    lines = [f"launch_s      {launch:.3g} s  (torch.add of 8x8 tensors, median of {repeats} "
+    lines = [f"launch_s      {launch:.3g} s  (torch.add of 8x8 tensors, fastest of {repeats} "
              f"blocks of {DISPATCH_BLOCK})",
              f"mac_fp32      {peak:.3g} MAC/s  (Hockney fit to fp32 GEMMs n = "
              f"{', '.join(map(str, sizes))})",
@@ -152,7 +157,7 @@ def calibrate(base: str, *, repeats: int = 20, device: str = "cpu", name: str = 
     doc["execution"]["launch_s"] = _quantity(
         launch, "s", f"eager torch.add of two 8x8 tensors; {where}")
     doc["execution"]["half_perf_ops"] = _quantity(
-        n_half, "1", "Hockney n_1/2 fitted with mac_fp32 to GEMM medians "
+        n_half, "1", "Hockney n_1/2 fitted with mac_fp32 to the fastest GEMM times "
         + ", ".join(f"n={n}: {t:.3g} s" for n, t in zip(sizes, secs, strict=True))
         + f"; {where}")
     doc.setdefault("throughput", {})["mac_fp32"] = _quantity(
@@ -196,14 +201,7 @@ def write_profile(doc: dict, out: Path, *, force: bool = False) -> None:
     import tomli_w
 
     from hw_profiles.loader import loads
-    if out.exists():
-        try:
-            first = out.read_text().splitlines()[:1]
-        except (OSError, UnicodeDecodeError):
-            first = []
-        if first != [MARKER] and not force:
-            raise ModelError(f"--out {out}: exists and was not written by measure "
-                             "--calibrate; choose another path or pass --force")
+    check_out(out, force)
     text = MARKER + "\n" + tomli_w.dumps(doc)
     loads(text, origin=str(out))   # a profile that does not load is never written
     tmp = out.with_name(out.name + ".tmp")
@@ -215,12 +213,26 @@ def write_profile(doc: dict, out: Path, *, force: bool = False) -> None:
         raise ModelError(f"--out {out}: cannot write ({exc.strerror})") from None
 
 
+def check_out(out: Path, force: bool) -> None:
+    """Refuse an existing ``out`` this command did not write (its first line is not
+    ``MARKER``) unless ``force``: checked before the measurements, and again when writing."""
+    if out.exists():
+        try:
+            first = out.read_text().splitlines()[:1]
+        except (OSError, UnicodeDecodeError):
+            first = []
+        if first != [MARKER] and not force:
+            raise ModelError(f"--out {out}: exists and was not written by measure "
+                             "--calibrate; choose another path or pass --force")
+
+
 def cmd_calibrate(args, device: str) -> int:
     if not args.out:
         raise ModelError("--calibrate: give --out PATH.toml for the profile it writes")
     out = Path(args.out)
     if out.suffix != ".toml":
         raise ModelError(f"--out {out}: expected a .toml path")
+    check_out(out, args.force)   # before a minute of measuring, not after
     command = "neuroedge " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     doc, lines = calibrate(args.profile, repeats=args.repeats, device=device,
                            name=out.stem, command=command)

@@ -107,8 +107,19 @@ def test_hockney_fit_recovers_peak_and_half_perf():
     assert peak == pytest.approx(1e10, rel=1e-9) and n_half == pytest.approx(5e4, rel=1e-6)
 
 
+@pytest.fixture
+def one_torch_thread():
+    """A second core busy with other work stalls a two-thread GEMM for a scheduler slice
+    (8 ms for n = 64, every repeat): the fit then refuses the machine, as it should on a
+    busy one; the test wants a measurement, which one thread gives under load too."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def test_calibrate_writes_a_measured_profile_that_prices(tmp_path, user_file, capsys,
-                                                         monkeypatch):
+                                                         monkeypatch, one_torch_thread):
     import tomllib
 
     import deploy.calibrate as cal
@@ -141,6 +152,19 @@ def test_calibrate_refuses_a_file_it_did_not_write(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not written by measure --calibrate" in err
     assert out.read_text() == "# mine\n"
+    # refused before any measurement: on a busy machine the GEMM fit's own refusal came
+    # first (the file was checked only when writing)
+    import deploy.calibrate as cal
+
+    def never(*a, **k):
+        raise AssertionError("measured before the output was checked")
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(cal, "calibrate", never)
+    try:
+        assert main(["measure", "--calibrate", "--profile", "x86-avx2", "--out", str(out),
+                     "--repeats", "1"]) == 2
+    finally:
+        monkey.undo()
 
 
 def test_measure_takes_a_torch_export_module(tmp_path, capsys, monkeypatch):

@@ -42,6 +42,7 @@ from typing import Any
 from deploy.errors import ExportError
 from deploy.outputs import check_output, given_path
 from hw_profiles.errors import NeuroedgeError
+from sim.errors import NotExportable
 
 TARGETS = ("c", "nir", "onnx")
 """Every export target the CLI knows (``models.registry.EXPORT_TARGETS``); a card lists
@@ -355,6 +356,9 @@ def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> 
     else:
         try:
             art = xplan.method.artifact(trained, xplan.target)
+        except NotExportable as exc:
+            # a valid run of a kind the target cannot take: no fresh run file would help
+            raise ExportError(f"--from {xplan.source!r}: {exc}") from None
         except _REBUILD_ERRORS as exc:
             # the trained state came from a file: a hand-edited /trained can fail anywhere
             # the model's artifact() reads it (a bitwise layer's own shape check included)

@@ -17,3 +17,8 @@ class HardwareLimitError(NeuroedgeError):
 
 class ModelError(NeuroedgeError):
     """A model is unknown, misconfigured or given input of the wrong shape."""
+
+
+class NotExportable(ModelError):
+    """A trained model that is whole and valid but of a kind the target cannot take (a
+    recurrent BEP-TT network for the feed-forward C export): not a corrupt run file."""

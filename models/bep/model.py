@@ -65,7 +65,7 @@ from sim import seeds
 from sim.bitwise.device import BitwiseDevice
 from sim.bitwise.network import ScoresLayer, SignLayer
 from sim.bitwise.packing import pack_bits, pack_signs, unpack_signs
-from sim.errors import ModelError
+from sim.errors import ModelError, NotExportable
 
 H_LO, H_HI = -(2 ** 15), 2 ** 15 - 1   # int16 counters: B = 16 bits (the paper's choice)
 INIT_HALF_WIDTH = 111                   # uniform integer init with std ~64 (111 / sqrt(3))
@@ -395,7 +395,7 @@ def packed_network(trained: Trained) -> list:
     """
     meta = trained.meta
     if meta.get("recurrent"):
-        raise ModelError(f"bep: a trained {meta.get('network', 'BEPTT')} (recurrent) has no "
+        raise NotExportable(f"bep: a trained {meta.get('network', 'BEPTT')} (recurrent) has no "
                          "feed-forward packed network; export a BEP MLP trained on a static "
                          "set (digits, random-prototypes, fashion-mnist)")
     layers = [SignLayer(trained.arrays[f"layer{i}/w"], k_in, np.zeros(k_out, np.int32),

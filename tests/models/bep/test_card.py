@@ -75,6 +75,22 @@ def test_sequence_set_trains_bep_tt():
         artifact(run.trained, "c")
 
 
+def test_a_bep_tt_run_file_is_refused_for_what_it_is(tmp_path):
+    """Exporting a (valid) BEP-TT run file said "does not rebuild a bep model ... rerun
+    'neuroedge simulate bep' for a fresh run file": no fresh run would help."""
+    from deploy.errors import ExportError
+    from deploy.export import export_run
+    from deploy.runfile import write_run
+    run = runner.run("bep", dataset="synthetic-control", overrides={"epochs": 1})
+    write_run(tmp_path / "tt.h5", run)
+    with pytest.raises(ExportError) as info:
+        export_run(tmp_path / "tt.h5", "c", tmp_path / "c")
+    msg = str(info.value)
+    assert "recurrent" in msg and "export a BEP MLP" in msg
+    assert "rerun" not in msg and "does not rebuild" not in msg
+    assert not (tmp_path / "c").exists()
+
+
 def test_artifact_is_the_trained_network_bit_for_bit(digits_run):
     trained = digits_run.trained
     # as a run file gives it back: fresh arrays, meta through JSON, no model object

@@ -115,7 +115,7 @@ def _check_word_width(ledger, prof: HardwareProfile) -> None:
     would be charged at the other word's energy and time, for a count the other device
     would not make (a 32-bit run on a 64-bit FPGA: twice the ops at the 64-bit price)."""
     bits = getattr(ledger, "word_bits", None)
-    width = prof.limit("word_bits") if prof.kind == "bitwise" else None
+    width = prof.limit("word_bits")   # any profile that states one (a CPU's too)
     if bits is None or width is None or int(width) == bits:
         return
     raise PricingError(f"the ledger's word ops were counted in {bits}-bit words, and "

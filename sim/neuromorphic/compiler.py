@@ -102,22 +102,6 @@ def _limit_error(what: str, value, key: str, limit, profile: HardwareProfile, hi
                               f"{profile.name} {key} = {limit:g}; {hint}")
 
 
-class _Offsets(dict):
-    """``Compiled.offsets``: a name the compiled network lacks but its network now has was
-    added after compile (a run would otherwise fail with a bare KeyError)."""
-
-    def __init__(self, items, net: Network):
-        super().__init__(items)
-        self._net = net
-
-    def __missing__(self, key):
-        if key in self._net.populations or key in self._net.sources:
-            raise ModelError(f"[NeuromorphicDevice] {key!r} was added to the network after "
-                             "compile(): the network changed since compile; call "
-                             "compile(network) again before run()")
-        raise KeyError(key)
-
-
 @dataclass
 class Quantisation:
     """What rounding the weights of one projection to the hardware did."""
@@ -316,7 +300,7 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
         # 0 would quantise every weight to 0 and nan to nan, both without a word
         raise ModelError(f"[NeuromorphicDevice.compile] weight_lsb = {weight_lsb!r}: expected "
                          "a finite weight step > 0 (or None: one step per projection)")
-    offsets: dict[str, tuple[int, int]] = _Offsets((), net)
+    offsets: dict[str, tuple[int, int]] = {}
     lo = 0
     for name, pop in net.populations.items():
         offsets[name] = (lo, lo + pop.n)

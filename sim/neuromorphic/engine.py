@@ -578,9 +578,19 @@ class NeuromorphicDevice(Device):
         self._mark &= np.uint8(3)
 
     def _need_compiled(self) -> Compiled:
-        if self.compiled is None:
+        c = self.compiled
+        if c is None:
             raise ModelError("[NeuromorphicDevice] call compile(network) before run()")
-        return self.compiled
+        # a population, source or projection added since compile would be missing from
+        # the compiled arrays (a bare KeyError, or synapses silently left out)
+        net = c.net
+        added = [k for k in (*net.populations, *net.sources) if k not in c.offsets] + \
+            [k for k in net.projections if k not in c.proj_perm]
+        if added:
+            raise ModelError(f"[NeuromorphicDevice] {added[0]!r} was added to the network "
+                             "after compile(): the network changed since compile; call "
+                             "compile(network) again before run()")
+        return c
 
     # -- reports ---------------------------------------------------------------------------
     def placement_report(self) -> dict:

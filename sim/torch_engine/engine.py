@@ -157,11 +157,12 @@ class _CountingMode(ReplayingMode, ObserverMode):
             i = self._pos
             if i < len(replay):
                 entry = replay[i]
-                # an op with a price: its call's signature too (a tensor from outside the
-                # step's key, a non-tensor argument: what its price reads)
-                if entry[0] is func and entry[1] == output_meta(out) and (
-                        entry[5] is None
-                        or entry[5] == op_signature(func, args, kwargs, out)):
+                # an op with a price: its call's signature, which holds its output's
+                # meta and what else its price reads (a tensor from outside the step's
+                # key, a non-tensor argument); any other op: its output's shapes and dtypes
+                sig = entry[5]
+                if entry[0] is func and (entry[1] == output_meta(out) if sig is None
+                                         else sig == op_signature(func, args, kwargs, out)):
                     self._pos = i + 1
                     kind = entry[2]
                     if kind == PRICED:

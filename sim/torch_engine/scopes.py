@@ -136,14 +136,18 @@ class ScopeTracker:
             handle.remove()
         self._handles = []
 
-    def _relative_name(self, caller: nn.Module, mod: nn.Module) -> str:
+    def _names_in(self, caller: nn.Module) -> dict[nn.Module, str]:
+        """``caller``'s descendants by their names in it (cached per caller)."""
         names = self._names.get(caller)
         if names is None:
             names = {}
             for name, sub in caller.named_modules(remove_duplicate=False):
                 names.setdefault(sub, name)     # first registered name wins, as in state_dict
             self._names[caller] = names
-        name = names.get(mod)
+        return names
+
+    def _relative_name(self, caller: nn.Module, mod: nn.Module) -> str:
+        name = self._names_in(caller).get(mod)
         return type(mod).__name__ if name is None else name
 
     def _enter_module(self, mod: nn.Module, args) -> None:
@@ -181,11 +185,8 @@ class ScopeTracker:
         if path is None:
             path = ""
             if not any(mod is m for m in self._placed):
-                for model in self._placed:
-                    name = next((n for n, sub in model.named_modules() if sub is mod), None)
-                    if name:
-                        path = name
-                        break
+                path = next((self._names_in(model)[mod] for model in self._placed
+                             if mod in self._names_in(model)), "")
             self._outer_paths[mod] = path
         return path
 

@@ -197,6 +197,10 @@ def test_population_added_after_compile_is_named_at_run():
         dev.run(3)
     dev.compile(net)
     assert dev.run(3).states["B.v"].shape == (3, 2)
+    # a projection added after compile was silently left out of the run
+    net.connect("A", "B", weight=np.ones((2, 2)), name="AB")
+    with pytest.raises(ModelError, match="'AB' was added to the network after compile"):
+        dev.run(3)
 
 
 # -- 9: NeuroBench activity after update_weights ---------------------------------------------

@@ -271,15 +271,17 @@ class Ledger:
 
     # -- resident footprint: cache reuse (GPU/CPU) and capacity (MCU) --------------------
     def add_footprint(self, writable=0, read_only=0, scope: str | None = None,
-                      streamed=0) -> None:
+                      streamed=0, streamed_read=None) -> None:
         """Record that one block of work under ``scope`` kept these bytes resident.
 
         ``writable``: state the block writes (parameters, optimizer state, counters);
         ``read_only``: state it only reads (input data, frozen weights); ``streamed``: the
         part of ``read_only`` the block only gathers rows from (a training tensor indexed
-        batch by batch), which it passes through rather than reuses. Repeated blocks keep
-        the maximum of each and count the blocks; pricing uses this to decide whether the
-        reused state fits a cache (GPU/CPU) or the SRAM and flash of a microcontroller.
+        batch by batch), which it passes through rather than reuses; ``streamed_read``: the
+        bytes the block gathered of it (default: all of it). Repeated blocks keep the
+        maximum of each size, add up ``streamed_read`` and count the blocks; pricing uses
+        this to decide whether the reused state fits a cache (GPU/CPU) or the SRAM and
+        flash of a microcontroller, and what DRAM supplies per block.
         """
         w = _check_count("footprint writable bytes", writable)
         r = _check_count("footprint read-only bytes", read_only)
@@ -287,17 +289,24 @@ class Ledger:
         if st > r:
             raise LedgerError(f"footprint streamed bytes = {st} > read-only bytes = {r}: "
                               "streamed data is part of the read-only state")
+        sr = st if streamed_read is None else _check_count("footprint streamed read bytes",
+                                                           streamed_read)
+        if sr > st:
+            raise LedgerError(f"footprint streamed read bytes = {sr} > streamed bytes = {st}: "
+                              "a block reads at most the data it streams through")
         entry = self._footprint.setdefault(self.resolve_scope(scope),
                                            {"writable": 0, "read_only": 0, "blocks": 0})
         entry["writable"] = max(entry["writable"], w)
         entry["read_only"] = max(entry["read_only"], r)
         if st:
             entry["streamed"] = max(entry.get("streamed", 0), st)
+            entry["streamed_read"] = entry.get("streamed_read", 0) + sr
         entry["blocks"] += 1
 
     def footprints(self) -> dict[str, dict[str, int]]:
-        """``scope -> {"writable", "read_only", "blocks"}`` (and ``"streamed"`` where any
-        was recorded) for every recorded footprint."""
+        """``scope -> {"writable", "read_only", "blocks"}`` (and ``"streamed"`` with
+        ``"streamed_read"``, summed over the blocks, where any was recorded) for every
+        recorded footprint."""
         return {k: dict(v) for k, v in sorted(self._footprint.items())}
 
     def _merge_footprints(self, other: dict, prefix: str) -> None:
@@ -307,10 +316,20 @@ class Ledger:
                                                       "blocks": 0})
             for key in ("writable", "read_only"):
                 entry[key] = max(entry[key], _check_count(f"footprint {key}", fp[key]))
+            blocks = _check_count("footprint blocks", fp["blocks"])
             if fp.get("streamed"):
-                entry["streamed"] = max(entry.get("streamed", 0),
-                                        _check_count("footprint streamed", fp["streamed"]))
-            entry["blocks"] += _check_count("footprint blocks", fp["blocks"])
+                st = _check_count("footprint streamed", fp["streamed"])
+                entry["streamed"] = max(entry.get("streamed", 0), st)
+                # a ledger from before streamed reads were recorded: all of the streamed
+                # data read in every block (what pricing assumed then)
+                read = (_check_count("footprint streamed_read", fp["streamed_read"])
+                        if "streamed_read" in fp else st * blocks)
+                if read > st * blocks:
+                    raise LedgerError(f"footprint {full!r}: streamed_read = {read} > streamed "
+                                      f"{st} x {blocks} blocks: a block reads at most the data "
+                                      "it streams through")
+                entry["streamed_read"] = entry.get("streamed_read", 0) + read
+            entry["blocks"] += blocks
 
     def flush(self, counts: np.ndarray, scope: str | None = None) -> None:
         """Add an engine's int64 count array (indexed by ``OP_CODES``) in one call."""

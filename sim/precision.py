@@ -50,7 +50,7 @@ def _retyped(ledger: Ledger, op_map: dict[str, str], bytes_divisor: int,
         entry["bytes"] = {k: smaller(n) for k, n in entry["bytes"].items()}
         entry.pop("timing", None)
     for fp in data.get("footprint", {}).values():
-        for key in ("writable", "read_only", "streamed"):
+        for key in ("writable", "read_only", "streamed", "streamed_read"):
             if key in fp:
                 fp[key] = smaller(fp[key])
     return Ledger.from_dict(data)

@@ -23,8 +23,10 @@ block only gathers rows from (a training tensor indexed batch by batch) is strea
 through the cache once and is not reused, so it does not count toward fitting. When the
 reused part fits the on-chip cache (the profile's ``shared`` level: L2 on GPUs, LLC on CPUs),
 every byte the block's kernels move is charged at the cache's energy and bandwidth, and DRAM
-is charged once per block for loading the whole footprint (the streamed data included: each
-gathered row comes from DRAM once) and writing back its written part. When it does not fit,
+is charged once per block for loading the reused footprint and writing back its written part,
+plus the bytes the blocks gathered of the streamed data (each gathered row comes from DRAM
+once; a mini-batch of 64 rows reads 64 rows of the training tensor, not all of it; ledgers
+from before these reads were recorded charge all of it per block). When it does not fit,
 or no footprint was recorded, every byte is charged at DRAM. Tensors that die
 inside the block (activations) are not in the footprint, so a block whose activations
 overflow the cache is priced optimistically: every figure is an estimate.
@@ -161,9 +163,10 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> 
         resident = fp["writable"] + fp["read_only"]
         streamed = fp.get("streamed", 0)
         if fits[block]:
-            # compulsory traffic: the footprint is loaded from DRAM and its written part
-            # written back once per block
-            load = [memory_charge(prof, block, "offchip", "read", resident * fp["blocks"],
+            # compulsory traffic: the reused footprint is loaded from DRAM and its written
+            # part written back once per block; of the streamed data, what was gathered
+            read = (resident - streamed) * fp["blocks"] + fp.get("streamed_read", 0)
+            load = [memory_charge(prof, block, "offchip", "read", read,
                                   entries, item="offchip:read"),
                     memory_charge(prof, block, "offchip", "write", fp["writable"] * fp["blocks"],
                                   entries, item="offchip:write")]
@@ -175,7 +178,9 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> 
             latency[block] = latency.get(block, 0.0) + t
             notes.append(f"{block or '(root)'}: reused footprint {resident - streamed:,} B "
                          f"fits the {cache.capacity_bytes.value:,.0f} B {cache.name}"
-                         + (f" ({streamed:,} B more streamed through)" if streamed else "")
+                         + (f" ({streamed:,} B more streamed through, "
+                            f"{fp.get('streamed_read', 0):,} B of it gathered)"
+                            if streamed else "")
                          + f"; its traffic is priced at {cache.name}, DRAM once per block "
                          f"({fp['blocks']} blocks)")
         else:

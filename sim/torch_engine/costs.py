@@ -416,6 +416,18 @@ _GATHERS = {aten.index, aten.index_select, aten.gather, aten.embedding, aten.nar
             aten.diagonal_copy}
 
 
+def source_bytes_gathered(packet, args, outputs) -> int:
+    """Bytes an op that :func:`reads_selected_rows_of_first_arg` reads of that source: the
+    selected elements (a gather's output, ``pack_padded_sequence``'s packed data) or an
+    embedding bag's rows, one per index (its output is their reduction)."""
+    if packet in _BAGS:
+        weight, indices = args[0], args[1]
+        return indices.numel() * math.prod(weight.shape[1:]) * weight.element_size()
+    if packet is aten._pack_padded_sequence:
+        return _nbytes(outputs[:1])
+    return _nbytes(outputs)
+
+
 def reads_selected_rows_of_first_arg(func) -> bool:
     """True for ops whose first argument is a source they read only selected rows of (the
     gathers and forward embedding bags): the execution model treats such a source as data
@@ -549,17 +561,14 @@ def _traffic(func, packet, args, kwargs, inputs, outputs) -> tuple[int, int]:
     if packet is aten._pack_padded_sequence:
         # the valid steps gathered (the packed data) and the lengths read; the batch
         # sizes computed and written with the data
-        return _nbytes(outputs[:1]) + _distinct_bytes(args[1]), _nbytes(outputs)
-    if packet in _GATHERS:
-        # every tensor after the source is an index (index's list, index_select's and
-        # gather's index, embedding's indices)
-        out = _nbytes(outputs)
-        return out + sum(_distinct_bytes(t) for t in _tensors(args[1:])), out
-    if packet in _BAGS and packet is not aten._embedding_bag_backward:
-        weight, indices = args[0], args[1]
-        rows = indices.numel() * math.prod(weight.shape[1:]) * weight.element_size()
+        return (source_bytes_gathered(packet, args, outputs) + _distinct_bytes(args[1]),
+                _nbytes(outputs))
+    if packet in _GATHERS or (packet in _BAGS and packet is not aten._embedding_bag_backward):
+        # the selected part of the source, and every tensor after it: an index (index's
+        # list, index_select's and gather's index, embedding's indices) or a bag's offsets
+        # and per-sample weights
         rest = sum(_distinct_bytes(t) for t in _tensors(args[1:]))
-        return rows + rest, _nbytes(outputs)
+        return source_bytes_gathered(packet, args, outputs) + rest, _nbytes(outputs)
     if packet is aten.index_put_:
         self_, indices, values = args[0], args[1], args[2]
         accumulate = bool(_arg(args, kwargs, 3, "accumulate"))

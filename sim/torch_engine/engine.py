@@ -58,6 +58,7 @@ from sim.torch_engine.costs import (
     op_signature,
     packed_weights,
     reads_selected_rows_of_first_arg,
+    source_bytes_gathered,
 )
 from sim.torch_engine.dispatch import ObserverMode, observed_as_counted
 from sim.torch_engine.replay import (
@@ -281,12 +282,13 @@ class _Resident:
     part. Activations that die inside the block are not in it. A storage that ops only
     gathered rows from and never wrote (the training tensor a mini-batch is indexed out of)
     is streamed data: it is read-only state that the block passes through, not state it
-    reuses, so it is reported apart.
+    reuses, so it is reported apart, with the bytes the block's ops gathered from it (what
+    it reads of that data, which is all DRAM must supply of it).
     """
 
     def __init__(self):
         # address -> [storage bytes, written, weak reference to the storage, only gathered
-        # from so far]
+        # from so far, bytes gathered from it]
         self.seen: dict[int, list] = {}
         # address -> ops that wrote it: a tensor's ``_version`` misses in-place ``_foreach_``
         # updates run under a dispatch mode (the optimizers' step), this does not
@@ -305,7 +307,8 @@ class _Resident:
         """Ops in this block that wrote ``t``'s storage."""
         return self.writes.get(t.untyped_storage().data_ptr(), 0)
 
-    def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> None:
+    def _add(self, t: torch.Tensor, written: bool, gathered: bool = False) -> list | None:
+        """Note ``t``'s storage as touched; returns its entry (None: no plain storage)."""
         known = self._known.get(id(t))
         if known is not None and known[0]() is t and known[1] == t.data_ptr():
             # seen alive on the same memory: on the storage of the entry it was added to
@@ -314,11 +317,11 @@ class _Resident:
             if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
                 for part in dense_parts(t):
                     self._add(part, written, gathered)
-                return
+                return None
             try:
                 st = t.untyped_storage()
             except (RuntimeError, NotImplementedError):   # meta: no plain storage
-                return
+                return None
             ptr = st.data_ptr()
             entry = self.seen.get(ptr)
             # a storage seen before at this address and dead since: a new storage reuses
@@ -331,7 +334,7 @@ class _Resident:
                 # StorageWeakRef: on torch 2.13 it keeps a dead storage's memory allocated
                 # until the reference goes, so a long count block held every activation
                 # it had ever seen (22 MB a step on chunk attention's training)
-                entry = self.seen[ptr] = [st.nbytes(), False, weakref.ref(st), True]
+                entry = self.seen[ptr] = [st.nbytes(), False, weakref.ref(st), True, 0]
             else:
                 entry[0] = max(entry[0], st.nbytes())
             if len(self._known) > 4096:   # ids of dead tensors pile up: start again
@@ -342,6 +345,7 @@ class _Resident:
             self.writes[ptr] = self.writes.get(ptr, 0) + 1
         if not gathered:
             entry[3] = False
+        return entry
 
     def touch(self, func, args, kwargs, out) -> None:
         # which arguments the op writes and gathers from, per op: keyed by id (an
@@ -354,7 +358,10 @@ class _Resident:
         add = self._add
         for i, a in enumerate(args):
             if isinstance(a, _Tensor):
-                add(a, i in mutated, gathers and i == 0)
+                entry = add(a, i in mutated, gathers and i == 0)
+                if gathers and i == 0 and entry is not None:
+                    entry[4] += source_bytes_gathered(getattr(func, "overloadpacket", func), args,
+                                                      _flat_tensors(out))
             elif isinstance(a, (list, tuple)):
                 written, gathered = i in mutated, gathers and i == 0
                 for t in a:
@@ -381,20 +388,23 @@ class _Resident:
         if id(obj) not in self.packed:
             self.packed[id(obj)] = (obj, sum(p.stored for p in packed_weights(obj)))
 
-    def footprint(self) -> tuple[int, int, int]:
-        """(writable, read-only, streamed) bytes of the storages still alive and of the
-        packed weights read; streamed is the part of read-only that ops only gathered rows
-        from."""
-        w = streamed = 0
+    def footprint(self) -> tuple[int, int, int, int]:
+        """(writable, read-only, streamed, streamed read) bytes of the storages still alive
+        and of the packed weights read; streamed is the part of read-only that ops only
+        gathered rows from, streamed read what they gathered of it (at most each storage's
+        size: a row gathered twice comes from DRAM once at most)."""
+        w = streamed = streamed_read = 0
         r = sum(nbytes for _, nbytes in self.packed.values())
-        for nbytes, written, storage, gathered_only in self.seen.values():
+        for nbytes, written, storage, gathered_only, gathered in self.seen.values():
             if storage() is not None:
                 if written:
                     w += nbytes
                 else:
                     r += nbytes
-                    streamed += nbytes if gathered_only else 0
-        return w, r, streamed
+                    if gathered_only:
+                        streamed += nbytes
+                        streamed_read += min(gathered, nbytes)
+        return w, r, streamed, streamed_read
 
 
 _Tensor = torch.Tensor
@@ -591,8 +601,9 @@ class TorchDevice(Device):
                 self.ledger.add_uncounted(op, n, scope=name)
         self._record_layers(recorder)
         if mode.resident.seen:
-            writable, read_only, streamed = mode.resident.footprint()
-            self.ledger.add_footprint(writable, read_only, scope=scope, streamed=streamed)
+            writable, read_only, streamed, streamed_read = mode.resident.footprint()
+            self.ledger.add_footprint(writable, read_only, scope=scope, streamed=streamed,
+                                      streamed_read=streamed_read)
         if samples:
             self.ledger.add_samples(samples, scope=scope)
 

@@ -61,3 +61,24 @@ def test_gathered_training_tensor_is_streamed_not_reused():
     # reused: the weight (10 x 256 x 4 = 10,240 B) and small live tensors, far below 40 MB
     assert 10_240 <= reused_bytes(fp) < 100_000
     assert cached_blocks(dev.profile, dev.ledger.footprints()) == {"infer": True}
+    # what was read of it: 2 batches x 32 rows x 256 x 4 B = 65,536 B
+    assert fp["streamed_read"] == 65_536
+
+
+def test_dram_supplies_the_gathered_rows_not_the_whole_streamed_tensor():
+    """A block that fits the cache is charged DRAM for its reused state and the rows it
+    gathered: a 10x larger training tensor costs the same (before, all 51.2 MB of it was
+    charged per block: 800x the 64 rows read)."""
+    from sim.pricing import price
+    dev = TorchDevice("a100", prefer_cuda=False)
+    lin = dev.compile(torch.nn.Linear(256, 10, bias=False))
+    for n in (5_000, 50_000):
+        data = torch.zeros(n, 256)
+        with dev.count(f"infer{n}", samples=64), torch.no_grad():
+            for i in range(2):
+                lin(data[torch.arange(32) + 32 * i])
+    reads = {c.scope: c.count for c in price(dev.ledger, dev.profile).charges
+             if c.item == "offchip:read"}
+    # the weight (10 x 256 x 4 = 10,240 B) loaded once + 64 rows x 1,024 B = 75,776 B; the
+    # index tensors are freed inside the block (not resident)
+    assert reads == {"infer5000": 75_776, "infer50000": 75_776}

@@ -32,8 +32,10 @@ def export_onnx(module, example_inputs, path: str | os.PathLike, *,
 
     With ``check_inputs``, the written graph is run in onnxruntime against torch on them
     (:func:`check_onnx`) *before* it is moved into place, so a file that disagrees with the
-    model is never left at ``path``. An existing ``path`` is replaced only with ``force``
-    (the rules of :mod:`deploy.outputs`).
+    model is never left at ``path``; with a dynamic batch, on them twice over as well (a
+    batch of twice the size: a graph that baked the example's batch size in, from
+    ``x.view(x.shape[0], -1)`` with ``int()``, fails there). An existing ``path`` is
+    replaced only with ``force`` (the rules of :mod:`deploy.outputs`).
     """
     import torch
     try:
@@ -54,34 +56,51 @@ def export_onnx(module, example_inputs, path: str | os.PathLike, *,
                               output_names=list(output_names), opset_version=OPSET,
                               dynamic_axes=dynamic, dynamo=False)
         if check_inputs is not None:
-            check_onnx(tmp, module, check_inputs)
+            check_onnx(tmp, module, check_inputs, label=str(path))
+            if dynamic_batch:
+                doubled = tuple(torch.cat([t, t]) for t in _as_tuple(check_inputs))
+                check_onnx(tmp, module, doubled, label=str(path),
+                           what=f"at batch {len(doubled[0])} (the batch axis is declared "
+                           "dynamic; dynamic_batch=False fixes it to the example's)")
     return Path(path)
 
 
 def check_onnx(path: str | os.PathLike, module, inputs, *, atol: float = 1e-4,
-               rtol: float = 1e-4) -> float:
+               rtol: float = 1e-4, what: str = "", label: str | None = None) -> float:
     """Run ``path`` in onnxruntime on ``inputs``; return the largest |onnx - torch|.
 
-    Raises ExportError when any output differs beyond ``atol + rtol * |torch|``.
+    Raises ExportError when onnxruntime fails on them or any output differs beyond ``atol
+    + rtol * |torch|`` (``what`` says which inputs, in the message; ``label`` names the
+    file there, default ``path``).
     """
     import onnxruntime as ort
     import torch
     inputs = tuple(t.detach().cpu() for t in _as_tuple(inputs))
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.log_severity_level = 3   # a failing run is reported below, not logged as well
+    sess = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    path = label or path
     feeds = {i.name: t.numpy() for i, t in zip(sess.get_inputs(), inputs, strict=False)}
-    got = sess.run(None, feeds)
+    try:
+        got = sess.run(None, feeds)
+    except Exception as exc:   # onnxruntime's own error classes: a graph that cannot run
+        first = " ".join(str(exc).split())[:200]
+        raise ExportError(f"{path}: onnxruntime fails{f' {what}' if what else ''}: "
+                          f"{type(exc).__name__}: {first}") from None
     with torch.no_grad():
         want = module.cpu().eval()(*inputs)
     want = [w.numpy() for w in _as_tuple(want)]
     worst = 0.0
     if len(got) != len(want):
-        raise ExportError(f"{path}: onnxruntime gives {len(got)} outputs, torch {len(want)}")
+        raise ExportError(f"{path}: onnxruntime gives {len(got)} outputs, torch {len(want)}"
+                          f"{f' {what}' if what else ''}")
     for g, w in zip(got, want, strict=True):
         if g.shape != w.shape:
-            raise ExportError(f"{path}: onnxruntime output shape {g.shape} != torch {w.shape}")
+            raise ExportError(f"{path}: onnxruntime output shape {g.shape} != torch {w.shape}"
+                              f"{f' {what}' if what else ''}")
         err = np.abs(g - w)
         worst = max(worst, float(err.max(initial=0.0)))
         if not np.all(err <= atol + rtol * np.abs(w)):
             raise ExportError(f"{path}: onnxruntime disagrees with torch by up to {worst:.3g} "
-                              f"(tolerance {atol} + {rtol}*|x|)")
+                              f"(tolerance {atol} + {rtol}*|x|){f' {what}' if what else ''}")
     return worst

@@ -105,7 +105,9 @@ def export_int8(model, input_shape, calibration, out, *, profile="cortex-m4",
     model = model.cpu().eval()
     graph = quantize(model, np.asarray(x_cal, dtype=np.float32))
     sizes = predict_sizes(graph)
-    place_inference(prof, sizes.sram, sizes.flash, who="export c-int8")
+    # the project declares its weights and parameters static const: the linker puts them,
+    # with the code, in flash only (not in SRAM the arena leaves over)
+    place_inference(prof, sizes.sram, sizes.flash, who="export c-int8", weights_in_flash=True)
     source = x_test if x_test is not None else x_cal
     rng = np.random.default_rng(seed)
     golden_x = np.concatenate([

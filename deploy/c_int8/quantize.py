@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ SUPPORTED = ("Conv2d and Conv1d (any groups: plain, depthwise, grouped; zero pad
              "the functional forms of these pools",
              "a zero pad (ZeroPad1d/2d, F.pad) folded into the conv after it", "Flatten",
              "flatten/view/reshape/unsqueeze/squeeze and x[:, :, None, None] of each sample",
-             "expand/expand_as before a product",
+             "expand/expand_as read only by a product",
              "add and subtract of two tensors of one shape (a + b, a - b, torch.add)",
              "product of two tensors of one shape, or by per-channel weights (C, 1, ..., 1): "
              "squeeze-and-excitation",
@@ -218,6 +219,10 @@ def _call_arguments(gm, node) -> dict:
     else an ExportError."""
     import torch.fx
     what = f"function {getattr(node.target, '__name__', node.target)}"
+    if len(node.args) == 1 and not node.kwargs:
+        # the input alone: nothing to read (torch.tanh's schema match is ambiguous, aten's
+        # and the math overload, so normalising it fails)
+        return {}
     try:
         args = node.normalized_arguments(gm, normalize_to_only_use_kwargs=True)
     except Exception:   # an ambiguous or unknown signature
@@ -444,7 +449,13 @@ def trace(model):
     """``(GraphModule, [(node, kind, module)])`` of ``model`` in eval mode, every layer
     checked against :data:`SUPPORTED` first."""
     import torch.fx
+    from torch import nn
     model = model.cpu().eval()   # the reference and the calibration run on the CPU
+    if torch.fx.Tracer().is_leaf_module(model, ""):
+        # a bare torch.nn layer (nn.Linear(784, 10)): traced alone, fx would trace into its
+        # function and read its weight as an operand; as the one layer of a container it is
+        # a layer, named by its class
+        model = nn.Sequential(OrderedDict([(type(model).__name__.lower(), model)]))
     try:
         gm = torch.fx.symbolic_trace(model)
     except Exception as exc:   # data-dependent control flow and the like
@@ -478,13 +489,24 @@ def _calibrate(gm, x: np.ndarray, batch: int = 256) -> tuple[dict, dict]:
                                       "weights and the data")
                 lo[n.name] = min(lo.get(n.name, math.inf), float(out.min()))
                 hi[n.name] = max(hi.get(n.name, -math.inf), float(out.max()))
-                shapes[n.name] = tuple(out.shape[1:])
+                shape = shapes.setdefault(n.name, tuple(out.shape[1:]))
+                if shape != tuple(out.shape[1:]):
+                    raise ExportError(f"c-int8 export: layer {_label(n)!r} gives "
+                                      f"{tuple(out.shape[1:])} per sample on a batch of "
+                                      f"{out.shape[0] if out.dim() else 0} but {shape} on "
+                                      "another: its shape depends on the batch size (a bare "
+                                      "squeeze()? name the axes: x.squeeze(-1))")
             return out
 
     rec = _Record(gm)
+    # batches of near-equal size (257 samples: 129 + 128, not 256 + 1): a model whose
+    # per-sample shapes depend on the batch (a bare squeeze()) is then read the same way
+    # whatever the count, and refused below where two batches disagree
+    n_batches = -(-x.shape[0] // batch)
+    bounds = np.linspace(0, x.shape[0], n_batches + 1).round().astype(int)
     with torch.no_grad():
-        for i in range(0, x.shape[0], batch):
-            xb = torch.from_numpy(np.ascontiguousarray(x[i:i + batch], dtype=np.float32))
+        for i, j in zip(bounds[:-1], bounds[1:], strict=True):
+            xb = torch.from_numpy(np.ascontiguousarray(x[i:j], dtype=np.float32))
             try:
                 rec.run(xb)
             except ExportError:
@@ -652,9 +674,16 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
         one_d = kind in ONE_D
         if one_d:
             src = as_2d(node, src)
+        if kind == "expand":
+            # a broadcast view: the value stays as small as it is, and the product that
+            # reads it broadcasts it (a (C, 1, 1) weight over (C, H, W)); any other reader
+            # (a conv, a table, the output) would take the small value for the large one
+            other = next((u for u in users[node.name] if kinds[u.name] != "mul"), None)
+            if other is not None:
+                raise _unsupported(node, "expand", f"its result goes to {_label(other)!r} "
+                                   f"({kinds[other.name]}); an expand is exported only as "
+                                   "the broadcast operand of a product (x * s.expand_as(x))")
         if kind in ("identity", "expand"):
-            # an expand is a broadcast view: the value stays as small as it is, and the
-            # product that reads it broadcasts it (a (C, 1, 1) weight over (C, H, W))
             tid[node.name] = src
             continue
         if kind == "pad":
@@ -754,8 +783,9 @@ def quantize(model, calibration: np.ndarray) -> q8.Int8Graph:
                 nodes.append(cls(_label(node), (src,), t, kernel, stride, padding))
             t = as_torch(node, t, node.name)
         tid[node.name] = t
-    if output is None or not nodes:
-        raise ExportError("c-int8 export: the model computes nothing the export can write")
+    if output is None or all(isinstance(n, q8.Reshape) for n in nodes):
+        raise ExportError("c-int8 export: the model computes nothing the export can write "
+                          "(reshapes alone move no byte)")
     return q8.Int8Graph(tensors, nodes, input_id, output)
 
 

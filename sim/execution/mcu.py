@@ -48,8 +48,11 @@ _FLASH_NOTE = ("writable state is never placed in flash (programming takes micro
 
 def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
           who: str = "", writable_what: str = "parameters, optimizer state, counters",
-          read_only_what: str = "", subject: str = "") -> dict[str, tuple[int, int]]:
-    """Place ``writable`` then ``read_only`` bytes on ``prof``'s memories.
+          read_only_what: str = "", subject: str = "",
+          read_only_in_flash: bool = False) -> dict[str, tuple[int, int]]:
+    """Place ``writable`` then ``read_only`` bytes on ``prof``'s memories: read-only bytes
+    in the SRAM left over and then flash, or (``read_only_in_flash``, where the profile
+    has flash: a build that links them there, ``static const``) in flash alone.
 
     Returns
     -------
@@ -75,6 +78,8 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
             f"{_FLASH_NOTE}. Use a part with more SRAM, or shrink the model")
     _fill(out, free, levels, writable, column=0)
     ro_levels = levels + (["nonvolatile"] if "nonvolatile" in prof.memory else [])
+    if read_only_in_flash and "nonvolatile" in prof.memory:
+        ro_levels = ["nonvolatile"]
     cap_r = sum(free[lv] for lv in ro_levels)
     if read_only > cap_r:
         raise HardwareLimitError(
@@ -88,10 +93,12 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
 
 
 def place_inference(prof: HardwareProfile, arena_bytes: int, weight_bytes: int,
-                    who: str = "estimate") -> dict[str, tuple[int, int]]:
+                    who: str = "estimate", weights_in_flash: bool = False,
+                    ) -> dict[str, tuple[int, int]]:
     """TFLM's layout of one inference: the activation arena (:mod:`sim.arena`), written at
     every op, in the writable memories; the weights, only read, in the SRAM left over and
-    then flash. Returns :func:`place`'s placement.
+    then flash (``weights_in_flash``: in flash alone, as a C project that declares them
+    ``static const`` links them). Returns :func:`place`'s placement.
 
     Raises
     ------
@@ -101,7 +108,8 @@ def place_inference(prof: HardwareProfile, arena_bytes: int, weight_bytes: int,
     return place(prof, arena_bytes, weight_bytes, who=who, subject="one inference",
                  writable_what="the activation arena of one inference: TFLM's greedy "
                                "plan of the tensors' lifetimes",
-                 read_only_what="the weights")
+                 read_only_what="the weights" + (" and the code" if weights_in_flash else ""),
+                 read_only_in_flash=weights_in_flash)
 
 
 def _fill(out: dict, free: dict, levels: list[str], n: int, column: int) -> None:

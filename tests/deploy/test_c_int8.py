@@ -442,3 +442,79 @@ def test_extreme_multipliers_bit_exact(tmp_path):
         if tools_missing(target):
             continue
         assert check_project(tmp_path / "ext", y, target).all_match
+
+
+def test_weights_must_fit_flash_alone(tmp_path):
+    """The project declares its weights static const: the linker puts them in flash only.
+    Linear(1100, 1000): 1,100,000 B of int8 weights + 4,000 B of biases > the cortex-m4's
+    1,048,576 B flash, though below flash + the SRAM its small arena leaves (before:
+    exported, and the STM32F407 link failed, "region FLASH overflowed")."""
+    model = nn.Sequential(nn.Flatten(), nn.Linear(1100, 1000))
+    with pytest.raises(HardwareLimitError) as err:
+        export_int8(model, (1, 1100), (_data((1, 1100), 20, 0), None, None), tmp_path / "big")
+    msg = str(err.value)
+    assert re.search(r"needs 1,1\d\d,\d\d\d B of read-only memory \(the weights and the "
+                     r"code\)", msg), msg
+    assert "only 1,048,576 B are left (embedded Flash 1,048,576 B)" in msg, msg
+    assert not (tmp_path / "big").exists()
+
+
+def test_a_bare_torch_layer_exports_as_its_layer(tmp_path):
+    """nn.Linear(64, 10) itself, as `neuroedge export --help`'s example gives it (before:
+    "tensor 'weight' held by the model ... used as an operand": fx traced into F.linear)."""
+    torch.manual_seed(0)
+    lin = nn.Linear(64, 10).eval()
+    result = export_int8(lin, (1, 64), (_data((1, 64), 50, 0), None, None), tmp_path / "lin")
+    assert result.report["layers"] == ["Linear linear"]
+    assert_tracks_fp32(lin, (1, 64), result)
+    conv = nn.Conv2d(1, 2, 3).eval()
+    result = export_int8(conv, (1, 1, 6, 6), (_data((1, 1, 6, 6), 50, 0), None, None),
+                         tmp_path / "conv")
+    assert [layer.split()[1] for layer in result.report["layers"]] == ["conv2d"]
+
+
+def test_function_forms_of_one_argument(tmp_path):
+    """torch.tanh(x) (its schema match is ambiguous: aten's and the math overload; before,
+    "its arguments could not be read") exports as a table, like x.tanh()."""
+    net = nn.Sequential(nn.Linear(4, 3))
+    model = _Fn(net, torch.tanh)
+    result = export_int8(model.eval(), (1, 4), (_data((1, 4), 50, 0), None, None),
+                         tmp_path / "tanh")
+    assert [layer.split()[0] for layer in result.report["layers"]] == ["Linear", "Lut"]
+
+
+class _Fn(nn.Module):
+    def __init__(self, net, fn):
+        super().__init__()
+        self.net, self.fn = net, fn
+
+    def forward(self, x):
+        return self.fn(self.net(x))
+
+
+def test_a_model_of_reshapes_alone_is_refused(tmp_path):
+    """nn.Flatten() alone (before: "max() arg is an empty sequence", a traceback)."""
+    with pytest.raises(ExportError, match="computes nothing the export can write"):
+        export_int8(nn.Flatten(), (1, 2, 3), (_data((1, 2, 3), 10, 0), None, None),
+                    tmp_path / "flat")
+    assert not (tmp_path / "flat").exists()
+
+
+class _Squeezed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv2d(1, 3, 3), nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(self.c(x).mean((2, 3), keepdim=True).squeeze())
+
+
+def test_the_calibration_count_does_not_decide_the_export(tmp_path):
+    """A bare squeeze() drops the batch axis on a batch of one: calibrated in batches of 256,
+    257 samples ended on such a batch and were refused, 256 or 300 not. Batches are now of
+    near-equal size (129 + 128): the same export for every count >= 2."""
+    for n in (256, 257, 513):
+        torch.manual_seed(0)
+        result = export_int8(_Squeezed().eval(), (1, 1, 6, 6),
+                             (_data((1, 1, 6, 6), n, 0), None, None), tmp_path / f"sq{n}")
+        assert result.report["output"]["size"] == 2

@@ -11,8 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from deploy.c_int8.export import export_int8
 from sim.bitwise import int8 as q8
 from tests.deploy.test_c_int8 import (
+    _data,
     assert_cortex_m4_as_predicted,
     assert_host_bit_exact,
     assert_tracks_fp32,
@@ -240,6 +242,41 @@ def test_on_the_cortex_m4(exported, name):
     # registers across a gated unit's calls (push {r3-r9, lr}: 32 B) than the 24 B taken
     # before
     assert_cortex_m4_as_predicted(exported[name][2])
+
+
+def test_an_expand_is_only_a_products_operand(tmp_path):
+    """expand_as(y) read by anything but a product: the export kept the small (C, 1, 1)
+    value as it was, so a conv read it as (C, H, W) (wrong outputs, the C agreeing with
+    the reference), a table read past it, the output had 4 values for torch's 256."""
+    conv = nn.Conv2d(1, 4, 3, padding=1)
+
+    def into_conv(m, x):
+        y = m.layers[0](x)
+        return torch.flatten(m.layers[1](y.mean((2, 3), keepdim=True).expand_as(y)), 1)
+
+    def into_lut(m, x):
+        y = m.layers[0](x)
+        return torch.flatten(y - torch.sigmoid(y.mean((2, 3), keepdim=True).expand_as(y)), 1)
+
+    def as_output(m, x):
+        y = m.layers[0](x)
+        return y.mean((2, 3), keepdim=True).expand_as(y)
+
+    cases = {"conv": _Lambda(into_conv, conv, nn.Conv2d(4, 2, 3, padding=1)),
+             "lut": _Lambda(into_lut, conv), "output": _Lambda(as_output, conv)}
+    for reader, model in cases.items():
+        msg = _refused(model, (1, 1, 8, 8), tmp_path)
+        assert "(expand) is not supported" in msg and f"({reader})" in msg, msg
+    # as a product's operand it still exports (the SE idiom: y * s.expand_as(y))
+    def se(m, x):
+        y = m.layers[0](x)
+        return torch.flatten(y * torch.sigmoid(y.mean((2, 3), keepdim=True)).expand_as(y), 1)
+
+    model = _Lambda(se, conv)
+    torch.manual_seed(0)
+    result = export_int8(model.eval(), (1, 1, 8, 8), (_data((1, 1, 8, 8), 20, 1), None, None),
+                         tmp_path / "se")
+    assert any(layer.startswith("Mul") for layer in result.report["layers"])
 
 
 def test_what_the_kernels_cannot_do_is_refused(tmp_path):

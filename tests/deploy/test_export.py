@@ -47,8 +47,34 @@ def test_export_with_a_failing_check_keeps_no_file(tmp_path):
     with pytest.raises(ExportError, match="disagrees"):
         export_onnx(_BatchDependent(), torch.randn(2, 3), out, check_inputs=torch.randn(5, 3))
     assert list(tmp_path.iterdir()) == []
-    good = export_onnx(_BatchDependent(), torch.randn(2, 3), out, check_inputs=torch.randn(2, 3))
+    # checked at its own batch size it agrees, but the batch axis is declared dynamic: the
+    # check at twice the batch (4) finds the graph fixed to batch 2's path
+    with pytest.raises(ExportError, match=r"bad.onnx: onnxruntime disagrees .* at batch 4"):
+        export_onnx(_BatchDependent(), torch.randn(2, 3), out, check_inputs=torch.randn(2, 3))
+    assert list(tmp_path.iterdir()) == []
+    good = export_onnx(_BatchDependent(), torch.randn(2, 3), out, check_inputs=torch.randn(2, 3),
+                       dynamic_batch=False)
     assert good == out and out.exists()
+
+
+class _BatchBakedIn(torch.nn.Module):
+    """``view(int(x.shape[0]), -1)``: the tracer records the example's batch as a constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc(x.view(int(x.shape[0]), -1))
+
+
+def test_a_dynamic_batch_that_cannot_run_is_refused(tmp_path):
+    """Before, checked at the example's batch only, the file was kept and onnxruntime failed
+    at any other batch ("GEMM: Dimension mismatch")."""
+    out = tmp_path / "baked.onnx"
+    with pytest.raises(ExportError, match=r"baked.onnx: onnxruntime fails at batch 2 "):
+        export_onnx(_BatchBakedIn(), torch.randn(1, 2, 3), out, check_inputs=torch.randn(1, 2, 3))
+    assert list(tmp_path.iterdir()) == []
 
 
 # -- EXPORTERS: one writer per target, each taking its sim artifact (issue 12 item 4) -------

@@ -153,12 +153,29 @@ class DiffPCNetwork:
             nw.connect(f"h{layer}", f"h{layer - 1}", w, pre_idx=B * ko + s * ko + i,
                        post_idx=s * ki + j, channel=1, name=f"bwd{layer}")
             self.index[layer] = w / self.scale
+        # NeuroBench's static metrics are the model's (the PCNet's weights and biases, as
+        # the mlp baseline's), not the chip's B x 2 synapse copies: those made
+        # ParameterCount and Footprint grow with the batch size (20,480 at batch 32,
+        # 10,240 at 16, for 2,410 parameters)
+        nw.model_facts = self._model_facts()
+        self._nw = nw
         device.compile(nw, quantize=False)
         self.spikes = {"act": 0, "err": 0, "ff": 0}
         self.last_spikes: dict[str, tuple] = {}
 
+    def _model_facts(self) -> dict[str, int]:
+        """NeuroBench's model facts of the PCNet: every weight and bias its parameters (as
+        stored), its weights the connection weights, with the zeros among them now."""
+        W, b = self.net.W, self.net.b
+        return dict(parameters=sum(t.numel() for t in W + b),
+                    parameter_bytes=sum(t.numel() * t.element_size() for t in W + b),
+                    buffer_bytes=0, connection_weights=sum(t.numel() for t in W),
+                    connection_zero_weights=sum(int((t == 0).sum()) for t in W))
+
     def push_weights(self, scope: str = "train/learn") -> None:
         """Write the PCNet's current weights into both synapse copies (syn_update)."""
+        # before update_weights, which records the model facts again (the zeros changed)
+        self._nw.model_facts = self._model_facts()
         for layer, old in self.index.items():
             new = np.tile(self.net.W[layer - 1].cpu().numpy().ravel(), self.B)
             delta = (new - old) * self.scale

@@ -272,3 +272,21 @@ def test_a_diverging_lr_is_a_one_line_error(lr, message):
     with pytest.raises(ModelError, match=message):
         DiffPCClassifier(6, 3, cfg, _chip()).fit(x, y)
 
+
+
+def test_neurobench_model_facts_are_the_pcnets_at_any_batch():
+    """ParameterCount and Footprint are the PCNet's, not the chip's B x 2 synapse copies
+    (before: 20,480 at batch 32 and 10,240 at 16 for the 64-32-10 net's 2,410). Sizes (4,
+    3, 2): 4 x 3 + 3 x 2 = 18 weights + 3 + 2 biases = 23 parameters, float32: 92 B."""
+    for batch in (1, 3):
+        net = PCNet((4, 3, 2), 1e-3, 0.0, seed=0)
+        dev = _chip()
+        eng = DiffPCNetwork(net, batch, DiffPCConfig(hidden=(3,), batch_size=batch), dev)
+        facts = dev.ledger.models()["network"]
+        assert facts == {"parameters": 23, "parameter_bytes": 92, "buffer_bytes": 0,
+                         "connection_weights": 18, "connection_zero_weights": 0}
+        # a weight set to 0 in training: 1 of the 18 connection weights is zero
+        with torch.no_grad():
+            net.W[1][0, 0] = 0.0
+        eng.push_weights(scope="s")
+        assert dev.ledger.models()["network"]["connection_zero_weights"] == 1

@@ -41,12 +41,28 @@ from sim.execution.charges import memory_charge, op_charge, static_charge
 from sim.scope_paths import within
 
 REQUIRED = ("board_power_w", "launch_s", "half_perf_ops")
-NAME = ("gpu/cpu eager: per scope max(compute at Hockney-achieved rate, memory) + kernel "
-        "launches x launch_s; idle power over the whole duration; cache reuse of a resident "
-        "footprint that fits the L2/LLC (sim/execution/gpu_cpu.py)")
-EXCLUDED = (
-    "host CPU energy spent dispatching kernels (their time is counted; the host's power is "
-    + "not in the device profile)",
+
+
+def execution_model_name(stack: str) -> str:
+    """What priced a report for ``stack``: the launches charged under eager dispatch (and a
+    TF1 session's call per block) only."""
+    host = {"eager": " + kernel launches x launch_s",
+            "tf1-session": " + kernel launches x launch_s + one session call per block"}
+    return (f"gpu/cpu {stack}: per scope max(compute at Hockney-achieved rate, memory)"
+            f"{host.get(stack, '; no per-op host dispatch')}; idle power over the whole "
+            "duration; cache reuse of a resident footprint that fits the L2/LLC "
+            "(sim/execution/gpu_cpu.py)")
+
+
+def excluded(stack: str) -> tuple[str, ...]:
+    """What the execution model leaves out for ``stack``."""
+    host = ("host CPU energy spent dispatching kernels (their time is counted; the host's "
+            "power is not in the device profile)" if stack in ("eager", "tf1-session") else
+            "host CPU time and energy (the stack replays its kernels without per-op dispatch)")
+    return (host, *_EXCLUDED)
+
+
+_EXCLUDED = (
     "DRAM latency per kernel and cache misses of tensors that die inside a block",
     "host-device transfers, CUDA context and library start-up, first-call compilation",
     "clock and power management (boost, DVFS, power capping)",
@@ -199,8 +215,9 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> 
                      "curve are not applied (ledger from before launches were counted?)")
     return EnergyReport(profile=prof.label, kind=prof.kind, charges=tuple(charges),
                         latency_s=latency, samples=ledger.samples(), entries=entries,
-                        uncounted=ledger.uncounted(), execution_model=NAME, bound="estimate",
-                        excluded=EXCLUDED, notes=tuple(notes), stack=stack)
+                        uncounted=ledger.uncounted(),
+                        execution_model=execution_model_name(stack), bound="estimate",
+                        excluded=excluded(stack), notes=tuple(notes), stack=stack)
 
 
 register_execution_model("gpu", price)

@@ -146,3 +146,30 @@ def test_no_op_class_implies_another_board_power(name):
     assert p.static_power_w.value > 0   # idle power is charged over the whole run
     assert math.isfinite(p.execution["launch_s"].value)
 
+
+
+def test_streamed_data_costs_dram_for_what_was_gathered(toy_l2):
+    """Of data a block only gathers from, DRAM supplies the bytes gathered, not all of it
+    per block (before: 5,000 x 2 blocks)."""
+    led = Ledger()
+    led.add("mac_fp32", 1000, scope="train/fc")
+    led.add_bytes("offchip", read=4000, write=400, scope="train/fc")
+    for _ in range(2):   # reused 300 + 500 B fits the 1000 B L2; 64 B gathered per block
+        led.add_footprint(300, 5_500, scope="train", streamed=5_000, streamed_read=64)
+    ops = price(led, toy_l2).by_op()
+    # (800 B reused x 2 blocks + 128 B gathered) x 10 pJ = 17.28 nJ
+    assert ops["offchip:read"] == pytest.approx(17.28e-9)
+
+
+def test_the_execution_model_named_is_the_stacks(toy_gpu_text):
+    prof = loads(toy_gpu_text, origin="toy")
+    led = _ledger(300, 500)
+    eager, graph = price(led, prof, stack="eager"), price(led, prof, stack="graph")
+    assert eager.execution_model.startswith("gpu/cpu eager:")
+    assert "kernel launches x launch_s" in eager.execution_model
+    # before: graph's report said "gpu/cpu eager ... + kernel launches x launch_s"
+    assert graph.execution_model.startswith("gpu/cpu graph:")
+    assert "launch_s" not in graph.execution_model
+    assert "no per-op host dispatch" in graph.execution_model
+    assert not any("dispatching kernels" in e for e in graph.excluded)
+    assert any("dispatching kernels" in e for e in eager.excluded)

@@ -102,6 +102,7 @@ class Ledger:
         self._models: dict[str, dict[str, int]] = {}     # see record_model
         self._layers: dict[str, dict] = {}               # see record_layer
         self._word_bits: int | None = None               # see record_word_bits
+        self._payloads: tuple[int, int] | None = None    # see record_payloads
         self._stack: list[str] = []
 
     # -- recording ---------------------------------------------------------------------
@@ -247,11 +248,33 @@ class Ledger:
         """:meth:`record_word_bits`'s width, or None (no word ops recorded with one)."""
         return self._word_bits
 
+    def record_payloads(self, lowest: int, highest: int) -> None:
+        """The lowest and highest spike payload a spiking engine's run carried (1 and 1 for
+        binary spikes; a ternary or graded code's signed values): its counts price only on
+        a chip whose spikes carry them (:func:`sim.pricing.price`). Widens what is held."""
+        for name, v in (("lowest", lowest), ("highest", highest)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise LedgerError(f"record_payloads: {name} payload {v!r} is not an integer")
+        lo, hi = int(lowest), int(highest)
+        if lo > hi:
+            raise LedgerError(f"record_payloads: lowest payload {lo} > highest {hi}")
+        if self._payloads is not None:
+            lo, hi = min(lo, self._payloads[0]), max(hi, self._payloads[1])
+        self._payloads = (lo, hi)
+
+    @property
+    def payloads(self) -> tuple[int, int] | None:
+        """:meth:`record_payloads`'s range, or None (no spikes recorded with one)."""
+        return self._payloads
+
     def _merge_extras(self, data: Mapping, prefix: str) -> None:
         """Activity, models, layers and word width of a serialised ledger (optional
         keys)."""
         if data.get("word_bits") is not None:
             self.record_word_bits(data["word_bits"])
+        if data.get("spike_payloads") is not None:
+            lo, hi = data["spike_payloads"]
+            self.record_payloads(lo, hi)
         for name, bucket in data.get("activity", {}).items():
             full = "/".join(p for p in (prefix, name) if p)
             for k, n in bucket.items():
@@ -393,6 +416,7 @@ class Ledger:
     def is_empty(self) -> bool:
         extras = self._extras()
         extras.pop("word_bits", None)   # a width alone counts nothing
+        extras.pop("spike_payloads", None)
         return not self.scopes() and not self._footprint and not extras
 
     # -- combining ---------------------------------------------------------------------
@@ -475,6 +499,8 @@ class Ledger:
             out["layers"] = self.layers()
         if self._word_bits is not None:
             out["word_bits"] = self._word_bits
+        if self._payloads is not None:
+            out["spike_payloads"] = list(self._payloads)
         return out
 
     @classmethod

@@ -12,7 +12,8 @@ The HDF5 layout (a group, usually ``/ledger`` of a run file):
 - ``ops`` (S, O) and ``bytes`` (S, B) int64 matrices (gzip), ``samples`` (S,) int64 with
   -1 for a scope without samples;
 - attributes ``type``, ``version``, ``uncounted`` (JSON ``{scope: {op name: calls}}``) and,
-  when present, ``footprint`` and ``extras`` (JSON: activity, models, layers, word_bits);
+  when present, ``footprint`` and ``extras`` (JSON: activity, models, layers, word_bits,
+  spike_payloads);
 - a ``timing`` subgroup with one group per step-timing record (``core_ops`` dataset, the
   ``scope`` and the rest of the record as JSON ``meta``).
 
@@ -32,7 +33,7 @@ from sim.step_timing import StepTiming
 
 FORMAT = "neuroedge.Ledger"
 FORMAT_VERSION = 1
-EXTRAS = ("activity", "models", "layers", "word_bits")
+EXTRAS = ("activity", "models", "layers", "word_bits", "spike_payloads")
 """The optional keys of a ledger's dict form kept in the HDF5 ``extras`` attribute."""
 DIRECTIONS = ("read", "write")
 _INT64_MAX = np.iinfo(np.int64).max

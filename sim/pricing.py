@@ -88,6 +88,7 @@ def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
     prof = load(profile)
     stack = resolve_stack(prof, stack)
     _check_word_width(ledger, prof)
+    _check_payloads(ledger, prof)
     _check_counts_finite(ledger, prof)
     if realtime and not has_model(prof):
         raise PricingError(f"realtime pacing needs a neuromorphic profile with [core_op_ns] "
@@ -122,6 +123,26 @@ def _check_word_width(ledger, prof: HardwareProfile) -> None:
                        f"{prof.label!r} computes {int(width)}-bit words: its counts would "
                        f"differ; simulate the model on {prof.label!r} (--profile) to price "
                        "it there")
+
+
+def _check_payloads(ledger, prof: HardwareProfile) -> None:
+    """A spiking run's spikes carried payloads from its lowest to its highest (DiffPC's
+    ternary and graded codes): a neuromorphic chip whose spikes cannot carry them would
+    not run the model at all (binary spikes carry 1 only; ``spike_payload_bits`` b: signed
+    values of magnitude < 2^(b-1)), so its price would be for another model."""
+    span = getattr(ledger, "payloads", None)
+    if span is None or prof.kind != "neuromorphic":
+        return
+    bits = prof.limit("spike_payload_bits")
+    top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
+    lo, hi = (1, 1) if bits is None else (-top, top)
+    if span[0] >= lo and span[1] <= hi:
+        return
+    carries = ("binary spikes only (payload 1)" if bits is None
+               else f"payloads {lo}..{hi} (spike_payload_bits {int(bits)})")
+    raise PricingError(f"the run's spikes carried payloads {span[0]}..{span[1]}, and "
+                       f"{prof.label!r} carries {carries}: it cannot run this model; price "
+                       "it on a chip whose spikes carry them")
 
 
 def _model(prof: HardwareProfile) -> ExecutionModel:

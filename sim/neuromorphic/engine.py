@@ -399,6 +399,12 @@ class NeuromorphicDevice(Device):
         if n_steps:
             self.ledger.add_timing(clk.record(n_steps, n_steps * net.dt), scope=scope)
         self._record_activity(scope, n_steps, spk_i[:spk_n[0]], spk_p[:spk_n[0]])
+        # what the neurons' spikes carried: a chip must carry it to run the model (the
+        # payload_range check above, for this run's profile). Sources' payloads are the
+        # host's input (binned event counts), not checked on the run's chip either.
+        sent = spk_p[:spk_n[0]][spk_i[:spk_n[0]] < c.n_neurons]
+        if sent.size:
+            self.ledger.record_payloads(int(sent.min()), int(sent.max()))
         return self._result(t0, n_steps, spk_t[:spk_n[0]], spk_i[:spk_n[0]],
                             spk_p[:spk_n[0]], rec, spans, custom_rec, counts, int(nbytes[0]))
 

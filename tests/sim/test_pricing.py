@@ -138,3 +138,36 @@ def test_another_chips_comparison_row_says_lower_bound():
     assert other.total_latency_s == pytest.approx(10 * 1e-3)
     rows = _comparison_rows([own, other])
     assert rows[0][-1] == "estimate" and rows[1][-1] == "lower bound"
+
+
+def test_spike_payloads_price_only_on_a_chip_that_carries_them(tmp_path):
+    """A run whose spikes carried -3..5 (a graded code) priced on a chip of binary spikes
+    (loihi, no spike_payload_bits) was priced as if that chip ran it."""
+    led = Ledger()
+    led.add("synop", 100, scope="run")
+    led.add("spike", 10, scope="run")
+    led.record_payloads(1, 5)
+    led.record_payloads(-3, 2)              # widens: -3..5
+    assert led.payloads == (-3, 5)
+    with pytest.raises(PricingError, match=r"carried payloads -3\.\.5, and 'loihi' carries "
+                                           r"binary spikes only"):
+        price(led, "loihi")
+    price(led, "loihi2")                    # 32-bit signed payloads: carried
+    binary = Ledger()
+    binary.add("synop", 100, scope="run")
+    binary.record_payloads(1, 1)
+    price(binary, "loihi")                  # binary spikes on a binary chip
+    # the range survives the run file's forms and merges
+    again = Ledger.from_json(led.to_json())
+    assert again.payloads == (-3, 5) and again == led
+    import h5py
+    with h5py.File(tmp_path / "l.h5", "w") as f:
+        led.to_hdf5(f.create_group("ledger"))
+    with h5py.File(tmp_path / "l.h5") as f:
+        assert Ledger.from_hdf5(f["ledger"]).payloads == (-3, 5)
+    assert (binary + led).payloads == (-3, 5)
+    from sim.errors import LedgerError
+    with pytest.raises(LedgerError, match="lowest payload 2 > highest 1"):
+        Ledger().record_payloads(2, 1)
+    with pytest.raises(LedgerError, match="lowest payload 1.5 is not an integer"):
+        Ledger().record_payloads(1.5, 2)

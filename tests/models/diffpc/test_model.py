@@ -290,3 +290,20 @@ def test_neurobench_model_facts_are_the_pcnets_at_any_batch():
             net.W[1][0, 0] = 0.0
         eng.push_weights(scope="s")
         assert dev.ledger.models()["network"]["connection_zero_weights"] == 1
+
+
+def test_its_signed_spikes_are_not_priced_on_a_binary_chip():
+    """The run's ledger records the payloads its neurons sent (signed: DiffPC's ternary
+    code), so `compare` refuses a chip of binary spikes (before: priced on loihi as if it
+    had run there, though simulate refuses loihi for DiffPC)."""
+    from sim.errors import PricingError
+    from sim.pricing import price
+    net = PCNet((4, 3, 2), 1e-3, 0.0, seed=0)
+    dev = _chip()
+    eng = DiffPCNetwork(net, 2, DiffPCConfig(hidden=(3,), batch_size=2), dev)
+    rng = np.random.default_rng(0)
+    eng.iterate(rng.uniform(0, 1, (2, 4)), np.eye(2)[[0, 1]])
+    lo, hi = dev.ledger.payloads
+    assert lo < 0 < hi
+    with pytest.raises(PricingError, match="'loihi' carries binary spikes only"):
+        price(dev.ledger, "loihi")

@@ -150,3 +150,24 @@ def test_kernel_library_stack_scales_mac_cycles():
     assert peak.total_latency_s == pytest.approx(1e6 / 3.36e8, rel=1e-9)
     assert lib.total_latency_s == pytest.approx(4 * peak.total_latency_s, rel=1e-9)
     assert lib.total_j == pytest.approx(4 * 1e6 * 392.7e-12, rel=1e-9)
+
+
+def test_a_stack_that_sets_none_of_the_ops_is_priced_as_peak():
+    """A BEP run's XNOR and popcount words on stm32l4r5 under a kernel library (tflm-2.3.1
+    sets int8 MAC cycles): the figures were peak's, the report said tflm-2.3.1 and carried
+    that library's held-out error (2 int8 CNN rows) instead of peak's."""
+    from sim.ledger import Ledger
+    from sim.pricing import price as price_any
+    ledger = Ledger()
+    ledger.add("xor_word", 10_000, scope="infer")
+    ledger.add("popcount_word", 10_000, scope="infer")
+    peak = price_any(ledger, "stm32l4r5", stack="peak")
+    lib = price_any(ledger, "stm32l4r5", stack="tflm-2.3.1")
+    assert lib.total_j == peak.total_j and lib.total_latency_s == peak.total_latency_s
+    assert lib.stack == "peak" and lib.validation == peak.validation
+    assert any("stack tflm-2.3.1: its kernel library sets the cycles of none" in n
+               for n in lib.notes)
+    # int8 MACs it does price keep the library's name
+    macs = Ledger()
+    macs.add("mac_int8", 10_000, scope="infer")
+    assert price_any(macs, "stm32l4r5", stack="tflm-2.3.1").stack == "tflm-2.3.1"

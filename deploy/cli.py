@@ -276,12 +276,13 @@ def _compare_reports(plan, run, others, args, o: CommandOutput) -> list:
     """The run priced on each ``--compare`` profile. A neuromorphic run is re-placed and
     re-simulated on each other neuromorphic chip (its step times depend on where every
     neuron sits: sim.execution.neuromorphic.reprice), with the same config and seed; any other
-    kind re-prices the ledger. A chip the network does not fit on is left out of the
+    kind re-prices the ledger. A chip the network does not fit on, or cannot run (the
+    model refuses it: DiffPC on a chip of binary spikes), is left out of the
     comparison with one line saying why: the run itself is already written and priced."""
     import dataclasses
 
     from models import runner
-    from sim.errors import HardwareLimitError, PricingError
+    from sim.errors import HardwareLimitError, ModelError, PricingError
     from sim.execution.neuromorphic import reprice
     reports = []
     for p in others:
@@ -292,7 +293,9 @@ def _compare_reports(plan, run, others, args, o: CommandOutput) -> list:
                 reports += reprice(
                     lambda q: runner.execute(dataclasses.replace(plan, profile=q)),
                     [p], realtime=args.realtime and bool(p.core_op_ns))
-            except HardwareLimitError as exc:
+            except (HardwareLimitError, ModelError) as exc:
+                # a chip the network does not fit, or one the model cannot run on (DiffPC's
+                # signed payloads on a binary-spike chip: its network refuses to build)
                 o.say(f"not compared on {p.label}: {exc}", markup=False)
         else:
             try:   # a microcontroller whose memory cannot hold the run's state, another
@@ -319,6 +322,8 @@ def cmd_experiment(args) -> int:
 
 def cmd_validate(args) -> int:
     """Predicted against measured energy and latency for the published measurements."""
+    from deploy import text_fit
+    from deploy.formatting import validation_summary
     from sim.validation import format_rows, heldout_factors, load_table, summarise, validate
     only = {s.strip() for s in args.only.split(",") if s.strip()} \
         if args.only is not None else None
@@ -341,7 +346,8 @@ def cmd_validate(args) -> int:
     # the held-out factors max(r, 1/r) bench/validate.py reports, per device kind too
     held = heldout_factors(rows)
     summary["heldout"] = {k: v for k, v in held.items() if k != "stack_factors"}
-    o.report("summary " + json.dumps(summary))
+    # a few lines people read; every figure (nulls too) is --json's
+    o.report("\n".join(text_fit.fold(validation_summary(summary), o.width)))
     if args.json:
         o.json(args.json, {"rows": [r.to_dict() for r in rows], "summary": summary},
                force=args.force, inputs=())

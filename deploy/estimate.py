@@ -36,6 +36,7 @@ from deploy.cli_args import INPUT_DTYPES
 from deploy.estimate_result import Estimate, profile_list
 from hw_profiles.errors import NeuroedgeError, ProfileError, first_line
 from sim import seeds
+from sim.energy_report import BOUNDS
 from sim.errors import HardwareLimitError, ModelError, PricingError
 from sim.precision import DTYPES, INT8_CONVENTIONS, retyped_int8
 
@@ -213,10 +214,11 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
 
 def _checked(est: Estimate, strict: bool) -> Estimate:
     """``est`` unless an op went uncounted under ``strict``, or every op did: a model that
-    ran is never priced at 0 J with no word."""
+    ran is never priced at 0 J with no word. A profile priced as a lower bound as a whole (a
+    model that ran no op: nothing to count) brings its report's notes, which say why."""
     ops = est.uncounted
     if not ops:
-        return est
+        return _with_bound_notes(est)
     names = ", ".join(f"{k} ({n:,} call(s))" for k, n in ops.items())
     ledger = next(iter(est.ledgers.values()))
     if not any(ledger.total_ops().values()):
@@ -226,6 +228,21 @@ def _checked(est: Estimate, strict: bool) -> Estimate:
         raise ModelError(f"estimate: {est.model} ran {len(ops)} uncounted op(s): {names}; "
                          "its figures would be lower bounds (strict refuses them; drop "
                          "strict to get them marked as lower bounds)")
+    return _with_bound_notes(est)
+
+
+def _with_bound_notes(est: Estimate) -> Estimate:
+    """``est`` with the notes of every report that pricing marked a lower bound as a whole
+    (``EnergyReport.bound``), once each: its reason is pricing's own words, so the estimate's
+    notes pass them on rather than say it again in other words."""
+    seen = set(est.notes)
+    for r in est.reports.values():
+        if r.bound != BOUNDS[1]:
+            continue
+        for note in r.notes:
+            if note not in seen:
+                seen.add(note)
+                est.notes = (*est.notes, note)
     return est
 
 
@@ -557,31 +574,37 @@ def stacks_asked(profs, stack) -> dict[str, str]:
     ------
     NeuroedgeError
         A profile without that stack (the message lists its stacks, with a suggestion), a
-        profile named that is not asked, or a malformed ``PROFILE=STACK`` list.
+        profile named that is not asked, a profile named twice (under any spelling), or a
+        malformed ``PROFILE=STACK`` list.
     """
     from sim.execution import resolve_stack, stacks_of
     if not stack:
         return {}
     labels = {p.label: p for p in profs}
     if isinstance(stack, str) and "=" not in stack:
-        pairs = {label: stack.strip() for label in labels}
+        pairs = [(label, stack.strip()) for label in labels]
     elif isinstance(stack, str):
-        pairs = {}
+        pairs = []
         for part in stack.split(","):
             label, sep, name = (t.strip() for t in part.partition("="))
             if not sep or not label or not name:
                 raise ModelError(f"estimate: stack {stack!r}: expected one stack name, or "
                                  "PROFILE=STACK pairs separated by commas, e.g. "
                                  "a100=graph,stm32l4r5=xcube-ai-7.3")
-            pairs[label] = name
+            pairs.append((label, name))
     else:
-        pairs = {str(k): str(v) for k, v in dict(stack).items()}
-    out = {}
-    for asked, name in pairs.items():
+        pairs = [(str(k), str(v)) for k, v in dict(stack).items()]
+    out, given = {}, {}
+    for asked, name in pairs:
         label = _asked_label(asked, profs)
         if label is None:
             raise ModelError(f"estimate: stack for profile {asked!r}, which is not among the "
                              f"profiles asked ({', '.join(labels)})")
+        if label in given:   # a dict would keep the last one silently, as --profiles refuses
+            raise ModelError(f"estimate: --stack: profile {label!r} is named twice "
+                             f"({given[label]!r}, then {f'{asked}={name}'!r}); give each "
+                             "profile one stack")
+        given[label] = f"{asked}={name}"
         try:
             out[label] = resolve_stack(labels[label], name)
         except NeuroedgeError as exc:
@@ -813,8 +836,11 @@ def _size_lazy_layers(net, xs, name: str) -> list[str]:
 def _infer(dev, net, xs, batch: int, name: str):
     import torch
     net.eval()
-    with forward_errors(net, xs, name), torch.no_grad(), dev.count("infer", samples=batch):
-        return xs.call(net)
+    # only the forward itself is the model's: the ledger flush when the count ends is
+    # neuroedge's, and a failure there is not the input's shape
+    with torch.no_grad(), dev.count("infer", samples=batch):
+        with forward_errors(net, xs, name):
+            return xs.call(net)
 
 
 @contextmanager
@@ -1033,30 +1059,34 @@ def _train(dev, net, xs, example_input, out, batch: int, name: str, *, train_ste
                 [*net.parameters(), *net.buffers(), *xs, y,
                  *(p.grad for p in net.parameters()),
                  *(t for state in opt.state.values() for t in state.values())]) as held:
-            opt.zero_grad(set_to_none=True)
-            if train_step is not None:
-                arg = xs if isinstance(example_input, (tuple, list)) and not \
-                    _is_shape(example_input) else xs[0]
-                if xs.names:      # a dict example input: the dict
-                    arg = xs.keywords()
-                value = train_step(net, arg)
-            else:
-                value = fn(_trained_output(xs.call(net))[0], y)
-            if not isinstance(value, torch.Tensor) or value.numel() != 1 \
-                    or not value.requires_grad:
-                raise ModelError(f"estimate: the training step's loss is "
-                                 f"{_describe(value)}; it must be one tensor value that "
-                                 "requires grad (computed from the module's output)")
-            value.backward()
-            opt.step()
+            # only the step itself (forward, loss, backward, optimizer) is the user's: the
+            # ledger flush and the peak's bookkeeping when the blocks end are neuroedge's,
+            # and a failure there is not the input's or the loss's
+            try:
+                opt.zero_grad(set_to_none=True)
+                if train_step is not None:
+                    arg = xs if isinstance(example_input, (tuple, list)) and not \
+                        _is_shape(example_input) else xs[0]
+                    if xs.names:      # a dict example input: the dict
+                        arg = xs.keywords()
+                    value = train_step(net, arg)
+                else:
+                    value = fn(_trained_output(xs.call(net))[0], y)
+                if not isinstance(value, torch.Tensor) or value.numel() != 1 \
+                        or not value.requires_grad:
+                    raise ModelError(f"estimate: the training step's loss is "
+                                     f"{_describe(value)}; it must be one tensor value that "
+                                     "requires grad (computed from the module's output)")
+                value.backward()
+                opt.step()
+            except NeuroedgeError:
+                raise
+            except Exception as exc:
+                raise ModelError(f"estimate: {name} training step failed on example_input of "
+                                 f"shape {_shape_text(xs)} ({first_line(exc)}); check the loss "
+                                 "and target against the output, or give "
+                                 "train_step=callable(module, x) -> loss") from exc
         broken = _not_finite("the training step's loss", value)
-    except NeuroedgeError:
-        raise
-    except Exception as exc:
-        raise ModelError(f"estimate: {name} training step failed on example_input of shape "
-                         f"{_shape_text(xs)} ({first_line(exc)}); check the loss and target "
-                         "against the output, or give train_step=callable(module, x) -> "
-                         "loss") from exc
     finally:
         net.eval()
     if train_step is not None:

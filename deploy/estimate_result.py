@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from sim.energy_report import EnergyReport
+from sim.energy_report import BOUNDS, EnergyReport
 from sim.ledger import Ledger
 
 
@@ -49,7 +49,9 @@ class Estimate:
 
     ``uncounted`` lists the ops that ran but have no cost formula; when it is not empty
     every figure is a lower bound and ``lower_bound`` is True (``uncounted_line()`` says so
-    in one line, which the table puts first).
+    in one line, which the table puts first). ``lower_bound`` is True as well when any
+    profile's figures are a lower bound for another reason (a model that ran no op at all:
+    pricing's note saying so is among ``notes``).
     """
 
     model: str
@@ -102,8 +104,10 @@ class Estimate:
 
     @property
     def lower_bound(self) -> bool:
-        """True when some op went uncounted: every figure is then a lower bound."""
-        return bool(self.uncounted)
+        """True when some op went uncounted, or when any profile's figures are a lower bound
+        (``rows()``' ``bound``): the flag and the rows never disagree."""
+        return bool(self.uncounted) or any(r.energy_bound() == BOUNDS[1]
+                                           for r in self.reports.values())
 
     def uncounted_line(self) -> str:
         """One line naming the uncounted ops and their calls, or "" when every op counted."""

@@ -36,7 +36,7 @@ def table(est, all_layers: bool = False, depth: int | None = None,
     # the model's name and source, a NIR file's node names: a file's text, escaped
     lines = [f"{printable(est.model)} ({printable(est.source)}): {ran}; energy per sample, "
              "latency of the whole run"]
-    if est.lower_bound:
+    if est.uncounted:   # a lower bound for another reason says why in its notes below
         lines.insert(0, est.uncounted_line())
     if body:
         lines += text_fit.table(head, body, width)
@@ -74,6 +74,10 @@ def error_lines(reports, asked=()) -> list[str]:
                 f"no held-out measurement of kind {r.kind} on {r.profile} is predicted yet: "
                 "error unknown")
         how = "asked" if name in asked else "the default"
+        if name in asked and asked[name] != r.stack:
+            # a library that sets none of the ledger's ops (fp32 on an int8 library) prices
+            # as peak (sim/execution/mcu.py): say what was asked and why it is not named
+            how = f"{asked[name]} asked, which sets none of these ops"
         out.append(f"error {name} (stack {r.stack or '-'}, {how}; figures: {r.bound}): {what}")
     return out
 

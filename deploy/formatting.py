@@ -307,3 +307,34 @@ def latency_title(report: EnergyReport) -> str:
     if report.time_model:
         return "Estimated latency (per step: slowest core + barrier)"
     return "Estimated latency"   # the "What these figures are" table names the model
+
+
+def validation_summary(summary: dict) -> list[str]:
+    """``neuroedge validate``'s closing lines from its summary (``sim.validation.summarise``
+    with ``heldout_factors`` under ``"heldout"``): the rows, how many were predicted,
+    held-out against calibration, and the held-out error overall and per device kind in the
+    words ``neuroedge estimate`` uses (``sim.pricing.error_factors``), leaving out what no
+    row gives; the whole dict is ``--json``'s."""
+    from sim.pricing import error_factors
+
+    def rows(n: int) -> str:
+        return f"{n:,} row{'' if n == 1 else 's'}"
+
+    def errors(stats: dict) -> str:
+        parts = [f"{q} {f}" for q in ("energy", "latency")
+                 if (f := error_factors(stats, q)) is not None]
+        return "; ".join(parts) or NOT_AVAILABLE
+
+    held = summary["heldout"]
+    # calibration rows set fitted profile numbers: an error over them would claim nothing
+    lines = [f"summary: {rows(summary['rows'])}, {summary['all']['predicted']:,} predicted "
+             f"({summary['held-out']['predicted']:,} held-out, "
+             f"{summary['calibration']['predicted']:,} calibration: fitted on), "
+             f"{summary['status']['not rebuildable']:,} not rebuildable"]
+    if not held["heldout_rows"]:
+        return lines + ["held-out error: none (no held-out row was predicted)"]
+    # the factor max(r, 1/r) of predicted / measured r, as the estimate's error lines give it
+    lines.append(f"held-out error, max(r, 1/r): {errors(held)}")
+    lines += [f"  {kind} ({rows(stats['rows'])}): {errors(stats)}"
+              for kind, stats in held["device_kind_factors"].items() if stats["rows"]]
+    return lines

@@ -38,6 +38,7 @@ from deploy.formatting import (  # noqa: F401  (comparison_rows, format_bytes: p
 )
 from deploy.headline import (
     headline,  # noqa: F401  (shared by the terminal and the HTML)
+    metric_rows,
     metrics_title,
 )
 from deploy.outputs import write_text
@@ -191,9 +192,10 @@ def _html_sections(run: RunResult, reports: list[EnergyReport]):
         if scopes else "<p class=muted>No scope recorded samples.</p>")
     yield epoch_section(run, first)
 
+    # the terminal's rows: a NaN metric reads as the not-available dash here and in the
+    # CSV too, never "nan"
     yield f"<h2>{_e(metrics_title(run, first.profile))}</h2>" + _html_table(
-        ("metric", "value", "unit"),
-        [(k, f"{v:.6g}", run.unit(k)) for k, v in run.metrics.items()], csv="metrics")
+        ("metric", "value", "unit"), metric_rows(run), csv="metrics")
     yield neurobench_section(run, first)
     yield "<h2>What these figures are</h2>" + _html_table(*tables["nature"], numeric=False,
                                                           csv="nature")

@@ -658,9 +658,39 @@ def test_validate_prints_rows_with_sources_and_refuses_unknown_ids(capsys):
     # predicted / measured for TrueNorth's published 26 pJ per synaptic event (calibration)
     assert "truenorth-rate-20hz" in out and "source: P. A. Merolla et al." in out
     # the one row is calibration: no held-out factor is claimed, the row is counted apart
-    assert '"heldout": {"heldout_rows": 0, "kinds": [], "calibration_rows": 1' in out
+    # (the summary was the raw dict as JSON, '"heldout": {"heldout_rows": 0, ...')
+    assert out.splitlines()[-2:] == [
+        "summary: 1 row, 1 predicted (0 held-out, 1 calibration: fitted on), 0 not rebuildable",
+        "held-out error: none (no held-out row was predicted)"]
     assert main(["validate", "--only", "nope"]) == 2
     _one_line_error(capsys, "--only nope: no such validation row")
+
+
+def test_validate_closes_with_a_short_summary_and_json_keeps_every_figure(
+        tmp_path, monkeypatch, capsys):
+    """Before, validate's last line was its summary dict as one JSON line (2,276 characters
+    for these three rows, 4,963 for all of them, nulls included); now a few lines within
+    the terminal's width, the errors per device kind leaving out what no row gives
+    (TrueNorth's published rows give no latency), and the whole dict in --json."""
+    monkeypatch.setenv("COLUMNS", "80")
+    rows = "truenorth-rate-20hz,gpu-resnet50-orin-mlperf,truenorth-tcad15-11.58hz"
+    assert main(["validate", "--only", rows, "--json", str(tmp_path / "v.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    summary = json.loads((tmp_path / "v.json").read_text())["summary"]
+    kinds = summary["heldout"]["device_kind_factors"]
+    # x1.12 on the Orin (edge-gpu), x1.015 on TrueNorth: median x1.07, worst x1.12; the
+    # Orin's latency x2.70 the only one
+    assert kinds["edge-gpu"]["energy_median_factor"] == pytest.approx(1.122, abs=1e-3)
+    assert kinds["neuromorphic"]["latency_median_factor"] is None
+    at = out.index(next(line for line in out if line.startswith("summary: ")))
+    assert out[at:] == [
+        "summary: 3 rows, 3 predicted (2 held-out, 1 calibration: fitted on), 0 not",
+        "  rebuildable",
+        "held-out error, max(r, 1/r): energy x1.1 median, x1.1 worst; latency x2.7",
+        "  median, x2.7 worst",
+        "  edge-gpu (1 row): energy x1.1 median, x1.1 worst; latency x2.7 median, x2.7",
+        "    worst",
+        "  neuromorphic (1 row): energy x1 median, x1 worst"]
 
 
 def test_version(capsys):

@@ -118,3 +118,29 @@ def test_values_that_are_not_numbers_are_noted():
     assert "the training step's loss holds 1 NaN or infinite value(s) of 1" in text
     est = estimate(torch.nn.Linear(4, 3), (2, 4), profiles=["a100"], loss="cross_entropy")
     assert "NaN" not in " ".join(est.notes)
+
+
+@pytest.mark.parametrize("fails_at, train", [(1, False), (2, True)])
+def test_a_failure_of_neuroedges_own_bookkeeping_is_not_blamed_on_the_input(
+        monkeypatch, fails_at, train):
+    """Only the model's own forward (and training step) is the user's: a failure of the
+    ledger flush when the counted block ends is neuroedge's. Before, the whole block was in
+    the input's wrap, and a bug there read "estimate: Linear forward failed on example_input
+    of shape (1, 4) (bookkeeping broke); give an input of the shape Linear.forward expects"
+    (the training step's: "... training step failed on example_input ...; check the loss
+    and target")."""
+    from sim.torch_engine import TorchDevice
+    calls = []
+    record = TorchDevice._record_layers
+
+    def broken(self, recorder):   # block 1: inference; block 2: the training step
+        calls.append(1)
+        if len(calls) == fails_at:
+            raise RuntimeError("bookkeeping broke")
+        return record(self, recorder)
+
+    monkeypatch.setattr(TorchDevice, "_record_layers", broken)
+    with pytest.raises(RuntimeError, match="^bookkeeping broke$") as e:
+        estimate(torch.nn.Linear(4, 2), (1, 4), profiles=["a100"],
+                 loss="mse" if train else None)
+    assert not isinstance(e.value, ModelError)

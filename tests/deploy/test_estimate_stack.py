@@ -32,7 +32,13 @@ def test_error_lines_say_asked_or_default():
                    stack="stm32l4r5=xcube-ai-7.3")
     text = table(est)
     assert "error a100 (stack eager, the default;" in text
-    assert "error stm32l4r5 (stack xcube-ai-7.3, asked;" in text
+    # an fp32 model: X-CUBE-AI 7.3's fitted cycles are for int8 layers, so the figures are
+    # the manual's peak ones, and the line says so (it said "stack xcube-ai-7.3, asked" for
+    # figures equal to peak's)
+    assert ("error stm32l4r5 (stack peak, xcube-ai-7.3 asked, which sets none of these "
+            "ops;") in text
+    est = estimate(_net(), (1, 8), profiles="stm32l4r5", stack="xcube-ai-7.3", dtype="int8")
+    assert "error stm32l4r5 (stack xcube-ai-7.3, asked;" in table(est)
 
 
 def test_a_kernel_library_prices_above_the_manuals_peak():
@@ -96,3 +102,26 @@ def test_a_profile_file_is_named_in_stack_pairs_as_given(tmp_path, monkeypatch):
         {file_label: "tflm-2.3.1"}
     with pytest.raises(NeuroedgeError, match="not among the profiles asked"):
         stacks_asked(profs, "y.toml=tflm-2.3.1")
+
+
+def test_a_profile_named_twice_in_stack_is_refused_naming_both(tmp_path, capsys):
+    """Before, ``--stack a100=graph,a100=fused`` priced a100 for the last one, fused, with no
+    word (and a dict naming the profile under two spellings did the same), while a profile
+    named twice in ``--profiles`` is refused."""
+    from deploy.cli import main
+    from deploy.estimate import stacks_asked
+    from hw_profiles import load_many
+    from hw_profiles.loader import DATA_DIR
+    f = tmp_path / "net.py"
+    f.write_text("import torch\n\ndef make():\n    return torch.nn.Linear(8, 4)\n")
+    assert main(["estimate", f"{f}:make", "--input-shape", "1,8", "--profiles", "a100",
+                 "--stack", "a100=graph,a100=fused"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("neuroedge: error: estimate: --stack: profile 'a100' is named twice "
+                            "('a100=graph', then 'a100=fused'); give each profile one stack\n")
+    profs = load_many(["a100"])
+    a100 = str(DATA_DIR / "a100.toml")
+    with pytest.raises(NeuroedgeError, match=rf"profile 'a100' is named twice \('a100=graph', "
+                                             rf"then '{a100}=graph'\)"):
+        stacks_asked(profs, {"a100": "graph", a100: "graph"})

@@ -53,6 +53,31 @@ def test_a_model_with_nothing_counted_is_refused_not_priced_at_zero():
         estimate(Twice(), (2, 4), profiles=["a100"])
 
 
+def test_a_model_that_runs_no_op_is_a_lower_bound_saying_why(tmp_path, capsys):
+    """nn.Identity runs no op: nothing to count, not an op that could not be counted, so it
+    is priced (0 J, 0 s) as pricing marks it, a lower bound with its note. Before, the rows
+    said "lower bound" while ``lower_bound`` (and the JSON's) was False, and no note said
+    why."""
+    import json
+    est = estimate(nn.Identity(), (1, 8), profiles=["a100", "cortex-m7"])
+    assert est.uncounted == {} and est.lower_bound
+    assert [r["bound"] for r in est.rows()] == ["lower bound", "lower bound"]
+    assert [r["total_j"] for r in est.rows()] == [0.0, 0.0]
+    # sim.pricing's own words, once though both profiles' reports carry them
+    nothing = ("nothing was counted (a run with counting turned off, or an empty ledger): "
+               "every figure is 0 and a lower bound")
+    assert est.notes.count(nothing) == 1
+    assert table(est).splitlines()[0].startswith("Identity (torch): 1 inference sample(s)")
+    assert f"note: {nothing}" in table(est)
+    path = tmp_path / "m.py"
+    path.write_text("import torch.nn as nn\n\n\ndef make():\n    return nn.Identity()\n")
+    assert main(["estimate", f"{path}:make", "--input-shape", "1,8", "--profiles", "a100",
+                 "--json", "-", "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lower_bound"] is True and doc["rows"][0]["bound"] == "lower bound"
+    assert nothing in doc["notes"]
+
+
 def test_fully_counted_model_is_not_a_lower_bound():
     est = estimate(nn.Linear(4, 3), (2, 4), profiles=["a100"], strict=True)
     assert est.uncounted == {} and not est.lower_bound

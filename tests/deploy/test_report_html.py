@@ -218,6 +218,23 @@ def test_document_leads_with_the_answer(ledger, toy, toy2x, tmp_path):
         set(re.findall(r'download="([^"]+)"', doc)))
 
 
+def test_a_nan_metric_reads_as_the_terminals_dash_in_the_html_and_its_csv(ledger, toy,
+                                                                           tmp_path):
+    run = make_run(toy, ledger)
+    run.metrics["test_loss"] = float("nan")
+    run.units = {"parameters": "count", "test_accuracy": "1", "test_loss": "nats"}
+    doc = rp.html_report(run, [price(ledger, toy)], tmp_path / "r.html").read_text()
+    section = doc[doc.index("<h2>Metrics"):doc.index("<h2>", doc.index("<h2>Metrics") + 1)]
+    # was "<td class=n>nan</td>" in the table and "test_loss,nan,nats" in metrics.csv, while
+    # the terminal showed the em dash; now the terminal's rows (deploy.headline.metric_rows):
+    # the main metric first, the dash for nan
+    assert "<tr><td>test_loss</td><td class=n>\u2014</td><td class=n>nats</td></tr>" in section
+    assert ">nan<" not in section[section.index("<table"):]
+    assert decode(section) == [["metric", "value", "unit"], ["test_accuracy", "0.9611", "1"],
+                               ["parameters", "2410", "count"],
+                               ["test_loss", "\u2014", "nats"]]
+
+
 def test_comparison_shares_stay_readable_across_100x(ledger, toy, tmp_path):
     hot = tmp_path / "hot.toml"
     hot.write_text(TOY.read_text().replace('name = "toy-gpu"', 'name = "hot"').replace(

@@ -42,7 +42,8 @@ class DiffPCConfig:
 
     hidden: tuple[int, ...] = (32,)
     n: int = 8                 # steps per threshold cycle (DiffPC-L: 120 = 15 x 8)
-    cycles: int = 15           # gamma updates per iteration (PC-SE's 15 steps)
+    cycles: int = 15           # threshold cycles per iteration (PC-SE's 15 steps; the
+    #                            first cycle's gamma update moves nothing: eT = b = 0 then)
     m: int = 0                 # 2^(m+1) bounds a per-cycle change
     gamma: float = 0.1         # target step (PC's eta)
     schedule: str = "cyclic"
@@ -104,7 +105,7 @@ def simulate(cfg: DiffPCConfig, device: NeuromorphicDevice, data, progress=None)
 def experiment(preset: str, seed: int, profiles, progress=None) -> Study:
     """The paper's comparison (``experiment.py``): DiffPC on ``profiles["neuromorphic"]``,
     float PC and BP on ``profiles["gpu"]`` (default a100), the same architecture and epochs;
-    ``quick`` on digits, ``full`` on Fashion-MNIST (784-1000-10, 3 epochs)."""
+    ``quick`` on digits, ``full`` on Fashion-MNIST (784-1000-10, 6 epochs)."""
     from models.diffpc.experiment import run
     dataset = "digits" if preset == "quick" else "fashion-mnist"
     return run(dataset, preset, seed, profiles, progress=progress)

@@ -6,7 +6,9 @@ neuron of layer l (state ``xT`` target, ``xA`` announced activity, ``xF`` predic
 rebuilt from spikes, ``eT`` target error, ``eA`` announced error, ``b`` feedback sum),
 with threshold ``T(t)``:
 
-1. receive: ``xF += T W_l s_A^{l-1}``, ``b += T W_{l+1}^T s_e^{l+1}`` (spikes of step t-1);
+1. receive: ``xF += T W_l s_A^{l-1}``, ``b += T W_{l+1}^T s_e^{l+1}`` (spikes of step t-1,
+   scaled by the sender's threshold ``T(t-1)``, which the receiver knows from the shared
+   clock: a spike carries its sign only, the paper's ternary spike);
 2. ``eT = xT - xF``;
 3. at cycle starts (t mod n == 0): ``xT += gamma (-eT + 1[xT > 0] b)``;
 4. activity spike ``s_A = sign(xT - xA) 1[|xT - xA| > T]``, spiking ReLU
@@ -60,7 +62,12 @@ def diffpc_update(inp, state, params, payload):
     T = threshold(clk, n, m, sched, a, T_iter, c)
     # the receiver undoes the decay factor of the sender's step (clk - 1): known schedule
     d_prev = 1.0 - (1.0 - a) * ((clk - 1) % T_iter) / T_iter if clk > 0 else 0.0
-    grade = float(1 if sched == 2 else 1 << (n - 1 - k))
+    # and the power-of-two part of the sender's threshold, T(t-1) = 2^(m - (t-1) mod n):
+    # with synapse weights W 2^(m-n+1), W s T(t-1) = (W 2^(m-n+1) s) 2^(n-1-(t-1) mod n).
+    # A spike carries its sign alone (the paper's ternary spike, 2 bits); scaling the sum
+    # by a power of two is exact, so this is bit for bit what a spike carrying that power
+    # of two (a graded payload) delivered
+    grade_prev = float(1 if sched == 2 else 1 << (n - 1 - (clk - 1) % n))
     sxT, sxA, sxF = state[0, :h], state[1, :h], state[2, :h]
     seT, seA, sb = state[3, :h], state[4, :h], state[5, :h]
     f_in, b_in = inp[:h, 0], inp[:h, 1]
@@ -71,8 +78,8 @@ def diffpc_update(inp, state, params, payload):
     for i in range(h):
         xT = sxT[i]
         xA = sxA[i]
-        xF = sxF[i] + d_prev * f_in[i]
-        b = sb[i] + d_prev * b_in[i]
+        xF = sxF[i] + d_prev * (grade_prev * f_in[i])
+        b = sb[i] + d_prev * (grade_prev * b_in[i])
         eT = xT - xF
         if cycle_start:
             xT += gamma * (-eT + (1.0 if xT > 0.0 else 0.0) * b)
@@ -86,9 +93,9 @@ def diffpc_update(inp, state, params, payload):
         de = eT - eA
         se = (1.0 if de > T else 0.0) - (1.0 if de < -T else 0.0)
         seA[i] = eA + T * se
-        p_act[i] = np.int32(s * grade)
+        p_act[i] = np.int32(s)
         if emit:
-            p_err[i] = np.int32(se * grade)
+            p_err[i] = np.int32(se)
         sxT[i] = xT
         sxA[i] = xA
         sxF[i] = xF

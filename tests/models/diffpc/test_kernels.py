@@ -35,13 +35,14 @@ def test_one_cycle_meets_theorem_4_1(seed):
             pl[:] = 0
             diffpc_update(inp, state, _params(h, n, m), pl)
             k = int(state[6, 0]) - 1
-            sent += pl[:h] * 2.0 ** (m - n + 1)    # payload x weight scale = s T(t)
-            assert set(np.unique(np.abs(pl[pl != 0]))) <= {2 ** (n - 1 - k)}
+            sent += pl[:h] * 2.0 ** (m - k)        # sign x the sender's threshold T(t)
+            # ternary spikes: a spike carries its sign only (the paper's 2 bits)
+            assert set(np.unique(pl)) <= {-1, 0, 1}
         bound = 2.0 ** (m + 1 - n)
         assert np.all(state[0, :h] == xT)                           # gamma = 0: fixed
         assert np.max(np.abs(state[0, :h] - state[1, :h])) <= bound
         assert np.max(np.abs(eT - state[4, :h])) <= bound
-        # the announced copy is exactly the start value plus the graded spikes sent
+        # the announced copy is exactly the start value plus the spikes sent, each worth T
         np.testing.assert_allclose(state[1, :h], np.maximum(xT - gap, 0.0) + sent)
 
 
@@ -70,20 +71,23 @@ def test_threshold_schedules_by_hand():
 
 
 def test_one_step_by_hand():
-    # one hidden neuron (h = 1), n = 2, m = 0, step 0: T = 1, grade 2^(n-1-0) = 2.
+    # one hidden neuron (h = 1), n = 2, m = 0, step 0: T = 1.
     # xT = 2.5, xA = 0, xF = 0.5 -> eT = 2; gamma = 0 keeps xT. dx = 2.5 > 1 -> s = +1,
-    # xA = 1; de = eT - eA = 2 > 1 -> se = +1, eA = 1; payloads +2 (activity), +2 (error)
+    # xA = 1; de = eT - eA = 2 > 1 -> se = +1, eA = 1; payloads +1 (activity), +1 (error):
+    # signs only (they were +2, the sender's 2^(n-1-k))
     state = np.zeros((len(STATE), 2))
     state[0, 0], state[2, 0] = 2.5, 0.5
     pl = np.zeros(2, np.int32)
     diffpc_update(np.zeros((2, 2)), state, _params(1, 2, 0), pl)
-    assert pl.tolist() == [2, 2]
+    assert pl.tolist() == [1, 1]
     assert state[:6, 0].tolist() == [2.5, 1.0, 0.5, 2.0, 1.0, 0.0]
     assert state[6].tolist() == [1.0, 1.0]        # both compartments' clocks advance
-    # step 1: T = 0.5, grade 1; input 0.25 on the forward channel (no decay: d = 1):
-    # xF = 0.75, eT = 1.75; dx = 1.5 > 0.5 -> s = +1, xA = 1.5; de = 0.75 > 0.5 -> eA = 1.5
+    # step 1: T = 0.5. Input 0.125 on the forward channel (weight x sign, the weight scaled
+    # 2^(m-n+1) = 0.5); the receiver scales it by the sender's 2^(n-1-(t-1) mod n) = 2
+    # (no decay: d = 1): xF = 0.5 + 0.25 = 0.75, eT = 1.75; dx = 1.5 > 0.5 -> s = +1,
+    # xA = 1.5; de = 0.75 > 0.5 -> eA = 1.5
     inp = np.zeros((2, 2))
-    inp[0, 0] = 0.25
+    inp[0, 0] = 0.125
     diffpc_update(inp, state, _params(1, 2, 0), pl)
     assert pl.tolist() == [1, 1]
     assert state[:6, 0].tolist() == [2.5, 1.5, 0.75, 1.75, 1.5, 0.0]
@@ -99,12 +103,12 @@ def _naive_update(inp, state, params, payload):
     k = clk % n
     T = threshold.py_func(clk, n, m, sched, a, T_iter, c)
     d_prev = 1.0 - (1.0 - a) * ((clk - 1) % T_iter) / T_iter if clk > 0 else 0.0
-    grade = 1 if sched == 2 else 1 << (n - 1 - k)
+    grade_prev = 1 if sched == 2 else 1 << (n - 1 - (clk - 1) % n)
     for i in range(h):
         xT, xA, xF = state[0, i], state[1, i], state[2, i]
         eA, b = state[4, i], state[5, i]
-        xF += d_prev * inp[i, 0]
-        b += d_prev * inp[i, 1]
+        xF += d_prev * (grade_prev * inp[i, 0])
+        b += d_prev * (grade_prev * inp[i, 1])
         eT = xT - xF
         if k == 0 and clamped == 0.0:
             xT += gamma * (-eT + (1.0 if xT > 0.0 else 0.0) * b)
@@ -118,9 +122,9 @@ def _naive_update(inp, state, params, payload):
         de = eT - eA
         se = 1 if de > T else (-1 if de < -T else 0)
         eA += T * se
-        payload[i] = s * grade
+        payload[i] = s
         if emit_err != 0.0:
-            payload[h + i] = se * grade
+            payload[h + i] = se
         state[0, i], state[1, i], state[2, i] = xT, xA, xF
         state[3, i], state[4, i], state[5, i] = eT, eA, b
     state[6, :] = clk + 1

@@ -45,7 +45,8 @@ sign ``s`` alone (+-1, 2 bits), the synapse weight ``W 2^(m-n+1)``, and the rece
 its input by the sending step's ``2^(n-1-k)``, which it knows from the shared clock, so
 weight x sign x scale = ``W s T(t)`` (a shift, exact: bit for bit what a graded payload
 carrying the power of two delivered). Under the decay schedules the receiver also
-multiplies by the known ``d(tau)`` of the sending step (a multiply, not a shift). Weights are stored as floats (``compile(quantize=False)``, as the paper
+multiplies by the known ``d(tau)`` of the sending step (a multiply, not a shift). Weights
+are stored as floats (``compile(quantize=False)``, as the paper
 trains in PyTorch); every batch's new weights are written into both the forward and the
 transposed copy with ``update_weights`` (counted as ``syn_update``); the first layer's
 weights (no engine synapses: its input is clamped) are counted as B x K_0 x K_1 updates

@@ -650,7 +650,8 @@ def _check_mcu_memory(est: Estimate, devices: dict, net, xs, dtype: str, notes: 
     peak = peak_live_bytes(buffers)
     for label in mcus:
         try:
-            held = place_inference(devices[label].profile, arena, weights)
+            held = place_inference(devices[label].profile, arena, weights,
+                                   samples=est.inference_samples)
         except HardwareLimitError as exc:
             est.skipped[label] = str(exc)
             del devices[label]

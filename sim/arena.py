@@ -14,7 +14,10 @@ flatbuffer, in flash).
 once (eval, no gradients) under a dispatch mode: every tensor an op creates is one buffer
 (views and in-place results share their base's storage and so its buffer), alive from the
 op that creates it to the last op that reads it; the inputs are alive from the start and
-the outputs to the end. :func:`greedy_arena` plans them.
+the outputs to the end. An op's further outputs that no later op reads (the int64 indices
+``max_pool2d_with_indices`` returns beside the pooled values, a batch norm's saved
+statistics) are torch's, not the layer's: a TFLM kernel makes none, so they are left out.
+:func:`greedy_arena` plans them.
 """
 from __future__ import annotations
 
@@ -102,12 +105,12 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
                else t.element_size())   # integer tensors (indices, masks) keep their size
         return t.untyped_storage().nbytes() // t.element_size() * per
 
-    def touch(t, step: int, create: bool) -> None:
+    def touch(t, step: int, create: bool, aux: bool = False) -> None:
         if not isinstance(t, torch.Tensor) or t.device.type == "meta":
             return
         if t.layout is not torch.strided:   # a sparse tensor: the storages it holds
             for part in dense_parts(t):
-                touch(part, step, create)
+                touch(part, step, create, aux)
             return
         storage = t.untyped_storage()
         key = storage.data_ptr()
@@ -115,16 +118,21 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
             return
         entry = live.get(key)
         if entry is not None and entry[3]() is None:   # dead: a new storage at its address
-            closed.append((entry[4], Buffer(entry[0], entry[1], entry[2])))
+            close(entry)
             del live[key]
             entry = None
         if entry is not None:
             entry[2] = step
+            entry[5] = False      # read (or written) again: a buffer the graph holds
         elif create:
             # a weak reference to the storage's Python object, which torch keeps while the
             # storage lives (as the engine's resident footprint does)
-            live[key] = [size(t), step, step, weakref.ref(storage), created[0]]
+            live[key] = [size(t), step, step, weakref.ref(storage), created[0], aux]
             created[0] += 1
+
+    def close(entry) -> None:
+        if not entry[5]:   # an op's further output no later op read: not the graph's
+            closed.append((entry[4], Buffer(entry[0], entry[1], entry[2])))
 
     class _Trace(ObserverMode):
         step = 0
@@ -134,8 +142,8 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
             self.step += 1
             for t in tree_leaves((args, kwargs or {})):
                 touch(t, self.step, create=False)
-            for t in tree_leaves(out):
-                touch(t, self.step, create=True)
+            for i, t in enumerate(tree_leaves(out)):
+                touch(t, self.step, create=True, aux=i > 0)
             return out
 
     keywords = keywords or {}
@@ -147,7 +155,8 @@ def trace_lifetimes(module, inputs: tuple, bytes_per_element: int | None = None,
         out = module(*inputs, **keywords)
     for t in output_tensors(out):   # the outputs are read after the last op
         touch(t, mode.step + 1, create=True)
-    closed += [(number, Buffer(n, first, last)) for n, first, last, _, number in live.values()]
+    for entry in live.values():
+        close(entry)
     return [b for _, b in sorted(closed, key=lambda c: c[0])]   # in the order made
 
 

@@ -94,18 +94,22 @@ def place(prof: HardwareProfile, writable: int, read_only: int, scope: str = "",
 
 def place_inference(prof: HardwareProfile, arena_bytes: int, weight_bytes: int,
                     who: str = "estimate", weights_in_flash: bool = False,
-                    ) -> dict[str, tuple[int, int]]:
+                    samples: int = 1) -> dict[str, tuple[int, int]]:
     """TFLM's layout of one inference: the activation arena (:mod:`sim.arena`), written at
     every op, in the writable memories; the weights, only read, in the SRAM left over and
     then flash (``weights_in_flash``: in flash alone, as a C project that declares them
-    ``static const`` links them). Returns :func:`place`'s placement.
+    ``static const`` links them). ``samples``: the samples the arena was planned for (an
+    example batch; the message names them). Returns :func:`place`'s placement.
 
     Raises
     ------
     HardwareLimitError
         The arena or the weights do not fit; one line naming the bytes needed and available.
     """
-    return place(prof, arena_bytes, weight_bytes, who=who, subject="one inference",
+    subject = ("one inference" if samples == 1 else
+               f"one inference of {samples} samples at once (a microcontroller runs one at "
+               "a time: estimate it with a batch of 1)")
+    return place(prof, arena_bytes, weight_bytes, who=who, subject=subject,
                  writable_what="the activation arena of one inference: TFLM's greedy "
                                "plan of the tensors' lifetimes",
                  read_only_what="the weights" + (" and the code" if weights_in_flash else ""),

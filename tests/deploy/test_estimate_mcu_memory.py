@@ -132,3 +132,15 @@ def test_a_model_no_profile_holds_is_refused_without_copying_it():
     assert not est.reports
     assert "_NoCopy parameters + buffers" in est.skipped["cortex-m4"]
     assert "4198400 B" in est.skipped["cortex-m4"]
+
+
+def test_an_example_batch_is_named_when_its_arena_does_not_fit():
+    """At a batch of 16 the traced arena is 16 samples': the refusal said "one inference
+    needs" it and never named the batch. Conv2d(3,64,3,p=1) at int8 on 3 x 32 x 32: one
+    sample's arena is 3,072 + 65,536 = 68,608 B (fits cortex-m4); 16 at once 1,097,728 B."""
+    est = estimate(wide_conv(), (16, 3, 32, 32), profiles=["cortex-m4"], dtype="int8")
+    why = est.skipped["cortex-m4"]
+    assert "one inference of 16 samples at once" in why and "batch of 1" in why, why
+    assert "needs 1,097,728 B of writable memory" in why
+    one = estimate(wide_conv(), (1, 3, 32, 32), profiles=["cortex-m4"], dtype="int8")
+    assert one.memory["cortex-m4"]["arena_bytes"] == 68_608

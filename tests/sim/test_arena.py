@@ -149,3 +149,35 @@ def test_tensors_returned_inside_a_cache_object_stay_alive_to_the_end():
     # k, v and the output (64 x 16 x 4 B = 4,096 B each) all alive at the end, plus the
     # input and the sum k + v alive while relu runs: the same peak either way
     assert peaks[0] == peaks[1] >= 3 * 4096
+
+
+def test_a_max_pools_indices_are_not_an_activation():
+    """Conv2d(3,16,3,p=1) -> MaxPool2d(2) -> Flatten -> Linear on a 3x64x64 int8 input: the
+    input 12,288 B and the conv's output 65,536 B alive at the conv; that output and the
+    pool's 16,384 B at the pool: 81,920 B, as the AvgPool twin. Before, the int64 indices
+    max_pool2d_with_indices returns (16,384 x 8 = 131,072 B, read by nothing) made it
+    212,992 B, over a cortex-m4's 196,608 B of SRAM."""
+    torch.manual_seed(0)
+    x = torch.zeros(1, 3, 64, 64)
+    sizes = {}
+    for name, pool in (("max", nn.MaxPool2d(2)), ("avg", nn.AvgPool2d(2))):
+        net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), pool, nn.Flatten(),
+                            nn.Linear(16 * 32 * 32, 4)).eval()
+        bufs = trace_lifetimes(net, (x,), bytes_per_element=1)
+        assert max(b.nbytes for b in bufs) == 65_536
+        sizes[name] = greedy_arena(bufs)[0]
+    assert sizes == {"max": 81_920, "avg": 81_920}
+
+
+class _Unpool(nn.Module):
+    """Indices a later op reads (max_unpool2d) are the graph's: they stay."""
+
+    def forward(self, x):
+        y, idx = nn.functional.max_pool2d(x, 2, return_indices=True)
+        return nn.functional.max_unpool2d(y, idx, 2)
+
+
+def test_indices_read_later_stay_in_the_arena():
+    # (1,1,4,4): pooled 4 values; their int64 indices 4 x 8 = 32 B, read by the unpool
+    bufs = trace_lifetimes(_Unpool().eval(), (torch.zeros(1, 1, 4, 4),), bytes_per_element=1)
+    assert 32 in [b.nbytes for b in bufs]

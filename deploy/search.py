@@ -12,7 +12,8 @@ which trials ran with which settings and results, so ``--resume`` continues it (
 trials are kept, a trial a killed sweep left running is kept when its run file is whole and
 run again otherwise) until ``trials`` have finished. A ``study.db`` that this program did not
 make (no neuroedge study inside) is refused, never written over; one made by another search
-spec is refused on ``--resume``.
+spec is refused on ``--resume``, as is one that is damaged or of another Optuna schema
+version (checked read-only before Optuna opens it, so it is left as it is).
 
 Results: ``OUT/results.csv`` (one row per trial x profile, the ``trial`` and ``pareto``
 columns first) and ``OUT/summary.html`` (the first two objectives against each other with the
@@ -26,6 +27,7 @@ search has 2 random trials then 4 proposed by TPE, or 3 generations of 2 for NSG
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -82,35 +84,197 @@ def distributions(search: Search) -> dict:
     return out
 
 
+FINGERPRINT_VERSION = 2
+"""The layout of the search a study stores (:func:`_fingerprint`). 1 (no ``version`` key):
+the dataset as the spec gave it (None for the card's default), no profile the objectives
+are priced on and no profile digests; 2: everything that decides the objectives' values."""
+
+
+def _dataset(spec: sweep.Spec) -> str:
+    """The dataset the trials run on: the spec's, else the card's default (as
+    :func:`run_of` runs it)."""
+    from models.registry import REGISTRY
+    return (spec.datasets or [None])[0] or REGISTRY[spec.models[0]].card.default_dataset
+
+
 def _fingerprint(spec: sweep.Spec) -> str:
-    """The search a study runs, as JSON: model, dataset, preset, seed, profiles and the
-    search but its number of trials (a resumed study may be given more)."""
+    """The search a study runs, as JSON: everything that decides its objectives' values.
+    The model, the dataset (resolved: naming the card's default is the same search),
+    preset, seed, the simulate profile and the profile the objectives are priced on (each
+    by reference and by the digest of its numbers: a profile file edited since prices
+    differently), the spec's profiles and the search but its number of trials (a resumed
+    study may be given more)."""
+    from models import runner
     search = {k: v for k, v in spec.search.to_dict().items() if k != "trials"}
-    return json.dumps({"model": spec.models[0], "dataset": (spec.datasets or [None])[0],
-                       "preset": spec.presets[0], "seed": spec.seeds[0],
-                       "simulate_profile": spec.simulate_on(spec.models[0]),
-                       "profiles": list(spec.profiles), "search": search}, sort_keys=True)
+    search["profile"] = _pricing(spec)   # resolved: naming the first profile is the default
+    simulate = spec.simulate_on(spec.models[0])
+    digests = {ref: sweep.profile_digest(runner.load_profile(ref))
+               for ref in (simulate, search["profile"])}
+    return json.dumps({"version": FINGERPRINT_VERSION, "model": spec.models[0],
+                       "dataset": _dataset(spec), "preset": spec.presets[0],
+                       "seed": spec.seeds[0], "simulate_profile": simulate,
+                       "profiles": list(spec.profiles), "profile_digests": digests,
+                       "search": search}, sort_keys=True)
+
+
+def _upgraded(stored: dict, where: str) -> dict:
+    """A stored fingerprint in this version's layout, or a SweepError when it cannot be
+    (version 1 did not record the profile its objectives were priced on, nor the
+    profiles' numbers: comparing it could mix objectives priced on two chips)."""
+    version = stored.get("version", 1)
+    if version == FINGERPRINT_VERSION:
+        return stored
+    if version == 1:
+        raise SweepError(f"{where}: {STUDY_FILE} was made by an earlier neuroedge (search "
+                         f"record version 1; this one reads {FINGERPRINT_VERSION}), which did "
+                         "not record the profile its objectives were priced on; it is left as "
+                         "it is: give another --out, or --force to start the study again")
+    raise SweepError(f"{where}: {STUDY_FILE} was made by another neuroedge (search record "
+                     f"version {version!r}; this one reads 1 and {FINGERPRINT_VERSION}); it "
+                     "is left as it is: resume it with that neuroedge, or give another --out")
+
+
+def _damaged(path: Path, why: str, ours: bool = True) -> SweepError:
+    return SweepError(f"{path}: the study database is damaged ({why}); it is left as it is: "
+                      "give another --out" + (", or --force to start the study again"
+                                              if ours else ""))
+
+
+def _unusable(path: Path, exc: BaseException | str, ours: bool = True) -> SweepError:
+    """An SQLite error on the study as one line: a file (or folder) it may not write, in
+    SQLite's words for those (SQLITE_READONLY "attempt to write a readonly database",
+    SQLITE_CANTOPEN "unable to open database file"), or else a damaged database."""
+    why = str(exc)
+    if "readonly" in why or "unable to open" in why:
+        return SweepError(f"{path}: the study cannot be written ({why}); make it writable, "
+                          "or give another --out")
+    return _damaged(path, why, ours)
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the SQLite file ``path``. A journal that a writer killed
+    mid-transaction left beside it (a hot journal) cannot be read past read-only: one
+    read-write open lets SQLite roll it back first, its own recovery to the last commit
+    (what Optuna does on opening the file), then the file is read read-only."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    con = sqlite3.connect(uri, uri=True)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con
+    except sqlite3.OperationalError as exc:
+        con.close()
+        if "readonly" not in str(exc) or not path.with_name(f"{path.name}-journal").exists():
+            raise
+    recover = sqlite3.connect(path)
+    try:
+        recover.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        recover.close()
+    return sqlite3.connect(uri, uri=True)
 
 
 def stored_search(path: Path) -> str | None:
     """The fingerprint a neuroedge study in the SQLite file ``path`` stores; None when the
-    file is not SQLite or holds no neuroedge study (it is opened read-only)."""
+    file is not SQLite or holds no neuroedge study (it is opened read-only). Raises
+    SweepError for an SQLite file too damaged to tell, or one it may not read."""
     try:
         with open(path, "rb") as f:
             if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
                 return None
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except OSError:
         return None
+    try:
+        con = _read_only(path)
+    except sqlite3.Error as exc:
+        raise _unusable(path, exc, ours=False) from None
     try:
         row = con.execute("SELECT a.value_json FROM study_user_attributes a JOIN studies s "
                           "ON a.study_id = s.study_id WHERE s.study_name = ? AND a.key = ?",
                           (STUDY_NAME, MARK)).fetchone()
-    except sqlite3.Error:
-        return None
+    except sqlite3.OperationalError as exc:
+        if "no such" in str(exc):   # no such table or column: not an Optuna study of ours
+            return None
+        raise _unusable(path, exc, ours=False) from None
+    except sqlite3.DatabaseError as exc:   # "database disk image is malformed", ...
+        raise _damaged(path, str(exc), ours=False) from None
     finally:
         con.close()
     return json.loads(row[0]) if row else None
+
+
+@functools.lru_cache(maxsize=1)
+def _optuna_schema() -> tuple[frozenset, str, tuple[str, ...]]:
+    """The tables this Optuna's RDB storage has, its schema version (alembic head) and
+    the versions it knows, from an empty storage in memory."""
+    import optuna
+    import sqlalchemy
+    ref = optuna.storages.RDBStorage("sqlite:///:memory:")
+    try:
+        return (frozenset(sqlalchemy.inspect(ref.engine).get_table_names()),
+                ref.get_head_version(), tuple(ref.get_all_versions()))
+    finally:
+        ref.engine.dispose()
+
+
+def check_study_file(path: Path) -> None:
+    """Refuse, with one line naming ``path``, a study database Optuna would fail on or
+    change on opening: damaged pages, a missing table (opening would make it again,
+    empty), a schema of another Optuna version. Read-only: the file is left as it is."""
+    import optuna
+    tables, head, known = _optuna_schema()
+    try:
+        con = _read_only(path)
+    except sqlite3.Error as exc:
+        raise _unusable(path, exc) from None
+    try:
+        problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise _damaged(path, "; ".join(map(str, problems[:2])))
+        have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted(tables - have)
+        if missing:
+            raise _damaged(path, f"table {missing[0]} is missing")
+        found = [r[0] for r in con.execute("SELECT version_num FROM alembic_version")]
+        info = con.execute("SELECT count(*) FROM version_info").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        raise _unusable(path, exc) from None
+    finally:
+        con.close()
+    if found != [head]:
+        shown = ", ".join(map(str, found)) or "none"
+        fix = (f"upgrade it with `optuna storage upgrade --storage sqlite:///{path}`"
+               if len(found) == 1 and found[0] in known else
+               "resume it with the Optuna that made it")
+        raise SweepError(f"{path}: the study's Optuna schema is {shown}; Optuna "
+                         f"{optuna.__version__} reads {head}; it is left as it is: {fix}, or "
+                         "give another --out")
+    if info != 1:
+        raise _damaged(path, f"version_info holds {info} rows, not 1")
+
+
+def _check_existing(spec: sweep.Spec, out: Path, *, resume: bool, force: bool) -> bool:
+    """Every refusal ``out/study.db`` can give, read-only and before anything is created:
+    True when it holds our study (to resume, or to start again with ``force``)."""
+    path = out / STUDY_FILE
+    if not (path.exists() or path.is_symlink()):
+        return False
+    theirs = stored_search(path) if path.is_file() and not path.is_symlink() else None
+    if theirs is None:
+        raise SweepError(f"--out {out}: {STUDY_FILE} exists and holds no neuroedge study "
+                         "(this program did not make it; it is left alone): give "
+                         "another --out")
+    if not (resume or force):
+        raise SweepError(f"--out {out}: {STUDY_FILE} holds a study; give --resume to "
+                         "continue it or --force to start it again")
+    if resume:
+        mine = json.loads(_fingerprint(spec))
+        stored = _upgraded(json.loads(theirs), f"--out {out}")
+        if stored != mine:
+            diff = _first_difference(stored, mine)
+            raise SweepError(f"--out {out}: {STUDY_FILE} holds another search ({diff}); give "
+                             "the spec it was made with, another --out, or --force")
+        check_study_file(path)
+    return True
 
 
 def _storage(path: Path):
@@ -122,27 +286,27 @@ def open_study(spec: sweep.Spec, out: Path, *, resume: bool, force: bool):
     """The study in ``out/study.db``: a new one (made under a temporary name and renamed, so
     a file of that name is always a whole neuroedge study), or the stored one on ``resume``."""
     import optuna
+    from optuna.trial import TrialState
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # the sweep prints its own lines
     path = out / STUDY_FILE
     mine = _fingerprint(spec)
-    if path.exists() or path.is_symlink():
-        theirs = stored_search(path) if path.is_file() and not path.is_symlink() else None
-        if theirs is None:
-            raise SweepError(f"--out {out}: {STUDY_FILE} exists and holds no neuroedge study "
-                             "(this program did not make it; it is left alone): give "
-                             "another --out")
-        if not (resume or force):
-            raise SweepError(f"--out {out}: {STUDY_FILE} holds a study; give --resume to "
-                             "continue it or --force to start it again")
-        if resume and theirs != mine:
-            diff = _first_difference(json.loads(theirs), json.loads(mine))
-            raise SweepError(f"--out {out}: {STUDY_FILE} holds another search ({diff}); give "
-                             "the spec it was made with, another --out, or --force")
+    if _check_existing(spec, out, resume=resume, force=force):
         if resume:
             storage = _storage(path)
-            started = len(storage.get_all_trials(storage.get_study_id_from_name(STUDY_NAME)))
+            study_id = storage.get_study_id_from_name(STUDY_NAME)
+            trials = storage.get_all_trials(study_id, deepcopy=False)
+            objectives = len(storage.get_study_directions(study_id))
+            # a complete trial without its objective values (a table emptied behind
+            # Optuna's back) would fail the Pareto front after the trials ran
+            broken = [t for t in trials if t.state == TrialState.COMPLETE
+                      and len(t.values or ()) != objectives]
+            if broken:
+                storage.engine.dispose()
+                raise _damaged(path, f"trial {broken[0].number} is complete but holds "
+                                     f"{len(broken[0].values or ())} of its {objectives} "
+                                     "objective values")
             return optuna.load_study(study_name=STUDY_NAME, storage=storage,
-                                     sampler=make_sampler(spec.search, started))
+                                     sampler=make_sampler(spec.search, len(trials)))
         path.unlink()   # --force on a study of ours
     tmp = out / f".{STUDY_FILE}.{uuid.uuid4().hex[:8]}.tmp"
     try:
@@ -159,14 +323,28 @@ def open_study(spec: sweep.Spec, out: Path, *, resume: bool, force: bool):
 
 
 def _first_difference(a: dict, b: dict, where: str = "") -> str:
-    for k in sorted(set(a) | set(b)):
-        if a.get(k) != b.get(k):
-            if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
-                return _first_difference(a[k], b[k], f"{where}{k}.")
-            was = f"{a[k]!r}" if k in a else "not given"
-            now = f"gives {b[k]!r}" if k in b else "does not give it"
-            return f"{where}{k} was {was}, the spec {now}"
-    return "the same"
+    """The first key whose value differs, said as ``KEY was X, the spec gives Y``. The
+    profiles' digests come last, and only for a profile both name: a profile given in
+    place of another is told by its own key (``search.profile``); a digest alone says
+    that profile's numbers were edited."""
+    digests = "profile_digests"
+    for k in sorted(set(a) | set(b), key=lambda k: (k == digests, k)):
+        if a.get(k) == b.get(k):
+            continue
+        if where == f"{digests}.":
+            if k in a and k in b:
+                return (f"the numbers of profile {k} differ from those the study was "
+                        f"priced with (digest {a[k]}, now {b[k]})")
+            continue
+        if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
+            inner = _first_difference(a[k], b[k], f"{where}{k}.")
+            if inner:
+                return inner
+            continue
+        was = f"{a[k]!r}" if k in a else "not given"
+        now = f"gives {b[k]!r}" if k in b else "does not give it"
+        return f"{where}{k} was {was}, the spec {now}"
+    return "" if where else "the same"
 
 
 # -- trials -------------------------------------------------------------------------------
@@ -175,11 +353,7 @@ def run_of(spec: sweep.Spec, params: dict) -> sweep.RunSpec:
     from models import runner
     model = spec.models[0]
     typed = runner.parse_overrides(model, {k: override_text(v) for k, v in params.items()})
-    dataset = (spec.datasets or [None])[0]
-    if dataset is None:
-        from models.registry import REGISTRY
-        dataset = REGISTRY[model].card.default_dataset
-    return sweep.RunSpec(model, dataset, spec.presets[0], spec.seeds[0], typed,
+    return sweep.RunSpec(model, _dataset(spec), spec.presets[0], spec.seeds[0], typed,
                          spec.simulate_on(model))
 
 
@@ -347,24 +521,22 @@ def _run_serial(study, spec, runs_dir, profiles, label, result, progress):
                 result, progress)
 
 
-def _run_cluster(study, spec, runs_dir, profiles, label, result, progress, workers,
-                 scheduler):
+def _run_cluster(study, spec, runs_dir, profiles, label, result, progress, client):
     from distributed import wait
     token = uuid.uuid4().hex[:8]
-    with sweep.cluster_client(workers, scheduler) as client:
-        parallel = max(1, len(client.scheduler_info().get("workers", {})))
+    parallel = max(1, len(client.scheduler_info().get("workers", {})))
 
-        def submit(run, stem):
-            return client.submit(sweep.run_task, run, str(runs_dir), list(profiles), stem,
-                                 key=f"neuroedge-search-{token}-{stem}",
-                                 retries=sweep.RETRIES, pure=False)
+    def submit(run, stem):
+        return client.submit(sweep.run_task, run, str(runs_dir), list(profiles), stem,
+                             key=f"neuroedge-search-{token}-{stem}",
+                             retries=sweep.RETRIES, pure=False)
 
-        def first_done(pending):
-            done = wait(list(pending), return_when="FIRST_COMPLETED").done
-            return min(done, key=lambda f: pending[f][0].number)
+    def first_done(pending):
+        done = wait(list(pending), return_when="FIRST_COMPLETED").done
+        return min(done, key=lambda f: pending[f][0].number)
 
-        _trials(study, spec, runs_dir, profiles, label, parallel, submit, first_done, result,
-                progress)
+    _trials(study, spec, runs_dir, profiles, label, parallel, submit, first_done, result,
+            progress)
 
 
 # -- the table -------------------------------------------------------------------
@@ -425,20 +597,21 @@ def write_results(study, spec, out: Path, profiles) -> tuple[list[dict], list[in
 
 # -- the search ---------------------------------------------------------------------------
 @contextlib.contextmanager
-def _study_writable(path: Path):
-    """Optuna's StorageInternalError (a study.db that cannot be written: read-only,
-    immutable, on a read-only mount) as one line naming the file, not SQLAlchemy's
-    traceback."""
+def _study_errors(path: Path):
+    """Optuna's StorageInternalError and SQLAlchemy's errors on the study as one line
+    naming the file, not a traceback: a study.db that cannot be written (read-only,
+    immutable, on a read-only mount) says so; any other failure (a page damaged while
+    the sweep ran) says the database is damaged."""
     import optuna
+    import sqlalchemy.exc
     try:
         yield
-    except optuna.exceptions.StorageInternalError as exc:
-        cause = exc.__cause__
+    except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError,
+            sqlite3.Error) as exc:
+        cause = exc
         while cause is not None and not isinstance(cause, sqlite3.Error):
             cause = cause.__cause__ or cause.__context__
-        why = f" ({cause})" if cause is not None else ""
-        raise SweepError(f"{path}: the study cannot be written{why}; make it writable, or "
-                         "give another --out") from None
+        raise _unusable(path, cause if cause is not None else sweep.one_line(exc)) from None
 
 
 def dry_run_lines(spec: sweep.Spec) -> list[str]:
@@ -469,7 +642,6 @@ def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | No
     starts a study of ours again. Without either, an existing study, table or trial run
     file is an error. Raises SweepError (one line) for every check, before any trial runs.
     """
-    from optuna.trial import TrialState
     sweep.check_scheduler(scheduler)
     spec = spec if isinstance(spec, sweep.Spec) else sweep.load_spec(spec)
     if spec.search is None:
@@ -484,13 +656,32 @@ def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | No
         if existing and not (out / STUDY_FILE).exists():
             raise SweepError(f"--out {out}: {existing[0].relative_to(out)} exists; give "
                              "another --out, or --resume / --force")
-    try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SweepError(f"--out {out}: cannot create {runs_dir} ({exc.strerror})") from None
+    # the study.db refusals (not ours, another search, damaged, another Optuna) before
+    # anything is created in --out; undone_if_refused takes back the folders of a refusal
+    # that can only come later (a scheduler nobody answers, a study that cannot be written)
+    _check_existing(spec, out, resume=resume, force=force)
     profiles = list(spec.profiles)
     label = _label(spec)
-    with sweep.output_lock(out), _study_writable(out / STUDY_FILE):
+    with sweep.undone_if_refused(out):
+        try:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SweepError(f"--out {out}: cannot create {runs_dir} "
+                             f"({exc.strerror})") from None
+        with sweep.output_lock(out), _study_errors(out / STUDY_FILE):
+            return _run_locked(spec, out, runs_dir, profiles, label, workers, scheduler,
+                               resume, force, serial, progress)
+
+
+def _run_locked(spec, out, runs_dir, profiles, label, workers, scheduler, resume, force,
+                serial, progress) -> SearchResult:
+    """The body of :func:`run_search`, run while the output folder is locked."""
+    from optuna.trial import TrialState
+    with contextlib.ExitStack() as stack:
+        # the cluster before the study: a scheduler nobody answers is refused before a
+        # new study.db is made
+        client = None if serial else stack.enter_context(sweep.cluster_client(workers,
+                                                                              scheduler))
         study = open_study(spec, out, resume=resume, force=force)
         result = SearchResult([], out / STUDY_FILE, out / "results.csv", out / "summary.html")
         # trials an earlier session finished: kept when complete, failed when they failed
@@ -505,8 +696,7 @@ def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | No
             if serial:
                 _run_serial(study, spec, runs_dir, profiles, label, result, progress)
             else:
-                _run_cluster(study, spec, runs_dir, profiles, label, result, progress,
-                             workers, scheduler)
+                _run_cluster(study, spec, runs_dir, profiles, label, result, progress, client)
         except KeyboardInterrupt:
             result.interrupted = True
             result.rows, result.pareto = write_results(study, spec, out, profiles)
@@ -516,8 +706,8 @@ def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | No
             raise SweepError(f"{exc}; the search stopped there with {len(result.ran)} trial(s) "
                              f"finished in {out / STUDY_FILE}: free some space and rerun "
                              "with --resume") from None
-        sweep.clean_temporaries(runs_dir)
-        result.rows, result.pareto = write_results(study, spec, out, profiles)
+    sweep.clean_temporaries(runs_dir)
+    result.rows, result.pareto = write_results(study, spec, out, profiles)
     return result
 
 

@@ -90,11 +90,12 @@ class Search:
         return [DIRECTIONS[d] for _, d in self.objectives]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (stored in the study, compared on ``--resume``)."""
+        """Plain data (stored in the study, compared on ``--resume``): every key, the
+        ``profile`` the objectives are priced on included (``None``: the spec's first)."""
         return {"method": self.method, "trials": self.trials,
                 "objectives": [f"{n}:{d}" for n, d in self.objectives],
                 "space": {k: p.to_dict() for k, p in sorted(self.space.items())},
-                "seed": self.seed}
+                "seed": self.seed, "profile": self.profile}
 
 
 def check_keys(doc, keys, where: str) -> None:

@@ -477,9 +477,10 @@ def one_line(exc: BaseException) -> str:
 
 def run_is_complete(path: Path, run: RunSpec | None = None) -> bool:
     """True when ``path`` is a run file that :func:`deploy.runfile.read_run` reads whole and,
-    given ``run``, holds that run: its model, dataset, preset, simulate profile and config
-    (a file copied over another run's name is not that run: ``--resume`` runs it again, as
-    it does a truncated one)."""
+    given ``run``, holds that run: its model, dataset, preset, simulate profile (its label
+    and its numbers: the run file's snapshot against the profile as it loads now) and
+    config (a file copied over another run's name is not that run, nor is one simulated on
+    a profile file edited since: ``--resume`` runs it again, as it does a truncated one)."""
     from deploy.runfile import read_run
     if not path.is_file():
         return False
@@ -490,9 +491,20 @@ def run_is_complete(path: Path, run: RunSpec | None = None) -> bool:
     return run is None or _record(stored) == _planned_record(run)
 
 
+def profile_digest(prof) -> str:
+    """``sha256:HEX`` of a profile's document, as a run file's snapshot digest is taken
+    (:func:`deploy.runfile.document_digest`): equal for the TOML a run simulated on and
+    the snapshot its run file holds, different once the file's numbers were edited."""
+    from deploy.runfile import document_digest
+    return document_digest(dict(prof.raw))
+
+
 def _record(stored) -> tuple:
-    # the config as JSON text: a tuple setting reads back from the file as a list
+    # the config as JSON text: a tuple setting reads back from the file as a list; the
+    # profile's digest besides its label: the label of a user's TOML names only its path,
+    # and a run simulated on the file before an edit would keep its old prices
     return (stored.model, stored.dataset, stored.preset, stored.profile.label,
+            profile_digest(stored.profile),
             json.dumps(stored.config, sort_keys=True, default=str))
 
 
@@ -500,11 +512,13 @@ def _planned_record(run: RunSpec) -> tuple:
     """What :func:`_record` reads from a run file of ``run``."""
     from models import runner
     if sweep_own.is_own(run.model):
-        return (run.model, sweep_own.DATASET, sweep_own.PRESET,
-                runner.load_profile(run.profile).label,
+        prof = runner.load_profile(run.profile)
+        return (run.model, sweep_own.DATASET, sweep_own.PRESET, prof.label,
+                profile_digest(prof),
                 json.dumps(sweep_own.config(run), sort_keys=True, default=str))
     plan = run.plan()
     return (plan.method.name, plan.dataset, plan.preset, plan.profile.label,
+            profile_digest(plan.profile),
             json.dumps(dataclasses.asdict(plan.config), sort_keys=True, default=str))
 
 
@@ -763,13 +777,36 @@ def run_sweep(spec, out_dir, *, workers: int | None = None, scheduler: str | Non
         # the table and summary are rewritten at the end: never over files a user made
         raise SweepError(f"--out {out}: {tables[0].name} exists; give another --out, or "
                          "--resume / --force to rewrite this sweep's table and summary")
+    with undone_if_refused(out):
+        try:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SweepError(f"--out {out}: cannot create {runs_dir} "
+                             f"({exc.strerror})") from None
+        with output_lock(out):
+            return _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial,
+                               progress)
+
+
+@contextlib.contextmanager
+def undone_if_refused(out: Path):
+    """Take back what a sweep created in ``out`` (the folder, ``runs/``, the lock) when it
+    is refused (a SweepError: a scheduler nobody answers, a study that cannot be opened)
+    and they are still empty: a refused sweep leaves ``--out`` as it found it. Never
+    touches what was there before, nor a run file or table written meanwhile."""
+    runs_dir, lock = out / "runs", out / SWEEP_LOCK
+    made = [p for p in (lock, runs_dir, out) if not (p.exists() or p.is_symlink())]
     try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SweepError(f"--out {out}: cannot create {runs_dir} ({exc.strerror})") from None
-    with output_lock(out):
-        return _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial,
-                           progress)
+        yield
+    except SweepError:
+        for p in made:   # the lock first: the folders are empty only without it
+            with contextlib.suppress(OSError):   # not empty (or gone): left as it is
+                if p == lock:
+                    if p.is_file() and p.stat().st_size == 0:
+                        p.unlink()
+                else:
+                    p.rmdir()
+        raise
 
 
 @contextlib.contextmanager
@@ -818,6 +855,9 @@ def _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial, 
             done(key, price_rows(run, key, path, profiles), "resumed")
         else:
             todo.append((run, key))
+    # the files --force is about to replace: one still as it was when a Ctrl-C comes is
+    # the earlier sweep's, not a run that finished here
+    before = {key: _file_id(runs_dir / f"{key}.h5") for _, key in todo}
     try:
         if todo and serial:
             _run_serial(todo, runs_dir, profiles, done)
@@ -825,6 +865,14 @@ def _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial, 
             _run_cluster(todo, runs_dir, profiles, done, workers, scheduler)
     except KeyboardInterrupt:
         result.interrupted = True
+        # runs a worker finished while the cluster was closing (their results never came
+        # back) left whole run files: the table lists them too, as --resume would keep them
+        for run, key in todo:
+            path = runs_dir / f"{key}.h5"
+            if key not in by_key and _file_id(path) != before.get(key) \
+                    and run_is_complete(path, run):
+                by_key[key] = price_rows(run, key, path, profiles)
+                result.simulated.append(key)
         _finish(result, by_key, profiles, [k for _, k in keyed])
         write_results(result.rows, out, spec)
         raise
@@ -839,6 +887,16 @@ def _run_locked(spec, keyed, out, runs_dir, workers, scheduler, resume, serial, 
     _finish(result, by_key, profiles, [k for _, k in keyed])
     write_results(result.rows, out, spec)
     return result
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(inode, mtime in ns) of ``path``; None when there is none. A run file is written
+    under another name and renamed over, so a rewritten one has a new inode."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 def _finish(result: SweepResult, by_key, profiles, order: list[str]) -> None:
@@ -923,35 +981,60 @@ def main_metric_of(rows: Sequence[Mapping]) -> str | None:
     return None
 
 
+def better_of(model: str, metric: str | None) -> str:
+    """Which way ``metric`` of ``model`` improves: its card's ``main_metric_better`` when it
+    is the card's main metric, else ``"higher"`` (a model of your own has no card)."""
+    from models.registry import REGISTRY
+    method = REGISTRY.get(model)
+    if method is None or metric is None or metric != method.card.main_metric:
+        return "higher"
+    return method.card.main_metric_better
+
+
 def summary(rows: Sequence[Mapping], by: Sequence[str] = ("model", "overrides", "profile"),
             metric: str | None = None) -> list[dict]:
-    """Spread over seeds: per group of ``by`` (ok rows only), ``metric`` (default: the main
-    metric) and the energy per inference as mean, std (n - 1; nan for one seed), min, max
-    and n. Groups in first-seen order."""
-    metric = metric or main_metric_of(rows)
+    """Spread over seeds: per group of ``by`` (ok rows only), ``metric`` (default: the group's
+    own main metric, so a sweep of models with different main metrics gives each its own)
+    and the energy per inference as mean, std (n - 1; nan for one seed), min, max and n.
+    Groups in first-seen order; each says its ``metric``."""
     groups: dict[tuple, list[Mapping]] = {}
     for r in rows:
         if r.get("status") == "ok":
             groups.setdefault(tuple(r.get(k, "") for k in by), []).append(r)
     out = []
     for key, members in groups.items():
-        m = _stats([_number(r.get(metric)) for r in members]) if metric else _stats([])
+        name = metric or main_metric_of(members)
+        m = _stats([_number(r.get(name)) for r in members]) if name else _stats([])
         e = _stats([_number(r.get("per_inference_j")) for r in members])
-        out.append({**dict(zip(by, key, strict=True)), "metric": metric, **m,
+        out.append({**dict(zip(by, key, strict=True)), "metric": name, **m,
                     **{f"per_inference_j_{k}": v for k, v in e.items() if k != "n"}})
     return out
 
 
-def pareto(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the points (energy, metric) no other point beats: less or equal energy and
-    higher metric (a higher main metric is the better one), cheapest first."""
+def pareto(points: Sequence[tuple[float, float]], better: str = "higher") -> list[int]:
+    """Indices of the points (energy, metric) no other point beats, cheapest first.
+
+    A point is beaten by one with less or equal energy and a better or equal metric, better
+    in one of them; ``better`` says which metric is the better (``"higher"``: an accuracy,
+    ``"lower"``: an error; :attr:`models.registry.Card.main_metric_better`). Points equal
+    in both beat nothing and are all kept. Raises SweepError for another ``better`` (a
+    ``"neither"`` metric has no front).
+    """
+    if better not in ("higher", "lower"):
+        raise SweepError(f"pareto(better={better!r}): give 'higher' or 'lower'; a metric "
+                         "with no better direction has no Pareto front")
+    sign = 1.0 if better == "higher" else -1.0   # the front of sign * metric, higher better
     order = sorted((i for i, (e, m) in enumerate(points) if math.isfinite(e) and
-                    math.isfinite(m)), key=lambda i: (points[i][0], -points[i][1]))
-    front, best = [], -math.inf
+                    math.isfinite(m)), key=lambda i: (points[i][0], -sign * points[i][1]))
+    front: list[int] = []
+    best = -math.inf
     for i in order:
-        if points[i][1] > best:
+        m = sign * points[i][1]
+        # the equal twin of the last kept point is not beaten by it either (neither is
+        # better in one): keep it too
+        if m > best or (front and points[front[-1]] == points[i]):
             front.append(i)
-            best = points[i][1]
+            best = max(best, m)
     return front
 
 
@@ -997,8 +1080,9 @@ def value_x_axis(ax, values: Sequence[float], unit: str | None) -> None:
         axis.set_major_formatter(EngFormatter(unit=unit))
 
 
-def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
-    """One accuracy-against-energy panel: mean +/- std over seeds, the Pareto front."""
+def _panel(ax, gs: list[dict], metric: str, title: str, label, better: str = "higher") -> None:
+    """One metric-against-energy panel: mean +/- std over seeds, the Pareto front (none for
+    a metric no direction of which is better)."""
     pts = [(g["per_inference_j_mean"], g["mean"]) for g in gs]
     drawn = False
     for g, (x, y) in zip(gs, pts, strict=True):
@@ -1007,7 +1091,7 @@ def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
             xerr = g["per_inference_j_std"] if math.isfinite(g["per_inference_j_std"]) else 0.0
             ax.errorbar([x], [y], yerr=[yerr], xerr=[xerr], fmt="o", capsize=3, label=label(g))
             drawn = True
-    front = pareto(pts)
+    front = pareto(pts, better) if better != "neither" else []
     if front:
         ax.plot([pts[j][0] for j in front], [pts[j][1] for j in front], "k--", lw=1,
                 label="Pareto front")
@@ -1023,7 +1107,7 @@ def _panel(ax, gs: list[dict], metric: str, title: str, label) -> None:
         ax.text(0.5, 0.5, "no run priced here", ha="center", transform=ax.transAxes)
 
 
-def _plot(groups: list[dict], metric: str, profiles: list[str]):
+def _plot(groups: list[dict], metric: str, profiles: list[str], better: str = "higher"):
     """The answer first (every model and setting on every profile it was priced on, one
     Pareto front: which chip, at what accuracy, for how many joules), then one panel per
     profile."""
@@ -1033,21 +1117,36 @@ def _plot(groups: list[dict], metric: str, profiles: list[str]):
     rows = -(-n // cols)
     fig = Figure(figsize=(6.0 * cols, 4.2 * rows), layout="constrained")
     _panel(fig.add_subplot(rows, cols, 1), groups, metric, "every profile",
-           lambda g: f"{g['model']} {g['overrides']} @ {g['profile']}".replace("  ", " "))
+           lambda g: f"{g['model']} {g['overrides']} @ {g['profile']}".replace("  ", " "),
+           better)
     for i, prof in enumerate(profiles):
         _panel(fig.add_subplot(rows, cols, i + 2), [g for g in groups if g["profile"] == prof],
-               metric, prof, lambda g: f"{g['model']} {g['overrides']}".strip())
+               metric, prof, lambda g: f"{g['model']} {g['overrides']}".strip(), better)
     return fig
 
 
+def _front_note(metric: str, better: str, models: Sequence[str]) -> str:
+    """What the plot's dashed line is, in the metric's own direction."""
+    if better == "neither":
+        return (f"{metric} has no better direction ({', '.join(models)}: a measurement, not "
+                "a score), so no Pareto front is drawn.")
+    return f"The dashed line is the Pareto front ({better} {metric}, less energy)."
+
+
 def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
-    """A self-contained page: the plot (PNG inline), the spread over seeds, the table."""
+    """A self-contained page: one plot (PNG inline) per main metric, the spread over seeds
+    (one table per main metric), the table. Each model is shown against its own card's
+    main metric, its Pareto front in that metric's direction."""
     import html
 
     from deploy.plots import fig_to_img
     esc = html.escape
-    metric = main_metric_of(rows)
-    groups = summary(rows, by=SPREAD_BY, metric=metric)
+    groups = summary(rows, by=SPREAD_BY)   # each group: its own model's main metric
+    # (metric, direction) -> its groups, in first-seen order: models whose main metrics
+    # differ (an accuracy and an error) share no axis and no front
+    by_metric: dict[tuple, list[dict]] = {}
+    for g in groups:
+        by_metric.setdefault((g["metric"], better_of(g["model"], g["metric"])), []).append(g)
     profiles = list(dict.fromkeys(r["profile"] for r in rows))
     name = spec.name if spec is not None else "sweep"
     runs = len({r["key"] for r in rows})
@@ -1059,11 +1158,20 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
              "A run's ledger priced on a profile it was not simulated on is re-priced, not "
              "re-simulated (a neuromorphic network is not re-placed on another chip's cores)."
              "</p>"]
-    if metric and groups:
-        fig = _plot(groups, metric, profiles)
+    plotted = [(k, gs) for k, gs in by_metric.items() if k[0]]
+    if len(plotted) > 1:
+        which = "; ".join(f"{metric} ({', '.join(dict.fromkeys(g['model'] for g in gs))})"
+                          for (metric, _), gs in plotted)
+        parts.append(f"<p>Each model is plotted against its own main metric: {esc(which)}.</p>")
+    for (metric, better), gs in plotted:
+        models = list(dict.fromkeys(g["model"] for g in gs))
+        these = set(models)
+        fig = _plot(gs, metric, [p for p in profiles
+                                 if any(r["profile"] == p and r["model"] in these
+                                        for r in rows)], better)
         parts.append(fig_to_img(fig, f"{metric} against energy per inference per profile"))
-        parts.append(f"<p>Points: mean over seeds; bars: standard deviation (n - 1). The "
-                     f"dashed line is the Pareto front (higher {esc(metric)}, less energy).</p>")
+        parts.append("<p>Points: mean over seeds; bars: standard deviation (n - 1). "
+                     f"{esc(_front_note(metric, better, models))}</p>")
     models = {}   # profile -> (figures are, execution model, what they leave out)
     for r in rows:
         if r.get("execution_model"):
@@ -1076,20 +1184,22 @@ def html_summary(rows: Sequence[Mapping], spec: Spec | None = None) -> str:
         parts += [f"<tr><td>{esc(p)}</td><td>{esc(b)}</td><td>{esc(m)}</td><td>{esc(x)}</td>"
                   "</tr>" for p, (b, m, x) in models.items()]
         parts.append("</table></div>")
-    parts.append(f"<h2>Spread over seeds ({esc(metric or 'no metric')})</h2><div class=wide>"
-                 "<table><tr>")
     heads = [*SPREAD_BY, "n", "mean", "std", "min", "max", "J/inference mean",
              "J/inference std", "J/inference min", "J/inference max"]
-    parts.append("".join(f"<th>{esc(h)}</th>" for h in heads) + "</tr>")
-    for g in groups:
-        cells = [*(g[k] for k in SPREAD_BY), g["n"], g["mean"], g["std"], g["min"], g["max"],
-                 g["per_inference_j_mean"], g["per_inference_j_std"], g["per_inference_j_min"],
-                 g["per_inference_j_max"]]
-        parts.append("<tr>" + "".join(f"<td>{esc(fmt(c))}</td>" for c in cells) + "</tr>")
+    for (metric, _), gs in by_metric.items() or [((None, "higher"), [])]:
+        parts.append(f"<h2>Spread over seeds ({esc(metric or 'no metric')})</h2><div "
+                     "class=wide><table><tr>"
+                     + "".join(f"<th>{esc(h)}</th>" for h in heads) + "</tr>")
+        for g in gs:
+            cells = [*(g[k] for k in SPREAD_BY), g["n"], g["mean"], g["std"], g["min"],
+                     g["max"], g["per_inference_j_mean"], g["per_inference_j_std"],
+                     g["per_inference_j_min"], g["per_inference_j_max"]]
+            parts.append("<tr>" + "".join(f"<td>{esc(fmt(c))}</td>" for c in cells) + "</tr>")
+        parts.append("</table></div>")
     # the per-profile prose (execution model, exclusions) is in the table above: here it
     # squeezed every other column into one word a line; each row stays on one line and
     # the table scrolls sideways in its box
-    parts.append("</table></div><h2>Every run x profile</h2><p>Execution model and "
+    parts.append("<h2>Every run x profile</h2><p>Execution model and "
                  "exclusions per profile: above; every column: results.csv.</p>"
                  "<div class='wide nowrap'><table><tr>")
     cols = [c for c in columns(rows) if c not in ("execution_model", "excludes")]

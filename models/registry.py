@@ -61,6 +61,9 @@ a skipped step."""
 EXPORT_TARGETS = ("c", "nir", "onnx")
 """Targets ``deploy/export.py`` can write; a card lists the subset its ``artifact`` builds."""
 
+BETTER = ("higher", "lower", "neither")
+"""The ways a card's main metric can improve (:attr:`Card.main_metric_better`)."""
+
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -263,6 +266,10 @@ class Card:
         no name matches (:func:`metric_unit`)
     main_metric : the metric the report's headline leads with (a name of ``metrics``
         without ``*``)
+    main_metric_better : which way ``main_metric`` improves (:data:`BETTER`): ``"higher"``
+        (an accuracy: the default), ``"lower"`` (an error) or ``"neither"`` (a measurement
+        with no better side, such as a firing rate); a sweep's Pareto front and its wording
+        follow it, and a ``"neither"`` metric gets no front
     engine : ``"torch"`` for a torch method that also runs on microcontroller (bitwise)
         profiles: the runner then asks ``sim.device(profile, engine="torch")``, which counts
         the module with torch and prices it with the MCU's memories; ``None``: the engine of
@@ -288,6 +295,7 @@ class Card:
     study_profiles: Mapping[str, str] = field(default_factory=dict)
     metrics: Mapping[str, str] = field(default_factory=dict)
     main_metric: str | None = None
+    main_metric_better: str = "higher"
     engine: str | None = None
     preset_notes: Mapping[str, str] = field(default_factory=dict)
 
@@ -397,6 +405,9 @@ def _check_card(card: Card, artifact) -> None:
     if card.main_metric not in card.metrics or "*" in card.main_metric:
         raise ModelError(f"{where}: main_metric = {card.main_metric!r} is not one of its "
                          f"metrics ({', '.join(k for k in card.metrics if '*' not in k)})")
+    if card.main_metric_better not in BETTER:
+        raise ModelError(f"{where}: main_metric_better = {card.main_metric_better!r}; expected "
+                         f"one of {', '.join(BETTER)} (which way {card.main_metric} improves)")
     if card.engine not in (None, "torch"):
         raise ModelError(f"{where}: engine = {card.engine!r}; expected None (the engine of the "
                          "profile's kind) or 'torch'")

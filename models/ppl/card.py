@@ -193,6 +193,7 @@ CARD = Card(
     study_profiles={"gpu": "a100"},
     metrics=METRICS,
     main_metric="keypoint_error",
+    main_metric_better="lower",   # an error: fewer % of the image size off is better
     # bench/quick_presets.py: the learned prior is not ahead of the frozen template on 2 of 3
     # seeds at 60 steps; bench/ppl.py's 600 steps do not reproduce the claim either
     preset_notes={"quick": "smoke run: shows nothing of the claim (60 steps); no preset here "

@@ -106,7 +106,9 @@ CARD = Card(
     exports=("nir",),
     study_profiles={"neuromorphic": "loihi"},
     metrics=METRICS,
+    # a firing rate is a measurement of the network, not a score: no rate is the better one
     main_metric="rate_hz",
+    main_metric_better="neither",
 )
 METHOD = register(CARD, simulate=simulate, experiment=experiment, artifact=artifact,
                   load_data=load_data)

@@ -3,11 +3,14 @@ one run file per trial, the table, the Pareto front, --resume (after a finished 
 after a killed one), a study database the program did not make, and bad specs."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
+import json
 import math
 import shutil
 import sqlite3
+from pathlib import Path
 
 import optuna
 import pytest
@@ -348,3 +351,180 @@ def test_a_search_profile_the_model_does_not_run_on_is_refused_first(tmp_path, g
     assert not out.exists()
     with pytest.raises(SweepError, match="'loihi2' is a 'neuromorphic' profile"):
         search.dry_run_lines(sweep.load_spec(spec))
+
+
+def _copy(done, tmp_path, name="copy"):
+    out, _ = done
+    shutil.copytree(out, tmp_path / name)
+    return tmp_path / name
+
+
+def test_resume_with_another_search_profile_is_refused(done, tmp_path):
+    """The objectives are priced on the search's profile (here by default the first,
+    a100): resuming with profile = "jetson-orin" was accepted and the study mixed
+    objectives priced on two chips. Naming the default is the same search."""
+    out = _copy(done, tmp_path)
+    with pytest.raises(SweepError) as info:
+        search.run_search(_spec(profile="jetson-orin"), out, serial=True, resume=True)
+    text = str(info.value)
+    assert "\n" not in text and ("holds another search (search.profile was 'a100', the "
+                                 "spec gives 'jetson-orin')") in text, text
+    res = search.run_search(_spec(profile="a100"), out, serial=True, resume=True)
+    assert res.kept == 4 and res.ran == []
+
+
+def test_resume_naming_the_default_dataset_is_the_same_search(done, tmp_path):
+    """A study made with datasets = ["digits"] (mlp's default) resumed by a spec naming
+    none: was refused as another search (dataset was 'digits', the spec gives None)."""
+    out = _copy(done, tmp_path)
+    spec = _spec()
+    del spec["datasets"]
+    res = search.run_search(spec, out, serial=True, resume=True)
+    assert res.kept == 4 and res.ran == []
+    assert json.loads(search.stored_search(out / search.STUDY_FILE))["dataset"] == "digits"
+
+
+def test_an_edited_profile_file_is_another_search(tmp_path):
+    """A profile TOML whose numbers changed prices the objectives differently: the
+    fingerprint holds each profile's digest and the first difference names the file."""
+    import hw_profiles
+    prof = tmp_path / "mine.toml"
+    prof.write_text((Path(hw_profiles.__file__).parent / "data" / "a100.toml").read_text())
+    spec = sweep.load_spec({**_spec(), "profiles": [str(prof), "jetson-orin"]})
+    made = json.loads(search._fingerprint(spec))
+    text = prof.read_text().replace("mac_fp32 = { value = 29.7039,",
+                                    "mac_fp32 = { value = 2970.39,")
+    assert text != prof.read_text()
+    prof.write_text(text)
+    now = json.loads(search._fingerprint(spec))
+    assert search._first_difference(made, now).startswith(
+        f"the numbers of profile {prof} differ from those the study was priced with "
+        "(digest sha256:")
+
+
+def test_a_study_from_before_the_profile_was_recorded_is_refused(done, tmp_path):
+    """A version 1 search record (no version key, no search profile, no digests) cannot
+    tell which chip its objectives were priced on: refused, the file left as it is."""
+    out = _copy(done, tmp_path)
+    db = out / search.STUDY_FILE
+    old = json.loads(search.stored_search(db))
+    for key in ("version", "profile_digests"):
+        del old[key]
+    del old["search"]["profile"]
+    con = sqlite3.connect(db)
+    con.execute("UPDATE study_user_attributes SET value_json = ? WHERE key = ?",
+                (json.dumps(json.dumps(old, sort_keys=True)), search.MARK))
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    with pytest.raises(SweepError, match=r"made by an earlier neuroedge \(search record "
+                                         r"version 1; this one reads 2\)"):
+        search.run_search(SPEC, out, serial=True, resume=True)
+    assert db.read_bytes() == before
+
+
+def _alembic_root_page(db) -> tuple[int, int]:
+    con = sqlite3.connect(db)
+    page = con.execute("SELECT rootpage FROM sqlite_master "
+                       "WHERE name = 'alembic_version'").fetchone()[0]
+    size = con.execute("PRAGMA page_size").fetchone()[0]
+    con.close()
+    return (page - 1) * size, size
+
+
+def _sql(statement):
+    def damage(db):
+        con = sqlite3.connect(db)
+        con.execute(statement)
+        con.commit()
+        con.close()
+    return damage
+
+
+def _overwrite_page(db):
+    at, size = _alembic_root_page(db)
+    with open(db, "r+b") as f:
+        f.seek(at)
+        f.write(b"\xff" * size)
+
+
+@pytest.mark.parametrize("damage, message", [
+    # was: RuntimeError from RDBStorage ("no longer compatible with the table schema")
+    (_sql("UPDATE alembic_version SET version_num = 'v2.0.0.a'"),
+     "the study's Optuna schema is v2.0.0.a; Optuna {optuna} reads v3.2.0.a; it is left as "
+     "it is: resume it with the Optuna that made it, or give another --out"),
+    # an older Optuna's schema: optuna's own upgrade is the way on
+    (_sql("UPDATE alembic_version SET version_num = 'v3.0.0.d'"),
+     "the study's Optuna schema is v3.0.0.d; Optuna {optuna} reads v3.2.0.a; it is left as "
+     "it is: upgrade it with `optuna storage upgrade --storage sqlite:///{db}`"),
+    # was: TypeError from study.best_trials (Optuna made the table again, empty)
+    (_sql("DROP TABLE trial_values"),
+     "the study database is damaged (table trial_values is missing); it is left as it is: "
+     "give another --out, or --force to start the study again"),
+    (_sql("DELETE FROM trial_values WHERE objective = 1"),
+     "the study database is damaged (trial 0 is complete but holds 1 of its 2 objective "
+     "values)"),
+    # was: sqlalchemy DatabaseError ("database disk image is malformed") traceback
+    (_overwrite_page, "the study database is damaged ("),
+])
+def test_a_damaged_or_other_optuna_study_is_one_line_and_left_as_it_is(done, tmp_path,
+                                                                        damage, message):
+    out = _copy(done, tmp_path)
+    db = out / search.STUDY_FILE
+    damage(db)
+    before = db.read_bytes()
+    with pytest.raises(SweepError) as info:
+        search.run_search(SPEC, out, serial=True, resume=True)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(f"{db}: "), text
+    assert message.format(optuna=optuna.__version__, db=db) in text, text
+    assert "make it writable" not in text   # not a permission problem
+    assert db.read_bytes() == before
+
+
+def test_a_refused_search_creates_nothing_in_out(tmp_path, monkeypatch):
+    """A study.db this program did not make is refused and "left as it is": runs/ and the
+    lock file were made beside it all the same. An unreachable --scheduler left runs/, the
+    lock and a new study.db. Now --out is as it was."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    optuna.create_study(storage=f"sqlite:///{mine / search.STUDY_FILE}", study_name="mine")
+    with pytest.raises(SweepError, match="holds no neuroedge study"):
+        search.run_search(SPEC, mine, serial=True)
+    assert sorted(p.name for p in mine.iterdir()) == [search.STUDY_FILE]
+
+    @contextlib.contextmanager
+    def unreachable(workers, scheduler):
+        raise SweepError(f"--scheduler {scheduler}: cannot connect (OSError: timed out)")
+        yield   # pragma: no cover - a generator, never reached
+    monkeypatch.setattr(sweep, "cluster_client", unreachable)
+    with pytest.raises(SweepError, match="cannot connect"):
+        search.run_search(SPEC, tmp_path / "new", scheduler="tcp://127.0.0.1:1")
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_journal_a_killed_writer_left_is_rolled_back_on_resume(done, tmp_path):
+    """A process killed inside a study.db transaction leaves a hot journal: the read-only
+    checks cannot read past it (SQLite: "attempt to write a readonly database"), and the
+    study is not damaged. SQLite rolls it back (its own recovery, as Optuna's opening
+    would) and the resume goes on."""
+    import subprocess
+    import sys
+    out = _copy(done, tmp_path)
+    db = out / search.STUDY_FILE
+    killed = ("import os, sqlite3, sys\n"
+              "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+              "c.execute('PRAGMA cache_size = 1')\n"   # spill pages to the file mid-write
+              "c.execute('BEGIN')\n"
+              "c.execute('CREATE TABLE half (x)')\n"
+              "for _ in range(2000):\n"
+              "    c.execute('INSERT INTO half VALUES (?)', ('y' * 500,))\n"
+              "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", killed, str(db)], check=True)
+    assert db.with_name(f"{db.name}-journal").exists()
+    res = search.run_search(SPEC, out, serial=True, resume=True)
+    assert res.kept == 4 and res.ran == []
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half'").fetchone() \
+        == (0,)   # the killed transaction is gone
+    con.close()

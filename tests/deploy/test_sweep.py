@@ -2,12 +2,14 @@
 LocalCluster, a worker killed mid-run, --resume after an interruption, failing runs."""
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -403,3 +405,112 @@ def test_resume_reruns_a_run_file_that_holds_another_run(serial_dir, tmp_path):
     res = sweep.run_sweep(spec, tmp_path / "s", serial=True, resume=True)
     assert res.resumed == [OK[1]] and res.simulated == [OK[0]]
     assert read_run(runs / f"{OK[0]}.h5").config["seed"] == 0
+
+
+def test_pareto_follows_the_metrics_direction_and_keeps_exact_ties():
+    # an error (lower is better): (1 J, 5 %) beats (2 J, 9 %) in both; the front was [0, 1]
+    # when every metric was taken as higher-is-better
+    assert sweep.pareto([(1.0, 5.0), (2.0, 9.0)], "lower") == [0]
+    assert sweep.pareto([(1.0, 5.0), (2.0, 9.0)]) == [0, 1]   # an accuracy: both on it
+    # (2 J, 6 %) is beaten by (1 J, 5 %); (3 J, 4 %) costs more but errs less: on the front
+    assert sweep.pareto([(3.0, 4.0), (2.0, 6.0), (1.0, 5.0)], "lower") == [2, 0]
+    # two equal points beat nothing: both stay (the second was dropped, front [0]); a third
+    # at the same metric but more energy is beaten by them
+    assert sweep.pareto([(1.0, 0.9), (1.0, 0.9), (2.0, 0.9)]) == [0, 1]
+    assert sweep.pareto([(1.0, 0.9), (1.0, 0.9)], "lower") == [0, 1]
+    with pytest.raises(SweepError, match=r"pareto\(better='neither'\): give 'higher' or "
+                                         "'lower'; a metric with no better direction"):
+        sweep.pareto([(1.0, 0.9)], "neither")
+
+
+def _edited_profile(path, factor: float) -> None:
+    """The copied a100 TOML with its MAC energy times ``factor`` (29.7039 pJ shipped)."""
+    text = path.read_text()
+    old = "mac_fp32 = { value = 29.7039, unit = \"pJ\""
+    assert old in text
+    path.write_text(text.replace(old, f"mac_fp32 = {{ value = {29.7039 * factor!r}, "
+                                      "unit = \"pJ\""))
+
+
+def test_resume_reruns_a_run_simulated_on_a_profile_file_edited_since(tmp_path):
+    """--resume compared the profile's label only: a run simulated on a user's TOML that
+    was edited afterwards was kept, its row priced on the old numbers (the fresh sweep's
+    differed). The run file's snapshot digest is compared with the file as it is now."""
+    import hw_profiles
+    prof = tmp_path / "myprof.toml"
+    prof.write_text((Path(hw_profiles.__file__).parent / "data" / "a100.toml").read_text())
+    spec = {"name": "edited", "models": ["mlp"], "profiles": [str(prof)],
+            "grid": {"epochs": [1], "hidden": [[8]], "batch_size": [512]}}
+    first = sweep.run_sweep(spec, tmp_path / "out", serial=True)
+    (key,) = first.simulated
+    before = first.rows[0]["energy_j"]
+    _edited_profile(prof, 100.0)
+    res = sweep.run_sweep(spec, tmp_path / "out", serial=True, resume=True)
+    # was: res.resumed == [key] and the row's energy the unedited file's
+    assert res.resumed == [] and res.simulated == [key]
+    fresh = sweep.run_sweep(spec, tmp_path / "fresh", serial=True)
+    assert res.rows[0]["energy_j"] == fresh.rows[0]["energy_j"] > before
+    # the file as it is now is the snapshot: a second --resume keeps the run
+    again = sweep.run_sweep(spec, tmp_path / "out", serial=True, resume=True)
+    assert again.resumed == [key] and again.simulated == []
+
+
+def test_ctrl_c_lists_runs_that_finished_while_the_cluster_closed(serial_dir, tmp_path,
+                                                                   monkeypatch):
+    """Ctrl-C of a cluster sweep: a worker may finish its run (a whole run file) after the
+    interrupt, its result never told to the sweep. Played serially here: both OK runs
+    write their file, only the first is told, then the interrupt. The table listed the
+    told run alone (1 key); it lists every whole run file of this sweep (2 keys)."""
+    out, _ = serial_dir
+    spec = {**SPEC, "grid": {"epochs": [1], "mlp": {"hidden": [[8]]}}}
+
+    def finished_while_closing(todo, runs_dir, profiles, done):
+        rows = [sweep.run_task(run, str(runs_dir), profiles) for run, _ in todo]
+        done(todo[0][1], rows[0])
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, "_run_serial", finished_while_closing)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_sweep(spec, tmp_path, serial=True)
+    assert sorted({r["key"] for r in sweep.read_table(tmp_path / "results.csv")}) == OK
+    # the same rows as the sweep that was not interrupted, to the byte
+    whole = [line for line in (out / "results.csv").read_text().splitlines()
+             if "hidden=2000" not in line]
+    assert (tmp_path / "results.csv").read_text().splitlines() == whole
+
+
+def test_ctrl_c_does_not_list_a_file_force_had_yet_to_replace(serial_dir, tmp_path,
+                                                              monkeypatch):
+    """--force, interrupted before a run was run again: its file is the earlier sweep's,
+    not a run that finished now, so the table leaves it out."""
+    out, _ = serial_dir
+    shutil.copytree(out, tmp_path / "s")
+    spec = {**SPEC, "grid": {"epochs": [1], "mlp": {"hidden": [[8]]}}}
+
+    def first_only(todo, runs_dir, profiles, done):
+        done(todo[0][1], sweep.run_task(todo[0][0], str(runs_dir), profiles))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep, "_run_serial", first_only)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_sweep(spec, tmp_path / "s", serial=True, force=True)
+    assert {r["key"] for r in sweep.read_table(tmp_path / "s" / "results.csv")} == {OK[0]}
+
+
+def test_a_refused_sweep_leaves_out_as_it_found_it(tmp_path, monkeypatch):
+    """A --scheduler nobody answers is refused after the checks: runs/ and the lock file
+    were left in --out (a folder that did not exist was made). Now taken back; what was
+    there before is kept."""
+    @contextlib.contextmanager
+    def unreachable(workers, scheduler):
+        raise SweepError(f"--scheduler {scheduler}: cannot connect (OSError: timed out)")
+        yield   # pragma: no cover - a generator, never reached
+    monkeypatch.setattr(sweep, "cluster_client", unreachable)
+    spec = {**SPEC, "grid": {"epochs": [1], "mlp": {"hidden": [[8]]}}}
+    with pytest.raises(SweepError, match="cannot connect"):
+        sweep.run_sweep(spec, tmp_path / "new", scheduler="tcp://127.0.0.1:1")
+    assert not (tmp_path / "new").exists()   # was: runs/ and .neuroedge-sweep.lock
+    mine = tmp_path / "mine"
+    (mine / "runs").mkdir(parents=True)
+    (mine / "notes.txt").write_text("mine\n")
+    with pytest.raises(SweepError, match="cannot connect"):
+        sweep.run_sweep(spec, mine, scheduler="tcp://127.0.0.1:1")
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "runs"]

@@ -102,3 +102,66 @@ def test_sweep_page_fits_1280_px_in_chromium(tmp_path):
     assert page_problems(page, tmp_path) == []
     groups = sweep.summary(rows, by=sweep.SPREAD_BY)
     assert figure_problems(sweep._plot(groups, "test_accuracy", ["a100", "loihi2"])) == []
+
+
+def _rows(model, metric, points, profile="a100"):
+    """One ok row per (overrides, seed, metric value, J per inference)."""
+    return [{"key": f"{model}-{o}-{s}", "model": model, "dataset": "d", "preset": "quick",
+             "seed": s, "overrides": o, "simulate_profile": profile, "profile": profile,
+             "pricing": "", "status": "ok", "error": "", "main_metric": metric, metric: v,
+             "per_inference_j": e, "run_file": "r"} for o, s, v, e in points]
+
+
+def _front(fig):
+    """The (x, y) of the first panel's Pareto front line; None when none is drawn."""
+    for line in fig.axes[0].get_lines():
+        if line.get_label() == "Pareto front":
+            return list(zip(line.get_xdata(), line.get_ydata(), strict=True))
+    return None
+
+
+def test_each_model_gets_its_own_main_metric():
+    """mlp (test_accuracy) and ppl (keypoint_error) in one sweep: the page used the first
+    model's metric for all, so ppl's spread row had n = 0 and no mean, and ppl was missing
+    from the plot. Each group now has its own metric; a plot and a table per metric."""
+    rows = (_rows("mlp", "test_accuracy", [("", 0, 0.5, 1e-6), ("", 1, 0.7, 1e-6)])
+            + _rows("ppl", "keypoint_error", [("", 0, 8.0, 1e-3), ("", 1, 10.0, 1e-3)]))
+    mlp, ppl = sweep.summary(rows, by=sweep.SPREAD_BY)
+    assert (mlp["metric"], mlp["n"], mlp["mean"]) == ("test_accuracy", 2, pytest.approx(0.6))
+    # (8 + 10) / 2 = 9; was: metric test_accuracy, n = 0, mean nan
+    assert (ppl["metric"], ppl["n"], ppl["mean"]) == ("keypoint_error", 2, 9.0)
+    page = sweep.html_summary(rows)
+    assert page.count("data:image/png;base64,") == 2
+    assert "<h2>Spread over seeds (test_accuracy)</h2>" in page
+    assert "<h2>Spread over seeds (keypoint_error)</h2>" in page
+    ppl_table = page[page.index("(keypoint_error)</h2>"):page.index("Every run x profile")]
+    assert "<td>ppl</td>" in ppl_table and "<td>mlp</td>" not in ppl_table
+    assert "own main metric: test_accuracy (mlp); keypoint_error (ppl)." in page
+    assert "(higher test_accuracy, less energy)" in page
+    assert "(lower keypoint_error, less energy)" in page
+
+
+def test_an_error_metrics_front_is_its_lowest():
+    """ppl's keypoint_error is lower-is-better (its card says so): the front was drawn as
+    if higher were better, through every point, and the page said "higher keypoint_error"."""
+    rows = _rows("ppl", "keypoint_error", [("width=8", 0, 8.24, 1.15e-3),
+                                           ("width=16", 0, 9.78, 1.62e-3),
+                                           ("width=32", 0, 9.81, 3.42e-3)])
+    groups = sweep.summary(rows, by=sweep.SPREAD_BY)
+    # width=8 is the cheapest and the most accurate: it alone is on the front
+    assert _front(sweep._plot(groups, "keypoint_error", ["a100"], "lower")) == [
+        (1.15e-3, 8.24)]
+    page = sweep.html_summary(rows)
+    assert "The dashed line is the Pareto front (lower keypoint_error, less energy)." in page
+    assert "higher keypoint_error" not in page
+
+
+def test_a_metric_with_no_better_direction_draws_no_front():
+    """snn_cuba's rate_hz is a measurement, not a score: no front, and the page says so."""
+    rows = _rows("snn_cuba", "rate_hz", [("", 0, 5.0, 1e-9), ("w=2", 0, 7.0, 2e-9)], "loihi")
+    groups = sweep.summary(rows, by=sweep.SPREAD_BY)
+    assert _front(sweep._plot(groups, "rate_hz", ["loihi"], "neither")) is None
+    page = sweep.html_summary(rows)
+    assert ("rate_hz has no better direction (snn_cuba: a measurement, not a score), so no "
+            "Pareto front is drawn.") in page
+    assert "dashed line" not in page

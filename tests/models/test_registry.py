@@ -116,3 +116,26 @@ def test_settings_that_need_more_memory_than_the_machine_are_one_line(error):
 
     with pytest.raises(RuntimeError, match="shape mismatch"):
         runner.execute(failing(other))
+
+
+def test_cards_declare_which_way_their_main_metric_improves():
+    """Card.main_metric_better: a sweep's Pareto front took every main metric as higher-is-
+    better, ppl's keypoint_error (an error) included. Higher by default; lower for an
+    error; neither for a measurement (a firing rate, an intrinsic dimension)."""
+    better = {n: m.card.main_metric_better for n, m in models.REGISTRY.items()}
+    assert better["ppl"] == "lower"
+    assert better["snn_cuba"] == better["geo_inr_id"] == "neither"
+    assert better["mlp"] == better["tsetlin"] == "higher"
+    assert {n for n, b in better.items() if b != "higher"} == {"ppl", "snn_cuba", "geo_inr_id"}
+
+
+def test_register_refuses_an_unknown_direction():
+    method = models.REGISTRY["mlp"]
+    card = dataclasses.replace(method.card, main_metric_better="up")
+    before = dict(models.REGISTRY)
+    with pytest.raises(ModelError, match=r"main_metric_better = 'up'; expected one of "
+                                         r"higher, lower, neither \(which way test_accuracy "
+                                         "improves\\)"):
+        register(card, simulate=method.simulate, experiment=method.experiment,
+                 artifact=method.artifact)
+    assert models.REGISTRY == before

@@ -40,7 +40,8 @@ def test_ledger_macs_sparse_vs_full(device):
     for arch, quad in (("full", 2 * d), ("hsa", d / S)):
         m1, m2, m3 = (_forward_macs(device, arch, k * L) for k in (1, 2, 3))
         assert m3 - 2 * m2 + m1 == 2 * quad * L * L, arch
-    # per-token MACs: full grows 2d per extra token of context, HSA d/S = 16x less here
+    # per-token MACs: full grows 2d per extra token of context, HSA d/S: 2S = 16x less here
+    # (SMALL's chunk S = 8; 32x at the card's default S = 16)
     full = [_forward_macs(device, "full", k * L) / (k * L) for k in (1, 4)]
     hsa = [_forward_macs(device, "hsa", k * L) / (k * L) for k in (1, 4)]
     assert full[1] - full[0] == 2 * d * 3 * L

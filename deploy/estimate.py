@@ -194,7 +194,7 @@ def estimate(model, example_input=None, *, profiles=("a100",), train_step=None, 
             x = torch.bernoulli(torch.full(x.shape, SPIKE_PROBABILITY), generator=gen)
         est = _nir_call("estimate_spiking_module", model, x, profiles=profiles, seed=seed,
                         **nir_options)
-        if drawn:
+        if drawn and "stimulus" not in nir_options:   # a stimulus drives it instead
             est.notes = (*est.notes, f"input: random spikes of shape {tuple(x.shape)} (time "
                          f"first), each input spiking with probability {SPIKE_PROBABILITY} "
                          f"per step, seed {seed}")
@@ -263,13 +263,22 @@ def _nir_call(name: str, *args, **kwargs) -> Estimate:
     params = inspect.signature(fn).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         unknown = sorted(set(kwargs) - set(params))
-        if "seed" in unknown:   # passed for estimate_nir's sake; drop where not taken
-            kwargs.pop("seed")
-            unknown.remove("seed")
         if unknown:
-            raise ModelError(f"estimate: {name} takes no option(s) {', '.join(unknown)}; "
-                             f"it takes {', '.join(p for p in params if p not in ('self',))}")
+            # one line a command-line user can act on: what the model takes among the
+            # options forwarded here, not the function's Python parameters
+            what = "a spiking module" if name == "estimate_spiking_module" else "a NIR graph"
+            why = {"reset": " (each neuron's reset_mechanism gives it)",
+                   "input": " (--input-node: its one Input takes the example input)"}
+            taken = [k for k in _NIR_OPTIONS if k in params]
+            raise ModelError(f"estimate: {what} takes no "
+                             f"{', '.join(k + why.get(k, '') for k in unknown)}; of the NIR "
+                             f"options it takes {', '.join(taken)}")
     return fn(*args, **kwargs)
+
+
+_NIR_OPTIONS = ("stimulus", "steps", "dt", "reset", "input")
+"""The options the command line forwards to :mod:`deploy.nir_estimate` (``--input-node``
+is ``input``)."""
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -708,7 +717,10 @@ def _module_facts(net, dtype: str):
     """Yields a dict filled, while the block runs the forward, with every module called:
     path -> type, output shape, output bytes (at ``dtype``: 1 byte a float value for
     int8) and parameters (its own and its children's, as torchinfo counts them), in the
-    order of the first call (a parent before its children)."""
+    order of the first call (a parent before its children). A container the forward never
+    calls (an ``nn.ModuleList`` or ``nn.ModuleDict`` of blocks) gets a row before its first
+    called child, with no output: a table cut at its depth sums its children there (they
+    fell out of the table, and the next row took their place as their parent)."""
     import torch
 
     from sim.arena import output_tensors
@@ -747,6 +759,20 @@ def _module_facts(net, dtype: str):
     finally:
         for h in handles:
             h.remove()
+        with_parents: dict[str, dict] = {}
+        for path, entry in facts.items():
+            parts = path.split(".") if path else []
+            for k in range(1, len(parts)):
+                parent = ".".join(parts[:k])
+                if parent not in facts and parent not in with_parents:
+                    mod = net.get_submodule(parent)
+                    with_parents[parent] = {
+                        "type": type(mod).__name__, "output_shape": [], "output_bytes": 0,
+                        "parameters": sum(p.numel() for p in mod.parameters())
+                        + packed_size(mod)[0]}
+            with_parents[path] = entry
+        facts.clear()
+        facts.update(with_parents)
 
 
 def token_ids(model, shape: tuple[int, ...], seed: int):

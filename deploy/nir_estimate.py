@@ -2,10 +2,11 @@
 
 :func:`estimate_nir` reads the graph (:func:`deploy.nir_import.read_nir`), drives its
 ``Input`` (:func:`deploy.nir_import.stimulus`), places it on every neuromorphic profile
-asked for and runs ``steps`` steps there as one inference sample (scope ``"infer"``,
-``samples=1``), then prices the run. :func:`estimate_spiking_module` sends a snnTorch module
-through snnTorch's own NIR export first. Both are public in the facade too
-(``neuroedge.estimate_nir``, ``neuroedge.estimate_spiking_module``).
+asked for and runs ``steps`` steps there (scope ``"infer"``), then prices the run: one
+inference sample, or one per image a ``dataset:`` stimulus presents.
+:func:`estimate_spiking_module` sends a snnTorch module through snnTorch's own NIR export
+first. Both are public in the facade too (``neuroedge.estimate_nir``,
+``neuroedge.estimate_spiking_module``).
 """
 from __future__ import annotations
 
@@ -43,6 +44,12 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
     float weights (to compare spike counts with the producer; a chip's real weights are
     quantised). ``input``: the ``Input`` node the stimulus drives, for a graph with several
     (the others stay silent).
+
+    A ``dataset:NAME`` stimulus presents several test images back to back (up to
+    :data:`deploy.nir_import.DATASET_IMAGES`); each is one inference sample, so the
+    per-inference figures are the run's divided by the images. Nothing is reset between two
+    images: each starts from the state the one before left (membranes, synaptic currents,
+    spikes in flight), as a chip fed a stream of inputs would.
     """
     import sim
     from deploy.nir_import import read_nir, stimulus_length
@@ -69,10 +76,16 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
         attach(net, stimulus, steps, seed=seed, input=input)
     else:
         _check_self_driven(net, graph_or_path)
+    # a dataset: stimulus presents several images; per-inference figures are per image
+    samples = getattr(net, "nir_samples", 1) if stimulus is not None else 1
     label = Path(graph_or_path).name if isinstance(graph_or_path, (str, os.PathLike)) \
         else "nir-graph"
-    est = Estimate(model=label, source="nir", inference_samples=1,
+    est = Estimate(model=label, source="nir", inference_samples=samples,
                    inference_scope=SCOPE)
+    if samples > 1:
+        est.notes = (f"input: {samples} test images of {str(stimulus)[len('dataset:'):]}, "
+                     f"{steps:,} steps in all, one sample each; run back to back with no reset "
+                     "between them (each image starts from the state the previous left)",)
     profiles = profile_list(profiles)
     if not profiles:
         raise NeuroedgeError("estimate_nir: profiles is empty; give at least one "
@@ -97,7 +110,7 @@ def estimate_nir(graph_or_path, *, stimulus=None, steps: int | None = None, prof
         note = _connectivity_note(name, dev.compiled)
         if note:
             est.notes = (*est.notes, note)
-        with dev.count(SCOPE, samples=1):
+        with dev.count(SCOPE, samples=samples):
             dev.run(int(steps), scope=None)
         est.ledgers[name] = dev.ledger
         est.reports[name] = dev.report()
@@ -130,12 +143,17 @@ def _check_self_driven(net, graph_or_path) -> None:
 
 
 def estimate_spiking_module(module, example_input, profiles, steps: int | None = None, *,
-                            dt: float | None = None, quantize: bool = True) -> Estimate:
+                            dt: float | None = None, quantize: bool = True, stimulus=None,
+                            seed: int = 0) -> Estimate:
     """Export the snnTorch ``module`` with snnTorch's ``export_to_nir`` and estimate it,
     driven by ``example_input`` (spikes, shape (T, n) or (T, 1, n): row t is time step t).
 
-    ``steps`` defaults to T plus the network's depth (the steps the last layer needs to
-    see the last input); ``dt`` to snnTorch's export step 1e-4 s.
+    ``stimulus``: what :func:`estimate_nir` takes ("poisson:rate=50", a spike array or its
+    .npy/.npz path, "dataset:NAME", drawn with ``seed``) drives the run instead of
+    ``example_input``, which then gives only one step's input shape (its rows after the
+    first axis). ``steps`` defaults to T (the stimulus array's length, else
+    ``example_input``'s) plus the network's depth (the steps the last layer needs to see the
+    last input); ``dt`` to snnTorch's export step 1e-4 s.
     """
     try:
         import torch
@@ -143,7 +161,7 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise NeuroedgeError("estimate_spiking_module needs snntorch: "
                              "pip install snntorch") from exc
-    from deploy.nir_import import SNNTORCH_DT, read_nir
+    from deploy.nir_import import SNNTORCH_DT, read_nir, stimulus_length
     x = example_input.detach().cpu().numpy() if isinstance(example_input, torch.Tensor) \
         else np.asarray(example_input)
     if x.ndim < 2:
@@ -165,6 +183,12 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
     except NeuroedgeError:
         raise
     except Exception as exc:
+        if x.ndim == 3 and x.shape[1] > 1 and _exports(module, torch.zeros(x.shape[2:])):
+            # (T, B, n), snnTorch's time-first batch: the export failed on (B, n) as one
+            # step's input (NIR's type error), and one step of (n,) exports
+            raise NeuroedgeError(f"estimate_spiking_module: example_input has shape "
+                                 f"{x.shape}: a batch of {x.shape[1]}; one sample is run, "
+                                 "(T, 1, n) or (T, n)") from None
         raise NeuroedgeError(
             f"estimate_spiking_module: snnTorch's export_to_nir failed on "
             f"{type(module).__name__} with one step's input of shape {tuple(sample.shape)} "
@@ -183,11 +207,18 @@ def estimate_spiking_module(module, example_input, profiles, steps: int | None =
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             depth = max(read_nir(graph, dt=dt).nir_depth.values(), default=0)
-        steps = x.shape[0] + depth
-    est = estimate_nir(graph, stimulus=x, steps=steps, profiles=profiles, dt=dt,
-                       quantize=quantize, model_facts=facts,
-                       reset=uniform.pop() if len(uniform) == 1 else None)
+        length = stimulus_length(stimulus) if stimulus is not None else None
+        steps = (x.shape[0] if length is None else length) + depth
+    est = estimate_nir(graph, stimulus=x if stimulus is None else stimulus, steps=steps,
+                       profiles=profiles, dt=dt, seed=seed, quantize=quantize,
+                       model_facts=facts, reset=uniform.pop() if len(uniform) == 1 else None)
     est.model = type(module).__name__
+    if stimulus is not None:
+        what = f"the stimulus {str(stimulus)!r}" if isinstance(stimulus, (str, os.PathLike)) \
+            else f"a spike array of shape {np.shape(stimulus)}"
+        est.notes = (f"input: {what} drives the {steps:,} steps (seed {seed}); "
+                     f"the example input gives only one step's shape {tuple(sample.shape)}, "
+                     "its spikes are not run", *est.notes)
     return est
 
 
@@ -312,12 +343,11 @@ def _exportable_copy(module, sample):
     node's input type is ``[]`` against the previous layer's ``[n]``, so
     ``snn.Leaky(beta=0.9)``, the usual way to write one, could not be exported), and each
     ``nn.Flatten`` flattens from one dimension earlier (the export traces one unbatched
-    sample). The module itself is not touched."""
+    sample). The module itself is not touched, its hidden state included."""
     import copy
 
     import snntorch as snn
     import torch
-    from snntorch import utils
     # a neuron's hidden state after a training step still holds autograd history, which
     # torch cannot deep-copy; the export resets the state anyway, so it is copied detached
     held = {id(t): t.detach().clone() for m in module.modules()
@@ -339,13 +369,13 @@ def _exportable_copy(module, sample):
             m.end_dim = m.end_dim - 1 if m.end_dim > 0 else m.end_dim
     hooks = [m.register_forward_pre_hook(seen) for m in neurons]
     try:
-        utils.reset(net)
+        _reset_state(neurons)
         with torch.no_grad():
             net(sample)
     finally:
         for h in hooks:
             h.remove()
-    utils.reset(net)
+    _reset_state(neurons)
     for m in neurons:
         shape = shapes.get(id(m))
         for name in ("beta", "alpha", "threshold"):
@@ -357,6 +387,27 @@ def _exportable_copy(module, sample):
                 full = torch.nn.Parameter(full, requires_grad=t.requires_grad)
             setattr(m, name, full)
     return net
+
+
+def _reset_state(neurons) -> None:
+    """Zero the hidden state of these snnTorch neurons, and of no other.
+
+    Each neuron's own ``reset_mem``: snnTorch's ``utils.reset`` calls the classmethod
+    ``reset_hidden``, which zeroes every instance of the class that ever ran
+    (``SpikingNeuron.instances``), so the caller's module lost its ``mem`` and ``syn`` (a
+    deep copy is not in that list: the copy itself kept them)."""
+    for m in neurons:
+        m.reset_mem()
+
+
+def _exports(module, sample) -> bool:
+    """Whether snnTorch's export takes ``module`` on one step's input ``sample``."""
+    from snntorch.export_nir import export_to_nir
+    try:
+        export_to_nir(_exportable_copy(module, sample), sample)
+    except Exception:
+        return False
+    return True
 
 
 def _module_facts(module) -> dict[str, int]:

@@ -897,6 +897,10 @@ def _model_facts(nodes, neurons, linear_types) -> dict[str, int]:
 
 
 # -- stimulus --------------------------------------------------------------------------------
+DATASET_IMAGES = 10
+"""The test images a ``dataset:`` stimulus presents (fewer when the run has fewer steps)."""
+
+
 def stimulus_length(spec) -> int | None:
     """T, the number of steps a spike-array stimulus (an array or its .npy/.npz path) covers;
     None for the stimuli that fill any length (``poisson:``, ``dataset:``)."""
@@ -924,13 +928,16 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
     - an array ``(T, n)`` (or ``(T, 1, n)``, ``(T, *shape)``), ``T <= steps``, of spikes
       (0/1, or small integers: graded payloads); row ``t`` is the producer's step ``t``;
     - the path of such an array: ``.npy``, or ``.npz`` holding one array or ``spikes``;
-    - ``"dataset:NAME"``: test images of a shared dataset (``models.shared.datasets``),
-      values in [0, 1] rate-coded as spike probabilities per step, a new image every
-      ``max(1, steps // 10)`` steps.
+    - ``"dataset:NAME"``: the first ``min(DATASET_IMAGES, steps)`` test images of a shared
+      dataset (``models.shared.datasets``), values in [0, 1] rate-coded as spike
+      probabilities per step, each image an equal share of the steps (``steps // 10`` when
+      10 divides them), back to back: nothing is reset between two images.
 
-    A wrong size is refused naming the Input node and the shape it expects. A network
-    exported by neuroedge with no source of its own gets one first, one-to-one onto the
-    population its placeholder ``Input`` feeds (``_drive_placeholder``).
+    Sets ``net.nir_samples``, the inference samples the stimulus presents: the images of a
+    ``dataset:`` stimulus, 1 for any other. A wrong size is refused naming the Input node
+    and the shape it expects. A network exported by neuroedge with no source of its own
+    gets one first, one-to-one onto the population its placeholder ``Input`` feeds
+    (``_drive_placeholder``).
     """
     names = list(getattr(net, "nir_inputs", ()))
     if not names and getattr(net, "nir_placeholder", None) is not None:
@@ -949,6 +956,7 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
         raise _err(f"steps = {steps!r}; expected an integer >= 1")
     n = net.sources[input].n
     del net.sources[input]
+    net.nir_samples = 1
     try:
         if isinstance(spec, str) and spec.startswith("poisson:"):
             rate = _poisson_rate(spec)
@@ -956,7 +964,8 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
                 raise _err(f"{spec!r}: rate {rate:g} Hz exceeds 1/dt = {1 / net.dt:g} Hz")
             return net.poisson(input, n, rate, seed=seed)
         if isinstance(spec, str) and spec.startswith("dataset:"):
-            arr = _dataset_spikes(spec[len("dataset:"):], n, steps, seed, input)
+            arr, net.nir_samples = _dataset_spikes(spec[len("dataset:"):], n, steps, seed,
+                                                   input)
         elif isinstance(spec, (str, os.PathLike)):
             arr = _load_array(spec)
         else:
@@ -1022,18 +1031,19 @@ def _attach_array(net, input, n, arr, steps, spec):
     return net.spikes(input, n, steps=t, index=i, payload=a[t, i].astype(np.int64))
 
 
-def _dataset_spikes(name, n, steps, seed, input) -> np.ndarray:
-    """The first test image(s) of a shared dataset, pixel value p in [0, 1] spiking with
-    probability p per step (rate coding); consecutive images take ``steps`` together, one
-    every ``max(1, steps // 10)`` steps (at most 10 images)."""
+def _dataset_spikes(name, n, steps, seed, input) -> tuple[np.ndarray, int]:
+    """The first ``k = min(DATASET_IMAGES, steps)`` test images of a shared dataset, pixel
+    value p in [0, 1] spiking with probability p per step (rate coding), and ``k``: the images
+    share the ``steps`` equally, in order (image i from step ``i * steps // k``)."""
     from models.shared import datasets
     ds = datasets.load(name)
     x = ds.x_test.reshape(ds.x_test.shape[0], -1).astype(np.float64)
     if x.shape[1] != n:
         raise _err(f"dataset {name!r} has {x.shape[1]} values per sample; Input {input!r} "
                    f"takes {n}")
-    per = max(1, steps // 10)
-    k = -(-steps // per)
-    probs = np.repeat(np.clip(x[:k], 0, 1), per, axis=0)[:steps]
+    # equal shares rather than a fixed steps // 10 per image: with that, 105 steps showed an
+    # 11th image for 5 steps, and 19 steps 19 images, which the sample count could not name
+    k = min(DATASET_IMAGES, steps, x.shape[0])
+    probs = np.clip(x[np.arange(steps) * k // steps], 0, 1)
     rng = np.random.default_rng(seed)
-    return (rng.random(probs.shape) < probs).astype(np.int64)
+    return (rng.random(probs.shape) < probs).astype(np.int64), k

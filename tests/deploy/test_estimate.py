@@ -251,5 +251,9 @@ def test_a_spiking_module_runs_on_the_chips_with_its_spikes(tmp_path):
     assert any("random spikes of shape (30, 4)" in n for n in drawn.notes)
     with pytest.raises(ModelError, match="needs example_input"):
         estimate(net, profiles=["loihi2"])
-    with pytest.raises(ModelError, match="takes no option"):
-        estimate(net, x, profiles=["loihi2"], stimulus="poisson:rate=5")
+    # a stimulus drives it now (tests/deploy/test_nir_snntorch_modules.py); a reset it
+    # reads from its neurons is still refused
+    with pytest.raises(ModelError, match=r"^estimate: a spiking module takes no reset "
+                       r"\(each neuron's reset_mechanism gives it\); of the NIR options it "
+                       r"takes stimulus, steps, dt$"):
+        estimate(net, x, profiles=["loihi2"], reset="value")

@@ -81,3 +81,37 @@ def test_cli_depth_and_all(tmp_path, capsys):
     assert main(args + ["--depth", "1"]) == 0
     out = capsys.readouterr().out
     assert "fc (Linear)" not in out and out.count("(B)") == 20 and "depth 1" in out
+
+
+class Stack(nn.Module):
+    """Blocks in an nn.ModuleList, which the forward never calls itself (as a transformer's
+    layers)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(16, 32)
+        self.blocks = nn.ModuleList([nn.Linear(32, 32) for _ in range(3)])
+        self.out = nn.Linear(32, 4)
+
+    def forward(self, x):
+        x = self.inp(x)
+        for b in self.blocks:
+            x = b(x).relu()
+        return self.out(x)
+
+
+def test_a_module_list_the_forward_never_calls_has_its_row():
+    """Cut at depth 1, the blocks fell out of the table (inp 512 + out 128 MACs shown of
+    3,712); at depth 2 they were drawn under `out`'s predecessor as its children. Now the
+    list has a row before its blocks, summing them: 3 x 32 x 32 = 3,072 MACs, 3 x (1,024 +
+    32) = 3,168 parameters."""
+    est = estimate(Stack(), (1, 16), profiles=["a100"])
+    rows = {r.name: r for r in est.layers}
+    assert list(rows) == ["", "inp", "blocks", "blocks.0", "blocks.1", "blocks.2", "out"]
+    blocks = rows["blocks"]
+    assert (blocks.type, blocks.depth, blocks.infer_macs, blocks.parameters) == \
+        ("ModuleList", 1, 3_072, 3_168)
+    from deploy.layer_table import rows as table_rows
+    cut = table_rows(est, depth=1)
+    # the rows at depth 1 sum to the model's 16 x 32 + 3,072 + 32 x 4 = 3,712 MACs
+    assert sum(r.infer_macs for r in cut if r.depth == 1) == rows[""].infer_macs == 3_712

@@ -332,6 +332,46 @@ def test_stimulus_poisson_and_dataset():
     assert abs(src.steps.size - expect) < 4 * np.sqrt(expect)
 
 
+def _digits_graph():
+    """64 inputs (digits' 8 x 8 pixels) into 10 LIF neurons."""
+    w = np.random.default_rng(0).uniform(0, 0.3, (10, 64))
+    return nir.NIRGraph(nodes={"input": nir.Input({"input": np.array([64])}),
+                               "fc": nir.Linear(weight=w),
+                               "lif": nir.LIF(tau=np.full(10, 2e-3), r=np.ones(10),
+                                              v_leak=np.zeros(10), v_threshold=np.ones(10)),
+                               "output": nir.Output({"output": np.array([10])})},
+                        edges=[("input", "fc"), ("fc", "lif"), ("lif", "output")],
+                        metadata={"dt": 1e-3}, type_check=False)
+
+
+def test_a_dataset_stimulus_counts_one_inference_sample_per_image():
+    """dataset: presents 10 images, but the estimate said "1 inference sample(s)" and its
+    per-inference energy was the whole run's (10 images' worth)."""
+    from deploy.nir_estimate import estimate_nir
+    est = estimate_nir(_digits_graph(), stimulus="dataset:digits", steps=100, reset="value",
+                       profiles=["loihi"])
+    total = est.reports["loihi"].total_j
+    assert est.inference_samples == 10 and est.reports["loihi"].samples == {"infer": 10}
+    assert est.per_inference_j("loihi") == pytest.approx(total / 10) and total > 0
+    assert str(est).startswith("nir-graph (nir): 10 inference sample(s)")
+    assert any("10 test images of digits" in n and "no reset between them" in n
+               for n in est.notes)
+    # the run itself is as before (the images take 10 steps each): the same spikes
+    assert est.ledgers["loihi"].total_ops()["spike"] == 2879
+    # fewer steps than images: one image a step; 105 steps: still 10 images (10 or 11 steps
+    # each; a fixed 10 steps per image showed an 11th image for its last 5 steps)
+    for steps, images in ((5, 5), (100, 10), (105, 10)):
+        net = read_nir(_digits_graph(), reset="value")
+        src = stimulus(net, "dataset:digits", steps, seed=0)
+        assert net.nir_samples == images and src.steps.max() < steps
+    net = read_nir(_digits_graph(), reset="value")
+    stimulus(net, "poisson:rate=50", 100)
+    assert net.nir_samples == 1
+    plain = estimate_nir(_digits_graph(), stimulus="poisson:rate=50", steps=100,
+                         reset="value", profiles=["loihi"])
+    assert plain.inference_samples == 1 and plain.notes == ()
+
+
 def test_estimate_nir_skips_other_kinds_and_prices_the_chips(snn_graph):
     from deploy.nir_estimate import estimate_nir
     x = (np.random.default_rng(0).random((50, 10)) < 0.2).astype(np.int64)

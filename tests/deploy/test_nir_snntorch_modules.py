@@ -243,3 +243,96 @@ def test_training_options_are_refused_for_a_spiking_module():
     for options in ({"loss": "auto"}, {"dtype": "int8"}, {"train_step": lambda m, x: 0}):
         with pytest.raises(ModelError, match="leave"):
             estimate(_net(), torch.from_numpy(_input()), profiles=["loihi"], **options)
+
+
+def test_the_callers_hidden_state_is_kept_bit_for_bit():
+    """Before: an estimate zeroed the caller's mem and syn, and those of every other snnTorch
+    network in the process (the copy was reset with snnTorch's utils.reset, which resets
+    every instance of each neuron class), although the module is promised untouched."""
+    import copy
+
+    from deploy.estimate import estimate
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 5),
+                              snn.Synaptic(alpha=0.8, beta=0.9, init_hidden=True, output=True))
+    other = torch.nn.Sequential(torch.nn.Linear(6, 3), snn.Leaky(beta=0.9, init_hidden=True))
+    x = (torch.rand(10, 6) < 0.5).float()
+    with torch.no_grad():
+        for t in range(5):
+            net(x[t])
+            other(x[t])
+    syn, mem, other_mem = net[1].syn.clone(), net[1].mem.clone(), other[1].mem.clone()
+    assert syn.abs().sum() > 0 and mem.abs().sum() > 0 and other_mem.abs().sum() > 0
+    est = estimate(net, x, profiles=["loihi"])
+    assert torch.equal(net[1].syn, syn) and torch.equal(net[1].mem, mem)   # were zeros
+    assert torch.equal(other[1].mem, other_mem)                            # was zeros
+    # the estimate is still that of the network at rest
+    rest = copy.deepcopy(net)
+    rest[1].reset_mem()
+    assert est.ledgers["loihi"].total_ops() == \
+        estimate(rest, x, profiles=["loihi"]).ledgers["loihi"].total_ops()
+
+
+def test_a_stimulus_drives_a_spiking_module():
+    """Before: estimate_spiking_module took no stimulus (the command line refused --stimulus
+    for a spiking module, though its help names them). The stimulus drives the run; the
+    example input gives one step's shape."""
+    net, x, drive = _net(), _input(t=20), _input(t=30, seed=7)
+    alone = estimate_spiking_module(net, drive, ["loihi"], quantize=False)
+    driven = estimate_spiking_module(net, x, ["loihi"], quantize=False, stimulus=drive)
+    assert driven.ledgers["loihi"].total_ops() == alone.ledgers["loihi"].total_ops()
+    assert _spikes(driven) != _spikes(estimate_spiking_module(net, x, ["loihi"],
+                                                              quantize=False))
+    assert driven.notes[0].startswith("input: a spike array of shape (30, 10) drives the 32 "
+                                      "steps (seed 0)")   # its 30 rows + the depth, 2
+    # Poisson: the example input's T (20) plus the depth, drawn with seed
+    runs = [estimate_spiking_module(net, x, ["loihi"], stimulus="poisson:rate=1000", seed=s)
+            for s in (1, 1, 2)]
+    assert "22 time steps" in runs[0].reports["loihi"].time_model["infer"]
+    assert _spikes(runs[0]) == _spikes(runs[1]) != _spikes(runs[2])
+
+
+def test_the_command_line_drives_a_spiking_module_with_a_stimulus(tmp_path, capsys):
+    """Before: "estimate_spiking_module takes no option(s) stimulus; it takes module,
+    example_input, profiles, steps, dt, quantize" (quantize: no option of the command line)."""
+    from deploy.cli import main
+    path = tmp_path / "snnmod.py"
+    path.write_text("import torch, snntorch as snn\n"
+                    "def make(n=20):\n"
+                    "    torch.manual_seed(0)\n"
+                    "    return torch.nn.Sequential(torch.nn.Linear(n, 16), snn.Leaky(beta=0.9, "
+                    "init_hidden=True), torch.nn.Linear(16, 4), snn.Leaky(beta=0.9, "
+                    "init_hidden=True, output=True))\n"
+                    "def digits():\n"
+                    "    return make(64)\n")
+    base = ["estimate", "--profiles", "loihi"]
+    assert main([*base, f"{path}:make", "--input-shape", "25,20", "--stimulus",
+                 "poisson:rate=100", "--steps", "100"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Sequential (nir): 1 inference sample(s)")
+    assert "input: the stimulus 'poisson:rate=100' drives the 100 steps (seed 0)" in out
+    # dataset: 10 images, one inference sample each
+    assert main([*base, f"{path}:digits", "--input-shape", "30,64", "--stimulus",
+                 "dataset:digits"]) == 0
+    assert capsys.readouterr().out.startswith("Sequential (nir): 10 inference sample(s)")
+    # what a spiking module does not take: one line naming it and what it takes
+    assert main([*base, f"{path}:make", "--input-shape", "25,20", "--reset", "value"]) == 2
+    assert capsys.readouterr().err == (
+        "neuroedge: error: estimate: a spiking module takes no reset (each neuron's "
+        "reset_mechanism gives it); of the NIR options it takes stimulus, steps, dt\n")
+
+
+def test_a_batch_of_several_is_refused_in_one_line():
+    """(T, B, n) with B > 1, snnTorch's time-first batch, failed inside snnTorch's export
+    with NIR's type error ("type mismatch: input.output: [[ 2 20]] -> 0.input: [[20]]")."""
+    net, x = _net(), _input(t=25)
+    with pytest.raises(NeuroedgeError, match=r"^estimate_spiking_module: example_input has "
+                       r"shape \(25, 2, 10\): a batch of 2; one sample is run, \(T, 1, n\) or "
+                       r"\(T, n\)$"):
+        estimate_spiking_module(net, np.stack([x, x], 1), ["loihi"])
+    # one step's input of (2, 10) is a sample for a network that flattens it first
+    torch.manual_seed(0)
+    flat = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(20, 4),
+                               snn.Leaky(beta=0.9, init_hidden=True))
+    assert estimate_spiking_module(flat, np.stack([x, x], 1), ["loihi"]).ledgers[
+        "loihi"].total_ops()["synop"] > 0

@@ -48,7 +48,9 @@ def test_every_stimulus_form_drives_our_export(cuba_nir, tmp_path, capsys, form)
     assert main(["estimate", str(cuba_nir), "--stimulus", spec, *steps,
                  "--profiles", "loihi"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("cuba.nir (nir): 1 inference sample(s)") and "loihi" in out
+    # dataset: presents 10 images in the 20 steps, one inference sample each
+    samples = 10 if form == "dataset" else 1
+    assert out.startswith(f"cuba.nir (nir): {samples} inference sample(s)") and "loihi" in out
 
 
 def test_each_stimulus_spike_reaches_the_network_through_one_synapse(cuba_nir):

@@ -184,8 +184,9 @@ def test_serial_sweep_stops_at_the_first_run_the_disk_refuses(tmp_path, monkeypa
     assert err.count("\n") == 1 and "No space left on device" in err
     assert "the sweep stopped there with 0 run file(s) complete" in err and "--resume" in err
     assert len(attempts) == 1      # the second run was never simulated
-    # no run file, no temporary: only the (empty) runs folder and the lock the sweep made
-    assert _no_leftovers(out) == [".neuroedge-sweep.lock", "runs"]
+    # no run file, no temporary; and the folder, runs folder and lock the sweep made, empty
+    # when it stopped, are removed with it (nothing there to resume)
+    assert not out.exists() and _no_leftovers(tmp_path) == ["s.toml"]
 
 
 # -- stdout on a full disk: one line naming stdout, exit 2, for every command ----------------

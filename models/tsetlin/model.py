@@ -190,7 +190,7 @@ class TsetlinMachine:
         outputs on them; ``profile`` is the profile the export targets. What
         :func:`clause_layer` rebuilds the ClauseLayer from, with no training.
         """
-        if self.n_classes == 1:   # its label is v >= 0; the exported ClauseLayer argmaxes
+        if self.n_classes == 1:   # its label is v >= T; the exported ClauseLayer argmaxes
             raise ModelError("TsetlinMachine.trained: a single-output machine (n_classes = 1) "
                              "decides by the sign of its sum, which the exported ClauseLayer "
                              "(argmax over classes) does not compute; export a multiclass "
@@ -216,8 +216,11 @@ class TsetlinMachine:
         return out.scores
 
     def labels(self, scores: np.ndarray) -> np.ndarray:
-        """Predicted labels of class sums: argmax, or ``v >= 0`` for a single output."""
-        return (scores[:, 0] >= 0).astype(np.int64) if self.n_classes == 1 \
+        """Predicted labels of class sums: argmax, or for a single output ``v >= T`` (the
+        convergence paper's "output 1 iff v >= Th" with its OR construction's Th = T: an
+        absorbed machine has v >= T on the patterns of y = 1 and v = 0 on the others).
+        It was ``v >= 0``, true for every input: positive clauses vote 0 or more."""
+        return (scores[:, 0] >= int(self.config.T)).astype(np.int64) if self.n_classes == 1 \
             else np.argmax(scores, 1)
 
     def predict(self, x, scope: str = "infer", layer: ClauseLayer | None = None) -> np.ndarray:

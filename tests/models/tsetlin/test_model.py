@@ -60,8 +60,10 @@ def test_and_absorbs_to_exactly_x1_and_x2(seed):
     assert n is not None
     # literals [x1, x2, NOT x1, NOT x2]: every clause includes x1, x2 and nothing else
     assert tm.include()[0].tolist() == [[True, True, False, False]] * 2
-    assert tm.predict(x).tolist() == [1, 1, 1, 1]          # v >= 0 always; see scores:
     assert tm.scores(x)[:, 0].tolist() == [0, 0, 0, 2]
+    # output 1 iff v >= T = 2: the AND (before, v >= 0 predicted 1 for every input: 25%)
+    assert tm.predict(x).tolist() == [0, 0, 0, 1]
+    assert tm.evaluate(x, y)["accuracy"] == 1.0
 
 
 def test_is_absorbing_is_exact_on_hand_built_states():

@@ -74,7 +74,10 @@ class LastSteps(BEPTT):
         targets = super().desired_states(zs, z_y, states, y)
         cut = len(targets) - WINDOW
         if cut > 0:
-            targets[:cut] = states[1:cut + 1]      # s*_t = s_t: no flip asked before the window
+            # no target before the window: those steps neither vote in the mask nor add to
+            # the update (kernels.time_stability, accumulate_time). It was s*_t = s_t, no
+            # flip asked, which the rule that summed only wrong steps left out too.
+            targets[:cut] = 0
         return targets
 
 

@@ -90,22 +90,22 @@ MAX_BY_UNIT = {
     "pJ": 1e9,      # 1 mJ per op            (shipped max 1.4e4: cortex-m4 popcount_word)
     "pJ/B": 1e9,    # 1 mJ per byte          (shipped max 6.8e5: cortex-m7 flash write)
     "1/s": 1e18,    # 1e18 ops/s, whole chip (shipped max 9.9e14: h100 mac_int8)
-    "B/s": 1e17,    # 100 PB/s               (shipped max 1.4e13: loihi2 local SRAM)
+    "B/s": 1e17,    # 100 PB/s               (shipped max 1.9e13: loihi-pohoiki-beach SRAM)
     "B": 1e15,      # 1 PB                   (shipped max 8.6e10: h100 HBM)
-    "W": 1e5,       # 100 kW                 (a whole multi-GPU server is ~10 kW)
+    "W": 1e5,       # 100 kW                 (shipped max 700: h100 board; a server ~10 kW)
     "Hz": 1e11,     # 100 GHz                (shipped max 3.5e9: x86-avx2)
     "bit": 65536,   # 2^16 bits              (shipped max 64: word_bits)
-    "1": 1e9,       # counts: cores, mesh, fan-in (shipped max 32768: spinnaker2 fan-in)
+    "1": 1e9,       # counts: cores, mesh, fan-in (shipped max 67584: h100 half_perf_ops)
     "nm": 1e4,      # 10 um process          (shipped max 90: cortex-m4)
     "ns": 1e12,     # 1,000 s per core op    (shipped max 1e6: truenorth/spinnaker2 1 ms tick)
-    "s": 1e3,       # 1,000 s per launch     (shipped max 5e-6: GPU kernel launch_s)
+    "s": 1e3,       # 1,000 s per launch     (shipped max 1.3e-4: jetson-tx1 session_call_s)
     "V": 1e3,       # 1 kV supply            (shipped max 3.3: stm32h7a3)
 }
 
 MIN_POSITIVE_BY_UNIT = {
     # the smallest value a quantity that must be > 0 may take: below these a cost divided by
     # it overflows or is meaningless (1e-300 ops/s makes every latency infinite)
-    "1/s": 1.0,     # 1 op/s                  (shipped min 2.4e7: cortex-m4)
+    "1/s": 1.0,     # 1 op/s                  (shipped min 6.7e6: stm32l4r5 popcount_word)
     "B/s": 1.0,     # 1 B/s
     "B": 1.0,       # 1 byte of capacity      (0 B would fit nothing)
     "Hz": 1.0,      # 1 Hz

@@ -129,11 +129,13 @@ def accumulate(sel, target, inputs, delta, touched, counts):
 
 
 @njit(cache=True, nogil=True)
-def accumulate_time(sel, target, inputs, wrong, delta, touched, counts):
-    """BEP-TT's Eq. 8 summed over time: ``delta[j] += 2 sum_t target[t, b, j] inputs[t, b]``.
+def accumulate_time(sel, target, inputs, delta, touched, counts):
+    """BEP-TT's Eq. 8 summed over time: ``delta[j] += 2 sum_t target[t, b, j] inputs[t, b]``
+    over every step t (the paper's time sum: the mask ``sel`` (B, G) is shared by all
+    steps, so masking commutes with the sum and the tied weights get one update).
 
-    ``target`` int8 (T, B, K), ``inputs`` int8 (T, B, K_in); the mask ``sel`` (B, G) is
-    shared by all time steps. T K_in int_add per selected neuron.
+    ``target`` int8 (T, B, K), ``inputs`` int8 (T, B, K_in). T K_in int_add per selected
+    neuron.
     """
     n, g = sel.shape
     steps, _, k_in = inputs.shape
@@ -143,8 +145,6 @@ def accumulate_time(sel, target, inputs, wrong, delta, touched, counts):
             if j >= 0:
                 touched[j] = 1
                 for t in range(steps):
-                    if not wrong[t, b, j]:
-                        continue
                     s = 2 * target[t, b, j]
                     for i in range(k_in):
                         delta[j, i] += s * inputs[t, b, i]
@@ -152,26 +152,25 @@ def accumulate_time(sel, target, inputs, wrong, delta, touched, counts):
 
 
 @njit(cache=True, nogil=True)
-def time_stability(z, target, wrong_t, out, wrong, counts):
-    """BEP-TT's shared-mask stability, summed over the steps where the neuron is wrong:
-    ``out[b, j] = sum_{t: wrong_t} target[t, b, j] z[t, b, j]`` (<= 0); ``wrong[b, j]`` = wrong
-    at some step. ``z`` int32 (T, B, K), ``target`` int8 and ``wrong_t`` uint8 (T, B, K).
-    Per (t, b, j): 1 int_cmp (the wrong test) + 1 int_add (a +/-1 multiply is a conditional
-    negate, counted with the add); + 1 int_cmp per (b, j).
+def time_stability(z, target, out, wrong, counts):
+    """BEP-TT's shared-mask stability, the model's reading (model_tt's docstring): the
+    time-summed ``out[b, j] = S_j = sum_t target[t, b, j] z[t, b, j]`` over every step, and
+    ``wrong[b, j] = S_j < 0``. ``z`` int32 (T, B, K), ``target`` int8 (T, B, K): +-1, or 0
+    for a step with no target (an ablation's), which neither votes nor updates. Per
+    (t, b, j): 1 int_add (a +/-1 multiply is a conditional negate, counted with the add);
+    + 1 int_cmp per (b, j). (Until stop 53 the kernel summed only the steps where the
+    neuron was wrong, and the update only those steps: not the paper's time sum.)
     """
     steps, n, k = z.shape
     for b in range(n):
         for j in range(k):
             s = 0
-            any_wrong = 0
             for t in range(steps):
-                if wrong_t[t, b, j]:
-                    any_wrong = 1
-                    s += z[t, b, j] if target[t, b, j] > 0 else -z[t, b, j]
+                s += target[t, b, j] * z[t, b, j]   # a target of 0 (no target) adds 0
             out[b, j] = s
-            wrong[b, j] = any_wrong
+            wrong[b, j] = 1 if s < 0 else 0
     counts[ADD] += steps * n * k
-    counts[CMP] += steps * n * k + n * k
+    counts[CMP] += n * k
 
 
 @njit(cache=True, nogil=True)

@@ -120,12 +120,9 @@ class BEPTT(BEP):
         d_sy = self._layer_delta(2, z_y, self.frame[y], np.ascontiguousarray(states[-1]),
                                  gamma=self.gamma[1])
         targets = self.desired_states(zs, z_y, states, y)
-        wrong_t = np.empty((steps, n, k_s), np.uint8)                        # (T, n, K_s)
-        for t in range(steps):
-            K.wrong_bits(zs[t], targets[t], wrong_t[t], self.counts)
         stab = np.empty((n, k_s), np.int32)
         wrong = np.empty((n, k_s), np.uint8)
-        K.time_stability(zs, targets, wrong_t, stab, wrong, self.counts)
+        K.time_stability(zs, targets, stab, wrong, self.counts)
         sel = np.empty((n, -(-k_s // self.gamma[0])), np.int32)
         K.select(stab, wrong, self.gamma[0], sel, self.counts)
         out = []
@@ -133,7 +130,7 @@ class BEPTT(BEP):
                             (ss, states[:-1])):                             # (T, n, K_in)
             delta = np.zeros((lay.k_out, lay.k_in), np.int32)
             touched = np.zeros(lay.k_out, np.uint8)
-            K.accumulate_time(sel, targets, np.ascontiguousarray(inputs), wrong_t, delta,
-                              touched, self.counts)
+            K.accumulate_time(sel, targets, np.ascontiguousarray(inputs), delta, touched,
+                              self.counts)
             out.append((delta, touched))
         return out + [d_sy]

@@ -35,3 +35,33 @@ def test_trigger_counts_and_margin():
     assert trig.tolist() == [True, False] and pred.tolist() == [0, 2]
     # per sample 2 C + 1 = 7 int_cmp and 1 int_add
     assert counts[K.CMP] == 14 and counts[K.ADD] == 2
+
+
+def test_bep_tt_stability_and_update_are_summed_over_every_step():
+    """The paper's time sum (model_tt's docstring): S_j = sum_t s*_t z_t over every step,
+    wrong iff S_j < 0, and the update sums every step's term. Before stop 53 both summed
+    only the steps where the neuron was wrong at that step: neuron 0 below (wrong at t = 0
+    only, right by far at t = 1) was selected with S = -3, though S = -3 + 5 = 2 >= 0.
+    T = 2, one sample, K = 2 neurons, K_in = 3."""
+    from sim.bitwise.device import OP_CODES
+    z = np.array([[[-3, 4]], [[5, -1]]], np.int32)          # (T, B, K)
+    target = np.array([[[1, 1]], [[1, 1]]], np.int8)
+    stab = np.zeros((1, 2), np.int32)
+    wrong = np.zeros((1, 2), np.uint8)
+    counts = np.zeros(len(OP_CODES), np.int64)
+    K.time_stability(z, target, stab, wrong, counts)
+    # neuron 0: -3 + 5 = 2 (right); neuron 1: 4 - 1 = 3 (right)
+    assert stab.tolist() == [[2, 3]] and wrong.tolist() == [[0, 0]]
+    target[1, 0, 1] = -1                                     # neuron 1: 4 + 1 = 5
+    target[0, 0, 1] = -1                                     # -4 + 1 = -3: wrong
+    K.time_stability(z, target, stab, wrong, counts)
+    assert stab.tolist() == [[2, -3]] and wrong.tolist() == [[0, 1]]
+    # T x B x K = 4 adds and B x K = 2 compares per call
+    assert counts[OP_CODES["int_add"]] == 8 and counts[OP_CODES["int_cmp"]] == 4
+    # the update of selected neuron 1: 2 sum_t s*_t x_t over both steps
+    x = np.array([[[1, -1, 1]], [[-1, -1, 1]]], np.int8)     # (T, B, K_in)
+    delta = np.zeros((2, 3), np.int32)
+    touched = np.zeros(2, np.uint8)
+    K.accumulate_time(np.array([[1]], np.int32), target, x, delta, touched, counts)
+    # 2 (-1 * [1, -1, 1] + -1 * [-1, -1, 1]) = 2 [0, 2, -2]
+    assert delta.tolist() == [[0, 0, 0], [0, 4, -4]] and touched.tolist() == [0, 1]

@@ -150,3 +150,26 @@ def test_diagnosis_figures_are_the_stored_run():
     for name in ("synthetic-control", "digits-rows"):
         row = result["ablation"][name]
         assert all(a > b for a, b in zip(row["last4"], row["bep_tt"], strict=True))
+
+
+def test_sequence_and_damage_figures_are_the_stored_runs():
+    """RESULTS.md's BEP-TT sequences table and damage figures (stop 53) are the RESULT lines
+    stored beside it (bench/bep.py --only sequences, bench/bep_tt_damage.py)."""
+    out = ROOT / "bench" / "out"
+    results = " ".join((ROOT / "bench" / "RESULTS.md").read_text().split())   # one line
+    seq = json.loads((out / "bep_sequences_2026-12-07.json").read_text())["parts"]["sequences"]
+    names = {"cylinder-bell-funnel": "Cylinder-Bell-Funnel (32 x 8), 3 classes",
+             "synthetic-control": "Synthetic Control (30 x 8), 6 classes",
+             "digits-rows": "digits row by row (8 x 32), 10 classes"}
+    for key, label in names.items():
+        r = seq[key]
+        best = max(r["bep_tt"], r["bep_tt_nu0.3"]) - r["qat_nobn"]
+        row = (f"| {label} | {100 * r['bep_tt']:.1f} | {100 * r['bep_tt_nu0.3']:.1f} | "
+               f"{100 * r['qat_nobn']:.1f} | {100 * best:+.1f} |")
+        assert row.replace("+", "") in results.replace("| +", "| "), row
+    dmg = json.loads((out / "bep_tt_damage_2026-12-07.json").read_text())
+    for t in (1, 2, 4, 8):
+        assert f"T = {t}: {100 * dmg[f'digits_T{t}_accuracy']:.1f}%" in results
+    for key in ("synthetic-control(T=30,F=8)", "synthetic-control(T=30,F=64)",
+                "digits-rows(T=8,F=32)", "cylinder-bell-funnel(T=32,F=8)"):
+        assert f"{100 * dmg[key]:.1f}%" in results, key

@@ -97,7 +97,7 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'memory.nonvolatile.capacity_bytes': (1048576, 'st_f407_page'),
         'memory.nonvolatile.read_pj_per_byte': (441.8, 'rm0090'),
         'memory.nonvolatile.write_pj_per_byte': (527800.0, 'ds8626'),
-        'memory.nonvolatile.bandwidth_bytes_per_s': (448000000.0, 'rm0090'),
+        'memory.nonvolatile.bandwidth_bytes_per_s': (298667000.0, 'rm0090'),
         'limits.word_bits': (32, 'arm_m4_trm'),
         'limits.weight_bits': (32, 'arm_m4_trm'),
         'limits.clock_hz': (168000000, 'st_f407_page'),
@@ -136,7 +136,7 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'memory.nonvolatile.capacity_bytes': (1048576, 'kernel_f746'),
         'memory.nonvolatile.read_pj_per_byte': (368.16, 'arm_community_f7'),
         'memory.nonvolatile.write_pj_per_byte': (678585.6, 'ds8626'),
-        'memory.nonvolatile.bandwidth_bytes_per_s': (864000000.0, 'arm_community_f7'),
+        'memory.nonvolatile.bandwidth_bytes_per_s': (460800000.0, 'arm_community_f7'),
         'limits.word_bits': (32, 'aps_m7_pipeline'),
         'limits.weight_bits': (32, 'aps_m7_pipeline'),
         'limits.clock_hz': (216000000, 'kernel_f746'),
@@ -771,7 +771,8 @@ DERIVED: dict[tuple[str, str], float] = {
     ("cortex-m4", "energy_pj.int_add"): 238e-6 * 3.3 / 1e6 * 1e12,
     ("cortex-m4", "energy_pj.mac_fp32"): 3 * 785.4,
     ("cortex-m4", "memory.local.read_pj_per_byte"): 785.4 / 4,
-    ("cortex-m4", "memory.nonvolatile.bandwidth_bytes_per_s"): 16 * 168e6 / 6,
+    # 5 wait states + 4 LDR per 16 B line (read_pj_per_byte's 9 cycles; was 6: stop 53)
+    ("cortex-m4", "memory.nonvolatile.bandwidth_bytes_per_s"): 16 * 168e6 / 9,
     ("cortex-m7", "throughput.int_add"): 216e6 * 2,
     # FINN BNN fabric: < 25 W at 12.3e6 images/s x 334,336 binary MACs x 2 ops, 64 per word
     ("fpga-bnn", "energy_pj.xnor_word"): 25 / (12.3e6 * 334_336 * 2) * 64 * 1e12,

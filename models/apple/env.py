@@ -95,15 +95,17 @@ class GlimpseTask:
     def reset(self, n: int, gen: torch.Generator, index=None) -> tuple[Episodes, torch.Tensor]:
         """``n`` new episodes (images drawn uniformly unless ``index`` is given); their o_0."""
         dev = self.images.device
+        # drawn on the generator's device (the CPU) and moved: a CPU generator cannot draw
+        # on CUDA, and the draws stay the same on either device
         if index is None:
-            index = torch.randint(len(self.images), (n,), generator=gen, device=dev)
+            index = torch.randint(len(self.images), (n,), generator=gen).to(dev)
         if self.task == "locate":
             span = torch.tensor([self.canvas - self.obj[0], self.canvas - self.obj[1]],
                                 device=dev)
-            offset = torch.floor(torch.rand(n, 2, generator=gen, device=dev) * (span + 1))
+            offset = torch.floor(torch.rand(n, 2, generator=gen).to(dev) * (span + 1))
         else:
             offset = torch.zeros(n, 2, device=dev)
-        pos = torch.rand(n, 2, generator=gen, device=dev) * 2 - 1
+        pos = torch.rand(n, 2, generator=gen).to(dev) * 2 - 1
         ep = Episodes(index, offset.long(), pos, 0)
         return ep, self.observe(ep)
 

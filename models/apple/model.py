@@ -258,14 +258,15 @@ def act(agent, task: GlimpseTask, policy: str, obs_prefix, ep, gen, deterministi
     """The move (B, 2) at the current step for ``policy``."""
     b = len(obs_prefix)
     if policy == "random":
-        return torch.rand(b, 2, generator=gen, device=obs_prefix.device) * 2 - 1
+        # the CPU generator's draws, moved (it cannot draw on CUDA; env.reset)
+        return torch.rand(b, 2, generator=gen).to(obs_prefix.device) * 2 - 1
     if policy == "scan":
         wp = scan_waypoints(task.steps).to(obs_prefix.device)[min(ep.t + 1, task.steps - 1)]
         return ((wp - ep.pos) / task.max_step).clamp(-1.0, 1.0)
     feat = agent.backbone(obs_prefix)[:, -1]                         # (B, d)
     if deterministic:
         return agent.mean_action(feat)
-    eps = torch.randn(b, 2, generator=gen, device=feat.device)
+    eps = torch.randn(b, 2, generator=gen).to(feat.device)
     return agent.policy(feat, eps)[0]
 
 

@@ -151,7 +151,8 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
                 batch = replay.sample(cfg.batch, gen)
                 if learn_policy:
                     with scope("train/critic", samples=cfg.batch * task.steps):
-                        eps_next = torch.randn(cfg.batch, task.steps - 1, 2, generator=gen)
+                        eps_next = torch.randn(cfg.batch, task.steps - 1, 2,
+                                               generator=gen).to(dev.torch_device)
                         lq, _, f_q = critic_loss(agent, task, batch, eps_next, cfg.gamma,
                                                  critic_to_backbone)
                         critic_opt.zero_grad(set_to_none=True)
@@ -163,7 +164,8 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
                     continue
                 for _ in range(cfg.policy_steps if learn_policy else 1):
                     with scope("train/actor", samples=cfg.batch * task.steps):
-                        eps = torch.randn(cfg.batch, task.steps, 2, generator=gen)
+                        eps = torch.randn(cfg.batch, task.steps, 2,
+                                          generator=gen).to(dev.torch_device)
                         lp, logp, branch = actor_loss(agent, task, batch, eps, a_coef,
                                                       cfg.p_coef, cfg.sac_backbone_grad)
                         actor_opt.zero_grad(set_to_none=True)

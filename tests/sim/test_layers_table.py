@@ -48,7 +48,7 @@ def test_sequential_cnn_rows():
 def test_forward_and_backward_under_every_top_scope_are_summed():
     dev = TorchDevice("a100")
     net = dev.compile(_cnn())
-    x = torch.randn(2, 1, 4, 4)
+    x = torch.randn(2, 1, 4, 4).to(dev.torch_device)
     with dev.count("train", samples=2):
         net(x).sum().backward()
     dev.run(net, x)

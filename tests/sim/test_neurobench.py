@@ -98,8 +98,9 @@ def test_conv2d_matches_binary_copy_rule(kw):
 
     def pairs(xb, wb):
         return int(conv._conv_forward(xb, wb, None).sum())
-    eff = pairs((x != 0).float(), (conv.weight != 0).float())
-    dense = pairs(torch.ones_like(x), torch.ones_like(conv.weight))
+    # compile() moved conv to the engine's device; the reference runs on the CPU
+    eff = pairs((x != 0).float(), (conv.weight != 0).float().cpu())
+    dense = pairs(torch.ones_like(x), torch.ones(conv.weight.shape))
     syn = metrics(led)["SynapticOperations"]
     assert (syn["Effective_MACs"], syn["Dense"]) == (eff / 3, dense / 3)
     assert 0 < eff < dense
@@ -186,7 +187,8 @@ def test_run_file_stores_the_metrics(tmp_path, toy_gpu_path):
 
 
 class _CellStep(nn.Module):
-    """One call of ``cell`` with fixed states (None: the cell's zero default)."""
+    """One call of ``cell`` with fixed states (None: the cell's zero default). The states are
+    a plain attribute, which compile() does not move: build it with :func:`_states_on`."""
 
     def __init__(self, cell, states):
         super().__init__()
@@ -194,6 +196,15 @@ class _CellStep(nn.Module):
 
     def forward(self, x):
         return self.cell(x) if self.states is None else self.cell(x, self.states)
+
+
+def _states_on(states, dev):
+    """A cell's states (None, a tensor, or an LSTM's (h, c)) on ``dev``'s torch device."""
+    if states is None:
+        return None
+    if isinstance(states, tuple):
+        return tuple(s.to(dev.torch_device) for s in states)
+    return states.to(dev.torch_device)
 
 
 @pytest.mark.parametrize("kind,with_states", [("rnn", False), ("rnn", True), ("lstm", True)])
@@ -218,7 +229,7 @@ def test_recurrent_cell_synops_match_neurobench(kind, with_states):
     effective = nb.single_layer_MACs(inputs, cell, total=False)[0]
     dense = nb.single_layer_MACs(inputs, cell, total=True)[0]
     dev = TorchDevice("a100")
-    step = dev.compile(_CellStep(cell, states))
+    step = dev.compile(_CellStep(cell, _states_on(states, dev)))
     dev.run(step, x)                      # one sample
     m = metrics(dev.ledger)["SynapticOperations"]
     assert (m["Effective_MACs"], m["Dense"]) == (float(effective), float(dense))
@@ -256,7 +267,8 @@ def test_conv_counts_are_exact_in_half_precision(dtype):
 
     def pairs(xb, wb):
         return int(ref._conv_forward(xb, wb, None).sum())
-    eff = pairs((x != 0).double(), (conv.weight != 0).double())
+    # compile() moved conv to the engine's device; the reference runs on the CPU
+    eff = pairs((x != 0).double(), (conv.weight != 0).double().cpu())
     dense = pairs(torch.ones(x.shape, dtype=torch.float64),
                   torch.ones(conv.weight.shape, dtype=torch.float64))
     # dense: in-bounds taps of a 3 x 3 kernel over the 6 x 6 positions, padding 1: 4 corners
@@ -287,7 +299,7 @@ def test_cell_counts_are_exact_past_the_dtypes_whole_numbers(kind, dtype, size):
     effective = nb.single_layer_MACs((x.double(), states64), exact, total=False)[0]
     dense = nb.single_layer_MACs((x.double(), states64), exact, total=True)[0]
     dev = TorchDevice("a100")
-    dev.run(dev.compile(_CellStep(cell, states)), x)
+    dev.run(dev.compile(_CellStep(cell, _states_on(states, dev))), x)
     m = metrics(dev.ledger)["SynapticOperations"]
     # per sample: the metric divides by the 16 samples
     assert (m["Effective_MACs"] * 16, m["Dense"] * 16) == (float(effective), float(dense))
@@ -376,10 +388,11 @@ def test_parametrized_layers_count_as_the_layers_they_are():
     led_net = dev.compile(net)
     dev.run(led_net, x)
     syn = metrics(dev.ledger)["SynapticOperations"]
-    with torch.no_grad():
-        h = net[1](net[0](x))
+    with torch.no_grad():   # compile() moved net to the engine's device: x goes there too
+        xd = x.to(dev.torch_device)
+        h = net[1](net[0](xd))
         eff = sum(int(((inp != 0).float() @ (lin.weight != 0).float().T).sum())
-                  for inp, lin in ((x, net[0]), (h, net[2])))
+                  for inp, lin in ((xd, net[0]), (h, net[2])))
     assert syn["Dense"] == 176.0
     assert syn["Effective_MACs"] == pytest.approx(eff / 6, rel=1e-12)
     assert syn["Effective_MACs"] < 176.0

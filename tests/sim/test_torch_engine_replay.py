@@ -68,6 +68,9 @@ def _train(case: str, replay, toy_gpu_path, steps: int = 6, batches=None):
         batches = [torch.randn(shape, generator=g) + (1.0 if i % 2 else -1.0)
                    for i in range(steps)]
     labels = [torch.randint(0, 3, (len(x),), generator=g) for x in batches]
+    # drawn on the CPU (the same numbers everywhere), then put where the net runs
+    batches = [x.to(dev.torch_device) for x in batches]
+    labels = [y.to(dev.torch_device) for y in labels]
 
     def step(x, y):
         loss = nn.functional.cross_entropy(net(x), y)
@@ -169,7 +172,7 @@ def test_nested_block_ends_the_step(toy_gpu_path):
         lin = dev.compile(nn.Linear(4, 3))
         with dev.count("outer"), torch.no_grad():
             for _ in range(3):
-                lin(torch.ones(2, 4))
+                lin(torch.ones(2, 4, device=dev.torch_device))
                 with dev.count("inner"):
                     torch.ones(3).add_(1.0)
         return dev.ledger
@@ -191,7 +194,7 @@ def test_detached_gradient_is_writable_state(toy_gpu_path):
     objects seen, so the gradient's storage was reset as new and counted read-only."""
     dev = TorchDevice(toy_gpu_path)
     lin = dev.compile(nn.Linear(4, 3, bias=False))
-    x = torch.ones(2, 4)
+    x = torch.ones(2, 4, device=dev.torch_device)
     with dev.count("train"):
         lin(x).sum().backward()
     fp = dev.ledger.footprints()["train"]

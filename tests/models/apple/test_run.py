@@ -11,11 +11,13 @@ from sim.torch_engine.engine import TorchDevice
 def test_training_is_deterministic_per_seed():
     # test_model.small()'s task and config: 20 random 8x8 images, 3x3 glimpses, 5 steps
     cfg = AppleConfig(width=16, heads=2, ffn=16, critic_hidden=32, count=False)
-    imgs = torch.rand(20, 8, 8, generator=torch.Generator().manual_seed(0))
-    task = GlimpseTask(imgs, torch.arange(20) % 10, "classify", 8, 3, 5, 0.5)
+    dev = TorchDevice("tests/data/toy-gpu.toml")
+    # the task's images and labels on the engine's device, as run.tasks() puts them
+    imgs = torch.rand(20, 8, 8, generator=torch.Generator().manual_seed(0)).to(dev.torch_device)
+    task = GlimpseTask(imgs, (torch.arange(20) % 10).to(dev.torch_device), "classify", 8, 3, 5,
+                       0.5)
     cfg.iterations, cfg.n_envs, cfg.batch, cfg.updates_per_rollout = 3, 8, 8, 2
     cfg.eval_every, cfg.eval_episodes = 3, 16
-    dev = TorchDevice("tests/data/toy-gpu.toml")
     a = R.train(task, task, "apple", cfg, 5, dev)
     b = R.train(task, task, "apple", cfg, 5, dev)
     assert a["history"] == b["history"]

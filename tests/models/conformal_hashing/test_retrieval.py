@@ -89,9 +89,9 @@ def test_lookup_table_uwhd_counts():
     from sim.torch_engine.engine import TorchDevice
     rng = np.random.default_rng(0)
     q, n, bits = 3, 5, 24                                        # 3 bytes per code
-    bq = torch.tensor(_codes(rng, q, bits), dtype=torch.float32)
-    w = torch.rand(q, bits, generator=torch.Generator().manual_seed(0))
     dev = TorchDevice("a100")
+    bq = dev.tensor(_codes(rng, q, bits))                        # float32
+    w = torch.rand(q, bits, generator=torch.Generator().manual_seed(0)).to(dev.torch_device)
     with dev.count("lut", samples=q):
         uwhd_lut(uwhd_tables(w, bq), dev.tensor(code_bytes(_codes(rng, n, bits)), torch.uint8))
     ops = dev.ledger.total_ops("lut")

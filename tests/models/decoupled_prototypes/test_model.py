@@ -25,14 +25,15 @@ def dev():
     return sim.device(load(TOY_GPU))
 
 
-def _batch():
+def _batch(dev):
+    """Two views, drawn on the CPU (the same numbers everywhere) and put on ``dev``."""
     g = torch.Generator().manual_seed(1)
-    return [torch.rand(32, 1, 28, 28, generator=g) for _ in range(2)], g
+    return [torch.rand(32, 1, 28, 28, generator=g).to(dev.torch_device) for _ in range(2)], g
 
 
 def test_decoupled_prototypes_get_no_gradient_and_no_optimizer_update(dev):
     tr = Trainer(DecoupledPrototypesConfig(**TINY), "decoupled", dev, steps_per_epoch=10)
-    views, g = _batch()
+    views, g = _batch(dev)
     tr.em_step(views, g)                       # step (i): the mixture moves here only
     before = {k: getattr(tr.gmm, k).clone() for k in ("mu", "var", "pi", "n", "s", "q")}
     assert not tr.gmm.mu.requires_grad and tr.gmm.mu.grad is None
@@ -53,7 +54,7 @@ def test_joint_prototypes_are_frozen_in_epoch_one_then_trained_by_the_optimizer(
     """The baseline's contrast: its prototypes are a parameter Adam moves, after DINO's
     ``freeze_last_layer`` = 1 epoch (2 steps here) in which they get no gradient."""
     tr = Trainer(DecoupledPrototypesConfig(**TINY), "joint", dev, steps_per_epoch=2)
-    views, _ = _batch()
+    views, _ = _batch(dev)
     before = tr.student.prototypes.detach().clone()
     assert any(p is tr.student.prototypes for p in tr.opt.param_groups[0]["params"])
     enc = tr.student.head[0].weight.detach().clone()

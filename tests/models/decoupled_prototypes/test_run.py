@@ -18,6 +18,12 @@ def dev():
     return sim.device(load(TOY_GPU))
 
 
+def _on(dev, *tensors):
+    """Tensors drawn on the CPU (the same numbers everywhere), on ``dev``'s torch device,
+    where ``run_both`` puts the data (``dev.tensor``) before ``train_variant``."""
+    return [t.to(dev.torch_device) for t in tensors]
+
+
 @pytest.mark.parametrize("variant", ["joint", "decoupled"])
 def test_a_last_batch_of_one_image_joins_the_batch_before(dev, variant):
     # 33 images at batch_size 32: batches of 32 and 1, and the head's BatchNorm1d refuses a
@@ -26,6 +32,7 @@ def test_a_last_batch_of_one_image_joins_the_batch_before(dev, variant):
     g = torch.Generator().manual_seed(3)
     xt, xs = torch.rand(33, 1, 28, 28, generator=g), torch.rand(5, 1, 28, 28, generator=g)
     yt, ys = torch.randint(0, 10, (33,), generator=g), torch.randint(0, 10, (5,), generator=g)
+    xt, yt, xs, ys = _on(dev, xt, yt, xs, ys)
     cfg = DecoupledPrototypesConfig(**{**TINY, "epochs": 2, "measure_every": 1})
     r = train_variant(variant, cfg, dev, xt, yt, xs, ys)
     assert r["trainer"].steps == 2 and r["trainer"].steps_per_epoch == 1
@@ -44,6 +51,7 @@ def test_training_is_priced_as_training():
     g = torch.Generator().manual_seed(4)
     xt, xs = torch.rand(20, 1, 28, 28, generator=g), torch.rand(5, 1, 28, 28, generator=g)
     yt, ys = torch.randint(0, 10, (20,), generator=g), torch.randint(0, 10, (5,), generator=g)
+    xt, yt, xs, ys = _on(dev, xt, yt, xs, ys)
     cfg = DecoupledPrototypesConfig(**{**TINY, "epochs": 2, "batch_size": 10})
     for variant in ("joint", "decoupled"):
         train_variant(variant, cfg, dev, xt, yt, xs, ys)

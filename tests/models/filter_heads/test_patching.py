@@ -33,7 +33,8 @@ def test_patching_all_heads_reproduces_donor_and_none_leaves_base(tiny):
     pairs = _same_shape_pairs()
     with torch.no_grad():
         donor_logits, base_logits = tr.logits(pairs.src), tr.logits(pairs.dest)
-        ones, zeros = torch.ones(2, 2), torch.zeros(2, 2)
+        on = tr.device.torch_device   # head masks on the model's device, as its states
+        ones, zeros = torch.ones(2, 2, device=on), torch.zeros(2, 2, device=on)
         # q, k and v of every head at every position: the destination run computes exactly
         # the donor's attention, and the last token (same word) then carries the donor state
         states = {s: (patching.cache_states(tr, pairs.src, s, positions=None), ones)
@@ -45,7 +46,7 @@ def test_patching_all_heads_reproduces_donor_and_none_leaves_base(tiny):
         none = patching.patched_logits(tr, pairs.dest, patching.cache_states(tr, pairs.src),
                                        zeros, "q")
         part = patching.patched_logits(tr, pairs.dest, patching.cache_states(tr, pairs.src),
-                                       torch.tensor([[0.0, 0.0], [1.0, 0.0]]), "q")
+                                       tr.device.tensor([[0.0, 0.0], [1.0, 0.0]]), "q")
     assert not torch.allclose(donor_logits, base_logits, atol=1e-3)
     torch.testing.assert_close(full, donor_logits, rtol=0, atol=1e-5)
     torch.testing.assert_close(z, donor_logits, rtol=0, atol=1e-5)

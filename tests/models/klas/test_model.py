@@ -139,8 +139,10 @@ def test_diverged_anchor_is_refused(toy_gpu_path):
     from models.klas.model import train_anchors
     cfg = KLASConfig(widths=(4, 8), heads=(1, 1), depth=2, lr=float("inf"), batch_size=4,
                      anchor_epochs=1)
-    x = torch.rand(8, 784)
-    y = torch.arange(8) % 10
+    dev = sim.device(toy_gpu_path)
+    # on the engine's device, as run() puts the data (train_anchors indexes x there)
+    x = torch.rand(8, 784).to(dev.torch_device)
+    y = (torch.arange(8) % 10).to(dev.torch_device)
     with pytest.raises(ModelError, match=r"anchor 0 \(width 4\) has non-finite weights after "
                                          r"training: it diverged \(lr = inf\); lower lr"):
-        train_anchors(cfg, sim.device(toy_gpu_path), x, y)
+        train_anchors(cfg, dev, x, y)

@@ -46,8 +46,10 @@ def test_identity_stitch_between_identical_anchors_is_the_anchor():
 def test_stitched_flops_in_the_ledger_are_front_plus_stitch_plus_back(toy_gpu_path):
     f, g = _vit(16), _vit(24, seed=1)
     dev = sim.device(toy_gpu_path)
-    x = torch.rand(4, 784)
-    net = StitchedViT(f, g, 2, 1, StitchLayer(16, 24))
+    x = torch.rand(4, 784)                     # run() moves it to the engine's device
+    # the modules go there too (not compiled: run() records them as models it ran)
+    f, g = f.to(dev.torch_device), g.to(dev.torch_device)
+    net = StitchedViT(f, g, 2, 1, StitchLayer(16, 24).to(dev.torch_device))
     dev.run(net, x, scope="s")
     dev.run(f, x, scope="f")
     dev.run(g, x, scope="g")

@@ -112,7 +112,7 @@ def test_counted_steps_counts_only_the_first_k():
     from sim.engines import device
     dev = device("tests/data/toy-gpu.toml")
     lin = dev.compile(torch.nn.Linear(4, 3, bias=False))
-    x = torch.ones(2, 4)
+    x = torch.ones(2, 4, device=dev.torch_device)
     calls = []
 
     def step():

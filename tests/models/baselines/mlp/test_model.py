@@ -1,4 +1,6 @@
 """The backprop MLP: learns digits, counts its work, checks its inputs, is seeded."""
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -17,10 +19,10 @@ def test_seeded_runs_are_identical(toy_gpu_path):
     a.fit(d.x_train, d.y_train)
     b.fit(d.x_train, d.y_train)
     for pa, pb in zip(a.net.parameters(), b.net.parameters(), strict=True):
-        assert np.array_equal(pa.detach().numpy(), pb.detach().numpy())
+        assert np.array_equal(pa.detach().cpu().numpy(), pb.detach().cpu().numpy())
     c = MLPClassifier(64, 10, MLPConfig(epochs=2, seed=4), sim.device(toy_gpu_path))
-    assert not np.array_equal(next(c.net.parameters()).detach().numpy(),
-                              next(a.net.parameters()).detach().numpy())
+    assert not np.array_equal(next(c.net.parameters()).detach().cpu().numpy(),
+                              next(a.net.parameters()).detach().cpu().numpy())
 
 
 def test_bad_inputs(toy_gpu_path):
@@ -49,8 +51,11 @@ def test_torch_artifact_rebuilds_the_trained_network(toy_gpu_path):
     m.fit(d.x_train, d.y_train)
     art = torch_artifact(m.trained(d.x_test[:8]))
     assert art.example_inputs.shape == (2, 64) and art.check_inputs.shape == (8, 64)
+    # the trained network as it is, on the CPU where the export runs (compile() put m.net on
+    # the engine's device; a CUDA matmul need not round as the CPU's does: compared exactly)
+    trained_net = copy.deepcopy(m.net).cpu()
     with torch.no_grad():
-        want = m.net(torch.as_tensor(d.x_test[:8]))
+        want = trained_net(torch.as_tensor(d.x_test[:8]))
         got = art.module(torch.as_tensor(d.x_test[:8]))
     torch.testing.assert_close(got, want, rtol=0, atol=0)
 

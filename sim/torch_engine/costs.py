@@ -274,7 +274,9 @@ _UPSAMPLE_TAPS = {aten.upsample_linear1d: 2, aten.upsample_bilinear2d: 4,
 _COMPARISONS = {aten.eq, aten.ne, aten.lt, aten.le, aten.gt, aten.ge, aten.maximum,
                 aten.minimum, aten.max, aten.min, aten.amax, aten.amin, aten.argmax,
                 aten.argmin, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max,
-                aten.sort, aten.topk, aten._is_all_true, aten._is_any_true}
+                aten.sort, aten.topk, aten._is_all_true, aten._is_any_true,
+                # neighbour compares and running max/min (they counted int_add on integers)
+                aten.unique_consecutive, aten.cummax, aten.cummin}
 _BAGS = {aten._embedding_bag, aten._embedding_bag_forward_only, aten._embedding_bag_backward}
 # Scatter/index adds: one add per element of the source (the last tensor argument);
 # scatter_reduce likewise, one sum/prod/min/max step per source element.

@@ -495,7 +495,15 @@ def test_default_qat_observer_is_counted(toy_gpu_path):
     with dev.count("qat"):
         fq(x)
     assert dev.ledger.uncounted() == {}
-    assert dev.ledger.total_ops("qat")["flop_fp32"] >= 9 * 40
+    # one kernel, _fused_moving_avg_obs_fq_helper: per element of the 4 x 10 input 2 compares
+    # (running min, max) + 7 fake-quantization ops (divide, round, add the zero point, 2
+    # clamp compares, subtract it, multiply) = 9; 9 x 40 = 360
+    assert dev.ledger.total_ops("qat") == {"flop_fp32": 9 * 40, "kernel_launch": 1}
+    # read: x 40 x 4 B = 160, the observer and fake-quant switches (int64, 8 B each), running
+    # min, max, scale (fp32) and zero point (int32), 4 B each: 160 + 16 + 16 = 192; written:
+    # the output 160 B, its bool mask 40 B and the four updated statistics 16 B = 216
+    assert dev.ledger.total_bytes("qat") == {("offchip", "read"): 192,
+                                             ("offchip", "write"): 216}
 
 
 def test_fused_optimizer_groups_of_equal_shapes_keep_their_own_options(toy_gpu_path):
@@ -583,10 +591,22 @@ def test_untagged_elementwise_overloads_random_likes_and_copying_views(toy_gpu_p
         ops.t_copy(x)
         torch.take(x, torch.arange(12, **on))
     assert dev.ledger.uncounted() == {}
-    assert "flop_fp32" not in dev.ledger.ops("copies")
+    # no arithmetic, 5 kernels: the 3 copies, the arange that makes take's indices, take
+    assert dev.ledger.ops("copies") == {"kernel_launch": 5}
+    # read: 3 copies x 12 floats x 4 B = 144, take's 12 gathered floats (48 B) and its 12
+    # int64 indices (96 B): 144 + 48 + 96 = 288; written: 3 x 48 = 144, the arange's 12
+    # int64 (96 B), take's 12 floats (48 B): 144 + 96 + 48 = 288
+    assert dev.ledger.bytes("copies") == {("offchip", "read"): 288,
+                                          ("offchip", "write"): 288}
     with dev.count("runs"):
         torch.unique_consecutive(torch.tensor([1, 1, 2, 2, 2, 3], **on))   # 6 compares
     assert dev.ledger.uncounted() == {}
+    # one neighbour compare per element of the 6 int64 values, as integer ops (no fp32),
+    # in one kernel
+    # (they were int_add: unique_consecutive was missing from the comparisons)
+    assert dev.ledger.ops("runs") == {"int_cmp": 6, "kernel_launch": 1}
+    # read: the 6 values x 8 B = 48; written: the 3 distinct values 1, 2, 3 x 8 B = 24
+    assert dev.ledger.bytes("runs") == {("offchip", "read"): 48, ("offchip", "write"): 24}
 
 
 def test_masked_scatter_trains_and_index_fill_backward_is_counted(toy_gpu_path):
@@ -604,3 +624,15 @@ def test_masked_scatter_trains_and_index_fill_backward_is_counted(toy_gpu_path):
         x = torch.randn(4, 5, requires_grad=True, **on)
         x.index_fill(1, torch.tensor([0, 2, 2], **on), -1.0).sum().backward()
     assert dev.ledger.uncounted() == {}
+
+
+def test_running_max_and_min_of_integers_are_compares(toy_gpu_path):
+    """cummax / cummin keep the running extreme: one compare per element, int_cmp on integers
+    (they counted int_add). 5 int64 values: 5 compares each."""
+    dev = TorchDevice(toy_gpu_path)
+    x = torch.tensor([3, 1, 4, 1, 5], device=dev.torch_device)
+    with dev.count("scan"):
+        torch.cummax(x, 0)
+        torch.cummin(x, 0)
+    ops = dev.ledger.ops("scan")
+    assert ops["int_cmp"] == 10 and "int_add" not in ops

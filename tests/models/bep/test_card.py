@@ -36,7 +36,12 @@ def test_card_presets_cover_both_networks():
 
 def test_quick_digits_run_is_integer_only_and_sized_by_hand(digits_run):
     run = digits_run
-    assert run.metrics["test_accuracy"] > 0.7              # 10 classes: chance is 0.1
+    # k of n run seeds (BEPConfig.seed): at least 4 of 5 above 85% test accuracy (10 classes:
+    # chance is 0.1); measured seeds 0-4: 0.922, 0.929, 0.918, 0.929, 0.924 (seed 5: 0.936).
+    # Seed 0 is the shared fixture; seeds 1-4 cost ~0.2 s each.
+    accs = [run.metrics["test_accuracy"]] + [
+        runner.run("bep", dataset="digits", seed=s).metrics["test_accuracy"] for s in range(1, 5)]
+    assert sum(a > 0.85 for a in accs) >= 4, accs
     # 256 input bits (64 pixels x 4 thermometer levels) -> 64 -> 64: 256 x 64 + 64 x 64
     # = 20,480 weights, 18 bits each (int16 counter + a bit in W and in W^T) = 46,080 B
     assert run.metrics["weights"] == 20480 and run.metrics["state_bits_per_weight"] == 18

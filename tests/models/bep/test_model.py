@@ -123,11 +123,20 @@ def protos():
 
 
 def test_bep_learns_prototypes_with_no_float_op(protos):
-    dev = BitwiseDevice("cortex-m4")
-    cfg = BEPConfig(hidden=(64, 64), epochs=4, gamma0=8, nu=0.5, r=0.5, seed=0)
-    model = BEP(256, 10, cfg, dev).fit(protos.x_train, protos.y_train)
-    acc = model.evaluate(protos.x_test, protos.y_test)["accuracy"]
-    assert acc > 0.6, acc  # chance is 0.1
+    # k of n seeds (BEPConfig.seed): at least 4 of 5 above 65% test accuracy (chance is 0.1);
+    # measured seeds 0-4: 0.760, 0.752, 0.790, 0.786, 0.740 (seeds 5-7: 0.754, 0.768, 0.784).
+    # Final train error at least 4 of 5 under 0.3 (measured 0.187, 0.184, 0.167, 0.179, 0.178).
+    nets, devs = [], []
+    for seed in range(5):
+        devs.append(BitwiseDevice("cortex-m4"))
+        cfg = BEPConfig(hidden=(64, 64), epochs=4, gamma0=8, nu=0.5, r=0.5, seed=seed)
+        nets.append(BEP(256, 10, cfg, devs[-1]).fit(protos.x_train, protos.y_train))
+    accs = [m.evaluate(protos.x_test, protos.y_test)["accuracy"] for m in nets]
+    assert sum(a > 0.65 for a in accs) >= 4, accs
+    errs = [m.history[-1]["train_error"] for m in nets]
+    assert sum(e < 0.3 for e in errs) >= 4, errs
+    # the counts below are seed 0's (the evaluation above is its "infer")
+    model, dev = nets[0], devs[0]
     assert not [op for op in dev.ledger.total_ops() if op.startswith(FLOAT_OPS)]
     # 3000 samples, 1/6 test: 500 test, 2500 train; val_fraction 0.1: 250 validate, 2250
     # trained per epoch x 4 epochs
@@ -143,17 +152,25 @@ def test_bep_learns_prototypes_with_no_float_op(protos):
     ops = dev.ledger.total_ops("train")
     assert ops["popcount_word"] > 9000 * 660 and ops["and_word"] > 0  # masked products
     # the held-out error drove the gamma schedule or training stopped improving early
-    assert len(model.history) == 4 and model.history[-1]["train_error"] < 0.5
+    assert len(model.history) == 4
 
 
 def test_local_rule_learns_and_is_not_bep(protos):
-    dev = BitwiseDevice("cortex-m4")
-    cfg = BEPConfig(hidden=(64, 64), epochs=2, gamma0=8, nu=0.5, r=0.5, seed=0, local=True)
-    local = BEP(256, 10, cfg, dev).fit(protos.x_train, protos.y_train)
-    bep = BEP(256, 10, BEPConfig(**{**cfg.__dict__, "local": False}), BitwiseDevice("cortex-m4"))
-    bep.fit(protos.x_train, protos.y_train)
-    assert local.evaluate(protos.x_test, protos.y_test)["accuracy"] > 0.3
-    assert not np.array_equal(local.layers[0].h, bep.layers[0].h)
+    # k of n seeds (BEPConfig.seed): the local rule at least 4 of 5 above 50% test accuracy
+    # (chance is 0.1); measured seeds 0-4: 0.708, 0.710, 0.690, 0.676, 0.722 (5-7: 0.710,
+    # 0.732, 0.712)
+    accs = []
+    for seed in range(5):
+        cfg = BEPConfig(hidden=(64, 64), epochs=2, gamma0=8, nu=0.5, r=0.5, seed=seed,
+                        local=True)
+        local = BEP(256, 10, cfg, BitwiseDevice("cortex-m4")).fit(protos.x_train,
+                                                                  protos.y_train)
+        accs.append(local.evaluate(protos.x_test, protos.y_test)["accuracy"])
+        if seed == 0:
+            bep = BEP(256, 10, BEPConfig(**{**cfg.__dict__, "local": False}),
+                      BitwiseDevice("cortex-m4")).fit(protos.x_train, protos.y_train)
+            assert not np.array_equal(local.layers[0].h, bep.layers[0].h)
+    assert sum(a > 0.5 for a in accs) >= 4, accs
 
 
 def test_same_seed_same_counters(protos):

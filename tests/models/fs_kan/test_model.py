@@ -1,4 +1,6 @@
 """FS-KAN networks: invariance, the matched baseline, the classifier, the rebuilt export."""
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -67,9 +69,19 @@ def test_classifier_learns_and_is_seeded(toy_gpu_path):
                           strict=True):
         assert torch.equal(pb, pc)                                     # same seed, same result
         assert torch.allclose(pa, pb, atol=1e-5)                       # counting changes ~nothing
-    assert a.history[-1]["train_loss"] < 0.8 * a.history[0]["train_loss"]
-    acc = a.evaluate(xt, yt)["accuracy"]
-    assert acc > 0.45                                                  # chance: 1/3
+    # k of n seeds (FSConfig.seed 7, 8, 9, 10, 11; seed 7 is ``a``, the others uncounted):
+    # at least 4 of 5 above 60% test accuracy (chance: 1/3), measured 0.907, 0.917, 0.690,
+    # 0.840, 0.787 (seeds 0-6 and 12-14: 0.793-0.940); and at least 4 of 5 whose last
+    # training loss is under 0.6 x the first, measured 0.18, 0.32, 0.53, 0.29, 0.39
+    others = [FSClassifier(action, d_in, n_classes, dataclasses.replace(cfg, seed=s),
+                           sim.device(toy_gpu_path)).fit(x, y, count=False)
+              for s in range(8, 12)]
+    accs = [clf.evaluate(xt, yt, count=False)["accuracy"] for clf in others]
+    accs.insert(0, a.evaluate(xt, yt)["accuracy"])
+    ratios = [clf.history[-1]["train_loss"] / clf.history[0]["train_loss"]
+              for clf in (a, *others)]
+    assert sum(acc > 0.6 for acc in accs) >= 4, accs
+    assert sum(r < 0.6 for r in ratios) >= 4, ratios
     led = a.device.ledger
     assert led.samples() == {"train": 64 * 15, "infer": 300}           # 30 steps = 15 epochs
     # forward MACs per set (72 points, H = 2 * 12 = 24 orbits, F = d_in (1 + G + k) features):

@@ -60,7 +60,15 @@ def test_short_run_metrics_and_globe(short_run):
     filled = np.isfinite(globe.data)
     assert 100 < filled.sum() <= 600 and np.all(globe.data[filled] > 0)
     assert tr["pretrain_mse"].data.shape == (40,)
-    assert tr["pretrain_mse"].data[-5:].mean() < tr["pretrain_mse"].data[:5].mean()
+    # the pre-training's MSE falls, k of n run seeds (GeoIdConfig.seed; seed 0 is the shared
+    # short_run, seeds 1 and 2 ~3 s each): at least 2 of 3 whose mean over the last 5 steps is
+    # under 0.5 x that over the first 5, measured 0.254, 0.274, 0.256 (seeds 3-5: 0.266, 0.260,
+    # 0.246)
+    runs = [short_run] + [runner.run("geo_inr_id", profile=TOY_GPU, seed=s, overrides=SHORT)
+                          for s in (1, 2)]
+    mse = [r.traces["pretrain_mse"].data for r in runs]
+    falls = [d[-5:].mean() / d[:5].mean() for d in mse]
+    assert sum(f < 0.5 for f in falls) >= 2, falls
 
 
 def test_same_seed_same_run(short_run):

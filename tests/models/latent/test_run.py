@@ -58,16 +58,30 @@ def test_warm_up_is_shared_by_the_methods_of_a_seed(toy_gpu_path):
 def test_warm_up_trains_the_model_to_predict_the_next_observation(toy_gpu_path):
     """Acceptance check 1 in its weak form on a tiny model: the warm-up at least halves the
     held-out next-observation error of the untrained model (against copying the last
-    observation: the quick preset's test below)."""
-    dev = sim.device(toy_gpu_path)
-    env = envs.make("masked-pendulum", 4, 20, seed=0)
+    observation: the quick preset's test below). k of n run seeds, each drawing the run's
+    named streams (env, init, actions) and a test-only held-out rollout: at least 4 of 5
+    below half, on this test's held-out rollout and on the warm-up's own. Measured ratios
+    (after / before) for seeds 0-4: 0.006, 0.018, 0.011, 0.018, 0.012, and the warm-up's
+    model_mse / before: 0.015, 0.024, 0.029, 0.022, 0.021 (seeds 5-7: at most 0.031).
+    ~0.7 s a seed."""
+    from sim import seeds
     cfg = _cfg(latent_dim=8, hidden=16, warmup_batches=2, warmup_steps=40, model_lr=3e-3)
-    model, mopt, _, _ = R.build(env, cfg, dev, 0)
-    held = M.rollout(env, model, None, dev, torch.Generator().manual_seed(5), 999)
-    before, _ = M.next_obs_mse(model, held)
-    _, facts = R.warm_up(env, model, mopt, cfg, R.Replay(dev), torch.Generator(), 0)
-    after, _ = M.next_obs_mse(model, held)
-    assert after < 0.5 * before and facts["model_mse"] < 0.5 * before
+    ratios, warm_ratios = [], []
+    for s in range(5):
+        dev = sim.device(toy_gpu_path)
+        env = envs.make("masked-pendulum", 4, 20, seed=seeds.child(s, "env"))
+        model, mopt, _, _ = R.build(env, cfg, dev, seeds.child(s, "init"))
+        held = M.rollout(env, model, None, dev,
+                         torch.Generator().manual_seed(seeds.child(s, "test", "actions")),
+                         seeds.child(s, "test", "heldout"))
+        before, _ = M.next_obs_mse(model, held)
+        gen = torch.Generator().manual_seed(seeds.child(s, "actions"))
+        _, facts = R.warm_up(env, model, mopt, cfg, R.Replay(dev), gen, s)
+        after, _ = M.next_obs_mse(model, held)
+        ratios.append(after / before)
+        warm_ratios.append(facts["model_mse"] / before)
+    assert sum(r < 0.5 for r in ratios) >= 4, ratios
+    assert sum(r < 0.5 for r in warm_ratios) >= 4, warm_ratios
 
 
 def test_quick_preset_warm_up_beats_copying_the_last_observation(toy_gpu_path):

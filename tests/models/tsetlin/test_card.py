@@ -21,9 +21,15 @@ def digits_run():
 
 @pytest.mark.parametrize("profile", ["cortex-m4", "fpga-bnn"])
 def test_simulate_digits_prices_training_and_inference(profile):
-    r = runner.run("tsetlin", profile=profile, dataset="digits",
-                   overrides={"epochs": 3, "clauses": 40})
-    assert r.metrics["test_accuracy"] > 0.8              # 10 classes: chance is 0.1
+    # k of n run seeds (TsetlinConfig.seed): at least 4 of 5 above 80% test accuracy (10
+    # classes: chance is 0.1); measured seeds 0-4 on cortex-m4: 0.887, 0.838, 0.878, 0.882,
+    # 0.873; on fpga-bnn: 0.847, 0.833, 0.891, 0.858, 0.844 (seeds 0-19, both: 0.831-0.893).
+    # ~0.05 s a seed once the first run has compiled.
+    runs = [runner.run("tsetlin", profile=profile, dataset="digits", seed=s,
+                       overrides={"epochs": 3, "clauses": 40}) for s in range(5)]
+    accs = [run.metrics["test_accuracy"] for run in runs]
+    assert sum(a > 0.8 for a in accs) >= 4, accs
+    r = runs[0]                                          # the counts: seed 0's
     per_sample = r.ledger.price(r.profile).per_sample_j()
     assert r.metrics["energy_per_train_sample_j"] == per_sample["train"]
     assert r.metrics["energy_per_inference_j"] == per_sample["infer"]

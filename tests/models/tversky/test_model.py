@@ -11,10 +11,23 @@ from models.tversky.card import TverskyHeadConfig
 from sim.errors import ModelError
 
 
-def test_simulate_learns_and_counts(small_run):
+def test_simulate_learns_and_counts(small_run, small, toy_gpu_path):
+    # k of n run seeds (TverskyHeadConfig.seed; seed 0 is the shared small_run, seeds 1 and 2
+    # ~3.5 s each), chance 0.1 throughout. At least 2 of 3 above 50% for each head: measured
+    # seeds 0-2 Tversky 0.630, 0.634, 0.530 (seeds 3-5: 0.616, 0.564, 0.568), linear 0.712,
+    # 0.680, 0.708 (0.724, 0.656, 0.672). Data-domain heads at least 2 of 3 above 30%:
+    # 0.570, 0.546, 0.448 (0.508, 0.500, 0.392). The Tversky head's last epoch loss at least
+    # 2 of 3 under 0.7 x its first: 0.44, 0.48, 0.50 (0.44, 0.50, 0.47).
+    runs = [small_run] + [runner.run("tversky", profile=toy_gpu_path, seed=s, overrides=small)
+                          for s in (1, 2)]
+    ms = [r.metrics for r in runs]
+    for key, floor in (("tversky_test_accuracy", 0.5), ("linear_test_accuracy", 0.5),
+                       ("tversky_data_domain_test_accuracy", 0.3)):
+        accs = [mm[key] for mm in ms]
+        assert sum(a > floor for a in accs) >= 2, (key, accs)
+    losses = [r.traces["tversky_train_loss"].data for r in runs]
+    assert sum(ls[-1] < 0.7 * ls[0] for ls in losses) >= 2, losses
     m, led = small_run.metrics, small_run.ledger
-    assert m["tversky_test_accuracy"] > 0.5 and m["linear_test_accuracy"] > 0.5  # chance: 0.1
-    assert m["tversky_data_domain_test_accuracy"] > 0.3        # chance is 0.1
     assert m["test_accuracy"] == m["tversky_test_accuracy"]
     assert m["accuracy_gain_vs_linear"] == m["tversky_test_accuracy"] - m["linear_test_accuracy"]
     # head parameters: P d + K d + 3 = 10*64 + 64*64 + 3; linear 64*10 + 10
@@ -30,7 +43,7 @@ def test_simulate_learns_and_counts(small_run):
     protos = small_run.traces["tversky_prototypes"]
     assert protos.kind == "images" and protos.data.shape == (10, 28, 28)
     loss = small_run.traces["tversky_train_loss"]
-    assert loss.kind == "curve" and loss.data.shape == (4,) and loss.data[-1] < loss.data[0]
+    assert loss.kind == "curve" and loss.data.shape == (4,)
     fig = tv_model.prototype_figure(small_run)
     assert len(fig.axes) == 20                                 # 2 rows of 10 pictures
 

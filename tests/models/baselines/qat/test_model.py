@@ -25,10 +25,17 @@ def test_qat_forward_is_the_same_binary_network():
 
 def test_qat_learns_prototypes_and_counts_float_ops():
     protos = bep_data.random_prototypes(n_samples=1200, n_features=128, flip=0.2, seed=4)
-    dev = sim.device("x86-avx2")
-    qat = QAT(128, 10, QATConfig(hidden=(32, 32), epochs=5, lr=1e-2, seed=0), dev)
-    qat.fit(protos.x_train, protos.y_train)
-    assert qat.evaluate(protos.x_test, protos.y_test)["accuracy"] > 0.6   # chance is 0.1
+    # k of n seeds (QATConfig.seed): at least 4 of 5 above 70% test accuracy (chance is 0.1);
+    # measured seeds 0-4: 0.825, 0.810, 0.815, 0.870, 0.845 (seed 5: 0.855)
+    def fit(seed):
+        dev = sim.device("x86-avx2")
+        qat = QAT(128, 10, QATConfig(hidden=(32, 32), epochs=5, lr=1e-2, seed=seed), dev)
+        qat.fit(protos.x_train, protos.y_train, count=seed == 0)   # seed 0's counts below
+        return qat, dev, qat.evaluate(protos.x_test, protos.y_test)["accuracy"]
+    runs = [fit(seed) for seed in range(5)]
+    accs = [acc for _, _, acc in runs]
+    assert sum(a > 0.7 for a in accs) >= 4, accs
+    qat, dev, _ = runs[0]
     assert qat.n_weights == 128 * 32 + 32 * 32
     # one fp32 MAC per weight per sample in the inference forward: 200 test samples
     assert dev.ledger.total_ops("infer")["mac_fp32"] == 200 * (128 * 32 + 32 * 32 + 32 * 10)

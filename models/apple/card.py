@@ -81,6 +81,13 @@ class AppleConfig:
                 raise ModelError(f"AppleConfig.{name} = {getattr(self, name)}: must be >= 1")
         if self.steps < 2:
             raise ModelError(f"AppleConfig.steps = {self.steps}: an episode needs >= 2 steps")
+        if self.updates_per_rollout < self.policy_interval:
+            # the actor and predictor step every policy_interval-th critic update of a
+            # rollout: with fewer updates they never trained, and the run said nothing
+            raise ModelError(f"AppleConfig.updates_per_rollout = {self.updates_per_rollout} < "
+                             f"policy_interval = {self.policy_interval}: the actor and the "
+                             "predictor would never step; give updates_per_rollout >= "
+                             "policy_interval")
         if self.width % self.heads:
             raise ModelError(f"AppleConfig.width = {self.width} is not a multiple of heads = "
                              f"{self.heads}")

@@ -66,7 +66,7 @@ class DaveConfig:
         check_at_least(self, side=16, patch=2, width=8, depth=1, heads=1, mae_dec_width=4,
                        mae_dec_depth=1, mae_steps=1, stage2_steps=1, dec_width=8,
                        merge_steps=1, heldout_steps=1, generalist_steps=1, n_unlabeled=1,
-                       n_labeled=1, n_test=1, n_generalist=1, batch_size=1)
+                       n_labeled=1, n_test=1, n_generalist=1, batch_size=1, pictures=1)
         if self.side % self.patch:
             raise ModelError(f"DaveConfig.patch = {self.patch}: must divide side = "
                              f"{self.side}")

@@ -198,10 +198,13 @@ def load(cfg) -> DaveData:
     fm = datasets.fashion_mnist(limit_train=cfg.n_generalist + 2000, flatten=False)
     xtr, ytr = fm.x_train.reshape(-1, 28, 28), fm.y_train
     xte, yte = fm.x_test.reshape(-1, 28, 28), fm.y_test
-    return DaveData(make_pages(cfg.n_unlabeled, unlabeled_seed(cfg.seed), xtr, ytr),
+    # pages of the config's side (the model is built for it: they were always 64 px)
+    side = cfg.side
+    return DaveData(make_pages(cfg.n_unlabeled, unlabeled_seed(cfg.seed), xtr, ytr, side),
                     make_pages(cfg.n_labeled, seeds.child(cfg.seed, "data", "labeled"),
-                               xtr, ytr),
-                    make_pages(cfg.n_test, seeds.child(cfg.seed, "data", "test"), xte, yte),
+                               xtr, ytr, side),
+                    make_pages(cfg.n_test, seeds.child(cfg.seed, "data", "test"), xte, yte,
+                               side),
                     xtr[:cfg.n_generalist], ytr[:cfg.n_generalist], fm.source)
 
 

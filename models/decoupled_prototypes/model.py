@@ -237,7 +237,7 @@ def usage_entropy(assign: torch.Tensor, k: int) -> float:
     """Entropy (nats) of the histogram of prototype assignments."""
     p = torch.bincount(assign, minlength=k).float()
     p = p[p > 0] / p.sum()
-    return float(-(p * p.log()).sum())
+    return float(-(p * p.log()).sum()) + 0.0   # + 0.0: one prototype's -0.0 reads 0
 
 
 @torch.no_grad()

@@ -262,7 +262,9 @@ def pretrain(env, method: str, cfg, rep: Replay, seed: int, tick=None,
             with rep.count("model", f"mse:{key}", samples=steps):
                 held = rollout(env, model, ac, dev, gen, seeds.child(seed, "heldout", "end"))
                 mse, copy_last = next_obs_mse(model, held)
-            final["end_mse_ratio"] = mse / max(copy_last, 1e-12)
+            # no movement to copy (copy-last error ~0): the ratio says nothing (it read
+            # 2.6e12 through a 1e-12 floor); NaN reads as "not available" in reports
+            final["end_mse_ratio"] = mse / copy_last if copy_last > 1e-12 else float("nan")
     final.update(extra)
     return PretrainResult(method, curves, final, model, None if method == "random" else ac,
                           batch, extra)

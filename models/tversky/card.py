@@ -91,7 +91,13 @@ def simulate(cfg: TverskyHeadConfig, device: TorchDevice, data, progress=None) -
     m = res["metrics"]
     m["test_accuracy"] = m["tversky_test_accuracy"]
     m["accuracy_gain_vs_linear"] = m["tversky_test_accuracy"] - m["linear_test_accuracy"]
-    m["footprint_bytes"] = float(device.footprint_bytes)
+    # the deployed model's (encoder + Tversky head, as stored): the device's own figure is
+    # that of its last compile() (the linear baseline's head, or a visualise module)
+    import torch
+
+    from sim.torch_engine.activity import model_facts
+    deployed = model_facts(torch.nn.Sequential(res["encoder"], res["heads"]["tversky"]))
+    m["footprint_bytes"] = float(deployed["parameter_bytes"] + deployed["buffer_bytes"])
     tv = res["heads"]["tversky"]
     for name in ("alpha", "beta", "theta"):                     # learned contrast weights
         m[name] = float(getattr(tv, name).detach())

@@ -114,3 +114,10 @@ def test_diverged_training_is_a_config_error_not_nan_metrics():
                                          r"1000000.0"):
         runner.run("apple", profile="tests/data/toy-gpu.toml", dataset="digits",
                    overrides={**TINY, "policies": "random", "seeds": 1, "lr_actor": 1e6})
+
+
+def test_a_policy_interval_above_the_updates_is_refused():
+    """One critic update per rollout with the actor every 2nd: the actor and predictor never
+    stepped (their gradient norms read 0), silently."""
+    with pytest.raises(ModelError, match="updates_per_rollout = 1 < policy_interval = 2"):
+        AppleConfig(updates_per_rollout=1, policy_interval=2)

@@ -76,3 +76,13 @@ def test_normalised_target_is_bounded_by_samuelson():
     pages = D.make_pages(20, 1, x, y)
     t = mae_target(patchify(torch.as_tensor(pages.images), 8), norm_pix=True)
     assert float(t.abs().max()) <= 63 ** 0.5
+
+
+def test_pages_are_drawn_at_the_configs_side():
+    """side = 32 built a 32 px model on 64 px pages ("tensor a (64) must match ... (16)")."""
+    from models.dave.card import DaveConfig
+    cfg = DaveConfig(side=32, patch=8, n_unlabeled=2, n_labeled=2, n_test=1, n_generalist=1)
+    d = D.load(cfg)
+    assert d.unlabeled.images.shape == (2, 32, 32) and d.test.images.shape == (1, 32, 32)
+    with pytest.raises(ModelError, match="pictures = 0: must be >= 1"):
+        DaveConfig(pictures=0)          # it failed after all the training (np.stack of none)

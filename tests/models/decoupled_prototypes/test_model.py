@@ -159,3 +159,12 @@ def test_global_forgetting_of_an_unused_component_stops_at_the_float32_floor():
     # the used component is the batch's mean (forget 0.5: N = 64 (1 + 0.5 + ...) -> 128)
     assert float(gmm.n[0]) == pytest.approx(128.0, rel=1e-6)
     np.testing.assert_allclose(gmm.mu[0].numpy(), h.mean(0).numpy(), atol=1e-5)
+
+
+def test_one_used_prototype_has_entropy_plus_zero():
+    """Every assignment on one prototype: the entropy is 0, not -0 ("-0 nats" in reports)."""
+    import math
+
+    from models.decoupled_prototypes.model import usage_entropy
+    h = usage_entropy(torch.zeros(5, dtype=torch.int64), 4)
+    assert h == 0.0 and math.copysign(1.0, h) == 1.0

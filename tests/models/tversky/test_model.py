@@ -33,6 +33,13 @@ def test_simulate_learns_and_counts(small_run, small, toy_gpu_path):
     # head parameters: P d + K d + 3 = 10*64 + 64*64 + 3; linear 64*10 + 10
     assert m["tversky_head_parameters"] == 10 * 64 + 64 * 64 + 3
     assert m["linear_head_parameters"] == 650
+    # footprint: the deployed encoder (width 8: 1,376 parameters and 512 B of standardising
+    # buffers) and the Tversky head, float32; it was the last compiled module's (the linear
+    # head's 650 x 4 = 2,600 B, or a visualise module's)
+    from models.tversky.model import conv_encoder
+    enc = conv_encoder(0, 8)
+    assert sum(p.numel() for p in enc.parameters()) == 1_376
+    assert m["footprint_bytes"] == 4 * (1_376 + m["tversky_head_parameters"]) + 512
     # every head epoch sees the 2000 images once; the data-domain heads train 4 // 2 epochs
     assert led.samples() == {"encode": 2000, "train/tversky": 4 * 2000,
                              "train/linear": 4 * 2000, "infer": 500, "infer_linear": 500,

@@ -248,6 +248,13 @@ def check_kind(method: Method, profile: HardwareProfile, option: str = "profile"
     if profile.kind not in card.device_kinds:
         raise ModelError(f"{option} {profile.label!r} is a {profile.kind!r} profile; model "
                          f"{card.name!r} runs on {', '.join(card.device_kinds)} profiles")
+    if card.engine == "torch" and profile.kind == "bitwise" \
+            and "mac_fp32" not in profile.energy_pj:
+        # a torch model counts float MACs: a bitwise part that prices none (an FPGA's
+        # XNOR fabric) could not price the run, found only after the training
+        raise ModelError(f"{option} {profile.label!r} prices no float MAC (mac_fp32): model "
+                         f"{card.name!r} runs in float32 on a bitwise profile, so it needs "
+                         "a microcontroller that does (cortex-m4, stm32l4r5, ...)")
 
 
 def check_dataset(method: Method, dataset: str) -> None:

@@ -69,3 +69,11 @@ def test_study_states_the_claim(monkeypatch):
     study = runner.study("mlp", preset="quick", seed=1)
     assert calls == [("mlp", "digits", "quick")]
     assert study.summary["claim_met"] is True and study.summary["test_accuracy"] == 0.97
+
+
+def test_a_bitwise_profile_without_float_prices_is_refused_before_training():
+    """fpga-bnn prices XNOR words, no float MAC: the float MLP trained, then failed to price
+    ("no energy for op(s) mac_fp32 ..."); now refused when the run is prepared."""
+    with pytest.raises(ModelError, match="'fpga-bnn' prices no float MAC"):
+        runner.prepare("mlp", profile="fpga-bnn")
+    runner.prepare("mlp", profile="cortex-m4")      # a microcontroller that prices them

@@ -123,6 +123,16 @@ class HardwareProfile:
         q = self.limits.get(key)
         return default if q is None else q.value
 
+    def payload_range(self) -> tuple[int, int]:
+        """The spike payloads a neuromorphic chip carries, lowest and highest: (1, 1) for
+        binary spikes (no ``spike_payload_bits``), else signed values of magnitude below
+        2^(b-1) for ``spike_payload_bits`` b."""
+        bits = self.limit("spike_payload_bits")
+        if bits is None:
+            return 1, 1
+        top = 2 ** (int(bits) - 1) - 1
+        return -top, top
+
     def cite(self, quantity: Quantity) -> str:
         return quantity.cite(self.sources)
 

@@ -133,11 +133,10 @@ def _check_payloads(ledger, prof: HardwareProfile) -> None:
     span = getattr(ledger, "payloads", None)
     if span is None or prof.kind != "neuromorphic":
         return
-    bits = prof.limit("spike_payload_bits")
-    top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
-    lo, hi = (1, 1) if bits is None else (-top, top)
+    lo, hi = prof.payload_range()
     if span[0] >= lo and span[1] <= hi:
         return
+    bits = prof.limit("spike_payload_bits")
     carries = ("binary spikes only (payload 1)" if bits is None
                else f"payloads {lo}..{hi} (spike_payload_bits {int(bits)})")
     raise PricingError(f"the run's spikes carried payloads {span[0]}..{span[1]}, and "

@@ -128,7 +128,8 @@ class DiffPCNetwork:
         self.loop = loop
         cfg = config
         bits = device.profile.limit("spike_payload_bits")
-        if bits is None or int(bits) < 2:   # -1 spikes need a signed payload of 2 bits
+        lo, hi = device.profile.payload_range()
+        if lo > -1 or hi < 1:   # -1 spikes need a signed payload of 2 bits
             carries = ("binary spikes only (no spike_payload_bits)" if bits is None else
                        f"{int(bits)}-bit payloads (no sign)")
             raise ModelError(f"profile {device.profile.name!r} has {carries}; DiffPC's "

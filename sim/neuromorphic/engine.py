@@ -265,9 +265,7 @@ class NeuromorphicDevice(Device):
         routers = np.unique(c.core_of // (int(cpr.value) if cpr else 1)).size
         self.clock = step_clock.StepClock(self.profile, c.n_cores, routers, net.dt)
         # graded spikes: signed payloads of spike_payload_bits; without it, binary (1 only)
-        bits = self.profile.limit("spike_payload_bits")
-        top = 1 if bits is None else 2 ** (int(bits) - 1) - 1
-        self.payload_range = (1 if bits is None else -top, top)
+        self.payload_range = self.profile.payload_range()
 
     def _set_inj(self, t: int) -> int:
         """Injected currents as they are in step ``t``; returns the next step > t at which

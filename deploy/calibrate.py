@@ -19,7 +19,6 @@ Energies per op are BASE's: they are not measurable without a counter.
 from __future__ import annotations
 
 import datetime
-import os
 import platform
 import shlex
 import sys
@@ -34,6 +33,7 @@ from hw_profiles.errors import ProfileError
 from sim.errors import ModelError
 
 MARKER = "# written by neuroedge measure --calibrate"
+CALIBRATED_ON = "; calibrated on "   # the description's suffix naming the machine
 DISPATCH_BLOCK = 200
 GEMM_SIZES = (16, 32, 64, 128, 256, 512)
 IDLE_S = 1.0
@@ -173,7 +173,9 @@ def calibrate(base: str, *, repeats: int = 20, device: str = "cpu", name: str = 
     else:
         lines.append(f"power_w       kept from {base}: idle power is not measurable here ({why})")
     doc["name"] = name or f"{doc['name']}-measured"
-    doc["description"] = f"{doc['description']}; calibrated on {machine_name()}"
+    # a profile calibrated before names its old machine once, not once per calibration
+    base_description = doc["description"].split(CALIBRATED_ON)[0]
+    doc["description"] = f"{base_description}{CALIBRATED_ON}{machine_name()}"
     doc.setdefault("sources", {})["neuroedge_calibrate"] = dict(
         SOURCE, title=f"neuroedge measure --calibrate microbenchmarks (time.perf_counter), "
                       f"{where}")
@@ -200,22 +202,22 @@ def write_profile(doc: dict, out: Path, *, force: bool = False) -> None:
     command did not write (its first line is not ``MARKER``) unless ``force``."""
     import tomli_w
 
+    from deploy.outputs import write_text
     from hw_profiles.loader import loads
     check_out(out, force)
     text = MARKER + "\n" + tomli_w.dumps(doc)
     loads(text, origin=str(out))   # a profile that does not load is never written
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ModelError(f"--out {out}: cannot write ({exc.strerror})") from None
+    # written in a temporary directory of its own and renamed onto ``out``: no sibling the
+    # user may own (``OUT.tmp``) is touched; force=True as check_out has just allowed it
+    write_text(out, text, force=True, parents=True, option="--out")
 
 
 def check_out(out: Path, force: bool) -> None:
     """Refuse an existing ``out`` this command did not write (its first line is not
-    ``MARKER``) unless ``force``: checked before the measurements, and again when writing."""
+    ``MARKER``) unless ``force``, and a place that cannot take the file (a parent that is
+    a file or not writable): checked before the measurements, and again when writing."""
+    from deploy.outputs import check_output
+    check_output(out, force=True, option="--out")
     if out.exists():
         try:
             first = out.read_text().splitlines()[:1]

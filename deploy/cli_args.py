@@ -49,6 +49,18 @@ def parse_positive(text: str) -> int:
     return v
 
 
+def parse_nonnegative(text: str) -> int:
+    """An argparse type: a whole number >= 0 (warm-up calls)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
+                                         "number >= 0") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 0")
+    return v
+
+
 def parse_positive_float(text: str) -> float:
     """An argparse type: a finite number of seconds > 0 (a time step)."""
     try:

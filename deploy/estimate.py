@@ -871,13 +871,15 @@ def _infer(dev, net, xs, batch: int, name: str):
 
 
 @contextmanager
-def forward_errors(net, xs, name: str, again: str = "", instead: str = ""):
+def forward_errors(net, xs, name: str, again: str = "", instead: str = "",
+                   command: str = "estimate"):
     """A forward of ``net`` (``name``) on ``xs`` that fails inside the block: one line
     (``ModelError``) naming the input's shape and the failure, not a traceback; the
     counted forward's and every other's. ``again``: the block runs the forward once more
     after the counted one (the lifetime trace of a memory check, measure's timed calls), for
     the reason given; a failure there comes from state the model keeps between calls, not
-    from the input's shape, and the message says so, with ``instead`` (another way out)."""
+    from the input's shape, and the message says so, with ``instead`` (another way out).
+    ``command``: the message's first word (``measure`` for its timed calls)."""
     import torch
     try:
         yield
@@ -892,7 +894,7 @@ def forward_errors(net, xs, name: str, again: str = "", instead: str = ""):
         elif xs[0].is_floating_point() and any(
                 isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) for m in net.modules()):
             fix += " (token ids: give integer input; the command's --input-dtype int64)"
-        raise ModelError(f"estimate: {name} forward failed on example_input of shape "
+        raise ModelError(f"{command}: {name} forward failed on example_input of shape "
                          f"{_shape_text(xs)}{when} ({first_line(exc)}); {fix}") from exc
 
 

@@ -198,7 +198,8 @@ def load_model(spec: str, seed: int = 0):
     if isinstance(obj, torch.nn.Module):
         return obj
     if not callable(obj):
-        raise ModelError(f"model {spec!r}: {attr} is a {type(obj).__name__}; name a function "
+        raise ModelError(f"model {spec!r}: {attr} is of type {type(obj).__name__}; name a "
+                         "function "
                          "or class that builds the model, or an nn.Module instance")
     torch.manual_seed(seed)
     try:

@@ -9,7 +9,7 @@ from sim.errors import ModelError
 
 def add_measure_parser(subparsers):
     """Add the ``measure`` command to ``subparsers``."""
-    from deploy.cli_args import INPUT_DTYPES, parse_positive, parse_seed
+    from deploy.cli_args import INPUT_DTYPES, parse_nonnegative, parse_positive, parse_seed
     p = subparsers.add_parser("measure", help="run your model for real here and print "
                               "predicted and measured latency/energy side by side")
     p.add_argument("model", metavar="FILE.py:factory", nargs="?",
@@ -26,11 +26,11 @@ def add_measure_parser(subparsers):
                         "input, or once per --input-shape")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where to run (auto: cuda when present, else cpu)")
-    p.add_argument("--warmup", type=int, default=3,
+    p.add_argument("--warmup", type=parse_nonnegative, default=None,
                    help="untimed calls before timing (default 3)")
     p.add_argument("--repeats", type=parse_positive, default=20,
                    help="timed calls; the median and the spread are shown (default 20)")
-    p.add_argument("--seed", type=parse_seed, default=0,
+    p.add_argument("--seed", type=parse_seed, default=None,
                    help="the module's initial weights and the random input (default 0)")
     p.add_argument("--calibrate", action="store_true",
                    help="fit dispatch overhead, GEMM throughput curve and idle power here "
@@ -55,15 +55,28 @@ def cmd_measure(args) -> int:
         if args.model:
             raise ModelError(f"--calibrate runs microbenchmarks, not {args.model}: drop the "
                              "model, or drop --calibrate to measure it")
+        ignored = [flag for flag, value in (("--input-shape", args.input_shape),
+                                            ("--input-dtype", args.input_dtype),
+                                            ("--warmup", args.warmup), ("--seed", args.seed))
+                   if value is not None]
+        if ignored:
+            raise ModelError(f"{', '.join(ignored)}: not used by --calibrate (its "
+                             "microbenchmarks have fixed inputs); drop them")
         return cmd_calibrate(args, device)
+    given = [flag for flag, value in (("--out", args.out), ("--force", args.force)) if value]
+    if given:
+        raise ModelError(f"{', '.join(given)}: only for --calibrate (measuring a model writes "
+                         "no file: redirect what it prints to keep it); drop them")
     if not args.model or not args.input_shape:
         raise ModelError("measure: give FILE.py:factory and --input-shape N,C,H,W (or "
                          "--calibrate --out PATH.toml)")
     shapes, dtypes = input_shapes(args.input_shape, args.input_dtype)
-    model = load_model(args.model, seed=args.seed)
+    seed = 0 if args.seed is None else args.seed
+    warmup = 3 if args.warmup is None else args.warmup
+    model = load_model(args.model, seed=seed)
     from deploy.estimate import drawn_examples
-    example = drawn_examples(model, shapes, dtypes, args.seed)[0]
-    r = run_measure(model, example, args.profile, device=device, warmup=args.warmup,
-                    repeats=args.repeats, seed=args.seed)
+    example = drawn_examples(model, shapes, dtypes, seed)[0]
+    r = run_measure(model, example, args.profile, device=device, warmup=warmup,
+                    repeats=args.repeats, seed=seed)
     print(format_measure(r))
     return 0

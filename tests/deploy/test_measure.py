@@ -26,13 +26,17 @@ def user_file(tmp_path):
 
 
 def test_median_and_spread_from_a_fake_clock():
-    # the fake clock returns 0,3 | 10,11 | 20,27 | 30,32 | 40,41: durations 3,1,7,2,1
-    ticks = iter([0, 3, 10, 11, 20, 27, 30, 32, 40, 41])
+    # the first warm-up call is timed alone (-5, 95: 100), the second is not; then the fake
+    # clock returns 0,3 | 10,11 | 20,27 | 30,32 | 40,41: durations 3,1,7,2,1
+    ticks = iter([-5, 95, 0, 3, 10, 11, 20, 27, 30, 32, 40, 41])
     calls = []
     t = time_calls(lambda: calls.append(1), warmup=2, repeats=5, clock=lambda: next(ticks))
     # sorted durations 1,1,2,3,7 -> median 2; spread 1..7; 2 warm-up + 5 timed calls
-    assert (t.median_s, t.min_s, t.max_s, t.repeats) == (2, 1, 7, 5)
+    assert (t.median_s, t.min_s, t.max_s, t.repeats, t.first_s) == (2, 1, 7, 5, 100)
     assert len(calls) == 7
+    # no warm-up: the first call is the first timed one (duration 3)
+    ticks = iter([0, 3, 10, 11])
+    assert time_calls(lambda: None, warmup=0, repeats=2, clock=lambda: next(ticks)).first_s == 3
 
 
 def test_nvml_path_with_an_injected_pynvml():
@@ -252,3 +256,197 @@ def test_an_energy_counter_that_does_not_move_is_no_reading():
     assert "RAPL package counter read 0 J over 3 calls (not a positive reading" in \
         r["energy_note"]
     assert "energy is not measurable here" in format_measure(r)
+
+
+# -- found by a probe of the command (stop 54) ----------------------------------------------
+class _Svd(torch.nn.Module):
+    """A Linear, then an op with no cost formula (linalg.svd): the price is a lower bound."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.linalg.svd(self.fc(x)).S
+
+
+def test_a_lower_bound_price_is_marked_in_the_table():
+    # was printed as a full prediction (pred/meas 0.0003 with no mark) while estimate
+    # said LOWER BOUND for the same model
+    from deploy.measure import format_measure
+    r = run_measure(_Svd(), (2, 8, 8), "x86-avx2", device="cpu", warmup=1, repeats=2,
+                    meter_for=lambda d: (None, "no counter"))
+    assert r["lower_bound"] is True
+    text = format_measure(r)
+    assert "(a LOWER BOUND)" in text and "LOWER BOUND: 1 op(s) ran uncounted" in text
+    latency_row = next(line for line in text.splitlines() if line.startswith("latency s"))
+    assert latency_row.split()[2].startswith(">=") and latency_row.split()[4].startswith(">=")
+
+
+def test_a_meter_without_the_counter_is_no_meter_not_the_models_failure():
+    # a board without NVML's energy counter raised inside the timed block, and the message
+    # blamed the user's forward ("make Sequential.forward run again")
+    from deploy.measure import energy_meter
+
+    class NotSupported(Exception):
+        pass
+
+    def unsupported(handle):
+        raise NotSupported("Not Supported")
+
+    fake = types.SimpleNamespace(nvmlInit=lambda: None,
+                                 nvmlDeviceGetHandleByIndex=lambda i: ("gpu", i),
+                                 nvmlDeviceGetTotalEnergyConsumption=unsupported)
+    with pytest.MonkeyPatch.context() as mp:
+        import sys
+        mp.setitem(sys.modules, "pynvml", fake)
+        meter, why = energy_meter("cuda")
+    assert meter is None and "NotSupported: Not Supported" in why
+
+
+def test_the_clock_does_not_time_entering_no_grad():
+    # grad mode is off inside the timed calls, entered once outside them (~2 us per call
+    # before, 15-20% of a small model's call)
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, x):
+            seen.append(torch.is_grad_enabled())
+            return x * 2
+
+    real = torch.no_grad
+    entered = []
+
+    class Counting(real):
+        def __enter__(self):
+            entered.append(1)
+            return super().__enter__()
+
+    def entries(repeats):
+        entered.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(torch, "no_grad", Counting)
+            run_measure(Probe(), (1, 4), "x86-avx2", device="cpu", warmup=2,
+                        repeats=repeats, meter_for=lambda d: (None, "no counter"))
+        return len(entered)
+
+    # 10 more timed calls enter no_grad no more often (once per call: 10 more entries)
+    assert entries(5) == entries(15)
+    assert seen[-17:] == [False] * 17        # 2 warm-up + 15 timed calls without autograd
+
+
+class _CachesOnFirstCall(torch.nn.Module):
+    """One-time work on the first call (a 256^3 precompute), a tiny layer after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 4)
+        self.cache = None
+
+    def forward(self, x):
+        if self.cache is None:
+            a = torch.randn(256, 256)
+            self.cache = (a @ a @ a).sum()
+        return self.fc(x)
+
+
+def test_a_first_call_that_does_one_time_work_is_noted():
+    from deploy.measure import format_measure
+    # predicted prices the first call (two 256^3 GEMMs, 33.5 M MACs) against a warmed
+    # median of one 16x4 Linear: the table says why pred/meas is far above 1
+    r = run_measure(_CachesOnFirstCall(), (1, 16), "x86-avx2", device="cpu", warmup=2,
+                    repeats=5, meter_for=lambda d: (None, "no counter"))
+    assert r["first_call_s"] > 10 * r["measured_latency_s"]
+    assert r["predicted_latency_s"] > 10 * r["measured_latency_s"]
+    assert "the prediction prices a first call" in format_measure(r)
+    # a plain model's first call is slower too (3-7x: allocator, dispatch caches) but its
+    # price is not 10x the median: no note
+    plain = run_measure(torch.nn.Linear(16, 4), (1, 16), "x86-avx2", device="cpu", warmup=2,
+                        repeats=5, meter_for=lambda d: (None, "no counter"))
+    assert not any("first call" in n for n in plain["notes"])
+
+
+@pytest.mark.parametrize("extra, want", [
+    (["--out", "x.toml"], "--out: only for --calibrate"),
+    (["--force"], "--force: only for --calibrate"),
+    (["--profile", "x86-avx2,cortex-m7"], "measure compares one profile"),
+    (["--warmup", "-1"], "argument --warmup: -1 must be >= 0"),
+])
+def test_flags_that_would_do_nothing_are_refused(user_file, capsys, extra, want):
+    argv = ["measure", f"{user_file}:make", "--input-shape", "1,16", "--device", "cpu",
+            "--repeats", "2"]
+    if "--profile" not in extra:
+        argv += ["--profile", "x86-avx2"]
+    try:
+        rc = main(argv + extra)
+    except SystemExit as exc:   # argparse's own refusal
+        rc = exc.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and want in err, err
+
+
+@pytest.mark.parametrize("extra", [["--input-shape", "1,16"], ["--warmup", "2"],
+                                   ["--seed", "3"], ["--input-dtype", "int64"]])
+def test_calibrate_refuses_model_options(tmp_path, capsys, extra):
+    import deploy.calibrate as cal
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cal, "calibrate", lambda *a, **k: pytest.fail("measured"))
+        assert main(["measure", "--calibrate", "--profile", "x86-avx2", "--out",
+                     str(tmp_path / "m.toml"), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not used by --calibrate" in err and extra[0] in err
+
+
+@pytest.fixture
+def quick_calibration(monkeypatch):
+    """calibrate() with its microbenchmarks replaced by fixed timings (a Hockney curve of
+    peak 1e10 MAC/s, launch 5 us) and no energy meter: the document it writes, at once."""
+    import numpy as np
+
+    import deploy.calibrate as cal
+    monkeypatch.setattr(cal, "dispatch_s", lambda **k: 5e-6)
+    monkeypatch.setattr(cal, "gemm_times", lambda sizes, **k: np.array(
+        [5e-6 + (float(n) ** 3 + 1e4) / 1e10 for n in sizes]))
+    monkeypatch.setattr(cal, "energy_meter", lambda device: (None, "no counter"))
+    monkeypatch.setattr(cal, "machine_name", lambda: "test-vm")
+    return cal
+
+
+def test_calibrate_leaves_a_users_tmp_file_alone_and_makes_missing_folders(
+        tmp_path, quick_calibration):
+    # write_profile wrote OUT.tmp and renamed it: a user's file of that name was destroyed
+    cal = quick_calibration
+    doc, _ = cal.calibrate("x86-avx2")
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "mine.toml.tmp").write_text("the user's notes")
+    cal.write_profile(doc, folder / "mine.toml")
+    assert (folder / "mine.toml.tmp").read_text() == "the user's notes"
+    assert (folder / "mine.toml").read_text().startswith(cal.MARKER)
+    assert sorted(p.name for p in folder.iterdir()) == ["mine.toml", "mine.toml.tmp"]
+    deeper = tmp_path / "a" / "b" / "mine.toml"    # missing folders are made
+    cal.write_profile(doc, deeper)
+    assert deeper.read_text().startswith(cal.MARKER)
+
+
+def test_calibrate_out_under_a_file_is_one_line_before_measuring(tmp_path, capsys):
+    import deploy.calibrate as cal
+    (tmp_path / "afile").write_text("x")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cal, "calibrate", lambda *a, **k: pytest.fail("measured first"))
+        assert main(["measure", "--calibrate", "--profile", "x86-avx2", "--out",
+                     str(tmp_path / "afile" / "x.toml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a file, not a directory" in err
+
+
+def test_recalibrating_names_the_machine_once(tmp_path, quick_calibration):
+    # "...; calibrated on vm (...); calibrated on vm (...)" grew by one suffix per run
+    cal = quick_calibration
+    first = tmp_path / "mine.toml"
+    doc, _ = cal.calibrate("x86-avx2")
+    cal.write_profile(doc, first)
+    again, _ = cal.calibrate(str(first))
+    assert again["description"].count("calibrated on") == 1
+    assert again["description"].endswith("; calibrated on test-vm")

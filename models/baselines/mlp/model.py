@@ -36,6 +36,7 @@ class MLPClassifier:
         self.sizes = (n_inputs, *config.hidden, n_classes)
         with seeded(seeds.child(config.seed, "init")):  # global RNG state untouched
             self.net = device.compile(build(self.sizes))
+        self.on_microcontroller = device.profile.kind == "bitwise"
         self.history: list[dict] = []
 
     def fit(self, x: np.ndarray, y: np.ndarray, progress: Progress | None = None,
@@ -44,6 +45,10 @@ class MLPClassifier:
         check_xy(x, y, self.n_inputs, self.n_classes, "MLPClassifier.fit")
         cfg, dev = self.config, self.device
         xt, yt = dev.tensor(x), dev.tensor(y, dtype=torch.int64)
+        if self.on_microcontroller:
+            check_training_fits(dev.profile, self.n_parameters,
+                                xt.nelement() * xt.element_size()
+                                + yt.nelement() * yt.element_size())
         self.net.train()
 
         def batch_loss(idx):
@@ -74,7 +79,16 @@ class MLPClassifier:
 
     def _forward(self, x: np.ndarray, scope: str) -> torch.Tensor:
         self.net.eval()
-        return self.device.run(self.net, self.device.tensor(x), scope=scope)
+        if not self.on_microcontroller:
+            return self.device.run(self.net, self.device.tensor(x), scope=scope)
+        # a microcontroller holds one batch at a time, not the whole test set: 10,000
+        # Fashion-MNIST samples are 31 MB of input and 400 kB of logits, which no MCU's SRAM
+        # and flash take (the run trained, then failed to price); each batch is a block of
+        # its own, and the logits are gathered off the counted device
+        step = self.config.batch_size
+        return torch.cat([self.device.run(self.net, self.device.tensor(x[i:i + step]),
+                                          scope=scope)
+                          for i in range(0, len(x), step)])
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, scope: str = "infer") -> dict[str, float]:
         """Accuracy and mean cross-entropy; the forward pass is counted under ``scope``."""
@@ -95,6 +109,23 @@ class MLPClassifier:
                   for k, v in self.net.state_dict().items()}
         arrays["example_x"] = np.asarray(example_x, dtype=np.float32)
         return Trained(arrays, {"sizes": list(self.sizes)})
+
+
+# float32 training state per parameter with Adam: the weight, its gradient and the two moments
+ADAM_STATE_BYTES = 4 * 4
+
+
+def check_training_fits(profile, n_parameters: int, data_bytes: int) -> None:
+    """Refuse, before any training, an MLP whose training cannot be placed on a
+    microcontroller: its Adam state in the writable memories, the training set (only read)
+    in what is left and flash. Pricing places at least these bytes and would refuse them
+    after the training (the Fashion-MNIST quick MLP, 25,450 parameters: 407 kB of state
+    against a Cortex-M4's 192 kB of SRAM; any MLP: 60,000 samples are 188 MB of data)."""
+    from sim.execution.mcu import place
+    place(profile, n_parameters * ADAM_STATE_BYTES, data_bytes, who="MLPClassifier",
+          subject=f"training the MLP's {n_parameters:,} parameters with Adam",
+          writable_what="weights, gradients and Adam's two moments, 16 B per parameter",
+          read_only_what="the training set")
 
 
 def build(sizes) -> torch.nn.Sequential:

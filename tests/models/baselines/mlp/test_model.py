@@ -73,3 +73,55 @@ def test_a_diverging_lr_is_a_one_line_error(toy_gpu_path, lr, message):
                       sim.device(toy_gpu_path))
     with pytest.raises(ModelError, match=message):
         m.fit(x, y)
+
+
+# -- on a microcontroller (bitwise profile, torch engine) -----------------------------------
+def _mcu():
+    return sim.device("cortex-m4", engine="torch")
+
+
+def test_training_state_too_large_for_sram_is_refused_before_training():
+    # 784-32-10: 784*32 + 32 + 32*10 + 10 = 25,450 parameters x 16 B (weight, gradient, two
+    # Adam moments) = 407,200 B > the Cortex-M4's 196,608 B of SRAM; it trained, then
+    # pricing refused it (quick Fashion-MNIST on cortex-m4: 19 minutes, then an error)
+    dev = _mcu()
+    m = MLPClassifier(784, 10, MLPConfig(epochs=1), dev)
+    x, y = np.zeros((64, 784), np.float32), np.zeros(64, np.int64)
+    with pytest.raises(sim.errors.HardwareLimitError,
+                       match=r"25,450 parameters with Adam needs 407,200 B of writable"):
+        m.fit(x, y)
+    assert "train" not in dev.ledger.samples()        # refused before any step
+
+
+def test_a_training_set_larger_than_flash_is_refused_before_training():
+    # 784-8-10: 6,370 parameters x 16 B = 101,920 B of SRAM, 94,688 B left; 500 samples are
+    # 500 x 784 x 4 + 500 x 8 = 1,572,000 B > 94,688 + 1,048,576 B of flash
+    dev = _mcu()
+    m = MLPClassifier(784, 10, MLPConfig(epochs=1, hidden=(8,)), dev)
+    x, y = np.zeros((500, 784), np.float32), np.zeros(500, np.int64)
+    with pytest.raises(sim.errors.HardwareLimitError,
+                       match=r"needs 1,572,000 B of read-only memory \(the training set\)"):
+        m.fit(x, y)
+    assert "train" not in dev.ledger.samples()
+
+
+def test_evaluation_on_a_microcontroller_holds_one_batch_and_prices():
+    # 2,000 test samples at once were 2,000 x 10 x 4 = 80 kB of logits and 6.3 MB of input
+    # (more than flash): evaluated batch by batch (32), each block holds one batch, and the
+    # logits equal one forward over the whole set
+    d = datasets.digits()
+    dev = _mcu()
+    m = MLPClassifier(64, 10, MLPConfig(epochs=1), dev)
+    m.fit(d.x_train[:256], d.y_train[:256])
+    rng = np.random.default_rng(0)
+    x = rng.random((2000, 64), dtype=np.float32)
+    logits = m.predict_logits(x)
+    with torch.no_grad():
+        whole = m.net(torch.as_tensor(x, device=logits.device))
+    assert torch.allclose(logits, whole, atol=1e-6)
+    fp = dev.ledger.footprints()["infer"]
+    # ceil(2000 / 32) = 63 blocks; one batch's input is 32 x 64 x 4 = 8,192 B, the whole
+    # set's 512,000 B: the read-only bytes (batch + weights, 2,410 x 4) stay below 51,200
+    assert fp["blocks"] == 63 and fp["read_only"] < 2000 * 64 * 4 // 10
+    assert dev.ledger.samples()["infer"] == 2000
+    assert dev.ledger.price("cortex-m4").total_j > 0

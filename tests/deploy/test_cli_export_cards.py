@@ -115,13 +115,24 @@ def test_compare_on_a_microcontroller_too_small_leaves_it_out_with_the_reason(tm
     assert out.exists() and out.with_suffix(".html").exists()
 
 
-def test_a_run_its_own_device_cannot_hold_keeps_its_file_and_says_so(tmp_path, capsys):
+def test_a_run_its_own_device_cannot_hold_keeps_its_file_and_says_so(tmp_path, capsys,
+                                                                      monkeypatch):
     """The fit of a torch run on a microcontroller is known when its ledger is priced, after
     training: the run file was left behind without a word. An MLP 64-2000-10 trained with
     Adam keeps 2,400,180 B writable, against cortex-m7's 327,680 B of SRAM."""
     out = tmp_path / "m7.h5"
-    assert main(["simulate", "mlp", "--profile", "cortex-m7", "--set", "hidden=[2000]",
-                 "--set", "epochs=1", "--out", str(out)]) == 2
+    argv = ["simulate", "mlp", "--profile", "cortex-m7", "--set", "hidden=[2000]",
+            "--set", "epochs=1", "--out", str(out)]
+    # the MLP now refuses it before training: 64*2000 + 2000 + 2000*10 + 10 = 150,010
+    # parameters x 16 B (weight, gradient, Adam's two moments) = 2,400,160 B; nothing written
+    assert main(argv) == 2
+    assert "needs 2,400,160 B of writable memory" in capsys.readouterr().err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    # a run whose ledger turns out too large when priced (the up-front check skipped): the
+    # ledger holds those 2,400,160 B and 20 B more of the optimizer's bookkeeping
+    monkeypatch.setattr("models.baselines.mlp.model.check_training_fits",
+                        lambda *a, **k: None)
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "needs 2,400,180 B of writable memory" in err
     assert f"the run file '{out}' is written and kept" in err

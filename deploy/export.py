@@ -31,6 +31,7 @@ earlier neuroedge export).
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import re
@@ -154,6 +155,7 @@ class ExportPlan:
     plan: Any = None          # models.runner.Plan: train once, then export
     trained: Any = None       # models.registry.Trained from a run file: export only
     source: str = ""          # the run file read, when exporting from one
+    profile: Any = None       # the run file's profile snapshot (a HardwareProfile)
 
 
 def prepare_export(name: str | None, target: str, out: str | os.PathLike | None = None, *,
@@ -194,7 +196,8 @@ def prepare_export(name: str | None, target: str, out: str | os.PathLike | None 
                      directory=target in DIRECTORY_TARGETS, option=option)
         # the rebuild's dry run last: every check that needs no model code comes first
         check_stored_shapes(method, run.trained, target, str(run_file))
-        return ExportPlan(method, target, dest, trained=run.trained, source=str(run_file))
+        return ExportPlan(method, target, dest, trained=run.trained, source=str(run_file),
+                          profile=run.profile)
     if name is None:
         raise ExportError("export: name the model to train and export, or give --from RUN.h5")
     method = get(name)
@@ -341,18 +344,65 @@ def check_golden_outputs(trained, art, source: str, model: str) -> None:
                           "for a fresh run file")
 
 
+def _names_profile(ref, profile) -> bool:
+    """Whether ``ref``, the profile an artifact names (what the model stored in its trained
+    meta: a profile's name, or the path of the user's file it was loaded from, absolute or
+    -- in older run files -- relative to the directory it was simulated in), is
+    ``profile``, the run's own (a shipped name, or ``NAME (file: /abs/path.toml)``)."""
+    if not isinstance(ref, (str, os.PathLike)):
+        return False
+    text = str(ref)
+    if text in (profile.name, profile.label):
+        return True
+    prefix = f"{profile.name} (file: "
+    if not (profile.label.startswith(prefix) and profile.label.endswith(")")):
+        return False
+    file = Path(profile.label[len(prefix):-1])
+    given = Path(os.path.normpath(text))
+    if given.is_absolute():
+        return given == file
+    parts = given.parts
+    return bool(parts) and ".." not in parts and file.parts[-len(parts):] == parts
+
+
+def _with_run_profile(art, profile):
+    """``art`` with the run's profile object in place of the name or path it holds, when
+    that names the run's profile (:func:`_names_profile`): the export then reads no profile
+    file, so it works from any directory and whatever became of the user's TOML since the
+    run. A profile the run did not use (a NIR export placed on another chip) is kept."""
+    if profile is None or not dataclasses.is_dataclass(art) \
+            or not _names_profile(getattr(art, "profile", None), profile):
+        return art
+    return dataclasses.replace(art, profile=profile)
+
+
+def _refuse_profile_files(art, source: str) -> None:
+    """A run file's artifact may name a shipped profile (a NIR export placed on another chip)
+    but not a file: that is the run's own profile, replaced by its snapshot above, or a path
+    the file was edited to hold, and a run file never makes neuroedge read another file."""
+    from hw_profiles import available
+    ref = getattr(art, "profile", None)
+    if isinstance(ref, (str, os.PathLike)) and str(ref) not in available():
+        raise ExportError(f"--from {source!r}: its trained state names the profile "
+                          f"{str(ref)!r}, which is neither a shipped profile nor the run's "
+                          "own (stored in the run file); a run file never makes neuroedge "
+                          "read another file: export from an unedited run file")
+
+
 def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> Path:
-    """Train (when the plan says so) once, build the artifact, write it."""
-    trained = xplan.trained
+    """Train (when the plan says so) once, build the artifact, write it. The artifact's
+    profile is the run's own profile object (:func:`_with_run_profile`): from a run file its
+    snapshot, which a run file stores so that exporting it never reads another file."""
+    trained, profile = xplan.trained, xplan.profile
     if xplan.plan is not None:
         from models import runner
         result = runner.execute(xplan.plan, progress)
-        trained = result.trained
+        trained, profile = result.trained, result.profile
         if trained is None:
             raise ExportError(f"{xplan.method.name}.simulate returned no trained state, so "
                               f"there is nothing to export to {xplan.target!r}")
     if not xplan.source:
-        art = xplan.method.artifact(trained, xplan.target)
+        art = _with_run_profile(xplan.method.artifact(trained, xplan.target), profile)
     else:
         try:
             art = xplan.method.artifact(trained, xplan.target)
@@ -363,6 +413,8 @@ def execute_export(xplan: ExportPlan, progress=None, *, force: bool = False) -> 
             # the trained state came from a file: a hand-edited /trained can fail anywhere
             # the model's artifact() reads it (a bitwise layer's own shape check included)
             raise ExportError(_does_not_rebuild(xplan.source, xplan.method.name, exc)) from None
+        art = _with_run_profile(art, profile)
+        _refuse_profile_files(art, xplan.source)
     if not xplan.source:
         return write_artifact(xplan.target, art, xplan.out, force=force)
     check_golden_outputs(trained, art, xplan.source, xplan.method.name)

@@ -22,6 +22,9 @@ unchanged digest or matches those patterns; a directory without a manifest, with
 neuroedge did not write, or with an edited file is refused even with ``force``: neuroedge
 never runs ``rmtree`` on a user's directory. The old export is moved aside, the new one
 renamed into place, and then the old one is removed file by file, as its manifest lists.
+An old export this user could not remove (a folder of it read-only for them, an entry
+``chattr +i``) is refused up front; a removal that fails all the same before any file went
+puts the old export back (one OutputError, nothing left over).
 
 :func:`check_output` applies the same rules without writing anything, so a command checks
 all its outputs before any training; the writers check again at write time.
@@ -37,6 +40,8 @@ import json
 import os
 import shutil
 import stat
+import struct
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -103,6 +108,54 @@ def _own_folders(files: Iterable[str]) -> set[str]:
         parts = rel.split("/")[:-1]
         out.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
     return out
+
+
+# Linux inode flags (``lsattr``; ``chattr +i`` / ``+a``): an immutable or append-only entry
+# cannot be renamed over or unlinked, not even by root. FS_IOC_GETFLAGS is _IOR('f', 1, long)
+# (the kernel reads and writes an int through it)
+_FS_IOC_GETFLAGS = 0x80086601 if struct.calcsize("l") == 8 else 0x80046601
+_FS_IMMUTABLE_FL, _FS_APPEND_FL = 0x10, 0x20
+
+
+def _fixed_attribute(path: Path) -> str | None:
+    """``"immutable (chattr +i)"`` or ``"append-only (chattr +a)"`` when Linux's inode flags
+    of ``path`` forbid removing or replacing it, else None (also where they cannot be read:
+    another OS, a file system without them, an unreadable entry)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import fcntl
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        flags = struct.unpack_from("i", fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8)))[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if flags & _FS_IMMUTABLE_FL:
+        return "immutable (chattr +i)"
+    if flags & _FS_APPEND_FL:
+        return "append-only (chattr +a)"
+    return None
+
+
+def _not_removable(directory: Path) -> str | None:
+    """Why the files of the export in ``directory`` (one :func:`own_export` accepted) could
+    not be removed by this user, or None: a folder of it that this user cannot write in
+    (``chmod 555``, checked with access(2), which also says no for an immutable folder or a
+    read-only mount), or an entry with an immutable or append-only flag. Removing an entry
+    needs write permission on its folder only, not on the entry itself."""
+    for root, dirs, names in os.walk(directory):
+        folder = Path(root)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"{str(folder)!r} is not writable for this user"
+        for name in dirs + names:
+            attr = _fixed_attribute(folder / name)
+            if attr:
+                return f"{str(folder / name)!r} is {attr}"
+    return None
 
 
 def own_export(directory: PathLike) -> str | None:
@@ -219,6 +272,12 @@ def check_output(path: PathLike, *, force: bool = False, inputs: Iterable[PathLi
             raise OutputError(f"{_label(p, option)} is a mount point, which an export cannot "
                               f"replace: give a folder inside it (e.g. "
                               f"{str(p / 'export')!r})")
+        attr = _fixed_attribute(p)
+        if attr:
+            # the export is renamed onto it, which its flag forbids (EPERM, even to root)
+            raise OutputError(f"{_label(p, option)} cannot be replaced: it is {attr}, so no "
+                              f"export can take its place: choose {_other(option)} (or "
+                              f"remove the attribute: chattr -i / -a)")
         if any(p.iterdir()):
             if not force:
                 raise OutputError(f"{_label(p, option)} is a directory that is not empty; "
@@ -230,6 +289,13 @@ def check_output(path: PathLike, *, force: bool = False, inputs: Iterable[PathLi
                 raise OutputError(f"{_label(p, option)} is a directory that is not empty and "
                                   f"{why}; neuroedge never deletes a directory it did not "
                                   f"write, even with {_force_hint(option)}: choose "
+                                  f"{_other(option)}")
+            why = _not_removable(p)
+            if why is not None:
+                # found now, not after the new export landed with the old one half deleted
+                raise OutputError(f"{_label(p, option)} cannot be replaced: this user cannot "
+                                  f"remove the files of the earlier export there ({why}): "
+                                  f"make it writable (chmod -R u+w) or choose "
                                   f"{_other(option)}")
     elif p.exists() or p.is_symlink():
         if p.exists() and not p.is_file():
@@ -509,10 +575,12 @@ def _write_manifest(directory: Path, disposable: Iterable[str]) -> None:
     (directory / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def _remove_own_export(old: Path) -> None:
+def _remove_own_export(old: Path, removed: list[Path]) -> None:
     """Delete a directory export that :func:`own_export` accepted, entry by entry: the
     files its manifest lists, the build products its patterns name, then the empty
-    directories. Anything else stays (the directory then stays too, with a warning)."""
+    directories. Anything else stays (the directory then stays too, with a warning).
+    Each file removed is appended to ``removed``, so a caller whose removal failed (an
+    OSError) knows whether the old export is still whole."""
     doc = json.loads((old / MANIFEST).read_text())
     listed, patterns = set(doc["files"]), list(doc.get("disposable", []))
     folders = _own_folders(listed)
@@ -522,6 +590,7 @@ def _remove_own_export(old: Path) -> None:
             rel = full.relative_to(old).as_posix()
             if rel == MANIFEST or rel in listed or _disposable(rel, patterns):
                 full.unlink()
+                removed.append(full)
         for name in dirs:
             if (Path(root) / name).relative_to(old).as_posix() in folders:
                 with contextlib.suppress(OSError):
@@ -531,6 +600,57 @@ def _remove_own_export(old: Path) -> None:
     except OSError:
         warnings.warn(f"the replaced export was kept at {str(old)!r}: it held files "
                       "neuroedge did not write", stacklevel=3)
+
+
+def _swap_back(new: Path, dst: Path, old: Path) -> bool:
+    """Undo :func:`_swap_in`'s renames: the new export back to ``new``, the old one from
+    ``old`` back to ``dst``. False (the new export left at ``dst``) when that cannot be done."""
+    try:
+        os.rename(dst, new)
+    except OSError:
+        return False
+    try:
+        os.rename(old, dst)
+    except OSError:
+        os.rename(new, dst)   # keep the new export in its place rather than none
+        return False
+    return True
+
+
+def _swap_in(new: Path, dst: Path, option: str | None) -> None:
+    """Put the finished export ``new`` in the place of the earlier export ``dst`` (checked
+    by :func:`check_output`): move the old one aside, rename the new one in, remove the old
+    one file by file. When a step fails, the old export is put back as it was, whenever
+    nothing of it was removed yet: one OutputError, nothing left over. Only a removal that
+    fails halfway (the up-front check passed, then a file could not be unlinked) leaves the
+    new export in place and names the folder holding the rest of the old one."""
+    label = _label(dst, option)
+    old = _mkdtemp(dst, ".old", option)
+    try:
+        os.rename(dst, old)  # replaces the empty directory just made
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            old.rmdir()
+        raise OutputError(f"{label} cannot be replaced ({exc.strerror}) and was left as it "
+                          f"is: choose {_other(option)}") from None
+    try:
+        os.rename(new, dst)
+    except OSError as exc:
+        os.rename(old, dst)
+        raise OutputError(f"{label} cannot be replaced ({exc.strerror}) and was left as it "
+                          f"is: choose {_other(option)}") from None
+    removed: list[Path] = []
+    try:
+        _remove_own_export(old, removed)
+    except OSError as exc:
+        if not removed and _swap_back(new, dst, old):   # the old export was whole
+            raise OutputError(f"{label} cannot be replaced: the files of the earlier "
+                              f"export cannot be removed ({exc.strerror}); it was left as "
+                              f"it is: make it writable (chmod -R u+w) or choose "
+                              f"{_other(option)}") from None
+        raise OutputError(f"{label}: the new export is in place, but the earlier one could "
+                          f"not be removed completely ({exc.strerror}): what is left of it is "
+                          f"in {str(old)!r}; remove it by hand") from None
 
 
 @contextlib.contextmanager
@@ -575,26 +695,27 @@ def write_directory(path: PathLike, *, force: bool = False, inputs: Iterable[Pat
             raise
         replace_old = dst.is_dir() and any(dst.iterdir())
         if not replace_old:
+            was_empty_dir = dst.is_dir() and not dst.is_symlink()
             try:
                 if dst.is_dir():   # the user's empty directory keeps its permissions
                     tmp.chmod(stat.S_IMODE(dst.stat().st_mode))
                 os.rename(tmp, dst)  # onto nothing or an empty directory; never onto content
             except OSError as exc:
+                if was_empty_dir and dst.is_dir() and not any(dst.iterdir()):
+                    # still the empty directory it was: it is the rename that was refused
+                    attr = _fixed_attribute(dst)
+                    raise OutputError(f"{_label(dst, option)} cannot be replaced by the export "
+                                      f"({exc.strerror}{f': it is {attr}' if attr else ''}) "
+                                      f"and was left as it is: choose {_other(option)}"
+                                      ) from None
                 raise OutputError(f"{_label(dst, option)} changed while exporting "
                                   f"({exc.strerror}) and was left as it is: choose "
                                   f"{_other(option)}") from None
             committed = True
             return
         check_output(dst, force=force, directory=True, option=option)  # still ours?
-        old = _mkdtemp(dst, ".old", option)
-        os.rename(dst, old)  # replaces the empty directory just made
-        try:
-            os.rename(tmp, dst)
-        except OSError:
-            os.rename(old, dst)
-            raise
+        _swap_in(tmp, dst, option)
         committed = True
-        _remove_own_export(old)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)  # the temporary directory made above

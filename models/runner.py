@@ -9,7 +9,9 @@ Everything that runs a registered method goes through here: the CLI (``simulate`
   is an error listing the fields; text values are parsed to the field's type),
 * calls the method's ``simulate`` and wraps its ``Outcome`` in a ``RunResult``.
 
-Checks come first (:func:`prepare`), so a typo fails in a second, not after the training.
+Checks come first (:func:`prepare`), so a typo fails in a second, not after the training;
+so does a model too large for the device, where its Config can tell its size
+(:func:`check_device_fit`).
 """
 from __future__ import annotations
 
@@ -278,7 +280,30 @@ def prepare(model: str | Method, *, profile=None, dataset: str | None = None,
     check_dataset(method, dataset)
     parsed = parse_overrides(method, overrides or {})
     cfg = make_config(method, preset, dataset, seed, parsed)
+    check_device_fit(method, cfg, prof, dataset)
     return Plan(method, prof, dataset, preset, cfg, parsed)
+
+
+def check_device_fit(method: Method, cfg, profile: HardwareProfile, dataset: str) -> None:
+    """What the profile's device must take for this config, checked before any data is
+    loaded, any engine built or any model trained: the bitwise engine's word width (32 or
+    64 bits), and, where the card's Config says how (a method ``check_device(profile,
+    dataset)``, which knows the model's size from the config and the data set's shape),
+    that the model's state fits the device's memories. Both were found only inside
+    ``execute`` (``BitwiseDevice`` and its ``reserve`` in ``simulate``), seconds after
+    ``export`` said it was training; they stay there as the check of what was built.
+
+    Raises
+    ------
+    ModelError, HardwareLimitError
+        One line naming the profile, what it lacks and what the model needs.
+    """
+    if method.card.engine is None and profile.kind == "bitwise":
+        from sim.bitwise.device import check_word_bits
+        check_word_bits(profile)
+    check = getattr(cfg, "check_device", None)
+    if callable(check):
+        check(profile, dataset)
 
 
 def device_for(method: Method, profile) -> Any:

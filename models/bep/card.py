@@ -12,6 +12,7 @@ stays light (no numba): ``neuroedge models`` imports every card; the run is in `
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,41 @@ class BEPConfig:
             v = getattr(self, name)
             if v is not None and int(v) < 1:
                 raise ModelError(f"BEPConfig.{name} = {v}: must be >= 1 (or None: all)")
+
+    def check_device(self, profile, dataset: str) -> None:
+        """Refuse, before any data is loaded, a ``profile`` whose writable memory cannot
+        hold this network's training state on ``dataset`` (``runner.prepare`` calls it;
+        ``simulate`` reserves the same bytes for the network it built)."""
+        from sim.bitwise.device import check_state_fits
+        need = train_state_bytes(self, dataset)
+        if need is not None:
+            check_state_fits(profile, need, scope="train", who="runner.prepare")
+
+
+INPUT_BITS = {"random-prototypes": (1000, False), "fashion-mnist": (28 * 28, False),
+              "digits": (64 * 4, False), "cylinder-bell-funnel": (8, True),
+              "synthetic-control": (8, True), "digits-rows": (8 * 4, True)}
+"""Bits per sample (per time step for a sequence set) and whether the set is a sequence, as
+``data.py``'s loaders give them (thermometer codes of 4 levels per pixel, 8 per time step),
+known without loading: the training state is checked against the device before any data."""
+
+
+def train_state_bytes(cfg: BEPConfig, dataset: str) -> int | None:
+    """Bytes of the training state of the network ``run.build`` makes for ``dataset``:
+    its weights (BEP: the layers ``inputs -> hidden...``; BEP-TT: ``W_xs``, ``W_ss``,
+    ``W_sy``) x ``STATE_BITS_PER_WEIGHT`` / 8. None for a BEP-TT config that is not (state
+    width, readout width): the network refuses that itself."""
+    from models.bep.model import STATE_BITS_PER_WEIGHT
+    bits, sequence = INPUT_BITS[dataset]
+    if sequence:
+        if len(cfg.hidden) != 2:
+            return None
+        k_s, k_y = cfg.hidden
+        n_w = bits * k_s + k_s * k_s + k_s * k_y
+    else:
+        sizes = (bits, *cfg.hidden)
+        n_w = sum(a * b for a, b in itertools.pairwise(sizes))
+    return n_w * STATE_BITS_PER_WEIGHT // 8
 
 
 TT_SETTING = {"hidden": (120, 64), "batch_size": 20, "nu": 0.05, "gamma0": 15}

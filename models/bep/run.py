@@ -14,7 +14,7 @@ from models.bep.card import N_GOLDEN, BEPConfig
 from models.bep.model import BEP, STATE_BITS_PER_WEIGHT
 from models.bep.model_tt import BEPTT
 from models.registry import Outcome
-from sim.bitwise.device import BitwiseDevice
+from sim.bitwise.device import BitwiseDevice, profile_ref
 from sim.traces import curve
 
 
@@ -31,7 +31,9 @@ def simulate(cfg: BEPConfig, device: BitwiseDevice, data, progress=None) -> Outc
     test samples for the C export."""
     model = build(data, cfg, device)
     n_w = model.n_weights
-    # the training state must fit the device's writable memory (a capacity error otherwise)
+    # the training state must fit the device's writable memory (a capacity error otherwise;
+    # runner.prepare refused it already, from the config and the data set's shape: this is
+    # the check on the network really built)
     device.reserve(n_w * STATE_BITS_PER_WEIGHT // 8, scope="train")
     model.fit(data.x_train, data.y_train, progress=progress)
     scores, pred = model.predict_scores(data.x_test, scope="infer")
@@ -45,11 +47,6 @@ def simulate(cfg: BEPConfig, device: BitwiseDevice, data, progress=None) -> Outc
              "n_classes": data.n_classes, "word_bits": device.word_bits,
              "data_source": data.source}
     k = min(N_GOLDEN, len(data.x_test))
-    trained = model.trained(data.x_test[:k], scores[:k], pred[:k], profile_ref(device))
+    trained = model.trained(data.x_test[:k], scores[:k], pred[:k],
+                            profile_ref(device.profile))
     return Outcome(metrics, traces, trained, facts)
-
-
-def profile_ref(device: BitwiseDevice) -> str:
-    """What an export names its profile by: a shipped name, or a user's file path."""
-    prof = device.profile
-    return prof.name if prof.label == prof.name or not prof.path else str(prof.path)

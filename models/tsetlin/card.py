@@ -58,6 +58,24 @@ class TsetlinConfig:
             if v is not None and int(v) < 1:
                 raise ModelError(f"TsetlinConfig.{name} = {v}: must be >= 1 (or None: all)")
 
+    def check_device(self, profile, dataset: str) -> None:
+        """Refuse, before any data is loaded, a ``profile`` whose writable memory cannot
+        hold this machine's automata on ``dataset`` (``runner.prepare`` calls it;
+        ``simulate`` reserves the same bytes for the machine it built)."""
+        from sim.bitwise.device import check_state_fits, check_word_bits
+        need = train_state_bytes(self, dataset, check_word_bits(profile))
+        check_state_fits(profile, need, scope="train", who="runner.prepare")
+
+
+def train_state_bytes(cfg: TsetlinConfig, dataset: str, word_bits: int) -> int:
+    """Bytes of the automata a machine keeps on ``dataset`` (its bit-plane state, written at
+    every update): classes x clauses x ``state_bits`` planes x the words of the 2 o literals
+    (digits, 32-bit words: 10 x 100 x 8 x 6 words x 4 B = 384,000 B)."""
+    from models.tsetlin.data import FEATURES
+    o, n_classes = FEATURES[dataset]
+    words = -(-2 * o // word_bits)
+    return n_classes * int(cfg.clauses) * int(cfg.state_bits) * words * (word_bits // 8)
+
 
 PRESETS = {
     # quick: seconds (the CLI default); Fashion-MNIST on its first 5,000 / 1,000 images.

@@ -28,6 +28,10 @@ BOOLEANISE = {"digits": {"method": "thermometer", "levels": 3},
               "fashion-mnist": {"method": "threshold", "threshold": 75 / 255}}
 """How each image set becomes booleans (``models.shared.encoders.booleanise``)."""
 DATASETS = ("digits", "fashion-mnist", "noisy-xor")
+FEATURES = {"digits": (64 * 3, 10), "fashion-mnist": (28 * 28, 10), "noisy-xor": (12, 2)}
+"""(booleans o, classes) of each data set as :func:`load` gives it (digits: 64 pixels x a
+3-level thermometer; Noisy XOR: :func:`noisy_xor`'s 12 bits), known without loading it:
+the machine's size is checked against the device before any data is read."""
 
 
 def noisy_xor(n_train: int = 5000, n_test: int = 5000, n_bits: int = 12, noise: float = 0.4,

@@ -57,8 +57,8 @@ from models.tsetlin import kernels as K
 from models.tsetlin.card import N_GOLDEN, TsetlinConfig
 from models.tsetlin.data import BOOLEANISE
 from sim import seeds
-from sim.bitwise.device import BitwiseDevice
-from sim.bitwise.network import ClauseLayer
+from sim.bitwise.device import BitwiseDevice, profile_ref
+from sim.bitwise.network import ClauseLayer, network_bytes
 from sim.bitwise.packing import n_words, pack_bits, unpack_bits
 from sim.errors import ModelError
 
@@ -317,7 +317,9 @@ def simulate(cfg: TsetlinConfig, device: BitwiseDevice, data, progress=None) -> 
     facts) and the trained state with ``N_GOLDEN`` golden test samples."""
     tm = TsetlinMachine(data.n_features, data.n_classes, cfg, device)
     # every update writes the automata's bit-planes: the training state must fit the
-    # device's writable memory (a capacity error otherwise, as BEP's)
+    # device's writable memory (a capacity error otherwise, as BEP's; runner.prepare
+    # refused it already, from the config and the data set's shape: this is the check on
+    # the machine really built)
     device.reserve(tm.state.nbytes, scope="train")
     epochs_run = []
 
@@ -339,7 +341,9 @@ def simulate(cfg: TsetlinConfig, device: BitwiseDevice, data, progress=None) -> 
                "energy_per_inference_j": report.get("infer", float("nan")),
                "included_literals_per_clause": float(inc.sum(-1).mean()),
                "state_bytes": float(tm.state.nbytes),
-               "model_bytes": float(2 * inc.size / 8)}
+               # what the exported model stores (its words, classes and weights): the
+               # run's NeuroBench Footprint and the C export's .rodata
+               "model_bytes": float(network_bytes([layer]))}
     # wall and CPU times of this host (not of the device); bench/tsetlin.py compares CPU
     facts = {"n_features": data.n_features, "n_classes": data.n_classes,
              "word_bits": device.word_bits,
@@ -348,6 +352,5 @@ def simulate(cfg: TsetlinConfig, device: BitwiseDevice, data, progress=None) -> 
              "host_fit_cpu_s": c1 - c0, "host_infer_cpu_s": c2 - c1,
              "epochs_trained": len(epochs_run)}
     k = min(N_GOLDEN, len(data.x_test))
-    prof = device.profile
-    ref = prof.name if prof.label == prof.name or not prof.path else str(prof.path)
-    return Outcome(metrics, {}, tm.trained(data.x_test[:k], scores[:k], pred[:k], ref), facts)
+    return Outcome(metrics, {}, tm.trained(data.x_test[:k], scores[:k], pred[:k],
+                                           profile_ref(device.profile)), facts)

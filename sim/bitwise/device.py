@@ -33,6 +33,7 @@ Memory bytes go to the logical level ``memory_level`` (``"local"``, i.e. SRAM, b
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from sim.bitwise.network import (
     Layer,
     NetworkOutput,
     check_network,
+    check_vote_sums,
     forward,
     network_bytes,
 )
@@ -64,6 +66,50 @@ def _ones(words: np.ndarray) -> int:
     if hasattr(np, "bitwise_count"):
         return int(np.bitwise_count(words).sum(dtype=np.int64))
     return int(np.unpackbits(np.ascontiguousarray(words).view(np.uint8)).sum())
+
+def check_word_bits(profile) -> int:
+    """The word width of ``profile`` (a HardwareProfile), which the bitwise engine must
+    compute in: 32 or 64 bits (:data:`~sim.bitwise.packing.WORD_DTYPES`). Checked where a
+    run is prepared, before any data is loaded, and again when the device is built.
+
+    Raises
+    ------
+    ModelError
+        ``limits.word_bits`` is missing or another width (16, 48, 128, ...).
+    """
+    wb = profile.limit("word_bits")
+    if wb is None or int(wb) not in WORD_DTYPES:
+        raise ModelError(f"[BitwiseDevice] profile {profile.name!r} has limits.word_bits"
+                         f" = {wb}; the bitwise engine needs 32 or 64")
+    return int(wb)
+
+
+def check_state_fits(profile, writable: int, read_only: int = 0, scope: str | None = None,
+                     who: str = "BitwiseDevice.reserve") -> None:
+    """Check that ``writable`` + ``read_only`` bytes of state fit ``profile``'s memories, as
+    :meth:`BitwiseDevice.reserve` does (:func:`sim.execution.mcu.place`), without a device:
+    a model whose size its config and its data set's shape tell is refused before it is
+    built or trained.
+
+    Raises
+    ------
+    HardwareLimitError
+        The state does not fit; the message names the bytes needed and available.
+    """
+    from sim.execution.mcu import place
+    place(profile, int(writable), int(read_only), scope or "", who)
+
+
+def profile_ref(profile) -> str:
+    """How a trained bitwise model names the profile its export targets (its trained meta's
+    ``profile``): a shipped profile's name, else the absolute path of the user's file (a
+    relative one meant another file from another directory). The export itself uses the
+    run's profile object, its snapshot when read from a run file; this text only says which
+    profile that is."""
+    if profile.label == profile.name or not profile.path:
+        return profile.name
+    return str(Path(profile.path).resolve())
+
 
 class BitwiseDevice(Device):
     """Packed-word engine for ``bitwise`` profiles (Cortex-M, FPGA BNN fabric).
@@ -92,11 +138,7 @@ class BitwiseDevice(Device):
 
     def __init__(self, profile, memory_level: str = "local"):
         super().__init__(profile)  # refuses a profile of another kind (Device.kinds)
-        wb = self.profile.limit("word_bits")
-        if wb is None or int(wb) not in WORD_DTYPES:
-            raise ModelError(f"[BitwiseDevice] profile {self.profile.name!r} has limits.word_bits"
-                             f" = {wb}; the bitwise engine needs 32 or 64")
-        self.word_bits: int = int(wb)
+        self.word_bits: int = check_word_bits(self.profile)
         self.word_dtype = WORD_DTYPES[self.word_bits]
         # the models flush their word-op counts into this ledger directly: it says their
         # width from the start (sim.pricing prices them only on a profile of this width)
@@ -274,6 +316,8 @@ class BitwiseDevice(Device):
         if cls.min() < 0 or cls.max() >= n_classes:
             raise ModelError(f"[BitwiseDevice] clause_votes: clause_class values must lie in "
                              f"[0, {n_classes}), got [{cls.min()}, {cls.max()}]")
+        # the votes are int32 sums: weights whose sum could leave int32 would wrap
+        check_vote_sums(cls, wt, int(n_classes), "[BitwiseDevice] clause_votes")
         votes = np.zeros((x.shape[0], int(n_classes)), dtype=np.int32)
         fired = np.zeros((x.shape[0], n_words(n_c, self.word_bits)), dtype=self.word_dtype)
         counts = _zeros_counts()
@@ -482,8 +526,7 @@ class BitwiseDevice(Device):
         HardwareLimitError
             The state does not fit; the message names the bytes needed and available.
         """
-        from sim.execution.mcu import place
-        place(self.profile, int(writable), int(read_only), scope or "", "BitwiseDevice.reserve")
+        check_state_fits(self.profile, writable, read_only, scope)
         self.ledger.add_footprint(int(writable), int(read_only), scope=scope)
 
     # -- networks (Device contract) ------------------------------------------------------
@@ -539,4 +582,4 @@ class BitwiseDevice(Device):
 
 register_engine("bitwise", BitwiseDevice)
 
-__all__ = ["BitwiseDevice"]
+__all__ = ["BitwiseDevice", "check_state_fits", "check_word_bits", "profile_ref"]

@@ -19,7 +19,8 @@ Semantics (K input bits, M outputs, x the packed input row, w_m a packed weight 
   every bit of ``pos[j]`` and a 0 at every bit of ``neg[j]``; ``scores_c`` = sum of
   ``weight[j]`` over firing clauses with ``clause_class[j] = c``; label = argmax. Clauses
   that include no literal are silent at inference (the usual TM convention), written as
-  weight 0.
+  weight 0. Scores are int32: a class whose positive (negative) weights sum past int32 is
+  refused when the layer is built (:func:`check_vote_sums`), as biases that would wrap are.
 """
 from __future__ import annotations
 
@@ -66,6 +67,32 @@ def _check_int_vector(v, n: int, what: str) -> np.ndarray:
     if v.size and (v.min() < np.iinfo(np.int32).min or v.max() > np.iinfo(np.int32).max):
         raise ModelError(f"{what}: values must fit int32")
     return v.astype(np.int32)
+
+
+def check_vote_sums(clause_class, weights, n_classes: int, what: str) -> None:
+    """Refuse clause weights whose votes could leave int32: the simulator sums them in int32
+    and the exported C in ``int32_t``: a class whose firing clauses add past 2**31 - 1 (or
+    below -2**31) wraps silently in the simulator and is undefined behaviour in the C.
+    Any set of a class's clauses may fire together, so each class's positive weights must
+    sum to at most 2**31 - 1 and its negative ones to at least -2**31 (every partial
+    sum, in any order, lies between the two).
+
+    Raises
+    ------
+    ModelError
+        Naming the class, the sum and the range.
+    """
+    cls = np.asarray(clause_class).astype(np.int64)
+    wt = np.asarray(weights).astype(np.int64)
+    lo, hi = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    for kind, part, bad in (("positive", np.maximum(wt, 0), lambda v: v > hi),
+                            ("negative", np.minimum(wt, 0), lambda v: v < lo)):
+        sums = np.zeros(int(n_classes), np.int64)
+        np.add.at(sums, cls, part)     # int64: 2**32 clauses of int32 weights stay exact
+        for c in np.flatnonzero(bad(sums)):
+            raise ModelError(f"{what}: the {kind} clause weights of class {c} sum to "
+                             f"{int(sums[c])} when they all fire, outside int32 [{lo}, "
+                             f"{hi}]: the votes would wrap; scale the weights down")
 
 
 @dataclass(frozen=True)
@@ -151,6 +178,7 @@ class ClauseLayer:
         wt = _check_int_vector(self.weights, pos.shape[0], f"{what} weights")
         empty = ~(pos.any(axis=1) | neg.any(axis=1))
         wt = np.where(empty, 0, wt).astype(np.int32)    # empty clauses vote nothing
+        check_vote_sums(cls, wt, int(n), what)          # the int32 votes never wrap
         for name, v in (("pos", pos), ("neg", neg), ("k", k), ("clause_class", cls),
                         ("weights", wt), ("n_classes", int(n))):
             object.__setattr__(self, name, v)

@@ -74,7 +74,20 @@ static void Fault_Handler(void)
     ne_exit(1);
 }
 
-__attribute__((section(".isr_vector"), used)) static void (*const vectors[16])(void) = {
-    (void (*)(void))&_estack, Reset_Handler, Fault_Handler, Fault_Handler, Fault_Handler,
-    Fault_Handler, Fault_Handler, 0, 0, 0, 0, Fault_Handler, Fault_Handler, 0, Fault_Handler,
-    Fault_Handler};
+/* One word of the vector table: entry 0 is the initial stack pointer (an object's
+ * address), the others are handlers (functions' addresses). ISO C has no conversion
+ * between object and function pointers (CMSIS's cast of the stack symbol is a GNU
+ * extension, an error under -pedantic), so each entry is a union and every initialiser
+ * names the member of its own type: nothing is converted. */
+typedef union {
+    uint32_t *stack;
+    void (*handler)(void);
+} ne_vector;
+
+__attribute__((section(".isr_vector"), used)) static const ne_vector vectors[16] = {
+    {.stack = &_estack},       {.handler = Reset_Handler}, {.handler = Fault_Handler},
+    {.handler = Fault_Handler}, {.handler = Fault_Handler}, {.handler = Fault_Handler},
+    {.handler = Fault_Handler}, {.handler = 0},             {.handler = 0},
+    {.handler = 0},             {.handler = 0},             {.handler = Fault_Handler},
+    {.handler = Fault_Handler}, {.handler = 0},             {.handler = Fault_Handler},
+    {.handler = Fault_Handler}};

@@ -128,3 +128,38 @@ def test_exported_c_agrees_with_bitwise_device(tmp_path, digits_run):
         ran += 1
     if not ran:
         pytest.skip("no C compiler found")
+
+
+def test_a_network_too_large_for_the_device_is_refused_before_its_data(monkeypatch):
+    """The training state's size is known from the config and the data set's shape:
+    256 -> 256 -> 256 on digits is 256 x 256 + 256 x 256 = 131,072 weights x 18 bits / 8
+    = 294,912 B, more than cortex-m4's 196,608 B of SRAM: refused by runner.prepare, before
+    the data are loaded (it was refused by simulate's reserve, after loading them)."""
+    import dataclasses
+
+    from sim.errors import HardwareLimitError
+    method = models.REGISTRY["bep"]
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the data were loaded for a run the device cannot hold")
+    monkeypatch.setitem(models.REGISTRY, "bep",
+                        dataclasses.replace(method, load_data=loaded, simulate=loaded))
+    with pytest.raises(HardwareLimitError, match="state of scope 'train' needs 294,912 B"):
+        runner.prepare("bep", dataset="digits", profile="cortex-m4",
+                       overrides={"hidden": (256, 256)})
+    runner.prepare("bep", dataset="digits", profile="stm32h7a3",
+                   overrides={"hidden": (256, 256)})        # 1.25 MB of SRAM: fits
+
+
+@pytest.mark.parametrize("dataset", ["digits", "random-prototypes", "digits-rows",
+                                     "cylinder-bell-funnel", "synthetic-control"])
+def test_the_state_known_before_the_data_is_the_networks(dataset):
+    """The size runner.prepare checks is the one simulate reserves (model.n_weights)."""
+    from models.bep.card import INPUT_BITS, BEPConfig, train_state_bytes
+    from models.bep.model import STATE_BITS_PER_WEIGHT
+    from models.bep.run import build
+    data = bep_data.for_config(dataset)
+    assert INPUT_BITS[dataset] == (bep_data.bits_per_step(data), bep_data.is_sequence(data))
+    cfg = BEPConfig(hidden=(24, 16))
+    net = build(data, cfg, BitwiseDevice("cortex-m4"))
+    assert train_state_bytes(cfg, dataset) == net.n_weights * STATE_BITS_PER_WEIGHT // 8

@@ -1,10 +1,15 @@
 """The tsetlin card through the runner: priced training and inference with exact inference
 counts, and ``artifact`` (target c) rebuilt from the arrays only, bit for bit the machine's."""
+import dataclasses
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import models
 from models import runner
 from models.registry import Trained
 from models.tsetlin.card import artifact
@@ -43,8 +48,12 @@ def test_simulate_digits_prices_training_and_inference(profile):
     ops = r.ledger.total_ops("infer")
     assert ops["and_word"] == ops["or_word"] == 450 * 400 * w * 2
     assert ops["int_cmp"] == 450 * 400 + 450 * 9
-    # the model: 10 x 40 clauses x 384 literals, 2 planes-worth of bits each (pos, neg masks)
-    assert r.metrics["model_bytes"] == 2 * 10 * 40 * 384 / 8
+    # the model as the C export stores it: per clause the include masks of the 192 plain
+    # and the 192 negated literals, each in ceil(192 / wb) words of wb / 8 bytes (32-bit:
+    # 6 x 4 B, 64-bit: 3 x 8 B, = 24 B either way), and an int32 class and an int32 weight:
+    # 10 x 40 clauses x (2 x 24 + 2 x 4) B = 400 x 56 = 22,400 B, the run's Footprint too
+    assert r.metrics["model_bytes"] == 10 * 40 * (2 * w * wb // 8 + 2 * 4) == 22400
+    assert r.metrics["model_bytes"] == r.neurobench["Footprint"]
 
 
 def test_runner_refuses_other_kinds():
@@ -111,3 +120,87 @@ def test_training_state_that_does_not_fit_is_refused(dataset, profile, need):
     from sim.errors import HardwareLimitError
     with pytest.raises(HardwareLimitError, match=f"state of scope 'train' needs {need}"):
         runner.run("tsetlin", dataset=dataset, profile=profile, seed=0)
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None
+                    or shutil.which("arm-none-eabi-size") is None, reason="no arm toolchain")
+def test_model_bytes_are_the_flash_the_exported_model_takes(tmp_path):
+    """model_bytes was 2 x include bits / 8 (Noisy XOR: 2 x 2 x 10 x 24 / 8 = 120 B), but
+    the exported model.c stores whole words and an int32 class and weight per clause:
+    20 clauses x (2 masks x 1 word x 4 B + 2 x 4 B) = 320 B of .rodata on a Cortex-M4."""
+    from deploy.c_export import export_c
+    run = runner.run("tsetlin", dataset="noisy-xor", profile="cortex-m4", seed=0,
+                     overrides={"epochs": 1})
+    assert run.metrics["model_bytes"] == 20 * (2 * 1 * 4 + 2 * 4) == 320
+    art = artifact(run.trained, "c")
+    out = export_c(art.layers, art.inputs, tmp_path / "nx", profile=art.profile)
+    subprocess.run(["arm-none-eabi-gcc", "-std=c99", "-O2", "-mcpu=cortex-m4", "-mthumb",
+                    "-c", str(out / "model.c"), "-o", str(tmp_path / "model.o")], check=True)
+    sizes = subprocess.run(["arm-none-eabi-size", "-A", str(tmp_path / "model.o")],
+                           capture_output=True, text=True, check=True).stdout
+    rodata = [int(line.split()[1]) for line in sizes.splitlines()
+              if line.startswith(".rodata")]
+    assert sum(rodata) == run.metrics["model_bytes"], f"{out}: {sizes}"
+
+
+def test_a_machine_too_large_for_the_device_is_refused_before_its_data(monkeypatch):
+    """``export tsetlin --profile cortex-m4`` trained once on digits (3-9 s) before the
+    device refused the automata: runner.prepare knows their size from the config and the
+    data set's shape (10 classes x 100 clauses x 8 planes x 6 words x 4 B = 384,000 B)."""
+    from sim.errors import HardwareLimitError
+    method = models.REGISTRY["tsetlin"]
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the data were loaded for a run the device cannot hold")
+    monkeypatch.setitem(models.REGISTRY, "tsetlin",
+                        dataclasses.replace(method, load_data=loaded, simulate=loaded))
+    with pytest.raises(HardwareLimitError, match="state of scope 'train' needs 384,000 B"):
+        runner.prepare("tsetlin", dataset="digits", profile="cortex-m4")
+    runner.prepare("tsetlin", dataset="digits", profile="stm32l4r5")       # 640 KB: fits
+
+
+def test_cli_export_too_large_is_refused_before_training(tmp_path, capsys):
+    from deploy.cli import main
+    assert main(["export", "tsetlin", "--target", "c", "--profile", "cortex-m4", "--out",
+                 str(tmp_path / "late")]) == 2
+    out, err = capsys.readouterr()
+    assert "training once" not in out + err
+    assert err.startswith("neuroedge: error:") and "needs 384,000 B" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("word_bits", [16, 48, 128])
+def test_a_profile_of_another_word_width_is_refused_before_its_data(word_bits, tmp_path,
+                                                                    monkeypatch):
+    from hw_profiles import load
+    method = models.REGISTRY["tsetlin"]
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the data were loaded for a device that cannot run")
+    monkeypatch.setitem(models.REGISTRY, "tsetlin",
+                        dataclasses.replace(method, load_data=loaded, simulate=loaded))
+    text = Path(load("stm32l4r5").path).read_text()
+    prof = tmp_path / "odd.toml"
+    prof.write_text(text.replace('name = "stm32l4r5"', 'name = "odd"', 1)
+                    .replace("word_bits = { value = 32,", f"word_bits = {{ value = {word_bits},",
+                             1))
+    assert f"value = {word_bits}," in prof.read_text()
+    with pytest.raises(ModelError, match=f"word_bits = {word_bits}; the bitwise engine needs "
+                                         "32 or 64"):
+        runner.prepare("tsetlin", dataset="noisy-xor", profile=str(prof))
+
+
+@pytest.mark.parametrize("dataset", ["digits", "noisy-xor"])
+@pytest.mark.parametrize("profile", ["stm32l4r5", "fpga-bnn"])
+def test_the_state_known_before_the_data_is_the_machines(dataset, profile):
+    """The size the runner checks before loading anything is the machine's real state."""
+    from models.tsetlin.card import TsetlinConfig, train_state_bytes
+    from models.tsetlin.data import FEATURES
+    from models.tsetlin.data import load as load_set
+    from models.tsetlin.model import TsetlinMachine
+    data = load_set(dataset)
+    assert FEATURES[dataset] == (data.n_features, data.n_classes)
+    cfg = TsetlinConfig(clauses=6, state_bits=5)
+    dev = BitwiseDevice(profile)
+    tm = TsetlinMachine(data.n_features, data.n_classes, cfg, dev)
+    assert train_state_bytes(cfg, dataset, dev.word_bits) == tm.state.nbytes

@@ -50,7 +50,9 @@ NIR is continuous-time and leaves discretisation to each backend:
   strict threshold ``v > v_threshold``, then reset; ``reset`` is ``value`` (NIR's
   ``v <- v_reset``) or ``subtract`` (``v <- v - (v_threshold - v_reset)``), per population
   in its node metadata, with ``method`` (``euler`` | ``exact``) and ``refractory``;
-- a spike counts as one step of ``S = 1`` (snnTorch's reading of NIR);
+- a spike counts as one step of ``S = 1`` (snnTorch's reading of NIR): graph metadata
+  ``neuroedge_spike`` (files written before it lack the key; the import needs none of
+  these keys);
 - a synapse delay of ``d`` steps = the one step every spike takes + a NIR ``Delay`` of
   ``(d - 1) dt``; the one-step transmission is the recurrent step snnTorch's RLeaky /
   RSynaptic also take.
@@ -96,6 +98,9 @@ from deploy.nir_format import (
     KERNEL_WEIGHTS_KEY,
     ORDER_KEY,
     PLACEHOLDER_KEY,
+    PROBES_KEY,
+    SPIKE_KEY,
+    SPIKE_VALUE,
     ZERO_SYNAPSES_KEY,
     node_name,
     require_nir,
@@ -187,7 +192,8 @@ def to_nir(net, compiled=None):
     meta = {FORMAT_KEY: FORMAT_VALUE, "dt": net.dt, "neuroedge_time_unit": "s",
             "neuroedge_update_order": "input, currents, membrane, strict threshold, reset",
             "neuroedge_delay": "d steps = 1 step transmission + Delay((d-1) dt)",
-            "neuroedge_probes": ";".join(f"{t}:{w}" for t, w in net.probes),
+            SPIKE_KEY: SPIKE_VALUE,
+            PROBES_KEY: ";".join(f"{t}:{w}" for t, w in net.probes),
             ORDER_KEY: json.dumps(list(nodes))}
     return nir.NIRGraph(nodes=nodes, edges=edges, metadata=meta, type_check=False)
 

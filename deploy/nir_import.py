@@ -15,7 +15,9 @@ attaches spikes to its ``Input``. Two kinds of graph are read:
   ``lif2.lif`` + ``lif2.w_rec``):
 
   - a weight of 0 in a matrix is no synapse (this project's own ``zero_synapses``
-    metadata is read only from its own exports);
+    metadata is read only from its own exports), but the projection's
+    ``dense_connections`` keeps it for NeuroBench's Dense synaptic operations, which count
+    every weight of the matrix (:func:`deploy.nir_ops.connection_map`);
   - the stateless nodes between two spiking layers (``Linear``, ``Affine``, ``Scale``,
     ``Conv1d``, ``Conv2d``, ``SumPool2d``, ``AvgPool2d``, ``Flatten``: the same C-order
     values under the shape it gives the next node) compose into one projection
@@ -28,18 +30,21 @@ attaches spikes to its ``Input``. Two kinds of graph are read:
     :data:`NEVER`), which must end at an ``Output``;
   - a ``Delay`` before the first weight node of a path delays each source neuron (NIR's
     ``y(t) = x(t - delay)`` on its own input), one after the last each target neuron;
-  - a cycle through stateless nodes only (no neuron to end it), parallel branches that
+  - a cycle through stateless nodes only (no neuron to end it; anywhere in the graph),
+    an edge into an ``Input`` or out of an ``Output``, parallel branches that
     join into more than :data:`MAX_PATHS` paths, a ``Delay`` that is not a whole number of
     steps of ``dt`` or sits between two weight nodes, a tensor whose layout differs from
-    its target's per-neuron parameters, and a node of over :data:`MAX_NEURONS` neurons are
-    refused naming the nodes;
+    its target's per-neuron parameters, parameters that are no real numbers, a node of
+    over :data:`MAX_NEURONS` neurons and more synapses than
+    :data:`deploy.nir_ops.MAX_SYNAPSES` are refused naming the nodes;
   - a neuron node with scalar parameters takes its size from the tensor that feeds it;
     an ``Input`` typed with a leading batch of 1 (Norse's export) feeds a conv unbatched.
 
 Discretisation of a foreign graph (NIR itself is continuous-time):
 
-- ``dt`` comes from the graph metadata (``dt``, or ``time_step``) or the ``dt=`` argument;
-  without either the import stops and asks for it. snnTorch writes no ``dt``; its export
+- ``dt`` comes from the graph metadata (``dt``, or ``time_step``) or, for a graph that gives
+  none, the ``dt=`` argument (one that differs from the metadata's is refused); without
+  either the import stops and asks for it. snnTorch writes no ``dt``; its export
   uses ``dt = 1e-4`` s (``tau = dt / (1 - beta)``, ``r = tau / dt``), which the error names
   when the graph has that form.
 - neurons integrate with forward Euler (``method="euler"``): ``v[t] = (1 - dt/tau) v[t-1]
@@ -50,8 +55,15 @@ Discretisation of a foreign graph (NIR itself is continuous-time):
   feed-forward path from an ``Input``), gives an edge ``a -> b`` the delay
   ``L_b - L_a`` (+1 on a recurrent edge, the step snnTorch's RLeaky takes; + a ``Delay``
   node's steps), and starts a population's biases at step ``L``: the run is the producer's
-  run shifted by ``L`` steps per population, spike for spike.
-- ``Affine.bias`` is an input current: into a ``LIF`` / ``IF`` target it becomes the
+  run shifted by ``L`` steps per population, spike for spike. An edge back from a deeper
+  population (a loop through several) therefore needs a ``Delay`` of at least the depth
+  difference, and is refused naming it without one.
+- every neuron starts at rest, ``v = v_leak`` (0 for ``IF``, ``I`` and ``Threshold``, which
+  have no leak), with no synaptic current: NIR's fixed point with no input (this project's
+  exports start as written: ``v_init``, else ``v_reset``).
+- ``Affine.bias`` is an input current, added once however many edges enter the node (NIR
+  sums a node's inputs: ``y = W (xA + xB) + b``) and once per route from it to a
+  population: into a ``LIF`` / ``IF`` target it becomes the
   population's injected current ``i_inj`` (added to the synaptic input, the same scaling as
   a weight); into a ``CubaLIF`` it enters the synaptic current (NIR's ``tau_syn dI/dt = -I
   + w_in (W S + b)``), which a chip's compartment bias (into ``v``) cannot express, so it
@@ -100,9 +112,12 @@ from deploy.nir_format import (
     KERNEL_WEIGHTS_KEY,
     ORDER_KEY,
     PLACEHOLDER_KEY,
+    PROBES_KEY,
     ZERO_SYNAPSES_KEY,
     population_name,
+    probe_entries,
     require_nir,
+    whole_number,
 )
 from hw_profiles.errors import not_a_file
 
@@ -190,28 +205,67 @@ def load(graph_or_path):
 
 
 def _unreadable_reason(path, nir, exc) -> str:
-    """Why ``nir.read`` failed, in words: nir asserts on a node type it does not know (an
-    empty AssertionError), so the file's node types are listed against nir's own."""
+    """Why ``nir.read`` failed, in words naming the node: nir asserts on a node type it does
+    not know (an empty AssertionError), compares an array type field with a string (numpy's
+    "truth value of an array"), unpacks edges that are no pairs and raises its own
+    constructors' errors without the node's name; the file's nodes are walked to find the
+    first that is wrong (:func:`_node_problem`)."""
     import h5py
+    from nir.serialization import read_node
     known = {name for name in dir(nir) if isinstance(getattr(nir, name), type)
              and issubclass(getattr(nir, name), nir.NIRNode) and name != "NIRNode"}
-    unknown = set()
+    problem = None
     try:
         with h5py.File(path, "r") as f:
-            def visit(name, obj):
-                if name.endswith("/type") and isinstance(obj, h5py.Dataset) and obj.shape == ():
-                    value = obj[()]
-                    text = value.decode("utf-8", "replace") if isinstance(value, bytes) \
-                        else str(value)
-                    if text not in known:
-                        unknown.add(text[:40].encode("unicode_escape").decode("ascii"))
-            f.visititems(visit)
-    except Exception:   # not HDF5 at all: the exception itself is the reason
+            if isinstance(f.get("node"), h5py.Group):
+                problem = _node_problem(f["node"], "", known, read_node)
+    except Exception:   # not HDF5 at all, or stranger still: the exception itself is the reason
         pass
-    if unknown:
-        return (f"unknown node type(s) {', '.join(sorted(unknown))}; NIR defines "
+    return problem or str(exc) or type(exc).__name__
+
+
+def _node_problem(group, name: str, known: set, read_node) -> str | None:
+    """The first thing wrong with the node ``group`` of a ``.nir`` file (``name`` as the
+    import names it, subgraphs' nodes as ``sub.node``; ``""`` the graph itself), or None."""
+    import h5py
+    label = f"node {name!r}" if name else "the graph"
+    t = group.get("type")
+    if not isinstance(t, h5py.Dataset):
+        return f"{label} has no type field; expected one string naming a NIR node type"
+    if t.shape != () or t.dtype.kind not in "SOU":
+        return (f"{label}: its type field is an array of shape {t.shape} ({t.dtype}); "
+                "expected one string naming a NIR node type")
+    value = t[()]
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    if text not in known:
+        shown = text[:40].encode("unicode_escape").decode("ascii")
+        return (f"{label} has type {shown!r}, which NIR does not define; NIR defines "
                 f"{', '.join(sorted(known))}")
-    return str(exc) or type(exc).__name__
+    if text == "NIRGraph":
+        edges, nodes = group.get("edges"), group.get("nodes")
+        where = "the graph's edges" if not name else f"the edges of subgraph {name!r}"
+        if not isinstance(edges, h5py.Dataset):
+            return f"{where} are missing; expected pairs of node names, shape (k, 2)"
+        if edges.size and (edges.ndim != 2 or edges.shape[1] != 2
+                           or edges.dtype.kind not in "SOU"):
+            return (f"{where} are an array of shape {edges.shape} ({edges.dtype}); expected "
+                    "pairs of node names, shape (k, 2)")
+        if not isinstance(nodes, h5py.Group):
+            return f"{label} holds no group of nodes; expected one ('nodes')"
+        for key in nodes:
+            problem = _node_problem(nodes[key], f"{name}.{key}" if name else key, known,
+                                    read_node)
+            if problem:
+                return problem
+        return None
+    try:
+        read_node(group)
+    except Exception as exc:   # nir's constructors raise ValueError, TypeError, ...
+        why = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+        fields = ", ".join(f"{k} {group[k].shape}" for k in group
+                           if k != "type" and isinstance(group[k], h5py.Dataset))
+        return f"{label} ({text}) is not a valid NIR node ({why}): its fields {fields}"
+    return None
 
 
 # -- graph preprocessing -------------------------------------------------------------------
@@ -303,7 +357,9 @@ def _reset_of(node):
     return np.zeros_like(np.asarray(node.v_threshold, float)) if v is None else v
 
 
-def _graph_dt(graph, nodes):
+def _graph_dt(graph, strict: bool = True):
+    """The ``dt`` the graph's metadata gives (None: none); one that is no number is refused,
+    or, with ``strict`` False (a ``dt=`` was given, which the error advises), ignored."""
     meta = dict(graph.metadata or {})
     for key in ("dt", "time_step", "timestep"):
         if key in meta:
@@ -311,6 +367,8 @@ def _graph_dt(graph, nodes):
             try:
                 return float(value[0])
             except (IndexError, TypeError, ValueError):
+                if not strict:
+                    return None
                 raise _err(f"the graph's metadata {key} = {meta[key]!r} is not a time step "
                            "in seconds; pass dt= (--dt on the command line)") from None
     return None
@@ -322,7 +380,7 @@ def _check_delays(nodes, dt: float, nir) -> None:
     for k, v in nodes.items():
         if not isinstance(v, nir.Delay):
             continue
-        d = np.asarray(v.delay, float).ravel()
+        d = nir_ops.real_values(k, "delay", v.delay, " (seconds)").ravel()
         if d.size and not np.isfinite(d).all():
             raise _err(f"node {k!r} is a Delay with non-finite values; expected delays in "
                        "seconds, finite and >= 0")
@@ -337,6 +395,72 @@ def _check_delays(nodes, dt: float, nir) -> None:
                        "divides it (dt=, --dt)")
 
 
+def _check_edges(edges, nodes, ident, nir) -> None:
+    """An edge into a graph's ``Input`` or out of its ``Output`` has no meaning in NIR (an
+    Input is where spikes enter, an Output where they leave); the walk from the Inputs
+    ignored them without a word. Nested subgraphs' own Input/Output pass through."""
+    for a, b in edges:
+        if b not in ident and isinstance(nodes[b], nir.Input):
+            raise _err(f"edge {a!r} -> {b!r} ends at an Input node; an Input is where the "
+                       "graph's spikes enter and takes no edge: remove the edge (or feed a "
+                       "weight node instead)")
+        if a not in ident and isinstance(nodes[a], nir.Output):
+            raise _err(f"edge {a!r} -> {b!r} starts at an Output node; an Output ends the "
+                       f"graph and sends nothing on: connect the node that feeds {a!r} to "
+                       f"{b!r} instead")
+
+
+def _check_numbers(nodes, names, nir) -> None:
+    """The parameters of the neuron nodes ``names`` hold real numbers (a string or a compound
+    record crashed the snnTorch-form test with a TypeError)."""
+    for k in names:
+        for field in (*_PARAM_FIELDS, "v_reset", "w_in"):
+            value = getattr(nodes[k], field, None)
+            if value is not None:
+                nir_ops.real_values(k, field, value,
+                                    " (seconds)" if field.startswith("tau") else "")
+
+
+def _stateless_cycle(nodes, succ, stateless: set) -> list[str] | None:
+    """The first cycle of stateless nodes (no neuron in it), anywhere in the graph: the walk
+    from the Inputs finds those it reaches, but a loop no Input reaches was accepted."""
+    color: dict[str, int] = {}
+    for root in nodes:
+        if root not in stateless or color.get(root):
+            continue
+        path, color[root] = [root], 1
+        stack = [iter(succ.get(root, []))]
+        while stack:
+            nxt = next((b for b in stack[-1] if b in stateless), None)
+            if nxt is None:
+                color[path.pop()] = 2
+                stack.pop()
+            elif color.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not color.get(nxt):
+                color[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(succ.get(nxt, [])))
+    return None
+
+
+def _channel(nodes, k) -> int:
+    """The synaptic channel an ``LI`` node of a neuroedge file stands for (0: none)."""
+    if k is None:
+        return 0
+    return whole_number(dict(nodes[k].metadata or {}), "channel", k, 0, 0,
+                        "the synaptic channel the node stands for")
+
+
+def _free(name: str, taken) -> str:
+    """``name``, or ``name#2``, ``name#3`` ... when it is taken."""
+    out, i = name, 1
+    while out in taken:
+        i += 1
+        out = f"{name}#{i}"
+    return out
+
+
 # -- read ----------------------------------------------------------------------------------
 def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None):
     """The NIR graph (or ``.nir`` file) as a Network (see the module docstring for the rules).
@@ -344,7 +468,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     Parameters
     ----------
     graph_or_path : ``nir.NIRGraph`` or path of a ``.nir`` file
-    dt : time step in s; overrides the graph's metadata, required when it has none
+    dt : time step in s, for a graph whose metadata gives none; one that differs from the
+        metadata's is refused
     reset : ``"value"`` | ``"subtract"`` | ``"snntorch"``, for nodes whose reset the file
         does not state (a stated one wins)
 
@@ -365,6 +490,7 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     if dangling:
         raise _err(f"{label} has edges naming nodes it does not hold: {', '.join(dangling)}; "
                    f"every edge must join two of its nodes ({', '.join(sorted(nodes))})")
+    _check_edges(edges, nodes, ident, nir)
     neuron_types = (nir.LIF, nir.CubaLIF, nir.IF)
     spiking = [k for k, v in nodes.items() if isinstance(v, neuron_types)]
     # foreign LI / I / CubaLI: non-spiking readouts (a population that never fires);
@@ -375,8 +501,17 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     thresholds = [k for k, v in nodes.items() if isinstance(v, nir.Threshold)]
     neurons = spiking + thresholds + readouts
     target_types = (*neuron_types, nir.Threshold, *readout_types)
+    channels = [k for k, v in nodes.items() if isinstance(v, nir.LI) and k not in ident
+                and k not in readouts]
+    _check_numbers(nodes, neurons + channels, nir)
+    stated_dt = _graph_dt(graph, strict=dt is None)
+    if dt is not None and stated_dt is not None \
+            and not np.isclose(float(dt), stated_dt, rtol=1e-6, atol=0):
+        raise _err(f"dt = {float(dt):g} s differs from the dt = {stated_dt:g} s the graph's "
+                   "metadata gives; dt= (--dt) is for a graph that gives none: leave it out "
+                   "or pass the graph's own")
     if dt is None:
-        dt = _graph_dt(graph, nodes)
+        dt = stated_dt
     if dt is None:
         hint = ""
         if spiking and all(_snntorch_form(nodes[k], nir) for k in spiking):
@@ -411,6 +546,13 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                        f"feeding {bad[0]!r} ({type(nodes[bad[0]]).__name__}); the engine "
                        "passes spikes only, so a readout must end at an Output (a leaky "
                        "synaptic current into a LIF is a CubaLIF)")
+    stateless = set(ident) | set(channels) | {k for k, v in nodes.items()
+                                              if isinstance(v, (*linear_types, nir.Delay))}
+    loop = _stateless_cycle(nodes, succ, stateless)
+    if loop:
+        raise _err(f"nodes {' -> '.join(loop)} form a cycle with no neuron in it (an "
+                   "algebraic loop the engine cannot step); every cycle must pass through a "
+                   "spiking node (LIF, CubaLIF, IF, Threshold)")
 
     # -- sources (Input nodes) ---------------------------------------------------------------
     inputs = []
@@ -423,7 +565,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         n = _count(k, np.asarray(list(v.input_type.values())[0]).ravel())
         inputs.append(k)
         if ours and m.get("neuroedge_kind") == "poisson":
-            net.poisson(k, n, m["rate_hz"], seed=int(m.get("seed", 0)))
+            net.poisson(k, n, m["rate_hz"],
+                        seed=whole_number(m, "seed", k, 0, 0, "the Poisson trains' seed"))
         else:
             net.spikes(k, n, steps=m.get("steps", np.zeros(0)),
                        index=m.get("index", np.zeros(0)), payload=m.get("payload"))
@@ -433,12 +576,12 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
     # (the chain: Linear, Affine, Conv, pooling and Scale nodes in order, composed into one
     # matrix by deploy.nir_ops; None when the emitter feeds the target one to one)
     def forward(start):
-        """Every (chain of linear nodes, delays s, channel node, target) from ``start``;
-        delays ``(before, after)``: of the ``Delay`` nodes before the chain (one per
-        emitter neuron, NIR's ``y(t) = x(t - delay)`` on the emitter's spikes) and after it
-        (one per target neuron). A Delay between two weight nodes (no per-neuron meaning
-        on either side) and a cycle through stateless nodes only (no neuron to end a path)
-        are refused, and so is a graph whose stateless nodes branch and join into more than
+        """Every (chain of linear nodes, delays s, channel node, target, route) from
+        ``start``; delays ``(before, after)``: of the ``Delay`` nodes before the chain (one
+        per emitter neuron, NIR's ``y(t) = x(t - delay)`` on the emitter's spikes) and after
+        it (one per target neuron); the route: every node from ``start`` to the target. A
+        Delay between two weight nodes (no per-neuron meaning on either side) is refused,
+        and so is a graph whose stateless nodes branch and join into more than
         :data:`MAX_PATHS` paths (each would be composed apart)."""
         out = []
         stack = [(b, (), (0.0, 0.0), None, (start,)) for b in succ.get(start, [])]
@@ -451,13 +594,6 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                            f"than {MAX_PATHS:,} paths to the neurons; merge parallel "
                            "Linear / Affine branches into one node")
             node = nodes[k]
-            stateless = k in ident or isinstance(node, (*linear_types, nir.Delay)) or (
-                isinstance(node, nir.LI) and k not in readouts)
-            if stateless and k in via:
-                loop = via[via.index(k):]
-                raise _err(f"nodes {' -> '.join(loop)} -> {k} form a cycle with no neuron "
-                           "in it (an algebraic loop the engine cannot step); every cycle "
-                           "must pass through a spiking node (LIF, CubaLIF, IF, Threshold)")
             after = (*via, k)
             if k in ident:
                 stack += [(b, w, d, ch, after) for b in succ.get(k, [])]
@@ -472,12 +608,12 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                 delay = np.asarray(node.delay, float)
                 d = (d[0] + delay, d[1]) if not w else (d[0], d[1] + delay)
                 stack += [(b, w, d, ch, after) for b in succ.get(k, [])]
-            elif isinstance(node, nir.LI) and k not in readouts:
+            elif k in channels:
                 stack += [(b, w, d, k, after) for b in succ.get(k, [])]
             elif isinstance(node, target_types):
                 # a chain of Flatten nodes only maps one to one, as no chain
                 weights = any(not isinstance(nodes[x], nir.Flatten) for x in w)
-                out.append((w if weights else None, d, ch, k))
+                out.append((w if weights else None, d, ch, k, after))
             # Output and placeholder sinks end a path
         return out
 
@@ -553,19 +689,55 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         return shp
 
     maps: dict[tuple, tuple] = {}
+    built = [0]   # synapses built so far: nir_ops.MAX_SYNAPSES bounds them all together
 
     def chain_map(e, chain):
-        """(W, b): the chain from ``e`` as one sparse matrix [out, in] and bias (or None)."""
+        """(W, biases, P): the chain from ``e`` as one sparse matrix [out, in]; each bias of
+        its nodes carried to the chain's end, ``(index in the chain, vector)``; and ``P`` its
+        connections with weights of 0 included (:func:`deploy.nir_ops.connection_map`; None
+        when ``W`` holds them all: one weight node without a zero)."""
         if (e, chain) not in maps:
-            shp, W, b = shape_of(e), None, None
-            for name in chain:
-                Wn, bn = nir_ops.linear_map(name, nodes[name], shp)
+            shp, W, P, biases = shape_of(e), None, None, []
+            pattern = sum(not isinstance(nodes[x], nir.Flatten) for x in chain) > 1 or any(
+                nir_ops.has_zero_weights(x, nodes[x]) for x in chain)
+            for i, name in enumerate(chain):
+                limit = nir_ops.MAX_SYNAPSES - built[0]
+                label = " -> ".join(chain[:i + 1])
+                Wn, bn = nir_ops.linear_map(name, nodes[name], shp, limit)
+                if pattern:
+                    Pn = nir_ops.connection_map(name, nodes[name], shp, Wn, limit)
+                    P = Pn if P is None else nir_ops.compose(label, Pn, P, limit)
                 shp = nir_ops.out_shape(name, nodes[name], shp)
-                W = Wn if W is None else Wn @ W
-                b = Wn @ b if b is not None else None
-                b = bn if b is None else (b if bn is None else b + bn)
-            maps[(e, chain)] = (W.tocsr(), b)
+                W = Wn if W is None else nir_ops.compose(label, Wn, W, limit)
+                biases = [(j, Wn @ c) for j, c in biases]
+                if bn is not None:
+                    biases.append((i, bn))
+            W = W.tocsr()
+            built[0] += W.nnz
+            maps[(e, chain)] = (W, biases, P)
         return maps[(e, chain)]
+
+    def pname(k):
+        return population_name(k) if ours else k
+
+    # -- biases: each bias node's once per route from it to a target -------------------------
+    # NIR sums a node's inputs (y = W (xA + xB) + b): a bias reached from two emitters, or
+    # by two branches joining before it, is one current; two routes after it are two
+    current: dict[str, np.ndarray] = {}      # LIF / IF / LI / I targets: injected current
+    source: dict[tuple[str, int], list] = {}   # CubaLIF / CubaLI / channel: a bias source
+    routes = set()
+    for e, w, _d, ch, k, route in paths:
+        for i, b in (chain_map(e, w)[1] if w is not None else ()):
+            tail = route[route.index(w[i]):]
+            if tail in routes or not np.any(b):
+                continue
+            routes.add(tail)
+            if ch is None and not isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI)):
+                current[k] = current.get(k, 0.0) + b
+            else:
+                entry = source.setdefault((k, _channel(nodes, ch)), [[], 0.0])
+                entry[0].append(w[i])
+                entry[1] = entry[1] + b
 
     # -- populations ---------------------------------------------------------------------------
     if reset is not None:
@@ -583,12 +755,6 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                       f"{', '.join(unstated)}; assuming {why}; pass reset='value', "
                       "'subtract' or 'snntorch' (--reset on the command line) to choose",
                       stacklevel=2)
-    bias: dict[str, np.ndarray] = {}
-    for e, w, _d, ch, k in paths:
-        b = chain_map(e, w)[1] if w is not None else None
-        if b is not None and np.any(b) and ch is None \
-                and not isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI)):
-            bias[k] = bias.get(k, np.zeros(b.size)) + b
     for k in neurons:
         node = nodes[k]
         n = _size(node, k, shape_of(k))
@@ -604,12 +770,19 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                        f"{sorted(_RESET_WORDS)}")
         method = str(m.get("method", "euler")) if ours else "euler"
         kw = {"method": method}
-        kw.update({x: m[x] for x in ("refractory", "v_init") if x in m})
+        if ours:
+            kw.update({x: m[x] for x in ("refractory", "v_init") if x in m})
+        else:
+            # a foreign graph starts at rest: v = v_leak, where the membrane settles with no
+            # input (0 for an IF, I or Threshold, which have no leak); no current, no spike
+            rest = getattr(node, "v_leak", None) if k not in thresholds else None
+            kw["v_init"] = _vec(0.0 if rest is None else rest, n)
         if "i_inj" in m:
             kw["i_inj"] = m["i_inj"]
-            kw["i_inj_start"] = int(m.get("i_inj_start", 0))
-        elif k in bias:
-            kw["i_inj"] = bias[k]
+            kw["i_inj_start"] = whole_number(m, "i_inj_start", k, 0, 0,
+                                             "the step its injected current starts")
+        elif k in current:
+            kw["i_inj"] = current[k]
             kw["i_inj_start"] = depth[k]
         vth = _vec(node.threshold if k in thresholds else
                    NEVER if k in readouts else node.v_threshold, n)
@@ -631,8 +804,8 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
                        v_leak=_vec(node.v_leak, n), w_in=_vec(node.w_in, n))
             nch = 1
         elif isinstance(node, nir.LIF):
-            syns = sorted((s for s in pred.get(k, []) if isinstance(nodes[s], nir.LI)),
-                          key=lambda s: int(nodes[s].metadata.get("channel", 0)))
+            syns = sorted((s for s in pred.get(k, []) if s in channels),
+                          key=lambda s: _channel(nodes, s))
             tau_m = _vec(node.tau, n)
             prm = dict(tau_mem=tau_m, r=_vec(node.r, n), v_leak=_vec(node.v_leak, n))
             model, nch = ("cuba_lif", len(syns)) if syns else ("lif", 1)
@@ -655,27 +828,26 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
             rmode = "subtract"
         if method == "euler":
             _check_euler(k, prm, dt)
-        net.population(population_name(k) if ours else k, n, model, n_channels=nch, reset=rmode,
+        net.population(pname(k), n, model, n_channels=nch, reset=rmode,
                        v_threshold=vth, v_reset=vres, **prm, **kw)
 
     # -- projections -----------------------------------------------------------------------
-    def pname(k):
-        return population_name(k) if ours else k
-
-    projs: dict[str, list] = {}
+    projs: dict[tuple, list] = {}   # (name, pre, post, channel) -> its parts, one per path
+    owner: dict[str, tuple] = {}    # ours: projection -> (its first Linear, pre, post, channel)
     rank = {k: i for i, k in enumerate(nodes)}
     first: dict[str, int] = {}   # ours: a projection's first Linear node in the written order
-    bias_sources = 0
-    for e, w, d, ch, k in paths:
+    for e, w, d, ch, k, _route in paths:
         node = nodes[w[-1]] if w is not None else None
         n_pre, n_post = net.size_of(pname(e)), net.populations[pname(k)].n
-        W = sp.identity(n_pre, format="csr") if node is None else chain_map(e, w)[0]
+        W, _b, P = (sp.identity(n_pre, format="csr"), (), None) if node is None \
+            else chain_map(e, w)
         if W.shape != (n_post, n_pre):
             what = "weight" if len(w or ()) < 2 else f"chain {' -> '.join(w)}"
             raise _err(f"{(w or (e,))[-1]!r} -> {k!r}: {what} of shape {W.shape}; expected "
                        f"({n_post}, {n_pre}) for {e!r} ({n_pre}) -> {k!r} ({n_post})")
         _check_layout(e, w, k, chain_shape(w, shape_of(e)), _param_shape(nodes[k]), nodes)
         m = dict(node.metadata or {}) if node is not None else {}
+        last = (w or (e,))[-1]
         coo = W.tocoo()
         keep = coo.data != 0
         post_i, pre_i = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64)
@@ -692,62 +864,92 @@ def read_nir(graph_or_path, dt: float | None = None, *, reset: str | None = None
         # target neuron's after it
         extra = _delay_steps(d[0], n_pre, dt, e, k, "source")[pre_i] \
             + _delay_steps(d[1], n_post, dt, e, k, "target")[post_i]
-        channel = int(nodes[ch].metadata.get("channel", 0)) if ch is not None else 0
+        channel = _channel(nodes, ch)
         if ours:
-            base = int(m.get("delay_steps", 1))
+            base = whole_number(m, "delay_steps", last, 1, 1,
+                                "the synapses' delay in steps, 1 + its Delay node's")
+            off = (extra > 0) & (1 + extra != base)
+            if "delay_steps" in m and off.any():
+                raise _err(f"node {last!r}: metadata delay_steps = {base}, but its Delay node "
+                           f"gives {1 + int(extra[off][0])} steps (1 + its "
+                           f"{int(extra[off][0])}); the two must agree")
             dly = np.where(extra > 0, 1 + extra, base)
         else:
+            # each population runs its depth in steps after the input; a back edge takes
+            # the one recurrent step, and its Delay node's steps count too
             step = depth[k] - depth[e] + (1 if (e, k) in back else 0)
-            if step < 1:
-                raise _err(f"edge {e!r} -> {k!r} closes a loop over {depth[e] - depth[k]} "
-                           "layers; the engine's one-step recurrence cannot express it")
             dly = step + extra
+            if dly.size and dly.min() < 1:
+                need = 1 - step
+                raise _err(f"edge {e!r} -> {k!r} closes a loop through populations with too "
+                           f"short a delay: {k!r} runs {depth[k]} step(s) after the input "
+                           f"and {e!r} {depth[e]}, so a spike would arrive {1 - int(dly.min())}"
+                           " step(s) before the step after it is sent; give the edge a Delay "
+                           f"of at least {need} step(s) ({need * dt:g} s)")
         key = str(m.get("projection", "+".join(w) if w is not None else f"{e}->{k}"))
         if ours:   # the projection's own value, on each of its Linear nodes
+            have = owner.setdefault(key, (last, pname(e), pname(k), channel))
+            if have[1:] != (pname(e), pname(k), channel):
+                chan = (f" (channels {have[3]} and {channel})" if have[3] != channel else "")
+                raise _err(f"Linear nodes {have[0]!r} and {last!r} both name projection "
+                           f"{key!r} but join {have[1]} -> {have[2]} and {pname(e)} -> "
+                           f"{pname(k)}{chan}; a projection joins one pair: give each "
+                           "its own name (Linear metadata projection)")
             shared = _kernel_weights(m[KERNEL_WEIGHTS_KEY], w[-1]) \
                 if KERNEL_WEIGHTS_KEY in m else None
             first[key] = min(first.get(key, len(rank)), rank.get((w or (k,))[-1], len(rank)))
         else:
             shared = None if w is None else [nir_ops.kernel_weights(nodes[x]) for x in w]
             shared = None if shared is None or min(shared) < 0 else sum(shared)
-        projs.setdefault(key, []).append((pname(e), pname(k), channel, pre_i, post_i,
-                                          wv, dly, shared))
-        b = chain_map(e, w)[1] if w is not None else None
-        if b is not None and np.any(b) and \
-                (ch is not None or isinstance(nodes[k], (nir.CubaLIF, nir.CubaLI))):
-            src = f"{'+'.join(w)}.bias"
-            rate = 1.0 / dt
-            while rate * dt > 1.0:
-                rate = np.nextafter(rate, 0.0)
-            net.poisson(src, 1, rate)          # probability rate*dt = 1: fires every step
-            net.connect(src, pname(k), weight=b.reshape(-1, 1), channel=channel,
-                        delay=max(1, depth[k]), name=src)
-            bias_sources += 1
+        # NeuroBench's Dense counts every weight of the matrix, zeros included
+        dense = None if ours or P is None else int(P.nnz)
+        projs.setdefault((key, pname(e), pname(k), channel), []).append(
+            (pre_i, post_i, wv, dly, shared, dense))
+    # an input current into a CUBA synaptic current: a source that fires every step
+    for (k, channel), (via, b) in source.items():
+        src = _free(f"{'+'.join(dict.fromkeys(via))}.bias",
+                    (*net.populations, *net.sources, *net.projections,
+                     *(g[0] for g in projs)))
+        rate = 1.0 / dt
+        while rate * dt > 1.0:
+            rate = np.nextafter(rate, 0.0)
+        net.poisson(src, 1, rate)          # probability rate*dt = 1: fires every step
+        net.connect(src, pname(k), weight=np.asarray(b).reshape(-1, 1), channel=channel,
+                    delay=max(1, depth[k]), name=src)
     if ours:   # connected in the order the network held them (their nodes' order)
-        projs = dict(sorted(projs.items(), key=lambda kv: first[kv[0]]))
-    for key, parts in projs.items():
-        pre, post, channel = parts[0][:3]
-        kernel = [p[7] for p in parts]
+        projs = dict(sorted(projs.items(), key=lambda kv: first[kv[0][0]]))
+    # a foreign chain reached from two emitters, or feeding two targets, is one projection
+    # per pair (its pairs were merged under the first before)
+    uses: dict[str, int] = {}
+    for key, *_ in projs:
+        uses[key] = uses.get(key, 0) + 1
+    for (key, pre, post, channel), parts in projs.items():
+        name = key if uses[key] == 1 else _free(f"{pre}->{key}->{post}"
+                                                + (f"#c{channel}" if channel else ""),
+                                                net.projections)
+        kernel = [p[4] for p in parts]
         if ours and None not in kernel:
             kernel = kernel[:1]   # one value per projection, not per delay's Linear node
-        net.connect(pre, post, pre_idx=np.concatenate([p[3] for p in parts]),
-                    post_idx=np.concatenate([p[4] for p in parts]),
-                    weight=np.concatenate([p[5] for p in parts]),
-                    delay=np.concatenate([p[6] for p in parts]), channel=channel, name=key,
-                    kernel_weights=None if None in kernel else sum(kernel))
-    probes = (graph.metadata or {}).get("neuroedge_probes", None) if ours else None
+        stored = sum(p[2].size for p in parts)
+        dense = sum(p[5] if p[5] is not None else p[2].size for p in parts)
+        net.connect(pre, post, pre_idx=np.concatenate([p[0] for p in parts]),
+                    post_idx=np.concatenate([p[1] for p in parts]),
+                    weight=np.concatenate([p[2] for p in parts]),
+                    delay=np.concatenate([p[3] for p in parts]), channel=channel, name=name,
+                    kernel_weights=None if None in kernel else sum(kernel),
+                    dense_connections=None if dense == stored else dense)
+    probes = (graph.metadata or {}).get(PROBES_KEY, None) if ours else None
     if probes is not None:
-        probes = probes.decode() if isinstance(probes, bytes) else str(probes)
-        for entry in probes.split(";"):
-            if entry:
-                target, what = entry.split(":")
-                net.probe(target, what)
+        for target, what in probe_entries(probes):
+            net.probe(target, what)
     else:
         for k in neurons:
-            net.probe(k)
+            net.probe(pname(k))
     net.nir_depth = {pname(k): depth[k] for k in neurons}
     net.nir_placeholder = _placeholder_target(nodes, succ, nir, pname) if ours else None
-    net.model_facts = _model_facts(nodes, neurons, linear_types)
+    used = {x for p in paths if p[1] is not None for x in p[1]}
+    net.model_facts = _model_facts({k: v for k, v in nodes.items() if k in used}, nodes,
+                                   neurons, linear_types)
     net.nir_input_shapes = {k: shape_of(k) for k in inputs}
     return net
 
@@ -838,7 +1040,7 @@ def _placeholder_target(nodes, succ, nir, pname) -> tuple[str, int] | None:
     if target is None:
         return None
     if isinstance(nodes[target], nir.LI):
-        channel = int((nodes[target].metadata or {}).get("channel", 0))
+        channel = _channel(nodes, target)
         target = next(iter(succ.get(target, [])), None)
         return (pname(target), channel) if target is not None else None
     return pname(target), 0
@@ -873,27 +1075,29 @@ def _drive_placeholder(net) -> None:
     net.nir_inputs = (PLACEHOLDER_INPUT,)
 
 
-def _model_facts(nodes, neurons, linear_types) -> dict[str, int]:
+def _model_facts(weights, nodes, neurons, linear_types) -> dict[str, int]:
     """NeuroBench's static facts of the graph as its producer's torch module holds them
-    (float32): parameters = the weight and bias entries of its weight nodes, kernels as
-    stored (a Conv2d its ``weight`` + ``bias``, not the unrolled synapses); buffers = the
-    neuron nodes' parameter values (snnTorch keeps beta and threshold as buffers). A
-    producer's other buffers (snnTorch's scalar graded_spikes_factor, reset_mechanism_val,
-    hidden state) are not in the graph; :func:`deploy.nir_estimate.estimate_spiking_module`
-    counts them from the module itself."""
-    params = sum(int(np.asarray(getattr(v, f)).size) for v in nodes.values()
+    (float32): parameters = the weight and bias entries of the weight nodes the network is
+    built from (``weights``: a node the import drops, as the placeholder ``Linear`` of our
+    export of a network without a source, is not counted), kernels as stored (a Conv2d its
+    ``weight`` + ``bias``, not the unrolled synapses); buffers = the neuron nodes' parameter
+    values (snnTorch keeps beta and threshold as buffers). A producer's other buffers
+    (snnTorch's scalar graded_spikes_factor, reset_mechanism_val, hidden state) are not in
+    the graph; :func:`deploy.nir_estimate.estimate_spiking_module` counts them from the
+    module itself."""
+    params = sum(int(np.asarray(getattr(v, f)).size) for v in weights.values()
                  if isinstance(v, linear_types) for f in ("weight", "bias", "scale")
                  if getattr(v, f, None) is not None)
     buffers = sum(int(np.asarray(getattr(nodes[k], f)).size) for k in neurons
                   for f in _PARAM_FIELDS if getattr(nodes[k], f, None) is not None)
     # NeuroBench's connection layers: the weights of Linear/Affine/Conv nodes as stored,
     # zeros included (the network built from them keeps only non-zero synapses)
-    weights = [np.asarray(v.weight) for v in nodes.values()
-               if isinstance(v, linear_types) and getattr(v, "weight", None) is not None]
+    matrices = [np.asarray(v.weight) for v in weights.values()
+                if isinstance(v, linear_types) and getattr(v, "weight", None) is not None]
     return {"parameters": params, "parameter_bytes": 4 * params, "buffer_bytes": 4 * buffers,
-            "connection_weights": sum(int(w.size) for w in weights),
+            "connection_weights": sum(int(w.size) for w in matrices),
             "connection_zero_weights": sum(int(w.size - np.count_nonzero(w))
-                                           for w in weights)}
+                                           for w in matrices)}
 
 
 # -- stimulus --------------------------------------------------------------------------------
@@ -944,6 +1148,9 @@ def stimulus(net, spec, steps: int, seed: int = 0, *, input: str | None = None):
         _drive_placeholder(net)       # our export of a network with no source of its own
         names = list(net.nir_inputs)
     if input is None:
+        if not names:
+            raise _err("the graph has no Input node, so a stimulus has nothing to drive; give "
+                       "it an Input feeding its first layer, or run it without a stimulus")
         if len(names) != 1:
             raise _err(f"the network has {len(names)} Input nodes ({', '.join(names) or 'none'}"
                        "); name the one the stimulus drives with input= (--input-node on "

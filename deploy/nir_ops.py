@@ -35,13 +35,35 @@ def _err(msg: str) -> ExportError:
     return ExportError(f"NIR import: {msg}")
 
 
+def real_values(name: str, field: str, value, unit: str = "") -> np.ndarray:
+    """``value`` as float64, refused in one line naming the node and field where it holds
+    no real numbers (strings, compound records, complex values: numpy would raise a
+    TypeError deep inside, or keep only the real part with a warning)."""
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf":
+        what = {"c": f"{a.dtype} values", "S": "bytes", "U": "strings", "O": "Python objects",
+                "V": f"compound records ({a.dtype})"}.get(a.dtype.kind, f"{a.dtype} values")
+        raise _err(f"node {name!r}: {field} holds {what}; expected real numbers{unit}")
+    return a.astype(np.float64, copy=False)
+
+
 def _tuple(value, nd: int, what: str, name: str) -> tuple[int, ...]:
     arr = np.asarray(value).ravel()
     if arr.size == 1:
         arr = np.repeat(arr, nd)
-    if arr.size != nd or not np.all(arr == np.rint(arr)):
+    if arr.size != nd or arr.dtype.kind not in "biuf" or not np.all(np.isfinite(arr)) \
+            or not np.all(arr == np.rint(arr)) or np.any(np.abs(arr) > 2**31):
         raise _err(f"node {name!r}: {what} = {value!r}; expected an integer or {nd} integers")
     return tuple(int(v) for v in arr)
+
+
+def _at_least(name: str, kind: str, what: str, values: tuple[int, ...], low: int) -> None:
+    """Stride, dilation and kernel sizes >= 1, padding >= 0: checked before any arithmetic
+    divides by them or sizes an array with them (a stride of 0 was a ZeroDivisionError, a
+    negative pooling kernel numpy's 'negative dimensions')."""
+    if any(v < low for v in values):
+        raise _err(f"node {name!r} is a {kind} with {what} {values}; expected integers "
+                   f">= {low}")
 
 
 def _conv_geometry(name, kind, in_shape, weight, stride, padding, dilation, groups):
@@ -52,13 +74,19 @@ def _conv_geometry(name, kind, in_shape, weight, stride, padding, dilation, grou
                    f"expected (channels, {', '.join('LHW'[-nd:] if nd == 1 else 'HW')}) "
                    f"= {nd + 1} dimensions")
     cout, cin_g = weight.shape[:2]
-    if groups < 1 or cout % groups or in_shape[0] != cin_g * groups:
+    if groups < 1 or cout % groups:
+        raise _err(f"node {name!r} is a {kind} with groups {groups}; expected an integer >= 1 "
+                   f"that divides its {cout} output channels (weight {tuple(weight.shape)})")
+    if in_shape[0] != cin_g * groups:
         raise _err(f"node {name!r} is a {kind} with weight {tuple(weight.shape)} and groups "
                    f"{groups}, fed {in_shape[0]} channels (shape {tuple(in_shape)}); expected "
                    f"{cin_g * groups} input channels (weight.shape[1] x groups)")
     k = weight.shape[2:]
+    _at_least(name, kind, "kernel_size" if kind.endswith("Pool2d") else "kernel", tuple(k), 1)
     s = _tuple(stride, nd, "stride", name)
     d = _tuple(dilation, nd, "dilation", name)
+    _at_least(name, kind, "stride", s, 1)
+    _at_least(name, kind, "dilation", d, 1)
     if isinstance(padding, (str, bytes)):
         word = padding.decode() if isinstance(padding, bytes) else padding
         if word == "valid":
@@ -75,32 +103,64 @@ def _conv_geometry(name, kind, in_shape, weight, stride, padding, dilation, grou
             else tuple(2 * p for p in pad)
     else:
         pad = _tuple(padding, nd, "padding", name)
+        _at_least(name, kind, "padding", pad, 0)
         total = tuple(2 * p for p in pad)
     out = tuple((L + t - di * (ki - 1) - 1) // si + 1
                 for L, t, di, ki, si in zip(in_shape[1:], total, d, k, s, strict=True))
-    if any(o < 1 for o in out) or any(v < 1 for v in s + d):
+    if any(o < 1 for o in out):
         raise _err(f"node {name!r} is a {kind} with kernel {tuple(k)}, stride {s}, padding "
                    f"{pad}, dilation {d} on input {tuple(in_shape)}: output size {out}; "
                    "expected every output size >= 1 (a larger input or smaller kernel)")
     return (cout, *out), s, pad, d
 
 
-MAX_SYNAPSES = 200_000_000
-"""Most (output, kernel tap) pairs one convolution may unroll to (about 10 GB of index
-arrays while building): the simulator holds every synapse, whatever the chip stores."""
+MAX_SYNAPSES = 20_000_000
+"""Most synapses one NIR import builds, all its layers together (the simulator holds every
+synapse, whatever the chip stores). A synapse costs about 210 B from the import through
+compile and a run (index, weight and delay arrays and their copies: a 12.96 M-synapse
+Conv2d peaked at 2.3 GB, a 5.76 M one at 1.2 GB, on loihi and spinnaker2 alike), so this
+bound is ~4.2 GB, a sixth of a 24 GiB machine: room for the rest of the run and for a
+second process. The former 200 M (~42 GB) let a 43 KB file exhaust memory. Checked before
+anything of that size is allocated."""
 
 
-def _conv_coo(weight, in_shape, out_shape, s, pad, d, groups, name="", kind="Conv2d"):
+def _too_many(what: str, count: int, limit: int, hint: str) -> None:
+    """Refuse ``count`` synapses over ``limit`` (what is left of :data:`MAX_SYNAPSES` after
+    the layers built before)."""
+    if count > limit:
+        before = f", {MAX_SYNAPSES - limit:,} of them built for the layers before" \
+            if limit < MAX_SYNAPSES else ""
+        raise _err(f"{what}; the import builds at most {MAX_SYNAPSES:,} synapses for a graph "
+                   f"(~210 B each through compile and run{before}): {hint}")
+
+
+def compose(label: str, Wn: sp.csr_matrix, W: sp.csr_matrix,
+            limit: int = MAX_SYNAPSES) -> sp.csr_matrix:
+    """``Wn @ W``, refused before it is built when it could hold more than ``limit``
+    synapses: the product of two small maps can be dense (100,000 -> 1 -> 100,000 is 2 x
+    10^5 weights and 10^10 synapses). The bound: for each middle index, the entries of its
+    column in ``Wn`` times those of its row in ``W``."""
+    Wn, W = Wn.tocsr(), W.tocsr()
+    per_col = np.bincount(Wn.indices, minlength=Wn.shape[1]).astype(np.float64)
+    bound = min(float(per_col @ np.diff(W.indptr).astype(np.float64)),
+                float(Wn.shape[0]) * float(W.shape[1]))
+    _too_many(f"the chain {label} composes into up to {bound:,.0f} synapses ({Wn.shape[0]:,} "
+              f"targets x {W.shape[1]:,} sources)", int(bound), limit,
+              "put a spiking layer between its weight nodes or make them smaller")
+    return Wn @ W
+
+
+def _conv_coo(weight, in_shape, out_shape, s, pad, d, groups, name="", kind="Conv2d",
+              limit=MAX_SYNAPSES):
     """(post, pre, w) of a convolution: every (output position, kernel tap) pair whose input
     position is inside the tensor (zero padding drops the others)."""
     nd = weight.ndim - 2
     cout, cin_g = weight.shape[:2]
     k = weight.shape[2:]
     pairs = int(np.prod(out_shape)) * cin_g * int(np.prod(k))
-    if pairs > MAX_SYNAPSES:
-        raise _err(f"node {name!r} is a {kind} of {pairs:,} synapses (outputs {tuple(out_shape)}"
-                   f" x {cin_g * int(np.prod(k))} taps); the simulator unrolls at most "
-                   f"{MAX_SYNAPSES:,} per layer: use a smaller input or more stride")
+    _too_many(f"node {name!r} is a {kind} of {pairs:,} synapses (outputs {tuple(out_shape)} "
+              f"x {cin_g * int(np.prod(k))} taps)", pairs, limit,
+              "use a smaller input or more stride")
     # broadcast axes: cout, cin_g, *out, *k
     co = np.arange(cout).reshape((cout, 1) + (1,) * (2 * nd))
     cg = np.arange(cin_g).reshape((1, cin_g) + (1,) * (2 * nd))
@@ -131,6 +191,16 @@ def node_kind(node) -> str:
     return type(node).__name__
 
 
+def _groups(name: str, node) -> int:
+    return _tuple(node.groups, 1, "groups", name)[0]
+
+
+def _pool_kernel(name: str, node) -> tuple[int, ...]:
+    k = _tuple(node.kernel_size, 2, "kernel_size", name)
+    _at_least(name, node_kind(node), "kernel_size", k, 1)
+    return k
+
+
 def _unbatched(node, in_shape) -> tuple[int, ...]:
     """``in_shape`` without a leading batch dimension of 1 where a Conv/pooling node expects
     one dimension fewer (Norse's export types its Input with the sample's batch of 1)."""
@@ -157,10 +227,10 @@ def out_shape(name: str, node, in_shape: tuple[int, ...]) -> tuple[int, ...]:
     if isinstance(node, (nir.Conv1d, nir.Conv2d)):
         w = np.asarray(node.weight)
         return _conv_geometry(name, node_kind(node), in_shape, w, node.stride, node.padding,
-                              node.dilation, int(node.groups))[0]
+                              node.dilation, _groups(name, node))[0]
     if isinstance(node, (nir.SumPool2d, nir.AvgPool2d)):
         c = in_shape[0] if len(in_shape) == 3 else 0
-        w = np.ones((max(c, 1), 1, *_tuple(node.kernel_size, 2, "kernel_size", name)))
+        w = np.ones((max(c, 1), 1, *_pool_kernel(name, node)))
         if len(in_shape) != 3:
             raise _err(f"node {name!r} is a {node_kind(node)} fed shape {tuple(in_shape)}; "
                        "expected (channels, H, W)")
@@ -180,17 +250,22 @@ def out_shape(name: str, node, in_shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(in_shape)   # Delay, Output: the same tensor
 
 
-def linear_map(name: str, node, in_shape) -> tuple[sp.csr_matrix, np.ndarray | None]:
-    """``(W, b)``: the node as ``y = W x + b`` on C-order flat vectors (``b`` None: no bias)."""
+def linear_map(name: str, node, in_shape,
+               limit: int = MAX_SYNAPSES) -> tuple[sp.csr_matrix, np.ndarray | None]:
+    """``(W, b)``: the node as ``y = W x + b`` on C-order flat vectors (``b`` None: no bias);
+    refused before it is built when it holds more than ``limit`` synapses."""
     import nir
     in_shape = _unbatched(node, in_shape)
     n_in = int(np.prod(in_shape))
     shape = out_shape(name, node, in_shape)
     n_out = int(np.prod(shape))
     if isinstance(node, (nir.Linear, nir.Affine)):
-        W = sp.csr_matrix(np.asarray(node.weight, np.float64))
+        w = real_values(name, "weight", node.weight)
+        _too_many(f"node {name!r} is a {node_kind(node)} of {w.size:,} weights", w.size, limit,
+                  "use fewer neurons")
+        W = sp.csr_matrix(w)
         # an Affine's bias: None is no bias, one value is the same for every output
-        b = np.asarray(node.bias, np.float64).ravel() \
+        b = real_values(name, "bias", node.bias).ravel() \
             if isinstance(node, nir.Affine) and node.bias is not None else None
         if b is not None and b.size == 1:
             b = np.full(n_out, b[0])
@@ -199,13 +274,9 @@ def linear_map(name: str, node, in_shape) -> tuple[sp.csr_matrix, np.ndarray | N
                        f"{n_out} (weight.shape[0]) or one")
         return W, b
     if isinstance(node, (nir.Conv1d, nir.Conv2d)):
-        w = np.asarray(node.weight, np.float64)
-        _, s, pad, d = _conv_geometry(name, node_kind(node), in_shape, w, node.stride,
-                                      node.padding, node.dilation, int(node.groups))
-        post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, int(node.groups), name,
-                                  node_kind(node))
-        W = sp.csr_matrix((wv, (post, pre)), shape=(n_out, n_in))
-        bias = np.asarray(node.bias, np.float64).ravel() if node.bias is not None else None
+        w = real_values(name, "weight", node.weight)
+        W = _conv_map(name, node, in_shape, shape, w, limit)
+        bias = real_values(name, "bias", node.bias).ravel() if node.bias is not None else None
         if bias is not None and bias.size not in (0, 1, w.shape[0]):
             raise _err(f"node {name!r} is a {node_kind(node)} with bias of {bias.size} values; "
                        f"expected {w.shape[0]} (one per output channel)")
@@ -214,17 +285,61 @@ def linear_map(name: str, node, in_shape) -> tuple[sp.csr_matrix, np.ndarray | N
         return W, b
     if isinstance(node, (nir.SumPool2d, nir.AvgPool2d)):
         c = in_shape[0]
-        k = _tuple(node.kernel_size, 2, "kernel_size", name)
+        k = _pool_kernel(name, node)
         value = 1.0 if isinstance(node, nir.SumPool2d) else 1.0 / float(np.prod(k))
         w = np.full((c, 1, *k), value)
         _, s, pad, d = _conv_geometry(name, node_kind(node), in_shape, w, node.stride,
                                       node.padding, 1, c)
-        post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, c, name, node_kind(node))
+        post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, c, name, node_kind(node),
+                                  limit)
         return sp.csr_matrix((wv, (post, pre)), shape=(n_out, n_in)), None
     if isinstance(node, nir.Scale):
-        scale = np.broadcast_to(np.asarray(node.scale, np.float64).ravel(), (n_in,))
+        scale = np.broadcast_to(real_values(name, "scale", node.scale).ravel(), (n_in,))
         return sp.diags(scale, format="csr"), None
     return sp.identity(n_in, format="csr"), None   # Flatten: the same C-order vector
+
+
+def _conv_map(name, node, in_shape, shape, w, limit) -> sp.csr_matrix:
+    """The Conv1d/Conv2d ``node`` with kernel ``w`` as a sparse (outputs, inputs) matrix."""
+    groups = _groups(name, node)
+    _, s, pad, d = _conv_geometry(name, node_kind(node), in_shape, w, node.stride,
+                                  node.padding, node.dilation, groups)
+    post, pre, wv = _conv_coo(w, in_shape, shape, s, pad, d, groups, name, node_kind(node),
+                              limit)
+    return sp.csr_matrix((wv, (post, pre)), shape=(int(np.prod(shape)),
+                                                   int(np.prod(in_shape))))
+
+
+def has_zero_weights(name: str, node) -> bool:
+    """Whether the node's matrix holds a weight (or scale) of 0, which its sparse map
+    (:func:`linear_map`) leaves out."""
+    import nir
+    if isinstance(node, (nir.Linear, nir.Affine, nir.Conv1d, nir.Conv2d)):
+        return bool(np.any(real_values(name, "weight", node.weight) == 0))
+    if isinstance(node, nir.Scale):
+        return bool(np.any(real_values(name, "scale", node.scale) == 0))
+    return False
+
+
+def connection_map(name: str, node, in_shape, W: sp.csr_matrix,
+                   limit: int = MAX_SYNAPSES) -> sp.csr_matrix:
+    """The node's connections as a 0/1 matrix, weights of 0 included: NeuroBench's Dense
+    synaptic operations count every weight of a connection layer (a Linear's ``n_out x
+    n_in``, a convolution's (output, tap) pairs inside the input), while ``W`` (its
+    :func:`linear_map`) keeps only the non-zero ones. Built anew only for a node with a
+    weight of 0; otherwise ``W``'s own pattern."""
+    import nir
+    in_shape = _unbatched(node, in_shape)
+    if isinstance(node, (nir.Scale, nir.Flatten)):
+        return sp.identity(W.shape[1], format="csr")
+    if has_zero_weights(name, node):
+        if isinstance(node, (nir.Linear, nir.Affine)):
+            return sp.csr_matrix(np.ones(W.shape))
+        ones = np.ones(np.shape(node.weight))
+        return _conv_map(name, node, in_shape, out_shape(name, node, in_shape), ones, limit)
+    P = W.copy()
+    P.data[:] = 1.0
+    return P
 
 
 def kernel_weights(node) -> int:

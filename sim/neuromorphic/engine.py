@@ -139,6 +139,12 @@ class NeuromorphicDevice(Device):
         self._row_pop_nz = np.bincount(row[nz] * len(pops) + target_pop[nz],
                                        minlength=n_pre * len(pops)).reshape(n_pre, len(pops))
         self._pop_synapses = np.bincount(target_pop, minlength=len(pops))
+        # NeuroBench's Dense per population: its synapses, plus the weights of 0 a
+        # projection's producer held but the network does not store (dense_connections)
+        self._pop_dense = self._pop_synapses.copy()
+        for p in net.projections.values():
+            if p.dense_connections is not None:
+                self._pop_dense[pops.index(p.post)] += p.dense_connections - p.weight.size
         self._nz_pop_lo = pop_lo              # update_weights keeps _row_pop_nz current
         self._zero_weights = int(c.w.size - nz.sum())
         for k, p in enumerate(pops):
@@ -167,7 +173,8 @@ class NeuromorphicDevice(Device):
     def _record_activity(self, scope: str | None, n_steps: int, spk_i, spk_p) -> None:
         """NeuroBench activity of one run, per population under ``<scope>/<population>``:
         ``effective_acs`` the non-zero synapses reached by binary spikes (graded payloads
-        other than +-1: ``effective_macs``), ``dense_synops`` its incoming synapses x steps,
+        other than +-1: ``effective_macs``), ``dense_synops`` its incoming connections x steps
+        (the synapses, and the weights of 0 a projection's ``dense_connections`` adds),
         ``activations`` neurons x steps, ``activations_zero`` those without a spike,
         ``membrane_updates`` neurons x steps (every neuron's state is updated each step)."""
         c = self.compiled
@@ -181,7 +188,7 @@ class NeuromorphicDevice(Device):
             fired = int(np.count_nonzero((spk_i >= a) & (spk_i < b)))
             self.ledger.add_activity("effective_acs", int(acs[k]), scope=where)
             self.ledger.add_activity("effective_macs", int(macs[k]), scope=where)
-            self.ledger.add_activity("dense_synops", int(self._pop_synapses[k]) * n_steps,
+            self.ledger.add_activity("dense_synops", int(self._pop_dense[k]) * n_steps,
                                      scope=where)
             self.ledger.add_activity("activations", pop.n * n_steps, scope=where)
             self.ledger.add_activity("activations_zero", pop.n * n_steps - fired, scope=where)

@@ -301,6 +301,9 @@ class Projection:
     kernel_weights: int | None = None   # weight-shared (convolutional) form: the distinct
                                         # weights a chip with shared connectivity stores;
                                         # None: every synapse has its own weight
+    dense_connections: int | None = None   # NeuroBench's Dense: the connections of the
+                                           # producer's matrix, weights of 0 included, which
+                                           # need not be stored; None: the synapses above
 
 
 class Network:
@@ -537,7 +540,8 @@ class Network:
 
     def connect(self, pre: str, post: str, weight=None, *, pre_idx=None, post_idx=None,
                 delay=1, channel: int = 0, name: str | None = None,
-                kernel_weights: int | None = None) -> Projection:
+                kernel_weights: int | None = None,
+                dense_connections: int | None = None) -> Projection:
         """Connect ``pre`` to ``post``: dense ``weight`` (n_post, n_pre) or sparse COO.
 
         Sparse form: ``pre_idx``, ``post_idx`` and ``weight`` of equal length. ``delay`` is
@@ -545,6 +549,9 @@ class Network:
         ``channel`` picks the synaptic channel of a cuba_lif target. ``kernel_weights``:
         the synapses are a weight-shared (convolutional) layer whose kernel holds that many
         weights (what a chip with shared connectivity stores instead of one per synapse).
+        ``dense_connections``: the connections NeuroBench's Dense synaptic operations count
+        each step, the producer's matrix with its weights of 0 (which are not stored and
+        cost nothing), at least the synapses given; None: the synapses given.
         """
         where = "connect"
         n_pre, n_post = self.size_of(pre), self.size_of(post)
@@ -600,10 +607,17 @@ class Network:
         if dv.size and dv.max() > MAX_STEPS:
             raise _err(where, f"{name}.delay has max {dv.max():g} steps; delays must be at most "
                               f"{MAX_STEPS} steps")
+        if dense_connections is not None and (isinstance(dense_connections, bool) or not (
+                isinstance(dense_connections, (int, np.integer))
+                and dense_connections >= wv.size)):
+            raise _err(where, f"{name}: dense_connections = {dense_connections!r}; expected an "
+                              f"integer >= {wv.size} (the synapses given, plus the weights "
+                              "of 0 left out) or None")
         proj = Projection(name, pre, post, np.asarray(pre_i, np.int64),
                           np.asarray(post_i, np.int64), np.asarray(wv, np.float64),
                           np.asarray(dv, np.int64).copy(), channel,
-                          None if kernel_weights is None else int(kernel_weights))
+                          None if kernel_weights is None else int(kernel_weights),
+                          None if dense_connections is None else int(dense_connections))
         self.projections[name] = proj
         return proj
 

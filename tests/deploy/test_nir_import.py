@@ -441,8 +441,8 @@ def test_an_unknown_node_type_in_a_file_is_named(tmp_path):
     with h5py.File(path, "r+") as f:      # nir itself fails with an empty AssertionError
         del f["node/nodes/w/type"]
         f["node/nodes/w/type"] = b"Ghost"
-    with pytest.raises(ExportError, match=r"is not a readable NIR file \(unknown node "
-                       r"type\(s\) Ghost; NIR defines .*\bLIF\b"):
+    with pytest.raises(ExportError, match=r"is not a readable NIR file \(node 'w' has type "
+                       r"'Ghost', which NIR does not define; NIR defines .*\bLIF\b"):
         read_nir(path)
 
 

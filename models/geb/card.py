@@ -49,7 +49,7 @@ class GebConfig:
     bt_scale: float = 10.0          # Bradley-Terry: P(y1 > y2) = sigma(10 (r1 - r2)), r in [0,1]
     ref: str = "previous"           # the loop's reference: the previous iterate (the script)
                                     # or the pretrained policy throughout
-    hidden: int = 32                # policy width (~2.2k parameters on the toy)
+    hidden: int = 32                # policy width (2,662 parameters on the toy)
     sft_samples: int = 1024         # reference-distribution samples pi_ref is trained on
     sft_steps: int = 200
     sft_lr: float = 3e-3
@@ -130,8 +130,11 @@ METRICS.update({"reward_gain_geb_vs_passive": "1", "reward_gain_geb_vs_prior": "
                 "wilcoxon_p_reward": "1", "reference_reward": "1",
                 "reference_logp_ref_optimum": "nats", "seeds": "count"})
 """Units: rewards and P(y*) are in [0, 1]; log-probabilities and entropies in nats; the
-gains are seed means of paired differences (GEB minus the other arm); ``wilcoxon_p_*`` the
-two-sided Wilcoxon signed-rank p-values of those differences over seeds."""
+gains are seed means of paired differences: the reward gains GEB minus the other arm, the
+exploration gain passive minus GEB in ``explore_logp_ref`` (the reference log-probability of
+the sampled responses; positive when GEB samples responses the reference finds less likely);
+``wilcoxon_p_*`` the two-sided Wilcoxon signed-rank p-values of those differences over
+seeds."""
 
 CARD = Card(
     name="geb",

@@ -19,11 +19,13 @@ that pi_ref(y*) is tiny:
     on ``toy`` pi_ref(y*) ~ 1e-6 and no arm's P(y*) rises above 0.01, so the reward half
     of the claim cannot be tested there).
 
-Reward (every task): ``r*(x, y) = m(y) / L + decoy * c(y) / L`` with ``m`` the length of the
-prefix ``y`` shares with the optimum ``y*(x)`` and ``c`` the number of common tokens. The
+Reward (every task): ``r*(x, y) = m(y) / L + decoy * c(y) / L`` with ``c`` the number of
+common tokens and ``m`` the credit for matching the optimum ``y*(x)``: with the default
+``credit="match"``, the number of positions where ``y`` has ``y*``'s token, wherever they
+are; with ``credit="prefix"``, the length of the prefix ``y`` shares with ``y*``. The
 all-common answers (what the reference policy says) earn ``decoy`` = 0.5 and the optimum
-1.0: a passive learner that only sharpens the reference's answers is stuck near 0.5, and
-the optimum's prefix credit is found only by sampling rare tokens in order.
+1.0: a passive learner that only sharpens the reference's answers is stuck near 0.5, and the
+optimum's credit is found only by sampling its rare tokens (in order, under ``prefix``).
 """
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ class Task:
     def reward(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """r*(x, y) in [0, 1]; ``x`` (N,) prompts, ``y`` (N, L) tokens -> (N,)."""
         hit = y == self.target[x]                                     # (N, L)
-        # credit: the matching prefix's length, or (match) every position that matches
+        # credit: (match, the default) every position that matches, or the matching prefix's length
         prefix = hit.sum(1) if self.credit == "match" else np.cumprod(hit, axis=1).sum(1)
         common = np.take_along_axis(self.common[x], y[..., None], 2)[..., 0].sum(1)
         return (prefix + self.decoy * common) / self.length

@@ -179,8 +179,10 @@ def artifact(trained: Trained, target: str):
 METRICS = {"auroc": "1", "auroc_*": "1", "pauroc30_*": "1", "invariance_ratio": "1",
            "delta_condition": "a.u. (standardised feature distance)",
            "delta_descriptor": "a.u. (standardised feature distance)"}
-"""AUROCs are fractions; pauroc30 is sklearn's McClish-standardised partial AUC to FPR 0.3;
-deltas are mean per-voxel distances of channel-standardised features over lesion voxels."""
+"""AUROCs are fractions, over body voxels (lesion voxels against the body's other voxels; air
+outside the body is no negative: the paper's crop to > -500 HU); pauroc30 is sklearn's
+McClish-standardised partial AUC to FPR 0.3; deltas are mean per-voxel distances of
+channel-standardised features over lesion voxels."""
 
 CARD = Card(
     name="screener",

@@ -32,6 +32,14 @@ class Volumes:
     lesion: np.ndarray
     clean: np.ndarray
 
+    @property
+    def body(self) -> np.ndarray:
+        """(N, D, H, W) bool: the voxels inside the body ellipsoid (``organ > 0``), the
+        stand-in for the paper's crop to voxels > -500 HU (intensity 0 here is air, -1000 HU
+        under the paper's [-1000, 300] HU -> [0, 1] clip). The lungs count as body: in real CT
+        they lie below -500 HU, but inside the patient and inside the paper's crop box."""
+        return self.organ > 0
+
 
 def _anatomy(rng: np.random.Generator, shape: tuple[int, int, int]):
     """One patient's (intensity, organ labels) without lesions."""

@@ -22,6 +22,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from sim.errors import ModelError
+
 
 class UNet3d(nn.Module):
     """Two halvings, ``w`` -> ``2w`` -> ``4w`` channels, skip joins, ``d`` output channels."""
@@ -316,8 +318,15 @@ def score_maps(dens: nn.Module, y: torch.Tensor, c: torch.Tensor | None) -> torc
     return F.interpolate(s, scale_factor=2.0, mode="trilinear", align_corners=False)[:, 0]
 
 
-def auroc(scores: np.ndarray, lesion: np.ndarray, max_fpr: float | None = None) -> float:
-    """Voxel AUROC, lesion voxels against every other voxel (``max_fpr``: sklearn's
-    McClish-standardised partial AUC, not the paper's raw area up to FPR 0.3)."""
+def auroc(scores: np.ndarray, lesion: np.ndarray, body: np.ndarray,
+          max_fpr: float | None = None) -> float:
+    """Voxel AUROC over the body only: lesion voxels against the non-lesion voxels inside
+    ``body`` (the paper crops CT to voxels > -500 HU, Sec. 5, so air outside the patient is
+    never a negative; ``data.Volumes.body``). ``max_fpr``: sklearn's McClish-standardised
+    partial AUC, not the paper's raw area up to FPR 0.3."""
     from sklearn.metrics import roc_auc_score
-    return float(roc_auc_score(lesion.reshape(-1), scores.reshape(-1), max_fpr=max_fpr))
+    body = np.asarray(body, bool)
+    if body.shape != lesion.shape or (lesion & ~body).any():
+        raise ModelError(f"auroc: body mask {body.shape} must match the lesion mask "
+                         f"{lesion.shape} and hold every lesion voxel")
+    return float(roc_auc_score(lesion[body], scores[body], max_fpr=max_fpr))

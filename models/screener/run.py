@@ -122,8 +122,10 @@ def run(cfg, dev, data, progress=None) -> dict:
         with ctx:
             maps = M.score_maps(dens, ys_s[desc], cs)
         maps = maps.cpu().numpy()
-        out["metrics"][f"auroc_{name}"] = M.auroc(maps, test.lesion)
-        out["metrics"][f"pauroc30_{name}"] = M.auroc(maps, test.lesion, max_fpr=0.3)
+        # over body voxels only (the paper's crop to > -500 HU): air is no negative
+        out["metrics"][f"auroc_{name}"] = M.auroc(maps, test.lesion, test.body)
+        out["metrics"][f"pauroc30_{name}"] = M.auroc(maps, test.lesion, test.body,
+                                                      max_fpr=0.3)
         out["maps"][name] = maps
     r, dc_, dy_ = invariance_ratio(f, g, dev.tensor(test.clean[:, None]), xs, test.lesion)
     out["metrics"].update(invariance_ratio=r, delta_condition=dc_, delta_descriptor=dy_)

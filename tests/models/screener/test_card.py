@@ -141,16 +141,19 @@ def test_readme_quick_study_figures_are_the_studys():
 
     def held(key):
         return f"{c[key]['seeds_holding']}/{c[key]['seeds']}"
+    # AUROC over body voxels (the paper's crop to > -500 HU): at 30 SSL steps gauss_mask is
+    # below 0.85, the README says so ("a's 0.85 (...) and e do not")
     text = (f"gauss_mask {ms('auroc_gauss_mask')} vs gauss_none {ms('auroc_gauss_none')}, "
             f"gauss_sincos {ms('auroc_gauss_sincos')}, randf {ms('auroc_gauss_mask_randf')}, "
             f"0 % run {ms('auroc_clean_gauss_mask')}, ratio {ms('invariance_ratio', 2)}. On "
-            f"the mean a ({s['auroc_gauss_mask_mean']:.3f} >= 0.85 and the gaps "
-            f"{s['mask_minus_none_mean']:+.3f}, {s['mask_minus_sincos_mean']:+.3f}), b "
-            f"({s['mask_minus_randf_mean']:+.3f}), c and d hold, e does not; per seed a's 0.85 "
-            f"holds {held('a_auroc_ge_0.85')}, the sin-cos gap {held('a_vs_sincos_ge_+0.03')}, "
-            f"b {held('b_vs_randf_ge_+0.05')}, e {held('e_gap_mask_lt_gap_none')}")
+            f"the mean a's gaps ({s['mask_minus_none_mean']:+.3f}, "
+            f"{s['mask_minus_sincos_mean']:+.3f}), b ({s['mask_minus_randf_mean']:+.3f}), c and "
+            f"d hold; a's 0.85 ({s['auroc_gauss_mask_mean']:.3f}) and e do not; per seed a's "
+            f"0.85 holds {held('a_auroc_ge_0.85')}, the sin-cos gap "
+            f"{held('a_vs_sincos_ge_+0.03')}, b {held('b_vs_randf_ge_+0.05')}, e "
+            f"{held('e_gap_mask_lt_gap_none')}")
     assert doc_figures.absent([("models/screener/README.md", text)]) == []
     on_mean = {k for k, v in c.items() if v["holds_on_mean"]}
-    assert on_mean == {"a_auroc_ge_0.85", "a_vs_none_ge_+0.05", "a_vs_sincos_ge_+0.03",
-                       "b_vs_randf_ge_+0.05", "c_ratio_le_0.5", "d_contamination_gap_le_0.03"}
+    assert on_mean == {"a_vs_none_ge_+0.05", "a_vs_sincos_ge_+0.03", "b_vs_randf_ge_+0.05",
+                       "c_ratio_le_0.5", "d_contamination_gap_le_0.03"}
     assert s["claim_met"] is True

@@ -78,6 +78,8 @@ def _engineering(value: float, units) -> str:
     for s, u in units:
         if mag >= s:
             scale, unit = s, u
+    if mag / scale >= 1e6:   # past the largest unit: 3.51e+13 J, as 6.19e+16 J, not 14 digits
+        return f"{'-' if value < 0 else ''}{mag / scale:.3g} {unit}"
     return f"{'-' if value < 0 else ''}{significant(mag / scale)} {unit}"
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from deploy.errors import ReportError
 from deploy.formatting import (  # noqa: F401  (comparison_rows, format_bytes: public here)
+    NOT_AVAILABLE,
     comparison_cells,
     comparison_rows,
     energy_breakdown,
@@ -107,6 +108,9 @@ def _json_text(v) -> str:
 TABLE_ROWS_SHOWN = 200
 """A table trace shows its first rows only (the run file keeps them all, and so does its
 CSV download)."""
+MAX_TRACES_DRAWN = 100
+"""The report draws a run's first traces only (about 0.07 s a plot: 3,000 were minutes),
+and says how many there are; the run file keeps them all."""
 
 
 def _slug(text: str) -> str:
@@ -127,7 +131,9 @@ def _trace_section(run: RunResult, name: str, trace) -> str:
         head = f"<h3>{_e(name)} ({data.shape[0]:,} rows{more}{unit})</h3>"
         return head + _html_table(trace.columns, [tuple(_cell(x) for x in row)
                                                   for row in shown],
-                                  csv=f"trace-{_slug(name)}", csv_rows=data.tolist())
+                                  csv=f"trace-{_slug(name)}",
+                                  csv_rows=[[_csv_cell(x) for x in row]
+                                            for row in data.tolist()])
     if data.size == 0:
         return f"<p class=muted>Trace {_e(name)} ({_e(trace.kind)}) is empty.</p>"
     if trace.kind == "curve":
@@ -152,12 +158,18 @@ def _trace_section(run: RunResult, name: str, trace) -> str:
 
 
 def _cell(x) -> str:
-    """A table cell: integers with thousands separators, floats to 6 digits, text as is."""
+    """A table cell: integers with thousands separators, floats to 6 digits, text as is;
+    nan and inf as the not-available dash (no figure, as everywhere in the report)."""
     if isinstance(x, (np.integer, int)) and not isinstance(x, (bool, np.bool_)):
         return f"{int(x):,}"
     if isinstance(x, (np.floating, float)):
-        return f"{float(x):.6g}"
+        return f"{float(x):.6g}" if math.isfinite(x) else NOT_AVAILABLE
     return str(x)
+
+
+def _csv_cell(x):
+    """A table cell for its CSV: the value at full precision, the dash for nan and inf."""
+    return NOT_AVAILABLE if isinstance(x, float) and not math.isfinite(x) else x
 
 
 def _html_sections(run: RunResult, reports: list[EnergyReport]):
@@ -223,7 +235,10 @@ def _html_sections(run: RunResult, reports: list[EnergyReport]):
                                                                csv="latency")
 
     yield "<h2>Traces</h2>" + ("" if run.traces else "<p class=muted>No traces.</p>")
-    for name, trace in run.traces.items():
+    if len(run.traces) > MAX_TRACES_DRAWN:
+        yield (f"<p class=note>{len(run.traces):,} traces, the first {MAX_TRACES_DRAWN} "
+               "drawn (the run file holds them all).</p>")
+    for name, trace in list(run.traces.items())[:MAX_TRACES_DRAWN]:
         yield _trace_section(run, name, trace)
     yield "<h2>Uncounted ops</h2>" + (
         "<p>These ops were executed but not priced: their energy is in no total above.</p>"

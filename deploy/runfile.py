@@ -66,7 +66,7 @@ import numpy as np
 from deploy.errors import RunFileError
 from deploy.hdf5_checks import check_structure
 from deploy.outputs import check_output, write_bytes
-from hw_profiles import HardwareProfile, from_dict, load
+from hw_profiles import HardwareProfile, from_dict
 from hw_profiles.errors import NeuroedgeError, not_a_file
 from models.registry import RunFile, RunResult, Trained
 from sim import neurobench
@@ -77,6 +77,7 @@ FORMAT = "neuroedge.run"
 FORMAT_VERSION = 3
 SUPPORTED_VERSIONS = (1, 2, 3)   # 1: no profile label or digest (read unverified);
                                  # 1-2: bare trace arrays, no preset/facts/trained state
+PRESETS = ("quick", "full", "own")   # own: deploy.sweep_own.PRESET (a model of one's own)
 _VERSION_PACKAGES = ("neuroedge", "numpy", "torch", "h5py", "numba", "brian2", "scipy")
 
 
@@ -163,11 +164,13 @@ def _snapshot(prof: HardwareProfile) -> tuple[str, dict[str, str]]:
 
 def _read_profile(group, root_label, path: Path, version: int) -> HardwareProfile:
     """Check the snapshot against its digest, then build the profile (version 2 layout)."""
-    doc = json.loads(group.attrs["json"])
+    where = f"run file {str(path)!r}"
+    doc = _json_attr(group, "json", where, dict, "a JSON object (the profile document as "
+                     "loaded)", finite=True)
     origin = f"{path.name}:/profile"
     if version == 1:   # no label, no digest: the name, unverified
         return from_dict(doc, origin=origin)
-    label, digest = str(group.attrs["label"]), str(group.attrs["digest"])
+    label, digest = _text_attr(group, "label", where), _text_attr(group, "digest", where)
     if document_digest(doc) != digest:
         raise RunFileError(_digest_mismatch(path, doc, group.attrs.get("field_digests")))
     profile = from_dict(doc, origin=origin, label=label)
@@ -183,32 +186,24 @@ def _read_profile(group, root_label, path: Path, version: int) -> HardwareProfil
 
 
 def stored_profile(run: RunResult) -> tuple[HardwareProfile, str | None]:
-    """The run's profile snapshot, to price the run on it, and a note when the user's file
-    it was loaded from now holds another profile (``None``: no such note).
+    """The run's profile snapshot, to price the run on it, and a note for the report
+    (always ``None`` now; kept for the callers).
 
     A user's file is labelled ``NAME (file: PATH)``. Priced under that label, the snapshot
     would read as the file, which may have changed or gone since the run; it is labelled
     ``NAME (snapshot stored in the run; file: PATH when simulated)`` instead. A shipped
-    profile keeps its name.
+    profile keeps its name. The file at PATH is never opened: the run file says which
+    file it names, so reading it would let a run file make neuroedge open any file (a
+    label ``a100 (file: /etc/passwd)``). Whoever wants the file as it is now passes
+    ``--profile PATH``.
     """
     prof = run.profile
     prefix = f"{prof.name} (file: "
     if not prof.label.startswith(prefix):
         return prof, None
     path = prof.label[len(prefix):-1]   # _read_profile checked the label's form
-    snapshot = dataclasses.replace(prof, label=f"{prof.name} (snapshot stored in the run; "
-                                               f"file: {path} when simulated)")
-    if not Path(path).is_file():
-        return snapshot, None
-    try:
-        same = document_digest(_document(load(path))) == document_digest(_document(prof))
-    except NeuroedgeError:   # the file no longer loads: it is not the snapshot either
-        same = False
-    if same:
-        return snapshot, None
-    return snapshot, (f"{path!r} differs from the profile snapshot stored in the run when it "
-                      f"was simulated; this report prices the snapshot: pass --profile "
-                      f"{path!r} to price the file as it is now")
+    return dataclasses.replace(prof, label=f"{prof.name} (snapshot stored in the run; "
+                                           f"file: {path} when simulated)"), None
 
 
 def _digest_mismatch(path: Path, doc, stored_fields) -> str:
@@ -235,7 +230,8 @@ def _digest_mismatch(path: Path, doc, stored_fields) -> str:
                 f"digest written with the run ({len(changed) + len(added) + len(removed)} "
                 "field(s) differ)" + tail)
     if added or removed:
-        what = f"field {added[0]} was added" if added else f"field {removed[0]} was removed"
+        what = (f"field {added[0] or '(the whole document)'} was added" if added else
+                f"field {removed[0] or '(the whole document)'} was removed")
         return head + f"profile snapshot {what} after the digest was written" + tail
     return head + "profile snapshot digest mismatch" + tail
 
@@ -435,11 +431,119 @@ def legacy_trace(name: str, arr: np.ndarray) -> Trace:
     return Trace("images", arr.reshape(-1, *arr.shape[-2:]))
 
 
+# -- read checks: every field is of the type write_run writes, or one line naming it ------------
+def _shown(value) -> str:
+    """A stored value as a message shows it: its repr, at most 60 characters."""
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _type(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype} array of shape {value.shape}"
+    return type(value).__name__
+
+
+def _field(obj, key: str) -> str:
+    return f"root attribute {key}" if obj.name == "/" else f"{obj.name} attribute {key}"
+
+
+def _group(f, name: str, where: str, holds: str):
+    """``f[name]``, which must be a group (holding ``holds``)."""
+    if name not in f:
+        raise RunFileError(f"{where} is incomplete or corrupt: it has no /{name}; expected a "
+                           f"group holding {holds}")
+    obj = f[name]
+    if not isinstance(obj, h5py.Group):
+        raise RunFileError(f"{where}: /{name} is a dataset; expected a group holding {holds}")
+    return obj
+
+
+def _text_attr(obj, key: str, where: str, default: str | None = None) -> str:
+    """A text attribute (h5py reads variable-length text as str, fixed-length as bytes)."""
+    if key not in obj.attrs:
+        if default is not None:
+            return default
+        raise RunFileError(f"{where} is incomplete or corrupt: {_field(obj, key)} is missing; "
+                           "expected text")
+    value = obj.attrs[key]
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "surrogateescape")
+    if not isinstance(value, str):
+        raise RunFileError(f"{where}: {_field(obj, key)} = {_shown(value)} ({_type(value)}); "
+                           "expected text")
+    return str(value)
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _no_constant(name):
+    raise _NotFinite(name)
+
+
+def _json_name(value) -> str:
+    for kind, name in ((dict, "a JSON object"), (list, "a JSON array"), (str, "a JSON string"),
+                       (bool, "JSON true/false"), ((int, float), "a JSON number")):
+        if isinstance(value, kind):
+            return name
+    return "JSON null"
+
+
+def _json_attr(obj, key: str, where: str, kind: type, what: str, *, default=None,
+               finite: bool = False):
+    """A JSON text attribute holding a ``kind`` (``what`` says which, for the message);
+    ``finite``: NaN and Infinity are refused (a profile's numbers)."""
+    field = _field(obj, key)
+    if key not in obj.attrs and default is not None:
+        return default
+    if key not in obj.attrs:
+        raise RunFileError(f"{where} is incomplete or corrupt: {field} is missing; expected "
+                           f"JSON text of {what}")
+    text = obj.attrs[key]
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogateescape")
+    if not isinstance(text, str):
+        raise RunFileError(f"{where}: {field} = {_shown(text)} ({_type(text)}); expected "
+                           f"JSON text of {what}")
+    try:
+        value = json.loads(text, parse_constant=_no_constant if finite else None)
+    except _NotFinite as exc:
+        raise RunFileError(f"{where}: {field} holds {exc}; expected {what} with finite "
+                           "numbers") from None
+    except ValueError as exc:
+        raise RunFileError(f"{where}: {field} is not valid JSON ({getattr(exc, 'msg', exc)} "
+                           f"at character {getattr(exc, 'pos', '?')}); expected {what}") \
+            from None
+    except RecursionError:
+        raise RunFileError(f"{where}: {field} is JSON nested too deep to read; expected "
+                           f"{what}") from None
+    if not isinstance(value, kind):
+        raise RunFileError(f"{where}: {field} is {_json_name(value)}; expected {what}")
+    return value
+
+
+def _read_metrics(f, where: str) -> dict[str, float]:
+    out = {}
+    for key, value in _group(f, "metrics", where, "one attribute per metric").attrs.items():
+        if isinstance(value, np.ndarray) and value.shape == ():
+            value = value[()]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise RunFileError(f"{where}: /metrics attribute {key} = {_shown(value)} "
+                               f"({_type(value)}); expected a real number (a float or an "
+                               "integer, one per metric)")
+        out[key] = float(value)
+    return out
+
+
 def _datasets(group) -> dict[str, Any]:
     """Every dataset below ``group`` by its path relative to it, in stored order (creation
     order where the group tracks it); a nested name (``param/fc1.weight``) keeps its slash."""
     out = {}
-    for key in group:            # iteration follows the group's order (visititems does not)
+    for key in group:            # iteration follows the group's order (visititems does not);
+        # recursive: check_structure has bounded the depth (hdf5_checks.MAX_DEPTH)
         obj = group[key]
         if isinstance(obj, h5py.Dataset):
             out[key] = obj
@@ -449,24 +553,30 @@ def _datasets(group) -> dict[str, Any]:
 
 
 def _read_traces(group, where: str, version: int) -> dict[str, Trace]:
+    """Every trace, its kind, unit and columns checked; its dtype and shape by ``Trace``."""
     out = {}
     for name, ds in _datasets(group).items():
         text = h5py.check_string_dtype(ds.dtype) is not None
         data = np.asarray(ds.asstr()[()], dtype=str) if text else np.asarray(ds[()])
-        if version < 3:
-            out[name] = legacy_trace(name, data)
-            continue
-        kind = ds.attrs.get("kind")
-        kind = kind.decode() if isinstance(kind, bytes) else kind
-        if kind not in TRACE_KINDS:
-            raise RunFileError(f"{where}: trace {name!r} has kind {kind!r}; kinds are "
-                               f"{', '.join(TRACE_KINDS)}")
-        columns = json.loads(ds.attrs.get("columns", "[]"))
-        if not isinstance(columns, list):
-            raise RunFileError(f"{where}: trace {name!r} attribute columns is not a JSON list")
         try:
-            out[name] = Trace(kind, data, str(ds.attrs.get("unit", "")), tuple(columns))
+            if version < 3:
+                out[name] = legacy_trace(name, data)
+                continue
+            kind = ds.attrs.get("kind")
+            kind = kind.decode() if isinstance(kind, bytes) else kind
+            if kind not in TRACE_KINDS:
+                raise RunFileError(f"{where}: trace {name!r} has kind {_shown(kind)}; kinds "
+                                   f"are {', '.join(TRACE_KINDS)}")
+            columns = _json_attr(ds, "columns", where, list, "a JSON array of column names",
+                                 default=[])
+            if not all(isinstance(c, str) for c in columns):
+                raise RunFileError(f"{where}: {_field(ds, 'columns')} = {_shown(columns)}; "
+                                   "expected a JSON array of column names (text)")
+            out[name] = Trace(kind, data, _text_attr(ds, "unit", where, default=""),
+                              tuple(columns))
         except NeuroedgeError as exc:
+            if isinstance(exc, RunFileError):
+                raise
             raise RunFileError(f"{where}: trace {name!r}: {exc}") from None
     return out
 
@@ -497,7 +607,7 @@ def _read_units(f, where: str) -> tuple[dict[str, str], str | None]:
     if not isinstance(units, dict) or not all(isinstance(v, str) for v in units.values()):
         raise RunFileError(f"{where}: /metric_units attribute json is not an object of "
                            "unit strings")
-    return units, str(g.attrs.get("main_metric", "")) or None
+    return units, _text_attr(g, "main_metric", where, default="") or None
 
 
 def _check_structure(f, path: Path) -> None:
@@ -514,11 +624,21 @@ def _check_header(f, path: Path) -> int:
         raise RunFileError(f"{str(path)!r} is an HDF5 file but not a neuroedge run file "
                            f"(format attribute {fmt!r}, expected {FORMAT!r})")
     version = f.attrs.get("format_version")
-    version = int(version) if isinstance(version, (int, np.integer)) else version
+    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
+        # np.True_ == 1 and 3.0 == 3: a bool read as version 1 skipped the digest check
+        raise RunFileError(f"run file {str(path)!r} has format version {_shown(version)} "
+                           f"({_type(version)}); expected an integer, one of "
+                           f"{SUPPORTED_VERSIONS}")
+    version = int(version)
     if version not in SUPPORTED_VERSIONS:
         raise RunFileError(f"run file {str(path)!r} has format version {version!r}; this "
                            f"neuroedge reads versions {SUPPORTED_VERSIONS}")
-    if not f.attrs.get("complete", False):
+    complete = f.attrs.get("complete", False)
+    if not isinstance(complete, (bool, np.bool_)):   # the text "False" is truthy
+        raise RunFileError(f"run file {str(path)!r} has complete = {_shown(complete)} "
+                           f"({_type(complete)}); expected True (a bool, the last attribute "
+                           "the writer sets)")
+    if not complete:
         raise RunFileError(f"run file {str(path)!r} is incomplete (the write never finished)")
     return version
 
@@ -558,27 +678,34 @@ def read_run(path: str | os.PathLike) -> RunResult:
                                          f"{type(exc).__name__}: {exc}")) from None
         where = f"run file {str(path)!r}"
         try:
-            config = json.loads(f["config"].attrs["json"])
-            profile = _read_profile(f["profile"], str(f.attrs["profile"]), path, version)
-            ledger = Ledger.from_hdf5(f["ledger"])
-            metrics = {k: float(v) for k, v in f["metrics"].attrs.items()}
-            traces = _read_traces(f["traces"], where, version)
-            versions = {k: str(v) for k, v in f["versions"].attrs.items()}
+            config = _json_attr(_group(f, "config", where, "the model's configuration"),
+                                "json", where, dict, "a JSON object (the model's "
+                                "configuration, {field: value})")
+            profile = _read_profile(_group(f, "profile", where, "the profile snapshot"),
+                                    _text_attr(f, "profile", where), path, version)
+            ledger = Ledger.from_hdf5(_group(f, "ledger", where, "the ledger"))
+            metrics = _read_metrics(f, where)
+            traces = _read_traces(_group(f, "traces", where, "the traces"), where, version)
+            versions = {k: str(v) for k, v in
+                        _group(f, "versions", where, "package versions").attrs.items()}
             if version >= 3:
-                preset = str(f.attrs["preset"])
-                facts = json.loads(f["facts"].attrs["json"])
-                if not isinstance(facts, dict):
-                    raise RunFileError(f"{where}: /facts is not a JSON object")
+                preset = _text_attr(f, "preset", where)
+                if preset not in PRESETS:
+                    raise RunFileError(f"{where}: root attribute preset = {_shown(preset)}; "
+                                       f"expected one of {', '.join(PRESETS)}")
+                facts = _json_attr(_group(f, "facts", where, "the run's facts"), "json",
+                                   where, dict, "a JSON object ({fact: value})")
                 trained = _read_trained(f, where)
             else:
                 preset, facts, trained = "quick", {}, None
             units, main_metric = _read_units(f, where)
             file = RunFile(path=str(path), format_version=version,
-                           created=str(f.attrs["created"]), versions=versions)
-            return RunResult(model=str(f.attrs["model"]), profile=profile,
-                             dataset=str(f.attrs["dataset"]), config=config, metrics=metrics,
-                             ledger=ledger, traces=traces, preset=preset, facts=facts,
-                             trained=trained, units=units, main_metric=main_metric, file=file)
+                           created=_text_attr(f, "created", where), versions=versions)
+            return RunResult(model=_text_attr(f, "model", where), profile=profile,
+                             dataset=_text_attr(f, "dataset", where), config=config,
+                             metrics=metrics, ledger=ledger, traces=traces, preset=preset,
+                             facts=facts, trained=trained, units=units,
+                             main_metric=main_metric, file=file)
         except RunFileError as exc:
             raise RunFileError(_one_line(str(exc))) from None
         except NeuroedgeError as exc:

@@ -100,6 +100,7 @@ class Ledger:
         self._footprint: dict[str, dict[str, int]] = {}  # see add_footprint
         self._activity: dict[str, dict[str, int]] = defaultdict(dict)  # see add_activity
         self._models: dict[str, dict[str, int]] = {}     # see record_model
+        self._deployed: set[str] = set()                 # see mark_deployed
         self._layers: dict[str, dict] = {}               # see record_layer
         self._word_bits: int | None = None               # see record_word_bits
         self._payloads: tuple[int, int] | None = None    # see record_payloads
@@ -199,14 +200,47 @@ class Ledger:
                                    for k in MODEL_FACTS}
 
     def forget_model(self, name: str) -> None:
-        """Drop the facts of model ``name`` (none recorded: nothing happens): an engine
-        whose models merged (a part first run alone, then the whole it belongs to) records
-        them again under other names."""
+        """Drop the facts of model ``name``, and its deployed mark (none recorded: nothing
+        happens): an engine whose models merged (a part first run alone, then the whole it
+        belongs to) records them again under other names."""
         self._models.pop(str(name), None)
+        self._deployed.discard(str(name))
 
     def models(self) -> dict[str, dict[str, int]]:
         """``model name -> facts`` of every recorded model."""
         return {k: dict(v) for k, v in sorted(self._models.items())}
+
+    def mark_deployed(self, name: str) -> None:
+        """Mark recorded model ``name`` as (one of) the model(s) the run deploys: NeuroBench's
+        static metrics are then those of the marked models only (:mod:`sim.neurobench`),
+        not of every model the run recorded (probes, copies, auxiliary networks). A ledger
+        with no mark keeps the older meaning: every recorded model is deployed.
+
+        Raises
+        ------
+        LedgerError
+            ``name`` is not a recorded model (the message lists the recorded ones).
+
+        Examples
+        --------
+        >>> led = Ledger()
+        >>> for name, n in (("Policy", 10), ("Policy#2", 10)):
+        ...     led.record_model(name, parameters=n, parameter_bytes=4 * n, buffer_bytes=0,
+        ...                      connection_weights=n, connection_zero_weights=0)
+        >>> led.mark_deployed("Policy")
+        >>> led.deployed()
+        ['Policy']
+        """
+        if str(name) not in self._models:
+            raise LedgerError(f"mark_deployed {name!r}: no model of that name is recorded; "
+                              f"recorded: {', '.join(self._models) or 'none'} "
+                              "(record_model first)")
+        self._deployed.add(str(name))
+
+    def deployed(self) -> list[str]:
+        """Names of the models :meth:`mark_deployed` marked, sorted; empty when none is
+        (then every recorded model counts as deployed)."""
+        return sorted(self._deployed)
 
     def record_layer(self, path: str, type: str, output_shape, parameters,
                      op_class: str = "") -> None:
@@ -268,8 +302,8 @@ class Ledger:
         return self._payloads
 
     def _merge_extras(self, data: Mapping, prefix: str) -> None:
-        """Activity, models, layers and word width of a serialised ledger (optional
-        keys)."""
+        """Activity, models (and their deployed marks), layers and word width of a
+        serialised ledger (optional keys; a ledger written before deployed marks has none)."""
         if data.get("word_bits") is not None:
             self.record_word_bits(data["word_bits"])
         if data.get("spike_payloads") is not None:
@@ -281,6 +315,11 @@ class Ledger:
                 self._add_activity_at(full, k, n)
         for name, facts in data.get("models", {}).items():
             self.record_model(name, **facts)
+        deployed = data.get("deployed", [])
+        if not isinstance(deployed, list) or not all(isinstance(n, str) for n in deployed):
+            raise LedgerError(f"deployed = {deployed!r}: expected a list of model names")
+        for name in deployed:
+            self.mark_deployed(name)
         for path, info in data.get("layers", {}).items():
             self.record_layer(path, info["type"], info["output_shape"], info["parameters"],
                               info.get("op_class", ""))
@@ -487,14 +526,16 @@ class Ledger:
         return out
 
     def _extras(self) -> dict:
-        """The optional activity, models and layers keys (absent when empty, so ledgers
-        without them serialise as before)."""
+        """The optional activity, models, deployed and layers keys (absent when empty, so
+        ledgers without them serialise as before)."""
         out = {}
         activity = {k: dict(sorted(v.items())) for k, v in sorted(self._activity.items()) if v}
         if activity:
             out["activity"] = activity
         if self._models:
             out["models"] = self.models()
+        if self._deployed:
+            out["deployed"] = self.deployed()
         if self._layers:
             out["layers"] = self.layers()
         if self._word_bits is not None:

@@ -12,8 +12,9 @@ The HDF5 layout (a group, usually ``/ledger`` of a run file):
 - ``ops`` (S, O) and ``bytes`` (S, B) int64 matrices (gzip), ``samples`` (S,) int64 with
   -1 for a scope without samples;
 - attributes ``type``, ``version``, ``uncounted`` (JSON ``{scope: {op name: calls}}``) and,
-  when present, ``footprint`` and ``extras`` (JSON: activity, models, layers, word_bits,
-  spike_payloads);
+  when present, ``footprint`` and ``extras`` (JSON: activity, models, deployed (the names
+  ``Ledger.mark_deployed`` marked; absent in files written before the mark, which then
+  mean every model), layers, word_bits, spike_payloads);
 - a ``timing`` subgroup with one group per step-timing record (``core_ops`` dataset, the
   ``scope`` and the rest of the record as JSON ``meta``).
 
@@ -33,7 +34,7 @@ from sim.step_timing import StepTiming
 
 FORMAT = "neuroedge.Ledger"
 FORMAT_VERSION = 1
-EXTRAS = ("activity", "models", "layers", "word_bits", "spike_payloads")
+EXTRAS = ("activity", "models", "deployed", "layers", "word_bits", "spike_payloads")
 """The optional keys of a ledger's dict form kept in the HDF5 ``extras`` attribute."""
 DIRECTIONS = ("read", "write")
 _INT64_MAX = np.iinfo(np.int64).max
@@ -156,7 +157,9 @@ def read_hdf5(group) -> dict:
     if "footprint" in group.attrs:  # optional: written only when a footprint was recorded
         try:
             data["footprint"] = json.loads(group.attrs["footprint"])
-            if not isinstance(data["footprint"], dict):
+            if not isinstance(data["footprint"], dict) or not all(
+                    isinstance(e, dict) and {"writable", "read_only", "blocks"} <= set(e)
+                    for e in data["footprint"].values()):
                 raise TypeError("expected a JSON object {scope: {writable, read_only, "
                                 "blocks}}")
         except (TypeError, ValueError) as exc:
@@ -171,7 +174,41 @@ def read_hdf5(group) -> dict:
         except (TypeError, ValueError) as exc:
             raise LedgerError(f"HDF5 ledger in {group.name!r} has a corrupt extras "
                               f"attribute (activity, models, layers): {exc}") from None
+        _check_extras(group.name, data)
     return data
+
+
+def _check_extras(where: str, data: Mapping) -> None:
+    """The forms of the extras (their counts are checked by ``Ledger.from_dict``): a field
+    of another form is one line naming it and the form expected."""
+    def bad(field, value, expected):
+        text = repr(value)
+        raise LedgerError(f"HDF5 ledger in {where!r}: extras {field} = "
+                          f"{text if len(text) <= 60 else text[:57] + '...'}: expected "
+                          f"{expected}")
+
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+    for key in ("activity", "models", "layers"):
+        if not isinstance(data.get(key, {}), dict):
+            bad(key, data[key], "a JSON object {name: {...}}")
+        for name, entry in data.get(key, {}).items():
+            if not isinstance(entry, dict):
+                bad(f"{key}[{name!r}]", entry, "a JSON object")
+    for path, info in data.get("layers", {}).items():
+        if not isinstance(info.get("type"), str):
+            bad(f"layers[{path!r}].type", info.get("type"), "text (the layer's class name)")
+        shape = info.get("output_shape")
+        if not isinstance(shape, list) or not all(is_int(d) and d >= 0 for d in shape):
+            bad(f"layers[{path!r}].output_shape", shape,
+                "a list of integers >= 0 (the layer's output shape)")
+        if "parameters" not in info:
+            bad(f"layers[{path!r}].parameters", None, "an integer >= 0")
+        if not isinstance(info.get("op_class", ""), str):
+            bad(f"layers[{path!r}].op_class", info["op_class"], "text")
+    payloads = data.get("spike_payloads")
+    if payloads is not None and not (isinstance(payloads, list) and len(payloads) == 2):
+        bad("spike_payloads", payloads, "[lowest, highest], two integers")
 
 
 def _entry(name: str) -> dict:

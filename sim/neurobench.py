@@ -20,8 +20,12 @@ metrics, :meth:`~sim.ledger.Ledger.add_activity` for the workload ones):
   operations.
 * ``MembraneUpdates``: per sample, updates of spiking neurons' membrane potentials.
 
-Static metrics sum every model the ledger recorded (a run that places two models reports
-both together). Workload metrics are those of one scope: by default the inference scope
+Static metrics are those of the deployed model: the models the run marked
+(:meth:`~sim.ledger.Ledger.mark_deployed`, ``TorchDevice.deploy(module)``), summed when it
+marked several (a run that deploys two models reports both together). A run that marked
+none, and every run file written before the mark, sums every model the ledger recorded; a
+run that also built probes, copies or auxiliary networks should mark the one it deploys, or
+they count too. Workload metrics are those of one scope: by default the inference scope
 (:func:`inference_scope`), divided by the samples recorded there. A value the run cannot
 give is nan: per-sample figures of a scope without samples, sparsities with nothing to
 divide by, workload metrics of an engine that records no activity (the bitwise engine).
@@ -51,6 +55,28 @@ def inference_scope(ledger) -> str | None:
     return phases.inference_scope(ledger.samples())
 
 
+def deployed_models(ledger) -> dict[str, dict[str, int]]:
+    """``name -> facts`` of the models the static metrics are of: those
+    :meth:`~sim.ledger.Ledger.mark_deployed` marked, or every recorded model when none is.
+
+    Examples
+    --------
+    >>> from sim.ledger import Ledger
+    >>> led = Ledger()
+    >>> for name in ("Net", "Probe"):
+    ...     led.record_model(name, parameters=5, parameter_bytes=20, buffer_bytes=0,
+    ...                      connection_weights=4, connection_zero_weights=0)
+    >>> sorted(deployed_models(led))
+    ['Net', 'Probe']
+    >>> led.mark_deployed("Net")
+    >>> sorted(deployed_models(led))
+    ['Net']
+    """
+    models = ledger.models()
+    marked = ledger.deployed()
+    return {k: models[k] for k in marked} if marked else models
+
+
 def _ratio(num, den) -> float:
     return num / den if den else math.nan
 
@@ -71,7 +97,7 @@ def metrics(ledger, scope: str | None = None) -> dict:
     >>> m["Footprint"], m["ConnectionSparsity"], m["SynapticOperations"]["Dense"]
     (60, 0.25, 12.0)
     """
-    models = ledger.models().values()
+    models = deployed_models(ledger).values()
     if models:
         footprint = sum(m["parameter_bytes"] + m["buffer_bytes"] for m in models)
         params = sum(m["parameters"] for m in models)

@@ -29,6 +29,11 @@ from sim.errors import ModelError
 
 TRACE_KINDS = ("curve", "raster", "per_core", "images", "pictures", "table", "scatter",
                "bands")
+NUMBER_DTYPES = "biuf"
+"""numpy dtype kinds a trace of every kind may hold: bool, signed, unsigned, float (real
+numbers; no complex, compound, object or text)."""
+TABLE_DTYPES = NUMBER_DTYPES + "US"
+"""A table may also hold text."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,14 @@ class Trace:
         data = np.asarray(self.data)
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+        allowed = TABLE_DTYPES if self.kind == "table" else NUMBER_DTYPES
+        if data.dtype.kind not in allowed:
+            # every plot converts to float: text was a ValueError traceback, complex a
+            # warning that dropped the imaginary part, a compound dtype a TypeError
+            raise ModelError(f"Trace of kind {self.kind!r} has dtype {data.dtype}; expected "
+                             "real numbers (bool, int or float"
+                             + (") or text" if self.kind == "table" else "; only a table "
+                                "holds text)"))
         expected = {"curve": "1-D", "per_core": "1-D", "raster": "(k, 2)",
                     "images": "(N, H, W)", "pictures": "(N, H, W, 3)", "table": "2-D",
                     "scatter": "(k, 3)",
@@ -76,6 +89,12 @@ class Trace:
             # index (a hand-edited run file) would fail there, or overflow its int64
             raise ModelError("raster Trace holds a non-finite time or a neuron index that is "
                              "not an integer in 0 .. 2**53; expected (time, neuron) rows")
+        if self.kind in ("per_core", "scatter") and data.size and not np.isfinite(
+                data if self.kind == "per_core" else data[:, :2]).all():
+            # a core's load and a point's place are numbers; inf drew no bar but a warning
+            raise ModelError(f"{self.kind} Trace holds a non-finite "
+                             + ("value; expected a finite value per core" if self.kind ==
+                                "per_core" else "x or y; expected finite (x, y, value) rows"))
         if self.kind == "table" and len(self.columns) != data.shape[1]:
             raise ModelError(f"table Trace has {data.shape[1]} columns but "
                               f"{len(self.columns)} column names")

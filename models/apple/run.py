@@ -235,6 +235,8 @@ def _run_policies(cfg, dev, data, progress=None) -> Outcome:
                     progress(base + it, total, rec)
             results[p].append(train(task, test_task, p, run_cfg, s, dev, prog))
             done += cfg.iterations
+    if cfg.count:   # NeuroBench's model: the counted seed's APPLE agent, not every agent
+        dev.deploy(results["apple" if "apple" in results else cfg.policy_list[0]][0]["agent"])
     m, traces = {}, {}
     for p, runs in results.items():
         finals = np.array([r["eval"]["final"] for r in runs])

@@ -308,6 +308,9 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
         with (device.count(scope, samples=len(data.test.images)) if counted
               else contextlib.nullcontext()):
             r = evaluate_parser(enc, dec, data.test)
+        if name == "fused":   # NeuroBench's model: the deployed encoder + decoder D only
+            device.deploy(enc)
+            device.deploy(dec)
         m[f"{name}_box_f1"] = r["box_f1"]
         m[f"{name}_figure_accuracy"] = r["figure_accuracy"]
         seqs[name] = r["seqs"]

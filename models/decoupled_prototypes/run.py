@@ -125,6 +125,8 @@ def run_both(cfg: DecoupledPrototypesConfig, dev: TorchDevice, data,
         traces[f"{variant}_usage"] = curve(
             np.bincount(r["assign"].cpu().numpy(), minlength=cfg.prototypes).astype(float))
     metrics["knn_accuracy"] = metrics["decoupled_knn_accuracy"]
+    if cfg.count:   # NeuroBench's model: the decoupled teacher (k-NN features), not all four
+        dev.deploy(res["decoupled"]["trainer"].teacher)
     traces["measure_steps"] = curve(res["joint"]["hist"]["step"])
     facts = {"torch_device": str(dev.torch_device), "data_source": data.source,
              "measure_steps_decoupled": res["decoupled"]["hist"]["step"]}

@@ -391,6 +391,8 @@ def run_comparison(cfg, dev, tasks, progress: Progress | None = None) -> Outcome
         for key in CURVES:
             for arm, values in curves(res, key).items():
                 hist[key][arm].append(values)
+    if cfg.count:   # NeuroBench's model: one policy (the last seed's GEB arm), not its copies
+        dev.deploy(res["geb"]["policy"])
     m = {f"{key}_{arm}": float(np.mean([r[arm][key] for r in rows]))
          for arm in ARM_NAMES for key in ("reward", "p_optimum", "expected_logp_ref",
                                           "explore_logp_ref", "entropy")}

@@ -316,6 +316,8 @@ def run(cfg, device: TorchDevice, data, progress=None) -> dict:
                          f"{pre['losses'][bad]} at step {bad + 1}); use a smaller lr "
                          "(default 1e-3)")
     z = embed(enc, data.eval_lonlat, device)                 # (N, 256) fp32
+    if cfg.count:   # NeuroBench's model: the encoder, not its pre-training head or probe
+        device.deploy(enc)
     with device.count("id/cast"):
         zd = z.double()
     try:

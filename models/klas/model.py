@@ -251,10 +251,13 @@ def run(cfg: KLASConfig, dev: TorchDevice, data, progress=None) -> dict:
         if progress:
             progress(n + 1, len(sel), {"stage": "supernets", "stitch": name,
                                        "auc": supernets[name]["auc"]})
-    return {"config": cfg, "device": dev, "anchors": anchors, "anchor_acc": list(anchor_acc),
-            "anchor_flops": list(anchor_flops), "probe_acc": probe_acc, "last_kl": last_kl,
-            "klas_pairs": klas_pairs, "stitches": stitches, "table": table, "corr": corr,
-            "edges": edges, "selected": sel, "oracle": oracle, "supernets": supernets}
+    res = {"config": cfg, "device": dev, "anchors": anchors, "anchor_acc": list(anchor_acc),
+           "anchor_flops": list(anchor_flops), "probe_acc": probe_acc, "last_kl": last_kl,
+           "klas_pairs": klas_pairs, "stitches": stitches, "table": table, "corr": corr,
+           "edges": edges, "selected": sel, "oracle": oracle, "supernets": supernets}
+    # NeuroBench's model: the exported stitch, not the anchors, probes and fine-tune copies
+    dev.deploy(supernets["klas"]["nets"][export_choice(res).name])
+    return res
 
 
 def _recovery(chosen, stitches, table, edges, tol: float = 0.01) -> float:

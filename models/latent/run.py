@@ -340,6 +340,9 @@ def run_seeds(cfg, device, env_name: str, progress: Progress | None = None) -> O
                 init = pretrain(env, "latent", cfg, rep, s, warm=warm, tag=tag)
             success["pretrained"].append(finetune(env, cfg, rep, s, init, tick, tag))
             success["scratch"].append(finetune(env, cfg, rep, s, None, tick, tag))
+        if s == cfg.seed and "latent" in results:   # NeuroBench's model: LatEnt's agent
+            device.deploy(results["latent"].model)
+            device.deploy(results["latent"].ac)
 
     metrics: dict[str, float] = {"seeds": float(len(seed_list)),
                                  "env_steps": float(cfg.num_envs * cfg.horizon

@@ -194,6 +194,8 @@ def run(cfg, dev: TorchDevice, data: figs.FigureData, progress=None) -> dict:
     template0 = model.template().cpu().numpy()
     losses = fit(model, data.train, cfg, dev, progress)
     res = evaluate(model, data.train, data.test, cfg, dev, template0)
+    if cfg.count:   # NeuroBench's model: the whole PPL (its parts run one by one)
+        dev.deploy(model)
     res["metrics"]["parameters"] = float(parameters(model))
     res["metrics"]["final_loss"] = losses[-1]
     return {**res, "cfg": cfg, "model": model, "template0": template0, "losses": losses}

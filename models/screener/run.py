@@ -121,6 +121,11 @@ def run(cfg, dev, data, progress=None) -> dict:
             else contextlib.nullcontext()
         with ctx:
             maps = M.score_maps(dens, ys_s[desc], cs)
+        if deployed:   # NeuroBench's model: the deployed variant's descriptor, condition
+            # and density, not the random-init control nor the SSL expanders
+            for net in ({"ssl": f, "rand": f_rand}[desc], *([g] if cond == "mask" else []),
+                        dens):
+                dev.deploy(net)
         maps = maps.cpu().numpy()
         # over body voxels only (the paper's crop to > -500 HU): air is no negative
         out["metrics"][f"auroc_{name}"] = M.auroc(maps, test.lesion, test.body)

@@ -142,6 +142,8 @@ def run_heads(data, cfg: TverskyHeadConfig, dev: TorchDevice, progress: Progress
         out["losses"][kind] = train_head(head, feats, yt, cfg, dev, f"train/{kind}", progress)
         model = nn.Sequential(enc, head).eval()                  # the deployed classifier
         logits = dev.run(model, xs, scope="infer" if kind == "tversky" else "infer_linear")
+        if kind == "tversky":   # NeuroBench's model: this classifier, not the linear one
+            dev.deploy(model)
         out["heads"][kind] = head
         out["metrics"][f"{kind}_test_accuracy"] = accuracy(logits, ys)
         out["metrics"][f"{kind}_head_parameters"] = float(sum(p.numel() for p in head.parameters()))

@@ -27,9 +27,12 @@ The engine computes the per-step critical path inside its kernels (``kernels.end
 under the device's profile and keeps only sums (a :class:`~sim.step_timing.StepTiming` per
 scope; the time parameters are read from the profile by :mod:`sim.step_timing`); so pricing
 on that profile is exact. Another chip needs another placement and hence a new
-simulation: :func:`reprice` runs it. Ops counted outside the engine's steps (added to the
-ledger directly, e.g. an analytical sweep) have no per-core record; they are priced as a
-*lower bound*: spread evenly over all the chip's cores, with no barrier.
+simulation: :func:`reprice` runs it; priced on another chip as they are, the recorded steps
+get a lower bound (each lasts at least the tick, and the work plus the smallest barrier;
+with ``realtime`` at least its ``dt``, so the run at least its biological time). Ops
+counted outside the engine's steps (added to the ledger directly, e.g. an analytical
+sweep) have no per-core record; they are priced as a *lower bound*: spread evenly over all
+the chip's cores, with no barrier.
 
 A neuromorphic profile without ``[core_op_ns]`` has no step-time model and is priced with
 the roofline (:mod:`sim.execution.roofline`).
@@ -113,6 +116,10 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, *,
             # (max(tick, work + barrier) per step): TrueNorth's 1 ms tick over 2,500 steps
             # is 2.5 s, which the ideal spread alone put at microseconds
             rest_s = max(rec.steps * tick_s(prof), rest_s + rec.steps * barrier_s(prof, 1))
+            if realtime:
+                # paced, each step lasts at least dt on any chip: sum max(dt, step) is at
+                # least steps x dt (the biological time) and at least the bound above
+                rest_s = max(rest_s, rec.bio_s)
         for op, n in ops.items():
             e = prof.energy_pj[op]
             t = rest.get(op, 0) * tau[COL[op]] / n_chip if op in COL else 0.0
@@ -138,13 +145,17 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, *,
                          + (" with other time parameters" if rec.profile == prof.name else "")
                          + f"; their counts get a lower bound: the larger of {rec.steps:,} "
                          "steps x the tick and the ops spread evenly over every core plus "
-                         "the smallest barrier per step (sim.execution.neuromorphic.reprice "
-                         "re-simulates for the exact figure)")
+                         "the smallest barrier per step"
+                         + (f", paced to real time: at least the {rec.bio_s:.6g} s of "
+                            "biological time" if realtime and rec.bio_s > 0 else "")
+                         + " (sim.execution.neuromorphic.reprice re-simulates for the exact "
+                         "figure)")
         n_rest = sum(n for op, n in rest.items() if op in COL and n)
         if n_rest:
             parts.append(f"lower bound for {n_rest:,} ops counted outside the engine's "
                          f"steps: spread evenly over all {n_chip} cores, no barrier"
-                         + (", not paced (no time steps recorded)" if realtime else ""))
+                         + (", not paced (no time steps recorded)"
+                            if realtime and rec is None else ""))
         seconds = stepped + rest_s
         latency[scope] = seconds
         if parts:

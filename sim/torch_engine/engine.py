@@ -461,6 +461,7 @@ class TorchDevice(Device):
         # in the order first seen, and the name each was recorded under (see _record_models)
         self._modelled: list[torch.nn.Module] = []
         self._model_names: dict[int, str] = {}
+        self._deployed: list[torch.nn.Module] = []   # marked by deploy()
         self._mode: _CountingMode | None = None   # the outermost count() block's, while open
         # the cost of every distinct op call, kept across blocks (costs.CostMemo); set
         # ``dev.cost_memo.verify = True`` to price every call in full as well and compare
@@ -623,32 +624,73 @@ class TorchDevice(Device):
                 self.ledger.add_activity(what, n, scope=name)
         self._record_models(recorder.roots)
 
-    def _record_models(self, roots) -> None:
+    def deploy(self, module: torch.nn.Module) -> torch.nn.Module:
+        """Mark ``module`` as (one of) the model(s) the run deploys; returns it.
+
+        NeuroBench's static metrics (Footprint, ParameterCount, ConnectionSparsity;
+        :mod:`sim.neurobench`) are then those of the deployed modules only, not the sum of
+        every model this device compiled or ran (a room's probes, per-iteration copies,
+        auxiliary networks): ``Ledger.mark_deployed`` on its name. Its facts are recorded
+        now, as it is (call it after training), and again whenever a counting block ends; a
+        deployed module inside another model seen keeps its own entry (the other one's
+        entry then leaves out the tensors they share).
+
+        Examples
+        --------
+        >>> import torch
+        >>> dev = TorchDevice("a100")
+        >>> net, probe = torch.nn.Linear(4, 3), torch.nn.Linear(4, 1)
+        >>> _ = dev.run(net, torch.zeros(2, 4)); _ = dev.run(probe, torch.zeros(2, 4))
+        >>> _ = dev.deploy(net)
+        >>> dev.ledger.deployed()
+        ['Linear']
+        """
+        if not isinstance(module, torch.nn.Module):
+            raise ModelError(f"[TorchDevice.deploy] expected a torch.nn.Module, got "
+                             f"{type(module).__name__}")
+        if not any(m is module for m in self._deployed):
+            self._deployed.append(module)
+        self._record_models((), placed=False)   # compiled models not run yet: not now
+        return module
+
+    def _record_models(self, roots, placed: bool = True) -> None:
         """The facts of every model this device compiled or ran outermost (with parameters)
         into the ledger, as they are now. A model inside another one seen (a compiled
         encoder run inside a wrapper, one part of a compiled model run alone) is counted
-        with the one it belongs to, and a tensor two models share once; each model keeps
-        one name for the device's life (its class, ``#2``... when a class repeats), and
-        the names of models now inside another are dropped from the ledger."""
-        for m in [*self._placed, *roots]:
+        with the one it belongs to, unless it is deployed (:meth:`deploy`: its own entry,
+        counted first), and a tensor two models share once; each model keeps one name for
+        the device's life (its class, ``#2``... when a class repeats), and the names of
+        models now inside another are dropped from the ledger. ``placed=False``: the
+        compiled models not recorded yet wait for a counting block to end."""
+        for m in [*(self._placed if placed else ()), *self._deployed, *roots]:
             if (not any(m is seen for seen in self._modelled)
-                    and (any(m is p for p in self._placed)
+                    and (any(m is p for p in [*self._placed, *self._deployed])
                          or next(m.parameters(), None) is not None)):
                 self._modelled.append(m)
         members = [{id(sub) for sub in m.modules()} for m in self._modelled]
         tops = [m for k, m in enumerate(self._modelled)
                 if not any(j != k and id(m) in inside for j, inside in enumerate(members))]
+        # deployed models first, each whole (one inside another deployed one: with it), so
+        # the tensors they share with a probe or wrapper count in theirs
+        inside_deployed = [{id(sub) for sub in d.modules()} for d in self._deployed]
+        shown = [d for k, d in enumerate(self._deployed)
+                 if not any(j != k and id(d) in inside
+                            for j, inside in enumerate(inside_deployed))]
+        shown += [m for m in tops if not any(m is d for d in shown)]
         for m in self._modelled:
-            if m not in tops and id(m) in self._model_names:
+            if not any(m is r for r in shown) and id(m) in self._model_names:
                 self.ledger.forget_model(self._model_names[id(m)])
         counted: set[int] = set()
-        for module in tops:
+        for module in shown:
             facts = model_facts(module, counted)
             # buffers as compiled: state buffers that take the batch's shape when run
             # (snnTorch's membranes) are the run's state, not the model (NeuroBench's
             # Footprint is taken before the run)
             facts["buffer_bytes"] = self._buffer_bytes.get(id(module), facts["buffer_bytes"])
             self.ledger.record_model(self._model_name(module), **facts)
+        for d in self._deployed:
+            if any(d is r for r in shown):
+                self.ledger.mark_deployed(self._model_name(d))
 
     def _model_name(self, module: torch.nn.Module) -> str:
         """The ledger name of ``module``'s facts: its class name, ``#k`` added for the k-th

@@ -90,6 +90,23 @@ def test_run_file_and_report_show_bands_and_trajectories(tiny_run, tmp_path):
     assert 'alt="learning_curve_apple"' in html and 'alt="trajectories_apple"' in html
 
 
+def test_neurobench_counts_the_deployed_agent_not_every_policy(tiny_run, tmp_path):
+    from deploy.runfile import read_run, write_run
+    led = tiny_run.ledger
+    # the counted seed's agents of the three policies (apple, random, scan), one architecture
+    models = led.models()
+    assert sorted(models) == ["Agent", "Agent#2", "Agent#3"]
+    sizes = {(f["parameters"], f["parameter_bytes"] + f["buffer_bytes"]) for f in models.values()}
+    assert len(sizes) == 1
+    # NeuroBench's model is APPLE's agent (marked): one agent, not 3 x its size as before
+    assert led.deployed() == ["Agent"]
+    nb = tiny_run.neurobench
+    assert {(nb["ParameterCount"], nb["Footprint"])} == sizes
+    back = read_run(write_run(tmp_path / "apple.h5", tiny_run))     # the mark in the run file
+    assert back.ledger.deployed() == ["Agent"]
+    assert back.neurobench["ParameterCount"] == nb["ParameterCount"]
+
+
 @pytest.mark.parametrize("field, value, message", [
     # torch's Adam raised ValueError("Invalid learning rate: -1.0") with a traceback
     ("lr_actor", -1.0, "lr_actor = -1.0: must be a finite learning rate >= 0"),

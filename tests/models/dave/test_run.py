@@ -117,3 +117,27 @@ def test_flat_fraction():
     img = np.zeros((1, 16, 16), np.float32)
     img[0, :8, :8] = np.random.default_rng(0).random((8, 8))   # one textured patch of 4
     assert X.flat_fraction(img, 8) == 0.75
+
+
+def test_neurobench_counts_the_fused_encoder_and_decoder_d_only():
+    """The ledger records the MAE encoder and decoder parts (stage 1), the fused encoder and
+    decoder D (the deployed inference); NeuroBench's model is the last two (the quick
+    preset summed all six: 280,013 parameters instead of 191,949)."""
+    import sim
+    from sim.neurobench import metrics
+    cfg = DaveConfig(**{**CFG.__dict__, "mae_steps": 2, "counted_steps": 1, "stage2_steps": 1,
+                        "merge_steps": 1, "heldout_steps": 1, "generalist_steps": 1,
+                        "pictures": 1})
+    rng = np.random.default_rng(3)
+    data = D.DaveData(_pages(4), _pages(4, 1), _pages(2, 2),
+                      rng.random((8, 28, 28)).astype(np.float32), np.arange(8) % 10, "random")
+    dev = sim.device("tests/data/toy-gpu.toml")
+    R.run(cfg, dev, data)
+    models = {k: v["parameters"] for k, v in dev.ledger.models().items()}
+    assert dev.ledger.deployed() == ["Fused", "TransformerDecoder"]
+    vit = models["ViT"]                  # stage 1's encoder: every ViT of the run is its size
+    # Fused: the generalist ViT + the merge's template ViT + one logit per ViT tensor per
+    # stage-2 copy (17 tensors x 2 copies = 34)
+    assert models["Fused"] == 2 * vit + 17 * 2 == 8674
+    assert metrics(dev.ledger)["ParameterCount"] == models["Fused"] + models["TransformerDecoder"]
+    assert sum(models.values()) > metrics(dev.ledger)["ParameterCount"]

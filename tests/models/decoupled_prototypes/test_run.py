@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from models.decoupled_prototypes.card import DecoupledPrototypesConfig
-from models.decoupled_prototypes.run import train_variant
+from models.decoupled_prototypes.model import Student
+from models.decoupled_prototypes.run import run_both, train_variant
 
 TINY = {"prototypes": 16, "bottleneck": 8, "width": 4, "batch_size": 32}
 
@@ -62,3 +63,31 @@ def test_training_is_priced_as_training():
     assert samples["train/joint"] == samples["train/decoupled"] == 40
     rep = dev.ledger.price(dev.profile)
     assert rep.energy_within("train") > 0
+
+
+def test_neurobench_counts_the_decoupled_teacher_not_all_four_students():
+    """The ledger records both variants' students and teachers (quick preset: 4 models,
+    404,960 parameters); NeuroBench's model is the decoupled teacher (k-NN features)."""
+    from types import SimpleNamespace
+
+    from conftest import TOY_GPU
+
+    import sim
+    from hw_profiles import load
+    from sim.neurobench import metrics
+    from sim.torch_engine.activity import model_facts
+    dev = sim.device(load(TOY_GPU))      # a fresh one: the fixture's has other tests' models
+    g = np.random.default_rng(5)
+    data = SimpleNamespace(x_train=g.random((20, 784), dtype=np.float32),
+                           y_train=np.arange(20) % 10, x_test=g.random((5, 784), dtype=np.float32),
+                           y_test=np.arange(5) % 10, source="random images")
+    cfg = DecoupledPrototypesConfig(**{**TINY, "epochs": 1, "batch_size": 10, "knn_k": 3})
+    run_both(cfg, dev, data)
+    assert len(dev.ledger.models()) == 4
+    # the teacher is a copy of a decoupled Student (no prototype parameter): its own facts
+    own = model_facts(Student(cfg, joint=False))
+    m = metrics(dev.ledger)
+    assert m["ParameterCount"] == own["parameters"]
+    assert m["Footprint"] == own["parameter_bytes"] + own["buffer_bytes"]
+    # the joint student carries K x D = 16 x 8 = 128 prototype parameters more
+    assert dev.ledger.models()["Student"]["parameters"] == own["parameters"] + 16 * 8

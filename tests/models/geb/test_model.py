@@ -11,7 +11,16 @@ import sim
 from models.geb import losses
 from models.geb.card import GebConfig
 from models.geb.data import all_responses, make_task
-from models.geb.model import Policy, PrefixTree, pretrain_reference, run_loop, sign_p, wilcoxon_p
+from models.geb.model import (
+    Policy,
+    PrefixTree,
+    pretrain_reference,
+    run_comparison,
+    run_loop,
+    sign_p,
+    wilcoxon_p,
+)
+from sim.neurobench import metrics
 
 TINY = GebConfig(seeds=1, iterations=2, steps=4, sft_samples=256, sft_steps=20,
                  dtype="float64", count=False)
@@ -107,3 +116,20 @@ def test_paired_tests_by_hand():
     # 5 seeds can never reach p < 0.05 two-sided: 2 / 2^5 = 0.0625
     assert wilcoxon_p(d[:5]) == pytest.approx(0.0625)
     assert wilcoxon_p(np.zeros(5)) == 1.0 and sign_p(np.zeros(5)) == 1.0
+
+
+def test_neurobench_counts_the_deployed_policy_not_its_copies():
+    # the ledger records pi_ref and every policy the arms deep-copy (the quick preset: 155,
+    # ParameterCount 412,610); NeuroBench's model is one policy (the GEB arm's, marked)
+    dev = sim.device("a100")
+    cfg = dataclasses.replace(TINY, dtype="float32", count=True, sft_steps=2, steps=1)
+    run_comparison(cfg, dev, [make_task("toy", 0)])
+    # pi_ref + per arm its policy and the previous-iterate reference of iteration 2: 1 + 3 x 2
+    # (before the mark: 7 x 2,662 = 18,634 parameters)
+    assert len(dev.ledger.models()) == 7
+    m = metrics(dev.ledger)
+    # toy: 16 prompts, vocabulary 6, length 4, hidden 32: tok 4 x 6 x 32 = 768, ctx 16 x 32
+    # = 512, pos 4 x 32 = 128, Linear 32 x 32 + 32 = 1,056, Linear 32 x 6 + 6 = 198
+    assert m["ParameterCount"] == 768 + 512 + 128 + 1056 + 198 == 2662
+    # fp32 parameters + buffers causal (4 x 4 fp32, 64 B) and offset (4 int64, 32 B)
+    assert m["Footprint"] == 2662 * 4 + 64 + 32 == 10744

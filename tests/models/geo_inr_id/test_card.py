@@ -49,6 +49,23 @@ def test_short_run_counts(short_run):
     assert led.uncounted() == {}
 
 
+def test_neurobench_counts_the_encoder_not_its_head_and_probe(short_run):
+    from models.geo_inr_id.model import build_encoder
+    from sim.torch_engine.activity import model_facts
+    led = short_run.ledger
+    # recorded: the pre-training head, the encoder and the MLP probe (the quick preset
+    # summed them: 171,040 parameters); NeuroBench's model is the encoder, marked
+    assert sorted(led.models()) == ["Linear", "LocationEncoder", "Sequential"]
+    assert led.deployed() == ["LocationEncoder"]
+    cfg = runner.make_config("geo_inr_id", "quick", "procedural-earth", seed=0)
+    for k, v in SHORT.items():
+        setattr(cfg, k, v)
+    own = model_facts(build_encoder(cfg))
+    nb = short_run.neurobench
+    assert nb["ParameterCount"] == own["parameters"]
+    assert nb["Footprint"] == own["parameter_bytes"] + own["buffer_bytes"]
+
+
 def test_short_run_metrics_and_globe(short_run):
     m, tr = short_run.metrics, short_run.traces
     for k in ("mle_k10", "mle_k20", "mle_k100", "twonn", "fishers", "local_id_mean"):

@@ -95,6 +95,19 @@ def test_trained_state_rebuilds_the_exported_stitch(tiny_run):
     assert np.array_equal(state.arrays["example_x"], x.numpy())
 
 
+def test_neurobench_counts_the_exported_stitch_not_every_model(tiny_run):
+    from sim.neurobench import metrics
+    from sim.torch_engine.activity import model_facts
+    led = tiny_run["device"].ledger
+    # recorded: anchors, probe sets, stitch layers, fine-tune and supernet copies (the quick
+    # preset summed 62 models: 527,954 parameters); NeuroBench's model is the exported stitch
+    own = model_facts(km.rebuild(km.trained(tiny_run, np.zeros((1, 784), np.float32))))
+    nb = metrics(led)
+    assert len(led.deployed()) == 1 and len(led.models()) > 10
+    assert nb["ParameterCount"] == own["parameters"]
+    assert nb["Footprint"] == own["parameter_bytes"] + own["buffer_bytes"]
+
+
 def test_config_errors():
     with pytest.raises(ModelError, match="increasing widths"):
         KLASConfig(widths=(64, 32, 16))

@@ -133,6 +133,19 @@ def test_energy_per_train_sample_is_every_training_block_over_its_env_steps(toy_
     assert 0 < rollouts < report.energy_within("train")
 
 
+def test_neurobench_counts_latents_agent_not_every_methods(toy_gpu_path):
+    """NeuroBench's model is LatEnt's agent (its latent model and actor-critic, marked), not
+    the observation baseline's too (the quick preset summed four models: 95,690)."""
+    from models import runner
+    from tests.models.latent.test_card import TINY
+    run = runner.run("latent", profile=toy_gpu_path, overrides=TINY)
+    models = run.ledger.models()
+    assert {"LatentModel#2", "ActorCritic#2"} <= set(models)     # the observation method's
+    assert run.ledger.deployed() == ["ActorCritic", "LatentModel"]
+    assert run.neurobench["ParameterCount"] == (models["LatentModel"]["parameters"]
+                                                + models["ActorCritic"]["parameters"])
+
+
 @pytest.mark.slow
 def test_quick_preset_run_is_ready_and_counts_every_training_step(toy_gpu_path):
     """The whole quick preset (masked pendulum, 3 seeds x latent / observation / random x 20

@@ -65,3 +65,22 @@ def test_run_scores_body_voxels_only():
             test.lesion[test.body], maps[test.body], max_fpr=0.3)
         assert res["metrics"][f"auroc_{name}"] != roc_auc_score(test.lesion.reshape(-1),
                                                                 maps.reshape(-1))
+
+
+def test_neurobench_static_metrics_are_the_deployed_variants():
+    # gauss_mask deploys f (descriptor), g (condition) and the Gaussian density; the
+    # random-init control f_rand and the two VICReg expanders are not the model: before,
+    # ParameterCount summed them all (146,672 against 86,404 at the quick preset)
+    from sim import neurobench
+    cfg = ScreenerConfig(train=6, test=2, ssl_steps=2, density_steps=3, count_steps=0,
+                         variants=("gauss_none", "gauss_mask"))
+    data = load_data("synthetic-ct", cfg)
+    dev = TorchDevice(str(TOY_GPU))
+    res = run(cfg, dev, data)
+    assert res["metrics"]["auroc_gauss_mask"] > 0
+    deployed = set(dev.ledger.deployed())
+    assert len(deployed) == 3
+    want = sum(m["parameters"] for n, m in dev.ledger.models().items() if n in deployed)
+    assert neurobench.metrics(dev.ledger)["ParameterCount"] == want
+    everything = sum(m["parameters"] for m in dev.ledger.models().values())
+    assert want < everything   # f_rand at least is left out

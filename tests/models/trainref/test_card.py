@@ -34,6 +34,13 @@ def test_small_run_reaches_run_file_and_report(fashion_mnist, tmp_path):
     # every training under train/: the report's energy per training sample exists
     from sim import phases
     assert phases.train_scope(res.ledger.samples()) == "train"
+    # NeuroBench's model is TrainRef's classifier (marked): fp32, no buffers, so its
+    # Footprint is the room's own footprint_bytes and 4 B per parameter; it was the sum of
+    # the MAE, the probe head and four classifier copies (quick preset: 5.23 MB, 1,308,418)
+    assert res.ledger.deployed() == ["Classifier#3"] and len(res.ledger.models()) == 6
+    assert res.neurobench["Footprint"] == m["footprint_bytes"] == 4 * res.neurobench[
+        "ParameterCount"]
     run = read_run(write_run(tmp_path / "tr.h5", res))
+    assert run.neurobench["Footprint"] == m["footprint_bytes"]        # the mark in the file
     html = html_report(run, [run.ledger.price(run.profile)], tmp_path / "tr.html").read_text()
     assert "trainref" in html and "relabel_accuracy" in html

@@ -55,6 +55,14 @@ def test_simulate_learns_and_counts(small_run, small, toy_gpu_path):
     assert len(fig.axes) == 20                                 # 2 rows of 10 pictures
 
 
+def test_neurobench_counts_the_deployed_classifier_only(small_run):
+    # encoder (1,376 parameters, 512 B of buffers) + Tversky head (4,739), float32: the
+    # room's footprint_bytes; it was every model's sum (linear head, visualise modules)
+    nb, m = small_run.neurobench, small_run.metrics
+    assert nb["ParameterCount"] == 1_376 + 10 * 64 + 64 * 64 + 3 == 6_115
+    assert nb["Footprint"] == m["footprint_bytes"] == 4 * 6_115 + 512
+
+
 def test_seeded_runs_identical(small_run, small, toy_gpu_path):
     again = runner.run("tversky", profile=toy_gpu_path, overrides={**small, "visualise": False})
     assert again.metrics["tversky_test_accuracy"] == small_run.metrics["tversky_test_accuracy"]

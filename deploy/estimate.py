@@ -45,6 +45,12 @@ DEFAULT_LR = 0.01   # the default SGD step size; the counts of one step do not d
 _CE_NAMES = ("cross_entropy", "nll_loss")
 
 
+WRAPPER_ROUTE = ("wrap the model in a module whose forward takes only tensors and builds "
+                 "what else it passes (a cache, decoder inputs), and estimate that wrapper "
+                 "(a wrapper factory: docs/estimate.md)")
+"""The way out for a forward that takes more than tensors, or inputs the command line cannot
+name: one hint for every message that needs it."""
+
 MAX_DRAWN_INPUT_BYTES = 2 ** 30
 """An example input given as a shape is drawn in float32 only up to this size (1 GiB): a
 mistyped shape is refused before anything is allocated."""
@@ -288,7 +294,7 @@ def _profiles(profiles) -> list:
     profiles = profile_list(profiles)
     if not profiles:
         raise ProfileError("estimate: profiles is empty; give at least one profile name or "
-                           "path, e.g. profiles=['jetson-orin', 'cortex-m7', 'a100']")
+                           "path, e.g. jetson-orin, cortex-m7 or a100")
     return load_many(profiles)
 
 
@@ -356,9 +362,13 @@ def example_inputs(example_input, name: str, seed: int, like=None):
             if isinstance(x, np.ndarray):
                 x = torch.from_numpy(x)
             if not isinstance(x, torch.Tensor):
+                # an object a forward parameter takes (a transformers cache, an encoder's
+                # outputs) is built inside a wrapper, from tensors
+                built = (f"; {type(x).__name__} is no tensor: {WRAPPER_ROUTE}"
+                         if type(x).__module__ != "builtins" else "")
                 raise ModelError(f"estimate: {where(i)} is a {type(x).__name__}; "
                                  "give tensors or arrays, or a shape of ints such as "
-                                 "(1, 1, 28, 28)")
+                                 f"(1, 1, 28, 28){built}")
             xs.append(x.detach().to("cpu"))
         xs = ExampleInputs(xs, names)
         if not xs:
@@ -372,6 +382,9 @@ def example_inputs(example_input, name: str, seed: int, like=None):
                 raise ModelError(f"estimate: {where(i)} of {describe(x)} has {bad} NaN or "
                                  "infinite value(s); give finite numbers")
     batch = int(xs[0].size(0)) if xs[0].dim() else 1
+    if batch == 0:   # the command's --input-shape refuses a 0 as well
+        raise ModelError(f"estimate: {where(0)} of {describe(xs[0])} holds 0 samples (its "
+                         "first dimension, the batch, is 0); give at least one sample")
     return xs, batch
 
 
@@ -424,6 +437,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     profs = _profiles(profiles)
     asked = stacks_asked(profs, stack)
     xs, batch = example_inputs(example_input, name, seed, like=module)
+    _check_script_ops(module, name)
     own = _floating_dtype(module)
     if dtype == "int8" and own != torch.float32:
         # int8 re-types an fp32 ledger (ops and bytes / 4); a model in another precision
@@ -479,7 +493,8 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     lazy_note = _size_lazy_layers(net, xs, name)
     for label, dev in list(devices.items()):   # the copy placed; a lazy model's size checked
         try:
-            dev.compile(net, stored_bytes=_stored_weight_bytes(net, dtype))
+            with _script_copy_moved(net):
+                dev.compile(net, stored_bytes=_stored_weight_bytes(net, dtype))
         except HardwareLimitError as exc:
             est.skipped[label] = str(exc)
             del devices[label]
@@ -489,8 +504,13 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
              "and device are untouched)", *lazy_note]
     if devices:
         dev = next(iter(devices.values()))
-        with _module_facts(net, dtype) as modules:
-            out = _infer(dev, net, xs, batch, name)
+        consumer: list = []
+        with _module_facts(net, dtype, xs[0], consumer) as modules:
+            out = _infer(dev, net, xs, name)
+        batch, samples_note = _samples(xs, batch, consumer)
+        dev.ledger.add_samples(batch, scope="infer")
+        est.inference_samples = batch
+        notes += samples_note
         est.modules = modules
         notes += _not_finite("the forward's output", out)
         _check_mcu_memory(est, devices, net, xs, dtype, memory_notes)
@@ -510,6 +530,7 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
             _check_training_memory(est, devices, peak, dtype)
         ledger = dev.ledger
         if dtype == "int8":
+            notes += _other_floats_note(ledger)
             ledger = retyped_int8(ledger)
             notes.append(INT8_CONVENTIONS)
         est.dtype = dtype
@@ -529,6 +550,76 @@ def _estimate_torch(module, example_input, profiles, *, train_step, loss, optimi
     # fit it, or pricing failed) keeps no plan: it runs nothing
     dropped = {memory_notes[k] for k in est.skipped if k in memory_notes}
     return _ordered(est, profs, [n for n in notes if n not in dropped])
+
+
+def _check_script_ops(module, name: str) -> None:
+    """Refuse a TorchScript module whose graph runs ops torch executes outside its
+    dispatcher, where no engine sees them: the oneDNN (MKLDNN-layout) ops that
+    ``torch.jit.optimize_for_inference`` puts in (``prim::mkldnn_convolution``: a
+    convolution's MACs would be missing with no word). MKLDNN tensors themselves are
+    counted as dense (``x.to_mkldnn()`` in a forward runs aten ops on them); the graph's
+    MKLDNN constants (its weights) do no work."""
+    import torch
+    covered: set[int] = set()
+    for mod in module.modules():
+        if id(mod) in covered or not isinstance(mod, torch.jit.ScriptModule):
+            continue
+        covered.update(id(m) for m in mod.modules())
+        try:
+            graph = mod.inlined_graph
+        except Exception:   # a module with no forward graph of its own: nothing to read
+            continue
+        found: set[str] = set()
+        blocks = [graph]
+        while blocks:
+            for node in blocks.pop().nodes():
+                kind = node.kind()
+                if kind.startswith("prim::") and "mkldnn" in kind.lower() \
+                        and kind != "prim::ConstantMKLDNNTensor":
+                    found.add(kind)
+                blocks.extend(node.blocks())
+        if found:
+            raise ModelError(f"estimate: {name}'s TorchScript graph runs "
+                             f"{', '.join(sorted(found))} on MKLDNN-layout tensors "
+                             "(torch.jit.optimize_for_inference's oneDNN ops), which torch "
+                             "runs outside its dispatcher: no engine sees their work, so "
+                             "every figure would leave it out; give the module before "
+                             "optimize_for_inference (scripted, or torch.jit.freeze'd)")
+
+
+@contextmanager
+def _script_copy_moved(net):
+    """A block that places the copy ``net`` on a device (``TorchDevice.compile`` moves it).
+    torch's ``Module._apply`` reads every parameter's ``.grad``; a TorchScript module's
+    copy has non-leaf parameters (torch's deep copy of one), on which that read warns that
+    ``.grad`` of a non-leaf tensor is not populated: torch's own read, not the user's, so
+    that one warning is silenced for a TorchScript copy."""
+    import warnings
+
+    import torch
+    if not isinstance(net, torch.jit.ScriptModule):
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"The \.grad attribute of a Tensor that is "
+                                "not a leaf Tensor is being accessed", category=UserWarning)
+        yield
+
+
+def _other_floats_note(ledger) -> list[str]:
+    """At ``dtype="int8"``: a note naming the float ops counted in another precision than
+    fp32 (a forward that runs part of itself under ``torch.autocast``, or casts), which
+    the int8 re-typing prices as int8 as well (:func:`sim.precision.retyped_int8`)."""
+    ops = ledger.total_ops()
+    other = {k: n for k, n in ops.items() if k.split("_")[0] in ("mac", "flop")
+             and k.rsplit("_", 1)[-1] in ("fp16", "bf16", "fp64") and n}
+    if not other:
+        return []
+    what = ", ".join(f"{n:,} {k}" for k, n in sorted(other.items()))
+    return [f"int8: the forward also ran {what} (autocast or a cast inside it); the "
+            "deployed int8 model runs them at int8 too, so they are priced as int8 MACs "
+            "and integer ops like the fp32 ones (their bytes, counted at their own size, "
+            "are divided by 4 as every other byte)"]
 
 
 def _ordered(est: Estimate, profs, notes: list) -> Estimate:
@@ -713,14 +804,17 @@ def _check_device_memory(est: Estimate, devices: dict, net, xs, ledger) -> None:
 
 
 @contextmanager
-def _module_facts(net, dtype: str):
+def _module_facts(net, dtype: str, watch=None, consumer: list | None = None):
     """Yields a dict filled, while the block runs the forward, with every module called:
-    path -> type, output shape, output bytes (at ``dtype``: 1 byte a float value for
-    int8) and parameters (its own and its children's, as torchinfo counts them), in the
-    order of the first call (a parent before its children). A container the forward never
-    calls (an ``nn.ModuleList`` or ``nn.ModuleDict`` of blocks) gets a row before its first
+    path -> type, output shape (of the first call), output bytes (of every call, as
+    torchinfo sums a module called again: at ``dtype``, 1 byte a float value for int8)
+    and parameters (its own and its children's, as torchinfo counts them), in the order of
+    the first call (a parent before its children). A container the forward never calls
+    (an ``nn.ModuleList`` or ``nn.ModuleDict`` of blocks) gets a row before its first
     called child, with no output: a table cut at its depth sums its children there (they
-    fell out of the table, and the next row took their place as their parent)."""
+    fell out of the table, and the next row took their place as their parent).
+    ``consumer`` gets (path, module) of the first module stating a batch layout
+    (:func:`_batch_layout`) that is called with the tensor ``watch`` itself."""
     import torch
 
     from sim.arena import output_tensors
@@ -731,21 +825,28 @@ def _module_facts(net, dtype: str):
 
     def before(module, args):
         path = names.get(id(module))
+        if consumer is not None and not consumer and path is not None \
+                and any(a is watch for a in args) and _batch_layout(module) is not None:
+            consumer.append((path, module))
         if path is not None and path not in facts:
             facts[path] = {"type": type(module).__name__, "output_shape": [],
                            "output_bytes": 0,
                            # a torch.ao quantized layer's packed weights included
                            "parameters": sum(p.numel() for p in module.parameters())
-                           + packed_size(module)[0]}
+                           + packed_size(module)[0],
+                           # its own, not its children's (the model's: its own ops' row)
+                           "own_parameters": sum(p.numel()
+                                                 for p in module.parameters(recurse=False))}
 
     def after(module, args, output):
         entry = facts.get(names.get(id(module)))
-        if entry is None or entry["output_shape"]:
+        if entry is None:
             return
         tensors = output_tensors(output)   # a returned cache object's tensors too
-        if tensors:
+        if tensors and not entry["output_shape"]:
             entry["output_shape"] = shape_of(tensors[0])
-        entry["output_bytes"] = sum(
+        # every call writes its output: a module called 10 times, 10 outputs (torchinfo)
+        entry["output_bytes"] += sum(
             element_count(t) * (1 if dtype == "int8" and t.is_floating_point()
                                 else t.element_size())
             for t in tensors)
@@ -769,7 +870,9 @@ def _module_facts(net, dtype: str):
                     with_parents[parent] = {
                         "type": type(mod).__name__, "output_shape": [], "output_bytes": 0,
                         "parameters": sum(p.numel() for p in mod.parameters())
-                        + packed_size(mod)[0]}
+                        + packed_size(mod)[0],
+                        "own_parameters": sum(p.numel()
+                                              for p in mod.parameters(recurse=False))}
             with_parents[path] = entry
         facts.clear()
         facts.update(with_parents)
@@ -860,14 +963,90 @@ def _size_lazy_layers(net, xs, name: str) -> list[str]:
             "on the example input before the counted one"]
 
 
-def _infer(dev, net, xs, batch: int, name: str):
+def _infer(dev, net, xs, name: str):
+    """The counted inference, under ``infer``; its samples are added after it
+    (:func:`_samples`: the layer that takes the input tells where its batch is)."""
     import torch
     net.eval()
     # only the forward itself is the model's: the ledger flush when the count ends is
     # neuroedge's, and a failure there is not the input's shape
-    with torch.no_grad(), dev.count("infer", samples=batch):
+    with torch.no_grad(), dev.count("infer"):
         with forward_errors(net, xs, name):
             return xs.call(net)
+
+
+def _batch_layout(mod) -> tuple[int, int] | None:
+    """(the dimension of the batch, the dimensions of a batched input) that layer ``mod``
+    states for its input, or None for a layer that states none (an embedding, a norm, a
+    pointwise layer: any dimensions, the batch first). Recurrent layers, multi-head
+    attention and the transformer layers take their sequence first unless
+    ``batch_first=True`` (PyTorch's default layout, ``(T, B, ...)``); one input dimension
+    fewer is an unbatched sample (a Linear's 1-D input, a Conv2d's ``(C, H, W)``)."""
+    from torch import nn
+    if isinstance(mod, (nn.RNNBase, nn.MultiheadAttention, nn.Transformer)):
+        return (0 if mod.batch_first else 1), 3
+    if isinstance(mod, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
+        return (0 if mod.self_attn.batch_first else 1), 3
+    if isinstance(mod, (nn.TransformerEncoder, nn.TransformerDecoder)):
+        if not len(mod.layers):
+            return None
+        return (0 if mod.layers[0].self_attn.batch_first else 1), 3
+    if isinstance(mod, nn.RNNCellBase):
+        return 0, 2
+    if isinstance(mod, (nn.Linear, nn.Bilinear)):
+        return 0, 2
+    if isinstance(mod, nn.modules.conv._ConvNd):
+        return 0, len(mod.kernel_size) + 2
+    for dims, classes in _pools_and_norms():
+        if isinstance(mod, classes):
+            return 0, dims
+    return None
+
+
+_POOLS_AND_NORMS: list = []
+"""(batched input dimensions, layer classes) of the pooling and instance-norm layers,
+filled on first use (torch is imported late)."""
+
+
+def _pools_and_norms():
+    from torch import nn
+    if not _POOLS_AND_NORMS:
+        for n in (1, 2, 3):
+            _POOLS_AND_NORMS.append((n + 2, tuple(
+                getattr(nn, f"{kind}{n}d") for kind in (
+                    "MaxPool", "AvgPool", "AdaptiveMaxPool", "AdaptiveAvgPool",
+                    "InstanceNorm", "LPPool", "FractionalMaxPool")
+                if hasattr(nn, f"{kind}{n}d"))))
+    return _POOLS_AND_NORMS
+
+
+def _samples(xs, batch: int, consumer: list) -> tuple[int, list[str]]:
+    """The samples one inference processes and the note saying where they were read when
+    not on the first input's dimension 0. ``consumer``: (path, module) of the first layer
+    the forward gave that input itself, when one stating its layout (:func:`_batch_layout`)
+    took it: a sequence-first layer's batch is dimension 1; an input with fewer
+    dimensions than that layer takes batched is one sample."""
+    if not consumer:
+        return batch, []
+    path, mod = consumer[0]
+    bdim, batched = _batch_layout(mod)
+    x = xs[0]
+    from sim.torch_engine.nested import describe
+    layer = f"{type(mod).__name__} {path!r}" if path else type(mod).__name__
+    if x.dim() < batched:
+        return 1, [f"samples: example_input of {describe(x)} has {x.dim()} dimension(s), one "
+                   f"fewer than the {batched} of a batch into {layer}, which takes it: one "
+                   "sample (unbatched); add a batch dimension in front to count several"]
+    if bdim == 0:
+        return batch, []
+    n = int(x.size(bdim))
+    if n == 0:
+        raise ModelError(f"estimate: example_input of {describe(x)} holds 0 samples (dim "
+                         f"{bdim}, the batch of {layer}: batch_first=False); give at least "
+                         "one sample")
+    return n, [f"samples: {layer} takes its input sequence first (batch_first=False), so the "
+               f"{n} sample(s) are dim {bdim} of example_input of {describe(x)}, not dim 0 "
+               "(a batch_first=True model takes (batch, steps, ...))"]
 
 
 @contextmanager
@@ -939,7 +1118,48 @@ def _forward_fix(net, xs, name: str, exc: Exception) -> str:
         return (f"{name}'s parameters are {str(dtype).removeprefix('torch.')} and the input "
                 f"is {', '.join(sorted(str(d).removeprefix('torch.') for d in given))}: give "
                 f"an input of the model's dtype, or one dtype for the whole model")
+    shapes = f"give inputs of the shapes {name}.forward expects (batch first)"
+    bound = _binding(net, xs, name)
+    if bound:
+        return f"{bound}; {shapes}, give an input by its parameter's name, or {WRAPPER_ROUTE}"
     return f"give an input of the shape {name}.forward expects (batch first)"
+
+
+def _binding(net, xs, name: str) -> str:
+    """Where the example inputs went, when that may be why the forward failed: each
+    positional input after the first names the forward parameter it went to (its
+    annotation too, when that is no tensor: ``GPT2Model``'s second parameter is its
+    cache), and the decoder inputs (parameters named ``decoder_*input*``: an
+    encoder-decoder's) that were not given. "" when neither applies. Read from the
+    forward's parameter names alone: no model class is known by name."""
+    import inspect
+
+    from sim.torch_engine.nested import describe
+    try:
+        params = list(inspect.signature(net.forward).parameters.values())
+    except (TypeError, ValueError):   # a builtin or TorchScript forward: nothing to tell
+        return ""
+    slots = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = xs.positional()
+    parts = []
+    for i, x in enumerate(positional[1:len(slots)], start=1):
+        p = slots[i]
+        ann = p.annotation
+        text = "" if ann is p.empty else ann if isinstance(ann, str) \
+            else inspect.formatannotation(ann)
+        kind = f" (annotated {text}: no tensor)" if text and "Tensor" not in text else ""
+        parts.append(f"input {i + 1} of {describe(x)} went to {name}.forward's parameter "
+                     f"{p.name!r}{kind}")
+    if parts:
+        parts[-1] += (" (inputs go to forward's parameters in order: "
+                      f"{', '.join(p.name for p in slots[:len(positional)])})")
+    given = {p.name for p in slots[:len(positional)]} | set(xs.keywords())
+    decoder = [p.name for p in params if p.name.startswith("decoder_") and "input" in p.name
+               and p.name not in given]
+    if decoder:
+        parts.append(f"{name}.forward also takes {', '.join(decoder)}, not given (the "
+                     "inputs of an encoder-decoder's decoder)")
+    return "; ".join(parts)
 
 
 def _check_optimizer(optimizer) -> None:

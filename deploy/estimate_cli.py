@@ -275,6 +275,11 @@ def start_torch() -> None:
 def run_estimate(args):
     """The :class:`~deploy.estimate_result.Estimate` the command's arguments ask for."""
     from deploy.estimate import drawn_examples, estimate
+    from deploy.estimate_result import profile_list
+    if not profile_list(args.profiles):
+        raise ModelError(f"--profiles {args.profiles!r} names no profile; give one or more "
+                         "profile names or TOML paths, comma-separated, e.g. --profiles "
+                         "jetson-orin,cortex-m7,a100")
     start_torch()
     if args.model.endswith(".nir"):
         for flag, value in (("--input-shape", args.input_shape), ("--batch", args.batch),

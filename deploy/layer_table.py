@@ -5,10 +5,19 @@ One row per module the forward called, in the order of the first call, indented 
 summing what lies under it). Each row: type, output shape, parameters (the module's own and
 its children's, as torchinfo counts them), its multiply-accumulates and energy in the
 inference, the same in the training step when one ran (forward and backward of the module;
-the optimizer step and the loss are in the totals only), and the bytes of its output (the
-activation it writes). The totals row sums the inference and the training step as the
-ledger holds them (ops outside every module, such as the loss or the optimizer step,
-included), and lines below give torchinfo's sizes plus a microcontroller's arena plan.
+the optimizer step and the loss are in the totals, and in the model's own row where it has
+one), and the bytes of its outputs (the activations it writes: every call's, a module
+called ten times wrote ten outputs). The totals row sums the inference and the training
+step as the ledger holds them (ops outside every module, such as the loss or the optimizer
+step, included), and lines below give torchinfo's sizes plus a microcontroller's arena
+plan.
+
+The MACs the model's own ``forward`` runs outside every module it calls (``y @
+self.head``) get a row of their own, ``(root: ops in Net.forward itself)``, with the
+model's own parameters (also where it has only those), so the rows at depth 1 add up to the
+totals; in the training step that row also holds the loss and the optimizer step, which run
+outside every module too, and its energy what pricing charges the run as a whole (the state
+loaded into the cache once a block, idle power outside the ops' time).
 
 MACs and energy are those of the whole example batch on one profile (the first priced, by
 default); counts do not depend on the profile, energy does.
@@ -25,6 +34,9 @@ DEFAULT_DEPTH = 3
 DEFAULT_ROWS = 30
 """Rows the terminal shows without --all."""
 _DIRECTIONS = ("forward", "backward")
+ROOT_OWN = "(root)"
+"""The name of the row of the ops the model's own forward runs outside its modules (and,
+training, the loss and the optimizer step): no module path can be it."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,35 @@ def rows(est, profile: str | None = None, depth: int | None = None) -> list[Laye
         out.append(LayerTableRow(path, info["type"], level, tuple(info["output_shape"]),
                                  info["parameters"], infer[0], infer[1], train[0], train[1],
                                  info["output_bytes"]))
+    if depth is None or depth >= 1:
+        out += _root_own(est, ledger, report, tops, macs, energy)
     return out
+
+
+def _root_own(est, ledger, report, tops, macs, energy) -> list[LayerTableRow]:
+    """The row of what each top scope holds outside every module's scope: the ops of the
+    model's own forward and their backward (training: the loss and the optimizer step
+    too), and the charges pricing puts on the run as a whole (the state loaded into the
+    cache once a block, idle power outside the ops' time), so that the rows add up to the
+    totals. Only where the model's own forward does work of the table's measure (MACs:
+    ``y @ self.head``) or the model holds parameters of its own; a forward that only
+    applies an activation between its modules adds no row (none of the MACs or parameters
+    is missing from the rows then)."""
+    root = est.modules.get("")
+    if root is None:
+        return []
+    sums = {}
+    for top, _ in tops:
+        mine = [s for s in ledger.scopes() if s in (top, f"{top}/backward")]
+        sums[top] = (sum(macs.get(s, 0) for s in mine),
+                     sum(energy.get(s, 0.0) for s in mine))
+    own = root.get("own_parameters", 0)
+    infer = sums[est.inference_scope]
+    train = sums.get(est.train_scope, (0, 0.0)) if est.train_samples else (0, 0.0)
+    if not (own or infer[0] or train[0]):
+        return []
+    return [LayerTableRow(ROOT_OWN, root["type"], 1, (), own, infer[0], infer[1], train[0],
+                          train[1], 0)]
 
 
 def _shape(shape: tuple) -> str:
@@ -122,12 +162,15 @@ def render(est, profile: str | None = None, depth: int | None = DEFAULT_DEPTH,
     body = []
     for r in table[1:] if table[0].name == "" else table:   # the model is the totals row
         label = "  " * (r.depth - 1) + printable(f"{r.name.rsplit('.', 1)[-1]} ({r.type})")
+        if r.name == ROOT_OWN:
+            label = printable(f"(root: ops in {r.type}.forward itself"
+                              + (", loss, optimizer)" if train else ")"))
         cells = [label, _shape(r.output_shape), _count(r.parameters), _count(r.infer_macs),
                  format_energy(r.infer_energy_j) if r.infer_energy_j else "--"]
         if train:
             cells += [_count(r.train_macs),
                       format_energy(r.train_energy_j) if r.train_energy_j else "--"]
-        cells.append(format_bytes(r.output_bytes))
+        cells.append("--" if r.name == ROOT_OWN else format_bytes(r.output_bytes))
         body.append(cells)
     shown = body if max_rows is None else body[:max_rows]
     ledger, report = est.ledgers[profile], est.reports[profile]

@@ -10,10 +10,13 @@ CMSIS-NN, X-CUBE-AI, TensorRT) runs the same graph at int8. The one re-typing us
   zero point per tensor; products accumulated in int32 (the int32 biases and the per-channel
   scales are a few bytes per channel and are left out of the byte counts);
 - each fp32 MAC becomes an int8 MAC (``mac_int8``), each other fp32 flop (adds, activations,
-  pooling, the requantisation of the accumulator) an integer op (``int_add``); other counts
-  are kept;
+  pooling, the requantisation of the accumulator) an integer op (``int_add``); so do the
+  MACs and flops of every other float precision (fp16, bf16, fp64: a forward that runs part
+  of itself under ``torch.autocast`` or casts), since the deployed int8 model runs those
+  layers at int8 too; other counts are kept;
 - every byte moved and every resident byte is divided by 4 (rounded up): 4-byte floats
-  become 1-byte integers.
+  become 1-byte integers (a byte counted on a 2-byte float is divided by 4 as well: the
+  ledger does not tell bytes apart by type).
 """
 from __future__ import annotations
 
@@ -23,7 +26,9 @@ INT8_CONVENTIONS = ("int8: per-channel symmetric int8 weights, per-tensor int8 a
                     "int32 accumulators (TFLite's scheme); each fp32 MAC priced as an int8 "
                     "MAC, each other fp32 flop as an integer op, every byte moved / 4 (the "
                     "per-channel scales left out)")
-_INT8_OPS = {"mac_fp32": "mac_int8", "flop_fp32": "int_add"}
+_FLOATS = ("fp64", "fp32", "fp16", "bf16")
+_INT8_OPS = {**{f"mac_{f}": "mac_int8" for f in _FLOATS},
+             **{f"flop_{f}": "int_add" for f in _FLOATS}}
 _FP16_OPS = {"mac_fp32": "mac_fp16", "flop_fp32": "flop_fp16"}
 DTYPES = ("fp32", "int8")
 """The precisions a torch model can be priced at (``dtype=``, ``--dtype``)."""
@@ -57,8 +62,9 @@ def _retyped(ledger: Ledger, op_map: dict[str, str], bytes_divisor: int,
 
 
 def retyped_int8(ledger: Ledger, footprints: bool = True) -> Ledger:
-    """``ledger`` re-expressed at int8 under the module's conventions: fp32 MAC -> int8
-    MAC, fp32 non-MAC op -> integer op, bytes and resident footprints / 4 (rounded up).
+    """``ledger`` re-expressed at int8 under the module's conventions: float MAC (fp32,
+    and fp16 / bf16 / fp64 alike) -> int8 MAC, float non-MAC op -> integer op, bytes and
+    resident footprints / 4 (rounded up).
     Samples, uncounted ops, layer and model records are kept; per-step timing records
     (spiking engines, which do not run fp32 tensors) are dropped.
 

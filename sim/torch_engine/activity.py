@@ -553,7 +553,10 @@ class LayerRecorder:
         params = sum(p.numel() for p in mod._parameters.values() if p is not None)
         if kinds[5]:   # a torch.ao quantized layer: its packed weights are its parameters
             params += packed_size(mod)[0]
-        parametrized = mod._modules.get("parametrizations")
+        # a TorchScript module's registry is no dict (no .get): a scripted or frozen module
+        # with no children (torch.jit.freeze, a scripted Linear) reaches here
+        children = mod._modules
+        parametrized = children["parametrizations"] if "parametrizations" in children else None
         if parametrized is not None:   # the tensors a parametrized weight is made of
             params += sum(p.numel() for p in parametrized.parameters())
         if path or params:   # a parameter-free root (a loss) is no layer of the model

@@ -88,7 +88,13 @@ per output element ``2^d`` taps, one multiply-add each (``mac``); ``upsample_bic
 16 taps. Their backward ops spread each gradient over the same taps. Anti-aliased resizing
 (``_upsample_bilinear2d_aa``, ``_upsample_bicubic2d_aa``) reads as many taps per output
 position as its filter's support covers (:func:`_aa_resize_macs`). Group norm and RMS
-norm count like layer norm (7 ops per element, backward 14).
+norm count like layer norm (7 ops per element, backward 14), and so does batch norm, in
+eval too: ATen's eval kernel applies one scale and shift per element (2), but the fitted
+microcontroller kernel values and the validation summary were fitted with 7; moving to 2
+needs a refit on the calibration rows (not done).
+
+MKLDNN tensors (oneDNN's layout: ``x.to_mkldnn()``) are dense: priced by the rules of
+strided tensors, every element at its dtype's size (``_MKLDNN``).
 
 Cross-device copies (``_to_copy``/``copy_`` between host and accelerator) are host-device
 transfers, not device work: free, so a CUDA run counts what a CPU run counts.
@@ -409,7 +415,10 @@ MEMORY_ONLY = {aten.copy_, aten.clone, aten._to_copy, aten.cat, aten.stack, aten
                # the functional copy and fill of a functionalized graph (torch.export)
                aten.copy, aten.fill,
                # a diagonal matrix from a vector; an LU factorisation unpacked into P, L, U
-               aten.diag_embed, aten.lu_unpack}
+               aten.diag_embed, aten.lu_unpack,
+               # layout conversions to and from oneDNN's MKLDNN layout
+               # (torch.jit.optimize_for_inference, x.to_mkldnn())
+               aten.to_mkldnn, aten.to_dense, aten._to_dense}
 """Ops that move bytes but do no arithmetic."""
 
 # Gathers: read the selected elements (= the output) plus the index tensors.
@@ -472,6 +481,37 @@ def _nbytes(tensors) -> int:
                for t in tensors)
 
 
+_MKLDNN = torch._mkldnn
+"""oneDNN's layout (``x.to_mkldnn()``, ``torch.jit.optimize_for_inference``): a dense tensor
+whose storage is opaque (no address, no strides). Counted as dense: its elements at its
+dtype's size, by the rules of strided tensors."""
+
+# id(MKLDNN tensor) -> (weak reference to it, its stand-in): see _mkldnn_stand_in
+_MKLDNN_STAND_INS: dict[int, tuple] = {}
+
+
+def _mkldnn_stand_in(t: torch.Tensor) -> torch.Tensor:
+    """A strided tensor standing for MKLDNN tensor ``t`` in the memory traces (the resident
+    footprint, the arena's and the training step's lifetimes), which key on storages: one
+    of ``t``'s elements and dtype (allocated, never written), the same one while ``t``
+    lives and dropped with it, so its storage lives as long as ``t`` does."""
+    entry = _MKLDNN_STAND_INS.get(id(t))
+    if entry is not None and entry[0]() is t:
+        return entry[1]
+    key = id(t)
+    with torch._C._DisableTorchDispatch():   # no observer counts the stand-in's allocation
+        stand_in = torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    _MKLDNN_STAND_INS[key] = (weakref.ref(t, lambda _, key=key: _MKLDNN_STAND_INS.pop(key, None)),
+                              stand_in)
+    return stand_in
+
+
+def _dense_layouts(inputs, outputs) -> bool:
+    """Every tensor of a call that is not strided is an MKLDNN one (dense, priced by the
+    rules of strided tensors); asked only of calls with a tensor that is not strided."""
+    return all(t.layout is _STRIDED or t.layout is _MKLDNN for t in (*inputs, *outputs))
+
+
 def sparse_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """The dense tensors a sparse tensor stores: its values and its indices (COO: one index
     per sparse dimension and value; CSR / CSC / BSR / BSC: the compressed and the plain
@@ -486,15 +526,20 @@ def sparse_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
 def dense_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """``t`` itself, or the dense tensors a sparse one stores (:func:`sparse_parts`): the
     storages a tensor holds, for the footprints and the memory traces; a jagged nested
-    tensor's values and offsets."""
+    tensor's values and offsets; an MKLDNN tensor's strided stand-in
+    (:func:`_mkldnn_stand_in`)."""
     if t.layout is _STRIDED:
         return (t,)
     if t.layout is torch.jagged:
         return t.values(), t.offsets()
+    if t.layout is _MKLDNN:
+        return (_mkldnn_stand_in(t),)
     return sparse_parts(t)
 
 
 def _sparse_bytes(t: torch.Tensor) -> int:
+    if t.layout is _MKLDNN:   # dense: every element at its dtype's size
+        return t.numel() * t.element_size()
     return sum(x.numel() * x.element_size() for x in dense_parts(t))
 
 
@@ -1252,8 +1297,9 @@ def op_cost(func, args, kwargs, out) -> tuple[dict[str, int], int, int, str]:
         return {}, 0, 0, ""
     if is_nested_call(inputs) or is_nested_call(outputs):
         return nested_cost(func, args, kwargs, out, op_cost)
-    if any(t.layout is not _STRIDED for t in inputs) or \
-            any(t.layout is not _STRIDED for t in outputs):
+    if (any(t.layout is not _STRIDED for t in inputs)
+            or any(t.layout is not _STRIDED for t in outputs)) \
+            and not _dense_layouts(inputs, outputs):
         counts = _sparse_cost(packet, args, kwargs, inputs, outputs)
         if counts is None:
             return {}, 0, 0, name

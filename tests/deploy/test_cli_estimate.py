@@ -136,7 +136,7 @@ def _exit_code(argv) -> int:
      r"Net forward failed on example_input of shape \(1, 3, 28, 28\)"),
     (["{f}:nothing", "--input-shape", "1,1,28,28", "--profiles", "a100"],
      "has no 'nothing'; it defines Net, broken, make_net, net"),
-    (["{f}:number", "--input-shape", "1,1,28,28", "--profiles", "a100"], "is a int"),
+    (["{f}:number", "--input-shape", "1,1,28,28", "--profiles", "a100"], "is of type int"),
     (["{f}:broken", "--input-shape", "1,1,28,28", "--profiles", "a100"],
      rf"broken\(\) failed \(ValueError: no weights here, line {RAISE_LINE}\)"),
     (["{f}", "--input-shape", "1,1,28,28", "--profiles", "a100"], "expected FILE.py:NAME"),

@@ -84,4 +84,4 @@ def test_measure_times_a_model_of_two_inputs(tmp_path, capsys, monkeypatch):
                  "--input-shape", "3,12", "--input-dtype", "float32", "--profile",
                  "x86-avx2", "--device", "cpu", "--repeats", "3", "--warmup", "1"]) == 0
     out = capsys.readouterr().out
-    assert "measured on cpu (batch 3" in out and "predicted" in out
+    assert "measured on cpu (one call = a batch of 3" in out and "predicted" in out

@@ -9,6 +9,7 @@ The format is documented in ``hw_profiles/SCHEMA.md``.
 from __future__ import annotations
 
 import math
+import os
 import re
 import tomllib
 import unicodedata
@@ -128,6 +129,67 @@ def check_text(value: str, limit: int, fail) -> None:
              "printed and must be plain")
 
 
+SHOWN_CHARS = 60
+"""The most characters of an offending value a message quotes (a 1 MB profile may hold a
+value of 900,000 characters; the message names it, it does not print it)."""
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for a message, at most ``limit`` characters (then ``...``)."""
+    try:
+        text = repr(value)
+    except ValueError:   # an int past Python's 4300-digit str limit
+        text = f"({value.bit_length()}-bit integer)" if isinstance(value, int) else \
+            f"({type(value).__name__})"
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+def clipped(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` (a key, a section) for a message, at most ``limit`` characters."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
+NAME_MAX_BYTES = 255    # Linux NAME_MAX: the longest file name (one path component)
+PATH_MAX_BYTES = 4095   # Linux PATH_MAX less the terminating NUL: the longest path
+
+
+def _check_spec(text: str) -> None:
+    """Refuse a profile argument no file can be named, before the file system is asked:
+    ``Path.is_file`` raises (``OSError: File name too long``, ``ValueError: embedded null
+    byte``) instead of answering False for these."""
+    what = None
+    try:
+        encoded = os.fsencode(text)
+    except UnicodeEncodeError:
+        encoded = None
+    if "\0" in text:
+        what = "holds a NUL character, which no file name can"
+    elif encoded is None:
+        what = "is not text a file name can hold (a lone surrogate character)"
+    else:
+        longest = max(len(part) for part in encoded.split(b"/"))
+        if longest > NAME_MAX_BYTES:
+            what = (f"is too long for a file name ({longest} bytes in one name; at most "
+                    f"{NAME_MAX_BYTES})")
+        elif len(encoded) > PATH_MAX_BYTES:
+            what = f"is too long for a path ({len(encoded)} bytes; at most {PATH_MAX_BYTES})"
+    if what:
+        raise ProfileError(f"profile {shown(text)} {what}: pass a shipped profile name "
+                           f"({', '.join(available())}) or the path of a .toml file")
+
+
+def _is_file(path: Path, text: str) -> bool:
+    """``path.is_file()``, with an error the OS gives (a directory on the way that cannot
+    be searched) as a one-line ProfileError naming the argument."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise ProfileError(f"profile {shown(text)} cannot be looked up: {exc.strerror}; pass "
+                           "a shipped profile name or the path of a readable .toml "
+                           "file") from None
+
+
 def available() -> list[str]:
     """Names of the shipped profiles, sorted."""
     return sorted(p.stem for p in DATA_DIR.glob("*.toml"))
@@ -184,27 +246,31 @@ def load(name_or_path: str | Path | HardwareProfile) -> HardwareProfile:
     if isinstance(name_or_path, HardwareProfile):
         return name_or_path
     text = str(name_or_path)
+    _check_spec(text)
     path = Path(text)
     # a bare shipped name is the shipped profile, even with a file of that name in the
     # working directory (a notes file called a100 must not replace it); another bare name
     # may be a file there
-    if text in available() or not (text.endswith(".toml") or path.is_file() or "/" in text):
+    if text in available() or not (text.endswith(".toml") or _is_file(path, text)
+                                   or "/" in text):
         path = DATA_DIR / f"{text}.toml"
-        if not path.is_file():
+        if not _is_file(path, text):
             hint = suggestion(text, available(), "neuroedge profiles") or \
                 f"shipped profiles are {', '.join(available())}, or pass the path of a .toml file"
             raise ProfileError(f"unknown hardware profile {text!r}: {hint}")
-    if not path.is_file():
-        raise ProfileError(f"profile file {text!r} {not_a_file(path)}: pass a shipped profile "
-                           f"name ({', '.join(available())}) or the path of a .toml file")
-    size = path.stat().st_size
-    if size > MAX_PROFILE_BYTES:
-        raise ProfileError(f"profile file {text!r} is {size:,} bytes; a profile is at most "
-                           f"{MAX_PROFILE_BYTES:,} (the shipped ones are under 20 kB)")
+    if not _is_file(path, text):
+        raise ProfileError(f"profile file {text!r} {not_a_file(path)}: pass a shipped "
+                           f"profile name ({', '.join(available())}) or the path of a .toml "
+                           "file")
     try:
+        size = path.stat().st_size
+        if size > MAX_PROFILE_BYTES:
+            raise ProfileError(f"profile file {text!r} is {size:,} bytes; a profile is at "
+                               f"most {MAX_PROFILE_BYTES:,} (the shipped ones are under 20 kB)")
         raw = path.read_bytes()
     except OSError as exc:
-        raise ProfileError(f"profile file {text!r} cannot be read: {exc.strerror}") from None
+        raise ProfileError(f"profile file {text!r} cannot be read: {exc.strerror}") \
+            from None
     profile = loads(raw, origin=path.name, path=str(path))
     if path.parent.resolve() == DATA_DIR.resolve() and profile.name != path.stem:
         raise ProfileError(f"{path.name}: name = {profile.name!r} must equal the file stem "
@@ -227,6 +293,9 @@ def loads(text: str | bytes, origin: str = "<string>", path: str = "") -> Hardwa
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{origin}: TOML syntax error: {exc}") from None
+    except RecursionError:   # tomllib recurses per level: ~500 nested [ or { exhaust it
+        raise ProfileError(f"{origin}: nested too deeply to read; a profile holds tables of "
+                           "quantities, not deep nesting (hw_profiles/SCHEMA.md)") from None
     return from_dict(doc, origin=origin, path=path)
 
 
@@ -275,6 +344,8 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
         if key not in limits:
             v.fail("limits", key, "(missing)", f"required for kind = {kind!r} "
                    f"(unit {_LIMIT_UNITS[key]!r})")
+    if kind == "neuromorphic":
+        _check_cores_fit_mesh(v, limits, interconnect)
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
     # [execution] is optional here, so profile snapshots in run files written before it
@@ -301,6 +372,25 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
         raw=MappingProxyType(dict(doc)), core_op_ns=MappingProxyType(core_op_ns),
         step_sync=MappingProxyType(step_sync), label=label or label_for(name, path),
         stacks=MappingProxyType(stacks), default_stack=default_stack)
+
+
+_MESH_KEYS = ("mesh_x", "mesh_y", "cores_per_router", "chips_x", "chips_y")
+
+
+def _check_cores_fit_mesh(v, limits, interconnect) -> None:
+    """``limits.cores`` must have a place on the mesh: the compiler numbers cores chip by
+    chip over ``mesh_x x mesh_y`` routers of ``cores_per_router`` cores, ``chips_x x
+    chips_y`` chips (``sim/neuromorphic/compiler.py``, ``MeshGeometry.core_xy``; a missing
+    key counts 1, as there), so a core past that product would sit on a chip the profile
+    does not have, and its routes would be priced as hops the mesh cannot take. Fewer
+    cores than places is a chip that leaves some unused (spinnaker2: 152 of 160)."""
+    sizes = {k: int(interconnect[k].value) if k in interconnect else 1 for k in _MESH_KEYS}
+    places = math.prod(sizes.values())
+    cores = limits["cores"].value
+    if cores > places:
+        v.fail("limits", "cores", cores, "more cores than the mesh holds: [interconnect] "
+               f"{' x '.join(_MESH_KEYS)} = {' x '.join(str(n) for n in sizes.values())} = "
+               f"{places}; give cores <= {places}, or the mesh (or chips) that holds them")
 
 
 def _stacks(v, doc, kind: str) -> tuple[dict[str, Mapping[str, Quantity]], str]:
@@ -383,13 +473,15 @@ class _Validator:
         self.cited: set[str] = set()
 
     def fail(self, section: str, key: str, value: Any, expected: str):
+        # a section, key or value is the file's own text: quoted, never whole (a 1 MB
+        # profile made a 900,090-character line)
         where = f"{self.origin}"
         if section:
-            where += f" [{section}]"
+            where += f" [{clipped(section)}]"
         if key:
-            where += f" {key}"
-            if value != "":
-                where += f" = {value!r}"
+            where += f" {clipped(key)}"
+            if not (isinstance(value, str) and value == ""):
+                where += f" = {shown(value)}"
         raise ProfileError(f"{where}: {expected}")
 
     def table(self, obj, section, allowed, required=()):
@@ -468,8 +560,8 @@ class _Validator:
             self.fail(section, key, prov, f"provenance must be one of {', '.join(PROVENANCES)}")
         src = obj["source"]
         if not isinstance(src, str) or src not in self.source_keys:
-            self.fail(section, key, src, f"source {src!r} is not defined in [sources] "
-                      f"(defined: {', '.join(sorted(self.source_keys))})")
+            self.fail(section, key, src, f"source {shown(src)} is not defined in [sources] "
+                      f"(defined: {clipped(', '.join(sorted(self.source_keys)), 400)})")
         derivation = obj.get("derivation", "")
         if prov in ("derived", "fitted") and (not isinstance(derivation, str)
                                               or not derivation.strip()):
@@ -484,6 +576,8 @@ class _Validator:
                 check_text(obj[text_key], MAX_TEXT_CHARS,
                            lambda why, k=text_key: self.fail(section, f"{key}.{k}", "", why))
         self.cited.add(src)
+        if isinstance(value, float) and value == 0.0:
+            value = 0.0   # -0.0 passes `value < 0` and would be shown as "-0 pJ"
         return Quantity(value=value, unit=unit, provenance=prov, source=src,
                         derivation=derivation, note=str(obj.get("note", "")))
 

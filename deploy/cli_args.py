@@ -92,9 +92,20 @@ def add_width(p: argparse.ArgumentParser) -> None:
                         f"at least {MIN_WIDTH}); a table that does not fit is printed as lines")
 
 
+def _is_dir(text: str, what: str, error) -> bool:
+    """Whether path ``text`` names a directory; a path the system cannot even look up (a
+    name over 255 bytes: ENAMETOOLONG, which ``Path.is_dir`` raises) is one ``error`` line
+    naming ``what``, not a traceback."""
+    try:
+        return Path(text).is_dir()
+    except OSError as exc:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise error(f"{what} {shown!r}: {exc.strerror or exc}; give a shorter path") from None
+
+
 def parse_run_file(text: str) -> str:
     """A run file argument: a directory is refused with a RunFileError that says so."""
-    if Path(text).is_dir():
+    if _is_dir(text, "run file", RunFileError):
         raise RunFileError(f"run file {text!r} is a directory; pass the path of a run file "
                            "(.h5) written by 'neuroedge simulate'")
     return text
@@ -104,7 +115,7 @@ def parse_run_file(text: str) -> str:
 def load_profile(text: str, option: str = "profile"):
     """A profile by name or path, with a directory named as such (not "does not exist")."""
     import hw_profiles
-    if Path(text).is_dir():
+    if _is_dir(text, option, ProfileError):
         raise ProfileError(f"{option} {text!r} is a directory; pass a shipped profile name "
                            f"or the path of a .toml file")
     return hw_profiles.load(text)
@@ -120,7 +131,7 @@ def load_profiles(text: str, option: str) -> list:
         raise NeuroedgeError(f"{option} {text!r}: expected a comma-separated list of "
                              "profile names or paths, e.g. a100,h100,x86-avx2")
     for name in names:
-        if Path(name).is_dir():
+        if _is_dir(name, f"{option} entry", ProfileError):
             raise ProfileError(f"{option} entry {name!r} is a directory; pass a shipped "
                                "profile name or the path of a .toml file")
     try:

@@ -39,7 +39,7 @@ from deploy.cli_args import (
     parse_run_file,
     parse_seed,
 )
-from deploy.cli_examples import add_examples
+from deploy.cli_examples import add_examples, command_parsers
 from deploy.cli_output import (
     CheckedStdout,
     CommandOutput,
@@ -57,6 +57,7 @@ from deploy.measure_cli import add_measure_parser
 from deploy.outputs import all_or_nothing, given_path
 from deploy.sweep_cli import add_sweep_parser
 from hw_profiles.errors import NeuroedgeError, suggestion
+from hw_profiles.loader import clipped, shown
 
 DEFAULT_MODEL = "diffpc"   # DiffPC quick on digits on loihi2 (25-50 s on 2 shared cores)
 EXIT_ERROR = 2
@@ -76,10 +77,23 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(EXIT_ERROR, f"neuroedge: error: {message} (see '{self.prog} --help')\n")
 
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports arguments no parser took from the top parser ("see 'neuroedge
+        # --help'"), though they follow a command: the command's parser reports them, so
+        # the hint names the help that lists what the command takes
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = command_parsers(self).get(getattr(parsed, "command", None), self)
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
     def _check_value(self, action, value):
         # argparse's "invalid choice: 'quik' (choose from ...)" with the closest choice named
         # (Python 3.14's suggest_on_error does this; 3.11 has no hook but this method)
         if action.choices is not None and value not in action.choices:
+            own = getattr(action, "invalid_choice", None)   # the argument's own message
+            if own is not None:
+                raise argparse.ArgumentError(None, own(value))
             name = "/".join(action.option_strings) or action.dest   # "command": a subcommand
             hint = suggestion(value, action.choices) or \
                 f"choose from {', '.join(map(repr, action.choices))}"
@@ -467,7 +481,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("profiles", help="list hardware profiles, or show one with sources")
-    p.add_argument("action", nargs="?", choices=["show"], help="show one profile")
+    action = p.add_argument("action", nargs="?", choices=["show"], help="show one profile")
+    # 'profiles loihi': a profile named without 'show' (argparse took it for the action)
+    action.invalid_choice = lambda value: (f"unexpected argument {shown(value)}: use "
+                                           f"'neuroedge profiles show {clipped(value)}'")
     p.add_argument("name", nargs="?", help="profile name or TOML path (with 'show')")
     add_width(p)
     p.set_defaults(func=cmd_profiles)
@@ -587,11 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_ERROR
-    if args.command == "profiles":
-        if args.action == "show" and not args.name:
-            parser.error("profiles show NAME: give a profile name")
-        if args.action is None and args.name:
-            parser.error(f"unexpected argument {args.name!r}: use 'profiles show NAME'")
+    if args.command == "profiles" and args.action == "show" and not args.name:
+        command_parsers(parser)["profiles"].error("profiles show NAME: give a profile name")
     stdout, sys.stdout = sys.stdout, CheckedStdout(sys.stdout)
     try:
         with warnings.catch_warnings():

@@ -33,10 +33,13 @@ def _names(kind: str, words: list[str], files: bool) -> dict:
     # zsh: a function, as _arguments passes an action its own options (which _alternative
     # written inline would take for its own)
     zsh_files = " 'files:file:_files'" if files else ""
+    # fish: the names, then the paths that complete the word (what shtab.FILE gives fish);
+    # shtab writes the value inside -xka "...", which fish expands on TAB
+    fish_files = " (__fish_complete_path (commandline -ct))" if files else ""
     return {
         "bash": fn,
         "zsh": fn,
-        "fish": listed,
+        "fish": listed + fish_files,
         "preamble": {"bash": f'{fn}() {{\n  compgen -W {shlex.quote(listed)} -- "$1"'
                              f'{bash_files}\n}}\n',
                      "zsh": f"{fn}() {{\n  _alternative 'names:{kind}:({listed})'"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hw_profiles.errors import NeuroedgeError, suggestion
+from hw_profiles.loader import shown
 from hw_profiles.profile import HardwareProfile
 from models.registry import (
     PRESETS,
@@ -104,9 +105,10 @@ def _parse(text: str, tp, where: str):
         raise ModelError(f"{where}: {text!r} is not a boolean; give true or false")
     if tp is int:
         try:
-            return int(text)
+            value = int(text)
         except ValueError:
-            raise ModelError(f"{where}: {text!r} is not an integer") from None
+            raise ModelError(f"{where}: {shown(text)} is not an integer") from None
+        return _int64(value, where)
     if tp is float:
         try:
             value = float(text)
@@ -157,8 +159,8 @@ def _check_value(value, tp, where: str):
         raise ModelError(f"{where}: {value!r} is not a boolean; give true or false")
     if tp is int:
         if isinstance(value, numbers.Integral) and not _is_bool(value):
-            return int(value)
-        raise ModelError(f"{where}: {value!r} is not an integer")
+            return _int64(int(value), where)
+        raise ModelError(f"{where}: {shown(value)} is not an integer")
     if tp is float:
         if isinstance(value, numbers.Real) and not _is_bool(value):
             if not math.isfinite(float(value)):
@@ -169,6 +171,19 @@ def _check_value(value, tp, where: str):
         if isinstance(value, str):
             return value
         raise ModelError(f"{where}: {value!r} is not text")
+    return value
+
+
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def _int64(value: int, where: str) -> int:
+    """``value`` if it fits in 64 bits. Every integer setting ends in numpy, torch or a numba
+    kernel as an int64 (a hidden size, a step count, an exponent); a larger one was a
+    TypeError or OverflowError traceback after the command had started."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ModelError(f"{where}: {shown(value)} is outside the 64-bit integer range "
+                         f"{INT64_MIN}..{INT64_MAX}, which every integer setting must fit")
     return value
 
 
@@ -259,6 +274,15 @@ def check_kind(method: Method, profile: HardwareProfile, option: str = "profile"
                          "a microcontroller that does (cortex-m4, stm32l4r5, ...)")
 
 
+def check_priceable(profile: HardwareProfile) -> None:
+    """A gpu or cpu profile needs its ``[execution]`` parameters to price the run; the
+    loader accepts a profile without them (a run file's old snapshot), so a user's file
+    that lacks them is refused here, before the training, not by the pricing after it."""
+    if profile.kind in ("gpu", "cpu"):
+        from sim.execution.gpu_cpu import check_execution
+        check_execution(profile)
+
+
 def check_dataset(method: Method, dataset: str) -> None:
     from models.shared import datasets
     card = method.card
@@ -276,6 +300,7 @@ def prepare(model: str | Method, *, profile=None, dataset: str | None = None,
     card = method.card
     prof = load_profile(profile if profile is not None else card.default_profile)
     check_kind(method, prof)
+    check_priceable(prof)
     dataset = dataset or card.default_dataset
     check_dataset(method, dataset)
     parsed = parse_overrides(method, overrides or {})

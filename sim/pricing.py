@@ -54,7 +54,7 @@ def check_prices(ledger: LedgerCounts, prof: HardwareProfile) -> None:
                          key=OP_NAMES.index)
     if missing_ops:
         raise PricingError(
-            f"profile {prof.name!r} has no energy for op(s) {', '.join(missing_ops)} counted "
+            f"profile {prof.label!r} has no energy for op(s) {', '.join(missing_ops)} counted "
             f"by this ledger; it prices {', '.join(prof.energy_pj) or 'no ops'}. Price the run "
             f"on a profile of a kind that executes these ops, or add them to the profile")
     levels = {lv for lv, _ in ledger.total_bytes()}
@@ -63,7 +63,7 @@ def check_prices(ledger: LedgerCounts, prof: HardwareProfile) -> None:
     missing_levels = sorted(levels - set(prof.memory))
     if missing_levels:
         raise PricingError(
-            f"profile {prof.name!r} has no memory level {', '.join(missing_levels)} for bytes "
+            f"profile {prof.label!r} has no memory level {', '.join(missing_levels)} for bytes "
             f"counted by this ledger; its levels are {', '.join(prof.memory)}")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hw_profiles import load
+from hw_profiles import ProfileError, load
 from models.registry import Card, Outcome, Study, register
 from models.shared.checks import check_at_least
 from sim.errors import ModelError
@@ -73,7 +73,10 @@ class ColaConfig:
             raise ModelError(f"ColaConfig.lr = {self.lr}: must be > 0")
         check_at_least(self, sigma_rel=0, lam=0)
         # the retrieval's profile: a misspelled or non-bitwise one was found after training
-        prof = load(self.hamming_profile)    # a ProfileError names it, with a suggestion
+        try:
+            prof = load(self.hamming_profile)    # with a suggestion for a misspelled name
+        except ProfileError as exc:   # named as the setting, not as --profile is
+            raise ProfileError(f"ColaConfig.hamming_profile: {exc}") from None
         if prof.kind not in HAMMING_KINDS:
             raise ModelError(f"ColaConfig.hamming_profile = {self.hamming_profile!r} is a "
                              f"{prof.kind} profile; the plain-Hamming retrieval runs on the "

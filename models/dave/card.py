@@ -66,7 +66,8 @@ class DaveConfig:
         check_at_least(self, side=16, patch=2, width=8, depth=1, heads=1, mae_dec_width=4,
                        mae_dec_depth=1, mae_steps=1, stage2_steps=1, dec_width=8,
                        merge_steps=1, heldout_steps=1, generalist_steps=1, n_unlabeled=1,
-                       n_labeled=1, n_test=1, n_generalist=1, batch_size=1, pictures=1)
+                       n_labeled=1, n_test=1, n_generalist=1, batch_size=1, pictures=1,
+                       counted_steps=0)   # 0: count no MAE step (the energy is then NaN)
         if self.side % self.patch:
             raise ModelError(f"DaveConfig.patch = {self.patch}: must divide side = "
                              f"{self.side}")

@@ -34,6 +34,17 @@ if TYPE_CHECKING:   # the engine, imported only for the annotation (cards stay l
     from sim.neuromorphic.engine import NeuromorphicDevice
 
 SCHEDULES = ("cyclic", "cyclic-decay", "constant-decay")
+M_RANGE = 32
+"""``|m| <= 32``. ``m`` is the exponent of the cyclic threshold ``T = 2^m / 2^(t mod n)``:
+2^(m+1) bounds the change a neuron's value may make in one n-step cycle, and 2^(m+1-n) is
+the resolution the cycle reaches (the paper's Theorem 4.1; it does not define m: our
+reading, ``model.py``'s docstring). The values are activities and errors of a PC
+network on inputs in [0, 1], of order 1 (hence m = 0): a per-cycle change of 2^33 ~ 8.6e9 is
+past any of them and a resolution of 2^-32 below float32's precision at 1 (2^-24), so no m
+outside is of use. Inside it the model's own arithmetic holds: the synapses store
+W 2^(m-n+1) in float32 (``model.py``), finite for |W| < 2^95 and normal (not 0) for
+n <= 95, where m = 200 overflowed to inf ("non-finite weight"), m = 100000 overflowed
+``2.0 ** m`` and a huge negative m made the scale 0 (NaN weights in ``push_weights``)."""
 
 
 @dataclass
@@ -44,7 +55,7 @@ class DiffPCConfig:
     n: int = 8                 # steps per threshold cycle (DiffPC-L: 120 = 15 x 8)
     cycles: int = 15           # threshold cycles per iteration (PC-SE's 15 steps; the
     #                            first cycle's gamma update moves nothing: eT = b = 0 then)
-    m: int = 0                 # 2^(m+1) bounds a per-cycle change
+    m: int = 0                 # 2^(m+1) bounds a per-cycle change; |m| <= M_RANGE
     gamma: float = 0.1         # target step (PC's eta)
     schedule: str = "cyclic"
     decay_a: float = 1.0       # d(tau) floor of the decay schedules (1 = no decay)
@@ -63,6 +74,10 @@ class DiffPCConfig:
         for name in ("n", "cycles", "epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ModelError(f"DiffPCConfig.{name} = {getattr(self, name)}: must be >= 1")
+        if not -M_RANGE <= self.m <= M_RANGE:
+            raise ModelError(f"DiffPCConfig.m = {self.m}: must be in -{M_RANGE}..{M_RANGE}; "
+                             "2^(m+1) bounds a neuron's change per threshold cycle, and the "
+                             "activities are of order 1 (default 0)")
         if self.schedule not in SCHEDULES:
             raise ModelError(f"DiffPCConfig.schedule = {self.schedule!r}; expected one of "
                              f"{SCHEDULES}")

@@ -54,6 +54,16 @@ def check_max_len(owner: str, max_len: int, formats) -> None:
                          f"max_len >= {need}")
 
 
+def _check_members(where: str, word: str, values, allowed) -> None:
+    """Each of ``values`` is one of ``allowed``; else a ModelError naming the setting
+    ``where`` (``data.template`` names only the ``word``: "list format 'bad'")."""
+    bad = next((v for v in values if v not in allowed), None)
+    if bad is not None:
+        hint = suggestion(bad, allowed)
+        raise ModelError(f"{where} = {tuple(values)!r}: {word} {bad!r} is not one of "
+                         f"{', '.join(allowed)}" + (f"; {hint}" if hint else ""))
+
+
 @dataclass
 class FilterLMConfig:
     """Model and training hyperparameters. Defaults: the bench model (4 layers x 4 heads, d=64)."""
@@ -92,10 +102,13 @@ class FilterLMConfig:
         check_at_least(self, max_len=1, weight_decay=0, warmup=0)
         self.orders, self.formats = tuple(self.orders), tuple(self.formats)
         self.task_kinds = tuple(self.task_kinds)
-        for name in ("orders", "formats", "task_kinds"):   # `--set formats=` gives ()
-            if not getattr(self, name):
+        for name, word, allowed in (("orders", "question order", data.ORDERS),
+                                    ("formats", "list format", data.FORMATS),
+                                    ("task_kinds", "task", data.TASKS)):
+            if not getattr(self, name):   # `--set formats=` gives ()
                 raise ModelError(f"FilterLMConfig.{name} is empty: give at least one (default "
                                  f"{', '.join(getattr(FilterLMConfig, name))})")
+            _check_members(f"FilterLMConfig.{name}", word, getattr(self, name), allowed)
         for t in self.task_kinds:
             data.template("comma", "after", data.MIN_OPTIONS, t)   # raises on a bad task
         for o in self.orders:
@@ -139,6 +152,9 @@ class MaskSearchConfig:
         if not self.lr > 0 or not self.lam >= 0:
             raise ModelError(f"MaskSearchConfig: lr = {self.lr} must be > 0 and lam = "
                              f"{self.lam} >= 0")
+        if self.fmt not in data.FORMATS:
+            raise ModelError(f"MaskSearchConfig.fmt = {self.fmt!r}: must be one of "
+                             f"{', '.join(data.FORMATS)}")
         if self.task not in data.TASKS:   # was found only by the search, minutes in
             hint = suggestion(self.task, data.TASKS)
             raise ModelError(f"MaskSearchConfig.task = {self.task!r}: must be one of "
@@ -188,12 +204,20 @@ class FilterHeadsConfig:
     def __post_init__(self):
         self.orders, self.formats = tuple(self.orders), tuple(self.formats)
         self.task_kinds = tuple(self.task_kinds)
-        try:
-            _checked = (self.model, self.search)     # building both checks their fields
-        except ModelError as exc:   # name the flat settings a user gives with --set
+        if self.search_fmt not in data.FORMATS:   # named as the flat setting --set gives
+            raise ModelError(f"FilterHeadsConfig.search_fmt = {self.search_fmt!r}: must be "
+                             f"one of {', '.join(data.FORMATS)}")
+        try:   # building the model's config checks its fields (the same names as here)
+            _model = self.model
+        except ModelError as exc:
+            raise ModelError(f"FilterHeadsConfig: {exc}") from None
+        try:   # building the search's config checks its fields (named search_* here)
+            _search = self.search
+        except ModelError as exc:
             raise ModelError(f"FilterHeadsConfig: {exc} (the mask search takes search_pairs, "
-                             "search_epochs, search_batch_size, search_lr, search_task as "
-                             "n_pairs, epochs, batch_size, lr, task)") from None
+                             "search_epochs, search_batch_size, search_lr, search_fmt, "
+                             "search_task as n_pairs, epochs, batch_size, lr, fmt, task)") \
+                from None
         for name in ("n_eval", "n_random"):
             if int(getattr(self, name)) < 1:
                 raise ModelError(f"FilterHeadsConfig.{name} = {getattr(self, name)}: "

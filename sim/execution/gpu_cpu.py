@@ -90,6 +90,34 @@ def reused_bytes(fp: dict) -> int:
     return fp["writable"] + fp["read_only"] - fp.get("streamed", 0)
 
 
+def check_execution(prof: HardwareProfile) -> None:
+    """Raise unless ``prof`` has every ``[execution]`` parameter this model needs.
+
+    The loader accepts a profile without them (SCHEMA.md: a run file's snapshot written
+    before the section existed must still be read), so this is the check: by :func:`price`,
+    and by ``models.runner.prepare`` before a model trains on the profile.
+
+    Raises
+    ------
+    PricingError
+        One line naming the profile by its label (a user's file by its path, whatever its
+        name), the missing keys, and the way on: a snapshot of a shipped profile can be
+        priced on the shipped one (which has them); a user's file needs them added.
+    """
+    missing = [k for k in REQUIRED if k not in prof.execution]
+    if not missing:
+        return
+    from hw_profiles import available
+    shipped = prof.name in available() and prof.label == prof.name
+    hint = (f"A run file written before these existed can be priced on the shipped "
+            f"profile (neuroedge report RUN --profile {prof.name})" if shipped else
+            "Add them to the profile's [execution] table (each shipped profile's file "
+            "gives them with their sources)")
+    raise PricingError(
+        f"profile {prof.label!r} has no [execution] {', '.join(missing)}: the {prof.kind} "
+        f"execution model needs {', '.join(REQUIRED)} (see hw_profiles/SCHEMA.md). {hint}")
+
+
 def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> EnergyReport:
     """Price ``ledger`` on a ``gpu`` or ``cpu`` profile (see the module docstring) for the
     software ``stack`` (:data:`sim.execution.STACKS`): ``eager`` charges ``launch_s`` per
@@ -104,18 +132,8 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, stack: str = "eager") -> 
         The profile lacks an ``[execution]`` parameter (e.g. a profile snapshot in a run file
         written before the section existed).
     """
+    check_execution(prof)
     ex = prof.execution
-    missing = [k for k in REQUIRED if k not in ex]
-    if missing:
-        from hw_profiles import available
-        hint = (f"A run file written before these existed can be priced on the shipped "
-                f"profile (neuroedge report RUN --profile {prof.name})"
-                if prof.name in available() else
-                "Add them to the profile's [execution] table")
-        raise PricingError(
-            f"profile {prof.name!r} has no [execution] {', '.join(missing)}: the {prof.kind} "
-            f"execution model needs {', '.join(REQUIRED)} (see hw_profiles/SCHEMA.md). "
-            f"{hint}")
     n_half = ex["half_perf_ops"].value
     dispatched = stack in ("eager", "tf1-session")
     launch_s = ex["launch_s"].value if dispatched else 0.0

@@ -141,7 +141,7 @@ def price(ledger: LedgerCounts, prof: HardwareProfile, *,
             stepped = rec.paced_s if realtime else rec.step_s
             parts.append(_describe(rec, prof, realtime))
         elif rec is not None:
-            parts.append(f"not re-placed on {prof.name}: steps were timed on {rec.profile!r}"
+            parts.append(f"not re-placed on {prof.label}: steps were timed on {rec.profile!r}"
                          + (" with other time parameters" if rec.profile == prof.name else "")
                          + f"; their counts get a lower bound: the larger of {rec.steps:,} "
                          "steps x the tick and the ops spread evenly over every core plus "
@@ -176,7 +176,7 @@ def _describe(rec: StepTiming, prof: HardwareProfile, realtime: bool) -> str:
     cores = int((np.asarray(rec.core_ops)[1:].sum(axis=1) > 0).sum())
     what = "time steps" if rec.bio_s > 0 else "learning phases"
     text = (f"{rec.steps:,} {what}, each the slowest of {cores} busy cores + barrier "
-            f"(SANA-FE model, placement on {prof.name})")
+            f"(SANA-FE model, placement on {prof.label})")
     tick = tick_s(prof)
     if tick:
         text += f"; every step lasts at least the {tick * 1e3:g} ms tick"
@@ -214,7 +214,7 @@ def reprice(simulate: Callable[[HardwareProfile], object],
     for p in profiles:
         prof = load(p)
         if prof.kind != "neuromorphic":
-            raise PricingError(f"reprice: profile {prof.name!r} is of kind {prof.kind!r}; "
+            raise PricingError(f"reprice: profile {prof.label!r} is of kind {prof.kind!r}; "
                                "re-placing applies to neuromorphic profiles")
         result = simulate(prof)
         led = getattr(result, "ledger", result)

@@ -51,7 +51,9 @@ def test_report_cites_every_entry_used(toy_gpu_path):
 def test_missing_op_names_op_and_profile(toy_gpu_path):
     led = Ledger()
     led.add("synop", 5)
-    with pytest.raises(PricingError, match=r"profile 'toy-gpu' has no energy for op\(s\) synop"):
+    # a user's file is named by its label (name and path), not its bare name
+    with pytest.raises(PricingError, match=r"profile 'toy-gpu \(file: .*toy-gpu\.toml\)' has "
+                                           r"no energy for op\(s\) synop"):
         price(led, toy_gpu_path)
 
 

@@ -37,28 +37,26 @@ def parse_seed(text: str) -> int:
     return value
 
 
-def parse_positive(text: str) -> int:
-    """An argparse type: a whole number >= 1 (counts of workers, steps, samples)."""
+def _whole_number_at_least(text: str, low: int) -> int:
+    """``text`` as an integer >= ``low``, else argparse's one-line refusal."""
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
-                                         "number >= 1") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+                                         f"number >= {low}") from None
+    if v < low:
+        raise argparse.ArgumentTypeError(f"{v} must be >= {low}")
     return v
+
+
+def parse_positive(text: str) -> int:
+    """An argparse type: a whole number >= 1 (counts of workers, steps, samples)."""
+    return _whole_number_at_least(text, 1)
 
 
 def parse_nonnegative(text: str) -> int:
     """An argparse type: a whole number >= 0 (warm-up calls)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole "
-                                         "number >= 0") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} must be >= 0")
-    return v
+    return _whole_number_at_least(text, 0)
 
 
 def parse_positive_float(text: str) -> float:

@@ -53,10 +53,13 @@ def check_prices(ledger: LedgerCounts, prof: HardwareProfile) -> None:
     missing_ops = sorted(set(ledger.total_ops()) - set(prof.energy_pj) - EXECUTION_OPS,
                          key=OP_NAMES.index)
     if missing_ops:
+        able = _shipped_pricing(set(ledger.total_ops()) - EXECUTION_OPS, prof.kind)
+        where = (f"price the run on one that does ({', '.join(able)})" if able else
+                 "price the run on a profile of a kind that executes these ops")
         raise PricingError(
             f"profile {prof.label!r} has no energy for op(s) {', '.join(missing_ops)} counted "
-            f"by this ledger; it prices {', '.join(prof.energy_pj) or 'no ops'}. Price the run "
-            f"on a profile of a kind that executes these ops, or add them to the profile")
+            f"by this ledger; it prices {', '.join(prof.energy_pj) or 'no ops'}. {where[0].upper()}"
+            f"{where[1:]}, or add them to the profile")
     levels = {lv for lv, _ in ledger.total_bytes()}
     if prof.kind == "bitwise":
         levels -= {"offchip"} - set(prof.memory)
@@ -65,6 +68,18 @@ def check_prices(ledger: LedgerCounts, prof: HardwareProfile) -> None:
         raise PricingError(
             f"profile {prof.label!r} has no memory level {', '.join(missing_levels)} for bytes "
             f"counted by this ledger; its levels are {', '.join(prof.memory)}")
+
+
+def _shipped_pricing(ops: set[str], kind: str) -> list[str]:
+    """The shipped profiles of ``kind`` that have an energy for every op of ``ops`` (what a
+    refusal names as the way out)."""
+    from hw_profiles import available
+    able = []
+    for name in available():
+        other = load(name)
+        if other.kind == kind and ops <= set(other.energy_pj):
+            able.append(name)
+    return able
 
 
 def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,

@@ -173,3 +173,15 @@ def test_spike_payloads_price_only_on_a_chip_that_carries_them(tmp_path):
         Ledger().record_payloads(2, 1)
     with pytest.raises(LedgerError, match="lowest payload 1.5 is not an integer"):
         Ledger().record_payloads(1.5, 2)
+
+
+def test_missing_ops_name_the_shipped_profiles_that_price_them():
+    # the Xeon E5-2630 profile (Blouw's TF1 host) prices fp32 only: a torch run's integer
+    # ops were refused with "a profile of a kind that executes these ops", though the kind
+    # (cpu) is right; the shipped cpu profile that prices both is x86-avx2
+    led = Ledger()
+    led.add("mac_fp32", 5)
+    led.add("int_add", 3)
+    with pytest.raises(PricingError, match=r"no energy for op\(s\) int_add .*Price the run on "
+                                           r"one that does \(x86-avx2\), or add them"):
+        price(led, "xeon-e5-2630")

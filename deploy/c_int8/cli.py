@@ -20,8 +20,9 @@ def cmd_export_int8(args) -> int:
     given = [opt for opt, attr in TRAINING_ONLY if getattr(args, attr, None)]
     if given:
         raise ExportError(f"--target {TARGET} exports your own model (FILE.py:factory) as it "
-                          f"is; {', '.join(given)} apply to registered models only: leave "
-                          f"{'them' if len(given) > 1 else 'it'} out")
+                          f"is; {', '.join(given)} "
+                          f"{'apply' if len(given) > 1 else 'applies'} to registered models "
+                          f"only: leave {'them' if len(given) > 1 else 'it'} out")
     if not args.model or ":" not in args.model:
         raise ExportError(f"--target {TARGET}: give your model as FILE.py:factory (a function "
                           "or class in the file that builds the trained torch model)")

@@ -402,7 +402,7 @@ def test_cli_export_c_int8(tmp_path, capsys):
     # a registered-model option, and a missing option
     rc = main(["export", f"{src}:make", "--target", "c-int8", "--set", "epochs=1",
                "--input-shape", "1,1,8,8", "--calibration", "digits", "--out", str(tmp_path / "x")])
-    assert rc == 2 and "--set apply to registered models only" in capsys.readouterr().err
+    assert rc == 2 and "--set applies to registered models only" in capsys.readouterr().err
     rc = main(["export", f"{src}:make", "--target", "c-int8", "--out", str(tmp_path / "x")])
     assert rc == 2 and "needs --input-shape" in capsys.readouterr().err
     rc = main(["export", "bep", "--target", "c", "--calibration", "digits"])

@@ -152,7 +152,8 @@ def check_realtime(realtime: bool, profiles) -> None:
 def add_training_options(p: argparse.ArgumentParser, seed_default) -> None:
     """--preset / --full / --set / --seed: how a model is trained (simulate, export)."""
     p.add_argument("--preset", choices=PRESETS, default=None,
-                   help="quick (default: seconds to a minute) or full (the paper's scale)")
+                   help="quick (default: seconds to a few minutes) or full (the "
+                        "paper's scale)")
     p.add_argument("--full", action="store_true", help="the same as --preset full")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="change one setting of the model's config (repeatable, e.g. --set "

@@ -54,7 +54,7 @@ Progress = Callable[[int, int, dict], None]
 """Progress callback: ``(step, total, metrics so far)``; the CLI draws a bar with it."""
 
 PRESETS = ("quick", "full")
-"""Every card has both: ``quick`` runs in seconds to a minute (the CLI default; tests and
+"""Every card has both: ``quick`` runs in seconds to a few minutes (the CLI default; tests and
 the demo use it), ``full`` is the paper-scale setting. Both train: quick is smaller, never
 a skipped step."""
 

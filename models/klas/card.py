@@ -70,7 +70,9 @@ class KLASConfig:
 
 
 PRESETS = {
-    # quick (about a minute): narrower, shallower anchors on 2000 images; full: the defaults
+    # quick (3-5 minutes on a shared 2-core machine: three anchors, probes, stitch
+    # fine-tunes and a supernet): narrower, shallower anchors on 2000 images; full: the
+    # defaults
     "quick": {"fashion-mnist": dict(widths=(16, 24, 32), heads=(2, 2, 2), depth=3,
                                     n_train=2000, n_val=300, n_test=500, anchor_epochs=5,
                                     probe_epochs=10, ls_samples=128, stitch_steps=20,

@@ -370,19 +370,16 @@ def cmd_validate(args) -> int:
 
 def cmd_report(args) -> int:
     from deploy import report as rep
-    from deploy.formatting import printable
     from deploy.headline import summary
     from deploy.runfile import read_run, stored_profile
     run = read_run(parse_run_file(args.run))
-    profile, note = (load_profile(args.profile, "--profile"), None) if args.profile \
+    profile = load_profile(args.profile, "--profile") if args.profile \
         else stored_profile(run)
     inputs = [args.run] + ([profile.path] if args.profile and profile.path else [])
     check_outputs({"--html": args.html, "--json": args.json}, force=args.force,
                    inputs=inputs)
     check_realtime(args.realtime, [profile])
     o = CommandOutput(args)
-    if note:
-        o.say(printable(f"note: {note}"), markup=False)
     energy = run.ledger.price(profile, realtime=args.realtime, stack=args.stack)
     print_report(o, args, run, [energy])
     with all_or_nothing():

@@ -148,7 +148,6 @@ def run_measure(model, example, profile: str, *, device: str, warmup: int, repea
     except NotImplementedError:   # torch.export's module: its mode was fixed at export
         pass
     xs = tuple(t.to(device) for t in inputs)
-    shape = tuple(inputs[0].shape)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
     def call():
@@ -178,7 +177,8 @@ def run_measure(model, example, profile: str, *, device: str, warmup: int, repea
                      f"{timing.first_s / timing.median_s:.3g}x the warmed median: the "
                      "prediction prices a first call (one-time work in it, a cache or lazy "
                      "set-up, included), the measured median warmed calls")
-    return {"profile": row["profile"], "device": device, "batch": shape[0],
+    # the samples of one call as the count read them (a sequence-first layer's batch is dim 1)
+    return {"profile": row["profile"], "device": device, "batch": est.inference_samples,
             "predicted_latency_s": row["latency_s"], "predicted_energy_j": row["total_j"],
             "lower_bound": est.lower_bound, "notes": notes,
             "measured_latency_s": timing.median_s, "latency_min_s": timing.min_s,

@@ -185,9 +185,8 @@ def _read_profile(group, root_label, path: Path, version: int) -> HardwareProfil
     return profile
 
 
-def stored_profile(run: RunResult) -> tuple[HardwareProfile, str | None]:
-    """The run's profile snapshot, to price the run on it, and a note for the report
-    (always ``None`` now; kept for the callers).
+def stored_profile(run: RunResult) -> HardwareProfile:
+    """The run's profile snapshot, to price the run on it.
 
     A user's file is labelled ``NAME (file: PATH)``. Priced under that label, the snapshot
     would read as the file, which may have changed or gone since the run; it is labelled
@@ -200,10 +199,10 @@ def stored_profile(run: RunResult) -> tuple[HardwareProfile, str | None]:
     prof = run.profile
     prefix = f"{prof.name} (file: "
     if not prof.label.startswith(prefix):
-        return prof, None
+        return prof
     path = prof.label[len(prefix):-1]   # _read_profile checked the label's form
     return dataclasses.replace(prof, label=f"{prof.name} (snapshot stored in the run; "
-                                           f"file: {path} when simulated)"), None
+                                           f"file: {path} when simulated)")
 
 
 def _digest_mismatch(path: Path, doc, stored_fields) -> str:

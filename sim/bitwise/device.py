@@ -67,6 +67,7 @@ def _ones(words: np.ndarray) -> int:
         return int(np.bitwise_count(words).sum(dtype=np.int64))
     return int(np.unpackbits(np.ascontiguousarray(words).view(np.uint8)).sum())
 
+
 def check_word_bits(profile) -> int:
     """The word width of ``profile`` (a HardwareProfile), which the bitwise engine must
     compute in: 32 or 64 bits (:data:`~sim.bitwise.packing.WORD_DTYPES`). Checked where a

@@ -450,3 +450,11 @@ def test_recalibrating_names_the_machine_once(tmp_path, quick_calibration):
     again, _ = cal.calibrate(str(first))
     assert again["description"].count("calibrated on") == 1
     assert again["description"].endswith("; calibrated on test-vm")
+
+
+def test_the_batch_of_one_call_is_the_samples_the_count_read():
+    # a sequence-first LSTM on (50, 2, 6): 50 time steps of 2 samples; the header said
+    # "a batch of 50" (dim 0) while the count priced 2 samples
+    r = run_measure(torch.nn.LSTM(6, 8), (50, 2, 6), "x86-avx2", device="cpu", warmup=1,
+                    repeats=2, meter_for=lambda d: (None, "no counter"))
+    assert r["batch"] == 2

@@ -154,15 +154,15 @@ def test_the_report_prices_the_snapshot_and_never_opens_the_labelled_file(tmp_pa
     mine = tmp_path / "mine.toml"
     mine.write_text(toy_gpu_path.read_text())
     path = _run(tmp_path, toy_gpu_path, profile=load(mine))
-    # the file now holds another profile: it was loaded and compared, and a note said so
+    # the file now holds another profile: the report prices the snapshot and never opens it
     mine.write_text(toy_gpu_path.read_text().replace("value = 2.0, unit", "value = 3.0, unit"))
     run = runfile.read_run(path)
     _WATCH[:] = [str(mine.resolve()), str(mine)]
     try:
-        profile, note = runfile.stored_profile(run)
+        profile = runfile.stored_profile(run)
     finally:
         _WATCH.clear()
-    assert _OPENED == [] and note is None
+    assert _OPENED == []
     assert profile.label.startswith(f"{run.profile.name} (snapshot stored in the run; file: ")
 
 

@@ -163,3 +163,11 @@ def test_the_state_known_before_the_data_is_the_networks(dataset):
     cfg = BEPConfig(hidden=(24, 16))
     net = build(data, cfg, BitwiseDevice("cortex-m4"))
     assert train_state_bytes(cfg, dataset) == net.n_weights * STATE_BITS_PER_WEIGHT // 8
+
+
+def test_the_fashion_mnist_bits_known_before_the_data_are_its_loaders(fashion_mnist):
+    # 28 x 28 pixels, one bit each (the training median as threshold): 784 bits, no sequence
+    from models.bep.card import INPUT_BITS
+    data = bep_data.for_config("fashion-mnist", 300, 50)
+    assert INPUT_BITS["fashion-mnist"] == (bep_data.bits_per_step(data),
+                                           bep_data.is_sequence(data)) == (784, False)

@@ -204,3 +204,11 @@ def test_the_state_known_before_the_data_is_the_machines(dataset, profile):
     dev = BitwiseDevice(profile)
     tm = TsetlinMachine(data.n_features, data.n_classes, cfg, dev)
     assert train_state_bytes(cfg, dataset, dev.word_bits) == tm.state.nbytes
+
+
+def test_the_fashion_mnist_features_known_before_the_data_are_its_loaders(fashion_mnist):
+    # 28 x 28 pixels thresholded at 75/255, one boolean each: 784 features, 10 classes
+    from models.tsetlin.data import FEATURES
+    from models.tsetlin.data import load as load_set
+    data = load_set("fashion-mnist", limit_train=300, limit_test=50)
+    assert FEATURES["fashion-mnist"] == (data.n_features, data.n_classes) == (784, 10)

@@ -173,3 +173,22 @@ def test_the_execution_model_named_is_the_stacks(toy_gpu_text):
     assert "no per-op host dispatch" in graph.execution_model
     assert not any("dispatching kernels" in e for e in graph.excluded)
     assert any("dispatching kernels" in e for e in eager.excluded)
+
+
+@pytest.mark.parametrize("name,int_add_pj,int_cmp_pj", [
+    # CUDA guide cc 3.x: 160 add / 160 compare results per clock per SMX, 4 SMX at 810.5 MHz;
+    # 43.59 W compute / 5.1872e11 /s = 84.03 pJ each
+    ("quadro-k4000", 84.0338, 84.0338),
+    # cc 5.x: 128 add, 64 compare per clock per SMM, 2 SMM at 1 GHz; 8.264 W / 2.56e11 and / 1.28e11
+    ("jetson-tx1", 32.2812, 64.5625),
+])
+def test_blouw_gpus_price_the_integer_ops_torch_runs_emit(name, int_add_pj, int_cmp_pj):
+    """argmax, indices and accuracy emit int_add / int_cmp: a torch room on these GPUs was
+    refused after training (the profiles priced fp ops only)."""
+    led = Ledger()
+    led.add("int_add", 1000, scope="infer/argmax")
+    led.add("int_cmp", 500, scope="infer/argmax")
+    ops = price(led, hw_profiles.load(name)).by_op()
+    # 1000 x int_add_pj + 500 x int_cmp_pj, in joules
+    assert ops["int_add"] == pytest.approx(1000 * int_add_pj * 1e-12, rel=1e-6)
+    assert ops["int_cmp"] == pytest.approx(500 * int_cmp_pj * 1e-12, rel=1e-6)

@@ -28,8 +28,9 @@ too) are clusters.
 
 How it is computed (memory O(n * chunk), never n x n):
 
-1. ``core_distances`` (torch, scope ``dc/core``): row chunks of the GEMM-trick distances,
-   ``kthvalue`` per row.
+1. ``core_distances`` (torch, scope ``dc/core``): row chunks of distances from coordinate
+   differences (``cdist``, no GEMM trick: duplicates are exactly 0 apart), ``kthvalue`` per
+   row.
 2. ``kernels.prim_mst`` (numba, scope ``dc/mst``): Prim with distances recomputed from X on
    the fly; Prim's chain of dependent arg-mins is no tensor expression. Counted through
    ``kernels``' counts array, flushed into the ledger here.
@@ -101,22 +102,22 @@ def check_points(x, labels=None, min_pts: int | None = None, what: str = "disco"
 
 
 def core_distances(x: torch.Tensor, min_pts: int, chunk_bytes: int) -> torch.Tensor:
-    """kappa (n,): the mu-th smallest distance of each row, itself (0) counted first."""
+    """kappa (n,): the mu-th smallest distance of each row, itself (0) counted first.
+
+    Distances from the coordinate differences (``cdist`` without the matrix-product
+    path): identical rows are exactly 0 apart, as the authors' ``KDTree`` has them, and a
+    near-duplicate's distance is accurate whatever the offset of the data. The GEMM trick
+    ``|a|^2 + |b|^2 - 2 a.b`` used before left round-off of ~eps |x|^2 (1.5e-5 after the root
+    for duplicates at |x| ~ 300), which turned the noise score's 0/0 -> 0 into -1.
+    """
     n = x.shape[0]
-    sq = (x * x).sum(1)                                          # (n,)
     step = _rows_per_chunk(n, chunk_bytes)
-    # one block reused by every chunk: a fresh (b, n) block per chunk costs page faults
-    block = torch.empty(min(step, n), n, dtype=x.dtype, device=x.device)
     out = []
     for s in range(0, n, step):
-        e = min(n, s + step)
-        d2 = block[:e - s]
-        torch.addmm(sq[None, :], x[s:e], x.T, alpha=-2.0, out=d2)   # (b, n) |x_j|^2 - 2 x.x
-        d2.add_(sq[s:e, None]).clamp_min_(0.0)
-        # the GEMM trick leaves round-off on the diagonal: the self-distance is exactly 0
-        d2.diagonal(offset=s).zero_()
-        out.append(torch.kthvalue(d2, min_pts, dim=1).values)
-    return torch.cat(out).sqrt()
+        d = torch.cdist(x[s:s + step], x,
+                        compute_mode="donot_use_mm_for_euclid_dist")   # (b, n)
+        out.append(torch.kthvalue(d, min_pts, dim=1).values)
+    return torch.cat(out)
 
 
 def dc_structure(x, min_pts: int, dev, chunk_bytes: int = 1 << 24) -> DCStructure:

@@ -174,6 +174,44 @@ def test_agrees_with_the_dense_twin(seed):
                                        dense_disco(x, labels, mu), rtol=0, atol=1e-10)
 
 
+def test_duplicate_points_are_exactly_zero_apart():
+    # 6 + 6 copies of two points, 2 noise copies of the first (the GEMM trick made kappa
+    # ~1e-5 here, unequal per row, and the noise scores -1). Every kappa is 0 (>= 5
+    # copies). Cluster point: a = 0, b = |ca - cb| = sqrt(0.4^2 + 4.2^2) = sqrt(17.8)
+    # -> (b - a) / b = 1. Noise: kappa(n) = kappa(C) = 0 -> rho_sparse = 0/0 -> 0;
+    # delta_C0 = 0 -> 0/0 -> 0, delta_C1 = sqrt(17.8) -> 1; rho = min(0, 0, 1) = 0.
+    # DISCO = (12 x 1 + 2 x 0) / 14 = 6/7.
+    ca, cb = np.array([89.9, -82.8]), np.array([90.3, -78.6])
+    x = np.r_[np.tile(ca, (6, 1)), np.tile(cb, (6, 1)), np.tile(ca, (2, 1))]
+    lab = np.r_[np.zeros(6, int), np.ones(6, int), [-1, -1]]
+    assert np.array_equal(dc_structure(x, 5, dev()).core.numpy(), np.zeros(14))
+    scores, sparse, far = disco_samples(x, lab, dev(), parts=True)
+    np.testing.assert_array_equal(scores, np.r_[np.ones(12), 0.0, 0.0])
+    np.testing.assert_array_equal(sparse[-2:], [0.0, 0.0])
+    np.testing.assert_array_equal(far[-2:], [0.0, 0.0])
+    assert scores.mean() == pytest.approx(6 / 7, abs=1e-15)
+
+
+def test_offset_data_with_duplicates_agrees_with_the_dense_twin():
+    # moons shifted by +1000 (|x|^2 ~ 2e6: the GEMM trick's round-off was ~1e-8 in kappa),
+    # 20 points copied 5 more times (kappa 0), 20 background points labelled -1, 5 of them
+    # copied 5 more times
+    from sklearn.datasets import make_moons
+    rng = np.random.default_rng(0)
+    x, y = make_moons(150, noise=0.05, random_state=0)
+    x = x + 1000.0
+    dup = rng.choice(150, 20, replace=False)
+    bg = rng.uniform(x.min(0), x.max(0), (20, 2))
+    x = np.r_[x, np.repeat(x[dup], 5, axis=0), bg, np.repeat(bg[:5], 5, axis=0)]
+    y = np.r_[y, np.repeat(y[dup], 5), -np.ones(45, int)]
+    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    np.testing.assert_allclose(dc_structure(x, 5, dev()).core.numpy(),
+                               np.sort(d, axis=1)[:, 4], rtol=0, atol=1e-10)
+    for labels in (y, np.where(y == 1, 0, y)):                  # two clusters / one + noise
+        np.testing.assert_allclose(disco_samples(x, labels, dev()),
+                                   dense_disco(x, labels, 5), rtol=0, atol=1e-10)
+
+
 def test_scores_do_not_depend_on_the_order_of_the_points():
     x, lab = _random_case(7, n=300)
     perm = np.random.default_rng(1).permutation(len(x))

@@ -53,7 +53,7 @@ _INTERCONNECT_UNITS = {"mesh_x": "1", "mesh_y": "1", "cores_per_router": "1",
 _LIMIT_UNITS = {"cores": "1", "neurons_per_core": "1", "synapse_bytes_per_core": "B",
                 "fan_in_per_core": "1", "fan_out_per_core": "1", "weight_bits": "bit",
                 "spike_payload_bits": "bit", "word_bits": "bit", "clock_hz": "Hz",
-                "supply_v": "V", "weight_sharing": "1"}
+                "supply_v": "V", "weight_sharing": "1", "synapse_crossbar": "1"}
 _INTEGER_LIMITS = {"cores", "neurons_per_core", "synapse_bytes_per_core", "fan_in_per_core",
                    "fan_out_per_core", "weight_bits", "spike_payload_bits", "word_bits",
                    "mesh_x", "mesh_y", "cores_per_router", "bits_per_packet", "chips_x",
@@ -346,6 +346,7 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
                    f"(unit {_LIMIT_UNITS[key]!r})")
     if kind == "neuromorphic":
         _check_cores_fit_mesh(v, limits, interconnect)
+        _check_crossbar(v, limits)
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
     # [execution] is optional here, so profile snapshots in run files written before it
@@ -391,6 +392,29 @@ def _check_cores_fit_mesh(v, limits, interconnect) -> None:
         v.fail("limits", "cores", cores, "more cores than the mesh holds: [interconnect] "
                f"{' x '.join(_MESH_KEYS)} = {' x '.join(str(n) for n in sizes.values())} = "
                f"{places}; give cores <= {places}, or the mesh (or chips) that holds them")
+
+
+def _check_crossbar(v, limits) -> None:
+    """``limits.synapse_crossbar`` (SCHEMA.md) is a flag, 1; the compiler then bounds a core by
+    ``fan_in_per_core`` and ``neurons_per_core`` alone, so their crossbar (one bit per axon and
+    neuron) must fit ``synapse_bytes_per_core``; and a crossbar holds one bit per connection, so
+    it cannot also store a convolution as a shared kernel (``weight_sharing``)."""
+    if "synapse_crossbar" not in limits:
+        return
+    if limits["synapse_crossbar"].value != 1:
+        v.fail("limits", "synapse_crossbar", limits["synapse_crossbar"].value,
+               "expected 1 (the chip's synapses are a binary crossbar), or leave the key out")
+    if "weight_sharing" in limits:
+        v.fail("limits", "weight_sharing", limits["weight_sharing"].value,
+               "a synapse_crossbar stores one bit per axon and neuron, not shared kernels; "
+               "state one of the two")
+    axons, neurons = limits["fan_in_per_core"].value, limits["neurons_per_core"].value
+    need = math.ceil(axons * neurons / 8)
+    have = limits["synapse_bytes_per_core"].value
+    if need > have:
+        v.fail("limits", "synapse_bytes_per_core", have,
+               f"the synapse_crossbar of fan_in_per_core x neurons_per_core = {axons:g} x "
+               f"{neurons:g} bits needs {need} B; give synapse_bytes_per_core >= {need}")
 
 
 def _stacks(v, doc, kind: str) -> tuple[dict[str, Mapping[str, Quantity]], str]:

@@ -10,6 +10,14 @@ Hardware model (an estimate; each choice is stated):
 - **Synapse memory**: one entry per synapse of ``ceil((weight_bits + target-index bits +
   delay bits) / 8)`` bytes, stored on the core of the *target* neuron (Loihi's fan-in
   synaptic memory); the target index addresses a neuron within its core.
+- **Crossbar synapse memory**: a profile stating ``limits.synapse_crossbar`` (TrueNorth: each
+  core a 256-axon x 256-neuron binary crossbar, Merolla et al. 2014) stores connectivity as one
+  bit per (axon, neuron) pair, whatever the pattern: a core costs ``axons in use x neurons on
+  it`` bits, and the weight is not stored per synapse (TrueNorth takes it from the axon's type,
+  one of 4 values per neuron). Placement is then bounded by ``neurons_per_core`` and
+  ``fan_in_per_core`` alone (the loader checks that their crossbar fits
+  ``synapse_bytes_per_core``). Memory *traffic* per synaptic event stays ``entry_bytes``. The
+  4-values-per-neuron weight rule is not checked: weights stay ``weight_bits`` integers.
 - **Shared (convolutional) weights**: a projection built from a convolution or pooling
   (``Projection.kernel_weights``, set by the NIR import) is stored as its kernel on a chip
   whose profile states ``limits.weight_sharing`` (Loihi's weight sharing, which NxTF's
@@ -358,10 +366,17 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     delay_bits = math.ceil(math.log2(max_delay + 1)) if max_delay > 1 else 0
     entry_bytes = math.ceil((bits + idx_bits + delay_bits) / 8)
     sharing = profile.limit("weight_sharing", 0) >= 1
+    # A binary crossbar (TrueNorth: 256 axons x 256 neurons per core, Merolla et al. 2014)
+    # holds one bit for every (axon, neuron) pair of the core, used or not, so a synapse
+    # costs no entry of its own: the core's memory is its axons in use x its neurons, in
+    # bits (below, per core), and the fan-in and neuron limits alone bound a core. Every
+    # other chip stores an entry per synapse (weight + target index + delay bits).
+    crossbar = profile.limit("synapse_crossbar", 0) >= 1
     connectivity = {p.name: ("sparse" if p.kernel_weights is None else
                              "shared" if sharing else "unrolled")
                     for p in net.projections.values()}
-    per_synapse = np.concatenate([np.full(p.weight.size, connectivity[p.name] != "shared")
+    per_synapse = np.concatenate([np.full(p.weight.size, connectivity[p.name] != "shared"
+                                          and not crossbar)
                                   for p in net.projections.values()] or [np.zeros(0, bool)])
     neuron_bytes = np.bincount(post[per_synapse], minlength=n_neurons) * entry_bytes
     by_post = np.argsort(post, kind="stable")
@@ -424,6 +439,14 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
         np.zeros(n_cores, np.int64)
     syn_bytes = np.bincount(core_of[post[per_synapse]], minlength=n_cores) * entry_bytes \
         if post.size else np.zeros(n_cores, np.int64)
+    # distinct presynaptic axons per core
+    if post.size:
+        pairs = _unique_sorted(core_of[post] * n_pre + pre)
+        fan_in = np.bincount(pairs // n_pre, minlength=n_cores)
+    else:
+        fan_in = np.zeros(n_cores, np.int64)
+    if crossbar:    # axons in use x neurons on the core, one bit each (see `crossbar` above)
+        syn_bytes = -(-fan_in * n_on // 8)
     for p in net.projections.values():   # a shared kernel: once on every core it reaches
         if connectivity[p.name] == "shared" and p.post_idx.size:
             on = np.unique(core_of[p.post_idx + offsets[p.post][0]])
@@ -439,12 +462,6 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     for name, (a, b) in pop_cores.items():
         for c in range(a, b):
             pop_of_core[c] = name
-    # distinct presynaptic axons per core
-    if post.size:
-        pairs = _unique_sorted(core_of[post] * n_pre + pre)
-        fan_in = np.bincount(pairs // n_pre, minlength=n_cores)
-    else:
-        fan_in = np.zeros(n_cores, np.int64)
     for c in range(n_cores):
         entry = {"core": c, "population": pop_of_core[c], "router_x": int(core_x[c]),
                  "router_y": int(core_y[c]), "chip": int(c // geo.cores_per_chip),

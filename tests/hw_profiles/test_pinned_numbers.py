@@ -535,6 +535,7 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'limits.cores': (4096, 'merolla2014'),
         'limits.neurons_per_core': (256, 'merolla2014'),
         'limits.synapse_bytes_per_core': (8192, 'merolla2014'),
+        'limits.synapse_crossbar': (1, 'merolla2014'),
         'limits.fan_in_per_core': (256, 'merolla2014'),
         'limits.fan_out_per_core': (256, 'merolla2014'),
         'limits.weight_bits': (9, 'merolla2014'),

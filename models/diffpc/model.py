@@ -68,9 +68,11 @@ where that step runs are offered, and the comparison (``experiment.py``)
 shows both:
 
 - **chip** (the run's own ledger, what ``neuroedge simulate diffpc`` prices): the chip's
-  learning engine runs the step, each operation the torch engine counted for it being one
-  ``syn_update`` (one rule evaluation on a synapse's variables) in scope
-  ``train/learn/rule``. This is an idealised learning engine: published neuromorphic
+  learning engine runs the step, each arithmetic operation the torch engine counted for it
+  (the ``compute`` ops: multiply-accumulates, flops, integer ops) being one ``syn_update``
+  (one rule evaluation on a synapse's variables) in scope ``train/learn/rule``; the host's
+  ``kernel_launch`` counts are how torch dispatches the step, not rule evaluations, and are
+  left out. This is an idealised learning engine: published neuromorphic
   learning rules are sums of products of synaptic variables and traces (Davies et al. 2018,
   IEEE Micro 38(1), section "Learning"), so AdamW's square root and division are not among
   them; the reading prices the step's operation count at the chip's learning-update energy.
@@ -95,6 +97,7 @@ import numpy as np
 import torch
 
 import sim
+from hw_profiles.ops import OPS
 from models.baselines.pc.model import PCNet, pcnet_trained
 from models.diffpc.card import SCHEDULES, DiffPCConfig
 from models.diffpc.kernels import KERNEL, STATE
@@ -327,12 +330,15 @@ class DiffPCClassifier:
         """PC's weight rule and AdamW (``PCNet.step``), counted by the torch engine on the
         host ledger and, as learning-engine updates, on the chip (``train/learn/rule``)."""
         led = self.host.ledger
-        before = sum(led.total_ops().values())
+        before = led.total_ops()
         with optimizer_overflow_is_config_error("DiffPCConfig", self.config.lr, "AdamW"), \
                 self.host.count("train", samples=len(eps[1])), torch.no_grad():
             self.net.step(pre, eps)
-        self.device.ledger.add("syn_update", sum(led.total_ops().values()) - before,
-                               scope="train/learn/rule")
+        # one syn_update per arithmetic op of the rule (category "compute"); kernel launches
+        # ("overhead") are the host's dispatch of torch kernels, not evaluations of the rule
+        rule = sum(n - before.get(op, 0) for op, n in led.total_ops().items()
+                   if OPS[op] == "compute")
+        self.device.ledger.add("syn_update", rule, scope="train/learn/rule")
 
     def evaluate(self, x, y, scope: str = "infer") -> dict[str, float]:
         check_xy(x, y, self.sizes[0], self.sizes[-1], "DiffPCClassifier.evaluate")

@@ -166,8 +166,11 @@ def test_learning_step_is_counted_as_float_pcs():
     # 2 batches x 2 samples x (5 x 6 + 3 x 5) weights = 180 gradient multiply-accumulates
     assert host["mac_fp32"] == 2 * B * (5 * 6 + 3 * 5)
     assert model.host_ledger.samples() == {"train": 4}
-    # the chip reading: one learning-engine update per operation of the step
-    assert dev.ledger.total_ops("train/learn/rule") == {"syn_update": sum(host.values())}
+    # the chip reading: one learning-engine update per arithmetic op of the step (the
+    # host's kernel launches are torch's dispatch, not rule evaluations)
+    assert host["kernel_launch"] > 0
+    assert dev.ledger.total_ops("train/learn/rule") == {
+        "syn_update": host["mac_fp32"] + host["flop_fp32"]}
     # float PC's step on the same shapes counts the same ops and bytes
     ref = sim.device("x86-avx2", prefer_cuda=False)
     net = PCNet(sizes, 1e-3, 1e-4, seed=0)
@@ -178,6 +181,27 @@ def test_learning_step_is_counted_as_float_pcs():
             net.step(pre, eps)
     assert ref.ledger.total_ops() == host
     assert ref.ledger.total_bytes() == model.host_ledger.total_bytes()
+
+
+def test_rule_updates_leave_out_kernel_launches():
+    """Bug fix: ``train/learn/rule`` counted the host's kernel launches as syn_update (302 on a
+    4-3-2 net, B = 2, one batch, where the rule's own ops are 275)."""
+    from hw_profiles.ops import OPS
+    from models.diffpc.model import DiffPCClassifier
+    dev = _chip()
+    cfg = DiffPCConfig(hidden=(3,), n=4, cycles=3, batch_size=2, epochs=1)
+    clf = DiffPCClassifier(4, 2, cfg, dev)
+    clf.fit(np.random.default_rng(0).uniform(0, 1, (2, 4)), np.array([0, 1]))
+    host = clf.host_ledger.total_ops("train")
+    # the gradients' MACs: 2 samples x (3 x 4 + 2 x 3) weights = 36
+    assert host["mac_fp32"] == 2 * (3 * 4 + 2 * 3)
+    # torch ran the step as kernels (27 launches with torch 2.x here), not counted
+    assert host["kernel_launch"] > 0
+    assert {op for op in host if OPS[op] != "compute"} == {"kernel_launch"}
+    # 36 MACs + the flops of the batch means and AdamW (239 here) = 275, not 302
+    rule = dev.ledger.total_ops("train/learn/rule")
+    assert rule == {"syn_update": sum(host.values()) - host["kernel_launch"]}
+    assert rule == {"syn_update": host["mac_fp32"] + host["flop_fp32"]}
 
 
 def test_bits_include_the_feed_forward_messages():

@@ -43,12 +43,25 @@ def main(argv=None) -> int:
                          "errors every report shows); needs all rows")
     args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
+    # every refusal before the rows are computed (a full run takes a minute)
+    if args.write_summary and only:
+        raise SystemExit("--write-summary needs every row (leave out --only)")
+    from deploy.errors import OutputError
+    from deploy.outputs import check_output
+    from hw_profiles.errors import NeuroedgeError
+    from sim.validation import check_ids
+    try:
+        if only is not None:
+            check_ids(only)
+        if args.json:
+            # replaced if it exists, as before; missing folders are made (store)
+            check_output(args.json, force=True, option="--json")
+    except (NeuroedgeError, OutputError) as exc:
+        raise SystemExit(f"validate.py: {exc}") from None
     rows = validate(only=only)
     print(format_rows(rows))
     summary = summarise(rows)
     if args.write_summary:
-        if only:
-            raise SystemExit("--write-summary needs every row (leave out --only)")
         from deploy.outputs import write_text
         from hw_profiles.validation import SUMMARY_PATH
         from sim.validation import heldout_factors, kind_errors
@@ -56,17 +69,19 @@ def main(argv=None) -> int:
         doc = {"heldout": {k: held[k] for k in HEADLINE}, "kinds": kind_errors(rows),
                "device_kinds": held["device_kind_factors"],
                "kind_factors": held["kind_factors"], "stacks": held["stack_factors"],
-               "profiles": held["profile_factors"]}
+               "profiles": held["profile_factors"],
+               "profile_device_kinds": held["profile_device_kinds"]}
         write_text(SUMMARY_PATH, json.dumps(doc, indent=1) + "\n", force=True)
         print(f"wrote {SUMMARY_PATH}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": [r.to_dict() for r in rows],
-                                               "summary": summary}, indent=1))
+        # written to a sibling and renamed: never half a file
+        from bench._results import store
+        store(args.json, {"rows": [r.to_dict() for r in rows], "summary": summary})
     from sim.validation import factor_stats, heldout_factors
     held = heldout_factors(rows)
     summary.update({k: v for k, v in held.items()
                     if k not in ("kind_factors", "device_kind_factors", "stack_factors",
-                                 "profile_factors")})
+                                 "profile_factors", "profile_device_kinds")})
     # the profile kinds of summarise() give way to the device kinds of the held-out rows
     summary["heldout_by_kind"] = held["device_kind_factors"]
     summary["heldout_by_stack"] = held["stack_factors"]

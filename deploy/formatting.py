@@ -235,16 +235,33 @@ def figures_are(report: EnergyReport) -> str:
 def _nature_rows(report: EnergyReport) -> list[tuple[str, str]]:
     """What the figures are: bound or estimate, model, validation, exclusions, decisions."""
     from hw_profiles.validation import PER_PROFILE_KINDS
+    from sim.pricing import error_rows_text
     err = report.validation_error
-    # a neuromorphic report is validated on its own profile's rows only (PER_PROFILE_KINDS)
-    whose = "profile" if report.kind in PER_PROFILE_KINDS else "device kind"
+    of = (report.validation or {}).get("error_rows")
+    # whose rows the figure is over, in its label: a neuromorphic report is validated on
+    # its own profile's rows only (PER_PROFILE_KINDS); any other on its device kind's rows,
+    # or, for a profile no row measures, its profile kind's rows named by their device
+    # kinds (an fpga-bnn report: the STM32 boards' mcu rows, none on an FPGA)
+    per_profile = report.kind in PER_PROFILE_KINDS
+    if err is None:
+        label, value = "validation error", (
+            f"not validated (no held-out measurement of this "
+            f"{'profile' if per_profile else 'profile kind'} can be rebuilt yet; see "
+            "neuroedge validate)")
+    else:
+        value = f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "
+        if per_profile:
+            label, value = "validation error of this profile", value + "measurements)"
+        elif of is not None:
+            label = f"validation error of {', '.join(of['device_kinds'])} rows"
+            value += f"measurements: {error_rows_text(of, report.profile)})"
+        else:
+            # a report built without the rows' names: its figure is its profile kind's rows
+            label = f"validation error of {report.kind}-profile rows"
+            value += "measurements)"
     rows = [("figures are", figures_are(report)),
             ("execution model", report.execution_model or "(not recorded)"),
-            (f"validation error of this {whose}",
-             f"{100 * err:.0f}% (median |predicted / measured - 1| over held-out published "
-             "measurements)" if err is not None
-             else f"not validated (no held-out measurement of this {whose} can be rebuilt "
-             "yet; see neuroedge validate)")]
+            (label, value)]
     if report.validation is not None:
         from sim.pricing import describe_error
         rows.append((f"held-out error (stack {report.stack})" if report.stack

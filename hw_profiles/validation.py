@@ -185,6 +185,14 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
         if device_kind not in DEVICE_KINDS:
             raise ProfileError(f"{where}: device_kind = {device_kind!r}; expected one of "
                                f"{', '.join(DEVICE_KINDS)}")
+        # a profile prices one device: its rows name one device kind, which is then the
+        # profile's (the kind whose error its reports show: error_rows)
+        first = next((r for r in rows if r.profile == e["profile"] != ""), None)
+        if first is not None and first.device_kind != device_kind:
+            raise ProfileError(f"{where}: device_kind = {device_kind!r} but row "
+                               f"{first.id!r} prices profile {e['profile']!r} as "
+                               f"{first.device_kind!r}; the rows of one profile name one "
+                               "device kind")
         if not isinstance(e.get("idle_subtracted", False), bool) \
                 or not isinstance(e.get("stack", ""), str):
             raise ProfileError(f"{where}: idle_subtracted must be true or false and stack a "
@@ -212,68 +220,140 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> list[Measuremen
 
 
 def kind_summary(path: str | Path = SUMMARY_PATH) -> dict[str, dict]:
-    """``kind -> {"rows", "median_rel_error", "min_ratio", "max_ratio"}`` of the shipped
-    validation summary ({} when there is none).
+    """``kind -> {"rows", "median_rel_error", "min_ratio", "max_ratio"}`` (per profile
+    kind) of the shipped validation summary ({} when there is none).
 
     Raises
     ------
     ProfileError
         The file is not the JSON object this function's writer produces.
     """
-    path = Path(path)
-    if not path.exists():
-        return {}
-    # every price() asks for this: read the file once per version of it, not once per call
-    return dict(_read_summary(str(path), path.stat().st_mtime_ns))
+    doc = _summary(path)
+    return {} if doc is None else dict(doc["kinds"])
+
+
+def error_rows(kind: str, profile: str, path: str | Path = SUMMARY_PATH) -> dict | None:
+    """The held-out rows whose error a report on ``profile`` (of profile ``kind``) shows as
+    its validation error, and whose rows they are.
+
+    The rule: a profile that a row of the table prices has that row's device kind (all its
+    rows name one: :func:`load_table` checks it), and its report shows that device kind's
+    held-out rows, on every profile and stack (a Jetson Orin report: the two ``edge-gpu``
+    rows, Orin and TX1). A profile no row prices has no device kind the table knows
+    (``fpga-bnn``, ``a100``, ``cortex-m7``): its report shows every held-out row of its
+    profile kind, named by their device kinds and profiles (an ``fpga-bnn`` report: the
+    ``mcu`` rows of the STM32 boards, none on an FPGA), and ``measured`` is False. So is a
+    profile whose device kind has no held-out row (only calibration rows). A kind of
+    :data:`PER_PROFILE_KINDS` shows only its own profile's rows (None when it has none).
+
+    Returns
+    -------
+    dict or None
+        ``{"device_kinds", "profiles", "rows", "median_rel_error", "min_ratio",
+        "max_ratio", "measured"}`` (device kinds and profiles of the rows, sorted; ratio =
+        predicted / measured energy); None when no held-out row covers the profile.
+    """
+    doc = _summary(path)
+    if doc is None:
+        return None
+    device_kind = doc["profile_device_kinds"].get(profile)
+    if kind in PER_PROFILE_KINDS:
+        own = doc["profiles"].get(profile)
+        if own is None:
+            return None
+        return {"device_kinds": [device_kind], "profiles": [profile], "rows": own["rows"],
+                "median_rel_error": own["median_rel_error"], "min_ratio": None,
+                "max_ratio": None, "measured": True}
+    keys = ("rows", "median_rel_error", "min_ratio", "max_ratio")
+    own = doc["device_kinds"].get(device_kind)
+    if own is not None:
+        return {"device_kinds": [device_kind], "profiles": list(own["profiles"]),
+                **{k: own[k] for k in keys}, "measured": True}
+    per_kind, factors = doc["kinds"].get(kind), doc["kind_factors"].get(kind)
+    if per_kind is None or factors is None:
+        return None
+    return {"device_kinds": list(factors["device_kinds"]),
+            "profiles": list(factors["profiles"]), **{k: per_kind[k] for k in keys},
+            "measured": False}
 
 
 def heldout_error(kind: str, stack: str = "", path: str | Path = SUMMARY_PATH,
                   profile: str = "") -> dict | None:
-    """The held-out error of a report on ``profile`` (of device ``kind``) priced for software
-    ``stack``, from the shipped validation summary: ``{"kind", "stack", "rows",
+    """The held-out error of a report on ``profile`` (of profile ``kind``) priced for
+    software ``stack``, from the shipped validation summary: ``{"kind", "stack", "rows",
     "energy_median_factor", "energy_worst_factor", "latency_median_factor",
-    "latency_worst_factor"}`` (factor = max(r, 1/r) of predicted / measured; a latency entry
-    is None where no held-out row publishes latency). The rows of that profile and stack when
-    the summary has them (``"profile"`` then names it), else all held-out rows of the kind
-    (``stack`` then reads ``"all stacks"`` and ``"asked"`` names the stack asked for); None
-    when the kind has no held-out row. A kind of :data:`PER_PROFILE_KINDS` gets the rows of
-    its own profile (every stack) or None.
+    "latency_worst_factor", "device_kinds", "profiles"}`` (factor = max(r, 1/r) of
+    predicted / measured; a latency entry is None where no held-out row publishes latency;
+    ``device_kinds`` and ``profiles``: whose rows they are). The rows of that profile and
+    stack when the summary has them (``"profile"`` then names it), else the rows of
+    :func:`error_rows` (``stack`` then reads ``"all stacks"``, ``"asked"`` names the stack
+    asked for, ``"for_profile"`` the profile and ``"measured"`` whether a held-out row of
+    its device kind covers it: False where its profile kind's rows stand in); None when
+    no held-out row covers it. A kind of :data:`PER_PROFILE_KINDS` gets the rows of its own
+    profile (every stack) or None.
     """
+    doc = _summary(path)
+    if doc is None:
+        return None
+    device_kind = doc["profile_device_kinds"].get(profile)
+    per_stack = doc["stacks"].get(f"{profile}/{stack}")
+    if per_stack is not None:
+        return {"kind": kind, "profile": profile, "stack": stack, **per_stack,
+                "device_kinds": [device_kind], "profiles": [profile]}
+    if kind in PER_PROFILE_KINDS:
+        own = doc["profiles"].get(profile)
+        return None if own is None else {"kind": kind, "profile": profile, "stack": stack,
+                                         **own, "device_kinds": [device_kind],
+                                         "profiles": [profile]}
+    rows = error_rows(kind, profile, path)
+    if rows is None:
+        return None
+    keys = ("rows", "energy_median_factor", "energy_worst_factor", "latency_median_factor",
+            "latency_worst_factor")
+    source = (doc["device_kinds"][rows["device_kinds"][0]] if rows["measured"]
+              else doc["kind_factors"][kind])
+    # "asked": the stack the report was priced for, which no held-out row of it ran
+    return {"kind": kind, "stack": "all stacks", "asked": stack,
+            **{k: source[k] for k in keys}, "device_kinds": rows["device_kinds"],
+            "profiles": rows["profiles"], "measured": rows["measured"], "for_profile": profile}
+
+
+def _summary(path: str | Path) -> dict | None:
+    """The shipped summary's sections, checked (None when there is no file). Every price()
+    asks for it: read once per version of the file, not once per call."""
     path = Path(path)
     if not path.exists():
         return None
-    try:
-        data = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ProfileError(f"{path}: not a validation summary ({exc}); rewrite it with "
-                           "python bench/validate.py --write-summary") from None
-    per_stack = data.get("stacks", {}).get(f"{profile}/{stack}")
-    if per_stack is not None:
-        return {"kind": kind, "profile": profile, "stack": stack, **per_stack}
-    if kind in PER_PROFILE_KINDS:
-        own = data.get("profiles", {}).get(profile)
-        return None if own is None else {"kind": kind, "profile": profile, "stack": stack,
-                                         **own}
-    per_kind = data.get("kind_factors", {}).get(kind)
-    if per_kind is None:
-        return None
-    # "asked": the stack the report was priced for, which no held-out row of it ran
-    return {"kind": kind, "stack": "all stacks", "asked": stack, **per_kind}
+    return _read_summary(str(path), path.stat().st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=8)
-def _read_summary(path_text: str, mtime_ns: int) -> dict[str, dict]:
+def _read_summary(path_text: str, mtime_ns: int) -> dict:
     path = Path(path_text)
     try:
         data = json.loads(path.read_text())
-        out = {k: {"rows": int(v["rows"]), "median_rel_error": float(v["median_rel_error"]),
-                   "min_ratio": float(v["min_ratio"]), "max_ratio": float(v["max_ratio"])}
-               for k, v in data["kinds"].items()}
+        kinds = {k: {"rows": int(v["rows"]), "median_rel_error": float(v["median_rel_error"]),
+                     "min_ratio": float(v["min_ratio"]), "max_ratio": float(v["max_ratio"])}
+                 for k, v in data["kinds"].items()}
+        doc = {"kinds": kinds, **{key: dict(data[key]) for key in
+                                  ("device_kinds", "kind_factors", "stacks", "profiles",
+                                   "profile_device_kinds")}}
+        # whose rows a report's figure is (error_rows): a summary written before these
+        # were kept cannot say, so it is refused rather than read as rows of no one
+        for v in doc["device_kinds"].values():
+            list(v["profiles"])
+        for v in doc["kind_factors"].values():
+            list(v["device_kinds"]), list(v["profiles"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ProfileError(f"{path}: not a validation summary ({type(exc).__name__}: {exc}); "
                            "rewrite it with python bench/validate.py --write-summary") from None
-    unknown = sorted(set(out) - set(KINDS))
+    unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         raise ProfileError(f"{path}: unknown device kind {unknown[0]!r}; kinds are "
                            f"{', '.join(KINDS)}")
-    return out
+    unknown = sorted((set(doc["device_kinds"]) | set(doc["profile_device_kinds"].values()))
+                     - set(DEVICE_KINDS))
+    if unknown:
+        raise ProfileError(f"{path}: unknown device kind {unknown[0]!r}; device kinds are "
+                           f"{', '.join(DEVICE_KINDS)}")
+    return doc

@@ -83,13 +83,19 @@ def _shipped_pricing(ops: set[str], kind: str) -> list[str]:
 
 
 def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
-          realtime: bool = False, stack: str | None = None) -> EnergyReport:
+          realtime: bool = False, stack: str | None = None,
+          validation: bool = True) -> EnergyReport:
     """Price every count of ``ledger`` on ``profile`` with the execution model of its kind,
     for the software ``stack`` (``sim.execution.stacks_of(profile)``; None: the profile's
     default, else the kind's: eager PyTorch on gpu/cpu, the manual's peak cycles on bitwise).
 
     ``realtime`` (neuromorphic profiles with a step-time model): pace every time step to the
     network's dt and charge static power over that duration instead of the run time.
+
+    ``validation``: attach the held-out error of the shipped validation summary
+    (``hw_profiles.validation.error_rows``); False for the validation run itself
+    (``sim.validation``), which computes that summary and must not need it to exist or be
+    current.
 
     Raises
     ------
@@ -122,7 +128,7 @@ def price(ledger: LedgerCounts, profile: str | HardwareProfile, *,
         report = replace(report, bound="lower bound", notes=report.notes + (
             "nothing was counted (a run with counting turned off, or an empty ledger): "
             "every figure is 0 and a lower bound",))
-    return _with_validation(report)
+    return _with_validation(report) if validation else report
 
 
 def _check_word_width(ledger, prof: HardwareProfile) -> None:
@@ -170,27 +176,36 @@ def _model(prof: HardwareProfile) -> ExecutionModel:
 
 
 def _with_validation(report: EnergyReport) -> EnergyReport:
-    """Attach the held-out validation error of the report's device kind and stack."""
-    from hw_profiles.validation import PER_PROFILE_KINDS, heldout_error, kind_summary
-    v = kind_summary().get(report.kind)
-    if v is None:
+    """Attach the held-out validation error of the report's profile and stack, saying whose
+    rows it is over (``hw_profiles.validation.error_rows``: the profile's device kind's
+    rows, or, for a profile no row measures, its profile kind's rows by their device
+    kinds)."""
+    from hw_profiles.validation import PER_PROFILE_KINDS, error_rows, heldout_error
+    rows = error_rows(report.kind, report.profile)
+    if rows is None:
         return report
-    err = heldout_error(report.kind, report.stack, profile=report.profile)
+    err = {**heldout_error(report.kind, report.stack, profile=report.profile),
+           "error_rows": rows}
     if report.kind in PER_PROFILE_KINDS:
         # only this profile's own rows say anything of it (PER_PROFILE_KINDS)
-        if err is None:
-            return report
-        return replace(report, validation_error=err["median_rel_error"],
+        return replace(report, validation_error=rows["median_rel_error"],
                        validation=err, notes=report.notes + (
                            f"validation ({report.profile}): " + describe_error(err)
                            + " (neuroedge validate)",))
-    note = (f"validation ({report.kind}): {v['rows']} held-out published measurement(s), "
-            f"predicted / measured {v['min_ratio']:.2g}-{v['max_ratio']:.2g} "
-            "(neuroedge validate)")
-    if err is not None:
-        note += "; " + describe_error(err)
-    return replace(report, validation_error=v["median_rel_error"], validation=err,
+    note = (f"validation ({error_rows_text(rows, report.profile)}): {rows['rows']} held-out "
+            f"published measurement(s), predicted / measured "
+            f"{rows['min_ratio']:.2g}-{rows['max_ratio']:.2g} (neuroedge validate); "
+            + describe_error(err))
+    return replace(report, validation_error=rows["median_rel_error"], validation=err,
                    notes=report.notes + (note,))
+
+
+def error_rows_text(rows: dict, profile: str) -> str:
+    """Whose held-out rows ``rows`` (``hw_profiles.validation.error_rows``) are:
+    ``"edge-gpu rows on jetson-orin, jetson-tx1"``, and ``"; none on fpga-bnn"`` where no
+    row measures the report's ``profile`` (its profile kind's rows stand in)."""
+    text = (f"{', '.join(rows['device_kinds'])} rows on {', '.join(rows['profiles'])}")
+    return text if rows["measured"] else f"{text}; none on {profile}"
 
 
 def error_factors(err: dict | None, quantity: str) -> str | None:
@@ -208,26 +223,43 @@ def error_factors(err: dict | None, quantity: str) -> str | None:
 
 
 def _whose(err: dict) -> str:
-    """``"gpu/all stacks"``, ``"stm32l4r5/tflm-2.3.1"``, or the profile alone where no stack
-    is priced (the neuromorphic profiles)."""
-    who = err.get("profile") or err["kind"]
-    return f"{who}/{err['stack']}" if err["stack"] else who
+    """``"stm32l4r5/tflm-2.3.1"``, the profile alone where no stack is priced (the
+    neuromorphic profiles), or the device kinds of the rows where they are not the
+    profile's own: ``"edge-gpu, gpu, vpu rows/all stacks"``."""
+    if err.get("profile"):
+        return f"{err['profile']}/{err['stack']}" if err["stack"] else err["profile"]
+    kinds = err.get("device_kinds") or [err["kind"]]
+    return f"{', '.join(kinds)} rows/{err['stack']}"
+
+
+def _where(err: dict) -> str:
+    """The profiles a device kind's rows ran on, and that none ran on the report's profile
+    where none did: ``" on stm32h7a3, stm32l4r5; none on fpga-bnn"`` ("" for a profile's
+    own rows)."""
+    if err.get("profile") or not err.get("profiles"):
+        return ""
+    unmeasured = err.get("measured") is False and err.get("for_profile")
+    return f" on {', '.join(err['profiles'])}" + (
+        f"; none on {err['for_profile']}" if unmeasured else "")
 
 
 def error_source(err: dict) -> str:
-    """Whose held-out rows ``err`` summarises: ``"gpu/all stacks, 4 rows"``."""
+    """Whose held-out rows ``err`` summarises, short (the headline's):
+    ``"stm32l4r5/xcube-ai-9.0, 2 rows"``, ``"mcu rows/all stacks, 38 rows"``
+    (:func:`describe_error` adds the profiles they ran on)."""
     return f"{_whose(err)}, {err['rows']} rows"
 
 
 def describe_error(err: dict) -> str:
-    """One line for a held-out error (``hw_profiles.validation.heldout_error``): the factor
-    max(r, 1/r) of predicted / measured, median and worst, energy and latency."""
+    """One line for a held-out error (``hw_profiles.validation.heldout_error``): whose rows,
+    then the factor max(r, 1/r) of predicted / measured, median and worst, energy and
+    latency."""
     def f(name):
         factors = error_factors(err, name)
         return f"{name} {factors}" if factors is not None else f"{name} -"
     other = (f"; no held-out row ran {err['asked']!r} on this profile: these are the "
              "kind's rows on other profiles and stacks" if err.get("asked") else "")
-    return (f"held-out error for {_whose(err)} ({err['rows']} rows): "
+    return (f"held-out error for {_whose(err)} ({err['rows']} rows{_where(err)}): "
             f"{f('energy')}; {f('latency')}{other}")
 
 

@@ -302,7 +302,8 @@ def _torch_row(m: Measurement) -> tuple[float, float, str, str]:
     """Count the torch network on the row's profile, price it per sample for the row's stack:
     joules, seconds, detail, stack."""
     ledger, n, detail = torch_ledger(m)
-    report = price(ledger, m.profile, stack=m.stack or None)
+    # no held-out error attached: this run computes it (validation_summary.json)
+    report = price(ledger, m.profile, stack=m.stack or None, validation=False)
     detail += f", stack {report.stack}"
     energy = report.total_j
     if m.idle_subtracted:
@@ -392,7 +393,7 @@ def truenorth_rate_network(m: Measurement) -> tuple[float, float, str]:
     dev.run(steps, scope="infer")
     factor = n_chip // n
     ledger = scaled(dev.ledger, factor)
-    report = price(ledger, m.profile)
+    report = price(ledger, m.profile, validation=False)
     events = ledger.total_ops()["synop"]
     rate = events / (n_chip * k * p["duration_s"])
     detail = (f"NeuromorphicDevice, {n} of {n_chip} neurons simulated, counts x {factor}; "
@@ -443,7 +444,25 @@ def validate(table=None, only: set[str] | None = None) -> list[ValidationRow]:
     list of ValidationRow, in table order.
     """
     rows = load_table(table)
+    if only is not None:
+        check_ids(only, rows)
     return [validate_one(m) for m in rows if only is None or m.id in only]
+
+
+def check_ids(only: set[str], rows: list[Measurement] | None = None) -> None:
+    """Refuse row ids the table does not have (an unknown id ran nothing and read as a
+    pass).
+
+    Raises
+    ------
+    NeuroedgeError
+        One line naming the unknown ids and the known ones.
+    """
+    known = {m.id for m in (load_table() if rows is None else rows)}
+    unknown = sorted(set(only) - known)
+    if unknown:
+        raise NeuroedgeError(f"validation row id(s) {', '.join(map(repr, unknown))}: no such "
+                             f"row in the validation table; rows are {', '.join(sorted(known))}")
 
 
 def summarise(rows: list[ValidationRow]) -> dict:
@@ -467,18 +486,23 @@ def summarise(rows: list[ValidationRow]) -> dict:
 
 
 def kind_errors(rows: list[ValidationRow]) -> dict[str, dict]:
-    """Per device kind, over its held-out rows with a prediction: their count, the median
+    """Per profile kind, over its held-out rows with a prediction: their count, the median
     relative error |predicted / measured - 1| and the range of predicted / measured.
     Calibration rows are left out: their profile numbers came from those measurements."""
     out = {}
     for kind in sorted({r.kind for r in rows}):
-        ratios = [r.ratio for r in rows
-                  if r.kind == kind and r.group == "held-out" and r.ratio is not None]
-        if ratios:
-            out[kind] = {"rows": len(ratios),
-                         "median_rel_error": median(abs(x - 1) for x in ratios),
-                         "min_ratio": min(ratios), "max_ratio": max(ratios)}
+        sub = [r for r in rows if r.kind == kind and r.group == "held-out" and r.ratio is not None]
+        if sub:
+            out[kind] = {"rows": len(sub), **_rel_stats(sub)}
     return out
+
+
+def _rel_stats(rows: list[ValidationRow]) -> dict:
+    """Over rows with a prediction (at least one): the median relative error
+    |predicted / measured - 1| and the range of predicted / measured."""
+    ratios = [r.ratio for r in rows]
+    return {"median_rel_error": median(abs(x - 1) for x in ratios),
+            "min_ratio": min(ratios), "max_ratio": max(ratios)}
 
 
 def _factor(r: float) -> float:
@@ -515,10 +539,22 @@ def heldout_factors(rows: list[ValidationRow]) -> dict:
            "calibration_rows": sum(r.group == "calibration" for r in rows),
            "rows": len(rows)}
     out.update({k: v for k, v in factor_stats(held).items() if k != "rows"})
-    out["device_kind_factors"] = {k: factor_stats([r for r in held if device_kind_of(r) == k])
-                                  for k in out["kinds"]}
-    out["kind_factors"] = {k: factor_stats([r for r in held if r.kind == k])
-                           for k in sorted({r.kind for r in held})}
+    # per device kind, also what a report's validation error shows (its median relative
+    # error and range) and the profiles its rows ran on, so the report can say whose rows
+    # they are (hw_profiles.validation.error_rows)
+    out["device_kind_factors"] = {
+        k: {**factor_stats(sub), **_rel_stats(sub), "profiles": sorted({r.profile for r in sub})}
+        for k in out["kinds"] for sub in [[r for r in held if device_kind_of(r) == k]]}
+    # per profile kind, with the device kinds and profiles of its rows: what a report on a
+    # profile no row measures shows, named by whose rows they are
+    out["kind_factors"] = {
+        k: {**factor_stats(sub), "device_kinds": sorted({device_kind_of(r) for r in sub}),
+            "profiles": sorted({r.profile for r in sub})}
+        for k in sorted({r.kind for r in held}) for sub in [[r for r in held if r.kind == k]]}
+    # the device kind of every profile a row prices, calibration rows too (one per profile:
+    # hw_profiles.validation.load_table checks it); a profile no row prices has none
+    out["profile_device_kinds"] = dict(sorted((r.profile, device_kind_of(r)) for r in rows
+                                              if r.profile))
     out["stack_factors"] = {f"{p}/{s}": factor_stats([r for r in held
                                                        if (r.profile, r.stack) == (p, s)])
                             for p, s in sorted({(r.profile, r.stack) for r in held if r.stack})}
@@ -538,11 +574,13 @@ def _fmt(x) -> str:
 def format_rows(rows: list[ValidationRow]) -> str:
     """The validation table as text (``neuroedge validate`` and ``bench/validate.py``): one
     line per row, then each row's status, detail and source."""
-    head = (f"{'id':28} {'kind':12} {'profile':12} {'group':11} {'per':15} {'pred J':>9} "
+    # ids are padded to the longest (MLPerf Tiny ids run to 32 characters), at least 28
+    w = max([28, *(len(r.id) for r in rows)])
+    head = (f"{'id':{w}} {'kind':12} {'profile':12} {'group':11} {'per':15} {'pred J':>9} "
             f"{'meas J':>9} {'ratio':>7} {'pred s':>9} {'meas s':>9} {'ratio':>7}  status")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.id:28} {r.kind:12} {r.profile:12} {r.group:11} {r.per:15} "
+        lines.append(f"{r.id:{w}} {r.kind:12} {r.profile:12} {r.group:11} {r.per:15} "
                      f"{_fmt(r.predicted_j):>9} {_fmt(r.measured_j):>9} {_fmt(r.ratio):>7} "
                      f"{_fmt(r.predicted_latency_s):>9} {_fmt(r.measured_latency_s):>9} "
                      f"{_fmt(r.latency_ratio):>7}  {r.status}")

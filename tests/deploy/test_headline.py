@@ -42,7 +42,10 @@ def test_headline_error_is_the_validation_summarys(toy_gpu_text):
     median, worst = _factors(rows["latency"], "latency")
     assert median == pytest.approx(gpu["latency_median_factor"], rel=0.05)
     assert worst == pytest.approx(gpu["latency_worst_factor"], rel=0.05)
-    assert f"(gpu/all stacks, {gpu['rows']} rows)" in rows["total energy"]   # whose rows
+    # whose rows: the device kinds of the gpu-profile rows (no toy-gpu row: the Orin and TX1
+    # edge GPUs, the NCS VPU and the K4000), never "gpu" for all four
+    assert gpu["device_kinds"] == ["edge-gpu", "gpu", "vpu"]
+    assert f"(edge-gpu, gpu, vpu rows/all stacks, {gpu['rows']} rows)" in rows["total energy"]
 
 
 def test_time_built_as_a_lower_bound_makes_energy_and_latency_lower_bounds():

@@ -277,7 +277,8 @@ def test_headline_figures(run, ledger, toy, toy2x):
     gpu = _shipped_gpu_factors()
     err = f"held-out energy error {gpu['energy']}"     # whose rows: said once, first
     assert rows["total energy"] == ("95.6 nJ on toy-gpu, lower bound: dynamic 51.1 nJ, "
-                                    f"static 44.5 nJ; {err} (gpu/all stacks, 4 rows)")
+                                    f"static 44.5 nJ; {err} (edge-gpu, gpu, vpu rows/all "
+                                    "stacks, 4 rows)")
     assert rows["energy per inference"] == f"9.41 nJ, lower bound (infer: 10 samples); {err}"
     assert rows["energy per train sample"] == f"300 pJ, lower bound (train: 5 samples); {err}"
     # whole run 44 + 0.5 ns; infer alone 44 ns (memory bound)
@@ -325,9 +326,10 @@ def test_default_terminal_report_leads_with_the_headline_and_fits(run, ledger, t
         assert "Test fixture: numbers chosen" not in text    # citations: --sources only
         assert "Comparison across profiles (vs toy-gpu)" in text
         # at 60 columns the headline (each figure with its bound and held-out error) wraps
-        # to 2-3 lines a figure, and the scope table is left out for space, saying so
-        assert ("incl. sub-scopes" in text if width >= 80
-                else "Not shown for space: energy by scope" in text)
+        # to 2-3 lines a figure, and the category table is left out for space, saying so
+        assert "incl. sub-scopes" in text
+        assert ("Energy by category" in text if width >= 80
+                else "Not shown for space: energy by category" in text)
     # a line limit is kept by leaving sections out, and saying which
     short = rp.terminal_report(run, price(ledger, toy), width=100, max_lines=20).splitlines()
     assert len(short) <= 20 and short[-2].startswith("Not shown for space: ")

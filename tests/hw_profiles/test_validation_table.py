@@ -136,3 +136,122 @@ def test_readme_counts_the_shipped_rows():
     n, rebuilt = len(rows), sum(bool(r.workload) for r in rows)
     assert f"rebuilds {n} published measurements of real chips ({rebuilt} predicted)" in \
         " ".join(text.split())
+
+
+def test_rows_of_one_profile_name_one_device_kind():
+    """A profile prices one device: its rows' device kind is the profile's (the kind whose
+    held-out error its reports show, hw_profiles.validation.error_rows), so two rows of one
+    profile naming two device kinds are refused, naming both."""
+    doc = _doc()
+    e = next(x for x in doc["entry"] if x["id"] == "gpu-resnet50-orin-mlperf")
+    twin = {**e, "id": "orin-twin", "device_kind": "gpu"}
+    doc["entry"].append(twin)
+    with pytest.raises(ProfileError, match=r"^validation.toml \[\[entry\]\] 'orin-twin': "
+                                           r"device_kind = 'gpu' but row "
+                                           r"'gpu-resnet50-orin-mlperf' prices profile "
+                                           r"'jetson-orin' as 'edge-gpu'; the rows of one "
+                                           r"profile name one device kind$"):
+        from_dict(doc, "validation.toml")
+
+
+def _summary(tmp_path):
+    """A summary as bench/validate.py --write-summary writes it, with hand numbers: gpu
+    profiles' held-out rows on an Orin and a TX1 (edge-gpu) and a K4000 (gpu)."""
+    import json
+    f = {"energy_median_factor": 2.0, "energy_worst_factor": 4.0,
+         "latency_median_factor": None, "latency_worst_factor": None}
+    doc = {"kinds": {"gpu": {"rows": 3, "median_rel_error": 0.5, "min_ratio": 0.25,
+                             "max_ratio": 1.2}},
+           "device_kinds": {
+               "edge-gpu": {"rows": 2, **f, "median_rel_error": 0.35, "min_ratio": 0.5,
+                            "max_ratio": 1.2, "profiles": ["jetson-orin", "jetson-tx1"]},
+               "gpu": {"rows": 1, **f, "median_rel_error": 0.75, "min_ratio": 0.25,
+                       "max_ratio": 0.25, "profiles": ["quadro-k4000"]}},
+           "kind_factors": {"gpu": {"rows": 3, **f, "device_kinds": ["edge-gpu", "gpu"],
+                                    "profiles": ["jetson-orin", "jetson-tx1",
+                                                 "quadro-k4000"]}},
+           "stacks": {}, "profiles": {},
+           "profile_device_kinds": {"jetson-orin": "edge-gpu", "jetson-tx1": "edge-gpu",
+                                    "quadro-k4000": "gpu"}}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_profile_shows_its_own_device_kinds_rows(tmp_path):
+    """error_rows: a profile a row prices shows its device kind's rows (the Orin: the two
+    edge-gpu rows, median |r - 1| 0.35), never its profile kind's mixed with other device
+    kinds (the gpu-profile median 0.5 over edge GPUs and a K4000)."""
+    from hw_profiles.validation import error_rows, heldout_error
+    path = _summary(tmp_path)
+    orin = error_rows("gpu", "jetson-orin", path)
+    assert orin == {"device_kinds": ["edge-gpu"], "profiles": ["jetson-orin", "jetson-tx1"],
+                    "rows": 2, "median_rel_error": 0.35, "min_ratio": 0.5, "max_ratio": 1.2,
+                    "measured": True}
+    assert error_rows("gpu", "quadro-k4000", path)["median_rel_error"] == 0.75
+    err = heldout_error("gpu", "eager", path, profile="jetson-orin")
+    assert (err["rows"], err["device_kinds"], err["measured"]) == (2, ["edge-gpu"], True)
+
+
+def test_a_profile_no_row_prices_shows_its_profile_kinds_rows_by_device_kind(tmp_path):
+    """error_rows: no row prices a100, so it has no device kind the table knows: its report
+    shows the gpu-profile rows (3, median 0.5), named by their device kinds and profiles,
+    and measured is False (the report says none ran on a100)."""
+    from hw_profiles.validation import error_rows, heldout_error
+    path = _summary(tmp_path)
+    assert error_rows("gpu", "a100", path) == {
+        "device_kinds": ["edge-gpu", "gpu"],
+        "profiles": ["jetson-orin", "jetson-tx1", "quadro-k4000"], "rows": 3,
+        "median_rel_error": 0.5, "min_ratio": 0.25, "max_ratio": 1.2, "measured": False}
+    err = heldout_error("gpu", "eager", path, profile="a100")
+    assert (err["rows"], err["measured"], err["for_profile"]) == (3, False, "a100")
+    assert error_rows("cpu", "x86-avx2", path) is None       # no cpu-profile row at all
+
+
+def test_a_summary_without_whose_rows_is_refused(tmp_path):
+    """A summary written before it named each device kind's profiles cannot say whose rows a
+    figure is: refused, saying how to rewrite it (never read as nobody's rows)."""
+    import json
+
+    from hw_profiles.validation import error_rows
+    path = _summary(tmp_path)
+    doc = json.loads(path.read_text())
+    del doc["device_kinds"]["gpu"]["profiles"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match=r"not a validation summary \(KeyError: 'profiles'\)"
+                                           r"; rewrite it with python bench/validate.py "
+                                           r"--write-summary$"):
+        error_rows("gpu", "a100", path)
+
+
+def test_truenorth_calibration_row_quotes_the_72_mw_and_the_3_percent():
+    """Merolla 2014 p.7: "the total measured power was 72mW (at 0.775V operating voltage),
+    corresponding to 26pJ per synaptic event"; the row said "~65-70 mW". The profile's split
+    uses the nominal rate: 1,048,576 x 20 Hz x 128 = 2.684e9 /s x 26 pJ = 69.8 mW, 3% under
+    72 mW, so its static power (26 - 2.5 pJ) x 2.684e9 /s = 63.1 mW is 2.2 mW under."""
+    row = next(r for r in load_table() if r.id == "truenorth-rate-20hz")
+    rate = 1_048_576 * 20 * 128
+    assert rate == 2_684_354_560 and row.measured_j == 26e-12
+    watts = row.measured_j * rate
+    assert f"{watts * 1e3:.1f} mW" == "69.8 mW" and round(100 * (1 - watts / 0.072)) == 3
+    assert "65-70" not in row.conditions
+    assert "the total measured power was 72mW (at 0.775V operating voltage), corresponding " \
+        "to 26pJ per synaptic event" in row.conditions
+    assert "26 pJ x 2.684e9 /s = 69.8 mW, 3% under the 72 mW measured" in row.note
+    assert f"{(26 - 2.5) * 1e-12 * rate * 1e3:.1f} mW" == "63.1 mW" and "63.1 mW" in row.note
+
+
+def test_orin_row_says_the_profile_prices_another_configuration():
+    """The jetson-orin profile is the module at MAXN (60 W, 2.18 W idle); the measurement is
+    the whole developer kit at the wall at MaxQ, whose log reads 5.80-5.82 W between runs:
+    x (1 / 694.80 queries/s = 1.439 ms) = 8.35-8.38 mJ of the 20.0 mJ."""
+    from hw_profiles import load
+    row = next(r for r in load_table() if r.id == "gpu-resnet50-orin-mlperf")
+    prof = load("jetson-orin")
+    assert prof.static_power_w.value == 2.18 and "60 W max" in prof.description
+    floor = [f"{w / 694.80 * 1e3:.2f}" for w in (5.80, 5.82)]
+    assert floor == ["8.35", "8.38"] and round(row.measured_j * 1e3, 1) == 20.0
+    for text in ("MaxQ", "MAXN (60 W board power, 2.18 W idle", "~5.8 W at the wall between "
+                 "runs", f"{floor[0]}-{floor[1]} mJ of the 20.0 mJ"):
+        assert text in row.conditions, text
+    assert "Not like for like" in row.note and "(1.12)" in row.note

@@ -185,3 +185,43 @@ def test_missing_ops_name_the_shipped_profiles_that_price_them():
     with pytest.raises(PricingError, match=r"no energy for op\(s\) int_add .*Price the run on "
                                            r"one that does \(x86-avx2\), or add them"):
         price(led, "xeon-e5-2630")
+
+
+def test_validation_error_says_whose_rows_it_is():
+    """A report's held-out error is over rows of a named device kind: an fpga-bnn report
+    (no row measures an FPGA) carries the STM32 boards' mcu rows and says none ran on
+    fpga-bnn; a jetson-orin report its own device kind's (edge-gpu: Orin and TX1) rows, not
+    all gpu-profile rows (which add the K4000 and the Movidius VPU)."""
+    import json
+
+    from hw_profiles.validation import SUMMARY_PATH
+    from sim.pricing import describe_error
+    doc = json.loads(SUMMARY_PATH.read_text())
+    led = Ledger()
+    led.add("xnor_word", 1000, scope="infer")
+    led.add("popcount_word", 1000, scope="infer")
+    led.add_samples(1, scope="infer")
+    fpga = price(led, "fpga-bnn")
+    mcu = doc["device_kinds"]["mcu"]
+    assert fpga.validation["error_rows"] == {
+        "device_kinds": ["mcu"], "profiles": ["stm32h7a3", "stm32l4r5"], "rows": mcu["rows"],
+        "median_rel_error": mcu["median_rel_error"], "min_ratio": mcu["min_ratio"],
+        "max_ratio": mcu["max_ratio"], "measured": False}
+    assert fpga.validation_error == mcu["median_rel_error"]
+    assert describe_error(fpga.validation).startswith(
+        f"held-out error for mcu rows/all stacks ({mcu['rows']} rows on stm32h7a3, stm32l4r5; "
+        "none on fpga-bnn): energy x")
+    assert "these are the kind's rows on other profiles and stacks" in \
+        describe_error(fpga.validation)
+    gpu = Ledger()
+    gpu.add("mac_fp32", 1000, scope="infer")
+    orin = price(gpu, "jetson-orin")
+    edge = doc["device_kinds"]["edge-gpu"]
+    # the Orin x1.12 and the TX1 x0.0211 (47x too cheap): median |r - 1| of 0.122 and 0.979
+    # = 0.55; all four gpu-profile rows give 0.97, which is no edge GPU's figure
+    assert edge["profiles"] == ["jetson-orin", "jetson-tx1"] and edge["rows"] == 2
+    assert orin.validation_error == edge["median_rel_error"] == pytest.approx(0.5505, abs=1e-3)
+    assert doc["kinds"]["gpu"]["median_rel_error"] == pytest.approx(0.970, abs=1e-3)
+    assert orin.validation["error_rows"]["measured"] is True
+    assert describe_error(orin.validation).startswith(
+        "held-out error for edge-gpu rows/all stacks (2 rows on jetson-orin, jetson-tx1): ")

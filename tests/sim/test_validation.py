@@ -228,10 +228,11 @@ def test_kind_errors_are_held_out_medians():
 
 
 def _same(shipped: dict, fresh: dict) -> bool:
-    """Equal factor tables: floats to 1e-9 relative, None (no latency row) exactly."""
+    """Equal factor tables: floats to 1e-9 relative, anything else (None where no row gives
+    latency, counts, the lists of device kinds and profiles) exactly."""
     return set(shipped) == set(fresh) and all(
-        shipped[k] == fresh[k] if fresh[k] is None or isinstance(fresh[k], int)
-        else shipped[k] == pytest.approx(fresh[k], rel=1e-9) for k in fresh)
+        shipped[k] == pytest.approx(fresh[k], rel=1e-9) if isinstance(fresh[k], float)
+        else shipped[k] == fresh[k] for k in fresh)
 
 
 def test_shipped_validation_summary_is_current():
@@ -267,6 +268,14 @@ def test_shipped_validation_summary_is_current():
     assert set(profiles) == set(fresh_profiles) and "truenorth" in profiles
     for key, v in fresh_profiles.items():
         assert _same(profiles[key], v), key
+    # per device kind (a report's validation error and whose rows it is) and each profile's
+    # device kind (error_rows)
+    device_kinds = json.loads(SUMMARY_PATH.read_text())["device_kinds"]
+    fresh_device_kinds = heldout_factors(rows)["device_kind_factors"]
+    assert set(device_kinds) == set(fresh_device_kinds)
+    for key, v in fresh_device_kinds.items():
+        assert _same(device_kinds[key], v), key
+    assert doc["profile_device_kinds"] == heldout_factors(rows)["profile_device_kinds"]
     assert set(shipped) == set(fresh)
     for kind, v in fresh.items():
         assert shipped[kind]["rows"] == v["rows"]
@@ -280,15 +289,20 @@ def test_reports_carry_their_kinds_validation_error():
     led = Ledger()
     led.add("mac_fp32", 10, scope="infer")
     gpu = price(led, "a100")
+    # no row prices a100: its figure is the gpu-profile rows', named by their device kinds
     assert gpu.validation_error == pytest.approx(kind_summary()["gpu"]["median_rel_error"])
-    assert any(n.startswith("validation (gpu): ") for n in gpu.notes)
+    assert any(n.startswith("validation (edge-gpu, gpu, vpu rows on jetson-orin, jetson-tx1, "
+                            "movidius-ncs, quadro-k4000; none on a100): 4 held-out ")
+               for n in gpu.notes)
     # the held-out factors of the kind: no a100 row is priced for eager, so all gpu-kind rows
     # on every profile and stack: the Orin (fused), Quadro K4000 and Jetson TX1
     # (tf1-session) and Movidius NCS (graph) rows = 4, factor max(r, 1/r) >= 1 either way
     assert gpu.stack == "eager"
     assert gpu.validation["stack"] == "all stacks" and gpu.validation["rows"] == 4
     assert gpu.validation["energy_median_factor"] >= 1.0
-    assert any("held-out error for gpu/all stacks (4 rows): energy x" in n for n in gpu.notes)
+    assert any("held-out error for edge-gpu, gpu, vpu rows/all stacks (4 rows on jetson-orin, "
+               "jetson-tx1, movidius-ncs, quadro-k4000; none on a100): energy x" in n
+               for n in gpu.notes)
     # a report on the K4000 for the stack its row ran shows that row's own error
     k4000 = price(led, "quadro-k4000", stack="tf1-session")
     assert k4000.validation["profile"] == "quadro-k4000" and k4000.validation["rows"] == 1
@@ -430,10 +444,93 @@ def test_neuromorphic_reports_get_only_their_own_profiles_rows(tmp_path):
     f = {"rows": 2, "energy_median_factor": 1.5, "energy_worst_factor": 2.0,
          "latency_median_factor": None, "latency_worst_factor": None}
     path = tmp_path / "summary.json"
-    path.write_text(json.dumps({"kind_factors": {"gpu": f, "neuromorphic": f},
-                                "stacks": {}, "profiles": {"truenorth": f}}))
+    rel = {"rows": 2, "median_rel_error": 0.5, "min_ratio": 0.5, "max_ratio": 1.5}
+    whose = {"device_kinds": ["gpu"], "profiles": ["quadro-k4000"]}
+    path.write_text(json.dumps({"kinds": {"gpu": rel, "neuromorphic": rel},
+                                "kind_factors": {"gpu": {**f, **whose},
+                                                 "neuromorphic": {**f, **whose}},
+                                "device_kinds": {}, "stacks": {},
+                                "profiles": {"truenorth": f}, "profile_device_kinds": {}}))
     gpu = heldout_error("gpu", "eager", path, profile="a100")
     assert gpu["stack"] == "all stacks" and gpu["asked"] == "eager"
+    assert gpu["measured"] is False and gpu["profiles"] == ["quadro-k4000"]
     tn = heldout_error("neuromorphic", "", path, profile="truenorth")
     assert tn["profile"] == "truenorth" and tn["rows"] == 2 and "asked" not in tn
     assert heldout_error("neuromorphic", "", path, profile="loihi") is None
+
+
+def _hand_row(rid: str, **kw):
+    from sim.validation import ValidationRow
+    base = dict(id=rid, kind="gpu", profile="jetson-orin", group="held-out", part="same",
+                per="inference", status="ok", measured_j=1.0, predicted_j=1.0,
+                measured_latency_s=None, predicted_latency_s=None, detail="d", source="s",
+                stack="fused", device_kind="edge-gpu")
+    return ValidationRow(**{**base, **kw})
+
+
+def test_format_rows_pads_ids_to_the_longest():
+    """Ids up to 32 characters (l4r5-kws-microtvm-cmsis-nn-v1.0 and the like) pushed every
+    later column of their line out of line when ids were padded to 28: each column now
+    starts where its header does."""
+    from sim.validation import format_rows
+    long_id = "l4r5-kws-microtvm-cmsis-nn-v1.0x"          # 32 characters
+    assert len(long_id) == 32
+    lines = format_rows([_hand_row("short"), _hand_row(long_id)]).splitlines()
+    head, rows = lines[0], lines[2:4]
+    # id padded to 32, one space: "kind" at column 33, "profile" 12 + 1 further at 46
+    assert head.index("kind") == 33 and head.index("profile") == 46
+    for line in rows:
+        assert line.index("gpu") == 33 and line.index("jetson-orin") == 46
+    # the shipped ids of at most 28 characters keep the old layout
+    assert format_rows([_hand_row("short")]).splitlines()[0].index("kind") == 29
+
+
+def test_validate_refuses_an_unknown_row_id():
+    """validate(only={...}) with an id the table lacks ran nothing and returned [] (read as
+    a pass by bench/validate.py): now one line naming it and the known ids."""
+    from hw_profiles.errors import NeuroedgeError
+    with pytest.raises(NeuroedgeError, match=r"^validation row id\(s\) 'bogus-row': no such "
+                                             r"row in the validation table; rows are "
+                                             r"cpu-kws-blouw2019, .*truenorth-rate-20hz"):
+        validate(only={"bogus-row", "truenorth-rate-20hz"})
+
+
+def test_heldout_factors_name_each_kinds_rows_and_each_profiles_device_kind():
+    """Per device kind: its median |r - 1|, ratio range and profiles; per profile kind: the
+    device kinds and profiles of its rows; each profile's device kind, calibration rows too.
+    Two edge-gpu rows at r = 1.2 and 0.5: median |r - 1| of 0.2 and 0.5 = 0.35, factors
+    max(r, 1/r) 1.2 and 2 -> median 1.6; a K4000 row at 0.25 (|r - 1| 0.75, factor 4)."""
+    from sim.validation import heldout_factors
+    rows = [_hand_row("orin", predicted_j=1.2),
+            _hand_row("tx1", profile="jetson-tx1", predicted_j=0.5, stack="tf1-session"),
+            _hand_row("k4000", profile="quadro-k4000", device_kind="gpu", predicted_j=0.25,
+                      stack="tf1-session"),
+            _hand_row("h7a3", kind="bitwise", profile="stm32h7a3", device_kind="mcu",
+                      group="calibration", predicted_j=2.0, stack="xcube-ai-7.3")]
+    held = heldout_factors(rows)
+    edge = held["device_kind_factors"]["edge-gpu"]
+    assert edge["rows"] == 2 and edge["profiles"] == ["jetson-orin", "jetson-tx1"]
+    assert edge["median_rel_error"] == pytest.approx(0.35, rel=1e-12)
+    assert (edge["min_ratio"], edge["max_ratio"]) == (0.5, 1.2)
+    assert edge["energy_median_factor"] == pytest.approx(1.6, rel=1e-12)
+    assert held["device_kind_factors"]["gpu"]["median_rel_error"] == pytest.approx(0.75)
+    gpu = held["kind_factors"]["gpu"]
+    assert gpu["device_kinds"] == ["edge-gpu", "gpu"] and gpu["rows"] == 3
+    assert gpu["profiles"] == ["jetson-orin", "jetson-tx1", "quadro-k4000"]
+    assert "bitwise" not in held["kind_factors"]        # calibration rows never enter it
+    assert held["profile_device_kinds"] == {"jetson-orin": "edge-gpu", "jetson-tx1": "edge-gpu",
+                                            "quadro-k4000": "gpu", "stm32h7a3": "mcu"}
+
+
+def test_pricing_doc_says_whose_rows_and_that_the_orin_row_is_not_like_for_like():
+    """docs/pricing.md states the device-kind rule of a report's validation error (an
+    fpga-bnn report shows the STM32 boards' mcu rows and says none ran on it) and that the
+    Orin row compares a module at MAXN with a developer kit at the wall at MaxQ."""
+    from pathlib import Path
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "pricing.md")
+                    .read_text().split())
+    assert "mcu rows on stm32h7a3, stm32l4r5; none on fpga-bnn" in text
+    assert "`hw_profiles.validation.error_rows`" in text
+    assert ("`jetson-orin` prices the module at MAXN (60 W board power, 2.18 W idle), while "
+            "MLPerf measured the whole developer kit at the wall in the MaxQ configuration"
+            ) in text

@@ -53,9 +53,11 @@ class EnergyReport:
     bound : "estimate", "lower bound" or "upper bound": what the totals are
     excluded : what the figures leave out (each a short sentence)
     notes : decisions the model took for this ledger (cache fit, memory placement, ...)
-    validation_error : median relative error of this device kind (of this profile for a
-        neuromorphic one: hw_profiles.validation.PER_PROFILE_KINDS) against the validation
-        table of published measurements; None while no held-out row covers it
+    validation_error : median relative error, against the validation table of published
+        measurements, of the held-out rows ``hw_profiles.validation.error_rows`` picks: the
+        profile's device kind where rows price the profile, else its profile kind's rows
+        (named by device kind and profile); this profile's own rows for a neuromorphic one
+        (``PER_PROFILE_KINDS``); None while no held-out row covers it
     """
 
     profile: str

@@ -85,6 +85,16 @@ shows both:
 Not run through the engine (counted analytically, see ``_count_ff``): the feed-forward
 initialisation (one graded-spike sweep: a spike per non-zero activity, one synop per
 target) and test-time inference (the same sweep). Router hops are not counted for them.
+Inference's NeuroBench activity (``_ff_activity``) is recorded as the engine records a
+run's, under ``infer/h<l>`` per population, reading the sweep as one time step of the
+network ``Linear, ReLU, ..., Linear`` that ``PCNet.feedforward`` computes: per connection
+layer, Dense = its inputs x weights, the non-zero input x non-zero weight pairs are
+Effective_ACs where every input of the layer is 0 or +-1 (NeuroBench's spiking test, as the
+torch engine's) and Effective_MACs otherwise (graded payloads are multiplied); the
+activations are the hidden neurons' ``phi(mu)`` (a zero sends no spike); the output layer
+is a linear read-out (no ``phi``, it sends no spike), so not a neuron layer of
+ActivationSparsity, as NeuroBench leaves out a network's last Linear; every hidden and
+output neuron makes one membrane update (the ledger's ``neuron_update_active``).
 
 Communication metric: bits per neuron per sample = (2 bits per ternary spike of the
 spiking iteration, the paper's count, + ``FF_PAYLOAD_BITS`` per real-valued message of the
@@ -266,6 +276,26 @@ def _count_ff(dev: NeuromorphicDevice, mus: list[np.ndarray], scope: str) -> int
     return spikes
 
 
+def _ff_activity(ledger, mus: list[np.ndarray], weights: list[np.ndarray], scope: str) -> None:
+    """NeuroBench activity of a feed-forward sweep (module docstring), under
+    ``<scope>/h<l>``; ``weights[l - 1]`` is ``W_l``, (K_l, K_(l-1))."""
+    last = len(mus) - 1
+    for layer in range(1, last + 1):
+        pre = mus[0] if layer == 1 else np.maximum(mus[layer - 1], 0.0)
+        w = weights[layer - 1]
+        where = f"{scope}/h{layer}"
+        # non-zero input x non-zero weight: per input j, its non-zeros x column j's non-zeros
+        pairs = int(np.count_nonzero(pre, axis=0) @ np.count_nonzero(w, axis=0))
+        spiking = bool(np.all((pre == 0) | (np.abs(pre) == 1)))
+        ledger.add_activity("effective_acs" if spiking else "effective_macs", pairs, scope=where)
+        ledger.add_activity("dense_synops", pre.shape[0] * w.size, scope=where)
+        ledger.add_activity("membrane_updates", mus[layer].size, scope=where)
+        if layer < last:   # the output layer is a read-out, not a neuron layer
+            ledger.add_activity("activations", mus[layer].size, scope=where)
+            ledger.add_activity("activations_zero", int(np.count_nonzero(mus[layer] <= 0)),
+                                scope=where)
+
+
 class DiffPCClassifier:
     """DiffPC trained on a NeuromorphicDevice; weights and AdamW from PCNet."""
 
@@ -344,7 +374,10 @@ class DiffPCClassifier:
         check_xy(x, y, self.sizes[0], self.sizes[-1], "DiffPCClassifier.evaluate")
         with torch.no_grad():
             mus = self.net.feedforward(torch.as_tensor(x, dtype=torch.float32))
-        _count_ff(self.device, [m.double().numpy() for m in mus], scope=scope)
+        states = [m.double().numpy() for m in mus]
+        _count_ff(self.device, states, scope=scope)
+        _ff_activity(self.device.ledger, states, [w.detach().double().numpy() for w in self.net.W],
+                     scope)
         self.device.ledger.add_samples(len(x), scope=scope)
         return {"accuracy": float(np.mean(mus[-1].argmax(1).numpy() == y))}
 

@@ -330,3 +330,45 @@ def test_its_signed_spikes_are_not_priced_on_a_binary_chip():
     assert dev.ledger.payloads == (-1, 1)        # ternary: signs only
     with pytest.raises(PricingError, match="'loihi' carries binary spikes only"):
         price(dev.ledger, "loihi")
+
+
+@pytest.mark.parametrize("x, b1, expected", [
+    # graded input (0.5, 0.25: not spikes), b = 0. mu1 = W1 x: sample 0 [1, 0.5, -1] ->
+    # phi [1, 0.5, 0]; sample 1 [0, 0, 0.25] -> [0, 0, 0.25]. Effective pairs (non-zero
+    # input x non-zero weight; non-zeros per column: W1 2, 1, 1, 1; W2 1, 1, 2): layer 1
+    # inputs 0, 2 -> 2 + 1 and input 3 -> 1: 4; layer 2 inputs 0, 1 -> 1 + 1 and input 2 ->
+    # 2: 4. All MACs: 8 / 2 samples = 4. Dense (12 + 6) x 2 / 2 = 18. Hidden zeros 1 + 2 of
+    # 3 x 2 = 0.5. Membrane updates (3 + 2) x 2 / 2 = 5.
+    ([[1, 0, 0.5, 0], [0, 0, 0, 0.25]], [0, 0, 0],
+     {"ActivationSparsity": 0.5, "SynapticOperations.Effective_MACs": 4.0,
+      "SynapticOperations.Effective_ACs": 0.0, "SynapticOperations.Dense": 18.0,
+      "MembraneUpdates": 5.0}),
+    # spike input (0 / 1): layer 1's 4 pairs (as above) are ACs; b1 = [0, 0.5, 0] makes
+    # phi(mu1) graded: [1, 1.5, 0] and [0, 0.5, 1], so layer 2's are MACs: inputs 0, 1 ->
+    # 1 + 1 and inputs 1, 2 -> 1 + 2: 5. Per sample: ACs 2, MACs 2.5; hidden zeros 1 + 1
+    # of 6 = 1/3; Dense 18, membrane updates 5 as above.
+    ([[1, 0, 1, 0], [0, 0, 0, 1]], [0, 0.5, 0],
+     {"ActivationSparsity": 1 / 3, "SynapticOperations.Effective_MACs": 2.5,
+      "SynapticOperations.Effective_ACs": 2.0, "SynapticOperations.Dense": 18.0,
+      "MembraneUpdates": 5.0})])
+def test_inference_records_neurobench_activity(x, b1, expected):
+    """The report's NeuroBench workload metrics of DiffPC's inference (one feed-forward
+    sweep, model.py's docstring) are counted, not n/a (before: infer counted synops but
+    recorded no activity). 4-3-2, 2 samples, weights with zeros (arithmetic per case)."""
+    from types import SimpleNamespace
+
+    from deploy.headline import neurobench
+    from models.diffpc.model import DiffPCClassifier
+    dev = _chip()
+    model = DiffPCClassifier(4, 2, DiffPCConfig(hidden=(3,), batch_size=2), dev)
+    with torch.no_grad():
+        model.net.W[0].copy_(torch.tensor([[1., 0, 0, 0], [0, 1, 1, 0], [-1, 0, 0, 1]]))
+        model.net.W[1].copy_(torch.tensor([[1., 0, 2], [0, 1, 1]]))
+        model.net.b[0].copy_(torch.tensor(b1, dtype=torch.float32))
+        model.net.b[1].zero_()
+    model.evaluate(np.array(x, dtype=np.float32), np.array([0, 1]))
+    got = neurobench(SimpleNamespace(ledger=dev.ledger))
+    assert {k: got[k][0] for k in expected} == pytest.approx(expected)
+    # per population, as the engine records a run's: the output layer has no activations
+    assert sorted(s for s in dev.ledger.to_dict()["activity"]) == ["infer/h1", "infer/h2"]
+    assert "activations" not in dev.ledger.activity("infer/h2")

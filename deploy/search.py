@@ -33,6 +33,7 @@ import math
 import os
 import sqlite3
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +217,16 @@ def _optuna_schema() -> tuple[frozenset, str, tuple[str, ...]]:
         ref.engine.dispose()
 
 
+BAD_VALUE_SQL = (
+    "SELECT t.number, v.objective, v.value, v.value_type FROM trial_values v "
+    "JOIN trials t ON t.trial_id = v.trial_id WHERE NOT ("
+    "(v.value_type = 'FINITE' AND typeof(v.value) IN ('real', 'integer')) OR "
+    "(v.value_type IN ('INF_POS', 'INF_NEG') AND v.value IS NULL)) "
+    "ORDER BY t.number, v.objective LIMIT 1")
+"""The first objective value Optuna's reading would fail on (its ``stored_repr_to_value``
+asserts: a NULL value, a value_type its enum does not have, a number beside an infinity)."""
+
+
 def check_study_file(path: Path) -> None:
     """Refuse, with one line naming ``path``, a study database Optuna would fail on or
     change on opening: damaged pages, a missing table (opening would make it again,
@@ -236,6 +247,8 @@ def check_study_file(path: Path) -> None:
             raise _damaged(path, f"table {missing[0]} is missing")
         found = [r[0] for r in con.execute("SELECT version_num FROM alembic_version")]
         info = con.execute("SELECT count(*) FROM version_info").fetchone()[0]
+        # this Optuna's layout of trial_values only: another schema is refused below
+        bad_value = con.execute(BAD_VALUE_SQL).fetchone() if found == [head] else None
     except sqlite3.DatabaseError as exc:
         raise _unusable(path, exc) from None
     finally:
@@ -250,6 +263,12 @@ def check_study_file(path: Path) -> None:
                          "give another --out")
     if info != 1:
         raise _damaged(path, f"version_info holds {info} rows, not 1")
+    if bad_value is not None:
+        number, objective, value, kind = bad_value
+        shown = "NULL" if value is None else repr(value)
+        raise _damaged(path, f"trial {number} holds objective {objective} as {shown} of "
+                             f"value_type {kind!r}; Optuna writes a number as FINITE, an "
+                             "infinity as INF_POS or INF_NEG with no number")
 
 
 def _check_existing(spec: sweep.Spec, out: Path, *, resume: bool, force: bool) -> bool:
@@ -294,8 +313,16 @@ def open_study(spec: sweep.Spec, out: Path, *, resume: bool, force: bool):
         if resume:
             storage = _storage(path)
             study_id = storage.get_study_id_from_name(STUDY_NAME)
-            trials = storage.get_all_trials(study_id, deepcopy=False)
-            objectives = len(storage.get_study_directions(study_id))
+            try:
+                trials = storage.get_all_trials(study_id, deepcopy=False)
+                objectives = len(storage.get_study_directions(study_id))
+            except (AssertionError, LookupError, TypeError, ValueError) as exc:
+                # a row Optuna's reading refuses that check_study_file does not look at
+                # (a parameter's distribution or an attribute that is not JSON, a name
+                # its enums do not have): Optuna raises these, not a storage error
+                storage.engine.dispose()
+                raise _damaged(path, f"its trials cannot be read back: "
+                                     f"{sweep.one_line(exc)}") from None
             # a complete trial without its objective values (a table emptied behind
             # Optuna's back) would fail the Pareto front after the trials ran
             broken = [t for t in trials if t.state == TrialState.COMPLETE
@@ -622,11 +649,21 @@ def dry_run_lines(spec: sweep.Spec) -> list[str]:
     lines = [f"{search.method} search of {spec.models[0]}: {search.trials} trials, "
              f"objectives {', '.join(f'{n}:{d}' for n, d in search.objectives)} "
              f"(priced on {_label(spec)})"]
+    with warnings.catch_warnings():   # Optuna warns of a high off the steps: said below
+        warnings.simplefilter("ignore")
+        dists = distributions(search)
     for name, p in search.space.items():
-        what = (f"one of {', '.join(override_text(c) for c in p.choices)}"
-                if p.choices is not None else
-                f"{p.low} .. {p.high}" + (" (log)" if p.log else "")
-                + (f" step {p.step}" if p.step is not None else ""))
+        if p.choices is not None:
+            what = f"one of {', '.join(override_text(c) for c in p.choices)}"
+        else:
+            # the range searched: Optuna lowers a high that is not low + k * step to the
+            # last step below it
+            high = dists[name].high
+            searched = p.high if high == p.high else high
+            what = (f"{p.low} .. {searched}" + (" (log)" if p.log else "")
+                    + (f" step {p.step}" if p.step is not None else "")
+                    + (f" (high = {p.high} is not on a step from {p.low})"
+                       if searched != p.high else ""))
         lines.append(f"  {name}: {what}")
     return lines
 
@@ -673,39 +710,98 @@ def run_search(spec, out_dir, *, workers: int | None = None, scheduler: str | No
                                resume, force, serial, progress)
 
 
+class _Interrupts:
+    """Ctrl-C while a search runs, never lost. Python runs a signal's handler between two
+    bytecodes of whatever runs then, and a KeyboardInterrupt raised inside a finaliser
+    (distributed's ``Future.__del__``, run when a trial's future is dropped) is printed as
+    "Exception ignored in" and dropped: the search went on and ended with status 0. SIGINT
+    is raised at once, as Python's own handler does, but inside a ``__del__`` it is only
+    noted, and :meth:`check` raises it at the next safe point (after each trial, after the
+    cluster closes)."""
+
+    def __init__(self):
+        self.noted = False
+
+    def handler(self, signum, frame) -> None:
+        self.noted = True
+        if not _in_finaliser(frame):
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.noted:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def installed(self):
+        """This handler while the search runs, in place of Python's default one only (a
+        caller's own handler, or a thread other than the main one, is left alone)."""
+        import signal
+        import threading
+        if (threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            yield self
+            return
+        signal.signal(signal.SIGINT, self.handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _in_finaliser(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _run_locked(spec, out, runs_dir, profiles, label, workers, scheduler, resume, force,
                 serial, progress) -> SearchResult:
     """The body of :func:`run_search`, run while the output folder is locked."""
     from optuna.trial import TrialState
-    with contextlib.ExitStack() as stack:
-        # the cluster before the study: a scheduler nobody answers is refused before a
-        # new study.db is made
-        client = None if serial else stack.enter_context(sweep.cluster_client(workers,
-                                                                              scheduler))
-        study = open_study(spec, out, resume=resume, force=force)
-        result = SearchResult([], out / STUDY_FILE, out / "results.csv", out / "summary.html")
-        # trials an earlier session finished: kept when complete, failed when they failed
-        # (a failed trial is finished, not run again: it counts as failed, never as kept)
-        for t in filter(finished, study.get_trials(deepcopy=False)):
-            if t.state == TrialState.COMPLETE:
-                result.kept += 1
-            else:
-                result.failed.append(t.number)
-        _settle_stale(study, spec, runs_dir, profiles, label, result)
-        try:
+    result = SearchResult([], out / STUDY_FILE, out / "results.csv", out / "summary.html")
+    study = None
+    interrupts = _Interrupts()
+
+    def told(done, total, number, line):   # after each trial: a Ctrl-C noted meanwhile
+        if progress is not None:
+            progress(done, total, number, line)
+        interrupts.check()
+    # the cluster closes inside the try: a Ctrl-C while its workers shut down (after the
+    # last trial, or after an earlier Ctrl-C) still writes the table of what finished
+    try:
+        with interrupts.installed(), contextlib.ExitStack() as stack:
+            # the cluster before the study: a scheduler nobody answers is refused before a
+            # new study.db is made
+            client = None if serial else stack.enter_context(sweep.cluster_client(workers,
+                                                                                  scheduler))
+            study = open_study(spec, out, resume=resume, force=force)
+            # trials an earlier session finished: kept when complete, failed when they
+            # failed (a failed trial is finished, not run again: it counts as failed, never
+            # as kept)
+            for t in filter(finished, study.get_trials(deepcopy=False)):
+                if t.state == TrialState.COMPLETE:
+                    result.kept += 1
+                else:
+                    result.failed.append(t.number)
+            _settle_stale(study, spec, runs_dir, profiles, label, result)
             if serial:
-                _run_serial(study, spec, runs_dir, profiles, label, result, progress)
+                _run_serial(study, spec, runs_dir, profiles, label, result, told)
             else:
-                _run_cluster(study, spec, runs_dir, profiles, label, result, progress, client)
-        except KeyboardInterrupt:
-            result.interrupted = True
-            result.rows, result.pareto = write_results(study, spec, out, profiles)
+                _run_cluster(study, spec, runs_dir, profiles, label, result, told, client)
+        interrupts.check()   # one noted while the cluster closed
+    except KeyboardInterrupt:
+        if study is None:   # before the study was open: no trial finished here
             raise
-        except DiskFullError as exc:
-            sweep.clean_temporaries(runs_dir)
-            raise SweepError(f"{exc}; the search stopped there with {len(result.ran)} trial(s) "
-                             f"finished in {out / STUDY_FILE}: free some space and rerun "
-                             "with --resume") from None
+        result.interrupted = True
+        result.rows, result.pareto = write_results(study, spec, out, profiles)
+        raise
+    except DiskFullError as exc:
+        sweep.clean_temporaries(runs_dir)
+        raise SweepError(f"{exc}; the search stopped there with {len(result.ran)} trial(s) "
+                         f"finished in {out / STUDY_FILE}: free some space and rerun "
+                         "with --resume") from None
     sweep.clean_temporaries(runs_dir)
     result.rows, result.pareto = write_results(study, spec, out, profiles)
     return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from deploy.search_spec import STUDY_FILE, Search, population, startup_trials
-from deploy.sweep import PAGE_STYLE, fmt, value_x_axis
+from deploy.sweep import PAGE_STYLE, fmt, value_axis
 
 UNITS = {"energy_j": "J", "per_inference_j": "J", "per_train_sample_j": "J", "latency_s": "s"}
 """Objectives with a unit: their axis is labelled with SI prefixes (``200 nJ``)."""
@@ -19,6 +19,12 @@ def finished(trial) -> bool:
     return trial.state == TrialState.COMPLETE or (trial.state == TrialState.FAIL
                                                   and "error" in trial.user_attrs)
 
+
+def _unit_y_axis(ax, values, objective: str) -> None:
+    """An objective with a unit up the y axis is labelled as across the x axis (``200 nJ``,
+    never a bare ``1e-7`` above the numbers); a unitless one keeps matplotlib's axis."""
+    if objective in UNITS:
+        value_axis(ax, values, UNITS[objective], "y")
 
 
 def _plot(study, search: Search, front: list[int]):
@@ -35,6 +41,7 @@ def _plot(study, search: Search, front: list[int]):
         best = [better(ys[:i + 1]) for i in range(len(ys))]
         ax.plot(xs, ys, "o", label="trial")
         ax.step(xs, best, "k--", where="post", lw=1, label="best so far")
+        _unit_y_axis(ax, ys, search.objectives[0][0])
         ax.set_xlabel("trial")
         ax.set_ylabel(names[0])
     else:   # the first objective up, the second across: accuracy against joules
@@ -47,8 +54,8 @@ def _plot(study, search: Search, front: list[int]):
         for t in done:
             ax.annotate(str(t.number), (t.values[1], t.values[0]), fontsize=7,
                         xytext=(3, 3), textcoords="offset points")
-        value_x_axis(ax, [t.values[1] for t in done],
-                           UNITS.get(search.objectives[1][0]))
+        value_axis(ax, [t.values[1] for t in done], UNITS.get(search.objectives[1][0]))
+        _unit_y_axis(ax, [t.values[0] for t in done], search.objectives[0][0])
         ax.set_xlabel(names[1])
         ax.set_ylabel(names[0])
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2,

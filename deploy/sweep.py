@@ -242,6 +242,10 @@ def load_spec(spec: str | os.PathLike | Mapping) -> Spec:
         raise SweepError(f"{_where(source)}: name = {name!r} must be a plain file name: "
                          "letters, digits, '.', '_', '-', at most 100, not starting with "
                          "'.' (it names the output folder)")
+    # a note for the reader, used by nothing: checked all the same, as every other key
+    if "description" in doc and not isinstance(doc["description"], str):
+        raise SweepError(f"{_where(source)}: description = {doc['description']!r} must be "
+                         "text; give description = \"...\"")
     models = _list(doc, "models", str, source)
     if models is None:
         raise SweepError(f"{_where(source)}: no models; give e.g. models = [\"mlp\"]")
@@ -1059,17 +1063,22 @@ def fmt(v) -> str:
 
 
 def value_x_axis(ax, values: Sequence[float], unit: str | None) -> None:
-    """The x axis of ``ax`` for values that may span decades: log where they span more than
-    one (labels at 1, 2 and 5 x each decade up to three decades, the decades alone beyond,
-    minor ticks unlabelled: matplotlib's own minor labels ran into each other), linear
-    within one;
+    """:func:`value_axis` on the x axis."""
+    value_axis(ax, values, unit, "x")
+
+
+def value_axis(ax, values: Sequence[float], unit: str | None, which: str = "x") -> None:
+    """The ``which`` (x or y) axis of ``ax`` for values that may span decades: log where
+    they span more than one (labels at 1, 2 and 5 x each decade up to three decades, the
+    decades alone beyond, minor ticks unlabelled: matplotlib's own minor labels ran into
+    each other), linear within one;
     tick labels with SI prefixes (``200 nJ``) when ``unit`` is given, never an offset
     text such as ``1e-6`` apart from the numbers."""
     from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatter
-    axis = ax.xaxis
+    axis = ax.xaxis if which == "x" else ax.yaxis
     xs = [x for x in values if math.isfinite(x) and x > 0]
     if xs and max(xs) / min(xs) > 10:
-        ax.set_xscale("log")
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log")
         decades = math.log10(max(xs) / min(xs))
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 3
                                           else (1.0,)))

@@ -124,8 +124,14 @@ def _cmd_search(spec, args) -> int:
         raise
     if not args.quiet:
         front = ", ".join(str(n) for n in res.pareto)
-        print(f"{len(res.ran) + len(res.resumed)} trials run, {res.kept} kept from the "
-              f"study, {len(res.failed)} failed; Pareto front: trial(s) {front or 'none'}\n"
+        # a trial a killed session left running whose run file is whole is told from that
+        # file, not run again: kept, as the trials the study had finished
+        n_file = len(res.resumed)
+        recovered = (f" ({n_file} recovered from {'its' if n_file == 1 else 'their'} run "
+                     f"file{'' if n_file == 1 else 's'})" if n_file else "")
+        print(f"{len(res.ran)} trials run, {res.kept + n_file} kept from the study"
+              f"{recovered}, "
+              f"{len(res.failed)} failed; Pareto front: trial(s) {front or 'none'}\n"
               f"study:   {res.study_path}\ntable:   {res.table_path}\n"
               f"summary: {res.html_path}")
     failures = [(f"trial {n}", next(r["error"] for r in res.rows if r["trial"] == n))

@@ -528,3 +528,169 @@ def test_a_journal_a_killed_writer_left_is_rolled_back_on_resume(done, tmp_path)
     assert con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half'").fetchone() \
         == (0,)   # the killed transaction is gone
     con.close()
+
+
+def test_ctrl_c_while_the_cluster_closes_writes_the_table(tmp_path, monkeypatch):
+    """A Ctrl-C while the Dask cluster shut its workers down (after the last trial) left
+    no results.csv nor summary.html: the cluster closed outside the ``except
+    KeyboardInterrupt`` that writes them (a grid sweep closes its cluster inside it). Here
+    the cluster's close raises it; the trials run serially in its place."""
+    closed = []
+
+    @contextlib.contextmanager
+    def interrupted_on_close(workers, scheduler):
+        try:
+            yield "client"
+        finally:
+            closed.append(workers)
+            raise KeyboardInterrupt   # as Ctrl-C while the workers shut down
+
+    def serially(study, spec, runs_dir, profiles, label, result, progress, client):
+        assert client == "client"
+        search._run_serial(study, spec, runs_dir, profiles, label, result, progress)
+    monkeypatch.setattr(sweep, "cluster_client", interrupted_on_close)
+    monkeypatch.setattr(search, "_run_cluster", serially)
+    with pytest.raises(KeyboardInterrupt):
+        search.run_search(_spec(method="random", trials=2), tmp_path, workers=2)
+    assert closed == [2]
+    # both trials finished before the close: 2 trials x 2 profiles
+    assert [r["trial"] for r in sweep.read_table(tmp_path / "results.csv")] \
+        == ["0", "0", "1", "1"]
+    assert "2 of 2 trials finished" in (tmp_path / "summary.html").read_text()
+
+
+def test_a_ctrl_c_python_drops_inside_a_finaliser_still_stops_the_search(tmp_path,
+                                                                         monkeypatch):
+    """SIGINT landing while a finaliser runs (distributed's ``Future.__del__`` as a trial's
+    future is dropped) raised KeyboardInterrupt inside ``__del__``, where Python prints it
+    ("Exception ignored in") and drops it: the search went on and ended with status 0.
+    It is noted there and raised once the trial is told: the search stops with its
+    table."""
+    import signal
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    real = sweep.run_task
+
+    class Dropped:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)   # its handler runs inside this __del__
+
+    def interrupted_in_a_finaliser(run, runs_dir, profiles, stem=None):
+        rows = real(run, runs_dir, profiles, stem)
+        if stem.startswith("trial-0000"):
+            Dropped()   # dropped at once: __del__ runs here
+        return rows
+    monkeypatch.setattr(sweep, "run_task", interrupted_in_a_finaliser)
+    with pytest.raises(KeyboardInterrupt):
+        search.run_search(_spec(method="random", trials=3), tmp_path, serial=True)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # put back
+    study = _study(tmp_path)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE]   # stopped after it
+    assert [r["trial"] for r in sweep.read_table(tmp_path / "results.csv")] == ["0", "0"]
+
+
+def test_a_sigint_outside_a_finaliser_is_raised_at_once():
+    import signal
+    import sys
+    interrupts = search._Interrupts()
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.handler(signal.SIGINT, sys._getframe())
+    assert interrupts.noted
+
+
+@pytest.mark.parametrize("damage, message", [
+    # was: optuna's AssertionError traceback from storage.get_all_trials
+    (_sql("UPDATE trial_values SET value = NULL WHERE objective = 0 AND trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 1)"),
+     "the study database is damaged (trial 1 holds objective 0 as NULL of value_type "
+     "'FINITE'; Optuna writes a number as FINITE, an infinity as INF_POS or INF_NEG with no "
+     "number); it is left as it is"),
+    # was: LookupError from SQLAlchemy's Enum ("'NAN' is not among the defined enum values")
+    (_sql("UPDATE trial_values SET value_type = 'NAN' WHERE objective = 1 AND trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 2)"),
+     "(trial 2 holds objective 1 as "),
+    (_sql("UPDATE trial_values SET value = 1.5, value_type = 'INF_POS' WHERE trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 0) AND objective = 1"),
+     "(trial 0 holds objective 1 as 1.5 of value_type 'INF_POS';"),
+    # rows check_study_file does not look at: caught around Optuna's read of the trials
+    (_sql("UPDATE trial_params SET distribution_json = '{oops' WHERE trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 1)"),
+     "the study database is damaged (its trials cannot be read back: JSONDecodeError: "),
+    (_sql("UPDATE trial_values SET objective = 7 WHERE objective = 1 AND trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 3)"),
+     "(its trials cannot be read back: IndexError: list assignment index out of range)"),
+])
+def test_a_trial_optuna_cannot_read_back_is_one_line_and_left_as_it_is(done, tmp_path,
+                                                                       damage, message):
+    out = _copy(done, tmp_path)
+    db = out / search.STUDY_FILE
+    damage(db)
+    before = db.read_bytes()
+    with pytest.raises(SweepError) as info:
+        search.run_search(SPEC, out, serial=True, resume=True)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(f"{db}: "), text
+    assert message in text, text
+    assert db.read_bytes() == before
+
+
+def test_cli_counts_a_trial_told_from_its_run_file_as_kept(tmp_path, monkeypatch, capsys):
+    """A trial a killed session left running whose run file is whole is told from that
+    file on --resume, not run again: it was counted as run ("1 trials run, 1 kept")."""
+    import tomli_w
+    real = sweep.run_task
+
+    def killed_after_writing(run, runs_dir, profiles, stem=None):
+        rows = real(run, runs_dir, profiles, stem)
+        if stem.startswith("trial-0001"):
+            raise KeyboardInterrupt   # the file is whole; the study was never told
+        return rows
+    spec = _spec(method="random", trials=2)
+    path = tmp_path / "s.toml"
+    path.write_text(tomli_w.dumps(spec))
+    out = tmp_path / "out"
+    monkeypatch.setattr(sweep, "run_task", killed_after_writing)
+    with pytest.raises(KeyboardInterrupt):
+        search.run_search(spec, out, serial=True)
+    monkeypatch.setattr(sweep, "run_task", real)
+    assert main(["sweep", str(path), "--serial", "--resume", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith(
+        "0 trials run, 2 kept from the study (1 recovered from its run file), 0 failed;")
+
+
+def test_dry_run_shows_the_range_optuna_searches(tmp_path):
+    """Optuna lowers a high that is not low + k * step to the last step below it (and
+    warns only when the trials run): the dry run showed hidden: 8 .. 17 step 4."""
+    spec = _spec(space={"hidden": {"low": 8, "high": 17, "step": 4},
+                        "lr": {"low": 0.001, "high": 0.0105, "step": 0.002},
+                        "epochs": {"low": 1, "high": 3, "step": 2},
+                        "batch_size": {"choices": [512]}})
+    lines = search.dry_run_lines(sweep.load_spec(spec))
+    assert lines[1:] == ["  hidden: 8 .. 16 step 4 (high = 17 is not on a step from 8)",
+                         "  lr: 0.001 .. 0.009 step 0.002 (high = 0.0105 is not on a step "
+                         "from 0.001)",
+                         "  epochs: 1 .. 3 step 2", "  batch_size: one of 512"]
+    with pytest.warns(UserWarning, match="replaced with"):   # Optuna's, when trials run
+        assert search.distributions(sweep.load_spec(spec).search)["hidden"].high == 16
+
+
+@pytest.mark.parametrize("objectives", [["per_inference_j:min", "test_accuracy:max"],
+                                        ["energy_j:min"]])
+def test_search_page_energy_up_the_y_axis_has_its_unit(objectives):
+    """An energy as the first objective is plotted up the y axis: its ticks read 2e-7 .. with
+    a bare 1e-7 offset above them; only the x axis had the unit's labels (``200 nJ``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.ticker import EngFormatter
+    from optuna.distributions import IntDistribution
+    spec = sweep.load_spec(_spec(objectives=objectives))
+    study = optuna.create_study(directions=spec.search.directions)
+    for i, joules in enumerate([2.1e-7, 2.6e-7, 3.4e-7]):
+        study.add_trial(optuna.trial.create_trial(
+            params={"hidden": 8 + i}, distributions={"hidden": IntDistribution(4, 32)},
+            values=[joules, 0.5 + i / 10][:len(objectives)]))
+    fig = search_page._plot(study, spec.search, [0])
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    assert isinstance(ax.yaxis.get_major_formatter(), EngFormatter)
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(t.endswith("J") for t in labels), labels

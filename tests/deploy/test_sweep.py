@@ -520,3 +520,12 @@ def test_a_refused_sweep_leaves_out_as_it_found_it(tmp_path, monkeypatch):
     with pytest.raises(SweepError, match="cannot connect"):
         sweep.run_sweep(spec, mine, scheduler="tcp://127.0.0.1:1")
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "runs"]
+
+
+@pytest.mark.parametrize("value", [5, ["a note"], {"text": "a note"}, True])
+def test_a_description_that_is_not_text_is_one_line(value):
+    """``description`` is a note for the reader that nothing uses: ``description = 5`` was
+    taken silently where every other key is type-checked."""
+    text = _spec_error({**SPEC, "description": value})
+    assert f"description = {value!r} must be text; give description = \"...\"" in text
+    assert sweep.load_spec({**SPEC, "description": "widths of mlp"}).name == "tiny"

@@ -14,8 +14,9 @@ def test_readme_quick_study_figures_are_the_studys():
     s = runner.study("ppl", preset="quick", seed=0).summary
     err = {p: s["table"][p]["keypoint_error"] for p in ("learned", "frozen_random")}
     b = s["checks"]["b_prior_emerges"]
-    # mean +- sample std over the 3 seeds at 2 decimals (measured 8.827 +- 0.482 learned,
-    # 8.834 +- 0.825 frozen); check b: mean end / start 0.354 -> "0.35", held on 2 of 3 seeds
+    # mean +- sample std over the 3 seeds at 2 decimals (measured on the Intel Xeon host:
+    # 8.813 +- 0.525 learned, 8.878 +- 0.812 frozen); check b: mean end / start 0.296 ->
+    # "0.30", held on 2 of 3 seeds
     pairs = [("models/ppl/README.md",
               f"keypoint error {err['learned']['mean']:.2f} +- {err['learned']['std']:.2f} "
               f"learned vs {err['frozen_random']['mean']:.2f} +- "

@@ -22,6 +22,7 @@ gives the training ops on TorchDevice and both retrieval costs. Writes
     python bench/conformal_hashing.py                 # the plan above (~15-25 min, 1 core)
     python bench/conformal_hashing.py --pairs digits  # one pair
     python bench/conformal_hashing.py --checks        # the coverage and set-size checks only
+    python bench/conformal_hashing.py --checks --write    # ... stored in bench/out/
 
 ``--checks``: the digest's checks 2 and 3 (second half) at 32 bits on both pairs, 3 seeds,
 for ``full``, ``none`` (alignment without the conformal weights) and ``source_only`` (no
@@ -29,12 +30,18 @@ alignment, no target loss: "before alignment"): target coverage against ``1 - al
 TV-hat`` (TV-hat: 20-bin histograms of the non-conformity scores of the source hold-out
 and of the labelled target), the coverage gap ``1 - alpha_t - coverage`` with and without
 alignment and per epoch, and the mean prediction-set size per epoch (the training batches'
-target sets; the same trace the HTML report draws as ``mean_set_size``).
+target sets; the same trace the HTML report draws as ``mean_set_size``). ``--checks
+--write`` stores its RESULT in ``bench/out/conformal_hashing_checks.json``; the coverage
+table of ``bench/RESULTS.md`` and of the room README and the set-size lines of the README
+are rendered from it (:func:`render_checks`, :func:`set_size_lines`;
+``tests/bench/test_conformal_hashing_checks.py`` pins them).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -44,10 +51,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from bench._results import store  # noqa: E402
 from models import runner  # noqa: E402
 from models.conformal_hashing.experiment import PLANS, summarize, sweep  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
+CHECKS_FILE = OUT / "conformal_hashing_checks.json"
+CHECK_VARIANTS = ("source_only", "full", "none")   # the table's row order per pair
 
 
 def figure(summary: dict, path: Path) -> None:
@@ -101,8 +111,44 @@ def _trace(xs) -> str:
     return " ".join(f"{x:.3f}" for x in xs)
 
 
-def checks(pairs: tuple, seeds: int) -> None:
-    """Checks 2 and 3 (second half) of the digest: bench lines and a ``RESULT`` line."""
+def _ms(s: dict) -> str:
+    return f"{s['mean']:.3f} +- {s['std']:.3f}"
+
+
+def render_checks(result: dict) -> str:
+    """The coverage table of bench/RESULTS.md and the room README, from a ``--checks``
+    RESULT: per pair and variant the final model's target coverage, ``1 - alpha_t``, TV-hat,
+    the gap ``1 - alpha_t - coverage``, the runs meeting the bound and MAP (seed mean +- std)."""
+    lines = ["| pair | variant | coverage | 1 - alpha_t | TV-hat | gap | bound `cov >= 1 - "
+             "alpha - TV-hat` | MAP |", "|---|---|---|---|---|---|---|---|"]
+    for key, e in result["checks"].items():
+        for v in CHECK_VARIANTS:
+            c = e["coverage"].get(v)
+            if c is None:
+                continue
+            lines.append(
+                f"| {key.split('/')[0]} | {v} | {_ms(c['target_coverage'])} | "
+                f"{1 - c['alpha_final']['mean']:.3f} | {_ms(c['tv_hat'])} | "
+                f"{_ms(c['coverage_gap'])} | {c['bound_met']}/{c['runs']} (margin "
+                f"{c['coverage_bound_margin']['mean']:+.2f}) | {_ms(c['map'])} |")
+    return "\n".join(lines)
+
+
+def set_size_lines(result: dict) -> list[str]:
+    """Full COLA's mean training-set size per epoch (seed means), as the README states it."""
+    out = []
+    for key, e in result["checks"].items():
+        f = e["coverage"]["full"]
+        sz = f["per_epoch_mean_set_size"]
+        out.append(f"{key.split('/')[0]}: {' '.join(f'{x:.2f}' for x in sz)}: lower at the end "
+                   f"than at the start in {f['set_size_last_below_first']}/{f['runs']} seeds, "
+                   f"smallest at epoch {int(np.argmin(sz)) + 1}")
+    return out
+
+
+def checks(pairs: tuple, seeds: int, write: bool = False) -> None:
+    """Checks 2 and 3 (second half) of the digest: bench lines and a ``RESULT`` line;
+    ``write``: the RESULT also stored in :data:`CHECKS_FILE`."""
     plan = {"pairs": pairs, "bits": (32,), "ablate_bits": (),
             "variants": ("full", "none", "source_only"), "seeds": seeds}
     t0 = time.perf_counter()
@@ -157,7 +203,13 @@ def checks(pairs: tuple, seeds: int) -> None:
               f"{sz[-1]:.3f} (lower at the end in {f['set_size_last_below_first']}/{f['runs']} "
               f"seeds; smallest {min(sz):.3f} at epoch {int(np.argmin(sz)) + 1})")
     result = {"plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()},
-              "checks": out, "rows": rows, "wall_s": time.perf_counter() - t0}
+              "checks": out, "rows": rows,
+              "machine": f"{platform.machine()} {os.cpu_count()} cores (shared)",
+              "wall_s": time.perf_counter() - t0}
+    print(render_checks(result))
+    print("\n".join(set_size_lines(result)))
+    if write:
+        store(CHECKS_FILE, result)
     print("RESULT " + json.dumps(result))
 
 
@@ -167,10 +219,14 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--checks", action="store_true",
                     help="only the coverage and set-size checks (full, none, source_only)")
+    ap.add_argument("--write", action="store_true",
+                    help=f"with --checks: store the RESULT in {CHECKS_FILE}")
     args = ap.parse_args(argv)
+    if args.write and not args.checks:
+        ap.error("--write stores the --checks RESULT; the ablation's is not stored")
     torch.set_num_threads(1)
     if args.checks:
-        checks(tuple(args.pairs.split(",")), args.seeds)
+        checks(tuple(args.pairs.split(",")), args.seeds, args.write)
         return
     plan = {**PLANS["full"], "pairs": tuple(args.pairs.split(",")), "seeds": args.seeds}
     t0 = time.perf_counter()

@@ -173,11 +173,12 @@ def train(task: GlimpseTask, test_task: GlimpseTask, policy: str, cfg, seed: int
                         actor_opt.step()
                     for k in ("sac", "predictor"):
                         norms[k].append(grad_norm(branch[k]))
-                        if logp is not None:
-                            la = -(agent.log_alpha * (logp.detach() + H_TARGET)).mean()
-                            alpha_opt.zero_grad(set_to_none=True)
-                            la.backward()
-                            alpha_opt.step()
+                    if logp is not None:
+                        # one temperature step per actor step (SAC; the digest's update)
+                        la = -(agent.log_alpha * (logp.detach() + H_TARGET)).mean()
+                        alpha_opt.zero_grad(set_to_none=True)
+                        la.backward()
+                        alpha_opt.step()
         if (it + 1) % cfg.eval_every == 0 or it + 1 == cfg.iterations:
             ev = evaluate(agent, test_task, policy, cfg.eval_episodes, seeds.child(seed, "eval"),
                           cfg.hit_px,

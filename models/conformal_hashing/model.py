@@ -22,6 +22,10 @@ Readings where the public description is silent (R in the digest), fixed here:
    (``holdout`` fraction, never trained on: scores of training samples would be optimistic
    and break exchangeability); each epoch ``D_cal`` is the ``r_cal`` fraction of the held-out
    part closest (L2, feature space) to the target centroid; uniform weights in the quantile.
+   That epoch's ``q`` (from the network before its updates) serves its training; after the
+   last epoch the final network is calibrated once more (same rule, the last ``alpha_t``),
+   and the evaluation's sets use that ``q``: split-conformal sets need calibration scores
+   of the model that builds them.
 3. Dynamic ``alpha_t = clip(1 - EMA(acc), 0.05, 0.5)``, acc the held-out source accuracy at
    the start of each epoch, EMA momentum 0.5; so the first epoch (acc ~ 0.1) has alpha 0.5.
 4. Empty set: ``w_sem = 0`` (the sample is skipped). MMD: Gaussian kernels at 0.5, 1, 2 times
@@ -188,15 +192,10 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
     for epoch in range(cfg.epochs):
         with _ctx(dev, "train/calibrate", 0, cfg.count), torch.no_grad():
             net.eval()
-            fh, _, lh = _chunks(net, xh)
-            ft, _, lt = _chunks(net, xt)
+            scores, lh, lt = calibration_scores(net, xh, yh, xt, cfg.r_cal)
             acc = float((lh.argmax(1) == yh).float().mean())
             ema = acc if ema is None else cfg.ema * ema + (1 - cfg.ema) * acc
             alpha = min(max(1.0 - ema, 0.05), 0.5)
-            dist = (fh - ft.mean(0)).pow(2).sum(1)
-            n_cal = max(2, int(round(cfg.r_cal * len(hold))))
-            cal = torch.argsort(dist)[:n_cal]
-            scores = 1.0 - lh[cal].softmax(1).gather(1, yh[cal, None])[:, 0]
             qhat = conformal_threshold(scores, alpha)
             net.train()
         diag = _shift_diagnostics(lh, yh, lt, pair.y_target, qhat)   # outside the ledger
@@ -220,8 +219,26 @@ def train(pair, cfg, dev, variant: Variant, progress=None) -> dict:
         if progress:
             progress(epoch + 1, cfg.epochs, rec)
     net.eval()
-    return {"net": net, "history": history, "qhat": qhat, "alpha": alpha,
-            "hold": hold, "train_idx": tr}
+    # split-conformal sets need calibration scores of the network that builds them: the
+    # last epoch's qhat was calibrated before that epoch's updates (it served training), so
+    # the final network is calibrated again, same rule and the last epoch's alpha_t
+    with _ctx(dev, "train/calibrate", 0, cfg.count), torch.no_grad():
+        qhat_final = conformal_threshold(calibration_scores(net, xh, yh, xt, cfg.r_cal)[0],
+                                         alpha)
+    return {"net": net, "history": history, "qhat": qhat_final, "qhat_last_epoch": qhat,
+            "alpha": alpha, "hold": hold, "train_idx": tr}
+
+
+@torch.no_grad()
+def calibration_scores(net, xh, yh, xt, r_cal: float):
+    """Non-conformity scores ``1 - p(y|x)`` of ``D_cal``, the ``r_cal`` fraction of the
+    hold-out ``xh`` (N, 1, S, S) nearest (L2, features) the centroid of the target ``xt``
+    (reading 2); also the hold-out's and the target's logits, (N, C) and (M, C)."""
+    fh, _, lh = _chunks(net, xh)
+    ft, _, lt = _chunks(net, xt)
+    dist = (fh - ft.mean(0)).pow(2).sum(1)                              # (N,)
+    cal = torch.argsort(dist)[:max(2, int(round(r_cal * len(xh))))]
+    return 1.0 - lh[cal].softmax(1).gather(1, yh[cal, None])[:, 0], lh, lt
 
 
 @torch.no_grad()

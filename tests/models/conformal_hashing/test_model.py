@@ -1,5 +1,5 @@
 """COLA's training and evaluation: the MMD alignment term, refusals of a hold-out that
-leaves nothing to train on and of a diverged network."""
+leaves nothing to train on and of a diverged network, the final network's calibration."""
 import numpy as np
 import pytest
 import torch
@@ -56,3 +56,39 @@ def test_evaluate_refuses_a_diverged_network():
     with pytest.raises(ModelError, match=r"codes or class scores are not finite: training "
                                          r"diverged \(lr = 0.003\); lower lr"):
         evaluate(res, pair, cfg, dev, bdev, VARIANTS["full"])
+
+
+def test_the_reported_coverage_uses_a_threshold_calibrated_on_the_final_network():
+    # The sets of evaluate() used the qhat of the last epoch's start, calibrated on the
+    # network before that epoch's updates. Naive twin: D_cal (the r_cal = 20 % of the
+    # hold-out nearest the target's feature centroid) and the ceil((n+1)(1-alpha))-th
+    # smallest score, recomputed here from the final network.
+    import math
+
+    from models.conformal_hashing.card import ColaConfig
+    from models.conformal_hashing.data import load
+    from models.conformal_hashing.model import VARIANTS, evaluate, train
+    from sim.torch_engine.engine import TorchDevice
+    cfg = ColaConfig(n_source=400, n_target=200, epochs=2, width=4, feat=16, bits=8,
+                     n_database=200, n_query=200, count=False)
+    pair = load("digits", cfg.n_source, cfg.n_target, cfg.seed)
+    dev, bdev = TorchDevice("a100"), BitwiseDevice("x86-avx2")
+    res = train(pair, cfg, dev, VARIANTS["full"])
+    m = evaluate(res, pair, cfg, dev, bdev, VARIANTS["full"])
+    net = res["net"]
+    xh = torch.as_tensor(pair.x_source[res["hold"]])
+    yh = torch.as_tensor(pair.y_source[res["hold"]])
+    with torch.no_grad():
+        fh, _, lh = net(xh)
+        ft = net(torch.as_tensor(pair.x_target))[0]
+        lq = net(torch.as_tensor(pair.x_target[:cfg.n_query]))[2]
+    near = np.argsort(((fh - ft.mean(0)) ** 2).sum(1).numpy(), kind="stable")
+    cal = near[:round(0.2 * len(xh))]                    # 20 % of the 100 held out = 20
+    scores = np.sort(1.0 - lh[cal].softmax(1).numpy()[np.arange(len(cal)), yh[cal]])
+    qhat = scores[math.ceil((len(cal) + 1) * (1 - res["alpha"])) - 1]
+    p_true = lq.softmax(1).numpy()[np.arange(cfg.n_query), pair.y_target[:cfg.n_query]]
+    # here 0.365 (qhat 0.8975 of the final network); the stale qhat 0.8965 gave 0.310
+    assert m["target_coverage"] == pytest.approx(float(np.mean(1.0 - p_true <= qhat)))
+    assert res["qhat"] == pytest.approx(qhat, abs=1e-6)
+    # the training's last threshold is kept beside it
+    assert res["qhat_last_epoch"] == res["history"][-1]["qhat"] != res["qhat"]

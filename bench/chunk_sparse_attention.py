@@ -39,10 +39,11 @@ needles, 256-token training sequences (16 chunks for K = 4; warm-up on 128 token
 first 300 steps, 15% of the step cap). Each (variant, seed) trains until its validation
 accuracy at 256 tokens (128 sequences of the ``"val"`` stream, checked every 50 steps) is
 >= 0.95, or the step cap (``SETTLE["steps"]``); then it is tested at 256 (1x) and 4096
-tokens (16x) on the ``"eval"`` stream. Rule stated before the run (``verdict``): a variant
-that did not reach 0.95 on every seed "did not train" and its comparison is untested;
-otherwise an ablation is worse than the method when its 16x accuracy is below the method's
-on >= 2 of 3 seeds AND its mean is lower by > 0.02. Results are written to
+tokens (16x) on the ``"eval"`` stream. Rule (``verdict``): a variant that did not reach 0.95
+on every seed "did not train" and its comparison is untested; otherwise an ablation is worse
+than the method when its 16x accuracy is below the method's on >= 2 of 3 seeds AND its mean
+is lower by >= MARGIN, the paper's 10 points (the rule stated before the run had 0.02: its
+reading, RULE_MARGIN, is rendered beside it as a secondary one). Results are written to
 ``bench/out/chunk_sparse_attention_settle.json`` after every run (partial results
 survive), and the last line is ``RESULT {json}``.
 """
@@ -115,7 +116,15 @@ SETTLE = {"train_len": 256, "keys_per_chunk": 2, "steps": 2000, "warm_frac": 0.1
 run capped training at 1000 steps (warm-up 300) and the method missed the target on seed 2
 (``bench/out/chunk_sparse_attention_settle_cap1000.json``); the cap is now 2000 for every
 variant, the warm-up on short sequences still 300 steps (15% of the cap)."""
-TARGET, MARGIN, LONG_N, ONE_N = 0.95, 0.02, 64, 128
+TARGET, LONG_N, ONE_N = 0.95, 64, 128
+MARGIN = 0.10
+"""The paper's acceptance, as the method's digest states it (``papers/chunk_sparse_attention.md``,
+implementation plan, step 5): "each ablation is >= 10 points worse than the full model at
+16x". The verdict uses it; with 64 test sequences per seed a mean over 3 seeds is a multiple
+of 1/192, so ">=" and ">" never differ at 0.10 or 0.02."""
+RULE_MARGIN = 0.02
+"""The mean gap of the rule stated before the first settle run (the stored RESULT's
+``"margin"``): a secondary reading ("worse by more than 2 points"), not the paper's claim."""
 SETTLE_FILE = Path(__file__).resolve().parent / "out" / "chunk_sparse_attention_settle.json"
 SETTLE_ORDER = ("hsa", "meanpool", "no_cls", "standard_residual", "dense", "full")
 
@@ -163,12 +172,13 @@ def settle_one(job: tuple[str, int]) -> dict:
     return out
 
 
-def verdict(method: list[dict], variant: list[dict], n_seeds: int) -> dict:
-    """The comparison rule, stated before the run, on per-seed runs (dicts of settle_one)
-    of the method and one variant: "did not train" when the variant (or the method) missed
-    TARGET on any seed or has fewer than ``n_seeds`` runs; "worse" when the variant's 16x
-    accuracy is below the method's on >= 2 of 3 seeds (a majority) and its mean by > MARGIN;
-    else "not worse"."""
+def verdict(method: list[dict], variant: list[dict], n_seeds: int,
+            margin: float = MARGIN) -> dict:
+    """The comparison rule on per-seed runs (dicts of settle_one) of the method and one
+    variant: "did not train" when the variant (or the method) missed TARGET on any seed or
+    has fewer than ``n_seeds`` runs; "worse" when the variant's 16x accuracy is below the
+    method's on >= 2 of 3 seeds (a majority) and its mean by >= ``margin`` (MARGIN, the
+    paper's 10 points; RULE_MARGIN for the secondary reading); else "not worse"."""
     by_seed = {r["seed"]: r for r in variant}
     ref = {r["seed"]: r for r in method}
     reached = sum(r["reached"] for r in variant)
@@ -183,13 +193,14 @@ def verdict(method: list[dict], variant: list[dict], n_seeds: int) -> dict:
     below = sum(by_seed[s]["accuracy_16x"] < ref[s]["accuracy_16x"] for s in seeds)
     diff = (sum(ref[s]["accuracy_16x"] for s in seeds) -
             sum(by_seed[s]["accuracy_16x"] for s in seeds)) / len(seeds)
-    worse = below * 2 > len(seeds) and diff > MARGIN
+    worse = below * 2 > len(seeds) and diff >= margin
     return out | {"below_on": f"{below} of {len(seeds)}", "mean_gap": diff,
                   "verdict": "worse" if worse else "not worse"}
 
 
-def summarise(runs: list[dict], n_seeds: int) -> dict:
-    """Per-variant means and the verdict of each variant against the method."""
+def summarise(runs: list[dict], n_seeds: int, margin: float = MARGIN) -> dict:
+    """Per-variant means and the verdict of each variant against the method (by
+    ``margin``)."""
     by = {}
     for r in runs:
         by.setdefault(r["variant"], []).append(r)
@@ -202,7 +213,7 @@ def summarise(runs: list[dict], n_seeds: int) -> dict:
         row["attempts"] = [r.get("attempts", 1) for r in rs]
         row["reached"] = [r["reached"] for r in rs]
         if name != "hsa":
-            row |= verdict(by.get("hsa", []), rs, n_seeds)
+            row |= verdict(by.get("hsa", []), rs, n_seeds, margin)
         table[name] = row
     return table
 
@@ -211,11 +222,26 @@ def _mean(xs):
     return sum(xs) / len(xs)
 
 
+def judged(result: dict, margin: float = MARGIN) -> dict:
+    """The table of a stored RESULT with its verdicts by ``margin``, summarised again from
+    its runs (the stored ``"table"`` keeps the verdicts of the margin the run was written
+    under, ``result["margin"]``); a RESULT without runs: its table as stored."""
+    if "runs" not in result:
+        return result["table"]
+    return summarise(result["runs"], len(result["seeds"]), margin)
+
+
+def _worse(table: dict) -> list[str]:
+    return [n for n, row in table.items() if n not in ("hsa", "full")
+            and row.get("verdict") == "worse"]
+
+
 def render(result: dict) -> str:
-    """The settle table (markdown) of a stored RESULT."""
+    """The settle table (markdown) of a stored RESULT, verdicts by the paper's MARGIN, and
+    the secondary reading by RULE_MARGIN below it (a RESULT with runs)."""
     lines = ["| variant | reached 0.95 | attempts | steps | acc 1x (mean) | acc 16x per seed | "
              "acc 16x (mean) | verdict vs hsa |", "|---|---|---|---|---|---|---|---|"]
-    for name, row in result["table"].items():
+    for name, row in judged(result).items():
         v = row.get("verdict", "(the method)")
         if "below_on" in row:
             v += f" (below on {row['below_on']}, mean gap {row['mean_gap']:+.3f})"
@@ -225,26 +251,50 @@ def render(result: dict) -> str:
             f"{'/'.join(str(s) for s in row['steps'])} | {_mean(row['accuracy_1x']):.3f} | "
             f"{' / '.join(f'{a:.3f}' for a in row['accuracy_16x'])} | "
             f"{_mean(row['accuracy_16x']):.3f} | {v} |")
+    if "runs" in result:
+        ablations = [n for n in judged(result) if n not in ("hsa", "full")]
+        worse = _worse(judged(result, RULE_MARGIN))
+        lines += ["", "Verdict: worse when below the method on a majority of seeds and in "
+                  f"the mean by >= {MARGIN:.2f} (the paper's acceptance, {MARGIN * 100:.0f} "
+                  f"points). Secondary reading, with the {RULE_MARGIN:.2f} margin of the rule "
+                  f"stated before the run: {len(worse)} of {len(ablations)} ablations worse"
+                  + (f" ({', '.join(worse)})" if worse else "") + "."]
     return "\n".join(lines)
+
+
+LABEL = {"hsa": "the method", "full": "full attention"}
 
 
 def claim_text(result: dict) -> str:
     """The docs/claims.md row, from a stored RESULT."""
-    t = result["table"]
-    parts = []
-    for name in [n for n in t if n not in ("hsa", "full")]:
-        parts.append(f"{name} {t[name].get('verdict', '?')}")
+    t = judged(result)
+    names = [n for n in t if n not in ("hsa", "full")]
+    parts = [f"{name} {t[name].get('verdict', '?')}" for name in names]
     hsa = t.get("hsa")
-    restarts = sum(a - 1 for row in t.values() for a in row.get("attempts", []))
     head = ("method trained to 0.95 on "
             f"{sum(hsa['reached'])} of {len(hsa['reached'])} seeds, 16x accuracy "
             f"{_mean(hsa['accuracy_16x']):.2f}" if hsa else "method not run")
-    if restarts:
-        head += f" ({restarts} of the runs restarted once or more to reach it)"
+    # runs (variant, seed) that restarted, not restarts: a run restarted twice counts once
+    restarted = {n: sum(a > 1 for a in row.get("attempts", [])) for n, row in t.items()}
+    runs = sum(len(row.get("attempts", [])) for row in t.values())
+    if any(restarted.values()):
+        which = ", ".join(f"{LABEL.get(n, n)} on {k} of "
+                          f"{len(t[n]['attempts'])} seeds" for n, k in restarted.items() if k)
+        head += (f"; {sum(restarted.values())} of the {runs} runs restarted after missing "
+                 f"0.95 at the step cap: {which}")
     full = f"; full attention {t['full']['verdict']}" if "full" in t else ""
+    worse = [n for n in names if t[n].get("verdict") == "worse"]
+    second = ""
+    if "runs" in result:
+        rule = _worse(judged(result, RULE_MARGIN))
+        second = (f"; secondary reading, {RULE_MARGIN:.2f} margin (the rule stated before the "
+                  f"run): {len(rule)} of {len(names)} worse"
+                  + (f" ({', '.join(rule)})" if rule else ""))
     return ("| `chunk_sparse_attention` | length generalisation; each ablation worse | "
             f"2 keys per chunk, trained to target (bench --settle): {head}{full}; "
-            f"ablations at 16x: **{', '.join(parts) or 'not run'}** |")
+            f"ablations at 16x (paper's acceptance: >= {MARGIN * 100:.0f} points worse): "
+            f"**{len(worse)} of {len(names)} worse: {', '.join(parts) or 'not run'}**"
+            f"{second} |")
 
 
 def settle(seeds, names, jobs: int) -> dict:

@@ -257,11 +257,16 @@ def render(result: dict) -> str:
                   f"{se:.4f}; the best and worst stitch of a bucket differ by "
                   f"{float(np.median(spread)):.4f} (median over buckets), i.e. "
                   f"{float(np.median(spread)) / se:.1f} standard errors."]
-    v = result["verdict"]
+    v, m = result["verdict"], result["margin"]
     tail = (f"missing seeds {', '.join(map(str, v['missing']))}" if v["missing"]
             else f"mean {_f(v['mean'])}")
-    lines += ["", f"KLAS - CKA above +{result['margin']} on {v['above']} of "
-              f"{len(v['diffs'])} finished seeds ({tail}): **{v['verdict']}**."]
+    # the count the verdict rests on: seeds past +margin for "better", past -margin for
+    # "worse"; both for a tie (or an unsettled run)
+    above = f"above +{m} on {sum(x > m for x in v['diffs'])}"
+    below = f"below -{m} on {sum(x < -m for x in v['diffs'])}"
+    count = {"better": above, "worse": below}.get(v["verdict"], f"{above}, {below}")
+    lines += ["", f"KLAS - CKA {count} of {len(v['diffs'])} finished seeds ({tail}): "
+              f"**{v['verdict']}**."]
     return "\n".join(lines)
 
 

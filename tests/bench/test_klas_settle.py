@@ -56,6 +56,28 @@ def test_verdict_follows_the_rooms_rule():
     assert part["verdict"] == "not settled" and part["missing"] == [2]
 
 
+def test_verdict_line_shows_the_count_the_verdict_rests_on():
+    """"worse" rests on the seeds below -margin, "better" on those above +margin; a tie
+    shows both (the line once showed the count above for every verdict)."""
+    c = {"widths": [12, 16, 24], "depth": 8, "anchor_epochs": 4, "n_train": 6000,
+         "stitch_steps": 300, "n_test": 3000}
+
+    def line(diffs):
+        recs = [{"seed": s, "diff": d} for s, d in zip(ks.SEEDS, diffs, strict=True)]
+        res = {"config": c, "n_buckets": 4, "per_bucket": 4, "seeds": [],
+               "margin": ks.MARGIN, "verdict": ks.verdict(recs)}
+        return ks.render(res).splitlines()[-1]
+
+    # the stored run's differences: below -0.05 on 2 of 3 (-0.65, -0.10), mean -0.083
+    assert line([-0.65, -0.10, 0.50]) == ("KLAS - CKA below -0.05 on 2 of 3 finished seeds "
+                                          "(mean -0.083): **worse**.")
+    assert line([0.06, 0.10, 0.0]) == ("KLAS - CKA above +0.05 on 2 of 3 finished seeds "
+                                       "(mean +0.053): **better**.")
+    # above on 2 but the mean (0.06 + 0.10 - 0.04) / 3 = 0.04 is not: a tie shows both
+    assert line([0.06, 0.10, -0.04]) == ("KLAS - CKA above +0.05 on 2, below -0.05 on 0 of 3 "
+                                         "finished seeds (mean +0.040): **tie**.")
+
+
 @pytest.mark.skipif(not ks.RESULT_FILE.exists(), reason="no stored klas_settle RESULT")
 def test_figures_are_the_stored_run():
     """RESULTS.md, the room README and docs/claims.md show the stored run's figures, and
@@ -74,3 +96,17 @@ def test_figures_are_the_stored_run():
                                           - r["within"]["mean"]["cka"])
         assert ks.bucket_rho(r["rows"], result["n_buckets"]) == r["within"]
     assert result["verdict"] == ks.verdict(result["seeds"])
+
+
+@pytest.mark.skipif(not ks.RESULT_FILE.exists(), reason="no stored klas_settle RESULT")
+def test_claims_quote_the_stored_probe_kl_against_cka():
+    """docs/claims.md's plain probe KL (-Omega) against CKA is the stored run's: per seed the
+    bucket means' difference, judged by the room's rule (CKA ahead: "worse")."""
+    from models.klas.experiment import verdict
+    result = json.loads(ks.RESULT_FILE.read_text())
+    d = [r["within"]["mean"]["kl_omega"] - r["within"]["mean"]["cka"] for r in result["seeds"]]
+    below = sum(x < -ks.MARGIN for x in d)
+    assert verdict(d, ks.MARGIN) == "worse"
+    text = (f"-Omega minus CKA {', '.join(ks._f(x) for x in d)}: below -{ks.MARGIN} on "
+            f"{below} of {len(d)} seeds, mean {ks._f(sum(d) / len(d))})")
+    assert text in (ROOT / "docs" / "claims.md").read_text()

@@ -10,7 +10,9 @@ test pages of the first seed (ground truth | decoder D on the fused and on the m
 encoder) as PNGs.
 
     nice -n 5 .venv/bin/python bench/dave.py [--seeds 3] [--scale bench|quick]
-        [--out bench] [--set key=value ...] [--write NAME] [--no-pictures]
+        [--out bench] [--set key=value ...] [--write NAME] [--result NAME] [--no-pictures]
+
+``--result NAME`` also stores the last line's RESULT in ``bench/out/NAME.json``.
 
 ``--write NAME`` (issue 34): the paired power study. Seeds run one at a time and after each
 one ``bench/out/NAME.json`` is rewritten with the per-seed box F1 of the learned merge, the
@@ -188,6 +190,8 @@ def main(argv=None):
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--write", metavar="NAME", help="the paired power study, stored in "
                     "bench/out/NAME.json after every seed")
+    ap.add_argument("--result", metavar="NAME", help="also store the RESULT in "
+                    "bench/out/NAME.json")
     ap.add_argument("--no-pictures", action="store_true")
     ap.add_argument("--rescore", metavar="NAME", help="recompute bench/out/NAME.json's "
                     "paired analysis from its stored per-seed box F1, and stop")
@@ -263,6 +267,9 @@ def main(argv=None):
               "checks": {k: {kk: vv for kk, vv in v.items() if kk != "values"}
                          for k, v in s["checks"].items()},
               "claim_met": s["claim_met"], "pictures": pngs}
+    if args.result:
+        result["command"] = "python bench/dave.py " + " ".join(argv or sys.argv[1:])
+        store(ROOT / "bench" / "out" / f"{args.result}.json", result)
     print("RESULT " + json.dumps(result))
 
 

@@ -35,14 +35,14 @@ class DaveConfig:
     width: int = 64                 # plan: 128; halved for the quick preset
     depth: int = 2                  # plan: 4
     heads: int = 4
-    mae_dec_width: int = 32
-    mae_dec_depth: int = 1
+    mae_dec_width: int = 32         # plan: 64 (the full preset's)
+    mae_dec_depth: int = 1          # plan: 2 (the full preset's)
     mask_ratio: float = 0.75        # the paper's
     mae_steps: int = 60             # plan: ~2k
     mae_lr: float = 1e-3
     stage2_steps: int = 100         # per decoder; plan: 1.5k
     stage2_lr: float = 2e-3         # plan 3e-4; higher (with warm-up) for the few steps
-    dec_width: int = 64
+    dec_width: int = 64             # plan: 128 (the full preset's): B 128, C 64, D 96
     decoders: int = 2               # the first N of STAGE2_DECODERS (>= 2 to merge)
     merge_steps: int = 20           # plan: 500
     merge_lr: float = 0.05
@@ -95,7 +95,10 @@ class DaveConfig:
 
 PRESETS = {
     "quick": {"fashion-mnist": {}},
-    "full": {"fashion-mnist": {"width": 128, "depth": 4, "mae_steps": 2000,
+    # the digest's plan: encoder 128 x 4, MAE decoder 64 x 2, decoders B / C / D of width
+    # 128 / 64 / 96 (dec_width, dec_width / 2, 3 dec_width / 4)
+    "full": {"fashion-mnist": {"width": 128, "depth": 4, "mae_dec_width": 64,
+                               "mae_dec_depth": 2, "dec_width": 128, "mae_steps": 2000,
                                "stage2_steps": 1500, "stage2_lr": 3e-4, "decoders": 3,
                                "merge_steps": 500, "heldout_steps": 1000,
                                "generalist_steps": 1500, "n_unlabeled": 20000,
@@ -111,17 +114,18 @@ def load_data(dataset: str, cfg: DaveConfig):
 
 
 def simulate(cfg: DaveConfig, device: TorchDevice, data, progress=None) -> Outcome:
-    """Stage 1 (MAE, raw pixels), Stage 2 (one encoder copy per decoder), the learned
-    merge against the plain average and each copy under a fresh decoder D, and the fused
+    """Stage 1 (MAE, raw pixels), the generalist (then frozen), Stage 2 (one encoder copy
+    per decoder, the decoder reading concat(frozen generalist, copy)), the learned merge
+    against the plain average and each copy under a fresh decoder D, and the fused
     encoder (generalist + merged specialist) against each branch alone; with ``checks``
     also the linear probes of check b (MAE-pixel, random init, norm-pix MAE) and the
     fine-tuned generalist of check e.
 
-    The run is ``run.run``. Ledger scopes: ``stage1`` (its first ``counted_steps`` MAE
-    steps: every step costs the same) and ``infer`` (the fused encoder + decoder D parsing
-    the test pages, the deployed inference) always; with ``count_all`` also
-    ``stage2/<decoder>``, ``merge``, ``generalist``, ``heldout/<encoder>`` and
-    ``eval/<encoder>``.
+    The run is ``run.run``. Ledger scopes: ``train/stage1`` (its first ``counted_steps``
+    MAE steps: every step costs the same) and ``infer`` (the fused encoder + decoder D
+    parsing the test pages, the deployed inference) always; with ``count_all`` also
+    ``train/generalist``, ``train/stage2/<decoder>``, ``train/merge``,
+    ``train/finetune_generalist``, ``train/heldout/<encoder>`` and ``eval/<encoder>``.
     """
     from models.dave.run import run
     res = run(cfg, device, data, progress)

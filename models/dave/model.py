@@ -1,11 +1,15 @@
 """DAVE at small scale (Huang et al., ICLR 2026): a ViT trained with MAE on raw pixels
-(Stage 1, Sec. 3.1), copies trained with different autoregressive decoders on page parses
-(Stage 2, Sec. 3.2), merged with learned per-tensor coefficients distilled on unlabeled
-pages (Sec. 3.3), and fused channel-wise with a frozen generalist encoder (Sec. 3.4).
+(Stage 1, Sec. 3.1), copies trained with different autoregressive decoders on page parses,
+each decoder reading concat(frozen generalist, copy) (Stage 2, Sec. 3.2), merged with
+learned per-tensor coefficients distilled on unlabeled pages (Sec. 3.3), and fused
+channel-wise with the frozen generalist encoder (Sec. 3.4).
 
 Readings (the paper leaves them open): merge coefficients are a softmax over the copies
 per tensor, initialised uniform, so the merge starts as the plain average; the generalist
-is a ViT of the same shape trained to classify Fashion-MNIST items pasted on blank pages.
+is a ViT of the same shape trained to classify Fashion-MNIST items pasted on blank pages,
+before Stage 2, and the same frozen generalist feeds Stage 2 and the fused encoder; the
+paper's MLP projector is each decoder's input ``nn.Linear`` (``mem``), discarded with the
+Stage-2 decoder.
 """
 from __future__ import annotations
 
@@ -174,7 +178,8 @@ class Merged(nn.Module):
 
 
 class Fused(nn.Module):
-    """phi_DAVE(x) = concat(generalist(x), specialist(x)) on the same token grid."""
+    """phi_DAVE(x) = concat(generalist(x), specialist(x)) on the same token grid (the
+    order Stage 2's decoders read, ``run.train_parser(frozen=)``)."""
 
     def __init__(self, generalist: nn.Module, specialist: nn.Module | None):
         super().__init__()

@@ -1,8 +1,9 @@
 """DAVE's run at small scale (Huang et al., ICLR 2026): Stage 1 (MAE on raw pixels, Sec.
-3.1), Stage 2 (one encoder copy per decoder, Sec. 3.2), the learned merge against the plain
-average (Sec. 3.3), the generalist and the fused encoder (Sec. 3.4), each under a fresh
-decoder D; with ``cfg.checks`` the probes of check b and the fine-tuned generalist (e).
-The parts are in ``model.py``.
+3.1), the generalist (trained, then frozen), Stage 2 (one encoder copy per decoder, each
+decoder reading concat(frozen generalist, copy), Sec. 3.2), the learned merge against the
+plain average (Sec. 3.3) and the fused encoder (Sec. 3.4), each under a fresh decoder D;
+with ``cfg.checks`` the probes of check b and the fine-tuned generalist (e). The parts are
+in ``model.py``.
 
 Random streams, each a named child of ``cfg.seed`` (``sim.seeds``): ``("stage1", ...)``,
 ``("stage2", <decoder>, ...)``, ``"merge"``, ``("generalist", ...)``, ``("heldout", ...)``
@@ -107,19 +108,22 @@ def features(enc, images, chunk: int = 256):
 
 def train_parser(cfg, enc, dec_name, pages, dev, steps, train_encoder=True,
                  scope="train/stage2",
-                 stream: tuple = ("stage2",)):
+                 stream: tuple = ("stage2",), frozen: nn.Module | None = None):
     """Stage 2: encoder (+ decoder) trained by next-token cross-entropy on the page parse,
     teacher-forced. With ``train_encoder=False`` (a fresh decoder on a frozen encoder) the
-    encoder's features are computed once and the steps train the decoder alone. The
-    decoder's start and the batch order come from the streams ``(*stream, "init")`` and
-    ``(*stream, "order")`` of ``cfg.seed``."""
+    encoder's features are computed once and the steps train the decoder alone. With
+    ``frozen`` (Stage 2's generalist) the decoder reads concat(frozen(x), enc(x)) on the
+    same token grid, the paper's concat(SigLIP2_frozen, phi_i) (Sec. 3.2): ``frozen``'s
+    features are computed once (no gradient: its weights never change) and its channels
+    come first, as in ``model.Fused``. The decoder's start and the batch order come from
+    the streams ``(*stream, "init")`` and ``(*stream, "order")`` of ``cfg.seed``."""
     build, order = DECODERS[dec_name]
+    x = torch.as_tensor(pages.images)
     with torch.no_grad():
-        feat = enc(torch.as_tensor(pages.images[:1])).shape[-1]
+        feat = enc(x[:1]).shape[-1] + (0 if frozen is None else frozen(x[:1]).shape[-1])
     with seeded(seeds.child(cfg.seed, *stream, "init")):
         dec = build(feat, cfg.dec_width)
     params = list(dec.parameters())
-    x = torch.as_tensor(pages.images)
     if train_encoder:
         params += list(enc.parameters())
     else:
@@ -132,8 +136,11 @@ def train_parser(cfg, enc, dec_name, pages, dev, steps, train_encoder=True,
     losses = []
     with _ctx(dev, scope, steps * cfg.batch_size):
         cached = None if train_encoder else features(enc, x)
+        fixed = None if frozen is None else features(frozen, x)       # (N, n, d_g)
         for idx in _batches(len(x), cfg.batch_size, steps, gen):
-            mem = enc(x[idx]) if train_encoder else cached[idx]
+            mem = enc(x[idx]) if train_encoder else cached[idx]        # (B, n, d)
+            if fixed is not None:
+                mem = torch.cat([fixed[idx], mem], -1)                 # (B, n, d_g + d)
             loss = seq_loss(dec, mem, s[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -201,9 +208,9 @@ def train_generalist(cfg, x28, y, dev):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-    for p in enc.parameters():
+    for p in enc.parameters():    # frozen from here on: Stage 2, the fusion (Sec. 3.2, 3.4)
         p.requires_grad_(False)
-    return enc
+    return enc.eval()
 
 
 @torch.no_grad()
@@ -254,13 +261,18 @@ def probe_accuracy(cfg, enc, train_pages, test_pages, steps=300) -> float:
 def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -> dict:
     """One DAVE run: every stage, then each encoder under a fresh decoder D on the test pages.
 
+    Order (the paper's): Stage 1; the generalist, trained and then frozen; Stage 2, each
+    copy's decoder reading concat(frozen generalist, copy) (Sec. 3.2: the generalist
+    carries the semantics, so the copy is free to learn layout); the merge of the copies.
+
     Returns ``{"metrics", "traces", "facts"}``. Ledger scopes: ``train/stage1`` (its first
     ``counted_steps`` MAE steps) and ``infer`` (the fused encoder + decoder D parsing the
-    test pages, the deployed inference) always; with ``cfg.count_all`` also
-    ``train/stage2/<decoder>``, ``train/merge``, ``train/generalist``,
-    ``train/finetune_generalist``, ``train/heldout/<encoder>`` and ``eval/<encoder>``. Every
-    training stage sits under ``train``, so the report's energy per training sample is that
-    of every counted training step.
+    test pages, the deployed inference) always; with ``cfg.count_all`` also, in this
+    order, ``train/generalist``, ``train/stage2/<decoder>`` (each holds the frozen
+    generalist's one pass over the labelled pages that its decoder reads),
+    ``train/merge``, ``train/finetune_generalist``, ``train/heldout/<encoder>`` and
+    ``eval/<encoder>``. Every training stage sits under ``train``, so the report's energy
+    per training sample is that of every counted training step.
     """
     torch.set_num_threads(1)      # 2 shared cores: a second thread only spins
     total = 7
@@ -268,21 +280,23 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
     cdev = device if cfg.count_all else None      # the stages counted only on request
     enc0, mae_losses = train_mae(cfg, data.unlabeled, device)
     tick(1, {"mae_loss": mae_losses[-1]})
+    gen_enc = train_generalist(cfg, data.fashion_x, data.fashion_y, cdev)   # frozen now
+    tick(2, {})
     names = STAGE2_DECODERS[:cfg.decoders]
     copies, s2 = [], {}
     for name in names:
         enc = clone_vit(cfg, enc0)
         _, s2[name] = train_parser(cfg, enc, name, data.labeled, cdev, cfg.stage2_steps,
-                                     scope=f"train/stage2/{name}", stream=("stage2", name))
+                                     scope=f"train/stage2/{name}", stream=("stage2", name),
+                                     frozen=gen_enc)
         enc.eval()
         copies.append(enc)
-    tick(2, {"stage2_loss": sum(v[-1] for v in s2.values()) / len(s2)})
+    tick(3, {"stage2_loss": sum(v[-1] for v in s2.values()) / len(s2)})
     merged, merge_losses = train_merge(cfg, clone_vit(cfg, enc0), copies,
                                          data.unlabeled, cdev)
     with torch.no_grad():
         avg = Merged(clone_vit(cfg, enc0), copies)      # logits 0: the plain average
-    tick(3, {"merge_loss": merge_losses[-1]})
-    gen_enc = train_generalist(cfg, data.fashion_x, data.fashion_y, cdev)
+    tick(4, {"merge_loss": merge_losses[-1]})
     encoders = {"fused": Fused(gen_enc, merged), "merged": merged, "average": avg,
                 "generalist": gen_enc}
     encoders.update({f"copy_{n}": c for n, c in zip(names, copies, strict=True)})
@@ -294,7 +308,6 @@ def run(cfg: DaveConfig, device: TorchDevice, data: D.DaveData, progress=None) -
         train_parser(cfg, ft, "tf2", data.labeled, cdev, cfg.stage2_steps,
                        scope="train/finetune_generalist", stream=("finetune",))
         encoders["finetuned_generalist"] = ft
-    tick(4, {})
     seqs = {}
     for name, enc in encoders.items():
         for p in enc.parameters():

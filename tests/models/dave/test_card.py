@@ -32,3 +32,16 @@ def test_the_smallest_ratio_asked_for_masks_one_patch():
 def test_full_preset_is_a_valid_config():
     cfg = DaveConfig(**PRESETS["full"]["fashion-mnist"])
     assert cfg.decoders == 3 and cfg.mae_steps == 2000
+
+
+def test_full_preset_has_the_plans_widths():
+    """The digest's plan: encoder 128 x 4, MAE decoder 64 x 2, decoder B 128 wide, C 64,
+    the held-out D 96."""
+    from models.dave.model import DECODERS, MAE, new_vit
+    cfg = DaveConfig(**PRESETS["full"]["fashion-mnist"])
+    assert (cfg.width, cfg.depth) == (128, 4)
+    mae = MAE(new_vit(cfg), cfg.mae_dec_width, cfg.mae_dec_depth)
+    assert mae.out.in_features == 64 and len(mae.blocks.layers) == 2
+    widths = {n: DECODERS[n][0](2 * cfg.width, cfg.dec_width).out.in_features
+              for n in ("tf2", "tf1_class", "heldout")}
+    assert widths == {"tf2": 128, "tf1_class": 64, "heldout": 96}

@@ -1,6 +1,6 @@
 """DAVE's run (``run.py``: counting only the first MAE steps, warm-up schedule, cached
-features for the fresh decoder, loss spikes), the parsed-page pictures and the verdicts of
-the checks over seeds."""
+features for the fresh decoder, Stage 2 on concat(frozen generalist, copy), loss spikes),
+the parsed-page pictures and the verdicts of the checks over seeds."""
 import contextlib
 
 import numpy as np
@@ -70,6 +70,115 @@ def test_fresh_decoder_leaves_the_frozen_encoder_unchanged():
     assert len(losses) == 3
     assert all(torch.equal(before[k], v) for k, v in enc.state_dict().items())
     assert all(not p.requires_grad for p in enc.parameters())
+
+
+def _frozen_vit():
+    g = M.new_vit(CFG).eval()
+    for p in g.parameters():
+        p.requires_grad_(False)
+    return g
+
+
+def test_stage2_decoder_reads_the_frozen_generalist_and_the_copy():
+    """The digest's Stage 2: the decoder reads concat(frozen generalist, phi_i); the copy
+    trains, the generalist does not; one counted block (its features pass included)."""
+    gen, enc = _frozen_vit(), M.new_vit(CFG)
+    g0 = {k: v.clone() for k, v in gen.state_dict().items()}
+    e0 = {k: v.clone() for k, v in enc.state_dict().items()}
+    dev = RecordingDevice()
+    pages = _pages(8)
+    dec, losses = R.train_parser(CFG, enc, "gru", pages, dev, 3, scope="train/stage2/gru",
+                                 frozen=gen)
+    assert len(losses) == 3
+    assert dec.mem.in_features == 16 + 16          # generalist 16 + copy 16 channels
+    assert all(torch.equal(g0[k], v) for k, v in gen.state_dict().items())
+    assert not all(torch.equal(e0[k], v) for k, v in enc.state_dict().items())
+    assert dev.blocks == [("train/stage2/gru", 3 * 4)]     # 3 steps x batch 4
+    # the generalist's channels come first, as in the fused encoder the decoder D reads
+    x, s = torch.as_tensor(pages.images[:2]), torch.as_tensor(pages.seqs["reading"][:2])
+    with torch.no_grad():
+        a = M.seq_loss(dec, M.Fused(gen, enc)(x), s)
+        b = M.seq_loss(dec, torch.cat([gen(x), enc(x)], -1), s)
+    assert torch.equal(a, b)
+
+
+def test_stage2_counts_the_generalists_one_pass_and_no_backward_on_the_torch_engine():
+    """On the torch engine, Stage 2's block holds the copy's steps and the frozen
+    generalist's single pass over the labelled pages, with no backward through it."""
+    import sim
+    pages, ops = _pages(8), {}
+    for tag, frozen in (("copy", None), ("concat", _frozen_vit())):
+        dev = sim.device("tests/data/toy-gpu.toml")
+        R.train_parser(CFG, M.new_vit(CFG), "gru", pages, dev, 3, scope="train/stage2/gru",
+                       frozen=frozen)
+        ops[tag] = {k: dev.ledger.ops(f"train/stage2/gru/{k}")["mac_fp32"]
+                    for k in ("embed/forward", "embed/backward", "mem/forward",
+                              "blocks.layers.0.self_attn/forward")}
+        assert dev.ledger.samples() == {"train/stage2/gru": 3 * 4}   # training samples only
+        assert dev.ledger.uncounted() == {}
+    # patch embedding 64 px -> 16 channels on 64 tokens: 64 x 64 x 16 = 65,536 MAC a page;
+    # 3 steps x 4 pages = 12 copy pages; + the generalist's 8 labelled pages once
+    assert ops["copy"]["embed/forward"] == 12 * 65_536 == 786_432
+    assert ops["concat"]["embed/forward"] == (12 + 8) * 65_536 == 1_310_720
+    assert ops["concat"]["embed/backward"] == ops["copy"]["embed/backward"]   # copy only
+    # the generalist's attention runs on its 8 pages too (eval mode, no gradient): 20 / 12
+    assert ops["concat"]["blocks.layers.0.self_attn/forward"] * 12 == (
+        ops["copy"]["blocks.layers.0.self_attn/forward"] * 20)
+    # the decoder's input projection: 12 pages x 64 tokens x (16 + 16) x 16
+    assert ops["concat"]["mem/forward"] == 12 * 64 * 32 * 16 == 2 * ops["copy"]["mem/forward"]
+
+
+class RunDevice(RecordingDevice):
+    torch_device = torch.device("cpu")
+
+    def deploy(self, module):
+        pass
+
+
+def _tiny_run_cfg(**kw):
+    return DaveConfig(**{**CFG.__dict__, "mae_steps": 2, "counted_steps": 1,
+                         "stage2_steps": 2, "merge_steps": 1, "heldout_steps": 1,
+                         "generalist_steps": 2, "pictures": 1, **kw})
+
+
+def _tiny_data():
+    rng = np.random.default_rng(3)
+    return D.DaveData(_pages(4), _pages(4, 1), _pages(2, 2),
+                      rng.random((8, 28, 28)).astype(np.float32), np.arange(8) % 10, "random")
+
+
+def test_run_trains_the_generalist_first_and_stage2_on_the_concat(monkeypatch):
+    """run(): the generalist is trained before Stage 2 and frozen through it; each Stage-2
+    decoder reads 16 + 16 channels (generalist + copy); decoder D reads 16 + 16 only on the
+    fused encoder. The ledger's phases follow that order (count_all)."""
+    seen, widths = {}, {}
+    train_generalist, train_parser = R.train_generalist, R.train_parser
+
+    def spy_generalist(*a, **k):
+        g = train_generalist(*a, **k)
+        seen["gen"], seen["g0"] = g, {n: v.clone() for n, v in g.state_dict().items()}
+        return g
+
+    def spy_parser(cfg, enc, name, pages, dev, steps, **k):
+        dec, losses = train_parser(cfg, enc, name, pages, dev, steps, **k)
+        widths[k["scope"]] = dec.mem.in_features
+        if k["scope"].startswith("train/stage2/"):
+            assert "gen" in seen and k.get("frozen") is seen["gen"]
+            assert all(torch.equal(seen["g0"][n], v) for n, v in seen["gen"].state_dict().items())
+        return dec, losses
+
+    monkeypatch.setattr(R, "train_generalist", spy_generalist)
+    monkeypatch.setattr(R, "train_parser", spy_parser)
+    dev = RunDevice()
+    R.run(_tiny_run_cfg(count_all=True), dev, _tiny_data())
+    assert widths["train/stage2/gru"] == widths["train/stage2/tf2"] == 32
+    assert widths["train/heldout/fused"] == 32
+    assert widths["train/heldout/merged"] == widths["train/heldout/generalist"] == 16
+    assert all(torch.equal(seen["g0"][n], v) for n, v in seen["gen"].state_dict().items())
+    # 1 counted MAE step x batch 4; generalist 2 x 4; each Stage-2 copy 2 x 4; merge 1 x 4
+    assert dev.blocks[:5] == [("train/stage1", 4), ("train/generalist", 8),
+                              ("train/stage2/gru", 8), ("train/stage2/tf2", 8),
+                              ("train/merge", 4)]
 
 
 def test_cached_features_equal_the_encoder_output():

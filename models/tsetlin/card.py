@@ -63,8 +63,39 @@ class TsetlinConfig:
         hold this machine's automata on ``dataset`` (``runner.prepare`` calls it;
         ``simulate`` reserves the same bytes for the machine it built)."""
         from sim.bitwise.device import check_state_fits, check_word_bits
+        from sim.errors import HardwareLimitError
         need = train_state_bytes(self, dataset, check_word_bits(profile))
-        check_state_fits(profile, need, scope="train", who="runner.prepare")
+        try:
+            check_state_fits(profile, need, scope="train", who="runner.prepare")
+        except HardwareLimitError as exc:   # say which setting fits, and where this one does
+            raise HardwareLimitError(f"{exc}: {self._what_fits(profile, dataset)}") from None
+
+    def _what_fits(self, profile, dataset: str) -> str:
+        """The most clauses per class ``profile``'s writable memory holds (even, as
+        'alternate' polarity needs) and the shipped bitwise profiles that hold this config."""
+        import hw_profiles
+        from sim.bitwise.device import check_state_fits, check_word_bits
+        from sim.errors import HardwareLimitError, NeuroedgeError
+        from sim.execution.mcu import WRITABLE
+
+        def fits(prof) -> bool:
+            try:
+                check_state_fits(prof, train_state_bytes(self, dataset, check_word_bits(prof)))
+            except (HardwareLimitError, NeuroedgeError):   # too small, or no usable word width
+                return False
+            return True
+        per_clause = train_state_bytes(self, dataset, check_word_bits(profile)) // int(self.clauses)
+        writable = sum(int(level.capacity_bytes.value) for key, level in profile.memory.items()
+                       if key in WRITABLE)
+        most = writable // per_clause
+        if self.polarity == "alternate":
+            most -= most % 2
+        hint = (f"at most {most} clauses per class fit on {profile.name} (--set clauses={most})"
+                if most >= 1 else f"not one clause per class fits on {profile.name}")
+        shipped = [p.name for p in map(hw_profiles.load, hw_profiles.available())
+                   if p.kind == "bitwise" and fits(p)]
+        return hint + (f", or run it on {', '.join(shipped)}" if shipped else
+                       "; no shipped bitwise profile holds it")
 
 
 def train_state_bytes(cfg: TsetlinConfig, dataset: str, word_bits: int) -> int:

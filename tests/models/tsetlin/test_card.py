@@ -159,6 +159,24 @@ def test_a_machine_too_large_for_the_device_is_refused_before_its_data(monkeypat
     runner.prepare("tsetlin", dataset="digits", profile="stm32l4r5")       # 640 KB: fits
 
 
+def test_a_refusal_names_the_clauses_that_fit_and_the_profiles_that_hold_it():
+    """The refusal said only "shrink the model". Fashion-MNIST quick: 10 classes x 200 clauses
+    x 8 planes x 49 words (2 x 784 literals / 32) x 4 B = 3,136,000 B, 15,680 B per clause;
+    stm32l4r5's 655,360 B hold 41.8 -> 40 (even: alternate polarity); cortex-m4's 196,608 B
+    hold 12.5 -> 12; fpga-bnn is the shipped bitwise profile whose memory holds it."""
+    from sim.errors import HardwareLimitError
+    for profile, most in (("stm32l4r5", 40), ("cortex-m4", 12)):
+        with pytest.raises(HardwareLimitError) as info:
+            runner.prepare("tsetlin", dataset="fashion-mnist", profile=profile)
+        message = str(info.value)
+        assert f"at most {most} clauses per class fit on {profile} (--set clauses={most})" \
+            in message
+        assert message.endswith("or run it on fpga-bnn")
+        # the setting it names passes the same check
+        runner.prepare("tsetlin", dataset="fashion-mnist", profile=profile,
+                       overrides={"clauses": str(most)})
+
+
 def test_cli_export_too_large_is_refused_before_training(tmp_path, capsys):
     from deploy.cli import main
     assert main(["export", "tsetlin", "--target", "c", "--profile", "cortex-m4", "--out",

@@ -21,7 +21,7 @@ serially in this process so the runs stay single-threaded; run files and table i
 before): it is not a registered method, so a sweep cannot run it. Parts 2 and 3 are one
 seed each (seed 0), as before.
 BEP and the local rule run through ``models.runner`` (the card's config with overrides),
-except where the card must refuse: BEP's Fashion-MNIST training state (599,040 B) does not
+except where the card must refuse: BEP's Fashion-MNIST training state (599,552 B) does not
 fit cortex-m4's SRAM, so the runner stops that run with a capacity error; part 2 counts it
 on a bare cortex-m4 BitwiseDevice instead (``sim.device``, no capacity reservation), as the
 benchmark always has, to price what a 32-bit MCU would execute. QAT is not a registered

@@ -73,8 +73,8 @@ class BEPConfig:
         """Refuse, before any data is loaded, a ``profile`` whose writable memory cannot
         hold this network's training state on ``dataset`` (``runner.prepare`` calls it;
         ``simulate`` reserves the same bytes for the network it built)."""
-        from sim.bitwise.device import check_state_fits
-        need = train_state_bytes(self, dataset)
+        from sim.bitwise.device import check_state_fits, check_word_bits
+        need = train_state_bytes(self, dataset, check_word_bits(profile))
         if need is not None:
             check_state_fits(profile, need, scope="train", who="runner.prepare")
 
@@ -87,22 +87,45 @@ INPUT_BITS = {"random-prototypes": (1000, False), "fashion-mnist": (28 * 28, Fal
 known without loading: the training state is checked against the device before any data."""
 
 
-def train_state_bytes(cfg: BEPConfig, dataset: str) -> int | None:
-    """Bytes of the training state of the network ``run.build`` makes for ``dataset``:
-    its weights (BEP: the layers ``inputs -> hidden...``; BEP-TT: ``W_xs``, ``W_ss``,
-    ``W_sy``) x ``STATE_BITS_PER_WEIGHT`` / 8. None for a BEP-TT config that is not (state
-    width, readout width): the network refuses that itself."""
-    from models.bep.model import STATE_BITS_PER_WEIGHT
+def state_bytes(shapes, word_bits: int) -> int:
+    """Bytes of the training state BEP keeps on a device of ``word_bits``-bit words for
+    layers of ``shapes`` ((K_in, K_out) each): per layer the int16 counters ``H``
+    (K_out x K_in x 2 B), the packed ``W`` (K_out rows of ceil(K_in / word_bits) words) and
+    the packed ``W^T`` (K_in rows of ceil(K_out / word_bits) words), each row padded to whole
+    words: the arrays ``model.Layer`` holds. The one formula for the check before the data
+    (``train_state_bytes``) and the reservation of the network built (``run.simulate``).
+
+    Examples
+    --------
+    >>> state_bytes([(40, 16)], 32)   # 640 x 2 B of H + (16 x 2 + 40 x 1) words x 4 B
+    1568
+    """
+    wbytes = word_bits // 8
+    return sum(2 * k_in * k_out + (k_out * -(-k_in // word_bits)
+                                   + k_in * -(-k_out // word_bits)) * wbytes
+               for k_in, k_out in shapes)
+
+
+def layer_shapes(cfg: BEPConfig, dataset: str) -> list[tuple[int, int]] | None:
+    """(K_in, K_out) of each trained matrix of the network ``run.build`` makes for
+    ``dataset`` (BEP: ``inputs -> hidden...``; BEP-TT: ``W_xs``, ``W_ss``, ``W_sy``). None
+    for a BEP-TT config that is not (state width, readout width): the network refuses that
+    itself."""
     bits, sequence = INPUT_BITS[dataset]
     if sequence:
         if len(cfg.hidden) != 2:
             return None
         k_s, k_y = cfg.hidden
-        n_w = bits * k_s + k_s * k_s + k_s * k_y
-    else:
-        sizes = (bits, *cfg.hidden)
-        n_w = sum(a * b for a, b in itertools.pairwise(sizes))
-    return n_w * STATE_BITS_PER_WEIGHT // 8
+        return [(bits, k_s), (k_s, k_s), (k_s, k_y)]
+    return list(itertools.pairwise((bits, *cfg.hidden)))
+
+
+def train_state_bytes(cfg: BEPConfig, dataset: str, word_bits: int) -> int | None:
+    """Bytes of the training state (:func:`state_bytes`) of the network ``run.build`` makes
+    for ``dataset`` on ``word_bits``-bit words, known without loading the data; None where
+    :func:`layer_shapes` is."""
+    shapes = layer_shapes(cfg, dataset)
+    return None if shapes is None else state_bytes(shapes, word_bits)
 
 
 TT_SETTING = {"hidden": (120, 64), "batch_size": 20, "nu": 0.05, "gamma0": 15}

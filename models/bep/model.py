@@ -39,8 +39,8 @@ Readings chosen where the paper (as digested) is silent:
 
 Everything runs on a :class:`~sim.bitwise.device.BitwiseDevice`: products, gated products,
 sign and saturating counter updates are the device's word ops; the steps above that are
-specific to BEP are integer numba kernels (``models/bep/kernels.py``) whose counts go into
-the same ledger. No floating-point number is computed on the training or inference path.
+specific to BEP are integer numba kernels (``models/bep/kernels.py``) whose ops and bytes
+go into the same ledger. No floating-point number is computed on the training or inference path.
 
 BEP-TT (recurrent networks) is in ``models/bep/model_tt.py``; the local rule baseline
 (Colombo et al. 2025: every layer learns against its own fixed random head, nothing is
@@ -73,7 +73,8 @@ PI = Fraction(355, 113)                 # integer-only reinforcement probability
 
 
 STATE_BITS_PER_WEIGHT = 16 + 2
-"""Device memory per weight as implemented: int16 counter + a bit in packed W and in W^T."""
+"""Device memory per weight as implemented: int16 counter + a bit in packed W and in W^T
+(before the packed rows' padding to whole words: ``card.state_bytes`` counts the bytes)."""
 
 
 def frac(x) -> Fraction:
@@ -166,6 +167,7 @@ class BEP:
         self.head_words = [pack_signs(p, self.wb) for p in self.heads]
         self.gamma = [min(config.gamma0, k) for k in config.hidden]
         self.counts = np.zeros(len(OP_NAMES), dtype=np.int64)
+        self.mem = np.zeros(2, dtype=np.int64)   # the kernels' bytes [read, written]
         self.history: list[dict] = []
         # the reinforcement draws' xorshift32 state: any nonzero word (0 is its fixed point)
         self.rng_state = np.array([seeds.child(config.seed, "reinforce") or 1], dtype=np.uint32)
@@ -173,8 +175,13 @@ class BEP:
 
     # -- helpers -----------------------------------------------------------------------
     def _flush(self):
-        self.dev.ledger.flush(self.counts)
+        """The kernels' ops and bytes into the ledger; the bytes at the device's memory level
+        (where the state is placed), as the device's own word ops put theirs."""
+        dev = self.dev
+        dev.ledger.flush(self.counts)
+        dev.ledger.add_bytes(dev.memory_level, read=int(self.mem[0]), write=int(self.mem[1]))
         self.counts[:] = 0
+        self.mem[:] = 0
 
     def _check(self, x, y, what):
         """x: uint8 bits of the network's input shape; y (when given): integer labels (a
@@ -227,7 +234,7 @@ class BEP:
         n = len(y)
         trig, pred = np.zeros(n, np.bool_), np.zeros(n, np.int64)
         k_last = self.layers[-1].k_out
-        K.trigger(out, y, -(-frac(cfg.r) * k_last // 1), trig, pred, self.counts)
+        K.trigger(out, y, -(-frac(cfg.r) * k_last // 1), trig, pred, self.counts, self.mem)
         errors = int(np.count_nonzero(pred != y))
         deltas = self._local_deltas(zs, acts, words, y) if cfg.local else \
             self._bep_deltas(zs, acts, np.flatnonzero(trig), y)
@@ -240,12 +247,12 @@ class BEP:
         lay = self.layers[li]
         gamma = self.gamma[li] if gamma is None else gamma
         wrong = np.empty(z.shape, np.uint8)
-        K.wrong_bits(z, target, wrong, self.counts)
+        K.wrong_bits(z, target, wrong, self.counts, self.mem)
         sel = np.empty((len(z), -(-lay.k_out // gamma)), np.int32)
-        K.select(z, wrong, gamma, sel, self.counts)
+        K.select(z, wrong, gamma, sel, self.counts, self.mem)
         delta = np.zeros((lay.k_out, lay.k_in), np.int32)
         touched = np.zeros(lay.k_out, np.uint8)
-        K.accumulate(sel, target, inputs, delta, touched, self.counts)
+        K.accumulate(sel, target, inputs, delta, touched, self.counts, self.mem)
         return delta, touched
 
     def desired_activations(self, zs, acts, idx, y) -> list[np.ndarray]:
@@ -256,11 +263,11 @@ class BEP:
         for li in range(len(self.layers) - 1, 0, -1):
             lay, z = self.layers[li], zs[li][idx]
             g = np.empty(z.shape, np.uint8)
-            K.gate(z, int(nu * lay.k_in), g, self.counts)            # Eq. 5
+            K.gate(z, int(nu * lay.k_in), g, self.counts, self.mem)  # Eq. 5
             u = dev.masked_sign_matmul(pack_signs(targets[0], self.wb), lay.wt,
                                        pack_bits(g, self.wb), k=lay.k_out)  # (T, K_in)
             nxt = np.empty(u.shape, np.int8)
-            K.desired(u, acts[li][idx], nxt, self.counts)            # Eq. 7
+            K.desired(u, acts[li][idx], nxt, self.counts, self.mem)  # Eq. 7
             targets.insert(0, nxt)
         return targets
 
@@ -278,7 +285,8 @@ class BEP:
         for li, lay in enumerate(self.layers):
             out = self.logits(words[li + 1], head=li)
             trig, pred = np.zeros(len(y), np.bool_), np.zeros(len(y), np.int64)
-            K.trigger(out, y, -(-frac(self.config.r) * lay.k_out // 1), trig, pred, self.counts)
+            K.trigger(out, y, -(-frac(self.config.r) * lay.k_out // 1), trig, pred, self.counts,
+                      self.mem)
             idx = np.flatnonzero(trig)
             deltas.append(self._layer_delta(li, zs[li][idx], self.heads[li][y[idx]], acts[li][idx])
                           if len(idx) else None)
@@ -292,11 +300,24 @@ class BEP:
                 rows = np.flatnonzero(touched)
                 if len(rows):
                     self.dev.counter_add(lay.h, delta[rows], H_LO, H_HI, rows=rows)
-                    # refresh the sign bits of the touched rows in W and W^T
-                    self.counts[OP_NAMES.index("int_cmp")] += 2 * len(rows) * lay.k_in
-                    lay.repack()
+                    self._refresh(lay, rows)
             if self.rein_thr[li]:
-                K.reinforce(lay.h, self.rein_thr[li], self.rng_state, H_LO, H_HI, self.counts)
+                K.reinforce(lay.h, self.rein_thr[li], self.rng_state, H_LO, H_HI, self.counts,
+                            self.mem)
+
+    def _refresh(self, lay: Layer, rows: np.ndarray) -> None:
+        """Refresh the sign bits of the touched ``rows`` (sorted, distinct) in W and W^T.
+
+        Counted: one int_cmp per bit of each (the sign of a counter); the rows' int16
+        counters read once; W's rows (words(K_in) each) written whole; in each of W^T's K_in
+        rows, the words that hold a touched bit (column ``j // word_bits``) read and written
+        (read-modify-write: the other bits of the word stay)."""
+        wbytes = self.dev.word_bytes
+        self.counts[OP_NAMES.index("int_cmp")] += 2 * len(rows) * lay.k_in
+        cols = len(np.unique(rows // self.wb))               # W^T words per row touched
+        self.mem[0] += len(rows) * lay.k_in * K.I16 + lay.k_in * cols * wbytes
+        self.mem[1] += (len(rows) * lay.w.shape[1] + lay.k_in * cols) * wbytes
+        lay.repack()
 
     def fit(self, x, y, progress: Progress | None = None):
         """Train for ``epochs`` with a held-out split driving the gamma schedule."""
@@ -348,7 +369,8 @@ class BEP:
             for s in range(0, len(x), batch):
                 out = self.logits(self.forward(x[s:s + batch])[2][-1])
                 trig, pred = np.zeros(len(out), np.bool_), np.zeros(len(out), np.int64)
-                K.trigger(out, np.zeros(len(out), np.int64), 0, trig, pred, self.counts)
+                K.trigger(out, np.zeros(len(out), np.int64), 0, trig, pred, self.counts,
+                          self.mem)
                 scores.append(out)
                 preds.append(pred)
             self._flush()

@@ -82,7 +82,7 @@ class BEPTT(BEP):
         out = self.logits(words[-1])
         n = len(y)
         trig, pred = np.zeros(n, np.bool_), np.zeros(n, np.int64)
-        K.trigger(out, y, -(-frac(cfg.r) * sy.k_out // 1), trig, pred, self.counts)
+        K.trigger(out, y, -(-frac(cfg.r) * sy.k_out // 1), trig, pred, self.counts, self.mem)
         errors = int(np.count_nonzero(pred != y))
         idx = np.flatnonzero(trig)
         if len(idx):
@@ -102,16 +102,17 @@ class BEPTT(BEP):
         target_y = self.frame[y]                                            # s*_y = rho_c
         targets = np.empty((steps, n, k_s), np.int8)
         g = np.empty(z_y.shape, np.uint8)
-        K.gate(z_y, int(nu * sy.k_in), g, self.counts)
+        K.gate(z_y, int(nu * sy.k_in), g, self.counts, self.mem)
         u = dev.masked_sign_matmul(pack_signs(target_y, self.wb), sy.wt, pack_bits(g, self.wb),
                                    k=sy.k_out)                               # (n, K_s)
-        K.desired(u, np.ascontiguousarray(states[steps]), targets[steps - 1], self.counts)
+        K.desired(u, np.ascontiguousarray(states[steps]), targets[steps - 1], self.counts,
+                  self.mem)
         g = np.empty((n, k_s), np.uint8)
         for t in range(steps - 2, -1, -1):  # s*_t from s*_{t+1} through the gate of z_{t+1}
-            K.gate(zs[t + 1], int(nu * xs.fan_in), g, self.counts)
+            K.gate(zs[t + 1], int(nu * xs.fan_in), g, self.counts, self.mem)
             u = dev.masked_sign_matmul(pack_signs(targets[t + 1], self.wb), ss.wt,
                                        pack_bits(g, self.wb), k=ss.k_out)
-            K.desired(u, np.ascontiguousarray(states[t + 1]), targets[t], self.counts)
+            K.desired(u, np.ascontiguousarray(states[t + 1]), targets[t], self.counts, self.mem)
         return targets
 
     def _deltas(self, x_bits, zs, z_y, states, y):
@@ -122,15 +123,15 @@ class BEPTT(BEP):
         targets = self.desired_states(zs, z_y, states, y)
         stab = np.empty((n, k_s), np.int32)
         wrong = np.empty((n, k_s), np.uint8)
-        K.time_stability(zs, targets, stab, wrong, self.counts)
+        K.time_stability(zs, targets, stab, wrong, self.counts, self.mem)
         sel = np.empty((n, -(-k_s // self.gamma[0])), np.int32)
-        K.select(stab, wrong, self.gamma[0], sel, self.counts)
+        K.select(stab, wrong, self.gamma[0], sel, self.counts, self.mem)
         out = []
         for lay, inputs in ((xs, to_signs(np.ascontiguousarray(x_bits.transpose(1, 0, 2)))),
                             (ss, states[:-1])):                             # (T, n, K_in)
             delta = np.zeros((lay.k_out, lay.k_in), np.int32)
             touched = np.zeros(lay.k_out, np.uint8)
             K.accumulate_time(sel, targets, np.ascontiguousarray(inputs), delta, touched,
-                              self.counts)
+                              self.counts, self.mem)
             out.append((delta, touched))
         return out + [d_sy]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from models.bep import data as bits
-from models.bep.card import N_GOLDEN, BEPConfig
-from models.bep.model import BEP, STATE_BITS_PER_WEIGHT
+from models.bep.card import N_GOLDEN, BEPConfig, state_bytes
+from models.bep.model import BEP
 from models.bep.model_tt import BEPTT
 from models.registry import Outcome
 from sim.bitwise.device import BitwiseDevice, profile_ref
@@ -33,15 +33,16 @@ def simulate(cfg: BEPConfig, device: BitwiseDevice, data, progress=None) -> Outc
     n_w = model.n_weights
     # the training state must fit the device's writable memory (a capacity error otherwise;
     # runner.prepare refused it already, from the config and the data set's shape: this is
-    # the check on the network really built)
-    device.reserve(n_w * STATE_BITS_PER_WEIGHT // 8, scope="train")
+    # the check on the network really built, with the same formula)
+    need = state_bytes([(lay.k_in, lay.k_out) for lay in model.layers], device.word_bits)
+    device.reserve(need, scope="train")
     model.fit(data.x_train, data.y_train, progress=progress)
     scores, pred = model.predict_scores(data.x_test, scope="infer")
     metrics = {"test_accuracy": float(np.mean(pred == data.y_test)),
                "train_error": model.history[-1]["train_error"],
                "weights": float(n_w),
-               "state_bits_per_weight": float(STATE_BITS_PER_WEIGHT),
-               "state_bytes": float(n_w * STATE_BITS_PER_WEIGHT // 8)}
+               "state_bits_per_weight": 8 * need / n_w,   # 18 + the rows' word padding
+               "state_bytes": float(need)}
     traces = {"train_error": curve([h["train_error"] for h in model.history])}
     facts = {"network": type(model).__name__, "n_inputs": model.n_inputs,
              "n_classes": data.n_classes, "word_bits": device.word_bits,

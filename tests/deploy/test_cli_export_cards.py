@@ -100,15 +100,16 @@ def test_compare_on_a_chip_too_small_leaves_it_out_with_the_reason(tmp_path, cap
 def test_compare_on_a_microcontroller_too_small_leaves_it_out_with_the_reason(tmp_path, capsys):
     """A bitwise run whose training state does not fit cortex-m4's SRAM: the comparison
     leaves cortex-m4 out with one line (it exited 2 after writing the run file, and wrote
-    no report). BEP with two hidden layers of 256 keeps 18 state bits per weight: 723,456 B,
-    against cortex-m4's 196,608 B of SRAM."""
+    no report). BEP with two hidden layers of 256 keeps int16 counters plus packed W and W^T,
+    rows padded to whole 32-bit words: 2 x (256,000 + 65,536) + (256 x 32 + 1000 x 8 + 256 x 8
+    + 256 x 8) x 4 = 724,224 B, against cortex-m4's 196,608 B of SRAM."""
     out = tmp_path / "run.h5"
     assert main(["simulate", "bep", "--profile", "stm32h7a3", "--set", "hidden=[256,256]",
                  "--set", "epochs=1", "--set", "limit_train=300", "--set", "limit_test=50",
                  "--compare", "cortex-m4,fpga-bnn", "--out", str(out)]) == 0
     text = capsys.readouterr().err
     assert ("not compared on cortex-m4: [price] cortex-m4: state of scope 'train' needs "
-            "723,456 B") in text
+            "724,224 B") in text
     # fpga-bnn computes 64-bit words: the run's 32-bit word counts are not its own (they
     # were priced at its 64-bit energy, about twice its own run's figure)
     assert "not compared on fpga-bnn: the ledger's word ops were counted in 32-bit" in text

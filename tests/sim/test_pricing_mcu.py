@@ -101,8 +101,9 @@ def test_read_only_state_beyond_sram_and_flash_is_an_error(mcu):
 
 
 def test_bep_fashion_state_does_not_fit_cortex_m4():
-    # BEP 784-256-256 on Fashion-MNIST: (784 x 256 + 256 x 256) weights x 18 bits / 8
-    # = 599,040 B of training state; the STM32F407 has 192 KB = 196,608 B of SRAM
+    # a BEP-sized training state (784-256-256 on Fashion-MNIST: 18 bits per weight before
+    # word padding, 599,040 B; the room reserves 599,552 B with its rows padded); the
+    # STM32F407 has 192 KB = 196,608 B of SRAM
     dev = BitwiseDevice("cortex-m4")
     with pytest.raises(HardwareLimitError, match=r"\[BitwiseDevice.reserve\] cortex-m4: state "
                        r"of scope 'train' needs 599,040 B of writable memory.*196,608 B"):

@@ -44,6 +44,7 @@ def test_quick_digits_run_is_integer_only_and_sized_by_hand(digits_run):
     assert sum(a > 0.85 for a in accs) >= 4, accs
     # 256 input bits (64 pixels x 4 thermometer levels) -> 64 -> 64: 256 x 64 + 64 x 64
     # = 20,480 weights, 18 bits each (int16 counter + a bit in W and in W^T) = 46,080 B
+    # (every packed row is whole 32-bit words: no padding)
     assert run.metrics["weights"] == 20480 and run.metrics["state_bits_per_weight"] == 18
     assert run.metrics["state_bytes"] == 46080
     assert run.ledger.footprints()["train"]["writable"] == 46080
@@ -51,6 +52,22 @@ def test_quick_digits_run_is_integer_only_and_sized_by_hand(digits_run):
     assert run.facts["network"] == "BEP" and run.facts["word_bits"] == 32
     assert run.config["epochs"] == 10 and run.traces["train_error"].data.shape == (10,)
     assert run.ledger.samples()["infer"] == 450            # digits' test split
+
+
+def test_results_state_the_quick_runs_memory_figures():
+    """bench/RESULTS.md's BEP memory figures are the quick default run's own ledger (the
+    kernels' bytes included): bytes and energy per training sample, memory's share."""
+    from pathlib import Path
+    run = runner.run("bep", seed=0)                 # random-prototypes 1000-64-64, cortex-m4
+    rep = run.ledger.price(run.profile)
+    n = run.ledger.samples()["train"]
+    per_sample = sum(run.ledger.total_bytes("train").values()) / n
+    mem = sum(c.energy_j for c in rep.charges
+              if c.scope.startswith("train") and c.category == "memory")
+    text = " ".join((Path(__file__).parents[3] / "bench" / "RESULTS.md").read_text().split())
+    assert (f"moves {per_sample:,.0f} B per training sample" in text
+            and f"costs {rep.per_sample_j()['train'] * 1e6:.1f} uJ per training sample" in text
+            and f"memory {100 * mem / rep.energy_within('train'):.0f}% of it" in text)
 
 
 def test_runner_refuses_other_kinds_and_unknown_settings():
@@ -153,16 +170,51 @@ def test_a_network_too_large_for_the_device_is_refused_before_its_data(monkeypat
 
 @pytest.mark.parametrize("dataset", ["digits", "random-prototypes", "digits-rows",
                                      "cylinder-bell-funnel", "synthetic-control"])
-def test_the_state_known_before_the_data_is_the_networks(dataset):
-    """The size runner.prepare checks is the one simulate reserves (model.n_weights)."""
+@pytest.mark.parametrize("profile", ["cortex-m4", "fpga-bnn"])   # 32- and 64-bit words
+def test_the_state_known_before_the_data_is_the_networks(dataset, profile):
+    """The size runner.prepare checks is the state the network really keeps: its int16
+    counters and packed W and W^T, each row padded to whole words (widths 24 and 16 fill no
+    word; n_weights x 18 / 8 left the padding out)."""
     from models.bep.card import INPUT_BITS, BEPConfig, train_state_bytes
-    from models.bep.model import STATE_BITS_PER_WEIGHT
     from models.bep.run import build
     data = bep_data.for_config(dataset)
     assert INPUT_BITS[dataset] == (bep_data.bits_per_step(data), bep_data.is_sequence(data))
     cfg = BEPConfig(hidden=(24, 16))
-    net = build(data, cfg, BitwiseDevice("cortex-m4"))
-    assert train_state_bytes(cfg, dataset) == net.n_weights * STATE_BITS_PER_WEIGHT // 8
+    dev = BitwiseDevice(profile)
+    net = build(data, cfg, dev)
+    kept = sum(lay.h.nbytes + lay.w.nbytes + lay.wt.nbytes for lay in net.layers)
+    assert train_state_bytes(cfg, dataset, dev.word_bits) == kept
+
+
+def test_the_capacity_check_counts_word_padding_at_the_boundary(monkeypatch):
+    """cortex-m4 has 196,608 B of SRAM; 1000 input bits (Random Prototypes), 32-bit words.
+    hidden (86, 7): H 2 x (86,000 + 602) = 173,204; W_1 86 x 32 words x 4 = 11,008; W_1^T
+    1000 x 3 words x 4 = 12,000; W_2 7 x 3 x 4 = 84; W_2^T 86 x 1 x 4 = 344: 196,640 B, 32 B
+    too many (n_weights x 18 / 8 said 194,854 B and let it run). hidden (83, 41): 172,806 +
+    10,624 + 12,000 + 492 + 664 = 196,586 B, 22 B to spare: fits, before the data and in
+    simulate's reservation of the network built."""
+    import dataclasses
+
+    from models.bep.card import BEPConfig, train_state_bytes
+    from sim.errors import HardwareLimitError
+    method = models.REGISTRY["bep"]
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the data were loaded for a run the device cannot hold")
+    monkeypatch.setitem(models.REGISTRY, "bep",
+                        dataclasses.replace(method, load_data=loaded, simulate=loaded))
+    with pytest.raises(HardwareLimitError, match="state of scope 'train' needs 196,640 B"):
+        runner.prepare("bep", profile="cortex-m4", overrides={"hidden": (86, 7)})
+    runner.prepare("bep", profile="cortex-m4", overrides={"hidden": (83, 41)})
+    assert train_state_bytes(BEPConfig(hidden=(83, 41)), "random-prototypes", 32) == 196_586
+    monkeypatch.setitem(models.REGISTRY, "bep", method)
+    data = bep_data.for_config("random-prototypes", 200, 50)
+    dev = BitwiseDevice("cortex-m4")
+    run = method.simulate(BEPConfig(hidden=(83, 41), epochs=1), dev, data)
+    assert run.metrics["state_bytes"] == 196_586
+    assert dev.ledger.footprints()["train"]["writable"] == 196_586
+    with pytest.raises(HardwareLimitError, match="needs 196,640 B"):
+        method.simulate(BEPConfig(hidden=(86, 7), epochs=1), BitwiseDevice("cortex-m4"), data)
 
 
 def test_the_fashion_mnist_bits_known_before_the_data_are_its_loaders(fashion_mnist):

@@ -48,7 +48,7 @@ def test_gated_backward_solves_relaxation_exactly(k):
         # the device's gated product is W^T (g * b)
         assert np.array_equal(u, (g * b).astype(np.int64) @ w.astype(np.int64))
         a_star = np.empty((3, k), np.int8)
-        K.desired(u, current, a_star, np.zeros(64, np.int64))
+        K.desired(u, current, a_star, np.zeros(64, np.int64), np.zeros(2, np.int64))
         for s in range(3):
             coef = (g[s] * b[s]).astype(np.int64) @ w                  # objective = coef . a
             best = (cands @ coef).max()                                # brute force, 2^K
@@ -104,6 +104,63 @@ def test_train_batch_equals_naive_twin(gamma0, wb):
         for lay, h in zip(model.layers, want, strict=True):
             assert np.array_equal(lay.h, h)
             assert np.array_equal(lay.w, pack_signs(np.where(h >= 0, 1, -1).astype(np.int8), wb))
+
+
+def test_train_step_bytes_are_the_hand_count():
+    """Every byte one BEP step moves is in the ledger (the kernels' and the sign refresh's
+    were not: 1,704 B read and 504 B written were counted below, the device's word ops
+    only). A forced 40-16-8 net, 3 classes, 2 samples, 32-bit words (4 B): x all ones;
+    H_1 rows 0-7 = +1, rows 8-15 = -1, so z_1 = +40 / -40 and a_1 = [+1 x 8, -1 x 8];
+    H_2 row j = rho_0[j] (frame P: Hadamard rows 1-3 of order 8), so z_2 = 0, a_2 = +1 and
+    every logit is 0: both samples trigger (margin 0 < ceil(0.5 x 8) = 4). gamma = (16, 8):
+    one group per layer. Layer 2 (a*_2 = rho_y, every gate open as |z_2| = 0 <= 8): sample
+    0 selects neuron 1, sample 1 neuron 2 (first wrong of |z| 0). Layer 1: u = W_2^T rho_y
+    is 8 for y = 0 (a*_1 = +1: neurons 8-15 wrong, neuron 8 selected) and 0 for y = 1
+    (a*_1 = a_1: none). Reinforcement threshold 2^32: every counter moves.
+    Not counted (host bookkeeping): packing a* and the gates into words and unpacking a_l,
+    the error tally and the scans of the trigger and touched flags."""
+    dev = BitwiseDevice("cortex-m4")
+    model = BEP(40, 3, BEPConfig(hidden=(16, 8), gamma0=16, r=0.5, nu=0.5), dev)
+    l1, l2 = model.layers
+    l1.h[:8], l1.h[8:] = 1, -1
+    l2.h[:] = model.frame[0][:, None]
+    l1.repack()
+    l2.repack()
+    model.rein_thr = [1 << 32] * 2
+    with dev.count("train", samples=2):
+        model.train_batch(np.ones((2, 40), np.uint8), np.array([0, 1]))
+    assert l1.h[8, 0] == -1 + 2 + 2 and l2.h[1, 0] == -1 - 2 - 2  # updated, then reinforced
+    rw = {  # (bytes read, bytes written)
+        # forward: products read 2 rows of W words per output, write int32; sign reads
+        # int32, writes words. L1: 2 x 16 outputs x 2 x 2 words x 4 = 512, 32 x 4 = 128;
+        # sign 32 x 4 = 128, 2 words = 8. L2: 16 x 2 x 1 x 4 = 128, 64; sign 64, 8.
+        # logits: 6 x 2 x 4 = 48, 24
+        "forward": (512 + 128 + 128 + 64 + 48, 128 + 8 + 64 + 8 + 24),
+        # trigger: 2 x (3 int32 logits + label 1 B) = 26; trigger flag + class 2 x 2 = 4
+        "trigger": (26, 4),
+        # gate of z_2: 16 int32 read, 16 flags written; gated product: mask popcount 2
+        # words (8) + 2 x 16 outputs x 3 words x 4 = 384, 32 x 4 = 128 written; desired:
+        # 32 x (int32 u + int8 a_1) = 160, 32 int8 written
+        "backward": (64 + 8 + 384 + 160, 16 + 128 + 32),
+        # layer 1: wrong_bits and select 32 x 5 = 160 each, 32 flags / 2 indices x 4 = 8
+        # written; accumulate: 2 indices (8) + 1 selection x (target 1 + 40 inputs + row
+        # 40 x 4 = 160) = 209 read, row 160 + flag 1 + zeroing 160 = 321 written
+        "mask and update, layer 1": (160 + 160 + 209, 32 + 8 + 321),
+        # layer 2: 16 x 5 = 80 each, 16 flags / 8 written; accumulate: 8 + 2 x (1 + 16 +
+        # 64) = 170 read, 2 x (64 + 1) + 2 rows zeroed x 64 = 258 written
+        "mask and update, layer 2": (80 + 80 + 170, 16 + 8 + 258),
+        # counter_add on row 8 of H_1: 40 int16 + 40 int32 deltas read (80 + 160), 80
+        # written; refresh: 40 counters read (80), W row 2 words (8) written, W^T 40 rows x
+        # 1 word read and written (160); reinforcement: 640 counters x 2 B each way
+        "apply, layer 1": (240 + 80 + 160 + 1280, 80 + 8 + 160 + 1280),
+        # rows 1, 2 of H_2: 32 x 2 + 32 x 4 = 192 read, 64 written; refresh 32 x 2 = 64
+        # read, W 2 rows x 1 word (8), W^T 16 rows x 1 word (64) each way; 128 counters
+        "apply, layer 2": (192 + 64 + 64 + 256, 64 + 8 + 64 + 256),
+    }
+    read, write = (sum(v[i] for v in rw.values()) for i in (0, 1))
+    assert (read, write) == (4717, 2975)
+    assert dev.ledger.total_bytes("train") == {("local", "read"): 4717,
+                                               ("local", "write"): 2975}
 
 
 def test_integer_thresholds():

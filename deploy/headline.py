@@ -99,11 +99,20 @@ def main_metric(run) -> str | None:
     return next((c for c in candidates if c in run.metrics), None)
 
 
+def preset_text(run) -> str:
+    """``"quick preset"``, ``"full preset"``; ``"preset not recorded"`` for a run whose file
+    never recorded it (format version 1-2: ``preset`` None)."""
+    preset = getattr(run, "preset", None)
+    return "preset not recorded" if preset is None else f"{preset} preset"
+
+
 def preset_note(run) -> str | None:
     """What the run's preset cannot show, from its card (``models.registry.preset_note``):
-    a quick run too small to show its claim says so; None when the card has no note."""
+    a quick run too small to show its claim says so; None when the card has no note or the
+    preset is not recorded (a version-2 file may hold a full run)."""
     from models.registry import preset_note as card_note
-    return card_note(_card(run.model), getattr(run, "preset", ""))
+    preset = getattr(run, "preset", None)
+    return None if preset is None else card_note(_card(run.model), preset)
 
 
 def unit_of(run, name: str) -> str:
@@ -214,7 +223,7 @@ def headline(run, reports: Sequence[EnergyReport], errors: bool = True
         rows.append((main, value_text(run.metrics[main], unit_of(run, main))))
     note = preset_note(run)
     if note is not None:   # what this preset cannot show, beside the figure it qualifies
-        rows.append((f"{run.preset} preset", note))
+        rows.append((preset_text(run), note))
     # idle power during kernel launches is its own part: the device does no work then
     rows.append(("total energy", f"{format_energy(first.total_j)} on {first.profile}, "
                  f"{first.energy_bound(None)}: dynamic {format_energy(first.dynamic_j)}, "

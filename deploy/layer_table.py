@@ -16,8 +16,10 @@ The MACs the model's own ``forward`` runs outside every module it calls (``y @
 self.head``) get a row of their own, ``(root: ops in Net.forward itself)``, with the
 model's own parameters (also where it has only those), so the rows at depth 1 add up to the
 totals; in the training step that row also holds the loss and the optimizer step, which run
-outside every module too, and its energy what pricing charges the run as a whole (the state
-loaded into the cache once a block, idle power outside the ops' time).
+outside every module too, and its energy what pricing charges the run as a whole (the
+weights loaded from memory once, the state loaded into the cache once a block, idle and
+static power outside the ops' time). A model with no ops or parameters of its own (an
+``nn.Sequential``) still gets the row where it holds such energy.
 
 MACs and energy are those of the whole example batch on one profile (the first priced, by
 default); counts do not depend on the profile, energy does.
@@ -113,10 +115,11 @@ def _root_own(est, ledger, report, tops, macs, energy) -> list[LayerTableRow]:
     model's own forward and their backward (training: the loss and the optimizer step
     too), and the charges pricing puts on the run as a whole (the state loaded into the
     cache once a block, idle power outside the ops' time), so that the rows add up to the
-    totals. Only where the model's own forward does work of the table's measure (MACs:
-    ``y @ self.head``) or the model holds parameters of its own; a forward that only
-    applies an activation between its modules adds no row (none of the MACs or parameters
-    is missing from the rows then)."""
+    totals. Only where it holds something: MACs of the model's own forward (``y @
+    self.head``), parameters of its own, or energy (a plain ``nn.Sequential`` has neither
+    MACs nor parameters of its own, but its weights loaded from memory once and the static
+    power of the whole inference are charged to the run, not to a module); a row of
+    nothing (no profile charges the run as a whole) is left out."""
     root = est.modules.get("")
     if root is None:
         return []
@@ -128,7 +131,7 @@ def _root_own(est, ledger, report, tops, macs, energy) -> list[LayerTableRow]:
     own = root.get("own_parameters", 0)
     infer = sums[est.inference_scope]
     train = sums.get(est.train_scope, (0, 0.0)) if est.train_samples else (0, 0.0)
-    if not (own or infer[0] or train[0]):
+    if not (own or infer[0] or train[0] or infer[1] or train[1]):
         return []
     return [LayerTableRow(ROOT_OWN, root["type"], 1, (), own, infer[0], infer[1], train[0],
                           train[1], 0)]
@@ -162,9 +165,11 @@ def render(est, profile: str | None = None, depth: int | None = DEFAULT_DEPTH,
     body = []
     for r in table[1:] if table[0].name == "" else table:   # the model is the totals row
         label = "  " * (r.depth - 1) + printable(f"{r.name.rsplit('.', 1)[-1]} ({r.type})")
-        if r.name == ROOT_OWN:
+        if r.name == ROOT_OWN and (r.infer_macs or r.train_macs or r.parameters):
             label = printable(f"(root: ops in {r.type}.forward itself"
                               + (", loss, optimizer)" if train else ")"))
+        elif r.name == ROOT_OWN:   # no ops of its own: what the run is charged as a whole
+            label = "(root: loss, optimizer, run-wide)" if train else "(root: run-wide charges)"
         cells = [label, _shape(r.output_shape), _count(r.parameters), _count(r.infer_macs),
                  format_energy(r.infer_energy_j) if r.infer_energy_j else "--"]
         if train:

@@ -181,7 +181,8 @@ def _html_sections(run: RunResult, reports: list[EnergyReport]):
            f"</title><style>{_CSS}</style></head><body><h1>{_e(title)}</h1>")
     yield headline_section(run, reports)
     yield _html_table(("field", "value"), [
-        ("model", run.model), ("dataset", run.dataset), ("preset", run.preset),
+        ("model", run.model), ("dataset", run.dataset),
+        ("preset", "not recorded" if run.preset is None else run.preset),   # format 1-2
         ("run profile", run.profile.label),
         ("priced on", ", ".join(r.profile for r in reports)),
         ("run created", run.file.created if run.file else "-"),

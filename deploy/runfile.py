@@ -41,11 +41,13 @@ complete, so an interrupted run never leaves a half-written file at the target p
 Older versions are still read (``RunResult.file.format_version`` says which was read).
 Version 1 has no label and no digest: its label is the profile's name and its snapshot
 cannot be verified. Versions 1 and 2 have no preset, facts or trained state (read as
-``quick``, ``{}``, ``None``) and store traces as bare arrays; :func:`legacy_trace` gives each
-its kind once, here, by the naming rule those versions' report drew with (the only place a trace's
-name decides how it is drawn). The reader checks the snapshot's digest, the ledger arrays'
-shapes and dtypes, every trace's kind and shape and every trained array's dtype; every
-problem is one :class:`~hw_profiles.errors.RunFileError` line.
+``None``, ``{}``, ``None``: those versions ran quick and full presets alike and recorded
+neither, so the preset reads as not recorded) and store traces as bare arrays;
+:func:`legacy_trace` gives each its kind once, here, by the naming rule those versions'
+report drew with (the only place a trace's name decides how it is drawn). The reader
+checks the snapshot's digest, the ledger arrays' shapes and dtypes, every trace's kind and
+shape and every trained array's dtype; every problem is one
+:class:`~hw_profiles.errors.RunFileError` line.
 """
 from __future__ import annotations
 
@@ -314,7 +316,8 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
     Raises
     ------
     RunFileError
-        ``result`` is not a RunResult, the directory does not exist, a metric is not a
+        ``result`` is not a RunResult, its preset is not one a run file records (None:
+        read from a version-1/2 file), the directory does not exist, a metric is not a
         scalar, a trace is not a Trace, a unit is not text, a trained array is not numeric,
         or facts / meta are not JSON.
     OutputError
@@ -325,6 +328,13 @@ def write_run(path: str | os.PathLike, result: RunResult, *, force: bool = False
         raise RunFileError(f"write_run({str(path)!r}, ...): the run is a "
                            f"{type(result).__name__}; expected a models.registry.RunResult "
                            "(models.runner.run returns one)")
+    if result.preset not in PRESETS:
+        # read_run refuses a version-3 file without one of these; a run read from a
+        # version-1/2 file has None (not recorded), and no preset can be made up for it
+        raise RunFileError(f"write_run({str(path)!r}, ...): the run's preset is "
+                           f"{result.preset!r}; a run file records one of "
+                           f"{', '.join(PRESETS)} (a run read from a version-1/2 file has "
+                           "none: set result.preset to the one it ran)")
     profile_json, profile_attrs = _snapshot(result.profile)
     if not parents and not path.parent.exists():
         raise RunFileError(f"cannot write run file {str(path)!r}: directory "
@@ -650,8 +660,9 @@ def read_run(path: str | os.PathLike) -> RunResult:
     RunResult
         The run as :func:`write_run` was given it, with ``file`` (a
         :class:`models.registry.RunFile`: path, format version read, write time, package
-        versions). A file of version 1-2 reads with preset ``quick``, no facts and no
-        trained state; a file without ``/metric_units`` with no units and no main metric.
+        versions). A file of version 1-2 reads with preset ``None`` (not recorded), no
+        facts and no trained state; a file without ``/metric_units`` with no units and no
+        main metric.
 
     Raises
     ------
@@ -695,8 +706,8 @@ def read_run(path: str | os.PathLike) -> RunResult:
                 facts = _json_attr(_group(f, "facts", where, "the run's facts"), "json",
                                    where, dict, "a JSON object ({fact: value})")
                 trained = _read_trained(f, where)
-            else:
-                preset, facts, trained = "quick", {}, None
+            else:   # those versions wrote --full runs too, without saying which ran
+                preset, facts, trained = None, {}, None
             units, main_metric = _read_units(f, where)
             file = RunFile(path=str(path), format_version=version,
                            created=_text_attr(f, "created", where), versions=versions)

@@ -8,6 +8,11 @@ fit is named at the end. ``full=True`` shows every table and row (the report as 
 before the headline, plus the new sections); ``sources=True`` appends the citation of every
 profile entry the figures were built from, which never counts against the line limit.
 
+No figure or unit is ever cut to fit the width: a table too wide for it wraps its text
+columns (names, notes, citations) at spaces, and where that is not enough prints one line
+per row with each column named (:func:`deploy.text_fit.records`, as ``neuroedge estimate``
+does).
+
 Scope tables say what they sum: a depth-1 row includes its sub-scopes ("incl.
 sub-scopes"); a row of the full scope table holds only the charges made in that scope
 ("own").
@@ -21,13 +26,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from deploy import headline as hl
+from deploy import text_fit
 from deploy.formatting import (
     comparison_cells,
     energy_breakdown,
@@ -68,44 +76,110 @@ def _console(width: int) -> Console:
     return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None)
 
 
-def _table(title: str, header: Sequence[str], rows, numeric: bool = True) -> Table:
-    """A rich table; columns after the first are right-aligned when ``numeric``."""
-    # Cells are Text, never markup: citation lines hold "[derived: ...]", which rich
-    # would otherwise read as a style tag and drop.
-    t = Table(title=_text(title), title_justify="left", box=box.SIMPLE_HEAD)
-    rows = list(rows)
-    # on a narrow terminal the first column keeps up to 10 characters (rich would squeeze
-    # it to nothing before wrapping the figures)
-    first = min(10, max((len(str(r[0])) for r in rows), default=0), len(str(header[0])) + 10)
-    for i, h in enumerate(header):
-        # the first column (a scope, or a profile label with its file path) folds rather
-        # than squeeze the figures out of the table; so does a text table's last column (a
-        # citation's URL cut with an ellipsis could not be followed)
-        fold = i == 0 or (not numeric and i == len(header) - 1)
-        t.add_column(_text(h), justify="right" if numeric and i else "left",
-                     no_wrap=0 < i < len(header) - 1, overflow="fold" if fold else "ellipsis",
-                     min_width=first if i == 0 else None)
-    for row in rows:
-        t.add_row(*(_text(str(c)) for c in row))
-    return t
+NBSP = "\u00a0"
+WHOLE_WORD = 24
+"""A word of a text column (a name, a path, a URL) up to this long stays whole; a longer one
+may fold inside its column, which is then at least :data:`FOLDED_WIDTH` wide. Figures never
+fold."""
+FOLDED_WIDTH = 10
+
+
+@dataclass
+class _Grid:
+    """A table as text: its cells are laid out by :func:`_grid_lines` at the width asked.
+    The first column (a scope, a layer, a profile label with its file path) is text, and so
+    is the last where ``text_last`` (a citation, a note, the latency table's time model);
+    every other column holds figures."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+    numeric: bool = True
+    text_last: bool = False
+    edge: bool = True     # False: no blank lines above the header and below the rows
+
+
+def _table(title: str, header: Sequence[str], rows, numeric: bool = True,
+           text_last: bool | None = None) -> _Grid:
+    """A table; columns after the first are right-aligned when ``numeric``; the last column
+    is text (wraps at spaces) where ``text_last``, by default in a table that is not
+    ``numeric``. Cells are plain text with their control characters escaped: they hold a
+    run file's text (model, dataset, metric, scope and layer names), and citation lines
+    hold "[derived: ...]", which rich would otherwise read as a style tag and drop."""
+    return _Grid(printable(title), tuple(printable(h) for h in header),
+                 [tuple(printable(str(c)) for c in row) for row in rows], numeric,
+                 not numeric if text_last is None else text_last)
+
+
+def _grid_lines(grid: _Grid, width: int) -> list[str]:
+    """``grid`` in at most ``width`` characters, its title on a line of its own; a figure
+    or unit is never cut.
+
+    The table is drawn with its columns as wide as their longest cell when that fits; else
+    its text columns wrap at spaces (a word longer than :data:`WHOLE_WORD` may fold); when
+    even that does not fit, one line per row with each column named
+    (``deploy.text_fit.records``, as ``neuroedge estimate`` prints), folded at spaces but
+    never inside a figure.
+    """
+    title = _lines(width, Text(grid.title))
+    n = len(grid.header)
+    text = [i == 0 or (grid.text_last and i == n - 1) for i in range(n)]
+    cols = [[grid.header[i], *(row[i] for row in grid.rows)] for i in range(n)]
+    natural = [max(cell_len(ln) for c in col for ln in c.splitlines() or [""]) for col in cols]
+    # a text column down to its longest word (a longer one than WHOLE_WORD folds); a figure
+    # column whole
+    least = [_text_width(col) if text[i] else natural[i] for i, col in enumerate(cols)]
+    # rich's padding: one space each side of a cell, one between columns, the edges
+    extra = 2 * n + (n - 1) + (2 if grid.edge else 0)
+    spare = width - extra - sum(least)
+    if spare < 0:   # a figure's spaces (9.47 J) do not break: textwrap breaks at ASCII ones
+        head = [h if text[i] else h.replace(" ", NBSP) for i, h in enumerate(grid.header)]
+        body = [[c if text[i] else c.replace(" ", NBSP) for i, c in enumerate(row)]
+                for row in grid.rows]
+        return title + [ln.replace(NBSP, " ") for ln in text_fit.fold(
+            ["  " + ln for ln in text_fit.records(head, body)], width)]
+    widths = list(least)
+    for i in range(n):   # the room left goes to the first columns first (the names)
+        add = min(spare, natural[i] - widths[i])
+        widths[i] += add
+        spare -= add
+    t = Table(box=box.SIMPLE_HEAD, show_edge=grid.edge)
+    for i, (h, w) in enumerate(zip(grid.header, widths, strict=True)):
+        right = grid.numeric and not text[i]
+        t.add_column(Text(h), width=w, justify="right" if right else "left",
+                     no_wrap=not text[i], overflow="fold")
+    for row in grid.rows:
+        t.add_row(*(Text(c) for c in row))
+    con = _console(width)
+    con.print(t)
+    return title + [ln.rstrip() for ln in con.file.getvalue().splitlines()]
+
+
+def _text_width(cells) -> int:
+    """The narrowest a text column gets: its longest word, or :data:`FOLDED_WIDTH` where a
+    word longer than :data:`WHOLE_WORD` folds anyway."""
+    words = [cell_len(w) for c in cells for w in c.split()]
+    return max([w for w in words if w <= WHOLE_WORD]
+               + [FOLDED_WIDTH for w in words if w > WHOLE_WORD], default=0)
 
 
 def _lines(width: int, *renderables) -> list[str]:
-    """Rendered lines; a table's title is its own line (rich would wrap it to the width of
-    a narrow table)."""
-    con = _console(width)
+    """Rendered lines: tables by :func:`_grid_lines`, text wrapped by rich."""
+    out = []
     for r in renderables:
-        if isinstance(r, Table) and r.title is not None:
-            con.print(r.title)
-            r.title = None
+        if isinstance(r, _Grid):
+            out += _grid_lines(r, width)
+            continue
+        con = _console(width)
         con.print(r)
-    return [ln.rstrip() for ln in con.file.getvalue().splitlines()]
+        out += [ln.rstrip() for ln in con.file.getvalue().splitlines()]
+    return out
 
 
-def _compact(title: str, header, rows, numeric: bool = True) -> Table:
+def _compact(title: str, header, rows, numeric: bool = True) -> _Grid:
     """A table without its top and bottom blank lines (title, header, rule, rows)."""
     t = _table(title, header, rows, numeric)
-    t.show_edge = False
+    t.edge = False
     return t
 
 
@@ -128,7 +202,7 @@ def headline_lines(run, reports: Sequence[EnergyReport], width: int) -> list[str
     grid.add_column(overflow="fold")
     for label, value in hl.headline(run, reports):
         grid.add_row(_text(label), _text(value))
-    title = _text(f"neuroedge report: {run.model} on {run.dataset} ({run.preset} preset, "
+    title = _text(f"neuroedge report: {run.model} on {run.dataset} ({hl.preset_text(run)}, "
                  f"run on {run.profile.label})")
     out = _lines(width, title, grid)
     for r in reports[:1]:
@@ -308,7 +382,7 @@ def _full_lines(run, report, compared, width: int) -> list[str]:
     for key, title in FULL_TITLES.items():
         out += _lines(width, _table(title, *tables[key]))
     out += _lines(width, _table(latency_title(report) + " (own, per scope)",
-                                *tables["latency"]))
+                                *tables["latency"], text_last=True))   # the time model
     return out + uncounted_lines(report, width)
 
 
@@ -380,8 +454,6 @@ def comparison_table(reports: Sequence[EnergyReport], width: int = 100) -> str:
     ReportError
         ``reports`` is empty.
     """
-    con = _console(width)
     kinds = sorted({r.bound for r in reports})
-    con.print(_table(f"Comparison across profiles ({', '.join(kinds)})",
-                     *comparison_cells(reports)))
-    return con.file.getvalue()
+    return "\n".join(_lines(width, _table(f"Comparison across profiles ({', '.join(kinds)})",
+                                          *comparison_cells(reports)))) + "\n"

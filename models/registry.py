@@ -136,7 +136,8 @@ class RunResult:
     metrics : scalar results (accuracy, loss, ...)
     ledger : every count the simulation recorded
     traces : typed traces (loss curves, spike rasters, per-core values), stored compressed
-    preset : the preset the config started from (``quick``/``full``)
+    preset : the preset the config started from (``quick``/``full``/``own``); ``None`` for
+        a run read from a format 1-2 run file, which did not record it
     facts : plain values about the run that are not settings (``Outcome.facts``)
     trained : the trained state, for exports from the run file (``None`` when not exportable)
     units : metric name -> its unit (the card's, see :func:`metric_unit`); empty for a file
@@ -158,7 +159,7 @@ class RunResult:
     metrics: dict[str, float]
     ledger: Ledger
     traces: dict[str, Trace] = field(default_factory=dict)
-    preset: str = "quick"
+    preset: str | None = "quick"
     facts: dict[str, Any] = field(default_factory=dict)
     trained: Trained | None = None
     units: dict[str, str] = field(default_factory=dict)

@@ -1,6 +1,8 @@
 """The estimate's per-layer table, torchinfo-like: output shapes, parameters, MACs and
 energy per module, inference and training apart, output bytes, totals, --depth, --all,
 print(estimate), est.layers and est.neurobench."""
+import math
+
 import torch
 import torch.nn as nn
 
@@ -26,7 +28,8 @@ def net() -> nn.Module:
 def test_rows_in_call_order_with_shapes_params_macs_and_training_apart():
     est = estimate(net(), (2, 4), profiles=["cortex-m7"], loss="auto")
     rows = {r.name: r for r in est.layers}
-    assert list(rows) == ["", "0", "1", "1.fc", "1.act", "2"]   # parent before children
+    # parent before children; the loss and the optimizer step last, in the root's row
+    assert list(rows) == ["", "0", "1", "1.fc", "1.act", "2", "(root)"]
     # batch 2: Linear(4,8) 2x4x8 = 64 MACs forward; training: forward 64 + the weight
     # gradient 64 (no input gradient for the first layer) = 128
     assert (rows["0"].infer_macs, rows["0"].train_macs) == (64, 128)
@@ -45,13 +48,14 @@ def test_rows_in_call_order_with_shapes_params_macs_and_training_apart():
     top = sum(rows[k].infer_energy_j for k in ("0", "1", "2"))
     assert rows[""].infer_energy_j == rep.energy_within("infer") > 0
     assert abs(top + outside - rows[""].infer_energy_j) <= 1e-9 * rows[""].infer_energy_j
+    assert rows["(root)"].infer_energy_j == outside and rows["(root)"].train_energy_j > 0
     assert led.samples()["infer"] == 2
     assert est.neurobench["ParameterCount"] == 130
 
 
 def test_depth_cuts_and_sums_and_print_shows_the_table():
     est = estimate(net(), (2, 4), profiles=["a100"])
-    assert [r.name for r in est.layer_rows(depth=1)] == ["", "0", "1", "2"]
+    assert [r.name for r in est.layer_rows(depth=1)] == ["", "0", "1", "2", "(root)"]
     text = str(est)
     assert "Layers on a100 (batch of 2; depth 3; act. = output bytes)" in text
     assert "  fc (Linear)" in text   # depth 2, indented under its block
@@ -73,8 +77,8 @@ def test_cli_depth_and_all(tmp_path, capsys):
     args = ["estimate", f"{path}:make", "--input-shape", "1,4", "--profiles", "a100"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    # depth 3: 20 blocks + 20 Linear = 40 rows, 30 shown
-    assert "... 10 more layers (--all)" in out
+    # depth 3: 20 blocks + 20 Linear + the root's (static power) = 41 rows, 30 shown
+    assert "... 11 more layers (--all)" in out
     assert main(args + ["--all"]) == 0
     out = capsys.readouterr().out
     assert "more layers" not in out and out.count("fc (Linear)") == 20
@@ -107,7 +111,8 @@ def test_a_module_list_the_forward_never_calls_has_its_row():
     32) = 3,168 parameters."""
     est = estimate(Stack(), (1, 16), profiles=["a100"])
     rows = {r.name: r for r in est.layers}
-    assert list(rows) == ["", "inp", "blocks", "blocks.0", "blocks.1", "blocks.2", "out"]
+    assert list(rows) == ["", "inp", "blocks", "blocks.0", "blocks.1", "blocks.2", "out",
+                          "(root)"]
     blocks = rows["blocks"]
     assert (blocks.type, blocks.depth, blocks.infer_macs, blocks.parameters) == \
         ("ModuleList", 1, 3_072, 3_168)
@@ -115,3 +120,32 @@ def test_a_module_list_the_forward_never_calls_has_its_row():
     cut = table_rows(est, depth=1)
     # the rows at depth 1 sum to the model's 16 x 32 + 3,072 + 32 x 4 = 3,712 MACs
     assert sum(r.infer_macs for r in cut if r.depth == 1) == rows[""].infer_macs == 3_712
+
+
+def test_rows_add_up_to_the_total_for_a_sequential_with_no_ops_of_its_own():
+    """The root's row was left out unless the model held MACs or parameters of its own, and
+    with it the energy pricing charges the inference as a whole: the weights read from DRAM
+    once and the static power over the run (46% of this model's energy on a100)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10))
+    est = estimate(model, (1, 2048), profiles=["a100"])
+    rows = est.layer_rows(depth=1)
+    total, body = rows[0], rows[1:]
+    assert [r.name for r in body] == ["0", "1", "2", "(root)"]
+    root = body[-1]
+    assert (root.parameters, root.infer_macs) == (0, 0)
+    rep = est.reports["a100"]
+    whole = {c.item: c for c in rep.charges if c.scope == "infer"}
+    assert set(whole) == {"offchip:read", "offchip:write", "static"}
+    # 16,875,600 B read once (16,867,368 B of them the 4,216,842 fp32 parameters) x 31.76
+    # pJ/B = 536 uJ; 40 B written x 31.76 pJ/B = 1.27 nJ; static 61 W x 10.85 us = 662 uJ;
+    # together 1.198 mJ, in no module's row
+    assert whole["offchip:read"].count == 16_875_600
+    assert math.isclose(whole["offchip:read"].energy_j, 16_875_600 * 31.76e-12, rel_tol=1e-9)
+    assert math.isclose(whole["static"].energy_j, 61 * whole["static"].count, rel_tol=1e-9)
+    assert root.infer_energy_j == sum(c.energy_j for c in whole.values())
+    assert 1.19e-3 < root.infer_energy_j < 1.21e-3
+    # 782 + 305 + 307 uJ (the modules) + 1,198 uJ (the root) = 2,593 uJ, the total
+    assert math.isclose(sum(r.infer_energy_j for r in body), total.infer_energy_j,
+                        rel_tol=1e-12)
+    assert "(root: run-wide charges)" in str(est)

@@ -225,10 +225,16 @@ def test_rows_add_up_to_the_total_with_the_roots_own_ops():
     assert "(root: ops in _Net.forward itself" in str(est)
 
 
-def test_no_root_row_where_the_root_runs_no_op_of_its_own():
+def test_the_root_row_of_a_model_with_no_op_of_its_own_holds_the_run_wide_charges():
+    """It was left out, and with it the energy pricing charges the inference as a whole
+    (static power, the weights read once): the rows no longer added up to the total."""
     est = estimate(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), torch.randn(2, 4, device=CPU),
                    profiles=["a100"])
-    assert [r.name for r in est.layers] == ["", "0", "1"]
+    assert [r.name for r in est.layers] == ["", "0", "1", "(root)"]
+    root = est.layers[-1]
+    assert (root.parameters, root.infer_macs) == (0, 0) and root.infer_energy_j > 0
+    assert math.isclose(sum(r.infer_energy_j for r in est.layers[1:]),
+                        est.layers[0].infer_energy_j, rel_tol=1e-12)
 
 
 # -- 7. ONNX checks ---------------------------------------------------------------------------

@@ -547,7 +547,8 @@ def test_legacy_format_2_traces_are_converted_once_by_the_naming_rule(tmp_path, 
     _as_version_2(path, bare)
     run = runfile.read_run(path)
     assert run.file.format_version == 2 and run.ledger == led
-    assert (run.preset, run.facts, run.trained) == ("quick", {}, None)
+    # version 2 never recorded the preset (--full runs existed): None, not "quick"
+    assert (run.preset, run.facts, run.trained) == (None, {}, None)
     got = {k: (t.kind, t.unit, t.columns, t.data.shape) for k, t in run.traces.items()}
     assert got == {
         "accuracy": ("curve", "", (), (1,)),           # a scalar: a one-point curve

@@ -32,6 +32,7 @@ from models.registry import Outcome, Trained
 from models.snn_cuba.card import CubaConfig
 from sim import seeds
 from sim.artifacts import NetworkArtifact
+from sim.errors import HardwareLimitError
 from sim.neuromorphic import Network, NeuromorphicDevice
 from sim.traces import Trace
 
@@ -130,7 +131,13 @@ def simulate(cfg: CubaConfig, device: NeuromorphicDevice, progress=None) -> Outc
     """Run VA CUBA for ``cfg.duration`` on ``device`` (a NeuromorphicDevice) in 10 chunks."""
     net = build(cfg)
     dev = device
-    dev.compile(net)
+    try:
+        dev.compile(net)
+    except HardwareLimitError as exc:   # the compiler names the limit; say which setting
+        raise HardwareLimitError(
+            f"{exc} (snn_cuba: --set n=N sets the neurons, now {cfg.n}, and --set p=P the "
+            f"connection probability, now {cfg.p:g}: p x n = {cfg.p * cfg.n:g} inputs per "
+            "neuron)") from exc
     n_steps = int(round(cfg.duration / cfg.dt))
     chunk = max(1, n_steps // 10)
     spikes = []

@@ -393,10 +393,13 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     # Loihi's compiler does: split cores until the constraints pass), until it fits or a
     # single neuron per core still does not.
     cap = {name: npc for name in net.populations}
+    # population -> (its worst core, neurons on it, its edges) when fan-out first cut
+    # its neurons per core: the refusal for too many cores then names fan-out as the bound
+    fan_out_cut: dict[str, tuple[int, int, int]] = {}
     while True:
         core_of, pop_cores = _place(net, offsets, cap, in_ptr, in_pre, neuron_bytes,
                                     entry_bytes, max_bytes, max_fan_in, max_cores, n_pre,
-                                    profile)
+                                    profile, fan_out_cut)
         n_cores = max((hi for _, hi in pop_cores.values()), default=0)
         nc = max(n_cores, 1)
         from_neuron = pre < n_neurons
@@ -418,6 +421,7 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
                                    "limits.fan_out_per_core", max_fan_out, profile,
                                    "a single neuron reaches more cores than a core may "
                                    "address; reduce its targets")
+            fan_out_cut.setdefault(name, (core, on_core, fo))
             cap[name] = max(1, min(on_core - 1, int(on_core * max_fan_out / fo)))
 
     # -- routing -------------------------------------------------------------------------
@@ -500,8 +504,9 @@ def pop_of_core_name(pop_cores: dict, core: int) -> str:
 
 
 def _place(net, offsets, cap, in_ptr, in_pre, neuron_bytes, entry_bytes, max_bytes, max_fan_in,
-           max_cores, n_pre, profile):
-    """Place every population in order (``cap``: neurons per core for each population)."""
+           max_cores, n_pre, profile, fan_out_cut=None):
+    """Place every population in order (``cap``: neurons per core for each population;
+    ``fan_out_cut``: the populations whose cap fan-out lowered, see :func:`_why_cores`)."""
     core_of = np.zeros(in_ptr.size - 1, np.int64)
     first = 0
     pop_cores = {}
@@ -526,5 +531,78 @@ def _place(net, offsets, cap, in_ptr, in_pre, neuron_bytes, entry_bytes, max_byt
         if first > max_cores:
             raise _limit_error(f"population {name!r}: cores needed (cumulative)", first,
                                "limits.cores", max_cores, profile,
-                               "the network is too large for one chip; shrink it")
+                               _why_cores(name, pop_cores, offsets, cap, fan_out_cut or {},
+                                          core_of, in_ptr, neuron_bytes, entry_bytes,
+                                          max_bytes, max_fan_in, profile))
     return core_of, pop_cores
+
+
+def _why_cores(name, pop_cores, offsets, cap, fan_out_cut, core_of, in_ptr, neuron_bytes,
+               entry_bytes, max_bytes, max_fan_in, profile) -> str:
+    """The tail of the 'cores needed' refusal: which per-core limit set the neurons per core
+    of the population that crossed ``limits.cores`` (and of every earlier population whose
+    neurons per core fan-out lowered: their extra cores count too), and what to change."""
+    names = [name] + [other for other in pop_cores if other != name and other in fan_out_cut]
+    whys, changes = [], []
+    for pop in names:
+        (a, b), (c0, c1) = offsets[pop], pop_cores[pop]
+        why, change = _binding(pop, a, b, c1 - c0, cap[pop], fan_out_cut.get(pop), core_of,
+                               in_ptr, neuron_bytes, entry_bytes, max_bytes, max_fan_in,
+                               profile)
+        whys.append(why)
+        changes += [change] if change else []
+    # each population has cores of its own: one that fills a single core is bound by none
+    changes = changes or ["fewer populations (each takes cores of its own)"]
+    return f"{'; '.join(whys)}. To fit one chip: {'; or '.join(changes)}"
+
+
+def _binding(name, a, b, used, cap, cut, core_of, in_ptr, neuron_bytes, entry_bytes,
+             max_bytes, max_fan_in, profile) -> tuple[str, str]:
+    """Which per-core limit set the neurons per core of population ``name`` (neurons
+    ``a..b-1`` on ``used`` cores), with its numbers, and what to change ("" for a population
+    on one core, which no per-core limit made larger).
+
+    ``cut``: ``(core, neurons, edges)`` of the core whose fan-out first lowered the
+    population's neurons per core to ``cap``, or None. Otherwise the limit that closed most
+    of its cores: the one its next neuron would have broken, checked in
+    :func:`kernels.place_population`'s order (neurons, synapse memory, fan-in).
+    """
+    n = b - a
+    npc = profile.limit("neurons_per_core", _UNLIMITED)
+    most = int(np.bincount(core_of[a:b]).max()) if n else 0
+    head = (f"population {name!r} holds {n} neurons on {used} "
+            + (f"cores (at most {most} per core)" if used > 1 else "core"))
+    fewer = f"fewer neurons in {name!r}"
+    if cut is not None:
+        core, on, fo = cut
+        return (f"{head} because limits.fan_out_per_core = "
+                f"{profile.limit('fan_out_per_core'):g} binds: it counts core-to-core edges, "
+                f"one per neuron and destination core, and core {core} with {on} neurons had "
+                f"{fo} edges, so the population was placed again at {cap} neurons per core "
+                f"(limits.neurons_per_core = {npc:g})",
+                f"{fewer}, or each one's targets on fewer cores")
+    if used == 1:      # one core: no per-core limit multiplied its cores
+        return head, ""
+    n_in = in_ptr[a + 1:b + 1] - in_ptr[a:b]
+    mean_in = float(n_in.mean()) if n else 0.0
+    nxt = np.flatnonzero(np.diff(core_of[a:b])) + 1        # first neuron of each later core
+    start = np.concatenate([[0], nxt])[:-1]                 # first neuron of the core it closes
+    tally = {"neurons": 0, "bytes": 0, "fan_in": 0}
+    for s0, s1 in zip(start.tolist(), nxt.tolist(), strict=True):
+        if s1 - s0 + 1 > cap:
+            tally["neurons"] += 1
+        elif int(neuron_bytes[a + s0:a + s1 + 1].sum()) > max_bytes:
+            tally["bytes"] += 1
+        else:
+            tally["fan_in"] += 1
+    top = max(tally, key=tally.get)
+    if top == "neurons":
+        return f"{head} because limits.neurons_per_core = {npc:g} binds", fewer
+    if top == "bytes":
+        return (f"{head} because limits.synapse_bytes_per_core = {max_bytes:g} B binds: "
+                f"{entry_bytes} B per synapse entry x {mean_in:.0f} synapses per neuron on "
+                f"average = {entry_bytes * mean_in:.0f} B per neuron",
+                f"{fewer}, or fewer synapses per neuron")
+    return (f"{head} because limits.fan_in_per_core = {max_fan_in:g} binds: distinct "
+            f"presynaptic axons per core, {mean_in:.0f} inputs per neuron on average",
+            f"{fewer}, or fewer (more shared) inputs per neuron")

@@ -1,4 +1,6 @@
 """VA CUBA: a small run, its counts, its pricing on three chips, the chips' limits."""
+import re
+
 import numpy as np
 import pytest
 
@@ -76,8 +78,34 @@ def test_truenorth_fan_in_splits_cores():
 
 
 def test_too_large_for_truenorth():
-    with pytest.raises(HardwareLimitError, match=r"population 'cuba'.*truenorth limits.cores"):
+    # the refusal ends with the settings that size the network (--set n / --set p)
+    with pytest.raises(HardwareLimitError, match=r"population 'cuba'.*truenorth limits.cores"
+                       r".* \(snn_cuba: --set n=N sets the neurons, now 20000, and --set p=P "
+                       r"the connection probability, now 0\.004: p x n = 80 inputs per "
+                       r"neuron\)$"):
         _run("truenorth", n=20000, p=0.004, duration=0.001)
+
+
+def test_spinnaker2_refusal_names_fan_out_and_the_setting():
+    # The benchmark's 4000 neurons at sPyNNaker's 255 per PE would take ceil(4000 / 255) = 16
+    # PEs (255 x 80 synapses x 3 B = 61,200 B <= 131,072 B; fan-in <= 4000 <= 32,768). But the
+    # compiler counts fan-out as core-to-core edges, one per neuron and destination PE: each
+    # neuron's 80 targets land on nearly all 16 PEs, 255 x ~16 = 4,056 edges > the profile's
+    # fan_out_per_core = 255, so 'cuba' is placed again at int(255 x 255 / 4056) = 16 neurons
+    # per PE: 4000 / 16 = 250 PEs > 152. The refusal said only "cores needed = 250 ... shrink
+    # it"; it now names fan-out and the setting. (spinnaker2.toml derives its 255 as one
+    # multicast key per neuron, not per destination PE: if the profile states multicast
+    # fan-out, this net takes the 16 PEs and this test becomes a fit test.)
+    with pytest.raises(HardwareLimitError, match=re.escape(
+            "[NeuromorphicDevice.compile] population 'cuba': cores needed (cumulative) = 250 "
+            "exceeds spinnaker2 limits.cores = 152; population 'cuba' holds 4000 neurons on 250 "
+            "cores (at most 16 per core) because limits.fan_out_per_core = 255 binds: it counts "
+            "core-to-core edges, one per neuron and destination core, and core 14 with 255 "
+            "neurons had 4056 edges, so the population was placed again at 16 neurons per core "
+            "(limits.neurons_per_core = 255). To fit one chip: fewer neurons in 'cuba', or each "
+            "one's targets on fewer cores (snn_cuba: --set n=N sets the neurons, now 4000, and "
+            "--set p=P the connection probability, now 0.02: p x n = 80 inputs per neuron)")):
+        _run("spinnaker2", duration=0.001)
 
 
 def test_bad_config():

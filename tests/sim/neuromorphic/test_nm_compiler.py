@@ -1,8 +1,11 @@
-"""compile_network refuses what would run wrong: bad weight steps, delay buffers too large."""
+"""compile_network refuses what would run wrong: bad weight steps, delay buffers too large;
+a network needing more cores than the chip has is refused naming the per-core limit that
+binds."""
 import re
 
 import numpy as np
 import pytest
+from conftest import TOY_NEURO as TOY  # noqa: E402
 
 from hw_profiles import load
 from sim.errors import HardwareLimitError, ModelError
@@ -59,3 +62,109 @@ def test_delay_buffer_limit_is_inclusive():
     assert c.D == 2**29
     with pytest.raises(HardwareLimitError, match=r"= 4294967304 B \(4\.0 GiB\) exceeds"):
         compile_network(_one_synapse(delay=2**29), prof)
+
+
+# -- 'cores needed' names the per-core limit that set the neurons per core -----------------
+# toy-neuro: 4 cores, 8 neurons, 64 B of synapse memory, 10 input axons and 6 core-to-core
+# edges per core; 4-bit weights + 3 index bits = 1 B per synapse entry
+_HEAD = "[NeuromorphicDevice.compile] population {!r}: cores needed (cumulative) = {} exceeds " \
+        "toy-neuro limits.cores = 4; "
+_FAN_OUT = ("because limits.fan_out_per_core = 6 binds: it counts core-to-core edges, one per "
+            "neuron and destination core, and core 0 with {} neurons had {} edges, so the "
+            "population was placed again at {} neurons per core (limits.neurons_per_core = 8)")
+
+
+def _lif(net, name, n):
+    net.population(name, n, "lif", tau_mem=0.01, v_threshold=1.0)
+
+
+def _too_many_neurons():
+    # 33 neurons at 8 per core: 5 cores
+    net = Network(dt=1e-3)
+    _lif(net, "big", 33)
+    return net
+
+
+def _too_many_synapses():
+    # 9 synapses of 1 B per neuron: 7 x 9 = 63 B <= 64 B per core, so 29 neurons take 5 cores
+    net = Network(dt=1e-3)
+    net.spikes("s", 9, steps=[], index=[])
+    _lif(net, "dst", 29)
+    net.connect("s", "dst", weight=np.ones((29, 9)))
+    return net
+
+
+def _too_many_axons():
+    # neuron i hears sources 2i and 2i + 1: 5 neurons bring 10 distinct axons, 21 take 5 cores
+    net = Network(dt=1e-3)
+    net.spikes("s", 42, steps=[], index=[])
+    _lif(net, "dst", 21)
+    net.connect("s", "dst", pre_idx=np.arange(42), post_idx=np.repeat(np.arange(21), 2),
+                weight=1.0)
+    return net
+
+
+def _too_many_edges():
+    # neurons 0-4 each reach neurons 5 (core 0) and 13 (core 1): core 0's 8 neurons make
+    # 5 x 2 = 10 edges > 6, so it is placed again at int(8 x 6 / 10) = 4 per core: 17
+    # neurons take 5 cores (at 8 per core they took 3)
+    net = Network(dt=1e-3)
+    _lif(net, "p", 17)
+    net.connect("p", "p", pre_idx=np.repeat(np.arange(5), 2), post_idx=np.tile([5, 13], 5),
+                weight=1.0)
+    return net
+
+
+def _edges_of_an_earlier_population():
+    # every src neuron reaches both dst cores (neurons 0 and 8): 8 src neurons make 16 edges
+    # > 6, so src is placed again at int(8 x 6 / 16) = 3 per core, 3 cores; dst's 16 neurons
+    # then take cores 4 and 5: the refusal names dst and the fan-out that grew src
+    net = Network(dt=1e-3)
+    _lif(net, "src", 8)
+    _lif(net, "dst", 16)
+    net.connect("src", "dst", pre_idx=np.repeat(np.arange(8), 2),
+                post_idx=np.tile([0, 8], 8), weight=1.0)
+    return net
+
+
+def _five_one_core_populations():
+    # each population takes a core of its own: the fifth is one too many, none is split
+    net = Network(dt=1e-3)
+    for k in range(5):
+        _lif(net, f"p{k}", 3)
+    return net
+
+
+@pytest.mark.parametrize("build, message", [
+    (_too_many_neurons, _HEAD.format("big", 5) +
+     "population 'big' holds 33 neurons on 5 cores (at most 8 per core) because "
+     "limits.neurons_per_core = 8 binds. To fit one chip: fewer neurons in 'big'"),
+    (_too_many_synapses, _HEAD.format("dst", 5) +
+     "population 'dst' holds 29 neurons on 5 cores (at most 7 per core) because "
+     "limits.synapse_bytes_per_core = 64 B binds: 1 B per synapse entry x 9 synapses per "
+     "neuron on average = 9 B per neuron. To fit one chip: fewer neurons in 'dst', or fewer "
+     "synapses per neuron"),
+    (_too_many_axons, _HEAD.format("dst", 5) +
+     "population 'dst' holds 21 neurons on 5 cores (at most 5 per core) because "
+     "limits.fan_in_per_core = 10 binds: distinct presynaptic axons per core, 2 inputs per "
+     "neuron on average. To fit one chip: fewer neurons in 'dst', or fewer (more shared) "
+     "inputs per neuron"),
+    (_too_many_edges, _HEAD.format("p", 5) +
+     "population 'p' holds 17 neurons on 5 cores (at most 4 per core) " +
+     _FAN_OUT.format(8, 10, 4) +
+     ". To fit one chip: fewer neurons in 'p', or each one's targets on fewer cores"),
+    (_edges_of_an_earlier_population, _HEAD.format("dst", 5) +
+     "population 'dst' holds 16 neurons on 2 cores (at most 8 per core) because "
+     "limits.neurons_per_core = 8 binds; population 'src' holds 8 neurons on 3 cores (at most "
+     "3 per core) " + _FAN_OUT.format(8, 16, 3) +
+     ". To fit one chip: fewer neurons in 'dst'; or fewer neurons in 'src', or each one's "
+     "targets on fewer cores"),
+    (_five_one_core_populations, _HEAD.format("p4", 5) +
+     "population 'p4' holds 3 neurons on 1 core. To fit one chip: fewer populations (each "
+     "takes cores of its own)"),
+])
+def test_too_many_cores_names_the_limit_that_binds(build, message):
+    # it said only "the network is too large for one chip; shrink it", also where fan-out,
+    # not the neurons, had multiplied the cores (VA CUBA on spinnaker2: 16 neurons per PE)
+    with pytest.raises(HardwareLimitError, match=_exact(message)):
+        NeuromorphicDevice(TOY).compile(build())

@@ -53,7 +53,8 @@ _INTERCONNECT_UNITS = {"mesh_x": "1", "mesh_y": "1", "cores_per_router": "1",
 _LIMIT_UNITS = {"cores": "1", "neurons_per_core": "1", "synapse_bytes_per_core": "B",
                 "fan_in_per_core": "1", "fan_out_per_core": "1", "weight_bits": "bit",
                 "spike_payload_bits": "bit", "word_bits": "bit", "clock_hz": "Hz",
-                "supply_v": "V", "weight_sharing": "1", "synapse_crossbar": "1"}
+                "supply_v": "V", "weight_sharing": "1", "synapse_crossbar": "1",
+                "fan_out_multicast": "1"}
 _INTEGER_LIMITS = {"cores", "neurons_per_core", "synapse_bytes_per_core", "fan_in_per_core",
                    "fan_out_per_core", "weight_bits", "spike_payload_bits", "word_bits",
                    "mesh_x", "mesh_y", "cores_per_router", "bits_per_packet", "chips_x",
@@ -347,6 +348,10 @@ def from_dict(doc: Mapping[str, Any], origin: str = "<dict>", path: str = "",
     if kind == "neuromorphic":
         _check_cores_fit_mesh(v, limits, interconnect)
         _check_crossbar(v, limits)
+        if "fan_out_multicast" in limits and limits["fan_out_multicast"].value != 1:
+            v.fail("limits", "fan_out_multicast", limits["fan_out_multicast"].value,
+                   "expected 1 (a neuron's spike is one multicast key the routers copy to "
+                   "every core it reaches), or leave the key out")
     v.table(doc["static"], "static", {"power_w"}, required={"power_w"})
     static = v.quantity(doc["static"]["power_w"], "static", "power_w", "W", "nonnegative")
     # [execution] is optional here, so profile snapshots in run files written before it

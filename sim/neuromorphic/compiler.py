@@ -29,8 +29,9 @@ Hardware model (an estimate; each choice is stated):
 - **Placement**: populations in order, each on its own cores, neurons in order, a core
   filled while it stays within ``neurons_per_core``, ``synapse_bytes_per_core`` and
   ``fan_in_per_core`` (distinct presynaptic axons). ``fan_out_per_core`` (core-to-core
-  edges: one per neuron and destination core, Loihi's Naxout) and ``cores`` are checked
-  after placement.
+  edges: one per neuron and destination core, Loihi's Naxout; on a chip stating
+  ``limits.fan_out_multicast``, SpiNNaker, one key per neuron that sends) and ``cores`` are
+  checked after placement.
 - **Routing**: cores sit ``cores_per_router`` to a router on a ``mesh_x x mesh_y`` mesh,
   numbered row-major; spikes travel by dimension-order (X-Y) multicast, one packet per
   spike, replicated where paths branch, so the hop count of a spike is the edge count of
@@ -387,6 +388,9 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
     max_fan_in = int(profile.limit("fan_in_per_core", _UNLIMITED))
     max_cores = int(profile.limit("cores", _UNLIMITED))
     max_fan_out = int(profile.limit("fan_out_per_core", _UNLIMITED))
+    # SpiNNaker's routers copy a multicast packet to every core its key names: a neuron
+    # uses one outgoing key whatever cores it reaches (limits.fan_out_multicast)
+    multicast = profile.limit("fan_out_multicast", 0) >= 1
     geo = mesh_geometry(profile)
     # Fan-out depends on where the targets land, so it is checked after placement; a
     # population whose cores exceed it is placed again with fewer neurons per core (what
@@ -403,10 +407,13 @@ def compile_network(net: Network, profile: HardwareProfile, *, quantize: bool = 
         n_cores = max((hi for _, hi in pop_cores.values()), default=0)
         nc = max(n_cores, 1)
         from_neuron = pre < n_neurons
-        # core-to-core edges: one per (presynaptic neuron, destination core)
+        # core-to-core edges: one per (presynaptic neuron, destination core); the routes
         edges = _unique_sorted(pre[from_neuron] * nc + core_of[post[from_neuron]])
         edge_src = core_of[edges // nc]
-        fan_out = np.bincount(edge_src, minlength=nc)
+        if multicast:   # one key per neuron that sends, the routers copy it to every core
+            fan_out = np.bincount(core_of[_unique_sorted(pre[from_neuron])], minlength=nc)
+        else:
+            fan_out = np.bincount(edge_src, minlength=nc)
         worst = {}
         for name, (c0, c1) in pop_cores.items():
             if c1 > c0 and fan_out[c0:c1].max() > max_fan_out:
@@ -575,11 +582,13 @@ def _binding(name, a, b, used, cap, cut, core_of, in_ptr, neuron_bytes, entry_by
     fewer = f"fewer neurons in {name!r}"
     if cut is not None:
         core, on, fo = cut
+        counts, unit = (("one multicast key per neuron that sends (limits.fan_out_multicast)",
+                         "keys") if profile.limit("fan_out_multicast", 0) >= 1 else
+                        ("core-to-core edges, one per neuron and destination core", "edges"))
         return (f"{head} because limits.fan_out_per_core = "
-                f"{profile.limit('fan_out_per_core'):g} binds: it counts core-to-core edges, "
-                f"one per neuron and destination core, and core {core} with {on} neurons had "
-                f"{fo} edges, so the population was placed again at {cap} neurons per core "
-                f"(limits.neurons_per_core = {npc:g})",
+                f"{profile.limit('fan_out_per_core'):g} binds: it counts {counts}, and core "
+                f"{core} with {on} neurons had {fo} {unit}, so the population was placed again at "
+                f"{cap} neurons per core (limits.neurons_per_core = {npc:g})",
                 f"{fewer}, or each one's targets on fewer cores")
     if used == 1:      # one core: no per-core limit multiplied its cores
         return head, ""

@@ -86,15 +86,18 @@ def test_export_snn_cuba_nir_from_the_run_file_is_the_run_network(tmp_path, monk
 
 
 def test_compare_on_a_chip_too_small_leaves_it_out_with_the_reason(tmp_path, capsys):
-    """VA CUBA's 4000 neurons need 250 SpiNNaker2 cores against its 152: that chip is left
-    out of the comparison with one line, and the run, its report and the other chip stay."""
+    """VA CUBA at 2000 neurons with p = 0.2 gives each neuron ~400 inputs (386 distinct for
+    neuron 0), more than TrueNorth's 256-axon fan-in: that chip is left out of the comparison
+    with one line, and the run (19 Loihi cores), its report and the other chip stay."""
     out = tmp_path / "run.h5"
-    assert main(["simulate", "snn_cuba", "--set", "duration=0.005", "--profile", "loihi",
-                 "--compare", "spinnaker2,loihi2", "--out", str(out)]) == 0
+    assert main(["simulate", "snn_cuba", "--set", "duration=0.005", "--set", "n=2000",
+                 "--set", "p=0.2", "--profile", "loihi", "--compare", "truenorth,loihi2",
+                 "--out", str(out)]) == 0
     text = capsys.readouterr().err   # a status line, beside the progress bar
-    assert "not compared on spinnaker2: [NeuromorphicDevice.compile] population 'cuba'" in text
+    assert ("not compared on truenorth: [NeuromorphicDevice.compile] population 'cuba' "
+            "neuron 0: fan-in") in text
     html = out.with_suffix(".html").read_text()
-    assert "loihi2" in html and "Energy on spinnaker2" not in html
+    assert "loihi2" in html and "Energy on truenorth" not in html
 
 
 def test_compare_on_a_microcontroller_too_small_leaves_it_out_with_the_reason(tmp_path, capsys):

@@ -396,6 +396,7 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'limits.synapse_bytes_per_core': (131072, 'hoeppner2021'),
         'limits.fan_in_per_core': (32768, 'rhodes2018'),
         'limits.fan_out_per_core': (255, 'furber2014'),
+        'limits.fan_out_multicast': (1, 'furber2014'),
         'limits.weight_bits': (16, 'rhodes2018'),
         'limits.clock_hz': (250000000, 'eenews2021'),
         'static.power_w': (0.0, 'hoeppner2021'),

@@ -90,10 +90,12 @@ def test_per_synapse_chips_place_as_before(profile):
     assert c.synapse_memory_bytes == 256 * 256 * 3
 
 
-def test_spinnaker2_places_as_before():
-    # 255 neurons a PE; "pre" first takes 255 + 1, but each reaches both "post" PEs (fan-out
-    # 510 > 255), so it is split to 255 x 255 // 510 = 127 a PE: 127 + 127 + 2; "post" as loihi
-    # (16 + 8 index bits = 3 B, 170 a PE)
+def test_spinnaker2_counts_fan_out_as_multicast_keys():
+    # 255 neurons a PE; "pre" takes 255 + 1: each neuron reaches both "post" PEs, but as one
+    # multicast key the routers copy (limits.fan_out_multicast), so a PE's fan-out is its 255
+    # sending neurons, not 510 core-to-core edges (which split it to 127 + 127 + 2); "post" as
+    # loihi (16 + 8 index bits = 3 B, 170 a PE)
     c = NeuromorphicDevice("spinnaker2").compile(_dense(256, 256))
-    assert [x["neurons"] for x in c.cores if x["population"] == "pre"] == [127, 127, 2]
+    assert [x["neurons"] for x in c.cores if x["population"] == "pre"] == [255, 1]
+    assert [x["fan_out"] for x in c.cores if x["population"] == "pre"] == [255, 1]
     assert _post(c) == [(170, 130560, 256), (86, 66048, 256)]

@@ -48,6 +48,7 @@ import torch  # noqa: E402
 import sim  # noqa: E402
 from bench import _checks, _sweeps  # noqa: E402
 from hw_profiles import load  # noqa: E402
+from hw_profiles.ops import EXECUTION_OPS  # noqa: E402
 from models import runner  # noqa: E402
 from models.baselines.qat.model import QAT, QATConfig  # noqa: E402
 from models.bep import data as bep_data  # noqa: E402
@@ -109,9 +110,12 @@ def per_sample(ledger, scope="train") -> dict:
 
 
 def energy_uj(ops_per_sample: dict, profile) -> float | None:
-    """Compute energy per sample (uJ) with the profile's per-op energies (memory excluded)."""
+    """Compute energy per sample (uJ) with the profile's per-op energies (memory excluded;
+    so are kernel launches, which QAT's x86 ledger counts since 2026-12-01: an execution op
+    a kind's execution model prices, never ``[energy_pj]``)."""
     try:
-        return sum(c * profile.energy_pj[op].value for op, c in ops_per_sample.items()) * 1e-6
+        return sum(c * profile.energy_pj[op].value for op, c in ops_per_sample.items()
+                   if op not in EXECUTION_OPS) * 1e-6
     except KeyError:
         return None
 

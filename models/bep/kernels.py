@@ -28,7 +28,8 @@ from numba import njit
 
 from hw_profiles.ops import OP_CODES
 
-ADD, CMP, XOR = (OP_CODES[k] for k in ("int_add", "int_cmp", "xor_word"))
+ADD, CMP, XOR, AND, OR = (OP_CODES[k] for k in ("int_add", "int_cmp", "xor_word", "and_word",
+                                                "or_word"))
 I32, I16, I8 = 4, 2, 1
 """Bytes of an int32 (products, accumulators, indices), an int16 counter, an int8 value or flag."""
 

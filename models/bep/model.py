@@ -40,7 +40,10 @@ Readings chosen where the paper (as digested) is silent:
 Everything runs on a :class:`~sim.bitwise.device.BitwiseDevice`: products, gated products,
 sign and saturating counter updates are the device's word ops; the steps above that are
 specific to BEP are integer numba kernels (``models/bep/kernels.py``) whose ops and bytes
-go into the same ledger. No floating-point number is computed on the training or inference path.
+go into the same ledger, as do those of the bookkeeping around them (packing a* and the
+gates into words, unpacking a_l, the error tallies, the scans of the trigger and touched
+flags, setting the refreshed bits of W and W^T: ``_pack`` ... ``_refresh``). No
+floating-point number is computed on the training or inference path.
 
 BEP-TT (recurrent networks) is in ``models/bep/model_tt.py``; the local rule baseline
 (Colombo et al. 2025: every layer learns against its own fixed random head, nothing is
@@ -183,6 +186,45 @@ class BEP:
         self.counts[:] = 0
         self.mem[:] = 0
 
+    # the bookkeeping around the kernels, counted as the device executes it
+    def _pack(self, x: np.ndarray, signs: bool) -> np.ndarray:
+        """``x`` (..., K) int8 (+/-1 when ``signs``, else 0/1 flags) packed into words, counted:
+        per element 1 or_word (``ORR w, w, b, LSL #i``: the bit into its word), after 1 int_cmp
+        for a +/-1 value (its sign bit, as ``BitwiseDevice.sign`` counts); the bytes read,
+        the words written."""
+        words = pack_signs(x, self.wb) if signs else pack_bits(x, self.wb)
+        self.counts[K.OR] += x.size
+        self.counts[K.CMP] += x.size if signs else 0
+        self.mem += (x.size * K.I8, words.size * self.dev.word_bytes)
+        return words
+
+    def _count_unpack(self, n: int, k: int) -> None:
+        """Count unpacking ``n`` rows of ``k`` packed sign bits to int8 +/-1 (the a_l the
+        update and the tie rule read, of the learning samples only): per bit 1 and_word (the
+        bit, ``UBFX``) + 1 int_add (2 b - 1); each word read once, a byte written per bit."""
+        self.counts[K.AND] += n * k
+        self.counts[K.ADD] += n * k
+        self.mem += (n * -(-k // self.wb) * self.dev.word_bytes, n * k * K.I8)
+
+    def _scan(self, flags: np.ndarray) -> np.ndarray:
+        """Indices of the set ``flags`` (trigger, touched), counted as the device's scan: per
+        flag 1 int_cmp and its byte read; per set flag 1 int_add (the list's end) and its
+        int32 index written."""
+        idx = np.flatnonzero(flags)
+        self.counts[K.CMP] += flags.size
+        self.counts[K.ADD] += len(idx)
+        self.mem += (flags.size * K.I8, len(idx) * K.I32)
+        return idx
+
+    def _tally(self, pred: np.ndarray, y: np.ndarray) -> int:
+        """Errors among ``pred`` (the train error that sets the reinforcement rate, the
+        held-out error of the gamma schedule), counted: per sample 1 int_cmp (pred != y) + 1
+        int_add, reading the predicted class and the label (1 B each)."""
+        self.counts[K.CMP] += len(y)
+        self.counts[K.ADD] += len(y)
+        self.mem[0] += 2 * len(y) * K.I8
+        return int(np.count_nonzero(pred != y))
+
     def _check(self, x, y, what):
         """x: uint8 bits of the network's input shape; y (when given): integer labels (a
         float or list went to the numba kernels as another type)."""
@@ -209,7 +251,9 @@ class BEP:
     # -- forward -----------------------------------------------------------------------
     def forward(self, x_bits: np.ndarray):
         """Packed forward pass. Returns (z list int32 (B, K_l), activations int8 list incl. a_0,
-        activation words list incl. a_0)."""
+        activation words list incl. a_0). The input arrives as words (its packing is not
+        counted, as in inference); the int8 activations are unpacked here for every sample
+        but counted where training reads them, for the learning samples only."""
         dev = self.dev
         words = [pack_bits(x_bits, self.wb)]
         acts = [to_signs(x_bits)]
@@ -235,9 +279,9 @@ class BEP:
         trig, pred = np.zeros(n, np.bool_), np.zeros(n, np.int64)
         k_last = self.layers[-1].k_out
         K.trigger(out, y, -(-frac(cfg.r) * k_last // 1), trig, pred, self.counts, self.mem)
-        errors = int(np.count_nonzero(pred != y))
+        errors = self._tally(pred, y)
         deltas = self._local_deltas(zs, acts, words, y) if cfg.local else \
-            self._bep_deltas(zs, acts, np.flatnonzero(trig), y)
+            self._bep_deltas(zs, acts, self._scan(trig), y)
         self._apply(deltas)
         self._flush()
         return errors
@@ -258,14 +302,16 @@ class BEP:
     def desired_activations(self, zs, acts, idx, y) -> list[np.ndarray]:
         """Top-down binary desired activations a*_l (int8 (len(idx), K_l), one per layer)
         of the samples ``idx``: a*_L = rho_c, then Eq. 7 through the gates of Eq. 5."""
-        dev, nu = self.dev, frac(self.config.nu)
+        dev, nu, top = self.dev, frac(self.config.nu), len(self.layers) - 1
         targets = [self.frame[y[idx]]]                               # a*_L = rho_c, (T, K_L)
-        for li in range(len(self.layers) - 1, 0, -1):
+        for li in range(top, 0, -1):
             lay, z = self.layers[li], zs[li][idx]
             g = np.empty(z.shape, np.uint8)
             K.gate(z, int(nu * lay.k_in), g, self.counts, self.mem)  # Eq. 5
-            u = dev.masked_sign_matmul(pack_signs(targets[0], self.wb), lay.wt,
-                                       pack_bits(g, self.wb), k=lay.k_out)  # (T, K_in)
+            # a*_L's words are P's rows, held packed for the logits; a*_l below is packed here
+            a_words = self.head_words[-1][y[idx]] if li == top else self._pack(targets[0], True)
+            u = dev.masked_sign_matmul(a_words, lay.wt, self._pack(g, False),
+                                       k=lay.k_out)                  # (T, K_in)
             nxt = np.empty(u.shape, np.int8)
             K.desired(u, acts[li][idx], nxt, self.counts, self.mem)  # Eq. 7
             targets.insert(0, nxt)
@@ -275,6 +321,8 @@ class BEP:
         """Mask and update of every layer toward the triggered samples' desired activations."""
         if len(idx) == 0:
             return [None] * len(self.layers)
+        for lay in self.layers:   # a_0 .. a_{L-1} of the learning samples, from their words
+            self._count_unpack(len(idx), lay.k_in)
         targets = self.desired_activations(zs, acts, idx, y)
         return [self._layer_delta(li, zs[li][idx], targets[li], acts[li][idx])
                 for li in range(len(self.layers))]
@@ -287,7 +335,9 @@ class BEP:
             trig, pred = np.zeros(len(y), np.bool_), np.zeros(len(y), np.int64)
             K.trigger(out, y, -(-frac(self.config.r) * lay.k_out // 1), trig, pred, self.counts,
                       self.mem)
-            idx = np.flatnonzero(trig)
+            idx = self._scan(trig)
+            if len(idx):
+                self._count_unpack(len(idx), lay.k_in)
             deltas.append(self._layer_delta(li, zs[li][idx], self.heads[li][y[idx]], acts[li][idx])
                           if len(idx) else None)
         return deltas
@@ -297,7 +347,7 @@ class BEP:
         for li, (lay, d) in enumerate(zip(self.layers, deltas, strict=True)):
             if d is not None:
                 delta, touched = d
-                rows = np.flatnonzero(touched)
+                rows = self._scan(touched)
                 if len(rows):
                     self.dev.counter_add(lay.h, delta[rows], H_LO, H_HI, rows=rows)
                     self._refresh(lay, rows)
@@ -308,12 +358,16 @@ class BEP:
     def _refresh(self, lay: Layer, rows: np.ndarray) -> None:
         """Refresh the sign bits of the touched ``rows`` (sorted, distinct) in W and W^T.
 
-        Counted: one int_cmp per bit of each (the sign of a counter); the rows' int16
-        counters read once; W's rows (words(K_in) each) written whole; in each of W^T's K_in
-        rows, the words that hold a touched bit (column ``j // word_bits``) read and written
+        Counted: one int_cmp per bit of each (the sign of a counter); W's rows rebuilt whole,
+        1 or_word per bit (as ``BitwiseDevice.sign`` sets a bit), and in W^T each bit cleared
+        and set in its word, 1 and_word (``BIC``) + 1 or_word; the rows' int16 counters read
+        once; W's rows (words(K_in) each) written whole; in each of W^T's K_in rows, the words
+        that hold a touched bit (column ``j // word_bits``) read and written
         (read-modify-write: the other bits of the word stay)."""
-        wbytes = self.dev.word_bytes
-        self.counts[OP_NAMES.index("int_cmp")] += 2 * len(rows) * lay.k_in
+        wbytes, bits = self.dev.word_bytes, len(rows) * lay.k_in
+        self.counts[K.CMP] += 2 * bits
+        self.counts[K.OR] += 2 * bits
+        self.counts[K.AND] += bits
         cols = len(np.unique(rows // self.wb))               # W^T words per row touched
         self.mem[0] += len(rows) * lay.k_in * K.I16 + lay.k_in * cols * wbytes
         self.mem[1] += (len(rows) * lay.w.shape[1] + lay.k_in * cols) * wbytes
@@ -342,7 +396,10 @@ class BEP:
             rec = {"epoch": epoch + 1, "train_error": errors / len(order),
                    "gamma": list(self.gamma)}
             if n_val:
-                val_err = 1 - self.evaluate(x[val], y[val], scope="validate")["accuracy"]
+                wrong = self._tally(self.predict(x[val], scope="validate"), y[val])
+                with self.dev.count("validate"):
+                    self._flush()
+                val_err = wrong / n_val
                 rec["val_error"] = val_err
                 if best is None or val_err < best:
                     best, stale = val_err, 0

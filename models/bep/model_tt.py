@@ -58,7 +58,8 @@ class BEPTT(BEP):
 
     def forward(self, x_bits: np.ndarray):
         """Returns ((z (T, B, K_s) int32, z_y), (states int8 (T + 1, B, K_s) incl. s_0, s_y),
-        [s_T words, s_y words])."""
+        [s_T words, s_y words]); the int8 states are counted where training reads them
+        (``_deltas``), as ``BEP.forward``'s activations are."""
         dev = self.dev
         xs, ss, sy = self.layers
         n, steps, _ = x_bits.shape
@@ -83,8 +84,8 @@ class BEPTT(BEP):
         n = len(y)
         trig, pred = np.zeros(n, np.bool_), np.zeros(n, np.int64)
         K.trigger(out, y, -(-frac(cfg.r) * sy.k_out // 1), trig, pred, self.counts, self.mem)
-        errors = int(np.count_nonzero(pred != y))
-        idx = np.flatnonzero(trig)
+        errors = self._tally(pred, y)
+        idx = self._scan(trig)
         if len(idx):
             self._apply(self._deltas(x_bits[idx], zs[:, idx], z_y[idx], states[:, idx], y[idx]))
         else:
@@ -99,25 +100,29 @@ class BEPTT(BEP):
         dev, nu = self.dev, frac(self.config.nu)
         xs, ss, sy = self.layers
         steps, n, k_s = zs.shape
-        target_y = self.frame[y]                                            # s*_y = rho_c
         targets = np.empty((steps, n, k_s), np.int8)
         g = np.empty(z_y.shape, np.uint8)
         K.gate(z_y, int(nu * sy.k_in), g, self.counts, self.mem)
-        u = dev.masked_sign_matmul(pack_signs(target_y, self.wb), sy.wt, pack_bits(g, self.wb),
+        # s*_y = rho_c: P's rows, held packed for the logits
+        u = dev.masked_sign_matmul(self.head_words[-1][y], sy.wt, self._pack(g, False),
                                    k=sy.k_out)                               # (n, K_s)
         K.desired(u, np.ascontiguousarray(states[steps]), targets[steps - 1], self.counts,
                   self.mem)
         g = np.empty((n, k_s), np.uint8)
         for t in range(steps - 2, -1, -1):  # s*_t from s*_{t+1} through the gate of z_{t+1}
             K.gate(zs[t + 1], int(nu * xs.fan_in), g, self.counts, self.mem)
-            u = dev.masked_sign_matmul(pack_signs(targets[t + 1], self.wb), ss.wt,
-                                       pack_bits(g, self.wb), k=ss.k_out)
+            u = dev.masked_sign_matmul(self._pack(targets[t + 1], True), ss.wt,
+                                       self._pack(g, False), k=ss.k_out)
             K.desired(u, np.ascontiguousarray(states[t + 1]), targets[t], self.counts, self.mem)
         return targets
 
     def _deltas(self, x_bits, zs, z_y, states, y):
         xs, ss, _ = self.layers
         steps, n, k_s = zs.shape
+        # int8 +/-1 of the learning samples' x_t and s_1 .. s_T, unpacked from their words
+        # (s_0 = +1 is a constant)
+        self._count_unpack(steps * n, xs.k_in)
+        self._count_unpack(steps * n, ss.k_in)
         d_sy = self._layer_delta(2, z_y, self.frame[y], np.ascontiguousarray(states[-1]),
                                  gamma=self.gamma[1])
         targets = self.desired_states(zs, z_y, states, y)

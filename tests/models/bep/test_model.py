@@ -106,10 +106,14 @@ def test_train_batch_equals_naive_twin(gamma0, wb):
             assert np.array_equal(lay.w, pack_signs(np.where(h >= 0, 1, -1).astype(np.int8), wb))
 
 
-def test_train_step_bytes_are_the_hand_count():
-    """Every byte one BEP step moves is in the ledger (the kernels' and the sign refresh's
-    were not: 1,704 B read and 504 B written were counted below, the device's word ops
-    only). A forced 40-16-8 net, 3 classes, 2 samples, 32-bit words (4 B): x all ones;
+def test_train_step_ops_and_bytes_are_the_hand_count():
+    """Every op and byte one BEP step does is in the ledger (the kernels' and the sign
+    refresh's bytes were not: 1,704 B read and 504 B written were counted below; nor were
+    the ops and bytes of the bookkeeping: packing the gates into words, unpacking a_l, the
+    error tally, the scans of the trigger and touched flags, and the or/and word ops that
+    set the refreshed bits of W and W^T: 491 ops fewer, 184 and + 160 or + 119 add + 28
+    cmp, and 70 B read and 140 B written).
+    A forced 40-16-8 net, 3 classes, 2 samples, 32-bit words (4 B): x all ones;
     H_1 rows 0-7 = +1, rows 8-15 = -1, so z_1 = +40 / -40 and a_1 = [+1 x 8, -1 x 8];
     H_2 row j = rho_0[j] (frame P: Hadamard rows 1-3 of order 8), so z_2 = 0, a_2 = +1 and
     every logit is 0: both samples trigger (margin 0 < ceil(0.5 x 8) = 4). gamma = (16, 8):
@@ -117,8 +121,7 @@ def test_train_step_bytes_are_the_hand_count():
     0 selects neuron 1, sample 1 neuron 2 (first wrong of |z| 0). Layer 1: u = W_2^T rho_y
     is 8 for y = 0 (a*_1 = +1: neurons 8-15 wrong, neuron 8 selected) and 0 for y = 1
     (a*_1 = a_1: none). Reinforcement threshold 2^32: every counter moves.
-    Not counted (host bookkeeping): packing a* and the gates into words and unpacking a_l,
-    the error tally and the scans of the trigger and touched flags."""
+    Ops: (xor, popcount, and, or, int_add, int_cmp) words / ints; bytes: (read, written)."""
     dev = BitwiseDevice("cortex-m4")
     model = BEP(40, 3, BEPConfig(hidden=(16, 8), gamma0=16, r=0.5, nu=0.5), dev)
     l1, l2 = model.layers
@@ -130,18 +133,51 @@ def test_train_step_bytes_are_the_hand_count():
     with dev.count("train", samples=2):
         model.train_batch(np.ones((2, 40), np.uint8), np.array([0, 1]))
     assert l1.h[8, 0] == -1 + 2 + 2 and l2.h[1, 0] == -1 - 2 - 2  # updated, then reinforced
+    ops = {  # (xor, popcount, and, or, int_add, int_cmp)
+        # forward: per output W xor + W popcount + W + 1 add; L1 32 outputs x 2 words: 64,
+        # 64, 96; sign 32 cmp + 32 or. L2 16 x 1 word: 16, 16, 32; sign 16 + 16. logits 6
+        # x 1: 6, 6, 12
+        "forward": (86, 86, 0, 48, 140, 48),
+        # trigger: 2 x (2 x 3 + 1) cmp, 2 add; tally: 2 cmp + 2 add; scan of the 2 trigger
+        # flags: 2 cmp, 2 add (both set)
+        "trigger": (0, 0, 0, 0, 2 + 2 + 2, 14 + 2 + 2),
+        # unpack a_0 (2 x 40 bits) and a_1 (2 x 16): 1 and + 1 add per bit
+        "unpack": (0, 0, 80 + 32, 0, 80 + 32, 0),
+        # gate of z_2: 2 x 16 = 32 cmp; pack its 16 flags: 16 or (a*_2 = P's packed rows: no
+        # op); gated product: mask popcount 2 words (2 popcount, 2 add) + 32 outputs x (xor,
+        # and, popcount, 2 add); desired: 2 x 16 = 32 cmp
+        "backward": (32, 2 + 32, 32, 16, 2 + 64, 2 * 16 + 2 * 32),
+        # wrong_bits 2 x 32 cmp, select 3 x 32 cmp; accumulate 1 selection x 40 add
+        "mask and update, layer 1": (0, 0, 0, 0, 40, 64 + 96),
+        # 2 x 16 and 3 x 16 cmp; 2 selections x 16 add
+        "mask and update, layer 2": (0, 0, 0, 0, 32, 32 + 48),
+        # scan of 16 touched flags: 16 cmp, 1 add; counter_add row 8: 40 x (1 add + 2 cmp);
+        # refresh 40 bits: 2 cmp, W 1 or, W^T 1 and + 1 or each; reinforcement of 640
+        # counters: 3 xor + 2 cmp + 1 add each
+        "apply, layer 1": (1920, 0, 40, 80, 1 + 40 + 640, 16 + 80 + 80 + 1280),
+        # 8 flags, 2 set; rows 1, 2: 32 counters, 32 bits; 128 counters
+        "apply, layer 2": (384, 0, 32, 64, 2 + 32 + 128, 8 + 64 + 64 + 256),
+    }
+    names = ("xor_word", "popcount_word", "and_word", "or_word", "int_add", "int_cmp")
+    want = {op: sum(v[i] for v in ops.values()) for i, op in enumerate(names)}
+    assert want == {"xor_word": 2422, "popcount_word": 120, "and_word": 216, "or_word": 208,
+                    "int_add": 1239, "int_cmp": 2250}
+    assert dev.ledger.total_ops("train") == want
     rw = {  # (bytes read, bytes written)
         # forward: products read 2 rows of W words per output, write int32; sign reads
         # int32, writes words. L1: 2 x 16 outputs x 2 x 2 words x 4 = 512, 32 x 4 = 128;
         # sign 32 x 4 = 128, 2 words = 8. L2: 16 x 2 x 1 x 4 = 128, 64; sign 64, 8.
         # logits: 6 x 2 x 4 = 48, 24
         "forward": (512 + 128 + 128 + 64 + 48, 128 + 8 + 64 + 8 + 24),
-        # trigger: 2 x (3 int32 logits + label 1 B) = 26; trigger flag + class 2 x 2 = 4
-        "trigger": (26, 4),
-        # gate of z_2: 16 int32 read, 16 flags written; gated product: mask popcount 2
-        # words (8) + 2 x 16 outputs x 3 words x 4 = 384, 32 x 4 = 128 written; desired:
-        # 32 x (int32 u + int8 a_1) = 160, 32 int8 written
-        "backward": (64 + 8 + 384 + 160, 16 + 128 + 32),
+        # trigger: 2 x (3 int32 logits + label 1 B) = 26; trigger flag + class 2 x 2 = 4;
+        # tally: 2 x (class + label) = 4 read; scan: 2 flags read, 2 int32 indices written
+        "trigger": (26 + 4 + 2, 4 + 8),
+        # unpack: a_0 2 x 2 words (16), a_1 2 x 1 word (8) read; 80 + 32 int8 written
+        "unpack": (16 + 8, 80 + 32),
+        # gate of z_2: 16 int32 read, 16 flags written; packed: 16 flags read, 2 words (8)
+        # written; gated product: mask popcount 2 words (8) + 2 x 16 outputs x 3 words x 4
+        # = 384, 32 x 4 = 128 written; desired: 32 x (int32 u + int8 a_1) = 160, 32 int8
+        "backward": (64 + 16 + 8 + 384 + 160, 16 + 8 + 128 + 32),
         # layer 1: wrong_bits and select 32 x 5 = 160 each, 32 flags / 2 indices x 4 = 8
         # written; accumulate: 2 indices (8) + 1 selection x (target 1 + 40 inputs + row
         # 40 x 4 = 160) = 209 read, row 160 + flag 1 + zeroing 160 = 321 written
@@ -149,18 +185,20 @@ def test_train_step_bytes_are_the_hand_count():
         # layer 2: 16 x 5 = 80 each, 16 flags / 8 written; accumulate: 8 + 2 x (1 + 16 +
         # 64) = 170 read, 2 x (64 + 1) + 2 rows zeroed x 64 = 258 written
         "mask and update, layer 2": (80 + 80 + 170, 16 + 8 + 258),
-        # counter_add on row 8 of H_1: 40 int16 + 40 int32 deltas read (80 + 160), 80
-        # written; refresh: 40 counters read (80), W row 2 words (8) written, W^T 40 rows x
-        # 1 word read and written (160); reinforcement: 640 counters x 2 B each way
-        "apply, layer 1": (240 + 80 + 160 + 1280, 80 + 8 + 160 + 1280),
-        # rows 1, 2 of H_2: 32 x 2 + 32 x 4 = 192 read, 64 written; refresh 32 x 2 = 64
-        # read, W 2 rows x 1 word (8), W^T 16 rows x 1 word (64) each way; 128 counters
-        "apply, layer 2": (192 + 64 + 64 + 256, 64 + 8 + 64 + 256),
+        # scan: 16 flags read, 1 index (4) written; counter_add on row 8 of H_1: 40 int16 +
+        # 40 int32 deltas read (80 + 160), 80 written; refresh: 40 counters read (80), W row
+        # 2 words (8) written, W^T 40 rows x 1 word read and written (160); reinforcement:
+        # 640 counters x 2 B each way
+        "apply, layer 1": (16 + 240 + 80 + 160 + 1280, 4 + 80 + 8 + 160 + 1280),
+        # scan 8 flags, 2 indices (8); rows 1, 2 of H_2: 32 x 2 + 32 x 4 = 192 read, 64
+        # written; refresh 32 x 2 = 64 read, W 2 rows x 1 word (8), W^T 16 rows x 1 word
+        # (64) each way; 128 counters
+        "apply, layer 2": (8 + 192 + 64 + 64 + 256, 8 + 64 + 8 + 64 + 256),
     }
     read, write = (sum(v[i] for v in rw.values()) for i in (0, 1))
-    assert (read, write) == (4717, 2975)
-    assert dev.ledger.total_bytes("train") == {("local", "read"): 4717,
-                                               ("local", "write"): 2975}
+    assert (read, write) == (4787, 3115)
+    assert dev.ledger.total_bytes("train") == {("local", "read"): 4787,
+                                               ("local", "write"): 3115}
 
 
 def test_integer_thresholds():
@@ -205,6 +243,11 @@ def test_bep_learns_prototypes_with_no_float_op(protos):
     assert dev.ledger.total_ops("infer") == {"xor_word": 500 * 660, "popcount_word": 500 * 660,
                                              "int_add": 500 * 799, "int_cmp": 500 * 149,
                                              "or_word": 500 * 128}
+    # validation: the same inference on 4 x 250 held-out samples, plus the error tally the
+    # gamma schedule reads, 1 int_cmp (pred != y) + 1 int_add per sample
+    assert dev.ledger.total_ops("validate") == {
+        "xor_word": 1000 * 660, "popcount_word": 1000 * 660, "int_add": 1000 * (799 + 1),
+        "int_cmp": 1000 * (149 + 1), "or_word": 1000 * 128}
     # training runs the same forward on every trained sample, plus the gated backward
     ops = dev.ledger.total_ops("train")
     assert ops["popcount_word"] > 9000 * 660 and ops["and_word"] > 0  # masked products

@@ -1,5 +1,4 @@
 """VA CUBA: a small run, its counts, its pricing on three chips, the chips' limits."""
-import re
 
 import numpy as np
 import pytest

@@ -663,8 +663,14 @@ PINS: dict[str, dict[str, tuple[float, str]]] = {
         'technology_node_nm': (32, 'intel_ark'),
         'energy_pj.mac_fp32': (689.413, 'intel_ark'),
         'energy_pj.flop_fp32': (689.413, 'intel_ark'),
+        'energy_pj.int_add': (689.413, 'intel_ark'),
+        'energy_pj.int_cmp': (689.413, 'intel_ark'),
+        'energy_pj.int_mul': (1378.83, 'intel_ark'),
         'throughput.mac_fp32': (220800000000.0, 'agner_sandy_bridge'),
         'throughput.flop_fp32': (220800000000.0, 'agner_sandy_bridge'),
+        'throughput.int_add': (220800000000.0, 'llvm_snb_sched'),
+        'throughput.int_cmp': (220800000000.0, 'llvm_snb_sched'),
+        'throughput.int_mul': (110400000000.0, 'llvm_snb_sched'),
         'memory.local.capacity_bytes': (393216, 'intel_opt_manual'),
         'memory.local.read_pj_per_byte': (2.5, 'horowitz2014'),
         'memory.local.write_pj_per_byte': (2.5, 'horowitz2014'),
@@ -798,6 +804,9 @@ DERIVED: dict[tuple[str, str], float] = {
     # the measured parts of Blouw et al. 2019 (idle: that paper's Table 1 idle column)
     ("xeon-e5-2630", "energy_pj.mac_fp32"): (2 * 95 - 17.01 - 243.75 * 0.0852) / 2.208e11 * 1e12,
     ("xeon-e5-2630", "throughput.mac_fp32"): 8 * 12 * 2.3e9,
+    # LLVM's Sandy Bridge model: 128-bit integer add/compare on ports 1 or 5, PMULLD on port 0
+    ("xeon-e5-2630", "throughput.int_cmp"): 2 * 4 * 12 * 2.3e9,
+    ("xeon-e5-2630", "energy_pj.int_mul"): (2 * 95 - 17.01 - 243.75 * 0.0852) / (4 * 12 * 2.3e9) * 1e12,
     ("xeon-e5-2630", "memory.offchip.bandwidth_bytes_per_s"): 2 * 42.6e9,
     ("xeon-e5-2630", "execution.half_perf_ops"): 12 * 2 * 8 * 5,
     # ARK's 95 W TDP (not re-read) x 2 sockets; ASSUMED 8 GB DIMM x 4 channels x 2 sockets

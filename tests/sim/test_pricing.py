@@ -176,13 +176,14 @@ def test_spike_payloads_price_only_on_a_chip_that_carries_them(tmp_path):
 
 
 def test_missing_ops_name_the_shipped_profiles_that_price_them():
-    # the Xeon E5-2630 profile (Blouw's TF1 host) prices fp32 only: a torch run's integer
-    # ops were refused with "a profile of a kind that executes these ops", though the kind
-    # (cpu) is right; the shipped cpu profile that prices both is x86-avx2
+    # the Xeon E5-2630 profile (Blouw's TF1 host) prices fp32 and 32-bit integer ops, no
+    # packed-word logic: a run's word ops were refused with "a profile of a kind that executes
+    # these ops", though the kind (cpu) is right; the shipped cpu profile that prices both is
+    # x86-avx2
     led = Ledger()
     led.add("mac_fp32", 5)
-    led.add("int_add", 3)
-    with pytest.raises(PricingError, match=r"no energy for op\(s\) int_add .*Price the run on "
+    led.add("xor_word", 3)
+    with pytest.raises(PricingError, match=r"no energy for op\(s\) xor_word .*Price the run on "
                                            r"one that does \(x86-avx2\), or add them"):
         price(led, "xeon-e5-2630")
 

@@ -181,8 +181,11 @@ def test_the_execution_model_named_is_the_stacks(toy_gpu_text):
     ("quadro-k4000", 84.0338, 84.0338),
     # cc 5.x: 128 add, 64 compare per clock per SMM, 2 SMM at 1 GHz; 8.264 W / 2.56e11 and / 1.28e11
     ("jetson-tx1", 32.2812, 64.5625),
+    # LLVM's Sandy Bridge model: PADDD / PCMPGTD xmm 2 per cycle x 4 lanes x 12 cores x 2.3 GHz
+    # = 2.208e11 /s; 152.223 W compute / 2.208e11 = 689.4 pJ each
+    ("xeon-e5-2630", 689.413, 689.413),
 ])
-def test_blouw_gpus_price_the_integer_ops_torch_runs_emit(name, int_add_pj, int_cmp_pj):
+def test_blouw_parts_price_the_integer_ops_torch_runs_emit(name, int_add_pj, int_cmp_pj):
     """argmax, indices and accuracy emit int_add / int_cmp: a torch room on these GPUs was
     refused after training (the profiles priced fp ops only)."""
     led = Ledger()

@@ -806,7 +806,8 @@ DERIVED: dict[tuple[str, str], float] = {
     ("xeon-e5-2630", "throughput.mac_fp32"): 8 * 12 * 2.3e9,
     # LLVM's Sandy Bridge model: 128-bit integer add/compare on ports 1 or 5, PMULLD on port 0
     ("xeon-e5-2630", "throughput.int_cmp"): 2 * 4 * 12 * 2.3e9,
-    ("xeon-e5-2630", "energy_pj.int_mul"): (2 * 95 - 17.01 - 243.75 * 0.0852) / (4 * 12 * 2.3e9) * 1e12,
+    ("xeon-e5-2630", "energy_pj.int_mul"):
+        (2 * 95 - 17.01 - 243.75 * 0.0852) / (4 * 12 * 2.3e9) * 1e12,
     ("xeon-e5-2630", "memory.offchip.bandwidth_bytes_per_s"): 2 * 42.6e9,
     ("xeon-e5-2630", "execution.half_perf_ops"): 12 * 2 * 8 * 5,
     # ARK's 95 W TDP (not re-read) x 2 sockets; ASSUMED 8 GB DIMM x 4 channels x 2 sockets

@@ -1,9 +1,10 @@
 """DiffPC's comparison: DiffPC (neuromorphic) vs float PC and backprop (GPU/CPU profiles).
 
 Trains the three methods through the runner on the same data, architecture and training
-protocol (DiffPC's preset; float PC and BP take its ``hidden``, ``epochs``,
-``batch_size``, ``lr`` and ``lr_schedule`` as overrides, float PC its AdamW
-``weight_decay`` too: ``SHARED``) and returns a :class:`Study`: one RunResult per method (each
+protocol (DiffPC's preset; float PC takes its ``hidden``, ``epochs``, ``batch_size``, ``lr``,
+``lr_schedule`` and AdamW ``weight_decay`` as overrides, BP only ``hidden``, ``epochs``,
+``batch_size`` and ``lr_schedule``, keeping its own Adam step 1e-3 and no decay: ``SHARED``)
+and returns a :class:`Study`: one RunResult per method (each
 with its own ledger) and a comparison dict: test accuracy, bits per neuron per sample
 (float PC 64 x steps and BP 32, the paper's counts; DiffPC 2 x measured spikes + 32 bits x
 feed-forward messages, per neuron), spikes per neuron per sample, and energy per training

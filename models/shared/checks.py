@@ -48,6 +48,34 @@ def check_at_least(cfg, **minimum) -> None:
             raise ModelError(f"{type(cfg).__name__}.{name} = {value}: must be >= {low}")
 
 
+def check_field_types(cfg) -> None:
+    """Raise a one-line ModelError naming the first field of the dataclass ``cfg`` whose value
+    is not of its annotated type: ``int`` (not bool), ``float`` (an int is fine), ``str``, or
+    ``tuple[int, ...]`` (any sequence of ints). The CLI's ``--set`` checks types already; a
+    config built in Python was a traceback later (``hidden=32``: 'int' object is not
+    iterable) or silently changed (``hidden=(2.7,)`` became ``(2,)``)."""
+    import dataclasses
+    import numbers
+    from collections.abc import Sequence
+
+    def whole(v) -> bool:
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    checks = {"int": (whole, "a whole number"),
+              "float": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool),
+                        "a number"),
+              "str": (lambda v: isinstance(v, str), "text"),
+              "tuple[int, ...]": (lambda v: isinstance(v, Sequence) and not isinstance(v, str)
+                                  and all(whole(h) for h in v), "a sequence of whole numbers")}
+    for field in dataclasses.fields(cfg):
+        kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+        if kind not in checks:
+            continue
+        ok, what = checks[kind]
+        value = getattr(cfg, field.name)
+        if not ok(value):
+            raise ModelError(f"{type(cfg).__name__}.{field.name} = {value!r}: expected {what}")
+
+
 def all_finite(tensors) -> bool:
     """True when every value of every tensor is finite. Read in numpy on the host, so a
     check inside a counting block adds nothing to the ledger."""

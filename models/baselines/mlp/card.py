@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from models.registry import Card, Outcome, Study, Trained, register
-from models.shared.checks import check_at_least
+from models.shared.checks import check_at_least, check_field_types
 from models.shared.schedules import check_schedule
 from sim.errors import ModelError
 from sim.traces import curve
@@ -31,6 +31,7 @@ class MLPConfig:
     seed: int = 0
 
     def __post_init__(self):
+        check_field_types(self)
         self.hidden = tuple(int(h) for h in self.hidden)
         if any(h < 1 for h in self.hidden):
             raise ModelError(f"MLPConfig.hidden = {self.hidden}: every layer needs >= 1 unit")

@@ -125,3 +125,20 @@ def test_evaluation_on_a_microcontroller_holds_one_batch_and_prices():
     assert fp["blocks"] == 63 and fp["read_only"] < 2000 * 64 * 4 // 10
     assert dev.ledger.samples()["infer"] == 2000
     assert dev.ledger.price("cortex-m4").total_j > 0
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"hidden": 32}, "MLPConfig.hidden = 32: expected a sequence of whole numbers"),
+    ({"hidden": (2.7,)}, r"MLPConfig.hidden = \(2.7,\): expected a sequence of whole numbers"),
+    ({"epochs": 1.5}, "MLPConfig.epochs = 1.5: expected a whole number"),
+    ({"lr": "1e-3"}, "MLPConfig.lr = '1e-3': expected a number"),
+])
+def test_a_config_built_in_python_with_a_wrong_type_is_one_line(setting, message):
+    """A config built in Python skips --set's type checks: hidden=32 was a TypeError
+    traceback, hidden=(2.7,) silently became (2,), epochs=1.5 failed only in training."""
+    from models.baselines.mlp.card import MLPConfig
+    from models.baselines.pc.card import PCConfig
+    with pytest.raises(ModelError, match=message):
+        MLPConfig(**setting)
+    with pytest.raises(ModelError, match=message.replace("MLPConfig", "PCConfig")):
+        PCConfig(**setting)

@@ -466,6 +466,26 @@ def _overwrite_page(db):
      "values)"),
     # was: sqlalchemy DatabaseError ("database disk image is malformed") traceback
     (_overwrite_page, "the study database is damaged ("),
+    # was: optuna's AssertionError traceback from storage.get_all_trials
+    (_sql("UPDATE trial_values SET value = NULL WHERE objective = 0 AND trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 1)"),
+     "the study database is damaged (trial 1 holds objective 0 as NULL of value_type "
+     "'FINITE'; Optuna writes a number as FINITE, an infinity as INF_POS or INF_NEG with no "
+     "number); it is left as it is"),
+    # was: LookupError from SQLAlchemy's Enum ("'NAN' is not among the defined enum values")
+    (_sql("UPDATE trial_values SET value_type = 'NAN' WHERE objective = 1 AND trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 2)"),
+     "(trial 2 holds objective 1 as "),
+    (_sql("UPDATE trial_values SET value = 1.5, value_type = 'INF_POS' WHERE trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 0) AND objective = 1"),
+     "(trial 0 holds objective 1 as 1.5 of value_type 'INF_POS';"),
+    # rows check_study_file does not look at: caught around Optuna's read of the trials
+    (_sql("UPDATE trial_params SET distribution_json = '{oops' WHERE trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 1)"),
+     "the study database is damaged (its trials cannot be read back: JSONDecodeError: "),
+    (_sql("UPDATE trial_values SET objective = 7 WHERE objective = 1 AND trial_id = "
+          "(SELECT trial_id FROM trials WHERE number = 3)"),
+     "(its trials cannot be read back: IndexError: list assignment index out of range)"),
 ])
 def test_a_damaged_or_other_optuna_study_is_one_line_and_left_as_it_is(done, tmp_path,
                                                                         damage, message):
@@ -605,42 +625,6 @@ def test_a_sigint_outside_a_finaliser_is_raised_at_once():
     with pytest.raises(KeyboardInterrupt):
         interrupts.handler(signal.SIGINT, sys._getframe())
     assert interrupts.noted
-
-
-@pytest.mark.parametrize("damage, message", [
-    # was: optuna's AssertionError traceback from storage.get_all_trials
-    (_sql("UPDATE trial_values SET value = NULL WHERE objective = 0 AND trial_id = "
-          "(SELECT trial_id FROM trials WHERE number = 1)"),
-     "the study database is damaged (trial 1 holds objective 0 as NULL of value_type "
-     "'FINITE'; Optuna writes a number as FINITE, an infinity as INF_POS or INF_NEG with no "
-     "number); it is left as it is"),
-    # was: LookupError from SQLAlchemy's Enum ("'NAN' is not among the defined enum values")
-    (_sql("UPDATE trial_values SET value_type = 'NAN' WHERE objective = 1 AND trial_id = "
-          "(SELECT trial_id FROM trials WHERE number = 2)"),
-     "(trial 2 holds objective 1 as "),
-    (_sql("UPDATE trial_values SET value = 1.5, value_type = 'INF_POS' WHERE trial_id = "
-          "(SELECT trial_id FROM trials WHERE number = 0) AND objective = 1"),
-     "(trial 0 holds objective 1 as 1.5 of value_type 'INF_POS';"),
-    # rows check_study_file does not look at: caught around Optuna's read of the trials
-    (_sql("UPDATE trial_params SET distribution_json = '{oops' WHERE trial_id = "
-          "(SELECT trial_id FROM trials WHERE number = 1)"),
-     "the study database is damaged (its trials cannot be read back: JSONDecodeError: "),
-    (_sql("UPDATE trial_values SET objective = 7 WHERE objective = 1 AND trial_id = "
-          "(SELECT trial_id FROM trials WHERE number = 3)"),
-     "(its trials cannot be read back: IndexError: list assignment index out of range)"),
-])
-def test_a_trial_optuna_cannot_read_back_is_one_line_and_left_as_it_is(done, tmp_path,
-                                                                       damage, message):
-    out = _copy(done, tmp_path)
-    db = out / search.STUDY_FILE
-    damage(db)
-    before = db.read_bytes()
-    with pytest.raises(SweepError) as info:
-        search.run_search(SPEC, out, serial=True, resume=True)
-    text = str(info.value)
-    assert "\n" not in text and text.startswith(f"{db}: "), text
-    assert message in text, text
-    assert db.read_bytes() == before
 
 
 def test_cli_counts_a_trial_told_from_its_run_file_as_kept(tmp_path, monkeypatch, capsys):

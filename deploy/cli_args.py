@@ -97,8 +97,9 @@ def _is_dir(text: str, what: str, error) -> bool:
     try:
         return Path(text).is_dir()
     except OSError as exc:
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        raise error(f"{what} {shown!r}: {exc.strerror or exc}; give a shorter path") from None
+        from hw_profiles.loader import clipped
+        raise error(f"{what} {clipped(text, 60)!r}: {exc.strerror or exc}; give a shorter "
+                    "path") from None
 
 
 def parse_run_file(text: str) -> str:

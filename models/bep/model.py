@@ -75,9 +75,6 @@ INIT_HALF_WIDTH = 111                   # uniform integer init with std ~64 (111
 PI = Fraction(355, 113)                 # integer-only reinforcement probability
 
 
-STATE_BITS_PER_WEIGHT = 16 + 2
-"""Device memory per weight as implemented: int16 counter + a bit in packed W and in W^T
-(before the packed rows' padding to whole words: ``card.state_bytes`` counts the bytes)."""
 
 
 def frac(x) -> Fraction:

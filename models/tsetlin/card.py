@@ -75,13 +75,13 @@ class TsetlinConfig:
         'alternate' polarity needs) and the shipped bitwise profiles that hold this config."""
         import hw_profiles
         from sim.bitwise.device import check_state_fits, check_word_bits
-        from sim.errors import HardwareLimitError, NeuroedgeError
+        from sim.errors import NeuroedgeError
         from sim.execution.mcu import WRITABLE
 
         def fits(prof) -> bool:
             try:
                 check_state_fits(prof, train_state_bytes(self, dataset, check_word_bits(prof)))
-            except (HardwareLimitError, NeuroedgeError):   # too small, or no usable word width
+            except NeuroedgeError:   # too small (HardwareLimitError), or no usable word width
                 return False
             return True
         per_clause = train_state_bytes(self, dataset, check_word_bits(profile)) // int(self.clauses)
